@@ -1,0 +1,90 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// OrderLedger: `ledgerd`, an event-sourced order ledger on PostgreSQL.
+///
+/// Module split (see ../shared/design/architecture.md): a pure core with no dependencies,
+/// PostgreSQL / HTTP / wiring at the edges, and the `ledgerd` executable on top.
+let package = Package(
+    name: "OrderLedger",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "ledgerd", targets: ["ledgerd"]),
+        .library(name: "LedgerCore", targets: ["LedgerCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+    ],
+    targets: [
+        // Pure domain: money, ids, events, the canonical event layout. No dependencies, no I/O.
+        .target(name: "LedgerCore"),
+        // The event store on PostgreSQL: migrator, group-commit writer, chain verifier, embedded launcher.
+        .target(
+            name: "LedgerPostgres",
+            dependencies: [
+                "LedgerCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // HTTP edge: routes, error mapping, request metrics.
+        .target(
+            name: "LedgerHTTP",
+            dependencies: [
+                "LedgerCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        // Wiring: configuration, services, commands shared by the executable and the tests.
+        .target(
+            name: "LedgerApp",
+            dependencies: [
+                "LedgerCore", "LedgerPostgres", "LedgerHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ]
+        ),
+        .executableTarget(
+            name: "ledgerd",
+            dependencies: [
+                "LedgerApp",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // Test helpers: one embedded cluster per test run, a fresh database per suite.
+        .target(
+            name: "LedgerTestSupport",
+            dependencies: ["LedgerPostgres", .product(name: "PostgresNIO", package: "postgres-nio")],
+            path: "Tests/LedgerTestSupport"
+        ),
+        .testTarget(name: "LedgerCoreTests", dependencies: ["LedgerCore"]),
+        .testTarget(
+            name: "LedgerPostgresTests",
+            dependencies: ["LedgerPostgres", "LedgerTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
+        ),
+        .testTarget(
+            name: "LedgerAppTests",
+            dependencies: [
+                "LedgerApp", "LedgerTestSupport", "ledgerd",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
+    ]
+)

@@ -1,0 +1,51 @@
+import Foundation
+import Hummingbird
+import LedgerPostgres
+import Logging
+import PostgresNIO
+
+/// `ledgerd serve`: database up (embedded or configured), migrated, HTTP and background services
+/// running until SIGINT/SIGTERM, then a graceful drain and the embedded cluster stopped.
+public enum Daemon {
+    public static func serve(configuration: LedgerConfiguration, logger: Logger) async throws {
+        let database = try await LedgerDatabase.prepare(configuration, logger: logger, ownEmbedded: true)
+        logger.info("ledger database ready", metadata: ["database": "\(database.location)"])
+        do {
+            let client = PostgresClient(configuration: database.appConfiguration, backgroundLogger: logger)
+            let services = LedgerServices(client: client, configuration: configuration, metrics: LedgerMetrics(), logger: logger)
+            let app = buildApplication(configuration: configuration, services: services, logger: logger)
+            logger.info("ledgerd serving", metadata: ["address": "\(configuration.host):\(configuration.port)"])
+            try await app.runService()
+        } catch {
+            database.stop()
+            throw error
+        }
+        database.stop()
+        logger.info("ledgerd stopped")
+    }
+
+    /// Runs `body` against the configured ledger database for an offline command, starting the
+    /// embedded cluster if needed (and stopping it afterwards only if this command started it).
+    public static func withLedgerClient<T: Sendable>(
+        configuration: LedgerConfiguration, logger: Logger, asOwner: Bool = false,
+        _ body: @Sendable (PostgresClient) async throws -> T
+    ) async throws -> T {
+        let database = try await LedgerDatabase.prepare(configuration, logger: logger, ownEmbedded: false)
+        do {
+            let result = try await withPostgresClient(
+                configuration: asOwner ? database.ownerConfiguration : database.appConfiguration, logger: logger, body)
+            database.stop()
+            return result
+        } catch {
+            database.stop()
+            throw error
+        }
+    }
+}
+
+/// The daemon's logger: swift-log to standard error, at the configured level.
+public func makeLogger(_ configuration: LedgerConfiguration, label: String = "ledgerd") -> Logger {
+    var logger = Logger(label: label)
+    logger.logLevel = configuration.logLevel
+    return logger
+}

@@ -1,0 +1,77 @@
+import Foundation
+import Hummingbird
+import LedgerHTTP
+import LedgerPostgres
+import Logging
+import Metrics
+import PostgresNIO
+import Prometheus
+
+/// The metrics of one daemon: a Prometheus registry and the swift-metrics factory writing to it.
+/// Injected (not bootstrapped globally) so that every application and every test has its own.
+public struct LedgerMetrics: Sendable {
+    public let registry: PrometheusCollectorRegistry
+    public let factory: PrometheusMetricsFactory
+
+    public init() {
+        registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        // Batch sizes are event counts, not seconds.
+        factory.defaultValueHistogramBuckets = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+        self.factory = factory
+    }
+
+    /// The Prometheus text exposition of everything recorded so far.
+    public func exposition() -> String {
+        var buffer: [UInt8] = []
+        registry.emit(into: &buffer)
+        return String(decoding: buffer, as: UTF8.self)
+    }
+}
+
+/// The ledger's parts that the HTTP routes and background services share.
+public struct LedgerServices: Sendable {
+    public let client: PostgresClient
+    public let writer: LedgerWriter
+    public let store: EventStore
+    public let metrics: LedgerMetrics
+
+    public init(client: PostgresClient, configuration: LedgerConfiguration, metrics: LedgerMetrics, logger: Logger) {
+        self.client = client
+        self.metrics = metrics
+        self.writer = LedgerWriter(
+            client: client,
+            configuration: .init(maximumBatchEvents: configuration.writerMaximumBatchEvents),
+            logger: logger, metricsFactory: metrics.factory)
+        self.store = EventStore(client: client, logger: logger)
+    }
+}
+
+struct EventStoreHealthProbe: LedgerHealthProbe {
+    let store: EventStore
+    func lastPosition() async throws -> Int64 { try await store.head().position }
+}
+
+/// The router: middleware (errors outermost, so metrics see final statuses) and every route.
+public func buildRouter(services: LedgerServices) -> Router<BasicRequestContext> {
+    let router = Router(context: BasicRequestContext.self)
+    router.add(middleware: RequestMetricsMiddleware(factory: services.metrics.factory))
+    router.add(middleware: ErrorMiddleware())
+    let metrics = services.metrics
+    SystemRoutes(probe: EventStoreHealthProbe(store: services.store), metricsText: { metrics.exposition() })
+        .register(on: router)
+    return router
+}
+
+/// The daemon as a Hummingbird application. Services start in order (pool, then writer) and
+/// stop in reverse after the HTTP server has drained, so in-flight appends still commit.
+public func buildApplication(
+    configuration: LedgerConfiguration, services: LedgerServices, logger: Logger
+) -> some ApplicationProtocol {
+    var app = Application(
+        router: buildRouter(services: services),
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ledgerd"),
+        logger: logger)
+    app.addServices(services.client, services.writer)
+    return app
+}

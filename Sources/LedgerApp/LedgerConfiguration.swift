@@ -1,0 +1,104 @@
+import Configuration
+import Foundation
+import Logging
+
+/// Everything `ledgerd` can be told, read from flags (highest priority), then environment
+/// variables, then these defaults. Each key's environment variable is its upper-cased form,
+/// e.g. `ledgerd.database.url` → `LEDGERD_DATABASE_URL`.
+///
+/// | key (environment variable) | default | meaning |
+/// |---|---|---|
+/// | `LEDGERD_DATABASE_URL` | — | PostgreSQL URL of the app role; unset = embedded cluster. **Secret.** |
+/// | `LEDGERD_MIGRATION_DATABASE_URL` | the database URL | URL of the schema owner for migrations. **Secret.** |
+/// | `LEDGERD_HOST` | `0.0.0.0` | address the HTTP server binds |
+/// | `LEDGERD_PORT` | `12345` | HTTP port (the storefront app's) |
+/// | `LEDGERD_DATA_DIR` | `./.ledgerd` | embedded cluster and daemon state |
+/// | `LEDGERD_PG_BINDIR` | found | PostgreSQL server binaries for the embedded cluster |
+/// | `LEDGERD_PG_USER` | `postgres` | OS user that runs the embedded cluster when started as root |
+/// | `LEDGERD_MIGRATIONS_DIR` | found | directory of `NNNN_*.sql` migrations |
+/// | `LEDGERD_DB_POOL_SIZE` | `20` | most connections to PostgreSQL |
+/// | `LEDGERD_WRITER_MAX_BATCH` | `2000` | most events committed in one transaction |
+/// | `LEDGERD_LOG_LEVEL` | `info` | trace, debug, info, notice, warning, error, critical |
+public struct LedgerConfiguration: Sendable {
+    public var databaseURL: String?
+    public var migrationDatabaseURL: String?
+    public var host: String
+    public var port: Int
+    public var dataDirectory: String
+    public var postgresBinDirectory: String?
+    public var postgresUser: String
+    public var migrationsDirectory: String?
+    public var databasePoolSize: Int
+    public var writerMaximumBatchEvents: Int
+    public var logLevel: Logger.Level
+
+    /// Reads the configuration from a reader (see the table above for keys and defaults).
+    public init(reader: ConfigReader) throws {
+        databaseURL = reader.string(forKey: "ledgerd.database.url", isSecret: true)
+        migrationDatabaseURL = reader.string(forKey: "ledgerd.migration.database.url", isSecret: true)
+        host = reader.string(forKey: "ledgerd.host", default: "0.0.0.0")
+        port = reader.int(forKey: "ledgerd.port", default: 12345)
+        dataDirectory = reader.string(forKey: "ledgerd.data.dir", default: "./.ledgerd")
+        postgresBinDirectory = reader.string(forKey: "ledgerd.pg.bindir")
+        postgresUser = reader.string(forKey: "ledgerd.pg.user", default: "postgres")
+        migrationsDirectory = reader.string(forKey: "ledgerd.migrations.dir")
+        databasePoolSize = reader.int(forKey: "ledgerd.db.pool.size", default: 20)
+        writerMaximumBatchEvents = reader.int(forKey: "ledgerd.writer.max.batch", default: 2_000)
+        let level = reader.string(forKey: "ledgerd.log.level", default: "info")
+        guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
+            throw ConfigurationError("LEDGERD_LOG_LEVEL: unknown level \(level)")
+        }
+        logLevel = parsed
+        guard (1...65_535).contains(port) else { throw ConfigurationError("LEDGERD_PORT must be 1…65535, got \(port)") }
+        guard databasePoolSize >= 2 else { throw ConfigurationError("LEDGERD_DB_POOL_SIZE must be at least 2") }
+        guard writerMaximumBatchEvents >= 1 else { throw ConfigurationError("LEDGERD_WRITER_MAX_BATCH must be at least 1") }
+        if databaseURL?.isEmpty == true { databaseURL = nil }
+        if migrationDatabaseURL?.isEmpty == true { migrationDatabaseURL = nil }
+    }
+
+    /// Flags override the environment, which overrides the defaults.
+    public static func load(
+        flags: [AbsoluteConfigKey: ConfigValue] = [:],
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> LedgerConfiguration {
+        let reader = ConfigReader(providers: [
+            InMemoryProvider(values: flags),
+            EnvironmentVariablesProvider(environmentVariables: environment, secretsSpecifier: .specific([
+                "LEDGERD_DATABASE_URL", "LEDGERD_MIGRATION_DATABASE_URL",
+            ])),
+        ])
+        return try LedgerConfiguration(reader: reader)
+    }
+
+    /// True when the daemon runs its own PostgreSQL cluster.
+    public var usesEmbeddedDatabase: Bool { databaseURL == nil }
+
+    public var dataDirectoryURL: URL {
+        URL(fileURLWithPath: dataDirectory, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+            .standardizedFileURL
+    }
+
+    /// The migrations: `LEDGERD_MIGRATIONS_DIR`, else `./sql`, else `<prefix>/share/ledgerd/sql`
+    /// next to the executable, else the source tree this binary was built from.
+    public func resolvedMigrationsDirectory() throws -> URL {
+        let fm = FileManager.default
+        if let migrationsDirectory { return URL(fileURLWithPath: migrationsDirectory) }
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        let candidates = [
+            URL(fileURLWithPath: fm.currentDirectoryPath).appendingPathComponent("sql"),
+            executable.deletingLastPathComponent().appendingPathComponent("../share/ledgerd/sql").standardizedFileURL,
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../sql").standardizedFileURL,
+        ]
+        for candidate in candidates where fm.fileExists(atPath: candidate.appendingPathComponent("0001_create_event_log.sql").path) {
+            return candidate
+        }
+        throw ConfigurationError("migrations not found; set LEDGERD_MIGRATIONS_DIR to the project's sql/ directory")
+    }
+}
+
+/// A configuration value that cannot be used; the message names the key.
+public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
+    public let message: String
+    public var description: String { message }
+    public init(_ message: String) { self.message = message }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import LedgerPostgres
+import Logging
+import PostgresNIO
+
+/// The database the daemon uses — its own embedded cluster, or the server `LEDGERD_DATABASE_URL`
+/// names — brought to the current schema.
+///
+/// Embedded: the cluster runs under `LEDGERD_DATA_DIR`, the database is `ledger`, migrations run
+/// as the cluster's superuser, and the daemon connects as `ledger_app`. With a URL: migrations
+/// run with `LEDGERD_MIGRATION_DATABASE_URL` (else the URL itself; with nothing pending that is
+/// a no-op any role may run), and the daemon connects with the URL, which in production names a
+/// login role that is a member of `ledger_app` only.
+public struct LedgerDatabase: Sendable {
+    public static let embeddedDatabaseName = "ledger"
+
+    /// The application's connection (the `ledger_app` role).
+    public let appConfiguration: PostgresClient.Configuration
+    /// The schema owner's connection, for migrations.
+    public let ownerConfiguration: PostgresClient.Configuration
+    public let embedded: EmbeddedPostgres?
+    /// Where the data is, safe to print.
+    public let location: String
+
+    /// True when this process started the embedded cluster (or, for the daemon, took it over)
+    /// and so must stop it.
+    public let ownsEmbedded: Bool
+
+    /// Starts the embedded cluster when configured that way and runs pending migrations.
+    ///
+    /// `ownEmbedded`: the daemon passes true and stops the cluster when it exits even if it found
+    /// it running (left over by a crash); offline commands pass false and stop only what they started.
+    public static func prepare(
+        _ configuration: LedgerConfiguration, logger: Logger, ownEmbedded: Bool, migrate: Bool = true
+    ) async throws -> LedgerDatabase {
+        let migrations = try Migrator.load(from: configuration.resolvedMigrationsDirectory())
+        let database: LedgerDatabase
+        if let url = configuration.databaseURL {
+            let app = try DatabaseURL(url)
+            let owner = try configuration.migrationDatabaseURL.map(DatabaseURL.init) ?? app
+            database = LedgerDatabase(
+                appConfiguration: pooled(app.configuration, configuration), ownerConfiguration: owner.configuration,
+                embedded: nil, location: app.redacted, ownsEmbedded: false)
+        } else {
+            let embedded = EmbeddedPostgres(
+                configuration: .init(
+                    dataDirectory: configuration.dataDirectoryURL,
+                    binDirectory: configuration.postgresBinDirectory.map { URL(fileURLWithPath: $0) },
+                    osUser: configuration.postgresUser),
+                logger: logger)
+            let (endpoint, alreadyRunning) = try embedded.start()
+            let owns = ownEmbedded || !alreadyRunning
+            do {
+                try await createDatabaseIfMissing(endpoint: endpoint, logger: logger)
+            } catch {
+                if owns { try? embedded.stop() }
+                throw error
+            }
+            func socket(_ user: String) -> PostgresClient.Configuration {
+                PostgresClient.Configuration(
+                    unixSocketPath: endpoint.socketPath, username: user, password: nil, database: embeddedDatabaseName)
+            }
+            database = LedgerDatabase(
+                appConfiguration: pooled(socket("ledger_app"), configuration), ownerConfiguration: socket(endpoint.superuser),
+                embedded: embedded, location: "embedded cluster in \(configuration.dataDirectoryURL.path)",
+                ownsEmbedded: owns)
+        }
+        if migrate {
+            do {
+                try await database.migrate(migrations, logger: logger)
+            } catch {
+                database.stop()
+                throw error
+            }
+        }
+        return database
+    }
+
+    /// Applies pending migrations as the owner; in embedded mode also lets the roles log in.
+    public func migrate(_ migrations: [Migration], logger: Logger) async throws {
+        let embedded = self.embedded != nil
+        try await withPostgresClient(configuration: ownerConfiguration, logger: logger) { client in
+            let report = try await Migrator(migrations: migrations, logger: logger).migrate(client: client)
+            if !report.applied.isEmpty {
+                logger.info("migrations applied", metadata: ["applied": "\(report.applied.joined(separator: ", "))"])
+            }
+            if embedded {
+                try await client.query("ALTER ROLE ledger_app LOGIN", logger: logger)
+                try await client.query("ALTER ROLE ledger_auditor LOGIN", logger: logger)
+            }
+        }
+    }
+
+    /// Stops the embedded cluster, if there is one and this process owns it.
+    public func stop() {
+        guard let embedded, ownsEmbedded else { return }
+        do {
+            try embedded.stop()
+        } catch {
+            FileHandle.standardError.write(Data("ledgerd: stopping the embedded PostgreSQL failed: \(error)\n".utf8))
+        }
+    }
+
+    private static func pooled(
+        _ configuration: PostgresClient.Configuration, _ ledger: LedgerConfiguration
+    ) -> PostgresClient.Configuration {
+        var configuration = configuration
+        configuration.options.maximumConnections = ledger.databasePoolSize
+        return configuration
+    }
+
+    private static func createDatabaseIfMissing(endpoint: EmbeddedPostgres.Endpoint, logger: Logger) async throws {
+        let admin = PostgresClient.Configuration(
+            unixSocketPath: endpoint.socketPath, username: endpoint.superuser, password: nil, database: "postgres")
+        try await withPostgresClient(configuration: admin, logger: logger) { client in
+            let rows = try await client.query(
+                "SELECT count(*) FROM pg_database WHERE datname = \(embeddedDatabaseName)", logger: logger)
+            var exists = false
+            for try await count in rows.decode(Int64.self) { exists = count > 0 }
+            if !exists {
+                try await client.query("CREATE DATABASE \(unescaped: embeddedDatabaseName)", logger: logger)
+            }
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import LedgerCore
+
+/// Why the ledger refused or could not complete an append.
+///
+/// Compare with the static members (`error == .versionConflict`); details such as the stream and
+/// versions are extra information and do not take part in equality.
+public struct AppendError: Error, Hashable, CustomStringConvertible, Sendable {
+    private enum Code: Hashable, Sendable {
+        case versionConflict, idempotencyConflict, invalidAppend, writerStopped, storageFailure
+    }
+
+    private let code: Code
+    /// A message safe to show to a client (never a database error's text).
+    public let message: String
+    public let streamID: StreamID?
+    public let expectedVersion: ExpectedVersion?
+    public let actualVersion: Int64?
+
+    private init(
+        _ code: Code, _ message: String, streamID: StreamID? = nil,
+        expectedVersion: ExpectedVersion? = nil, actualVersion: Int64? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.streamID = streamID
+        self.expectedVersion = expectedVersion
+        self.actualVersion = actualVersion
+    }
+
+    /// Another command wrote the stream first. Reload the stream, decide again, and retry.
+    public static let versionConflict = AppendError(.versionConflict, "version conflict")
+    /// The idempotency key was already used for a different request.
+    public static let idempotencyConflict = AppendError(.idempotencyConflict, "idempotency key reused")
+    /// The request itself is malformed; retrying it unchanged will fail again.
+    public static let invalidAppend = AppendError(.invalidAppend, "invalid append")
+    /// The writer is shutting down and takes no more appends.
+    public static let writerStopped = AppendError(.writerStopped, "the ledger writer has stopped")
+    /// The database failed; the append did not happen (its transaction rolled back).
+    public static let storageFailure = AppendError(.storageFailure, "the ledger database is unavailable")
+
+    public static func versionConflict(stream: StreamID, expected: ExpectedVersion, actual: Int64) -> AppendError {
+        AppendError(
+            .versionConflict, "stream \(stream) is at version \(actual), expected \(expected)",
+            streamID: stream, expectedVersion: expected, actualVersion: actual)
+    }
+
+    public static func idempotencyConflict(key: String) -> AppendError {
+        AppendError(.idempotencyConflict, "idempotency key \"\(key)\" was already used with a different request")
+    }
+
+    public static func invalidAppend(_ message: String) -> AppendError {
+        AppendError(.invalidAppend, message)
+    }
+
+    static func storageFailure(_ message: String) -> AppendError {
+        AppendError(.storageFailure, message)
+    }
+
+    /// True for a version conflict: the caller may reload, re-decide and retry.
+    public var isRetryable: Bool { code == .versionConflict }
+
+    public var description: String { message }
+
+    public static func == (lhs: AppendError, rhs: AppendError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}

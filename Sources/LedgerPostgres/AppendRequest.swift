@@ -1,0 +1,166 @@
+import Crypto
+import Foundation
+import LedgerCore
+
+/// Events for one stream inside an ``AppendRequest``, with the version the caller expects.
+public struct StreamAppend: Sendable, Hashable {
+    public var streamID: StreamID
+    public var expectedVersion: ExpectedVersion
+    public var events: [NewEvent]
+
+    public init(streamID: StreamID, expectedVersion: ExpectedVersion, events: [NewEvent]) {
+        self.streamID = streamID
+        self.expectedVersion = expectedVersion
+        self.events = events
+    }
+}
+
+/// A client's idempotency key and the hash of the request it was first used with.
+public struct IdempotencyKey: Sendable, Hashable {
+    public static let maximumByteLength = 255
+
+    public var key: String
+    /// SHA-256 of the request's canonical content (32 bytes).
+    public var requestHash: [UInt8]
+
+    public init(key: String, requestHash: [UInt8]) {
+        self.key = key
+        self.requestHash = requestHash
+    }
+
+    /// Keys a request by its content: same content, same hash (see ``AppendRequest/contentHash``).
+    public init(key: String, for request: AppendRequest) {
+        self.init(key: key, requestHash: request.contentHash)
+    }
+}
+
+/// One command's events, appended atomically across one or more streams: all or nothing.
+public struct AppendRequest: Sendable, Hashable {
+    public var streams: [StreamAppend]
+    public var metadata: EventMetadata
+    public var idempotency: IdempotencyKey?
+
+    public init(streams: [StreamAppend], metadata: EventMetadata = .init(), idempotency: IdempotencyKey? = nil) {
+        self.streams = streams
+        self.metadata = metadata
+        self.idempotency = idempotency
+    }
+
+    public init(
+        stream: StreamID, expectedVersion: ExpectedVersion, events: [NewEvent],
+        metadata: EventMetadata = .init(), idempotency: IdempotencyKey? = nil
+    ) {
+        self.init(
+            streams: [StreamAppend(streamID: stream, expectedVersion: expectedVersion, events: events)],
+            metadata: metadata, idempotency: idempotency)
+    }
+
+    public var eventCount: Int { streams.reduce(0) { $0 + $1.events.count } }
+
+    /// Rejects a malformed request before it can join (and fail) a batch.
+    public func validate() throws(AppendError) {
+        guard !streams.isEmpty else { throw .invalidAppend("an append needs at least one stream") }
+        var seen = Set<StreamID>()
+        for stream in streams {
+            guard seen.insert(stream.streamID).inserted else {
+                throw .invalidAppend("stream \(stream.streamID) appears twice in one append")
+            }
+            guard !stream.events.isEmpty else {
+                throw .invalidAppend("stream \(stream.streamID) has no events")
+            }
+            if case .exact(let version) = stream.expectedVersion, version < 1 {
+                throw .invalidAppend("expected version must be ≥ 1 (use noStream for a new stream)")
+            }
+            for event in stream.events {
+                guard !event.type.isEmpty, event.type.utf8.count <= 200 else {
+                    throw .invalidAppend("event type must be 1…200 bytes")
+                }
+                guard event.schemaVersion > 0 else { throw .invalidAppend("schema version must be ≥ 1") }
+            }
+        }
+        if let idempotency {
+            guard !idempotency.key.isEmpty, idempotency.key.utf8.count <= IdempotencyKey.maximumByteLength else {
+                throw .invalidAppend("idempotency key must be 1…\(IdempotencyKey.maximumByteLength) bytes")
+            }
+            guard idempotency.requestHash.count == 32 else {
+                throw .invalidAppend("idempotency request hash must be 32 bytes")
+            }
+        }
+    }
+
+    /// SHA-256 over what the request asks for: streams, expected versions, event types, schema
+    /// versions and payloads. Event ids and effective times are left out: a client's retry makes
+    /// new ones, and it is still the same request.
+    public var contentHash: [UInt8] {
+        var hasher = SHA256()
+        func feed(_ text: String) {
+            var length = UInt32(text.utf8.count).bigEndian
+            withUnsafeBytes(of: &length) { hasher.update(bufferPointer: $0) }
+            hasher.update(data: Array(text.utf8))
+        }
+        for stream in streams {
+            feed(stream.streamID.rawValue)
+            feed(stream.expectedVersion.description)
+            for event in stream.events {
+                feed(event.type)
+                feed(String(event.schemaVersion))
+                feed(event.data)
+            }
+        }
+        return Array(hasher.finalize())
+    }
+}
+
+/// A stream's version after an append.
+public struct StreamVersion: Sendable, Hashable, Codable {
+    public var streamID: StreamID
+    public var version: Int64
+
+    public init(streamID: StreamID, version: Int64) {
+        self.streamID = streamID
+        self.version = version
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case streamID = "stream_id"
+        case version
+    }
+}
+
+/// What an append produced: its positions in the global log and each stream's new version.
+public struct AppendResult: Sendable, Hashable, Codable {
+    public var firstPosition: Int64
+    public var lastPosition: Int64
+    public var streams: [StreamVersion]
+    /// True when this is the stored result of an earlier request with the same idempotency key;
+    /// nothing was appended this time.
+    public var replayed: Bool
+
+    public init(firstPosition: Int64, lastPosition: Int64, streams: [StreamVersion], replayed: Bool = false) {
+        self.firstPosition = firstPosition
+        self.lastPosition = lastPosition
+        self.streams = streams
+        self.replayed = replayed
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case firstPosition = "first_position"
+        case lastPosition = "last_position"
+        case streams
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        firstPosition = try c.decode(Int64.self, forKey: .firstPosition)
+        lastPosition = try c.decode(Int64.self, forKey: .lastPosition)
+        streams = try c.decode([StreamVersion].self, forKey: .streams)
+        replayed = false
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(firstPosition, forKey: .firstPosition)
+        try c.encode(lastPosition, forKey: .lastPosition)
+        try c.encode(streams, forKey: .streams)
+    }
+}

@@ -1,0 +1,258 @@
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A private PostgreSQL cluster for the embedded default and for the tests.
+///
+/// It uses the installed server binaries (`pg_config --bindir`, `/usr/lib/postgresql/*/bin`, or
+/// `LEDGERD_PG_BINDIR`), keeps its data under `<dataDirectory>/pg`, listens on a Unix socket in
+/// `<dataDirectory>/run` only (no TCP), and authenticates local connections by trust: the
+/// directory is the access control, so keep it private (it is created mode 0700).
+/// PostgreSQL refuses to run as root, so when this process is root the cluster's files and
+/// processes belong to an unprivileged OS user (`postgres` by default) via `setpriv`.
+public struct EmbeddedPostgres: Sendable {
+    public struct Configuration: Sendable {
+        public var dataDirectory: URL
+        /// Directory holding `initdb`, `pg_ctl`, `postgres`; found automatically when nil.
+        public var binDirectory: URL?
+        /// The OS user that runs the cluster when this process is root.
+        public var osUser: String
+        /// Durable (fsync) by default. Tests turn it off for speed; never a production setting.
+        public var durable: Bool
+        /// Extra `name = value` server settings.
+        public var settings: [String: String]
+
+        public init(
+            dataDirectory: URL, binDirectory: URL? = nil, osUser: String = "postgres",
+            durable: Bool = true, settings: [String: String] = [:]
+        ) {
+            self.dataDirectory = dataDirectory
+            self.binDirectory = binDirectory
+            self.osUser = osUser
+            self.durable = durable
+            self.settings = settings
+        }
+    }
+
+    /// Where to connect: the socket directory, the port that names the socket, the superuser.
+    public struct Endpoint: Sendable, Hashable {
+        public var socketDirectory: String
+        public var port: Int
+        public var superuser: String
+        /// Full path of the socket file, what PostgresNIO connects to.
+        public var socketPath: String { "\(socketDirectory)/.s.PGSQL.\(port)" }
+    }
+
+    public let configuration: Configuration
+    private let logger: Logger
+
+    public init(configuration: Configuration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    public var clusterDirectory: URL { configuration.dataDirectory.appendingPathComponent("pg") }
+    public var socketDirectory: URL { configuration.dataDirectory.appendingPathComponent("run") }
+    public var endpoint: Endpoint { Endpoint(socketDirectory: socketDirectory.path, port: 5432, superuser: "postgres") }
+
+    /// Initialises the cluster on first use, starts it and waits until it accepts connections.
+    ///
+    /// A server already running in this directory (another `ledgerd` command, or one left by a
+    /// crashed daemon) is used as it is: `alreadyRunning` tells the caller it did not start it,
+    /// so that an offline command does not stop a daemon's database when it finishes.
+    @discardableResult
+    public func start() throws -> (endpoint: Endpoint, alreadyRunning: Bool) {
+        let fm = FileManager.default
+        let bin = try resolveBinDirectory()
+        let owner = try runAsUser()
+        let socketPath = endpoint.socketPath
+        guard socketPath.utf8.count < 100 else {
+            throw EmbeddedPostgresError("the data directory path is too long for a Unix socket (\(socketPath)); choose a shorter LEDGERD_DATA_DIR")
+        }
+
+        try fm.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true,
+                               attributes: [.posixPermissions: 0o700])
+        try fm.createDirectory(at: socketDirectory, withIntermediateDirectories: true,
+                               attributes: [.posixPermissions: 0o700])
+        if let owner {
+            // The unprivileged user must be able to reach the data directory.
+            try checkTraversable(configuration.dataDirectory, by: owner)
+            chown(configuration.dataDirectory.path, owner.uid, owner.gid)
+            chown(socketDirectory.path, owner.uid, owner.gid)
+        }
+
+        let versionFile = clusterDirectory.appendingPathComponent("PG_VERSION")
+        if !fm.fileExists(atPath: versionFile.path) {
+            logger.info("initialising embedded PostgreSQL cluster", metadata: ["directory": "\(clusterDirectory.path)"])
+            try run(bin.appendingPathComponent("initdb"), [
+                "-D", clusterDirectory.path, "-U", "postgres", "--auth=trust", "--encoding=UTF8",
+                "--locale=C",
+            ] + (configuration.durable ? [] : ["--no-sync"]), as: owner)
+            let conf = clusterDirectory.appendingPathComponent("postgresql.conf")
+            let handle = try FileHandle(forWritingTo: conf)
+            handle.seekToEndOfFile()
+            handle.write(Data("\ninclude_if_exists = 'ledgerd.conf'\n".utf8))
+            try handle.close()
+        }
+
+        var settings: [String: String] = [
+            "listen_addresses": "''",
+            "unix_socket_directories": "'\(socketDirectory.path)'",
+            "port": "\(endpoint.port)",
+            "max_connections": "200",
+            "shared_buffers": "'256MB'",
+            "log_min_messages": "warning",
+        ]
+        if !configuration.durable {
+            settings["fsync"] = "off"
+            settings["synchronous_commit"] = "off"
+            settings["full_page_writes"] = "off"
+        }
+        for (key, value) in configuration.settings { settings[key] = value }
+        let conf = settings.sorted { $0.key < $1.key }.map { "\($0.key) = \($0.value)" }.joined(separator: "\n")
+        let confURL = clusterDirectory.appendingPathComponent("ledgerd.conf")
+        try Data("# written by ledgerd at every start\n\(conf)\n".utf8).write(to: confURL)
+        if let owner { chown(confURL.path, owner.uid, owner.gid) }
+
+        let pgctl = bin.appendingPathComponent("pg_ctl")
+        if isRunning(pgctl: pgctl, owner: owner) {
+            logger.info("embedded PostgreSQL is already running", metadata: ["socket": "\(socketPath)"])
+            return (endpoint, true)
+        }
+        let log = clusterDirectory.appendingPathComponent("server.log")
+        do {
+            try run(pgctl, ["start", "-D", clusterDirectory.path, "-l", log.path, "-w", "-t", "120"], as: owner)
+        } catch {
+            let tail = (try? String(contentsOf: log, encoding: .utf8))?.split(separator: "\n").suffix(15)
+                .joined(separator: "\n") ?? ""
+            throw EmbeddedPostgresError("embedded PostgreSQL did not start: \(error)\n\(tail)")
+        }
+        logger.info("embedded PostgreSQL is up", metadata: ["socket": "\(socketPath)"])
+        return (endpoint, false)
+    }
+
+    /// Stops the cluster (fast shutdown: open sessions are rolled back) and waits for it to exit.
+    public func stop() throws {
+        let bin = try resolveBinDirectory()
+        let owner = try runAsUser()
+        let pgctl = bin.appendingPathComponent("pg_ctl")
+        guard isRunning(pgctl: pgctl, owner: owner) else { return }
+        try run(pgctl, ["stop", "-D", clusterDirectory.path, "-m", "fast", "-w", "-t", "60"], as: owner)
+        logger.info("embedded PostgreSQL stopped")
+    }
+
+    /// True while a postmaster runs for this cluster.
+    public var isRunning: Bool {
+        guard let bin = try? resolveBinDirectory(), let owner = try? runAsUser() else { return false }
+        return isRunning(pgctl: bin.appendingPathComponent("pg_ctl"), owner: owner)
+    }
+
+    private func isRunning(pgctl: URL, owner: OSUser?) -> Bool {
+        guard FileManager.default.fileExists(atPath: clusterDirectory.appendingPathComponent("postmaster.pid").path) else {
+            return false
+        }
+        return (try? run(pgctl, ["status", "-D", clusterDirectory.path], as: owner)) != nil
+    }
+
+    // MARK: - Binaries and users
+
+    func resolveBinDirectory() throws -> URL {
+        let fm = FileManager.default
+        func usable(_ url: URL) -> Bool { fm.isExecutableFile(atPath: url.appendingPathComponent("pg_ctl").path) }
+        if let configured = configuration.binDirectory {
+            guard usable(configured) else { throw EmbeddedPostgresError("no pg_ctl in \(configured.path)") }
+            return configured
+        }
+        if let output = try? capture(URL(fileURLWithPath: "/usr/bin/env"), ["pg_config", "--bindir"]) {
+            let url = URL(fileURLWithPath: output.trimmingCharacters(in: .whitespacesAndNewlines))
+            if usable(url) { return url }
+        }
+        let root = "/usr/lib/postgresql"
+        let versions = ((try? fm.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted(by: >)
+        for version in versions {
+            let url = URL(fileURLWithPath: "\(root)/\(version)/bin")
+            if usable(url) { return url }
+        }
+        throw EmbeddedPostgresError(
+            "PostgreSQL server binaries not found: install them (apt-get install -y postgresql), set LEDGERD_PG_BINDIR, or set LEDGERD_DATABASE_URL")
+    }
+
+    struct OSUser: Sendable {
+        var name: String
+        var uid: uid_t
+        var gid: gid_t
+    }
+
+    /// The user to run as, or nil to run as this process's user (when not root).
+    private func runAsUser() throws -> OSUser? {
+        guard geteuid() == 0 else { return nil }
+        guard let entry = getpwnam(configuration.osUser) else {
+            throw EmbeddedPostgresError("running as root, but the OS user \"\(configuration.osUser)\" that should run PostgreSQL does not exist (set LEDGERD_PG_USER)")
+        }
+        return OSUser(name: configuration.osUser, uid: entry.pointee.pw_uid, gid: entry.pointee.pw_gid)
+    }
+
+    private func checkTraversable(_ url: URL, by user: OSUser) throws {
+        var path = url.standardizedFileURL.deletingLastPathComponent()
+        while path.path != "/" {
+            var info = stat()
+            if stat(path.path, &info) == 0 {
+                let others = info.st_mode & 0o001 != 0
+                let group = info.st_gid == user.gid && info.st_mode & 0o010 != 0
+                let owner = info.st_uid == user.uid && info.st_mode & 0o100 != 0
+                if !(others || group || owner) {
+                    throw EmbeddedPostgresError("the OS user \(user.name) cannot enter \(path.path); choose a LEDGERD_DATA_DIR it can reach")
+                }
+            }
+            path = path.deletingLastPathComponent()
+        }
+    }
+
+    // MARK: - Processes
+
+    @discardableResult
+    private func run(_ executable: URL, _ arguments: [String], as user: OSUser?) throws -> String {
+        if let user {
+            let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].first { FileManager.default.isExecutableFile(atPath: $0) }
+            guard let setpriv else { throw EmbeddedPostgresError("setpriv (util-linux) is needed to run PostgreSQL as \(user.name)") }
+            return try capture(URL(fileURLWithPath: setpriv),
+                               ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--init-groups", "--", executable.path] + arguments)
+        }
+        return try capture(executable, arguments)
+    }
+
+    /// Runs a program to completion with output in a temporary file (never a pipe: the server
+    /// that pg_ctl starts must not inherit a pipe we wait on).
+    private func capture(_ executable: URL, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: "/")
+        let outputURL = FileManager.default.temporaryDirectory
+            .appendingPathComponent("ledgerd-pg-\(UUID().uuidString).out")
+        FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: outputURL) }
+        let output = try FileHandle(forWritingTo: outputURL)
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        try output.close()
+        let text = (try? String(contentsOf: outputURL, encoding: .utf8)) ?? ""
+        guard process.terminationStatus == 0 else {
+            throw EmbeddedPostgresError("\(executable.lastPathComponent) \(arguments.joined(separator: " ")) exited with \(process.terminationStatus): \(text)")
+        }
+        return text
+    }
+}
+
+/// A failure to find, initialise, start or stop the embedded cluster.
+public struct EmbeddedPostgresError: Error, CustomStringConvertible, Sendable {
+    public let message: String
+    public var description: String { message }
+    init(_ message: String) { self.message = message }
+}

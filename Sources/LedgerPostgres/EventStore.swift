@@ -1,0 +1,71 @@
+import Foundation
+import LedgerCore
+import Logging
+import PostgresNIO
+
+/// Reads of the event log: the head, a stream, a range of positions.
+public struct EventStore: Sendable {
+    private let client: PostgresClient
+    private let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// The last committed position and its hash (position 0 and the genesis hash when empty).
+    public func head() async throws -> (position: Int64, hash: [UInt8]) {
+        let rows = try await client.query("SELECT position, hash FROM ledger.head WHERE singleton", logger: logger)
+        for try await (position, hash) in rows.decode((Int64, ByteBuffer).self) {
+            return (position, Array(hash.readableBytesView))
+        }
+        throw AppendError.storageFailure("the ledger head row is missing")
+    }
+
+    /// A stream's events in version order.
+    public func readStream(_ streamID: StreamID) async throws -> [RecordedEvent] {
+        try await decode(client.query(
+            "\(unescaped: Self.columns) WHERE stream_id = \(streamID.rawValue) ORDER BY stream_version",
+            logger: logger))
+    }
+
+    /// Up to `limit` events with position ≥ `position` (and ≤ `through`, when given), in order.
+    public func read(from position: Int64, through: Int64? = nil, limit: Int) async throws -> [RecordedEvent] {
+        try await decode(client.query(
+            """
+            \(unescaped: Self.columns)
+            WHERE position >= \(position) AND position <= \(through ?? Int64.max)
+            ORDER BY position LIMIT \(Int64(limit))
+            """, logger: logger))
+    }
+
+    /// The hash of the event at `position`, or nil when there is no such event.
+    public func hash(at position: Int64) async throws -> [UInt8]? {
+        let rows = try await client.query("SELECT hash FROM ledger.events WHERE position = \(position)", logger: logger)
+        for try await hash in rows.decode(ByteBuffer.self) { return Array(hash.readableBytesView) }
+        return nil
+    }
+
+    /// Times as whole microseconds and jsonb as its canonical text: exactly what the hash covers.
+    static let columns = """
+        SELECT position, stream_id, stream_version, event_id, type, schema_version, data::text, metadata::text,
+               ledger.epoch_us(effective_at), ledger.epoch_us(recorded_at), prev_hash, hash
+        FROM ledger.events
+        """
+
+    private func decode(_ rows: PostgresRowSequence) async throws -> [RecordedEvent] {
+        var events: [RecordedEvent] = []
+        for try await row in rows {
+            let (position, stream, version, eventID, type, schemaVersion, data, metadata, effective, recorded, prev, hash) =
+                try row.decode((Int64, String, Int64, UUID, String, Int32, String, String, Int64, Int64, ByteBuffer, ByteBuffer).self)
+            guard let streamID = StreamID(stream) else {
+                throw AppendError.storageFailure("invalid stream id at position \(position)")
+            }
+            events.append(RecordedEvent(
+                position: position, streamID: streamID, streamVersion: version, eventID: eventID, type: type,
+                schemaVersion: schemaVersion, data: data, metadata: metadata, effectiveAtMicros: effective,
+                recordedAtMicros: recorded, prevHash: Array(prev.readableBytesView), hash: Array(hash.readableBytesView)))
+        }
+        return events
+    }
+}

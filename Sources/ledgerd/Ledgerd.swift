@@ -1,0 +1,93 @@
+import ArgumentParser
+import Configuration
+import Foundation
+import LedgerApp
+import LedgerPostgres
+import Logging
+
+@main
+struct Ledgerd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ledgerd",
+        abstract: "OrderLedger: an event-sourced order ledger on PostgreSQL.",
+        discussion: "Every option can also be set by its environment variable (see README.md); flags win.",
+        subcommands: [Serve.self, Migrate.self, Audit.self],
+        defaultSubcommand: Serve.self)
+}
+
+/// Options every subcommand takes; each maps to a configuration key (and so to LEDGERD_…).
+struct CommonOptions: ParsableArguments {
+    @Option(help: "PostgreSQL URL of the app role (LEDGERD_DATABASE_URL). Unset: embedded cluster.")
+    var databaseURL: String?
+    @Option(help: "Owner's URL for migrations (LEDGERD_MIGRATION_DATABASE_URL).")
+    var migrationDatabaseURL: String?
+    @Option(help: "Embedded cluster and state directory (LEDGERD_DATA_DIR, default ./.ledgerd).")
+    var dataDir: String?
+    @Option(help: "Log level (LEDGERD_LOG_LEVEL, default info).")
+    var logLevel: String?
+
+    func configuration(_ extra: [AbsoluteConfigKey: ConfigValue] = [:]) throws -> LedgerConfiguration {
+        var flags = extra
+        if let databaseURL { flags["ledgerd.database.url"] = ConfigValue(.string(databaseURL), isSecret: true) }
+        if let migrationDatabaseURL { flags["ledgerd.migration.database.url"] = ConfigValue(.string(migrationDatabaseURL), isSecret: true) }
+        if let dataDir { flags["ledgerd.data.dir"] = .init(.string(dataDir), isSecret: false) }
+        if let logLevel { flags["ledgerd.log.level"] = .init(.string(logLevel), isSecret: false) }
+        return try LedgerConfiguration.load(flags: flags)
+    }
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the daemon (HTTP on port 12345 by default).")
+    @OptionGroup var common: CommonOptions
+    @Option(help: "HTTP bind address (LEDGERD_HOST, default 0.0.0.0).") var host: String?
+    @Option(help: "HTTP port (LEDGERD_PORT, default 12345).") var port: Int?
+
+    func run() async throws {
+        var extra: [AbsoluteConfigKey: ConfigValue] = [:]
+        if let host { extra["ledgerd.host"] = .init(.string(host), isSecret: false) }
+        if let port { extra["ledgerd.port"] = .init(.int(port), isSecret: false) }
+        let configuration = try common.configuration(extra)
+        try await Daemon.serve(configuration: configuration, logger: makeLogger(configuration))
+    }
+}
+
+struct Migrate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Apply pending migrations from sql/ and exit.")
+    @OptionGroup var common: CommonOptions
+
+    func run() async throws {
+        let configuration = try common.configuration()
+        let logger = makeLogger(configuration)
+        // prepare() migrates; this command only reports.
+        let database = try await LedgerDatabase.prepare(configuration, logger: logger, ownEmbedded: false)
+        database.stop()
+        print("migrations up to date (\(database.location))")
+    }
+}
+
+struct Audit: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Auditor tools.", subcommands: [Verify.self])
+
+    struct Verify: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Recompute the hash chain in Swift and report the first position that does not verify.")
+        @OptionGroup var common: CommonOptions
+        @Option(help: "First position to verify.") var from: Int64 = 1
+        @Option(help: "Last position to verify (default: the head).") var to: Int64?
+        @Flag(help: "Also run the database's own verifier (ledger.verify_chain) and compare.") var sql = false
+
+        func run() async throws {
+            let configuration = try common.configuration()
+            let logger = makeLogger(configuration)
+            let (from, to, sql) = (from, to, sql)
+            let reports = try await Daemon.withLedgerClient(configuration: configuration, logger: logger) { client in
+                let verifier = ChainVerifier(client: client, logger: logger)
+                let swift = try await verifier.verify(from: from, to: to)
+                return (swift, sql ? try await verifier.verifyInDatabase(from: from, to: to) : nil)
+            }
+            print("swift verifier: \(reports.0)")
+            if let database = reports.1 { print("sql verifier:   \(database)") }
+            if !reports.0.ok || reports.1?.ok == false { throw ExitCode(1) }
+        }
+    }
+}

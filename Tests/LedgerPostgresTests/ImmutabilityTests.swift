@@ -1,0 +1,108 @@
+import Foundation
+import LedgerCore
+import LedgerPostgres
+import LedgerTestSupport
+import PostgresNIO
+import Testing
+
+@Suite struct ImmutabilityTests {
+    func seed(_ db: TestDatabase, count: Int) async throws {
+        try await db.withWriter { writer, _ in
+            for n in 1...count {
+                _ = try await writer.append(AppendRequest(stream: stream("sample-\(n % 3)"), expectedVersion: .any, events: [sampleEvent(n)]))
+            }
+        }
+    }
+
+    @Test func theAppRoleCannotUpdateDeleteOrTruncate() async throws {
+        let db = try await TestDatabase.fresh()
+        try await seed(db, count: 5)
+        try await db.withApp { client in
+            // 42501: insufficient privilege — the grants stop the application role.
+            await expectRejected(client, "UPDATE ledger.events SET data = '{}' WHERE position = 1", sqlState: "42501")
+            await expectRejected(client, "DELETE FROM ledger.events WHERE position = 1", sqlState: "42501")
+            await expectRejected(client, "TRUNCATE ledger.events", sqlState: "42501")
+            await expectRejected(client, "DELETE FROM ledger.idempotency_keys", sqlState: "42501")
+            let count = try await eventCount(client)
+            #expect(count == 5)
+        }
+        try await db.withAuditor { client in
+            await expectRejected(client, "INSERT INTO ledger.events SELECT * FROM ledger.events LIMIT 1", sqlState: "42501")
+            #expect(try await eventCount(client) == 5)
+            // The auditor can verify with SQL alone.
+            let ok = try await column(client, "SELECT ok FROM ledger.verify_chain()", as: Bool.self)
+            #expect(ok == [true])
+        }
+    }
+
+    @Test func triggersRejectMutationEvenByTheOwner() async throws {
+        let db = try await TestDatabase.fresh()
+        try await seed(db, count: 3)
+        try await db.withOwner { client in
+            await expectRejected(client, "UPDATE ledger.events SET data = '{}' WHERE position = 1", sqlState: "LDG01")
+            await expectRejected(client, "DELETE FROM ledger.events WHERE position = 2", sqlState: "LDG01")
+            await expectRejected(client, "TRUNCATE ledger.events", sqlState: "LDG01")
+            await expectRejected(client, "UPDATE ledger.idempotency_keys SET key = 'x'", sqlState: "LDG01")
+            let count = try await eventCount(client)
+            #expect(count == 3)
+        }
+    }
+
+    @Test func superuserTamperingIsReportedAtItsPositionByBothVerifiers() async throws {
+        let db = try await TestDatabase.fresh()
+        try await seed(db, count: 20)
+        try await db.withOwner { client in
+            let verifier = ChainVerifier(client: client, logger: TestCluster.logger)
+            #expect(try await verifier.verify().ok)
+
+            // Edit one event's data with the trigger disabled.
+            try await client.query("ALTER TABLE ledger.events DISABLE TRIGGER events_append_only")
+            try await client.query(#"UPDATE ledger.events SET data = '{"n": 1000000}' WHERE position = 7"#)
+            try await client.query("ALTER TABLE ledger.events ENABLE TRIGGER events_append_only")
+            var swift = try await verifier.verify()
+            var sql = try await verifier.verifyInDatabase()
+            #expect(swift.firstBadPosition == 7 && !swift.ok)
+            #expect(sql == swift)
+            // A range that ends before the edit still verifies.
+            #expect(try await verifier.verify(from: 1, to: 6).ok)
+            #expect(try await verifier.verifyInDatabase(from: 1, to: 6).ok)
+            // An edit of the metadata or a time is caught too.
+            try await tamper(client, "UPDATE ledger.events SET recorded_at = recorded_at + interval '1 microsecond' WHERE position = 4")
+            swift = try await verifier.verify()
+            sql = try await verifier.verifyInDatabase()
+            #expect(swift.firstBadPosition == 4 && sql == swift)
+
+            // Deleting an event is reported as the missing position.
+            try await tamper(client, "DELETE FROM ledger.events WHERE position = 2")
+            swift = try await verifier.verify()
+            sql = try await verifier.verifyInDatabase()
+            #expect(swift.firstBadPosition == 2 && sql == swift)
+            #expect(swift.reason == "event is missing")
+
+            // Truncating the tail (the head still says 20) is reported at the first missing position.
+            try await tamper(client, "DELETE FROM ledger.events WHERE position >= 18")
+            swift = try await verifier.verify(from: 8)
+            sql = try await verifier.verifyInDatabase(from: 8)
+            #expect(swift.firstBadPosition == 18 && sql == swift)
+        }
+    }
+
+    @Test func rewritingHashesToHideAnEditBreaksTheLinkAfterIt() async throws {
+        let db = try await TestDatabase.fresh()
+        try await seed(db, count: 10)
+        try await db.withOwner { client in
+            // A careful tamperer recomputes the edited event's own hash; the next event's
+            // prev_hash no longer matches, and that position is reported.
+            try await tamper(client, #"""
+                UPDATE ledger.events SET data = '{"n": 5, "note": "forged"}' WHERE position = 5;
+                UPDATE ledger.events e SET hash = ledger.event_hash(e.prev_hash, e.position, e.stream_id, e.stream_version,
+                    e.event_id, e.type, e.schema_version, e.data, e.metadata, e.effective_at, e.recorded_at)
+                WHERE position = 5
+                """#)
+            let verifier = ChainVerifier(client: client, logger: TestCluster.logger)
+            let swift = try await verifier.verify()
+            #expect(swift.firstBadPosition == 6)
+            #expect(try await verifier.verifyInDatabase() == swift)
+        }
+    }
+}

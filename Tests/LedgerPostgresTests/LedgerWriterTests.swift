@@ -1,0 +1,152 @@
+import Foundation
+import LedgerCore
+import LedgerPostgres
+import LedgerTestSupport
+import PostgresNIO
+import Testing
+
+@Suite struct LedgerWriterTests {
+    @Test func concurrentAppendsAreGaplessPerStreamOrderedAndChained() async throws {
+        let db = try await TestDatabase.fresh()
+        let tasks = 8, perTask = 1_000, streams = 100
+        try await db.withWriter { writer, client in
+            try await withThrowingTaskGroup(of: [AppendResult].self) { group in
+                for task in 0..<tasks {
+                    group.addTask {
+                        var results: [AppendResult] = []
+                        for i in 0..<perTask {
+                            let n = task * perTask + i
+                            results.append(try await writer.append(AppendRequest(
+                                stream: stream("sample-\(n % streams)"), expectedVersion: .any, events: [sampleEvent(n)])))
+                        }
+                        return results
+                    }
+                }
+                var positions: [Int64] = []
+                for try await results in group { positions += results.map(\.firstPosition) }
+                #expect(positions.sorted() == Array(1...Int64(tasks * perTask)))
+            }
+
+            let all = try await column(client, "SELECT position FROM ledger.events ORDER BY position", as: Int64.self)
+            #expect(all == Array(1...Int64(tasks * perTask)))
+            let badStreams = try await column(client, """
+                SELECT stream_id FROM ledger.events GROUP BY stream_id
+                HAVING min(stream_version) <> 1 OR max(stream_version) <> count(*) OR count(DISTINCT stream_version) <> count(*)
+                """, as: String.self)
+            #expect(badStreams.isEmpty)
+            #expect(try await column(client, "SELECT count(DISTINCT stream_id) FROM ledger.events", as: Int64.self) == [Int64(streams)])
+
+            let verifier = ChainVerifier(client: client, logger: TestCluster.logger)
+            let swift = try await verifier.verify()
+            let sql = try await verifier.verifyInDatabase()
+            #expect(swift == ChainReport(ok: true, checked: Int64(tasks * perTask)))
+            #expect(sql == swift)
+        }
+    }
+
+    @Test func twoWritersRacingOnOneStreamExactlyOneWins() async throws {
+        let db = try await TestDatabase.fresh()
+        // Two writers with separate pools stand for two daemons; each round both expect version n.
+        try await db.withWriter { first, client in
+            try await db.withWriter { second, _ in
+                let s = stream("order-race")
+                for round in 0..<50 {
+                    let expected: ExpectedVersion = round == 0 ? .noStream : .exact(Int64(round))
+                    async let a = outcome { try await first.append(AppendRequest(stream: s, expectedVersion: expected, events: [sampleEvent(round)])) }
+                    async let b = outcome { try await second.append(AppendRequest(stream: s, expectedVersion: expected, events: [sampleEvent(round)])) }
+                    let outcomes = await [a, b]
+                    let wins = outcomes.filter { if case .success = $0 { true } else { false } }
+                    #expect(wins.count == 1, "round \(round)")
+                    for case .failure(let error) in outcomes {
+                        let appendError = try #require(error as? AppendError)
+                        #expect(appendError == .versionConflict)
+                        #expect(appendError.isRetryable)
+                        #expect(appendError.streamID == s)
+                        #expect(appendError.actualVersion == Int64(round + 1))
+                    }
+                }
+                // Same race inside one writer's batch: the second of two identical expectations loses.
+                async let c = outcome { try await first.append(AppendRequest(stream: s, expectedVersion: .exact(50), events: [sampleEvent(1)])) }
+                async let d = outcome { try await first.append(AppendRequest(stream: s, expectedVersion: .exact(50), events: [sampleEvent(2)])) }
+                let inBatch = await [c, d]
+                #expect(inBatch.filter { if case .success = $0 { true } else { false } }.count == 1)
+                #expect(try await column(client, "SELECT count(*) FROM ledger.events WHERE stream_id = 'order-race'", as: Int64.self) == [51])
+                let versions = try await column(client, "SELECT stream_version FROM ledger.events WHERE stream_id = 'order-race' ORDER BY 1", as: Int64.self)
+                #expect(versions == Array(1...51))
+            }
+        }
+    }
+
+    @Test func noStreamAndExactExpectationsAreEnforced() async throws {
+        let db = try await TestDatabase.fresh()
+        try await db.withWriter { writer, client in
+            let s = stream("product-1")
+            let created = try await writer.append(AppendRequest(stream: s, expectedVersion: .noStream, events: [sampleEvent(1), sampleEvent(2)]))
+            #expect(created.streams == [StreamVersion(streamID: s, version: 2)])
+            await #expect(throws: AppendError.versionConflict) {
+                try await writer.append(AppendRequest(stream: s, expectedVersion: .noStream, events: [sampleEvent(3)]))
+            }
+            await #expect(throws: AppendError.versionConflict) {
+                try await writer.append(AppendRequest(stream: s, expectedVersion: .exact(1), events: [sampleEvent(3)]))
+            }
+            _ = try await writer.append(AppendRequest(stream: s, expectedVersion: .exact(2), events: [sampleEvent(3)]))
+            #expect(try await eventCount(client) == 3)
+        }
+    }
+
+    @Test func multiStreamAppendIsAtomic() async throws {
+        let db = try await TestDatabase.fresh()
+        try await db.withWriter { writer, client in
+            let order = stream("order-1"), product = stream("product-9")
+            _ = try await writer.append(AppendRequest(stream: product, expectedVersion: .noStream, events: [sampleEvent(0)]))
+            // The product expectation fails, so the order's events must not be written either.
+            await #expect(throws: AppendError.versionConflict) {
+                try await writer.append(AppendRequest(streams: [
+                    StreamAppend(streamID: order, expectedVersion: .noStream, events: [sampleEvent(1)]),
+                    StreamAppend(streamID: product, expectedVersion: .exact(5), events: [sampleEvent(2)]),
+                ]))
+            }
+            #expect(try await eventCount(client) == 1)
+            let ok = try await writer.append(AppendRequest(streams: [
+                StreamAppend(streamID: order, expectedVersion: .noStream, events: [sampleEvent(1)]),
+                StreamAppend(streamID: product, expectedVersion: .exact(1), events: [sampleEvent(2)]),
+            ]))
+            #expect(ok.firstPosition == 2 && ok.lastPosition == 3)
+            #expect(ok.streams == [StreamVersion(streamID: order, version: 1), StreamVersion(streamID: product, version: 2)])
+        }
+    }
+
+    @Test func malformedRequestsAreRejectedWithoutAppending() async throws {
+        let db = try await TestDatabase.fresh()
+        try await db.withWriter { writer, client in
+            let s = stream("sample-1")
+            await #expect(throws: AppendError.invalidAppend) {
+                try await writer.append(AppendRequest(streams: []))
+            }
+            await #expect(throws: AppendError.invalidAppend) {
+                try await writer.append(AppendRequest(stream: s, expectedVersion: .any, events: []))
+            }
+            await #expect(throws: AppendError.invalidAppend) {
+                try await writer.append(AppendRequest(stream: s, expectedVersion: .exact(0), events: [sampleEvent(1)]))
+            }
+            // Invalid JSON reaches the database; it fails alone, its batch neighbours succeed.
+            let bad = NewEvent(type: "Broken", data: "{not json", effectiveAt: testEpoch)
+            async let good1 = writer.append(AppendRequest(stream: s, expectedVersion: .any, events: [sampleEvent(1)]))
+            async let broken = outcome { try await writer.append(AppendRequest(stream: s, expectedVersion: .any, events: [bad])) }
+            async let good2 = writer.append(AppendRequest(stream: s, expectedVersion: .any, events: [sampleEvent(2)]))
+            _ = try await (good1, good2)
+            guard case .failure(let error) = await broken else {
+                Issue.record("invalid JSON was accepted")
+                return
+            }
+            #expect(error as? AppendError == .invalidAppend)
+            #expect(try await eventCount(client) == 2)
+            #expect(try await ChainVerifier(client: client, logger: TestCluster.logger).verify().ok)
+        }
+    }
+}
+
+/// The outcome of an async throwing call as a value, for racing calls with `async let`.
+func outcome<T>(_ body: () async throws -> T) async -> Result<T, any Error> {
+    do { return .success(try await body()) } catch { return .failure(error) }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import LedgerPostgres
+import Logging
+import PostgresNIO
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One embedded PostgreSQL cluster per test run (the same launcher `ledgerd serve` uses), with a
+/// migrated template database; every test gets a fresh database cloned from it.
+public actor TestCluster {
+    public static let shared = TestCluster()
+
+    public static let logger: Logger = {
+        var logger = Logger(label: "ledger.tests")
+        logger.logLevel = ProcessInfo.processInfo.environment["LEDGERD_TEST_LOG"].map { Logger.Level(rawValue: $0) ?? .warning } ?? .warning
+        return logger
+    }()
+
+    /// The repository's root, found from this file's path (tests run from the source tree).
+    public static let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    public static var migrationsDirectory: URL { repositoryRoot.appendingPathComponent("sql") }
+
+    static let dataDirectory: URL = repositoryRoot.appendingPathComponent(".build/test-postgres")
+
+    private var started: Task<EmbeddedPostgres.Endpoint, any Error>?
+    private var counter = 0
+
+    /// Starts the cluster once (and registers its shutdown at process exit), migrates the template.
+    public func endpoint() async throws -> EmbeddedPostgres.Endpoint {
+        if let started { return try await started.value }
+        let task = Task { try await Self.startCluster() }
+        started = task
+        return try await task.value
+    }
+
+    func nextDatabaseName(_ hint: String) -> String {
+        counter += 1
+        let cleaned = hint.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "_" }
+        return "t_\(getpid())_\(counter)_\(String(cleaned.prefix(30)))"
+    }
+
+    static let embedded = EmbeddedPostgres(
+        configuration: .init(dataDirectory: dataDirectory, durable: false), logger: logger)
+
+    private static func startCluster() async throws -> EmbeddedPostgres.Endpoint {
+        let endpoint = try embedded.start().endpoint
+        atexit { try? TestCluster.embedded.stop() }
+        try await withClient(endpoint: endpoint, database: "postgres", user: endpoint.superuser) { client in
+            // Leftovers of earlier runs go; the template is rebuilt from the current sql/.
+            let rows = try await client.query(
+                "SELECT datname FROM pg_database WHERE datname LIKE 't\\_%' OR datname = 'ledger_template'")
+            var names: [String] = []
+            for try await name in rows.decode(String.self) { names.append(name) }
+            for name in names {
+                try await client.query("DROP DATABASE IF EXISTS \(unescaped: quoteIdentifier(name)) WITH (FORCE)")
+            }
+            try await client.query("CREATE DATABASE ledger_template")
+        }
+        try await withClient(endpoint: endpoint, database: "ledger_template", user: endpoint.superuser) { client in
+            let migrations = try Migrator.load(from: migrationsDirectory)
+            try await Migrator(migrations: migrations, logger: logger).migrate(client: client)
+            try await client.query("ALTER ROLE ledger_app LOGIN")
+            try await client.query("ALTER ROLE ledger_auditor LOGIN")
+        }
+        return endpoint
+    }
+
+    /// Creates an empty database (no migrations), for migration tests.
+    public func createEmptyDatabase(_ hint: String) async throws -> String {
+        let endpoint = try await endpoint()
+        let name = nextDatabaseName(hint)
+        try await Self.withClient(endpoint: endpoint, database: "postgres", user: endpoint.superuser) { client in
+            try await client.query("CREATE DATABASE \(unescaped: quoteIdentifier(name))")
+        }
+        return name
+    }
+
+    /// Creates a migrated database cloned from the template.
+    public func createMigratedDatabase(_ hint: String) async throws -> String {
+        let endpoint = try await endpoint()
+        let name = nextDatabaseName(hint)
+        try await Self.withClient(endpoint: endpoint, database: "postgres", user: endpoint.superuser) { client in
+            try await client.query("CREATE DATABASE \(unescaped: quoteIdentifier(name)) TEMPLATE ledger_template")
+        }
+        return name
+    }
+
+    public static func configuration(
+        endpoint: EmbeddedPostgres.Endpoint, database: String, user: String
+    ) -> PostgresClient.Configuration {
+        var configuration = PostgresClient.Configuration(
+            unixSocketPath: endpoint.socketPath, username: user, password: nil, database: database)
+        configuration.options.maximumConnections = 40
+        return configuration
+    }
+
+    /// Runs `body` with a running client; the client stops when `body` returns.
+    public static func withClient<T: Sendable>(
+        endpoint: EmbeddedPostgres.Endpoint, database: String, user: String,
+        _ body: @Sendable (PostgresClient) async throws -> T
+    ) async throws -> T {
+        try await withPostgresClient(
+            configuration: configuration(endpoint: endpoint, database: database, user: user), logger: logger, body)
+    }
+}
+
+/// Double-quotes an SQL identifier.
+public func quoteIdentifier(_ name: String) -> String {
+    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}
