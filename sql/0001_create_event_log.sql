@@ -102,24 +102,24 @@ RETURN int4send(octet_length(convert_to(t, 'UTF8'))) || convert_to(t, 'UTF8');
 
 -- The chain link of one event: SHA-256 over the previous hash and the canonical layout above.
 CREATE FUNCTION ledger.event_hash(
-    prev_hash bytea, position bigint, stream_id text, stream_version bigint, event_id uuid,
-    type text, schema_version integer, data jsonb, metadata jsonb,
-    effective_at timestamptz, recorded_at timestamptz
+    p_prev_hash bytea, p_position bigint, p_stream_id text, p_stream_version bigint, p_event_id uuid,
+    p_type text, p_schema_version integer, p_data jsonb, p_metadata jsonb,
+    p_effective_at timestamptz, p_recorded_at timestamptz
 ) RETURNS bytea
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 RETURN sha256(
-    prev_hash
+    p_prev_hash
     || '\x01'::bytea
-    || int8send(position)
-    || ledger.lp(stream_id)
-    || int8send(stream_version)
-    || uuid_send(event_id)
-    || ledger.lp(type)
-    || int4send(schema_version)
-    || ledger.lp(data::text)
-    || ledger.lp(metadata::text)
-    || int8send(ledger.epoch_us(effective_at))
-    || int8send(ledger.epoch_us(recorded_at))
+    || int8send(p_position)
+    || ledger.lp(p_stream_id)
+    || int8send(p_stream_version)
+    || uuid_send(p_event_id)
+    || ledger.lp(p_type)
+    || int4send(p_schema_version)
+    || ledger.lp(p_data::text)
+    || ledger.lp(p_metadata::text)
+    || int8send(ledger.epoch_us(p_effective_at))
+    || int8send(ledger.epoch_us(p_recorded_at))
 );
 
 -- Appends a batch of already-checked events in one statement: takes the head lock, assigns

@@ -134,24 +134,31 @@ public struct Migrator: Sendable {
     }
 
     private func apply(_ migration: Migration, connection: PostgresConnection) async throws {
-        _ = try await connection.simpleQuery("BEGIN").get()
+        try await connection.query("BEGIN", logger: logger)
         do {
-            _ = try await connection.simpleQuery(migration.sql).get()
+            try await Self.run(script: migration.sql, connection: connection, logger: logger)
             try await connection.query(
                 """
                 INSERT INTO ledger.schema_migrations (version, name, checksum, applied_at)
                 VALUES (\(migration.version), \(migration.name), \(migration.checksum), now())
                 """, logger: logger)
-            _ = try await connection.simpleQuery("COMMIT").get()
+            try await connection.query("COMMIT", logger: logger)
         } catch {
-            _ = try? await connection.simpleQuery("ROLLBACK").get()
+            _ = try? await connection.query("ROLLBACK", logger: logger)
             let detail = PostgresErrorMapping.serverError(in: error)?.serverInfo?[.message] ?? String(reflecting: error)
             throw MigrationError("migration \(migration.name) failed and was rolled back: \(detail)")
         }
     }
 
+    /// Runs a multi-statement script, one statement at a time, on one connection.
+    public static func run(script: String, connection: PostgresConnection, logger: Logger) async throws {
+        for statement in SQLScript.statements(script) {
+            try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+        }
+    }
+
     private static func ensureTable(connection: PostgresConnection, logger: Logger) async throws {
-        _ = try await connection.simpleQuery(
+        try await run(script:
             """
             CREATE SCHEMA IF NOT EXISTS ledger;
             CREATE TABLE IF NOT EXISTS ledger.schema_migrations (
@@ -160,8 +167,7 @@ public struct Migrator: Sendable {
                 checksum   text        NOT NULL,
                 applied_at timestamptz NOT NULL
             );
-            """
-        ).get()
+            """, connection: connection, logger: logger)
     }
 
     private static func applied(connection: PostgresConnection, logger: Logger) async throws -> [Int: (name: String, checksum: String)] {

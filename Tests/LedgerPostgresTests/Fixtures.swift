@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerPostgres
+import LedgerTestSupport
 import PostgresNIO
 import Testing
 
@@ -42,6 +43,7 @@ func expectRejected(
 /// connection: how a malicious DBA would alter history.
 func tamper(_ client: PostgresClient, _ sql: String) async throws {
     try await client.withConnection { connection in
-        _ = try await connection.simpleQuery("SET session_replication_role = replica; \(sql); RESET session_replication_role;").get()
+        try await Migrator.run(script: "SET session_replication_role = replica; \(sql); RESET session_replication_role;",
+                               connection: connection, logger: TestCluster.logger)
     }
 }
