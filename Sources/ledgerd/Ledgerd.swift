@@ -11,7 +11,7 @@ struct Ledgerd: AsyncParsableCommand {
         commandName: "ledgerd",
         abstract: "OrderLedger: an event-sourced order ledger on PostgreSQL.",
         discussion: "Every option can also be set by its environment variable (see README.md); flags win.",
-        subcommands: [Serve.self, Migrate.self, Audit.self],
+        subcommands: [Serve.self, Migrate.self, Audit.self, Bench.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -88,6 +88,40 @@ struct Audit: AsyncParsableCommand {
             print("swift verifier: \(reports.0)")
             if let database = reports.1 { print("sql verifier:   \(database)") }
             if !reports.0.ok || reports.1?.ok == false { throw ExitCode(1) }
+        }
+    }
+}
+
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Benchmarks.", subcommands: [Append.self])
+
+    struct Append: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Append throughput through the group-commit writer vs. the raw multi-row INSERT ceiling.",
+            discussion: "Runs on its own durable embedded cluster (default ./.ledgerd-bench); never on a real ledger.")
+        @Option(help: "Concurrent producers.") var producers = 64
+        @Option(help: "Seconds per phase.") var seconds = 10
+        @Option(help: "Distinct streams the events spread over.") var streams = 1_000
+        @Option(help: "Rows per INSERT in the raw phase.") var rawRowsPerInsert = 100
+        @Option(help: "Connection pool size.") var poolSize = 20
+        @Option(help: "Data directory of the benchmark cluster.") var dataDir = "./.ledgerd-bench"
+        @Option(help: "Log level.") var logLevel = "warning"
+
+        func run() async throws {
+            var options = AppendBenchmark.Options()
+            options.producers = producers
+            options.seconds = seconds
+            options.streams = streams
+            options.rawRowsPerInsert = rawRowsPerInsert
+            options.poolSize = poolSize
+            let configuration = try LedgerConfiguration.load(flags: ["ledgerd.log.level": .init(.string(logLevel), isSecret: false)])
+            let logger = makeLogger(configuration)
+            let directory = URL(fileURLWithPath: dataDir, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+                .standardizedFileURL
+            let migrations = try Migrator.load(from: configuration.resolvedMigrationsDirectory())
+            print("bench append: \(producers) producers, \(seconds) s per phase, \(streams) streams, raw \(rawRowsPerInsert) rows/INSERT, pool \(poolSize), \(ProcessInfo.processInfo.activeProcessorCount) cores")
+            let report = try await AppendBenchmark(options: options, dataDirectory: directory, logger: logger).run(migrations: migrations)
+            print(report.text)
         }
     }
 }

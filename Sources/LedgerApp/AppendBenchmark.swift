@@ -1,0 +1,194 @@
+import Foundation
+import Histogram
+import LedgerCore
+import LedgerPostgres
+import Logging
+import PostgresNIO
+
+/// `ledgerd bench append`: how fast the ledger appends, and how that compares with the raw
+/// ingest ceiling of the same PostgreSQL.
+///
+/// Phase 1 (ledger): N producers each append one small JSON event at a time through the
+/// group-commit writer (head lock, version checks, hash chain, durable commit) for a fixed time.
+/// Batch sizes are read back from the log itself (every batch shares one `recorded_at`).
+/// Phase 2 (raw ceiling): the same N producers insert the same kind of rows into a scratch table
+/// with no chain, no checks and no triggers, by plain multi-row INSERTs over the same pool.
+/// Runs on a durable (fsync on) cluster of its own under `--data-dir` (default `./.ledgerd-bench`),
+/// in a database it drops and recreates each run: never against a real ledger.
+public struct AppendBenchmark: Sendable {
+    public struct Options: Sendable {
+        public var producers: Int = 64
+        public var seconds: Int = 10
+        public var streams: Int = 1_000
+        public var rawRowsPerInsert: Int = 100
+        public var poolSize: Int = 20
+        public init() {}
+    }
+
+    public struct PhaseResult: Sendable {
+        public var rows: Int
+        public var seconds: Double
+        public var p50Micros: UInt64
+        public var p99Micros: UInt64
+        public var ratePerSecond: Double { Double(rows) / seconds }
+    }
+
+    public struct Report: Sendable {
+        public var ledger: PhaseResult
+        public var raw: PhaseResult
+        public var batches: Int
+        public var batchP50: Int
+        public var batchP90: Int
+        public var batchP99: Int
+        public var batchMax: Int
+        public var chainVerified: Bool
+
+        public var text: String {
+            func f(_ value: Double) -> String { String(format: "%.0f", value) }
+            let ratio = ledger.ratePerSecond / raw.ratePerSecond * 100
+            return """
+                ledger append: \(ledger.rows) events in \(String(format: "%.1f", ledger.seconds)) s = \(f(ledger.ratePerSecond)) events/s; \
+                append latency p50 \(ledger.p50Micros) µs, p99 \(ledger.p99Micros) µs
+                  batches: \(batches), events per batch p50 \(batchP50), p90 \(batchP90), p99 \(batchP99), max \(batchMax); \
+                chain verified: \(chainVerified)
+                raw ceiling:   \(raw.rows) rows in \(String(format: "%.1f", raw.seconds)) s = \(f(raw.ratePerSecond)) rows/s; \
+                INSERT latency p50 \(raw.p50Micros) µs, p99 \(raw.p99Micros) µs
+                ledger / raw:  \(String(format: "%.1f", ratio)) %
+                """
+        }
+    }
+
+    public let options: Options
+    public let dataDirectory: URL
+    public let logger: Logger
+
+    public init(options: Options, dataDirectory: URL, logger: Logger) {
+        self.options = options
+        self.dataDirectory = dataDirectory
+        self.logger = logger
+    }
+
+    static let database = "ledger_bench"
+
+    public func run(migrations: [Migration]) async throws -> Report {
+        let embedded = EmbeddedPostgres(configuration: .init(dataDirectory: dataDirectory, durable: true), logger: logger)
+        let (endpoint, alreadyRunning) = try embedded.start()
+        defer { if !alreadyRunning { try? embedded.stop() } }
+        let options = self.options
+        func config(_ user: String, _ database: String) -> PostgresClient.Configuration {
+            var configuration = PostgresClient.Configuration(
+                unixSocketPath: endpoint.socketPath, username: user, password: nil, database: database)
+            configuration.options.maximumConnections = options.poolSize
+            return configuration
+        }
+        let logger = self.logger
+        try await withPostgresClient(configuration: config(endpoint.superuser, "postgres"), logger: logger) { client in
+            try await client.query("DROP DATABASE IF EXISTS \(unescaped: Self.database) WITH (FORCE)", logger: logger)
+            try await client.query("CREATE DATABASE \(unescaped: Self.database)", logger: logger)
+        }
+        try await withPostgresClient(configuration: config(endpoint.superuser, Self.database), logger: logger) { client in
+            try await Migrator(migrations: migrations, logger: logger).migrate(client: client)
+            try await client.query("ALTER ROLE ledger_app LOGIN", logger: logger)
+            try await client.query("""
+                CREATE TABLE public.bench_raw (
+                    position bigserial PRIMARY KEY, stream_id text NOT NULL, stream_version bigint NOT NULL,
+                    event_id uuid NOT NULL, type text NOT NULL, schema_version integer NOT NULL, data jsonb NOT NULL,
+                    metadata jsonb NOT NULL, effective_at timestamptz NOT NULL, recorded_at timestamptz NOT NULL)
+                """, logger: logger)
+        }
+
+        // Phase 1: the ledger.
+        let ledger = try await withPostgresClient(configuration: config("ledger_app", Self.database), logger: logger) { client in
+            let writer = LedgerWriter(client: client, logger: logger)
+            return try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await writer.run() }
+                defer { group.cancelAll() }
+                return try await Self.drive(producers: options.producers, seconds: options.seconds) { producer, i in
+                    let stream = StreamID("bench-\((producer * 7919 + i) % options.streams)")!
+                    _ = try await writer.append(AppendRequest(
+                        stream: stream, expectedVersion: .any,
+                        events: [NewEvent(type: "BenchEventRecorded", data: Self.payload(producer, i), effectiveAt: Date())]))
+                    return 1
+                }
+            }
+        }
+        logger.info("ledger phase done; verifying the chain and reading batch sizes")
+        let (batches, verified) = try await withPostgresClient(configuration: config(endpoint.superuser, Self.database), logger: logger) { client in
+            var sizes: [Int] = []
+            for try await size in try await client.query(
+                "SELECT count(*) FROM ledger.events GROUP BY recorded_at ORDER BY 1", logger: logger).decode(Int64.self) {
+                sizes.append(Int(size))
+            }
+            let report = try await ChainVerifier(client: client, logger: logger).verifyInDatabase()
+            return (sizes, report.ok)
+        }
+
+        // Phase 2: the raw ceiling.
+        let raw = try await withPostgresClient(configuration: config(endpoint.superuser, Self.database), logger: logger) { client in
+            try await Self.drive(producers: options.producers, seconds: options.seconds) { producer, i in
+                let n = options.rawRowsPerInsert
+                var streams: [String] = [], versions: [Int64] = [], ids: [UUID] = [], data: [String] = []
+                for k in 0..<n {
+                    streams.append("bench-\((producer * 7919 + i * n + k) % options.streams)")
+                    versions.append(Int64(i * n + k + 1))
+                    ids.append(UUID())
+                    data.append(Self.payload(producer, i * n + k))
+                }
+                try await client.query("""
+                    INSERT INTO public.bench_raw (stream_id, stream_version, event_id, type, schema_version, data, metadata, effective_at, recorded_at)
+                    SELECT s, v, e, 'BenchEventRecorded', 1, d::jsonb, '{}'::jsonb, now(), now()
+                    FROM unnest(\(streams)::text[], \(versions)::bigint[], \(ids)::uuid[], \(data)::text[]) AS u(s, v, e, d)
+                    """, logger: logger)
+                return n
+            }
+        }
+
+        let sorted = batches.sorted()
+        func pct(_ p: Int) -> Int { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, sorted.count * p / 100)] }
+        return Report(
+            ledger: ledger, raw: raw, batches: sorted.count, batchP50: pct(50), batchP90: pct(90), batchP99: pct(99),
+            batchMax: sorted.last ?? 0, chainVerified: verified)
+    }
+
+    static func payload(_ producer: Int, _ i: Int) -> String {
+        #"{"order_id": "bench-\#(producer)-\#(i)", "sku": "pen", "quantity": 1, "amount": "25.00", "currency": "USD"}"#
+    }
+
+    /// Runs `producers` concurrent loops of `operation` for `seconds`; counts rows and times each call.
+    static func drive(
+        producers: Int, seconds: Int, _ operation: @escaping @Sendable (Int, Int) async throws -> Int
+    ) async throws -> PhaseResult {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let deadline = start + .seconds(seconds)
+        let (rows, histogram) = try await withThrowingTaskGroup(of: (Int, Histogram<UInt64>).self) { group in
+            for producer in 0..<producers {
+                group.addTask {
+                    var histogram = Histogram<UInt64>(highestTrackableValue: 120_000_000)
+                    var rows = 0
+                    var i = 0
+                    while clock.now < deadline {
+                        let began = clock.now
+                        rows += try await operation(producer, i)
+                        let (s, atto) = (clock.now - began).components
+                        _ = histogram.record(UInt64(s * 1_000_000 + atto / 1_000_000_000_000))
+                        i += 1
+                    }
+                    return (rows, histogram)
+                }
+            }
+            var total = 0
+            var merged = Histogram<UInt64>(highestTrackableValue: 120_000_000)
+            for try await (rows, histogram) in group {
+                total += rows
+                merged.add(histogram)
+            }
+            return (total, merged)
+        }
+        let (s, atto) = (clock.now - start).components
+        let elapsedSeconds = Double(s) + Double(atto) / 1e18
+        return PhaseResult(
+            rows: rows, seconds: elapsedSeconds,
+            p50Micros: histogram.valueAtPercentile(50), p99Micros: histogram.valueAtPercentile(99))
+    }
+}

@@ -1,0 +1,38 @@
+import Configuration
+import LedgerApp
+import Testing
+
+@Suite struct ConfigurationTests {
+    @Test func defaultsApplyWithAnEmptyEnvironment() throws {
+        let configuration = try LedgerConfiguration.load(environment: [:])
+        #expect(configuration.port == 12345)
+        #expect(configuration.dataDirectory == "./.ledgerd")
+        #expect(configuration.usesEmbeddedDatabase)
+        #expect(configuration.databasePoolSize == 20)
+    }
+
+    @Test func environmentVariablesAreRead() throws {
+        let configuration = try LedgerConfiguration.load(environment: [
+            "LEDGERD_PORT": "8080", "LEDGERD_DATA_DIR": "/var/lib/ledgerd",
+            "LEDGERD_DATABASE_URL": "postgres://app:pw@db:5432/ledger", "LEDGERD_LOG_LEVEL": "debug",
+            "LEDGERD_WRITER_MAX_BATCH": "500",
+        ])
+        #expect(configuration.port == 8080)
+        #expect(configuration.dataDirectory == "/var/lib/ledgerd")
+        #expect(configuration.databaseURL == "postgres://app:pw@db:5432/ledger")
+        #expect(!configuration.usesEmbeddedDatabase)
+        #expect(configuration.logLevel == .debug)
+        #expect(configuration.writerMaximumBatchEvents == 500)
+    }
+
+    @Test func flagsWinOverTheEnvironment() throws {
+        let configuration = try LedgerConfiguration.load(
+            flags: ["ledgerd.port": .init(.int(9000), isSecret: false)], environment: ["LEDGERD_PORT": "8080"])
+        #expect(configuration.port == 9000)
+    }
+
+    @Test func badValuesAreRefusedWithTheKeyNamed() {
+        #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_PORT": "70000"]) }
+        #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_LOG_LEVEL": "loud"]) }
+    }
+}

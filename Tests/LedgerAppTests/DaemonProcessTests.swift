@@ -1,0 +1,87 @@
+import Foundation
+import LedgerTestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The newcomer's path: `ledgerd serve` with no database configured brings up the embedded
+/// cluster and `/health`; SIGTERM shuts everything down and leaves no PostgreSQL behind.
+@Suite struct DaemonProcessTests {
+    static var ledgerdBinary: URL {
+        let testBinaryDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [testBinaryDirectory.appendingPathComponent("ledgerd"),
+                          testBinaryDirectory.deletingLastPathComponent().appendingPathComponent("ledgerd"),
+                          TestCluster.repositoryRoot.appendingPathComponent(".build/debug/ledgerd")]
+        where FileManager.default.isExecutableFile(atPath: candidate.path) {
+            return candidate
+        }
+        return TestCluster.repositoryRoot.appendingPathComponent(".build/debug/ledgerd")
+    }
+
+    func get(_ url: URL) async -> (Int, String)? {
+        var request = URLRequest(url: url)
+        request.timeoutInterval = 2
+        guard let (data, response) = try? await URLSession.shared.data(for: request),
+              let http = response as? HTTPURLResponse else { return nil }
+        return (http.statusCode, String(decoding: data, as: UTF8.self))
+    }
+
+    /// PIDs of processes whose command line mentions `path`.
+    func processes(mentioning path: String) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap(Int32.init).filter { pid in
+            guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
+            return String(decoding: data, as: UTF8.self).replacingOccurrences(of: "\0", with: " ").contains(path)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(3))) func serveComesUpWithTheEmbeddedDatabaseAndShutsDownCleanly() async throws {
+        let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-proc-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: dataDirectory) }
+        let port = Int.random(in: 20_000..<40_000)
+        let process = Process()
+        process.executableURL = Self.ledgerdBinary
+        process.arguments = ["serve", "--port", "\(port)", "--host", "127.0.0.1", "--data-dir", dataDirectory.path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["LEDGERD_MIGRATIONS_DIR"] = TestCluster.migrationsDirectory.path
+        environment.removeValue(forKey: "LEDGERD_DATABASE_URL")
+        process.environment = environment
+        let log = dataDirectory.deletingLastPathComponent().appendingPathComponent("\(dataDirectory.lastPathComponent).log")
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: log) }
+        let logHandle = try FileHandle(forWritingTo: log)
+        process.standardOutput = logHandle
+        process.standardError = logHandle
+        try process.run()
+
+        var health: (Int, String)?
+        for _ in 0..<240 {
+            if let answer = await get(URL(string: "http://127.0.0.1:\(port)/health")!), answer.0 == 200 {
+                health = answer
+                break
+            }
+            if !process.isRunning { break }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        let output = { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        guard let health else {
+            process.terminate()
+            Issue.record("no /health answer; daemon output:\n\(output())")
+            return
+        }
+        #expect(health.1.contains(#""status":"up""#) || health.1.contains(#""status": "up""#))
+        #expect(health.1.contains("last_position"))
+        #expect(!processes(mentioning: dataDirectory.path).filter { $0 != process.processIdentifier }.isEmpty,
+                "the embedded PostgreSQL should be running")
+
+        process.terminate()  // SIGTERM
+        for _ in 0..<120 where process.isRunning { try await Task.sleep(for: .milliseconds(250)) }
+        #expect(!process.isRunning, "ledgerd did not exit after SIGTERM")
+        #expect(process.terminationStatus == 0, "exit status \(process.terminationStatus); output:\n\(output())")
+        #expect(processes(mentioning: dataDirectory.path).isEmpty, "PostgreSQL processes were left behind")
+        #expect(!FileManager.default.fileExists(atPath: dataDirectory.appendingPathComponent("pg/postmaster.pid").path))
+        try logHandle.close()
+    }
+}

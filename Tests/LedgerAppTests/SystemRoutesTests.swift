@@ -1,0 +1,98 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import LedgerApp
+import LedgerCore
+import LedgerPostgres
+import LedgerTestSupport
+import PostgresNIO
+import Testing
+
+/// Drives the real router (with its services: the pool and the writer) against a real database.
+@Suite struct SystemRoutesTests {
+    struct HealthBody: Decodable {
+        struct Database: Decodable {
+            let status: String
+            let last_position: Int64?
+        }
+        let status: String
+        let database: Database
+    }
+
+    struct ErrorBody: Decodable {
+        struct Detail: Decodable {
+            let code: String
+            let message: String
+            let field: String?
+        }
+        let error: Detail
+    }
+
+    func withApp(_ body: @escaping @Sendable (any TestClientProtocol, LedgerServices) async throws -> Void) async throws {
+        let db = try await TestDatabase.fresh()
+        let configuration = try LedgerConfiguration.load(environment: [:])
+        let client = PostgresClient(
+            configuration: TestCluster.configuration(endpoint: db.endpoint, database: db.name, user: "ledger_app"),
+            backgroundLogger: TestCluster.logger)
+        let services = LedgerServices(client: client, configuration: configuration, metrics: LedgerMetrics(), logger: TestCluster.logger)
+        let app = buildApplication(configuration: configuration, services: services, logger: TestCluster.logger)
+        try await app.test(.router) { testClient in try await body(testClient, services) }
+    }
+
+    @Test func healthReportsTheDatabaseAndTheLastPosition() async throws {
+        try await withApp { client, services in
+            try await client.execute(uri: "/health", method: .get) { response in
+                #expect(response.status == .ok)
+                let health = try JSONDecoder().decode(HealthBody.self, from: Data(buffer: response.body))
+                #expect(health.status == "ok" && health.database.status == "up" && health.database.last_position == 0)
+            }
+            for n in 0..<3 {
+                _ = try await services.writer.append(AppendRequest(
+                    stream: StreamID("sample-1")!, expectedVersion: .any,
+                    events: [NewEvent(type: "SampleRecorded", data: #"{"n": \#(n)}"#, effectiveAt: Date())]))
+            }
+            try await client.execute(uri: "/health", method: .get) { response in
+                let health = try JSONDecoder().decode(HealthBody.self, from: Data(buffer: response.body))
+                #expect(health.database.last_position == 3)
+            }
+        }
+    }
+
+    @Test func metricsAreInPrometheusTextFormat() async throws {
+        try await withApp { client, services in
+            _ = try await services.writer.append(AppendRequest(
+                stream: StreamID("sample-1")!, expectedVersion: .any,
+                events: [NewEvent(type: "SampleRecorded", data: "{}", effectiveAt: Date()),
+                         NewEvent(type: "SampleRecorded", data: "{}", effectiveAt: Date())]))
+            try await client.execute(uri: "/health", method: .get) { _ in }
+            try await client.execute(uri: "/nowhere", method: .get) { _ in }
+            try await client.execute(uri: "/metrics", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentType]?.hasPrefix("text/plain") == true)
+                let text = String(buffer: response.body)
+                #expect(text.contains("# TYPE ledger_appended_events_total counter"))
+                #expect(text.contains("ledger_appended_events_total 2"))
+                #expect(text.contains(#"ledger_append_requests_total{outcome="appended"} 1"#))
+                #expect(text.contains("ledger_batch_events_bucket"))
+                #expect(text.contains("ledger_commit_duration_seconds_bucket"))
+                #expect(text.contains(#"http_requests_total{route="/health",method="GET",status="200"} 1"#))
+                #expect(text.contains(#"http_requests_total{route="unmatched",method="GET",status="404"} 1"#))
+            }
+        }
+    }
+
+    @Test func unknownRoutesAnswerWithTheJSONErrorShape() async throws {
+        try await withApp { client, _ in
+            try await client.execute(uri: "/no/such/thing", method: .get) { response in
+                #expect(response.status == .notFound)
+                let body = try JSONDecoder().decode(ErrorBody.self, from: Data(buffer: response.body))
+                #expect(body.error.code == "not_found")
+                #expect(body.error.message.contains("/no/such/thing"))
+            }
+        }
+    }
+}
+
+extension Data {
+    init(buffer: ByteBuffer) { self.init(buffer.readableBytesView) }
+}
