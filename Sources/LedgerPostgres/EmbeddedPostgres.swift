@@ -224,27 +224,46 @@ public struct EmbeddedPostgres: Sendable {
         return try capture(executable, arguments)
     }
 
-    /// Runs a program to completion with output in a temporary file (never a pipe: the server
-    /// that pg_ctl starts must not inherit a pipe we wait on).
+    /// Runs a program to completion, output to a temporary file (never a pipe: the server that
+    /// pg_ctl starts must not hold a pipe we wait on).
+    ///
+    /// posix_spawn + waitpid rather than Foundation's Process: it needs no run loop, so it also
+    /// works in an atexit handler and while the process is shutting down, and the child closes
+    /// every inherited descriptor above stderr, so the postmaster never keeps our sockets open.
     private func capture(_ executable: URL, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: "/")
-        let outputURL = FileManager.default.temporaryDirectory
-            .appendingPathComponent("ledgerd-pg-\(UUID().uuidString).out")
-        FileManager.default.createFile(atPath: outputURL.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: outputURL) }
-        let output = try FileHandle(forWritingTo: outputURL)
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        try output.close()
-        let text = (try? String(contentsOf: outputURL, encoding: .utf8)) ?? ""
-        guard process.terminationStatus == 0 else {
-            throw EmbeddedPostgresError("\(executable.lastPathComponent) \(arguments.joined(separator: " ")) exited with \(process.terminationStatus): \(text)")
+        let outputPath = FileManager.default.temporaryDirectory
+            .appendingPathComponent("ledgerd-pg-\(UUID().uuidString).out").path
+        defer { unlink(outputPath) }
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let inherited = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [])
+            .compactMap(Int32.init).filter { $0 > 2 }
+        for fd in inherited { posix_spawn_file_actions_addclose(&actions, fd) }
+
+        // Run from "/" (`env --chdir`): the unprivileged user may not be able to enter our cwd.
+        let env = "/usr/bin/env"
+        let argv: [UnsafeMutablePointer<CChar>?] = ([env, "--chdir=/", executable.path] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, env, &actions, nil, argv, environ)
+        guard spawned == 0 else {
+            throw EmbeddedPostgresError("cannot run \(executable.path): \(String(cString: strerror(spawned)))")
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 {
+            guard errno == EINTR else { throw EmbeddedPostgresError("waitpid failed: \(String(cString: strerror(errno)))") }
+        }
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        let exited = status & 0x7f == 0
+        let code = (status >> 8) & 0xff
+        guard exited && code == 0 else {
+            let how = exited ? "exited with \(code)" : "was killed by signal \(status & 0x7f)"
+            throw EmbeddedPostgresError("\(executable.lastPathComponent) \(arguments.joined(separator: " ")) \(how): \(text)")
         }
         return text
     }
