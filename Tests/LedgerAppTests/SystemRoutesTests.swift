@@ -76,7 +76,7 @@ import Testing
                 #expect(text.contains("ledger_batch_events_bucket"))
                 #expect(text.contains("ledger_commit_duration_seconds_bucket"))
                 #expect(text.contains(#"http_requests_total{route="/health",method="GET",status="200"} 1"#))
-                #expect(text.contains(#"http_requests_total{route="unmatched",method="GET",status="404"} 1"#))
+                #expect(text.contains(#"http_requests_total{route="NotFound",method="GET",status="404"} 1"#))
             }
         }
     }
