@@ -1,18 +1,19 @@
 -- 0001: the event log. Append-only, gapless, commit-ordered, hash-chained.
 --
 -- Canonical byte layout of an event (what `hash` covers), version 1. All integers big-endian,
--- "lp(x)" is a 4-byte big-endian byte length followed by the UTF-8 bytes of x:
+-- "z(x)" is the UTF-8 bytes of x followed by one 0x00 byte (unambiguous: PostgreSQL text can never
+-- contain a NUL character, and jsonb's text output escapes it as \u0000):
 --
 --   hash = SHA-256( prev_hash                      32 bytes (genesis: 32 zero bytes)
 --                 ‖ 0x01                           layout version
 --                 ‖ int8(position)
---                 ‖ lp(stream_id)
+--                 ‖ z(stream_id)
 --                 ‖ int8(stream_version)
 --                 ‖ uuid(event_id)                 16 bytes, RFC 4122 order
---                 ‖ lp(type)
+--                 ‖ z(type)
 --                 ‖ int4(schema_version)
---                 ‖ lp(data::text)                 PostgreSQL's canonical jsonb text
---                 ‖ lp(metadata::text)
+--                 ‖ z(data::text)                  PostgreSQL's canonical jsonb text
+--                 ‖ z(metadata::text)
 --                 ‖ int8(effective_at µs since 1970-01-01T00:00:00Z)
 --                 ‖ int8(recorded_at  µs since 1970-01-01T00:00:00Z) )
 --
@@ -91,33 +92,32 @@ CREATE TRIGGER idempotency_keys_append_only
     FOR EACH STATEMENT EXECUTE FUNCTION ledger.reject_mutation();
 
 -- Microseconds since the Unix epoch, exactly (EXTRACT returns numeric since PostgreSQL 14).
+-- STABLE, not IMMUTABLE, because EXTRACT on timestamptz is: a function declared less volatile than
+-- its body is never inlined.
 CREATE FUNCTION ledger.epoch_us(t timestamptz) RETURNS bigint
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
 RETURN (extract(epoch FROM t) * 1000000)::bigint;
 
--- Length-prefixed UTF-8 bytes of a text value.
-CREATE FUNCTION ledger.lp(t text) RETURNS bytea
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-RETURN int4send(octet_length(convert_to(t, 'UTF8'))) || convert_to(t, 'UTF8');
-
 -- The chain link of one event: SHA-256 over the previous hash and the canonical layout above.
+-- Written as one expression that uses each argument once, so the planner inlines it (a non-inlined
+-- SQL function call per event would dominate the cost of an append). STABLE like convert_to.
 CREATE FUNCTION ledger.event_hash(
     p_prev_hash bytea, p_position bigint, p_stream_id text, p_stream_version bigint, p_event_id uuid,
     p_type text, p_schema_version integer, p_data jsonb, p_metadata jsonb,
     p_effective_at timestamptz, p_recorded_at timestamptz
 ) RETURNS bytea
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
 RETURN sha256(
     p_prev_hash
     || '\x01'::bytea
     || int8send(p_position)
-    || ledger.lp(p_stream_id)
+    || convert_to(p_stream_id, 'UTF8') || '\x00'::bytea
     || int8send(p_stream_version)
     || uuid_send(p_event_id)
-    || ledger.lp(p_type)
+    || convert_to(p_type, 'UTF8') || '\x00'::bytea
     || int4send(p_schema_version)
-    || ledger.lp(p_data::text)
-    || ledger.lp(p_metadata::text)
+    || convert_to(p_data::text, 'UTF8') || '\x00'::bytea
+    || convert_to(p_metadata::text, 'UTF8') || '\x00'::bytea
     || int8send(ledger.epoch_us(p_effective_at))
     || int8send(ledger.epoch_us(p_recorded_at))
 );

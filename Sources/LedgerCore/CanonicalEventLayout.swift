@@ -4,10 +4,11 @@
 /// `ledger.event_hash` (sql/0001_create_event_log.sql), so an auditor can recompute the chain with
 /// psql alone; the two implementations are checked against each other in the tests.
 ///
-/// All integers are big-endian; `lp(x)` is a 4-byte big-endian length followed by x's UTF-8 bytes:
+/// All integers are big-endian; `z(x)` is x's UTF-8 bytes followed by one 0x00 byte, which is
+/// unambiguous because PostgreSQL text never contains NUL (jsonb text escapes it as `\u0000`):
 ///
-///     0x01 ‖ int8(position) ‖ lp(stream_id) ‖ int8(stream_version) ‖ uuid(event_id)
-///     ‖ lp(type) ‖ int4(schema_version) ‖ lp(data jsonb text) ‖ lp(metadata jsonb text)
+///     0x01 ‖ int8(position) ‖ z(stream_id) ‖ int8(stream_version) ‖ uuid(event_id)
+///     ‖ z(type) ‖ int4(schema_version) ‖ z(data jsonb text) ‖ z(metadata jsonb text)
 ///     ‖ int8(effective_at µs since epoch) ‖ int8(recorded_at µs since epoch)
 public enum CanonicalEventLayout {
     public static let version: UInt8 = 1
@@ -20,14 +21,14 @@ public enum CanonicalEventLayout {
             + event.data.utf8.count + event.metadata.utf8.count)
         out.append(version)
         appendInt64(event.position, to: &out)
-        appendLengthPrefixed(event.streamID.rawValue, to: &out)
+        appendTerminated(event.streamID.rawValue, to: &out)
         appendInt64(event.streamVersion, to: &out)
         let u = event.eventID.uuid
         out.append(contentsOf: [u.0, u.1, u.2, u.3, u.4, u.5, u.6, u.7, u.8, u.9, u.10, u.11, u.12, u.13, u.14, u.15])
-        appendLengthPrefixed(event.type, to: &out)
+        appendTerminated(event.type, to: &out)
         appendInt32(event.schemaVersion, to: &out)
-        appendLengthPrefixed(event.data, to: &out)
-        appendLengthPrefixed(event.metadata, to: &out)
+        appendTerminated(event.data, to: &out)
+        appendTerminated(event.metadata, to: &out)
         appendInt64(event.effectiveAtMicros, to: &out)
         appendInt64(event.recordedAtMicros, to: &out)
         return out
@@ -46,9 +47,8 @@ public enum CanonicalEventLayout {
         withUnsafeBytes(of: value.bigEndian) { out.append(contentsOf: $0) }
     }
 
-    private static func appendLengthPrefixed(_ text: String, to out: inout [UInt8]) {
-        let bytes = Array(text.utf8)
-        appendInt32(Int32(bytes.count), to: &out)
-        out.append(contentsOf: bytes)
+    private static func appendTerminated(_ text: String, to out: inout [UInt8]) {
+        out.append(contentsOf: text.utf8)
+        out.append(0)
     }
 }

@@ -19,6 +19,9 @@ import Synchronization
 /// 4. append all accepted events with `ledger.append_events` (positions + hash chain) and store
 ///    the idempotency records, then commit and answer every caller.
 ///
+/// All four steps run in the database as one statement, `ledger.append_batch` (sql/0002): one
+/// round trip per batch, so the head lock is held for the work itself, not for network chatter.
+///
 /// While one batch commits, the next one queues up: throughput comes from batching, not from
 /// concurrency on the head row. If a batch's transaction is rejected by the server, its requests
 /// are retried one by one so that one bad request cannot fail its neighbours.
@@ -175,156 +178,87 @@ public final class LedgerWriter: Service, Sendable {
         }
     }
 
-    private enum Plan {
-        case append(eventOffset: Int, eventCount: Int, streams: [StreamVersion])
-        case replay(AppendResult)
-        case sameAs(Int)
-        case refuse(AppendError)
-    }
-
-    /// One transaction for the whole batch. Returns one outcome per request, in order.
+    /// The whole batch in one statement, `ledger.append_batch` (sql/0002): head lock, idempotency
+    /// and version checks in queue order, chain, idempotency records. One round trip, and a single
+    /// statement is its own transaction: all of it commits or none of it does.
     private func commitTransaction(_ requests: [AppendRequest]) async throws -> [Result<AppendResult, AppendError>] {
-        let logger = self.logger
-        return try await client.withTransaction(logger: logger) { connection in
-            // 1. The head lock: from here to commit no other appender can run.
-            try await connection.query("SELECT position FROM ledger.head WHERE singleton FOR UPDATE", logger: logger)
-                .collect()
-
-            // 2. Stored idempotency records for the batch's keys.
-            let keys = Array(Set(requests.compactMap { $0.idempotency?.key }))
-            var stored: [String: (hash: [UInt8], result: String)] = [:]
-            if !keys.isEmpty {
-                let rows = try await connection.query(
-                    "SELECT key, request_hash, result::text FROM ledger.idempotency_keys WHERE key = ANY(\(keys))",
-                    logger: logger)
-                for try await (key, hash, result) in rows.decode((String, ByteBuffer, String).self) {
-                    stored[key] = (Array(hash.readableBytesView), result)
+        var keys: [String] = [], hashes: [ByteBuffer] = []
+        var appendRequests: [Int32] = [], appendStreams: [String] = [], appendExpected: [Int64] = [], appendCounts: [Int32] = []
+        var columns = EventColumns()
+        for (index, request) in requests.enumerated() {
+            keys.append(request.idempotency?.key ?? "")
+            hashes.append(ByteBuffer(bytes: request.idempotency?.requestHash ?? []))
+            let metadata = try columns.encodeMetadata(request)
+            for stream in request.streams {
+                appendRequests.append(Int32(index + 1))
+                appendStreams.append(stream.streamID.rawValue)
+                switch stream.expectedVersion {
+                case .any: appendExpected.append(-1)
+                case .noStream: appendExpected.append(0)
+                case .exact(let version): appendExpected.append(version)
                 }
+                appendCounts.append(Int32(stream.events.count))
+                for event in stream.events { columns.append(event: event, metadata: metadata) }
             }
-
-            // 3. Current versions of the batch's streams.
-            let streamIDs = Array(Set(requests.flatMap { $0.streams.map(\.streamID.rawValue) }))
-            var current: [String: Int64] = [:]
-            let versionRows = try await connection.query(
-                """
-                SELECT s.id, coalesce((SELECT max(e.stream_version) FROM ledger.events e WHERE e.stream_id = s.id), 0)
-                FROM unnest(\(streamIDs)::text[]) AS s(id)
-                """, logger: logger)
-            for try await (id, version) in versionRows.decode((String, Int64).self) {
-                current[id] = version
-            }
-
-            // 4. Decide every request in queue order.
-            var plans: [Plan] = []
-            plans.reserveCapacity(requests.count)
-            var firstIndexForKey: [String: Int] = [:]
-            var columns = EventColumns()
-            let decoder = JSONDecoder()
-            requestLoop: for (index, request) in requests.enumerated() {
-                if let idempotency = request.idempotency {
-                    if let record = stored[idempotency.key] {
-                        if record.hash == idempotency.requestHash {
-                            var result = try decoder.decode(AppendResult.self, from: Data(record.result.utf8))
-                            result.replayed = true
-                            plans.append(.replay(result))
-                        } else {
-                            plans.append(.refuse(.idempotencyConflict(key: idempotency.key)))
-                        }
-                        continue
-                    }
-                    if let first = firstIndexForKey[idempotency.key] {
-                        let sameRequest = requests[first].idempotency?.requestHash == idempotency.requestHash
-                        plans.append(sameRequest ? .sameAs(first) : .refuse(.idempotencyConflict(key: idempotency.key)))
-                        continue
-                    }
-                }
-                for stream in request.streams {
-                    let version = current[stream.streamID.rawValue] ?? 0
-                    if !stream.expectedVersion.accepts(current: version) {
-                        plans.append(.refuse(.versionConflict(
-                            stream: stream.streamID, expected: stream.expectedVersion, actual: version)))
-                        continue requestLoop
-                    }
-                }
-                if let idempotency = request.idempotency { firstIndexForKey[idempotency.key] = index }
-                let offset = columns.count
-                let metadata = try columns.encodeMetadata(request)
-                var versions: [StreamVersion] = []
-                for stream in request.streams {
-                    var version = current[stream.streamID.rawValue] ?? 0
-                    for event in stream.events {
-                        version += 1
-                        columns.append(stream: stream.streamID, version: version, event: event, metadata: metadata)
-                    }
-                    current[stream.streamID.rawValue] = version
-                    versions.append(StreamVersion(streamID: stream.streamID, version: version))
-                }
-                plans.append(.append(eventOffset: offset, eventCount: columns.count - offset, streams: versions))
-            }
-
-            // 5. Append the accepted events: positions and chain links assigned in SQL.
-            var firstPosition: Int64 = 0
-            if columns.count > 0 {
-                let rows = try await connection.query(
-                    """
-                    SELECT first_position FROM ledger.append_events(
-                        \(columns.streamIDs)::text[], \(columns.versions)::bigint[], \(columns.eventIDs)::uuid[],
-                        \(columns.types)::text[], \(columns.schemaVersions)::integer[], \(columns.data)::text[],
-                        \(columns.metadata)::text[], \(columns.effectiveMicros)::bigint[])
-                    """, logger: logger)
-                for try await position in rows.decode(Int64.self) { firstPosition = position }
-            }
-
-            // 6. Results, and idempotency records in the same transaction.
-            var results: [Result<AppendResult, AppendError>] = []
-            results.reserveCapacity(requests.count)
-            var keyColumns: (keys: [String], hashes: [ByteBuffer], first: [Int64], last: [Int64], results: [String]) =
-                ([], [], [], [], [])
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            for (index, plan) in plans.enumerated() {
-                switch plan {
-                case .append(let offset, let count, let streams):
-                    let result = AppendResult(
-                        firstPosition: firstPosition + Int64(offset),
-                        lastPosition: firstPosition + Int64(offset + count - 1),
-                        streams: streams)
-                    results.append(.success(result))
-                    if let idempotency = requests[index].idempotency {
-                        keyColumns.keys.append(idempotency.key)
-                        keyColumns.hashes.append(ByteBuffer(bytes: idempotency.requestHash))
-                        keyColumns.first.append(result.firstPosition)
-                        keyColumns.last.append(result.lastPosition)
-                        keyColumns.results.append(String(decoding: try encoder.encode(result), as: UTF8.self))
-                    }
-                case .replay(let result):
-                    results.append(.success(result))
-                case .sameAs(let first):
-                    var result = try results[first].get()
-                    result.replayed = true
-                    results.append(.success(result))
-                case .refuse(let error):
-                    results.append(.failure(error))
-                }
-            }
-            if !keyColumns.keys.isEmpty {
-                try await connection.query(
-                    """
-                    INSERT INTO ledger.idempotency_keys (key, request_hash, first_position, last_position, result, recorded_at)
-                    SELECT k, h, f, l, r::jsonb, now()
-                    FROM unnest(\(keyColumns.keys)::text[], \(keyColumns.hashes)::bytea[], \(keyColumns.first)::bigint[],
-                                \(keyColumns.last)::bigint[], \(keyColumns.results)::text[]) AS u(k, h, f, l, r)
-                    """, logger: logger)
-            }
-            return results
         }
+
+        let rows = try await client.query(
+            """
+            SELECT request, outcome, first_position, last_position, versions, conflict_stream, conflict_version, same_as, result
+            FROM ledger.append_batch(
+                \(keys)::text[], \(hashes)::bytea[], \(appendRequests)::integer[], \(appendStreams)::text[],
+                \(appendExpected)::bigint[], \(appendCounts)::integer[], \(columns.eventIDs)::uuid[], \(columns.types)::text[],
+                \(columns.schemaVersions)::integer[], \(columns.data)::text[], \(columns.metadata)::text[],
+                \(columns.effectiveMicros)::bigint[])
+            """, logger: logger)
+
+        var results = [Result<AppendResult, AppendError>](repeating: .failure(.storageFailure), count: requests.count)
+        var sameAs: [(index: Int, first: Int)] = []
+        let decoder = JSONDecoder()
+        for try await (request, outcome, first, last, versions, conflictStream, conflictVersion, sameAsRequest, stored) in rows.decode(
+            (Int32, String, Int64?, Int64?, [Int64]?, String?, Int64?, Int32?, String?).self)
+        {
+            let index = Int(request) - 1
+            guard requests.indices.contains(index) else { continue }
+            let original = requests[index]
+            switch outcome {
+            case "appended":
+                guard let first, let last, let versions, versions.count == original.streams.count else {
+                    throw AppendError.storageFailure("ledger.append_batch returned an incomplete result")
+                }
+                results[index] = .success(AppendResult(
+                    firstPosition: first, lastPosition: last,
+                    streams: zip(original.streams, versions).map { StreamVersion(streamID: $0.streamID, version: $1) }))
+            case "replayed":
+                guard let stored else { throw AppendError.storageFailure("stored idempotency result missing") }
+                var result = try decoder.decode(AppendResult.self, from: Data(stored.utf8))
+                result.replayed = true
+                results[index] = .success(result)
+            case "same_as":
+                sameAs.append((index, Int(sameAsRequest ?? 0) - 1))
+            case "idempotency_conflict":
+                results[index] = .failure(.idempotencyConflict(key: original.idempotency?.key ?? ""))
+            case "version_conflict":
+                let stream = original.streams.first { $0.streamID.rawValue == conflictStream } ?? original.streams[0]
+                results[index] = .failure(.versionConflict(
+                    stream: stream.streamID, expected: stream.expectedVersion, actual: conflictVersion ?? 0))
+            default:
+                throw AppendError.storageFailure("ledger.append_batch returned outcome \(outcome)")
+            }
+        }
+        for (index, first) in sameAs {
+            guard results.indices.contains(first), var result = try? results[first].get() else {
+                throw AppendError.storageFailure("ledger.append_batch returned an invalid same_as")
+            }
+            result.replayed = true
+            results[index] = .success(result)
+        }
+        return results
     }
 }
 
 /// The batch's events as parallel arrays, the shape `ledger.append_events` takes.
 private struct EventColumns {
-    var streamIDs: [String] = []
-    var versions: [Int64] = []
     var eventIDs: [UUID] = []
     var types: [String] = []
     var schemaVersions: [Int32] = []
@@ -346,9 +280,7 @@ private struct EventColumns {
         return String(decoding: try encoder.encode(metadata), as: UTF8.self)
     }
 
-    mutating func append(stream: StreamID, version: Int64, event: NewEvent, metadata: String) {
-        streamIDs.append(stream.rawValue)
-        versions.append(version)
+    mutating func append(event: NewEvent, metadata: String) {
         eventIDs.append(event.eventID)
         types.append(event.type)
         schemaVersions.append(event.schemaVersion)

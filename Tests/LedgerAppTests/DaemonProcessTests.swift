@@ -83,5 +83,36 @@ import FoundationNetworking
         #expect(processes(mentioning: dataDirectory.path).isEmpty, "PostgreSQL processes were left behind")
         #expect(!FileManager.default.fileExists(atPath: dataDirectory.appendingPathComponent("pg/postmaster.pid").path))
         try logHandle.close()
+
+        // Offline commands on the same data directory start the cluster, do their work, and stop
+        // what they started.
+        let migrate = try runLedgerd(["migrate", "--data-dir", dataDirectory.path])
+        #expect(migrate.status == 0 && migrate.output.contains("migrations up to date"), "\(migrate.output)")
+        let verify = try runLedgerd(["audit", "verify", "--sql", "--data-dir", dataDirectory.path])
+        #expect(verify.status == 0, "\(verify.output)")
+        #expect(verify.output.contains("swift verifier: chain verified") && verify.output.contains("sql verifier:   chain verified"))
+        #expect(processes(mentioning: dataDirectory.path).isEmpty, "an offline command left PostgreSQL running")
+    }
+
+    /// Runs `ledgerd` to completion and returns its exit status and combined output.
+    func runLedgerd(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = Self.ledgerdBinary
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["LEDGERD_MIGRATIONS_DIR"] = TestCluster.migrationsDirectory.path
+        environment["LEDGERD_LOG_LEVEL"] = "warning"
+        environment.removeValue(forKey: "LEDGERD_DATABASE_URL")
+        process.environment = environment
+        let outputURL = FileManager.default.temporaryDirectory.appendingPathComponent("ledgerd-cmd-\(UUID().uuidString).log")
+        FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: outputURL) }
+        let handle = try FileHandle(forWritingTo: outputURL)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        process.waitUntilExit()
+        try handle.close()
+        return (process.terminationStatus, (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "")
     }
 }
