@@ -19,8 +19,10 @@ import Synchronization
 /// 4. append all accepted events with `ledger.append_events` (positions + hash chain) and store
 ///    the idempotency records, then commit and answer every caller.
 ///
-/// All four steps run in the database as one statement, `ledger.append_batch` (sql/0002): one
-/// round trip per batch, so the head lock is held for the work itself, not for network chatter.
+/// Steps 2–3 run in Swift against cached stream versions; the database then verifies those
+/// beliefs and appends in one statement, `ledger.append_batch` (sql/0002): one round trip per
+/// batch, and the head lock is held for the work itself, not for network chatter. A wrong belief
+/// (another process wrote a stream) appends nothing and the batch is decided again.
 ///
 /// While one batch commits, the next one queues up: throughput comes from batching, not from
 /// concurrency on the head row. If a batch's transaction is rejected by the server, its requests
@@ -52,6 +54,8 @@ public final class LedgerWriter: Service, Sendable {
     private let logger: Logger
     private let metrics: WriterMetrics
     private let state = Mutex(State())
+    /// Touched only by the commit loop; a Mutex keeps the class Sendable at no contention cost.
+    private let versionCache = Mutex(VersionCache(limit: 100_000))
 
     public init(
         client: PostgresClient, configuration: Configuration = .init(), logger: Logger,
@@ -178,87 +182,215 @@ public final class LedgerWriter: Service, Sendable {
         }
     }
 
-    /// The whole batch in one statement, `ledger.append_batch` (sql/0002): head lock, idempotency
-    /// and version checks in queue order, chain, idempotency records. One round trip, and a single
-    /// statement is its own transaction: all of it commits or none of it does.
-    private func commitTransaction(_ requests: [AppendRequest]) async throws -> [Result<AppendResult, AppendError>] {
-        var keys: [String] = [], hashes: [ByteBuffer] = []
-        var appendRequests: [Int32] = [], appendStreams: [String] = [], appendExpected: [Int64] = [], appendCounts: [Int32] = []
-        var columns = EventColumns()
-        for (index, request) in requests.enumerated() {
-            keys.append(request.idempotency?.key ?? "")
-            hashes.append(ByteBuffer(bytes: request.idempotency?.requestHash ?? []))
-            let metadata = try columns.encodeMetadata(request)
-            for stream in request.streams {
-                appendRequests.append(Int32(index + 1))
-                appendStreams.append(stream.streamID.rawValue)
-                switch stream.expectedVersion {
-                case .any: appendExpected.append(-1)
-                case .noStream: appendExpected.append(0)
-                case .exact(let version): appendExpected.append(version)
-                }
-                appendCounts.append(Int32(stream.events.count))
-                for event in stream.events { columns.append(event: event, metadata: metadata) }
-            }
-        }
+    private enum Plan {
+        case append(firstOrdinal: Int, eventCount: Int, streams: [StreamVersion])
+        case replay(AppendResult)
+        case sameAs(Int)
+        case refuse(AppendError)
+    }
 
+    /// Decides the batch against what the writer believes (cached stream versions, known keys),
+    /// then asks `ledger.append_batch` (sql/0002) to verify those beliefs under the head lock and
+    /// append — one round trip, one statement, so all of it commits or none of it does. When a
+    /// belief was wrong (another process wrote a stream, or a key was already used), nothing is
+    /// appended: the writer learns the truth from the answer and decides the batch again.
+    private func commitTransaction(_ requests: [AppendRequest]) async throws -> [Result<AppendResult, AppendError>] {
+        var storedKeys: [String: (hash: [UInt8], result: String)] = [:]
+        for _ in 0..<Self.maximumAttempts {
+            // 1. Beliefs: the version of every stream before this batch.
+            var believed: [String: Int64] = [:]
+            var unknown: [String] = []
+            let cached = versionCache.withLock { cache in
+                requests.flatMap(\.streams).compactMap { stream in cache[stream.streamID.rawValue].map { (stream.streamID.rawValue, $0) } }
+            }
+            for (stream, version) in cached { believed[stream] = version }
+            for stream in requests.flatMap(\.streams) where believed[stream.streamID.rawValue] == nil {
+                // Not cached: trust the caller's expectation (the database checks it); load only for `any`.
+                switch stream.expectedVersion {
+                case .noStream: believed[stream.streamID.rawValue] = 0
+                case .exact(let version): believed[stream.streamID.rawValue] = version
+                case .any: unknown.append(stream.streamID.rawValue)
+                }
+            }
+            if !unknown.isEmpty {
+                for (stream, version) in try await loadVersions(Array(Set(unknown))) { believed[stream] = version }
+            }
+
+            // 2. Decide every request in queue order; later requests see earlier ones' versions.
+            var current = believed
+            var plans: [Plan] = []
+            plans.reserveCapacity(requests.count)
+            var firstIndexForKey: [String: Int] = [:]
+            var columns = EventColumns()
+            var keyColumns = KeyColumns()
+            requestLoop: for (index, request) in requests.enumerated() {
+                if let idempotency = request.idempotency {
+                    if let record = storedKeys[idempotency.key] {
+                        if record.hash == idempotency.requestHash {
+                            var result = try JSONDecoder().decode(AppendResult.self, from: Data(record.result.utf8))
+                            result.replayed = true
+                            plans.append(.replay(result))
+                        } else {
+                            plans.append(.refuse(.idempotencyConflict(key: idempotency.key)))
+                        }
+                        continue
+                    }
+                    if let first = firstIndexForKey[idempotency.key] {
+                        let sameRequest = requests[first].idempotency?.requestHash == idempotency.requestHash
+                        plans.append(sameRequest ? .sameAs(first) : .refuse(.idempotencyConflict(key: idempotency.key)))
+                        continue
+                    }
+                }
+                for stream in request.streams {
+                    let version = current[stream.streamID.rawValue] ?? 0
+                    if !stream.expectedVersion.accepts(current: version) {
+                        plans.append(.refuse(.versionConflict(
+                            stream: stream.streamID, expected: stream.expectedVersion, actual: version)))
+                        continue requestLoop
+                    }
+                }
+                let firstOrdinal = columns.count + 1
+                let metadata = try columns.encodeMetadata(request)
+                var versions: [StreamVersion] = []
+                for stream in request.streams {
+                    var version = current[stream.streamID.rawValue] ?? 0
+                    for event in stream.events {
+                        version += 1
+                        columns.append(stream: stream.streamID, version: version, event: event, metadata: metadata)
+                    }
+                    current[stream.streamID.rawValue] = version
+                    versions.append(StreamVersion(streamID: stream.streamID, version: version))
+                }
+                if let idempotency = request.idempotency {
+                    firstIndexForKey[idempotency.key] = index
+                    try keyColumns.append(idempotency, first: firstOrdinal, last: columns.count, streams: versions)
+                }
+                plans.append(.append(firstOrdinal: firstOrdinal, eventCount: columns.count - firstOrdinal + 1, streams: versions))
+            }
+
+            // 3. Verify and append in the database.
+            let checkStreams = Array(believed.keys)
+            let checkVersions = checkStreams.map { believed[$0]! }
+            let probeKeys = Array(Set(requests.compactMap(\.idempotency?.key).filter { storedKeys[$0] == nil }))
+            let rows = try await client.query(
+                """
+                SELECT kind, name, version, request_hash, result, first_position FROM ledger.append_batch(
+                    \(checkStreams)::text[], \(checkVersions)::bigint[], \(probeKeys)::text[],
+                    \(keyColumns.keys)::text[], \(keyColumns.hashes)::bytea[], \(keyColumns.first)::integer[],
+                    \(keyColumns.last)::integer[], \(keyColumns.streams)::text[],
+                    \(columns.streamIDs)::text[], \(columns.versions)::bigint[], \(columns.eventIDs)::uuid[],
+                    \(columns.types)::text[], \(columns.schemaVersions)::integer[], \(columns.data)::text[],
+                    \(columns.metadata)::text[], \(columns.effectiveMicros)::bigint[])
+                """, logger: logger)
+            var firstPosition: Int64?
+            var beliefsWereWrong = false
+            for try await (kind, name, version, hash, result, first) in rows.decode(
+                (String, String?, Int64?, ByteBuffer?, String?, Int64?).self)
+            {
+                switch kind {
+                case "stale":
+                    beliefsWereWrong = true
+                    if let name, let version { versionCache.withLock { $0.store(name, version) } }
+                case "key_exists":
+                    beliefsWereWrong = true
+                    if let name, let hash, let result { storedKeys[name] = (Array(hash.readableBytesView), result) }
+                case "appended":
+                    firstPosition = first
+                default:
+                    throw AppendError.storageFailure("ledger.append_batch answered \(kind)")
+                }
+            }
+            if beliefsWereWrong {
+                metrics.outcome("redecided").increment()
+                continue
+            }
+            guard columns.count == 0 || firstPosition != nil else {
+                throw AppendError.storageFailure("ledger.append_batch did not append")
+            }
+
+            // 4. Answers, and what the writer now knows.
+            versionCache.withLock { cache in for (stream, version) in current { cache.store(stream, version) } }
+            var results: [Result<AppendResult, AppendError>] = []
+            results.reserveCapacity(requests.count)
+            for plan in plans {
+                switch plan {
+                case .append(let firstOrdinal, let count, let streams):
+                    let first = (firstPosition ?? 0) + Int64(firstOrdinal - 1)
+                    results.append(.success(AppendResult(firstPosition: first, lastPosition: first + Int64(count - 1), streams: streams)))
+                case .replay(let result):
+                    results.append(.success(result))
+                case .sameAs(let index):
+                    var result = try results[index].get()
+                    result.replayed = true
+                    results.append(.success(result))
+                case .refuse(let error):
+                    results.append(.failure(error))
+                }
+            }
+            return results
+        }
+        throw AppendError.storageFailure("the ledger is too contended: \(Self.maximumAttempts) attempts found other writers first")
+    }
+
+    /// A batch whose beliefs keep being overtaken by other processes gives up after this many tries.
+    static let maximumAttempts = 8
+
+    /// Current versions of streams, read without the lock (append_batch re-checks them under it).
+    private func loadVersions(_ streams: [String]) async throws -> [(String, Int64)] {
         let rows = try await client.query(
             """
-            SELECT request, outcome, first_position, last_position, versions, conflict_stream, conflict_version, same_as, result
-            FROM ledger.append_batch(
-                \(keys)::text[], \(hashes)::bytea[], \(appendRequests)::integer[], \(appendStreams)::text[],
-                \(appendExpected)::bigint[], \(appendCounts)::integer[], \(columns.eventIDs)::uuid[], \(columns.types)::text[],
-                \(columns.schemaVersions)::integer[], \(columns.data)::text[], \(columns.metadata)::text[],
-                \(columns.effectiveMicros)::bigint[])
+            SELECT s.id, coalesce((SELECT max(e.stream_version) FROM ledger.events e WHERE e.stream_id = s.id), 0)
+            FROM unnest(\(streams)::text[]) AS s(id)
             """, logger: logger)
+        var versions: [(String, Int64)] = []
+        for try await (stream, version) in rows.decode((String, Int64).self) {
+            versions.append((stream, version))
+            versionCache.withLock { $0.store(stream, version) }
+        }
+        return versions
+    }
+}
 
-        var results = [Result<AppendResult, AppendError>](repeating: .failure(.storageFailure), count: requests.count)
-        var sameAs: [(index: Int, first: Int)] = []
-        let decoder = JSONDecoder()
-        for try await (request, outcome, first, last, versions, conflictStream, conflictVersion, sameAsRequest, stored) in rows.decode(
-            (Int32, String, Int64?, Int64?, [Int64]?, String?, Int64?, Int32?, String?).self)
-        {
-            let index = Int(request) - 1
-            guard requests.indices.contains(index) else { continue }
-            let original = requests[index]
-            switch outcome {
-            case "appended":
-                guard let first, let last, let versions, versions.count == original.streams.count else {
-                    throw AppendError.storageFailure("ledger.append_batch returned an incomplete result")
-                }
-                results[index] = .success(AppendResult(
-                    firstPosition: first, lastPosition: last,
-                    streams: zip(original.streams, versions).map { StreamVersion(streamID: $0.streamID, version: $1) }))
-            case "replayed":
-                guard let stored else { throw AppendError.storageFailure("stored idempotency result missing") }
-                var result = try decoder.decode(AppendResult.self, from: Data(stored.utf8))
-                result.replayed = true
-                results[index] = .success(result)
-            case "same_as":
-                sameAs.append((index, Int(sameAsRequest ?? 0) - 1))
-            case "idempotency_conflict":
-                results[index] = .failure(.idempotencyConflict(key: original.idempotency?.key ?? ""))
-            case "version_conflict":
-                let stream = original.streams.first { $0.streamID.rawValue == conflictStream } ?? original.streams[0]
-                results[index] = .failure(.versionConflict(
-                    stream: stream.streamID, expected: stream.expectedVersion, actual: conflictVersion ?? 0))
-            default:
-                throw AppendError.storageFailure("ledger.append_batch returned outcome \(outcome)")
-            }
-        }
-        for (index, first) in sameAs {
-            guard results.indices.contains(first), var result = try? results[first].get() else {
-                throw AppendError.storageFailure("ledger.append_batch returned an invalid same_as")
-            }
-            result.replayed = true
-            results[index] = .success(result)
-        }
-        return results
+/// Stream versions the writer has seen committed, so that a batch can be decided without reading
+/// first. Bounded: past the limit it starts afresh (a miss costs one read, never a wrong answer,
+/// because the database verifies every belief).
+struct VersionCache: Sendable {
+    private var versions: [String: Int64] = [:]
+    let limit: Int
+
+    init(limit: Int) { self.limit = limit }
+
+    subscript(stream: String) -> Int64? { versions[stream] }
+
+    mutating func store(_ stream: String, _ version: Int64) {
+        if versions.count >= limit && versions[stream] == nil { versions.removeAll(keepingCapacity: true) }
+        versions[stream] = version
+    }
+}
+
+/// Idempotency records of the accepted requests, as parallel arrays.
+private struct KeyColumns {
+    var keys: [String] = []
+    var hashes: [ByteBuffer] = []
+    var first: [Int32] = []
+    var last: [Int32] = []
+    var streams: [String] = []
+
+    mutating func append(_ idempotency: IdempotencyKey, first: Int, last: Int, streams: [StreamVersion]) throws {
+        keys.append(idempotency.key)
+        hashes.append(ByteBuffer(bytes: idempotency.requestHash))
+        self.first.append(Int32(first))
+        self.last.append(Int32(last))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        self.streams.append(String(decoding: try encoder.encode(streams), as: UTF8.self))
     }
 }
 
 /// The batch's events as parallel arrays, the shape `ledger.append_events` takes.
 private struct EventColumns {
+    var streamIDs: [String] = []
+    var versions: [Int64] = []
     var eventIDs: [UUID] = []
     var types: [String] = []
     var schemaVersions: [Int32] = []
@@ -280,7 +412,9 @@ private struct EventColumns {
         return String(decoding: try encoder.encode(metadata), as: UTF8.self)
     }
 
-    mutating func append(event: NewEvent, metadata: String) {
+    mutating func append(stream: StreamID, version: Int64, event: NewEvent, metadata: String) {
+        streamIDs.append(stream.rawValue)
+        versions.append(version)
         eventIDs.append(event.eventID)
         types.append(event.type)
         schemaVersions.append(event.schemaVersion)
