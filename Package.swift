@@ -29,6 +29,8 @@ let package = Package(
     targets: [
         // Pure domain: money, ids, events, the canonical event layout. No dependencies, no I/O.
         .target(name: "LedgerCore"),
+        // The deterministic acquirer model: authorization holds, settlement batches, reports. Pure.
+        .target(name: "LedgerAcquirer", dependencies: ["LedgerCore"]),
         // The event store on PostgreSQL: migrator, group-commit writer, chain verifier, embedded launcher.
         .target(
             name: "LedgerPostgres",
@@ -64,7 +66,7 @@ let package = Package(
         .target(
             name: "LedgerApp",
             dependencies: [
-                "LedgerCore", "LedgerPostgres", "LedgerHTTP", "LedgerPayments",
+                "LedgerCore", "LedgerAcquirer", "LedgerPostgres", "LedgerHTTP", "LedgerPayments",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -87,6 +89,7 @@ let package = Package(
             path: "Tests/LedgerTestSupport"
         ),
         .testTarget(name: "LedgerCoreTests", dependencies: ["LedgerCore"]),
+        .testTarget(name: "LedgerAcquirerTests", dependencies: ["LedgerAcquirer", "LedgerCore"]),
         .testTarget(
             name: "LedgerPaymentsTests",
             dependencies: [

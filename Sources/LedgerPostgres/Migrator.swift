@@ -81,7 +81,7 @@ public struct Migrator: Sendable {
     public func migrate(client: PostgresClient) async throws -> Report {
         let logger = self.logger
         return try await client.withConnection { connection in
-            try await connection.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger).collect()
+            try await connection.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
             do {
                 let applied = try await Self.applied(connection: connection, logger: logger)
                 try check(applied: applied)
@@ -94,7 +94,7 @@ public struct Migrator: Sendable {
                     try await apply(migration, connection: connection)
                     report.applied.append(migration.name)
                 }
-                try await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger).collect()
+                try await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
                 return report
             } catch {
                 _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger).collect()

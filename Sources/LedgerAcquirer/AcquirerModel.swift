@@ -1,0 +1,76 @@
+import struct Foundation.Data
+import struct Foundation.Date
+import LedgerCore
+
+/// The deterministic acquirer model behind the ``Acquirer`` interface: what the ledger talks to
+/// instead of a real acquirer.
+///
+/// An actor around the pure ``AcquirerModelState``: it serialises commands and reads the time from
+/// the injected clock once per command, and that is all it adds. Given the same seed,
+/// configuration, commands and clock readings it produces byte-identical answers, reports and
+/// snapshots. Persist ``snapshot()`` after each command (or periodically) and rebuild with
+/// ``init(snapshot:clock:)`` to survive restarts.
+public actor AcquirerModel: Acquirer {
+    private var state: AcquirerModelState
+    private let clock: @Sendable () -> Date
+
+    /// - Parameters:
+    ///   - seed: determines every identifier and every fault decision.
+    ///   - configuration: cards, limits, hold lifetimes, pricing, calendar, faults.
+    ///   - clock: the simulated (or real) clock; read once per command. Never `Date.init` in tests.
+    public init(seed: UInt64, configuration: AcquirerModelConfiguration = AcquirerModelConfiguration(),
+                clock: @escaping @Sendable () -> Date) {
+        self.state = AcquirerModelState(seed: seed, configuration: configuration)
+        self.clock = clock
+    }
+
+    /// Resumes from a ``snapshot()``.
+    public init(snapshot: Data, clock: @escaping @Sendable () -> Date) throws {
+        self.state = try AcquirerModelState(snapshot: snapshot)
+        self.clock = clock
+    }
+
+    /// The whole model state as canonical JSON.
+    public func snapshot() throws -> Data { try state.snapshot() }
+
+    /// A copy of the current state (for inspection and invariant checks).
+    public var currentState: AcquirerModelState { state }
+
+    /// Releases holds whose lifetime has passed by now (operations also do this lazily).
+    public func expireHolds() { state.expireHolds(now: clock()) }
+
+    /// The faults injected so far, in order.
+    public var injectedFaults: [InjectedFault] { state.injectedFaults }
+
+    public func authorize(_ request: AuthorizationRequest) throws(AcquirerError) -> AuthorizationResponse {
+        try state.authorize(request, now: clock())
+    }
+
+    public func increment(_ request: IncrementRequest) throws(AcquirerError) -> ModificationResponse {
+        try state.increment(request, now: clock())
+    }
+
+    public func capture(_ request: CaptureRequest) throws(AcquirerError) -> ModificationResponse {
+        try state.capture(request, now: clock())
+    }
+
+    public func reverse(_ request: ReversalRequest) throws(AcquirerError) -> ModificationResponse {
+        try state.reverse(request, now: clock())
+    }
+
+    public func refund(_ request: RefundRequest) throws(AcquirerError) -> ModificationResponse {
+        try state.refund(request, now: clock())
+    }
+
+    public func query(merchantReference: String) throws(AcquirerError) -> PaymentQueryResult {
+        state.query(merchantReference: merchantReference, now: clock())
+    }
+
+    public func submitBatch(_ request: SettlementBatchRequest) throws(AcquirerError) -> SettlementReport {
+        try state.submitBatch(request, now: clock())
+    }
+
+    public func payout(batchNumber: Int) throws(AcquirerError) -> PayoutNotice {
+        try state.payout(batchNumber: batchNumber)
+    }
+}

@@ -1,0 +1,213 @@
+import struct Foundation.Date
+import LedgerCore
+
+/// Writes and reads settlement reports as CSV in the widely used 23-column layout (domain §2).
+///
+/// Writing is deterministic: fixed column order, RFC 4180 quoting (a field is quoted only when it
+/// holds a comma, a quote, CR or LF; quotes are doubled), CRLF line ends, amounts as exact decimal
+/// strings from ``Money``, times as `yyyy-MM-dd HH:mm:ss` in the line's time zone. Reading accepts
+/// what writing produces plus LF line ends, and returns typed lines for reconciliation.
+public struct SettlementReportCSV: Sendable {
+    /// The header row, in column order.
+    public static let columns: [String] = [
+        "Company Account", "Merchant Account", "Psp Reference", "Merchant Reference", "Payment Method",
+        "Creation Date", "TimeZone", "Type", "Modification Reference", "Gross Currency", "Gross Debit (GC)",
+        "Gross Credit (GC)", "Exchange Rate", "Net Currency", "Net Debit (NC)", "Net Credit (NC)",
+        "Commission (NC)", "Markup (NC)", "Scheme Fees (NC)", "Interchange (NC)", "Payment Method Variant",
+        "Modification Merchant Reference", "Batch Number",
+    ]
+
+    /// Time zones the reader knows by the name in the "TimeZone" column.
+    public var timeZones: [ReportTimeZone]
+
+    public init(timeZones: [ReportTimeZone] = [.utc]) {
+        self.timeZones = timeZones
+    }
+
+    /// A reader/writer for the reports of a model with `configuration` (UTC plus its cut-off zone).
+    public init(for configuration: AcquirerModelConfiguration) {
+        self.timeZones = [.utc, configuration.cutOff.timeZone]
+    }
+
+    // MARK: Writing
+
+    /// The report as CSV text, header first. Fails only for a time zone this writer does not know
+    /// or an exchange rate that has no exact decimal form.
+    public func write(_ lines: [SettlementReportLine]) throws(SettlementReportCSVError) -> String {
+        var out = Self.columns.map(Self.quote).joined(separator: ",") + "\r\n"
+        for (index, line) in lines.enumerated() {
+            out += try fields(of: line, row: index + 2).map(Self.quote).joined(separator: ",") + "\r\n"
+        }
+        return out
+    }
+
+    private func fields(of line: SettlementReportLine, row: Int) throws(SettlementReportCSVError) -> [String] {
+        var date = ""
+        if let creationDate = line.creationDate {
+            guard let zone = timeZones.first(where: { $0.name == line.timeZone }) else {
+                throw .unknownTimeZone(row: row, line.timeZone)
+            }
+            date = zone.format(creationDate)
+        }
+        var rate = ""
+        if let exchangeRate = line.exchangeRate {
+            guard let text = Self.decimalString(exchangeRate) else { throw .inexactRate(row: row, exchangeRate.description) }
+            rate = text
+        }
+        func amount(_ money: Money?) -> String { money?.decimalString ?? "" }
+        return [
+            line.companyAccount, line.merchantAccount, line.pspReference, line.merchantReference, line.paymentMethod,
+            date, line.timeZone, line.type.rawValue, line.modificationReference, line.grossCurrency?.code ?? "",
+            amount(line.grossDebit), amount(line.grossCredit), rate, line.netCurrency?.code ?? "",
+            amount(line.netDebit), amount(line.netCredit), amount(line.commission), amount(line.markup),
+            amount(line.schemeFees), amount(line.interchange), line.paymentMethodVariant,
+            line.modificationMerchantReference, String(line.batchNumber),
+        ]
+    }
+
+    static func quote(_ field: String) -> String {
+        guard field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }) else {
+            return field
+        }
+        return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// `numerator/denominator` as a decimal string when the denominator divides a power of ten ≤ 10^18.
+    static func decimalString(_ rate: Rate) -> String? {
+        var scale: Int64 = 1, digits = 0
+        while scale % rate.denominator != 0 {
+            guard digits < 18 else { return nil }
+            scale *= 10
+            digits += 1
+        }
+        let (scaled, overflow) = rate.numerator.multipliedReportingOverflow(by: scale / rate.denominator)
+        guard !overflow else { return nil }
+        let whole = scaled / scale
+        guard digits > 0 else { return String(whole) }
+        let fraction = String(scaled % scale)
+        return "\(whole)." + String(repeating: "0", count: digits - fraction.count) + fraction
+    }
+
+    // MARK: Reading
+
+    /// Parses CSV text (with its header row) into typed lines.
+    public func parse(_ text: String) throws(SettlementReportCSVError) -> [SettlementReportLine] {
+        let rows = try Self.records(text)
+        guard let header = rows.first else { throw .missingHeader }
+        guard header == Self.columns else { throw .unexpectedHeader(header) }
+        var lines: [SettlementReportLine] = []
+        for (offset, row) in rows.dropFirst().enumerated() {
+            lines.append(try line(from: row, row: offset + 2))
+        }
+        return lines
+    }
+
+    private func line(from f: [String], row: Int) throws(SettlementReportCSVError) -> SettlementReportLine {
+        guard f.count == Self.columns.count else { throw .wrongFieldCount(row: row, f.count) }
+        func currency(_ index: Int) throws(SettlementReportCSVError) -> Currency? {
+            if f[index].isEmpty { return nil }
+            guard let currency = Currency(code: f[index]) else { throw .invalidField(row: row, column: Self.columns[index], f[index]) }
+            return currency
+        }
+        func money(_ index: Int, _ currency: Currency?) throws(SettlementReportCSVError) -> Money? {
+            if f[index].isEmpty { return nil }
+            guard let currency, let value = try? Money(decimal: f[index], currency: currency), !value.isNegative else {
+                throw .invalidField(row: row, column: Self.columns[index], f[index])
+            }
+            return value
+        }
+        var creationDate: Date? = nil
+        if !f[5].isEmpty {
+            guard let zone = timeZones.first(where: { $0.name == f[6] }) else { throw .unknownTimeZone(row: row, f[6]) }
+            guard let date = zone.parse(f[5]) else { throw .invalidField(row: row, column: Self.columns[5], f[5]) }
+            creationDate = date
+        }
+        var rate: Rate? = nil
+        if !f[12].isEmpty {
+            guard let parsed = try? Rate(decimal: f[12]) else { throw .invalidField(row: row, column: Self.columns[12], f[12]) }
+            rate = parsed
+        }
+        guard let batchNumber = Int(f[22]) else { throw .invalidField(row: row, column: Self.columns[22], f[22]) }
+        let grossCurrency = try currency(9), netCurrency = try currency(13)
+        return SettlementReportLine(
+            companyAccount: f[0], merchantAccount: f[1], pspReference: f[2], merchantReference: f[3], paymentMethod: f[4],
+            creationDate: creationDate, timeZone: f[6], type: SettlementLineType(rawValue: f[7]), modificationReference: f[8],
+            grossCurrency: grossCurrency, grossDebit: try money(10, grossCurrency), grossCredit: try money(11, grossCurrency),
+            exchangeRate: rate, netCurrency: netCurrency, netDebit: try money(14, netCurrency),
+            netCredit: try money(15, netCurrency), commission: try money(16, netCurrency), markup: try money(17, netCurrency),
+            schemeFees: try money(18, netCurrency), interchange: try money(19, netCurrency), paymentMethodVariant: f[20],
+            modificationMerchantReference: f[21], batchNumber: batchNumber)
+    }
+
+    /// RFC 4180 records: quoted fields may hold commas, doubled quotes and line breaks.
+    /// Works on Unicode scalars so that a CRLF (one `Character` in Swift) is seen as CR then LF.
+    static func records(_ text: String) throws(SettlementReportCSVError) -> [[String]] {
+        var records: [[String]] = []
+        var record: [String] = []
+        var field = String.UnicodeScalarView()
+        var inQuotes = false, fieldWasQuoted = false
+        var scalars = text.unicodeScalars.makeIterator()
+        var pending: Unicode.Scalar? = nil
+        func nextScalar() -> Unicode.Scalar? {
+            if let scalar = pending { pending = nil; return scalar }
+            return scalars.next()
+        }
+        func endField() {
+            record.append(String(field))
+            field = String.UnicodeScalarView()
+            fieldWasQuoted = false
+        }
+        func endRecord() {
+            endField()
+            records.append(record)
+            record = []
+        }
+        var sawAnything = false
+        while let scalar = nextScalar() {
+            sawAnything = true
+            if inQuotes {
+                if scalar == "\"" {
+                    if let following = nextScalar() {
+                        if following == "\"" { field.append("\"") } else { inQuotes = false; pending = following }
+                    } else {
+                        inQuotes = false
+                    }
+                } else {
+                    field.append(scalar)
+                }
+                continue
+            }
+            switch scalar {
+            case "\"":
+                guard field.isEmpty, !fieldWasQuoted else { throw .malformed(row: records.count + 1, "quote inside an unquoted field") }
+                inQuotes = true
+                fieldWasQuoted = true
+            case ",":
+                endField()
+            case "\r":
+                if let following = nextScalar(), following != "\n" { pending = following }
+                endRecord()
+            case "\n":
+                endRecord()
+            default:
+                guard !fieldWasQuoted else { throw .malformed(row: records.count + 1, "text after a closing quote") }
+                field.append(scalar)
+            }
+        }
+        if inQuotes { throw .malformed(row: records.count + 1, "unterminated quoted field") }
+        // A final line break ends the last record; text without one still forms a record.
+        if sawAnything && (!field.isEmpty || !record.isEmpty || fieldWasQuoted) { endRecord() }
+        return records
+    }
+}
+
+/// Why a settlement report CSV could not be written or read. Rows are 1-based, the header is row 1.
+public enum SettlementReportCSVError: Error, Hashable, Sendable {
+    case missingHeader
+    case unexpectedHeader([String])
+    case wrongFieldCount(row: Int, Int)
+    case invalidField(row: Int, column: String, String)
+    case unknownTimeZone(row: Int, String)
+    case inexactRate(row: Int, String)
+    case malformed(row: Int, String)
+}
