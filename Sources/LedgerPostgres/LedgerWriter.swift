@@ -9,24 +9,24 @@ import Synchronization
 /// The group-commit writer: the only way events enter the ledger.
 ///
 /// Many concurrent callers `append`; one loop takes everything queued (up to a cap) and commits it
-/// as **one** PostgreSQL transaction under the ledger-head row lock:
+/// with **one** statement, `ledger.append_batch` (sql/0002), under the ledger-head row lock:
 ///
-/// 1. lock the head row (`FOR UPDATE`) — every writer of every process serialises here, so
-///    positions are gapless and in commit order;
-/// 2. look up the batch's idempotency keys and its streams' current versions;
-/// 3. decide each request in queue order: replay a stored result, refuse a reused key or a version
-///    conflict, or accept it (later requests in the batch see earlier ones' versions);
-/// 4. append all accepted events with `ledger.append_events` (positions + hash chain) and store
-///    the idempotency records, then commit and answer every caller.
+/// 1. the loop decides each request in queue order against what it believes — stream versions it
+///    has seen committed (cached), idempotency keys it knows are stored: replay a stored result,
+///    refuse a reused key or a version conflict, or accept it (later requests in the batch see
+///    earlier ones' versions);
+/// 2. `append_batch` takes the head lock — every writer of every process serialises there, so
+///    positions are gapless and in commit order — and verifies those beliefs set-based: every
+///    stream's version is what the loop believed, no key is already stored;
+/// 3. if so it chains and inserts the accepted events (`ledger.append_events`) and stores the
+///    idempotency records, in the same statement, so the batch commits whole or not at all;
+///    if not (another process wrote a stream or used a key) it appends nothing and returns the
+///    truth, and the loop decides the batch again.
 ///
-/// Steps 2–3 run in Swift against cached stream versions; the database then verifies those
-/// beliefs and appends in one statement, `ledger.append_batch` (sql/0002): one round trip per
-/// batch, and the head lock is held for the work itself, not for network chatter. A wrong belief
-/// (another process wrote a stream) appends nothing and the batch is decided again.
-///
-/// While one batch commits, the next one queues up: throughput comes from batching, not from
-/// concurrency on the head row. If a batch's transaction is rejected by the server, its requests
-/// are retried one by one so that one bad request cannot fail its neighbours.
+/// One round trip per batch in the common case, and no per-request SQL. While one batch commits,
+/// the next one queues up: throughput comes from batching, not from concurrency on the head row.
+/// If the server rejects a batch (e.g. a payload that is not JSON), its requests are retried one
+/// by one so that one bad request cannot fail its neighbours.
 public final class LedgerWriter: Service, Sendable {
     public struct Configuration: Sendable {
         /// Most events committed in one transaction.

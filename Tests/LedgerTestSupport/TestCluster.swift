@@ -69,22 +69,13 @@ public actor TestCluster {
         return endpoint
     }
 
-    /// Creates an empty database (no migrations), for migration tests.
-    public func createEmptyDatabase(_ hint: String) async throws -> String {
+    /// Creates a database: a clone of the migrated template, or empty (for migration tests).
+    public func createDatabase(_ hint: String, migrated: Bool) async throws -> String {
         let endpoint = try await endpoint()
         let name = nextDatabaseName(hint)
+        let template = migrated ? " TEMPLATE ledger_template" : ""
         try await Self.withClient(endpoint: endpoint, database: "postgres", user: endpoint.superuser) { client in
-            try await client.query("CREATE DATABASE \(unescaped: quoteIdentifier(name))")
-        }
-        return name
-    }
-
-    /// Creates a migrated database cloned from the template.
-    public func createMigratedDatabase(_ hint: String) async throws -> String {
-        let endpoint = try await endpoint()
-        let name = nextDatabaseName(hint)
-        try await Self.withClient(endpoint: endpoint, database: "postgres", user: endpoint.superuser) { client in
-            try await client.query("CREATE DATABASE \(unescaped: quoteIdentifier(name)) TEMPLATE ledger_template")
+            try await client.query("CREATE DATABASE \(unescaped: quoteIdentifier(name))\(unescaped: template)")
         }
         return name
     }

@@ -41,14 +41,14 @@ public struct TestDatabase: Sendable {
     /// A new migrated database named after the calling test.
     public static func fresh(_ hint: String = #function) async throws -> TestDatabase {
         let endpoint = try await TestCluster.shared.endpoint()
-        let name = try await TestCluster.shared.createMigratedDatabase(hint)
+        let name = try await TestCluster.shared.createDatabase(hint, migrated: true)
         return TestDatabase(name: name, endpoint: endpoint)
     }
 
     /// A new empty database (for migration tests).
     public static func empty(_ hint: String = #function) async throws -> TestDatabase {
         let endpoint = try await TestCluster.shared.endpoint()
-        let name = try await TestCluster.shared.createEmptyDatabase(hint)
+        let name = try await TestCluster.shared.createDatabase(hint, migrated: false)
         return TestDatabase(name: name, endpoint: endpoint)
     }
 }
