@@ -49,7 +49,7 @@ import FoundationNetworking
         environment.removeValue(forKey: "LEDGERD_DATABASE_URL")
         process.environment = environment
         let log = dataDirectory.deletingLastPathComponent().appendingPathComponent("\(dataDirectory.lastPathComponent).log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: log) }
         let logHandle = try FileHandle(forWritingTo: log)
         process.standardOutput = logHandle
@@ -92,20 +92,31 @@ import FoundationNetworking
         #expect(verify.status == 0, "\(verify.output)")
         #expect(verify.output.contains("swift verifier: chain verified") && verify.output.contains("sql verifier:   chain verified"))
         #expect(processes(mentioning: dataDirectory.path).isEmpty, "an offline command left PostgreSQL running")
+
+        // An applied migration edited afterwards stops the daemon at start, naming the file.
+        let edited = dataDirectory.appendingPathComponent("edited-sql")
+        try FileManager.default.copyItem(at: TestCluster.migrationsDirectory, to: edited)
+        let first = edited.appendingPathComponent("0001_create_event_log.sql")
+        try (String(contentsOf: first, encoding: .utf8) + "\n-- edited after it was applied\n").write(to: first, atomically: true, encoding: .utf8)
+        let refused = try runLedgerd(["serve", "--port", "\(port)", "--data-dir", dataDirectory.path],
+                                     migrationsDirectory: edited)
+        #expect(refused.status != 0)
+        #expect(refused.output.contains("0001_create_event_log.sql was changed after it was applied"), "\(refused.output)")
+        #expect(processes(mentioning: dataDirectory.path).isEmpty, "a refused start left PostgreSQL running")
     }
 
     /// Runs `ledgerd` to completion and returns its exit status and combined output.
-    func runLedgerd(_ arguments: [String]) throws -> (status: Int32, output: String) {
+    func runLedgerd(_ arguments: [String], migrationsDirectory: URL = TestCluster.migrationsDirectory) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = Self.ledgerdBinary
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
-        environment["LEDGERD_MIGRATIONS_DIR"] = TestCluster.migrationsDirectory.path
+        environment["LEDGERD_MIGRATIONS_DIR"] = migrationsDirectory.path
         environment["LEDGERD_LOG_LEVEL"] = "warning"
         environment.removeValue(forKey: "LEDGERD_DATABASE_URL")
         process.environment = environment
         let outputURL = FileManager.default.temporaryDirectory.appendingPathComponent("ledgerd-cmd-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: outputURL) }
         let handle = try FileHandle(forWritingTo: outputURL)
         process.standardOutput = handle

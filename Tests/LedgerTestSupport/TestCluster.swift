@@ -74,7 +74,7 @@ public actor TestCluster {
         let endpoint = try await endpoint()
         let name = nextDatabaseName(hint)
         let template = migrated ? " TEMPLATE ledger_template" : ""
-        try await Self.withClient(endpoint: endpoint, database: "postgres", user: endpoint.superuser) { client in
+        _ = try await Self.withClient(endpoint: endpoint, database: "postgres", user: endpoint.superuser) { client in
             try await client.query("CREATE DATABASE \(unescaped: quoteIdentifier(name))\(unescaped: template)")
         }
         return name
