@@ -53,13 +53,14 @@ struct EventStoreHealthProbe: LedgerHealthProbe {
 }
 
 /// The router: middleware (errors outermost, so metrics see final statuses) and every route.
-public func buildRouter(services: LedgerServices) -> Router<BasicRequestContext> {
+public func buildRouter(services: LedgerServices, configuration: LedgerConfiguration) -> Router<BasicRequestContext> {
     let router = Router(context: BasicRequestContext.self)
     router.add(middleware: RequestMetricsMiddleware(factory: services.metrics.factory))
     router.add(middleware: ErrorMiddleware())
     let metrics = services.metrics
     SystemRoutes(probe: EventStoreHealthProbe(store: services.store), metricsText: { metrics.exposition() })
         .register(on: router)
+    ProductImageRoutes(directory: configuration.productImagesDirectoryURL).register(on: router)
     return router
 }
 
@@ -69,7 +70,7 @@ public func buildApplication(
     configuration: LedgerConfiguration, services: LedgerServices, logger: Logger
 ) -> some ApplicationProtocol {
     var app = Application(
-        router: buildRouter(services: services),
+        router: buildRouter(services: services, configuration: configuration),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ledgerd"),
         logger: logger)
     app.addServices(services.client, services.writer)

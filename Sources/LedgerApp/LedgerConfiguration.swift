@@ -18,6 +18,7 @@ import Logging
 /// | `LEDGERD_MIGRATIONS_DIR` | found | directory of `NNNN_*.sql` migrations |
 /// | `LEDGERD_DB_POOL_SIZE` | `20` | most connections to PostgreSQL |
 /// | `LEDGERD_WRITER_MAX_BATCH` | `2000` | most events committed in one transaction |
+/// | `LEDGERD_PRODUCT_IMAGES_DIR` | `<data dir>/product_images` | directory `GET /product_image/<file>` serves |
 /// | `LEDGERD_LOG_LEVEL` | `info` | trace, debug, info, notice, warning, error, critical |
 public struct LedgerConfiguration: Sendable {
     public var databaseURL: String?
@@ -31,6 +32,7 @@ public struct LedgerConfiguration: Sendable {
     public var databasePoolSize: Int
     public var writerMaximumBatchEvents: Int
     public var logLevel: Logger.Level
+    public var productImagesDirectory: String?
 
     /// Reads the configuration from a reader (see the table above for keys and defaults).
     public init(reader: ConfigReader) throws {
@@ -44,6 +46,7 @@ public struct LedgerConfiguration: Sendable {
         migrationsDirectory = reader.string(forKey: "ledgerd.migrations.dir")
         databasePoolSize = reader.int(forKey: "ledgerd.db.pool.size", default: 20)
         writerMaximumBatchEvents = reader.int(forKey: "ledgerd.writer.max.batch", default: 2_000)
+        productImagesDirectory = reader.string(forKey: "ledgerd.product.images.dir")
         let level = reader.string(forKey: "ledgerd.log.level", default: "info")
         guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
             throw ConfigurationError("LEDGERD_LOG_LEVEL: unknown level \(level)")
@@ -76,6 +79,11 @@ public struct LedgerConfiguration: Sendable {
     public var dataDirectoryURL: URL {
         URL(fileURLWithPath: dataDirectory, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
             .standardizedFileURL
+    }
+
+    /// Where product pictures are served from.
+    public var productImagesDirectoryURL: URL {
+        productImagesDirectory.map { URL(fileURLWithPath: $0) } ?? dataDirectoryURL.appendingPathComponent("product_images")
     }
 
     /// The migrations: `LEDGERD_MIGRATIONS_DIR`, else `./sql`, else `<prefix>/share/ledgerd/sql`
