@@ -60,6 +60,7 @@ let package = Package(
                 "LedgerCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // Wiring: configuration, services, commands shared by the executable and the tests.

@@ -12,7 +12,9 @@ public enum Daemon {
         logger.info("ledger database ready", metadata: ["database": "\(database.location)"])
         do {
             let client = PostgresClient(configuration: database.appConfiguration, backgroundLogger: logger)
-            let services = LedgerServices(client: client, configuration: configuration, metrics: LedgerMetrics(), logger: logger)
+            let keyring = try APIKeys.keyring(for: configuration, logger: logger)
+            let services = LedgerServices(
+                client: client, configuration: configuration, metrics: LedgerMetrics(), keyring: keyring, logger: logger)
             let app = buildApplication(configuration: configuration, services: services, logger: logger)
             logger.info("ledgerd serving", metadata: ["address": "\(configuration.host):\(configuration.port)"])
             try await app.runService()

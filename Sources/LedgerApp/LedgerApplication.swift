@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
 import Logging
@@ -34,17 +35,35 @@ public struct LedgerServices: Sendable {
     public let client: PostgresClient
     public let writer: LedgerWriter
     public let store: EventStore
+    public let verifier: ChainVerifier
     public let metrics: LedgerMetrics
+    public let keyring: APIKeyring
 
-    public init(client: PostgresClient, configuration: LedgerConfiguration, metrics: LedgerMetrics, logger: Logger) {
+    public init(
+        client: PostgresClient, configuration: LedgerConfiguration, metrics: LedgerMetrics, keyring: APIKeyring,
+        logger: Logger
+    ) {
         self.client = client
         self.metrics = metrics
+        self.keyring = keyring
         self.writer = LedgerWriter(
             client: client,
             configuration: .init(maximumBatchEvents: configuration.writerMaximumBatchEvents),
             logger: logger, metricsFactory: metrics.factory)
         self.store = EventStore(client: client, logger: logger)
+        self.verifier = ChainVerifier(client: client, logger: logger)
     }
+}
+
+/// The history endpoints' reads, served by the event store and the Swift chain verifier.
+struct EventStoreReader: LedgerReader {
+    let store: EventStore
+    let verifier: ChainVerifier
+    func events(stream: StreamID) async throws -> [RecordedEvent] { try await store.readStream(stream) }
+    func events(after position: Int64, limit: Int) async throws -> [RecordedEvent] {
+        try await store.read(from: position + 1, limit: limit)
+    }
+    func verifyChain(from: Int64, to: Int64?) async throws -> ChainReport { try await verifier.verify(from: from, to: to) }
 }
 
 struct EventStoreHealthProbe: LedgerHealthProbe {
@@ -53,14 +72,17 @@ struct EventStoreHealthProbe: LedgerHealthProbe {
 }
 
 /// The router: middleware (errors outermost, so metrics see final statuses) and every route.
-public func buildRouter(services: LedgerServices, configuration: LedgerConfiguration) -> Router<BasicRequestContext> {
-    let router = Router(context: BasicRequestContext.self)
+public func buildRouter(services: LedgerServices, configuration: LedgerConfiguration) -> Router<LedgerRequestContext> {
+    let router = Router(context: LedgerRequestContext.self)
     router.add(middleware: RequestMetricsMiddleware(factory: services.metrics.factory))
     router.add(middleware: ErrorMiddleware())
     let metrics = services.metrics
     SystemRoutes(probe: EventStoreHealthProbe(store: services.store), metricsText: { metrics.exposition() })
         .register(on: router)
     ProductImageRoutes(directory: configuration.productImagesDirectoryURL).register(on: router)
+    // Back office: reads need an operator or auditor key.
+    let reads = router.group().add(middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .read))
+    AuditRoutes(reader: EventStoreReader(store: services.store, verifier: services.verifier)).register(on: reads)
     return router
 }
 

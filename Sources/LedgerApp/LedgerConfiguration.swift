@@ -18,6 +18,8 @@ import Logging
 /// | `LEDGERD_MIGRATIONS_DIR` | found | directory of `NNNN_*.sql` migrations |
 /// | `LEDGERD_DB_POOL_SIZE` | `20` | most connections to PostgreSQL |
 /// | `LEDGERD_WRITER_MAX_BATCH` | `2000` | most events committed in one transaction |
+/// | `LEDGERD_OPERATOR_KEYS` | generated (embedded) | comma-separated operator API keys. **Secret.** |
+/// | `LEDGERD_AUDITOR_KEYS` | generated (embedded) | comma-separated auditor (read-only) API keys. **Secret.** |
 /// | `LEDGERD_PRODUCT_IMAGES_DIR` | `<data dir>/product_images` | directory `GET /product_image/<file>` serves |
 /// | `LEDGERD_LOG_LEVEL` | `info` | trace, debug, info, notice, warning, error, critical |
 public struct LedgerConfiguration: Sendable {
@@ -33,6 +35,8 @@ public struct LedgerConfiguration: Sendable {
     public var writerMaximumBatchEvents: Int
     public var logLevel: Logger.Level
     public var productImagesDirectory: String?
+    public var operatorKeys: [String]
+    public var auditorKeys: [String]
 
     /// Reads the configuration from a reader (see the table above for keys and defaults).
     public init(reader: ConfigReader) throws {
@@ -47,6 +51,10 @@ public struct LedgerConfiguration: Sendable {
         databasePoolSize = reader.int(forKey: "ledgerd.db.pool.size", default: 20)
         writerMaximumBatchEvents = reader.int(forKey: "ledgerd.writer.max.batch", default: 2_000)
         productImagesDirectory = reader.string(forKey: "ledgerd.product.images.dir")
+        operatorKeys = reader.stringArray(forKey: "ledgerd.operator.keys", isSecret: true, default: [])
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        auditorKeys = reader.stringArray(forKey: "ledgerd.auditor.keys", isSecret: true, default: [])
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         let level = reader.string(forKey: "ledgerd.log.level", default: "info")
         guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
             throw ConfigurationError("LEDGERD_LOG_LEVEL: unknown level \(level)")
@@ -67,7 +75,7 @@ public struct LedgerConfiguration: Sendable {
         let reader = ConfigReader(providers: [
             InMemoryProvider(values: flags),
             EnvironmentVariablesProvider(environmentVariables: environment, secretsSpecifier: .specific([
-                "LEDGERD_DATABASE_URL", "LEDGERD_MIGRATION_DATABASE_URL",
+                "LEDGERD_DATABASE_URL", "LEDGERD_MIGRATION_DATABASE_URL", "LEDGERD_OPERATOR_KEYS", "LEDGERD_AUDITOR_KEYS",
             ])),
         ])
         return try LedgerConfiguration(reader: reader)

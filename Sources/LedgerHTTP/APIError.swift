@@ -52,6 +52,7 @@ public struct APIError: HTTPResponseError, Sendable, Equatable {
         let data = try encoder.encode(Body(error: .init(code: code, message: message, field: field)))
         var headers = HTTPFields()
         headers[.contentType] = "application/json; charset=utf-8"
+        if status == .unauthorized { headers[.wwwAuthenticate] = "Bearer" }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }

@@ -3,37 +3,6 @@ import LedgerCore
 import Logging
 import PostgresNIO
 
-/// The outcome of verifying the hash chain over a range of positions.
-public struct ChainReport: Sendable, Hashable, Codable, CustomStringConvertible {
-    public var ok: Bool
-    /// Events checked before the first failure (all of them when `ok`).
-    public var checked: Int64
-    /// The first position that does not verify.
-    public var firstBadPosition: Int64?
-    public var reason: String?
-
-    public init(ok: Bool, checked: Int64, firstBadPosition: Int64? = nil, reason: String? = nil) {
-        self.ok = ok
-        self.checked = checked
-        self.firstBadPosition = firstBadPosition
-        self.reason = reason
-    }
-
-    static func bad(_ position: Int64, checked: Int64, _ reason: String) -> ChainReport {
-        ChainReport(ok: false, checked: checked, firstBadPosition: position, reason: reason)
-    }
-
-    public var description: String {
-        ok ? "chain verified: \(checked) events" :
-            "chain broken at position \(firstBadPosition ?? 0): \(reason ?? "unknown") (\(checked) events verified before it)"
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case ok, checked, reason
-        case firstBadPosition = "first_bad_position"
-    }
-}
-
 /// Verifies the hash chain, in Swift (independently of the database's own function) or by asking
 /// the database to run `ledger.verify_chain`. Both follow the same rules and report the same
 /// first bad position: a missing position, a `prev_hash` that is not the previous hash, a hash

@@ -28,13 +28,19 @@ import Testing
         let error: Detail
     }
 
+    static let operatorKey = "test-operator-key", auditorKey = "test-auditor-key"
+
     func withApp(_ body: @escaping @Sendable (any TestClientProtocol, LedgerServices) async throws -> Void) async throws {
         let db = try await TestDatabase.fresh()
-        let configuration = try LedgerConfiguration.load(environment: [:])
+        let configuration = try LedgerConfiguration.load(environment: [
+            "LEDGERD_OPERATOR_KEYS": Self.operatorKey, "LEDGERD_AUDITOR_KEYS": "other-auditor, \(Self.auditorKey)",
+        ])
         let client = PostgresClient(
             configuration: TestCluster.configuration(endpoint: db.endpoint, database: db.name, user: "ledger_app"),
             backgroundLogger: TestCluster.logger)
-        let services = LedgerServices(client: client, configuration: configuration, metrics: LedgerMetrics(), logger: TestCluster.logger)
+        let services = LedgerServices(
+            client: client, configuration: configuration, metrics: LedgerMetrics(),
+            keyring: try APIKeys.keyring(for: configuration, logger: TestCluster.logger), logger: TestCluster.logger)
         let app = buildApplication(configuration: configuration, services: services, logger: TestCluster.logger)
         try await app.test(.router) { testClient in try await body(testClient, services) }
     }

@@ -1,0 +1,86 @@
+import Crypto
+import Foundation
+import Hummingbird
+
+/// Who is calling a back-office endpoint: a role and a short, non-secret key id for the
+/// event metadata's `actor` (`operator:3f9a1c2e`).
+public struct Principal: Sendable, Hashable {
+    public enum Role: String, Sendable, Hashable {
+        /// Reads and changes (capture, void, refund, …).
+        case `operator`
+        /// Reads only.
+        case auditor
+    }
+
+    public let role: Role
+    public let keyID: String
+
+    public var actor: String { "\(role.rawValue):\(keyID)" }
+}
+
+/// The configured API keys. Only SHA-256 digests of the keys are kept in memory; a presented key
+/// is hashed and looked up, so no comparison leaks how much of a key matched.
+public struct APIKeyring: Sendable {
+    private let principals: [String: Principal]
+
+    public init(operatorKeys: [String], auditorKeys: [String]) {
+        var principals: [String: Principal] = [:]
+        for (keys, role) in [(auditorKeys, Principal.Role.auditor), (operatorKeys, .operator)] {
+            for key in keys where !key.isEmpty {
+                let digest = Self.digest(key)
+                principals[digest] = Principal(role: role, keyID: String(digest.prefix(8)))
+            }
+        }
+        self.principals = principals
+    }
+
+    public var isEmpty: Bool { principals.isEmpty }
+
+    public func principal(forKey key: String) -> Principal? { principals[Self.digest(key)] }
+
+    static func digest(_ key: String) -> String {
+        SHA256.hash(data: Array(key.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+/// Guards back-office routes: `Authorization: Bearer <key>`. A missing or unknown key is 401
+/// (with `WWW-Authenticate`), a known key without the needed role is 403; either way the request
+/// never reaches its handler, so nothing changes.
+public struct BackOfficeAuthMiddleware: RouterMiddleware {
+    public typealias Context = LedgerRequestContext
+
+    /// What a route needs: reading (operators and auditors) or changing (operators only).
+    public enum Access: Sendable { case read, change }
+
+    let keyring: APIKeyring
+    let access: Access
+
+    public init(keyring: APIKeyring, access: Access) {
+        self.keyring = keyring
+        self.access = access
+    }
+
+    public func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer "),
+              case let key = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces), !key.isEmpty else {
+            throw APIError.unauthenticated("an API key is required: Authorization: Bearer <key>")
+        }
+        guard let principal = keyring.principal(forKey: key) else {
+            throw APIError.unauthenticated("the API key is not valid")
+        }
+        if access == .change && principal.role != .operator {
+            throw APIError(status: .forbidden, code: "forbidden", message: "this endpoint needs an operator key")
+        }
+        var context = context
+        context.principal = principal
+        return try await next(request, context)
+    }
+}
+
+extension APIError {
+    public static func unauthenticated(_ message: String) -> APIError {
+        APIError(status: .unauthorized, code: "unauthenticated", message: message)
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import LedgerApp
+import LedgerCore
+import LedgerHTTP
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+/// The back-office history endpoints through the real router, and the access rules on them.
+@Suite struct AuditRoutesTests {
+    let app = SystemRoutesTests()
+
+    func bearer(_ key: String) -> HTTPFields { [.authorization: "Bearer \(key)"] }
+
+    func seed(_ services: LedgerServices, count: Int) async throws {
+        for n in 1...count {
+            _ = try await services.writer.append(AppendRequest(
+                stream: StreamID("order-\(n % 3)")!, expectedVersion: .any,
+                events: [NewEvent(type: "SampleRecorded", data: #"{"n": \#(n), "note": "ü \"q\""}"#, effectiveAt: Date(timeIntervalSince1970: 1_800_000_000.25))],
+                metadata: EventMetadata(correlationID: "c-\(n)", actor: "test")))
+        }
+    }
+
+    struct Feed: Decodable {
+        struct Event: Decodable {
+            let position: Int64
+            let stream: String
+            let version: Int64
+            let type: String
+            let data: [String: AnyCodableValue]
+            let metadata: [String: AnyCodableValue]
+            let effective_at: String
+            let hash: String
+        }
+        let events: [Event]
+        let next_after: Int64?
+    }
+
+    @Test func missingOrUnknownKeysAre401AndAuditorsCanRead() async throws {
+        try await app.withApp { client, services in
+            try await seed(services, count: 3)
+            try await client.execute(uri: "/events", method: .get) { response in
+                #expect(response.status == .unauthorized)
+                #expect(response.headers[.wwwAuthenticate] == "Bearer")
+                #expect(String(buffer: response.body).contains(#""code":"unauthenticated""#))
+            }
+            try await client.execute(uri: "/events", method: .get, headers: bearer("wrong")) { response in
+                #expect(response.status == .unauthorized)
+            }
+            try await client.execute(uri: "/events", method: .get, headers: [.authorization: "Basic dXNlcjpwdw=="]) { response in
+                #expect(response.status == .unauthorized)
+            }
+            for key in [SystemRoutesTests.auditorKey, SystemRoutesTests.operatorKey] {
+                try await client.execute(uri: "/events", method: .get, headers: bearer(key)) { response in
+                    #expect(response.status == .ok)
+                    let feed = try JSONDecoder().decode(Feed.self, from: Data(buffer: response.body))
+                    #expect(feed.events.map(\.position) == [1, 2, 3])
+                }
+            }
+        }
+    }
+
+    @Test func pagingThroughTheFeedReturnsEveryEventOnceInOrder() async throws {
+        try await app.withApp { client, services in
+            try await seed(services, count: 23)
+            for pageSize in [1, 4, 7, 23, 50] {
+                var after: Int64 = 0
+                var seen: [Int64] = []
+                while true {
+                    let uri = "/events?after=\(after)&limit=\(pageSize)"
+                    let feed = try await client.execute(uri: uri, method: .get, headers: bearer(SystemRoutesTests.auditorKey)) { response in
+                        try JSONDecoder().decode(Feed.self, from: Data(buffer: response.body))
+                    }
+                    seen += feed.events.map(\.position)
+                    guard let next = feed.next_after else { break }
+                    after = next
+                }
+                #expect(seen == Array(1...23), "page size \(pageSize)")
+            }
+        }
+    }
+
+    @Test func aStreamsHistoryShowsItsEventsAsStored() async throws {
+        try await app.withApp { client, services in
+            try await seed(services, count: 6)
+            let stored = try await services.store.readStream(StreamID("order-1")!)
+            try await client.execute(uri: "/streams/order-1/events", method: .get, headers: bearer(SystemRoutesTests.auditorKey)) { response in
+                #expect(response.status == .ok)
+                let body = String(buffer: response.body)
+                let history = try JSONDecoder().decode(Feed.self, from: Data(buffer: response.body))
+                #expect(history.events.map(\.version) == [1, 2])
+                #expect(history.events.map(\.position) == stored.map(\.position))
+                #expect(history.events.map(\.hash) == stored.map { $0.hash.map { String(format: "%02x", $0) }.joined() })
+                #expect(history.events[0].effective_at == "2027-01-15T08:00:00.250000Z")
+                // data and metadata are the stored jsonb text, verbatim
+                #expect(body.contains(stored[0].data) && body.contains(stored[0].metadata))
+            }
+            try await client.execute(uri: "/streams/order-99/events", method: .get, headers: bearer(SystemRoutesTests.auditorKey)) { response in
+                #expect(response.status == .notFound)
+            }
+        }
+    }
+
+    @Test func verifyReportsTheChainAndRefusesBadRanges() async throws {
+        try await app.withApp { client, services in
+            try await seed(services, count: 5)
+            try await client.execute(uri: "/audit/verify", method: .get, headers: bearer(SystemRoutesTests.auditorKey)) { response in
+                #expect(response.status == .ok)
+                let report = try JSONDecoder().decode(ChainReport.self, from: Data(buffer: response.body))
+                #expect(report == ChainReport(ok: true, checked: 5))
+            }
+            try await client.execute(uri: "/audit/verify?from=0", method: .get, headers: bearer(SystemRoutesTests.auditorKey)) { response in
+                #expect(response.status == .badRequest)
+                #expect(String(buffer: response.body).contains(#""field":"from""#))
+            }
+            try await client.execute(uri: "/events?limit=5000", method: .get, headers: bearer(SystemRoutesTests.auditorKey)) { response in
+                #expect(response.status == .badRequest)
+            }
+        }
+    }
+}
+
+/// Operator-only routes refuse auditor keys with 403 before their handler runs.
+@Suite struct BackOfficeAuthMiddlewareTests {
+    @Test func auditorsCannotChangeAnything() async throws {
+        let keyring = APIKeyring(operatorKeys: ["op"], auditorKeys: ["au"])
+        let router = Router(context: LedgerRequestContext.self)
+        router.add(middleware: ErrorMiddleware())
+        let calls = Counter()
+        router.group().add(middleware: BackOfficeAuthMiddleware(keyring: keyring, access: .change))
+            .post("/change") { _, context -> String in
+                await calls.increment()
+                return context.principal?.actor ?? "nobody"
+            }
+        try await Application(router: router).test(.router) { client in
+            try await client.execute(uri: "/change", method: .post, headers: [.authorization: "Bearer au"]) { response in
+                #expect(response.status == .forbidden)
+                #expect(String(buffer: response.body).contains(#""code":"forbidden""#))
+            }
+            try await client.execute(uri: "/change", method: .post) { response in
+                #expect(response.status == .unauthorized)
+            }
+            #expect(await calls.value == 0)
+            try await client.execute(uri: "/change", method: .post, headers: [.authorization: "Bearer op"]) { response in
+                #expect(response.status == .ok)
+                #expect(String(buffer: response.body).hasPrefix("operator:"))
+            }
+            #expect(await calls.value == 1)
+        }
+    }
+
+    actor Counter {
+        var value = 0
+        func increment() { value += 1 }
+    }
+}
+
+/// A JSON value for decoding payloads in tests.
+enum AnyCodableValue: Decodable, Equatable {
+    case string(String), int(Int64), bool(Bool), null, other
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { self = .null }
+        else if let v = try? c.decode(Int64.self) { self = .int(v) }
+        else if let v = try? c.decode(Bool.self) { self = .bool(v) }
+        else if let v = try? c.decode(String.self) { self = .string(v) }
+        else { self = .other }
+    }
+}
