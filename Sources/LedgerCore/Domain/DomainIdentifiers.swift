@@ -1,0 +1,122 @@
+import struct Foundation.Date
+
+/// The characters and length every domain identifier (product, shipping method, order) is held to.
+///
+/// Ids end up in stream ids (`product-clock`), URLs and psql sessions, so they are restricted to
+/// ASCII letters, digits, `-`, `_` and `.`, at most 100 bytes: that keeps every derived stream id
+/// well under ``StreamID/maximumByteLength`` and needs no escaping anywhere.
+public enum DomainIdentifierRules {
+    public static let maximumLength = 100
+
+    public static func isValid(_ raw: String) -> Bool {
+        guard !raw.isEmpty, raw.utf8.count <= maximumLength else { return false }
+        return raw.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == 0x2D || byte == 0x5F || byte == 0x2E
+        }
+    }
+
+    /// A stable slug for a display name: lower-case ASCII letters and digits, other runs become one `-`.
+    /// "Chocolate Hearts" → `chocolate-hearts`, "T-Ruler" → `t-ruler`, "#2 pencil" → `2-pencil`.
+    public static func slug(_ name: String) -> String {
+        var out = ""
+        var pendingDash = false
+        for scalar in name.unicodeScalars {
+            let value = scalar.value
+            let isDigit = value >= 0x30 && value <= 0x39
+            let isUpper = value >= 0x41 && value <= 0x5A
+            let isLower = value >= 0x61 && value <= 0x7A
+            if isDigit || isUpper || isLower {
+                if pendingDash && !out.isEmpty { out.append("-") }
+                pendingDash = false
+                out.unicodeScalars.append(isUpper ? Unicode.Scalar(value + 0x20)! : scalar)
+            } else {
+                pendingDash = true
+            }
+        }
+        return out
+    }
+}
+
+/// Declares the shared shape of a validated string identifier.
+public protocol DomainIdentifier: Hashable, Sendable, Codable, Comparable, CustomStringConvertible {
+    var rawValue: String { get }
+    init?(_ rawValue: String)
+    /// The stream category the identifier names (`product`, `order`, …).
+    static var streamCategory: String { get }
+}
+
+extension DomainIdentifier {
+    /// The aggregate's stream, e.g. `product-clock`, `order-42`.
+    public var streamID: StreamID { StreamID(category: Self.streamCategory, id: rawValue) }
+    public var description: String { rawValue }
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// Shared Codable plumbing: identifiers travel as plain JSON strings and are re-validated on decode.
+enum IdentifierCoding {
+    static func decode<ID: DomainIdentifier>(_: ID.Type, from decoder: any Decoder) throws -> ID {
+        let container = try decoder.singleValueContainer()
+        let raw = try container.decode(String.self)
+        guard let id = ID(raw) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "invalid \(ID.streamCategory) id \(raw)")
+        }
+        return id
+    }
+
+    static func encode(_ raw: String, to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(raw)
+    }
+}
+
+/// A product's id, which doubles as its SKU (e.g. `clock`, `chocolate-hearts`). Stream `product-<id>`.
+public struct ProductID: DomainIdentifier {
+    public let rawValue: String
+    public static let streamCategory = "product"
+    public init?(_ rawValue: String) {
+        guard DomainIdentifierRules.isValid(rawValue) else { return nil }
+        self.rawValue = rawValue
+    }
+    public init(from decoder: any Decoder) throws { self = try IdentifierCoding.decode(Self.self, from: decoder) }
+    public func encode(to encoder: any Encoder) throws { try IdentifierCoding.encode(rawValue, to: encoder) }
+}
+
+/// A shipping method's id (e.g. `standard`). Stream `shipping_method-<id>`.
+public struct ShippingMethodID: DomainIdentifier {
+    public let rawValue: String
+    // An underscore, not a dash: stream ids are split at the first `-` by readers of the log.
+    public static let streamCategory = "shipping_method"
+    public init?(_ rawValue: String) {
+        guard DomainIdentifierRules.isValid(rawValue) else { return nil }
+        self.rawValue = rawValue
+    }
+    public init(from decoder: any Decoder) throws { self = try IdentifierCoding.decode(Self.self, from: decoder) }
+    public func encode(to encoder: any Encoder) throws { try IdentifierCoding.encode(rawValue, to: encoder) }
+}
+
+/// An order's id, chosen by the caller (never generated inside a decider). Stream `order-<id>`.
+///
+/// The order id is also the merchant reference sent to the acquirer, which makes an authorization
+/// retry after a crash idempotent at the acquirer and lets recovery query by it.
+public struct OrderID: DomainIdentifier {
+    public let rawValue: String
+    public static let streamCategory = "order"
+    public init?(_ rawValue: String) {
+        guard DomainIdentifierRules.isValid(rawValue) else { return nil }
+        self.rawValue = rawValue
+    }
+    public init(from decoder: any Decoder) throws { self = try IdentifierCoding.decode(Self.self, from: decoder) }
+    public func encode(to encoder: any Encoder) throws { try IdentifierCoding.encode(rawValue, to: encoder) }
+
+    /// The stream of the order's authorization hold, `hold-<order id>`. Keyed by our reference rather
+    /// than the acquirer's, because it must be known before the acquirer answers.
+    public var holdStreamID: StreamID { StreamID(category: "hold", id: rawValue) }
+}
+
+/// The time and nothing else a decider may know about the world: injected, so that the same
+/// inputs always give the same events.
+public struct DecisionContext: Hashable, Sendable {
+    public var now: Date
+    public init(now: Date) { self.now = now }
+}

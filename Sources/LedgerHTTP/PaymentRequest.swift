@@ -1,0 +1,176 @@
+import Foundation
+import Hummingbird
+import LedgerCore
+
+/// The body of `POST /payment` exactly as the merchant's app sends it (domain.md §1), plus the
+/// optional extensions `product_id`, `quantity` and `application_data`, parsed strictly: every
+/// problem is an ``APIError`` naming the field, before anything is decided or appended.
+public struct PaymentRequest: Sendable, Hashable {
+    /// Where `source` came from. `stripe` and `acquirer` both go to the configured acquirer;
+    /// `applepay` carries an Apple Pay payment token to verify and decrypt.
+    public enum Gateway: String, Sendable, Hashable, CaseIterable {
+        case stripe, acquirer, applepay
+    }
+
+    /// The charge token (a test token such as `tok_visa`), or an Apple Pay token as JSON text.
+    public enum Source: Sendable, Hashable {
+        case token(String)
+        case applePayToken(json: String)
+    }
+
+    public var gateway: Gateway
+    public var source: Source
+    /// The total the app computed, in minor units of `amount.currency` (the server recomputes it).
+    public var amount: Money
+    public var description: String
+    public var shippingContact: String
+    public var shippingEmail: String
+    public var shippingStreet: String
+    public var shippingCity: String
+    public var shippingState: String
+    public var shippingZip: String
+    public var shippingMethodName: String
+    public var productID: String?
+    public var quantity: Int
+    /// Base64 of the app's applicationData (Apple Pay), whose SHA-256 the token must carry.
+    public var applicationData: String?
+
+    /// Bodies larger than this are refused with 413 before parsing.
+    public static let maximumBodySize = 64 * 1024
+    public static let maximumQuantity = 1_000
+
+    /// Parses a request body; `contentType` is the request's Content-Type header.
+    public static func parse(body: ByteBuffer, contentType: String?) throws(APIError) -> PaymentRequest {
+        guard let contentType, contentType.lowercased().split(separator: ";").first?
+            .trimmingCharacters(in: .whitespaces) == "application/json" else {
+            throw APIError(status: .unsupportedMediaType, code: "unsupported_media_type",
+                           message: "send the payment as application/json")
+        }
+        guard body.readableBytes <= maximumBodySize else {
+            throw APIError(status: .contentTooLarge, code: "payload_too_large",
+                           message: "the body is larger than \(maximumBodySize) bytes")
+        }
+        let object: [String: Any]
+        do {
+            guard let parsed = try JSONSerialization.jsonObject(with: Data(body.readableBytesView), options: [])
+                as? [String: Any] else {
+                throw APIError.badRequest("invalid_json", "the body must be a JSON object")
+            }
+            object = parsed
+        } catch let error as APIError {
+            throw error
+        } catch {
+            throw APIError.badRequest("invalid_json", "the body is not valid JSON")
+        }
+        guard let typed = try? JSONDecoder().decode([String: JSONField].self, from: Data(body.readableBytesView)) else {
+            throw APIError.badRequest("invalid_json", "the body is not valid JSON")
+        }
+        let fields = Fields(typed)
+
+        let gatewayName = try fields.string("gateway")
+        guard let gateway = Gateway(rawValue: gatewayName) else {
+            throw fields.invalid("gateway", "gateway must be one of \(Gateway.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        let source: Source
+        switch (gateway, object["source"]) {
+        case (.applepay, let token as [String: Any]):
+            guard let data = try? JSONSerialization.data(withJSONObject: token, options: [.sortedKeys]) else {
+                throw fields.invalid("source", "source is not a valid Apple Pay token")
+            }
+            source = .applePayToken(json: String(decoding: data, as: UTF8.self))
+        case (.applepay, let text as String):
+            guard let data = Data(base64Encoded: text), (try? JSONSerialization.jsonObject(with: data)) is [String: Any] else {
+                throw fields.invalid("source", "source must be an Apple Pay token object or its base64")
+            }
+            source = .applePayToken(json: String(decoding: data, as: UTF8.self))
+        case (_, _):
+            let token = try fields.string("source")
+            guard (1...255).contains(token.utf8.count) else { throw fields.invalid("source", "source must be 1…255 characters") }
+            source = .token(token)
+        }
+        let currencyCode = try fields.string("currency")
+        guard let currency = Currency(code: currencyCode), currencyCode == currency.code else {
+            throw fields.invalid("currency", "currency must be a supported ISO 4217 code in capitals, e.g. USD")
+        }
+        let minorUnits = try fields.integer("amount")
+        guard minorUnits > 0 else { throw fields.invalid("amount", "amount must be a positive number of minor units") }
+
+        var quantity = 1
+        if let given = typed["quantity"], given != .null {
+            let value = try fields.integer("quantity")
+            guard (1...Int64(maximumQuantity)).contains(value) else {
+                throw fields.invalid("quantity", "quantity must be 1…\(maximumQuantity)")
+            }
+            quantity = Int(value)
+        }
+        let request = PaymentRequest(
+            gateway: gateway, source: source, amount: Money(minorUnits: minorUnits, currency: currency),
+            description: try fields.string("description"),
+            shippingContact: try fields.string("shipping_contact"),
+            shippingEmail: try fields.string("shipping_email"),
+            shippingStreet: try fields.string("shipping_street"),
+            shippingCity: try fields.string("shipping_city"),
+            shippingState: try fields.string("shipping_state"),
+            shippingZip: try fields.string("shipping_zip"),
+            shippingMethodName: try fields.string("shipping_method_name"),
+            productID: try fields.optionalString("product_id"),
+            quantity: quantity,
+            applicationData: try fields.optionalString("application_data"))
+        if let applicationData = request.applicationData, Data(base64Encoded: applicationData) == nil {
+            throw fields.invalid("application_data", "application_data must be base64")
+        }
+        return request
+    }
+
+    /// A JSON value as far as field checking needs: JSONDecoder is strict, so `true` is never
+    /// an integer, `59.5` and numbers beyond Int64 are not integers, and `"5900"` is a string.
+    enum JSONField: Decodable, Equatable {
+        case null, bool, integer(Int64), string(String), other
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if container.decodeNil() { self = .null }
+            else if (try? container.decode(Bool.self)) != nil { self = .bool }
+            else if let integer = try? container.decode(Int64.self) { self = .integer(integer) }
+            else if let text = try? container.decode(String.self) { self = .string(text) }
+            else { self = .other }
+        }
+    }
+
+    /// Typed access to the JSON object's fields with errors that name the field.
+    struct Fields {
+        let object: [String: JSONField]
+        init(_ object: [String: JSONField]) { self.object = object }
+
+        func invalid(_ field: String, _ message: String) -> APIError {
+            APIError(status: .unprocessableContent, code: "invalid_field", message: message, field: field)
+        }
+
+        func string(_ field: String, maximumLength: Int = 500) throws(APIError) -> String {
+            guard let value = object[field], value != .null else {
+                throw APIError(status: .unprocessableContent, code: "missing_field", message: "\(field) is required", field: field)
+            }
+            guard case .string(let text) = value else { throw invalid(field, "\(field) must be a string") }
+            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !trimmed.isEmpty else { throw invalid(field, "\(field) must not be empty") }
+            guard trimmed.count <= maximumLength else { throw invalid(field, "\(field) is longer than \(maximumLength) characters") }
+            return trimmed
+        }
+
+        func optionalString(_ field: String) throws(APIError) -> String? {
+            guard let value = object[field], value != .null else { return nil }
+            return try string(field)
+        }
+
+        /// A JSON integer within Int64 (not a boolean, a fraction or a string of digits).
+        func integer(_ field: String) throws(APIError) -> Int64 {
+            guard let value = object[field], value != .null else {
+                throw APIError(status: .unprocessableContent, code: "missing_field", message: "\(field) is required", field: field)
+            }
+            guard case .integer(let integer) = value else {
+                throw invalid(field, "\(field) must be an integer that fits in 64 bits")
+            }
+            return integer
+        }
+    }
+}
