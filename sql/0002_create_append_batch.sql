@@ -18,11 +18,26 @@
 -- the writer refreshes what it believed and decides the batch again. With one writer process the
 -- cache is always right, so a batch is one round trip and no per-request SQL.
 
+-- Inline read models (inventory, shipping methods, orders, …): one row per aggregate, in the
+-- shape the API serves, computed in Swift from the aggregate's state after its events and written
+-- by append_batch in the same statement as the events, so a read right after a commit is exact.
+-- A row only moves forward (its stream version guards the update); created_position orders rows
+-- the way they were created (the catalog's listing order). Rebuilt by replaying the log.
+CREATE TABLE ledger.projection_rows (
+    projection       text        NOT NULL,
+    key              text        NOT NULL,
+    version          bigint      NOT NULL,
+    row              jsonb       NOT NULL,
+    created_position bigint      NOT NULL,
+    PRIMARY KEY (projection, key)
+);
+
 CREATE FUNCTION ledger.append_batch(
     p_check_streams text[], p_check_versions bigint[], p_probe_keys text[],
     p_keys text[], p_hashes bytea[], p_key_first integer[], p_key_last integer[], p_key_streams text[],
     p_stream_ids text[], p_stream_versions bigint[], p_event_ids uuid[], p_types text[],
-    p_schema_versions integer[], p_data text[], p_metadata text[], p_effective_us bigint[]
+    p_schema_versions integer[], p_data text[], p_metadata text[], p_effective_us bigint[],
+    p_row_projections text[], p_row_keys text[], p_row_versions bigint[], p_row_json text[], p_row_ordinals integer[]
 ) RETURNS TABLE (kind text, name text, version bigint, request_hash bytea, result text, first_position bigint)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -66,9 +81,22 @@ BEGIN
         FROM unnest(p_keys, p_hashes, p_key_first, p_key_last, p_key_streams) AS k(key, hash, first, last, streams);
     END IF;
 
+    IF coalesce(cardinality(p_row_keys), 0) > 0 THEN
+        INSERT INTO ledger.projection_rows AS pr (projection, key, version, row, created_position)
+        SELECT u.projection, u.key, u.version, u.json::jsonb, v_first + u.ordinal - 1
+        FROM unnest(p_row_projections, p_row_keys, p_row_versions, p_row_json, p_row_ordinals)
+             AS u(projection, key, version, json, ordinal)
+        ON CONFLICT (projection, key) DO UPDATE
+            SET version = EXCLUDED.version, row = EXCLUDED.row
+            WHERE pr.version < EXCLUDED.version;
+    END IF;
+
     RETURN QUERY SELECT 'appended'::text, NULL::text, NULL::bigint, NULL::bytea, NULL::text, v_first;
 END
 $$;
 
-REVOKE ALL ON FUNCTION ledger.append_batch(text[], bigint[], text[], text[], bytea[], integer[], integer[], text[], text[], bigint[], uuid[], text[], integer[], text[], text[], bigint[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION ledger.append_batch(text[], bigint[], text[], text[], bytea[], integer[], integer[], text[], text[], bigint[], uuid[], text[], integer[], text[], text[], bigint[]) TO ledger_app;
+REVOKE ALL ON FUNCTION ledger.append_batch(text[], bigint[], text[], text[], bytea[], integer[], integer[], text[], text[], bigint[], uuid[], text[], integer[], text[], text[], bigint[], text[], text[], bigint[], text[], integer[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION ledger.append_batch(text[], bigint[], text[], text[], bytea[], integer[], integer[], text[], text[], bigint[], uuid[], text[], integer[], text[], text[], bigint[], text[], text[], bigint[], text[], integer[]) TO ledger_app;
+
+GRANT SELECT, INSERT, UPDATE ON ledger.projection_rows TO ledger_app;
+GRANT SELECT ON ledger.projection_rows TO ledger_auditor;

@@ -38,6 +38,8 @@ public struct LedgerServices: Sendable {
     public let verifier: ChainVerifier
     public let metrics: LedgerMetrics
     public let keyring: APIKeyring
+    public let catalog: CatalogService
+    let logger: Logger
 
     public init(
         client: PostgresClient, configuration: LedgerConfiguration, metrics: LedgerMetrics, keyring: APIKeyring,
@@ -52,6 +54,20 @@ public struct LedgerServices: Sendable {
             logger: logger, metricsFactory: metrics.factory)
         self.store = EventStore(client: client, logger: logger)
         self.verifier = ChainVerifier(client: client, logger: logger)
+        self.catalog = CatalogService(writer: writer, store: store, logger: logger)
+        self.logger = logger
+    }
+}
+
+/// The catalog endpoints' reads, from `ledger.projection_rows`.
+struct ProjectionStorefrontReader: StorefrontReader {
+    let client: PostgresClient
+    let logger: Logger
+    func inventoryJSON() async throws -> String {
+        try await CatalogReadModel.rows(CatalogReadModel.inventory, client: client, logger: logger)
+    }
+    func shippingMethodsJSON() async throws -> String {
+        try await CatalogReadModel.rows(CatalogReadModel.shippingMethods, client: client, logger: logger)
     }
 }
 
@@ -80,6 +96,7 @@ public func buildRouter(services: LedgerServices, configuration: LedgerConfigura
     SystemRoutes(probe: EventStoreHealthProbe(store: services.store), metricsText: { metrics.exposition() })
         .register(on: router)
     ProductImageRoutes(directory: configuration.productImagesDirectoryURL).register(on: router)
+    StorefrontRoutes(reader: ProjectionStorefrontReader(client: services.client, logger: services.logger)).register(on: router)
     // Back office: reads need an operator or auditor key.
     let reads = router.group().add(middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .read))
     AuditRoutes(reader: EventStoreReader(store: services.store, verifier: services.verifier)).register(on: reads)
@@ -96,5 +113,13 @@ public func buildApplication(
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ledgerd"),
         logger: logger)
     app.addServices(services.client, services.writer)
+    if configuration.seedDemoCatalog {
+        // Runs once the pool and the writer are up, before the server accepts requests.
+        let pictures = configuration.productImagesDirectoryURL
+        app.beforeServerStarts {
+            try CatalogService.writeDemoPictures(to: pictures)
+            try await services.catalog.seedDemoCatalogIfEmpty(now: Date())
+        }
+    }
     return app
 }

@@ -20,6 +20,7 @@ import Logging
 /// | `LEDGERD_WRITER_MAX_BATCH` | `2000` | most events committed in one transaction |
 /// | `LEDGERD_OPERATOR_KEYS` | generated (embedded) | comma-separated operator API keys. **Secret.** |
 /// | `LEDGERD_AUDITOR_KEYS` | generated (embedded) | comma-separated auditor (read-only) API keys. **Secret.** |
+/// | `LEDGERD_SEED_DEMO_CATALOG` | `true` | list the demo catalog (and write its pictures) on the first start of an empty ledger |
 /// | `LEDGERD_PRODUCT_IMAGES_DIR` | `<data dir>/product_images` | directory `GET /product_image/<file>` serves |
 /// | `LEDGERD_LOG_LEVEL` | `info` | trace, debug, info, notice, warning, error, critical |
 public struct LedgerConfiguration: Sendable {
@@ -36,6 +37,7 @@ public struct LedgerConfiguration: Sendable {
     public var logLevel: Logger.Level
     public var productImagesDirectory: String?
     public var operatorKeys: [String]
+    public var seedDemoCatalog: Bool
     public var auditorKeys: [String]
 
     /// Reads the configuration from a reader (see the table above for keys and defaults).
@@ -51,6 +53,7 @@ public struct LedgerConfiguration: Sendable {
         databasePoolSize = reader.int(forKey: "ledgerd.db.pool.size", default: 20)
         writerMaximumBatchEvents = reader.int(forKey: "ledgerd.writer.max.batch", default: 2_000)
         productImagesDirectory = reader.string(forKey: "ledgerd.product.images.dir")
+        seedDemoCatalog = reader.bool(forKey: "ledgerd.seed.demo.catalog", default: true)
         operatorKeys = reader.stringArray(forKey: "ledgerd.operator.keys", isSecret: true, default: [])
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         auditorKeys = reader.stringArray(forKey: "ledgerd.auditor.keys", isSecret: true, default: [])

@@ -34,16 +34,45 @@ public struct IdempotencyKey: Sendable, Hashable {
     }
 }
 
+/// A read-model row written in the same statement as its events (`ledger.projection_rows`):
+/// the aggregate's row in API shape, at the stream version the append produces.
+public struct ProjectionRow: Sendable, Hashable {
+    public var projection: String
+    public var key: String
+    /// The aggregate whose state the row shows; it must be one of the request's streams.
+    public var stream: StreamID
+    /// The stream version the row reflects; an older row never overwrites a newer one.
+    public var version: Int64
+    /// The row as a JSON object.
+    public var json: String
+
+    public init(projection: String, key: String, stream: StreamID, version: Int64, json: String) {
+        self.projection = projection
+        self.key = key
+        self.stream = stream
+        self.version = version
+        self.json = json
+    }
+}
+
 /// One command's events, appended atomically across one or more streams: all or nothing.
 public struct AppendRequest: Sendable, Hashable {
     public var streams: [StreamAppend]
     public var metadata: EventMetadata
     public var idempotency: IdempotencyKey?
+    /// Read-model rows computed from the aggregates' states after these events. Only allowed when
+    /// every stream has an exact (or no-stream) expectation: then the state the rows came from is
+    /// the state the append is checked against.
+    public var projections: [ProjectionRow]
 
-    public init(streams: [StreamAppend], metadata: EventMetadata = .init(), idempotency: IdempotencyKey? = nil) {
+    public init(
+        streams: [StreamAppend], metadata: EventMetadata = .init(), idempotency: IdempotencyKey? = nil,
+        projections: [ProjectionRow] = []
+    ) {
         self.streams = streams
         self.metadata = metadata
         self.idempotency = idempotency
+        self.projections = projections
     }
 
     public init(
@@ -76,6 +105,14 @@ public struct AppendRequest: Sendable, Hashable {
                     throw .invalidAppend("event type must be 1…200 bytes")
                 }
                 guard event.schemaVersion > 0 else { throw .invalidAppend("schema version must be ≥ 1") }
+            }
+        }
+        for row in projections {
+            guard let stream = streams.first(where: { $0.streamID == row.stream }) else {
+                throw .invalidAppend("projection row \(row.projection)/\(row.key) is for a stream not in the append")
+            }
+            guard stream.expectedVersion != .any else {
+                throw .invalidAppend("projection rows need exact stream expectations, not any")
             }
         }
         if let idempotency {

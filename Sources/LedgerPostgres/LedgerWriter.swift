@@ -223,6 +223,9 @@ public final class LedgerWriter: Service, Sendable {
             var firstIndexForKey: [String: Int] = [:]
             var columns = EventColumns()
             var keyColumns = KeyColumns()
+            // One row per (projection, key): the newest wins, since one statement cannot update a row twice.
+            var rows: [String: (row: ProjectionRow, ordinal: Int)] = [:]
+            var rowOrder: [String] = []
             requestLoop: for (index, request) in requests.enumerated() {
                 if let idempotency = request.idempotency {
                     if let record = storedKeys[idempotency.key] {
@@ -252,7 +255,9 @@ public final class LedgerWriter: Service, Sendable {
                 let firstOrdinal = columns.count + 1
                 let metadata = try columns.encodeMetadata(request)
                 var versions: [StreamVersion] = []
+                var streamFirstOrdinal: [StreamID: Int] = [:]
                 for stream in request.streams {
+                    streamFirstOrdinal[stream.streamID] = columns.count + 1
                     var version = current[stream.streamID.rawValue] ?? 0
                     for event in stream.events {
                         version += 1
@@ -265,6 +270,15 @@ public final class LedgerWriter: Service, Sendable {
                     firstIndexForKey[idempotency.key] = index
                     try keyColumns.append(idempotency, first: firstOrdinal, last: columns.count, streams: versions)
                 }
+                for row in request.projections {
+                    let id = row.projection + "\u{0}" + row.key
+                    if let earlier = rows[id] {
+                        rows[id] = (row, earlier.ordinal)  // newest row, first creation point
+                    } else {
+                        rowOrder.append(id)
+                        rows[id] = (row, streamFirstOrdinal[row.stream] ?? firstOrdinal)
+                    }
+                }
                 plans.append(.append(firstOrdinal: firstOrdinal, eventCount: columns.count - firstOrdinal + 1, streams: versions))
             }
 
@@ -272,7 +286,8 @@ public final class LedgerWriter: Service, Sendable {
             let checkStreams = Array(believed.keys)
             let checkVersions = checkStreams.map { believed[$0]! }
             let probeKeys = Array(Set(requests.compactMap(\.idempotency?.key).filter { storedKeys[$0] == nil }))
-            let rows = try await client.query(
+            let projectionRows = rowOrder.compactMap { rows[$0] }
+            let answer = try await client.query(
                 """
                 SELECT kind, name, version, request_hash, result, first_position FROM ledger.append_batch(
                     \(checkStreams)::text[], \(checkVersions)::bigint[], \(probeKeys)::text[],
@@ -280,11 +295,14 @@ public final class LedgerWriter: Service, Sendable {
                     \(keyColumns.last)::integer[], \(keyColumns.streams)::text[],
                     \(columns.streamIDs)::text[], \(columns.versions)::bigint[], \(columns.eventIDs)::uuid[],
                     \(columns.types)::text[], \(columns.schemaVersions)::integer[], \(columns.data)::text[],
-                    \(columns.metadata)::text[], \(columns.effectiveMicros)::bigint[])
+                    \(columns.metadata)::text[], \(columns.effectiveMicros)::bigint[],
+                    \(projectionRows.map(\.row.projection))::text[], \(projectionRows.map(\.row.key))::text[],
+                    \(projectionRows.map(\.row.version))::bigint[], \(projectionRows.map(\.row.json))::text[],
+                    \(projectionRows.map { Int32($0.ordinal) })::integer[])
                 """, logger: logger)
             var firstPosition: Int64?
             var beliefsWereWrong = false
-            for try await (kind, name, version, hash, result, first) in rows.decode(
+            for try await (kind, name, version, hash, result, first) in answer.decode(
                 (String, String?, Int64?, ByteBuffer?, String?, Int64?).self)
             {
                 switch kind {

@@ -30,11 +30,18 @@ import Testing
 
     static let operatorKey = "test-operator-key", auditorKey = "test-auditor-key"
 
-    func withApp(_ body: @escaping @Sendable (any TestClientProtocol, LedgerServices) async throws -> Void) async throws {
-        let db = try await TestDatabase.fresh()
-        let configuration = try LedgerConfiguration.load(environment: [
+    func withApp(
+        seed: Bool = false, imagesDirectory: String? = nil, database: TestDatabase? = nil,
+        _ body: @escaping @Sendable (any TestClientProtocol, LedgerServices) async throws -> Void
+    ) async throws {
+        let db: TestDatabase
+        if let database { db = database } else { db = try await TestDatabase.fresh() }
+        var environment = [
             "LEDGERD_OPERATOR_KEYS": Self.operatorKey, "LEDGERD_AUDITOR_KEYS": "other-auditor, \(Self.auditorKey)",
-        ])
+            "LEDGERD_SEED_DEMO_CATALOG": seed ? "true" : "false",
+        ]
+        environment["LEDGERD_PRODUCT_IMAGES_DIR"] = imagesDirectory
+        let configuration = try LedgerConfiguration.load(environment: environment)
         let client = PostgresClient(
             configuration: TestCluster.configuration(endpoint: db.endpoint, database: db.name, user: "ledger_app"),
             backgroundLogger: TestCluster.logger)

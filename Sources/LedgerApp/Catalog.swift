@@ -1,0 +1,118 @@
+import Foundation
+import LedgerCore
+import LedgerPostgres
+import Logging
+import PostgresNIO
+
+/// The catalog's read models, `inventory` and `shipping_methods` in `ledger.projection_rows`: one
+/// row per product / shipping method in the storefront app's field names (`price` as a decimal
+/// string), computed from the aggregate's state after its events and written with them.
+public enum CatalogReadModel {
+    public static let inventory = "inventory"
+    public static let shippingMethods = "shipping_methods"
+
+    public static func row(_ state: ProductState) throws -> ProjectionRow {
+        struct Row: Encodable {
+            let id, name, description, image_uri, price, currency: String
+            let quantity_on_hand, reserved, available: Int64
+        }
+        let row = Row(
+            id: state.id.rawValue, name: state.name, description: state.description, image_uri: state.imageFile,
+            price: state.price.decimalString, currency: state.price.currency.code,
+            quantity_on_hand: state.onHand, reserved: state.reserved, available: state.available)
+        return ProjectionRow(projection: inventory, key: state.id.rawValue, stream: state.id.streamID,
+                             version: state.version, json: try json(row))
+    }
+
+    public static func row(_ state: ShippingMethodState) throws -> ProjectionRow {
+        struct Row: Encodable {
+            let id, name, description, price, currency: String
+            let transit_days: Int
+        }
+        let row = Row(
+            id: state.id.rawValue, name: state.name, description: state.description, price: state.price.decimalString,
+            currency: state.price.currency.code, transit_days: state.transitDays)
+        return ProjectionRow(projection: shippingMethods, key: state.id.rawValue, stream: state.id.streamID,
+                             version: state.version, json: try json(row))
+    }
+
+    static func json(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    /// The read model's rows as a JSON array, in listing order.
+    public static func rows(_ projection: String, client: PostgresClient, logger: Logger) async throws -> String {
+        let rows = try await client.query(
+            """
+            SELECT coalesce(json_agg(row ORDER BY created_position, key), '[]')::text
+            FROM ledger.projection_rows WHERE projection = \(projection)
+            """, logger: logger)
+        for try await json in rows.decode(String.self) { return json }
+        return "[]"
+    }
+}
+
+/// Catalog commands: the demo catalog for a new ledger, and the pictures that go with it.
+public struct CatalogService: Sendable {
+    let writer: LedgerWriter
+    let store: EventStore
+    let logger: Logger
+
+    public init(writer: LedgerWriter, store: EventStore, logger: Logger) {
+        self.writer = writer
+        self.store = store
+        self.logger = logger
+    }
+
+    /// On the first start of an empty ledger, lists the demo catalog (12 products with their
+    /// stock, 3 shipping methods) as one atomic append. Returns false when the ledger already has
+    /// events, or when another daemon seeded it first (its streams then exist: a version conflict).
+    @discardableResult
+    public func seedDemoCatalogIfEmpty(now: Date) async throws -> Bool {
+        guard try await store.head().position == 0 else { return false }
+        let plan = DemoCatalog.seedAppends(context: DecisionContext(now: now))
+        do {
+            _ = try await writer.append(try Self.request(for: plan, now: now, metadata: EventMetadata(
+                correlationID: "seed-demo-catalog", actor: "system:seed", command: "SeedDemoCatalog")))
+            logger.info("demo catalog seeded", metadata: ["products": "\(DemoCatalog.products.count)",
+                                                         "shipping_methods": "\(DemoCatalog.shippingMethods.count)"])
+            return true
+        } catch let error as AppendError where error == .versionConflict {
+            return false
+        }
+    }
+
+    /// An append request for planned appends on streams whose current state is `states`
+    /// (nil: new streams), with each aggregate's read-model row after the events.
+    static func request(for plan: [PlannedAppend], now: Date, metadata: EventMetadata) throws -> AppendRequest {
+        var streams: [StreamAppend] = []
+        var rows: [ProjectionRow] = []
+        for planned in plan {
+            streams.append(StreamAppend(
+                streamID: planned.streamID, expectedVersion: planned.expectedVersion,
+                events: try planned.events.map { try $0.newEvent(eventID: UUID(), effectiveAt: now) }))
+            let productEvents = planned.events.compactMap { if case .product(let e) = $0 { e } else { nil } }
+            let methodEvents = planned.events.compactMap { if case .shippingMethod(let e) = $0 { e } else { nil } }
+            if planned.expectedVersion == .noStream, let state = ProductState.fold(productEvents) {
+                rows.append(try CatalogReadModel.row(state))
+            }
+            if planned.expectedVersion == .noStream, let state = ShippingMethodState.fold(methodEvents) {
+                rows.append(try CatalogReadModel.row(state))
+            }
+        }
+        return AppendRequest(streams: streams, metadata: metadata, projections: rows)
+    }
+
+    /// Writes our generated placeholder picture for every demo product that has none yet.
+    public static func writeDemoPictures(to directory: URL) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for product in DemoCatalog.products {
+            let url = directory.appendingPathComponent(product.imageFile)
+            if !FileManager.default.fileExists(atPath: url.path) {
+                try Data(PlaceholderImage.png(for: product.name)).write(to: url, options: .atomic)
+            }
+        }
+    }
+}
