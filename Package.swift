@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         // Pure domain: money, ids, events, the canonical event layout. No dependencies, no I/O.
@@ -61,6 +62,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         // Wiring: configuration, services, commands shared by the executable and the tests.
@@ -110,6 +112,7 @@ let package = Package(
             dependencies: [
                 "LedgerApp", "LedgerTestSupport", "ledgerd",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
     ]

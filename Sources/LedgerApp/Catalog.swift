@@ -74,7 +74,7 @@ public struct CatalogService: Sendable {
         guard try await store.head().position == 0 else { return false }
         let plan = DemoCatalog.seedAppends(context: DecisionContext(now: now))
         do {
-            _ = try await writer.append(try Self.request(for: plan, now: now, metadata: EventMetadata(
+            _ = try await writer.append(try AggregateStates().appendRequest(for: plan, now: now, metadata: EventMetadata(
                 correlationID: "seed-demo-catalog", actor: "system:seed", command: "SeedDemoCatalog")))
             logger.info("demo catalog seeded", metadata: ["products": "\(DemoCatalog.products.count)",
                                                          "shipping_methods": "\(DemoCatalog.shippingMethods.count)"])
@@ -82,27 +82,6 @@ public struct CatalogService: Sendable {
         } catch let error as AppendError where error == .versionConflict {
             return false
         }
-    }
-
-    /// An append request for planned appends on streams whose current state is `states`
-    /// (nil: new streams), with each aggregate's read-model row after the events.
-    static func request(for plan: [PlannedAppend], now: Date, metadata: EventMetadata) throws -> AppendRequest {
-        var streams: [StreamAppend] = []
-        var rows: [ProjectionRow] = []
-        for planned in plan {
-            streams.append(StreamAppend(
-                streamID: planned.streamID, expectedVersion: planned.expectedVersion,
-                events: try planned.events.map { try $0.newEvent(eventID: UUID(), effectiveAt: now) }))
-            let productEvents = planned.events.compactMap { if case .product(let e) = $0 { e } else { nil } }
-            let methodEvents = planned.events.compactMap { if case .shippingMethod(let e) = $0 { e } else { nil } }
-            if planned.expectedVersion == .noStream, let state = ProductState.fold(productEvents) {
-                rows.append(try CatalogReadModel.row(state))
-            }
-            if planned.expectedVersion == .noStream, let state = ShippingMethodState.fold(methodEvents) {
-                rows.append(try CatalogReadModel.row(state))
-            }
-        }
-        return AppendRequest(streams: streams, metadata: metadata, projections: rows)
     }
 
     /// Writes our generated placeholder picture for every demo product that has none yet.

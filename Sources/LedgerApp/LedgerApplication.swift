@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import LedgerAcquirer
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
@@ -39,11 +40,16 @@ public struct LedgerServices: Sendable {
     public let metrics: LedgerMetrics
     public let keyring: APIKeyring
     public let catalog: CatalogService
+    public let payments: PaymentService
+    public let recovery: RecoveryService
     let logger: Logger
 
+    /// - Parameters:
+    ///   - acquirer: the acquirer to authorize against; by default the deterministic model seeded
+    ///     with `LEDGERD_ACQUIRER_SEED` on the wall clock.
     public init(
         client: PostgresClient, configuration: LedgerConfiguration, metrics: LedgerMetrics, keyring: APIKeyring,
-        logger: Logger
+        acquirer: (any Acquirer)? = nil, clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger
     ) {
         self.client = client
         self.metrics = metrics
@@ -55,6 +61,12 @@ public struct LedgerServices: Sendable {
         self.store = EventStore(client: client, logger: logger)
         self.verifier = ChainVerifier(client: client, logger: logger)
         self.catalog = CatalogService(writer: writer, store: store, logger: logger)
+        let payments = PaymentService(
+            writer: writer, loader: AggregateLoader(store: store, client: client, logger: logger), client: client,
+            acquirer: acquirer ?? AcquirerModel(seed: configuration.acquirerSeed, clock: clock), clock: clock,
+            taxPolicy: configuration.taxPolicy, logger: logger)
+        self.payments = payments
+        self.recovery = RecoveryService(payments: payments, interval: configuration.recoveryInterval, policy: .standard, logger: logger)
         self.logger = logger
     }
 }
@@ -97,6 +109,7 @@ public func buildRouter(services: LedgerServices, configuration: LedgerConfigura
         .register(on: router)
     ProductImageRoutes(directory: configuration.productImagesDirectoryURL).register(on: router)
     StorefrontRoutes(reader: ProjectionStorefrontReader(client: services.client, logger: services.logger)).register(on: router)
+    PaymentRoutes(processor: services.payments).register(on: router)
     // Back office: reads need an operator or auditor key.
     let reads = router.group().add(middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .read))
     AuditRoutes(reader: EventStoreReader(store: services.store, verifier: services.verifier)).register(on: reads)
@@ -112,7 +125,7 @@ public func buildApplication(
         router: buildRouter(services: services, configuration: configuration),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ledgerd"),
         logger: logger)
-    app.addServices(services.client, services.writer)
+    app.addServices(services.client, services.writer, services.recovery)
     if configuration.seedDemoCatalog {
         // Runs once the pool and the writer are up, before the server accepts requests.
         let pictures = configuration.productImagesDirectoryURL

@@ -1,5 +1,6 @@
 import Configuration
 import Foundation
+import LedgerCore
 import Logging
 
 /// Everything `ledgerd` can be told, read from flags (highest priority), then environment
@@ -21,6 +22,10 @@ import Logging
 /// | `LEDGERD_OPERATOR_KEYS` | generated (embedded) | comma-separated operator API keys. **Secret.** |
 /// | `LEDGERD_AUDITOR_KEYS` | generated (embedded) | comma-separated auditor (read-only) API keys. **Secret.** |
 /// | `LEDGERD_SEED_DEMO_CATALOG` | `true` | list the demo catalog (and write its pictures) on the first start of an empty ledger |
+/// | `LEDGERD_ACQUIRER_SEED` | `1` | seed of the acquirer model (every id it issues derives from it) |
+/// | `LEDGERD_TAX_RATE` | `0.08` | sales tax on the goods (not shipping), a decimal fraction |
+/// | `LEDGERD_TAX_ROUNDING` | `half_up` | half_up, half_even, down or up: tax is rounded once per order to the minor unit |
+/// | `LEDGERD_RECOVERY_INTERVAL_SECONDS` | `30` | how often orders left pending are resolved with the acquirer |
 /// | `LEDGERD_PRODUCT_IMAGES_DIR` | `<data dir>/product_images` | directory `GET /product_image/<file>` serves |
 /// | `LEDGERD_LOG_LEVEL` | `info` | trace, debug, info, notice, warning, error, critical |
 public struct LedgerConfiguration: Sendable {
@@ -38,6 +43,9 @@ public struct LedgerConfiguration: Sendable {
     public var productImagesDirectory: String?
     public var operatorKeys: [String]
     public var seedDemoCatalog: Bool
+    public var acquirerSeed: UInt64
+    public var taxPolicy: TaxPolicy
+    public var recoveryInterval: Duration
     public var auditorKeys: [String]
 
     /// Reads the configuration from a reader (see the table above for keys and defaults).
@@ -54,6 +62,22 @@ public struct LedgerConfiguration: Sendable {
         writerMaximumBatchEvents = reader.int(forKey: "ledgerd.writer.max.batch", default: 2_000)
         productImagesDirectory = reader.string(forKey: "ledgerd.product.images.dir")
         seedDemoCatalog = reader.bool(forKey: "ledgerd.seed.demo.catalog", default: true)
+        guard let seed = UInt64(reader.string(forKey: "ledgerd.acquirer.seed", default: "1")) else {
+            throw ConfigurationError("LEDGERD_ACQUIRER_SEED must be an unsigned integer")
+        }
+        acquirerSeed = seed
+        let rateText = reader.string(forKey: "ledgerd.tax.rate", default: "0.08")
+        guard let rate = try? Rate(decimal: rateText) else {
+            throw ConfigurationError("LEDGERD_TAX_RATE must be a decimal fraction such as 0.08, got \(rateText)")
+        }
+        let roundingText = reader.string(forKey: "ledgerd.tax.rounding", default: "half_up")
+        guard let rounding = RoundingRule(rawValue: roundingText) else {
+            throw ConfigurationError("LEDGERD_TAX_ROUNDING must be one of \(RoundingRule.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        taxPolicy = TaxPolicy(rate: rate, rounding: rounding)
+        let recoverySeconds = reader.int(forKey: "ledgerd.recovery.interval.seconds", default: 30)
+        guard recoverySeconds >= 1 else { throw ConfigurationError("LEDGERD_RECOVERY_INTERVAL_SECONDS must be at least 1") }
+        recoveryInterval = .seconds(recoverySeconds)
         operatorKeys = reader.stringArray(forKey: "ledgerd.operator.keys", isSecret: true, default: [])
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         auditorKeys = reader.stringArray(forKey: "ledgerd.auditor.keys", isSecret: true, default: [])

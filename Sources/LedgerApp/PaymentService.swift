@@ -1,0 +1,313 @@
+import Crypto
+import Foundation
+import Hummingbird
+import LedgerCore
+import LedgerHTTP
+import LedgerPostgres
+import Logging
+import PostgresNIO
+
+/// `POST /payment`: the storefront payment, as appends around one acquirer call.
+///
+/// 1. Reserve the stock and open the order (pending payment) — one append across the product and
+///    order streams, carrying the idempotency key; on a product version conflict (another order
+///    reserved first) the product is reloaded and the order decided again, so stock is never oversold.
+/// 2. Authorize at the acquirer, outside any transaction, with the order id as our reference (the
+///    acquirer is idempotent by it, so a retry never authorizes twice).
+/// 3. Record the outcome — hold placed and order authorized, or decline recorded and reservation
+///    released, or outcome unknown (91/96, or no answer) left for recovery — and reply.
+///
+/// Replies: approved → 200 `{"id": <psp reference>, "status": "succeeded", "order_id", …}`;
+/// declined → 402 `{"status": "failed", "decline_code", "message", …}`; unknown outcome → 502
+/// with `status` "failed" (the shopper is not charged: recovery reverses or releases). Refusals
+/// before anything is appended are 4xx API errors naming the field (409 `out_of_stock`).
+public struct PaymentService: PaymentProcessor {
+    let writer: LedgerWriter
+    let loader: AggregateLoader
+    let client: PostgresClient
+    let acquirer: any Acquirer
+    let clock: @Sendable () -> Date
+    let taxPolicy: TaxPolicy
+    let logger: Logger
+
+    static let maximumAttempts = 50
+
+    public func pay(_ request: PaymentRequest, idempotencyKey: String?) async throws -> PaymentReply {
+        guard case .token(let token) = request.source else {
+            throw APIError(status: .unprocessableContent, code: "unsupported_gateway",
+                           message: "Apple Pay tokens are not accepted yet", field: "gateway")
+        }
+        let productID = try await resolveProduct(request)
+        guard let methodKey = try await loader.key(in: CatalogReadModel.shippingMethods, where: "name", equals: request.shippingMethodName),
+              let methodID = ShippingMethodID(methodKey), let method = try await loader.shippingMethod(methodID) else {
+            throw APIError(status: .unprocessableContent, code: "unknown_shipping_method",
+                           message: "no shipping method named \(request.shippingMethodName)", field: "shipping_method_name")
+        }
+        let idempotency = idempotencyKey.map { IdempotencyKey(key: "payment:\($0)", requestHash: Self.hash(request)) }
+        let correlation = UUID().uuidString.lowercased()
+        let orderID = OrderID(UUID().uuidString.lowercased())!
+        let contactRef = "contact-\(orderID.rawValue)"
+
+        // 1. Reserve and open.
+        try await storeContact(contactRef, request)
+        var opened = false
+        for _ in 0..<Self.maximumAttempts {
+            guard let product = try await loader.product(productID) else { throw Self.unknownProduct(request) }
+            let now = clock()
+            let command = PlaceOrder(
+                orderID: orderID, lines: [RequestedLine(productID: productID, quantity: Int64(request.quantity))],
+                shippingMethodID: method.id, contactRef: contactRef,
+                claimedAmount: ClaimedAmount(minorUnits: request.amount.minorUnits, currencyCode: request.amount.currency.code),
+                taxPolicy: taxPolicy)
+            let plan: AppendPlan
+            switch PaymentFlow.placeOrder(command, order: nil, products: [productID: product], shippingMethod: method,
+                                          context: DecisionContext(now: now)) {
+            case .failure(let rejection):
+                try? await eraseContact(contactRef)
+                throw Self.apiError(rejection, request: request)
+            case .success(let decided): plan = decided
+            }
+            let append = try AggregateStates(products: [productID: product], shippingMethods: [method.id: method])
+                .appendRequest(for: plan.appends, now: now, metadata: metadata(correlation, "PlaceOrder", idempotencyKey),
+                               idempotency: idempotency)
+            do {
+                let result = try await writer.append(append)
+                if result.replayed {
+                    // A retry of an earlier request: carry on with (or answer for) that order.
+                    try? await eraseContact(contactRef)
+                    guard let first = result.streams.first, first.streamID.rawValue.hasPrefix("order-"),
+                          let earlier = OrderID(String(first.streamID.rawValue.dropFirst("order-".count))) else {
+                        throw APIError.internalError
+                    }
+                    return try await authorizeAndRecord(earlier, token: token, correlation: correlation)
+                }
+                opened = true
+                break
+            } catch let error as AppendError where error == .versionConflict {
+                continue
+            } catch let error as AppendError where error == .idempotencyConflict {
+                try? await eraseContact(contactRef)
+                throw APIError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different payment")
+            }
+        }
+        guard opened else {
+            try? await eraseContact(contactRef)
+            throw APIError.unavailable("the product is too busy right now; please retry")
+        }
+        return try await authorizeAndRecord(orderID, token: token, correlation: correlation)
+    }
+
+    /// Steps 2 and 3 for an opened order (also what a retry and recovery of a pending order do).
+    func authorizeAndRecord(_ orderID: OrderID, token: String, correlation: String) async throws -> PaymentReply {
+        guard let order = try await loader.order(orderID) else { throw APIError.internalError }
+        guard order.status.awaitsPayment else { return try await reply(for: orderID) }
+
+        let response: AuthorizationResponse
+        do {
+            response = try await acquirer.authorize(AuthorizationRequest(
+                merchantReference: order.merchantReference, amount: order.amounts.total, paymentMethod: .token(token)))
+        } catch {
+            logger.error("acquirer call failed; the order stays pending for recovery",
+                         metadata: ["order": "\(orderID)", "error": "\(error)"])
+            return try await reply(for: orderID, acquirerUnavailable: true)
+        }
+        try await record(response, for: orderID, correlation: correlation)
+        if response.responseCode.isUnknownOutcome {
+            // Never assume: ask the acquirer now (no other authorization for this order is in flight).
+            _ = try? await resolve(orderID, policy: .standard, correlation: correlation)
+        }
+        return try await reply(for: orderID)
+    }
+
+    /// Recovery of one order still waiting for payment: asks the acquirer by the order's reference
+    /// and records what it says — the hold if it approved, a release if it has nothing, a reversal
+    /// and a release if it does not know either. Returns false when the order is too young to judge.
+    @discardableResult
+    func resolve(_ orderID: OrderID, policy: RecoveryPolicy, correlation: String) async throws -> Bool {
+        for _ in 0..<Self.maximumAttempts {
+            guard let order = try await loader.order(orderID) else { return true }
+            guard order.status.awaitsPayment else { return true }
+            var products: [ProductID: ProductState] = [:]
+            for line in order.lines { products[line.productID] = try await loader.product(line.productID) }
+            let query = try await acquirer.query(merchantReference: order.merchantReference)
+            let now = clock()
+            let plan: AppendPlan
+            switch PaymentFlow.recover(order: order, query: query, products: products, policy: policy, context: DecisionContext(now: now)) {
+            case .failure(let rejection):
+                logger.error("recovery refused", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
+                return false
+            case .success(.nothingToDo): return true
+            case .success(.wait): return false
+            case .success(.append(let decided)): plan = decided
+            case .success(.reverseThenRelease(let reference)):
+                _ = try await acquirer.reverse(ReversalRequest(authorizationReference: reference, modificationReference: "\(reference)-reversal"))
+                switch PaymentFlow.releasePendingOrder(order: order, products: products, reason: .reversedAfterUnknownOutcome,
+                                                       context: DecisionContext(now: now)) {
+                case .failure(let rejection):
+                    logger.error("release after reversal refused", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
+                    return false
+                case .success(let decided): plan = decided
+                }
+            }
+            if plan.isEmpty { return true }
+            let append = try AggregateStates(products: products, orders: [orderID: order])
+                .appendRequest(for: plan.appends, now: now, metadata: metadata(correlation, "RecoverPayment", nil))
+            do {
+                _ = try await writer.append(append)
+                logger.info("pending order resolved", metadata: ["order": "\(orderID)"])
+                return true
+            } catch let error as AppendError where error == .versionConflict {
+                continue
+            }
+        }
+        return false
+    }
+
+    /// Orders still waiting for payment, oldest first.
+    func waitingOrders(limit: Int = 500) async throws -> [OrderID] {
+        let rows = try await client.query(
+            """
+            SELECT key FROM ledger.projection_rows
+            WHERE projection = \(OrderReadModel.projection) AND row ->> 'status' IN ('pending_payment', 'payment_unknown')
+            ORDER BY created_position LIMIT \(Int64(limit))
+            """, logger: logger)
+        var ids: [OrderID] = []
+        for try await key in rows.decode(String.self) { if let id = OrderID(key) { ids.append(id) } }
+        return ids
+    }
+
+    /// Appends what the acquirer answered, re-deciding on conflicts (other orders move the product).
+    func record(_ response: AuthorizationResponse, for orderID: OrderID, correlation: String) async throws {
+        for _ in 0..<Self.maximumAttempts {
+            guard let order = try await loader.order(orderID) else { throw APIError.internalError }
+            var products: [ProductID: ProductState] = [:]
+            for line in order.lines { products[line.productID] = try await loader.product(line.productID) }
+            let now = clock()
+            switch PaymentFlow.recordAuthorization(response, order: order, products: products, context: DecisionContext(now: now)) {
+            case .failure(let rejection):
+                logger.error("acquirer response could not be recorded", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
+                throw APIError.internalError
+            case .success(let plan):
+                if plan.isEmpty { return }
+                let append = try AggregateStates(products: products, orders: [orderID: order], holds: [:])
+                    .appendRequest(for: plan.appends, now: now, metadata: metadata(correlation, "RecordAuthorization", nil))
+                do {
+                    _ = try await writer.append(append)
+                    return
+                } catch let error as AppendError where error == .versionConflict {
+                    continue
+                }
+            }
+        }
+        throw APIError.unavailable("the order could not be recorded right now; it will be resolved")
+    }
+
+    /// The app's reply for an order in its current state.
+    func reply(for orderID: OrderID, acquirerUnavailable: Bool = false) async throws -> PaymentReply {
+        guard let order = try await loader.order(orderID) else { throw APIError.internalError }
+        struct Body: Encodable {
+            let id: String
+            let status: String
+            let order_id: String
+            let order_status: String
+            let amount: Int64
+            let currency: String
+            let auth_code: String?
+            let decline_code: String?
+            let message: String?
+        }
+        let total = order.amounts.total
+        switch order.status {
+        case .authorized, .partiallyCaptured, .captured, .shipped, .partiallyRefunded, .refunded:
+            let hold = try await loader.hold(orderID)
+            return PaymentReply(status: .ok, json: try CatalogReadModel.json(Body(
+                id: order.pspReference ?? orderID.rawValue, status: "succeeded", order_id: orderID.rawValue,
+                order_status: order.status.rawValue, amount: total.minorUnits, currency: total.currency.code,
+                auth_code: hold?.authCode, decline_code: nil, message: nil)))
+        case .declined:
+            return PaymentReply(status: HTTPResponse.Status(code: 402, reasonPhrase: "Payment Required"), json: try CatalogReadModel.json(Body(
+                id: order.pspReference ?? orderID.rawValue, status: "failed", order_id: orderID.rawValue,
+                order_status: order.status.rawValue, amount: total.minorUnits, currency: total.currency.code, auth_code: nil,
+                decline_code: order.lastResponseCode?.rawValue, message: order.lastResponseMessage)))
+        default:
+            let code = acquirerUnavailable ? "96" : order.lastResponseCode?.rawValue
+            return PaymentReply(status: .badGateway, json: try CatalogReadModel.json(Body(
+                id: orderID.rawValue, status: "failed", order_id: orderID.rawValue, order_status: order.status.rawValue,
+                amount: total.minorUnits, currency: total.currency.code, auth_code: nil, decline_code: code,
+                message: "the card issuer could not be reached; you have not been charged")))
+        }
+    }
+
+    func resolveProduct(_ request: PaymentRequest) async throws -> ProductID {
+        if let given = request.productID {
+            guard let id = ProductID(given) else {
+                throw APIError(status: .unprocessableContent, code: "unknown_product", message: "no product \(given)", field: "product_id")
+            }
+            return id
+        }
+        guard let key = try await loader.key(in: CatalogReadModel.inventory, where: "name", equals: request.description),
+              let id = ProductID(key) else { throw Self.unknownProduct(request) }
+        return id
+    }
+
+    static func unknownProduct(_ request: PaymentRequest) -> APIError {
+        let field = request.productID == nil ? "description" : "product_id"
+        return APIError(status: .unprocessableContent, code: "unknown_product",
+                        message: "no product \(request.productID ?? request.description)", field: field)
+    }
+
+    static func apiError(_ rejection: PaymentFlowRejection, request: PaymentRequest) -> APIError {
+        switch rejection {
+        case .amountMismatch(.currencyMismatch), .amountMismatch(.unsupportedCurrency):
+            return APIError(status: .unprocessableContent, code: "currency_mismatch", message: rejection.description, field: "currency")
+        case .amountMismatch:
+            return APIError(status: .unprocessableContent, code: "amount_mismatch", message: rejection.description, field: "amount")
+        case .unknownProduct:
+            return unknownProduct(request)
+        case .unknownShippingMethod:
+            return APIError(status: .unprocessableContent, code: "unknown_shipping_method", message: rejection.description,
+                            field: "shipping_method_name")
+        case .stock(.insufficientStock):
+            return APIError(status: .conflict, code: "out_of_stock", message: rejection.description, field: "quantity")
+        case .pricing, .zeroTotal, .stock(.quantityOutOfRange), .stock(.nonPositiveQuantity):
+            return APIError(status: .unprocessableContent, code: "invalid_order", message: rejection.description, field: "quantity")
+        default:
+            return APIError(status: .conflict, code: "order_refused", message: rejection.description)
+        }
+    }
+
+    /// The request's content, for the idempotency check: same key + same content → same reply.
+    static func hash(_ request: PaymentRequest) -> [UInt8] {
+        let source: String
+        switch request.source {
+        case .token(let token): source = token
+        case .applePayToken(let json): source = json
+        }
+        let fields = [
+            request.gateway.rawValue, source, String(request.amount.minorUnits), request.amount.currency.code, request.description,
+            request.shippingContact, request.shippingEmail, request.shippingStreet, request.shippingCity, request.shippingState,
+            request.shippingZip, request.shippingMethodName, request.productID ?? "", String(request.quantity),
+            request.applicationData ?? "",
+        ]
+        return Array(SHA256.hash(data: Array(fields.joined(separator: "\u{1F}").utf8)))
+    }
+
+    func metadata(_ correlation: String, _ command: String, _ idempotencyKey: String?) -> EventMetadata {
+        EventMetadata(correlationID: correlation, actor: "storefront", command: command, idempotencyKey: idempotencyKey)
+    }
+
+    /// The shipping contact goes to its own erasable table, never into the events.
+    func storeContact(_ ref: String, _ request: PaymentRequest) async throws {
+        let data = try CatalogReadModel.json([
+            "name": request.shippingContact, "email": request.shippingEmail, "street": request.shippingStreet,
+            "city": request.shippingCity, "state": request.shippingState, "zip": request.shippingZip,
+        ])
+        try await client.query(
+            "INSERT INTO ledger.shipping_contacts (contact_ref, data, created_at) VALUES (\(ref), \(data)::jsonb, now())",
+            logger: logger)
+    }
+
+    func eraseContact(_ ref: String) async throws {
+        try await client.query("DELETE FROM ledger.shipping_contacts WHERE contact_ref = \(ref)", logger: logger)
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import LedgerCore
+import LedgerPostgres
+import Logging
+import PostgresNIO
+
+/// The aggregate states a plan was decided against. Applying the plan's events to them gives the
+/// states after the append, from which every touched aggregate's read-model row is computed.
+struct AggregateStates: Sendable {
+    var products: [ProductID: ProductState] = [:]
+    var shippingMethods: [ShippingMethodID: ShippingMethodState] = [:]
+    var orders: [OrderID: OrderState] = [:]
+    var holds: [OrderID: HoldState] = [:]
+
+    /// The append request for `plan`: its events, and the read-model rows of every aggregate it touches.
+    func appendRequest(for plan: [PlannedAppend], now: Date, metadata: EventMetadata,
+                       idempotency: IdempotencyKey? = nil) throws -> AppendRequest {
+        var after = self
+        var touchedProducts: [ProductID] = [], touchedMethods: [ShippingMethodID] = [], touchedOrders: [OrderID] = []
+        var streams: [StreamAppend] = []
+        for planned in plan {
+            streams.append(StreamAppend(
+                streamID: planned.streamID, expectedVersion: planned.expectedVersion,
+                events: try planned.events.map { try $0.newEvent(eventID: UUID(), effectiveAt: now) }))
+            for event in planned.events {
+                switch event {
+                case .product(let e):
+                    after.products[e.productID] = ProductState.evolve(after.products[e.productID], e)
+                    if !touchedProducts.contains(e.productID) { touchedProducts.append(e.productID) }
+                case .shippingMethod(let e):
+                    after.shippingMethods[e.shippingMethodID] = ShippingMethodState.evolve(after.shippingMethods[e.shippingMethodID], e)
+                    if !touchedMethods.contains(e.shippingMethodID) { touchedMethods.append(e.shippingMethodID) }
+                case .order(let e):
+                    after.orders[e.orderID] = OrderState.evolve(after.orders[e.orderID], e)
+                    if !touchedOrders.contains(e.orderID) { touchedOrders.append(e.orderID) }
+                case .hold(let e):
+                    after.holds[e.orderID] = HoldState.evolve(after.holds[e.orderID], e)
+                    if !touchedOrders.contains(e.orderID) { touchedOrders.append(e.orderID) }
+                }
+            }
+        }
+        var rows: [ProjectionRow] = []
+        for id in touchedProducts { if let state = after.products[id] { rows.append(try CatalogReadModel.row(state)) } }
+        for id in touchedMethods { if let state = after.shippingMethods[id] { rows.append(try CatalogReadModel.row(state)) } }
+        for id in touchedOrders {
+            if let state = after.orders[id] { rows.append(try OrderReadModel.row(state, hold: after.holds[id])) }
+        }
+        return AppendRequest(streams: streams, metadata: metadata, idempotency: idempotency, projections: rows)
+    }
+}
+
+/// The `orders` read model: one row per order, for `GET /orders/{id}` and the order list.
+enum OrderReadModel {
+    static let projection = "orders"
+
+    struct Row: Encodable {
+        struct Line: Encodable {
+            let product_id, name, unit_price: String
+            let quantity: Int64
+            let line_total: String
+        }
+        struct Hold: Encodable {
+            let psp_reference, auth_code, amount, open: String
+            let network, funding_type, last_four: String?
+            let expires_at, authorized_at: String
+        }
+        let id, status, currency, subtotal, shipping, tax, total, opened_at, shipping_method: String
+        let lines: [Line]
+        let psp_reference, decline_code, decline_message: String?
+        let hold: Hold?
+        let version: Int64
+    }
+
+    static func row(_ order: OrderState, hold: HoldState?) throws -> ProjectionRow {
+        let amounts = order.amounts
+        let row = Row(
+            id: order.id.rawValue, status: order.status.rawValue, currency: amounts.total.currency.code,
+            subtotal: amounts.subtotal.decimalString, shipping: amounts.shipping.decimalString, tax: amounts.tax.decimalString,
+            total: amounts.total.decimalString, opened_at: timestamp(order.openedAt), shipping_method: order.shipping.name,
+            lines: order.lines.map { Row.Line(product_id: $0.productID.rawValue, name: $0.name, unit_price: $0.unitPrice.decimalString,
+                                              quantity: $0.quantity, line_total: $0.lineTotal.decimalString) },
+            psp_reference: order.pspReference, decline_code: order.lastResponseCode?.rawValue,
+            decline_message: order.lastResponseMessage,
+            hold: hold.map { Row.Hold(
+                psp_reference: $0.pspReference, auth_code: $0.authCode, amount: $0.balance.authorized.decimalString,
+                open: $0.balance.open.decimalString, network: $0.network?.rawValue, funding_type: $0.fundingType?.rawValue,
+                last_four: $0.lastFour, expires_at: timestamp($0.expiresAt), authorized_at: timestamp($0.authorizedAt)) },
+            version: order.version)
+        return ProjectionRow(projection: projection, key: order.id.rawValue, stream: order.id.streamID,
+                             version: order.version, json: try CatalogReadModel.json(row))
+    }
+
+    static func timestamp(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
+    }
+}
+
+/// Reads streams and folds them into the domain's states.
+struct AggregateLoader: Sendable {
+    let store: EventStore
+    let client: PostgresClient
+    let logger: Logger
+
+    func events(_ stream: StreamID) async throws -> [DomainEvent] {
+        try await store.readStream(stream).map { try DomainEvent.decode($0) }
+    }
+
+    func product(_ id: ProductID) async throws -> ProductState? {
+        ProductState.fold(try await events(id.streamID).compactMap { if case .product(let e) = $0 { e } else { nil } })
+    }
+
+    func shippingMethod(_ id: ShippingMethodID) async throws -> ShippingMethodState? {
+        ShippingMethodState.fold(try await events(id.streamID).compactMap { if case .shippingMethod(let e) = $0 { e } else { nil } })
+    }
+
+    func order(_ id: OrderID) async throws -> OrderState? {
+        OrderState.fold(try await events(id.streamID).compactMap { if case .order(let e) = $0 { e } else { nil } })
+    }
+
+    func hold(_ id: OrderID) async throws -> HoldState? {
+        HoldState.fold(try await events(id.holdStreamID).compactMap { if case .hold(let e) = $0 { e } else { nil } })
+    }
+
+    /// The key of the read-model row whose `field` equals `value` (e.g. a product by its name).
+    func key(in projection: String, where field: String, equals value: String) async throws -> String? {
+        let rows = try await client.query(
+            """
+            SELECT key FROM ledger.projection_rows
+            WHERE projection = \(projection) AND row ->> \(field) = \(value) ORDER BY created_position LIMIT 1
+            """, logger: logger)
+        for try await key in rows.decode(String.self) { return key }
+        return nil
+    }
+}

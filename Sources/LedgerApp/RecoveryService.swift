@@ -1,0 +1,46 @@
+import Foundation
+import LedgerCore
+import Logging
+import ServiceLifecycle
+
+/// Resolves orders left "pending payment" (a crash between opening the order and recording the
+/// acquirer's answer) or "payment unknown": at start and then every `interval`, each such order old
+/// enough to judge is resolved by asking the acquirer about its reference (``PaymentService/resolve``).
+/// Several daemons may run it at once: their appends are version-checked, so an order is resolved once.
+public struct RecoveryService: Service {
+    let payments: PaymentService
+    let interval: Duration
+    let policy: RecoveryPolicy
+    let logger: Logger
+
+    public init(payments: PaymentService, interval: Duration, policy: RecoveryPolicy, logger: Logger) {
+        self.payments = payments
+        self.interval = interval
+        self.policy = policy
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        // Graceful shutdown cancels the loop, so a sleeping sweeper never holds up SIGTERM.
+        try? await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                do {
+                    try await sweep()
+                } catch where !Task.isCancelled {
+                    logger.warning("recovery sweep failed; retrying later", metadata: ["error": "\(String(reflecting: error))"])
+                }
+                try await Task.sleep(for: interval)
+            }
+        }
+    }
+
+    /// One pass over the waiting orders; returns how many were resolved.
+    @discardableResult
+    public func sweep() async throws -> Int {
+        var resolved = 0
+        for order in try await payments.waitingOrders() {
+            if try await payments.resolve(order, policy: policy, correlation: "recovery-\(order.rawValue)") { resolved += 1 }
+        }
+        return resolved
+    }
+}

@@ -1,0 +1,50 @@
+import HTTPTypes
+import Hummingbird
+
+/// The answer to `POST /payment`: an HTTP status and the JSON body, in the app's shape
+/// (`{"id", "status": "succeeded" | "failed", "order_id", …}`).
+public struct PaymentReply: Sendable, Hashable {
+    public let status: HTTPResponse.Status
+    public let json: String
+
+    public init(status: HTTPResponse.Status, json: String) {
+        self.status = status
+        self.json = json
+    }
+}
+
+/// Takes a parsed payment through the ledger and the acquirer.
+public protocol PaymentProcessor: Sendable {
+    func pay(_ request: PaymentRequest, idempotencyKey: String?) async throws -> PaymentReply
+}
+
+/// `POST /payment`, open like the rest of the storefront API. The body is read up to its size
+/// limit and parsed strictly before anything is decided; an `Idempotency-Key` header makes a
+/// retry return the first reply and authorize nothing twice.
+public struct PaymentRoutes: Sendable {
+    static let idempotencyKeyHeader = HTTPField.Name("Idempotency-Key")!
+    let processor: any PaymentProcessor
+
+    public init(processor: any PaymentProcessor) {
+        self.processor = processor
+    }
+
+    public func register(on router: Router<LedgerRequestContext>) {
+        router.post("/payment") { request, _ -> Response in
+            let body: ByteBuffer
+            do {
+                body = try await request.body.collect(upTo: PaymentRequest.maximumBodySize)
+            } catch {
+                throw APIError(status: .contentTooLarge, code: "payload_too_large",
+                               message: "the body is larger than \(PaymentRequest.maximumBodySize) bytes")
+            }
+            let payment = try PaymentRequest.parse(body: body, contentType: request.headers[.contentType])
+            let key = request.headers[Self.idempotencyKeyHeader]
+            if let key, !(1...200).contains(key.utf8.count) {
+                throw APIError.badRequest("invalid_idempotency_key", "Idempotency-Key must be 1…200 bytes", field: "Idempotency-Key")
+            }
+            let reply = try await processor.pay(payment, idempotencyKey: key)
+            return jsonResponse(reply.json, status: reply.status)
+        }
+    }
+}

@@ -1,0 +1,223 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import LedgerAcquirer
+import LedgerApp
+import LedgerCore
+import LedgerPostgres
+import LedgerTestSupport
+import Synchronization
+import Testing
+
+/// `POST /payment` end to end through the real router: a real database, the acquirer model.
+@Suite struct PaymentTests {
+    let app = SystemRoutesTests()
+
+    struct Reply: Decodable {
+        let id: String
+        let status: String
+        let order_id: String
+        let order_status: String
+        let amount: Int64
+        let decline_code: String?
+    }
+
+    static func body(source: String = "tok_visa", amount: Int = 5900, product: String = "Clock",
+                     method: String = "Standard", extra: [String: Any] = [:]) -> Data {
+        var body: [String: Any] = [
+            "gateway": "stripe", "source": source, "amount": amount, "currency": "USD", "description": product,
+            "shipping_contact": "Jane Appleseed", "shipping_email": "jane@example.com", "shipping_street": "1 Infinite Loop",
+            "shipping_city": "Cupertino", "shipping_state": "CA", "shipping_zip": "95014", "shipping_method_name": method,
+        ]
+        for (key, value) in extra { body[key] = value }
+        return try! JSONSerialization.data(withJSONObject: body)
+    }
+
+    func pay(_ client: any TestClientProtocol, _ body: Data, key: String? = nil,
+             contentType: String = "application/json") async throws -> (HTTPResponse.Status, String) {
+        var headers: HTTPFields = [.contentType: contentType]
+        if let key { headers[HTTPField.Name("Idempotency-Key")!] = key }
+        return try await client.execute(uri: "/payment", method: .post, headers: headers, body: ByteBuffer(bytes: body)) {
+            ($0.status, String(buffer: $0.body))
+        }
+    }
+
+    func clockRow(_ client: any TestClientProtocol) async throws -> CatalogTests.Product {
+        try await CatalogTests().inventory(client).first { $0.id == "clock" }!
+    }
+
+    func count(_ services: LedgerServices, type: String) async throws -> Int {
+        try await services.store.read(from: 1, limit: 100_000).filter { $0.type == type }.count
+    }
+
+    @Test func theAppsExactRequestAuthorizesAndReservesStock() async throws {
+        try await app.withApp(seed: true) { client, services in
+            let (status, text) = try await pay(client, Self.body())
+            #expect(status == .ok, "\(text)")
+            let reply = try JSONDecoder().decode(Reply.self, from: Data(text.utf8))
+            #expect(reply.status == "succeeded" && reply.order_status == "authorized" && reply.amount == 5900)
+            #expect(!reply.id.isEmpty && reply.id != reply.order_id)
+            let row = try await clockRow(client)
+            #expect(row.quantity_on_hand == 10 && row.reserved == 1 && row.available == 9)
+            #expect(try await count(services, type: "AuthorizationHoldPlaced") == 1)
+            #expect(try await ChainVerifier(client: services.client, logger: TestCluster.logger).verify().ok)
+            // No cardholder or contact data in the log.
+            let log = try await services.store.read(from: 1, limit: 100_000).map { $0.data + $0.metadata }.joined()
+            #expect(!log.contains("Appleseed") && !log.contains("Infinite Loop") && !log.contains("jane@"))
+        }
+    }
+
+    @Test(arguments: [
+        ("tok_chargeDeclined", "05"), ("tok_chargeDeclinedInsufficientFunds", "51"), ("tok_chargeDeclinedExpiredCard", "54"),
+        ("tok_chargeDeclinedProcessingError", "91"),
+    ])
+    func declinesAndUnknownOutcomesLeaveAvailabilityUnchanged(token: String, code: String) async throws {
+        try await app.withApp(seed: true) { client, services in
+            let (status, text) = try await pay(client, Self.body(source: token))
+            let reply = try JSONDecoder().decode(Reply.self, from: Data(text.utf8))
+            #expect(reply.status == "failed" && reply.decline_code == code, "\(text)")
+            #expect(status == (code == "91" ? .badGateway : HTTPResponse.Status(code: 402)))
+            #expect(reply.order_status == (code == "91" ? "cancelled" : "declined"))
+            let row = try await clockRow(client)
+            #expect(row.reserved == 0 && row.available == 10)
+            #expect(try await count(services, type: "AuthorizationHoldPlaced") == 0)
+        }
+    }
+
+    @Test func aCardWhoseOpenToBuyIsUsedUpIsDeclined51() async throws {
+        let limited = AcquirerModel(
+            seed: 7, configuration: AcquirerModelConfiguration(creditLimits: [
+                CreditLimit(token: "tok_visa", limit: Money(minorUnits: 10_000, currency: .usd))]),
+            clock: { Date() })
+        try await app.withApp(seed: true, acquirer: limited) { client, _ in
+            #expect(try await pay(client, Self.body()).0 == .ok)
+            let (status, text) = try await pay(client, Self.body())
+            #expect(status == HTTPResponse.Status(code: 402))
+            #expect(try JSONDecoder().decode(Reply.self, from: Data(text.utf8)).decline_code == "51")
+            #expect(try await clockRow(client).reserved == 1)
+        }
+    }
+
+    @Test func noOversellUnderConcurrentPayments() async throws {
+        try await app.withApp(seed: true) { client, services in
+            let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                for _ in 0..<200 { group.addTask { try await pay(client, Self.body()).0 } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses.filter { $0 == .ok }.count == 10)
+            #expect(statuses.filter { $0 == .conflict }.count == 190)
+            let row = try await clockRow(client)
+            #expect(row.reserved == 10 && row.available == 0)
+            #expect(try await count(services, type: "AuthorizationHoldPlaced") == 10)
+            #expect(try await count(services, type: "OrderOpened") == 10)
+        }
+    }
+
+    @Test func badInputGetsA4xxNamingTheFieldAndAppendsNothing() async throws {
+        try await app.withApp(seed: true) { client, services in
+            let before = try await services.store.head().position
+            let cases: [(Data, String, Int, String?)] = [
+                (Self.body(amount: 5800), "application/json", 422, "amount"),
+                (Self.body(product: "Teapot"), "application/json", 422, "description"),
+                (Self.body(method: "Teleport"), "application/json", 422, "shipping_method_name"),
+                (Self.body(extra: ["currency": "EUR"]), "application/json", 422, "currency"),
+                (Self.body(extra: ["amount": -5]), "application/json", 422, "amount"),
+                (Self.body(extra: ["amount": 1e30]), "application/json", 422, "amount"),
+                (Self.body(extra: ["quantity": 0]), "application/json", 422, "quantity"),
+                (Self.body(extra: ["shipping_zip": 95014]), "application/json", 422, "shipping_zip"),
+                (Data("{\"gateway\": ".utf8), "application/json", 400, nil),
+                (Self.body(), "text/plain", 415, nil),
+                (Data(repeating: 0x20, count: 70_000), "application/json", 413, nil),
+            ]
+            for (body, contentType, expected, field) in cases {
+                let (status, text) = try await pay(client, body, contentType: contentType)
+                #expect(Int(status.code) == expected, "\(text)")
+                #expect(text.contains(#""error":"#))
+                if let field { #expect(text.contains(#""field":"\#(field)""#), "\(text)") }
+            }
+            #expect(try await services.store.head().position == before)
+            #expect(try await clockRow(client).reserved == 0)
+        }
+    }
+
+    @Test func aRetryWithTheSameKeyReturnsTheSameReplyAndAuthorizesOnce() async throws {
+        try await app.withApp(seed: true) { client, services in
+            let first = try await pay(client, Self.body(), key: "checkout-42")
+            let second = try await pay(client, Self.body(), key: "checkout-42")
+            #expect(first.0 == .ok && second.0 == .ok)
+            #expect(first.1 == second.1)
+            #expect(try await count(services, type: "OrderOpened") == 1)
+            #expect(try await count(services, type: "AuthorizationHoldPlaced") == 1)
+            let conflicting = try await pay(client, Self.body(amount: 3200, product: "Pen"), key: "checkout-42")
+            #expect(conflicting.0 == .conflict && conflicting.1.contains("idempotency_conflict"))
+            #expect(try await clockRow(client).reserved == 1)
+        }
+    }
+
+    /// An acquirer that forwards to the model but "crashes" around the call: either before the
+    /// model sees it, or after it answered (the answer is lost, as when the daemon dies).
+    final class CrashingAcquirer: Acquirer, @unchecked Sendable {
+        enum Crash { case beforeCall, afterCall, none }
+        let model: AcquirerModel
+        let crash = Mutex(Crash.none)
+        init(model: AcquirerModel) { self.model = model }
+        func authorize(_ request: AuthorizationRequest) async throws(AcquirerError) -> AuthorizationResponse {
+            switch crash.withLock({ $0 }) {
+            case .beforeCall: throw AcquirerError(.unavailable, "simulated crash before the call")
+            case .afterCall:
+                _ = try await model.authorize(request)
+                throw AcquirerError(.unavailable, "simulated crash after the call: the answer is lost")
+            case .none: return try await model.authorize(request)
+            }
+        }
+        func increment(_ r: IncrementRequest) async throws(AcquirerError) -> ModificationResponse { try await model.increment(r) }
+        func capture(_ r: CaptureRequest) async throws(AcquirerError) -> ModificationResponse { try await model.capture(r) }
+        func reverse(_ r: ReversalRequest) async throws(AcquirerError) -> ModificationResponse { try await model.reverse(r) }
+        func refund(_ r: RefundRequest) async throws(AcquirerError) -> ModificationResponse { try await model.refund(r) }
+        func query(merchantReference: String) async throws(AcquirerError) -> PaymentQueryResult {
+            try await model.query(merchantReference: merchantReference)
+        }
+        func submitBatch(_ r: SettlementBatchRequest) async throws(AcquirerError) -> SettlementReport { try await model.submitBatch(r) }
+        func payout(batchNumber: Int) async throws(AcquirerError) -> PayoutNotice { try await model.payout(batchNumber: batchNumber) }
+    }
+
+    @Test(arguments: [true, false])
+    func aPaymentLeftPendingByACrashIsResolvedOnRecovery(acquirerApproved: Bool) async throws {
+        let now = Mutex(Date())
+        let clock: @Sendable () -> Date = { now.withLock { $0 } }
+        let acquirer = CrashingAcquirer(model: AcquirerModel(seed: 3, clock: clock))
+        acquirer.crash.withLock { $0 = acquirerApproved ? .afterCall : .beforeCall }
+        let db = try await TestDatabase.fresh()
+        let pending = Mutex<String?>(nil)
+        try await app.withApp(seed: true, database: db, acquirer: acquirer, clock: clock) { client, _ in
+            let (status, text) = try await pay(client, Self.body())
+            #expect(status == .badGateway)
+            let reply = try JSONDecoder().decode(Reply.self, from: Data(text.utf8))
+            #expect(reply.order_status == "pending_payment")
+            #expect(try await clockRow(client).reserved == 1)
+            pending.withLock { $0 = reply.order_id }
+        }
+        let orderID = try #require(pending.withLock { $0 })
+        // "Restart": a new application on the same database, two minutes later.
+        acquirer.crash.withLock { $0 = .none }
+        now.withLock { $0 = $0.addingTimeInterval(121) }
+        try await app.withApp(seed: true, database: db, acquirer: acquirer, clock: clock) { client, services in
+            let recovery = RecoveryService(payments: services.payments, interval: .seconds(60), policy: .standard,
+                                           logger: TestCluster.logger)
+            #expect(try await recovery.sweep() == 1)
+            #expect(try await recovery.sweep() == 0)
+            let held = try await acquirer.model.query(merchantReference: orderID)
+            let row = try await clockRow(client)
+            if acquirerApproved {
+                guard case .found(let details) = held else { Issue.record("the acquirer lost the hold"); return }
+                #expect(details.status == .open)
+                #expect(row.reserved == 1)
+                #expect(try await count(services, type: "AuthorizationHoldPlaced") == 1)
+            } else {
+                guard case .notFound = held else { Issue.record("unexpected hold"); return }
+                #expect(row.reserved == 0 && row.available == 10)
+            }
+        }
+    }
+}
