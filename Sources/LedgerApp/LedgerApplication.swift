@@ -83,6 +83,41 @@ struct ProjectionStorefrontReader: StorefrontReader {
     }
 }
 
+/// The order endpoints' reads, from the `orders` read model. `opened_at` is stored as RFC 3339
+/// UTC with milliseconds (fixed width), so time filters compare it as text.
+struct ProjectionOrderReader: OrderReader {
+    let client: PostgresClient
+    let logger: Logger
+
+    func orderJSON(id: String) async throws -> String? {
+        let rows = try await client.query(
+            "SELECT row::text FROM ledger.projection_rows WHERE projection = \(OrderReadModel.projection) AND key = \(id)",
+            logger: logger)
+        for try await json in rows.decode(String.self) { return json }
+        return nil
+    }
+
+    func orders(_ query: OrderQuery) async throws -> OrderPage {
+        let from = query.from.map(OrderReadModel.timestamp) ?? ""
+        let to = query.to.map(OrderReadModel.timestamp) ?? "9999"
+        let rows = try await client.query(
+            """
+            SELECT row::text, created_position FROM ledger.projection_rows
+            WHERE projection = \(OrderReadModel.projection) AND created_position > \(query.cursor)
+              AND (\(query.status)::text IS NULL OR row ->> 'status' = \(query.status)::text)
+              AND row ->> 'opened_at' >= \(from) AND row ->> 'opened_at' < \(to)
+            ORDER BY created_position LIMIT \(Int64(query.limit))
+            """, logger: logger)
+        var orders: [String] = []
+        var last: Int64 = 0
+        for try await (json, position) in rows.decode((String, Int64).self) {
+            orders.append(json)
+            last = position
+        }
+        return OrderPage(ordersJSON: orders, nextCursor: orders.count == query.limit ? last : nil)
+    }
+}
+
 /// The history endpoints' reads, served by the event store and the Swift chain verifier.
 struct EventStoreReader: LedgerReader {
     let store: EventStore
@@ -113,6 +148,8 @@ public func buildRouter(services: LedgerServices, configuration: LedgerConfigura
     // Back office: reads need an operator or auditor key.
     let reads = router.group().add(middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .read))
     AuditRoutes(reader: EventStoreReader(store: services.store, verifier: services.verifier)).register(on: reads)
+    OrderRoutes(reader: ProjectionOrderReader(client: services.client, logger: services.logger),
+                statuses: Set(OrderStatus.allCases.map(\.rawValue))).register(on: reads)
     return router
 }
 

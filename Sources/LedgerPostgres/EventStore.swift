@@ -24,19 +24,25 @@ public struct EventStore: Sendable {
 
     /// A stream's events in version order.
     public func readStream(_ streamID: StreamID) async throws -> [RecordedEvent] {
-        try await decode(client.query(
+        try await Self.decode(client.query(
             "\(unescaped: Self.columns) WHERE stream_id = \(streamID.rawValue) ORDER BY stream_version",
             logger: logger))
     }
 
     /// Up to `limit` events with position ≥ `position` (and ≤ `through`, when given), in order.
     public func read(from position: Int64, through: Int64? = nil, limit: Int) async throws -> [RecordedEvent] {
-        try await decode(client.query(
+        try await Self.decode(client.query(
             """
             \(unescaped: Self.columns)
             WHERE position >= \(position) AND position <= \(through ?? Int64.max)
             ORDER BY position LIMIT \(Int64(limit))
             """, logger: logger))
+    }
+
+    /// The same page read on a connection (e.g. inside a transaction that holds the head lock).
+    public static func read(connection: PostgresConnection, from position: Int64, limit: Int, logger: Logger) async throws -> [RecordedEvent] {
+        try await decode(connection.query(
+            "\(unescaped: columns) WHERE position >= \(position) ORDER BY position LIMIT \(Int64(limit))", logger: logger))
     }
 
     /// The hash of the event at `position`, or nil when there is no such event.
@@ -53,7 +59,7 @@ public struct EventStore: Sendable {
         FROM ledger.events
         """
 
-    private func decode(_ rows: PostgresRowSequence) async throws -> [RecordedEvent] {
+    private static func decode(_ rows: PostgresRowSequence) async throws -> [RecordedEvent] {
         var events: [RecordedEvent] = []
         for try await row in rows {
             let (position, stream, version, eventID, type, schemaVersion, data, metadata, effective, recorded, prev, hash) =

@@ -11,7 +11,7 @@ struct Ledgerd: AsyncParsableCommand {
         commandName: "ledgerd",
         abstract: "OrderLedger: an event-sourced order ledger on PostgreSQL.",
         discussion: "Every option can also be set by its environment variable (see README.md); flags win.",
-        subcommands: [Serve.self, Migrate.self, Audit.self, Bench.self],
+        subcommands: [Serve.self, Migrate.self, Audit.self, Rebuild.self, Bench.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -123,5 +123,20 @@ struct Bench: AsyncParsableCommand {
             let report = try await AppendBenchmark(options: options, dataDirectory: directory, logger: logger).run(migrations: migrations)
             print(report.text)
         }
+    }
+}
+
+struct Rebuild: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Replay the whole log into the read models (inventory, shipping methods, orders) and swap them in.")
+    @OptionGroup var common: CommonOptions
+
+    func run() async throws {
+        let configuration = try common.configuration()
+        let logger = makeLogger(configuration)
+        let count = try await Daemon.withLedgerClient(configuration: configuration, logger: logger, asOwner: true) { client in
+            try await ProjectionRebuilder.rebuild(client: client, logger: logger)
+        }
+        print("read models rebuilt: \(count) rows")
     }
 }

@@ -1,0 +1,86 @@
+import Foundation
+import Hummingbird
+import LedgerCore
+
+/// A page of orders from the orders read model.
+public struct OrderPage: Sendable {
+    public let ordersJSON: [String]
+    public let nextCursor: Int64?
+
+    public init(ordersJSON: [String], nextCursor: Int64?) {
+        self.ordersJSON = ordersJSON
+        self.nextCursor = nextCursor
+    }
+}
+
+/// A filter on the order list.
+public struct OrderQuery: Sendable, Hashable {
+    public var status: String?
+    /// Orders opened at or after this instant (RFC 3339).
+    public var from: Date?
+    /// Orders opened before this instant.
+    public var to: Date?
+    public var limit: Int
+    /// Continue after this cursor (from the previous page's `next_cursor`).
+    public var cursor: Int64
+}
+
+/// What the order endpoints read.
+public protocol OrderReader: Sendable {
+    /// The order's read-model row as JSON, or nil.
+    func orderJSON(id: String) async throws -> String?
+    func orders(_ query: OrderQuery) async throws -> OrderPage
+}
+
+/// Back-office order reads (operator or auditor key):
+/// - `GET /orders/{id}` — status, lines, amounts, shipping, hold, and links to its history;
+/// - `GET /orders?status=&from=&to=&limit=&cursor=` — oldest first, cursor-paged.
+public struct OrderRoutes: Sendable {
+    public static let maximumPageSize = 500
+    let reader: any OrderReader
+    let statuses: Set<String>
+
+    /// `statuses`: the order status names a `status` filter may use.
+    public init(reader: any OrderReader, statuses: Set<String>) {
+        self.reader = reader
+        self.statuses = statuses
+    }
+
+    public func register(on group: RouterGroup<LedgerRequestContext>) {
+        group.get("/orders/:id") { _, context -> Response in
+            let id = try context.parameters.require("id")
+            guard let row = try await reader.orderJSON(id: id) else { throw APIError.notFound("no order \(id)") }
+            let links = "{\"history\":\(EventJSON.quote("/streams/order-\(id)/events")),"
+                + "\"hold_history\":\(EventJSON.quote("/streams/hold-\(id)/events"))}"
+            return jsonResponse("{\"order\":\(row),\"links\":\(links)}")
+        }
+        group.get("/orders") { request, _ -> Response in
+            let parameters = request.uri.queryParameters
+            var query = OrderQuery(status: nil, from: nil, to: nil, limit: 50, cursor: 0)
+            if let status = parameters["status"].map(String.init) {
+                guard statuses.contains(status) else {
+                    throw APIError.badRequest("invalid_parameter", "status must be one of \(statuses.sorted().joined(separator: ", "))", field: "status")
+                }
+                query.status = status
+            }
+            query.from = try Self.date(parameters["from"].map(String.init), field: "from")
+            query.to = try Self.date(parameters["to"].map(String.init), field: "to")
+            query.limit = Int(try AuditRoutes.integer(parameters["limit"].map(String.init), name: "limit", default: 50,
+                                                      range: 1...Int64(Self.maximumPageSize)))
+            query.cursor = try AuditRoutes.integer(parameters["cursor"].map(String.init), name: "cursor", default: 0, range: 0...Int64.max)
+            let page = try await reader.orders(query)
+            let next = page.nextCursor.map { "\"\($0)\"" } ?? "null"
+            return jsonResponse("{\"orders\":[\(page.ordersJSON.joined(separator: ","))],\"next_cursor\":\(next)}")
+        }
+    }
+
+    static func date(_ text: String?, field: String) throws -> Date? {
+        guard let text else { return nil }
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime]
+        if let date = formatter.date(from: text) { return date }
+        throw APIError.badRequest("invalid_parameter", "\(field) must be an RFC 3339 time, e.g. 2026-11-21T00:00:00Z", field: field)
+    }
+}
