@@ -139,65 +139,12 @@ public struct SettlementReportCSV: Sendable {
             modificationMerchantReference: f[21], batchNumber: batchNumber)
     }
 
-    /// RFC 4180 records: quoted fields may hold commas, doubled quotes and line breaks.
-    /// Works on Unicode scalars so that a CRLF (one `Character` in Swift) is seen as CR then LF.
     static func records(_ text: String) throws(SettlementReportCSVError) -> [[String]] {
-        var records: [[String]] = []
-        var record: [String] = []
-        var field = String.UnicodeScalarView()
-        var inQuotes = false, fieldWasQuoted = false
-        var scalars = text.unicodeScalars.makeIterator()
-        var pending: Unicode.Scalar? = nil
-        func nextScalar() -> Unicode.Scalar? {
-            if let scalar = pending { pending = nil; return scalar }
-            return scalars.next()
+        do {
+            return try CSVReader.records(text)
+        } catch {
+            throw .malformed(row: error.row, error.reason)
         }
-        func endField() {
-            record.append(String(field))
-            field = String.UnicodeScalarView()
-            fieldWasQuoted = false
-        }
-        func endRecord() {
-            endField()
-            records.append(record)
-            record = []
-        }
-        var sawAnything = false
-        while let scalar = nextScalar() {
-            sawAnything = true
-            if inQuotes {
-                if scalar == "\"" {
-                    if let following = nextScalar() {
-                        if following == "\"" { field.append("\"") } else { inQuotes = false; pending = following }
-                    } else {
-                        inQuotes = false
-                    }
-                } else {
-                    field.append(scalar)
-                }
-                continue
-            }
-            switch scalar {
-            case "\"":
-                guard field.isEmpty, !fieldWasQuoted else { throw .malformed(row: records.count + 1, "quote inside an unquoted field") }
-                inQuotes = true
-                fieldWasQuoted = true
-            case ",":
-                endField()
-            case "\r":
-                if let following = nextScalar(), following != "\n" { pending = following }
-                endRecord()
-            case "\n":
-                endRecord()
-            default:
-                guard !fieldWasQuoted else { throw .malformed(row: records.count + 1, "text after a closing quote") }
-                field.append(scalar)
-            }
-        }
-        if inQuotes { throw .malformed(row: records.count + 1, "unterminated quoted field") }
-        // A final line break ends the last record; text without one still forms a record.
-        if sawAnything && (!field.isEmpty || !record.isEmpty || fieldWasQuoted) { endRecord() }
-        return records
     }
 }
 

@@ -11,7 +11,7 @@ struct Ledgerd: AsyncParsableCommand {
         commandName: "ledgerd",
         abstract: "OrderLedger: an event-sourced order ledger on PostgreSQL.",
         discussion: "Every option can also be set by its environment variable (see README.md); flags win.",
-        subcommands: [Serve.self, Migrate.self, Audit.self, Rebuild.self, Bench.self],
+        subcommands: [Serve.self, Migrate.self, Catalog.self, Audit.self, Rebuild.self, Bench.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -138,5 +138,28 @@ struct Rebuild: AsyncParsableCommand {
             try await ProjectionRebuilder.rebuild(client: client, logger: logger)
         }
         print("read models rebuilt: \(count) rows")
+    }
+}
+
+struct Catalog: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "The product catalog.", subcommands: [Import.self])
+
+    struct Import: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Load a JSON or CSV catalog: new products and shipping methods are listed, price and stock changes become events.")
+        @OptionGroup var common: CommonOptions
+        @Argument(help: "The catalog file (.json or .csv).") var file: String
+        @Option(help: "json or csv (default: from the file's extension).") var format: String?
+
+        func run() async throws {
+            let configuration = try common.configuration()
+            let logger = makeLogger(configuration)
+            let text = try String(contentsOfFile: file, encoding: .utf8)
+            let catalog = try CatalogImport.parse(text, format: format ?? URL(fileURLWithPath: file).pathExtension)
+            let report = try await Daemon.withLedgerClient(configuration: configuration, logger: logger) { client in
+                try await catalog.run(client: client, now: Date(), logger: logger)
+            }
+            print(report)
+        }
     }
 }
