@@ -63,7 +63,10 @@ public struct LedgerServices: Sendable {
         self.catalog = CatalogService(writer: writer, store: store, logger: logger)
         let payments = PaymentService(
             writer: writer, loader: AggregateLoader(store: store, client: client, logger: logger), client: client,
-            acquirer: acquirer ?? AcquirerModel(seed: configuration.acquirerSeed, clock: clock), clock: clock,
+            acquirer: acquirer ?? AcquirerModel(
+                seed: configuration.acquirerSeed,
+                configuration: AcquirerModelConfiguration(defaultCreditLimit: configuration.acquirerCreditLimit), clock: clock),
+            clock: clock,
             taxPolicy: configuration.taxPolicy, logger: logger)
         self.payments = payments
         self.recovery = RecoveryService(payments: payments, interval: configuration.recoveryInterval, policy: .standard, logger: logger)

@@ -23,6 +23,7 @@ import Logging
 /// | `LEDGERD_AUDITOR_KEYS` | generated (embedded) | comma-separated auditor (read-only) API keys. **Secret.** |
 /// | `LEDGERD_SEED_DEMO_CATALOG` | `true` | list the demo catalog (and write its pictures) on the first start of an empty ledger |
 /// | `LEDGERD_ACQUIRER_SEED` | `1` | seed of the acquirer model (every id it issues derives from it) |
+/// | `LEDGERD_ACQUIRER_CREDIT_LIMIT` | `10000.00` | open-to-buy of each test card in the acquirer model (USD) |
 /// | `LEDGERD_TAX_RATE` | `0.08` | sales tax on the goods (not shipping), a decimal fraction |
 /// | `LEDGERD_TAX_ROUNDING` | `half_up` | half_up, half_even, down or up: tax is rounded once per order to the minor unit |
 /// | `LEDGERD_RECOVERY_INTERVAL_SECONDS` | `30` | how often orders left pending are resolved with the acquirer |
@@ -44,6 +45,7 @@ public struct LedgerConfiguration: Sendable {
     public var operatorKeys: [String]
     public var seedDemoCatalog: Bool
     public var acquirerSeed: UInt64
+    public var acquirerCreditLimit: Money
     public var taxPolicy: TaxPolicy
     public var recoveryInterval: Duration
     public var auditorKeys: [String]
@@ -66,6 +68,11 @@ public struct LedgerConfiguration: Sendable {
             throw ConfigurationError("LEDGERD_ACQUIRER_SEED must be an unsigned integer")
         }
         acquirerSeed = seed
+        let limitText = reader.string(forKey: "ledgerd.acquirer.credit.limit", default: "10000.00")
+        guard let limit = try? Money(decimal: limitText, currency: .usd), !limit.isNegative else {
+            throw ConfigurationError("LEDGERD_ACQUIRER_CREDIT_LIMIT must be a decimal amount such as 10000.00")
+        }
+        acquirerCreditLimit = limit
         let rateText = reader.string(forKey: "ledgerd.tax.rate", default: "0.08")
         guard let rate = try? Rate(decimal: rateText) else {
             throw ConfigurationError("LEDGERD_TAX_RATE must be a decimal fraction such as 0.08, got \(rateText)")

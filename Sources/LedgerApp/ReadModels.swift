@@ -3,6 +3,7 @@ import LedgerCore
 import LedgerPostgres
 import Logging
 import PostgresNIO
+import Synchronization
 
 /// The aggregate states a plan was decided against. Applying the plan's events to them gives the
 /// states after the append, from which every touched aggregate's read-model row is computed.
@@ -97,30 +98,61 @@ enum OrderReadModel {
     }
 }
 
-/// Reads streams and folds them into the domain's states.
+/// Reads streams and folds them into the domain's states, through a cache of folded states: a load
+/// reads only the events after the cached version (one indexed query, usually empty or short), so
+/// the cost of a load does not grow with the stream, and a state written by another process is
+/// still seen. Bounded: past the limit the cache starts afresh.
 struct AggregateLoader: Sendable {
     let store: EventStore
     let client: PostgresClient
     let logger: Logger
+    private let cache: StateCache
 
-    func events(_ stream: StreamID) async throws -> [DomainEvent] {
-        try await store.readStream(stream).map { try DomainEvent.decode($0) }
+    init(store: EventStore, client: PostgresClient, logger: Logger, cacheLimit: Int = 50_000) {
+        self.store = store
+        self.client = client
+        self.logger = logger
+        self.cache = StateCache(limit: cacheLimit)
+    }
+
+    /// The stream's folded state, caught up with the log.
+    private func load<State: Sendable>(
+        _ stream: StreamID, as: State.Type, evolve: (State?, DomainEvent) -> State?
+    ) async throws -> (state: State?, version: Int64) {
+        let cached = cache.get(stream.rawValue) as (State?, Int64)?
+        var (state, version) = cached ?? (nil, 0)
+        let tail = try await store.readStream(stream, after: version)
+        guard !tail.isEmpty else { return (state, version) }
+        for recorded in tail {
+            state = evolve(state, try DomainEvent.decode(recorded))
+            version = recorded.streamVersion
+        }
+        cache.put(stream.rawValue, (state, version))
+        return (state, version)
     }
 
     func product(_ id: ProductID) async throws -> ProductState? {
-        ProductState.fold(try await events(id.streamID).compactMap { if case .product(let e) = $0 { e } else { nil } })
+        try await load(id.streamID, as: ProductState.self) { state, event in
+            if case .product(let e) = event { ProductState.evolve(state, e) } else { state }
+        }.state
     }
 
     func shippingMethod(_ id: ShippingMethodID) async throws -> ShippingMethodState? {
-        ShippingMethodState.fold(try await events(id.streamID).compactMap { if case .shippingMethod(let e) = $0 { e } else { nil } })
+        try await load(id.streamID, as: ShippingMethodState.self) { state, event in
+            if case .shippingMethod(let e) = event { ShippingMethodState.evolve(state, e) } else { state }
+        }.state
     }
 
     func order(_ id: OrderID) async throws -> OrderState? {
-        OrderState.fold(try await events(id.streamID).compactMap { if case .order(let e) = $0 { e } else { nil } })
+        try await load(id.streamID, as: OrderState.self) { state, event in
+            if case .order(let e) = event { OrderState.evolve(state, e) } else { state }
+        }.state
     }
 
     func hold(_ id: OrderID) async throws -> HoldState? {
-        HoldState.fold(try await events(id.holdStreamID).compactMap { if case .hold(let e) = $0 { e } else { nil } })
+        try await load(id.holdStreamID, as: HoldState.self) { state, event in
+            if case .hold(let e) = event { HoldState.evolve(state, e) } else { state }
+        }.state
     }
 
     /// The key of the read-model row whose `field` equals `value` (e.g. a product by its name).
@@ -132,5 +164,28 @@ struct AggregateLoader: Sendable {
             """, logger: logger)
         for try await key in rows.decode(String.self) { return key }
         return nil
+    }
+}
+
+/// Folded states by stream, with the version each reflects. Type-erased values; each stream is only
+/// ever folded into one state type.
+final class StateCache: Sendable {
+    private let entries: Mutex<[String: any Sendable]>
+    private let limit: Int
+
+    init(limit: Int) {
+        self.entries = Mutex([:])
+        self.limit = limit
+    }
+
+    func get<Value: Sendable>(_ key: String) -> Value? {
+        entries.withLock { $0[key] as? Value }
+    }
+
+    func put(_ key: String, _ value: some Sendable) {
+        entries.withLock { entries in
+            if entries.count >= limit && entries[key] == nil { entries.removeAll(keepingCapacity: true) }
+            entries[key] = value
+        }
     }
 }

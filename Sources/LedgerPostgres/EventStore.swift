@@ -29,6 +29,13 @@ public struct EventStore: Sendable {
             logger: logger))
     }
 
+    /// A stream's events after `version`, in version order: the tail a cached state has not seen.
+    public func readStream(_ streamID: StreamID, after version: Int64) async throws -> [RecordedEvent] {
+        try await Self.decode(client.query(
+            "\(unescaped: Self.columns) WHERE stream_id = \(streamID.rawValue) AND stream_version > \(version) ORDER BY stream_version",
+            logger: logger))
+    }
+
     /// Up to `limit` events with position ≥ `position` (and ≤ `through`, when given), in order.
     public func read(from position: Int64, through: Int64? = nil, limit: Int) async throws -> [RecordedEvent] {
         try await Self.decode(client.query(
