@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# End-to-end payments benchmark over HTTP on 127.0.0.1: a release ledgerd with its own durable
+# embedded cluster, a catalog with ample stock, then wrk at 16 and 64 connections.
+# Usage: bench/payments.sh [seconds per run] [runs per concurrency]   (needs wrk: apt-get install -y wrk)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-10}
+runs=${2:-3}
+port=23457
+data=$(mktemp -d /tmp/ledgerd-bench-payments.XXXXXX)
+chmod 755 "$data"
+swift build -c release --product ledgerd >/dev/null
+bin=.build/release/ledgerd
+export LEDGERD_DATA_DIR="$data/d" LEDGERD_LOG_LEVEL=warning LEDGERD_ACQUIRER_CREDIT_LIMIT=1000000000.00
+"$bin" serve --host 127.0.0.1 --port $port > "$data/serve.log" 2>&1 &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
+for _ in $(seq 1 240); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.25; done
+python3 - "$data/stock.json" <<'PY'
+import json, sys
+names = {"Clock": "50.00", "Pen": "25.00", "Pencil": "0.50", "Stapler": "15.00", "Cup": "20.00", "Catpad": "12.00",
+         "Chocolate Hearts": "8.00", "White Eraser": "8.00", "Hammer": "7.00", "Red Scarf": "8.00", "T-Ruler": "14.00",
+         "Whiteboard Eraser": "5.00"}
+json.dump({"products": [{"name": n, "description": "", "price": p, "stock": 10_000_000} for n, p in names.items()]},
+          open(sys.argv[1], "w"))
+PY
+"$bin" catalog import "$data/stock.json" > /dev/null
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; $(date -u +%FT%TZ)"
+for clients in 16 64; do
+  for run in $(seq 1 "$runs"); do
+    printf "clients %-3s run %s: " "$clients" "$run"
+    wrk -t2 -c"$clients" -d"${seconds}s" -s bench/payments.lua "http://127.0.0.1:$port" | tail -1
+  done
+done
