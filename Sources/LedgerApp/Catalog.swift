@@ -75,7 +75,7 @@ public struct CatalogService: Sendable {
         let plan = DemoCatalog.seedAppends(context: DecisionContext(now: now))
         do {
             _ = try await writer.append(try AggregateStates().appendRequest(for: plan, now: now, metadata: EventMetadata(
-                correlationID: "seed-demo-catalog", actor: "system:seed", command: "SeedDemoCatalog")))
+                correlationID: "seed-demo-catalog", actor: "system:seed", command: "SeedDemoCatalog")).request)
             logger.info("demo catalog seeded", metadata: ["products": "\(DemoCatalog.products.count)",
                                                          "shipping_methods": "\(DemoCatalog.shippingMethods.count)"])
             return true

@@ -209,7 +209,7 @@ public struct CatalogImport: Sendable {
             if plan.isEmpty { return report }
             do {
                 _ = try await writer.append(try states.appendRequest(
-                    for: plan, now: now, metadata: EventMetadata(actor: "operator:cli", command: "ImportCatalog")))
+                    for: plan, now: now, metadata: EventMetadata(actor: "operator:cli", command: "ImportCatalog")).request)
                 return report
             } catch let error as AppendError where error == .versionConflict {
                 continue  // the catalog moved while we decided: decide again

@@ -6,6 +6,7 @@ import LedgerHTTP
 import LedgerPostgres
 import Logging
 import PostgresNIO
+import Synchronization
 
 /// `POST /payment`: the storefront payment, as appends around one acquirer call.
 ///
@@ -29,6 +30,8 @@ public struct PaymentService: PaymentProcessor {
     let clock: @Sendable () -> Date
     let taxPolicy: TaxPolicy
     let logger: Logger
+    /// Product and shipping-method ids by name (names of listed items never change).
+    let names = NameIndex()
 
     static let maximumAttempts = 50
 
@@ -38,7 +41,9 @@ public struct PaymentService: PaymentProcessor {
                            message: "Apple Pay tokens are not accepted yet", field: "gateway")
         }
         let productID = try await resolveProduct(request)
-        guard let methodKey = try await loader.key(in: CatalogReadModel.shippingMethods, where: "name", equals: request.shippingMethodName),
+        // The shipping method is read fresh: its stream is not part of the order's append, so a
+        // stale price would not be caught by a version check.
+        guard let methodKey = try await names.key(CatalogReadModel.shippingMethods, request.shippingMethodName, loader: loader),
               let methodID = ShippingMethodID(methodKey), let method = try await loader.shippingMethod(methodID) else {
             throw APIError(status: .unprocessableContent, code: "unknown_shipping_method",
                            message: "no shipping method named \(request.shippingMethodName)", field: "shipping_method_name")
@@ -51,8 +56,9 @@ public struct PaymentService: PaymentProcessor {
         // 1. Reserve and open.
         try await storeContact(contactRef, request)
         var opened = false
+        var fresh = false  // decide on the cached product first; after a conflict, on a fresh read
         for _ in 0..<Self.maximumAttempts {
-            guard let product = try await loader.product(productID) else { throw Self.unknownProduct(request) }
+            guard let product = try await loader.product(productID, fresh: fresh) else { throw Self.unknownProduct(request) }
             let now = clock()
             let command = PlaceOrder(
                 orderID: orderID, lines: [RequestedLine(productID: productID, quantity: Int64(request.quantity))],
@@ -67,7 +73,7 @@ public struct PaymentService: PaymentProcessor {
                 throw Self.apiError(rejection, request: request)
             case .success(let decided): plan = decided
             }
-            let append = try AggregateStates(products: [productID: product], shippingMethods: [method.id: method])
+            let (append, after) = try AggregateStates(products: [productID: product], shippingMethods: [method.id: method])
                 .appendRequest(for: plan.appends, now: now, metadata: metadata(correlation, "PlaceOrder", idempotencyKey),
                                idempotency: idempotency)
             do {
@@ -81,9 +87,11 @@ public struct PaymentService: PaymentProcessor {
                     }
                     return try await authorizeAndRecord(earlier, token: token, correlation: correlation)
                 }
+                loader.remember(after)
                 opened = true
                 break
             } catch let error as AppendError where error == .versionConflict {
+                fresh = true
                 continue
             } catch let error as AppendError where error == .idempotencyConflict {
                 try? await eraseContact(contactRef)
@@ -99,7 +107,7 @@ public struct PaymentService: PaymentProcessor {
 
     /// Steps 2 and 3 for an opened order (also what a retry and recovery of a pending order do).
     func authorizeAndRecord(_ orderID: OrderID, token: String, correlation: String) async throws -> PaymentReply {
-        guard let order = try await loader.order(orderID) else { throw APIError.internalError }
+        guard let order = try await loader.order(orderID, fresh: false) else { throw APIError.internalError }
         guard order.status.awaitsPayment else { return try await reply(for: orderID) }
 
         let response: AuthorizationResponse
@@ -150,10 +158,11 @@ public struct PaymentService: PaymentProcessor {
                 }
             }
             if plan.isEmpty { return true }
-            let append = try AggregateStates(products: products, orders: [orderID: order])
+            let (append, after) = try AggregateStates(products: products, orders: [orderID: order])
                 .appendRequest(for: plan.appends, now: now, metadata: metadata(correlation, "RecoverPayment", nil))
             do {
                 _ = try await writer.append(append)
+                loader.remember(after)
                 logger.info("pending order resolved", metadata: ["order": "\(orderID)"])
                 return true
             } catch let error as AppendError where error == .versionConflict {
@@ -178,10 +187,11 @@ public struct PaymentService: PaymentProcessor {
 
     /// Appends what the acquirer answered, re-deciding on conflicts (other orders move the product).
     func record(_ response: AuthorizationResponse, for orderID: OrderID, correlation: String) async throws {
+        var fresh = false
         for _ in 0..<Self.maximumAttempts {
-            guard let order = try await loader.order(orderID) else { throw APIError.internalError }
+            guard let order = try await loader.order(orderID, fresh: fresh) else { throw APIError.internalError }
             var products: [ProductID: ProductState] = [:]
-            for line in order.lines { products[line.productID] = try await loader.product(line.productID) }
+            for line in order.lines { products[line.productID] = try await loader.product(line.productID, fresh: fresh) }
             let now = clock()
             switch PaymentFlow.recordAuthorization(response, order: order, products: products, context: DecisionContext(now: now)) {
             case .failure(let rejection):
@@ -189,12 +199,14 @@ public struct PaymentService: PaymentProcessor {
                 throw APIError.internalError
             case .success(let plan):
                 if plan.isEmpty { return }
-                let append = try AggregateStates(products: products, orders: [orderID: order], holds: [:])
+                let (append, after) = try AggregateStates(products: products, orders: [orderID: order], holds: [:])
                     .appendRequest(for: plan.appends, now: now, metadata: metadata(correlation, "RecordAuthorization", nil))
                 do {
                     _ = try await writer.append(append)
+                    loader.remember(after)
                     return
                 } catch let error as AppendError where error == .versionConflict {
+                    fresh = true
                     continue
                 }
             }
@@ -204,7 +216,8 @@ public struct PaymentService: PaymentProcessor {
 
     /// The app's reply for an order in its current state.
     func reply(for orderID: OrderID, acquirerUnavailable: Bool = false) async throws -> PaymentReply {
-        guard let order = try await loader.order(orderID) else { throw APIError.internalError }
+        // This process just wrote the order (or read it fresh): the cached state is its state.
+        guard let order = try await loader.order(orderID, fresh: false) else { throw APIError.internalError }
         struct Body: Encodable {
             let id: String
             let status: String
@@ -219,7 +232,7 @@ public struct PaymentService: PaymentProcessor {
         let total = order.amounts.total
         switch order.status {
         case .authorized, .partiallyCaptured, .captured, .shipped, .partiallyRefunded, .refunded:
-            let hold = try await loader.hold(orderID)
+            let hold = try await loader.hold(orderID, fresh: false)
             return PaymentReply(status: .ok, json: try CatalogReadModel.json(Body(
                 id: order.pspReference ?? orderID.rawValue, status: "succeeded", order_id: orderID.rawValue,
                 order_status: order.status.rawValue, amount: total.minorUnits, currency: total.currency.code,
@@ -245,7 +258,7 @@ public struct PaymentService: PaymentProcessor {
             }
             return id
         }
-        guard let key = try await loader.key(in: CatalogReadModel.inventory, where: "name", equals: request.description),
+        guard let key = try await names.key(CatalogReadModel.inventory, request.description, loader: loader),
               let id = ProductID(key) else { throw Self.unknownProduct(request) }
         return id
     }
@@ -309,5 +322,19 @@ public struct PaymentService: PaymentProcessor {
 
     func eraseContact(_ ref: String) async throws {
         try await client.query("DELETE FROM ledger.shipping_contacts WHERE contact_ref = \(ref)", logger: logger)
+    }
+}
+
+/// Ids of listed products and shipping methods by name. A listed item's name never changes (an
+/// import does not rename), so a found id stays right; an unknown name is looked up every time.
+final class NameIndex: Sendable {
+    private let keys = Mutex<[String: String]>([:])
+
+    func key(_ projection: String, _ name: String, loader: AggregateLoader) async throws -> String? {
+        let cacheKey = projection + "\u{0}" + name
+        if let key = keys.withLock({ $0[cacheKey] }) { return key }
+        guard let key = try await loader.key(in: projection, where: "name", equals: name) else { return nil }
+        keys.withLock { $0[cacheKey] = key }
+        return key
     }
 }

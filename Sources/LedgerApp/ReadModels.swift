@@ -13,9 +13,10 @@ struct AggregateStates: Sendable {
     var orders: [OrderID: OrderState] = [:]
     var holds: [OrderID: HoldState] = [:]
 
-    /// The append request for `plan`: its events, and the read-model rows of every aggregate it touches.
+    /// The append request for `plan` — its events, and the read-model rows of every aggregate it
+    /// touches — and the states after it (what the loader may remember once the append commits).
     func appendRequest(for plan: [PlannedAppend], now: Date, metadata: EventMetadata,
-                       idempotency: IdempotencyKey? = nil) throws -> AppendRequest {
+                       idempotency: IdempotencyKey? = nil) throws -> (request: AppendRequest, after: AggregateStates) {
         var after = self
         var touchedProducts: [ProductID] = [], touchedMethods: [ShippingMethodID] = [], touchedOrders: [OrderID] = []
         var streams: [StreamAppend] = []
@@ -46,7 +47,7 @@ struct AggregateStates: Sendable {
         for id in touchedOrders {
             if let state = after.orders[id] { rows.append(try OrderReadModel.row(state, hold: after.holds[id])) }
         }
-        return AppendRequest(streams: streams, metadata: metadata, idempotency: idempotency, projections: rows)
+        return (AppendRequest(streams: streams, metadata: metadata, idempotency: idempotency, projections: rows), after)
     }
 }
 
@@ -115,11 +116,14 @@ struct AggregateLoader: Sendable {
         self.cache = StateCache(limit: cacheLimit)
     }
 
-    /// The stream's folded state, caught up with the log.
+    /// The stream's folded state: caught up with the log when `fresh`, otherwise the cached state
+    /// as is when there is one (for deciding optimistically: the append's version check catches a
+    /// stale state, and the retry loads fresh).
     private func load<State: Sendable>(
-        _ stream: StreamID, as: State.Type, evolve: (State?, DomainEvent) -> State?
+        _ stream: StreamID, as: State.Type, fresh: Bool, evolve: (State?, DomainEvent) -> State?
     ) async throws -> (state: State?, version: Int64) {
         let cached = cache.get(stream.rawValue) as (State?, Int64)?
+        if !fresh, let cached, cached.0 != nil { return cached }
         var (state, version) = cached ?? (nil, 0)
         let tail = try await store.readStream(stream, after: version)
         guard !tail.isEmpty else { return (state, version) }
@@ -131,28 +135,37 @@ struct AggregateLoader: Sendable {
         return (state, version)
     }
 
-    func product(_ id: ProductID) async throws -> ProductState? {
-        try await load(id.streamID, as: ProductState.self) { state, event in
+    func product(_ id: ProductID, fresh: Bool = true) async throws -> ProductState? {
+        try await load(id.streamID, as: ProductState.self, fresh: fresh) { state, event in
             if case .product(let e) = event { ProductState.evolve(state, e) } else { state }
         }.state
     }
 
-    func shippingMethod(_ id: ShippingMethodID) async throws -> ShippingMethodState? {
-        try await load(id.streamID, as: ShippingMethodState.self) { state, event in
+    func shippingMethod(_ id: ShippingMethodID, fresh: Bool = true) async throws -> ShippingMethodState? {
+        try await load(id.streamID, as: ShippingMethodState.self, fresh: fresh) { state, event in
             if case .shippingMethod(let e) = event { ShippingMethodState.evolve(state, e) } else { state }
         }.state
     }
 
-    func order(_ id: OrderID) async throws -> OrderState? {
-        try await load(id.streamID, as: OrderState.self) { state, event in
+    func order(_ id: OrderID, fresh: Bool = true) async throws -> OrderState? {
+        try await load(id.streamID, as: OrderState.self, fresh: fresh) { state, event in
             if case .order(let e) = event { OrderState.evolve(state, e) } else { state }
         }.state
     }
 
-    func hold(_ id: OrderID) async throws -> HoldState? {
-        try await load(id.holdStreamID, as: HoldState.self) { state, event in
+    func hold(_ id: OrderID, fresh: Bool = true) async throws -> HoldState? {
+        try await load(id.holdStreamID, as: HoldState.self, fresh: fresh) { state, event in
             if case .hold(let e) = event { HoldState.evolve(state, e) } else { state }
         }.state
+    }
+
+    /// Remembers the states an append produced (after it committed), so that the next decision on
+    /// those streams needs no read.
+    func remember(_ states: AggregateStates) {
+        for (id, state) in states.products { cache.put(id.streamID.rawValue, (Optional(state), state.version)) }
+        for (id, state) in states.shippingMethods { cache.put(id.streamID.rawValue, (Optional(state), state.version)) }
+        for (id, state) in states.orders { cache.put(id.streamID.rawValue, (Optional(state), state.version)) }
+        for (id, state) in states.holds { cache.put(id.holdStreamID.rawValue, (Optional(state), state.version)) }
     }
 
     /// The key of the read-model row whose `field` equals `value` (e.g. a product by its name).
