@@ -32,6 +32,8 @@ public struct PaymentService: PaymentProcessor {
     let logger: Logger
     /// Product and shipping-method ids by name (names of listed items never change).
     let names = NameIndex()
+    /// Step 1 for one product runs one payment at a time in this process (see ``KeyedLock``).
+    let productTurns = KeyedLock()
 
     static let maximumAttempts = 50
 
@@ -53,50 +55,58 @@ public struct PaymentService: PaymentProcessor {
         let orderID = OrderID(UUID().uuidString.lowercased())!
         let contactRef = "contact-\(orderID.rawValue)"
 
-        // 1. Reserve and open.
+        // 1. Reserve and open, one payment per product at a time in this process.
         try await storeContact(contactRef, request)
-        var opened = false
-        var fresh = false  // decide on the cached product first; after a conflict, on a fresh read
-        for _ in 0..<Self.maximumAttempts {
-            guard let product = try await loader.product(productID, fresh: fresh) else { throw Self.unknownProduct(request) }
-            let now = clock()
-            let command = PlaceOrder(
-                orderID: orderID, lines: [RequestedLine(productID: productID, quantity: Int64(request.quantity))],
-                shippingMethodID: method.id, contactRef: contactRef,
-                claimedAmount: ClaimedAmount(minorUnits: request.amount.minorUnits, currencyCode: request.amount.currency.code),
-                taxPolicy: taxPolicy)
-            let plan: AppendPlan
-            switch PaymentFlow.placeOrder(command, order: nil, products: [productID: product], shippingMethod: method,
-                                          context: DecisionContext(now: now)) {
-            case .failure(let rejection):
-                try? await eraseContact(contactRef)
-                throw Self.apiError(rejection, request: request)
-            case .success(let decided): plan = decided
-            }
-            let (append, after) = try AggregateStates(products: [productID: product], shippingMethods: [method.id: method])
-                .appendRequest(for: plan.appends, now: now, metadata: metadata(correlation, "PlaceOrder", idempotencyKey),
-                               idempotency: idempotency)
-            do {
-                let result = try await writer.append(append)
-                if result.replayed {
-                    // A retry of an earlier request: carry on with (or answer for) that order.
+        enum Opened: Sendable { case opened, replayedOrder(OrderID), busy }
+        let outcome: Opened = try await productTurns.withLock(productID.rawValue) {
+            var fresh = false  // decide on the cached product first; after a conflict (another process), on a fresh read
+            for _ in 0..<Self.maximumAttempts {
+                guard let product = try await loader.product(productID, fresh: fresh) else { throw Self.unknownProduct(request) }
+                let now = clock()
+                let command = PlaceOrder(
+                    orderID: orderID, lines: [RequestedLine(productID: productID, quantity: Int64(request.quantity))],
+                    shippingMethodID: method.id, contactRef: contactRef,
+                    claimedAmount: ClaimedAmount(minorUnits: request.amount.minorUnits, currencyCode: request.amount.currency.code),
+                    taxPolicy: taxPolicy)
+                let plan: AppendPlan
+                switch PaymentFlow.placeOrder(command, order: nil, products: [productID: product], shippingMethod: method,
+                                              context: DecisionContext(now: now)) {
+                case .failure(let rejection):
                     try? await eraseContact(contactRef)
-                    guard let first = result.streams.first, first.streamID.rawValue.hasPrefix("order-"),
-                          let earlier = OrderID(String(first.streamID.rawValue.dropFirst("order-".count))) else {
-                        throw APIError.internalError
-                    }
-                    return try await authorizeAndRecord(earlier, token: token, correlation: correlation)
+                    throw Self.apiError(rejection, request: request)
+                case .success(let decided): plan = decided
                 }
-                loader.remember(after)
-                opened = true
-                break
-            } catch let error as AppendError where error == .versionConflict {
-                fresh = true
-                continue
-            } catch let error as AppendError where error == .idempotencyConflict {
-                try? await eraseContact(contactRef)
-                throw APIError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different payment")
+                let (append, after) = try AggregateStates(products: [productID: product], shippingMethods: [method.id: method])
+                    .appendRequest(for: plan.appends, now: now, metadata: metadata(correlation, "PlaceOrder", idempotencyKey),
+                                   idempotency: idempotency)
+                do {
+                    let result = try await writer.append(append)
+                    if result.replayed {
+                        // A retry of an earlier request: carry on with (or answer for) that order.
+                        try? await eraseContact(contactRef)
+                        guard let first = result.streams.first, first.streamID.rawValue.hasPrefix("order-"),
+                              let earlier = OrderID(String(first.streamID.rawValue.dropFirst("order-".count))) else {
+                            throw APIError.internalError
+                        }
+                        return .replayedOrder(earlier)
+                    }
+                    loader.remember(after)
+                    return .opened
+                } catch let error as AppendError where error == .versionConflict {
+                    fresh = true
+                    continue
+                } catch let error as AppendError where error == .idempotencyConflict {
+                    try? await eraseContact(contactRef)
+                    throw APIError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different payment")
+                }
             }
+            return .busy
+        }
+        let opened: Bool
+        switch outcome {
+        case .opened: opened = true
+        case .replayedOrder(let earlier): return try await authorizeAndRecord(earlier, token: token, correlation: correlation)
+        case .busy: opened = false
         }
         guard opened else {
             try? await eraseContact(contactRef)
