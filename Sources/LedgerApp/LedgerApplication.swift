@@ -87,7 +87,7 @@ struct ProjectionStorefrontReader: StorefrontReader {
 }
 
 /// The order endpoints' reads, from the `orders` read model. `opened_at` is stored as RFC 3339
-/// UTC with milliseconds (fixed width), so time filters compare it as text.
+/// UTC with microseconds (fixed width), so time filters compare it as text.
 struct ProjectionOrderReader: OrderReader {
     let client: PostgresClient
     let logger: Logger

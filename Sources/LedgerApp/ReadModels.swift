@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerHTTP
 import LedgerPostgres
 import Logging
 import PostgresNIO
@@ -92,11 +93,8 @@ enum OrderReadModel {
                              version: order.version, json: try CatalogReadModel.json(row))
     }
 
-    static func timestamp(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
-    }
+    /// RFC 3339 UTC with microseconds, fixed width (so the order list can compare it as text).
+    static func timestamp(_ date: Date) -> String { EventJSON.timestamp(date.epochMicroseconds) }
 }
 
 /// Reads streams and folds them into the domain's states, through a cache of folded states: a load
