@@ -58,7 +58,7 @@ public struct PaymentService: PaymentProcessor {
         // 1. Reserve and open, one payment per product at a time in this process.
         try await storeContact(contactRef, request)
         enum Opened: Sendable { case opened, replayedOrder(OrderID), busy }
-        let outcome: Opened = try await productTurns.withLock(productID.rawValue) {
+        let openOrder: @Sendable () async throws -> Opened = { try await productTurns.withLock(productID.rawValue) {
             var fresh = false  // decide on the cached product first; after a conflict (another process), on a fresh read
             for _ in 0..<Self.maximumAttempts {
                 guard let product = try await loader.product(productID, fresh: fresh) else { throw Self.unknownProduct(request) }
@@ -72,7 +72,6 @@ public struct PaymentService: PaymentProcessor {
                 switch PaymentFlow.placeOrder(command, order: nil, products: [productID: product], shippingMethod: method,
                                               context: DecisionContext(now: now)) {
                 case .failure(let rejection):
-                    try? await eraseContact(contactRef)
                     throw Self.apiError(rejection, request: request)
                 case .success(let decided): plan = decided
                 }
@@ -96,11 +95,17 @@ public struct PaymentService: PaymentProcessor {
                     fresh = true
                     continue
                 } catch let error as AppendError where error == .idempotencyConflict {
-                    try? await eraseContact(contactRef)
                     throw APIError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different payment")
                 }
             }
             return .busy
+        } }
+        let outcome: Opened
+        do {
+            outcome = try await openOrder()
+        } catch {
+            try? await eraseContact(contactRef)  // nothing refers to it: the order was not opened
+            throw error
         }
         let opened: Bool
         switch outcome {

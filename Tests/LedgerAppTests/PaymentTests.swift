@@ -47,6 +47,13 @@ import Testing
         try await CatalogTests().inventory(client).first { $0.id == "clock" }!
     }
 
+    static func contacts(_ services: LedgerServices) async throws -> Int64 {
+        for try await count in try await services.client.query("SELECT count(*) FROM ledger.shipping_contacts").decode(Int64.self) {
+            return count
+        }
+        return -1
+    }
+
     func count(_ services: LedgerServices, type: String) async throws -> Int {
         try await services.store.read(from: 1, limit: 100_000).filter { $0.type == type }.count
     }
@@ -138,6 +145,10 @@ import Testing
             }
             #expect(try await services.store.head().position == before)
             #expect(try await clockRow(client).reserved == 0)
+            // No personal data is left behind by a refused payment.
+            #expect(try await Self.contacts(services) == 0)
+            #expect(try await pay(client, Self.body()).0 == .ok)
+            #expect(try await Self.contacts(services) == 1)
         }
     }
 
