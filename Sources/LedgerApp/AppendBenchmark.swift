@@ -44,7 +44,7 @@ public struct AppendBenchmark: Sendable {
         public var chainVerified: Bool
 
         public var text: String {
-            func f(_ value: Double) -> String { String(format: "%.0f", value) }
+            func f(_ rate: Double) -> String { String(format: "%.0f", rate) }
             let ratio = ledger.ratePerSecond / raw.ratePerSecond * 100
             return """
                 ledger append: \(ledger.rows) events in \(String(format: "%.1f", ledger.seconds)) s = \(f(ledger.ratePerSecond)) events/s; \

@@ -75,11 +75,13 @@ public struct PaymentService: PaymentProcessor {
                     throw Self.apiError(rejection, request: request)
                 case .success(let decided): plan = decided
                 }
-                let (append, after) = try AggregateStates(products: [productID: product], shippingMethods: [method.id: method])
-                    .appendRequest(for: plan.appends, now: now, metadata: metadata(correlation, "PlaceOrder", idempotencyKey),
-                                   idempotency: idempotency)
                 do {
-                    let result = try await writer.append(append)
+                    guard let result = try await commit(
+                        plan, on: AggregateStates(products: [productID: product], shippingMethods: [method.id: method]), now: now,
+                        metadata: metadata(correlation, "PlaceOrder", idempotencyKey), idempotency: idempotency) else {
+                        fresh = true
+                        continue
+                    }
                     if result.replayed {
                         // A retry of an earlier request: carry on with (or answer for) that order.
                         try? await eraseContact(contactRef)
@@ -89,11 +91,7 @@ public struct PaymentService: PaymentProcessor {
                         }
                         return .replayedOrder(earlier)
                     }
-                    loader.remember(after)
                     return .opened
-                } catch let error as AppendError where error == .versionConflict {
-                    fresh = true
-                    continue
                 } catch let error as AppendError where error == .idempotencyConflict {
                     throw APIError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different payment")
                 }
@@ -173,15 +171,10 @@ public struct PaymentService: PaymentProcessor {
                 }
             }
             if plan.isEmpty { return true }
-            let (append, after) = try AggregateStates(products: products, orders: [orderID: order])
-                .appendRequest(for: plan.appends, now: now, metadata: metadata(correlation, "RecoverPayment", nil))
-            do {
-                _ = try await writer.append(append)
-                loader.remember(after)
+            if try await commit(plan, on: AggregateStates(products: products, orders: [orderID: order]), now: now,
+                                metadata: metadata(correlation, "RecoverPayment", nil)) != nil {
                 logger.info("pending order resolved", metadata: ["order": "\(orderID)"])
                 return true
-            } catch let error as AppendError where error == .versionConflict {
-                continue
             }
         }
         return false
@@ -214,19 +207,29 @@ public struct PaymentService: PaymentProcessor {
                 throw APIError.internalError
             case .success(let plan):
                 if plan.isEmpty { return }
-                let (append, after) = try AggregateStates(products: products, orders: [orderID: order], holds: [:])
-                    .appendRequest(for: plan.appends, now: now, metadata: metadata(correlation, "RecordAuthorization", nil))
-                do {
-                    _ = try await writer.append(append)
-                    loader.remember(after)
+                if try await commit(plan, on: AggregateStates(products: products, orders: [orderID: order]), now: now,
+                                    metadata: metadata(correlation, "RecordAuthorization", nil)) != nil {
                     return
-                } catch let error as AppendError where error == .versionConflict {
-                    fresh = true
-                    continue
                 }
+                fresh = true
             }
         }
         throw APIError.unavailable("the order could not be recorded right now; it will be resolved")
+    }
+
+    /// Appends `plan`, decided on `states`, with the read-model rows it implies; remembers the states
+    /// it produced. Returns nil on a version conflict (another writer moved a stream first: the
+    /// caller decides again on fresh state).
+    func commit(_ plan: AppendPlan, on states: AggregateStates, now: Date, metadata: EventMetadata,
+                idempotency: IdempotencyKey? = nil) async throws -> AppendResult? {
+        let (request, after) = try states.appendRequest(for: plan.appends, now: now, metadata: metadata, idempotency: idempotency)
+        do {
+            let result = try await writer.append(request)
+            if !result.replayed { loader.remember(after) }
+            return result
+        } catch let error as AppendError where error == .versionConflict {
+            return nil
+        }
     }
 
     /// The app's reply for an order in its current state.
