@@ -38,48 +38,50 @@ public enum DomainIdentifierRules {
     }
 }
 
-/// Declares the shared shape of a validated string identifier.
+/// Declares the shared shape of a validated string identifier. A conforming type declares its
+/// stored `rawValue`, its stream category and the memberwise `init(validated:)`; validation
+/// (``DomainIdentifierRules``) and the JSON form (a plain string, re-validated on decode) come from
+/// the extension, so every identifier checks and travels the same way.
 public protocol DomainIdentifier: Hashable, Sendable, Codable, Comparable, CustomStringConvertible {
     var rawValue: String { get }
-    init?(_ rawValue: String)
     /// The stream category the identifier names (`product`, `order`, …).
     static var streamCategory: String { get }
+    /// Wraps a value already checked by ``DomainIdentifierRules/isValid(_:)``; use `init?(_:)`.
+    init(validated rawValue: String)
 }
 
 extension DomainIdentifier {
+    /// The identifier, or nil when `rawValue` breaks ``DomainIdentifierRules``.
+    public init?(_ rawValue: String) {
+        guard DomainIdentifierRules.isValid(rawValue) else { return nil }
+        self.init(validated: rawValue)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let raw = try container.decode(String.self)
+        guard let id = Self(raw) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "invalid \(Self.streamCategory) id \(raw)")
+        }
+        self = id
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+
     /// The aggregate's stream, e.g. `product-clock`, `order-42`.
     public var streamID: StreamID { StreamID(category: Self.streamCategory, id: rawValue) }
     public var description: String { rawValue }
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
-/// Shared Codable plumbing: identifiers travel as plain JSON strings and are re-validated on decode.
-enum IdentifierCoding {
-    static func decode<ID: DomainIdentifier>(_: ID.Type, from decoder: any Decoder) throws -> ID {
-        let container = try decoder.singleValueContainer()
-        let raw = try container.decode(String.self)
-        guard let id = ID(raw) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "invalid \(ID.streamCategory) id \(raw)")
-        }
-        return id
-    }
-
-    static func encode(_ raw: String, to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(raw)
-    }
-}
-
 /// A product's id, which doubles as its SKU (e.g. `clock`, `chocolate-hearts`). Stream `product-<id>`.
 public struct ProductID: DomainIdentifier {
     public let rawValue: String
     public static let streamCategory = "product"
-    public init?(_ rawValue: String) {
-        guard DomainIdentifierRules.isValid(rawValue) else { return nil }
-        self.rawValue = rawValue
-    }
-    public init(from decoder: any Decoder) throws { self = try IdentifierCoding.decode(Self.self, from: decoder) }
-    public func encode(to encoder: any Encoder) throws { try IdentifierCoding.encode(rawValue, to: encoder) }
+    public init(validated rawValue: String) { self.rawValue = rawValue }
 }
 
 /// A shipping method's id (e.g. `standard`). Stream `shipping_method-<id>`.
@@ -87,12 +89,7 @@ public struct ShippingMethodID: DomainIdentifier {
     public let rawValue: String
     // An underscore, not a dash: stream ids are split at the first `-` by readers of the log.
     public static let streamCategory = "shipping_method"
-    public init?(_ rawValue: String) {
-        guard DomainIdentifierRules.isValid(rawValue) else { return nil }
-        self.rawValue = rawValue
-    }
-    public init(from decoder: any Decoder) throws { self = try IdentifierCoding.decode(Self.self, from: decoder) }
-    public func encode(to encoder: any Encoder) throws { try IdentifierCoding.encode(rawValue, to: encoder) }
+    public init(validated rawValue: String) { self.rawValue = rawValue }
 }
 
 /// An order's id, chosen by the caller (never generated inside a decider). Stream `order-<id>`.
@@ -102,12 +99,7 @@ public struct ShippingMethodID: DomainIdentifier {
 public struct OrderID: DomainIdentifier {
     public let rawValue: String
     public static let streamCategory = "order"
-    public init?(_ rawValue: String) {
-        guard DomainIdentifierRules.isValid(rawValue) else { return nil }
-        self.rawValue = rawValue
-    }
-    public init(from decoder: any Decoder) throws { self = try IdentifierCoding.decode(Self.self, from: decoder) }
-    public func encode(to encoder: any Encoder) throws { try IdentifierCoding.encode(rawValue, to: encoder) }
+    public init(validated rawValue: String) { self.rawValue = rawValue }
 
     /// The stream of the order's authorization hold, `hold-<order id>`. Keyed by our reference rather
     /// than the acquirer's, because it must be known before the acquirer answers.
