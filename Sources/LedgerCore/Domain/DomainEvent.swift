@@ -49,7 +49,14 @@ public enum DomainEvent: Hashable, Sendable {
         case .order(.paymentDeclined(let e)): return e
         case .order(.paymentOutcomeUnknown(let e)): return e
         case .order(.cancelled(let e)): return e
+        case .order(.paymentUpdated(let e)): return e
+        case .order(.shipped(let e)): return e
         case .hold(.placed(let e)): return e
+        case .hold(.incremented(let e)): return e
+        case .hold(.captured(let e)): return e
+        case .hold(.reversed(let e)): return e
+        case .hold(.expired(let e)): return e
+        case .hold(.refunded(let e)): return e
         }
     }
 
@@ -125,7 +132,14 @@ public enum DomainEvent: Hashable, Sendable {
         entry(PaymentDeclined.self) { .order(.paymentDeclined($0)) },
         entry(PaymentOutcomeUnknown.self) { .order(.paymentOutcomeUnknown($0)) },
         entry(OrderCancelled.self) { .order(.cancelled($0)) },
+        entry(OrderPaymentUpdated.self) { .order(.paymentUpdated($0)) },
+        entry(OrderShipped.self) { .order(.shipped($0)) },
         entry(AuthorizationHoldPlaced.self) { .hold(.placed($0)) },
+        entry(HoldIncremented.self) { .hold(.incremented($0)) },
+        entry(HoldCaptured.self) { .hold(.captured($0)) },
+        entry(HoldReversed.self) { .hold(.reversed($0)) },
+        entry(HoldExpired.self) { .hold(.expired($0)) },
+        entry(HoldRefunded.self) { .hold(.refunded($0)) },
     ])
 
     private static var encoder: JSONEncoder {

@@ -28,18 +28,16 @@ public enum OrderStatus: String, Hashable, Sendable, Codable, CaseIterable {
     /// outcome. Not in the list; a separate status because "declined" would blame the issuer.
     case cancelled
 
-    /// Whether an order in this status keeps stock reserved. Sold stock (shipped and later) is no longer
-    /// reserved; ended payments release it. Captured orders still hold it under the default
-    /// "capture on shipment" policy, where the sale is recorded at shipment.
-    public var holdsStock: Bool {
-        switch self {
-        case .pendingPayment, .paymentUnknown, .authorized, .partiallyCaptured, .captured: return true
-        case .shipped, .partiallyRefunded, .refunded, .voided, .expired, .declined, .cancelled: return false
-        }
-    }
-
     /// Whether the acquirer's answer is still awaited (the order is a recovery candidate).
     public var awaitsPayment: Bool { self == .pendingPayment || self == .paymentUnknown }
+
+    /// Whether money was authorized or captured and not all of it went back: such an order can ship.
+    public var isPaid: Bool {
+        switch self {
+        case .authorized, .partiallyCaptured, .captured, .partiallyRefunded: return true
+        default: return false
+        }
+    }
 }
 
 /// Why an order was closed without a payment.
@@ -189,6 +187,49 @@ public struct OrderCancelled: LedgerEventPayload {
     enum CodingKeys: String, CodingKey { case orderID = "order_id", reason }
 }
 
+/// A hold operation (capture, increment, void, expiry, refund) changed the order's payment; the
+/// money itself is on the hold stream, in the same append. `status` is the order's status after it.
+public struct OrderPaymentUpdated: LedgerEventPayload {
+    public static let eventType = "OrderPaymentUpdated"
+    public static let schemaVersion: Int32 = 1
+
+    public var orderID: OrderID
+    /// `capture`, `increment`, `void`, `expire` or `refund`.
+    public var operation: String
+    public var status: OrderStatus
+
+    public init(orderID: OrderID, operation: String, status: OrderStatus) {
+        self.orderID = orderID
+        self.operation = operation
+        self.status = status
+    }
+
+    enum CodingKeys: String, CodingKey { case orderID = "order_id", operation, status }
+}
+
+/// The goods left the warehouse (their reservation became a sale in the same append).
+public struct OrderShipped: LedgerEventPayload {
+    public static let eventType = "OrderShipped"
+    public static let schemaVersion: Int32 = 1
+
+    public var orderID: OrderID
+    public var carrier: String?
+    public var tracking: String?
+    @LedgerTimestamp public var shippedAt: Date
+    /// The order's status after the shipment (normally `shipped`).
+    public var status: OrderStatus
+
+    public init(orderID: OrderID, carrier: String?, tracking: String?, shippedAt: Date, status: OrderStatus) {
+        self.orderID = orderID
+        self.carrier = carrier
+        self.tracking = tracking
+        self.shippedAt = shippedAt
+        self.status = status
+    }
+
+    enum CodingKeys: String, CodingKey { case orderID = "order_id", carrier, tracking, shippedAt = "shipped_at", status }
+}
+
 /// Every event of an order stream.
 public enum OrderEvent: Hashable, Sendable {
     case opened(OrderOpened)
@@ -196,6 +237,8 @@ public enum OrderEvent: Hashable, Sendable {
     case paymentDeclined(PaymentDeclined)
     case paymentOutcomeUnknown(PaymentOutcomeUnknown)
     case cancelled(OrderCancelled)
+    case paymentUpdated(OrderPaymentUpdated)
+    case shipped(OrderShipped)
 
     public var orderID: OrderID {
         switch self {
@@ -204,6 +247,8 @@ public enum OrderEvent: Hashable, Sendable {
         case .paymentDeclined(let e): return e.orderID
         case .paymentOutcomeUnknown(let e): return e.orderID
         case .cancelled(let e): return e.orderID
+        case .paymentUpdated(let e): return e.orderID
+        case .shipped(let e): return e.orderID
         }
     }
 }
@@ -226,8 +271,21 @@ public struct OrderState: Hashable, Sendable {
     public var lastResponseCode: ResponseCode?
     public var lastResponseMessage: String?
     public var cancellationReason: OrderCancellationReason?
+    /// Set once the order shipped.
+    public var shipment: OrderShipped?
     /// The stream version this state reflects.
     public private(set) var version: Int64
+
+    /// Whether the order still keeps its stock reserved: until it ships, while payment is awaited or
+    /// something paid remains to ship. Ended payments (declined, cancelled, voided, expired, refunded
+    /// in full before shipment) released it; a shipment sold it.
+    public var holdsStock: Bool {
+        switch status {
+        case .pendingPayment, .paymentUnknown, .authorized, .partiallyCaptured, .captured: return true
+        case .partiallyRefunded: return shipment == nil
+        case .shipped, .refunded, .voided, .expired, .declined, .cancelled: return false
+        }
+    }
 
     public static func evolve(_ state: OrderState?, _ event: OrderEvent) -> OrderState? {
         guard var state else {
@@ -235,7 +293,8 @@ public struct OrderState: Hashable, Sendable {
             return OrderState(
                 id: e.orderID, merchantReference: e.merchantReference, status: .pendingPayment, lines: e.lines,
                 shipping: e.shipping, amounts: e.amounts, contactRef: e.contactRef, openedAt: e.openedAt,
-                pspReference: nil, lastResponseCode: nil, lastResponseMessage: nil, cancellationReason: nil, version: 1)
+                pspReference: nil, lastResponseCode: nil, lastResponseMessage: nil, cancellationReason: nil, shipment: nil,
+                version: 1)
         }
         switch event {
         case .opened:
@@ -255,6 +314,11 @@ public struct OrderState: Hashable, Sendable {
         case .cancelled(let e):
             state.status = .cancelled
             state.cancellationReason = e.reason
+        case .paymentUpdated(let e):
+            state.status = e.status
+        case .shipped(let e):
+            state.status = e.status
+            state.shipment = e
         }
         state.version += 1
         return state

@@ -29,13 +29,24 @@ enum EventSamples {
         .hold(.placed(AuthorizationHoldPlaced(
             orderID: order, merchantReference: "o-1", pspReference: "PSP0001", authCode: "A1B2C3", amount: usd("59.00"),
             network: .mastercard, fundingType: .debit, lastFour: "4444", expiresAt: t0.addingTimeInterval(604_800.25), authorizedAt: t0))),
+        .order(.paymentUpdated(OrderPaymentUpdated(orderID: order, operation: "capture", status: .partiallyCaptured))),
+        .order(.shipped(OrderShipped(orderID: order, carrier: "UPS", tracking: nil, shippedAt: t0, status: .shipped))),
+        .hold(.incremented(HoldIncremented(orderID: order, amount: usd("5.00"), modificationReference: "o-1-increment-k1",
+                                           pspModificationReference: "M1", incrementedAt: t0))),
+        .hold(.captured(HoldCaptured(orderID: order, amount: usd("40.00"), isFinal: true, released: usd("24.00"),
+                                     modificationReference: "o-1-capture-k2", pspModificationReference: "M2", capturedAt: t0))),
+        .hold(.reversed(HoldReversed(orderID: order, amount: usd("1.00"), modificationReference: "o-1-void-k3",
+                                     pspModificationReference: "M3", reversedAt: t0))),
+        .hold(.expired(HoldExpired(orderID: order, amount: usd("2.00"), expiredAt: t0))),
+        .hold(.refunded(HoldRefunded(orderID: order, amount: usd("3.00"), reason: "damaged", modificationReference: "o-1-refund-k4",
+                                     pspModificationReference: "M4", refundedAt: t0))),
     ]
 }
 
 struct EventCodingTests {
     @Test func samplesCoverEveryKnownType() {
         #expect(Set(EventSamples.all.map(\.type)) == Set(DomainEvent.knownTypes.map(\.type)))
-        #expect(DomainEvent.knownTypes.count == 14)
+        #expect(DomainEvent.knownTypes.count == 21)
     }
 
     @Test(arguments: EventSamples.all)

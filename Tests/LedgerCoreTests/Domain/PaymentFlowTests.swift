@@ -318,7 +318,7 @@ struct PaymentFlowTests {
             "pending_payment", "payment_unknown", "authorized", "partially_captured", "captured", "shipped",
             "partially_refunded", "refunded", "voided", "expired", "declined", "cancelled",
         ])
-        #expect(OrderStatus.allCases.filter(\.holdsStock) == [.pendingPayment, .paymentUnknown, .authorized, .partiallyCaptured, .captured])
+        #expect(OrderStatus.allCases.filter(\.isPaid) == [.authorized, .partiallyCaptured, .captured, .partiallyRefunded])
         #expect(OrderStatus.allCases.filter(\.awaitsPayment) == [.pendingPayment, .paymentUnknown])
     }
 }

@@ -52,41 +52,51 @@ struct ProjectionTests {
         #expect(methods.rows[1].description == "Delivers in four days" && methods.rows[1].transitDays == 4)
     }
 
-    @Test func orderSummaryAfterAuthorization() throws {
-        var orders = OrderSummaryProjection()
-        for event in authorizedLedger().log { orders.apply(event) }
-        let summary = try #require(orders.rowsByID[order1])
-        #expect(summary.status == .authorized && summary.pspReference == "PSP0001")
-        #expect(summary.amounts.total == usd("59.00") && summary.lines.count == 1 && summary.contactRef == "contact-1")
-        #expect(summary.hold?.amount == usd("59.00") && summary.hold?.lastFour == "4242" && summary.hold?.network == .visa)
-        #expect(summary.hold?.expiresAt == t0.addingTimeInterval(7 * 86_400))
+    static func orderState(_ log: [DomainEvent], _ id: OrderID) -> OrderState? {
+        OrderState.fold(log.compactMap { if case .order(let e) = $0, e.orderID == id { e } else { nil } })
     }
 
-    @Test func orderSummaryFollowsDeclineUnknownAndCancel() throws {
-        var row = OrderSummary.apply(EventSamples.all[8], to: nil)
-        #expect(row?.status == .pendingPayment)
-        row = OrderSummary.apply(EventSamples.all[11], to: row)
-        #expect(row?.status == .paymentUnknown && row?.responseCode == .issuerUnavailable)
-        row = OrderSummary.apply(EventSamples.all[10], to: row)
-        #expect(row?.status == .declined && row?.responseCode == .insufficientFunds && row?.responseMessage == "insufficient funds")
-        row = OrderSummary.apply(EventSamples.all[12], to: row)
-        #expect(row?.status == .cancelled && row?.cancellationReason == .paymentNotFound)
-        #expect(OrderSummary.apply(EventSamples.all[9], to: nil) == nil)
-        #expect(OrderSummary.apply(EventSamples.all[2], to: row) == row)
+    static func holdState(_ log: [DomainEvent], _ id: OrderID) -> HoldState? {
+        HoldState.fold(log.compactMap { if case .hold(let e) = $0, e.orderID == id { e } else { nil } })
+    }
+
+    @Test func orderAndHoldAfterAuthorization() throws {
+        let log = authorizedLedger().log
+        let order = try #require(Self.orderState(log, order1))
+        let hold = try #require(Self.holdState(log, order1))
+        #expect(order.status == .authorized && order.pspReference == "PSP0001")
+        #expect(order.amounts.total == usd("59.00") && order.lines.count == 1 && order.contactRef == "contact-1")
+        #expect(hold.balance.authorized == usd("59.00") && hold.lastFour == "4242" && hold.network == .visa)
+        #expect(hold.expiresAt == t0.addingTimeInterval(7 * 86_400))
+    }
+
+    @Test func orderFollowsDeclineUnknownAndCancel() throws {
+        func order(_ event: DomainEvent) -> OrderEvent { if case .order(let e) = event { e } else { preconditionFailure() } }
+        var state = OrderState.evolve(nil, order(EventSamples.all[8]))
+        #expect(state?.status == .pendingPayment)
+        state = OrderState.evolve(state, order(EventSamples.all[11]))
+        #expect(state?.status == .paymentUnknown && state?.lastResponseCode == .issuerUnavailable)
+        state = OrderState.evolve(state, order(EventSamples.all[10]))
+        #expect(state?.status == .declined && state?.lastResponseCode == .insufficientFunds && state?.lastResponseMessage == "insufficient funds")
+        state = OrderState.evolve(state, order(EventSamples.all[12]))
+        #expect(state?.status == .cancelled && state?.cancellationReason == .paymentNotFound)
+        #expect(OrderState.evolve(nil, order(EventSamples.all[9])) == nil)
     }
 
     @Test func replayingTheEncodedLogGivesTheSameProjections() throws {
         let ledger = authorizedLedger()
-        var inline = (InventoryProjection(), OrderSummaryProjection())
-        for event in ledger.log { inline.0.apply(event); inline.1.apply(event) }
-        var replayed = (InventoryProjection(), OrderSummaryProjection())
+        var inline = InventoryProjection()
+        for event in ledger.log { inline.apply(event) }
+        var replayed = InventoryProjection()
+        var decodedLog: [DomainEvent] = []
         for event in ledger.log {
             let stored = try event.newEvent(eventID: UUID(), effectiveAt: t0)
             let decoded = try DomainEvent.decode(type: stored.type, schemaVersion: stored.schemaVersion, json: stored.data)
-            replayed.0.apply(decoded)
-            replayed.1.apply(decoded)
+            replayed.apply(decoded)
+            decodedLog.append(decoded)
         }
-        #expect(replayed.0 == inline.0)
-        #expect(replayed.1 == inline.1)
+        #expect(replayed == inline)
+        #expect(Self.orderState(decodedLog, order1) == Self.orderState(ledger.log, order1))
+        #expect(Self.holdState(decodedLog, order1) == Self.holdState(ledger.log, order1))
     }
 }
