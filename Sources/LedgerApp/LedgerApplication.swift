@@ -42,6 +42,9 @@ public struct LedgerServices: Sendable {
     public let catalog: CatalogService
     public let payments: PaymentService
     public let recovery: RecoveryService
+    public let holds: HoldService
+    public let expiry: ExpirySweeper
+    let clock: @Sendable () -> Date
     let logger: Logger
 
     /// - Parameters:
@@ -61,25 +64,53 @@ public struct LedgerServices: Sendable {
         self.store = EventStore(client: client, logger: logger)
         self.verifier = ChainVerifier(client: client, logger: logger)
         self.catalog = CatalogService(writer: writer, store: store, logger: logger)
+        let loader = AggregateLoader(store: store, client: client, logger: logger)
+        let acquirer = acquirer ?? AcquirerModel(
+            seed: configuration.acquirerSeed,
+            configuration: AcquirerModelConfiguration(
+                defaultCreditLimit: configuration.acquirerCreditLimit,
+                holdLifetimes: configuration.holdLifetimes.sorted { $0.key.rawValue < $1.key.rawValue }
+                    .map { HoldLifetimeRule(network: $0.key, lifetimeSeconds: $0.value) } + HoldLifetimeRule.standard),
+            clock: clock)
+        let holds = HoldService(
+            committer: DomainCommitter(writer: writer, loader: loader), loader: loader, client: client, acquirer: acquirer,
+            clock: clock, logger: logger)
+        self.holds = holds
+        self.expiry = ExpirySweeper(holds: holds, interval: configuration.expiryInterval, logger: logger)
         let payments = PaymentService(
-            writer: writer, loader: AggregateLoader(store: store, client: client, logger: logger), client: client,
-            acquirer: acquirer ?? AcquirerModel(
-                seed: configuration.acquirerSeed,
-                configuration: AcquirerModelConfiguration(defaultCreditLimit: configuration.acquirerCreditLimit), clock: clock),
-            clock: clock,
-            taxPolicy: configuration.taxPolicy, logger: logger)
+            writer: writer, loader: loader, client: client, acquirer: acquirer, clock: clock,
+            taxPolicy: configuration.taxPolicy, capturePolicy: configuration.capturePolicy, holds: holds, logger: logger)
         self.payments = payments
         self.recovery = RecoveryService(payments: payments, interval: configuration.recoveryInterval, policy: .standard, logger: logger)
+        self.clock = clock
         self.logger = logger
     }
 }
 
-/// The catalog endpoints' reads, from `ledger.projection_rows`.
+/// The catalog endpoints' reads, from `ledger.projection_rows`. A hold past its expiry that the
+/// sweeper has not recorded yet no longer reserves stock: its reservation counts as available.
 struct ProjectionStorefrontReader: StorefrontReader {
     let client: PostgresClient
+    let clock: @Sendable () -> Date
     let logger: Logger
     func inventoryJSON() async throws -> String {
-        try await CatalogReadModel.rows(CatalogReadModel.inventory, client: client, logger: logger)
+        let rows = try await client.query(
+            """
+            WITH lapsed AS (
+                SELECT l ->> 'product_id' AS product, sum((l ->> 'quantity')::bigint) AS quantity
+                FROM ledger.projection_rows h, jsonb_array_elements(h.row -> 'released_on_expiry') AS l
+                WHERE h.projection = \(HoldReadModel.projection) AND h.row ->> 'state' = 'open'
+                  AND h.row ->> 'expires_at' <= \(OrderReadModel.timestamp(clock()))
+                GROUP BY 1)
+            SELECT coalesce(json_agg(CASE WHEN l.quantity IS NULL THEN p.row ELSE p.row || jsonb_build_object(
+                       'reserved', (p.row ->> 'reserved')::bigint - l.quantity,
+                       'available', (p.row ->> 'available')::bigint + l.quantity) END
+                   ORDER BY p.created_position, p.key), '[]')::text
+            FROM ledger.projection_rows p LEFT JOIN lapsed l ON l.product = p.key
+            WHERE p.projection = \(CatalogReadModel.inventory)
+            """, logger: logger)
+        for try await json in rows.decode(String.self) { return json }
+        return "[]"
     }
     func shippingMethodsJSON() async throws -> String {
         try await CatalogReadModel.rows(CatalogReadModel.shippingMethods, client: client, logger: logger)
@@ -87,15 +118,31 @@ struct ProjectionStorefrontReader: StorefrontReader {
 }
 
 /// The order endpoints' reads, from the `orders` read model. `opened_at` is stored as RFC 3339
-/// UTC with microseconds (fixed width), so time filters compare it as text.
+/// UTC with microseconds (fixed width), so time filters compare it as text. An order whose open
+/// hold passed its expiry reads as the sweeper will record it (expired, or captured when part was).
 struct ProjectionOrderReader: OrderReader {
     let client: PostgresClient
+    let clock: @Sendable () -> Date
     let logger: Logger
 
+    /// The rows with the lapse applied, as a subquery (`o.row`, `o.created_position`, `o.key`).
+    func lapsed() -> PostgresQuery {
+        """
+        SELECT key, created_position, CASE WHEN row -> 'hold' ->> 'state' = 'open'
+                AND row -> 'hold' ->> 'expires_at' <= \(OrderReadModel.timestamp(clock()))
+                AND row ->> 'status' IN ('authorized', 'partially_captured')
+            THEN jsonb_set(jsonb_set(row, '{status}', to_jsonb(CASE row ->> 'status' WHEN 'authorized' THEN 'expired' ELSE 'captured' END)),
+                           '{hold,state}', '"closed"')
+            ELSE row END AS row
+        FROM ledger.projection_rows WHERE projection = \(OrderReadModel.projection)
+        """
+    }
+
     func orderJSON(id: String) async throws -> String? {
-        let rows = try await client.query(
-            "SELECT row::text FROM ledger.projection_rows WHERE projection = \(OrderReadModel.projection) AND key = \(id)",
-            logger: logger)
+        var query = lapsed()
+        query.sql = "SELECT row::text FROM (\(query.sql) AND key = $\(query.binds.count + 1)) o"
+        query.binds.append(id)
+        let rows = try await client.query(query, logger: logger)
         for try await json in rows.decode(String.self) { return json }
         return nil
     }
@@ -103,14 +150,20 @@ struct ProjectionOrderReader: OrderReader {
     func orders(_ query: OrderQuery) async throws -> OrderPage {
         let from = query.from.map(OrderReadModel.timestamp) ?? ""
         let to = query.to.map(OrderReadModel.timestamp) ?? "9999"
-        let rows = try await client.query(
+        var sql = lapsed()
+        let n = sql.binds.count
+        sql.sql = """
+            SELECT row::text, created_position FROM (\(sql.sql) AND created_position > $\(n + 1)) o
+            WHERE ($\(n + 2)::text IS NULL OR row ->> 'status' = $\(n + 2)::text)
+              AND row ->> 'opened_at' >= $\(n + 3) AND row ->> 'opened_at' < $\(n + 4)
+            ORDER BY created_position LIMIT $\(n + 5)
             """
-            SELECT row::text, created_position FROM ledger.projection_rows
-            WHERE projection = \(OrderReadModel.projection) AND created_position > \(query.cursor)
-              AND (\(query.status)::text IS NULL OR row ->> 'status' = \(query.status)::text)
-              AND row ->> 'opened_at' >= \(from) AND row ->> 'opened_at' < \(to)
-            ORDER BY created_position LIMIT \(Int64(query.limit))
-            """, logger: logger)
+        sql.binds.append(query.cursor)
+        sql.binds.append(query.status)
+        sql.binds.append(from)
+        sql.binds.append(to)
+        sql.binds.append(Int64(query.limit))
+        let rows = try await client.query(sql, logger: logger)
         var orders: [String] = []
         var last: Int64 = 0
         for try await (json, position) in rows.decode((String, Int64).self) {
@@ -118,6 +171,31 @@ struct ProjectionOrderReader: OrderReader {
             last = position
         }
         return OrderPage(ordersJSON: orders, nextCursor: orders.count == query.limit ? last : nil)
+    }
+}
+
+/// `GET /authorizations`, from the `holds` read model, oldest first.
+struct ProjectionHoldReader: HoldReader {
+    let client: PostgresClient
+    let logger: Logger
+
+    func holds(_ query: HoldQuery) async throws -> OrderPage {
+        let before = query.expiringBefore.map(OrderReadModel.timestamp) ?? "9999"
+        let rows = try await client.query(
+            """
+            SELECT row::text, created_position FROM ledger.projection_rows
+            WHERE projection = \(HoldReadModel.projection) AND created_position > \(query.cursor)
+              AND (\(query.state)::text IS NULL OR row ->> 'state' = \(query.state)::text)
+              AND row ->> 'expires_at' < \(before)
+            ORDER BY created_position LIMIT \(Int64(query.limit))
+            """, logger: logger)
+        var holds: [String] = []
+        var last: Int64 = 0
+        for try await (json, position) in rows.decode((String, Int64).self) {
+            holds.append(json)
+            last = position
+        }
+        return OrderPage(ordersJSON: holds, nextCursor: holds.count == query.limit ? last : nil)
     }
 }
 
@@ -146,13 +224,18 @@ public func buildRouter(services: LedgerServices, configuration: LedgerConfigura
     SystemRoutes(probe: EventStoreHealthProbe(store: services.store), metricsText: { metrics.exposition() })
         .register(on: router)
     ProductImageRoutes(directory: configuration.productImagesDirectoryURL).register(on: router)
-    StorefrontRoutes(reader: ProjectionStorefrontReader(client: services.client, logger: services.logger)).register(on: router)
+    StorefrontRoutes(reader: ProjectionStorefrontReader(client: services.client, clock: services.clock, logger: services.logger)).register(on: router)
     PaymentRoutes(processor: services.payments).register(on: router)
     // Back office: reads need an operator or auditor key.
     let reads = router.group().add(middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .read))
     AuditRoutes(reader: EventStoreReader(store: services.store, verifier: services.verifier)).register(on: reads)
-    OrderRoutes(reader: ProjectionOrderReader(client: services.client, logger: services.logger),
+    OrderRoutes(reader: ProjectionOrderReader(client: services.client, clock: services.clock, logger: services.logger),
                 statuses: Set(OrderStatus.allCases.map(\.rawValue))).register(on: reads)
+    let holdRoutes = HoldRoutes(operator: services.holds, reader: ProjectionHoldReader(client: services.client, logger: services.logger))
+    holdRoutes.registerReads(on: reads)
+    // Changes need an operator key.
+    let changes = router.group().add(middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .change))
+    holdRoutes.registerChanges(on: changes)
     return router
 }
 
@@ -165,7 +248,7 @@ public func buildApplication(
         router: buildRouter(services: services, configuration: configuration),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ledgerd"),
         logger: logger)
-    app.addServices(services.client, services.writer, services.recovery)
+    app.addServices(services.client, services.writer, services.recovery, services.expiry)
     if configuration.seedDemoCatalog {
         // Runs once the pool and the writer are up, before the server accepts requests.
         let pictures = configuration.productImagesDirectoryURL

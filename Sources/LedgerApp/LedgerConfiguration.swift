@@ -27,6 +27,9 @@ import Logging
 /// | `LEDGERD_TAX_RATE` | `0.08` | sales tax on the goods (not shipping), a decimal fraction |
 /// | `LEDGERD_TAX_ROUNDING` | `half_up` | half_up, half_even, down or up: tax is rounded once per order to the minor unit |
 /// | `LEDGERD_RECOVERY_INTERVAL_SECONDS` | `30` | how often orders left pending are resolved with the acquirer |
+/// | `LEDGERD_CAPTURE_POLICY` | `on_shipment` | `on_shipment`: capture what is open when the order ships; `automatic`: capture at authorization |
+/// | `LEDGERD_EXPIRY_INTERVAL_SECONDS` | `30` | how often the sweeper expires holds past their expiry |
+/// | `LEDGERD_HOLD_LIFETIMES` | network rules | acquirer model hold lifetime per network in seconds, e.g. `visa=604800,mastercard=2592000` (others keep the standard rules) |
 /// | `LEDGERD_PRODUCT_IMAGES_DIR` | `<data dir>/product_images` | directory `GET /product_image/<file>` serves |
 /// | `LEDGERD_LOG_LEVEL` | `info` | trace, debug, info, notice, warning, error, critical |
 public struct LedgerConfiguration: Sendable {
@@ -49,6 +52,10 @@ public struct LedgerConfiguration: Sendable {
     public var taxPolicy: TaxPolicy
     public var recoveryInterval: Duration
     public var auditorKeys: [String]
+    public var capturePolicy: CapturePolicy
+    public var expiryInterval: Duration
+    /// Hold lifetime (seconds) per network, overriding the acquirer model's standard rules.
+    public var holdLifetimes: [CardNetwork: Int64]
 
     /// Reads the configuration from a reader (see the table above for keys and defaults).
     public init(reader: ConfigReader) throws {
@@ -85,6 +92,22 @@ public struct LedgerConfiguration: Sendable {
         let recoverySeconds = reader.int(forKey: "ledgerd.recovery.interval.seconds", default: 30)
         guard recoverySeconds >= 1 else { throw ConfigurationError("LEDGERD_RECOVERY_INTERVAL_SECONDS must be at least 1") }
         recoveryInterval = .seconds(recoverySeconds)
+        let policyText = reader.string(forKey: "ledgerd.capture.policy", default: CapturePolicy.onShipment.rawValue)
+        guard let policy = CapturePolicy(rawValue: policyText) else {
+            throw ConfigurationError("LEDGERD_CAPTURE_POLICY must be one of \(CapturePolicy.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        capturePolicy = policy
+        let expirySeconds = reader.int(forKey: "ledgerd.expiry.interval.seconds", default: 30)
+        guard expirySeconds >= 1 else { throw ConfigurationError("LEDGERD_EXPIRY_INTERVAL_SECONDS must be at least 1") }
+        expiryInterval = .seconds(expirySeconds)
+        holdLifetimes = [:]
+        for rule in reader.stringArray(forKey: "ledgerd.hold.lifetimes", default: []) {
+            let parts = rule.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let network = CardNetwork(rawValue: parts[0].lowercased()), let seconds = Int64(parts[1]), seconds >= 60 else {
+                throw ConfigurationError("LEDGERD_HOLD_LIFETIMES: \(rule) is not network=seconds (networks \(CardNetwork.allCases.map(\.rawValue).joined(separator: ", ")), at least 60 s)")
+            }
+            holdLifetimes[network] = seconds
+        }
         operatorKeys = reader.stringArray(forKey: "ledgerd.operator.keys", isSecret: true, default: [])
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         auditorKeys = reader.stringArray(forKey: "ledgerd.auditor.keys", isSecret: true, default: [])

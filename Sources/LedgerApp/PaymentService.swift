@@ -29,6 +29,9 @@ public struct PaymentService: PaymentProcessor {
     let acquirer: any Acquirer
     let clock: @Sendable () -> Date
     let taxPolicy: TaxPolicy
+    let capturePolicy: CapturePolicy
+    /// Captures at authorization under the automatic capture policy.
+    let holds: HoldService
     let logger: Logger
     /// Product and shipping-method ids by name (names of listed items never change).
     let names = NameIndex()
@@ -133,6 +136,16 @@ public struct PaymentService: PaymentProcessor {
             return try await reply(for: orderID, acquirerUnavailable: true)
         }
         try await record(response, for: orderID, correlation: correlation)
+        if capturePolicy == .automatic && response.responseCode.isApproved {
+            // Keyed by the order, so a retried payment never captures twice. A failure leaves the order
+            // authorized (the operator can capture it); the payment itself succeeded.
+            do {
+                _ = try await holds.perform(orderID: orderID.rawValue, HoldOperationRequest(kind: .capture, isFinal: true),
+                                            idempotencyKey: "automatic-capture", actor: "capture-policy")
+            } catch {
+                logger.error("automatic capture failed; the order stays authorized", metadata: ["order": "\(orderID)", "error": "\(error)"])
+            }
+        }
         if response.responseCode.isUnknownOutcome {
             // Never assume: ask the acquirer now (no other authorization for this order is in flight).
             _ = try? await resolve(orderID, policy: .standard, correlation: correlation)
@@ -217,19 +230,10 @@ public struct PaymentService: PaymentProcessor {
         throw APIError.unavailable("the order could not be recorded right now; it will be resolved")
     }
 
-    /// Appends `plan`, decided on `states`, with the read-model rows it implies; remembers the states
-    /// it produced. Returns nil on a version conflict (another writer moved a stream first: the
-    /// caller decides again on fresh state).
+    /// Appends `plan` (see ``DomainCommitter``); nil on a version conflict.
     func commit(_ plan: AppendPlan, on states: AggregateStates, now: Date, metadata: EventMetadata,
                 idempotency: IdempotencyKey? = nil) async throws -> AppendResult? {
-        let (request, after) = try states.appendRequest(for: plan.appends, now: now, metadata: metadata, idempotency: idempotency)
-        do {
-            let result = try await writer.append(request)
-            if !result.replayed { loader.remember(after) }
-            return result
-        } catch let error as AppendError where error == .versionConflict {
-            return nil
-        }
+        try await DomainCommitter(writer: writer, loader: loader).commit(plan, on: states, now: now, metadata: metadata, idempotency: idempotency)
     }
 
     /// The app's reply for an order in its current state.

@@ -46,12 +46,16 @@ public struct ProjectionRebuilder: Sendable {
                 created[OrderReadModel.projection + "/" + e.orderID.rawValue] = created[OrderReadModel.projection + "/" + e.orderID.rawValue] ?? recorded.position
             case .hold(let e):
                 states.holds[e.orderID] = HoldState.evolve(states.holds[e.orderID], e)
+                created[HoldReadModel.projection + "/" + e.orderID.rawValue] = created[HoldReadModel.projection + "/" + e.orderID.rawValue] ?? recorded.position
             }
         }
         var rows: [ProjectionRow] = []
         for state in states.products.values { rows.append(try CatalogReadModel.row(state)) }
         for state in states.shippingMethods.values { rows.append(try CatalogReadModel.row(state)) }
         for (id, state) in states.orders { rows.append(try OrderReadModel.row(state, hold: states.holds[id])) }
+        for (id, hold) in states.holds {
+            if let order = states.orders[id] { rows.append(try HoldReadModel.row(hold, order: order)) }
+        }
         return rows.map { row in
             Row(projection: row.projection, key: row.key, version: row.version, json: row.json,
                 createdPosition: created[row.projection + "/" + row.key] ?? 0)

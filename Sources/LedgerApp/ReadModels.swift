@@ -42,11 +42,19 @@ struct AggregateStates: Sendable {
                 }
             }
         }
+        // A row is written only with its own stream in the append (exactly expected), so the state it
+        // shows is the state the append is checked against.
+        let appended = Set(plan.map(\.streamID))
         var rows: [ProjectionRow] = []
         for id in touchedProducts { if let state = after.products[id] { rows.append(try CatalogReadModel.row(state)) } }
         for id in touchedMethods { if let state = after.shippingMethods[id] { rows.append(try CatalogReadModel.row(state)) } }
         for id in touchedOrders {
-            if let state = after.orders[id] { rows.append(try OrderReadModel.row(state, hold: after.holds[id])) }
+            if let state = after.orders[id], appended.contains(id.streamID) {
+                rows.append(try OrderReadModel.row(state, hold: after.holds[id]))
+            }
+            if let hold = after.holds[id], let order = after.orders[id], appended.contains(id.holdStreamID) {
+                rows.append(try HoldReadModel.row(hold, order: order))
+            }
         }
         return (AppendRequest(streams: streams, metadata: metadata, idempotency: idempotency, projections: rows), after)
     }
@@ -66,11 +74,20 @@ enum OrderReadModel {
             let psp_reference, auth_code, amount, open: String
             let network, funding_type, last_four: String?
             let expires_at, authorized_at: String
+            /// `open` while money is held on the card, else `closed`.
+            let state: String
+        }
+        struct Shipment: Encodable {
+            let carrier, tracking: String?
+            let shipped_at: String
         }
         let id, status, currency, subtotal, shipping, tax, total, opened_at, shipping_method: String
         let lines: [Line]
         let psp_reference, decline_code, decline_message: String?
         let hold: Hold?
+        /// The money figures of the order's payment (authorized, captured, refunded, open, …).
+        let payment: HoldReadModel.Figures?
+        let shipment: Shipment?
         let version: Int64
     }
 
@@ -87,7 +104,10 @@ enum OrderReadModel {
             hold: hold.map { Row.Hold(
                 psp_reference: $0.pspReference, auth_code: $0.authCode, amount: $0.balance.authorized.decimalString,
                 open: $0.balance.open.decimalString, network: $0.network?.rawValue, funding_type: $0.fundingType?.rawValue,
-                last_four: $0.lastFour, expires_at: timestamp($0.expiresAt), authorized_at: timestamp($0.authorizedAt)) },
+                last_four: $0.lastFour, expires_at: timestamp($0.expiresAt), authorized_at: timestamp($0.authorizedAt),
+                state: $0.isClosed ? "closed" : "open") },
+            payment: hold.map { HoldReadModel.Figures($0.balance) },
+            shipment: order.shipment.map { Row.Shipment(carrier: $0.carrier, tracking: $0.tracking, shipped_at: timestamp($0.shippedAt)) },
             version: order.version)
         return ProjectionRow(projection: projection, key: order.id.rawValue, stream: order.id.streamID,
                              version: order.version, json: try CatalogReadModel.json(row))
@@ -95,6 +115,56 @@ enum OrderReadModel {
 
     /// RFC 3339 UTC with microseconds, fixed width (so the order list can compare it as text).
     static func timestamp(_ date: Date) -> String { EventJSON.timestamp(date.epochMicroseconds) }
+}
+
+/// The `holds` read model: one row per authorization hold, for `GET /authorizations` and the
+/// expiry sweeper (open holds by expiry). Carries the order's lines, so that reads can treat a
+/// lapsed hold's stock as available before the sweeper records the expiry.
+enum HoldReadModel {
+    static let projection = "holds"
+
+    /// A hold's money, as decimal strings in its currency.
+    struct Figures: Encodable {
+        let currency, authorized, incremented, captured, reversed, expired, refunded, open: String
+
+        init(_ b: HoldBalance) {
+            currency = b.authorized.currency.code
+            authorized = b.authorized.decimalString
+            incremented = b.incremented.decimalString
+            captured = b.captured.decimalString
+            reversed = b.reversed.decimalString
+            expired = b.expired.decimalString
+            refunded = b.refunded.decimalString
+            open = b.open.decimalString
+        }
+    }
+
+    struct Row: Encodable {
+        struct Line: Encodable {
+            let product_id: String
+            let quantity: Int64
+        }
+        let order_id, psp_reference, auth_code, state, order_status, expires_at, authorized_at: String
+        let network, funding_type, last_four: String?
+        let figures: Figures
+        /// The stock this hold's expiry would release (empty when it would release none).
+        let released_on_expiry: [Line]
+        let version: Int64
+    }
+
+    static func row(_ hold: HoldState, order: OrderState) throws -> ProjectionRow {
+        let row = Row(
+            order_id: hold.orderID.rawValue, psp_reference: hold.pspReference, auth_code: hold.authCode,
+            state: hold.isClosed ? "closed" : "open", order_status: order.status.rawValue,
+            expires_at: OrderReadModel.timestamp(hold.expiresAt), authorized_at: OrderReadModel.timestamp(hold.authorizedAt),
+            network: hold.network?.rawValue, funding_type: hold.fundingType?.rawValue, last_four: hold.lastFour,
+            figures: Figures(hold.balance),
+            released_on_expiry: HoldLifecycle.expiryReleasesStock(order: order, hold: hold)
+                ? order.lines.map { Row.Line(product_id: $0.productID.rawValue, quantity: $0.quantity) } : [],
+            version: hold.version)
+        return ProjectionRow(projection: projection, key: hold.orderID.rawValue, stream: hold.orderID.holdStreamID,
+                             version: hold.version, json: try CatalogReadModel.json(row))
+    }
 }
 
 /// Reads streams and folds them into the domain's states, through a cache of folded states: a load

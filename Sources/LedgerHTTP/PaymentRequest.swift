@@ -125,12 +125,12 @@ public struct PaymentRequest: Sendable, Hashable {
     /// A JSON value as far as field checking needs: JSONDecoder is strict, so `true` is never
     /// an integer, `59.5` and numbers beyond Int64 are not integers, and `"5900"` is a string.
     enum JSONField: Decodable, Equatable {
-        case null, bool, integer(Int64), string(String), other
+        case null, bool(Bool), integer(Int64), string(String), other
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
             if container.decodeNil() { self = .null }
-            else if (try? container.decode(Bool.self)) != nil { self = .bool }
+            else if let flag = try? container.decode(Bool.self) { self = .bool(flag) }
             else if let integer = try? container.decode(Int64.self) { self = .integer(integer) }
             else if let text = try? container.decode(String.self) { self = .string(text) }
             else { self = .other }
@@ -160,6 +160,13 @@ public struct PaymentRequest: Sendable, Hashable {
         func optionalString(_ field: String) throws(APIError) -> String? {
             guard let value = object[field], value != .null else { return nil }
             return try string(field)
+        }
+
+        /// A JSON boolean, or nil when absent or null.
+        func optionalBool(_ field: String) throws(APIError) -> Bool? {
+            guard let value = object[field], value != .null else { return nil }
+            guard case .bool(let flag) = value else { throw invalid(field, "\(field) must be true or false") }
+            return flag
         }
 
         /// A JSON integer within Int64 (not a boolean, a fraction or a string of digits).

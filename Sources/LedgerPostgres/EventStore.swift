@@ -36,6 +36,13 @@ public struct EventStore: Sendable {
             logger: logger))
     }
 
+    /// Every event of `streams`, in position order (one query, for loading many short streams at once).
+    public func readStreams(_ streams: [StreamID]) async throws -> [RecordedEvent] {
+        try await Self.decode(client.query(
+            "\(unescaped: Self.columns) WHERE stream_id = ANY(\(streams.map(\.rawValue))::text[]) ORDER BY position",
+            logger: logger))
+    }
+
     /// Up to `limit` events with position ≥ `position` (and ≤ `through`, when given), in order.
     public func read(from position: Int64, through: Int64? = nil, limit: Int) async throws -> [RecordedEvent] {
         try await Self.decode(client.query(

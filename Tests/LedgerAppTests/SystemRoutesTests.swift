@@ -33,6 +33,7 @@ import Testing
     func withApp(
         seed: Bool = false, imagesDirectory: String? = nil, database: TestDatabase? = nil,
         acquirer: (any Acquirer)? = nil, clock: @escaping @Sendable () -> Date = { Date() },
+        environment extra: [String: String] = [:],
         _ body: @escaping @Sendable (any TestClientProtocol, LedgerServices) async throws -> Void
     ) async throws {
         let db: TestDatabase
@@ -42,6 +43,7 @@ import Testing
             "LEDGERD_SEED_DEMO_CATALOG": seed ? "true" : "false",
         ]
         environment["LEDGERD_PRODUCT_IMAGES_DIR"] = imagesDirectory
+        environment.merge(extra) { $1 }
         let configuration = try LedgerConfiguration.load(environment: environment)
         let client = PostgresClient(
             configuration: TestCluster.configuration(endpoint: db.endpoint, database: db.name, user: "ledger_app"),

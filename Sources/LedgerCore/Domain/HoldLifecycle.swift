@@ -256,6 +256,7 @@ public enum HoldLifecycle {
             return nil
         }
         func openCheck() -> HoldRejection? {
+            if hold.expiredAt != nil { return .holdLapsed(order: order.id, expiresAt: hold.expiresAt) }
             if hold.isClosed { return .holdClosed(order: order.id, status: order.status) }
             if now >= hold.expiresAt { return .holdLapsed(order: order.id, expiresAt: hold.expiresAt) }
             return nil
@@ -384,6 +385,13 @@ public enum HoldLifecycle {
         let expired = HoldExpired(orderID: order.id, amount: hold.balance.open, expiredAt: hold.expiresAt)
         return plan(order: order, hold: hold, holdEvents: [.expired(expired)], shipment: nil, operation: "expire",
                     products: products, context: context)
+    }
+
+    /// Whether the hold's expiry returns the order's stock: nothing captured is left unrefunded
+    /// and nothing shipped (the same rule ``expire(order:hold:products:context:)`` applies). Reads
+    /// use it to count a lapsed hold's reservation as available before the sweeper runs.
+    public static func expiryReleasesStock(order: OrderState, hold: HoldState) -> Bool {
+        order.holdsStock && order.shipment == nil && hold.refundable.isZero
     }
 
     /// The order's status given its hold's money and its shipment. One function, used by the

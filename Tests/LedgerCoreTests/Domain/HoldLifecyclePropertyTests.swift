@@ -109,6 +109,10 @@ struct HoldLifecyclePropertyTests {
             if !plan.isEmpty {
                 world.expiries += 1
                 if hold.isClosed || world.now < hold.expiresAt { return "VIOLATION expired a closed or not yet due hold" }
+                let releases = plan.events.contains { if case .product(.reservationReleased) = $0 { true } else { false } }
+                if releases != HoldLifecycle.expiryReleasesStock(order: order, hold: hold) {
+                    return "VIOLATION expiry released stock \(releases), reads predicted the opposite"
+                }
                 try! world.ledger.commit(plan)
                 account(plan, &world)
             }

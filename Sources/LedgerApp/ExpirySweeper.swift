@@ -1,0 +1,27 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// Expires holds that passed their expiry uncaptured: at start and then every `interval`
+/// (``HoldService/expireDue(now:batchSize:)``). Several daemons may run it at once; every expiry is
+/// a version-checked append, so each hold expires exactly once. Until a sweep records it, reads
+/// already treat a lapsed hold as not reserving (see the storefront and order readers).
+public struct ExpirySweeper: Service {
+    let holds: HoldService
+    let interval: Duration
+    let logger: Logger
+
+    public func run() async throws {
+        try? await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                do {
+                    let expired = try await holds.expireDue()
+                    if expired > 0 { logger.info("holds expired", metadata: ["count": "\(expired)"]) }
+                } catch where !Task.isCancelled {
+                    logger.warning("expiry sweep failed; retrying later", metadata: ["error": "\(String(reflecting: error))"])
+                }
+                try await Task.sleep(for: interval)
+            }
+        }
+    }
+}

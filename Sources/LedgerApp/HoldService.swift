@@ -1,0 +1,297 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import LedgerCore
+import LedgerHTTP
+import LedgerPostgres
+import Logging
+import PostgresNIO
+
+/// When the money of an authorized order is captured.
+public enum CapturePolicy: String, Sendable, Hashable, CaseIterable {
+    /// Capture what is open when the order ships (`POST /orders/{id}/ship`). The default.
+    case onShipment = "on_shipment"
+    /// Capture the whole amount as soon as the authorization is recorded.
+    case automatic
+}
+
+/// The back office's hold operations (capture, increment, void, refund, ship) and the expiry sweep,
+/// as appends around one acquirer call, like the storefront payment:
+///
+/// 1. a repeated `Idempotency-Key` answers from the ledger (same body) or is refused (other body);
+/// 2. the pure decider checks the operation against the order and hold (fresh from the log) —
+///    a rejection is a 4xx and nothing is sent or appended;
+/// 3. the acquirer is called outside any transaction, keyed by a modification reference derived
+///    from the idempotency key, so a retry after a crash is the same modification there;
+/// 4. its answer is recorded: hold event + order event (+ stock sale or release), one append that
+///    carries the idempotency key; on a version conflict the answer is recorded on fresh state.
+public struct HoldService: HoldOperator {
+    let committer: DomainCommitter
+    let loader: AggregateLoader
+    let client: PostgresClient
+    let acquirer: any Acquirer
+    let clock: @Sendable () -> Date
+    let logger: Logger
+
+    static let maximumAttempts = 50
+
+    public func perform(orderID raw: String, _ request: HoldOperationRequest, idempotencyKey: String?, actor: String) async throws -> (HTTPResponse.Status, String) {
+        guard let orderID = OrderID(raw), var order = try await loader.order(orderID) else { throw APIError.notFound("no order \(raw)") }
+        let requestHash = Self.hash(request)
+        let key = idempotencyKey ?? UUID().uuidString.lowercased()
+        let ledgerKey = IdempotencyKey(key: "hold:\(orderID.rawValue):\(request.kind.rawValue):\(key)", requestHash: requestHash)
+        if idempotencyKey != nil, let stored = try await storedRequestHash(ledgerKey.key) {
+            guard stored == requestHash else {
+                throw APIError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different \(request.kind.rawValue)")
+            }
+            return try await reply(orderID, request.kind, applied: nil, replayed: true)
+        }
+        let operation = try Self.operation(request, currency: order.amounts.total.currency)
+        var hold = try await loader.hold(orderID)
+        let reference = HoldLifecycle.modificationReference(order: order, operation: operation, key: key)
+        let call: HoldAcquirerCall
+        switch HoldLifecycle.prepare(operation, order: order, hold: hold, modificationReference: reference, now: clock()) {
+        case .failure(let rejection): throw Self.apiError(rejection)
+        case .success(let decided): call = decided
+        }
+        let response = try await send(call)
+        let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: actor,
+                                     command: request.kind.rawValue.capitalized + "Hold", idempotencyKey: idempotencyKey)
+        for _ in 0..<Self.maximumAttempts {
+            guard let current = hold else { throw APIError.internalError }
+            var products: [ProductID: ProductState] = [:]
+            for line in order.lines { products[line.productID] = try await loader.product(line.productID) }
+            let now = clock()
+            let plan: AppendPlan
+            switch HoldLifecycle.record(operation, response: response, order: order, hold: current, products: products,
+                                        context: DecisionContext(now: now)) {
+            case .failure(let rejection):
+                logger.error("acquirer answer could not be recorded", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
+                throw Self.apiError(rejection)
+            case .success(let decided): plan = decided
+            }
+            if plan.isEmpty {
+                if let response, response.kind == .increment, !response.responseCode.isApproved {
+                    return try await declined(orderID, response)
+                }
+                return try await reply(orderID, request.kind, applied: response, replayed: false)
+            }
+            let states = AggregateStates(products: products, orders: [orderID: order], holds: [orderID: current])
+            do {
+                if let result = try await committer.commit(plan, on: states, now: now, metadata: metadata, idempotency: ledgerKey) {
+                    return try await reply(orderID, request.kind, applied: response, replayed: result.replayed)
+                }
+            } catch let error as AppendError where error == .idempotencyConflict {
+                throw APIError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different \(request.kind.rawValue)")
+            }
+            // Another writer moved the order, hold or stock first: record the same answer on fresh state.
+            guard let fresh = try await loader.order(orderID) else { throw APIError.internalError }
+            order = fresh
+            hold = try await loader.hold(orderID)
+        }
+        throw APIError.unavailable("the order is too busy right now; retry with the same Idempotency-Key")
+    }
+
+    /// Turns the API's decimal strings into the order's money.
+    static func operation(_ request: HoldOperationRequest, currency: Currency) throws -> HoldOperation {
+        func money(_ text: String?) throws -> Money? {
+            guard let text else { return nil }
+            do { return try Money(decimal: text, currency: currency) } catch {
+                throw APIError(status: .unprocessableContent, code: "invalid_amount",
+                               message: "amount must be a decimal string in \(currency.code) such as \"12.50\"", field: "amount")
+            }
+        }
+        switch request.kind {
+        case .capture: return .capture(amount: try money(request.amount), isFinal: request.isFinal)
+        case .increment: return .increment(amount: try money(request.amount)!)
+        case .void: return .void(amount: try money(request.amount))
+        case .refund: return .refund(amount: try money(request.amount)!, reason: request.reason ?? "")
+        case .ship: return .ship(carrier: request.carrier, tracking: request.tracking)
+        }
+    }
+
+    /// Calls the acquirer. Its refusals are conflicts with the hold's state there; not reaching it
+    /// is a 502 and nothing is recorded (a retry with the same key is the same modification).
+    func send(_ call: HoldAcquirerCall) async throws -> ModificationResponse? {
+        do {
+            switch call {
+            case .capture(let r): return try await acquirer.capture(r)
+            case .increment(let r): return try await acquirer.increment(r)
+            case .reverse(let r): return try await acquirer.reverse(r)
+            case .refund(let r): return try await acquirer.refund(r)
+            case .none: return nil
+            }
+        } catch {
+            logger.warning("acquirer refused a hold operation", metadata: ["error": "\(error)"])
+            if error.code == .unavailable { throw APIError(status: .badGateway, code: "acquirer_unavailable", message: "the acquirer could not be reached; retry with the same Idempotency-Key") }
+            if error.code == .holdExpired { throw APIError.conflict("hold_expired", "the acquirer reports the hold expired") }
+            if error.code == .duplicateReference { throw APIError.conflict("idempotency_conflict", "the acquirer has this reference for a different request") }
+            throw APIError.conflict("acquirer_refused", "the acquirer refused the operation: \(error.description)")
+        }
+    }
+
+    static func apiError(_ rejection: HoldRejection) -> APIError {
+        let message = rejection.description
+        switch rejection {
+        case .unknownOrder: return APIError.notFound(message)
+        case .notAuthorized: return APIError.conflict("not_authorized", message)
+        case .holdClosed: return APIError.conflict("hold_closed", message)
+        case .holdLapsed: return APIError.conflict("hold_expired", message)
+        case .alreadyShipped: return APIError.conflict("already_shipped", message)
+        case .nothingToShip: return APIError.conflict("nothing_to_ship", message)
+        case .nonPositiveAmount, .amountOutOfRange:
+            return APIError(status: .unprocessableContent, code: "invalid_amount", message: message, field: "amount")
+        case .currencyMismatch: return APIError(status: .unprocessableContent, code: "currency_mismatch", message: message, field: "amount")
+        case .exceedsOpen: return APIError(status: .unprocessableContent, code: "exceeds_open_amount", message: message, field: "amount")
+        case .exceedsRefundable: return APIError(status: .unprocessableContent, code: "exceeds_refundable", message: message, field: "amount")
+        case .missingReason: return APIError(status: .unprocessableContent, code: "missing_field", message: message, field: "reason")
+        case .responseMismatch: return APIError(status: .badGateway, code: "acquirer_mismatch", message: message)
+        }
+    }
+
+    static func hash(_ request: HoldOperationRequest) -> [UInt8] {
+        let fields = [request.kind.rawValue, request.amount ?? "", request.isFinal ? "final" : "", request.reason ?? "",
+                      request.carrier ?? "", request.tracking ?? ""]
+        return Array(SHA256.hash(data: Array(fields.joined(separator: "\u{1F}").utf8)))
+    }
+
+    func storedRequestHash(_ key: String) async throws -> [UInt8]? {
+        let rows = try await client.query("SELECT request_hash FROM ledger.idempotency_keys WHERE key = \(key)", logger: logger)
+        for try await hash in rows.decode(ByteBuffer.self) { return Array(hash.readableBytesView) }
+        return nil
+    }
+
+    struct Reply: Encodable {
+        let order_id, operation, result, status: String
+        let amount: String?
+        let psp_modification_reference: String?
+        let payment: HoldReadModel.Figures?
+        let decline_code, message: String?
+    }
+
+    func reply(_ orderID: OrderID, _ kind: HoldOperationRequest.Kind, applied: ModificationResponse?, replayed: Bool) async throws -> (HTTPResponse.Status, String) {
+        guard let order = try await loader.order(orderID, fresh: false) else { throw APIError.internalError }
+        let hold = try await loader.hold(orderID, fresh: false)
+        return (.ok, try CatalogReadModel.json(Reply(
+            order_id: orderID.rawValue, operation: kind.rawValue, result: replayed ? "replayed" : "applied", status: order.status.rawValue,
+            amount: applied?.amount.decimalString, psp_modification_reference: applied?.modificationPSPReference,
+            payment: hold.map { HoldReadModel.Figures($0.balance) }, decline_code: nil, message: nil)))
+    }
+
+    /// An increment the issuer declined: an answer, not an error — 402 with the code; nothing changes.
+    func declined(_ orderID: OrderID, _ response: ModificationResponse) async throws -> (HTTPResponse.Status, String) {
+        guard let order = try await loader.order(orderID, fresh: false) else { throw APIError.internalError }
+        let hold = try await loader.hold(orderID, fresh: false)
+        return (HTTPResponse.Status(code: 402, reasonPhrase: "Payment Required"), try CatalogReadModel.json(Reply(
+            order_id: orderID.rawValue, operation: "increment", result: "declined", status: order.status.rawValue,
+            amount: response.amount.decimalString, psp_modification_reference: response.modificationPSPReference,
+            payment: hold.map { HoldReadModel.Figures($0.balance) }, decline_code: response.responseCode.rawValue,
+            message: response.responseCode.meaning)))
+    }
+
+    // MARK: Expiry
+
+    /// Expires every open hold whose expiry is at or before `now`, `batchSize` holds per append
+    /// (hold expired + order status + stock released, decided on states read fresh in one query).
+    /// Several sweepers may race: appends are version-checked, so each hold expires exactly once;
+    /// the loser re-reads and finds nothing left to do. Returns the number of holds this call expired.
+    @discardableResult
+    public func expireDue(now: Date? = nil, batchSize: Int = 500) async throws -> Int {
+        var expired = 0
+        var conflicts = 0
+        while conflicts <= Self.maximumAttempts {
+            let now = now ?? clock()
+            let due = try await dueHolds(now: now, limit: batchSize)
+            let (plan, states, count) = try await decideExpiry(due, now: now)
+            if count == 0 { break }
+            let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: "expiry-sweeper", command: "ExpireHolds")
+            guard try await committer.commit(plan, on: states, now: now, metadata: metadata) != nil else {
+                conflicts += 1  // another sweeper or an operator got there first: read again
+                continue
+            }
+            expired += count
+            if due.count < batchSize { break }
+        }
+        return expired
+    }
+
+    /// Orders whose hold is open at `now` past its expiry, soonest first (the `holds` read model's index).
+    func dueHolds(now: Date, limit: Int) async throws -> [OrderID] {
+        let rows = try await client.query(
+            """
+            SELECT key FROM ledger.projection_rows
+            WHERE projection = \(HoldReadModel.projection) AND row ->> 'state' = 'open'
+              AND row ->> 'expires_at' <= \(OrderReadModel.timestamp(now))
+            ORDER BY row ->> 'expires_at', key LIMIT \(Int64(limit))
+            """, logger: logger)
+        var ids: [OrderID] = []
+        for try await key in rows.decode(String.self) { if let id = OrderID(key) { ids.append(id) } }
+        return ids
+    }
+
+    /// One append expiring `orders`: their streams are read fresh in one query, and each decision
+    /// sees the stock as the previous ones left it (one product stream gets all its releases).
+    func decideExpiry(_ orders: [OrderID], now: Date) async throws -> (AppendPlan, AggregateStates, Int) {
+        let streams = orders.flatMap { [$0.streamID, $0.holdStreamID] }
+        var states = AggregateStates()
+        for recorded in try await loader.store.readStreams(streams) {
+            switch try DomainEvent.decode(recorded) {
+            case .order(let e): states.orders[e.orderID] = OrderState.evolve(states.orders[e.orderID], e)
+            case .hold(let e): states.holds[e.orderID] = HoldState.evolve(states.holds[e.orderID], e)
+            default: break
+            }
+        }
+        for order in states.orders.values {
+            for line in order.lines where states.products[line.productID] == nil {
+                states.products[line.productID] = try await loader.product(line.productID)
+            }
+        }
+        let before = states
+        var appends: [PlannedAppend] = []
+        var index: [StreamID: Int] = [:]
+        var count = 0
+        let context = DecisionContext(now: now)
+        for id in orders {
+            guard let order = states.orders[id], let hold = states.holds[id] else { continue }
+            switch HoldLifecycle.expire(order: order, hold: hold, products: states.products, context: context) {
+            case .failure(let rejection):
+                logger.error("expiry refused", metadata: ["order": "\(id)", "why": "\(rejection)"])
+            case .success(let plan) where plan.isEmpty: continue
+            case .success(let plan):
+                count += 1
+                for append in plan.appends {
+                    if let i = index[append.streamID] {
+                        appends[i].events += append.events  // the first expectation covers the whole stream's run
+                    } else {
+                        index[append.streamID] = appends.count
+                        appends.append(append)
+                    }
+                    for case .product(let e) in append.events {
+                        states.products[e.productID] = ProductState.evolve(states.products[e.productID], e)
+                    }
+                }
+            }
+        }
+        return (AppendPlan(appends), before, count)
+    }
+}
+
+/// Commits decided plans: the append request with the read-model rows the plan implies, and the
+/// states it produced remembered by the loader. The one way the services write domain events.
+struct DomainCommitter: Sendable {
+    let writer: LedgerWriter
+    let loader: AggregateLoader
+
+    /// Returns nil on a version conflict (another writer moved a stream first: decide again on fresh state).
+    func commit(_ plan: AppendPlan, on states: AggregateStates, now: Date, metadata: EventMetadata,
+                idempotency: IdempotencyKey? = nil) async throws -> AppendResult? {
+        let (request, after) = try states.appendRequest(for: plan.appends, now: now, metadata: metadata, idempotency: idempotency)
+        do {
+            let result = try await writer.append(request)
+            if !result.replayed { loader.remember(after) }
+            return result
+        } catch let error as AppendError where error == .versionConflict {
+            return nil
+        }
+    }
+}

@@ -1,0 +1,247 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import LedgerAcquirer
+import LedgerApp
+import LedgerCore
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+/// The hold lifecycle through the real router and database: capture, increment, void, refund,
+/// ship and expiry, their refusals, idempotency, and the invariants across two daemons.
+@Suite struct HoldTests {
+    let app = SystemRoutesTests()
+    let payments = PaymentTests()
+
+    struct OperationReply: Decodable {
+        struct Figures: Decodable {
+            let currency, authorized, incremented, captured, reversed, expired, refunded, open: String
+        }
+        let order_id, operation, result, status: String
+        let amount: String?
+        let payment: Figures?
+        let decline_code: String?
+    }
+
+    struct OrderBody: Decodable {
+        struct Order: Decodable {
+            struct Hold: Decodable { let state, expires_at: String }
+            let id, status: String
+            let hold: Hold?
+            let payment: OperationReply.Figures?
+        }
+        let order: Order
+    }
+
+    /// Pays for one clock (59.00 USD) and returns the order id.
+    func order(_ client: any TestClientProtocol, source: String = "tok_visa") async throws -> String {
+        let (status, text) = try await payments.pay(client, PaymentTests.body(source: source))
+        #expect(status == .ok, "\(text)")
+        return try JSONDecoder().decode(PaymentTests.Reply.self, from: Data(text.utf8)).order_id
+    }
+
+    func operate(_ client: any TestClientProtocol, _ order: String, _ operation: String, _ body: String = "{}",
+                 key: String? = nil, apiKey: String? = SystemRoutesTests.operatorKey) async throws -> (HTTPResponse.Status, String) {
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if let apiKey { headers[.authorization] = "Bearer \(apiKey)" }
+        if let key { headers[HTTPField.Name("Idempotency-Key")!] = key }
+        return try await client.execute(uri: "/orders/\(order)/\(operation)", method: .post, headers: headers,
+                                        body: ByteBuffer(string: body)) { ($0.status, String(buffer: $0.body)) }
+    }
+
+    func decode(_ text: String) throws -> OperationReply { try JSONDecoder().decode(OperationReply.self, from: Data(text.utf8)) }
+    /// The reply, or nil when it is not one (usable inside `#expect`).
+    func r(_ text: String) -> OperationReply? { try? decode(text) }
+
+    func orderBody(_ client: any TestClientProtocol, _ id: String) async throws -> OrderBody.Order {
+        try await client.execute(uri: "/orders/\(id)", method: .get,
+                                 headers: [.authorization: "Bearer \(SystemRoutesTests.auditorKey)"]) { response in
+            #expect(response.status == .ok)
+            return try JSONDecoder().decode(OrderBody.self, from: Data(buffer: response.body)).order
+        }
+    }
+
+    func head(_ services: LedgerServices) async throws -> Int64 { try await services.store.head().position }
+
+    @Test func captureShipAndRefundWalkTheOrderThroughItsStatuses() async throws {
+        try await app.withApp(seed: true) { client, services in
+            let id = try await order(client)
+            var (status, text) = try await operate(client, id, "capture", #"{"amount": "20.00"}"#)
+            #expect(status == .ok, "\(text)")
+            var reply = try decode(text)
+            #expect(reply.status == "partially_captured" && reply.payment?.captured == "20.00" && reply.payment?.open == "39.00")
+            (status, text) = try await operate(client, id, "capture", #"{"amount": "30.00", "final": true}"#)
+            reply = try decode(text)
+            #expect(reply.status == "captured" && reply.payment?.captured == "50.00" && reply.payment?.reversed == "9.00"
+                    && reply.payment?.open == "0.00")
+            // Captured is not sold: the goods are still in the warehouse until they ship.
+            var clock = try await payments.clockRow(client)
+            #expect(clock.quantity_on_hand == 10 && clock.reserved == 1)
+            (status, text) = try await operate(client, id, "ship", #"{"carrier": "UPS", "tracking": "1Z999"}"#)
+            #expect(status == .ok && r(text)?.status == "shipped", "\(text)")
+            clock = try await payments.clockRow(client)
+            #expect(clock.quantity_on_hand == 9 && clock.reserved == 0 && clock.available == 9)
+            (status, text) = try await operate(client, id, "refund", #"{"amount": "10.00", "reason": "scratched"}"#)
+            #expect(r(text)?.status == "partially_refunded" && r(text)?.payment?.refunded == "10.00", "\(text)")
+            (status, text) = try await operate(client, id, "refund", #"{"amount": "40.00", "reason": "returned"}"#)
+            #expect(r(text)?.status == "refunded", "\(text)")
+            let order = try await orderBody(client, id)
+            #expect(order.status == "refunded" && order.payment?.refunded == "50.00" && order.hold?.state == "closed")
+            #expect(try await ChainVerifier(client: services.client, logger: TestCluster.logger).verify().ok)
+        }
+    }
+
+    @Test func shippingCapturesTheOpenAmountUnderTheOnShipmentPolicy() async throws {
+        try await app.withApp(seed: true) { client, services in
+            let id = try await order(client)
+            let (status, text) = try await operate(client, id, "ship", "")
+            #expect(status == .ok, "\(text)")
+            let reply = try decode(text)
+            #expect(reply.status == "shipped" && reply.payment?.captured == "59.00" && reply.payment?.open == "0.00")
+            #expect(try await payments.count(services, type: "HoldCaptured") == 1)
+            #expect(try await payments.count(services, type: "StockSold") == 1)
+        }
+    }
+
+    @Test func theAutomaticPolicyCapturesAtAuthorization() async throws {
+        try await app.withApp(seed: true, environment: ["LEDGERD_CAPTURE_POLICY": "automatic"]) { client, services in
+            let id = try await order(client)
+            let order = try await orderBody(client, id)
+            #expect(order.status == "captured" && order.payment?.captured == "59.00")
+            let (status, text) = try await operate(client, id, "ship", "{}")
+            #expect(status == .ok && r(text)?.status == "shipped", "\(text)")
+            #expect(try await payments.count(services, type: "HoldCaptured") == 1)
+        }
+    }
+
+    @Test func aFullVoidReleasesTheStockAndAPartialVoidDoesNot() async throws {
+        try await app.withApp(seed: true) { client, _ in
+            let id = try await order(client)
+            var (status, text) = try await operate(client, id, "void", #"{"amount": "9.00"}"#)
+            #expect(status == .ok && r(text)?.status == "authorized" && r(text)?.payment?.open == "50.00", "\(text)")
+            #expect(try await payments.clockRow(client).available == 9)
+            (status, text) = try await operate(client, id, "void")
+            #expect(status == .ok && r(text)?.status == "voided", "\(text)")
+            let clock = try await payments.clockRow(client)
+            #expect(clock.reserved == 0 && clock.available == 10 && clock.quantity_on_hand == 10)
+        }
+    }
+
+    @Test func incrementsAreApprovedOrDeclinedByTheIssuer() async throws {
+        // The acquirer model's test cards have 10,000.00 of open-to-buy by default.
+        try await app.withApp(seed: true) { client, services in
+            let id = try await order(client)
+            var (status, text) = try await operate(client, id, "increment", #"{"amount": "15.00"}"#)
+            #expect(status == .ok && r(text)?.payment?.incremented == "15.00" && r(text)?.payment?.open == "74.00", "\(text)")
+            let before = try await head(services)
+            (status, text) = try await operate(client, id, "increment", #"{"amount": "9999.00"}"#)
+            #expect(status.code == 402, "\(text)")
+            #expect(r(text)?.result == "declined" && r(text)?.decline_code == "51")
+            #expect(try await head(services) == before)
+        }
+    }
+
+    @Test func everyRejectedOperationNamesTheReasonAndAppendsNothing() async throws {
+        let clock = SimulatedClock(Date())
+        try await app.withApp(seed: true, clock: { clock.now }) { client, services in
+            let open = try await order(client)
+            let finalCaptured = try await order(client)
+            let voided = try await order(client)
+            let lapsing = try await order(client)
+            _ = try await operate(client, finalCaptured, "capture", #"{"amount": "10.00", "final": true}"#)
+            _ = try await operate(client, voided, "void")
+            let cases: [(String, String, String, String?, Int, String)] = [
+                (open, "capture", #"{"amount": "59.01"}"#, nil, 422, "exceeds_open_amount"),
+                (open, "capture", #"{"amount": "0.00"}"#, nil, 422, "invalid_amount"),
+                (open, "capture", #"{"amount": "1.234"}"#, nil, 422, "invalid_amount"),
+                (open, "capture", #"{"amount": 5}"#, nil, 422, "invalid_field"),
+                (open, "capture", #"{"amount": "5.00", "reason": "x"}"#, nil, 400, "unknown_field"),
+                (open, "capture", "not json", nil, 400, "invalid_json"),
+                (open, "refund", #"{"amount": "1.00", "reason": "none captured"}"#, nil, 422, "exceeds_refundable"),
+                (open, "refund", #"{"amount": "1.00"}"#, nil, 422, "missing_field"),
+                (open, "increment", "{}", nil, 422, "missing_field"),
+                (finalCaptured, "capture", #"{"amount": "1.00"}"#, nil, 409, "hold_closed"),
+                (finalCaptured, "increment", #"{"amount": "1.00"}"#, nil, 409, "hold_closed"),
+                (finalCaptured, "void", "{}", nil, 409, "hold_closed"),
+                (finalCaptured, "refund", #"{"amount": "10.01", "reason": "too much"}"#, nil, 422, "exceeds_refundable"),
+                (voided, "capture", "{}", nil, 409, "hold_closed"),
+                (voided, "ship", "{}", nil, 409, "nothing_to_ship"),
+                ("no-such-order", "capture", "{}", nil, 404, "not_found"),
+                (open, "capture", "{}", "wrong-key", 401, "unauthenticated"),
+                (open, "capture", "{}", SystemRoutesTests.auditorKey, 403, "forbidden"),
+            ]
+            for (id, operation, body, key, expected, code) in cases {
+                let before = try await head(services)
+                let (status, text) = try await operate(client, id, operation, body, apiKey: key ?? SystemRoutesTests.operatorKey)
+                #expect(status.code == expected, "\(operation) \(body): \(text)")
+                let error = try? JSONDecoder().decode(SystemRoutesTests.ErrorBody.self, from: Data(text.utf8))
+                #expect(error?.error.code == code, "\(operation) \(body): \(text)")
+                #expect(try await head(services) == before, "\(operation) \(body) appended")
+            }
+            // Past its expiry (the sweeper has not run): capture is refused, and so after the sweep.
+            clock.advance(by: 8 * 86_400)
+            for _ in 0..<2 {
+                let before = try await head(services)
+                let (status, text) = try await operate(client, lapsing, "capture", "{}")
+                #expect(status == .conflict && text.contains("hold_expired"), "\(text)")
+                #expect(try await head(services) == before)
+                try await services.holds.expireDue()
+            }
+        }
+    }
+
+    @Test func theSameIdempotencyKeyReplaysAndAnotherBodyIsRefused() async throws {
+        try await app.withApp(seed: true) { client, services in
+            let id = try await order(client)
+            let (s1, t1) = try await operate(client, id, "capture", #"{"amount": "5.00"}"#, key: "cap-1")
+            let (s2, t2) = try await operate(client, id, "capture", #"{"amount": "5.00"}"#, key: "cap-1")
+            #expect(s1 == .ok && s2 == .ok, "\(t1) \(t2)")
+            #expect(r(t1)?.result == "applied" && r(t2)?.result == "replayed")
+            #expect(r(t2)?.payment?.captured == "5.00")
+            let before = try await head(services)
+            let (s3, t3) = try await operate(client, id, "capture", #"{"amount": "6.00"}"#, key: "cap-1")
+            #expect(s3 == .conflict && t3.contains("idempotency_conflict"), "\(t3)")
+            #expect(try await head(services) == before)
+            #expect(try await payments.count(services, type: "HoldCaptured") == 1)
+        }
+    }
+
+    @Test func lapsedHoldsStopReservingAtOnceAndTwoSweepersExpireEachExactlyOnce() async throws {
+        let clock = SimulatedClock(Date())
+        let model = AcquirerModel(seed: 7, configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: 20_000, currency: .usd)),
+                                  clock: { clock.now })
+        let database = try await TestDatabase.fresh()
+        try await app.withApp(seed: true, database: database, acquirer: model, clock: { clock.now }) { client, services in
+            try await app.withApp(database: database, acquirer: model, clock: { clock.now }) { _, other in
+                var ids: [String] = []
+                for _ in 0..<3 { ids.append(try await order(client)) }
+                _ = try await operate(client, ids[2], "capture", #"{"amount": "10.00"}"#)
+                // The card's 200.00 of open-to-buy is used up: a fourth payment is declined.
+                #expect(try await payments.pay(client, PaymentTests.body()).0.code == 402)
+                #expect(try await payments.clockRow(client).available == 7)
+
+                clock.advance(by: 8 * 86_400)
+                // Before any sweep, reads already treat the lapsed holds as released.
+                #expect(try await payments.clockRow(client).available == 9)
+                #expect(try await orderBody(client, ids[0]).status == "expired")
+                #expect(try await orderBody(client, ids[2]).status == "captured")
+                #expect(try await payments.count(services, type: "HoldExpired") == 0)
+
+                async let first = services.holds.expireDue()
+                async let second = other.holds.expireDue()
+                let (a, b) = try await (first, second)
+                #expect(a + b == 3)
+                #expect(try await payments.count(services, type: "HoldExpired") == 3)
+                #expect(try await services.holds.expireDue() == 0)
+                let clockRow = try await payments.clockRow(client)
+                #expect(clockRow.available == 9 && clockRow.reserved == 1 && clockRow.quantity_on_hand == 10)
+                #expect(try await orderBody(client, ids[0]).status == "expired")
+                // The acquirer model released the open amounts: the card can pay again.
+                #expect(try await payments.pay(client, PaymentTests.body()).0 == .ok)
+                #expect(try await ChainVerifier(client: services.client, logger: TestCluster.logger).verify().ok)
+            }
+        }
+    }
+}
