@@ -7,6 +7,7 @@ import LedgerApp
 import LedgerCore
 import LedgerPostgres
 import LedgerTestSupport
+import Synchronization
 import Testing
 
 /// The hold lifecycle through the real router and database: capture, increment, void, refund,
@@ -36,8 +37,8 @@ import Testing
     }
 
     /// Pays for one clock (59.00 USD) and returns the order id.
-    func order(_ client: any TestClientProtocol, source: String = "tok_visa") async throws -> String {
-        let (status, text) = try await payments.pay(client, PaymentTests.body(source: source))
+    func order(_ client: any TestClientProtocol, source: String = "tok_visa", product: String = "Clock", amount: Int = 5900) async throws -> String {
+        let (status, text) = try await payments.pay(client, PaymentTests.body(source: source, amount: amount, product: product))
         #expect(status == .ok, "\(text)")
         return try JSONDecoder().decode(PaymentTests.Reply.self, from: Data(text.utf8)).order_id
     }
@@ -243,5 +244,127 @@ import Testing
                 #expect(try await ChainVerifier(client: services.client, logger: TestCluster.logger).verify().ok)
             }
         }
+    }
+}
+
+/// A few thousand random hold operations through HTTP, spread over two daemons on one database
+/// (sharing the acquirer, as two real daemons share the real one), concurrently, with clock jumps
+/// and sweeps by both; then every invariant is checked on what the database holds.
+@Suite struct HoldInvariantsThroughHTTPTests {
+    let holds = HoldTests()
+
+    @Test func randomOperationsOnTwoDaemonsKeepEveryInvariant() async throws {
+        let seed = ProcessInfo.processInfo.environment["LEDGER_PROPERTY_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0...UInt64.max)
+        let operations = ProcessInfo.processInfo.environment["LEDGER_HTTP_OPERATIONS"].flatMap(Int.init) ?? 2_000
+        let clock = SimulatedClock(Date(timeIntervalSince1970: 1_790_000_000))
+        let model = AcquirerModel(seed: seed, clock: { clock.now })
+        let database = try await TestDatabase.fresh()
+        try await holds.app.withApp(seed: true, database: database, acquirer: model, clock: { clock.now }) { a, servicesA in
+            try await holds.app.withApp(database: database, acquirer: model, clock: { clock.now }) { b, servicesB in
+                let ids = OrderList()
+                for _ in 0..<10 { ids.append(try await holds.order(a)) }
+                let amounts = ["0.01", "1.00", "5.00", "10.00", "20.00", "59.00", "60.00", "0.00", "-1.00", "abc", "100.00"]
+                // Four workers, each with its own generator derived from the seed.
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for worker in 0..<4 {
+                        group.addTask {
+                            var rng = SplitMix64(seed: seed &+ UInt64(worker) &* 0x9E37_79B9)
+                            for _ in 0..<(operations / 4) {
+                                let client = Bool.random(using: &rng) ? a : b
+                                let id = ids.all.randomElement(using: &rng)!
+                                let amount = amounts.randomElement(using: &rng)!
+                                let key: String? = Int.random(in: 0..<4, using: &rng) == 0 ? "k\(Int.random(in: 0..<20, using: &rng))" : nil
+                                switch Int.random(in: 0..<100, using: &rng) {
+                                case 0..<25: _ = try await holds.operate(client, id, "capture", Bool.random(using: &rng) ? "{}" : #"{"amount": "\#(amount)", "final": \#(Bool.random(using: &rng))}"#, key: key)
+                                case 25..<37: _ = try await holds.operate(client, id, "increment", #"{"amount": "\#(amount)"}"#, key: key)
+                                case 37..<50: _ = try await holds.operate(client, id, "void", Bool.random(using: &rng) ? "{}" : #"{"amount": "\#(amount)"}"#, key: key)
+                                case 50..<75: _ = try await holds.operate(client, id, "refund", #"{"amount": "\#(amount)", "reason": "test"}"#, key: key)
+                                case 75..<90: _ = try await holds.operate(client, id, "ship", "{}", key: key)
+                                case 88..<90: ids.append(try await holds.order(client, product: "Pen", amount: 3200))
+                                case 90..<92: clock.advance(by: Int64.random(in: 0...(86_400 / 2), using: &rng))
+                                default: try await (Bool.random(using: &rng) ? servicesA : servicesB).holds.expireDue()
+                                }
+                            }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+                // A few holds still open at the end, then every remaining hold lapses and both sweepers race.
+                for _ in 0..<3 { ids.append(try await holds.order(b, product: "Pen", amount: 3200)) }
+                clock.advance(by: 40 * 86_400)
+                async let sweepA = servicesA.holds.expireDue()
+                async let sweepB = servicesB.holds.expireDue()
+                _ = try await (sweepA, sweepB)
+
+                var found: [String] = []
+                var products: [ProductID: ProductState] = [:]
+                var statuses = Set<String>()
+                for raw in ids.all {
+                    let id = OrderID(raw)!
+                    let order = OrderState.fold(try await servicesA.store.readStream(id.streamID).map { event -> OrderEvent in
+                        guard case .order(let e) = try DomainEvent.decode(event) else { preconditionFailure() }
+                        return e
+                    })!
+                    let hold = HoldState.fold(try await servicesA.store.readStream(id.holdStreamID).map { event -> HoldEvent in
+                        guard case .hold(let e) = try DomainEvent.decode(event) else { preconditionFailure() }
+                        return e
+                    })!
+                    statuses.insert(order.status.rawValue)
+                    let balance = hold.balance
+                    if !balance.satisfiesIdentity { found.append("\(id): identity \(balance)") }
+                    if !hold.isClosed { found.append("\(id): still open after every expiry") }
+                    if order.status != HoldLifecycle.status(balance: balance, shipped: order.shipment != nil) { found.append("\(id): status") }
+                    // The ledger and the acquirer agree on every hold's money.
+                    if case .found(let details) = try await model.query(merchantReference: order.merchantReference), let theirs = details.balance {
+                        if theirs != balance { found.append("\(id): ledger \(balance) ≠ acquirer \(theirs)") }
+                    } else {
+                        found.append("\(id): unknown at the acquirer")
+                    }
+                    for line in order.lines where products[line.productID] == nil {
+                        products[line.productID] = ProductState.fold(try await servicesA.store.readStream(line.productID.streamID).map { event -> ProductEvent in
+                            guard case .product(let e) = try DomainEvent.decode(event) else { preconditionFailure() }
+                            return e
+                        })
+                    }
+                    let held = products[order.lines[0].productID]?.reservations[id]
+                    if order.holdsStock != (held != nil) { found.append("\(id): \(order.status) but reservation \(held ?? 0)") }
+                    let row = try await holds.orderBody(a, raw)
+                    if row.status != order.status.rawValue { found.append("\(id): read model says \(row.status), log says \(order.status)") }
+                }
+                for (id, product) in products {
+                    if product.onHand + product.sold != product.received { found.append("\(id): on hand + sold ≠ received") }
+                    if product.reservations.values.reduce(0, +) != product.reserved || product.available < 0 { found.append("\(id): reservations") }
+                    let row = try await CatalogTests().inventory(a).first { $0.id == id.rawValue }!
+                    if row.quantity_on_hand != product.onHand || row.reserved != product.reserved { found.append("\(id): inventory row disagrees") }
+                }
+                let chain = try await ChainVerifier(client: servicesA.client, logger: TestCluster.logger).verify()
+                if !chain.ok { found.append("chain: \(chain)") }
+                #expect(found.isEmpty, "seed \(seed) (LEDGER_PROPERTY_SEED): \(found.joined(separator: "; "))")
+                // The run must have exercised every kind of change, or it proves little.
+                let types = Set(try await servicesA.store.read(from: 1, limit: 1_000_000).map(\.type))
+                let exercised: Set<String> = ["HoldCaptured", "HoldIncremented", "HoldReversed", "HoldRefunded", "HoldExpired", "OrderShipped", "StockSold", "ReservationReleased"]
+                #expect(types.isSuperset(of: exercised), "seed \(seed): missing \(exercised.subtracting(types).sorted()), final statuses \(statuses.sorted())")
+            }
+        }
+    }
+}
+
+/// Order ids shared by concurrent workers.
+final class OrderList: Sendable {
+    private let ids = Mutex<[String]>([])
+    func append(_ id: String) { ids.withLock { $0.append(id) } }
+    var all: [String] { ids.withLock { $0 } }
+}
+
+/// SplitMix64, for seeded test generators.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
