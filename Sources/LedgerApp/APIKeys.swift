@@ -44,6 +44,18 @@ public enum APIKeys {
         return APIKeyring(operatorKeys: file.operatorKeys, auditorKeys: file.auditorKeys)
     }
 
+    /// An operator key for command-line clients of a running daemon: the first configured one, or
+    /// the embedded daemon's generated one from `<data dir>/api-keys.json`.
+    public static func operatorKey(for configuration: LedgerConfiguration) throws -> String {
+        if let key = configuration.operatorKeys.first { return key }
+        let url = configuration.dataDirectoryURL.appendingPathComponent("api-keys.json")
+        guard let data = FileManager.default.contents(atPath: url.path),
+              let key = try JSONDecoder().decode(File.self, from: data).operatorKeys.first else {
+            throw ConfigurationError("no operator key: set LEDGERD_OPERATOR_KEYS or pass --api-key (no \(url.path))")
+        }
+        return key
+    }
+
     /// 32 random bytes, base64url, behind a prefix that says what the secret is.
     static func generate(_ prefix: String) -> String {
         var generator = SystemRandomNumberGenerator()

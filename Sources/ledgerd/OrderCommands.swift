@@ -1,0 +1,92 @@
+import ArgumentParser
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import LedgerApp
+
+/// `ledgerd order capture|increment|void|refund|ship ORDER …`: the back-office hold operations,
+/// sent to a running daemon's API with an operator key. They go through the daemon because it is
+/// the one that talks to the acquirer; each is idempotent by `--idempotency-key` (the API's
+/// `Idempotency-Key`), so a retried command never applies twice.
+struct Order: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Operate on an order's authorization hold through a running daemon.",
+        subcommands: [Capture.self, Increment.self, Void.self, Refund.self, Ship.self])
+
+    struct Connection: ParsableArguments {
+        @OptionGroup var common: CommonOptions
+        @Option(help: "The daemon's base URL.") var url = "http://127.0.0.1:12345"
+        @Option(help: "Operator API key (default: LEDGERD_OPERATOR_KEYS, or the embedded daemon's api-keys.json).") var apiKey: String?
+        @Option(help: "Idempotency key: the same key and arguments apply once.") var idempotencyKey: String?
+
+        /// POSTs `body` to `/orders/{id}/{operation}`, prints the reply, and fails on a non-2xx status.
+        func send(_ operation: String, order: String, body: [String: Any]) async throws {
+            let key = try apiKey ?? APIKeys.operatorKey(for: common.configuration())
+            guard let escaped = order.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed),
+                  let target = URL(string: "\(url)/orders/\(escaped)/\(operation)") else { throw ValidationError("invalid URL or order id") }
+            var request = URLRequest(url: target)
+            request.httpMethod = "POST"
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+            if let idempotencyKey { request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key") }
+            request.httpBody = try JSONSerialization.data(withJSONObject: body)
+            let (data, response) = try await URLSession.shared.data(for: request)
+            print(String(decoding: data, as: UTF8.self))
+            let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+            guard (200..<300).contains(status) else { throw ExitCode(status == 402 ? 2 : 1) }
+        }
+    }
+
+    struct Capture: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Capture part or all of the open amount.")
+        @Argument(help: "Order id.") var order: String
+        @Option(help: "Amount, e.g. 12.50 (default: all that is open).") var amount: String?
+        @Flag(help: "Final capture: release the rest of the hold.") var final = false
+        @OptionGroup var connection: Connection
+        func run() async throws {
+            var body: [String: Any] = ["final": final]
+            if let amount { body["amount"] = amount }
+            try await connection.send("capture", order: order, body: body)
+        }
+    }
+
+    struct Increment: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Ask the issuer to add to the hold (exit 2 when declined).")
+        @Argument(help: "Order id.") var order: String
+        @Option(help: "Amount to add, e.g. 5.00.") var amount: String
+        @OptionGroup var connection: Connection
+        func run() async throws { try await connection.send("increment", order: order, body: ["amount": amount]) }
+    }
+
+    struct Void: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Void part or all of the open amount (all: the order is cancelled).")
+        @Argument(help: "Order id.") var order: String
+        @Option(help: "Amount (default: all that is open).") var amount: String?
+        @OptionGroup var connection: Connection
+        func run() async throws { try await connection.send("void", order: order, body: amount.map { ["amount": $0] } ?? [:]) }
+    }
+
+    struct Refund: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Refund captured money.")
+        @Argument(help: "Order id.") var order: String
+        @Option(help: "Amount, e.g. 10.00.") var amount: String
+        @Option(help: "Why (kept in the ledger).") var reason: String
+        @OptionGroup var connection: Connection
+        func run() async throws { try await connection.send("refund", order: order, body: ["amount": amount, "reason": reason]) }
+    }
+
+    struct Ship: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Mark shipped (captures what is open under the on-shipment policy).")
+        @Argument(help: "Order id.") var order: String
+        @Option(help: "Carrier.") var carrier: String?
+        @Option(help: "Tracking number.") var tracking: String?
+        @OptionGroup var connection: Connection
+        func run() async throws {
+            var body: [String: Any] = [:]
+            if let carrier { body["carrier"] = carrier }
+            if let tracking { body["tracking"] = tracking }
+            try await connection.send("ship", order: order, body: body)
+        }
+    }
+}
