@@ -70,25 +70,45 @@ public struct AppendBenchmark: Sendable {
 
     static let database = "ledger_bench"
 
-    public func run(migrations: [Migration]) async throws -> Report {
+    /// Starts (or reuses) the durable benchmark cluster under `dataDirectory`, recreates the
+    /// benchmark database with every migration, and lets `ledger_app` log in. Returns the cluster
+    /// (stop it when `alreadyRunning` is false) and client configurations by user.
+    static func prepareCluster(
+        dataDirectory: URL, migrations: [Migration], poolSize: Int, logger: Logger
+    ) async throws -> (EmbeddedPostgres, alreadyRunning: Bool, @Sendable (String) -> PostgresClient.Configuration) {
         let embedded = EmbeddedPostgres(configuration: .init(dataDirectory: dataDirectory, durable: true), logger: logger)
         let (endpoint, alreadyRunning) = try embedded.start()
-        defer { if !alreadyRunning { try? embedded.stop() } }
-        let options = self.options
-        func config(_ user: String, _ database: String) -> PostgresClient.Configuration {
+        let config: @Sendable (String, String) -> PostgresClient.Configuration = { user, database in
             var configuration = PostgresClient.Configuration(
                 unixSocketPath: endpoint.socketPath, username: user, password: nil, database: database)
-            configuration.options.maximumConnections = options.poolSize
+            configuration.options.maximumConnections = poolSize
             return configuration
         }
-        let logger = self.logger
-        try await withPostgresClient(configuration: config(endpoint.superuser, "postgres"), logger: logger) { client in
-            try await client.query("DROP DATABASE IF EXISTS \(unescaped: Self.database) WITH (FORCE)", logger: logger)
-            try await client.query("CREATE DATABASE \(unescaped: Self.database)", logger: logger)
+        do {
+            try await withPostgresClient(configuration: config(endpoint.superuser, "postgres"), logger: logger) { client in
+                try await client.query("DROP DATABASE IF EXISTS \(unescaped: Self.database) WITH (FORCE)", logger: logger)
+                try await client.query("CREATE DATABASE \(unescaped: Self.database)", logger: logger)
+            }
+            try await withPostgresClient(configuration: config(endpoint.superuser, Self.database), logger: logger) { client in
+                try await Migrator(migrations: migrations, logger: logger).migrate(client: client)
+                try await client.query("ALTER ROLE ledger_app LOGIN", logger: logger)
+            }
+        } catch {
+            if !alreadyRunning { try? embedded.stop() }
+            throw error
         }
-        try await withPostgresClient(configuration: config(endpoint.superuser, Self.database), logger: logger) { client in
-            try await Migrator(migrations: migrations, logger: logger).migrate(client: client)
-            try await client.query("ALTER ROLE ledger_app LOGIN", logger: logger)
+        return (embedded, alreadyRunning, { config($0, Self.database) })
+    }
+
+    public func run(migrations: [Migration]) async throws -> Report {
+        let (embedded, alreadyRunning, configFor) = try await Self.prepareCluster(
+            dataDirectory: dataDirectory, migrations: migrations, poolSize: options.poolSize, logger: logger)
+        defer { if !alreadyRunning { try? embedded.stop() } }
+        let options = self.options
+        let superuser = embedded.endpoint.superuser
+        func config(_ user: String, _ database: String) -> PostgresClient.Configuration { configFor(user) }
+        let logger = self.logger
+        try await withPostgresClient(configuration: config(superuser, Self.database), logger: logger) { client in
             try await client.query("""
                 CREATE TABLE public.bench_raw (
                     position bigserial PRIMARY KEY, stream_id text NOT NULL, stream_version bigint NOT NULL,
@@ -113,7 +133,7 @@ public struct AppendBenchmark: Sendable {
             }
         }
         logger.info("ledger phase done; verifying the chain and reading batch sizes")
-        let (batches, verified) = try await withPostgresClient(configuration: config(endpoint.superuser, Self.database), logger: logger) { client in
+        let (batches, verified) = try await withPostgresClient(configuration: config(superuser, Self.database), logger: logger) { client in
             var sizes: [Int] = []
             for try await size in try await client.query(
                 "SELECT count(*) FROM ledger.events GROUP BY recorded_at ORDER BY 1", logger: logger).decode(Int64.self) {
@@ -124,7 +144,7 @@ public struct AppendBenchmark: Sendable {
         }
 
         // Phase 2: the raw ceiling.
-        let raw = try await withPostgresClient(configuration: config(endpoint.superuser, Self.database), logger: logger) { client in
+        let raw = try await withPostgresClient(configuration: config(superuser, Self.database), logger: logger) { client in
             try await Self.drive(producers: options.producers, seconds: options.seconds) { producer, i in
                 let n = options.rawRowsPerInsert
                 var streams: [String] = [], versions: [Int64] = [], ids: [UUID] = [], data: [String] = []

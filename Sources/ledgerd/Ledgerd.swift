@@ -93,7 +93,27 @@ struct Audit: AsyncParsableCommand {
 }
 
 struct Bench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Benchmarks.", subcommands: [Append.self])
+    static let configuration = CommandConfiguration(abstract: "Benchmarks.", subcommands: [Append.self, Expiry.self])
+
+    struct Expiry: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Time the sweeper expiring N holds that all pass their expiry at once.",
+            discussion: "Runs on its own durable embedded cluster (default ./.ledgerd-bench); never on a real ledger.")
+        @Option(help: "Holds to create and expire.") var holds = 100_000
+        @Option(help: "Holds per sweeper append.") var sweepBatch = 500
+        @Option(help: "Data directory of the benchmark cluster.") var dataDir = "./.ledgerd-bench"
+        @Option(help: "Log level.") var logLevel = "warning"
+
+        func run() async throws {
+            let configuration = try LedgerConfiguration.load(flags: ["ledgerd.log.level": .init(.string(logLevel), isSecret: false)])
+            let directory = URL(fileURLWithPath: dataDir, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+                .standardizedFileURL
+            let migrations = try Migrator.load(from: configuration.resolvedMigrationsDirectory())
+            print("bench expiry: \(holds) holds, sweep batch \(sweepBatch), \(ProcessInfo.processInfo.activeProcessorCount) cores")
+            print(try await ExpiryBenchmark(holds: holds, sweepBatch: sweepBatch, dataDirectory: directory, logger: makeLogger(configuration))
+                .run(migrations: migrations))
+        }
+    }
 
     struct Append: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

@@ -102,10 +102,20 @@ import Testing
                 for _ in 0..<20 { group.addTask { _ = try await payments.pay(client, PaymentTests.body(amount: 3200, product: "Pen")) } }
                 try await group.waitForAll()
             }
+            // Hold operations change order, hold and inventory rows too.
+            let holds = HoldTests()
+            let captured = try await holds.order(client, product: "Pen", amount: 3200)
+            _ = try await holds.operate(client, captured, "capture", #"{"amount": "1.00"}"#)
+            _ = try await holds.operate(client, captured, "ship")
+            _ = try await holds.operate(client, captured, "refund", #"{"amount": "2.00", "reason": "late"}"#)
+            let voided = try await holds.order(client, product: "Pen", amount: 3200)
+            _ = try await holds.operate(client, voided, "void")
             let live = try await Self.table(services.client)
-            let replayed = try ProjectionRebuilder.replay(try await services.store.read(from: 1, limit: 100_000))
+            let events = try await services.store.read(from: 1, limit: 100_000)
+            let replayed = try ProjectionRebuilder.replay(events)
             #expect(replayed.count == live.count)
-            #expect(replayed.count == 12 + 3 + 25)
+            #expect(replayed.filter { $0.projection != "holds" }.count == 12 + 3 + 27)
+            #expect(replayed.filter { $0.projection == "holds" }.count == events.filter { $0.type == "AuthorizationHoldPlaced" }.count)
             for (a, b) in zip(replayed, live) {
                 #expect(a.projection == b.projection && a.key == b.key && a.version == b.version && a.createdPosition == b.createdPosition)
                 #expect(Self.sameJSON(a.json, b.json), "\(a.projection)/\(a.key)")

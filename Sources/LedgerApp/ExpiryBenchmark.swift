@@ -1,0 +1,121 @@
+import Foundation
+import LedgerAcquirer
+import LedgerCore
+import LedgerPostgres
+import Logging
+import PostgresNIO
+
+/// `ledgerd bench expiry`: the time the sweeper takes to expire `holds` holds that all pass their
+/// expiry at once. Setup (not timed): one product with enough stock, then `holds` orders opened
+/// and authorized through the pure payment steps and committed with their read-model rows, in
+/// batches. Timed: ``HoldService/expireDue(now:batchSize:)`` from the first due hold to the last —
+/// reading the due holds, deciding, and appending hold expiry + order status + stock release.
+/// Runs on the same kind of private durable cluster as `bench append` (database dropped first).
+public struct ExpiryBenchmark: Sendable {
+    public var holds: Int
+    public var sweepBatch: Int
+    public let dataDirectory: URL
+    public let logger: Logger
+
+    public init(holds: Int, sweepBatch: Int, dataDirectory: URL, logger: Logger) {
+        self.holds = holds
+        self.sweepBatch = sweepBatch
+        self.dataDirectory = dataDirectory
+        self.logger = logger
+    }
+
+    public func run(migrations: [Migration]) async throws -> String {
+        let (embedded, alreadyRunning, config) = try await AppendBenchmark.prepareCluster(
+            dataDirectory: dataDirectory, migrations: migrations, poolSize: 20, logger: logger)
+        defer { if !alreadyRunning { try? embedded.stop() } }
+        let logger = self.logger
+        let holds = self.holds, sweepBatch = self.sweepBatch
+        return try await withPostgresClient(configuration: config("ledger_app"), logger: logger) { client in
+            let writer = LedgerWriter(client: client, configuration: .init(maximumBatchEvents: 20_000), logger: logger)
+            return try await withThrowingTaskGroup(of: String.self) { group in
+                group.addTask { try await writer.run(); return "" }
+                defer { group.cancelAll() }
+                let store = EventStore(client: client, logger: logger)
+                let loader = AggregateLoader(store: store, client: client, logger: logger)
+                let committer = DomainCommitter(writer: writer, loader: loader)
+                let t0 = Date(timeIntervalSince1970: 1_790_000_000)
+                try await Self.setUp(holds: holds, at: t0, committer: committer)
+                let service = HoldService(committer: committer, loader: loader, client: client,
+                                          acquirer: AcquirerModel(seed: 1, clock: { t0 }), clock: { t0 }, logger: logger)
+                let start = ContinuousClock.now
+                let expired = try await service.expireDue(now: t0.addingTimeInterval(7_200), batchSize: sweepBatch)
+                let elapsed = ContinuousClock.now - start
+                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                var count: Int64 = 0
+                for try await n in try await client.query("SELECT count(*) FROM ledger.events WHERE type = 'HoldExpired'", logger: logger).decode(Int64.self) { count = n }
+                let verified = try await ChainVerifier(client: client, logger: logger).verify().ok
+                return String(format: "expired %d holds in %.2f s = %.0f holds/s (sweep batch %d); HoldExpired events: %lld; chain verified: %@",
+                              expired, seconds, Double(expired) / seconds, sweepBatch, count, verified ? "yes" : "NO")
+            }
+        }
+    }
+
+    /// One product with `holds` units, and `holds` authorized orders whose holds expire at t0 + 1 h.
+    static func setUp(holds: Int, at t0: Date, committer: DomainCommitter) async throws {
+        let context = DecisionContext(now: t0)
+        let productID = ProductID("bench-widget")!, methodID = ShippingMethodID("bench-post")!
+        let listed = try ProductDecider.decide(
+            .list(sku: nil, name: "Bench widget", description: "", imageFile: "bench-widget.png",
+                  price: Money(minorUnits: 1_000, currency: .usd), initialStock: Int64(holds)),
+            product: productID, state: nil, context: context).get()
+        let shipping = try ShippingMethodDecider.decide(
+            .list(name: "Bench post", description: "", transitDays: 2, price: Money(minorUnits: 500, currency: .usd)),
+            method: methodID, state: nil, context: context).get()
+        var states = AggregateStates()
+        let catalog = AppendPlan([
+            PlannedAppend(streamID: productID.streamID, expectedVersion: .noStream, events: listed.map(DomainEvent.product)),
+            PlannedAppend(streamID: methodID.streamID, expectedVersion: .noStream, events: shipping.map(DomainEvent.shippingMethod)),
+        ])
+        guard try await committer.commit(catalog, on: states, now: t0, metadata: EventMetadata(actor: "bench")) != nil else { return }
+        for event in catalog.events {
+            if case .product(let e) = event { states.products[productID] = ProductState.evolve(states.products[productID], e) }
+            if case .shippingMethod(let e) = event { states.shippingMethods[methodID] = ShippingMethodState.evolve(states.shippingMethods[methodID], e) }
+        }
+        var made = 0
+        while made < holds {
+            let before = states
+            var appends: [PlannedAppend] = []
+            var index: [StreamID: Int] = [:]
+            func add(_ plan: AppendPlan) {
+                for append in plan.appends {
+                    if let i = index[append.streamID] { appends[i].events += append.events } else {
+                        index[append.streamID] = appends.count
+                        appends.append(append)
+                    }
+                    for event in append.events {
+                        switch event {
+                        case .product(let e): states.products[e.productID] = ProductState.evolve(states.products[e.productID], e)
+                        case .order(let e): states.orders[e.orderID] = OrderState.evolve(states.orders[e.orderID], e)
+                        case .hold(let e): states.holds[e.orderID] = HoldState.evolve(states.holds[e.orderID], e)
+                        case .shippingMethod: break
+                        }
+                    }
+                }
+            }
+            for _ in 0..<min(400, holds - made) {
+                let orderID = OrderID(UUID().uuidString.lowercased())!
+                add(try PaymentFlow.placeOrder(
+                    PlaceOrder(orderID: orderID, lines: [RequestedLine(productID: productID)], shippingMethodID: methodID,
+                               contactRef: "contact-\(orderID.rawValue)", claimedAmount: nil),
+                    order: nil, products: states.products, shippingMethod: states.shippingMethods[methodID], context: context).get())
+                let order = states.orders[orderID]!
+                let approval = AuthorizationResponse(
+                    merchantReference: order.merchantReference, pspReference: "PSP\(made)", responseCode: .approved, authCode: "BENCH1",
+                    amount: order.amounts.total, holdExpiresAt: t0.addingTimeInterval(3_600), network: .visa, fundingType: .credit,
+                    lastFour: "4242", processedAt: t0)
+                add(try PaymentFlow.recordAuthorization(approval, order: order, products: states.products, context: context).get())
+                made += 1
+            }
+            guard try await committer.commit(AppendPlan(appends), on: before, now: t0, metadata: EventMetadata(actor: "bench")) != nil else {
+                throw ConfigurationError("bench setup conflicted")
+            }
+            states.orders = [:]
+            states.holds = [:]
+        }
+    }
+}
