@@ -72,10 +72,7 @@ public struct ExpiryBenchmark: Sendable {
             PlannedAppend(streamID: methodID.streamID, expectedVersion: .noStream, events: shipping.map(DomainEvent.shippingMethod)),
         ])
         guard try await committer.commit(catalog, on: states, now: t0, metadata: EventMetadata(actor: "bench")) != nil else { return }
-        for event in catalog.events {
-            if case .product(let e) = event { states.products[productID] = ProductState.evolve(states.products[productID], e) }
-            if case .shippingMethod(let e) = event { states.shippingMethods[methodID] = ShippingMethodState.evolve(states.shippingMethods[methodID], e) }
-        }
+        for event in catalog.events { states.apply(event) }
         var made = 0
         while made < holds {
             let before = states
@@ -87,14 +84,7 @@ public struct ExpiryBenchmark: Sendable {
                         index[append.streamID] = appends.count
                         appends.append(append)
                     }
-                    for event in append.events {
-                        switch event {
-                        case .product(let e): states.products[e.productID] = ProductState.evolve(states.products[e.productID], e)
-                        case .order(let e): states.orders[e.orderID] = OrderState.evolve(states.orders[e.orderID], e)
-                        case .hold(let e): states.holds[e.orderID] = HoldState.evolve(states.holds[e.orderID], e)
-                        case .shippingMethod: break
-                        }
-                    }
+                    for event in append.events { states.apply(event) }
                 }
             }
             for _ in 0..<min(400, holds - made) {

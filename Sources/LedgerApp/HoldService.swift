@@ -234,13 +234,7 @@ public struct HoldService: HoldOperator {
     func decideExpiry(_ orders: [OrderID], now: Date) async throws -> (AppendPlan, AggregateStates, Int) {
         let streams = orders.flatMap { [$0.streamID, $0.holdStreamID] }
         var states = AggregateStates()
-        for recorded in try await loader.store.readStreams(streams) {
-            switch try DomainEvent.decode(recorded) {
-            case .order(let e): states.orders[e.orderID] = OrderState.evolve(states.orders[e.orderID], e)
-            case .hold(let e): states.holds[e.orderID] = HoldState.evolve(states.holds[e.orderID], e)
-            default: break
-            }
-        }
+        for recorded in try await loader.store.readStreams(streams) { states.apply(try DomainEvent.decode(recorded)) }
         for order in states.orders.values {
             for line in order.lines where states.products[line.productID] == nil {
                 states.products[line.productID] = try await loader.product(line.productID)
@@ -266,9 +260,7 @@ public struct HoldService: HoldOperator {
                         index[append.streamID] = appends.count
                         appends.append(append)
                     }
-                    for case .product(let e) in append.events {
-                        states.products[e.productID] = ProductState.evolve(states.products[e.productID], e)
-                    }
+                    for case .product(let e) in append.events { states.products[e.productID]!.apply(e) }
                 }
             }
         }

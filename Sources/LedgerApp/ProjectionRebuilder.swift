@@ -34,18 +34,15 @@ public struct ProjectionRebuilder: Sendable {
         let known = Set(DomainEvent.knownTypes.map(\.type))
         for recorded in events where known.contains(recorded.type) {
             let event = try DomainEvent.decode(recorded)
+            states.apply(event)
             switch event {
             case .product(let e):
-                states.products[e.productID] = ProductState.evolve(states.products[e.productID], e)
                 created[CatalogReadModel.inventory + "/" + e.productID.rawValue] = created[CatalogReadModel.inventory + "/" + e.productID.rawValue] ?? recorded.position
             case .shippingMethod(let e):
-                states.shippingMethods[e.shippingMethodID] = ShippingMethodState.evolve(states.shippingMethods[e.shippingMethodID], e)
                 created[CatalogReadModel.shippingMethods + "/" + e.shippingMethodID.rawValue] = created[CatalogReadModel.shippingMethods + "/" + e.shippingMethodID.rawValue] ?? recorded.position
             case .order(let e):
-                states.orders[e.orderID] = OrderState.evolve(states.orders[e.orderID], e)
                 created[OrderReadModel.projection + "/" + e.orderID.rawValue] = created[OrderReadModel.projection + "/" + e.orderID.rawValue] ?? recorded.position
             case .hold(let e):
-                states.holds[e.orderID] = HoldState.evolve(states.holds[e.orderID], e)
                 created[HoldReadModel.projection + "/" + e.orderID.rawValue] = created[HoldReadModel.projection + "/" + e.orderID.rawValue] ?? recorded.position
             }
         }

@@ -14,6 +14,19 @@ struct AggregateStates: Sendable {
     var orders: [OrderID: OrderState] = [:]
     var holds: [OrderID: HoldState] = [:]
 
+    /// Folds one event into the state of its aggregate. Products fold in place (their reservation
+    /// tables can be large; see ``ProductState/apply(_:)``).
+    mutating func apply(_ event: DomainEvent) {
+        switch event {
+        case .product(let e):
+            if products[e.productID] != nil { products[e.productID]!.apply(e) } else { products[e.productID] = ProductState.evolve(nil, e) }
+        case .shippingMethod(let e):
+            shippingMethods[e.shippingMethodID] = ShippingMethodState.evolve(shippingMethods[e.shippingMethodID], e)
+        case .order(let e): orders[e.orderID] = OrderState.evolve(orders[e.orderID], e)
+        case .hold(let e): holds[e.orderID] = HoldState.evolve(holds[e.orderID], e)
+        }
+    }
+
     /// The append request for `plan` — its events, and the read-model rows of every aggregate it
     /// touches — and the states after it (what the loader may remember once the append commits).
     func appendRequest(for plan: [PlannedAppend], now: Date, metadata: EventMetadata,
@@ -26,18 +39,15 @@ struct AggregateStates: Sendable {
                 streamID: planned.streamID, expectedVersion: planned.expectedVersion,
                 events: try planned.events.map { try $0.newEvent(eventID: UUID(), effectiveAt: now) }))
             for event in planned.events {
+                after.apply(event)
                 switch event {
                 case .product(let e):
-                    after.products[e.productID] = ProductState.evolve(after.products[e.productID], e)
                     if !touchedProducts.contains(e.productID) { touchedProducts.append(e.productID) }
                 case .shippingMethod(let e):
-                    after.shippingMethods[e.shippingMethodID] = ShippingMethodState.evolve(after.shippingMethods[e.shippingMethodID], e)
                     if !touchedMethods.contains(e.shippingMethodID) { touchedMethods.append(e.shippingMethodID) }
                 case .order(let e):
-                    after.orders[e.orderID] = OrderState.evolve(after.orders[e.orderID], e)
                     if !touchedOrders.contains(e.orderID) { touchedOrders.append(e.orderID) }
                 case .hold(let e):
-                    after.holds[e.orderID] = HoldState.evolve(after.holds[e.orderID], e)
                     if !touchedOrders.contains(e.orderID) { touchedOrders.append(e.orderID) }
                 }
             }
