@@ -57,10 +57,12 @@ public struct HoldService: HoldOperator {
         let response = try await send(call)
         let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: actor,
                                      command: request.kind.rawValue.capitalized + "Hold", idempotencyKey: idempotencyKey)
-        for _ in 0..<Self.maximumAttempts {
+        for attempt in 0..<Self.maximumAttempts {
             guard let current = hold else { throw APIError.internalError }
+            // Stock is decided on the cached product first (the append's version check catches a stale
+            // one), and read fresh after a conflict.
             var products: [ProductID: ProductState] = [:]
-            for line in order.lines { products[line.productID] = try await loader.product(line.productID) }
+            for line in order.lines { products[line.productID] = try await loader.product(line.productID, fresh: attempt > 0) }
             let now = clock()
             let plan: AppendPlan
             switch HoldLifecycle.record(operation, response: response, order: order, hold: current, products: products,
