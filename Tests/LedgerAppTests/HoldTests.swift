@@ -193,6 +193,48 @@ import Testing
         }
     }
 
+    struct HoldPage: Decodable {
+        struct Hold: Decodable {
+            let order_id, state, order_status, expires_at: String
+            let figures: OperationReply.Figures
+        }
+        let authorizations: [Hold]
+        let next_cursor: String?
+    }
+
+    func authorizations(_ client: any TestClientProtocol, _ query: String) async throws -> (HTTPResponse.Status, HoldPage?) {
+        try await client.execute(uri: "/authorizations\(query)", method: .get,
+                                 headers: [.authorization: "Bearer \(SystemRoutesTests.auditorKey)"]) { response in
+            (response.status, try? JSONDecoder().decode(HoldPage.self, from: Data(buffer: response.body)))
+        }
+    }
+
+    @Test func openHoldsAreListedByStateAndExpiry() async throws {
+        let clock = SimulatedClock(Date(timeIntervalSince1970: 1_790_000_000))
+        try await app.withApp(seed: true, clock: { clock.now }) { client, _ in
+            let a = try await order(client)
+            let b = try await order(client)
+            let c = try await order(client)
+            _ = try await operate(client, b, "void")
+            _ = try await operate(client, c, "capture", #"{"amount": "1.00"}"#)
+            let (status, open) = try await authorizations(client, "?state=open")
+            #expect(status == .ok)
+            #expect(open?.authorizations.map(\.order_id) == [a, c])
+            #expect(open?.authorizations.last?.figures.captured == "1.00" && open?.authorizations.last?.order_status == "partially_captured")
+            let closed = try await authorizations(client, "?state=closed").1
+            #expect(closed?.authorizations.map(\.order_id) == [b] && closed?.authorizations.first?.order_status == "voided")
+            // Holds of the demo acquirer last 7 days: none expires within a day, all within 8.
+            let soon = try await authorizations(client, "?state=open&expiring_before=2026-09-23T00:00:00Z").1
+            #expect(soon?.authorizations.isEmpty == true)
+            let later = try await authorizations(client, "?state=open&expiring_before=2026-10-01T00:00:00Z").1
+            #expect(later?.authorizations.count == 2)
+            let paged = try await authorizations(client, "?limit=2").1
+            #expect(paged?.authorizations.count == 2 && paged?.next_cursor != nil)
+            #expect(try await authorizations(client, "?state=maybe").0 == .badRequest)
+            #expect(try await authorizations(client, "?expiring_before=soon").0 == .badRequest)
+        }
+    }
+
     @Test func theSameIdempotencyKeyReplaysAndAnotherBodyIsRefused() async throws {
         try await app.withApp(seed: true) { client, services in
             let id = try await order(client)
