@@ -67,7 +67,10 @@ public struct LedgerServices: Sendable {
                 seed: configuration.acquirerSeed,
                 configuration: AcquirerModelConfiguration(defaultCreditLimit: configuration.acquirerCreditLimit), clock: clock),
             clock: clock,
-            taxPolicy: configuration.taxPolicy, logger: logger)
+            taxPolicy: configuration.taxPolicy, logger: logger,
+            applePay: configuration.applePay.map {
+                ApplePayProcessor(configuration: $0.merchantConfiguration, metricsFactory: metrics.factory)
+            })
         self.payments = payments
         self.recovery = RecoveryService(payments: payments, interval: configuration.recoveryInterval, policy: .standard, logger: logger)
         self.logger = logger
