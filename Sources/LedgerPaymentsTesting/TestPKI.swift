@@ -106,6 +106,23 @@ public struct TestPKI: Sendable {
     public let intermediateKey: SignerKey
     public let leafKey: SignerKey
 
+    /// The same PKI presenting other certificates (e.g. a leaf whose outer signature was altered) in the
+    /// tokens it signs; the keys stay the same.
+    public func presenting(leaf: Certificate? = nil, intermediate: Certificate? = nil) -> TestPKI {
+        TestPKI(root: root, intermediate: intermediate ?? self.intermediate, leaf: leaf ?? self.leaf,
+                rootKey: rootKey, intermediateKey: intermediateKey, leafKey: leafKey)
+    }
+
+    private init(root: Certificate, intermediate: Certificate, leaf: Certificate, rootKey: SignerKey,
+                 intermediateKey: SignerKey, leafKey: SignerKey) {
+        self.root = root
+        self.intermediate = intermediate
+        self.leaf = leaf
+        self.rootKey = rootKey
+        self.intermediateKey = intermediateKey
+        self.leafKey = leafKey
+    }
+
     /// The root certificate as PEM (what a test configures as the trusted root).
     public var rootPEM: String {
         get throws { try root.serializeAsPEM().pemString }
