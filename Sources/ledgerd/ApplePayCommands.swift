@@ -130,36 +130,67 @@ struct ApplePayBench: AsyncParsableCommand {
 
     @Option(help: "Seconds to measure (after a short warm-up).") var seconds = 5
     @Option(help: "Token version: ec (EC_v1) or rsa (RSA_v1).") var scheme = Scheme.ec
+    @Flag(help: "A fresh verifier for every token: no remembered chain (the first token after a certificate change).")
+    var cold = false
 
     func run() async throws {
-        let pki = try TestPKI()
-        let merchant = scheme == .ec ? try TestMerchant.ec() : try TestMerchant.rsa()
-        let token = try TokenFactory.make(pki: pki, merchant: merchant)
-        let json = try JSONEncoder().encode(token)
-        let verifier = ApplePayTokenVerifier(configuration: ApplePayMerchantConfiguration(
-            merchantKeys: [try merchant.merchantKey()], trustedRoots: [pki.root]))
-
-        @Sendable func once() async throws -> Int {
-            let parsed = try ApplePayToken.parse(json: json)
-            return try await verifier.verifyAndDecrypt(parsed, now: testNow).transactionAmount
-        }
+        let work = try ApplePayBenchWork(scheme: scheme, cold: cold)
         // Warm-up, and a check that the loop measures a success path.
         let clock = ContinuousClock()
         let warmUpEnd = clock.now + .milliseconds(500)
         while clock.now < warmUpEnd {
-            guard try await once() == 12_345 else { throw ValidationError("the generated token did not decrypt as expected") }
+            guard try await work.once() == 12_345 else { throw ValidationError("the generated token did not decrypt as expected") }
         }
+        let (count, elapsed) = try await work.measure(for: .seconds(seconds))
+        let secondsElapsed = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let rate = Double(count) / secondsElapsed
+        print("bench applepay: scheme \(scheme.rawValue) (\(work.version))\(cold ? ", cold (no remembered chain)" : ""), 1 task, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+        print(String(format: "%d tokens in %.2f s: %.0f tokens/s, %.1f µs per token", count, secondsElapsed, rate, 1e6 / rate))
+    }
+}
+
+/// One benchmark iteration: what the payment service does with a token's JSON (parse, verify, decrypt).
+struct ApplePayBenchWork: Sendable {
+    let json: Data
+    let version: String
+    let verifier: ApplePayTokenVerifier
+    let cold: Bool
+
+    /// A test PKI, a merchant key of the scheme, and one token for it.
+    @inline(never)
+    init(scheme: ApplePayBench.Scheme, cold: Bool) throws {
+        self.cold = cold
+        let pki = try TestPKI()
+        let merchant = scheme == .ec ? try TestMerchant.ec() : try TestMerchant.rsa()
+        let token = try TokenFactory.make(pki: pki, merchant: merchant)
+        json = try JSONEncoder().encode(token)
+        version = token.version
+        verifier = ApplePayTokenVerifier(configuration: ApplePayMerchantConfiguration(
+            merchantKeys: [try merchant.merchantKey()], trustedRoots: [pki.root]))
+    }
+
+    @inline(never)
+    func once() async throws -> Int {
+        do throws(ApplePayError) {
+            let parsed = try ApplePayToken.parse(json: json)
+            let verifier = cold ? ApplePayTokenVerifier(configuration: verifier.configuration) : verifier
+            return try await verifier.verifyAndDecrypt(parsed, now: testNow).transactionAmount
+        } catch {
+            throw ValidationError("the generated token was refused: \(error)")
+        }
+    }
+
+    /// Runs ``once()`` back to back for `duration`; returns the iterations and the time they took.
+    @inline(never)
+    func measure(for duration: Duration) async throws -> (Int, Duration) {
+        let clock = ContinuousClock()
         var count = 0
         let start = clock.now
-        let end = start + .seconds(seconds)
+        let end = start + duration
         while clock.now < end {
             for _ in 0..<20 { _ = try await once() }
             count += 20
         }
-        let elapsed = clock.now - start
-        let secondsElapsed = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let rate = Double(count) / secondsElapsed
-        print("bench applepay: scheme \(scheme.rawValue) (\(token.version)), 1 task, \(ProcessInfo.processInfo.activeProcessorCount) cores")
-        print(String(format: "%d tokens in %.2f s: %.0f tokens/s, %.1f µs per token", count, secondsElapsed, rate, 1e6 / rate))
+        return (count, clock.now - start)
     }
 }

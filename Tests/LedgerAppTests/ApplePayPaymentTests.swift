@@ -367,6 +367,14 @@ import Testing
             let wrongAmount = try Self.body(fixture.token(Self.spec(amount: 5800)))
             for _ in 0..<3 { #expect(try await payments.pay(client, wrongAmount).0 == .unprocessableContent) }
             #expect(try await events(services).filter { $0.type == "ApplePayTokenRejected" }.count == 1)
+            // Every refusal is counted, recorded or not.
+            let tampered = try Self.tampered(fixture) { $0.data = Self.flipped($0.data) }
+            #expect(try await payments.pay(client, tampered).0 == .unprocessableContent)
+            #expect(try await payments.pay(client, Self.body(fixture.token())).0 == .ok)
+            let metrics = try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
+            #expect(metrics.contains(#"applepay_token_rejections_total{reason="amount_mismatch"} 3"#), "\(metrics)")
+            #expect(metrics.contains(#"applepay_token_rejections_total{reason="message_digest_mismatch"} 1"#))
+            #expect(metrics.contains("applepay_tokens_accepted_total 1"))
         }
     }
 
