@@ -53,7 +53,8 @@ import Testing
         init(merchants: [TestMerchant]? = nil, pki: TestPKI? = nil) throws {
             self.pki = try pki ?? TestPKI()
             self.merchants = try merchants ?? [TestMerchant.ec()]
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("applepay-\(UUID().uuidString)")
+            // Under .build (like the test cluster): the test keys stay out of /tmp and out of git.
+            let directory = TestCluster.repositoryRoot.appendingPathComponent(".build/test-applepay/\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             var keys: [String] = [], certificates: [String] = []
             for (index, merchant) in self.merchants.enumerated() {
