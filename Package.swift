@@ -54,6 +54,17 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
+        // Test PKI and token factory for Apple Pay (tests and `ledgerd bench applepay`; never for real payments).
+        .target(
+            name: "LedgerPaymentsTesting",
+            dependencies: [
+                "LedgerPayments",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]
+        ),
         // HTTP edge: routes, error mapping, request metrics.
         .target(
             name: "LedgerHTTP",
@@ -76,12 +87,15 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
         .executableTarget(
             name: "ledgerd",
             dependencies: [
-                "LedgerApp",
+                "LedgerApp", "LedgerPayments", "LedgerPaymentsTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -96,7 +110,7 @@ let package = Package(
         .testTarget(
             name: "LedgerPaymentsTests",
             dependencies: [
-                "LedgerPayments",
+                "LedgerPayments", "LedgerPaymentsTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -110,7 +124,7 @@ let package = Package(
         .testTarget(
             name: "LedgerAppTests",
             dependencies: [
-                "LedgerApp", "LedgerTestSupport", "ledgerd",
+                "LedgerApp", "LedgerTestSupport", "ledgerd", "LedgerPayments", "LedgerPaymentsTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]

@@ -36,7 +36,7 @@ public struct HoldService: HoldOperator {
     static let maximumAttempts = 50
 
     public func perform(orderID raw: String, _ request: HoldOperationRequest, idempotencyKey: String?, actor: String) async throws -> (HTTPResponse.Status, String) {
-        guard let orderID = OrderID(raw), var order = try await loader.order(orderID) else { throw APIError.notFound("no order \(raw)") }
+        guard let orderID = OrderID(raw), let order = try await loader.order(orderID) else { throw APIError.notFound("no order \(raw)") }
         let requestHash = Self.hash(request)
         let key = idempotencyKey ?? UUID().uuidString.lowercased()
         let ledgerKey = IdempotencyKey(key: "hold:\(orderID.rawValue):\(request.kind.rawValue):\(key)", requestHash: requestHash)
@@ -47,7 +47,7 @@ public struct HoldService: HoldOperator {
             return try await reply(orderID, request.kind, applied: nil, replayed: true)
         }
         let operation = try Self.operation(request, currency: order.amounts.total.currency)
-        var hold = try await loader.hold(orderID)
+        let hold = try await loader.hold(orderID)
         let reference = HoldLifecycle.modificationReference(order: order, operation: operation, key: key)
         let call: HoldAcquirerCall
         switch HoldLifecycle.prepare(operation, order: order, hold: hold, modificationReference: reference, now: clock()) {
@@ -57,39 +57,48 @@ public struct HoldService: HoldOperator {
         let response = try await send(call)
         let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: actor,
                                      command: request.kind.rawValue.capitalized + "Hold", idempotencyKey: idempotencyKey)
+        let result: AppendResult?
+        do {
+            result = try await record(operation, response: response, orderID: orderID, metadata: metadata, idempotency: ledgerKey)
+        } catch let error as AppendError where error == .idempotencyConflict {
+            throw APIError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different \(request.kind.rawValue)")
+        }
+        if result == nil, let response, response.kind == .increment, !response.responseCode.isApproved {
+            return try await declined(orderID, response)
+        }
+        return try await reply(orderID, request.kind, applied: response, replayed: result?.replayed ?? false)
+    }
+
+    /// Records the acquirer's answer to `operation` on the order's current state, re-deciding on fresh
+    /// state after a version conflict. Returns nil when there was nothing to append (a declined
+    /// increment, or a modification already recorded).
+    func record(
+        _ operation: HoldOperation, response: ModificationResponse?, orderID: OrderID, metadata: EventMetadata,
+        idempotency: IdempotencyKey?
+    ) async throws -> AppendResult? {
         for attempt in 0..<Self.maximumAttempts {
-            guard let current = hold else { throw APIError.internalError }
-            // Stock is decided on the cached product first (the append's version check catches a stale
-            // one), and read fresh after a conflict.
+            // Order and hold as this process last saw them first, fresh after a conflict; stock likewise
+            // (the append's version check catches anything stale).
+            guard let order = try await loader.order(orderID, fresh: attempt > 0),
+                  let hold = try await loader.hold(orderID, fresh: attempt > 0) else { throw APIError.internalError }
             var products: [ProductID: ProductState] = [:]
             for line in order.lines { products[line.productID] = try await loader.product(line.productID, fresh: attempt > 0) }
             let now = clock()
             let plan: AppendPlan
-            switch HoldLifecycle.record(operation, response: response, order: order, hold: current, products: products,
+            switch HoldLifecycle.record(operation, response: response, order: order, hold: hold, products: products,
                                         context: DecisionContext(now: now)) {
+            case .failure(.stockOutOfDate) where attempt + 1 < Self.maximumAttempts:
+                continue  // another process moved the stock: decide again on fresh reads
             case .failure(let rejection):
                 logger.error("acquirer answer could not be recorded", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
                 throw Self.apiError(rejection)
             case .success(let decided): plan = decided
             }
-            if plan.isEmpty {
-                if let response, response.kind == .increment, !response.responseCode.isApproved {
-                    return try await declined(orderID, response)
-                }
-                return try await reply(orderID, request.kind, applied: response, replayed: false)
+            if plan.isEmpty { return nil }
+            let states = AggregateStates(products: products, orders: [orderID: order], holds: [orderID: hold])
+            if let result = try await committer.commit(plan, on: states, now: now, metadata: metadata, idempotency: idempotency) {
+                return result
             }
-            let states = AggregateStates(products: products, orders: [orderID: order], holds: [orderID: current])
-            do {
-                if let result = try await committer.commit(plan, on: states, now: now, metadata: metadata, idempotency: ledgerKey) {
-                    return try await reply(orderID, request.kind, applied: response, replayed: result.replayed)
-                }
-            } catch let error as AppendError where error == .idempotencyConflict {
-                throw APIError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different \(request.kind.rawValue)")
-            }
-            // Another writer moved the order, hold or stock first: record the same answer on fresh state.
-            guard let fresh = try await loader.order(orderID) else { throw APIError.internalError }
-            order = fresh
-            hold = try await loader.hold(orderID)
         }
         throw APIError.unavailable("the order is too busy right now; retry with the same Idempotency-Key")
     }
@@ -148,6 +157,7 @@ public struct HoldService: HoldOperator {
         case .exceedsRefundable: return APIError(status: .unprocessableContent, code: "exceeds_refundable", message: message, field: "amount")
         case .missingReason: return APIError(status: .unprocessableContent, code: "missing_field", message: message, field: "reason")
         case .responseMismatch: return APIError(status: .badGateway, code: "acquirer_mismatch", message: message)
+        case .stockOutOfDate: return APIError.unavailable(message)
         }
     }
 
@@ -195,24 +205,36 @@ public struct HoldService: HoldOperator {
 
     /// Expires every open hold whose expiry is at or before `now`, `batchSize` holds per append
     /// (hold expired + order status + stock released, decided on states read fresh in one query).
-    /// Several sweepers may race: appends are version-checked, so each hold expires exactly once;
-    /// the loser re-reads and finds nothing left to do. Returns the number of holds this call expired.
+    ///
+    /// The acquirer's word decides, not our clock alone: a hold is expired only when the acquirer
+    /// reports it expired and every modification it applied is in the ledger. An operation the
+    /// acquirer applied that the ledger has not recorded (in flight, or its recorder crashed) is
+    /// recorded first from the acquirer's answer — so a void that beat the expiry at the acquirer is
+    /// a reversal here too, never an expiry. Several sweepers may race: appends are version-checked,
+    /// so each hold expires exactly once. Returns the number of holds this call expired.
     @discardableResult
     public func expireDue(now: Date? = nil, batchSize: Int = 500) async throws -> Int {
         var expired = 0
-        var conflicts = 0
-        while conflicts <= Self.maximumAttempts {
+        var rounds = 0
+        while rounds <= Self.maximumAttempts {
+            rounds += 1
             let now = now ?? clock()
             let due = try await dueHolds(now: now, limit: batchSize)
-            let (plan, states, count) = try await decideExpiry(due, now: now)
-            if count == 0 { break }
-            let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: "expiry-sweeper", command: "ExpireHolds")
-            guard try await committer.commit(plan, on: states, now: now, metadata: metadata) != nil else {
-                conflicts += 1  // another sweeper or an operator got there first: read again
-                continue
+            let decision = try await decideExpiry(due, now: now)
+            for (orderID, modifications) in decision.unrecorded {
+                try await recordFromAcquirer(orderID, modifications)
             }
-            expired += count
-            if due.count < batchSize { break }
+            if decision.count == 0 {
+                if decision.unrecorded.isEmpty { break }
+                continue  // those holds are due again, now with every modification recorded
+            }
+            let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: "expiry-sweeper", command: "ExpireHolds")
+            guard try await committer.commit(decision.plan, on: decision.states, now: now, metadata: metadata) != nil else {
+                continue  // another sweeper or an operator got there first: read again
+            }
+            expired += decision.count
+            rounds = 0
+            if due.count < batchSize && decision.unrecorded.isEmpty { break }
         }
         return expired
     }
@@ -231,9 +253,18 @@ public struct HoldService: HoldOperator {
         return ids
     }
 
-    /// One append expiring `orders`: their streams are read fresh in one query, and each decision
-    /// sees the stock as the previous ones left it (one product stream gets all its releases).
-    func decideExpiry(_ orders: [OrderID], now: Date) async throws -> (AppendPlan, AggregateStates, Int) {
+    struct ExpiryDecision {
+        var plan: AppendPlan
+        var states: AggregateStates
+        var count: Int
+        /// Holds with modifications the acquirer applied and the ledger has not recorded, oldest first.
+        var unrecorded: [(OrderID, [ModificationResponse])]
+    }
+
+    /// One append expiring what the acquirer reports expired among `orders`: their streams are read
+    /// fresh in one query, and each decision sees the stock as the previous ones left it (one product
+    /// stream gets all its releases).
+    func decideExpiry(_ orders: [OrderID], now: Date) async throws -> ExpiryDecision {
         let streams = orders.flatMap { [$0.streamID, $0.holdStreamID] }
         var states = AggregateStates()
         for recorded in try await loader.store.readStreams(streams) { states.apply(try DomainEvent.decode(recorded)) }
@@ -246,9 +277,25 @@ public struct HoldService: HoldOperator {
         var appends: [PlannedAppend] = []
         var index: [StreamID: Int] = [:]
         var count = 0
+        var unrecorded: [(OrderID, [ModificationResponse])] = []
         let context = DecisionContext(now: now)
         for id in orders {
-            guard let order = states.orders[id], let hold = states.holds[id] else { continue }
+            guard let order = states.orders[id], let hold = states.holds[id], !hold.isClosed else { continue }
+            let details: PaymentDetails
+            switch try await acquirer.query(merchantReference: hold.merchantReference) {
+            case .found(let found): details = found
+            case .notFound:
+                logger.error("the acquirer does not know an open hold; not expiring it", metadata: ["order": "\(id)"])
+                continue
+            }
+            let missing = details.modifications.filter {
+                $0.responseCode.isApproved && !hold.modificationReferences.contains($0.modificationReference)
+            }
+            if !missing.isEmpty {
+                unrecorded.append((id, missing))
+                continue
+            }
+            guard details.status == .expired else { continue }  // not lapsed at the acquirer (yet)
             switch HoldLifecycle.expire(order: order, hold: hold, products: states.products, context: context) {
             case .failure(let rejection):
                 logger.error("expiry refused", metadata: ["order": "\(id)", "why": "\(rejection)"])
@@ -266,7 +313,25 @@ public struct HoldService: HoldOperator {
                 }
             }
         }
-        return (AppendPlan(appends), before, count)
+        return ExpiryDecision(plan: AppendPlan(appends), states: before, count: count, unrecorded: unrecorded)
+    }
+
+    /// Records modifications the acquirer applied that the ledger lacks, from the acquirer's own
+    /// answers (the same decider as the operation that asked for them; a retried answer records nothing).
+    func recordFromAcquirer(_ orderID: OrderID, _ modifications: [ModificationResponse]) async throws {
+        let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: "expiry-sweeper", command: "RecordFromAcquirer")
+        for modification in modifications {
+            let operation: HoldOperation
+            switch modification.kind {
+            case .capture: operation = .capture(amount: modification.amount, isFinal: modification.isFinal)
+            case .increment: operation = .increment(amount: modification.amount)
+            case .reversal: operation = .void(amount: modification.amount)
+            case .refund: operation = .refund(amount: modification.amount, reason: "recorded from the acquirer")
+            }
+            logger.warning("recording a modification the acquirer applied", metadata: [
+                "order": "\(orderID)", "modification": "\(modification.modificationReference)", "kind": "\(modification.kind)"])
+            _ = try await record(operation, response: modification, orderID: orderID, metadata: metadata, idempotency: nil)
+        }
     }
 }
 
@@ -277,9 +342,11 @@ struct DomainCommitter: Sendable {
     let loader: AggregateLoader
 
     /// Returns nil on a version conflict (another writer moved a stream first: decide again on fresh state).
+    /// `alsoAppending`: streams outside the domain's aggregates (e.g. an Apple Pay marker) committed in the same append.
     func commit(_ plan: AppendPlan, on states: AggregateStates, now: Date, metadata: EventMetadata,
-                idempotency: IdempotencyKey? = nil) async throws -> AppendResult? {
-        let (request, after) = try states.appendRequest(for: plan.appends, now: now, metadata: metadata, idempotency: idempotency)
+                idempotency: IdempotencyKey? = nil, alsoAppending extra: [StreamAppend] = []) async throws -> AppendResult? {
+        var (request, after) = try states.appendRequest(for: plan.appends, now: now, metadata: metadata, idempotency: idempotency)
+        request.streams += extra
         do {
             let result = try await writer.append(request)
             if !result.replayed { loader.remember(after) }

@@ -79,7 +79,10 @@ public struct LedgerServices: Sendable {
         self.expiry = ExpirySweeper(holds: holds, interval: configuration.expiryInterval, logger: logger)
         let payments = PaymentService(
             writer: writer, loader: loader, client: client, acquirer: acquirer, clock: clock,
-            taxPolicy: configuration.taxPolicy, capturePolicy: configuration.capturePolicy, holds: holds, logger: logger)
+            taxPolicy: configuration.taxPolicy, capturePolicy: configuration.capturePolicy, holds: holds, logger: logger,
+            applePay: configuration.applePay.map {
+                ApplePayProcessor(configuration: $0.merchantConfiguration, metricsFactory: metrics.factory)
+            })
         self.payments = payments
         self.recovery = RecoveryService(payments: payments, interval: configuration.recoveryInterval, policy: .standard, logger: logger)
         self.clock = clock

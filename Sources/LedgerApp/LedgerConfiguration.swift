@@ -32,6 +32,13 @@ import Logging
 /// | `LEDGERD_HOLD_LIFETIMES` | network rules | acquirer model hold lifetime per network in seconds, e.g. `visa=604800,mastercard=2592000` (others keep the standard rules) |
 /// | `LEDGERD_PRODUCT_IMAGES_DIR` | `<data dir>/product_images` | directory `GET /product_image/<file>` serves |
 /// | `LEDGERD_LOG_LEVEL` | `info` | trace, debug, info, notice, warning, error, critical |
+/// | `LEDGERD_APPLEPAY_PRIVATE_KEYS` | — | Apple Pay payment processing key PEM files, comma-separated (rotation); unset = Apple Pay tokens refused. **Secret files.** |
+/// | `LEDGERD_APPLEPAY_CERTIFICATES` | — | the matching payment processing certificate PEM files (merchant identifier hash) |
+/// | `LEDGERD_APPLEPAY_MERCHANT_ID` | — | merchant identifier, for keys without a certificate |
+/// | `LEDGERD_APPLEPAY_ROOT` | bundled Apple Root CA - G3 | PEM file of the trusted root(s) of token signatures |
+/// | `LEDGERD_APPLEPAY_MAX_SIGNATURE_AGE_SECONDS` | `300` | most seconds between a token's signing time and now |
+///
+/// The Apple Pay files are read when the configuration loads; see ``ApplePaySettings``.
 public struct LedgerConfiguration: Sendable {
     public var databaseURL: String?
     public var migrationDatabaseURL: String?
@@ -56,6 +63,8 @@ public struct LedgerConfiguration: Sendable {
     public var expiryInterval: Duration
     /// Hold lifetime (seconds) per network, overriding the acquirer model's standard rules.
     public var holdLifetimes: [CardNetwork: Int64]
+    /// Apple Pay tokens processed by the ledger itself; nil when no processing key is configured.
+    public var applePay: ApplePaySettings?
 
     /// Reads the configuration from a reader (see the table above for keys and defaults).
     public init(reader: ConfigReader) throws {
@@ -120,6 +129,7 @@ public struct LedgerConfiguration: Sendable {
         guard (1...65_535).contains(port) else { throw ConfigurationError("LEDGERD_PORT must be 1…65535, got \(port)") }
         guard databasePoolSize >= 2 else { throw ConfigurationError("LEDGERD_DB_POOL_SIZE must be at least 2") }
         guard writerMaximumBatchEvents >= 1 else { throw ConfigurationError("LEDGERD_WRITER_MAX_BATCH must be at least 1") }
+        applePay = try ApplePaySettings.read(from: reader)
         if databaseURL?.isEmpty == true { databaseURL = nil }
         if migrationDatabaseURL?.isEmpty == true { migrationDatabaseURL = nil }
     }
