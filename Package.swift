@@ -26,10 +26,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
     ],
     targets: [
         // Pure domain: money, ids, events, the canonical event layout. No dependencies, no I/O.
-        .target(name: "LedgerCore"),
+        // Persistent (structurally shared) dictionaries keep a hot product's reservation table cheap to copy.
+        .target(name: "LedgerCore", dependencies: [.product(name: "HashTreeCollections", package: "swift-collections")]),
         // The deterministic acquirer model: authorization holds, settlement batches, reports. Pure.
         .target(name: "LedgerAcquirer", dependencies: ["LedgerCore"]),
         // The event store on PostgreSQL: migrator, group-commit writer, chain verifier, embedded launcher.
