@@ -32,11 +32,19 @@ public struct HoldService: HoldOperator {
     let acquirer: any Acquirer
     let clock: @Sendable () -> Date
     let logger: Logger
+    /// Operations on one order take turns in this process (prepare → acquirer → record), so their
+    /// answers are recorded in the order the acquirer gave them.
+    let orderTurns = KeyedLock()
 
     static let maximumAttempts = 50
 
     public func perform(orderID raw: String, _ request: HoldOperationRequest, idempotencyKey: String?, actor: String) async throws -> (HTTPResponse.Status, String) {
-        guard let orderID = OrderID(raw), let order = try await loader.order(orderID) else { throw APIError.notFound("no order \(raw)") }
+        // Decided on this process's cached states (as payments are): every write of this process goes
+        // through the same loader, and another daemon's change makes the acquirer refuse or the
+        // append conflict, after which the answer is recorded on fresh reads.
+        guard let orderID = OrderID(raw), try await loader.order(orderID, fresh: false) != nil else {
+            throw APIError.notFound("no order \(raw)")
+        }
         let requestHash = Self.hash(request)
         let key = idempotencyKey ?? UUID().uuidString.lowercased()
         let ledgerKey = IdempotencyKey(key: "hold:\(orderID.rawValue):\(request.kind.rawValue):\(key)", requestHash: requestHash)
@@ -46,8 +54,17 @@ public struct HoldService: HoldOperator {
             }
             return try await reply(orderID, request.kind, applied: nil, replayed: true)
         }
+        return try await orderTurns.withLock(orderID.rawValue) {
+            try await performInTurn(request, orderID: orderID, key: key, ledgerKey: ledgerKey, idempotencyKey: idempotencyKey, actor: actor)
+        }
+    }
+
+    private func performInTurn(
+        _ request: HoldOperationRequest, orderID: OrderID, key: String, ledgerKey: IdempotencyKey, idempotencyKey: String?, actor: String
+    ) async throws -> (HTTPResponse.Status, String) {
+        guard let order = try await loader.order(orderID, fresh: false) else { throw APIError.notFound("no order \(orderID)") }
         let operation = try Self.operation(request, currency: order.amounts.total.currency)
-        let hold = try await loader.hold(orderID)
+        let hold = try await loader.hold(orderID, fresh: false)
         let reference = HoldLifecycle.modificationReference(order: order, operation: operation, key: key)
         let call: HoldAcquirerCall
         switch HoldLifecycle.prepare(operation, order: order, hold: hold, modificationReference: reference, now: clock()) {
@@ -72,10 +89,15 @@ public struct HoldService: HoldOperator {
     /// Records the acquirer's answer to `operation` on the order's current state, re-deciding on fresh
     /// state after a version conflict. Returns nil when there was nothing to append (a declined
     /// increment, or a modification already recorded).
+    ///
+    /// Answers can reach the ledger out of the acquirer's order (another daemon's operation on the
+    /// same hold still in flight): when ours does not fit the hold as recorded, the acquirer's earlier
+    /// modifications are recorded first, from its own answers, and ours is decided again.
     func record(
         _ operation: HoldOperation, response: ModificationResponse?, orderID: OrderID, metadata: EventMetadata,
-        idempotency: IdempotencyKey?
+        idempotency: IdempotencyKey?, catchingUp: Bool = true
     ) async throws -> AppendResult? {
+        var caughtUp = !catchingUp
         for attempt in 0..<Self.maximumAttempts {
             // Order and hold as this process last saw them first, fresh after a conflict; stock likewise
             // (the append's version check catches anything stale).
@@ -89,12 +111,30 @@ public struct HoldService: HoldOperator {
                                         context: DecisionContext(now: now)) {
             case .failure(.stockOutOfDate) where attempt + 1 < Self.maximumAttempts:
                 continue  // another process moved the stock: decide again on fresh reads
+            case .failure(.responseMismatch) where !caughtUp && response != nil:
+                caughtUp = true
+                try await catchUp(orderID, before: response!.modificationReference)
+                continue
             case .failure(let rejection):
                 logger.error("acquirer answer could not be recorded", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
                 throw Self.apiError(rejection)
             case .success(let decided): plan = decided
             }
             if plan.isEmpty { return nil }
+            // The acquirer's answer carries the hold's balance after it. If ours does not land the ledger
+            // there, the acquirer applied something before ours that the ledger lacks (another daemon's
+            // answer still on its way): record those first, then decide ours again. A difference that
+            // remains after catching up comes from later modifications already recorded (they commute).
+            if let response, !caughtUp {
+                let after = plan.events.reduce(hold) { state, event in
+                    if case .hold(let e) = event { HoldState.evolve(state, e)! } else { state }
+                }
+                if after.balance != response.balance {
+                    caughtUp = true
+                    try await catchUp(orderID, before: response.modificationReference)
+                    continue
+                }
+            }
             let states = AggregateStates(products: products, orders: [orderID: order], holds: [orderID: hold])
             if let result = try await committer.commit(plan, on: states, now: now, metadata: metadata, idempotency: idempotency) {
                 return result
@@ -221,9 +261,7 @@ public struct HoldService: HoldOperator {
             let now = now ?? clock()
             let due = try await dueHolds(now: now, limit: batchSize)
             let decision = try await decideExpiry(due, now: now)
-            for (orderID, modifications) in decision.unrecorded {
-                try await recordFromAcquirer(orderID, modifications)
-            }
+            for (orderID, _) in decision.unrecorded { try await catchUp(orderID) }
             if decision.count == 0 {
                 if decision.unrecorded.isEmpty { break }
                 continue  // those holds are due again, now with every modification recorded
@@ -316,11 +354,20 @@ public struct HoldService: HoldOperator {
         return ExpiryDecision(plan: AppendPlan(appends), states: before, count: count, unrecorded: unrecorded)
     }
 
-    /// Records modifications the acquirer applied that the ledger lacks, from the acquirer's own
-    /// answers (the same decider as the operation that asked for them; a retried answer records nothing).
-    func recordFromAcquirer(_ orderID: OrderID, _ modifications: [ModificationResponse]) async throws {
-        let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: "expiry-sweeper", command: "RecordFromAcquirer")
-        for modification in modifications {
+    /// Records modifications the acquirer applied that the ledger lacks, in the acquirer's order and
+    /// from its own answers (the same decider as the operations that asked for them; an answer already
+    /// recorded records nothing). With `before`, only those the acquirer applied before that one.
+    func catchUp(_ orderID: OrderID, before reference: String? = nil) async throws {
+        guard let hold = try await loader.hold(orderID),
+              case .found(let details) = try await acquirer.query(merchantReference: hold.merchantReference) else { return }
+        var missing = details.modifications.filter {
+            $0.responseCode.isApproved && !hold.modificationReferences.contains($0.modificationReference)
+        }
+        if let reference, let ours = missing.firstIndex(where: { $0.modificationReference == reference }) {
+            missing = Array(missing[..<ours])
+        }
+        let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: "acquirer-sync", command: "RecordFromAcquirer")
+        for modification in missing {
             let operation: HoldOperation
             switch modification.kind {
             case .capture: operation = .capture(amount: modification.amount, isFinal: modification.isFinal)
@@ -328,9 +375,9 @@ public struct HoldService: HoldOperator {
             case .reversal: operation = .void(amount: modification.amount)
             case .refund: operation = .refund(amount: modification.amount, reason: "recorded from the acquirer")
             }
-            logger.warning("recording a modification the acquirer applied", metadata: [
+            logger.notice("recording a modification the acquirer applied before the ledger heard of it", metadata: [
                 "order": "\(orderID)", "modification": "\(modification.modificationReference)", "kind": "\(modification.kind)"])
-            _ = try await record(operation, response: modification, orderID: orderID, metadata: metadata, idempotency: nil)
+            _ = try await record(operation, response: modification, orderID: orderID, metadata: metadata, idempotency: nil, catchingUp: false)
         }
     }
 }
