@@ -114,7 +114,7 @@ public struct SettlementService: SettlementOperator {
                 }
             case .closed:
                 let closed = state!.closed!
-                let submitted = try await submit(batchID: batchID, currency: currency, items: closed.items)
+                let submitted = try await submit(batchID: batchID, currency: currency, businessDate: date, items: closed.items)
                 report = submitted.report
                 event = .submitted(SettlementBatchSubmitted(batchID: batchID, batchNumber: submitted.report.batchNumber,
                                                             reportSHA256: submitted.digest, reportLineCount: submitted.report.lines.count))
@@ -158,10 +158,11 @@ public struct SettlementService: SettlementOperator {
 
     /// Submits the batch (idempotent at the acquirer by batch reference) and stores the report CSV.
     /// A stored report with another digest is refused: the acquirer's answer changed.
-    func submit(batchID: String, currency: Currency, items: [SettlementBatchItem]) async throws -> (report: SettlementReport, digest: String) {
+    func submit(batchID: String, currency: Currency, businessDate: BusinessDate, items: [SettlementBatchItem]) async throws -> (report: SettlementReport, digest: String) {
         let report: SettlementReport
         do {
-            report = try await acquirer.submitBatch(SettlementBatchRequest(batchReference: batchID, currency: currency, items: items.map(\.request)))
+            report = try await acquirer.submitBatch(SettlementBatchRequest(
+                batchReference: batchID, currency: currency, items: items.map(\.request), businessDate: businessDate))
         } catch {
             logger.error("the acquirer refused a settlement batch", metadata: ["batch": "\(batchID)", "error": "\(error)"])
             throw APIError(status: .badGateway, code: "acquirer_refused", message: "the acquirer refused the batch: \(error.description)")
@@ -182,7 +183,8 @@ public struct SettlementService: SettlementOperator {
     /// The report of a submitted batch: the acquirer answers the same batch reference with the same report.
     func reportOf(_ state: SettlementBatchState, currency: Currency, cached: SettlementReport?) async throws -> SettlementReport {
         if let cached { return cached }
-        return try await submit(batchID: state.opened.batchID, currency: currency, items: state.closed?.items ?? []).report
+        return try await submit(batchID: state.opened.batchID, currency: currency, businessDate: state.opened.businessDate,
+                                items: state.closed?.items ?? []).report
     }
 
     func storedReport(_ batchID: String) async throws -> (digest: [UInt8], csv: String)? {

@@ -1,0 +1,239 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import LedgerAcquirer
+import LedgerApp
+import LedgerCore
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+/// End-of-day settlement through the real router, database and acquirer model: money conservation,
+/// the cut-off boundary, the funding calendar, re-runs, resuming a batch, and refusals.
+@Suite struct SettlementRunTests {
+    let app = SystemRoutesTests()
+    let holds = HoldTests()
+
+    struct Summary: Decodable {
+        struct Batch: Decodable {
+            let batch_id, currency, stage, gross: String
+            let captures, refunds, appended_events: Int
+            let net, payout, value_date, report_sha256: String?
+        }
+        let business_date, cut_off_at: String
+        let batches: [Batch]
+    }
+
+    struct View: Decodable {
+        let batch_id, business_date, cut_off_at, stage: String
+        let captures, refunds: Int
+        let pinned_position: Int64
+        let gross_credit, gross_debit, gross, net, payout, value_date, expected_value_date, report_sha256: String?
+        let interchange, scheme_fees, markup, commission: String?
+    }
+
+    struct List: Decodable { let settlements: [View] }
+
+    static func instant(_ text: String) -> Date { ISO8601DateFormatter().date(from: text)! }
+    /// 2026-06-19 is a Friday.
+    static let friday = instant("2026-06-19T10:00:00Z")
+
+    func run(_ client: any TestClientProtocol, _ body: String, key: String? = SystemRoutesTests.operatorKey) async throws -> (HTTPResponse.Status, String) {
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if let key { headers[.authorization] = "Bearer \(key)" }
+        return try await client.execute(uri: "/settlements/run", method: .post, headers: headers, body: ByteBuffer(string: body)) {
+            ($0.status, String(buffer: $0.body))
+        }
+    }
+
+    func settle(_ client: any TestClientProtocol, _ date: String) async throws -> Summary {
+        let (status, text) = try await run(client, #"{"business_date": "\#(date)"}"#)
+        #expect(status == .ok, "\(text)")
+        return try JSONDecoder().decode(Summary.self, from: Data(text.utf8))
+    }
+
+    func get(_ client: any TestClientProtocol, _ uri: String) async throws -> (HTTPResponse.Status, String) {
+        try await client.execute(uri: uri, method: .get, headers: [.authorization: "Bearer \(SystemRoutesTests.auditorKey)"]) {
+            ($0.status, String(buffer: $0.body))
+        }
+    }
+
+    func view(_ client: any TestClientProtocol, _ id: String) async throws -> View {
+        let (status, text) = try await get(client, "/settlements/\(id)")
+        #expect(status == .ok, "\(text)")
+        return try JSONDecoder().decode(View.self, from: Data(text.utf8))
+    }
+
+    func capture(_ client: any TestClientProtocol, _ id: String, _ body: String = "{}") async throws {
+        let (status, text) = try await holds.operate(client, id, "capture", body)
+        #expect(status == .ok, "\(text)")
+    }
+
+    @Test func settlingADayConservesMoneyAndARerunAppendsNothingAndServesTheSameBytes() async throws {
+        let clock = SimulatedClock(Self.friday)
+        try await app.withApp(seed: true, clock: { clock.now }) { client, services in
+            let a = try await holds.order(client)
+            let b = try await holds.order(client, source: "tok_mastercard")
+            _ = try await holds.order(client)  // authorized, never captured: not settled
+            try await capture(client, a)
+            try await capture(client, b, #"{"amount": "20.00"}"#)
+            let (status, text) = try await holds.operate(client, a, "refund", #"{"amount": "5.00", "reason": "scratched"}"#)
+            #expect(status == .ok, "\(text)")
+
+            clock.set(Self.instant("2026-06-19T22:00:01Z"))
+            let summary = try await settle(client, "2026-06-19")
+            #expect(summary.cut_off_at == "2026-06-19T22:00:00.000000Z")
+            try #require(summary.batches.count == 1)
+            let batch = summary.batches[0]
+            #expect(batch.batch_id == "OrderLedgerStore-USD-2026-06-19" && batch.stage == "payout_scheduled")
+            #expect(batch.captures == 2 && batch.refunds == 1 && batch.appended_events == 5)
+            // Σ captures − Σ refunds = gross: 59.00 + 20.00 − 5.00.
+            #expect(batch.gross == "74.00")
+            // Friday, T+1: Monday.
+            #expect(batch.value_date == "2026-06-22")
+
+            let v = try await view(client, batch.batch_id)
+            #expect(v.gross_credit == "79.00" && v.gross_debit == "5.00" && v.gross == "74.00" && v.expected_value_date == "2026-06-22")
+            #expect(v.payout == v.net)
+
+            let (csvStatus, csv) = try await get(client, "/settlements/\(batch.batch_id)/report.csv")
+            #expect(csvStatus == .ok)
+            let digest = SHA256.hash(data: Array(csv.utf8)).map { String(format: "%02x", $0) }.joined()
+            #expect(digest == v.report_sha256)
+            let lines = try SettlementReportCSV().parse(csv)
+            let priced = lines.filter { $0.type != .merchantPayout }
+            #expect(priced.count == 3)
+            // Every line: net = gross − fees; Σ line gross = batch gross; Σ nets = payout.
+            #expect(priced.allSatisfy { SettlementConservation.lineViolation($0) == nil })
+            #expect(priced.reduce(Int64(0)) { $0 + $1.signedGrossMinorUnits } == 7400)
+            let payout = try Money(decimal: try #require(v.payout), currency: .usd)
+            #expect(SettlementConservation.payoutViolation(lines: lines, payout: payout) == nil)
+            let fees = priced.reduce(Int64(0)) { $0 + $1.totalFeesMinorUnits }
+            #expect(payout.minorUnits == 7400 - fees && fees > 0)
+            #expect(Set(priced.map(\.modificationMerchantReference)).count == 3)
+
+            // The same day again: nothing appended, the same report bytes.
+            let head = try await services.store.head().position
+            let again = try await settle(client, "2026-06-19")
+            #expect(again.batches.map(\.appended_events) == [0] && again.batches[0].report_sha256 == v.report_sha256)
+            #expect(try await services.store.head().position == head)
+            let (_, csvAgain) = try await get(client, "/settlements/\(batch.batch_id)/report.csv")
+            #expect(Array(csvAgain.utf8) == Array(csv.utf8))
+
+            // The next business day has nothing left to settle from this one.
+            clock.set(Self.instant("2026-06-22T22:00:01Z"))
+            let monday = try await settle(client, "2026-06-22")
+            #expect(monday.batches.isEmpty)
+
+            var (listStatus, listText) = try await get(client, "/settlements?from=2026-06-19&to=2026-06-19")
+            #expect(listStatus == .ok)
+            #expect(try JSONDecoder().decode(List.self, from: Data(listText.utf8)).settlements.map(\.batch_id) == [batch.batch_id])
+            (listStatus, listText) = try await get(client, "/settlements?from=2026-06-20")
+            #expect(try JSONDecoder().decode(List.self, from: Data(listText.utf8)).settlements.isEmpty)
+        }
+    }
+
+    @Test func aCaptureOneMillisecondBeforeTheCutOffAndOneAtItLandInDifferentBatches() async throws {
+        let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))  // a Wednesday
+        try await app.withApp(seed: true, clock: { clock.now }) { client, _ in
+            let before = try await holds.order(client)
+            let at = try await holds.order(client, amount: 5900)
+            clock.set(Self.instant("2026-06-17T22:00:00Z").addingTimeInterval(-0.001))
+            try await capture(client, before, #"{"amount": "11.00"}"#)
+            clock.set(Self.instant("2026-06-17T22:00:00Z"))
+            try await capture(client, at, #"{"amount": "22.00"}"#)
+            clock.set(Self.instant("2026-06-17T22:05:00Z"))
+            let wednesday = try await settle(client, "2026-06-17")
+            #expect(wednesday.batches.map(\.captures) == [1] && wednesday.batches.map(\.gross) == ["11.00"])
+            clock.set(Self.instant("2026-06-18T22:05:00Z"))
+            let thursday = try await settle(client, "2026-06-18")
+            #expect(thursday.batches.map(\.captures) == [1] && thursday.batches.map(\.gross) == ["22.00"])
+            #expect(thursday.batches.map(\.value_date) == ["2026-06-19"])
+        }
+    }
+
+    @Test func theCutOffFollowsTheMerchantsZoneAndHolidaysMoveThePayout() async throws {
+        // New York, cut-off 18:00: on 2026-03-06 (Friday, standard time) that is 23:00 UTC.
+        let clock = SimulatedClock(Self.instant("2026-03-06T15:00:00Z"))
+        let environment = ["LEDGERD_SETTLEMENT_TIME_ZONE": "America/New_York", "LEDGERD_SETTLEMENT_CUT_OFF": "18:00",
+                           "LEDGERD_SETTLEMENT_HOLIDAYS": "2026-03-09"]
+        try await app.withApp(seed: true, clock: { clock.now }, environment: environment) { client, _ in
+            let id = try await holds.order(client)
+            try await capture(client, id)
+            clock.set(Self.instant("2026-03-06T22:59:59Z"))
+            let (status, text) = try await run(client, #"{"business_date": "2026-03-06"}"#)
+            #expect(status == .conflict && text.contains("cut_off_not_reached"), "\(text)")
+            clock.set(Self.instant("2026-03-06T23:00:00Z"))
+            let friday = try await settle(client, "2026-03-06")
+            #expect(friday.cut_off_at == "2026-03-06T23:00:00.000000Z")
+            // Monday 2026-03-09 is a holiday: T+1 is Tuesday.
+            #expect(friday.batches.map(\.value_date) == ["2026-03-10"])
+            let (holiday, holidayText) = try await run(client, #"{"business_date": "2026-03-09"}"#)
+            #expect(holiday == .unprocessableContent && holidayText.contains("not_a_business_day"))
+        }
+    }
+
+    @Test func aBatchLeftOpenByACrashIsCompletedWithExactlyItsPinnedCaptures() async throws {
+        let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))
+        try await app.withApp(seed: true, clock: { clock.now }) { client, services in
+            let first = try await holds.order(client)
+            try await capture(client, first)
+            // A run that recorded "opened" and died: the batch is pinned to the ledger as it was then.
+            let pinned = try await services.store.head().position
+            let cutOff = Self.instant("2026-06-17T22:00:00Z")
+            let opened = SettlementEvent.opened(SettlementBatchOpened(
+                batchID: "OrderLedgerStore-USD-2026-06-17", merchantAccount: "OrderLedgerStore", currency: .usd,
+                businessDate: BusinessDate("2026-06-17")!, cutOffAt: cutOff, pinnedPosition: pinned))
+            _ = try await services.writer.append(AppendRequest(
+                stream: SettlementBatch.streamID(batchID: "OrderLedgerStore-USD-2026-06-17"), expectedVersion: .noStream,
+                events: [try opened.newEvent(eventID: UUID(), effectiveAt: clock.now)]))
+            // Captured before the cut-off but after the pin: the next business day's batch.
+            let second = try await holds.order(client)
+            try await capture(client, second, #"{"amount": "30.00"}"#)
+            clock.set(Self.instant("2026-06-17T22:00:01Z"))
+            let resumed = try await settle(client, "2026-06-17")
+            #expect(resumed.batches.map(\.appended_events) == [4] && resumed.batches.map(\.gross) == ["59.00"])
+            clock.set(Self.instant("2026-06-18T22:00:01Z"))
+            let next = try await settle(client, "2026-06-18")
+            #expect(next.batches.map(\.gross) == ["30.00"])
+            // Every capture in exactly one batch.
+            let (_, listText) = try await get(client, "/settlements")
+            let list = try JSONDecoder().decode(List.self, from: Data(listText.utf8))
+            #expect(list.settlements.map(\.captures) == [1, 1] && list.settlements.allSatisfy { $0.stage == "payout_scheduled" })
+        }
+    }
+
+    @Test func badRunsAreRefusedWithTheirReasonAndAppendNothing() async throws {
+        let clock = SimulatedClock(Self.friday)
+        try await app.withApp(seed: true, clock: { clock.now }) { client, services in
+            let id = try await holds.order(client)
+            try await capture(client, id)
+            let head = try await services.store.head().position
+            let cases: [(String, String?, Int, String)] = [
+                (#"{"business_date": "2026-06-19"}"#, SystemRoutesTests.operatorKey, 409, "cut_off_not_reached"),
+                (#"{"business_date": "2026-06-20"}"#, SystemRoutesTests.operatorKey, 422, "not_a_business_day"),
+                (#"{"business_date": "2026-02-30"}"#, SystemRoutesTests.operatorKey, 422, "invalid_date"),
+                (#"{"business_date": "19.06.2026"}"#, SystemRoutesTests.operatorKey, 422, "invalid_date"),
+                (#"{"business_date": 20260619}"#, SystemRoutesTests.operatorKey, 422, "invalid_field"),
+                ("{}", SystemRoutesTests.operatorKey, 422, "missing_field"),
+                (#"{"business_date": "2026-06-18", "force": true}"#, SystemRoutesTests.operatorKey, 400, "unknown_field"),
+                ("not json", SystemRoutesTests.operatorKey, 400, "invalid_json"),
+                (#"{"business_date": "2026-06-18"}"#, SystemRoutesTests.auditorKey, 403, "forbidden"),
+                (#"{"business_date": "2026-06-18"}"#, nil, 401, "unauthenticated"),
+            ]
+            for (body, key, status, code) in cases {
+                let (got, text) = try await run(client, body, key: key)
+                #expect(Int(got.code) == status && text.contains("\"\(code)\""), "\(body): \(got) \(text)")
+            }
+            #expect(try await services.store.head().position == head)
+            let (missing, _) = try await get(client, "/settlements/OrderLedgerStore-USD-2026-06-18")
+            let (missingReport, _) = try await get(client, "/settlements/OrderLedgerStore-USD-2026-06-18/report.csv")
+            let (badRange, badRangeText) = try await get(client, "/settlements?from=yesterday")
+            let (backwards, _) = try await get(client, "/settlements?from=2026-06-19&to=2026-06-18")
+            #expect(missing == .notFound && missingReport == .notFound)
+            #expect(badRange == .badRequest && badRangeText.contains("\"field\":\"from\"") && backwards == .badRequest)
+        }
+    }
+}
