@@ -29,10 +29,10 @@ public struct SettlementScheduler: Service {
         }
     }
 
-    /// Business days of the last 7 calendar days whose cut-off has passed, oldest first.
+    /// Business days of the last week whose cut-off has passed, oldest first.
     func dueDates(now: Date) -> [BusinessDate] {
-        let today = BusinessDate(daysSinceEpoch: Int64((now.timeIntervalSince1970 / 86_400).rounded(.down)))
-        return (-7...1).map { today.adding(days: Int64($0)) }.filter {
+        let last = settlement.settings.lastClosedBusinessDay(now: now)
+        return (-7...0).map { last.adding(days: Int64($0)) }.filter {
             settlement.settings.calendar.isBusinessDay($0) && settlement.settings.cutOff.instant(closing: $0) <= now
         }
     }

@@ -26,6 +26,16 @@ public struct SettlementSettings: Sendable {
         self.runAtCutOff = runAtCutOff
     }
 
+    /// The most recent business day whose cut-off has passed at `now` (what a nightly run settles).
+    public func lastClosedBusinessDay(now: Date) -> BusinessDate {
+        var day = BusinessDate(daysSinceEpoch: Int64((now.timeIntervalSince1970 / 86_400).rounded(.down)) + 1)
+        for _ in 0..<400 {
+            if calendar.isBusinessDay(day) && cutOff.instant(closing: day) <= now { return day }
+            day = day.adding(days: -1)
+        }
+        return day
+    }
+
     static func read(from reader: ConfigReader) throws -> SettlementSettings {
         let zone = reader.string(forKey: "ledgerd.settlement.time.zone", default: "UTC").trimmingCharacters(in: .whitespaces)
         let time = reader.string(forKey: "ledgerd.settlement.cut.off", default: "22:00").trimmingCharacters(in: .whitespaces)
