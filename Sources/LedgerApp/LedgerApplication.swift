@@ -89,7 +89,8 @@ public struct LedgerServices: Sendable {
         self.payments = payments
         self.settlement = SettlementService(
             writer: writer, store: store, client: client, acquirer: acquirer, settings: configuration.settlement,
-            merchantAccount: AcquirerModelConfiguration().merchantAccount, clock: clock, logger: logger)
+            merchantAccount: AcquirerModelConfiguration().merchantAccount,
+            pricing: AcquirerModelConfiguration().pricing, clock: clock, logger: logger)
         self.recovery = RecoveryService(payments: payments, interval: configuration.recoveryInterval, policy: .standard, logger: logger)
         self.clock = clock
         self.logger = logger

@@ -24,6 +24,8 @@ public struct SettlementService: SettlementOperator {
     let acquirer: any Acquirer
     let settings: SettlementSettings
     let merchantAccount: String
+    /// The contract's price lists, for the fees reconciliation expects.
+    let pricing: [PricingSchedule]
     let clock: @Sendable () -> Date
     let logger: Logger
     let lock = KeyedLock()
@@ -129,6 +131,7 @@ public struct SettlementService: SettlementOperator {
                     valueDate: current.payout.valueDate,
                     expectedValueDate: settings.calendar.adding(businessDays: settings.fundingLagBusinessDays, to: date)))
             case .payoutScheduled:
+                try await reconcileAfterSettling(state!)
                 return outcome(state!, appended: appended)
             }
             let metadata = EventMetadata(correlationID: batchID, actor: Self.actor, command: "SettleBatch")

@@ -12,11 +12,16 @@ public protocol SettlementOperator: Sendable {
     func batchJSON(id: String) async throws -> String?
     /// The stored settlement report CSV of a submitted batch, byte for byte.
     func reportCSV(id: String) async throws -> String?
+    /// The batch's latest reconciliation with its breaks and their resolutions, or nil.
+    func reconciliationJSON(id: String) async throws -> String?
+    /// Records an operator's resolution of a break; returns the reconciliation.
+    func resolveBreak(id: String, reason: String, actor: String) async throws -> String
 }
 
-/// - operator key: `POST /settlements/run {"business_date": "YYYY-MM-DD"}`;
+/// - operator key: `POST /settlements/run {"business_date": "YYYY-MM-DD"}`,
+///   `POST /reconciliation/breaks/{id}/resolve {"reason": …}`;
 /// - operator or auditor key: `GET /settlements?from=&to=`, `GET /settlements/{id}`,
-///   `GET /settlements/{id}/report.csv`.
+///   `GET /settlements/{id}/report.csv`, `GET /settlements/{id}/reconciliation`.
 public struct SettlementRoutes: Sendable {
     let settlement: any SettlementOperator
 
@@ -38,6 +43,22 @@ public struct SettlementRoutes: Sendable {
             let actor = context.principal.map { "\($0.role.rawValue):\($0.keyID)" } ?? "operator"
             return jsonResponse(try await settlement.run(businessDate: date, actor: actor))
         }
+        group.post("/reconciliation/breaks/:id/resolve") { request, context -> Response in
+            let id = try context.parameters.require("id")
+            let body: ByteBuffer
+            do { body = try await request.body.collect(upTo: 16 * 1024) } catch {
+                throw APIError(status: .contentTooLarge, code: "payload_too_large", message: "the body is larger than 16 KiB")
+            }
+            guard let object = try? JSONDecoder().decode([String: PaymentRequest.JSONField].self, from: Data(body.readableBytesView)) else {
+                throw APIError.badRequest("invalid_json", "the body must be a JSON object")
+            }
+            for key in object.keys.sorted() where key != "reason" {
+                throw APIError.badRequest("unknown_field", "a resolution does not take \(key)", field: key)
+            }
+            let reason = try PaymentRequest.Fields(object).string("reason", maximumLength: 500)
+            let actor = context.principal.map { "\($0.role.rawValue):\($0.keyID)" } ?? "operator"
+            return jsonResponse(try await settlement.resolveBreak(id: id, reason: reason, actor: actor))
+        }
     }
 
     public func registerReads(on group: RouterGroup<LedgerRequestContext>) {
@@ -48,6 +69,11 @@ public struct SettlementRoutes: Sendable {
         group.get("/settlements/:id") { _, context -> Response in
             let id = try context.parameters.require("id")
             guard let json = try await settlement.batchJSON(id: id) else { throw APIError.notFound("no settlement batch \(id)") }
+            return jsonResponse(json)
+        }
+        group.get("/settlements/:id/reconciliation") { _, context -> Response in
+            let id = try context.parameters.require("id")
+            guard let json = try await settlement.reconciliationJSON(id: id) else { throw APIError.notFound("no reconciliation for \(id)") }
             return jsonResponse(json)
         }
         group.get("/settlements/:id/report.csv") { _, context -> Response in

@@ -36,6 +36,84 @@ import Testing
 
     struct List: Decodable { let settlements: [View] }
 
+    struct ReconciliationBody: Decodable {
+        struct Break: Decodable {
+            let break_id, `class`, reference: String
+            let resolved: Bool
+            let resolution_reason, resolved_by: String?
+        }
+        let batch_id: String
+        let window_closed: Bool
+        let report_lines, ledger_items, matched, open_breaks: Int
+        let breaks: [Break]
+    }
+
+    func reconciliation(_ client: any TestClientProtocol, _ id: String) async throws -> ReconciliationBody {
+        let (status, text) = try await get(client, "/settlements/\(id)/reconciliation")
+        #expect(status == .ok, "\(text)")
+        return try JSONDecoder().decode(ReconciliationBody.self, from: Data(text.utf8))
+    }
+
+    func resolve(_ client: any TestClientProtocol, _ id: String, _ body: String) async throws -> (HTTPResponse.Status, String) {
+        try await client.execute(uri: "/reconciliation/breaks/\(id)/resolve", method: .post,
+                                 headers: [.authorization: "Bearer \(SystemRoutesTests.operatorKey)", .contentType: "application/json"],
+                                 body: ByteBuffer(string: body)) { ($0.status, String(buffer: $0.body)) }
+    }
+
+    static let knobs: [(String, String)] = [
+        ("dropLine", "missing_at_acquirer"), ("duplicateLine", "duplicate"), ("alterAmount", "amount_mismatch"),
+        ("alterFee", "fee_mismatch"), ("moveToNextBatch", "timing"), ("shortPayPayout", "payout_mismatch"),
+    ]
+
+    /// Each fault knob, firing on every line, gives exactly its break class once the next batch closed the window.
+    @Test(arguments: SettlementRunTests.knobs.map(\.0))
+    func eachFaultKnobProducesExactlyItsBreakClass(knob: String) async throws {
+        let expected = Self.knobs.first { $0.0 == knob }!.1
+        let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))
+        let always = FaultKnob(probability: Rate(numerator: 1, denominator: 1))
+        var faults = FaultConfiguration()
+        switch knob {
+        case "dropLine": faults.dropLine = always
+        case "duplicateLine": faults.duplicateLine = always
+        case "alterAmount": faults.alterAmount = always
+        case "alterFee": faults.alterFee = always
+        case "moveToNextBatch": faults.moveToNextBatch = always
+        default: faults.shortPayPayout = always
+        }
+        let acquirer = AcquirerModel(seed: 7, configuration: AcquirerModelConfiguration(faults: faults), clock: clock.reading)
+        try await app.withApp(seed: true, acquirer: acquirer, clock: { clock.now }) { client, services in
+            let first = try await holds.order(client)
+            try await capture(client, first)
+            clock.set(Self.instant("2026-06-17T22:00:01Z"))
+            let wednesday = try await settle(client, "2026-06-17")
+            let second = try await holds.order(client)
+            try await capture(client, second, #"{"amount": "10.00"}"#)
+            clock.set(Self.instant("2026-06-18T22:00:01Z"))
+            _ = try await settle(client, "2026-06-18")
+            let id = try #require(wednesday.batches.first?.batch_id)
+            let rec = try await reconciliation(client, id)
+            #expect(rec.window_closed)
+            #expect(rec.breaks.map(\.class) == [expected], "\(knob): \(rec.breaks.map(\.class))")
+
+            // An operator resolves the break with a reason: an event; a second time is refused.
+            let breakID = try #require(rec.breaks.first?.break_id)
+            var head = try await services.store.head().position
+            let (missingReason, _) = try await resolve(client, breakID, "{}")
+            let (unknown, _) = try await resolve(client, "\(id).timing.nothing", #"{"reason": "x"}"#)
+            #expect(missingReason == .unprocessableContent && unknown == .notFound)
+            #expect(try await services.store.head().position == head)
+            let (resolved, resolvedText) = try await resolve(client, breakID, #"{"reason": "acquirer ticket 42"}"#)
+            #expect(resolved == .ok, "\(resolvedText)")
+            head += 1
+            #expect(try await services.store.head().position == head)
+            let after = try await reconciliation(client, id)
+            #expect(after.open_breaks == 0 && after.breaks.first?.resolution_reason == "acquirer ticket 42"
+                    && after.breaks.first?.resolved_by?.hasPrefix("operator") == true)
+            let (again, againText) = try await resolve(client, breakID, #"{"reason": "twice"}"#)
+            #expect(again == .conflict && againText.contains("already_resolved"))
+        }
+    }
+
     static func instant(_ text: String) -> Date { ISO8601DateFormatter().date(from: text)! }
     /// 2026-06-19 is a Friday.
     static let friday = instant("2026-06-19T10:00:00Z")
@@ -113,6 +191,12 @@ import Testing
             let fees = priced.reduce(Int64(0)) { $0 + $1.totalFeesMinorUnits }
             #expect(payout.minorUnits == 7400 - fees && fees > 0)
             #expect(Set(priced.map(\.modificationMerchantReference)).count == 3)
+
+            // A clean day reconciles with zero breaks (the stored CSV re-ingested against the ledger).
+            let (recStatus, recText) = try await get(client, "/settlements/\(batch.batch_id)/reconciliation")
+            #expect(recStatus == .ok, "\(recText)")
+            let rec = try JSONDecoder().decode(ReconciliationBody.self, from: Data(recText.utf8))
+            #expect(rec.matched == 3 && rec.breaks.isEmpty && rec.ledger_items == 3 && rec.report_lines == 4 && !rec.window_closed)
 
             // The same day again: nothing appended, the same report bytes.
             let head = try await services.store.head().position

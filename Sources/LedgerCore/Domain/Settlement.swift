@@ -263,6 +263,9 @@ public enum SettlementEvent: Hashable, Sendable {
     case submitted(SettlementBatchSubmitted)
     case cleared(SettlementBatchCleared)
     case payoutScheduled(SettlementPayoutScheduled)
+    /// On `reconciliation-<batch id>`: a reconciliation result, and an operator's resolution of a break.
+    case reconciled(ReconciliationRecorded)
+    case breakResolved(ReconciliationBreakResolved)
 
     public var payload: any LedgerEventPayload {
         switch self {
@@ -271,6 +274,8 @@ public enum SettlementEvent: Hashable, Sendable {
         case .submitted(let e): return e
         case .cleared(let e): return e
         case .payoutScheduled(let e): return e
+        case .reconciled(let e): return e
+        case .breakResolved(let e): return e
         }
     }
 
@@ -278,7 +283,8 @@ public enum SettlementEvent: Hashable, Sendable {
 
     public static let knownTypes: [String] = [
         SettlementBatchOpened.eventType, SettlementBatchClosed.eventType, SettlementBatchSubmitted.eventType,
-        SettlementBatchCleared.eventType, SettlementPayoutScheduled.eventType,
+        SettlementBatchCleared.eventType, SettlementPayoutScheduled.eventType, ReconciliationRecorded.eventType,
+        ReconciliationBreakResolved.eventType,
     ]
 
     /// Sorted-key JSON, as the domain's events: byte-identical for equal events.
@@ -308,6 +314,8 @@ public enum SettlementEvent: Hashable, Sendable {
         case SettlementBatchSubmitted.eventType: return .submitted(try decode(SettlementBatchSubmitted.self))
         case SettlementBatchCleared.eventType: return .cleared(try decode(SettlementBatchCleared.self))
         case SettlementPayoutScheduled.eventType: return .payoutScheduled(try decode(SettlementPayoutScheduled.self))
+        case ReconciliationRecorded.eventType: return .reconciled(try decode(ReconciliationRecorded.self))
+        case ReconciliationBreakResolved.eventType: return .breakResolved(try decode(ReconciliationBreakResolved.self))
         default: throw EventCodingError(.unknownType, type: type, "not a settlement event")
         }
     }
@@ -340,9 +348,11 @@ public struct SettlementBatchState: Hashable, Sendable {
             return state ?? SettlementBatchState(version: 1, stage: .opened, opened: e)
         }
         guard var state else { return nil }
+        if case .reconciled = event { return state }  // another stream's events
+        if case .breakResolved = event { return state }
         state.version += 1
         switch event {
-        case .opened: break
+        case .opened, .reconciled, .breakResolved: break
         case .closed(let e): state.closed = e; state.stage = .closed
         case .submitted(let e): state.submitted = e; state.stage = .submitted
         case .cleared(let e): state.cleared = e; state.stage = .cleared
