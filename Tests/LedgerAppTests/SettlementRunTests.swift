@@ -8,6 +8,7 @@ import LedgerApp
 import LedgerCore
 import LedgerPostgres
 import LedgerTestSupport
+import Synchronization
 import Testing
 
 /// End-of-day settlement through the real router, database and acquirer model: money conservation,
@@ -289,6 +290,33 @@ import Testing
         }
     }
 
+    /// A crash before the acquirer saw the batch, and one after it accepted it but before the answer was
+    /// recorded: the next run completes the same batch, with the same report, and no capture twice.
+    @Test(arguments: [SubmitFailure.beforeTheAcquirer, .answerLost])
+    func aRunThatDiesAroundTheSubmissionIsCompletedByTheNextRun(failure: SubmitFailure) async throws {
+        let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))
+        let acquirer = FlakySubmitAcquirer(model: AcquirerModel(seed: 3, clock: clock.reading), failure: failure)
+        try await app.withApp(seed: true, acquirer: acquirer, clock: { clock.now }) { client, services in
+            let id = try await holds.order(client)
+            try await capture(client, id)
+            clock.set(Self.instant("2026-06-17T22:00:01Z"))
+            let (status, text) = try await run(client, #"{"business_date": "2026-06-17"}"#)
+            #expect(status == .badGateway, "\(text)")
+            let interrupted = try await view(client, "OrderLedgerStore-USD-2026-06-17")
+            #expect(interrupted.stage == "closed" && interrupted.captures == 1 && interrupted.report_sha256 == nil)
+            let resumed = try await settle(client, "2026-06-17")
+            #expect(resumed.batches.map(\.appended_events) == [3] && resumed.batches.map(\.stage) == ["payout_scheduled"])
+            #expect(resumed.batches.map(\.captures) == [1] && resumed.batches.map(\.gross) == ["59.00"])
+            // The acquirer settled the capture once: one line, whichever run it answered.
+            let (_, csv) = try await get(client, "/settlements/OrderLedgerStore-USD-2026-06-17/report.csv")
+            #expect(try SettlementReportCSV().parse(csv).filter { $0.type == .settled }.count == 1)
+            #expect(try await reconciliation(client, "OrderLedgerStore-USD-2026-06-17").breaks.isEmpty)
+            let settlementEvents = try await services.store.readStream(SettlementBatch.streamID(batchID: "OrderLedgerStore-USD-2026-06-17"))
+            #expect(settlementEvents.map(\.type) == ["SettlementBatchOpened", "SettlementBatchClosed", "SettlementBatchSubmitted",
+                                                     "SettlementBatchCleared", "SettlementPayoutScheduled"])
+        }
+    }
+
     @Test func badRunsAreRefusedWithTheirReasonAndAppendNothing() async throws {
         let clock = SimulatedClock(Self.friday)
         try await app.withApp(seed: true, clock: { clock.now }) { client, services in
@@ -320,4 +348,40 @@ import Testing
             #expect(badRange == .badRequest && badRangeText.contains("\"field\":\"from\"") && backwards == .badRequest)
         }
     }
+}
+
+enum SubmitFailure: String, Sendable, CustomTestStringConvertible {
+    /// The batch never reached the acquirer.
+    case beforeTheAcquirer
+    /// The acquirer accepted the batch; its answer was lost on the way back.
+    case answerLost
+    var testDescription: String { rawValue }
+}
+
+/// The acquirer model, failing the first batch submission in the given way.
+final class FlakySubmitAcquirer: Acquirer, Sendable {
+    let model: AcquirerModel
+    let failure: SubmitFailure
+    private let failed = Mutex(false)
+
+    init(model: AcquirerModel, failure: SubmitFailure) {
+        self.model = model
+        self.failure = failure
+    }
+
+    func authorize(_ r: AuthorizationRequest) async throws(AcquirerError) -> AuthorizationResponse { try await model.authorize(r) }
+    func increment(_ r: IncrementRequest) async throws(AcquirerError) -> ModificationResponse { try await model.increment(r) }
+    func capture(_ r: CaptureRequest) async throws(AcquirerError) -> ModificationResponse { try await model.capture(r) }
+    func reverse(_ r: ReversalRequest) async throws(AcquirerError) -> ModificationResponse { try await model.reverse(r) }
+    func refund(_ r: RefundRequest) async throws(AcquirerError) -> ModificationResponse { try await model.refund(r) }
+    func query(merchantReference: String) async throws(AcquirerError) -> PaymentQueryResult {
+        try await model.query(merchantReference: merchantReference)
+    }
+    func submitBatch(_ r: SettlementBatchRequest) async throws(AcquirerError) -> SettlementReport {
+        let first = failed.withLock { done in defer { done = true }; return !done }
+        guard first else { return try await model.submitBatch(r) }
+        if failure == .answerLost { _ = try await model.submitBatch(r) }
+        throw AcquirerError(.unavailable, "simulated crash around the submission")
+    }
+    func payout(batchNumber: Int) async throws(AcquirerError) -> PayoutNotice { try await model.payout(batchNumber: batchNumber) }
 }
