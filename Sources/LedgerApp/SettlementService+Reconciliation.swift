@@ -12,10 +12,14 @@ import PostgresNIO
 extension SettlementService {
     /// Reconciles a batch with a stored report; nil when there is none yet or nothing changed.
     @discardableResult
-    func reconcile(batchID: String) async throws -> ReconciliationRecorded? {
+    func reconcile(batchID: String, report: [SettlementReportLine]? = nil) async throws -> ReconciliationRecorded? {
         let stream = SettlementBatch.streamID(batchID: batchID)
-        guard let state = try await load(stream), let closed = state.closed, let stored = try await storedReport(batchID) else { return nil }
-        let lines = try SettlementReportCSV().parse(stored.csv)
+        guard let state = try await load(stream), let closed = state.closed else { return nil }
+        let lines: [SettlementReportLine]
+        if let report { lines = report } else {
+            guard let stored = try await storedReport(batchID) else { return nil }
+            lines = try SettlementReportCSV().parse(stored.csv)
+        }
         var laterLines: [SettlementReportLine]?
         if let next = try await nextBatch(after: state) { laterLines = try SettlementReportCSV().parse(next.csv) }
         let elsewhere = try await settledReferences(excluding: [stream.rawValue])
@@ -87,6 +91,23 @@ extension SettlementService {
         func units(_ money: Money?) -> Int64? { money.map { zero ? 0 : $0.minorUnits } }
         return ExpectedFees(interchange: units(fees.interchange), schemeFees: units(fees.schemeFee),
                             markup: units(fees.markup), commission: units(fees.commission))
+    }
+
+    /// `ledgerd reconcile --report FILE`: reconciles a settlement report CSV (e.g. one the acquirer
+    /// delivered) against the batch its MerchantPayout line names; records the result if it changed.
+    public func reconcileReport(csv: String) async throws -> String {
+        let lines: [SettlementReportLine]
+        do { lines = try SettlementReportCSV().parse(csv) } catch {
+            throw APIError(status: .unprocessableContent, code: "invalid_report", message: "the report does not parse: \(error)")
+        }
+        guard let batchID = lines.first(where: { $0.type == .merchantPayout })?.modificationMerchantReference, !batchID.isEmpty else {
+            throw APIError(status: .unprocessableContent, code: "invalid_report", message: "the report has no MerchantPayout line naming its batch")
+        }
+        guard StreamID("settlement-" + batchID) != nil, let state = try await load(SettlementBatch.streamID(batchID: batchID)), state.closed != nil else {
+            throw APIError.notFound("no closed settlement batch \(batchID)")
+        }
+        try await lock.withLock("settlement") { try await reconcile(batchID: batchID, report: lines) }
+        return try await reconciliationJSON(id: batchID) ?? "{}"
     }
 
     // MARK: Reads and resolutions

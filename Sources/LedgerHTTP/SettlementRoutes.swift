@@ -16,10 +16,12 @@ public protocol SettlementOperator: Sendable {
     func reconciliationJSON(id: String) async throws -> String?
     /// Records an operator's resolution of a break; returns the reconciliation.
     func resolveBreak(id: String, reason: String, actor: String) async throws -> String
+    /// Reconciles a settlement report CSV against the batch it names; returns the reconciliation.
+    func reconcileReport(csv: String) async throws -> String
 }
 
 /// - operator key: `POST /settlements/run {"business_date": "YYYY-MM-DD"}`,
-///   `POST /reconciliation/breaks/{id}/resolve {"reason": …}`;
+///   `POST /reconciliation/breaks/{id}/resolve {"reason": …}`, `POST /reconciliation/reports` (a report CSV);
 /// - operator or auditor key: `GET /settlements?from=&to=`, `GET /settlements/{id}`,
 ///   `GET /settlements/{id}/report.csv`, `GET /settlements/{id}/reconciliation`.
 public struct SettlementRoutes: Sendable {
@@ -42,6 +44,16 @@ public struct SettlementRoutes: Sendable {
             let date = try PaymentRequest.Fields(object).string("business_date", maximumLength: 10)
             let actor = context.principal.map { "\($0.role.rawValue):\($0.keyID)" } ?? "operator"
             return jsonResponse(try await settlement.run(businessDate: date, actor: actor))
+        }
+        group.post("/reconciliation/reports") { request, _ -> Response in
+            let body: ByteBuffer
+            do { body = try await request.body.collect(upTo: 256 * 1024 * 1024) } catch {
+                throw APIError(status: .contentTooLarge, code: "payload_too_large", message: "the report is larger than 256 MiB")
+            }
+            guard let csv = String(validating: body.readableBytesView, as: UTF8.self) else {
+                throw APIError.badRequest("invalid_report", "the report must be UTF-8 CSV text")
+            }
+            return jsonResponse(try await settlement.reconcileReport(csv: csv))
         }
         group.post("/reconciliation/breaks/:id/resolve") { request, context -> Response in
             let id = try context.parameters.require("id")

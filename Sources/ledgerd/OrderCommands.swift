@@ -30,14 +30,19 @@ struct Order: AsyncParsableCommand {
 
         /// POSTs a JSON body to `path` with the operator key; returns the status and the reply.
         func post(_ path: String, body: [String: Any]) async throws -> (status: Int, body: Data) {
+            try await post(path, data: try JSONSerialization.data(withJSONObject: body), contentType: "application/json")
+        }
+
+        /// POSTs raw bytes to `path` with the operator key; returns the status and the reply.
+        func post(_ path: String, data body: Data, contentType: String) async throws -> (status: Int, body: Data) {
             let key = try apiKey ?? APIKeys.operatorKey(for: common.configuration())
             guard let target = URL(string: url + path) else { throw ValidationError("invalid URL") }
             var request = URLRequest(url: target)
             request.httpMethod = "POST"
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.setValue(contentType, forHTTPHeaderField: "Content-Type")
             request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
             if let idempotencyKey { request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key") }
-            request.httpBody = try JSONSerialization.data(withJSONObject: body)
+            request.httpBody = body
             let (data, response) = try await URLSession.shared.data(for: request)
             return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
         }

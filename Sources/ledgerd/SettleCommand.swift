@@ -52,3 +52,54 @@ struct Settle: AsyncParsableCommand {
         return ([line(header)] + rows.map(line)).joined(separator: "\n")
     }
 }
+
+/// `ledgerd reconcile --report FILE`: reconciles a settlement report CSV against the ledger through
+/// a running daemon (`POST /reconciliation/reports`); the result and its breaks are recorded there.
+/// Prints a summary; `--json-out` writes the reconciliation as JSON, `--csv-out` its breaks as CSV.
+/// Exits 3 when open breaks remain.
+struct Reconcile: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Reconcile a settlement report CSV with the ledger through a running daemon.")
+
+    @Option(help: "The settlement report CSV.") var report: String
+    @Option(help: "Write the reconciliation as JSON to this file.") var jsonOut: String?
+    @Option(help: "Write the breaks as CSV to this file.") var csvOut: String?
+    @OptionGroup var connection: Order.Connection
+
+    struct Result: Decodable {
+        struct Break: Decodable {
+            let break_id, `class`, reference, detail: String
+            let expected, actual: String?
+            let resolved: Bool
+        }
+        let batch_id: String
+        let window_closed: Bool
+        let report_lines, ledger_items, matched, open_breaks: Int
+        let breaks: [Break]
+    }
+
+    func run() async throws {
+        let data = try Data(contentsOf: URL(fileURLWithPath: report))
+        let (status, reply) = try await connection.post("/reconciliation/reports", data: data, contentType: "text/csv")
+        guard (200..<300).contains(status), let result = try? JSONDecoder().decode(Result.self, from: reply) else {
+            print(String(decoding: reply, as: UTF8.self))
+            throw ExitCode(1)
+        }
+        if let jsonOut { try reply.write(to: URL(fileURLWithPath: jsonOut)) }
+        if let csvOut {
+            let rows = result.breaks.map { b in
+                [b.break_id, b.class, b.reference, b.expected ?? "", b.actual ?? "", b.resolved ? "resolved" : "open", b.detail]
+                    .map { $0.contains(where: { ",\"\n".contains($0) }) ? "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : $0 }
+                    .joined(separator: ",")
+            }
+            try (["break_id,class,reference,expected,actual,state,detail"] + rows).joined(separator: "\r\n").appending("\r\n")
+                .write(toFile: csvOut, atomically: true, encoding: .utf8)
+        }
+        print("batch \(result.batch_id): \(result.report_lines) report lines, \(result.ledger_items) ledger items, "
+              + "\(result.matched) matched, \(result.breaks.count) breaks (\(result.open_breaks) open)"
+              + (result.window_closed ? "" : "; the next batch is not settled yet, absent items count as timing"))
+        for b in result.breaks {
+            print("  \(b.class.padding(toLength: 20, withPad: " ", startingAt: 0)) \(b.reference)  \(b.detail)\(b.resolved ? " [resolved]" : "")")
+        }
+        if result.open_breaks > 0 { throw ExitCode(3) }
+    }
+}

@@ -317,6 +317,51 @@ import Testing
         }
     }
 
+    func postReport(_ client: any TestClientProtocol, _ csv: String) async throws -> (HTTPResponse.Status, String) {
+        try await client.execute(uri: "/reconciliation/reports", method: .post,
+                                 headers: [.authorization: "Bearer \(SystemRoutesTests.operatorKey)", .contentType: "text/csv"],
+                                 body: ByteBuffer(string: csv)) { ($0.status, String(buffer: $0.body)) }
+    }
+
+    @Test func aReportExportedAndReingestedReconcilesCleanAndAnEditedOneBreaks() async throws {
+        let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))
+        try await app.withApp(seed: true, clock: { clock.now }) { client, services in
+            let id = try await holds.order(client)
+            try await capture(client, id)
+            clock.set(Self.instant("2026-06-17T22:00:01Z"))
+            let batchID = try #require(try await settle(client, "2026-06-17").batches.first?.batch_id)
+            let (_, csv) = try await get(client, "/settlements/\(batchID)/report.csv")
+            var head = try await services.store.head().position
+            var (status, text) = try await postReport(client, csv)
+            #expect(status == .ok, "\(text)")
+            #expect(try JSONDecoder().decode(ReconciliationBody.self, from: Data(text.utf8)).breaks.isEmpty)
+            #expect(try await services.store.head().position == head)  // the same result: nothing new recorded
+
+            // The same report with the capture's gross and net one cent higher and the payout to match.
+            var lines = try SettlementReportCSV().parse(csv)
+            let i = try #require(lines.firstIndex { $0.type == .settled })
+            lines[i].grossCredit = Money(minorUnits: lines[i].grossCredit!.minorUnits + 1, currency: .usd)
+            lines[i].netCredit = Money(minorUnits: lines[i].netCredit!.minorUnits + 1, currency: .usd)
+            let p = lines.count - 1
+            lines[p].netDebit = Money(minorUnits: lines[p].netDebit!.minorUnits + 1, currency: .usd)
+            (status, text) = try await postReport(client, try SettlementReportCSV().write(lines))
+            let edited = try JSONDecoder().decode(ReconciliationBody.self, from: Data(text.utf8))
+            #expect(edited.breaks.map(\.class) == ["amount_mismatch"])
+            head += 1
+            #expect(try await services.store.head().position == head)
+
+            // Refused, nothing recorded: not CSV, no payout line, an unknown batch.
+            (status, _) = try await postReport(client, "not,a\nreport")
+            #expect(status == .unprocessableContent)
+            (status, _) = try await postReport(client, try SettlementReportCSV().write(Array(lines.dropLast())))
+            #expect(status == .unprocessableContent)
+            lines[p].modificationMerchantReference = "OrderLedgerStore-USD-2030-01-01"
+            (status, _) = try await postReport(client, try SettlementReportCSV().write(lines))
+            #expect(status == .notFound)
+            #expect(try await services.store.head().position == head)
+        }
+    }
+
     @Test func badRunsAreRefusedWithTheirReasonAndAppendNothing() async throws {
         let clock = SimulatedClock(Self.friday)
         try await app.withApp(seed: true, clock: { clock.now }) { client, services in
