@@ -90,6 +90,7 @@ public struct SettlementService: SettlementOperator {
                 outcomes.append(try await settle(date: date, currency: currency, cutOff: cutOff, pinned: pinned,
                                                  candidates: candidates, elsewhere: elsewhere))
             }
+            try await recordPaidPayouts(today: settings.cutOff.localDate(of: clock()))
             return RunSummary(business_date: date.description, cut_off_at: OrderReadModel.timestamp(cutOff), batches: outcomes)
         }
     }
@@ -130,7 +131,7 @@ public struct SettlementService: SettlementOperator {
                     batchID: batchID, payoutReference: current.payout.payoutReference, amount: current.payout.amount,
                     valueDate: current.payout.valueDate,
                     expectedValueDate: settings.calendar.adding(businessDays: settings.fundingLagBusinessDays, to: date)))
-            case .payoutScheduled:
+            case .payoutScheduled, .paid:
                 try await reconcileAfterSettling(state!)
                 return outcome(state!, appended: appended)
             }
@@ -146,6 +147,41 @@ public struct SettlementService: SettlementOperator {
             }
         }
         throw APIError.unavailable("the settlement batch \(batchID) is too busy; run it again")
+    }
+
+    /// Records the deposit of every scheduled payout whose value date has come (the acquirer's
+    /// payout notice for the batch number); one append per batch, never twice.
+    func recordPaidPayouts(today: BusinessDate) async throws {
+        for currency in try await Set(batchStreamsAll().map(\.opened.currency)).sorted(by: { $0.code < $1.code }) {
+            for state in try await batches(currency: currency) where state.stage == .payoutScheduled {
+                guard let scheduled = state.payout, let number = state.submitted?.batchNumber, scheduled.valueDate <= today else { continue }
+                let notice: PayoutNotice
+                do { notice = try await acquirer.payout(batchNumber: number) } catch {
+                    logger.warning("payout notice unavailable", metadata: ["batch": "\(state.opened.batchID)", "error": "\(error)"])
+                    continue
+                }
+                let event = SettlementEvent.paid(SettlementPayoutPaid(batchID: state.opened.batchID, payoutReference: notice.payoutReference,
+                                                                      amount: notice.amount, valueDate: notice.valueDate))
+                do {
+                    _ = try await writer.append(AppendRequest(
+                        stream: SettlementBatch.streamID(batchID: state.opened.batchID), expectedVersion: .exact(state.version),
+                        events: [try event.newEvent(eventID: UUID(), effectiveAt: clock())],
+                        metadata: EventMetadata(correlationID: state.opened.batchID, actor: Self.actor, command: "RecordPayout")))
+                } catch let error as AppendError where error == .versionConflict {
+                    continue  // recorded by someone else meanwhile
+                }
+            }
+        }
+    }
+
+    func batchStreamsAll() async throws -> [SettlementBatchState] {
+        let rows = try await client.query(
+            "SELECT DISTINCT stream_id FROM ledger.events WHERE type = \(SettlementBatchOpened.eventType)", logger: logger)
+        var states: [SettlementBatchState] = []
+        for try await stream in rows.decode(String.self) {
+            if let id = StreamID(stream), let state = try await load(id) { states.append(state) }
+        }
+        return states
     }
 
     func outcome(_ state: SettlementBatchState, appended: Int) -> BatchOutcome {
@@ -295,6 +331,7 @@ public struct SettlementService: SettlementOperator {
         let report_sha256: String?
         let interchange, scheme_fees, markup, commission, net: String?
         let payout_reference, payout, value_date, expected_value_date: String?
+        let paid_amount, paid_value_date: String?
 
         init(_ s: SettlementBatchState) {
             batch_id = s.opened.batchID
@@ -320,6 +357,8 @@ public struct SettlementService: SettlementOperator {
             payout = s.payout?.amount.decimalString
             value_date = s.payout?.valueDate.description
             expected_value_date = s.payout?.expectedValueDate.description
+            paid_amount = s.paid?.amount.decimalString
+            paid_value_date = s.paid?.valueDate.description
         }
     }
 }

@@ -33,6 +33,7 @@ import Testing
         let pinned_position: Int64
         let gross_credit, gross_debit, gross, net, payout, value_date, expected_value_date, report_sha256: String?
         let interchange, scheme_fees, markup, commission: String?
+        let paid_amount, paid_value_date: String?
     }
 
     struct List: Decodable { let settlements: [View] }
@@ -211,6 +212,12 @@ import Testing
             clock.set(Self.instant("2026-06-22T22:00:01Z"))
             let monday = try await settle(client, "2026-06-22")
             #expect(monday.batches.isEmpty)
+            // Monday is the value date: the deposit is recorded, once.
+            let paid = try await view(client, batch.batch_id)
+            #expect(paid.stage == "paid" && paid.paid_amount == v.payout && paid.paid_value_date == "2026-06-22")
+            let afterPaid = try await services.store.head().position
+            _ = try await settle(client, "2026-06-22")
+            #expect(try await services.store.head().position == afterPaid)
 
             var (listStatus, listText) = try await get(client, "/settlements?from=2026-06-19&to=2026-06-19")
             #expect(listStatus == .ok)
@@ -286,7 +293,8 @@ import Testing
             // Every capture in exactly one batch.
             let (_, listText) = try await get(client, "/settlements")
             let list = try JSONDecoder().decode(List.self, from: Data(listText.utf8))
-            #expect(list.settlements.map(\.captures) == [1, 1] && list.settlements.allSatisfy { $0.stage == "payout_scheduled" })
+            // Every capture in exactly one batch (the first one's payout, value date 06-18, is paid by now).
+            #expect(list.settlements.map(\.captures) == [1, 1] && list.settlements.map(\.stage) == ["paid", "payout_scheduled"])
         }
     }
 

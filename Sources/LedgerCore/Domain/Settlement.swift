@@ -16,6 +16,7 @@ import struct Foundation.UUID
 //   submitted (batch number, SHA-256 of the report CSV as stored)
 //   cleared (fee totals of the report's lines and the sum of their nets)
 //   payout scheduled (amount, acquirer's value date, the value date our calendar expects)
+//   paid (the acquirer's deposit, recorded by the first run on or after the value date)
 //
 // Each step is one append with an exact expected version, so a re-run or a resumed run after a
 // crash continues from the last recorded step and never records a step twice.
@@ -58,6 +59,14 @@ public struct SettlementCutOff: Hashable, Sendable {
             hour: secondsAfterMidnight / 3600, minute: secondsAfterMidnight / 60 % 60, second: secondsAfterMidnight % 60)
         // Foundation only fails for components that cannot name any day; ours always name one.
         return calendar.date(from: components)!
+    }
+
+    /// The merchant's local calendar date at `instant`.
+    public func localDate(of instant: Date) -> BusinessDate {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let parts = calendar.dateComponents([.year, .month, .day], from: instant)
+        return BusinessDate(year: parts.year!, month: parts.month!, day: parts.day!)!
     }
 }
 
@@ -256,6 +265,28 @@ public struct SettlementPayoutScheduled: LedgerEventPayload {
     }
 }
 
+/// The payout reached the merchant's bank account: the acquirer's deposit on its value date.
+public struct SettlementPayoutPaid: LedgerEventPayload {
+    public static let eventType = "SettlementPayoutPaid"
+    public static let schemaVersion: Int32 = 1
+
+    public var batchID: String
+    public var payoutReference: String
+    @DecimalMoney public var amount: Money
+    public var valueDate: BusinessDate
+
+    public init(batchID: String, payoutReference: String, amount: Money, valueDate: BusinessDate) {
+        self.batchID = batchID
+        self.payoutReference = payoutReference
+        self.amount = amount
+        self.valueDate = valueDate
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case batchID = "batch_id", payoutReference = "payout_reference", amount, valueDate = "value_date"
+    }
+}
+
 /// The events of a settlement batch stream.
 public enum SettlementEvent: Hashable, Sendable {
     case opened(SettlementBatchOpened)
@@ -263,6 +294,7 @@ public enum SettlementEvent: Hashable, Sendable {
     case submitted(SettlementBatchSubmitted)
     case cleared(SettlementBatchCleared)
     case payoutScheduled(SettlementPayoutScheduled)
+    case paid(SettlementPayoutPaid)
     /// On `reconciliation-<batch id>`: a reconciliation result, and an operator's resolution of a break.
     case reconciled(ReconciliationRecorded)
     case breakResolved(ReconciliationBreakResolved)
@@ -274,6 +306,7 @@ public enum SettlementEvent: Hashable, Sendable {
         case .submitted(let e): return e
         case .cleared(let e): return e
         case .payoutScheduled(let e): return e
+        case .paid(let e): return e
         case .reconciled(let e): return e
         case .breakResolved(let e): return e
         }
@@ -283,7 +316,7 @@ public enum SettlementEvent: Hashable, Sendable {
 
     public static let knownTypes: [String] = [
         SettlementBatchOpened.eventType, SettlementBatchClosed.eventType, SettlementBatchSubmitted.eventType,
-        SettlementBatchCleared.eventType, SettlementPayoutScheduled.eventType, ReconciliationRecorded.eventType,
+        SettlementBatchCleared.eventType, SettlementPayoutScheduled.eventType, SettlementPayoutPaid.eventType, ReconciliationRecorded.eventType,
         ReconciliationBreakResolved.eventType,
     ]
 
@@ -314,6 +347,7 @@ public enum SettlementEvent: Hashable, Sendable {
         case SettlementBatchSubmitted.eventType: return .submitted(try decode(SettlementBatchSubmitted.self))
         case SettlementBatchCleared.eventType: return .cleared(try decode(SettlementBatchCleared.self))
         case SettlementPayoutScheduled.eventType: return .payoutScheduled(try decode(SettlementPayoutScheduled.self))
+        case SettlementPayoutPaid.eventType: return .paid(try decode(SettlementPayoutPaid.self))
         case ReconciliationRecorded.eventType: return .reconciled(try decode(ReconciliationRecorded.self))
         case ReconciliationBreakResolved.eventType: return .breakResolved(try decode(ReconciliationBreakResolved.self))
         default: throw EventCodingError(.unknownType, type: type, "not a settlement event")
@@ -330,8 +364,8 @@ public enum SettlementEvent: Hashable, Sendable {
 /// A batch as its stream tells it.
 public struct SettlementBatchState: Hashable, Sendable {
     public enum Stage: String, Hashable, Sendable, Comparable {
-        case opened, closed, submitted, cleared, payoutScheduled = "payout_scheduled"
-        var rank: Int { [.opened, .closed, .submitted, .cleared, .payoutScheduled].firstIndex(of: self)! }
+        case opened, closed, submitted, cleared, payoutScheduled = "payout_scheduled", paid
+        var rank: Int { [.opened, .closed, .submitted, .cleared, .payoutScheduled, .paid].firstIndex(of: self)! }
         public static func < (a: Stage, b: Stage) -> Bool { a.rank < b.rank }
     }
 
@@ -342,6 +376,7 @@ public struct SettlementBatchState: Hashable, Sendable {
     public var submitted: SettlementBatchSubmitted?
     public var cleared: SettlementBatchCleared?
     public var payout: SettlementPayoutScheduled?
+    public var paid: SettlementPayoutPaid?
 
     public static func evolve(_ state: SettlementBatchState?, _ event: SettlementEvent) -> SettlementBatchState? {
         if case .opened(let e) = event {
@@ -357,6 +392,7 @@ public struct SettlementBatchState: Hashable, Sendable {
         case .submitted(let e): state.submitted = e; state.stage = .submitted
         case .cleared(let e): state.cleared = e; state.stage = .cleared
         case .payoutScheduled(let e): state.payout = e; state.stage = .payoutScheduled
+        case .paid(let e): state.paid = e; state.stage = .paid
         }
         return state
     }

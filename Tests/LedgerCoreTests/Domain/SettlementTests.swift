@@ -29,6 +29,9 @@ import Testing
         // A cut-off inside the change itself: 02:30 does not exist on 2026-03-08 in New York.
         let early = try #require(SettlementCutOff(timeZoneIdentifier: "America/New_York", secondsAfterMidnight: 2 * 3600 + 1800))
         #expect(early.instant(closing: date("2026-03-08")) == utc("2026-03-08T07:30:00Z"))
+        // The merchant's date: 02:30 UTC on 03-09 is still 03-08 in New York.
+        #expect(newYork.localDate(of: utc("2026-03-09T02:30:00Z")) == date("2026-03-08"))
+        #expect(newYork.localDate(of: utc("2026-03-09T04:30:00Z")) == date("2026-03-09"))
         let utcZone = try #require(SettlementCutOff(timeZoneIdentifier: "UTC", secondsAfterMidnight: 0))
         #expect(utcZone.instant(closing: date("2026-03-08")) == utc("2026-03-08T00:00:00Z"))
     }
@@ -109,6 +112,7 @@ import Testing
             .cleared(SettlementBatch.cleared(batchID: o.batchID, currency: .usd, lines: [])),
             .payoutScheduled(SettlementPayoutScheduled(batchID: o.batchID, payoutReference: "p", amount: usd("57.00"),
                                                        valueDate: date("2025-06-16"), expectedValueDate: date("2025-06-16"))),
+            .paid(SettlementPayoutPaid(batchID: o.batchID, payoutReference: "p", amount: usd("57.00"), valueDate: date("2025-06-16"))),
         ]
         var state: SettlementBatchState?
         for (n, event) in events.enumerated() {
@@ -119,7 +123,7 @@ import Testing
             state = SettlementBatchState.evolve(state, decoded)
             #expect(state?.version == Int64(n + 1))
         }
-        #expect(state?.stage == .payoutScheduled && state?.closed == closed && state?.payout?.amount == usd("57.00"))
+        #expect(state?.stage == .paid && state?.closed == closed && state?.payout?.amount == usd("57.00") && state?.paid?.amount == usd("57.00"))
         #expect(SettlementBatchState.evolve(nil, events[1]) == nil)
         #expect(throws: EventCodingError.self) { try SettlementEvent.decode(type: "HoldCaptured", schemaVersion: 1, json: "{}") }
     }
