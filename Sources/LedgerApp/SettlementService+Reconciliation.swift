@@ -30,15 +30,23 @@ extension SettlementService {
         let recordStream = Reconciliation.streamID(batchID: batchID)
         for _ in 0..<Self.maximumAttempts {
             let events = try await store.readStream(recordStream)
-            let last = try events.reversed().lazy.compactMap { recorded -> ReconciliationRecorded? in
-                if case .reconciled(let e) = try SettlementEvent.decode(recorded) { return e }
-                return nil
-            }.first
+            var last: ReconciliationRecorded?
+            var found: Set<String> = []
+            for recorded in events {
+                switch try SettlementEvent.decode(recorded) {
+                case .reconciled(let e): last = e
+                case .breakFound(let e): found.insert(e.found.breakID)
+                default: break
+                }
+            }
             if last == result { return nil }
+            let now = clock()
+            let newBreaks = result.breaks.filter { !found.contains($0.breakID) }
+                .map { SettlementEvent.breakFound(ReconciliationBreakFound(batchID: batchID, found: $0)) }
             do {
                 _ = try await writer.append(AppendRequest(
                     stream: recordStream, expectedVersion: PlannedAppend.expectation(forVersion: Int64(events.count)),
-                    events: [try SettlementEvent.reconciled(result).newEvent(eventID: UUID(), effectiveAt: clock())],
+                    events: try ([SettlementEvent.reconciled(result)] + newBreaks).map { try $0.newEvent(eventID: UUID(), effectiveAt: now) },
                     metadata: EventMetadata(correlationID: batchID, actor: Self.actor, command: "ReconcileBatch")))
                 logger.info("reconciled", metadata: ["batch": "\(batchID)", "matched": "\(result.matched)", "breaks": "\(result.breaks.count)"])
                 return result

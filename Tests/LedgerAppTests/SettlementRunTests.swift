@@ -96,6 +96,13 @@ import Testing
             let rec = try await reconciliation(client, id)
             #expect(rec.window_closed)
             #expect(rec.breaks.map(\.class) == [expected], "\(knob): \(rec.breaks.map(\.class))")
+            // The result and each break are events of the batch's reconciliation stream.
+            let recorded = try await services.store.readStream(Reconciliation.streamID(batchID: id)).map { try SettlementEvent.decode($0) }
+            let found = recorded.compactMap { event -> String? in
+                if case .breakFound(let e) = event { return e.found.breakClass.rawValue }
+                return nil
+            }
+            #expect(found.last == expected && recorded.contains { if case .reconciled = $0 { true } else { false } })
 
             // An operator resolves the break with a reason: an event; a second time is refused.
             let breakID = try #require(rec.breaks.first?.break_id)
@@ -355,7 +362,7 @@ import Testing
             (status, text) = try await postReport(client, try SettlementReportCSV().write(lines))
             let edited = try JSONDecoder().decode(ReconciliationBody.self, from: Data(text.utf8))
             #expect(edited.breaks.map(\.class) == ["amount_mismatch"])
-            head += 1
+            head += 2  // the result and the break found
             #expect(try await services.store.head().position == head)
 
             // Refused, nothing recorded: not CSV, no payout line, an unknown batch.

@@ -84,6 +84,23 @@ public struct ReconciliationRecorded: LedgerEventPayload {
     }
 }
 
+/// A break found for the first time (appended with the result that lists it), so that each break
+/// is an event of its own an operator's resolution can follow.
+public struct ReconciliationBreakFound: LedgerEventPayload {
+    public static let eventType = "ReconciliationBreakFound"
+    public static let schemaVersion: Int32 = 1
+
+    public var batchID: String
+    public var found: ReconciliationBreak
+
+    public init(batchID: String, found: ReconciliationBreak) {
+        self.batchID = batchID
+        self.found = found
+    }
+
+    enum CodingKeys: String, CodingKey { case batchID = "batch_id", found = "break" }
+}
+
 /// An operator resolved a break, with a reason.
 public struct ReconciliationBreakResolved: LedgerEventPayload {
     public static let eventType = "ReconciliationBreakResolved"

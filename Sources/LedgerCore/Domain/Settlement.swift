@@ -297,6 +297,7 @@ public enum SettlementEvent: Hashable, Sendable {
     case paid(SettlementPayoutPaid)
     /// On `reconciliation-<batch id>`: a reconciliation result, and an operator's resolution of a break.
     case reconciled(ReconciliationRecorded)
+    case breakFound(ReconciliationBreakFound)
     case breakResolved(ReconciliationBreakResolved)
 
     public var payload: any LedgerEventPayload {
@@ -308,6 +309,7 @@ public enum SettlementEvent: Hashable, Sendable {
         case .payoutScheduled(let e): return e
         case .paid(let e): return e
         case .reconciled(let e): return e
+        case .breakFound(let e): return e
         case .breakResolved(let e): return e
         }
     }
@@ -317,7 +319,7 @@ public enum SettlementEvent: Hashable, Sendable {
     public static let knownTypes: [String] = [
         SettlementBatchOpened.eventType, SettlementBatchClosed.eventType, SettlementBatchSubmitted.eventType,
         SettlementBatchCleared.eventType, SettlementPayoutScheduled.eventType, SettlementPayoutPaid.eventType, ReconciliationRecorded.eventType,
-        ReconciliationBreakResolved.eventType,
+        ReconciliationBreakFound.eventType, ReconciliationBreakResolved.eventType,
     ]
 
     /// Sorted-key JSON, as the domain's events: byte-identical for equal events.
@@ -349,6 +351,7 @@ public enum SettlementEvent: Hashable, Sendable {
         case SettlementPayoutScheduled.eventType: return .payoutScheduled(try decode(SettlementPayoutScheduled.self))
         case SettlementPayoutPaid.eventType: return .paid(try decode(SettlementPayoutPaid.self))
         case ReconciliationRecorded.eventType: return .reconciled(try decode(ReconciliationRecorded.self))
+        case ReconciliationBreakFound.eventType: return .breakFound(try decode(ReconciliationBreakFound.self))
         case ReconciliationBreakResolved.eventType: return .breakResolved(try decode(ReconciliationBreakResolved.self))
         default: throw EventCodingError(.unknownType, type: type, "not a settlement event")
         }
@@ -385,9 +388,10 @@ public struct SettlementBatchState: Hashable, Sendable {
         guard var state else { return nil }
         if case .reconciled = event { return state }  // another stream's events
         if case .breakResolved = event { return state }
+        if case .breakFound = event { return state }
         state.version += 1
         switch event {
-        case .opened, .reconciled, .breakResolved: break
+        case .opened, .reconciled, .breakFound, .breakResolved: break
         case .closed(let e): state.closed = e; state.stage = .closed
         case .submitted(let e): state.submitted = e; state.stage = .submitted
         case .cleared(let e): state.cleared = e; state.stage = .cleared
