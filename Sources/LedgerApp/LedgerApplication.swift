@@ -44,6 +44,7 @@ public struct LedgerServices: Sendable {
     public let recovery: RecoveryService
     public let holds: HoldService
     public let expiry: ExpirySweeper
+    public let settlement: SettlementService
     let clock: @Sendable () -> Date
     let logger: Logger
 
@@ -70,7 +71,9 @@ public struct LedgerServices: Sendable {
             configuration: AcquirerModelConfiguration(
                 defaultCreditLimit: configuration.acquirerCreditLimit,
                 holdLifetimes: configuration.holdLifetimes.sorted { $0.key.rawValue < $1.key.rawValue }
-                    .map { HoldLifetimeRule(network: $0.key, lifetimeSeconds: $0.value) } + HoldLifetimeRule.standard),
+                    .map { HoldLifetimeRule(network: $0.key, lifetimeSeconds: $0.value) } + HoldLifetimeRule.standard,
+                calendar: configuration.settlement.calendar,
+                fundingLagBusinessDays: configuration.settlement.fundingLagBusinessDays),
             clock: clock)
         let holds = HoldService(
             committer: DomainCommitter(writer: writer, loader: loader), loader: loader, client: client, acquirer: acquirer,
@@ -84,6 +87,10 @@ public struct LedgerServices: Sendable {
                 ApplePayProcessor(configuration: $0.merchantConfiguration, metricsFactory: metrics.factory)
             })
         self.payments = payments
+        self.settlement = SettlementService(
+            writer: writer, store: store, client: client, acquirer: acquirer, settings: configuration.settlement,
+            merchantAccount: AcquirerModelConfiguration().merchantAccount,
+            pricing: AcquirerModelConfiguration().pricing, clock: clock, logger: logger)
         self.recovery = RecoveryService(payments: payments, interval: configuration.recoveryInterval, policy: .standard, logger: logger)
         self.clock = clock
         self.logger = logger
@@ -239,6 +246,9 @@ public func buildRouter(services: LedgerServices, configuration: LedgerConfigura
     // Changes need an operator key.
     let changes = router.group().add(middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .change))
     holdRoutes.registerChanges(on: changes)
+    let settlementRoutes = SettlementRoutes(settlement: services.settlement)
+    settlementRoutes.registerReads(on: reads)
+    settlementRoutes.registerChanges(on: changes)
     return router
 }
 
@@ -252,6 +262,9 @@ public func buildApplication(
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ledgerd"),
         logger: logger)
     app.addServices(services.client, services.writer, services.recovery, services.expiry)
+    if configuration.settlement.runAtCutOff {
+        app.addServices(SettlementScheduler(settlement: services.settlement, logger: logger))
+    }
     if configuration.seedDemoCatalog {
         // Runs once the pool and the writer are up, before the server accepts requests.
         let pictures = configuration.productImagesDirectoryURL

@@ -37,6 +37,11 @@ import Logging
 /// | `LEDGERD_APPLEPAY_MERCHANT_ID` | — | merchant identifier, for keys without a certificate |
 /// | `LEDGERD_APPLEPAY_ROOT` | bundled Apple Root CA - G3 | PEM file of the trusted root(s) of token signatures |
 /// | `LEDGERD_APPLEPAY_MAX_SIGNATURE_AGE_SECONDS` | `300` | most seconds between a token's signing time and now |
+/// | `LEDGERD_SETTLEMENT_TIME_ZONE` | `UTC` | the merchant's IANA time zone, in which the business day closes |
+/// | `LEDGERD_SETTLEMENT_CUT_OFF` | `22:00` | local cut-off `HH:MM`; captures recorded before it settle with that business day |
+/// | `LEDGERD_SETTLEMENT_HOLIDAYS` | — | comma-separated `YYYY-MM-DD` bank holidays (weekends: Saturday, Sunday) |
+/// | `LEDGERD_SETTLEMENT_FUNDING_LAG_DAYS` | `1` | payout value date = business date + this many business days |
+/// | `LEDGERD_SETTLEMENT_AUTO` | `false` | `serve` settles each business day itself once its cut-off has passed |
 ///
 /// The Apple Pay files are read when the configuration loads; see ``ApplePaySettings``.
 public struct LedgerConfiguration: Sendable {
@@ -65,6 +70,8 @@ public struct LedgerConfiguration: Sendable {
     public var holdLifetimes: [CardNetwork: Int64]
     /// Apple Pay tokens processed by the ledger itself; nil when no processing key is configured.
     public var applePay: ApplePaySettings?
+    /// End-of-day settlement: cut-off, calendar, funding lag (see ``SettlementSettings``).
+    public var settlement: SettlementSettings
 
     /// Reads the configuration from a reader (see the table above for keys and defaults).
     public init(reader: ConfigReader) throws {
@@ -130,6 +137,7 @@ public struct LedgerConfiguration: Sendable {
         guard databasePoolSize >= 2 else { throw ConfigurationError("LEDGERD_DB_POOL_SIZE must be at least 2") }
         guard writerMaximumBatchEvents >= 1 else { throw ConfigurationError("LEDGERD_WRITER_MAX_BATCH must be at least 1") }
         applePay = try ApplePaySettings.read(from: reader)
+        settlement = try SettlementSettings.read(from: reader)
         if databaseURL?.isEmpty == true { databaseURL = nil }
         if migrationDatabaseURL?.isEmpty == true { migrationDatabaseURL = nil }
     }
