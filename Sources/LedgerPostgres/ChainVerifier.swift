@@ -66,6 +66,36 @@ public struct ChainVerifier: Sendable {
         return ChainReport(ok: true, checked: checked)
     }
 
+    /// Checks the log against a signed checkpoint: the chain verifies over [1, position] and the
+    /// event at `position` still has `hash`. Catches a truncated tail whose head was moved back
+    /// (the rest of the chain is intact) and a history rewritten with recomputed hashes. The same
+    /// rules and reasons as `ledger.verify_prefix` (sql/0005).
+    public func verifyPrefix(position: Int64, hash: [UInt8]) async throws -> ChainReport {
+        let chain = try await verify(from: 1, to: position)
+        guard chain.ok else { return chain }
+        if chain.checked < position {
+            let head = try await store.head().position
+            return .bad(chain.checked + 1, checked: chain.checked,
+                        "the log ends at position \(head) but the checkpoint covers \(position): events were removed")
+        }
+        guard try await store.hash(at: position) == hash else {
+            return .bad(position, checked: chain.checked,
+                        "the event at the checkpoint's position does not have the signed hash: history up to it was rewritten")
+        }
+        return chain
+    }
+
+    /// The same check by the database's own function, `ledger.verify_prefix(position, hash)`.
+    public func verifyPrefixInDatabase(position: Int64, hash: [UInt8]) async throws -> ChainReport {
+        let rows = try await client.query(
+            "SELECT ok, checked, first_bad_position, reason FROM ledger.verify_prefix(\(position), \(ByteBuffer(bytes: hash)))",
+            logger: logger)
+        for try await (ok, checked, bad, reason) in rows.decode((Bool, Int64, Int64?, String?).self) {
+            return ChainReport(ok: ok, checked: checked, firstBadPosition: bad, reason: reason)
+        }
+        throw AppendError.storageFailure("ledger.verify_prefix returned no row")
+    }
+
     /// Runs the database's own verifier, `ledger.verify_chain(from, to)`.
     public func verifyInDatabase(from: Int64 = 1, to: Int64? = nil) async throws -> ChainReport {
         let rows = try await client.query(
