@@ -32,6 +32,9 @@ import Logging
 /// | `LEDGERD_HOLD_LIFETIMES` | network rules | acquirer model hold lifetime per network in seconds, e.g. `visa=604800,mastercard=2592000` (others keep the standard rules) |
 /// | `LEDGERD_PRODUCT_IMAGES_DIR` | `<data dir>/product_images` | directory `GET /product_image/<file>` serves |
 /// | `LEDGERD_LOG_LEVEL` | `info` | trace, debug, info, notice, warning, error, critical |
+/// | `LEDGERD_CHECKPOINT_KEY` | — | path of the Ed25519 private key that signs checkpoints (PEM PKCS #8 or 32 raw/hex/base64 bytes); unset: no checkpoints. The file is secret. |
+/// | `LEDGERD_CHECKPOINT_TIME` | `23:59` | daily checkpoint (business-day close), HH:MM |
+/// | `LEDGERD_CHECKPOINT_TIME_ZONE` | `UTC` | time zone of `LEDGERD_CHECKPOINT_TIME`, e.g. `America/New_York` |
 public struct LedgerConfiguration: Sendable {
     public var databaseURL: String?
     public var migrationDatabaseURL: String?
@@ -56,6 +59,11 @@ public struct LedgerConfiguration: Sendable {
     public var expiryInterval: Duration
     /// Hold lifetime (seconds) per network, overriding the acquirer model's standard rules.
     public var holdLifetimes: [CardNetwork: Int64]
+    /// Path of the checkpoint signing key; nil: checkpoints are off.
+    public var checkpointKeyPath: String?
+    /// When the daily checkpoint is signed, in ``checkpointTimeZone``.
+    public var checkpointTime: (hour: Int, minute: Int)
+    public var checkpointTimeZone: TimeZone
 
     /// Reads the configuration from a reader (see the table above for keys and defaults).
     public init(reader: ConfigReader) throws {
@@ -112,6 +120,19 @@ public struct LedgerConfiguration: Sendable {
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         auditorKeys = reader.stringArray(forKey: "ledgerd.auditor.keys", isSecret: true, default: [])
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        checkpointKeyPath = reader.string(forKey: "ledgerd.checkpoint.key")
+        if checkpointKeyPath?.isEmpty == true { checkpointKeyPath = nil }
+        let timeText = reader.string(forKey: "ledgerd.checkpoint.time", default: "23:59")
+        let timeParts = timeText.split(separator: ":").map { Int($0) }
+        guard timeParts.count == 2, let hour = timeParts[0], let minute = timeParts[1], (0..<24).contains(hour), (0..<60).contains(minute) else {
+            throw ConfigurationError("LEDGERD_CHECKPOINT_TIME must be HH:MM, e.g. 23:59, got \(timeText)")
+        }
+        checkpointTime = (hour, minute)
+        let zoneText = reader.string(forKey: "ledgerd.checkpoint.time.zone", default: "UTC")
+        guard let zone = TimeZone(identifier: zoneText) else {
+            throw ConfigurationError("LEDGERD_CHECKPOINT_TIME_ZONE: unknown time zone \(zoneText)")
+        }
+        checkpointTimeZone = zone
         let level = reader.string(forKey: "ledgerd.log.level", default: "info")
         guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
             throw ConfigurationError("LEDGERD_LOG_LEVEL: unknown level \(level)")
@@ -145,6 +166,9 @@ public struct LedgerConfiguration: Sendable {
         URL(fileURLWithPath: dataDirectory, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
             .standardizedFileURL
     }
+
+    /// Where signed checkpoint files are written.
+    public var checkpointsDirectoryURL: URL { dataDirectoryURL.appendingPathComponent("checkpoints") }
 
     /// Where product pictures are served from.
     public var productImagesDirectoryURL: URL {

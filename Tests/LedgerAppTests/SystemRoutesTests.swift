@@ -33,7 +33,7 @@ import Testing
     func withApp(
         seed: Bool = false, imagesDirectory: String? = nil, database: TestDatabase? = nil,
         acquirer: (any Acquirer)? = nil, clock: @escaping @Sendable () -> Date = { Date() },
-        environment extra: [String: String] = [:],
+        environment extra: [String: String] = [:], checkpointKey: CheckpointKey? = nil,
         _ body: @escaping @Sendable (any TestClientProtocol, LedgerServices) async throws -> Void
     ) async throws {
         let db: TestDatabase
@@ -51,7 +51,7 @@ import Testing
         let services = LedgerServices(
             client: client, configuration: configuration, metrics: LedgerMetrics(),
             keyring: try APIKeys.keyring(for: configuration, logger: TestCluster.logger), acquirer: acquirer, clock: clock,
-            logger: TestCluster.logger)
+            checkpointKey: checkpointKey, logger: TestCluster.logger)
         let app = buildApplication(configuration: configuration, services: services, logger: TestCluster.logger)
         try await app.test(.router) { testClient in try await body(testClient, services) }
     }
