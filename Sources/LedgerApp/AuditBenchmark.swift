@@ -62,7 +62,7 @@ public struct AuditBenchmark: Sendable {
                 output(String(format: "generated %d events in %.0f s (%.0f events/s through ledger.append_events)", generated, seconds,
                               Double(generated) / seconds))
             }
-            try await withPostgresClient(configuration: database.ownerConfiguration, logger: logger) { owner in
+            _ = try await withPostgresClient(configuration: database.ownerConfiguration, logger: logger) { owner in
                 try await owner.query("ANALYZE ledger.events", logger: logger)
             }
             head = try await store.head().position

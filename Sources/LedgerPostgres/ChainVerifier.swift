@@ -24,7 +24,15 @@ public struct ChainVerifier: Sendable {
     }
 
     /// Recomputes the chain over [from, to] (to defaults to the head) in Swift.
-    public func verify(from: Int64 = 1, to: Int64? = nil, pageSize: Int = 5_000,
+    ///
+    /// Rows are read a page at a time in their binary wire form and fed, field by field, straight
+    /// into SHA-256 through ``CanonicalEventLayout/write(position:streamID:streamVersion:eventID:type:schemaVersion:data:metadata:effectiveAtMicros:recordedAtMicros:to:)``
+    /// (no events, strings or arrays are built), while the next page is already being fetched.
+    /// The wire forms are the layout's own: int8/int4 big-endian, text as UTF-8, uuid as 16 bytes;
+    /// jsonb is a version byte (1) and then exactly the text `data::text` gives; timestamptz is
+    /// microseconds since 2000-01-01, shifted here to the Unix epoch. The SQL verifier and the
+    /// tests (which tamper with each of these fields) check that the two agree.
+    public func verify(from: Int64 = 1, to: Int64? = nil, pageSize: Int = 10_000,
                        progress: (@Sendable (Int64) -> Void)? = nil) async throws -> ChainReport {
         let from = max(from, 1)
         let head = try await store.head()
@@ -42,18 +50,24 @@ public struct ChainVerifier: Sendable {
 
         var expected = from
         var checked: Int64 = 0
-        while expected <= to {
-            let page = try await store.read(from: expected, through: to, limit: pageSize)
-            if page.isEmpty { break }
-            for event in page {
-                if event.position != expected { return .bad(expected, checked: checked, "event is missing") }
-                if event.prevHash != prev {
-                    return .bad(event.position, checked: checked, "prev_hash is not the hash of the previous event")
+        let client = self.client, logger = self.logger
+        var next: Task<[WireRow], any Error>? = Task { try await Self.page(client, from: from, through: to, limit: pageSize, logger: logger) }
+        defer { next?.cancel() }
+        while let fetching = next {
+            let page = try await fetching.value
+            next = nil
+            if page.count == pageSize, let last = page.last, last.position < to {
+                next = Task { try await Self.page(client, from: last.position + 1, through: to, limit: pageSize, logger: logger) }
+            }
+            for row in page {
+                if row.position != expected { return .bad(expected, checked: checked, "event is missing") }
+                guard row.prevHash.readableBytesView.elementsEqual(prev) else {
+                    return .bad(row.position, checked: checked, "prev_hash is not the hash of the previous event")
                 }
-                if Self.linkHash(prevHash: prev, event: event) != event.hash {
-                    return .bad(event.position, checked: checked, "hash does not match the event's contents")
+                guard let link = row.linkHash(prev: prev), row.hash.readableBytesView.elementsEqual(link) else {
+                    return .bad(row.position, checked: checked, "hash does not match the event's contents")
                 }
-                prev = event.hash
+                prev = link
                 expected += 1
                 checked += 1
             }
@@ -64,6 +78,64 @@ public struct ChainVerifier: Sendable {
             return .bad(head.position, checked: checked, "ledger head does not match the last event")
         }
         return ChainReport(ok: true, checked: checked)
+    }
+
+    /// One row as the wire carries it (binary format), for ``verify(from:to:pageSize:progress:)``.
+    struct WireRow: Sendable {
+        let position: Int64
+        let streamID, streamVersion, eventID, type, schemaVersion, data, metadata, effectiveAt, recordedAt, prevHash, hash: ByteBuffer
+
+        /// Microseconds between 2000-01-01 (PostgreSQL's timestamp epoch) and 1970-01-01.
+        static let postgresEpochMicros: Int64 = 946_684_800_000_000
+
+        /// SHA-256(prev ‖ canonical bytes), or nil when a field does not have its wire shape.
+        func linkHash(prev: [UInt8]) -> [UInt8]? {
+            guard let version = streamVersion.getInteger(at: streamVersion.readerIndex, as: Int64.self),
+                  let schema = schemaVersion.getInteger(at: schemaVersion.readerIndex, as: Int32.self),
+                  let effective = effectiveAt.getInteger(at: effectiveAt.readerIndex, as: Int64.self),
+                  let recorded = recordedAt.getInteger(at: recordedAt.readerIndex, as: Int64.self),
+                  eventID.readableBytes == 16, data.readableBytes >= 1, metadata.readableBytes >= 1,
+                  data.getInteger(at: data.readerIndex, as: UInt8.self) == 1,
+                  metadata.getInteger(at: metadata.readerIndex, as: UInt8.self) == 1 else { return nil }
+            var hasher = SHA256()
+            prev.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+            streamID.withUnsafeReadableBytes { stream in
+                eventID.withUnsafeReadableBytes { id in
+                    type.withUnsafeReadableBytes { type in
+                        data.withUnsafeReadableBytes { data in
+                            metadata.withUnsafeReadableBytes { metadata in
+                                CanonicalEventLayout.write(
+                                    position: position, streamID: stream, streamVersion: version, eventID: id, type: type,
+                                    schemaVersion: schema, data: UnsafeRawBufferPointer(rebasing: data.dropFirst()),
+                                    metadata: UnsafeRawBufferPointer(rebasing: metadata.dropFirst()),
+                                    effectiveAtMicros: effective &+ Self.postgresEpochMicros,
+                                    recordedAtMicros: recorded &+ Self.postgresEpochMicros) { hasher.update(bufferPointer: $0) }
+                            }
+                        }
+                    }
+                }
+            }
+            return Array(hasher.finalize())
+        }
+    }
+
+    static func page(_ client: PostgresClient, from: Int64, through: Int64, limit: Int, logger: Logger) async throws -> [WireRow] {
+        let rows = try await client.query(
+            """
+            SELECT position, stream_id, stream_version, event_id, type, schema_version, data, metadata, effective_at,
+                   recorded_at, prev_hash, hash
+            FROM ledger.events WHERE position >= \(from) AND position <= \(through) ORDER BY position LIMIT \(Int64(limit))
+            """, logger: logger)
+        var page: [WireRow] = []
+        page.reserveCapacity(limit)
+        for try await (position, stream, version, id, type, schema, data, metadata, effective, recorded, prev, hash) in rows.decode(
+            (Int64, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer,
+             ByteBuffer, ByteBuffer).self) {
+            page.append(WireRow(position: position, streamID: stream, streamVersion: version, eventID: id, type: type,
+                                schemaVersion: schema, data: data, metadata: metadata, effectiveAt: effective, recordedAt: recorded,
+                                prevHash: prev, hash: hash))
+        }
+        return page
     }
 
     /// Checks the log against a signed checkpoint: the chain verifies over [1, position] and the

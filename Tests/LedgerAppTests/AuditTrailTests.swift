@@ -201,6 +201,20 @@ import Testing
         }
     }
 
+    @Test func theDailyCheckpointFallsAtTheCloseInItsTimeZone() throws {
+        let utc = TimeZone(identifier: "UTC")!, newYork = TimeZone(identifier: "America/New_York")!
+        func at(_ text: String) -> Date { Date(epochMicroseconds: RFC3339.micros(text)!) }
+        #expect(CheckpointScheduler.next(after: at("2026-11-21T12:00:00Z"), hour: 23, minute: 59, timeZone: utc) == at("2026-11-21T23:59:00Z"))
+        #expect(CheckpointScheduler.next(after: at("2026-11-21T23:59:00Z"), hour: 23, minute: 59, timeZone: utc) == at("2026-11-22T23:59:00Z"))
+        // 23:59 in New York: UTC−5 in winter, UTC−4 in summer (the day after the switch is 24 h after the close).
+        #expect(CheckpointScheduler.next(after: at("2026-11-21T12:00:00Z"), hour: 23, minute: 59, timeZone: newYork) == at("2026-11-22T04:59:00Z"))
+        #expect(CheckpointScheduler.next(after: at("2026-03-08T12:00:00Z"), hour: 23, minute: 59, timeZone: newYork) == at("2026-03-09T03:59:00Z"))
+        #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_CHECKPOINT_TIME": "25:00"]) }
+        #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_CHECKPOINT_TIME_ZONE": "Mars/Olympus"]) }
+        let configured = try LedgerConfiguration.load(environment: ["LEDGERD_CHECKPOINT_TIME": "17:30", "LEDGERD_CHECKPOINT_TIME_ZONE": "Europe/Paris"])
+        #expect(configured.checkpointTime == (17, 30) && configured.checkpointTimeZone.identifier == "Europe/Paris")
+    }
+
     @Test func keyFilesInEveryDocumentedFormReadTheSameKey() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-keys-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
