@@ -26,6 +26,7 @@ public struct AuditBenchmark: Sendable {
         public var samples = 2_000
         public var batchEvents = 2_000
         public var skipVerify = false
+        public var verifyParallelism = 2
         public init() {}
     }
 
@@ -107,10 +108,14 @@ public struct AuditBenchmark: Sendable {
             guard !options.skipVerify else { return }
             let verifier = ChainVerifier(client: client, logger: logger)
             var t0 = ContinuousClock.now
-            let swift = try await verifier.verify()
-            var seconds = Self.seconds(ContinuousClock.now - t0)
-            output(String(format: "chain verification, Swift: %@ in %.1f s = %.0f events/s", swift.description, seconds,
-                          Double(swift.checked) / seconds))
+            var seconds = 0.0
+            for parallelism in Set([1, options.verifyParallelism]).sorted() {
+                t0 = ContinuousClock.now
+                let swift = try await verifier.verify(parallelism: parallelism)
+                seconds = Self.seconds(ContinuousClock.now - t0)
+                output(String(format: "chain verification, Swift, %d connection(s): %@ in %.1f s = %.0f events/s", parallelism,
+                              swift.description, seconds, Double(swift.checked) / seconds))
+            }
             t0 = ContinuousClock.now
             let sql = try await verifier.verifyInDatabase()
             seconds = Self.seconds(ContinuousClock.now - t0)

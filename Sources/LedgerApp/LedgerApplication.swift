@@ -55,7 +55,7 @@ public struct LedgerServices: Sendable {
     /// - Parameters:
     ///   - acquirer: the acquirer to authorize against; by default the deterministic model seeded
     ///     with `LEDGERD_ACQUIRER_SEED` on the wall clock.
-    ///   - checkpointKey: signs checkpoints (read from `LEDGERD_CHECKPOINT_KEY` by ``load(…)``).
+    ///   - checkpointKey: signs checkpoints (the daemon reads it from `LEDGERD_CHECKPOINT_KEY`); nil: none.
     public init(
         client: PostgresClient, configuration: LedgerConfiguration, metrics: LedgerMetrics, keyring: APIKeyring,
         acquirer: (any Acquirer)? = nil, clock: @escaping @Sendable () -> Date = { Date() },

@@ -82,6 +82,8 @@ struct Audit: AsyncParsableCommand {
         @Option(help: "First position to verify.") var from: Int64 = 1
         @Option(help: "Last position to verify (default: the head).") var to: Int64?
         @Flag(help: "Also run the database's own verifier (ledger.verify_chain / verify_prefix) and compare.") var sql = false
+        @Option(help: "Verify this many parts of the range at once, each on its own connection (default: the cores, at most 4).")
+        var parallel = min(4, ProcessInfo.processInfo.activeProcessorCount)
         @Option(help: "A signed checkpoint file (from POST /audit/checkpoints or <data dir>/checkpoints/).") var checkpoint: String?
         @Option(help: "The Ed25519 public key the checkpoint must be signed with (PEM, raw, hex or base64).") var publicKey: String?
 
@@ -102,10 +104,10 @@ struct Audit: AsyncParsableCommand {
                 if !outcome.ok { throw ExitCode(1) }
                 return
             }
-            let (from, to, sql) = (from, to, sql)
+            let (from, to, sql, parallel) = (from, to, sql, parallel)
             let reports = try await Daemon.withLedgerClient(configuration: configuration, logger: logger) { client in
                 let verifier = ChainVerifier(client: client, logger: logger)
-                let swift = try await verifier.verify(from: from, to: to)
+                let swift = try await verifier.verify(from: from, to: to, parallelism: parallel)
                 return (swift, sql ? try await verifier.verifyInDatabase(from: from, to: to) : nil)
             }
             print("swift verifier: \(reports.0)")
@@ -131,6 +133,7 @@ struct Bench: AsyncParsableCommand {
         @Option(help: "Random orders to time.") var samples = 2_000
         @Option(help: "Events per ledger.append_events call while generating.") var batch = 2_000
         @Flag(help: "Skip the full-chain verification timings.") var skipVerify = false
+        @Option(help: "Connections for the parallel Swift verification run (a sequential run is always timed).") var verifyParallel = 2
         @Option(help: "Data directory of the benchmark ledger.") var dataDir = "./.ledgerd-bench-audit"
         @Option(help: "Log level.") var logLevel = "warning"
 
@@ -146,6 +149,7 @@ struct Bench: AsyncParsableCommand {
             options.samples = samples
             options.batchEvents = batch
             options.skipVerify = skipVerify
+            options.verifyParallelism = verifyParallel
             print("bench audit: \(events) events, \(samples) samples, data dir \(configuration.dataDirectoryURL.path)")
             try await AuditBenchmark(options: options, configuration: configuration, logger: makeLogger(configuration))
                 .run(output: { print($0) })

@@ -101,6 +101,37 @@ import Testing
         }
     }
 
+    @Test func verifyingInPartsOnSeveralConnectionsReportsWhatOneConnectionReports() async throws {
+        let db = try await TestDatabase.fresh()
+        try await seed(db)
+        try await db.withOwner { client in
+            let verifier = ChainVerifier(client: client, logger: TestCluster.logger)
+            func same(_ from: Int64 = 1, sourceLocation: SourceLocation = #_sourceLocation) async throws -> ChainReport {
+                let one = try await verifier.verify(from: from, pageSize: 7)
+                let sql = try await verifier.verifyInDatabase(from: from)
+                #expect(one == sql, sourceLocation: sourceLocation)
+                for parts in [2, 3, 5, 8] {
+                    let parallel = try await verifier.verify(from: from, pageSize: 4, parallelism: parts, minimumPartSize: 5)
+                    #expect(parallel == one, "\(parts) parts", sourceLocation: sourceLocation)
+                }
+                return one
+            }
+            #expect(try await same() == ChainReport(ok: true, checked: 60))
+            #expect(try await same(17) == ChainReport(ok: true, checked: 44))
+            try await tamper(client, #"UPDATE ledger.events SET data = '{"n": 0}' WHERE position = 48"#)
+            #expect(try await same().firstBadPosition == 48)
+            try await tamper(client, "DELETE FROM ledger.events WHERE position = 30")
+            #expect(try await same().firstBadPosition == 30)
+            #expect(try await same(31).firstBadPosition == 30)  // the part's starting link is missing
+            try await tamper(client, "UPDATE ledger.events SET prev_hash = hash WHERE position = 9")
+            let report = try await same()
+            #expect(report.firstBadPosition == 9 && report.reason == "prev_hash is not the hash of the previous event")
+            try await tamper(client, "UPDATE ledger.head SET hash = decode(repeat('11', 32), 'hex')")
+            let tail = try await same(49)
+            #expect(tail.firstBadPosition == 60 && tail.reason == "ledger head does not match the last event")
+        }
+    }
+
     @Test func aSignedPrefixCatchesTruncationAndRewritesThatTheChainAloneMisses() async throws {
         let db = try await TestDatabase.fresh()
         try await seed(db)
