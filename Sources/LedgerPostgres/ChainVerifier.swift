@@ -25,13 +25,11 @@ public struct ChainVerifier: Sendable {
 
     /// Recomputes the chain over [from, to] (to defaults to the head) in Swift.
     ///
-    /// Rows are read a page at a time in their binary wire form and fed, field by field, straight
-    /// into SHA-256 through ``CanonicalEventLayout/write(position:streamID:streamVersion:eventID:type:schemaVersion:data:metadata:effectiveAtMicros:recordedAtMicros:to:)``
-    /// (no events, strings or arrays are built), while the next page is already being fetched.
-    /// The wire forms are the layout's own: int8/int4 big-endian, text as UTF-8, uuid as 16 bytes;
-    /// jsonb is a version byte (1) and then exactly the text `data::text` gives; timestamptz is
-    /// microseconds since 2000-01-01, shifted here to the Unix epoch. The SQL verifier and the
-    /// tests (which tamper with each of these fields) check that the two agree.
+    /// Rows are read a page at a time, each as one buffer of its stored fields (``WireRow``), and fed
+    /// field by field straight into SHA-256 through the one definition of the layout,
+    /// ``CanonicalEventLayout/write(position:streamID:streamVersion:eventID:type:schemaVersion:data:metadata:effectiveAtMicros:recordedAtMicros:to:)``
+    /// (no events or strings are built), while the next page is already being fetched. The SQL
+    /// verifier and the tests (which tamper with every kind of field) check that the two agree.
     ///
     /// `parallelism` > 1 splits the range into that many contiguous parts verified at once on as many
     /// connections (each part starts from the stored hash before it, and the part before checks
@@ -94,13 +92,13 @@ public struct ChainVerifier: Sendable {
             }
             for row in page {
                 if row.position != expected { return (.bad(expected, checked: checked, "event is missing"), prev) }
-                guard row.prevHash.readableBytesView.elementsEqual(prev) else {
+                switch row.check(prev: &prev) {
+                case .linked: break
+                case .prevHashMismatch:
                     return (.bad(row.position, checked: checked, "prev_hash is not the hash of the previous event"), prev)
-                }
-                guard let link = row.linkHash(prev: prev), row.hash.readableBytesView.elementsEqual(link) else {
+                case .hashMismatch:
                     return (.bad(row.position, checked: checked, "hash does not match the event's contents"), prev)
                 }
-                prev = link
                 expected += 1
                 checked += 1
             }
@@ -109,60 +107,81 @@ public struct ChainVerifier: Sendable {
         return (ChainReport(ok: true, checked: checked), prev)
     }
 
-    /// One row as the wire carries it (binary format), for ``verifyRange(from:to:pageSize:)``.
+    /// One row as the verifier reads it: a single bytea in which the database has only put the
+    /// stored fields side by side in their binary send forms (no layout, no hashing), so that a
+    /// page costs one buffer per row to decode; the canonical layout is assembled here, in Swift:
+    ///
+    ///     int8 position ‖ int8 stream_version ‖ uuid event_id ‖ int4 schema_version
+    ///     ‖ timestamptz effective_at ‖ timestamptz recorded_at ‖ prev_hash (32) ‖ hash (32)
+    ///     ‖ int4 n ‖ stream_id (n) ‖ int4 n ‖ type (n) ‖ int4 n ‖ jsonb data (n) ‖ int4 n ‖ jsonb metadata (n)
+    ///
+    /// The send forms are the layout's own: int8/int4 big-endian, text as UTF-8, uuid as 16 bytes;
+    /// jsonb is a version byte (1) and then exactly the text `data::text` gives; timestamptz is
+    /// microseconds since 2000-01-01, shifted here to the Unix epoch.
     struct WireRow: Sendable {
         let position: Int64
-        let streamID, streamVersion, eventID, type, schemaVersion, data, metadata, effectiveAt, recordedAt, prevHash, hash: ByteBuffer
+        let bytes: ByteBuffer
 
         /// Microseconds between 2000-01-01 (PostgreSQL's timestamp epoch) and 1970-01-01.
         static let postgresEpochMicros: Int64 = 946_684_800_000_000
+        static let fixedLength = 8 + 8 + 16 + 4 + 8 + 8 + 32 + 32
 
-        /// SHA-256(prev ‖ canonical bytes), or nil when a field does not have its wire shape.
-        func linkHash(prev: [UInt8]) -> [UInt8]? {
-            guard let version = streamVersion.getInteger(at: streamVersion.readerIndex, as: Int64.self),
-                  let schema = schemaVersion.getInteger(at: schemaVersion.readerIndex, as: Int32.self),
-                  let effective = effectiveAt.getInteger(at: effectiveAt.readerIndex, as: Int64.self),
-                  let recorded = recordedAt.getInteger(at: recordedAt.readerIndex, as: Int64.self),
-                  eventID.readableBytes == 16, data.readableBytes >= 1, metadata.readableBytes >= 1,
-                  data.getInteger(at: data.readerIndex, as: UInt8.self) == 1,
-                  metadata.getInteger(at: metadata.readerIndex, as: UInt8.self) == 1 else { return nil }
-            var hasher = SHA256()
-            prev.withUnsafeBytes { hasher.update(bufferPointer: $0) }
-            streamID.withUnsafeReadableBytes { stream in
-                eventID.withUnsafeReadableBytes { id in
-                    type.withUnsafeReadableBytes { type in
-                        data.withUnsafeReadableBytes { data in
-                            metadata.withUnsafeReadableBytes { metadata in
-                                CanonicalEventLayout.write(
-                                    position: position, streamID: stream, streamVersion: version, eventID: id, type: type,
-                                    schemaVersion: schema, data: UnsafeRawBufferPointer(rebasing: data.dropFirst()),
-                                    metadata: UnsafeRawBufferPointer(rebasing: metadata.dropFirst()),
-                                    effectiveAtMicros: effective &+ Self.postgresEpochMicros,
-                                    recordedAtMicros: recorded &+ Self.postgresEpochMicros) { hasher.update(bufferPointer: $0) }
-                            }
-                        }
-                    }
+        enum Check { case linked, prevHashMismatch, hashMismatch }
+
+        /// Checks the row's links against `prev` and, when they hold, moves `prev` to its hash.
+        func check(prev: inout [UInt8]) -> Check {
+            bytes.withUnsafeReadableBytes { raw -> Check in
+                func int<T: FixedWidthInteger>(_ offset: Int, _: T.Type) -> T {
+                    T(bigEndian: raw.loadUnaligned(fromByteOffset: offset, as: T.self))
                 }
+                guard raw.count >= Self.fixedLength + 16 else { return .hashMismatch }
+                let prevHash = UnsafeRawBufferPointer(rebasing: raw[52..<84]), hash = UnsafeRawBufferPointer(rebasing: raw[84..<116])
+                guard prevHash.elementsEqual(prev) else { return .prevHashMismatch }
+                // The four length-prefixed fields.
+                var fields: [UnsafeRawBufferPointer] = []
+                fields.reserveCapacity(4)
+                var offset = Self.fixedLength
+                for _ in 0..<4 {
+                    guard offset + 4 <= raw.count else { return .hashMismatch }
+                    let length = Int(int(offset, Int32.self))
+                    guard length >= 0, offset + 4 + length <= raw.count else { return .hashMismatch }
+                    fields.append(UnsafeRawBufferPointer(rebasing: raw[(offset + 4)..<(offset + 4 + length)]))
+                    offset += 4 + length
+                }
+                guard offset == raw.count, fields[2].first == 1, fields[3].first == 1 else { return .hashMismatch }
+                var hasher = SHA256()
+                hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: raw[52..<84]))
+                CanonicalEventLayout.write(
+                    position: int(0, Int64.self), streamID: fields[0], streamVersion: int(8, Int64.self),
+                    eventID: UnsafeRawBufferPointer(rebasing: raw[16..<32]), type: fields[1], schemaVersion: int(32, Int32.self),
+                    data: UnsafeRawBufferPointer(rebasing: fields[2].dropFirst()),
+                    metadata: UnsafeRawBufferPointer(rebasing: fields[3].dropFirst()),
+                    effectiveAtMicros: int(36, Int64.self) &+ Self.postgresEpochMicros,
+                    recordedAtMicros: int(44, Int64.self) &+ Self.postgresEpochMicros) { hasher.update(bufferPointer: $0) }
+                let link = hasher.finalize()
+                guard link.elementsEqual(hash) else { return .hashMismatch }
+                prev = Array(link)
+                return .linked
             }
-            return Array(hasher.finalize())
         }
     }
 
     static func page(_ client: PostgresClient, from: Int64, through: Int64, limit: Int, logger: Logger) async throws -> [WireRow] {
         let rows = try await client.query(
             """
-            SELECT position, stream_id, stream_version, event_id, type, schema_version, data, metadata, effective_at,
-                   recorded_at, prev_hash, hash
-            FROM ledger.events WHERE position >= \(from) AND position <= \(through) ORDER BY position LIMIT \(Int64(limit))
+            SELECT e.position, int8send(e.position) || int8send(e.stream_version) || uuid_send(e.event_id)
+                   || int4send(e.schema_version) || timestamptz_send(e.effective_at) || timestamptz_send(e.recorded_at)
+                   || e.prev_hash || e.hash
+                   || int4send(octet_length(e.stream_id)) || textsend(e.stream_id)
+                   || int4send(octet_length(e.type)) || textsend(e.type)
+                   || int4send(octet_length(j.data)) || j.data || int4send(octet_length(j.metadata)) || j.metadata
+            FROM ledger.events e CROSS JOIN LATERAL (SELECT jsonb_send(e.data) AS data, jsonb_send(e.metadata) AS metadata) j
+            WHERE e.position >= \(from) AND e.position <= \(through) ORDER BY e.position LIMIT \(Int64(limit))
             """, logger: logger)
         var page: [WireRow] = []
         page.reserveCapacity(limit)
-        for try await (position, stream, version, id, type, schema, data, metadata, effective, recorded, prev, hash) in rows.decode(
-            (Int64, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer,
-             ByteBuffer, ByteBuffer).self) {
-            page.append(WireRow(position: position, streamID: stream, streamVersion: version, eventID: id, type: type,
-                                schemaVersion: schema, data: data, metadata: metadata, effectiveAt: effective, recordedAt: recorded,
-                                prevHash: prev, hash: hash))
+        for try await (position, bytes) in rows.decode((Int64, ByteBuffer).self) {
+            page.append(WireRow(position: position, bytes: bytes))
         }
         return page
     }
