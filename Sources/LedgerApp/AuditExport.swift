@@ -101,7 +101,7 @@ public enum CheckpointVerification {
     ///    position, and the event there must still have the signed hash (Swift, and with `sql` also
     ///    `ledger.verify_prefix`). 3. The chain must verify on from there to the head.
     public static func run(client: PostgresClient, checkpointFile: String, publicKeyFile: String, sql: Bool,
-                           logger: Logger) async throws -> Outcome {
+                           parallelism: Int = 1, logger: Logger) async throws -> Outcome {
         guard let data = FileManager.default.contents(atPath: checkpointFile) else {
             throw ConfigurationError("cannot read the checkpoint file \(checkpointFile)")
         }
@@ -116,7 +116,7 @@ public enum CheckpointVerification {
         }
         var lines = ["checkpoint signature: valid (position \(checkpoint.position), hash \(checkpoint.hash), signed \(checkpoint.signedAt))"]
         let verifier = ChainVerifier(client: client, logger: logger)
-        let prefix = try await verifier.verifyPrefix(position: checkpoint.position, hash: hash)
+        let prefix = try await verifier.verifyPrefix(position: checkpoint.position, hash: hash, parallelism: parallelism)
         lines.append("swift verifier, positions 1…\(checkpoint.position) against the checkpoint: \(prefix)")
         var ok = prefix.ok
         if sql {
@@ -125,7 +125,7 @@ public enum CheckpointVerification {
             ok = ok && database.ok
         }
         if prefix.ok {
-            let rest = try await verifier.verify(from: checkpoint.position + 1)
+            let rest = try await verifier.verify(from: checkpoint.position + 1, parallelism: parallelism)
             lines.append("swift verifier, after the checkpoint to the head: \(rest)")
             ok = ok && rest.ok
         }

@@ -190,8 +190,8 @@ public struct ChainVerifier: Sendable {
     /// event at `position` still has `hash`. Catches a truncated tail whose head was moved back
     /// (the rest of the chain is intact) and a history rewritten with recomputed hashes. The same
     /// rules and reasons as `ledger.verify_prefix` (sql/0005).
-    public func verifyPrefix(position: Int64, hash: [UInt8]) async throws -> ChainReport {
-        let chain = try await verify(from: 1, to: position)
+    public func verifyPrefix(position: Int64, hash: [UInt8], parallelism: Int = 1) async throws -> ChainReport {
+        let chain = try await verify(from: 1, to: position, parallelism: parallelism)
         guard chain.ok else { return chain }
         if chain.checked < position {
             let head = try await store.head().position

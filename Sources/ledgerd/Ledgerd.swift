@@ -95,10 +95,10 @@ struct Audit: AsyncParsableCommand {
             let configuration = try common.configuration()
             let logger = makeLogger(configuration)
             if let checkpoint, let publicKey {
-                let sql = sql
+                let (sql, parallel) = (sql, parallel)
                 let outcome = try await Daemon.withLedgerClient(configuration: configuration, logger: logger) { client in
                     try await CheckpointVerification.run(client: client, checkpointFile: checkpoint, publicKeyFile: publicKey,
-                                                         sql: sql, logger: logger)
+                                                         sql: sql, parallelism: parallel, logger: logger)
                 }
                 outcome.lines.forEach { print($0) }
                 if !outcome.ok { throw ExitCode(1) }
