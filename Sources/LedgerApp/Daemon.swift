@@ -8,13 +8,16 @@ import PostgresNIO
 /// running until SIGINT/SIGTERM, then a graceful drain and the embedded cluster stopped.
 public enum Daemon {
     public static func serve(configuration: LedgerConfiguration, logger: Logger) async throws {
+        // A configured key that cannot be read stops the daemon before anything starts.
+        let checkpointKey = try configuration.checkpointKeyPath.map(CheckpointKey.init(contentsOf:))
         let database = try await LedgerDatabase.prepare(configuration, logger: logger, ownEmbedded: true)
         logger.info("ledger database ready", metadata: ["database": "\(database.location)"])
         do {
             let client = PostgresClient(configuration: database.appConfiguration, backgroundLogger: logger)
             let keyring = try APIKeys.keyring(for: configuration, logger: logger)
             let services = LedgerServices(
-                client: client, configuration: configuration, metrics: LedgerMetrics(), keyring: keyring, logger: logger)
+                client: client, configuration: configuration, metrics: LedgerMetrics(), keyring: keyring,
+                checkpointKey: checkpointKey, logger: logger)
             let app = buildApplication(configuration: configuration, services: services, logger: logger)
             logger.info("ledgerd serving", metadata: ["address": "\(configuration.host):\(configuration.port)"])
             try await app.runService()

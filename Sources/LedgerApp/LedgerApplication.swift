@@ -45,24 +45,33 @@ public struct LedgerServices: Sendable {
     public let holds: HoldService
     public let expiry: ExpirySweeper
     public let settlement: SettlementService
+    /// Signs checkpoints; nil when no key is configured.
+    public let checkpoints: CheckpointService?
+    public let checkpointScheduler: CheckpointScheduler?
+    public let privacy: PrivacyService
+    public let state: StateHistory
     let clock: @Sendable () -> Date
     let logger: Logger
 
     /// - Parameters:
     ///   - acquirer: the acquirer to authorize against; by default the deterministic model seeded
     ///     with `LEDGERD_ACQUIRER_SEED` on the wall clock.
+    ///   - checkpointKey: signs checkpoints (the daemon reads it from `LEDGERD_CHECKPOINT_KEY`); nil: none.
     public init(
         client: PostgresClient, configuration: LedgerConfiguration, metrics: LedgerMetrics, keyring: APIKeyring,
-        acquirer: (any Acquirer)? = nil, clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger
+        acquirer: (any Acquirer)? = nil, clock: @escaping @Sendable () -> Date = { Date() },
+        checkpointKey: CheckpointKey? = nil, logger: Logger
     ) {
         self.client = client
         self.metrics = metrics
         self.keyring = keyring
-        self.writer = LedgerWriter(
+        let writer = LedgerWriter(
             client: client,
             configuration: .init(maximumBatchEvents: configuration.writerMaximumBatchEvents),
             logger: logger, metricsFactory: metrics.factory)
-        self.store = EventStore(client: client, logger: logger)
+        let store = EventStore(client: client, logger: logger)
+        self.writer = writer
+        self.store = store
         self.verifier = ChainVerifier(client: client, logger: logger)
         self.catalog = CatalogService(writer: writer, store: store, logger: logger)
         let loader = AggregateLoader(store: store, client: client, logger: logger)
@@ -92,6 +101,16 @@ public struct LedgerServices: Sendable {
             merchantAccount: AcquirerModelConfiguration().merchantAccount,
             pricing: AcquirerModelConfiguration().pricing, clock: clock, logger: logger)
         self.recovery = RecoveryService(payments: payments, interval: configuration.recoveryInterval, policy: .standard, logger: logger)
+        let checkpoints = checkpointKey.map {
+            CheckpointService(key: $0, writer: writer, store: store, directory: configuration.checkpointsDirectoryURL,
+                              clock: clock, logger: logger)
+        }
+        self.checkpoints = checkpoints
+        self.checkpointScheduler = checkpoints.map {
+            CheckpointScheduler(service: $0, time: configuration.checkpointTime, timeZone: configuration.checkpointTimeZone, logger: logger)
+        }
+        self.privacy = PrivacyService(client: client, writer: writer, clock: clock, logger: logger)
+        self.state = StateHistory(client: client, clock: clock, logger: logger)
         self.clock = clock
         self.logger = logger
     }
@@ -104,23 +123,34 @@ struct ProjectionStorefrontReader: StorefrontReader {
     let clock: @Sendable () -> Date
     let logger: Logger
     func inventoryJSON() async throws -> String {
-        let rows = try await client.query(
-            """
-            WITH lapsed AS (
-                SELECT l ->> 'product_id' AS product, sum((l ->> 'quantity')::bigint) AS quantity
-                FROM ledger.projection_rows h, jsonb_array_elements(h.row -> 'released_on_expiry') AS l
-                WHERE h.projection = \(HoldReadModel.projection) AND h.row ->> 'state' = 'open'
-                  AND h.row ->> 'expires_at' <= \(OrderReadModel.timestamp(clock()))
-                GROUP BY 1)
-            SELECT coalesce(json_agg(CASE WHEN l.quantity IS NULL THEN p.row ELSE p.row || jsonb_build_object(
-                       'reserved', (p.row ->> 'reserved')::bigint - l.quantity,
-                       'available', (p.row ->> 'available')::bigint + l.quantity) END
-                   ORDER BY p.created_position, p.key), '[]')::text
-            FROM ledger.projection_rows p LEFT JOIN lapsed l ON l.product = p.key
-            WHERE p.projection = \(CatalogReadModel.inventory)
-            """, logger: logger)
+        let rows = try await client.query(inventoryQuery(key: nil), logger: logger)
         for try await json in rows.decode(String.self) { return json }
         return "[]"
+    }
+
+    /// One product's inventory row (`GET /products/{id}`), or nil.
+    func productJSON(id: String) async throws -> String? {
+        let rows = try await client.query(inventoryQuery(key: id), logger: logger)
+        for try await json in rows.decode(String.self) where json != "[]" { return String(json.dropFirst().dropLast()) }
+        return nil
+    }
+
+    /// The inventory rows (all, or the one with `key`) as a JSON array, lapsed holds' units available.
+    private func inventoryQuery(key: String?) -> PostgresQuery {
+        """
+        WITH lapsed AS (
+            SELECT l ->> 'product_id' AS product, sum((l ->> 'quantity')::bigint) AS quantity
+            FROM ledger.projection_rows h, jsonb_array_elements(h.row -> 'released_on_expiry') AS l
+            WHERE h.projection = \(HoldReadModel.projection) AND h.row ->> 'state' = 'open'
+              AND h.row ->> 'expires_at' <= \(OrderReadModel.timestamp(clock()))
+            GROUP BY 1)
+        SELECT coalesce(json_agg(CASE WHEN l.quantity IS NULL THEN p.row ELSE p.row || jsonb_build_object(
+                   'reserved', (p.row ->> 'reserved')::bigint - l.quantity,
+                   'available', (p.row ->> 'available')::bigint + l.quantity) END
+               ORDER BY p.created_position, p.key), '[]')::text
+        FROM ledger.projection_rows p LEFT JOIN lapsed l ON l.product = p.key
+        WHERE p.projection = \(CatalogReadModel.inventory) AND (\(key)::text IS NULL OR p.key = \(key)::text)
+        """
     }
     func shippingMethodsJSON() async throws -> String {
         try await CatalogReadModel.rows(CatalogReadModel.shippingMethods, client: client, logger: logger)
@@ -214,9 +244,10 @@ struct EventStoreReader: LedgerReader {
     let store: EventStore
     let verifier: ChainVerifier
     func events(stream: StreamID) async throws -> [RecordedEvent] { try await store.readStream(stream) }
-    func events(after position: Int64, limit: Int) async throws -> [RecordedEvent] {
-        try await store.read(from: position + 1, limit: limit)
+    func events(after position: Int64, matching filter: EventFilter, limit: Int) async throws -> [RecordedEvent] {
+        try await store.events(after: position, matching: filter, limit: limit)
     }
+    func orderHistory(_ orderID: String) async throws -> [RecordedEvent] { try await store.orderHistory(orderID) }
     func verifyChain(from: Int64, to: Int64?) async throws -> ChainReport { try await verifier.verify(from: from, to: to) }
 }
 
@@ -234,13 +265,18 @@ public func buildRouter(services: LedgerServices, configuration: LedgerConfigura
     SystemRoutes(probe: EventStoreHealthProbe(store: services.store), metricsText: { metrics.exposition() })
         .register(on: router)
     ProductImageRoutes(directory: configuration.productImagesDirectoryURL).register(on: router)
-    StorefrontRoutes(reader: ProjectionStorefrontReader(client: services.client, clock: services.clock, logger: services.logger)).register(on: router)
+    StorefrontRoutes(reader: ProjectionStorefrontReader(client: services.client, clock: services.clock, logger: services.logger),
+                     history: (services.state, services.keyring)).register(on: router)
     PaymentRoutes(processor: services.payments).register(on: router)
     // Back office: reads need an operator or auditor key.
     let reads = router.group().add(middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .read))
-    AuditRoutes(reader: EventStoreReader(store: services.store, verifier: services.verifier)).register(on: reads)
+    let ledgerReader = EventStoreReader(store: services.store, verifier: services.verifier)
+    AuditRoutes(reader: ledgerReader).register(on: reads)
     OrderRoutes(reader: ProjectionOrderReader(client: services.client, clock: services.clock, logger: services.logger),
-                statuses: Set(OrderStatus.allCases.map(\.rawValue))).register(on: reads)
+                statuses: Set(OrderStatus.allCases.map(\.rawValue)), state: services.state).register(on: reads)
+    StateRoutes(reader: services.state).register(on: reads)
+    let checkpointRoutes = CheckpointRoutes(signer: services.checkpoints, reader: ledgerReader)
+    checkpointRoutes.registerReads(on: reads)
     let holdRoutes = HoldRoutes(operator: services.holds, reader: ProjectionHoldReader(client: services.client, logger: services.logger))
     holdRoutes.registerReads(on: reads)
     // Changes need an operator key.
@@ -249,6 +285,8 @@ public func buildRouter(services: LedgerServices, configuration: LedgerConfigura
     let settlementRoutes = SettlementRoutes(settlement: services.settlement)
     settlementRoutes.registerReads(on: reads)
     settlementRoutes.registerChanges(on: changes)
+    checkpointRoutes.registerChanges(on: changes)
+    PrivacyRoutes(privacy: services.privacy).register(on: changes)
     return router
 }
 
@@ -265,6 +303,7 @@ public func buildApplication(
     if configuration.settlement.runAtCutOff {
         app.addServices(SettlementScheduler(settlement: services.settlement, logger: logger))
     }
+    if let scheduler = services.checkpointScheduler { app.addServices(scheduler) }
     if configuration.seedDemoCatalog {
         // Runs once the pool and the writer are up, before the server accepts requests.
         let pictures = configuration.productImagesDirectoryURL

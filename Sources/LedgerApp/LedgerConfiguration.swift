@@ -44,6 +44,9 @@ import Logging
 /// | `LEDGERD_SETTLEMENT_AUTO` | `false` | `serve` settles each business day itself once its cut-off has passed |
 ///
 /// The Apple Pay files are read when the configuration loads; see ``ApplePaySettings``.
+/// | `LEDGERD_CHECKPOINT_KEY` | — | path of the Ed25519 private key that signs checkpoints (PEM PKCS #8 or 32 raw/hex/base64 bytes); unset: no checkpoints. The file is secret. |
+/// | `LEDGERD_CHECKPOINT_TIME` | `23:59` | daily checkpoint (business-day close), HH:MM |
+/// | `LEDGERD_CHECKPOINT_TIME_ZONE` | `UTC` | time zone of `LEDGERD_CHECKPOINT_TIME`, e.g. `America/New_York` |
 public struct LedgerConfiguration: Sendable {
     public var databaseURL: String?
     public var migrationDatabaseURL: String?
@@ -72,6 +75,11 @@ public struct LedgerConfiguration: Sendable {
     public var applePay: ApplePaySettings?
     /// End-of-day settlement: cut-off, calendar, funding lag (see ``SettlementSettings``).
     public var settlement: SettlementSettings
+    /// Path of the checkpoint signing key; nil: checkpoints are off.
+    public var checkpointKeyPath: String?
+    /// When the daily checkpoint is signed, in ``checkpointTimeZone``.
+    public var checkpointTime: (hour: Int, minute: Int)
+    public var checkpointTimeZone: TimeZone
 
     /// Reads the configuration from a reader (see the table above for keys and defaults).
     public init(reader: ConfigReader) throws {
@@ -128,6 +136,19 @@ public struct LedgerConfiguration: Sendable {
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         auditorKeys = reader.stringArray(forKey: "ledgerd.auditor.keys", isSecret: true, default: [])
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        checkpointKeyPath = reader.string(forKey: "ledgerd.checkpoint.key")
+        if checkpointKeyPath?.isEmpty == true { checkpointKeyPath = nil }
+        let timeText = reader.string(forKey: "ledgerd.checkpoint.time", default: "23:59")
+        let timeParts = timeText.split(separator: ":").map { Int($0) }
+        guard timeParts.count == 2, let hour = timeParts[0], let minute = timeParts[1], (0..<24).contains(hour), (0..<60).contains(minute) else {
+            throw ConfigurationError("LEDGERD_CHECKPOINT_TIME must be HH:MM, e.g. 23:59, got \(timeText)")
+        }
+        checkpointTime = (hour, minute)
+        let zoneText = reader.string(forKey: "ledgerd.checkpoint.time.zone", default: "UTC")
+        guard let zone = TimeZone(identifier: zoneText) else {
+            throw ConfigurationError("LEDGERD_CHECKPOINT_TIME_ZONE: unknown time zone \(zoneText)")
+        }
+        checkpointTimeZone = zone
         let level = reader.string(forKey: "ledgerd.log.level", default: "info")
         guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
             throw ConfigurationError("LEDGERD_LOG_LEVEL: unknown level \(level)")
@@ -163,6 +184,9 @@ public struct LedgerConfiguration: Sendable {
         URL(fileURLWithPath: dataDirectory, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
             .standardizedFileURL
     }
+
+    /// Where signed checkpoint files are written.
+    public var checkpointsDirectoryURL: URL { dataDirectoryURL.appendingPathComponent("checkpoints") }
 
     /// Where product pictures are served from.
     public var productImagesDirectoryURL: URL {

@@ -62,8 +62,11 @@ struct AggregateStates: Sendable {
             if let state = after.orders[id], appended.contains(id.streamID) {
                 rows.append(try OrderReadModel.row(state, hold: after.holds[id]))
             }
-            if let hold = after.holds[id], let order = after.orders[id], appended.contains(id.holdStreamID) {
-                rows.append(try HoldReadModel.row(hold, order: order))
+            // The hold row shows the order's status too: it is rewritten whenever either stream moves
+            // (a shipment after a final capture appends to the order only).
+            if let hold = after.holds[id], let order = after.orders[id],
+               appended.contains(id.holdStreamID) || appended.contains(id.streamID) {
+                rows.append(try HoldReadModel.row(hold, order: order, writtenWith: appended.contains(id.holdStreamID) ? id.holdStreamID : id.streamID))
             }
         }
         return (AppendRequest(streams: streams, metadata: metadata, idempotency: idempotency, projections: rows), after)
@@ -162,7 +165,11 @@ enum HoldReadModel {
         let version: Int64
     }
 
-    static func row(_ hold: HoldState, order: OrderState) throws -> ProjectionRow {
+    /// The row's guard version (which row is newer) is the **order's** stream version: every append
+    /// that changes the hold also appends to the order (exactly expected), and so does every order
+    /// change the row shows (its status), so the order's version grows with every change of the row.
+    /// `writtenWith`: the stream of the append the row goes with (the hold's when it is there).
+    static func row(_ hold: HoldState, order: OrderState, writtenWith stream: StreamID? = nil) throws -> ProjectionRow {
         let row = Row(
             order_id: hold.orderID.rawValue, psp_reference: hold.pspReference, auth_code: hold.authCode,
             state: hold.isClosed ? "closed" : "open", order_status: order.status.rawValue,
@@ -172,8 +179,8 @@ enum HoldReadModel {
             released_on_expiry: HoldLifecycle.expiryReleasesStock(order: order, hold: hold)
                 ? order.lines.map { Row.Line(product_id: $0.productID.rawValue, quantity: $0.quantity) } : [],
             version: hold.version)
-        return ProjectionRow(projection: projection, key: hold.orderID.rawValue, stream: hold.orderID.holdStreamID,
-                             version: hold.version, json: try CatalogReadModel.json(row))
+        return ProjectionRow(projection: projection, key: hold.orderID.rawValue, stream: stream ?? hold.orderID.holdStreamID,
+                             version: order.version, json: try CatalogReadModel.json(row))
     }
 }
 

@@ -19,36 +19,56 @@ public enum CanonicalEventLayout {
         var out: [UInt8] = []
         out.reserveCapacity(96 + event.streamID.rawValue.utf8.count + event.type.utf8.count
             + event.data.utf8.count + event.metadata.utf8.count)
-        out.append(version)
-        appendInt64(event.position, to: &out)
-        appendTerminated(event.streamID.rawValue, to: &out)
-        appendInt64(event.streamVersion, to: &out)
+        var stream = event.streamID.rawValue, type = event.type, data = event.data, metadata = event.metadata
         let u = event.eventID.uuid
-        out.append(contentsOf: [u.0, u.1, u.2, u.3, u.4, u.5, u.6, u.7, u.8, u.9, u.10, u.11, u.12, u.13, u.14, u.15])
-        appendTerminated(event.type, to: &out)
-        appendInt32(event.schemaVersion, to: &out)
-        appendTerminated(event.data, to: &out)
-        appendTerminated(event.metadata, to: &out)
-        appendInt64(event.effectiveAtMicros, to: &out)
-        appendInt64(event.recordedAtMicros, to: &out)
+        withUnsafeBytes(of: u) { id in
+            stream.withUTF8 { stream in
+                type.withUTF8 { type in
+                    data.withUTF8 { data in
+                        metadata.withUTF8 { metadata in
+                            write(position: event.position, streamID: UnsafeRawBufferPointer(stream), streamVersion: event.streamVersion,
+                                  eventID: id, type: UnsafeRawBufferPointer(type), schemaVersion: event.schemaVersion,
+                                  data: UnsafeRawBufferPointer(data), metadata: UnsafeRawBufferPointer(metadata),
+                                  effectiveAtMicros: event.effectiveAtMicros, recordedAtMicros: event.recordedAtMicros) {
+                                out.append(contentsOf: $0)
+                            }
+                        }
+                    }
+                }
+            }
+        }
         return out
+    }
+
+    /// The layout, handed to `sink` piece by piece (text fields without their terminator, which this
+    /// adds): the one definition of the layout, shared by ``canonicalBytes(of:)`` and by the chain
+    /// verifier, which feeds the wire bytes of a row straight into SHA-256 without building events.
+    /// `eventID` is the UUID's 16 bytes; text fields are UTF-8.
+    @inlinable
+    public static func write(
+        position: Int64, streamID: UnsafeRawBufferPointer, streamVersion: Int64, eventID: UnsafeRawBufferPointer,
+        type: UnsafeRawBufferPointer, schemaVersion: Int32, data: UnsafeRawBufferPointer, metadata: UnsafeRawBufferPointer,
+        effectiveAtMicros: Int64, recordedAtMicros: Int64, to sink: (UnsafeRawBufferPointer) -> Void
+    ) {
+        withUnsafeBytes(of: version) { sink($0) }
+        withUnsafeBytes(of: position.bigEndian) { sink($0) }
+        sink(streamID)
+        withUnsafeBytes(of: UInt8(0)) { sink($0) }
+        withUnsafeBytes(of: streamVersion.bigEndian) { sink($0) }
+        sink(eventID)
+        sink(type)
+        withUnsafeBytes(of: UInt8(0)) { sink($0) }
+        withUnsafeBytes(of: schemaVersion.bigEndian) { sink($0) }
+        sink(data)
+        withUnsafeBytes(of: UInt8(0)) { sink($0) }
+        sink(metadata)
+        withUnsafeBytes(of: UInt8(0)) { sink($0) }
+        withUnsafeBytes(of: effectiveAtMicros.bigEndian) { sink($0) }
+        withUnsafeBytes(of: recordedAtMicros.bigEndian) { sink($0) }
     }
 
     /// The bytes the SHA-256 of a chain link is taken over: previous hash, then the layout.
     public static func hashInput(prevHash: [UInt8], event: RecordedEvent) -> [UInt8] {
         prevHash + canonicalBytes(of: event)
-    }
-
-    private static func appendInt64(_ value: Int64, to out: inout [UInt8]) {
-        withUnsafeBytes(of: value.bigEndian) { out.append(contentsOf: $0) }
-    }
-
-    private static func appendInt32(_ value: Int32, to out: inout [UInt8]) {
-        withUnsafeBytes(of: value.bigEndian) { out.append(contentsOf: $0) }
-    }
-
-    private static func appendTerminated(_ text: String, to out: inout [UInt8]) {
-        out.append(contentsOf: text.utf8)
-        out.append(0)
     }
 }

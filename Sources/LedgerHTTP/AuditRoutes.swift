@@ -5,13 +5,22 @@ import LedgerCore
 /// What the history and verification endpoints read, without depending on the database module.
 public protocol LedgerReader: Sendable {
     func events(stream: StreamID) async throws -> [RecordedEvent]
-    func events(after position: Int64, limit: Int) async throws -> [RecordedEvent]
+    /// Up to `limit` events after `position` that pass `filter`, in position order.
+    func events(after position: Int64, matching filter: EventFilter, limit: Int) async throws -> [RecordedEvent]
+    /// The order's, its hold's and every event naming the order, in position order.
+    func orderHistory(_ orderID: String) async throws -> [RecordedEvent]
     func verifyChain(from: Int64, to: Int64?) async throws -> ChainReport
 }
 
 /// Back-office reads of the log (operator or auditor key):
 /// - `GET /streams/{stream}/events` — one stream's events in version order;
-/// - `GET /events?after=&limit=` — the global feed, cursor-paged by position (`next_after`);
+/// - `GET /orders/{id}/history` — the order with its hold, its stock reservations, sales and
+///   releases, and anything else that names it (settlement lines, a contact erasure), merged in
+///   position order;
+/// - `GET /events?after=&limit=&type=&stream_prefix=&from=&to=&correlation_id=` — the global feed,
+///   cursor-paged by position (`next_after`): `type` one or more comma-separated types,
+///   `stream_prefix` e.g. `order-`, `from`/`to` RFC 3339 bounds on the recorded (ledger) time
+///   (from inclusive, to exclusive), `correlation_id` one request's events;
 /// - `GET /audit/verify?from=&to=` — the hash chain recomputed over a range.
 public struct AuditRoutes: Sendable {
     public typealias Context = LedgerRequestContext
@@ -33,12 +42,23 @@ public struct AuditRoutes: Sendable {
             guard !events.isEmpty else { throw APIError.notFound("no stream \(raw)") }
             return jsonResponse("{\"stream\":\(EventJSON.quote(stream.rawValue)),\"events\":\(EventJSON.render(events))}")
         }
+        group.get("/orders/:id/history") { _, context -> Response in
+            let id = try context.parameters.require("id")
+            let events = try await reader.orderHistory(id)
+            guard !events.isEmpty else { throw APIError.notFound("no order \(id)") }
+            return jsonResponse("{\"order_id\":\(EventJSON.quote(id)),\"events\":\(EventJSON.render(events))}")
+        }
         group.get("/events") { request, _ -> Response in
             let query = request.uri.queryParameters
+            let known: Set<String> = ["after", "limit", "type", "stream_prefix", "from", "to", "correlation_id"]
+            for (name, _) in query where !known.contains(String(name)) {
+                throw APIError.badRequest("unknown_parameter", "the feed does not take \(name)", field: String(name))
+            }
             let after = try Self.integer(query["after"].map(String.init), name: "after", default: 0, range: 0...Int64.max)
             let limit = try Self.integer(query["limit"].map(String.init), name: "limit", default: 100,
                                          range: 1...Int64(Self.maximumPageSize))
-            let events = try await reader.events(after: after, limit: Int(limit))
+            let filter = try Self.filter(query)
+            let events = try await reader.events(after: after, matching: filter, limit: Int(limit))
             let next = events.count == Int(limit) ? events.last.map { String($0.position) } ?? "null" : "null"
             return jsonResponse("{\"events\":\(EventJSON.render(events)),\"next_after\":\(next)}")
         }
@@ -51,6 +71,37 @@ public struct AuditRoutes: Sendable {
             encoder.outputFormatting = [.sortedKeys]
             return jsonResponse(String(decoding: try encoder.encode(report), as: UTF8.self))
         }
+    }
+
+    /// The feed's filter from its query parameters; a malformed one is a 400 naming it.
+    static func filter(_ query: Hummingbird.Parameters) throws -> EventFilter {
+        var filter = EventFilter()
+        if let types = query["type"].map(String.init) {
+            filter.types = types.split(separator: ",", omittingEmptySubsequences: false).map { String($0) }
+            guard filter.types.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 200 }) else {
+                throw APIError.badRequest("invalid_parameter", "type must be one or more comma-separated event types", field: "type")
+            }
+        }
+        if let prefix = query["stream_prefix"].map(String.init) {
+            guard !prefix.isEmpty, prefix.utf8.count <= StreamID.maximumByteLength else {
+                throw APIError.badRequest("invalid_parameter", "stream_prefix must be 1…200 bytes", field: "stream_prefix")
+            }
+            filter.streamPrefix = prefix
+        }
+        for name in ["from", "to"] {
+            guard let text = query[name[...]].map(String.init) else { continue }
+            guard let micros = RFC3339.micros(text) else {
+                throw APIError.badRequest("invalid_parameter", "\(name) must be an RFC 3339 time, e.g. 2026-11-21T00:00:00Z", field: name)
+            }
+            if name == "from" { filter.fromMicros = micros } else { filter.toMicros = micros }
+        }
+        if let correlation = query["correlation_id"].map(String.init) {
+            guard !correlation.isEmpty, correlation.utf8.count <= 200 else {
+                throw APIError.badRequest("invalid_parameter", "correlation_id must be 1…200 bytes", field: "correlation_id")
+            }
+            filter.correlationID = correlation
+        }
+        return filter
     }
 
     static func integer(_ text: String?, name: String, default value: Int64, range: ClosedRange<Int64>) throws -> Int64 {

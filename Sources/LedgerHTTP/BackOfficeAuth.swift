@@ -63,6 +63,14 @@ public struct BackOfficeAuthMiddleware: RouterMiddleware {
     public func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
+        var context = context
+        context.principal = try Self.principal(for: request, keyring: keyring, access: access)
+        return try await next(request, context)
+    }
+
+    /// The caller, when its key grants `access`; otherwise the 401 or 403 the middleware answers.
+    /// For a route that needs a key only for some of its queries.
+    public static func principal(for request: Request, keyring: APIKeyring, access: Access) throws -> Principal {
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer "),
               case let key = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces), !key.isEmpty else {
             throw APIError.unauthenticated("an API key is required: Authorization: Bearer <key>")
@@ -73,9 +81,7 @@ public struct BackOfficeAuthMiddleware: RouterMiddleware {
         if access == .change && principal.role != .operator {
             throw APIError(status: .forbidden, code: "forbidden", message: "this endpoint needs an operator key")
         }
-        var context = context
-        context.principal = principal
-        return try await next(request, context)
+        return principal
     }
 }
 

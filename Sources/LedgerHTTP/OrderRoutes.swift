@@ -39,19 +39,27 @@ public struct OrderRoutes: Sendable {
     public static let maximumPageSize = 500
     let reader: any OrderReader
     let statuses: Set<String>
+    let state: (any StateReader)?
 
-    /// `statuses`: the order status names a `status` filter may use.
-    public init(reader: any OrderReader, statuses: Set<String>) {
+    /// `statuses`: the order status names a `status` filter may use; `state`: what answers
+    /// `GET /orders/{id}?as_of=` (without it, `as_of` is refused).
+    public init(reader: any OrderReader, statuses: Set<String>, state: (any StateReader)? = nil) {
         self.reader = reader
         self.statuses = statuses
+        self.state = state
     }
 
     public func register(on group: RouterGroup<LedgerRequestContext>) {
-        group.get("/orders/:id") { _, context -> Response in
+        group.get("/orders/:id") { request, context -> Response in
             let id = try context.parameters.require("id")
-            guard let row = try await reader.orderJSON(id: id) else { throw APIError.notFound("no order \(id)") }
             let links = "{\"history\":\(EventJSON.quote("/streams/order-\(id)/events")),"
-                + "\"hold_history\":\(EventJSON.quote("/streams/hold-\(id)/events"))}"
+                + "\"hold_history\":\(EventJSON.quote("/streams/hold-\(id)/events")),"
+                + "\"full_history\":\(EventJSON.quote("/orders/\(id)/history"))}"
+            if let asOf = try StateRoutes.asOf(request) {
+                guard let state else { throw APIError.badRequest("invalid_parameter", "as_of is not served here", field: "as_of") }
+                return try await StateRoutes.orderResponse(state, id: id, asOf: asOf, links: links)
+            }
+            guard let row = try await reader.orderJSON(id: id) else { throw APIError.notFound("no order \(id)") }
             return jsonResponse("{\"order\":\(row),\"links\":\(links)}")
         }
         group.get("/orders") { request, _ -> Response in

@@ -8,15 +8,26 @@ public protocol StorefrontReader: Sendable {
 
 /// The storefront app's open endpoints: `GET /inventory` and `GET /shipping_methods`, served
 /// from the inline read models (exact as of the last commit).
+///
+/// `GET /inventory?as_of=<position | RFC 3339 time>` is the inventory as of then (a fold of the log,
+/// see ``StateReader``); unlike the live list it needs a back-office key (a fold costs more than a
+/// read-model scan, and the history of stock is the back office's business).
 public struct StorefrontRoutes: Sendable {
     let reader: any StorefrontReader
+    let history: (reader: any StateReader, keyring: APIKeyring)?
 
-    public init(reader: any StorefrontReader) {
+    public init(reader: any StorefrontReader, history: (reader: any StateReader, keyring: APIKeyring)? = nil) {
         self.reader = reader
+        self.history = history
     }
 
     public func register(on router: Router<LedgerRequestContext>) {
-        router.get("/inventory") { _, _ in jsonResponse(try await reader.inventoryJSON()) }
+        router.get("/inventory") { request, _ in
+            guard let asOf = try StateRoutes.asOf(request) else { return jsonResponse(try await reader.inventoryJSON()) }
+            guard let history else { throw APIError.badRequest("invalid_parameter", "as_of is not served here", field: "as_of") }
+            _ = try BackOfficeAuthMiddleware.principal(for: request, keyring: history.keyring, access: .read)
+            return try await StateRoutes.inventoryResponse(history.reader, asOf: asOf)
+        }
         router.get("/shipping_methods") { _, _ in jsonResponse(try await reader.shippingMethodsJSON()) }
     }
 }

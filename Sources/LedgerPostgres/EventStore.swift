@@ -5,8 +5,8 @@ import PostgresNIO
 
 /// Reads of the event log: the head, a stream, a range of positions.
 public struct EventStore: Sendable {
-    private let client: PostgresClient
-    private let logger: Logger
+    let client: PostgresClient
+    let logger: Logger
 
     public init(client: PostgresClient, logger: Logger) {
         self.client = client
@@ -73,7 +73,7 @@ public struct EventStore: Sendable {
         FROM ledger.events
         """
 
-    private static func decode(_ rows: PostgresRowSequence) async throws -> [RecordedEvent] {
+    static func decode(_ rows: PostgresRowSequence) async throws -> [RecordedEvent] {
         var events: [RecordedEvent] = []
         for try await row in rows {
             let (position, stream, version, eventID, type, schemaVersion, data, metadata, effective, recorded, prev, hash) =

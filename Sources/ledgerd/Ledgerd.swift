@@ -11,7 +11,7 @@ struct Ledgerd: AsyncParsableCommand {
         commandName: "ledgerd",
         abstract: "OrderLedger: an event-sourced order ledger on PostgreSQL.",
         discussion: "Every option can also be set by its environment variable (see README.md); flags win.",
-        subcommands: [Serve.self, Migrate.self, Catalog.self, Order.self, Settle.self, Reconcile.self, Audit.self, Rebuild.self, Bench.self, ApplePay.self],
+        subcommands: [Serve.self, Migrate.self, Catalog.self, Order.self, Settle.self, Reconcile.self, Audit.self, Privacy.self, Rebuild.self, Bench.self, ApplePay.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -66,23 +66,48 @@ struct Migrate: AsyncParsableCommand {
 }
 
 struct Audit: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Auditor tools.", subcommands: [Verify.self])
+    static let configuration = CommandConfiguration(
+        abstract: "Auditor tools.",
+        subcommands: [Verify.self, History.self, Export.self, AsOfState.self, Checkpoint.self, Keygen.self])
 
     struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Recompute the hash chain in Swift and report the first position that does not verify.")
+            abstract: "Recompute the hash chain in Swift and report the first position that does not verify.",
+            discussion: """
+                With --checkpoint FILE --public-key KEY: check the checkpoint's signature with the auditor's key, then \
+                prove that the log still contains the signed prefix unaltered (catches edits, deletions, a truncated tail \
+                and rewritten hashes, even by a database superuser).
+                """)
         @OptionGroup var common: CommonOptions
         @Option(help: "First position to verify.") var from: Int64 = 1
         @Option(help: "Last position to verify (default: the head).") var to: Int64?
-        @Flag(help: "Also run the database's own verifier (ledger.verify_chain) and compare.") var sql = false
+        @Flag(help: "Also run the database's own verifier (ledger.verify_chain / verify_prefix) and compare.") var sql = false
+        @Option(help: "Verify this many parts of the range at once, each on its own connection (default: the cores, at most 4).")
+        var parallel = min(4, ProcessInfo.processInfo.activeProcessorCount)
+        @Option(help: "A signed checkpoint file (from POST /audit/checkpoints or <data dir>/checkpoints/).") var checkpoint: String?
+        @Option(help: "The Ed25519 public key the checkpoint must be signed with (PEM, raw, hex or base64).") var publicKey: String?
+
+        func validate() throws {
+            if (checkpoint == nil) != (publicKey == nil) { throw ValidationError("--checkpoint and --public-key go together") }
+        }
 
         func run() async throws {
             let configuration = try common.configuration()
             let logger = makeLogger(configuration)
-            let (from, to, sql) = (from, to, sql)
+            if let checkpoint, let publicKey {
+                let (sql, parallel) = (sql, parallel)
+                let outcome = try await Daemon.withLedgerClient(configuration: configuration, logger: logger) { client in
+                    try await CheckpointVerification.run(client: client, checkpointFile: checkpoint, publicKeyFile: publicKey,
+                                                         sql: sql, parallelism: parallel, logger: logger)
+                }
+                outcome.lines.forEach { print($0) }
+                if !outcome.ok { throw ExitCode(1) }
+                return
+            }
+            let (from, to, sql, parallel) = (from, to, sql, parallel)
             let reports = try await Daemon.withLedgerClient(configuration: configuration, logger: logger) { client in
                 let verifier = ChainVerifier(client: client, logger: logger)
-                let swift = try await verifier.verify(from: from, to: to)
+                let swift = try await verifier.verify(from: from, to: to, parallelism: parallel)
                 return (swift, sql ? try await verifier.verifyInDatabase(from: from, to: to) : nil)
             }
             print("swift verifier: \(reports.0)")
@@ -93,7 +118,43 @@ struct Audit: AsyncParsableCommand {
 }
 
 struct Bench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Benchmarks.", subcommands: [Append.self, Expiry.self, ApplePayBench.self])
+    static let configuration = CommandConfiguration(abstract: "Benchmarks.", subcommands: [Append.self, Expiry.self, ApplePayBench.self, AuditReads.self])
+
+    struct AuditReads: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "audit",
+            abstract: "Order history and as-of latency, and chain verification throughput, on a ledger of N events.",
+            discussion: """
+                Builds the ledger once in its own durable embedded cluster (default ./.ledgerd-bench-audit; later runs reuse \
+                it and only add what is missing), then measures in process. bench/audit.sh serves the same data directory \
+                and measures the history endpoint over HTTP with wrk. Never run it on a real ledger's data directory.
+                """)
+        @Option(help: "Events in the ledger.") var events = 10_000_000
+        @Option(help: "Random orders to time.") var samples = 2_000
+        @Option(help: "Events per ledger.append_events call while generating.") var batch = 2_000
+        @Flag(help: "Skip the full-chain verification timings.") var skipVerify = false
+        @Option(help: "Connections for the parallel Swift verification run (a sequential run is always timed).") var verifyParallel = 2
+        @Option(help: "Data directory of the benchmark ledger.") var dataDir = "./.ledgerd-bench-audit"
+        @Option(help: "Log level.") var logLevel = "warning"
+
+        func run() async throws {
+            var environment = ProcessInfo.processInfo.environment
+            environment.removeValue(forKey: "LEDGERD_DATABASE_URL")
+            environment.removeValue(forKey: "LEDGERD_MIGRATION_DATABASE_URL")
+            environment["LEDGERD_DATA_DIR"] = dataDir
+            environment["LEDGERD_LOG_LEVEL"] = logLevel
+            let configuration = try LedgerConfiguration.load(environment: environment)
+            var options = AuditBenchmark.Options()
+            options.events = events
+            options.samples = samples
+            options.batchEvents = batch
+            options.skipVerify = skipVerify
+            options.verifyParallelism = verifyParallel
+            print("bench audit: \(events) events, \(samples) samples, data dir \(configuration.dataDirectoryURL.path)")
+            try await AuditBenchmark(options: options, configuration: configuration, logger: makeLogger(configuration))
+                .run(output: { print($0) })
+        }
+    }
 
     struct Expiry: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

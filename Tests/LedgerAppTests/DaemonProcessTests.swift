@@ -1,4 +1,6 @@
 import Foundation
+import LedgerApp
+import LedgerCore
 import LedgerTestSupport
 import Testing
 
@@ -41,11 +43,17 @@ import FoundationNetworking
         let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-proc-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: dataDirectory) }
         let port = Int.random(in: 20_000..<40_000)
+        // A checkpoint key, as the README says to make one.
+        try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
+        let keyFile = dataDirectory.appendingPathComponent("checkpoint.pem")
+        let keygen = try runLedgerd(["audit", "keygen", "--out", keyFile.path])
+        #expect(keygen.status == 0 && keygen.output.contains("BEGIN PUBLIC KEY"), "\(keygen.output)")
         let process = Process()
         process.executableURL = Self.ledgerdBinary
         process.arguments = ["serve", "--port", "\(port)", "--host", "127.0.0.1", "--data-dir", dataDirectory.path]
         var environment = ProcessInfo.processInfo.environment
         environment["LEDGERD_MIGRATIONS_DIR"] = TestCluster.migrationsDirectory.path
+        environment["LEDGERD_CHECKPOINT_KEY"] = keyFile.path
         environment.removeValue(forKey: "LEDGERD_DATABASE_URL")
         process.environment = environment
         let log = dataDirectory.deletingLastPathComponent().appendingPathComponent("\(dataDirectory.lastPathComponent).log")
@@ -103,6 +111,17 @@ import FoundationNetworking
         let reconcile = try runLedgerd(["reconcile", "--report", report.path] + base)
         #expect(reconcile.status != 0 && reconcile.output.contains("invalid_report"), "\(reconcile.output)")
 
+        // A signed checkpoint on demand, with the operator key the daemon generated.
+        let keys = try JSONSerialization.jsonObject(with: Data(contentsOf: dataDirectory.appendingPathComponent("api-keys.json"))) as? [String: Any]
+        let operatorKey = try #require((keys?["operator_keys"] as? [String])?.first)
+        var sign = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/audit/checkpoints")!)
+        sign.httpMethod = "POST"
+        sign.setValue("Bearer \(operatorKey)", forHTTPHeaderField: "Authorization")
+        let (signed, signedResponse) = try await URLSession.shared.data(for: sign)
+        #expect((signedResponse as? HTTPURLResponse)?.statusCode == 201, "\(String(decoding: signed, as: UTF8.self))")
+        let checkpointFile = dataDirectory.appendingPathComponent("auditor-copy.json")
+        try signed.write(to: checkpointFile)
+
         process.terminate()  // SIGTERM
         for _ in 0..<120 where process.isRunning { try await Task.sleep(for: .milliseconds(250)) }
         #expect(!process.isRunning, "ledgerd did not exit after SIGTERM")
@@ -119,6 +138,37 @@ import FoundationNetworking
         #expect(verify.status == 0, "\(verify.output)")
         #expect(verify.output.contains("swift verifier: chain verified") && verify.output.contains("sql verifier:   chain verified"))
         #expect(processes(mentioning: dataDirectory.path).isEmpty, "an offline command left PostgreSQL running")
+
+        // The auditor's offline tools on the same ledger.
+        let data = ["--data-dir", dataDirectory.path]
+        let proved = try runLedgerd(["audit", "verify", "--checkpoint", checkpointFile.path, "--public-key", keyFile.path + ".pub", "--sql"] + data)
+        #expect(proved.status == 0 && proved.output.contains("checkpoint signature: valid"), "\(proved.output)")
+        let strangerKey = dataDirectory.appendingPathComponent("stranger.pem")
+        _ = try runLedgerd(["audit", "keygen", "--out", strangerKey.path])
+        let forged = try runLedgerd(["audit", "verify", "--checkpoint", checkpointFile.path, "--public-key", strangerKey.path + ".pub"] + data)
+        #expect(forged.status == 1 && forged.output.contains("INVALID"), "\(forged.output)")
+        let csvFile = dataDirectory.appendingPathComponent("export.csv")
+        let export = try runLedgerd(["audit", "export", "--format", "csv", "--from", "2", "--to", "6", "--output", csvFile.path] + data)
+        #expect(export.status == 0, "\(export.output)")
+        let records = try CSVReader.records(String(contentsOf: csvFile, encoding: .utf8))
+        #expect(records.first == AuditExport.csvColumns && records.dropFirst().filter { $0 != [""] }.map { $0[0] } == ["2", "3", "4", "5", "6"],
+                "\(records.prefix(3))")
+        let history = try runLedgerd(["audit", "history", "--order", orderID] + data)
+        #expect(history.status == 0 && history.output.contains(#""type":"HoldCaptured""#) && history.output.contains("StockReserved"),
+                "\(history.output)")
+        let stream = try runLedgerd(["audit", "history", "hold-\(orderID)", "--format", "csv"] + data)
+        #expect(stream.status == 0 && stream.output.contains("AuthorizationHoldPlaced"), "\(stream.output)")
+        let asOf = try runLedgerd(["audit", "as-of", "--order", orderID, "--at", "\(try JSONDecoder().decode(CheckpointFile.self, from: signed).checkpoint.position)"] + data)
+        #expect(asOf.status == 0 && asOf.output.contains(#""status":"partially_captured""#), "\(asOf.output)")
+        let erased = try runLedgerd(["privacy", "erase", "--customer", "jane@example.com"] + data)
+        #expect(erased.status == 0 && erased.output.contains("erased contact-"), "\(erased.output)")
+        let erasedAgain = try runLedgerd(["privacy", "erase", "--customer", "jane@example.com"] + data)
+        #expect(erasedAgain.status == 1, "\(erasedAgain.output)")
+        let offlineCheckpoint = try runLedgerd(["audit", "checkpoint", "--key", keyFile.path] + data)
+        #expect(offlineCheckpoint.status == 0 && offlineCheckpoint.output.contains("ledgerd-checkpoint-v1"), "\(offlineCheckpoint.output)")
+        let stillProved = try runLedgerd(["audit", "verify", "--checkpoint", checkpointFile.path, "--public-key", keyFile.path + ".pub"] + data)
+        #expect(stillProved.status == 0, "\(stillProved.output)")
+        #expect(processes(mentioning: dataDirectory.path).isEmpty, "an audit command left PostgreSQL running")
 
         // An applied migration edited afterwards stops the daemon at start, naming the file.
         let edited = dataDirectory.appendingPathComponent("edited-sql")

@@ -34,7 +34,7 @@ import Testing
     func withApp(
         seed: Bool = false, imagesDirectory: String? = nil, database: TestDatabase? = nil,
         acquirer: (any Acquirer)? = nil, clock: @escaping @Sendable () -> Date = { Date() },
-        environment extra: [String: String] = [:], logger: Logger = TestCluster.logger,
+        environment extra: [String: String] = [:], logger: Logger = TestCluster.logger, checkpointKey: CheckpointKey? = nil,
         _ body: @escaping @Sendable (any TestClientProtocol, LedgerServices) async throws -> Void
     ) async throws {
         let db: TestDatabase
@@ -52,7 +52,7 @@ import Testing
         let services = LedgerServices(
             client: client, configuration: configuration, metrics: LedgerMetrics(),
             keyring: try APIKeys.keyring(for: configuration, logger: logger), acquirer: acquirer, clock: clock,
-            logger: logger)
+            checkpointKey: checkpointKey, logger: logger)
         let app = buildApplication(configuration: configuration, services: services, logger: logger)
         try await app.test(.router) { testClient in try await body(testClient, services) }
     }

@@ -1,0 +1,124 @@
+import Foundation
+import LedgerCore
+import LedgerHTTP
+import LedgerPostgres
+import Logging
+import PostgresNIO
+
+/// Erasure of shipping contacts (personal data) on a data subject's request, without touching the
+/// hash-chained log.
+///
+/// The contact's name, e-mail and address never enter the log: they live in
+/// `ledger.shipping_contacts`, and the order's events carry only an opaque `contact_ref`. An
+/// erasure (1) appends `ContactErased` on the stream `privacy-<contact ref>` — the reference,
+/// the orders that used it and the time, nothing personal — and then (2) deletes the row. In that
+/// order: a crash between the two leaves the event, and a retry finds the row, sees the event
+/// (its stream exists) and finishes the delete; the reverse order could lose the record. The chain
+/// is untouched, so it still verifies, and every money event stays as it was.
+///
+/// Deleting the row removes it from what any query can read. The bytes may linger in dead tuples
+/// until VACUUM, in WAL and in backups for their retention period; crypto-shredding (a
+/// per-customer key destroyed on erasure) would bound that, and is the way to go if backups must
+/// forget too.
+public struct PrivacyService: PrivacyOperator {
+    let client: PostgresClient
+    let writer: LedgerWriter
+    let store: EventStore
+    let clock: @Sendable () -> Date
+    let logger: Logger
+
+    public init(client: PostgresClient, writer: LedgerWriter, clock: @escaping @Sendable () -> Date, logger: Logger) {
+        self.client = client
+        self.writer = writer
+        self.store = EventStore(client: client, logger: logger)
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// One erased contact.
+    public struct Erasure: Encodable, Sendable, Hashable {
+        public let contact_ref: String
+        public let order_ids: [String]
+        /// The position of its `ContactErased` event.
+        public let position: Int64
+    }
+
+    /// Erases every contact that `customer` names: an e-mail address (case-insensitive) or a
+    /// contact reference. Returns what was erased (empty when nothing matches).
+    public func eraseContacts(customer: String, actor: String, reason: String = "data_subject_request") async throws -> [Erasure] {
+        let rows = try await client.query(
+            """
+            SELECT contact_ref FROM ledger.shipping_contacts
+            WHERE contact_ref = \(customer) OR lower(data ->> 'email') = lower(\(customer))
+            ORDER BY created_at, contact_ref
+            """, logger: logger)
+        var refs: [String] = []
+        for try await ref in rows.decode(String.self) { refs.append(ref) }
+        var erased: [Erasure] = []
+        for ref in refs { erased.append(try await erase(contactRef: ref, actor: actor, reason: reason)) }
+        return erased
+    }
+
+    func erase(contactRef ref: String, actor: String, reason: String) async throws -> Erasure {
+        guard let stream = ContactErased.stream(for: ref) else { throw APIError.internalError }
+        let orders = try await orderIDs(usingContact: ref)
+        let now = clock()
+        let event = ContactErased(contactRef: ref, orderIDs: orders, erasedAt: now, reason: reason)
+        var position: Int64
+        do {
+            position = try await writer.append(AppendRequest(
+                stream: stream, expectedVersion: .noStream,
+                events: [NewEvent(type: ContactErased.eventType, schemaVersion: ContactErased.schemaVersion, payload: event, effectiveAt: now)],
+                metadata: EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: actor, command: "EraseContact"))).firstPosition
+        } catch let error as AppendError where error == .versionConflict {
+            // An earlier erasure recorded it and stopped before the delete: finish it.
+            position = try await store.readStream(stream).first?.position ?? 0
+        }
+        try await client.query("DELETE FROM ledger.shipping_contacts WHERE contact_ref = \(ref)", logger: logger)
+        logger.info("shipping contact erased", metadata: ["contact_ref": "\(ref)", "position": "\(position)"])
+        return Erasure(contact_ref: ref, order_ids: orders, position: position)
+    }
+
+    /// The orders opened with this contact, oldest first.
+    func orderIDs(usingContact ref: String) async throws -> [String] {
+        let rows = try await client.query(
+            """
+            SELECT data ->> 'order_id' FROM ledger.events
+            WHERE type = \(OrderOpened.eventType) AND data ->> 'contact_ref' = \(ref) ORDER BY position
+            """, logger: logger)
+        var ids: [String] = []
+        for try await id in rows.decode(String.self) { ids.append(id) }
+        return ids
+    }
+
+    public func erase(customer: String, actor: String) async throws -> String? {
+        let erased = try await eraseContacts(customer: customer, actor: actor)
+        guard !erased.isEmpty else { return nil }
+        struct Reply: Encodable { let erased: [Erasure] }
+        return try CatalogReadModel.json(Reply(erased: erased))
+    }
+
+    public func contact(orderID raw: String) async throws -> ContactAnswer? {
+        guard let id = OrderID(raw), let opened = try await store.readStream(id.streamID).first,
+              case .order(.opened(let order)) = try DomainEvent.decode(opened) else { return nil }
+        let ref = order.contactRef
+        let rows = try await client.query(
+            "SELECT data::text FROM ledger.shipping_contacts WHERE contact_ref = \(ref)", logger: logger)
+        for try await json in rows.decode(String.self) { return .present(contactRef: ref, json: json) }
+        if let stream = ContactErased.stream(for: ref), let erasure = try await store.readStream(stream).first {
+            return .erased(contactRef: ref, erasedAt: RFC3339.format(erasure.effectiveAtMicros), position: erasure.position)
+        }
+        return .missing(contactRef: ref)
+    }
+
+    /// `ledgerd privacy erase`: the erasure on an offline client, with a writer of its own.
+    public static func eraseOffline(customer: String, client: PostgresClient, logger: Logger) async throws -> [Erasure] {
+        let writer = LedgerWriter(client: client, logger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await writer.run() }
+            defer { group.cancelAll() }
+            return try await PrivacyService(client: client, writer: writer, clock: { Date() }, logger: logger)
+                .eraseContacts(customer: customer, actor: "cli:privacy-erase")
+        }
+    }
+}

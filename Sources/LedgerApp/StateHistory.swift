@@ -1,0 +1,138 @@
+import Foundation
+import LedgerCore
+import LedgerHTTP
+import LedgerPostgres
+import Logging
+import PostgresNIO
+
+/// Aggregates' rows live (from the read models) and as of a point in the ledger.
+///
+/// An as-of answer is a fold: the aggregate's streams read up to the point's position, applied
+/// with ``AggregateStates/apply(_:)`` and turned into a row by the read model's own function
+/// (``OrderReadModel/row(_:hold:)``, ``HoldReadModel/row(_:order:)``, ``CatalogReadModel/row(_:)``),
+/// exactly as the inline projections and the rebuild compute the live rows — so the two cannot
+/// disagree. A hold that had lapsed at the point's instant reads as live reads show it then
+/// (``AggregateStates/lapsed(at:)``).
+///
+/// The point: `as_of=<position>` is the ledger right after that event, judged at its recorded
+/// time; `as_of=<time>` is every event recorded at or before that instant (`ledger.position_at`),
+/// judged at that instant. A point after the head, or a time after now, is refused: its answer
+/// could still change.
+public struct StateHistory: StateReader {
+    let store: EventStore
+    let storefront: ProjectionStorefrontReader
+    let client: PostgresClient
+    let clock: @Sendable () -> Date
+    let logger: Logger
+
+    public init(client: PostgresClient, clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger) {
+        self.client = client
+        self.store = EventStore(client: client, logger: logger)
+        self.storefront = ProjectionStorefrontReader(client: client, clock: clock, logger: logger)
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// The position folded to and the instant lapses are judged at.
+    public func point(_ asOf: AsOf) async throws -> StateAnswer.Point {
+        switch asOf {
+        case .position(let position):
+            let head = try await store.head().position
+            guard position <= head else {
+                throw APIError.badRequest("invalid_parameter", "as_of \(position) is after the ledger's head (position \(head))",
+                                          field: "as_of")
+            }
+            guard position > 0 else { return StateAnswer.Point(position: 0, micros: 0) }
+            guard let event = try await store.event(at: position) else {
+                throw APIError.unavailable("the event at position \(position) is missing: run `ledgerd audit verify`")
+            }
+            return StateAnswer.Point(position: position, micros: event.recordedAtMicros)
+        case .time(let micros):
+            guard micros <= clock().epochMicroseconds else {
+                throw APIError.badRequest("invalid_parameter", "as_of \(asOf) is in the future", field: "as_of")
+            }
+            return StateAnswer.Point(position: try await store.position(atMicros: micros), micros: micros)
+        }
+    }
+
+    /// The states of `streams` folded up to `position`. Events of types the domain does not know
+    /// (checkpoints, erasures, tests' samples) have no state and are skipped.
+    func fold(_ streams: [StreamID], through position: Int64) async throws -> AggregateStates {
+        try Self.fold(try await store.readStreams(streams, through: position))
+    }
+
+    static func fold(_ events: [RecordedEvent]) throws -> AggregateStates {
+        var states = AggregateStates()
+        for recorded in events where known.contains(recorded.type) { states.apply(try DomainEvent.decode(recorded)) }
+        return states
+    }
+
+    static let known = Set(DomainEvent.knownTypes.map(\.type))
+
+    public func order(_ raw: String, asOf: AsOf) async throws -> StateAnswer? {
+        guard let id = OrderID(raw) else { return nil }
+        let point = try await point(asOf)
+        let states = try await fold([id.streamID, id.holdStreamID], through: point.position)
+            .lapsed(at: Date(epochMicroseconds: point.micros))
+        guard let order = states.orders[id] else { return nil }
+        return StateAnswer(json: try OrderReadModel.row(order, hold: states.holds[id]).json, asOf: point)
+    }
+
+    public func authorization(_ raw: String, asOf: AsOf?) async throws -> StateAnswer? {
+        guard let id = OrderID(raw) else { return nil }
+        guard let asOf else {
+            let rows = try await client.query(
+                "SELECT row::text FROM ledger.projection_rows WHERE projection = \(HoldReadModel.projection) AND key = \(id.rawValue)",
+                logger: logger)
+            for try await json in rows.decode(String.self) { return StateAnswer(json: json, asOf: nil) }
+            return nil
+        }
+        // As the live hold rows: no lapse applied (GET /authorizations shows holds as recorded).
+        let point = try await point(asOf)
+        let states = try await fold([id.streamID, id.holdStreamID], through: point.position)
+        guard let hold = states.holds[id], let order = states.orders[id] else { return nil }
+        return StateAnswer(json: try HoldReadModel.row(hold, order: order).json, asOf: point)
+    }
+
+    public func product(_ raw: String, asOf: AsOf?) async throws -> StateAnswer? {
+        guard let id = ProductID(raw) else { return nil }
+        guard let asOf else { return try await storefront.productJSON(id: id.rawValue).map { StateAnswer(json: $0, asOf: nil) } }
+        let point = try await point(asOf)
+        let (states, _) = try await products([id.streamID], through: point)
+        guard let product = states.products[id] else { return nil }
+        return StateAnswer(json: try CatalogReadModel.row(product).json, asOf: point)
+    }
+
+    public func inventory(asOf: AsOf) async throws -> StateAnswer {
+        let point = try await point(asOf)
+        let (states, listed) = try await products(nil, through: point)
+        var rows: [String] = []
+        for id in listed { if let product = states.products[id] { rows.append(try CatalogReadModel.row(product).json) } }
+        return StateAnswer(json: "[" + rows.joined(separator: ",") + "]", asOf: point)
+    }
+
+    /// Products (the given streams, or every product) folded up to the point, with the orders and
+    /// holds of their open reservations, lapsed at the point's instant. Also the products in
+    /// listing order (as the live inventory lists them: by first event, then id).
+    func products(_ streams: [StreamID]?, through point: StateAnswer.Point) async throws -> (AggregateStates, [ProductID]) {
+        let events: [RecordedEvent]
+        if let streams {
+            events = try await store.readStreams(streams, through: point.position)
+        } else {
+            events = try await store.readStreams(prefix: ProductID.streamCategory + "-", through: point.position)
+        }
+        var states = try Self.fold(events)
+        var first: [ProductID: Int64] = [:]
+        for event in events where Self.known.contains(event.type) {
+            if case .product(let e) = try DomainEvent.decode(event), first[e.productID] == nil { first[e.productID] = event.position }
+        }
+        let reserving = Set(states.products.values.flatMap { $0.reservations.keys })
+        if !reserving.isEmpty {
+            let others = try await fold(reserving.sorted().flatMap { [$0.streamID, $0.holdStreamID] }, through: point.position)
+            states.orders = others.orders
+            states.holds = others.holds
+        }
+        let listed = first.keys.sorted { (first[$0]!, $0) < (first[$1]!, $1) }
+        return (states.lapsed(at: Date(epochMicroseconds: point.micros)), listed)
+    }
+}

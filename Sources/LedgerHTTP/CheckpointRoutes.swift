@@ -1,0 +1,48 @@
+import Foundation
+import Hummingbird
+import LedgerCore
+
+/// Signs checkpoints of the ledger's head (see ``Checkpoint``).
+public protocol CheckpointSigner: Sendable {
+    /// Signs the current head, records it in the log and in a checkpoint file; returns the file's
+    /// JSON. Throws ``APIError`` when it cannot (no key configured, an empty ledger).
+    func signCheckpoint(actor: String) async throws -> String
+}
+
+/// Signed checkpoints:
+/// - `POST /audit/checkpoints` (operator key) — sign the head now: 201 with the checkpoint file's
+///   JSON (what `ledgerd audit verify --checkpoint FILE --public-key KEY` checks);
+/// - `GET /audit/checkpoints?after=&limit=` (operator or auditor key) — the checkpoints recorded in
+///   the log (`CheckpointSigned` events), oldest first, cursor-paged like the feed.
+public struct CheckpointRoutes: Sendable {
+    let signer: (any CheckpointSigner)?
+    let reader: any LedgerReader
+
+    public init(signer: (any CheckpointSigner)?, reader: any LedgerReader) {
+        self.signer = signer
+        self.reader = reader
+    }
+
+    public func registerReads(on group: RouterGroup<LedgerRequestContext>) {
+        group.get("/audit/checkpoints") { request, _ -> Response in
+            let query = request.uri.queryParameters
+            let after = try AuditRoutes.integer(query["after"].map(String.init), name: "after", default: 0, range: 0...Int64.max)
+            let limit = try AuditRoutes.integer(query["limit"].map(String.init), name: "limit", default: 100,
+                                                range: 1...Int64(AuditRoutes.maximumPageSize))
+            let events = try await reader.events(after: after, matching: EventFilter(types: [CheckpointSigned.eventType]),
+                                                 limit: Int(limit))
+            let next = events.count == Int(limit) ? events.last.map { String($0.position) } ?? "null" : "null"
+            return jsonResponse("{\"checkpoints\":\(EventJSON.render(events)),\"next_after\":\(next)}")
+        }
+    }
+
+    public func registerChanges(on group: RouterGroup<LedgerRequestContext>) {
+        group.post("/audit/checkpoints") { _, context -> Response in
+            guard let signer else {
+                throw APIError.conflict("checkpoint_key_missing", "no signing key is configured (LEDGERD_CHECKPOINT_KEY)")
+            }
+            let json = try await signer.signCheckpoint(actor: context.principal?.actor ?? "operator")
+            return jsonResponse(json, status: .created)
+        }
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import Hummingbird
+import LedgerCore
+
+/// A shipping contact as the back office reads it.
+public enum ContactAnswer: Sendable, Hashable {
+    /// The contact's fields (JSON object).
+    case present(contactRef: String, json: String)
+    /// Erased on request: when, and the erasure's event position.
+    case erased(contactRef: String, erasedAt: String, position: Int64)
+    /// Neither stored nor erased (should not happen for an opened order).
+    case missing(contactRef: String)
+}
+
+/// Erases shipping contacts (personal data) and reads them.
+public protocol PrivacyOperator: Sendable {
+    /// Erases every contact the customer identifier matches (an e-mail address, case-insensitive,
+    /// or a contact reference); returns the reply JSON, or nil when nothing matches.
+    func erase(customer: String, actor: String) async throws -> String?
+    /// The order's shipping contact, or nil for an unknown order.
+    func contact(orderID: String) async throws -> ContactAnswer?
+}
+
+/// Personal data, operator key only (auditors see the money history, not the shoppers):
+/// - `POST /privacy/erasures {"customer": "<e-mail or contact ref>"}` — erase the customer's
+///   shipping contacts: each is deleted from `ledger.shipping_contacts` and a `ContactErased`
+///   event (no personal data in it) is appended; 200 with what was erased, 404 when nothing matches;
+/// - `GET /orders/{id}/contact` — the order's shipping contact: 200 with its fields, or 410
+///   `contact_erased` once erased.
+public struct PrivacyRoutes: Sendable {
+    let privacy: any PrivacyOperator
+
+    public init(privacy: any PrivacyOperator) {
+        self.privacy = privacy
+    }
+
+    public func register(on group: RouterGroup<LedgerRequestContext>) {
+        group.post("/privacy/erasures") { request, context -> Response in
+            let body: ByteBuffer
+            do { body = try await request.body.collect(upTo: 16 * 1024) } catch {
+                throw APIError(status: .contentTooLarge, code: "payload_too_large", message: "the body is larger than 16 KiB")
+            }
+            guard let object = try? JSONDecoder().decode([String: PaymentRequest.JSONField].self, from: Data(body.readableBytesView)) else {
+                throw APIError.badRequest("invalid_json", "the body must be a JSON object")
+            }
+            for key in object.keys.sorted() where key != "customer" {
+                throw APIError.badRequest("unknown_field", "an erasure does not take \(key)", field: key)
+            }
+            let customer = try PaymentRequest.Fields(object).string("customer", maximumLength: 320)
+            let actor = context.principal?.actor ?? "operator"
+            guard let reply = try await privacy.erase(customer: customer, actor: actor) else {
+                throw APIError.notFound("no shipping contact matches that customer (or it was erased already)")
+            }
+            return jsonResponse(reply)
+        }
+        group.get("/orders/:id/contact") { _, context -> Response in
+            let id = try context.parameters.require("id")
+            switch try await privacy.contact(orderID: id) {
+            case nil:
+                throw APIError.notFound("no order \(id)")
+            case .present(let ref, let json):
+                return jsonResponse("{\"order_id\":\(EventJSON.quote(id)),\"contact_ref\":\(EventJSON.quote(ref)),\"contact\":\(json)}")
+            case .erased(let ref, let at, let position):
+                throw APIError(status: .gone, code: "contact_erased",
+                               message: "the shipping contact \(ref) was erased at \(at) (event \(position))")
+            case .missing(let ref):
+                throw APIError(status: .notFound, code: "contact_missing", message: "no shipping contact \(ref) is stored")
+            }
+        }
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import LedgerCore
+
+/// One aggregate's read-model row, live or as of a point in the ledger.
+public struct StateAnswer: Sendable, Hashable {
+    /// Where an as-of answer was read: the last position folded, and the instant (µs since the
+    /// epoch) a hold's lapse was judged at.
+    public struct Point: Sendable, Hashable {
+        public var position: Int64
+        public var micros: Int64
+        public init(position: Int64, micros: Int64) {
+            self.position = position
+            self.micros = micros
+        }
+    }
+
+    /// The row, in the same shape as the live read model's.
+    public var json: String
+    /// Nil for a live answer.
+    public var asOf: Point?
+
+    public init(json: String, asOf: Point?) {
+        self.json = json
+        self.asOf = asOf
+    }
+
+    /// `"as_of":{"position":…,"time":"…"}`, or nothing for a live answer.
+    var asOfMember: String {
+        guard let asOf else { return "" }
+        return ",\"as_of\":{\"position\":\(asOf.position),\"time\":\(EventJSON.quote(RFC3339.format(asOf.micros)))}"
+    }
+}
+
+/// Reads aggregates' rows live (from the read models) or as of a position or time (a fold of the
+/// log up to there through the same row functions), without depending on the database module.
+/// A nil answer is "no such aggregate (at that point)". A point after the ledger's head, or in
+/// the future, is refused with a 400: its answer could still change.
+public protocol StateReader: Sendable {
+    func order(_ id: String, asOf: AsOf) async throws -> StateAnswer?
+    func authorization(_ orderID: String, asOf: AsOf?) async throws -> StateAnswer?
+    func product(_ id: String, asOf: AsOf?) async throws -> StateAnswer?
+    /// The whole inventory as `GET /inventory` serves it (a JSON array).
+    func inventory(asOf: AsOf) async throws -> StateAnswer
+}
+
+/// Back-office state reads (operator or auditor key), live or `?as_of=<position | RFC 3339 time>`:
+/// - `GET /authorizations/{order id}` — one hold with its money figures;
+/// - `GET /products/{id}` — one product as `GET /inventory` shows it.
+/// `GET /orders/{id}?as_of=` and `GET /inventory?as_of=` are served by ``OrderRoutes`` and
+/// ``StorefrontRoutes`` through the same reader.
+public struct StateRoutes: Sendable {
+    let reader: any StateReader
+
+    public init(reader: any StateReader) {
+        self.reader = reader
+    }
+
+    public func register(on group: RouterGroup<LedgerRequestContext>) {
+        group.get("/authorizations/:id") { request, context -> Response in
+            let id = try context.parameters.require("id")
+            let asOf = try Self.asOf(request)
+            guard let answer = try await reader.authorization(id, asOf: asOf) else {
+                throw APIError.notFound("no authorization for order \(id)\(Self.suffix(asOf))")
+            }
+            return jsonResponse("{\"authorization\":\(answer.json)\(answer.asOfMember)}")
+        }
+        group.get("/products/:id") { request, context -> Response in
+            let id = try context.parameters.require("id")
+            let asOf = try Self.asOf(request)
+            guard let answer = try await reader.product(id, asOf: asOf) else {
+                throw APIError.notFound("no product \(id)\(Self.suffix(asOf))")
+            }
+            return jsonResponse("{\"product\":\(answer.json)\(answer.asOfMember)}")
+        }
+    }
+
+    /// `GET /orders/{id}?as_of=…`: the order row as of then, in the live answer's shape.
+    static func orderResponse(_ reader: any StateReader, id: String, asOf: AsOf, links: String) async throws -> Response {
+        guard let answer = try await reader.order(id, asOf: asOf) else {
+            throw APIError.notFound("no order \(id)\(suffix(asOf))")
+        }
+        return jsonResponse("{\"order\":\(answer.json)\(answer.asOfMember),\"links\":\(links)}")
+    }
+
+    /// `GET /inventory?as_of=…`: the array as the live endpoint serves it; the point in headers.
+    static func inventoryResponse(_ reader: any StateReader, asOf: AsOf) async throws -> Response {
+        let answer = try await reader.inventory(asOf: asOf)
+        var response = jsonResponse(answer.json)
+        if let point = answer.asOf {
+            response.headers[Self.asOfPositionHeader] = String(point.position)
+            response.headers[Self.asOfTimeHeader] = RFC3339.format(point.micros)
+        }
+        return response
+    }
+
+    public static let asOfPositionHeader = HTTPField.Name("Ledger-As-Of-Position")!
+    public static let asOfTimeHeader = HTTPField.Name("Ledger-As-Of-Time")!
+
+    /// The request's `as_of`, or nil when it has none; malformed is a 400 naming it.
+    static func asOf(_ request: Request) throws -> AsOf? {
+        guard let text = request.uri.queryParameters["as_of"].map(String.init) else { return nil }
+        guard let asOf = AsOf(text) else {
+            throw APIError.badRequest(
+                "invalid_parameter", "as_of must be a position (e.g. 1234) or an RFC 3339 time (e.g. 2026-11-21T09:30:00Z)",
+                field: "as_of")
+        }
+        return asOf
+    }
+
+    static func suffix(_ asOf: AsOf?) -> String { asOf.map { " as of \($0)" } ?? "" }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import LedgerAcquirer
+import LedgerApp
+import LedgerCore
+import LedgerHTTP
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+/// A JSON value, compared structurally (key order and spacing do not matter; the live answers
+/// come from jsonb, the as-of answers from Swift's encoder).
+indirect enum JSONValue: Decodable, Equatable, CustomStringConvertible {
+    case null, bool(Bool), int(Int64), double(Double), string(String), array([JSONValue]), object([String: JSONValue])
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { self = .null }
+        else if let v = try? c.decode(Bool.self) { self = .bool(v) }
+        else if let v = try? c.decode(Int64.self) { self = .int(v) }
+        else if let v = try? c.decode(Double.self) { self = .double(v) }
+        else if let v = try? c.decode(String.self) { self = .string(v) }
+        else if let v = try? c.decode([JSONValue].self) { self = .array(v) }
+        else { self = .object(try c.decode([String: JSONValue].self)) }
+    }
+
+    static func parse(_ text: String) -> JSONValue? { try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) }
+
+    subscript(key: String) -> JSONValue? {
+        if case .object(let o) = self { return o[key] }
+        return nil
+    }
+
+    var description: String {
+        switch self {
+        case .null: return "null"
+        case .bool(let b): return "\(b)"
+        case .int(let i): return "\(i)"
+        case .double(let d): return "\(d)"
+        case .string(let s): return "\"\(s)\""
+        case .array(let a): return "[" + a.map(\.description).joined(separator: ",") + "]"
+        case .object(let o): return "{" + o.keys.sorted().map { "\"\($0)\":\(o[$0]!)" }.joined(separator: ",") + "}"
+        }
+    }
+}
+
+/// As-of state against live state: a scripted day of payments, captures, voids, refunds,
+/// shipments, a decline and an expiry, with every live answer recorded after each step; then each
+/// is asked again as of that step's position and time. They must be equal.
+@Suite struct AsOfTests {
+    let app = SystemRoutesTests()
+    let holds = HoldTests()
+    let payments = PaymentTests()
+
+    static let auditor: HTTPFields = [.authorization: "Bearer \(SystemRoutesTests.auditorKey)"]
+
+    /// Status and the part of the body that is the state (`order`, `authorization`, `product`, or the inventory array).
+    struct Answer: Equatable, CustomStringConvertible {
+        let status: Int
+        let state: JSONValue?
+        var description: String { "\(status) \(state.map(\.description) ?? "-")" }
+    }
+
+    func answer(_ client: any TestClientProtocol, _ uri: String) async throws -> (Answer, JSONValue?) {
+        try await client.execute(uri: uri, method: .get, headers: Self.auditor) { response in
+            let body = JSONValue.parse(String(buffer: response.body))
+            let path = uri.split(separator: "?")[0]
+            let key = path.hasPrefix("/orders/") ? "order" : path.hasPrefix("/authorizations/") ? "authorization"
+                : path.hasPrefix("/products/") ? "product" : nil
+            let state = response.status == .ok ? (key.map { body?[$0] } ?? body) : nil
+            return (Answer(status: Int(response.status.code), state: state), body?["as_of"])
+        }
+    }
+
+    struct Observation {
+        let step: String
+        let position: Int64
+        let time: String
+        let answers: [String: Answer]
+    }
+
+    func uris(_ orders: [String]) -> [String] {
+        orders.flatMap { ["/orders/\($0)", "/authorizations/\($0)"] } + ["/products/clock", "/products/pen", "/inventory"]
+    }
+
+    func observe(_ step: String, _ client: any TestClientProtocol, _ services: LedgerServices, _ orders: [String],
+                 time: String? = nil) async throws -> Observation {
+        let head = try await services.store.head().position
+        let recorded = try #require(try await services.store.event(at: head)).recordedAtMicros
+        var answers: [String: Answer] = [:]
+        for uri in uris(orders) { answers[uri] = try await answer(client, uri).0 }
+        return Observation(step: step, position: head, time: time ?? RFC3339.format(recorded), answers: answers)
+    }
+
+    /// Asks every recorded URI again as of the observation's position (unless `timeOnly`) and time.
+    func compare(_ observation: Observation, _ client: any TestClientProtocol, timeOnly: Bool = false) async throws {
+        for (uri, live) in observation.answers.sorted(by: { $0.key < $1.key }) {
+            for point in timeOnly ? [observation.time] : [String(observation.position), observation.time] {
+                let (asOf, where_) = try await answer(client, "\(uri)?as_of=\(point)")
+                #expect(asOf == live, "\(observation.step): \(uri) as of \(point)\n live:  \(live)\n as of: \(asOf)")
+                if asOf.status == 200 && uri != "/inventory" {
+                    #expect(where_?["position"] == .int(observation.position), "\(observation.step): \(uri) as of \(point)")
+                }
+            }
+        }
+    }
+
+    @Test func asOfAnswersEqualTheLiveAnswersAtEveryStepOfADay() async throws {
+        // The application's clock runs an hour ahead of the database's, so that an as-of time taken
+        // from recorded_at is never in the application's future; expiry is judged on the former.
+        let clock = SimulatedClock(Date().addingTimeInterval(3_600))
+        let model = AcquirerModel(seed: 11, clock: { clock.now })
+        try await app.withApp(seed: true, acquirer: model, clock: { clock.now }) { client, services in
+            var orders: [String] = []
+            var observations: [Observation] = []
+            func step(_ name: String) async throws { observations.append(try await observe(name, client, services, orders)) }
+            func operate(_ id: String, _ operation: String, _ body: String = "{}") async throws {
+                let (status, text) = try await holds.operate(client, id, operation, body)
+                #expect(status == .ok, "\(operation) \(body): \(text)")
+            }
+            let catalogOnly = try await observe("catalog", client, services, [])
+            observations.append(catalogOnly)
+
+            orders.append(try await holds.order(client)); try await step("o1 paid")
+            orders.append(try await holds.order(client, product: "Pen", amount: 3200)); try await step("o2 paid")
+            try await operate(orders[0], "capture", #"{"amount": "20.00"}"#); try await step("o1 partly captured")
+            let (declined, text) = try await payments.pay(client, PaymentTests.body(source: "tok_chargeDeclined"))
+            #expect(declined.code == 402)
+            orders.append(try JSONDecoder().decode(PaymentTests.Reply.self, from: Data(text.utf8)).order_id); try await step("o3 declined")
+            try await operate(orders[1], "void", #"{"amount": "2.00"}"#); try await step("o2 partly voided")
+            try await operate(orders[0], "ship", #"{"carrier": "UPS"}"#); try await step("o1 shipped")
+            try await operate(orders[0], "refund", #"{"amount": "10.00", "reason": "scratched"}"#); try await step("o1 partly refunded")
+            orders.append(try await holds.order(client)); try await step("o4 paid")
+            try await operate(orders[3], "void"); try await step("o4 voided")
+            orders.append(try await holds.order(client, product: "Pen", amount: 3200))
+            try await operate(orders[4], "capture", #"{"amount": "5.00"}"#); try await step("o5 partly captured")
+            orders.append(try await holds.order(client)); try await step("o6 paid")
+
+            // Past the holds' expiry, before the sweeper: reads already show them lapsed. The time
+            // is the application's (ahead of every later recorded_at), so it is compared at once.
+            clock.advance(by: 8 * 86_400)
+            let lapsed = try await observe("lapsed, not swept", client, services, orders,
+                                           time: RFC3339.format(clock.now.epochMicroseconds))
+            #expect(lapsed.answers["/orders/\(orders[1])"]?.state?["status"] == .string("expired"))
+            #expect(lapsed.answers["/orders/\(orders[4])"]?.state?["status"] == .string("captured"))
+            try await compare(lapsed, client, timeOnly: true)
+
+            #expect(try await services.holds.expireDue() == 3)
+            try await step("swept")
+            orders.append(try await holds.order(client))
+            try await operate(orders[6], "capture", #"{"final": true}"#)
+            try await operate(orders[6], "ship"); try await step("o7 captured and shipped")
+            try await operate(orders[6], "refund", #"{"amount": "59.00", "reason": "returned"}"#); try await step("o7 refunded")
+
+            // Every step's live answers, asked again as of then.
+            for observation in observations { try await compare(observation, client) }
+            // The steps moved every status the day is about.
+            let statuses = observations.flatMap { $0.answers.values.compactMap { $0.state?["status"] } }
+            for status in ["authorized", "partially_captured", "declined", "voided", "shipped", "partially_refunded", "expired", "captured", "refunded"] {
+                #expect(statuses.contains(.string(status)), "no step showed \(status)")
+            }
+            // Before an order existed, it does not exist as of then.
+            let (early, _) = try await answer(client, "/orders/\(orders[6])?as_of=\(catalogOnly.position)")
+            #expect(early.status == 404)
+            let (beforeAll, _) = try await answer(client, "/products/clock?as_of=0")
+            #expect(beforeAll.status == 404)
+            #expect(try await answer(client, "/inventory?as_of=0").0 == Answer(status: 200, state: .array([])))
+        }
+    }
+
+    @Test func badAsOfPointsAreRefusedAndTheInventoryHistoryNeedsAKey() async throws {
+        try await app.withApp(seed: true) { client, services in
+            let id = try await holds.order(client)
+            let head = try await services.store.head().position
+            for (query, code) in [("abc", 400), ("-1", 400), ("\(head + 1)", 400), ("2999-01-01T00:00:00Z", 400),
+                                  ("2026-13-01T00:00:00Z", 400), ("\(head)", 200), ("1", 404)] {
+                let (status, text) = try await client.execute(uri: "/orders/\(id)?as_of=\(query)", method: .get, headers: Self.auditor) {
+                    (Int($0.status.code), String(buffer: $0.body))
+                }
+                #expect(status == code, "as_of=\(query): \(text)")
+                if code == 400 { #expect(text.contains(#""field":"as_of""#), "\(text)") }
+            }
+            // The live inventory is open; its history is the back office's.
+            try await client.execute(uri: "/inventory?as_of=\(head)", method: .get) { #expect($0.status == .unauthorized) }
+            try await client.execute(uri: "/inventory?as_of=\(head)", method: .get, headers: Self.auditor) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[StateRoutes.asOfPositionHeader] == String(head))
+            }
+            try await client.execute(uri: "/authorizations/\(id)", method: .get) { #expect($0.status == .unauthorized) }
+            try await client.execute(uri: "/products/no-such-product", method: .get, headers: Self.auditor) { #expect($0.status == .notFound) }
+        }
+    }
+}

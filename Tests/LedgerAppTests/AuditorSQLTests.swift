@@ -1,0 +1,91 @@
+import Foundation
+import LedgerApp
+import LedgerCore
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+/// The README's SQL for auditors, run exactly as documented: the block between its
+/// `<!-- auditor-sql -->` markers, through psql, as `ledger_auditor`, on a ledger with real orders.
+@Suite struct AuditorSQLTests {
+    let app = SystemRoutesTests()
+    let holds = HoldTests()
+
+    static func documentedSQL() throws -> String {
+        let readme = try String(contentsOf: TestCluster.repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        guard let start = readme.range(of: "<!-- auditor-sql -->\n```sql\n"),
+              let end = readme.range(of: "```\n<!-- /auditor-sql -->", range: start.upperBound..<readme.endIndex) else {
+            throw TestFailure("README.md has no <!-- auditor-sql --> block")
+        }
+        return String(readme[start.upperBound..<end.lowerBound])
+    }
+
+    struct TestFailure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    static var psql: String? {
+        let candidates = ["/usr/bin/psql", "/usr/local/bin/psql"] + ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? [])
+            .sorted().reversed().map { "/usr/lib/postgresql/\($0)/bin/psql" }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Runs `sql` through psql as `user`; returns the exit status and the output (CSV, one header per query).
+    func psql(_ sql: String, database: TestDatabase, user: String, variables: [String: String]) throws -> (Int32, String) {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("auditor-\(UUID().uuidString).sql")
+        try Data(sql.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try #require(Self.psql, "psql is not installed (apt-get install -y postgresql-client)"))
+        process.arguments = ["-X", "--csv", "-v", "ON_ERROR_STOP=1", "-h", database.endpoint.socketDirectory,
+                             "-p", String(database.endpoint.port), "-U", user, "-d", database.name, "-f", file.path]
+            + variables.sorted { $0.key < $1.key }.flatMap { ["-v", "\($0.key)=\($0.value)"] }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    @Test func theDocumentedQueriesRunAsTheAuditorRoleAndAnswerRight() async throws {
+        let sql = try Self.documentedSQL()
+        let db = try await TestDatabase.fresh()
+        try await app.withApp(seed: true, database: db) { client, services in
+            let id = try await holds.order(client)
+            _ = try await holds.order(client)
+            _ = try await holds.operate(client, id, "capture", #"{"amount": "10.00"}"#)
+            _ = try await holds.operate(client, id, "ship")
+            let asOfMicros = try #require(try await services.store.event(at: try await services.store.head().position)).recordedAtMicros
+            _ = try await holds.operate(client, id, "refund", #"{"amount": "1.00", "reason": "late"}"#)
+            let history = try await services.store.orderHistory(id)
+            let signed = try #require(try await services.store.event(at: 20))
+            let variables = ["order": id, "as_of": RFC3339.format(asOfMicros), "position": "20",
+                             "checkpoint_position": "20", "checkpoint_hash": Hex.encode(signed.hash)]
+
+            let (status, output) = try psql(sql, database: db, user: "ledger_auditor", variables: variables)
+            #expect(status == 0, "\(output)")
+            let lines = output.split(separator: "\n").map(String.init)
+            // verify_chain(), verify_chain(1, 20), verify_prefix: three "ok" rows.
+            #expect(lines.filter { $0.hasPrefix("t,") }.count == 3, "\(output)")
+            // The order's history: every event, with its hash.
+            for event in history { #expect(output.contains(Hex.encode(event.hash)), "position \(event.position) missing") }
+            #expect(history.contains { $0.type == "StockSold" } && history.contains { $0.type == "HoldRefunded" })
+            // As of the time before the refund: the fold's events stop before it.
+            let asOfPosition = try await services.store.position(atMicros: asOfMicros)
+            #expect(lines.contains(String(asOfPosition)), "\(output)")
+            // The link check: t,t for position 20.
+            #expect(lines.contains("20,t,t"), "\(output)")
+
+            // A tampered event is named by the same queries (and the auditor could not have done it).
+            let (refused, denied) = try psql("UPDATE ledger.events SET data = '{}' WHERE position = 20;", database: db,
+                                             user: "ledger_auditor", variables: [:])
+            #expect(refused != 0 && denied.contains("permission denied"), "\(denied)")
+            try await AuditTrailTests.tamper(db, #"UPDATE ledger.events SET metadata = '{"actor": "mallory"}' WHERE position = 7"#)
+            let (_, after) = try psql(sql, database: db, user: "ledger_auditor", variables: variables)
+            #expect(after.contains("f,6,7,hash does not match the event's contents"), "\(after)")
+        }
+    }
+}
