@@ -15,9 +15,10 @@ public enum Daemon {
         do {
             let client = PostgresClient(configuration: database.appConfiguration, backgroundLogger: logger)
             let keyring = try APIKeys.keyring(for: configuration, logger: logger)
-            let services = LedgerServices(
+            let services = try LedgerServices(
                 client: client, configuration: configuration, metrics: LedgerMetrics(), keyring: keyring,
-                checkpointKey: checkpointKey, logger: logger)
+                checkpointKey: checkpointKey,
+                acquirerSnapshot: configuration.dataDirectoryURL.appendingPathComponent("acquirer-model.json"), logger: logger)
             let app = buildApplication(configuration: configuration, services: services, logger: logger)
             logger.info("ledgerd serving", metadata: ["address": "\(configuration.host):\(configuration.port)"])
             try await app.runService()

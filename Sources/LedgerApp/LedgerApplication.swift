@@ -44,6 +44,8 @@ public struct LedgerServices: Sendable {
     public let recovery: RecoveryService
     public let holds: HoldService
     public let expiry: ExpirySweeper
+    /// Saves the daemon's acquirer model (nil when the acquirer is injected or not persisted).
+    public let acquirerStore: AcquirerModelStore?
     public let settlement: SettlementService
     /// Signs checkpoints; nil when no key is configured.
     public let checkpoints: CheckpointService?
@@ -60,8 +62,8 @@ public struct LedgerServices: Sendable {
     public init(
         client: PostgresClient, configuration: LedgerConfiguration, metrics: LedgerMetrics, keyring: APIKeyring,
         acquirer: (any Acquirer)? = nil, clock: @escaping @Sendable () -> Date = { Date() },
-        checkpointKey: CheckpointKey? = nil, logger: Logger
-    ) {
+        checkpointKey: CheckpointKey? = nil, acquirerSnapshot: URL? = nil, logger: Logger
+    ) throws {
         self.client = client
         self.metrics = metrics
         self.keyring = keyring
@@ -75,15 +77,25 @@ public struct LedgerServices: Sendable {
         self.verifier = ChainVerifier(client: client, logger: logger)
         self.catalog = CatalogService(writer: writer, store: store, logger: logger)
         let loader = AggregateLoader(store: store, client: client, logger: logger)
-        let acquirer = acquirer ?? AcquirerModel(
-            seed: configuration.acquirerSeed,
-            configuration: AcquirerModelConfiguration(
-                defaultCreditLimit: configuration.acquirerCreditLimit,
-                holdLifetimes: configuration.holdLifetimes.sorted { $0.key.rawValue < $1.key.rawValue }
-                    .map { HoldLifetimeRule(network: $0.key, lifetimeSeconds: $0.value) } + HoldLifetimeRule.standard,
-                calendar: configuration.settlement.calendar,
-                fundingLagBusinessDays: configuration.settlement.fundingLagBusinessDays),
-            clock: clock)
+        let fresh = {
+            AcquirerModel(
+                seed: configuration.acquirerSeed,
+                configuration: AcquirerModelConfiguration(
+                    defaultCreditLimit: configuration.acquirerCreditLimit,
+                    holdLifetimes: configuration.holdLifetimes.sorted { $0.key.rawValue < $1.key.rawValue }
+                        .map { HoldLifetimeRule(network: $0.key, lifetimeSeconds: $0.value) } + HoldLifetimeRule.standard,
+                    calendar: configuration.settlement.calendar,
+                    fundingLagBusinessDays: configuration.settlement.fundingLagBusinessDays),
+                clock: clock)
+        }
+        // The daemon's own model persists in its data directory; an injected acquirer is the caller's.
+        if acquirer == nil, let acquirerSnapshot {
+            self.acquirerStore = try AcquirerModelStore.open(at: acquirerSnapshot, interval: .seconds(2), logger: logger,
+                                                             fresh: fresh, clock: clock)
+        } else {
+            self.acquirerStore = nil
+        }
+        let acquirer = acquirer ?? acquirerStore?.model ?? fresh()
         let holds = HoldService(
             committer: DomainCommitter(writer: writer, loader: loader), loader: loader, client: client, acquirer: acquirer,
             clock: clock, logger: logger)
@@ -300,6 +312,7 @@ public func buildApplication(
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ledgerd"),
         logger: logger)
     app.addServices(services.client, services.writer, services.recovery, services.expiry)
+    if let store = services.acquirerStore { app.addServices(store) }
     if configuration.settlement.runAtCutOff {
         app.addServices(SettlementScheduler(settlement: services.settlement, logger: logger))
     }

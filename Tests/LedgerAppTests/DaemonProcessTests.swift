@@ -130,6 +130,30 @@ import FoundationNetworking
         #expect(!FileManager.default.fileExists(atPath: dataDirectory.appendingPathComponent("pg/postmaster.pid").path))
         try logHandle.close()
 
+        // The acquirer model survives the restart (its snapshot is in the data directory): the hold
+        // authorized before it can still be captured after it.
+        #expect(FileManager.default.fileExists(atPath: dataDirectory.appendingPathComponent("acquirer-model.json").path))
+        let again2 = Process()
+        again2.executableURL = Self.ledgerdBinary
+        again2.arguments = ["serve", "--port", "\(port)", "--host", "127.0.0.1", "--data-dir", dataDirectory.path]
+        again2.environment = environment
+        let log2 = try FileHandle(forWritingTo: log)
+        try log2.seekToEnd()
+        again2.standardOutput = log2
+        again2.standardError = log2
+        try again2.run()
+        for _ in 0..<240 {
+            if let answer = await get(URL(string: "http://127.0.0.1:\(port)/health")!), answer.0 == 200 { break }
+            if !again2.isRunning { break }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        let afterRestart = try runLedgerd(["order", "capture", orderID, "--amount", "1.00"] + base)
+        #expect(afterRestart.status == 0 && afterRestart.output.contains("\"captured\":\"11.00\""), "\(afterRestart.output)\n\(output())")
+        again2.terminate()
+        for _ in 0..<120 where again2.isRunning { try await Task.sleep(for: .milliseconds(250)) }
+        #expect(!again2.isRunning && again2.terminationStatus == 0)
+        try log2.close()
+
         // Offline commands on the same data directory start the cluster, do their work, and stop
         // what they started.
         let migrate = try runLedgerd(["migrate", "--data-dir", dataDirectory.path])

@@ -49,7 +49,7 @@ import Testing
         let client = PostgresClient(
             configuration: TestCluster.configuration(endpoint: db.endpoint, database: db.name, user: "ledger_app"),
             backgroundLogger: TestCluster.logger)
-        let services = LedgerServices(
+        let services = try LedgerServices(
             client: client, configuration: configuration, metrics: LedgerMetrics(),
             keyring: try APIKeys.keyring(for: configuration, logger: logger), acquirer: acquirer, clock: clock,
             checkpointKey: checkpointKey, logger: logger)

@@ -43,8 +43,9 @@ public actor TestCluster {
         return "t_\(getpid())_\(counter)_\(String(cleaned.prefix(30)))"
     }
 
+    /// Tests run in parallel, each with its own pools (two daemons in some): room for all of them.
     static let embedded = EmbeddedPostgres(
-        configuration: .init(dataDirectory: dataDirectory, durable: false), logger: logger)
+        configuration: .init(dataDirectory: dataDirectory, durable: false, settings: ["max_connections": "800"]), logger: logger)
 
     private static func startCluster() async throws -> EmbeddedPostgres.Endpoint {
         let endpoint = try embedded.start().endpoint
@@ -85,7 +86,7 @@ public actor TestCluster {
     ) -> PostgresClient.Configuration {
         var configuration = PostgresClient.Configuration(
             unixSocketPath: endpoint.socketPath, username: user, password: nil, database: database)
-        configuration.options.maximumConnections = 40
+        configuration.options.maximumConnections = 16
         return configuration
     }
 
