@@ -90,7 +90,7 @@ public struct LedgerServices: Sendable {
         }
         // The daemon's own model persists in its data directory; an injected acquirer is the caller's.
         if acquirer == nil, let acquirerSnapshot {
-            self.acquirerStore = try AcquirerModelStore.open(at: acquirerSnapshot, interval: .seconds(2), logger: logger,
+            self.acquirerStore = try AcquirerModelStore.open(at: acquirerSnapshot, interval: configuration.acquirerSnapshotInterval, logger: logger,
                                                              fresh: fresh, clock: clock)
         } else {
             self.acquirerStore = nil

@@ -27,6 +27,7 @@ import Logging
 /// | `LEDGERD_TAX_RATE` | `0.08` | sales tax on the goods (not shipping), a decimal fraction |
 /// | `LEDGERD_TAX_ROUNDING` | `half_up` | half_up, half_even, down or up: tax is rounded once per order to the minor unit |
 /// | `LEDGERD_RECOVERY_INTERVAL_SECONDS` | `30` | how often orders left pending are resolved with the acquirer |
+/// | `LEDGERD_ACQUIRER_SNAPSHOT_SECONDS` | `10` | how often the daemon saves its acquirer model (when changed) to `<data dir>/acquirer-model.json`; also at shutdown |
 /// | `LEDGERD_CAPTURE_POLICY` | `on_shipment` | `on_shipment`: capture what is open when the order ships; `automatic`: capture at authorization |
 /// | `LEDGERD_EXPIRY_INTERVAL_SECONDS` | `30` | how often the sweeper expires holds past their expiry |
 /// | `LEDGERD_HOLD_LIFETIMES` | network rules | acquirer model hold lifetime per network in seconds, e.g. `visa=604800,mastercard=2592000` (others keep the standard rules) |
@@ -68,6 +69,7 @@ public struct LedgerConfiguration: Sendable {
     public var recoveryInterval: Duration
     public var auditorKeys: [String]
     public var capturePolicy: CapturePolicy
+    public var acquirerSnapshotInterval: Duration
     public var expiryInterval: Duration
     /// Hold lifetime (seconds) per network, overriding the acquirer model's standard rules.
     public var holdLifetimes: [CardNetwork: Int64]
@@ -121,6 +123,9 @@ public struct LedgerConfiguration: Sendable {
             throw ConfigurationError("LEDGERD_CAPTURE_POLICY must be one of \(CapturePolicy.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         capturePolicy = policy
+        let snapshotSeconds = reader.int(forKey: "ledgerd.acquirer.snapshot.seconds", default: 10)
+        guard snapshotSeconds >= 1 else { throw ConfigurationError("LEDGERD_ACQUIRER_SNAPSHOT_SECONDS must be at least 1") }
+        acquirerSnapshotInterval = .seconds(snapshotSeconds)
         let expirySeconds = reader.int(forKey: "ledgerd.expiry.interval.seconds", default: 30)
         guard expirySeconds >= 1 else { throw ConfigurationError("LEDGERD_EXPIRY_INTERVAL_SECONDS must be at least 1") }
         expiryInterval = .seconds(expirySeconds)
