@@ -26,10 +26,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
     ],
     targets: [
         // Pure domain: money, ids, events, the canonical event layout. No dependencies, no I/O.
-        .target(name: "LedgerCore"),
+        // Persistent (structurally shared) dictionaries keep a hot product's reservation table cheap to copy.
+        .target(name: "LedgerCore", dependencies: [.product(name: "HashTreeCollections", package: "swift-collections")]),
         // The deterministic acquirer model: authorization holds, settlement batches, reports. Pure.
         .target(name: "LedgerAcquirer", dependencies: ["LedgerCore"]),
         // The event store on PostgreSQL: migrator, group-commit writer, chain verifier, embedded launcher.
@@ -48,6 +50,17 @@ let package = Package(
         .target(
             name: "LedgerPayments",
             dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]
+        ),
+        // Test PKI and token factory for Apple Pay (tests and `ledgerd bench applepay`; never for real payments).
+        .target(
+            name: "LedgerPaymentsTesting",
+            dependencies: [
+                "LedgerPayments",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -76,12 +89,15 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
         .executableTarget(
             name: "ledgerd",
             dependencies: [
-                "LedgerApp",
+                "LedgerApp", "LedgerPayments", "LedgerPaymentsTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -92,11 +108,12 @@ let package = Package(
             path: "Tests/LedgerTestSupport"
         ),
         .testTarget(name: "LedgerCoreTests", dependencies: ["LedgerCore"]),
-        .testTarget(name: "LedgerAcquirerTests", dependencies: ["LedgerAcquirer", "LedgerCore"]),
+        // Golden/: report files the tests compare against, read by path.
+        .testTarget(name: "LedgerAcquirerTests", dependencies: ["LedgerAcquirer", "LedgerCore"], exclude: ["Golden"]),
         .testTarget(
             name: "LedgerPaymentsTests",
             dependencies: [
-                "LedgerPayments",
+                "LedgerPayments", "LedgerPaymentsTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -110,7 +127,7 @@ let package = Package(
         .testTarget(
             name: "LedgerAppTests",
             dependencies: [
-                "LedgerApp", "LedgerTestSupport", "ledgerd",
+                "LedgerApp", "LedgerTestSupport", "ledgerd", "LedgerPayments", "LedgerPaymentsTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]

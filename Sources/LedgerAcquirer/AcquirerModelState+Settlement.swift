@@ -6,7 +6,7 @@ extension AcquirerModelState {
     /// each line, applies the seeded fault knobs, and returns the report ending with its
     /// MerchantPayout line. Idempotent by batch reference.
     ///
-    /// The business date follows the cut-off (at or after it: the next business day); the payout's
+    /// The business date is the request's, else follows the cut-off (at or after it: the next business day); the payout's
     /// value date is that date plus the funding lag in business days. Lines held back by the
     /// move-to-next-batch fault come first, renumbered into this batch.
     public mutating func submitBatch(_ request: SettlementBatchRequest, now: Date) throws(AcquirerError) -> SettlementReport {
@@ -108,7 +108,8 @@ extension AcquirerModelState {
             payoutUnits -= faults.shortPaymentMinorUnits
         }
         counters.payout += 1
-        let businessDate = configuration.cutOff.businessDate(closingAt: now, calendar: configuration.calendar)
+        let businessDate = request.businessDate.map { configuration.calendar.businessDay(onOrAfter: $0) }
+            ?? configuration.cutOff.businessDate(closingAt: now, calendar: configuration.calendar)
         let payout = PayoutNotice(
             payoutReference: DerivedIdentifier.payoutReference.hex(seed: seed, counter: counters.payout),
             batchNumber: batchNumber, merchantAccount: configuration.merchantAccount,

@@ -6,10 +6,11 @@ import Logging
 import PostgresNIO
 
 /// `ledgerd bench expiry`: the time the sweeper takes to expire `holds` holds that all pass their
-/// expiry at once. Setup (not timed): one product with enough stock, then `holds` orders opened
-/// and authorized through the pure payment steps and committed with their read-model rows, in
-/// batches. Timed: ``HoldService/expireDue(now:batchSize:)`` from the first due hold to the last —
-/// reading the due holds, deciding, and appending hold expiry + order status + stock release.
+/// expiry at once. Setup (not timed): one product with enough stock, then `holds` orders authorized
+/// at the acquirer model, opened and recorded through the pure payment steps and committed with
+/// their read-model rows, in batches. Timed, once the clock passed every expiry:
+/// ``HoldService/expireDue(now:batchSize:)`` from the first due hold to the last — reading the due
+/// holds, asking the acquirer about each, deciding, and appending hold expiry + order status + stock release.
 /// Runs on the same kind of private durable cluster as `bench append` (database dropped first).
 public struct ExpiryBenchmark: Sendable {
     public var holds: Int
@@ -39,11 +40,16 @@ public struct ExpiryBenchmark: Sendable {
                 let loader = AggregateLoader(store: store, client: client, logger: logger)
                 let committer = DomainCommitter(writer: writer, loader: loader)
                 let t0 = Date(timeIntervalSince1970: 1_790_000_000)
-                try await Self.setUp(holds: holds, at: t0, committer: committer)
+                let clock = SimulatedClock(t0)
+                let acquirer = AcquirerModel(
+                    seed: 1, configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: Int64.max / 4, currency: .usd)),
+                    clock: { clock.now })
+                try await Self.setUp(holds: holds, at: t0, acquirer: acquirer, committer: committer)
                 let service = HoldService(committer: committer, loader: loader, client: client,
-                                          acquirer: AcquirerModel(seed: 1, clock: { t0 }), clock: { t0 }, logger: logger)
+                                          acquirer: acquirer, clock: { clock.now }, logger: logger)
+                clock.advance(by: 30 * 86_400)  // past every hold's expiry, at the acquirer too
                 let start = ContinuousClock.now
-                let expired = try await service.expireDue(now: t0.addingTimeInterval(7_200), batchSize: sweepBatch)
+                let expired = try await service.expireDue(now: clock.now, batchSize: sweepBatch)
                 let elapsed = ContinuousClock.now - start
                 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
                 var count: Int64 = 0
@@ -55,8 +61,8 @@ public struct ExpiryBenchmark: Sendable {
         }
     }
 
-    /// One product with `holds` units, and `holds` authorized orders whose holds expire at t0 + 1 h.
-    static func setUp(holds: Int, at t0: Date, committer: DomainCommitter) async throws {
+    /// One product with `holds` units, and `holds` orders authorized at `acquirer` (which sets their expiry).
+    static func setUp(holds: Int, at t0: Date, acquirer: AcquirerModel, committer: DomainCommitter) async throws {
         let context = DecisionContext(now: t0)
         let productID = ProductID("bench-widget")!, methodID = ShippingMethodID("bench-post")!
         let listed = try ProductDecider.decide(
@@ -94,10 +100,8 @@ public struct ExpiryBenchmark: Sendable {
                                contactRef: "contact-\(orderID.rawValue)", claimedAmount: nil),
                     order: nil, products: states.products, shippingMethod: states.shippingMethods[methodID], context: context).get())
                 let order = states.orders[orderID]!
-                let approval = AuthorizationResponse(
-                    merchantReference: order.merchantReference, pspReference: "PSP\(made)", responseCode: .approved, authCode: "BENCH1",
-                    amount: order.amounts.total, holdExpiresAt: t0.addingTimeInterval(3_600), network: .visa, fundingType: .credit,
-                    lastFour: "4242", processedAt: t0)
+                let approval = try await acquirer.authorize(AuthorizationRequest(
+                    merchantReference: order.merchantReference, amount: order.amounts.total, paymentMethod: .token("tok_visa")))
                 add(try PaymentFlow.recordAuthorization(approval, order: order, products: states.products, context: context).get())
                 made += 1
             }

@@ -32,11 +32,19 @@ public struct HoldService: HoldOperator {
     let acquirer: any Acquirer
     let clock: @Sendable () -> Date
     let logger: Logger
+    /// Operations on one order take turns in this process (prepare → acquirer → record), so their
+    /// answers are recorded in the order the acquirer gave them.
+    let orderTurns = KeyedLock()
 
     static let maximumAttempts = 50
 
     public func perform(orderID raw: String, _ request: HoldOperationRequest, idempotencyKey: String?, actor: String) async throws -> (HTTPResponse.Status, String) {
-        guard let orderID = OrderID(raw), var order = try await loader.order(orderID) else { throw APIError.notFound("no order \(raw)") }
+        // Decided on this process's cached states (as payments are): every write of this process goes
+        // through the same loader, and another daemon's change makes the acquirer refuse or the
+        // append conflict, after which the answer is recorded on fresh reads.
+        guard let orderID = OrderID(raw), try await loader.order(orderID, fresh: false) != nil else {
+            throw APIError.notFound("no order \(raw)")
+        }
         let requestHash = Self.hash(request)
         let key = idempotencyKey ?? UUID().uuidString.lowercased()
         let ledgerKey = IdempotencyKey(key: "hold:\(orderID.rawValue):\(request.kind.rawValue):\(key)", requestHash: requestHash)
@@ -46,8 +54,17 @@ public struct HoldService: HoldOperator {
             }
             return try await reply(orderID, request.kind, applied: nil, replayed: true)
         }
+        return try await orderTurns.withLock(orderID.rawValue) {
+            try await performInTurn(request, orderID: orderID, key: key, ledgerKey: ledgerKey, idempotencyKey: idempotencyKey, actor: actor)
+        }
+    }
+
+    private func performInTurn(
+        _ request: HoldOperationRequest, orderID: OrderID, key: String, ledgerKey: IdempotencyKey, idempotencyKey: String?, actor: String
+    ) async throws -> (HTTPResponse.Status, String) {
+        guard let order = try await loader.order(orderID, fresh: false) else { throw APIError.notFound("no order \(orderID)") }
         let operation = try Self.operation(request, currency: order.amounts.total.currency)
-        var hold = try await loader.hold(orderID)
+        let hold = try await loader.hold(orderID, fresh: false)
         let reference = HoldLifecycle.modificationReference(order: order, operation: operation, key: key)
         let call: HoldAcquirerCall
         switch HoldLifecycle.prepare(operation, order: order, hold: hold, modificationReference: reference, now: clock()) {
@@ -57,37 +74,71 @@ public struct HoldService: HoldOperator {
         let response = try await send(call)
         let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: actor,
                                      command: request.kind.rawValue.capitalized + "Hold", idempotencyKey: idempotencyKey)
-        for _ in 0..<Self.maximumAttempts {
-            guard let current = hold else { throw APIError.internalError }
+        let result: AppendResult?
+        do {
+            result = try await record(operation, response: response, orderID: orderID, metadata: metadata, idempotency: ledgerKey)
+        } catch let error as AppendError where error == .idempotencyConflict {
+            throw APIError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different \(request.kind.rawValue)")
+        }
+        if result == nil, let response, response.kind == .increment, !response.responseCode.isApproved {
+            return try await declined(orderID, response)
+        }
+        return try await reply(orderID, request.kind, applied: response, replayed: result?.replayed ?? false)
+    }
+
+    /// Records the acquirer's answer to `operation` on the order's current state, re-deciding on fresh
+    /// state after a version conflict. Returns nil when there was nothing to append (a declined
+    /// increment, or a modification already recorded).
+    ///
+    /// Answers can reach the ledger out of the acquirer's order (another daemon's operation on the
+    /// same hold still in flight): when ours does not fit the hold as recorded, the acquirer's earlier
+    /// modifications are recorded first, from its own answers, and ours is decided again.
+    func record(
+        _ operation: HoldOperation, response: ModificationResponse?, orderID: OrderID, metadata: EventMetadata,
+        idempotency: IdempotencyKey?, catchingUp: Bool = true
+    ) async throws -> AppendResult? {
+        var caughtUp = !catchingUp
+        for attempt in 0..<Self.maximumAttempts {
+            // Order and hold as this process last saw them first, fresh after a conflict; stock likewise
+            // (the append's version check catches anything stale).
+            guard let order = try await loader.order(orderID, fresh: attempt > 0),
+                  let hold = try await loader.hold(orderID, fresh: attempt > 0) else { throw APIError.internalError }
             var products: [ProductID: ProductState] = [:]
-            for line in order.lines { products[line.productID] = try await loader.product(line.productID) }
+            for line in order.lines { products[line.productID] = try await loader.product(line.productID, fresh: attempt > 0) }
             let now = clock()
             let plan: AppendPlan
-            switch HoldLifecycle.record(operation, response: response, order: order, hold: current, products: products,
+            switch HoldLifecycle.record(operation, response: response, order: order, hold: hold, products: products,
                                         context: DecisionContext(now: now)) {
+            case .failure(.stockOutOfDate) where attempt + 1 < Self.maximumAttempts:
+                continue  // another process moved the stock: decide again on fresh reads
+            case .failure(.responseMismatch) where !caughtUp && response != nil:
+                caughtUp = true
+                try await catchUp(orderID, before: response!.modificationReference)
+                continue
             case .failure(let rejection):
                 logger.error("acquirer answer could not be recorded", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
                 throw Self.apiError(rejection)
             case .success(let decided): plan = decided
             }
-            if plan.isEmpty {
-                if let response, response.kind == .increment, !response.responseCode.isApproved {
-                    return try await declined(orderID, response)
+            if plan.isEmpty { return nil }
+            // The acquirer's answer carries the hold's balance after it. If ours does not land the ledger
+            // there, the acquirer applied something before ours that the ledger lacks (another daemon's
+            // answer still on its way): record those first, then decide ours again. A difference that
+            // remains after catching up comes from later modifications already recorded (they commute).
+            if let response, !caughtUp {
+                let after = plan.events.reduce(hold) { state, event in
+                    if case .hold(let e) = event { HoldState.evolve(state, e)! } else { state }
                 }
-                return try await reply(orderID, request.kind, applied: response, replayed: false)
-            }
-            let states = AggregateStates(products: products, orders: [orderID: order], holds: [orderID: current])
-            do {
-                if let result = try await committer.commit(plan, on: states, now: now, metadata: metadata, idempotency: ledgerKey) {
-                    return try await reply(orderID, request.kind, applied: response, replayed: result.replayed)
+                if after.balance != response.balance {
+                    caughtUp = true
+                    try await catchUp(orderID, before: response.modificationReference)
+                    continue
                 }
-            } catch let error as AppendError where error == .idempotencyConflict {
-                throw APIError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different \(request.kind.rawValue)")
             }
-            // Another writer moved the order, hold or stock first: record the same answer on fresh state.
-            guard let fresh = try await loader.order(orderID) else { throw APIError.internalError }
-            order = fresh
-            hold = try await loader.hold(orderID)
+            let states = AggregateStates(products: products, orders: [orderID: order], holds: [orderID: hold])
+            if let result = try await committer.commit(plan, on: states, now: now, metadata: metadata, idempotency: idempotency) {
+                return result
+            }
         }
         throw APIError.unavailable("the order is too busy right now; retry with the same Idempotency-Key")
     }
@@ -146,6 +197,7 @@ public struct HoldService: HoldOperator {
         case .exceedsRefundable: return APIError(status: .unprocessableContent, code: "exceeds_refundable", message: message, field: "amount")
         case .missingReason: return APIError(status: .unprocessableContent, code: "missing_field", message: message, field: "reason")
         case .responseMismatch: return APIError(status: .badGateway, code: "acquirer_mismatch", message: message)
+        case .stockOutOfDate: return APIError.unavailable(message)
         }
     }
 
@@ -193,24 +245,34 @@ public struct HoldService: HoldOperator {
 
     /// Expires every open hold whose expiry is at or before `now`, `batchSize` holds per append
     /// (hold expired + order status + stock released, decided on states read fresh in one query).
-    /// Several sweepers may race: appends are version-checked, so each hold expires exactly once;
-    /// the loser re-reads and finds nothing left to do. Returns the number of holds this call expired.
+    ///
+    /// The acquirer's word decides, not our clock alone: a hold is expired only when the acquirer
+    /// reports it expired and every modification it applied is in the ledger. An operation the
+    /// acquirer applied that the ledger has not recorded (in flight, or its recorder crashed) is
+    /// recorded first from the acquirer's answer — so a void that beat the expiry at the acquirer is
+    /// a reversal here too, never an expiry. Several sweepers may race: appends are version-checked,
+    /// so each hold expires exactly once. Returns the number of holds this call expired.
     @discardableResult
     public func expireDue(now: Date? = nil, batchSize: Int = 500) async throws -> Int {
         var expired = 0
-        var conflicts = 0
-        while conflicts <= Self.maximumAttempts {
+        var rounds = 0
+        while rounds <= Self.maximumAttempts {
+            rounds += 1
             let now = now ?? clock()
             let due = try await dueHolds(now: now, limit: batchSize)
-            let (plan, states, count) = try await decideExpiry(due, now: now)
-            if count == 0 { break }
-            let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: "expiry-sweeper", command: "ExpireHolds")
-            guard try await committer.commit(plan, on: states, now: now, metadata: metadata) != nil else {
-                conflicts += 1  // another sweeper or an operator got there first: read again
-                continue
+            let decision = try await decideExpiry(due, now: now)
+            for (orderID, _) in decision.unrecorded { try await catchUp(orderID) }
+            if decision.count == 0 {
+                if decision.unrecorded.isEmpty { break }
+                continue  // those holds are due again, now with every modification recorded
             }
-            expired += count
-            if due.count < batchSize { break }
+            let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: "expiry-sweeper", command: "ExpireHolds")
+            guard try await committer.commit(decision.plan, on: decision.states, now: now, metadata: metadata) != nil else {
+                continue  // another sweeper or an operator got there first: read again
+            }
+            expired += decision.count
+            rounds = 0
+            if due.count < batchSize && decision.unrecorded.isEmpty { break }
         }
         return expired
     }
@@ -229,9 +291,18 @@ public struct HoldService: HoldOperator {
         return ids
     }
 
-    /// One append expiring `orders`: their streams are read fresh in one query, and each decision
-    /// sees the stock as the previous ones left it (one product stream gets all its releases).
-    func decideExpiry(_ orders: [OrderID], now: Date) async throws -> (AppendPlan, AggregateStates, Int) {
+    struct ExpiryDecision {
+        var plan: AppendPlan
+        var states: AggregateStates
+        var count: Int
+        /// Holds with modifications the acquirer applied and the ledger has not recorded, oldest first.
+        var unrecorded: [(OrderID, [ModificationResponse])]
+    }
+
+    /// One append expiring what the acquirer reports expired among `orders`: their streams are read
+    /// fresh in one query, and each decision sees the stock as the previous ones left it (one product
+    /// stream gets all its releases).
+    func decideExpiry(_ orders: [OrderID], now: Date) async throws -> ExpiryDecision {
         let streams = orders.flatMap { [$0.streamID, $0.holdStreamID] }
         var states = AggregateStates()
         for recorded in try await loader.store.readStreams(streams) { states.apply(try DomainEvent.decode(recorded)) }
@@ -244,9 +315,25 @@ public struct HoldService: HoldOperator {
         var appends: [PlannedAppend] = []
         var index: [StreamID: Int] = [:]
         var count = 0
+        var unrecorded: [(OrderID, [ModificationResponse])] = []
         let context = DecisionContext(now: now)
         for id in orders {
-            guard let order = states.orders[id], let hold = states.holds[id] else { continue }
+            guard let order = states.orders[id], let hold = states.holds[id], !hold.isClosed else { continue }
+            let details: PaymentDetails
+            switch try await acquirer.query(merchantReference: hold.merchantReference) {
+            case .found(let found): details = found
+            case .notFound:
+                logger.error("the acquirer does not know an open hold; not expiring it", metadata: ["order": "\(id)"])
+                continue
+            }
+            let missing = details.modifications.filter {
+                $0.responseCode.isApproved && !hold.modificationReferences.contains($0.modificationReference)
+            }
+            if !missing.isEmpty {
+                unrecorded.append((id, missing))
+                continue
+            }
+            guard details.status == .expired else { continue }  // not lapsed at the acquirer (yet)
             switch HoldLifecycle.expire(order: order, hold: hold, products: states.products, context: context) {
             case .failure(let rejection):
                 logger.error("expiry refused", metadata: ["order": "\(id)", "why": "\(rejection)"])
@@ -264,7 +351,34 @@ public struct HoldService: HoldOperator {
                 }
             }
         }
-        return (AppendPlan(appends), before, count)
+        return ExpiryDecision(plan: AppendPlan(appends), states: before, count: count, unrecorded: unrecorded)
+    }
+
+    /// Records modifications the acquirer applied that the ledger lacks, in the acquirer's order and
+    /// from its own answers (the same decider as the operations that asked for them; an answer already
+    /// recorded records nothing). With `before`, only those the acquirer applied before that one.
+    func catchUp(_ orderID: OrderID, before reference: String? = nil) async throws {
+        guard let hold = try await loader.hold(orderID),
+              case .found(let details) = try await acquirer.query(merchantReference: hold.merchantReference) else { return }
+        var missing = details.modifications.filter {
+            $0.responseCode.isApproved && !hold.modificationReferences.contains($0.modificationReference)
+        }
+        if let reference, let ours = missing.firstIndex(where: { $0.modificationReference == reference }) {
+            missing = Array(missing[..<ours])
+        }
+        let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: "acquirer-sync", command: "RecordFromAcquirer")
+        for modification in missing {
+            let operation: HoldOperation
+            switch modification.kind {
+            case .capture: operation = .capture(amount: modification.amount, isFinal: modification.isFinal)
+            case .increment: operation = .increment(amount: modification.amount)
+            case .reversal: operation = .void(amount: modification.amount)
+            case .refund: operation = .refund(amount: modification.amount, reason: "recorded from the acquirer")
+            }
+            logger.notice("recording a modification the acquirer applied before the ledger heard of it", metadata: [
+                "order": "\(orderID)", "modification": "\(modification.modificationReference)", "kind": "\(modification.kind)"])
+            _ = try await record(operation, response: modification, orderID: orderID, metadata: metadata, idempotency: nil, catchingUp: false)
+        }
     }
 }
 
@@ -275,9 +389,11 @@ struct DomainCommitter: Sendable {
     let loader: AggregateLoader
 
     /// Returns nil on a version conflict (another writer moved a stream first: decide again on fresh state).
+    /// `alsoAppending`: streams outside the domain's aggregates (e.g. an Apple Pay marker) committed in the same append.
     func commit(_ plan: AppendPlan, on states: AggregateStates, now: Date, metadata: EventMetadata,
-                idempotency: IdempotencyKey? = nil) async throws -> AppendResult? {
-        let (request, after) = try states.appendRequest(for: plan.appends, now: now, metadata: metadata, idempotency: idempotency)
+                idempotency: IdempotencyKey? = nil, alsoAppending extra: [StreamAppend] = []) async throws -> AppendResult? {
+        var (request, after) = try states.appendRequest(for: plan.appends, now: now, metadata: metadata, idempotency: idempotency)
+        request.streams += extra
         do {
             let result = try await writer.append(request)
             if !result.replayed { loader.remember(after) }

@@ -44,6 +44,7 @@ public struct LedgerServices: Sendable {
     public let recovery: RecoveryService
     public let holds: HoldService
     public let expiry: ExpirySweeper
+    public let settlement: SettlementService
     /// Signs checkpoints; nil when no key is configured.
     public let checkpoints: CheckpointService?
     public let checkpointScheduler: CheckpointScheduler?
@@ -79,7 +80,9 @@ public struct LedgerServices: Sendable {
             configuration: AcquirerModelConfiguration(
                 defaultCreditLimit: configuration.acquirerCreditLimit,
                 holdLifetimes: configuration.holdLifetimes.sorted { $0.key.rawValue < $1.key.rawValue }
-                    .map { HoldLifetimeRule(network: $0.key, lifetimeSeconds: $0.value) } + HoldLifetimeRule.standard),
+                    .map { HoldLifetimeRule(network: $0.key, lifetimeSeconds: $0.value) } + HoldLifetimeRule.standard,
+                calendar: configuration.settlement.calendar,
+                fundingLagBusinessDays: configuration.settlement.fundingLagBusinessDays),
             clock: clock)
         let holds = HoldService(
             committer: DomainCommitter(writer: writer, loader: loader), loader: loader, client: client, acquirer: acquirer,
@@ -88,8 +91,15 @@ public struct LedgerServices: Sendable {
         self.expiry = ExpirySweeper(holds: holds, interval: configuration.expiryInterval, logger: logger)
         let payments = PaymentService(
             writer: writer, loader: loader, client: client, acquirer: acquirer, clock: clock,
-            taxPolicy: configuration.taxPolicy, capturePolicy: configuration.capturePolicy, holds: holds, logger: logger)
+            taxPolicy: configuration.taxPolicy, capturePolicy: configuration.capturePolicy, holds: holds, logger: logger,
+            applePay: configuration.applePay.map {
+                ApplePayProcessor(configuration: $0.merchantConfiguration, metricsFactory: metrics.factory)
+            })
         self.payments = payments
+        self.settlement = SettlementService(
+            writer: writer, store: store, client: client, acquirer: acquirer, settings: configuration.settlement,
+            merchantAccount: AcquirerModelConfiguration().merchantAccount,
+            pricing: AcquirerModelConfiguration().pricing, clock: clock, logger: logger)
         self.recovery = RecoveryService(payments: payments, interval: configuration.recoveryInterval, policy: .standard, logger: logger)
         let checkpoints = checkpointKey.map {
             CheckpointService(key: $0, writer: writer, store: store, directory: configuration.checkpointsDirectoryURL,
@@ -272,6 +282,9 @@ public func buildRouter(services: LedgerServices, configuration: LedgerConfigura
     // Changes need an operator key.
     let changes = router.group().add(middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .change))
     holdRoutes.registerChanges(on: changes)
+    let settlementRoutes = SettlementRoutes(settlement: services.settlement)
+    settlementRoutes.registerReads(on: reads)
+    settlementRoutes.registerChanges(on: changes)
     checkpointRoutes.registerChanges(on: changes)
     PrivacyRoutes(privacy: services.privacy).register(on: changes)
     return router
@@ -287,6 +300,9 @@ public func buildApplication(
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ledgerd"),
         logger: logger)
     app.addServices(services.client, services.writer, services.recovery, services.expiry)
+    if configuration.settlement.runAtCutOff {
+        app.addServices(SettlementScheduler(settlement: services.settlement, logger: logger))
+    }
     if let scheduler = services.checkpointScheduler { app.addServices(scheduler) }
     if configuration.seedDemoCatalog {
         // Runs once the pool and the writer are up, before the server accepts requests.

@@ -32,6 +32,18 @@ import Logging
 /// | `LEDGERD_HOLD_LIFETIMES` | network rules | acquirer model hold lifetime per network in seconds, e.g. `visa=604800,mastercard=2592000` (others keep the standard rules) |
 /// | `LEDGERD_PRODUCT_IMAGES_DIR` | `<data dir>/product_images` | directory `GET /product_image/<file>` serves |
 /// | `LEDGERD_LOG_LEVEL` | `info` | trace, debug, info, notice, warning, error, critical |
+/// | `LEDGERD_APPLEPAY_PRIVATE_KEYS` | — | Apple Pay payment processing key PEM files, comma-separated (rotation); unset = Apple Pay tokens refused. **Secret files.** |
+/// | `LEDGERD_APPLEPAY_CERTIFICATES` | — | the matching payment processing certificate PEM files (merchant identifier hash) |
+/// | `LEDGERD_APPLEPAY_MERCHANT_ID` | — | merchant identifier, for keys without a certificate |
+/// | `LEDGERD_APPLEPAY_ROOT` | bundled Apple Root CA - G3 | PEM file of the trusted root(s) of token signatures |
+/// | `LEDGERD_APPLEPAY_MAX_SIGNATURE_AGE_SECONDS` | `300` | most seconds between a token's signing time and now |
+/// | `LEDGERD_SETTLEMENT_TIME_ZONE` | `UTC` | the merchant's IANA time zone, in which the business day closes |
+/// | `LEDGERD_SETTLEMENT_CUT_OFF` | `22:00` | local cut-off `HH:MM`; captures recorded before it settle with that business day |
+/// | `LEDGERD_SETTLEMENT_HOLIDAYS` | — | comma-separated `YYYY-MM-DD` bank holidays (weekends: Saturday, Sunday) |
+/// | `LEDGERD_SETTLEMENT_FUNDING_LAG_DAYS` | `1` | payout value date = business date + this many business days |
+/// | `LEDGERD_SETTLEMENT_AUTO` | `false` | `serve` settles each business day itself once its cut-off has passed |
+///
+/// The Apple Pay files are read when the configuration loads; see ``ApplePaySettings``.
 /// | `LEDGERD_CHECKPOINT_KEY` | — | path of the Ed25519 private key that signs checkpoints (PEM PKCS #8 or 32 raw/hex/base64 bytes); unset: no checkpoints. The file is secret. |
 /// | `LEDGERD_CHECKPOINT_TIME` | `23:59` | daily checkpoint (business-day close), HH:MM |
 /// | `LEDGERD_CHECKPOINT_TIME_ZONE` | `UTC` | time zone of `LEDGERD_CHECKPOINT_TIME`, e.g. `America/New_York` |
@@ -59,6 +71,10 @@ public struct LedgerConfiguration: Sendable {
     public var expiryInterval: Duration
     /// Hold lifetime (seconds) per network, overriding the acquirer model's standard rules.
     public var holdLifetimes: [CardNetwork: Int64]
+    /// Apple Pay tokens processed by the ledger itself; nil when no processing key is configured.
+    public var applePay: ApplePaySettings?
+    /// End-of-day settlement: cut-off, calendar, funding lag (see ``SettlementSettings``).
+    public var settlement: SettlementSettings
     /// Path of the checkpoint signing key; nil: checkpoints are off.
     public var checkpointKeyPath: String?
     /// When the daily checkpoint is signed, in ``checkpointTimeZone``.
@@ -141,6 +157,8 @@ public struct LedgerConfiguration: Sendable {
         guard (1...65_535).contains(port) else { throw ConfigurationError("LEDGERD_PORT must be 1…65535, got \(port)") }
         guard databasePoolSize >= 2 else { throw ConfigurationError("LEDGERD_DB_POOL_SIZE must be at least 2") }
         guard writerMaximumBatchEvents >= 1 else { throw ConfigurationError("LEDGERD_WRITER_MAX_BATCH must be at least 1") }
+        applePay = try ApplePaySettings.read(from: reader)
+        settlement = try SettlementSettings.read(from: reader)
         if databaseURL?.isEmpty == true { databaseURL = nil }
         if migrationDatabaseURL?.isEmpty == true { migrationDatabaseURL = nil }
     }

@@ -22,6 +22,9 @@ import Synchronization
 /// declined → 402 `{"status": "failed", "decline_code", "message", …}`; unknown outcome → 502
 /// with `status` "failed" (the shopper is not charged: recovery reverses or releases). Refusals
 /// before anything is appended are 4xx API errors naming the field (409 `out_of_stock`).
+///
+/// Apple Pay tokens (`gateway: "applepay"`) are verified and decrypted here before step 1, and their
+/// transaction id is made single-use by a marker stream in step 1's append (PaymentService+ApplePay.swift).
 public struct PaymentService: PaymentProcessor {
     let writer: LedgerWriter
     let loader: AggregateLoader
@@ -33,6 +36,8 @@ public struct PaymentService: PaymentProcessor {
     /// Captures at authorization under the automatic capture policy.
     let holds: HoldService
     let logger: Logger
+    /// Verifies and decrypts Apple Pay tokens; nil when the ledger has no Apple Pay keys configured.
+    var applePay: ApplePayProcessor? = nil
     /// Product and shipping-method ids by name (names of listed items never change).
     let names = NameIndex()
     /// Step 1 for one product runs one payment at a time in this process (see ``KeyedLock``).
@@ -41,10 +46,6 @@ public struct PaymentService: PaymentProcessor {
     static let maximumAttempts = 50
 
     public func pay(_ request: PaymentRequest, idempotencyKey: String?) async throws -> PaymentReply {
-        guard case .token(let token) = request.source else {
-            throw APIError(status: .unprocessableContent, code: "unsupported_gateway",
-                           message: "Apple Pay tokens are not accepted yet", field: "gateway")
-        }
         let productID = try await resolveProduct(request)
         // The shipping method is read fresh: its stream is not part of the order's append, so a
         // stale price would not be caught by a version check.
@@ -57,6 +58,14 @@ public struct PaymentService: PaymentProcessor {
         let correlation = UUID().uuidString.lowercased()
         let orderID = OrderID(UUID().uuidString.lowercased())!
         let contactRef = "contact-\(orderID.rawValue)"
+        let paymentMethod: PaymentMethodData
+        let applePayToken: AcceptedApplePayToken?
+        switch request.source {
+        case .token(let token): (paymentMethod, applePayToken) = (.token(token), nil)
+        case .applePayToken(let json):
+            let accepted = try await acceptApplePayToken(json: json, request: request, idempotency: idempotency, correlation: correlation)
+            (paymentMethod, applePayToken) = (.networkToken(accepted.networkToken), accepted)
+        }
 
         // 1. Reserve and open, one payment per product at a time in this process.
         try await storeContact(contactRef, request)
@@ -78,10 +87,13 @@ public struct PaymentService: PaymentProcessor {
                     throw Self.apiError(rejection, request: request)
                 case .success(let decided): plan = decided
                 }
+                let marker = try applePayToken.map { [try $0.markerAppend(for: plan, orderID: orderID, now: now)] } ?? []
                 do {
                     guard let result = try await commit(
                         plan, on: AggregateStates(products: [productID: product], shippingMethods: [method.id: method]), now: now,
-                        metadata: metadata(correlation, "PlaceOrder", idempotencyKey), idempotency: idempotency) else {
+                        metadata: metadata(correlation, "PlaceOrder", idempotencyKey), idempotency: idempotency,
+                        alsoAppending: marker) else {
+                        if let applePayToken, try await applePayTransactionUsed(applePayToken) { throw Self.replayed(applePayToken.genuine) }
                         fresh = true
                         continue
                     }
@@ -106,30 +118,31 @@ public struct PaymentService: PaymentProcessor {
             outcome = try await openOrder()
         } catch {
             try? await eraseContact(contactRef)  // nothing refers to it: the order was not opened
-            throw error
+            throw await applePayRefusal(error, correlation: correlation)
         }
         let opened: Bool
         switch outcome {
         case .opened: opened = true
-        case .replayedOrder(let earlier): return try await authorizeAndRecord(earlier, token: token, correlation: correlation)
+        case .replayedOrder(let earlier): return try await authorizeAndRecord(earlier, paymentMethod: paymentMethod, correlation: correlation)
         case .busy: opened = false
         }
         guard opened else {
             try? await eraseContact(contactRef)
             throw APIError.unavailable("the product is too busy right now; please retry")
         }
-        return try await authorizeAndRecord(orderID, token: token, correlation: correlation)
+        if applePayToken != nil { applePay?.countAcceptance() }
+        return try await authorizeAndRecord(orderID, paymentMethod: paymentMethod, correlation: correlation)
     }
 
     /// Steps 2 and 3 for an opened order (also what a retry and recovery of a pending order do).
-    func authorizeAndRecord(_ orderID: OrderID, token: String, correlation: String) async throws -> PaymentReply {
+    func authorizeAndRecord(_ orderID: OrderID, paymentMethod: PaymentMethodData, correlation: String) async throws -> PaymentReply {
         guard let order = try await loader.order(orderID, fresh: false) else { throw APIError.internalError }
         guard order.status.awaitsPayment else { return try await reply(for: orderID) }
 
         let response: AuthorizationResponse
         do {
             response = try await acquirer.authorize(AuthorizationRequest(
-                merchantReference: order.merchantReference, amount: order.amounts.total, paymentMethod: .token(token)))
+                merchantReference: order.merchantReference, amount: order.amounts.total, paymentMethod: paymentMethod))
         } catch {
             logger.error("acquirer call failed; the order stays pending for recovery",
                          metadata: ["order": "\(orderID)", "error": "\(error)"])
@@ -230,10 +243,12 @@ public struct PaymentService: PaymentProcessor {
         throw APIError.unavailable("the order could not be recorded right now; it will be resolved")
     }
 
-    /// Appends `plan` (see ``DomainCommitter``); nil on a version conflict.
+    /// Appends `plan` (see ``DomainCommitter``) with the streams in `alsoAppending` (e.g. an Apple Pay
+    /// marker) in the same append; nil on a version conflict.
     func commit(_ plan: AppendPlan, on states: AggregateStates, now: Date, metadata: EventMetadata,
-                idempotency: IdempotencyKey? = nil) async throws -> AppendResult? {
-        try await DomainCommitter(writer: writer, loader: loader).commit(plan, on: states, now: now, metadata: metadata, idempotency: idempotency)
+                idempotency: IdempotencyKey? = nil, alsoAppending extra: [StreamAppend] = []) async throws -> AppendResult? {
+        try await DomainCommitter(writer: writer, loader: loader).commit(
+            plan, on: states, now: now, metadata: metadata, idempotency: idempotency, alsoAppending: extra)
     }
 
     /// The app's reply for an order in its current state.

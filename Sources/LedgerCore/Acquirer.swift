@@ -543,11 +543,17 @@ public struct SettlementBatchRequest: Hashable, Sendable, Codable {
     public var batchReference: String
     public var currency: Currency
     public var items: [SettlementItem]
+    /// The business date the merchant closed the batch for. When nil the acquirer derives it from
+    /// the submission time and its cut-off (a batch submitted at or after the cut-off belongs to the
+    /// next business day) — so a ledger that closes its day at the cut-off and submits right after
+    /// names the date it closed.
+    public var businessDate: BusinessDate?
 
-    public init(batchReference: String, currency: Currency, items: [SettlementItem]) {
+    public init(batchReference: String, currency: Currency, items: [SettlementItem], businessDate: BusinessDate? = nil) {
         self.batchReference = batchReference
         self.currency = currency
         self.items = items
+        self.businessDate = businessDate
     }
 }
 

@@ -39,7 +39,7 @@ public struct APIKeyring: Sendable {
     public func principal(forKey key: String) -> Principal? { principals[Self.digest(key)] }
 
     static func digest(_ key: String) -> String {
-        SHA256.hash(data: Array(key.utf8)).map { String(format: "%02x", $0) }.joined()
+        EventJSON.hex(Array(SHA256.hash(data: Array(key.utf8))))
     }
 }
 

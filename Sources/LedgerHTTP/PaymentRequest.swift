@@ -12,7 +12,9 @@ public struct PaymentRequest: Sendable, Hashable {
         case stripe, acquirer, applepay
     }
 
-    /// The charge token (a test token such as `tok_visa`), or an Apple Pay token as JSON text.
+    /// The charge token (a test token such as `tok_visa`), or an Apple Pay token as JSON text (sent as a
+    /// JSON object, or as base64 of its JSON; either way the token's JSON is kept here and checked by the
+    /// payment service, which reports a malformed token as `applepay_malformed_token`).
     public enum Source: Sendable, Hashable {
         case token(String)
         case applePayToken(json: String)
@@ -73,16 +75,22 @@ public struct PaymentRequest: Sendable, Hashable {
         }
         let source: Source
         switch (gateway, object["source"]) {
+        case (.applepay, nil), (.applepay, is NSNull):
+            throw APIError(status: .unprocessableContent, code: "missing_field", message: "source is required", field: "source")
         case (.applepay, let token as [String: Any]):
             guard let data = try? JSONSerialization.data(withJSONObject: token, options: [.sortedKeys]) else {
-                throw fields.invalid("source", "source is not a valid Apple Pay token")
+                throw malformedApplePayToken("source is not a valid Apple Pay token")
             }
             source = .applePayToken(json: String(decoding: data, as: UTF8.self))
         case (.applepay, let text as String):
-            guard let data = Data(base64Encoded: text), (try? JSONSerialization.jsonObject(with: data)) is [String: Any] else {
-                throw fields.invalid("source", "source must be an Apple Pay token object or its base64")
+            // Base64 of the token's JSON, as apps often forward `paymentData`; whitespace (line wrapping) is ignored.
+            let compact = text.filter { !$0.isWhitespace }
+            guard let data = Data(base64Encoded: compact), (try? JSONSerialization.jsonObject(with: data)) is [String: Any] else {
+                throw malformedApplePayToken("source must be the Apple Pay token (paymentData) as a JSON object or as base64 of its JSON")
             }
             source = .applePayToken(json: String(decoding: data, as: UTF8.self))
+        case (.applepay, _):
+            throw malformedApplePayToken("source must be the Apple Pay token (paymentData) as a JSON object or as base64 of its JSON")
         case (_, _):
             let token = try fields.string("source")
             guard (1...255).contains(token.utf8.count) else { throw fields.invalid("source", "source must be 1…255 characters") }
@@ -115,11 +123,19 @@ public struct PaymentRequest: Sendable, Hashable {
             shippingMethodName: try fields.string("shipping_method_name"),
             productID: try fields.optionalString("product_id"),
             quantity: quantity,
-            applicationData: try fields.optionalString("application_data"))
+            applicationData: try fields.optionalString("application_data", maximumLength: maximumApplicationDataLength))
         if let applicationData = request.applicationData, Data(base64Encoded: applicationData) == nil {
             throw fields.invalid("application_data", "application_data must be base64")
         }
         return request
+    }
+
+    /// The longest `application_data` (base64 characters) accepted; the body limit bounds it anyway.
+    public static let maximumApplicationDataLength = 16 * 1024
+
+    /// A `source` that cannot be an Apple Pay token: the same code the token checks use for malformed tokens.
+    static func malformedApplePayToken(_ message: String) -> APIError {
+        APIError(status: .unprocessableContent, code: "applepay_malformed_token", message: message, field: "source")
     }
 
     /// A JSON value as far as field checking needs: JSONDecoder is strict, so `true` is never
@@ -157,9 +173,9 @@ public struct PaymentRequest: Sendable, Hashable {
             return trimmed
         }
 
-        func optionalString(_ field: String) throws(APIError) -> String? {
+        func optionalString(_ field: String, maximumLength: Int = 500) throws(APIError) -> String? {
             guard let value = object[field], value != .null else { return nil }
-            return try string(field)
+            return try string(field, maximumLength: maximumLength)
         }
 
         /// A JSON boolean, or nil when absent or null.

@@ -63,10 +63,11 @@ public struct ApplePayToken: Sendable, Hashable, Codable {
     public static func parse(json: Data) throws(ApplePayError) -> ApplePayToken {
         let decoder = JSONDecoder()
         do {
-            if let wrapped = try? decoder.decode(Wrapper.self, from: json) {
-                return wrapped.paymentData
+            // The bare paymentData first: it is what apps send, and each attempt parses the whole JSON.
+            if let token = try? decoder.decode(ApplePayToken.self, from: json) {
+                return token
             }
-            return try decoder.decode(ApplePayToken.self, from: json)
+            return try decoder.decode(Wrapper.self, from: json).paymentData
         } catch {
             // The decoder's own description may quote input; keep the message generic.
             throw ApplePayError(.malformedToken, "The token is not a JSON object with version, data, signature and header.")
@@ -250,12 +251,15 @@ enum Hex {
     }
 }
 
-/// Base64 decoding that tolerates surrounding whitespace and line breaks (PEM-style wrapping) but
-/// nothing else.
+/// Base64 decoding that tolerates ASCII whitespace and line breaks (PEM-style wrapping) but nothing else.
+///
+/// Works on the UTF-8 bytes: filtering the `String` by `Character.isWhitespace` (Unicode properties per
+/// grapheme) was a quarter of the time a whole token takes to verify and decrypt, for a 5 KB signature.
 enum Base64 {
     static func decode(_ string: String) -> [UInt8]? {
-        let compact = string.filter { !$0.isWhitespace }
-        guard !compact.isEmpty, let data = Data(base64Encoded: compact) else { return nil }
+        var bytes = Array(string.utf8)
+        bytes.removeAll { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 || $0 == 0x0B || $0 == 0x0C }
+        guard !bytes.isEmpty, let data = Data(base64Encoded: Data(bytes)) else { return nil }
         return Array(data)
     }
 }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 import SwiftASN1
 @_spi(FixedExpiryValidationTime) import X509
 
@@ -32,10 +33,18 @@ import SwiftASN1
 /// verified today) is rejected as `certificate_expired`, while at its signing time it verifies. Because the
 /// freshness window is minutes, checking at both times costs nothing for genuine tokens.
 ///
-/// Replay (a `transactionId` seen before) is not checked here: the module is pure and has no memory. The
-/// ledger must reject a verified token whose ``VerifiedApplePayToken/transactionId`` it has already recorded.
+/// Chains that verified are remembered (``VerifiedChains``): every token of a period is signed by the same
+/// Apple leaf and intermediate, so the next token with byte-identical certificates skips the intermediate search
+/// and the `Verifier` (three of the four ECDSA verifications a token costs). Everything that depends on the
+/// token or on time — the CMS signature, the digest, the markers, validity at the signing time and now,
+/// freshness — is still checked for every token, and a remembered chain counts only while its root is configured.
+///
+/// Replay (a `transactionId` seen before) is not checked here: the module is pure and has no memory of tokens.
+/// The ledger must reject a verified token whose ``VerifiedApplePayToken/transactionId`` it has already recorded.
 public struct ApplePayTokenVerifier: Sendable {
     public var configuration: ApplePayMerchantConfiguration
+    /// Shared by copies of this verifier; entries are checked against `configuration` on use.
+    private let verifiedChains = VerifiedChains()
 
     public init(configuration: ApplePayMerchantConfiguration) {
         self.configuration = configuration
@@ -71,7 +80,12 @@ public struct ApplePayTokenVerifier: Sendable {
         guard leaf.extensions[oid: OIDs.appleLeafMarker] != nil else {
             throw ApplePayError(.missingMarkerOID, "The signing certificate lacks the Apple Pay leaf marker 1.2.840.113635.100.6.29.")
         }
-        guard let intermediate = cms.certificates.first(where: { candidate in
+        // A chain verified before: the same leaf, its intermediate among the token's certificates, its root configured.
+        let remembered = verifiedChains.chain(for: leaf).flatMap { chain -> VerifiedChains.Chain? in
+            guard cms.certificates.contains(chain.intermediate), configuration.trustedRoots.contains(chain.root) else { return nil }
+            return chain
+        }
+        guard let intermediate = remembered?.intermediate ?? cms.certificates.first(where: { candidate in
             candidate != leaf && candidate.subject == leaf.issuer
                 && candidate.publicKey.isValidSignature(leaf.signature, for: leaf)
         }) else {
@@ -89,15 +103,27 @@ public struct ApplePayTokenVerifier: Sendable {
         }
 
         // 6. Chain to a trusted root, evaluated at the signing time.
-        var verifier = Verifier(rootCertificates: CertificateStore(configuration.trustedRoots)) {
-            RFC5280Policy(fixedExpiryValidationTime: signingTime)
-            ApplePayChainPolicy()
+        let root: Certificate
+        if let remembered {
+            // What the Verifier's RFC 5280 policy would still check for this chain: the root's validity then.
+            guard remembered.root.notValidBefore <= signingTime, signingTime <= remembered.root.notValidAfter else {
+                throw ApplePayError(.untrustedChain, "The signing certificate does not chain to a trusted root.")
+            }
+            root = remembered.root
+        } else {
+            var verifier = Verifier(rootCertificates: CertificateStore(configuration.trustedRoots)) {
+                RFC5280Policy(fixedExpiryValidationTime: signingTime)
+                ApplePayChainPolicy()
+            }
+            let result = await verifier.validate(leaf: leaf, intermediates: CertificateStore(cms.certificates))
+            guard case .validCertificate(let chain) = result else {
+                throw ApplePayError(.untrustedChain, "The signing certificate does not chain to a trusted root.")
+            }
+            root = chain.root
+            let chainIntermediate = chain.count == 3 ? chain[1] : intermediate
+            verifiedChains.remember(VerifiedChains.Chain(leaf: leaf, intermediate: chainIntermediate, root: root))
         }
-        let result = await verifier.validate(leaf: leaf, intermediates: CertificateStore(cms.certificates))
-        guard case .validCertificate(let chain) = result else {
-            throw ApplePayError(.untrustedChain, "The signing certificate does not chain to a trusted root.")
-        }
-        try Self.checkValidity(of: chain.root, role: "root", at: now, moment: "verification time")
+        try Self.checkValidity(of: root, role: "root", at: now, moment: "verification time")
 
         // 7. Freshness.
         let age = now.timeIntervalSince(signingTime)
@@ -182,5 +208,31 @@ struct ApplePayChainPolicy: VerifierPolicy {
             return .failsToMeetPolicy(reason: "intermediate lacks 1.2.840.113635.100.6.2.14")
         }
         return .meetsPolicy
+    }
+}
+
+/// Leaf → intermediate → root chains that passed the `Verifier`, by leaf. A chain is used again only for a
+/// leaf and intermediate identical to the verified ones (`Certificate` equality is byte equality of the
+/// to-be-signed part, signature algorithm and signature), so a remembered chain proves exactly what verifying
+/// it again would. Bounded: past ``limit`` leaves it starts afresh.
+final class VerifiedChains: Sendable {
+    struct Chain: Sendable {
+        let leaf: Certificate
+        let intermediate: Certificate
+        let root: Certificate
+    }
+
+    static let limit = 64
+    private let chains = Mutex<[Certificate: Chain]>([:])
+
+    func chain(for leaf: Certificate) -> Chain? {
+        chains.withLock { $0[leaf] }
+    }
+
+    func remember(_ chain: Chain) {
+        chains.withLock { chains in
+            if chains.count >= Self.limit { chains.removeAll(keepingCapacity: true) }
+            chains[chain.leaf] = chain
+        }
     }
 }

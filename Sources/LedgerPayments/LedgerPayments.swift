@@ -1,7 +1,8 @@
 /// `LedgerPayments`: Apple Pay payment-token verification and decryption for the order ledger.
 ///
 /// Pure by design — no I/O, no global mutable state, no wall clock (every time-dependent call takes `now`) —
-/// so the ledger can replay and test it deterministically. Entry points: ``ApplePayToken`` (parse),
+/// so the ledger can replay and test it deterministically. (A verifier remembers the certificate chains it
+/// verified, to skip re-verifying Apple's unchanged chain for every token; that memo never changes a result.) Entry points: ``ApplePayToken`` (parse),
 /// ``ApplePayTokenVerifier`` (verify), ``VerifiedApplePayToken/decrypt()`` / ``ApplePayDecryptor`` (decrypt),
 /// ``ApplePayPaymentData/redactedSummary`` (what may be stored), ``ApplePayInspector`` (the CLI's inspector),
 /// all failing with one ``ApplePayError``.

@@ -5,7 +5,7 @@ import PostgresNIO
 
 /// The auditor's reads of the log: an order's whole history, the filtered feed, streams up to a
 /// point in time (for as-of state), and the position a time falls on. Every query is one indexed
-/// statement (sql/0005_create_audit_queries.sql).
+/// statement (sql/0006_create_audit_queries.sql).
 extension EventStore {
     /// Every event that belongs to an order's history, in position order: the order's and its
     /// hold's streams, and every other event whose payload names the order in `order_id` (stock

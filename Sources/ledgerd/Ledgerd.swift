@@ -11,7 +11,7 @@ struct Ledgerd: AsyncParsableCommand {
         commandName: "ledgerd",
         abstract: "OrderLedger: an event-sourced order ledger on PostgreSQL.",
         discussion: "Every option can also be set by its environment variable (see README.md); flags win.",
-        subcommands: [Serve.self, Migrate.self, Catalog.self, Order.self, Audit.self, Privacy.self, Rebuild.self, Bench.self],
+        subcommands: [Serve.self, Migrate.self, Catalog.self, Order.self, Settle.self, Reconcile.self, Audit.self, Privacy.self, Rebuild.self, Bench.self, ApplePay.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -118,7 +118,7 @@ struct Audit: AsyncParsableCommand {
 }
 
 struct Bench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Benchmarks.", subcommands: [Append.self, Expiry.self, AuditReads.self])
+    static let configuration = CommandConfiguration(abstract: "Benchmarks.", subcommands: [Append.self, Expiry.self, ApplePayBench.self, AuditReads.self])
 
     struct AuditReads: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

@@ -22,19 +22,29 @@ struct Order: AsyncParsableCommand {
 
         /// POSTs `body` to `/orders/{id}/{operation}`, prints the reply, and fails on a non-2xx status.
         func send(_ operation: String, order: String, body: [String: Any]) async throws {
+            guard let escaped = order.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) else { throw ValidationError("invalid order id") }
+            let (status, data) = try await post("/orders/\(escaped)/\(operation)", body: body)
+            print(String(decoding: data, as: UTF8.self))
+            guard (200..<300).contains(status) else { throw ExitCode(status == 402 ? 2 : 1) }
+        }
+
+        /// POSTs a JSON body to `path` with the operator key; returns the status and the reply.
+        func post(_ path: String, body: [String: Any]) async throws -> (status: Int, body: Data) {
+            try await post(path, data: try JSONSerialization.data(withJSONObject: body), contentType: "application/json")
+        }
+
+        /// POSTs raw bytes to `path` with the operator key; returns the status and the reply.
+        func post(_ path: String, data body: Data, contentType: String) async throws -> (status: Int, body: Data) {
             let key = try apiKey ?? APIKeys.operatorKey(for: common.configuration())
-            guard let escaped = order.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed),
-                  let target = URL(string: "\(url)/orders/\(escaped)/\(operation)") else { throw ValidationError("invalid URL or order id") }
+            guard let target = URL(string: url + path) else { throw ValidationError("invalid URL") }
             var request = URLRequest(url: target)
             request.httpMethod = "POST"
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.setValue(contentType, forHTTPHeaderField: "Content-Type")
             request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
             if let idempotencyKey { request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key") }
-            request.httpBody = try JSONSerialization.data(withJSONObject: body)
+            request.httpBody = body
             let (data, response) = try await URLSession.shared.data(for: request)
-            print(String(decoding: data, as: UTF8.self))
-            let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-            guard (200..<300).contains(status) else { throw ExitCode(status == 402 ? 2 : 1) }
+            return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
         }
     }
 

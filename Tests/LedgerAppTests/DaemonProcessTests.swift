@@ -98,6 +98,18 @@ import FoundationNetworking
         #expect(again.status == 0 && again.output.contains("replayed"), "\(again.output)")
         let refused = try runLedgerd(["order", "refund", orderID, "--amount", "10.01", "--reason", "too much"] + base)
         #expect(refused.status != 0 && refused.output.contains("exceeds_refundable"), "\(refused.output)")
+        // Settlement runs in the daemon too: the last closed business day (nothing, or a finished batch),
+        // a weekend day refused, and a report naming no batch of this ledger refused.
+        let settle = try runLedgerd(["settle"] + base)
+        #expect(settle.status == 0 && (settle.output.contains("nothing to settle") || settle.output.contains("payout_scheduled")),
+                "\(settle.output)")
+        let weekend = try runLedgerd(["settle", "--business-date", "2026-06-20"] + base)
+        #expect(weekend.status != 0 && weekend.output.contains("not_a_business_day"), "\(weekend.output)")
+        let report = dataDirectory.deletingLastPathComponent().appendingPathComponent("\(dataDirectory.lastPathComponent)-report.csv")
+        defer { try? FileManager.default.removeItem(at: report) }
+        try "Company Account\r\n".write(to: report, atomically: true, encoding: .utf8)
+        let reconcile = try runLedgerd(["reconcile", "--report", report.path] + base)
+        #expect(reconcile.status != 0 && reconcile.output.contains("invalid_report"), "\(reconcile.output)")
 
         // A signed checkpoint on demand, with the operator key the daemon generated.
         let keys = try JSONSerialization.jsonObject(with: Data(contentsOf: dataDirectory.appendingPathComponent("api-keys.json"))) as? [String: Any]

@@ -51,6 +51,25 @@ import Testing
         #expect(request.productID == "clock" && request.quantity == 2)
     }
 
+    @Test func anApplePayTokenMayComeAsBase64AndAnythingElseIsAMalformedToken() throws {
+        var body = Self.appBody
+        body["gateway"] = "applepay"
+        let token = #"{"version":"EC_v1","data":"AAAA","signature":"BBBB","header":{"transactionId":"ab"}}"#
+        let base64 = Data(token.utf8).base64EncodedString()
+        body["source"] = String(base64.prefix(20)) + "\n" + String(base64.dropFirst(20))  // line-wrapped base64
+        body["application_data"] = Data(repeating: 7, count: 3_000).base64EncodedString()
+        let request = try parse(body)
+        #expect(request.source == .applePayToken(json: token))
+        #expect(request.applicationData?.count == 4_000)
+        for bad: Any in ["not base64!", Data("[1]".utf8).base64EncodedString(), 42, [1, 2], true] {
+            body["source"] = bad
+            let error = rejection(body)
+            #expect(error?.code == "applepay_malformed_token" && error?.field == "source", "\(bad)")
+        }
+        body.removeValue(forKey: "source")
+        #expect(rejection(body)?.code == "missing_field")
+    }
+
     /// (field, JSON literal of a bad value)
     @Test(arguments: [
         ("amount", "59.5"), ("amount", "\"5900\""), ("amount", "true"), ("amount", "0"), ("amount", "-5"),

@@ -107,17 +107,29 @@ import Testing
     }
 
     @Test func noOversellUnderConcurrentPayments() async throws {
-        try await app.withApp(seed: true) { client, services in
+        let model = AcquirerModel(seed: 11, clock: { Date() })
+        try await app.withApp(seed: true, acquirer: model) { client, services in
+            // 7 of the 10 clocks sold first: 3 available.
+            for _ in 0..<7 { #expect(try await pay(client, Self.body()).0 == .ok) }
+            #expect(try await clockRow(client).available == 3)
             let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
                 for _ in 0..<200 { group.addTask { try await pay(client, Self.body()).0 } }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
-            #expect(statuses.filter { $0 == .ok }.count == 10)
-            #expect(statuses.filter { $0 == .conflict }.count == 190)
+            #expect(statuses.filter { $0 == .ok }.count == 3)
+            #expect(statuses.filter { $0 == .conflict }.count == 197)
             let row = try await clockRow(client)
             #expect(row.reserved == 10 && row.available == 0)
             #expect(try await count(services, type: "AuthorizationHoldPlaced") == 10)
             #expect(try await count(services, type: "OrderOpened") == 10)
+            // The refused payments never reached the acquirer: it holds exactly the 10 orders' holds, all open.
+            let orders = try await services.store.read(from: 1, limit: 100_000).filter { $0.type == "OrderOpened" }
+                .map { $0.streamID.rawValue.replacingOccurrences(of: "order-", with: "") }
+            var open = 0
+            for order in orders {
+                if case .found(let details) = try await model.query(merchantReference: order), details.status == .open { open += 1 }
+            }
+            #expect(open == 10)
         }
     }
 

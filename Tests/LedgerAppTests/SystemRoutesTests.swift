@@ -5,6 +5,7 @@ import LedgerApp
 import LedgerCore
 import LedgerPostgres
 import LedgerTestSupport
+import Logging
 import PostgresNIO
 import Testing
 
@@ -33,7 +34,7 @@ import Testing
     func withApp(
         seed: Bool = false, imagesDirectory: String? = nil, database: TestDatabase? = nil,
         acquirer: (any Acquirer)? = nil, clock: @escaping @Sendable () -> Date = { Date() },
-        environment extra: [String: String] = [:], checkpointKey: CheckpointKey? = nil,
+        environment extra: [String: String] = [:], logger: Logger = TestCluster.logger, checkpointKey: CheckpointKey? = nil,
         _ body: @escaping @Sendable (any TestClientProtocol, LedgerServices) async throws -> Void
     ) async throws {
         let db: TestDatabase
@@ -50,9 +51,9 @@ import Testing
             backgroundLogger: TestCluster.logger)
         let services = LedgerServices(
             client: client, configuration: configuration, metrics: LedgerMetrics(),
-            keyring: try APIKeys.keyring(for: configuration, logger: TestCluster.logger), acquirer: acquirer, clock: clock,
-            checkpointKey: checkpointKey, logger: TestCluster.logger)
-        let app = buildApplication(configuration: configuration, services: services, logger: TestCluster.logger)
+            keyring: try APIKeys.keyring(for: configuration, logger: logger), acquirer: acquirer, clock: clock,
+            checkpointKey: checkpointKey, logger: logger)
+        let app = buildApplication(configuration: configuration, services: services, logger: logger)
         try await app.test(.router) { testClient in try await body(testClient, services) }
     }
 

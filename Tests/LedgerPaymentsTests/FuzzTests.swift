@@ -1,5 +1,6 @@
 import Foundation
 import LedgerPayments
+import LedgerPaymentsTesting
 import Testing
 
 /// Deterministic, seeded PRNG (SplitMix64) so any failure is reproducible from the printed seed.

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerPayments
+import LedgerPaymentsTesting
 import Testing
 
 /// Cardholder data must not leak through any textual form of the payment or through errors.

@@ -212,6 +212,9 @@ public enum HoldRejection: Error, Hashable, Sendable, CustomStringConvertible {
     case nothingToShip(order: OrderID, status: OrderStatus)
     /// The acquirer's answer does not belong to this operation.
     case responseMismatch(String)
+    /// The product state given does not show the order's reservation although the order still holds
+    /// stock: it was read before another writer's change. Decide again on a fresh read.
+    case stockOutOfDate(ProductID)
 
     public var description: String {
         switch self {
@@ -228,6 +231,7 @@ public enum HoldRejection: Error, Hashable, Sendable, CustomStringConvertible {
         case .alreadyShipped(let id): return "order \(id) already shipped"
         case .nothingToShip(let id, let status): return "order \(id) has nothing paid to ship (it is \(status.rawValue))"
         case .responseMismatch(let why): return "acquirer response does not fit the operation: \(why)"
+        case .stockOutOfDate(let id): return "the stock of \(id) was read before a later change; read it again"
         }
     }
 }
@@ -427,9 +431,13 @@ public enum HoldLifecycle {
             PlannedAppend(streamID: order.id.holdStreamID, expectedVersion: .exact(hold.version), events: holdEvents.map(DomainEvent.hold)),
         ]
         // Stock moves once per order: sold when it ships, released when it ends with nothing to ship.
+        // Whether the order still holds its stock is the order's to say (its reservation exists exactly
+        // while it does); a product state that does not show it is out of date, never a reason to skip.
         let nothingToShip = after.isClosed && after.refundable.isZero && !shipped
         let stock: ProductCommand?
-        if shipment != nil {
+        if !order.holdsStock {
+            stock = nil
+        } else if shipment != nil {
             stock = .sell(order: order.id, quantity: nil)
         } else if nothingToShip {
             let reason: ReservationReleaseReason = holdEvents.contains { if case .expired = $0 { true } else { false } }
@@ -440,9 +448,9 @@ public enum HoldLifecycle {
         }
         if let stock {
             for line in order.lines {
-                guard let product = products[line.productID] else { return .failure(.responseMismatch("product \(line.productID) not loaded")) }
-                // Only what this order still holds: an order whose stock already moved moves nothing.
-                guard product.reservations[order.id] != nil else { continue }
+                guard let product = products[line.productID], product.reservations[order.id] != nil else {
+                    return .failure(.stockOutOfDate(line.productID))
+                }
                 switch ProductDecider.decide(stock, product: product.id, state: product, context: context) {
                 case .failure(let rejection): return .failure(.responseMismatch(rejection.description))
                 case .success(let events):

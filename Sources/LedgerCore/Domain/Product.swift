@@ -1,3 +1,4 @@
+import HashTreeCollections
 // The product / stock aggregate: one stream per product (`product-<id>`).
 //
 // Stock is counted in three numbers: on hand (physically in the warehouse), reserved (promised to
@@ -173,7 +174,9 @@ public struct ProductState: Hashable, Sendable {
     /// Units physically held. Never negative.
     public private(set) var onHand: Int64 = 0
     /// Units promised to orders, by order. Every value is > 0; an order with nothing reserved is absent.
-    public private(set) var reservations: [OrderID: Int64] = [:]
+    /// A persistent map: a hot product can hold tens of thousands of open reservations, and every
+    /// decision works on a copy of the state, so copies share structure and a change costs O(log n).
+    public private(set) var reservations: TreeDictionary<OrderID, Int64> = [:]
     /// Σ ``reservations``, kept alongside so reads need no sum.
     public private(set) var reserved: Int64 = 0
     /// Units sold over the stream's life. On hand + sold changes only by ``StockReceived``.

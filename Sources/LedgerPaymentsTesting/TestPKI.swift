@@ -5,53 +5,55 @@ import SwiftASN1
 import X509
 import _CryptoExtras
 
-// Test-side Apple Pay infrastructure: a throwaway CA with Apple's marker OIDs, merchant certificates with the
-// merchant-identifier extension, and a token factory that encrypts payloads and signs them with a CMS
-// SignedData built here with SwiftASN1. Everything is independent of the module's own crypto helpers, so a
+// `LedgerPaymentsTesting`: Apple Pay test infrastructure shared by the tests (LedgerPaymentsTests,
+// LedgerAppTests) and `ledgerd bench applepay`: a throwaway CA with Apple's marker OIDs, merchant certificates
+// with the merchant-identifier extension, and a token factory that encrypts payloads and signs them with a CMS
+// SignedData built here with SwiftASN1. Everything is independent of LedgerPayments' own crypto helpers, so a
 // round trip checks the module against a second implementation rather than against itself.
+// Never use it for real payments: the keys are generated on the spot and the CA is nobody's.
 
 /// The fixed "now" of generated-token tests (no wall clock).
-let testNow = Date(timeIntervalSince1970: 1_795_262_400)  // 2026-11-21T12:00:00Z
+public let testNow = Date(timeIntervalSince1970: 1_795_262_400)  // 2026-11-21T12:00:00Z
 
-enum TestOIDs {
-    static let leafMarker: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 29]
-    static let intermediateMarker: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 2, 14]
-    static let merchantIdentifier: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 32]
-    static let signedData: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 7, 2]
-    static let data: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 7, 1]
-    static let contentType: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 9, 3]
-    static let messageDigest: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 9, 4]
-    static let signingTime: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 9, 5]
-    static let sha256: ASN1ObjectIdentifier = [2, 16, 840, 1, 101, 3, 4, 2, 1]
-    static let ecdsaWithSHA256: ASN1ObjectIdentifier = [1, 2, 840, 10045, 4, 3, 2]
-    static let sha256WithRSA: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 1, 11]
+public enum TestOIDs {
+    public static let leafMarker: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 29]
+    public static let intermediateMarker: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 2, 14]
+    public static let merchantIdentifier: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 32]
+    public static let signedData: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 7, 2]
+    public static let data: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 7, 1]
+    public static let contentType: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 9, 3]
+    public static let messageDigest: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 9, 4]
+    public static let signingTime: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 9, 5]
+    public static let sha256: ASN1ObjectIdentifier = [2, 16, 840, 1, 101, 3, 4, 2, 1]
+    public static let ecdsaWithSHA256: ASN1ObjectIdentifier = [1, 2, 840, 10045, 4, 3, 2]
+    public static let sha256WithRSA: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 1, 11]
 }
 
 /// RSA keys are slow to generate; make a few once per test process.
-enum RSAKeys {
-    static let signing: [UInt8]? = try? Array(_RSA.Signing.PrivateKey(keySize: .bits2048).derRepresentation)
-    static let merchantA: [UInt8]? = try? Array(_RSA.Encryption.PrivateKey(keySize: .bits2048).derRepresentation)
-    static let merchantB: [UInt8]? = try? Array(_RSA.Encryption.PrivateKey(keySize: .bits2048).derRepresentation)
+public enum RSAKeys {
+    public static let signing: [UInt8]? = try? Array(_RSA.Signing.PrivateKey(keySize: .bits2048).derRepresentation)
+    public static let merchantA: [UInt8]? = try? Array(_RSA.Encryption.PrivateKey(keySize: .bits2048).derRepresentation)
+    public static let merchantB: [UInt8]? = try? Array(_RSA.Encryption.PrivateKey(keySize: .bits2048).derRepresentation)
 }
 
-struct FactoryError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
+public struct FactoryError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
 }
 
 /// A certificate signing key held as bytes (swift-crypto keys are not Sendable).
-enum SignerKey: Sendable {
+public enum SignerKey: Sendable {
     case p256([UInt8])
     case rsa([UInt8])
 
-    static func newP256() -> SignerKey { .p256(Array(P256.Signing.PrivateKey().rawRepresentation)) }
+    public static func newP256() -> SignerKey { .p256(Array(P256.Signing.PrivateKey().rawRepresentation)) }
 
-    static func rsaSigning() throws -> SignerKey {
+    public static func rsaSigning() throws -> SignerKey {
         guard let der = RSAKeys.signing else { throw FactoryError("RSA key generation failed") }
         return .rsa(der)
     }
 
-    var certificatePrivateKey: Certificate.PrivateKey {
+    public var certificatePrivateKey: Certificate.PrivateKey {
         get throws {
             switch self {
             case .p256(let raw): return Certificate.PrivateKey(try P256.Signing.PrivateKey(rawRepresentation: raw))
@@ -60,11 +62,11 @@ enum SignerKey: Sendable {
         }
     }
 
-    var certificatePublicKey: Certificate.PublicKey {
+    public var certificatePublicKey: Certificate.PublicKey {
         get throws { try certificatePrivateKey.publicKey }
     }
 
-    var certificateSignatureAlgorithm: Certificate.SignatureAlgorithm {
+    public var certificateSignatureAlgorithm: Certificate.SignatureAlgorithm {
         switch self {
         case .p256: return .ecdsaWithSHA256
         case .rsa: return .sha256WithRSAEncryption
@@ -72,7 +74,7 @@ enum SignerKey: Sendable {
     }
 
     /// A CMS signature over `bytes` and its algorithm OID.
-    func signCMS(_ bytes: [UInt8]) throws -> (signature: [UInt8], algorithm: ASN1ObjectIdentifier) {
+    public func signCMS(_ bytes: [UInt8]) throws -> (signature: [UInt8], algorithm: ASN1ObjectIdentifier) {
         switch self {
         case .p256(let raw):
             let key = try P256.Signing.PrivateKey(rawRepresentation: raw)
@@ -85,28 +87,52 @@ enum SignerKey: Sendable {
 }
 
 /// Root → intermediate (…6.2.14) → leaf (…6.29), mirroring Apple's payment-signing chain.
-struct TestPKI: Sendable {
-    struct Options: Sendable {
-        var leafMarker = true
-        var intermediateMarker = true
-        var rootValidity: (Date, Date) = (date(2020), date(2045))
-        var intermediateValidity: (Date, Date) = (date(2021), date(2040))
-        var leafValidity: (Date, Date) = (date(2022), date(2035))
-        var rsaLeaf = false
+public struct TestPKI: Sendable {
+    public struct Options: Sendable {
+        public var leafMarker = true
+        public var intermediateMarker = true
+        public var rootValidity: (Date, Date) = (date(2020), date(2045))
+        public var intermediateValidity: (Date, Date) = (date(2021), date(2040))
+        public var leafValidity: (Date, Date) = (date(2022), date(2035))
+        public var rsaLeaf = false
+
+        public init() {}
     }
 
-    let root: Certificate
-    let intermediate: Certificate
-    let leaf: Certificate
-    let rootKey: SignerKey
-    let intermediateKey: SignerKey
-    let leafKey: SignerKey
+    public let root: Certificate
+    public let intermediate: Certificate
+    public let leaf: Certificate
+    public let rootKey: SignerKey
+    public let intermediateKey: SignerKey
+    public let leafKey: SignerKey
 
-    static func date(_ year: Int) -> Date {
+    /// The same PKI presenting other certificates (e.g. a leaf whose outer signature was altered) in the
+    /// tokens it signs; the keys stay the same.
+    public func presenting(leaf: Certificate? = nil, intermediate: Certificate? = nil) -> TestPKI {
+        TestPKI(root: root, intermediate: intermediate ?? self.intermediate, leaf: leaf ?? self.leaf,
+                rootKey: rootKey, intermediateKey: intermediateKey, leafKey: leafKey)
+    }
+
+    private init(root: Certificate, intermediate: Certificate, leaf: Certificate, rootKey: SignerKey,
+                 intermediateKey: SignerKey, leafKey: SignerKey) {
+        self.root = root
+        self.intermediate = intermediate
+        self.leaf = leaf
+        self.rootKey = rootKey
+        self.intermediateKey = intermediateKey
+        self.leafKey = leafKey
+    }
+
+    /// The root certificate as PEM (what a test configures as the trusted root).
+    public var rootPEM: String {
+        get throws { try root.serializeAsPEM().pemString }
+    }
+
+    public static func date(_ year: Int) -> Date {
         Date(timeIntervalSince1970: Double(daysFromCivil(year, 1, 1)) * 86_400)
     }
 
-    init(_ options: Options = Options()) throws {
+    public init(_ options: Options = Options()) throws {
         rootKey = .newP256()
         intermediateKey = .newP256()
         leafKey = options.rsaLeaf ? try .rsaSigning() : .newP256()
@@ -164,18 +190,18 @@ func daysFromCivil(_ year: Int, _ month: Int, _ day: Int) -> Int {
 }
 
 /// A merchant: processing key, identifier and a merchant certificate carrying …6.32.
-struct TestMerchant: Sendable {
-    enum Kind: Sendable { case ec, rsa }
-    let kind: Kind
-    let keyBytes: [UInt8]
-    let merchantIdentifier: String
-    let certificate: Certificate
+public struct TestMerchant: Sendable {
+    public enum Kind: Sendable { case ec, rsa }
+    public let kind: Kind
+    public let keyBytes: [UInt8]
+    public let merchantIdentifier: String
+    public let certificate: Certificate
 
-    static func ec(_ identifier: String = "merchant.com.example.ledger") throws -> TestMerchant {
+    public static func ec(_ identifier: String = "merchant.com.example.ledger") throws -> TestMerchant {
         try TestMerchant(kind: .ec, keyBytes: Array(P256.KeyAgreement.PrivateKey().rawRepresentation), identifier: identifier)
     }
 
-    static func rsa(_ identifier: String = "merchant.com.example.ledger", second: Bool = false) throws -> TestMerchant {
+    public static func rsa(_ identifier: String = "merchant.com.example.ledger", second: Bool = false) throws -> TestMerchant {
         guard let der = second ? RSAKeys.merchantB : RSAKeys.merchantA else { throw FactoryError("RSA key generation failed") }
         return try TestMerchant(kind: .rsa, keyBytes: der, identifier: identifier)
     }
@@ -210,7 +236,7 @@ struct TestMerchant: Sendable {
             issuerPrivateKey: Certificate.PrivateKey(caKey))
     }
 
-    var privateKey: ApplePayMerchantKey.PrivateKey {
+    public var privateKey: ApplePayMerchantKey.PrivateKey {
         get throws {
             switch kind {
             case .ec: return .ec(try P256.KeyAgreement.PrivateKey(rawRepresentation: keyBytes))
@@ -220,11 +246,11 @@ struct TestMerchant: Sendable {
     }
 
     /// The module's key, with the identifier hash taken from the certificate extension.
-    func merchantKey() throws -> ApplePayMerchantKey {
+    public func merchantKey() throws -> ApplePayMerchantKey {
         try ApplePayMerchantKey(privateKey: privateKey, certificate: certificate)
     }
 
-    var spkiDER: [UInt8] {
+    public var spkiDER: [UInt8] {
         get throws {
             switch kind {
             case .ec: return Array(try P256.KeyAgreement.PrivateKey(rawRepresentation: keyBytes).publicKey.derRepresentation)
@@ -233,34 +259,51 @@ struct TestMerchant: Sendable {
         }
     }
 
-    var merchantIdentifierHash: [UInt8] { Array(SHA256.hash(data: Array(merchantIdentifier.utf8))) }
+    public var merchantIdentifierHash: [UInt8] { Array(SHA256.hash(data: Array(merchantIdentifier.utf8))) }
+
+    /// The private key as PEM (PKCS#8), as a merchant keeps it in a file.
+    public var privateKeyPEM: String {
+        get throws {
+            switch kind {
+            case .ec: return try P256.KeyAgreement.PrivateKey(rawRepresentation: keyBytes).pemRepresentation
+            case .rsa: return try _RSA.Encryption.PrivateKey(derRepresentation: keyBytes).pemRepresentation
+            }
+        }
+    }
+
+    /// The merchant certificate as PEM.
+    public var certificatePEM: String {
+        get throws { try certificate.serializeAsPEM().pemString }
+    }
 }
 
 /// What a generated token should look like.
-struct TokenSpec: Sendable {
-    var payloadJSON = TokenSpec.defaultPayload
-    var signingTime = testNow
-    var transactionId: [UInt8] = Array(SHA256.hash(data: Array("txn-1".utf8)))
+public struct TokenSpec: Sendable {
+    public var payloadJSON = TokenSpec.defaultPayload
+    public var signingTime = testNow
+    public var transactionId: [UInt8] = Array(SHA256.hash(data: Array("txn-1".utf8)))
     /// Raw app applicationData; the header carries its SHA-256.
-    var applicationData: [UInt8]? = nil
-    var includeSigningTime = true
-    var includeIntermediate = true
+    public var applicationData: [UInt8]? = nil
+    public var includeSigningTime = true
+    public var includeIntermediate = true
     /// Sign the attributes with a key other than the leaf's.
-    var signWithForeignKey = false
+    public var signWithForeignKey = false
     /// Flip a bit of the signature value after signing.
-    var corruptSignatureValue = false
+    public var corruptSignatureValue = false
     /// Flip a bit of the ciphertext *before* signing (signature valid, decryption must fail).
-    var corruptCiphertextBeforeSigning = false
+    public var corruptCiphertextBeforeSigning = false
     /// SignerInfo digest algorithm (default SHA-256).
-    var digestAlgorithm: ASN1ObjectIdentifier = TestOIDs.sha256
+    public var digestAlgorithm: ASN1ObjectIdentifier = TestOIDs.sha256
     /// Replace header.publicKeyHash (e.g. to point at a key of the wrong type).
-    var publicKeyHashOverride: [UInt8]? = nil
+    public var publicKeyHashOverride: [UInt8]? = nil
     /// Derive the EC key with this merchant identifier instead of the merchant's own.
-    var merchantIdentifierOverride: String? = nil
+    public var merchantIdentifierOverride: String? = nil
 
-    static let defaultPAN = "4111111111111111"
-    static let defaultCryptogram = "AbCdEfGhIjKlMnOpQrStUvWxYz0="
-    static let defaultPayload = """
+    public init() {}
+
+    public static let defaultPAN = "4111111111111111"
+    public static let defaultCryptogram = "AbCdEfGhIjKlMnOpQrStUvWxYz0="
+    public static let defaultPayload = """
         {"applicationPrimaryAccountNumber":"4111111111111111","applicationExpirationDate":"281231",\
         "currencyCode":"840","transactionAmount":12345,"deviceManufacturerIdentifier":"040010030273",\
         "paymentDataType":"3DSecure","paymentData":{"onlinePaymentCryptogram":"AbCdEfGhIjKlMnOpQrStUvWxYz0=",\
@@ -268,10 +311,10 @@ struct TokenSpec: Sendable {
         """
 }
 
-enum TokenFactory {
+public enum TokenFactory {
     static let zeroIV = [UInt8](repeating: 0, count: 16)
 
-    static func make(pki: TestPKI, merchant: TestMerchant, spec: TokenSpec = TokenSpec()) throws -> ApplePayToken {
+    public static func make(pki: TestPKI, merchant: TestMerchant, spec: TokenSpec = TokenSpec()) throws -> ApplePayToken {
         let plaintext = Array(spec.payloadJSON.utf8)
         let version: String
         var keyMaterial: [UInt8]
@@ -320,7 +363,7 @@ enum TokenFactory {
 }
 
 /// Builds RFC 5652 SignedData with SwiftASN1's DER serializer.
-enum CMSBuilder {
+public enum CMSBuilder {
     static func context(_ number: UInt) -> ASN1Identifier { ASN1Identifier(tagWithNumber: number, tagClass: .contextSpecific) }
 
     static func algorithm(_ oid: ASN1ObjectIdentifier, null: Bool, into s: inout DER.Serializer) throws {
@@ -348,7 +391,7 @@ enum CMSBuilder {
             seconds: c.second ?? 0)
     }
 
-    static func detachedSignature(
+    public static func detachedSignature(
         over content: [UInt8], pki: TestPKI, signingTime: Date, includeSigningTime: Bool = true,
         includeIntermediate: Bool = true, signWithForeignKey: Bool = false, corruptSignatureValue: Bool = false,
         digestAlgorithm: ASN1ObjectIdentifier = TestOIDs.sha256
@@ -406,4 +449,9 @@ enum CMSBuilder {
         }
         return s.serializedBytes
     }
+}
+
+/// Lowercase hex.
+func hexString(_ bytes: some Sequence<UInt8>) -> String {
+    bytes.map { String(format: "%02x", $0) }.joined()
 }

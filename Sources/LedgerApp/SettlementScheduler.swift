@@ -1,0 +1,39 @@
+import Foundation
+import LedgerCore
+import Logging
+import ServiceLifecycle
+
+/// `LEDGERD_SETTLEMENT_AUTO`: settles each business day once its cut-off has passed, from `serve`.
+/// Checks every minute; the last business day whose cut-off passed is settled (a finished batch
+/// appends nothing, so checking again is harmless), and so is every business day of the past week
+/// a stopped daemon missed.
+public struct SettlementScheduler: Service {
+    let settlement: SettlementService
+    let logger: Logger
+    var interval: Duration = .seconds(60)
+
+    public func run() async throws {
+        try? await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                for date in dueDates(now: settlement.clock()) {
+                    do {
+                        let summary = try await settlement.run(businessDate: date)
+                        let appended = summary.batches.reduce(0) { $0 + $1.appended_events }
+                        if appended > 0 { logger.info("settled", metadata: ["business_date": "\(date)", "events": "\(appended)"]) }
+                    } catch where !Task.isCancelled {
+                        logger.warning("settlement run failed; retrying later", metadata: ["business_date": "\(date)", "error": "\(String(reflecting: error))"])
+                    }
+                }
+                try await Task.sleep(for: interval)
+            }
+        }
+    }
+
+    /// Business days of the last week whose cut-off has passed, oldest first.
+    func dueDates(now: Date) -> [BusinessDate] {
+        let last = settlement.settings.lastClosedBusinessDay(now: now)
+        return (-7...0).map { last.adding(days: Int64($0)) }.filter {
+            settlement.settings.calendar.isBusinessDay($0) && settlement.settings.cutOff.instant(closing: $0) <= now
+        }
+    }
+}

@@ -1,0 +1,364 @@
+import Crypto
+import Foundation
+import LedgerAcquirer
+import LedgerCore
+import LedgerHTTP
+import LedgerPostgres
+import Logging
+import PostgresNIO
+
+/// The nightly settlement job, run inside the daemon (the acquirer model lives in its memory):
+/// for a business date whose cut-off has passed, one batch per currency with eligible items,
+/// each walked through opened → closed → submitted → cleared → payout scheduled, one
+/// version-checked append per step.
+///
+/// - Safe to re-run: a batch's stream says how far it got; a finished batch appends nothing and its
+///   stored report (byte for byte) is what the reads serve.
+/// - Safe to crash: a run resumes at the first step not recorded. The acquirer is idempotent by
+///   our batch reference, so re-submitting after a crash between submit and record returns the
+///   same report. Runs take turns (one lock per daemon), so two batches never claim one capture.
+public struct SettlementService: SettlementOperator {
+    let writer: LedgerWriter
+    let store: EventStore
+    let client: PostgresClient
+    let acquirer: any Acquirer
+    let settings: SettlementSettings
+    let merchantAccount: String
+    /// The contract's price lists, for the fees reconciliation expects.
+    let pricing: [PricingSchedule]
+    let clock: @Sendable () -> Date
+    let logger: Logger
+    let lock = KeyedLock()
+
+    static let maximumAttempts = 20
+    static let actor = "system:settlement"
+
+    /// What a run did to one batch.
+    public struct BatchOutcome: Sendable, Encodable {
+        public let batch_id: String
+        public let currency: String
+        public let stage: String
+        public let captures: Int
+        public let refunds: Int
+        public let gross: String
+        public let net: String?
+        public let payout: String?
+        public let value_date: String?
+        public let batch_number: Int?
+        public let report_sha256: String?
+        public let appended_events: Int
+    }
+
+    public struct RunSummary: Sendable, Encodable {
+        public let business_date: String
+        public let cut_off_at: String
+        public let batches: [BatchOutcome]
+    }
+
+    // MARK: Running
+
+    public func run(businessDate text: String, actor: String) async throws -> String {
+        guard let date = BusinessDate(text) else {
+            throw APIError(status: .unprocessableContent, code: "invalid_date", message: "business_date must be a date YYYY-MM-DD", field: "business_date")
+        }
+        return try CatalogReadModel.json(try await run(businessDate: date))
+    }
+
+    /// Settles `date`. Refused (nothing appended) for a day that is not a business day or whose
+    /// cut-off has not passed yet.
+    public func run(businessDate date: BusinessDate) async throws -> RunSummary {
+        guard settings.calendar.isBusinessDay(date) else {
+            throw APIError(status: .unprocessableContent, code: "not_a_business_day",
+                           message: SettlementRejection.notABusinessDay(date).description, field: "business_date")
+        }
+        let cutOff = settings.cutOff.instant(closing: date)
+        guard clock() >= cutOff else {
+            throw APIError.conflict("cut_off_not_reached", SettlementRejection.cutOffNotReached(date).description)
+        }
+        return try await lock.withLock("settlement") {
+            let pinned = try await store.head().position
+            let ownStreams = try await batchStreams(for: date)
+            let elsewhere = try await settledReferences(excluding: Set(ownStreams.map(\.rawValue)))
+            let candidates = try await ledgerItems(through: pinned, before: cutOff).filter { !elsewhere.contains($0.modificationReference) }
+            var currencies = Set(candidates.map(\.amount.currency.code))
+            for stream in ownStreams {
+                if let state = try await load(stream) { currencies.insert(state.opened.currency.code) }
+            }
+            var outcomes: [BatchOutcome] = []
+            for code in currencies.sorted() {
+                guard let currency = Currency(code: code) else { continue }
+                outcomes.append(try await settle(date: date, currency: currency, cutOff: cutOff, pinned: pinned,
+                                                 candidates: candidates, elsewhere: elsewhere))
+            }
+            try await recordPaidPayouts(today: settings.cutOff.localDate(of: clock()))
+            return RunSummary(business_date: date.description, cut_off_at: OrderReadModel.timestamp(cutOff), batches: outcomes)
+        }
+    }
+
+    /// Walks one batch to its last step from wherever its stream stands.
+    func settle(date: BusinessDate, currency: Currency, cutOff: Date, pinned: Int64, candidates: [SettlementBatchItem],
+                elsewhere: Set<String>) async throws -> BatchOutcome {
+        let batchID = SettlementBatch.batchID(merchantAccount: merchantAccount, currency: currency, businessDate: date)
+        let stream = SettlementBatch.streamID(batchID: batchID)
+        var appended = 0
+        var report: SettlementReport?
+        for _ in 0..<Self.maximumAttempts {
+            let state = try await load(stream)
+            let event: SettlementEvent
+            switch state?.stage {
+            case nil:
+                event = .opened(SettlementBatchOpened(batchID: batchID, merchantAccount: merchantAccount, currency: currency,
+                                                      businessDate: date, cutOffAt: cutOff, pinnedPosition: pinned))
+            case .opened:
+                let opened = state!.opened
+                let items = candidates.filter { SettlementBatch.belongs($0, to: opened, settledElsewhere: elsewhere) }
+                do { event = .closed(try SettlementBatch.close(opened, items: items)) } catch {
+                    throw APIError(status: .internalServerError, code: "settlement_refused", message: error.description)
+                }
+            case .closed:
+                let closed = state!.closed!
+                let submitted = try await submit(batchID: batchID, currency: currency, businessDate: date, items: closed.items)
+                report = submitted.report
+                event = .submitted(SettlementBatchSubmitted(batchID: batchID, batchNumber: submitted.report.batchNumber,
+                                                            reportSHA256: submitted.digest, reportLineCount: submitted.report.lines.count))
+            case .submitted:
+                let current = try await reportOf(state!, currency: currency, cached: report)
+                report = current
+                event = .cleared(SettlementBatch.cleared(batchID: batchID, currency: currency, lines: current.lines))
+            case .cleared:
+                let current = try await reportOf(state!, currency: currency, cached: report)
+                event = .payoutScheduled(SettlementPayoutScheduled(
+                    batchID: batchID, payoutReference: current.payout.payoutReference, amount: current.payout.amount,
+                    valueDate: current.payout.valueDate,
+                    expectedValueDate: settings.calendar.adding(businessDays: settings.fundingLagBusinessDays, to: date)))
+            case .payoutScheduled, .paid:
+                try await reconcileAfterSettling(state!)
+                return outcome(state!, appended: appended)
+            }
+            let metadata = EventMetadata(correlationID: batchID, actor: Self.actor, command: "SettleBatch")
+            do {
+                _ = try await writer.append(AppendRequest(
+                    stream: stream, expectedVersion: PlannedAppend.expectation(forVersion: state?.version ?? 0),
+                    events: [try event.newEvent(eventID: UUID(), effectiveAt: clock())], metadata: metadata))
+                appended += 1
+                logger.info("settlement step recorded", metadata: ["batch": "\(batchID)", "event": "\(event.type)"])
+            } catch let error as AppendError where error == .versionConflict {
+                continue  // someone else recorded this step: read again and go on from there
+            }
+        }
+        throw APIError.unavailable("the settlement batch \(batchID) is too busy; run it again")
+    }
+
+    /// Records the deposit of every scheduled payout whose value date has come (the acquirer's
+    /// payout notice for the batch number); one append per batch, never twice.
+    func recordPaidPayouts(today: BusinessDate) async throws {
+        for currency in try await Set(batchStreamsAll().map(\.opened.currency)).sorted(by: { $0.code < $1.code }) {
+            for state in try await batches(currency: currency) where state.stage == .payoutScheduled {
+                guard let scheduled = state.payout, let number = state.submitted?.batchNumber, scheduled.valueDate <= today else { continue }
+                let notice: PayoutNotice
+                do { notice = try await acquirer.payout(batchNumber: number) } catch {
+                    logger.warning("payout notice unavailable", metadata: ["batch": "\(state.opened.batchID)", "error": "\(error)"])
+                    continue
+                }
+                let event = SettlementEvent.paid(SettlementPayoutPaid(batchID: state.opened.batchID, payoutReference: notice.payoutReference,
+                                                                      amount: notice.amount, valueDate: notice.valueDate))
+                do {
+                    _ = try await writer.append(AppendRequest(
+                        stream: SettlementBatch.streamID(batchID: state.opened.batchID), expectedVersion: .exact(state.version),
+                        events: [try event.newEvent(eventID: UUID(), effectiveAt: clock())],
+                        metadata: EventMetadata(correlationID: state.opened.batchID, actor: Self.actor, command: "RecordPayout")))
+                } catch let error as AppendError where error == .versionConflict {
+                    continue  // recorded by someone else meanwhile
+                }
+            }
+        }
+    }
+
+    func batchStreamsAll() async throws -> [SettlementBatchState] {
+        let rows = try await client.query(
+            "SELECT DISTINCT stream_id FROM ledger.events WHERE type = \(SettlementBatchOpened.eventType)", logger: logger)
+        var states: [SettlementBatchState] = []
+        for try await stream in rows.decode(String.self) {
+            if let id = StreamID(stream), let state = try await load(id) { states.append(state) }
+        }
+        return states
+    }
+
+    func outcome(_ state: SettlementBatchState, appended: Int) -> BatchOutcome {
+        BatchOutcome(
+            batch_id: state.opened.batchID, currency: state.opened.currency.code, stage: state.stage.rawValue,
+            captures: state.closed?.captureCount ?? 0, refunds: state.closed?.refundCount ?? 0,
+            gross: state.closed?.gross.decimalString ?? "0", net: state.cleared?.net.decimalString,
+            payout: state.payout?.amount.decimalString, value_date: state.payout?.valueDate.description,
+            batch_number: state.submitted?.batchNumber, report_sha256: state.submitted?.reportSHA256, appended_events: appended)
+    }
+
+    // MARK: The acquirer and the stored report
+
+    /// Submits the batch (idempotent at the acquirer by batch reference) and stores the report CSV.
+    /// A stored report with another digest is refused: the acquirer's answer changed.
+    func submit(batchID: String, currency: Currency, businessDate: BusinessDate, items: [SettlementBatchItem]) async throws -> (report: SettlementReport, digest: String) {
+        let report: SettlementReport
+        do {
+            report = try await acquirer.submitBatch(SettlementBatchRequest(
+                batchReference: batchID, currency: currency, items: items.map(\.request), businessDate: businessDate))
+        } catch {
+            logger.error("the acquirer refused a settlement batch", metadata: ["batch": "\(batchID)", "error": "\(error)"])
+            throw APIError(status: .badGateway, code: "acquirer_refused", message: "the acquirer refused the batch: \(error.description)")
+        }
+        let csv = try SettlementReportCSV().write(report.lines)
+        let digest = Array(SHA256.hash(data: Array(csv.utf8)))
+        _ = try await client.query(
+            """
+            INSERT INTO ledger.settlement_reports (batch_id, sha256, csv, stored_at)
+            VALUES (\(batchID), \(ByteBuffer(bytes: digest)), \(csv), now()) ON CONFLICT (batch_id) DO NOTHING
+            """, logger: logger)
+        guard let stored = try await storedReport(batchID), stored.digest == digest else {
+            throw APIError(status: .badGateway, code: "report_changed", message: "the acquirer's report for \(batchID) differs from the stored one")
+        }
+        return (report, Self.hex(digest))
+    }
+
+    /// The report of a submitted batch: the acquirer answers the same batch reference with the same report.
+    func reportOf(_ state: SettlementBatchState, currency: Currency, cached: SettlementReport?) async throws -> SettlementReport {
+        if let cached { return cached }
+        return try await submit(batchID: state.opened.batchID, currency: currency, businessDate: state.opened.businessDate,
+                                items: state.closed?.items ?? []).report
+    }
+
+    func storedReport(_ batchID: String) async throws -> (digest: [UInt8], csv: String)? {
+        let rows = try await client.query("SELECT sha256, csv FROM ledger.settlement_reports WHERE batch_id = \(batchID)", logger: logger)
+        for try await (hash, csv) in rows.decode((ByteBuffer, String).self) { return (Array(hash.readableBytesView), csv) }
+        return nil
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    // MARK: Ledger reads
+
+    func load(_ stream: StreamID) async throws -> SettlementBatchState? {
+        SettlementBatchState.fold(try await store.readStream(stream).map { try SettlementEvent.decode($0) })
+    }
+
+    /// The settlement streams of `date` (any currency).
+    func batchStreams(for date: BusinessDate) async throws -> [StreamID] {
+        let rows = try await client.query(
+            "SELECT stream_id, data::text FROM ledger.events WHERE type = \(SettlementBatchOpened.eventType) ORDER BY position",
+            logger: logger)
+        var streams: [StreamID] = []
+        for try await (stream, json) in rows.decode((String, String).self) {
+            if case .opened(let e) = try SettlementEvent.decode(type: SettlementBatchOpened.eventType, schemaVersion: 1, json: json),
+               e.businessDate == date, e.merchantAccount == merchantAccount, let id = StreamID(stream) {
+                streams.append(id)
+            }
+        }
+        return streams
+    }
+
+    /// Our modification references already in a closed batch other than `excluded` streams.
+    func settledReferences(excluding excluded: Set<String>) async throws -> Set<String> {
+        let rows = try await client.query(
+            """
+            SELECT stream_id, schema_version, data::text FROM ledger.events
+            WHERE type = \(SettlementBatchClosed.eventType) ORDER BY position
+            """, logger: logger)
+        var references: Set<String> = []
+        for try await (stream, version, json) in rows.decode((String, Int32, String).self) where !excluded.contains(stream) {
+            if case .closed(let e) = try SettlementEvent.decode(type: SettlementBatchClosed.eventType, schemaVersion: version, json: json) {
+                for item in e.items { references.insert(item.modificationReference) }
+            }
+        }
+        return references
+    }
+
+    /// Captures and refunds recorded before `cutOff` at positions ≤ `pinned`, in ledger order.
+    func ledgerItems(through pinned: Int64, before cutOff: Date) async throws -> [SettlementBatchItem] {
+        let rows = try await client.query(
+            """
+            SELECT position, type, schema_version, data::text FROM ledger.events
+            WHERE type IN (\(HoldCaptured.eventType), \(HoldRefunded.eventType)) AND position <= \(pinned)
+            ORDER BY position
+            """, logger: logger)
+        var items: [SettlementBatchItem] = []
+        for try await (position, type, version, json) in rows.decode((Int64, String, Int32, String).self) {
+            guard case .hold(let event) = try DomainEvent.decode(type: type, schemaVersion: version, json: json),
+                  let item = SettlementBatchItem.from(event, position: position), item.recordedAt < cutOff else { continue }
+            items.append(item)
+        }
+        return items
+    }
+
+    // MARK: Back-office reads
+
+    public func batchJSON(id: String) async throws -> String? {
+        guard let stream = StreamID("settlement-" + id), let state = try await load(stream) else { return nil }
+        return try CatalogReadModel.json(BatchView(state))
+    }
+
+    public func batchesJSON(from: String?, to: String?) async throws -> String {
+        func date(_ text: String?, _ field: String) throws -> BusinessDate? {
+            guard let text else { return nil }
+            guard let date = BusinessDate(text) else {
+                throw APIError.badRequest("invalid_parameter", "\(field) must be a date YYYY-MM-DD", field: field)
+            }
+            return date
+        }
+        let from = try date(from, "from"), to = try date(to, "to")
+        if let from, let to, to < from { throw APIError.badRequest("invalid_parameter", "to is before from", field: "to") }
+        let rows = try await client.query(
+            "SELECT DISTINCT stream_id FROM ledger.events WHERE type = \(SettlementBatchOpened.eventType)", logger: logger)
+        var views: [BatchView] = []
+        for try await stream in rows.decode(String.self) {
+            guard let id = StreamID(stream), let state = try await load(id) else { continue }
+            let day = state.opened.businessDate
+            if let from, day < from { continue }
+            if let to, day > to { continue }
+            views.append(BatchView(state))
+        }
+        views.sort { ($0.business_date, $0.batch_id) < ($1.business_date, $1.batch_id) }
+        return try CatalogReadModel.json(["settlements": views])
+    }
+
+    public func reportCSV(id: String) async throws -> String? { try await storedReport(id)?.csv }
+
+    /// A batch as the back office reads it.
+    struct BatchView: Encodable {
+        let batch_id, merchant_account, currency, business_date, cut_off_at, stage: String
+        let pinned_position: Int64
+        let captures, refunds: Int
+        let gross_credit, gross_debit, gross: String?
+        let batch_number: Int?
+        let report_sha256: String?
+        let interchange, scheme_fees, markup, commission, net: String?
+        let payout_reference, payout, value_date, expected_value_date: String?
+        let paid_amount, paid_value_date: String?
+
+        init(_ s: SettlementBatchState) {
+            batch_id = s.opened.batchID
+            merchant_account = s.opened.merchantAccount
+            currency = s.opened.currency.code
+            business_date = s.opened.businessDate.description
+            cut_off_at = OrderReadModel.timestamp(s.opened.cutOffAt)
+            stage = s.stage.rawValue
+            pinned_position = s.opened.pinnedPosition
+            captures = s.closed?.captureCount ?? 0
+            refunds = s.closed?.refundCount ?? 0
+            gross_credit = s.closed?.grossCredit.decimalString
+            gross_debit = s.closed?.grossDebit.decimalString
+            gross = s.closed?.gross.decimalString
+            batch_number = s.submitted?.batchNumber
+            report_sha256 = s.submitted?.reportSHA256
+            interchange = s.cleared?.interchange.decimalString
+            scheme_fees = s.cleared?.schemeFees.decimalString
+            markup = s.cleared?.markup.decimalString
+            commission = s.cleared?.commission.decimalString
+            net = s.cleared?.net.decimalString
+            payout_reference = s.payout?.payoutReference
+            payout = s.payout?.amount.decimalString
+            value_date = s.payout?.valueDate.description
+            expected_value_date = s.payout?.expectedValueDate.description
+            paid_amount = s.paid?.amount.decimalString
+            paid_value_date = s.paid?.valueDate.description
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import Configuration
+import Foundation
+import LedgerAcquirer
+import LedgerCore
+
+/// The end-of-day settlement configuration (issue 5):
+///
+/// | variable | default | meaning |
+/// |---|---|---|
+/// | `LEDGERD_SETTLEMENT_TIME_ZONE` | `UTC` | the merchant's IANA time zone, in which the day closes |
+/// | `LEDGERD_SETTLEMENT_CUT_OFF` | `22:00` | local cut-off `HH:MM`: captures recorded before it close with that business day |
+/// | `LEDGERD_SETTLEMENT_HOLIDAYS` | — | comma-separated `YYYY-MM-DD` bank holidays (weekends are Saturday and Sunday) |
+/// | `LEDGERD_SETTLEMENT_FUNDING_LAG_DAYS` | `1` | payout value date = business date + this many business days |
+/// | `LEDGERD_SETTLEMENT_AUTO` | `false` | `serve` settles each business day itself once its cut-off has passed |
+public struct SettlementSettings: Sendable {
+    public var cutOff: SettlementCutOff
+    public var calendar: BusinessCalendar
+    public var fundingLagBusinessDays: Int
+    public var runAtCutOff: Bool
+
+    public init(cutOff: SettlementCutOff = SettlementCutOff(timeZoneIdentifier: "UTC", secondsAfterMidnight: 22 * 3600)!,
+                calendar: BusinessCalendar = BusinessCalendar(), fundingLagBusinessDays: Int = 1, runAtCutOff: Bool = false) {
+        self.cutOff = cutOff
+        self.calendar = calendar
+        self.fundingLagBusinessDays = fundingLagBusinessDays
+        self.runAtCutOff = runAtCutOff
+    }
+
+    /// The most recent business day whose cut-off has passed at `now` (what a nightly run settles).
+    public func lastClosedBusinessDay(now: Date) -> BusinessDate {
+        var day = BusinessDate(daysSinceEpoch: Int64((now.timeIntervalSince1970 / 86_400).rounded(.down)) + 1)
+        for _ in 0..<400 {
+            if calendar.isBusinessDay(day) && cutOff.instant(closing: day) <= now { return day }
+            day = day.adding(days: -1)
+        }
+        return day
+    }
+
+    static func read(from reader: ConfigReader) throws -> SettlementSettings {
+        let zone = reader.string(forKey: "ledgerd.settlement.time.zone", default: "UTC").trimmingCharacters(in: .whitespaces)
+        let time = reader.string(forKey: "ledgerd.settlement.cut.off", default: "22:00").trimmingCharacters(in: .whitespaces)
+        guard let seconds = SettlementCutOff.parseTime(time) else {
+            throw ConfigurationError("LEDGERD_SETTLEMENT_CUT_OFF must be a local time HH:MM such as 22:00, got \(time)")
+        }
+        guard let cutOff = SettlementCutOff(timeZoneIdentifier: zone, secondsAfterMidnight: seconds) else {
+            throw ConfigurationError("LEDGERD_SETTLEMENT_TIME_ZONE: unknown time zone \(zone)")
+        }
+        var holidays: [BusinessDate] = []
+        for text in reader.stringArray(forKey: "ledgerd.settlement.holidays", default: []) {
+            let trimmed = text.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty { continue }
+            guard let date = BusinessDate(trimmed) else {
+                throw ConfigurationError("LEDGERD_SETTLEMENT_HOLIDAYS: \(trimmed) is not a date YYYY-MM-DD")
+            }
+            holidays.append(date)
+        }
+        let lag = reader.int(forKey: "ledgerd.settlement.funding.lag.days", default: 1)
+        guard (0...10).contains(lag) else { throw ConfigurationError("LEDGERD_SETTLEMENT_FUNDING_LAG_DAYS must be 0…10") }
+        let auto = reader.bool(forKey: "ledgerd.settlement.auto", default: false)
+        return SettlementSettings(cutOff: cutOff, calendar: BusinessCalendar(holidays: holidays),
+                                  fundingLagBusinessDays: lag, runAtCutOff: auto)
+    }
+}

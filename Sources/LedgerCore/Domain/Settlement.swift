@@ -1,0 +1,515 @@
+import struct Foundation.Calendar
+import struct Foundation.Data
+import struct Foundation.Date
+import struct Foundation.DateComponents
+import class Foundation.JSONDecoder
+import class Foundation.JSONEncoder
+import struct Foundation.TimeZone
+import struct Foundation.UUID
+
+// End-of-day settlement (issue 5), as pure steps. One batch per merchant account, currency and
+// business date, its own stream `settlement-<merchant>-<currency>-<date>`:
+//
+//   opened (business date, cut-off instant, pinned ledger position)
+//   closed (the items: every capture/refund recorded before the cut-off, at or before the pinned
+//           position, in no earlier batch; counts; gross credit/debit)
+//   submitted (batch number, SHA-256 of the report CSV as stored)
+//   cleared (fee totals of the report's lines and the sum of their nets)
+//   payout scheduled (amount, acquirer's value date, the value date our calendar expects)
+//   paid (the acquirer's deposit, recorded by the first run on or after the value date)
+//
+// Each step is one append with an exact expected version, so a re-run or a resumed run after a
+// crash continues from the last recorded step and never records a step twice.
+
+// MARK: - Cut-off
+
+/// The daily cut-off in the merchant's time zone: captures recorded before it on business date D
+/// (and after the previous batch's cut-off) settle in D's batch.
+public struct SettlementCutOff: Hashable, Sendable {
+    /// An IANA time zone identifier, e.g. `America/New_York`.
+    public let timeZoneIdentifier: String
+    /// Local wall-clock time of the cut-off, seconds after midnight (0 ..< 86 400).
+    public let secondsAfterMidnight: Int
+    private let timeZone: TimeZone
+
+    /// Fails for an unknown time zone or a time outside the day.
+    public init?(timeZoneIdentifier: String, secondsAfterMidnight: Int) {
+        guard (0..<86_400).contains(secondsAfterMidnight), let zone = TimeZone(identifier: timeZoneIdentifier) else { return nil }
+        self.timeZoneIdentifier = timeZoneIdentifier
+        self.secondsAfterMidnight = secondsAfterMidnight
+        self.timeZone = zone
+    }
+
+    /// Parses `HH:MM` (24-hour).
+    public static func parseTime(_ text: String) -> Int? {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts.allSatisfy({ $0.count == 2 && $0.allSatisfy { $0.isASCII && $0.isNumber } }),
+              let h = Int(parts[0]), let m = Int(parts[1]), h < 24, m < 60 else { return nil }
+        return h * 3600 + m * 60
+    }
+
+    /// The instant business date `date` closes: its local cut-off time in the merchant's zone, with
+    /// that day's UTC offset (daylight saving included). A wall time skipped by a spring-forward
+    /// gap resolves to the first instant after the gap.
+    public func instant(closing date: BusinessDate) -> Date {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let components = DateComponents(
+            year: date.year, month: date.month, day: date.day,
+            hour: secondsAfterMidnight / 3600, minute: secondsAfterMidnight / 60 % 60, second: secondsAfterMidnight % 60)
+        // Foundation only fails for components that cannot name any day; ours always name one.
+        return calendar.date(from: components)!
+    }
+
+    /// The merchant's local calendar date at `instant`.
+    public func localDate(of instant: Date) -> BusinessDate {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let parts = calendar.dateComponents([.year, .month, .day], from: instant)
+        return BusinessDate(year: parts.year!, month: parts.month!, day: parts.day!)!
+    }
+}
+
+// MARK: - Items
+
+/// One capture or refund recorded in the ledger, as a batch holds it.
+public struct SettlementBatchItem: Hashable, Sendable, Codable {
+    public var kind: SettlementItemKind
+    /// The order id: the authorization's merchant reference.
+    public var orderID: String
+    /// Our reference of the capture/refund at the acquirer.
+    public var modificationReference: String
+    /// The acquirer's reference of it.
+    public var pspModificationReference: String
+    @DecimalMoney public var amount: Money
+    @LedgerTimestamp public var recordedAt: Date
+    /// The ledger position of the event that recorded it.
+    public var position: Int64
+
+    public init(kind: SettlementItemKind, orderID: String, modificationReference: String, pspModificationReference: String,
+                amount: Money, recordedAt: Date, position: Int64) {
+        self.kind = kind
+        self.orderID = orderID
+        self.modificationReference = modificationReference
+        self.pspModificationReference = pspModificationReference
+        self.amount = amount
+        self.recordedAt = recordedAt
+        self.position = position
+    }
+
+    /// The capture or refund a ledger hold event records, if it is one.
+    public static func from(_ event: HoldEvent, position: Int64) -> SettlementBatchItem? {
+        switch event {
+        case .captured(let e):
+            return SettlementBatchItem(kind: .capture, orderID: e.orderID.rawValue, modificationReference: e.modificationReference,
+                                       pspModificationReference: e.pspModificationReference, amount: e.amount,
+                                       recordedAt: e.capturedAt, position: position)
+        case .refunded(let e):
+            return SettlementBatchItem(kind: .refund, orderID: e.orderID.rawValue, modificationReference: e.modificationReference,
+                                       pspModificationReference: e.pspModificationReference, amount: e.amount,
+                                       recordedAt: e.refundedAt, position: position)
+        default: return nil
+        }
+    }
+
+    /// What we send the acquirer for it.
+    public var request: SettlementItem {
+        SettlementItem(kind: kind, authorizationReference: orderID, modificationReference: modificationReference, amount: amount)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case kind, orderID = "order_id", modificationReference = "modification_reference"
+        case pspModificationReference = "psp_modification_reference", amount, recordedAt = "recorded_at", position
+    }
+}
+
+// MARK: - Events
+
+/// A batch was opened for a business date, pinned to a ledger position.
+public struct SettlementBatchOpened: LedgerEventPayload {
+    public static let eventType = "SettlementBatchOpened"
+    public static let schemaVersion: Int32 = 1
+
+    public var batchID: String
+    public var merchantAccount: String
+    public var currency: Currency
+    public var businessDate: BusinessDate
+    @LedgerTimestamp public var cutOffAt: Date
+    /// The ledger head when the batch opened: no item after it belongs to the batch.
+    public var pinnedPosition: Int64
+
+    public init(batchID: String, merchantAccount: String, currency: Currency, businessDate: BusinessDate, cutOffAt: Date, pinnedPosition: Int64) {
+        self.batchID = batchID
+        self.merchantAccount = merchantAccount
+        self.currency = currency
+        self.businessDate = businessDate
+        self.cutOffAt = cutOffAt
+        self.pinnedPosition = pinnedPosition
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case batchID = "batch_id", merchantAccount = "merchant_account", currency, businessDate = "business_date"
+        case cutOffAt = "cut_off_at", pinnedPosition = "pinned_position"
+    }
+}
+
+/// The batch's content was fixed: its items, counts and gross amounts.
+public struct SettlementBatchClosed: LedgerEventPayload {
+    public static let eventType = "SettlementBatchClosed"
+    public static let schemaVersion: Int32 = 1
+
+    public var batchID: String
+    public var items: [SettlementBatchItem]
+    public var captureCount: Int
+    public var refundCount: Int
+    /// Σ captures.
+    @DecimalMoney public var grossCredit: Money
+    /// Σ refunds.
+    @DecimalMoney public var grossDebit: Money
+    /// grossCredit − grossDebit.
+    @DecimalMoney public var gross: Money
+
+    public init(batchID: String, items: [SettlementBatchItem], captureCount: Int, refundCount: Int, grossCredit: Money, grossDebit: Money, gross: Money) {
+        self.batchID = batchID
+        self.items = items
+        self.captureCount = captureCount
+        self.refundCount = refundCount
+        self.grossCredit = grossCredit
+        self.grossDebit = grossDebit
+        self.gross = gross
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case batchID = "batch_id", items, captureCount = "capture_count", refundCount = "refund_count"
+        case grossCredit = "gross_credit", grossDebit = "gross_debit", gross
+    }
+}
+
+/// The batch was submitted; the acquirer's report is stored with this digest.
+public struct SettlementBatchSubmitted: LedgerEventPayload {
+    public static let eventType = "SettlementBatchSubmitted"
+    public static let schemaVersion: Int32 = 1
+
+    public var batchID: String
+    public var batchNumber: Int
+    /// Lowercase hex SHA-256 of the stored report CSV.
+    public var reportSHA256: String
+    public var reportLineCount: Int
+
+    public init(batchID: String, batchNumber: Int, reportSHA256: String, reportLineCount: Int) {
+        self.batchID = batchID
+        self.batchNumber = batchNumber
+        self.reportSHA256 = reportSHA256
+        self.reportLineCount = reportLineCount
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case batchID = "batch_id", batchNumber = "batch_number", reportSHA256 = "report_sha256", reportLineCount = "report_line_count"
+    }
+}
+
+/// The acquirer priced the batch: fee totals over the report's Settled/Refunded lines (each fee
+/// rounded per line by the acquirer) and the sum of their nets.
+public struct SettlementBatchCleared: LedgerEventPayload {
+    public static let eventType = "SettlementBatchCleared"
+    public static let schemaVersion: Int32 = 1
+
+    public var batchID: String
+    public var lineCount: Int
+    @DecimalMoney public var gross: Money
+    @DecimalMoney public var interchange: Money
+    @DecimalMoney public var schemeFees: Money
+    @DecimalMoney public var markup: Money
+    @DecimalMoney public var commission: Money
+    @DecimalMoney public var net: Money
+
+    public init(batchID: String, lineCount: Int, gross: Money, interchange: Money, schemeFees: Money, markup: Money, commission: Money, net: Money) {
+        self.batchID = batchID
+        self.lineCount = lineCount
+        self.gross = gross
+        self.interchange = interchange
+        self.schemeFees = schemeFees
+        self.markup = markup
+        self.commission = commission
+        self.net = net
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case batchID = "batch_id", lineCount = "line_count", gross, interchange, schemeFees = "scheme_fees", markup, commission, net
+    }
+}
+
+/// The acquirer announced the payout; `expectedValueDate` is the business date + the funding lag
+/// on our calendar (a difference from the acquirer's is for reconciliation to report).
+public struct SettlementPayoutScheduled: LedgerEventPayload {
+    public static let eventType = "SettlementPayoutScheduled"
+    public static let schemaVersion: Int32 = 1
+
+    public var batchID: String
+    public var payoutReference: String
+    @DecimalMoney public var amount: Money
+    public var valueDate: BusinessDate
+    public var expectedValueDate: BusinessDate
+
+    public init(batchID: String, payoutReference: String, amount: Money, valueDate: BusinessDate, expectedValueDate: BusinessDate) {
+        self.batchID = batchID
+        self.payoutReference = payoutReference
+        self.amount = amount
+        self.valueDate = valueDate
+        self.expectedValueDate = expectedValueDate
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case batchID = "batch_id", payoutReference = "payout_reference", amount, valueDate = "value_date"
+        case expectedValueDate = "expected_value_date"
+    }
+}
+
+/// The payout reached the merchant's bank account: the acquirer's deposit on its value date.
+public struct SettlementPayoutPaid: LedgerEventPayload {
+    public static let eventType = "SettlementPayoutPaid"
+    public static let schemaVersion: Int32 = 1
+
+    public var batchID: String
+    public var payoutReference: String
+    @DecimalMoney public var amount: Money
+    public var valueDate: BusinessDate
+
+    public init(batchID: String, payoutReference: String, amount: Money, valueDate: BusinessDate) {
+        self.batchID = batchID
+        self.payoutReference = payoutReference
+        self.amount = amount
+        self.valueDate = valueDate
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case batchID = "batch_id", payoutReference = "payout_reference", amount, valueDate = "value_date"
+    }
+}
+
+/// The events of a settlement batch stream.
+public enum SettlementEvent: Hashable, Sendable {
+    case opened(SettlementBatchOpened)
+    case closed(SettlementBatchClosed)
+    case submitted(SettlementBatchSubmitted)
+    case cleared(SettlementBatchCleared)
+    case payoutScheduled(SettlementPayoutScheduled)
+    case paid(SettlementPayoutPaid)
+    /// On `reconciliation-<batch id>`: a reconciliation result, and an operator's resolution of a break.
+    case reconciled(ReconciliationRecorded)
+    case breakFound(ReconciliationBreakFound)
+    case breakResolved(ReconciliationBreakResolved)
+
+    public var payload: any LedgerEventPayload {
+        switch self {
+        case .opened(let e): return e
+        case .closed(let e): return e
+        case .submitted(let e): return e
+        case .cleared(let e): return e
+        case .payoutScheduled(let e): return e
+        case .paid(let e): return e
+        case .reconciled(let e): return e
+        case .breakFound(let e): return e
+        case .breakResolved(let e): return e
+        }
+    }
+
+    public var type: String { Swift.type(of: payload).eventType }
+
+    public static let knownTypes: [String] = [
+        SettlementBatchOpened.eventType, SettlementBatchClosed.eventType, SettlementBatchSubmitted.eventType,
+        SettlementBatchCleared.eventType, SettlementPayoutScheduled.eventType, SettlementPayoutPaid.eventType, ReconciliationRecorded.eventType,
+        ReconciliationBreakFound.eventType, ReconciliationBreakResolved.eventType,
+    ]
+
+    /// Sorted-key JSON, as the domain's events: byte-identical for equal events.
+    public func newEvent(eventID: UUID, effectiveAt: Date) throws(EventCodingError) -> NewEvent {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data: Data
+        do { data = try encoder.encode(payload) } catch {
+            throw EventCodingError(.encodingFailed, type: type, String(describing: error))
+        }
+        return NewEvent(eventID: eventID, type: type, schemaVersion: Swift.type(of: payload).schemaVersion,
+                        data: String(decoding: data, as: UTF8.self), effectiveAt: effectiveAt)
+    }
+
+    public static func decode(type: String, schemaVersion: Int32, json: String) throws(EventCodingError) -> SettlementEvent {
+        func decode<P: LedgerEventPayload>(_: P.Type) throws(EventCodingError) -> P {
+            guard schemaVersion == P.schemaVersion else {
+                throw EventCodingError(.unsupportedSchemaVersion, type: type, "schema version \(schemaVersion)")
+            }
+            do { return try JSONDecoder().decode(P.self, from: Data(json.utf8)) } catch {
+                throw EventCodingError(.invalidPayload, type: type, String(describing: error))
+            }
+        }
+        switch type {
+        case SettlementBatchOpened.eventType: return .opened(try decode(SettlementBatchOpened.self))
+        case SettlementBatchClosed.eventType: return .closed(try decode(SettlementBatchClosed.self))
+        case SettlementBatchSubmitted.eventType: return .submitted(try decode(SettlementBatchSubmitted.self))
+        case SettlementBatchCleared.eventType: return .cleared(try decode(SettlementBatchCleared.self))
+        case SettlementPayoutScheduled.eventType: return .payoutScheduled(try decode(SettlementPayoutScheduled.self))
+        case SettlementPayoutPaid.eventType: return .paid(try decode(SettlementPayoutPaid.self))
+        case ReconciliationRecorded.eventType: return .reconciled(try decode(ReconciliationRecorded.self))
+        case ReconciliationBreakFound.eventType: return .breakFound(try decode(ReconciliationBreakFound.self))
+        case ReconciliationBreakResolved.eventType: return .breakResolved(try decode(ReconciliationBreakResolved.self))
+        default: throw EventCodingError(.unknownType, type: type, "not a settlement event")
+        }
+    }
+
+    public static func decode(_ recorded: RecordedEvent) throws(EventCodingError) -> SettlementEvent {
+        try decode(type: recorded.type, schemaVersion: recorded.schemaVersion, json: recorded.data)
+    }
+}
+
+// MARK: - State
+
+/// A batch as its stream tells it.
+public struct SettlementBatchState: Hashable, Sendable {
+    public enum Stage: String, Hashable, Sendable, Comparable {
+        case opened, closed, submitted, cleared, payoutScheduled = "payout_scheduled", paid
+        var rank: Int { [.opened, .closed, .submitted, .cleared, .payoutScheduled, .paid].firstIndex(of: self)! }
+        public static func < (a: Stage, b: Stage) -> Bool { a.rank < b.rank }
+    }
+
+    public var version: Int64
+    public var stage: Stage
+    public var opened: SettlementBatchOpened
+    public var closed: SettlementBatchClosed?
+    public var submitted: SettlementBatchSubmitted?
+    public var cleared: SettlementBatchCleared?
+    public var payout: SettlementPayoutScheduled?
+    public var paid: SettlementPayoutPaid?
+
+    public static func evolve(_ state: SettlementBatchState?, _ event: SettlementEvent) -> SettlementBatchState? {
+        if case .opened(let e) = event {
+            return state ?? SettlementBatchState(version: 1, stage: .opened, opened: e)
+        }
+        guard var state else { return nil }
+        if case .reconciled = event { return state }  // another stream's events
+        if case .breakResolved = event { return state }
+        if case .breakFound = event { return state }
+        state.version += 1
+        switch event {
+        case .opened, .reconciled, .breakFound, .breakResolved: break
+        case .closed(let e): state.closed = e; state.stage = .closed
+        case .submitted(let e): state.submitted = e; state.stage = .submitted
+        case .cleared(let e): state.cleared = e; state.stage = .cleared
+        case .payoutScheduled(let e): state.payout = e; state.stage = .payoutScheduled
+        case .paid(let e): state.paid = e; state.stage = .paid
+        }
+        return state
+    }
+
+    public static func fold(_ events: [SettlementEvent]) -> SettlementBatchState? {
+        events.reduce(nil) { evolve($0, $1) }
+    }
+}
+
+// MARK: - Deciding
+
+/// Why a settlement step was refused.
+public enum SettlementRejection: Error, Hashable, Sendable, CustomStringConvertible {
+    case notABusinessDay(BusinessDate)
+    case cutOffNotReached(BusinessDate)
+    case currencyMismatch(String)
+    case conservationViolated(String)
+    case wrongStage(String)
+
+    public var description: String {
+        switch self {
+        case .notABusinessDay(let d): return "\(d) is not a business day; its captures settle with the next business day"
+        case .cutOffNotReached(let d): return "the business day \(d) has not reached its cut-off yet"
+        case .currencyMismatch(let m), .conservationViolated(let m), .wrongStage(let m): return m
+        }
+    }
+}
+
+public enum SettlementBatch {
+    /// `settlement-<merchant>-<currency>-<date>`'s id part (also our batch reference at the acquirer).
+    public static func batchID(merchantAccount: String, currency: Currency, businessDate: BusinessDate) -> String {
+        "\(merchantAccount)-\(currency.code)-\(businessDate)"
+    }
+
+    public static func streamID(batchID: String) -> StreamID { StreamID(category: "settlement", id: batchID) }
+
+    /// Whether a ledger item belongs in the batch: recorded before the cut-off, at or before the pinned
+    /// position, in the batch's currency, and not in an earlier batch.
+    public static func belongs(_ item: SettlementBatchItem, to opened: SettlementBatchOpened, settledElsewhere: Set<String>) -> Bool {
+        item.recordedAt < opened.cutOffAt && item.position <= opened.pinnedPosition
+            && item.amount.currency == opened.currency && !settledElsewhere.contains(item.modificationReference)
+    }
+
+    /// Closes the batch over `items` (in ledger order), checking Σ captures − Σ refunds = gross.
+    public static func close(_ opened: SettlementBatchOpened, items: [SettlementBatchItem]) throws(SettlementRejection) -> SettlementBatchClosed {
+        var credit: Int64 = 0, debit: Int64 = 0, captures = 0, refunds = 0
+        for item in items {
+            guard item.amount.currency == opened.currency else {
+                throw .currencyMismatch("item \(item.modificationReference) is in \(item.amount.currency.code), the batch in \(opened.currency.code)")
+            }
+            let overflow: Bool
+            switch item.kind {
+            case .capture: (credit, overflow) = credit.addingReportingOverflow(item.amount.minorUnits); captures += 1
+            case .refund: (debit, overflow) = debit.addingReportingOverflow(item.amount.minorUnits); refunds += 1
+            }
+            if overflow { throw .conservationViolated("batch total overflows") }
+        }
+        let closed = SettlementBatchClosed(
+            batchID: opened.batchID, items: items, captureCount: captures, refundCount: refunds,
+            grossCredit: Money(minorUnits: credit, currency: opened.currency),
+            grossDebit: Money(minorUnits: debit, currency: opened.currency),
+            gross: Money(minorUnits: credit - debit, currency: opened.currency))
+        if let violation = SettlementConservation.grossViolation(closed) { throw .conservationViolated(violation) }
+        return closed
+    }
+
+    /// The fee totals of a report's Settled/Refunded lines.
+    public static func cleared(batchID: String, currency: Currency, lines: [SettlementReportLine]) -> SettlementBatchCleared {
+        var gross: Int64 = 0, interchange: Int64 = 0, scheme: Int64 = 0, markup: Int64 = 0, commission: Int64 = 0, net: Int64 = 0
+        var count = 0
+        for line in lines where line.type != .merchantPayout {
+            count += 1
+            gross += line.signedGrossMinorUnits
+            net += line.signedNetMinorUnits
+            interchange += line.interchange?.minorUnits ?? 0
+            scheme += line.schemeFees?.minorUnits ?? 0
+            markup += line.markup?.minorUnits ?? 0
+            commission += line.commission?.minorUnits ?? 0
+        }
+        func m(_ units: Int64) -> Money { Money(minorUnits: units, currency: currency) }
+        return SettlementBatchCleared(batchID: batchID, lineCount: count, gross: m(gross), interchange: m(interchange),
+                                      schemeFees: m(scheme), markup: m(markup), commission: m(commission), net: m(net))
+    }
+}
+
+// MARK: - Money conservation
+
+/// The acceptance identities, as checks returning a description of the first violation (nil: holds).
+public enum SettlementConservation {
+    /// Σ captures − Σ refunds = gross, and the counts match the items.
+    public static func grossViolation(_ closed: SettlementBatchClosed) -> String? {
+        let captures = closed.items.filter { $0.kind == .capture }
+        let refunds = closed.items.filter { $0.kind == .refund }
+        let credit = captures.reduce(Int64(0)) { $0 + $1.amount.minorUnits }
+        let debit = refunds.reduce(Int64(0)) { $0 + $1.amount.minorUnits }
+        if captures.count != closed.captureCount || refunds.count != closed.refundCount { return "item counts do not match" }
+        if credit != closed.grossCredit.minorUnits || debit != closed.grossDebit.minorUnits { return "gross credit/debit do not match the items" }
+        if credit - debit != closed.gross.minorUnits { return "Σ captures − Σ refunds ≠ gross" }
+        return nil
+    }
+
+    /// For one Settled/Refunded line: net = gross − (interchange + scheme + markup) − commission.
+    public static func lineViolation(_ line: SettlementReportLine) -> String? {
+        guard line.type != .merchantPayout else { return nil }
+        if line.signedNetMinorUnits != line.signedGrossMinorUnits - line.totalFeesMinorUnits {
+            return "line \(line.modificationMerchantReference): net \(line.signedNetMinorUnits) ≠ gross \(line.signedGrossMinorUnits) − fees \(line.totalFeesMinorUnits)"
+        }
+        return nil
+    }
+
+    /// Σ line nets = payout.
+    public static func payoutViolation(lines: [SettlementReportLine], payout: Money) -> String? {
+        let nets = lines.filter { $0.type != .merchantPayout }.reduce(Int64(0)) { $0 + $1.signedNetMinorUnits }
+        return nets == payout.minorUnits ? nil : "Σ line nets \(nets) ≠ payout \(payout.minorUnits)"
+    }
+}

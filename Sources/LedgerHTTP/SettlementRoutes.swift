@@ -1,0 +1,99 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// Runs and reads end-of-day settlement batches (issue 5).
+public protocol SettlementOperator: Sendable {
+    /// Settles a business date (`YYYY-MM-DD`); returns the run's JSON summary. Refusals throw ``APIError``.
+    func run(businessDate: String, actor: String) async throws -> String
+    /// `{"settlements": [...]}`, business dates within `from…to` (inclusive; either may be nil).
+    func batchesJSON(from: String?, to: String?) async throws -> String
+    /// One batch, or nil when there is none with that id.
+    func batchJSON(id: String) async throws -> String?
+    /// The stored settlement report CSV of a submitted batch, byte for byte.
+    func reportCSV(id: String) async throws -> String?
+    /// The batch's latest reconciliation with its breaks and their resolutions, or nil.
+    func reconciliationJSON(id: String) async throws -> String?
+    /// Records an operator's resolution of a break; returns the reconciliation.
+    func resolveBreak(id: String, reason: String, actor: String) async throws -> String
+    /// Reconciles a settlement report CSV against the batch it names; returns the reconciliation.
+    func reconcileReport(csv: String) async throws -> String
+}
+
+/// - operator key: `POST /settlements/run {"business_date": "YYYY-MM-DD"}`,
+///   `POST /reconciliation/breaks/{id}/resolve {"reason": …}`, `POST /reconciliation/reports` (a report CSV);
+/// - operator or auditor key: `GET /settlements?from=&to=`, `GET /settlements/{id}`,
+///   `GET /settlements/{id}/report.csv`, `GET /settlements/{id}/reconciliation`.
+public struct SettlementRoutes: Sendable {
+    let settlement: any SettlementOperator
+
+    public init(settlement: any SettlementOperator) { self.settlement = settlement }
+
+    public func registerChanges(on group: RouterGroup<LedgerRequestContext>) {
+        group.post("/settlements/run") { request, context -> Response in
+            let body: ByteBuffer
+            do { body = try await request.body.collect(upTo: 16 * 1024) } catch {
+                throw APIError(status: .contentTooLarge, code: "payload_too_large", message: "the body is larger than 16 KiB")
+            }
+            guard let object = try? JSONDecoder().decode([String: PaymentRequest.JSONField].self, from: Data(body.readableBytesView)) else {
+                throw APIError.badRequest("invalid_json", "the body must be a JSON object")
+            }
+            for key in object.keys.sorted() where key != "business_date" {
+                throw APIError.badRequest("unknown_field", "settlement runs do not take \(key)", field: key)
+            }
+            let date = try PaymentRequest.Fields(object).string("business_date", maximumLength: 10)
+            let actor = context.principal.map { "\($0.role.rawValue):\($0.keyID)" } ?? "operator"
+            return jsonResponse(try await settlement.run(businessDate: date, actor: actor))
+        }
+        group.post("/reconciliation/reports") { request, _ -> Response in
+            let body: ByteBuffer
+            do { body = try await request.body.collect(upTo: 256 * 1024 * 1024) } catch {
+                throw APIError(status: .contentTooLarge, code: "payload_too_large", message: "the report is larger than 256 MiB")
+            }
+            guard let csv = String(validating: body.readableBytesView, as: UTF8.self) else {
+                throw APIError.badRequest("invalid_report", "the report must be UTF-8 CSV text")
+            }
+            return jsonResponse(try await settlement.reconcileReport(csv: csv))
+        }
+        group.post("/reconciliation/breaks/:id/resolve") { request, context -> Response in
+            let id = try context.parameters.require("id")
+            let body: ByteBuffer
+            do { body = try await request.body.collect(upTo: 16 * 1024) } catch {
+                throw APIError(status: .contentTooLarge, code: "payload_too_large", message: "the body is larger than 16 KiB")
+            }
+            guard let object = try? JSONDecoder().decode([String: PaymentRequest.JSONField].self, from: Data(body.readableBytesView)) else {
+                throw APIError.badRequest("invalid_json", "the body must be a JSON object")
+            }
+            for key in object.keys.sorted() where key != "reason" {
+                throw APIError.badRequest("unknown_field", "a resolution does not take \(key)", field: key)
+            }
+            let reason = try PaymentRequest.Fields(object).string("reason", maximumLength: 500)
+            let actor = context.principal.map { "\($0.role.rawValue):\($0.keyID)" } ?? "operator"
+            return jsonResponse(try await settlement.resolveBreak(id: id, reason: reason, actor: actor))
+        }
+    }
+
+    public func registerReads(on group: RouterGroup<LedgerRequestContext>) {
+        group.get("/settlements") { request, _ -> Response in
+            let parameters = request.uri.queryParameters
+            return jsonResponse(try await settlement.batchesJSON(from: parameters["from"].map(String.init), to: parameters["to"].map(String.init)))
+        }
+        group.get("/settlements/:id") { _, context -> Response in
+            let id = try context.parameters.require("id")
+            guard let json = try await settlement.batchJSON(id: id) else { throw APIError.notFound("no settlement batch \(id)") }
+            return jsonResponse(json)
+        }
+        group.get("/settlements/:id/reconciliation") { _, context -> Response in
+            let id = try context.parameters.require("id")
+            guard let json = try await settlement.reconciliationJSON(id: id) else { throw APIError.notFound("no reconciliation for \(id)") }
+            return jsonResponse(json)
+        }
+        group.get("/settlements/:id/report.csv") { _, context -> Response in
+            let id = try context.parameters.require("id")
+            guard let csv = try await settlement.reportCSV(id: id) else { throw APIError.notFound("no settlement report for \(id)") }
+            var headers = HTTPFields()
+            headers[.contentType] = "text/csv; charset=utf-8"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: csv)))
+        }
+    }
+}

@@ -1,0 +1,211 @@
+import Foundation
+import LedgerApp
+import LedgerPayments
+import LedgerPaymentsTesting
+import LedgerTestSupport
+import Testing
+
+/// `ledgerd applepay inspect | check-config` and `ledgerd bench applepay` as processes, and the
+/// LEDGERD_APPLEPAY_* configuration they and the daemon load.
+@Suite struct ApplePayCommandTests {
+    /// `shared/vectors/applepay`, found by walking up from this file.
+    static var vectors: URL {
+        get throws {
+            var directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            while directory.path != "/" {
+                let candidate = directory.appendingPathComponent("shared/vectors/applepay")
+                if FileManager.default.fileExists(atPath: candidate.appendingPathComponent("README.md").path) { return candidate }
+                directory = directory.deletingLastPathComponent()
+            }
+            throw FactoryError("shared/vectors/applepay not found")
+        }
+    }
+
+    /// Runs `ledgerd` with `environment` added and returns its status and combined output.
+    func ledgerd(_ arguments: [String], environment extra: [String: String] = [:]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = DaemonProcessTests.ledgerdBinary
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LEDGERD_") }
+        environment.merge(extra) { $1 }
+        process.environment = environment
+        let outputURL = FileManager.default.temporaryDirectory.appendingPathComponent("ledgerd-applepay-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: outputURL) }
+        let handle = try FileHandle(forWritingTo: outputURL)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        process.waitUntilExit()
+        try handle.close()
+        return (process.terminationStatus, (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "")
+    }
+
+    func inspectPayU(_ extra: [String]) throws -> (status: Int32, output: String) {
+        let vectors = try Self.vectors
+        return try ledgerd([
+            "applepay", "inspect", "--token", vectors.appendingPathComponent("payu-ec-v1/token.json").path,
+            "--private-key", vectors.appendingPathComponent("payu-ec-v1/private_key.pem").path,
+            "--root", vectors.appendingPathComponent("AppleRootCA-G3.pem").path,
+        ] + extra)
+    }
+
+    struct Inspected: Decodable {
+        let last4, currencyCode, paymentDataType, transactionId, expirationDate: String
+        let transactionAmount: Int
+        let network: String?
+    }
+
+    struct Refused: Decodable {
+        struct Detail: Decodable { let code, message: String }
+        let error: Detail
+    }
+
+    @Test func inspectDecryptsThePayUVectorAtItsSigningTimeWithThePANMasked() throws {
+        let (status, output) = try inspectPayU(["--merchant-id", "merchant.sandbox.payu", "--at", "2018-01-26T13:55:18Z"])
+        #expect(status == 0, "\(output)")
+        let inspected = try JSONDecoder().decode(Inspected.self, from: Data(output.utf8))
+        #expect(inspected.last4 == "0010" && inspected.currencyCode == "643" && inspected.transactionAmount == 100_000)
+        #expect(inspected.paymentDataType == "3DSecure" && inspected.expirationDate == "190731" && inspected.network == "mastercard")
+        #expect(!output.contains("5204242750270010") && !output.contains("520424") && !output.contains("AOm+7lPDSbobAGVT7hmNAoABFA=="))
+        // The bundled Apple root is the default.
+        let vectors = try Self.vectors
+        let bundled = try ledgerd([
+            "applepay", "inspect", "--token", vectors.appendingPathComponent("payu-ec-v1/token.json").path,
+            "--private-key", vectors.appendingPathComponent("payu-ec-v1/private_key.pem").path,
+            "--merchant-id", "merchant.sandbox.payu", "--at", "2018-01-26T13:57:00Z",
+        ])
+        #expect(bundled.status == 0, "\(bundled.output)")
+    }
+
+    @Test(arguments: [
+        ([] as [String], "certificate_expired"),
+        (["--at", "2018-01-26T14:05:00Z"], "signing_time_stale"),
+        (["--at", "2018-01-26T13:45:00Z"], "signing_time_in_future"),
+        (["--at", "2018-01-26T13:55:18Z", "--max-signature-age", "1", "--application-data", "b3JkZXIgNDI="], "application_data_missing"),
+    ])
+    func inspectNamesThePreciseReasonAndExitsNonZero(extra: [String], code: String) throws {
+        let (status, output) = try inspectPayU(["--merchant-id", "merchant.sandbox.payu"] + extra)
+        #expect(status == 1, "\(output)")
+        let refused = try JSONDecoder().decode(Refused.self, from: Data(output.utf8))
+        #expect(refused.error.code == code, "\(output)")
+        #expect(!output.contains("5204242750270010"))
+    }
+
+    @Test func inspectWithTheWrongMerchantIdentifierCannotDecrypt() throws {
+        let (status, output) = try inspectPayU(["--merchant-id", "merchant.sandbox.other", "--at", "2018-01-26T13:55:18Z"])
+        #expect(status == 1)
+        #expect(try JSONDecoder().decode(Refused.self, from: Data(output.utf8)).error.code == "decryption_failed", "\(output)")
+    }
+
+    @Test func inspectRefusesUnusableArguments() throws {
+        let vectors = try Self.vectors
+        let missing = try ledgerd([
+            "applepay", "inspect", "--token", "/nonexistent/token.json", "--merchant-id", "m",
+            "--private-key", vectors.appendingPathComponent("payu-ec-v1/private_key.pem").path,
+        ])
+        #expect(missing.status == 1 && missing.output.contains("unreadable_file"), "\(missing.output)")
+        let noIdentity = try inspectPayU([])
+        #expect(noIdentity.status != 0 && noIdentity.output.contains("--merchant-id"), "\(noIdentity.output)")
+        let badTime = try inspectPayU(["--merchant-id", "m", "--at", "yesterday"])
+        #expect(badTime.status != 0 && badTime.output.contains("ISO 8601"), "\(badTime.output)")
+    }
+
+    @Test func checkConfigSaysWhatItFoundAndNothingSecret() throws {
+        let fixture = try ApplePayPaymentTests.Fixture(merchants: [try TestMerchant.ec(), try TestMerchant.rsa()])
+        let (status, output) = try ledgerd(["applepay", "check-config"], environment: fixture.environment)
+        #expect(status == 0, "\(output)")
+        for merchant in fixture.merchants {
+            let hash = try ApplePayMerchantKey(privateKey: merchant.privateKey, certificate: merchant.certificate).publicKeyHash
+            #expect(output.contains(Data(hash).base64EncodedString()), "\(output)")
+            #expect(!output.contains(String(try merchant.privateKeyPEM.split(separator: "\n")[1])))
+        }
+        #expect(output.contains("EC key for EC_v1") && output.contains("RSA key for RSA_v1") && output.contains("Merchant ID: merchant.com.example.ledger"))
+        #expect(output.contains("LedgerPayments Test Root CA - G3") && output.contains("warning: Apple Root CA - G3 is not among"))
+        #expect(output.contains("max signature age: 300 s") && output.hasSuffix("ok\n"))
+    }
+
+    @Test func checkConfigFailsWhenNotConfiguredOrUnusable() throws {
+        let none = try ledgerd(["applepay", "check-config"])
+        #expect(none.status == 1 && none.output.contains("not configured"), "\(none.output)")
+        let missing = try ledgerd(["applepay", "check-config"], environment: [
+            "LEDGERD_APPLEPAY_PRIVATE_KEYS": "/nonexistent/key.pem", "LEDGERD_APPLEPAY_MERCHANT_ID": "merchant.com.example",
+        ])
+        #expect(missing.status == 1 && missing.output.contains("LEDGERD_APPLEPAY_PRIVATE_KEYS: /nonexistent/key.pem cannot be read"),
+                "\(missing.output)")
+    }
+
+    @Test func benchApplePayReportsAThroughput() throws {
+        let (status, output) = try ledgerd(["bench", "applepay", "--seconds", "1"])
+        #expect(status == 0 && output.contains("tokens/s"), "\(output)")
+    }
+
+    // MARK: Configuration
+
+    func configuration(_ environment: [String: String]) throws -> LedgerConfiguration {
+        try LedgerConfiguration.load(environment: environment)
+    }
+
+    func configurationError(_ environment: [String: String]) -> String? {
+        do {
+            _ = try configuration(environment)
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func theConfigurationLoadsKeysCertificatesAndRoots() throws {
+        #expect(try configuration([:]).applePay == nil)
+        let fixture = try ApplePayPaymentTests.Fixture(merchants: [try TestMerchant.ec(), try TestMerchant.ec()])
+        var environment = fixture.environment
+        environment["LEDGERD_APPLEPAY_MAX_SIGNATURE_AGE_SECONDS"] = "120"
+        let applePay = try #require(try configuration(environment).applePay)
+        #expect(applePay.keys.count == 2 && applePay.keys.allSatisfy { $0.certificate != nil })
+        #expect(applePay.roots == [fixture.pki.root])
+        #expect(applePay.merchantConfiguration.signingTimeTolerance == 120)
+        #expect(applePay.keys.map(\.key.publicKeyHash) == (try fixture.merchants.map { try $0.merchantKey().publicKeyHash }))
+
+        // Keys without certificates take the merchant identifier; the bundled Apple root is the default.
+        environment = ["LEDGERD_APPLEPAY_PRIVATE_KEYS": fixture.environment["LEDGERD_APPLEPAY_PRIVATE_KEYS"]!,
+                       "LEDGERD_APPLEPAY_MERCHANT_ID": "merchant.com.example.ledger"]
+        let byIdentifier = try #require(try configuration(environment).applePay)
+        #expect(byIdentifier.keys.allSatisfy { $0.certificate == nil })
+        #expect(byIdentifier.keys.map(\.key.merchantIdentifierHash) == fixture.merchants.map(\.merchantIdentifierHash))
+        #expect(byIdentifier.roots == [try ApplePayPEM.appleRootCAG3()])
+        #expect(byIdentifier.merchantConfiguration.signingTimeTolerance == 300)
+    }
+
+    @Test func unusableApplePaySettingsStopTheConfigurationNamingTheVariable() throws {
+        let fixture = try ApplePayPaymentTests.Fixture()
+        let keys = fixture.environment["LEDGERD_APPLEPAY_PRIVATE_KEYS"]!, certificates = fixture.environment["LEDGERD_APPLEPAY_CERTIFICATES"]!
+        let other = try ApplePayPaymentTests.Fixture()
+        let cases: [([String: String], String)] = [
+            (["LEDGERD_APPLEPAY_PRIVATE_KEYS": keys], "LEDGERD_APPLEPAY_MERCHANT_ID is not set"),
+            (["LEDGERD_APPLEPAY_CERTIFICATES": certificates], "LEDGERD_APPLEPAY_PRIVATE_KEYS is required"),
+            (["LEDGERD_APPLEPAY_PRIVATE_KEYS": keys, "LEDGERD_APPLEPAY_CERTIFICATES": other.environment["LEDGERD_APPLEPAY_CERTIFICATES"]!,
+              "LEDGERD_APPLEPAY_MERCHANT_ID": "m"], "no key in LEDGERD_APPLEPAY_PRIVATE_KEYS belongs to this certificate"),
+            (["LEDGERD_APPLEPAY_PRIVATE_KEYS": keys, "LEDGERD_APPLEPAY_CERTIFICATES": certificates,
+              "LEDGERD_APPLEPAY_MERCHANT_ID": "merchant.com.other"], "is not the merchant identifier of the certificate"),
+            (["LEDGERD_APPLEPAY_PRIVATE_KEYS": "\(keys),\(keys)", "LEDGERD_APPLEPAY_MERCHANT_ID": "m"], "holds the same key as"),
+            (["LEDGERD_APPLEPAY_PRIVATE_KEYS": certificates, "LEDGERD_APPLEPAY_MERCHANT_ID": "m"], "LEDGERD_APPLEPAY_PRIVATE_KEYS: \(certificates)"),
+            (["LEDGERD_APPLEPAY_PRIVATE_KEYS": keys, "LEDGERD_APPLEPAY_MERCHANT_ID": "m", "LEDGERD_APPLEPAY_ROOT": keys], "LEDGERD_APPLEPAY_ROOT"),
+            (["LEDGERD_APPLEPAY_PRIVATE_KEYS": keys, "LEDGERD_APPLEPAY_MERCHANT_ID": "m",
+              "LEDGERD_APPLEPAY_MAX_SIGNATURE_AGE_SECONDS": "0"], "LEDGERD_APPLEPAY_MAX_SIGNATURE_AGE_SECONDS"),
+        ]
+        for (environment, expected) in cases {
+            let message = try #require(configurationError(environment), "\(environment) was accepted")
+            #expect(message.contains(expected), "\(message)")
+            #expect(!message.contains("PRIVATE KEY-----"))
+        }
+    }
+
+    @Test func theReportFlagsExpiredMerchantCertificates() throws {
+        let fixture = try ApplePayPaymentTests.Fixture()
+        let applePay = try #require(try configuration(fixture.environment).applePay)
+        #expect(applePay.report(now: testNow).problems.isEmpty)
+        let late = applePay.report(now: TestPKI.date(2031))  // test merchant certificates end in 2030
+        #expect(late.problems.count == 1 && late.text.contains("problem: the merchant certificate"), "\(late.text)")
+        #expect(applePay.report(now: TestPKI.date(2030).addingTimeInterval(-86_400)).text.contains("warning: the merchant certificate"))
+    }
+}

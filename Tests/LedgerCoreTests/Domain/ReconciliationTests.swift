@@ -1,0 +1,88 @@
+import Foundation
+@testable import LedgerCore
+import Testing
+
+/// The classifier on hand-made reports: the break classes the acquirer model's knobs cannot produce,
+/// and the expected window.
+@Suite struct ReconciliationTests {
+    let batch = "S-USD-2026-06-17"
+
+    func item(_ kind: SettlementItemKind, _ reference: String, _ units: Int64) -> SettlementBatchItem {
+        SettlementBatchItem(kind: kind, orderID: "o-\(reference)", modificationReference: reference, pspModificationReference: "psp-\(reference)",
+                            amount: Money(minorUnits: units, currency: .usd), recordedAt: t0, position: 1)
+    }
+
+    func line(_ type: SettlementLineType, _ reference: String, _ units: Int64, fee: Int64 = 0, currency: Currency = .usd,
+              psp: String? = nil) -> SettlementReportLine {
+        let m = { (u: Int64) in Money(minorUnits: u, currency: currency) }
+        let signedGross = type == .refunded ? -units : units
+        let net = signedGross - fee
+        return SettlementReportLine(
+            companyAccount: "C", merchantAccount: "S", pspReference: "p", merchantReference: "o-\(reference)", paymentMethod: "visa",
+            creationDate: nil, timeZone: "UTC", type: type, modificationReference: psp ?? "psp-\(reference)", grossCurrency: currency,
+            grossDebit: signedGross < 0 ? m(-signedGross) : nil, grossCredit: signedGross < 0 ? nil : m(signedGross), exchangeRate: nil,
+            netCurrency: currency, netDebit: net < 0 ? m(-net) : nil, netCredit: net < 0 ? nil : m(net), commission: m(fee), markup: nil,
+            schemeFees: nil, interchange: nil, paymentMethodVariant: "visacredit", modificationMerchantReference: reference, batchNumber: 1)
+    }
+
+    func payout(_ lines: [SettlementReportLine], short: Int64 = 0) -> SettlementReportLine {
+        let amount = lines.reduce(Int64(0)) { $0 + $1.signedNetMinorUnits } - short
+        var l = line(.merchantPayout, "", 0)
+        (l.grossCurrency, l.grossCredit, l.grossDebit, l.commission) = (nil, nil, nil, nil)
+        (l.netDebit, l.netCredit) = amount >= 0 ? (Money(minorUnits: amount, currency: .usd), nil) : (nil, Money(minorUnits: -amount, currency: .usd))
+        l.modificationReference = "payout-1"
+        l.modificationMerchantReference = batch
+        return l
+    }
+
+    func classes(_ items: [SettlementBatchItem], _ lines: [SettlementReportLine], later: [SettlementReportLine]? = nil,
+                 elsewhere: Set<String> = [], fee: Int64? = nil) -> [BreakClass] {
+        Reconciliation.reconcile(batchID: batch, currency: .usd, items: items, lines: lines + [payout(lines)], laterLines: later,
+                                 settledElsewhere: elsewhere, expectedFees: { _, _ in
+                                     fee.map { ExpectedFees(interchange: nil, schemeFees: nil, markup: nil, commission: $0) }
+                                 }).breaks.map(\.breakClass)
+    }
+
+    @Test func aCleanReportMatchesEveryItemByOurReferenceOrTheAcquirers() {
+        let items = [item(.capture, "a", 500), item(.refund, "b", 200)]
+        var byPSP = line(.refunded, "b", 200)
+        byPSP.modificationMerchantReference = ""  // only the acquirer's reference to go by
+        let result = Reconciliation.reconcile(
+            batchID: batch, currency: .usd, items: items, lines: [line(.settled, "a", 500, fee: 12), byPSP, payout([line(.settled, "a", 500, fee: 12), byPSP])],
+            laterLines: nil, settledElsewhere: [], expectedFees: { _, item in
+                ExpectedFees(interchange: nil, schemeFees: nil, markup: nil, commission: item.kind == .capture ? 12 : 0) })
+        #expect(result.breaks.isEmpty && result.matched == 2 && result.ledgerItems == 2 && result.reportLines == 3)
+    }
+
+    @Test func eachMismatchHasItsClass() {
+        #expect(classes([], [line(.settled, "x", 500)]) == [.missingInLedger])
+        #expect(classes([], [line(.settled, "x", 500)], elsewhere: ["x"]) == [])  // carried over from an earlier batch
+        #expect(classes([item(.capture, "a", 500)], [line(.settled, "a", 500, currency: .eur)]).contains(.currencyMismatch))
+        #expect(classes([item(.capture, "a", 500)], [line(.refunded, "a", 500)]) == [.statusMismatch])
+        #expect(classes([item(.capture, "a", 500)], [line(.settled, "a", 501)]) == [.amountMismatch])
+        #expect(classes([item(.capture, "a", 500)], [line(.settled, "a", 500, fee: 13)], fee: 12) == [.feeMismatch])
+        #expect(classes([item(.capture, "a", 500)], [line(.settled, "a", 500), line(.settled, "a", 500)]) == [.duplicate])
+        #expect(classes([item(.capture, "a", 500)], [line(.settled, "a", 500), line(SettlementLineType(rawValue: "Fee"), "f", 100)])
+                == [.unmatchedAdjustment])
+        let lines = [line(.settled, "a", 500)]
+        let short = Reconciliation.reconcile(batchID: batch, currency: .usd, items: [item(.capture, "a", 500)],
+                                             lines: lines + [payout(lines, short: 1)], laterLines: nil, settledElsewhere: [],
+                                             expectedFees: { _, _ in nil })
+        #expect(short.breaks.map(\.breakClass) == [.payoutMismatch])
+    }
+
+    @Test func anAbsentItemIsTimingUntilTheNextReportAndMissingAtTheAcquirerAfter() {
+        let items = [item(.capture, "a", 500), item(.capture, "b", 300)]
+        let lines = [line(.settled, "a", 500)]
+        #expect(classes(items, lines) == [.timing])
+        #expect(classes(items, lines, later: [line(.settled, "b", 300)]) == [.timing])
+        #expect(classes(items, lines, later: []) == [.missingAtAcquirer])
+        let recorded = Reconciliation.reconcile(batchID: batch, currency: .usd, items: items, lines: lines + [payout(lines)],
+                                                laterLines: [], settledElsewhere: [], expectedFees: { _, _ in nil })
+        #expect(recorded.windowClosed && recorded.breaks.first?.breakID == "\(batch).missing_at_acquirer.b")
+        // The result event round-trips byte for byte.
+        let event = SettlementEvent.reconciled(recorded)
+        let encoded = try? event.newEvent(eventID: UUID(), effectiveAt: t0)
+        #expect(encoded.flatMap { try? SettlementEvent.decode(type: $0.type, schemaVersion: $0.schemaVersion, json: $0.data) } == event)
+    }
+}
