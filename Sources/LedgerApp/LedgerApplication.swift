@@ -294,7 +294,7 @@ public func buildRouter(services: LedgerServices, configuration: LedgerConfigura
     // Changes need an operator key.
     let changes = router.group().add(middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .change))
     holdRoutes.registerChanges(on: changes)
-    let settlementRoutes = SettlementRoutes(settlement: services.settlement)
+    let settlementRoutes = SettlementRoutes(settlement: services.settlement, state: services.state)
     settlementRoutes.registerReads(on: reads)
     settlementRoutes.registerChanges(on: changes)
     checkpointRoutes.registerChanges(on: changes)

@@ -291,7 +291,17 @@ public struct SettlementService: SettlementOperator {
     // MARK: Back-office reads
 
     public func batchJSON(id: String) async throws -> String? {
-        guard let stream = StreamID("settlement-" + id), let state = try await load(stream) else { return nil }
+        guard let stream = Self.stream(ofBatch: id) else { return nil }
+        return try Self.batchView(try await store.readStream(stream))
+    }
+
+    /// A batch's stream, `settlement-<batch id>`.
+    static func stream(ofBatch id: String) -> StreamID? { StreamID("settlement-" + id) }
+
+    /// The batch as the back office reads it, folded from its stream's events: the live read folds
+    /// them all, an as-of read (``StateHistory``) those up to its point.
+    static func batchView(_ events: [RecordedEvent]) throws -> String? {
+        guard let state = SettlementBatchState.fold(try events.map { try SettlementEvent.decode($0) }) else { return nil }
         return try CatalogReadModel.json(BatchView(state))
     }
 

@@ -23,11 +23,17 @@ public protocol SettlementOperator: Sendable {
 /// - operator key: `POST /settlements/run {"business_date": "YYYY-MM-DD"}`,
 ///   `POST /reconciliation/breaks/{id}/resolve {"reason": …}`, `POST /reconciliation/reports` (a report CSV);
 /// - operator or auditor key: `GET /settlements?from=&to=`, `GET /settlements/{id}`,
-///   `GET /settlements/{id}/report.csv`, `GET /settlements/{id}/reconciliation`.
+///   `GET /settlements/{id}/report.csv`, `GET /settlements/{id}/reconciliation`;
+///   `GET /settlements/{id}?as_of=<position | RFC 3339 time>` — the batch as of then (see ``StateReader``).
 public struct SettlementRoutes: Sendable {
     let settlement: any SettlementOperator
+    /// Answers `GET /settlements/{id}?as_of=` (without it, `as_of` is refused).
+    let state: (any StateReader)?
 
-    public init(settlement: any SettlementOperator) { self.settlement = settlement }
+    public init(settlement: any SettlementOperator, state: (any StateReader)? = nil) {
+        self.settlement = settlement
+        self.state = state
+    }
 
     public func registerChanges(on group: RouterGroup<LedgerRequestContext>) {
         group.post("/settlements/run") { request, context -> Response in
@@ -78,8 +84,12 @@ public struct SettlementRoutes: Sendable {
             let parameters = request.uri.queryParameters
             return jsonResponse(try await settlement.batchesJSON(from: parameters["from"].map(String.init), to: parameters["to"].map(String.init)))
         }
-        group.get("/settlements/:id") { _, context -> Response in
+        group.get("/settlements/:id") { request, context -> Response in
             let id = try context.parameters.require("id")
+            if let asOf = try StateRoutes.asOf(request) {
+                guard let state else { throw APIError.badRequest("invalid_parameter", "as_of is not served here", field: "as_of") }
+                return try await StateRoutes.settlementResponse(state, id: id, asOf: asOf)
+            }
             guard let json = try await settlement.batchJSON(id: id) else { throw APIError.notFound("no settlement batch \(id)") }
             return jsonResponse(json)
         }

@@ -43,13 +43,17 @@ public protocol StateReader: Sendable {
     func product(_ id: String, asOf: AsOf?) async throws -> StateAnswer?
     /// The whole inventory as `GET /inventory` serves it (a JSON array).
     func inventory(asOf: AsOf) async throws -> StateAnswer
+    /// A settlement batch as `GET /settlements/{id}` serves it.
+    func settlement(_ id: String, asOf: AsOf) async throws -> StateAnswer?
 }
 
 /// Back-office state reads (operator or auditor key), live or `?as_of=<position | RFC 3339 time>`:
 /// - `GET /authorizations/{order id}` — one hold with its money figures;
 /// - `GET /products/{id}` — one product as `GET /inventory` shows it.
-/// `GET /orders/{id}?as_of=` and `GET /inventory?as_of=` are served by ``OrderRoutes`` and
-/// ``StorefrontRoutes`` through the same reader.
+/// `GET /orders/{id}?as_of=`, `GET /inventory?as_of=` and `GET /settlements/{id}?as_of=` are served
+/// by ``OrderRoutes``, ``StorefrontRoutes`` and ``SettlementRoutes`` through the same reader (the
+/// last two carry the point in `Ledger-As-Of-Position` / `Ledger-As-Of-Time` headers, their bodies
+/// being the live shape).
 public struct StateRoutes: Sendable {
     let reader: any StateReader
 
@@ -84,9 +88,20 @@ public struct StateRoutes: Sendable {
         return jsonResponse("{\"order\":\(answer.json)\(answer.asOfMember),\"links\":\(links)}")
     }
 
+    /// `GET /settlements/{id}?as_of=…`: the batch as the live endpoint serves it; the point in headers.
+    static func settlementResponse(_ reader: any StateReader, id: String, asOf: AsOf) async throws -> Response {
+        guard let answer = try await reader.settlement(id, asOf: asOf) else {
+            throw APIError.notFound("no settlement batch \(id)\(suffix(asOf))")
+        }
+        return withPointHeaders(answer)
+    }
+
     /// `GET /inventory?as_of=…`: the array as the live endpoint serves it; the point in headers.
     static func inventoryResponse(_ reader: any StateReader, asOf: AsOf) async throws -> Response {
-        let answer = try await reader.inventory(asOf: asOf)
+        withPointHeaders(try await reader.inventory(asOf: asOf))
+    }
+
+    static func withPointHeaders(_ answer: StateAnswer) -> Response {
         var response = jsonResponse(answer.json)
         if let point = answer.asOf {
             response.headers[Self.asOfPositionHeader] = String(point.position)

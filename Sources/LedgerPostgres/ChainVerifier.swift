@@ -82,108 +82,137 @@ public struct ChainVerifier: Sendable {
         var expected = from
         var checked: Int64 = 0
         let client = self.client, logger = self.logger
-        var next: Task<[WireRow], any Error>? = Task { try await Self.page(client, from: from, through: to, limit: pageSize, logger: logger) }
+        var next: Task<WirePage, any Error>? = Task { try await Self.page(client, from: from, through: to, limit: pageSize, logger: logger) }
         defer { next?.cancel() }
         while let fetching = next {
             let page = try await fetching.value
             next = nil
-            if page.count == pageSize, let last = page.last, last.position < to {
-                next = Task { try await Self.page(client, from: last.position + 1, through: to, limit: pageSize, logger: logger) }
+            if page.count == pageSize, page.last < to {
+                next = Task { try await Self.page(client, from: page.last + 1, through: to, limit: pageSize, logger: logger) }
             }
-            for row in page {
-                if row.position != expected { return (.bad(expected, checked: checked, "event is missing"), prev) }
-                switch row.check(prev: &prev) {
-                case .linked: break
-                case .prevHashMismatch:
-                    return (.bad(row.position, checked: checked, "prev_hash is not the hash of the previous event"), prev)
-                case .hashMismatch:
-                    return (.bad(row.position, checked: checked, "hash does not match the event's contents"), prev)
+            let bad: ChainReport? = page.bytes.withUnsafeReadableBytes { raw in
+                var offset = 0
+                while offset < raw.count {
+                    let (position, outcome, end) = WireRow.check(raw, at: offset, prev: &prev)
+                    if position != expected { return .bad(expected, checked: checked, "event is missing") }
+                    switch outcome {
+                    case .linked: break
+                    case .prevHashMismatch:
+                        return .bad(position, checked: checked, "prev_hash is not the hash of the previous event")
+                    case .hashMismatch:
+                        return .bad(position, checked: checked, "hash does not match the event's contents")
+                    }
+                    offset = end
+                    expected += 1
+                    checked += 1
                 }
-                expected += 1
-                checked += 1
+                return nil
             }
+            if let bad { return (bad, prev) }
         }
         if expected <= to { return (.bad(expected, checked: checked, "event is missing"), prev) }
         return (ChainReport(ok: true, checked: checked), prev)
     }
 
-    /// One row as the verifier reads it: a single bytea in which the database has only put the
-    /// stored fields side by side in their binary send forms (no layout, no hashing), so that a
-    /// page costs one buffer per row to decode; the canonical layout is assembled here, in Swift:
+    /// A page of rows as the verifier reads it: one buffer holding every row's stored fields side by
+    /// side in their binary send forms, framed by the database (no layout, no hashing there), so a
+    /// page of thousands of rows costs one value to decode. Per row:
     ///
     ///     int8 position ‖ int8 stream_version ‖ uuid event_id ‖ int4 schema_version
-    ///     ‖ timestamptz effective_at ‖ timestamptz recorded_at ‖ prev_hash (32) ‖ hash (32)
-    ///     ‖ int4 n ‖ stream_id (n) ‖ int4 n ‖ type (n) ‖ int4 n ‖ jsonb data (n) ‖ int4 n ‖ jsonb metadata (n)
+    ///     ‖ timestamptz effective_at ‖ timestamptz recorded_at
+    ///     ‖ int4 n ‖ prev_hash (n) ‖ int4 n ‖ hash (n) ‖ int4 n ‖ stream_id (n) ‖ int4 n ‖ type (n)
+    ///     ‖ int4 n ‖ jsonb data (n) ‖ int4 n ‖ jsonb metadata (n)
     ///
-    /// The send forms are the layout's own: int8/int4 big-endian, text as UTF-8, uuid as 16 bytes;
+    /// (every variable field carries its length, so even a row whose hash a superuser shortened
+    /// behind a dropped constraint is framed right and reported at its own position). The send forms are the layout's own: int8/int4 big-endian, text as UTF-8, uuid as 16 bytes;
     /// jsonb is a version byte (1) and then exactly the text `data::text` gives; timestamptz is
-    /// microseconds since 2000-01-01, shifted here to the Unix epoch.
-    struct WireRow: Sendable {
-        let position: Int64
+    /// microseconds since 2000-01-01, shifted here to the Unix epoch. The canonical layout is
+    /// assembled in Swift (``WireRow``), independently of the SQL verifier's.
+    struct WirePage: Sendable {
+        let count: Int
+        let last: Int64
         let bytes: ByteBuffer
+    }
 
+    /// One row of a ``WirePage``, checked in place.
+    enum WireRow {
         /// Microseconds between 2000-01-01 (PostgreSQL's timestamp epoch) and 1970-01-01.
         static let postgresEpochMicros: Int64 = 946_684_800_000_000
-        static let fixedLength = 8 + 8 + 16 + 4 + 8 + 8 + 32 + 32
+        static let fixedLength = 8 + 8 + 16 + 4 + 8 + 8
 
         enum Check { case linked, prevHashMismatch, hashMismatch }
 
-        /// Checks the row's links against `prev` and, when they hold, moves `prev` to its hash.
-        func check(prev: inout [UInt8]) -> Check {
-            bytes.withUnsafeReadableBytes { raw -> Check in
-                func int<T: FixedWidthInteger>(_ offset: Int, _: T.Type) -> T {
-                    T(bigEndian: raw.loadUnaligned(fromByteOffset: offset, as: T.self))
-                }
-                guard raw.count >= Self.fixedLength + 16 else { return .hashMismatch }
-                let prevHash = UnsafeRawBufferPointer(rebasing: raw[52..<84]), hash = UnsafeRawBufferPointer(rebasing: raw[84..<116])
-                guard prevHash.elementsEqual(prev) else { return .prevHashMismatch }
-                // The four length-prefixed fields.
-                var fields: [UnsafeRawBufferPointer] = []
-                fields.reserveCapacity(4)
-                var offset = Self.fixedLength
-                for _ in 0..<4 {
-                    guard offset + 4 <= raw.count else { return .hashMismatch }
-                    let length = Int(int(offset, Int32.self))
-                    guard length >= 0, offset + 4 + length <= raw.count else { return .hashMismatch }
-                    fields.append(UnsafeRawBufferPointer(rebasing: raw[(offset + 4)..<(offset + 4 + length)]))
-                    offset += 4 + length
-                }
-                guard offset == raw.count, fields[2].first == 1, fields[3].first == 1 else { return .hashMismatch }
-                var hasher = SHA256()
-                hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: raw[52..<84]))
-                CanonicalEventLayout.write(
-                    position: int(0, Int64.self), streamID: fields[0], streamVersion: int(8, Int64.self),
-                    eventID: UnsafeRawBufferPointer(rebasing: raw[16..<32]), type: fields[1], schemaVersion: int(32, Int32.self),
-                    data: UnsafeRawBufferPointer(rebasing: fields[2].dropFirst()),
-                    metadata: UnsafeRawBufferPointer(rebasing: fields[3].dropFirst()),
-                    effectiveAtMicros: int(36, Int64.self) &+ Self.postgresEpochMicros,
-                    recordedAtMicros: int(44, Int64.self) &+ Self.postgresEpochMicros) { hasher.update(bufferPointer: $0) }
-                let link = hasher.finalize()
-                guard link.elementsEqual(hash) else { return .hashMismatch }
-                prev = Array(link)
-                return .linked
+        /// Checks the row at `start` against `prev` and, when its links hold, moves `prev` to its
+        /// hash. Returns its position (−1 when the frame is cut short), the outcome and where the
+        /// next row starts.
+        static func check(_ raw: UnsafeRawBufferPointer, at start: Int, prev: inout [UInt8]) -> (Int64, Check, Int) {
+            func int<T: FixedWidthInteger>(_ offset: Int, _: T.Type) -> T {
+                T(bigEndian: raw.loadUnaligned(fromByteOffset: start + offset, as: T.self))
             }
+            func slice(_ lower: Int, _ upper: Int) -> UnsafeRawBufferPointer {
+                UnsafeRawBufferPointer(rebasing: raw[(start + lower)..<(start + upper)])
+            }
+            guard raw.count - start >= fixedLength + 24 else { return (-1, .hashMismatch, raw.count) }
+            let position = int(0, Int64.self)
+            // The six length-prefixed fields: prev_hash, hash, stream_id, type, data, metadata.
+            var fields: (UnsafeRawBufferPointer, UnsafeRawBufferPointer, UnsafeRawBufferPointer, UnsafeRawBufferPointer,
+                         UnsafeRawBufferPointer, UnsafeRawBufferPointer) = (.init(start: nil, count: 0), .init(start: nil, count: 0),
+                                                                            .init(start: nil, count: 0), .init(start: nil, count: 0),
+                                                                            .init(start: nil, count: 0), .init(start: nil, count: 0))
+            var offset = fixedLength
+            for i in 0..<6 {
+                guard start + offset + 4 <= raw.count else { return (position, .hashMismatch, raw.count) }
+                let length = Int(int(offset, Int32.self))
+                guard length >= 0, start + offset + 4 + length <= raw.count else { return (position, .hashMismatch, raw.count) }
+                let field = slice(offset + 4, offset + 4 + length)
+                switch i {
+                case 0: fields.0 = field
+                case 1: fields.1 = field
+                case 2: fields.2 = field
+                case 3: fields.3 = field
+                case 4: fields.4 = field
+                default: fields.5 = field
+                }
+                offset += 4 + length
+            }
+            let end = start + offset
+            let (prevHash, hash, stream, type, data, metadata) = fields
+            guard prevHash.elementsEqual(prev) else { return (position, .prevHashMismatch, end) }
+            guard data.first == 1, metadata.first == 1 else { return (position, .hashMismatch, end) }
+            var hasher = SHA256()
+            hasher.update(bufferPointer: prevHash)
+            CanonicalEventLayout.write(
+                position: position, streamID: stream, streamVersion: int(8, Int64.self),
+                eventID: slice(16, 32), type: type, schemaVersion: int(32, Int32.self),
+                data: UnsafeRawBufferPointer(rebasing: data.dropFirst()), metadata: UnsafeRawBufferPointer(rebasing: metadata.dropFirst()),
+                effectiveAtMicros: int(36, Int64.self) &+ postgresEpochMicros,
+                recordedAtMicros: int(44, Int64.self) &+ postgresEpochMicros) { hasher.update(bufferPointer: $0) }
+            let link = hasher.finalize()
+            guard link.elementsEqual(hash) else { return (position, .hashMismatch, end) }
+            prev = Array(link)
+            return (position, .linked, end)
         }
     }
 
-    static func page(_ client: PostgresClient, from: Int64, through: Int64, limit: Int, logger: Logger) async throws -> [WireRow] {
+    static func page(_ client: PostgresClient, from: Int64, through: Int64, limit: Int, logger: Logger) async throws -> WirePage {
         let rows = try await client.query(
             """
-            SELECT e.position, int8send(e.position) || int8send(e.stream_version) || uuid_send(e.event_id)
-                   || int4send(e.schema_version) || timestamptz_send(e.effective_at) || timestamptz_send(e.recorded_at)
-                   || e.prev_hash || e.hash
-                   || int4send(octet_length(e.stream_id)) || textsend(e.stream_id)
-                   || int4send(octet_length(e.type)) || textsend(e.type)
-                   || int4send(octet_length(j.data)) || j.data || int4send(octet_length(j.metadata)) || j.metadata
-            FROM ledger.events e CROSS JOIN LATERAL (SELECT jsonb_send(e.data) AS data, jsonb_send(e.metadata) AS metadata) j
-            WHERE e.position >= \(from) AND e.position <= \(through) ORDER BY e.position LIMIT \(Int64(limit))
+            SELECT count(*), coalesce(max(p.position), 0), coalesce(string_agg(p.framed, ''::bytea ORDER BY p.position), ''::bytea)
+            FROM (
+                SELECT e.position, int8send(e.position) || int8send(e.stream_version) || uuid_send(e.event_id)
+                       || int4send(e.schema_version) || timestamptz_send(e.effective_at) || timestamptz_send(e.recorded_at)
+                       || int4send(octet_length(e.prev_hash)) || e.prev_hash || int4send(octet_length(e.hash)) || e.hash
+                       || int4send(octet_length(e.stream_id)) || textsend(e.stream_id)
+                       || int4send(octet_length(e.type)) || textsend(e.type)
+                       || int4send(octet_length(j.data)) || j.data || int4send(octet_length(j.metadata)) || j.metadata AS framed
+                FROM ledger.events e CROSS JOIN LATERAL (SELECT jsonb_send(e.data) AS data, jsonb_send(e.metadata) AS metadata) j
+                WHERE e.position >= \(from) AND e.position <= \(through) ORDER BY e.position LIMIT \(Int64(limit))
+            ) p
             """, logger: logger)
-        var page: [WireRow] = []
-        page.reserveCapacity(limit)
-        for try await (position, bytes) in rows.decode((Int64, ByteBuffer).self) {
-            page.append(WireRow(position: position, bytes: bytes))
+        for try await (count, last, bytes) in rows.decode((Int64, Int64, ByteBuffer).self) {
+            return WirePage(count: Int(count), last: last, bytes: bytes)
         }
-        return page
+        return WirePage(count: 0, last: 0, bytes: ByteBuffer())
     }
 
     /// Checks the log against a signed checkpoint: the chain verifies over [1, position] and the

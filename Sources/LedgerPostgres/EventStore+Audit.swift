@@ -8,15 +8,17 @@ import PostgresNIO
 /// statement (sql/0006_create_audit_queries.sql).
 extension EventStore {
     /// Every event that belongs to an order's history, in position order: the order's and its
-    /// hold's streams, and every other event whose payload names the order in `order_id` (stock
-    /// reserved, sold or released on product streams, settlement lines, a contact erasure).
-    /// The same condition the README gives auditors for psql.
+    /// hold's streams, every other event whose payload names the order in `order_id` (stock
+    /// reserved, sold or released on product streams, a contact erasure), and the settlement
+    /// batches whose lines (`items`) name it. The same condition the README gives auditors for psql.
     public func orderHistory(_ orderID: String) async throws -> [RecordedEvent] {
         let streams = ["order-\(orderID)", "hold-\(orderID)"]
         return try await Self.decode(client.query(
             """
             \(unescaped: Self.columns)
             WHERE data ->> 'order_id' = \(orderID) OR stream_id = ANY(\(streams)::text[])
+               OR (type = 'SettlementBatchClosed'
+                   AND data -> 'items' @> jsonb_build_array(jsonb_build_object('order_id', \(orderID)::text)))
             ORDER BY position
             """, logger: logger))
     }

@@ -100,30 +100,32 @@ extension Audit {
     struct AsOfState: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "as-of",
-            abstract: "An order, authorization, product or the inventory as of a position or time (a fold of the log).",
+            abstract: "An order, authorization, product, settlement batch or the inventory as of a position or time (a fold of the log).",
             discussion: "The same answer as GET /orders/{id}?as_of=… and its siblings.")
         @OptionGroup var common: CommonOptions
         @Option(help: "Order id.") var order: String?
         @Option(help: "Order id whose authorization hold to show.") var authorization: String?
         @Option(help: "Product id.") var product: String?
+        @Option(help: "Settlement batch id.") var settlement: String?
         @Flag(help: "The whole inventory.") var inventory = false
         @Option(help: "A position, or an RFC 3339 time.") var at: AsOf
 
         func validate() throws {
-            let chosen = [order != nil, authorization != nil, product != nil, inventory].filter { $0 }.count
-            guard chosen == 1 else { throw ValidationError("choose one of --order, --authorization, --product, --inventory") }
+            let chosen = [order != nil, authorization != nil, product != nil, settlement != nil, inventory].filter { $0 }.count
+            guard chosen == 1 else { throw ValidationError("choose one of --order, --authorization, --product, --settlement, --inventory") }
         }
 
         func run() async throws {
             let configuration = try common.configuration()
             let logger = makeLogger(configuration)
-            let (order, authorization, product, at) = (order, authorization, product, at)
+            let (order, authorization, product, settlement, at) = (order, authorization, product, settlement, at)
             let answer = try await Daemon.withLedgerClient(configuration: configuration, logger: logger) { client -> StateAnswer? in
                 let state = StateHistory(client: client, logger: logger)
                 do {
                     if let order { return try await state.order(order, asOf: at) }
                     if let authorization { return try await state.authorization(authorization, asOf: at) }
                     if let product { return try await state.product(product, asOf: at) }
+                    if let settlement { return try await state.settlement(settlement, asOf: at) }
                     return try await state.inventory(asOf: at)
                 } catch let error as APIError {
                     throw ValidationError(error.message)

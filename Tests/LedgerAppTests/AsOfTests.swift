@@ -81,16 +81,17 @@ indirect enum JSONValue: Decodable, Equatable, CustomStringConvertible {
         let answers: [String: Answer]
     }
 
-    func uris(_ orders: [String]) -> [String] {
+    func uris(_ orders: [String], _ batches: [String]) -> [String] {
         orders.flatMap { ["/orders/\($0)", "/authorizations/\($0)"] } + ["/products/clock", "/products/pen", "/inventory"]
+            + batches.map { "/settlements/\($0)" }
     }
 
     func observe(_ step: String, _ client: any TestClientProtocol, _ services: LedgerServices, _ orders: [String],
-                 time: String? = nil) async throws -> Observation {
+                 batches: [String] = [], time: String? = nil) async throws -> Observation {
         let head = try await services.store.head().position
         let recorded = try #require(try await services.store.event(at: head)).recordedAtMicros
         var answers: [String: Answer] = [:]
-        for uri in uris(orders) { answers[uri] = try await answer(client, uri).0 }
+        for uri in uris(orders, batches) { answers[uri] = try await answer(client, uri).0 }
         return Observation(step: step, position: head, time: time ?? RFC3339.format(recorded), answers: answers)
     }
 
@@ -100,7 +101,7 @@ indirect enum JSONValue: Decodable, Equatable, CustomStringConvertible {
             for point in timeOnly ? [observation.time] : [String(observation.position), observation.time] {
                 let (asOf, where_) = try await answer(client, "\(uri)?as_of=\(point)")
                 #expect(asOf == live, "\(observation.step): \(uri) as of \(point)\n live:  \(live)\n as of: \(asOf)")
-                if asOf.status == 200 && uri != "/inventory" {
+                if asOf.status == 200 && uri != "/inventory" && !uri.hasPrefix("/settlements/") {
                     #expect(where_?["position"] == .int(observation.position), "\(observation.step): \(uri) as of \(point)")
                 }
             }
@@ -108,14 +109,18 @@ indirect enum JSONValue: Decodable, Equatable, CustomStringConvertible {
     }
 
     @Test func asOfAnswersEqualTheLiveAnswersAtEveryStepOfADay() async throws {
-        // The application's clock runs an hour ahead of the database's, so that an as-of time taken
-        // from recorded_at is never in the application's future; expiry is judged on the former.
-        let clock = SimulatedClock(Date().addingTimeInterval(3_600))
+        // The application's business day is a Wednesday in 2030, ahead of the database's clock, so
+        // that an as-of time taken from recorded_at is never in the application's future; payments,
+        // expiry and the settlement cut-off go by the former.
+        let clock = SimulatedClock(SettlementRunTests.instant("2030-06-19T10:00:00Z"))
         let model = AcquirerModel(seed: 11, clock: { clock.now })
         try await app.withApp(seed: true, acquirer: model, clock: { clock.now }) { client, services in
             var orders: [String] = []
+            var batches: [String] = []
             var observations: [Observation] = []
-            func step(_ name: String) async throws { observations.append(try await observe(name, client, services, orders)) }
+            func step(_ name: String) async throws {
+                observations.append(try await observe(name, client, services, orders, batches: batches))
+            }
             func operate(_ id: String, _ operation: String, _ body: String = "{}") async throws {
                 let (status, text) = try await holds.operate(client, id, operation, body)
                 #expect(status == .ok, "\(operation) \(body): \(text)")
@@ -138,10 +143,21 @@ indirect enum JSONValue: Decodable, Equatable, CustomStringConvertible {
             try await operate(orders[4], "capture", #"{"amount": "5.00"}"#); try await step("o5 partly captured")
             orders.append(try await holds.order(client)); try await step("o6 paid")
 
+            // The day's settlement after its cut-off: o1's captures and refund, o5's capture.
+            clock.set(SettlementRunTests.instant("2030-06-19T22:00:01Z"))
+            let settled = try await SettlementRunTests().settle(client, "2030-06-19")
+            batches = settled.batches.map(\.batch_id)
+            #expect(batches.count == 1 && settled.batches.first?.captures == 3 && settled.batches.first?.refunds == 1, "\(settled)")
+            try await step("settled")
+            let o1History = try await client.execute(uri: "/orders/\(orders[0])/history", method: .get, headers: Self.auditor) {
+                String(buffer: $0.body)
+            }
+            #expect(o1History.contains(#""type":"SettlementBatchClosed""#), "the settlement line is in the order's history")
+
             // Past the holds' expiry, before the sweeper: reads already show them lapsed. The time
             // is the application's (ahead of every later recorded_at), so it is compared at once.
             clock.advance(by: 8 * 86_400)
-            let lapsed = try await observe("lapsed, not swept", client, services, orders,
+            let lapsed = try await observe("lapsed, not swept", client, services, orders, batches: batches,
                                            time: RFC3339.format(clock.now.epochMicroseconds))
             #expect(lapsed.answers["/orders/\(orders[1])"]?.state?["status"] == .string("expired"))
             #expect(lapsed.answers["/orders/\(orders[4])"]?.state?["status"] == .string("captured"))
@@ -164,6 +180,8 @@ indirect enum JSONValue: Decodable, Equatable, CustomStringConvertible {
             // Before an order existed, it does not exist as of then.
             let (early, _) = try await answer(client, "/orders/\(orders[6])?as_of=\(catalogOnly.position)")
             #expect(early.status == 404)
+            let (noBatchYet, _) = try await answer(client, "/settlements/\(batches[0])?as_of=\(catalogOnly.position)")
+            #expect(noBatchYet.status == 404)
             let (beforeAll, _) = try await answer(client, "/products/clock?as_of=0")
             #expect(beforeAll.status == 404)
             #expect(try await answer(client, "/inventory?as_of=0").0 == Answer(status: 200, state: .array([])))

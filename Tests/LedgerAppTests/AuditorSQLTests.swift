@@ -1,4 +1,5 @@
 import Foundation
+import LedgerAcquirer
 import LedgerApp
 import LedgerCore
 import LedgerPostgres
@@ -53,14 +54,18 @@ import Testing
     @Test func theDocumentedQueriesRunAsTheAuditorRoleAndAnswerRight() async throws {
         let sql = try Self.documentedSQL()
         let db = try await TestDatabase.fresh()
-        try await app.withApp(seed: true, database: db) { client, services in
+        let clock = SimulatedClock(SettlementRunTests.instant("2030-06-19T10:00:00Z"))
+        try await app.withApp(seed: true, database: db, clock: { clock.now }) { client, services in
             let id = try await holds.order(client)
             _ = try await holds.order(client)
             _ = try await holds.operate(client, id, "capture", #"{"amount": "10.00"}"#)
             _ = try await holds.operate(client, id, "ship")
             let asOfMicros = try #require(try await services.store.event(at: try await services.store.head().position)).recordedAtMicros
             _ = try await holds.operate(client, id, "refund", #"{"amount": "1.00", "reason": "late"}"#)
+            clock.set(SettlementRunTests.instant("2030-06-19T22:00:01Z"))
+            _ = try await SettlementRunTests().settle(client, "2030-06-19")
             let history = try await services.store.orderHistory(id)
+            #expect(history.contains { $0.type == "SettlementBatchClosed" })
             let signed = try #require(try await services.store.event(at: 20))
             let variables = ["order": id, "as_of": RFC3339.format(asOfMicros), "position": "20",
                              "checkpoint_position": "20", "checkpoint_hash": Hex.encode(signed.hash)]

@@ -132,6 +132,21 @@ import Testing
         }
     }
 
+    @Test func aHashShortenedBehindADroppedConstraintIsReportedWhereItIs() async throws {
+        let db = try await TestDatabase.fresh()
+        try await seed(db)
+        try await db.withOwner { client in
+            try await tamper(client, """
+                ALTER TABLE ledger.events DROP CONSTRAINT events_hash_check;
+                UPDATE ledger.events SET hash = substring(hash FROM 1 FOR 31) WHERE position = 23
+                """)
+            let verifier = ChainVerifier(client: client, logger: TestCluster.logger)
+            let swift = try await verifier.verify(pageSize: 10, parallelism: 3, minimumPartSize: 5)
+            #expect(swift.firstBadPosition == 23 && swift.reason == "hash does not match the event's contents", "\(swift)")
+            #expect(try await verifier.verifyInDatabase() == swift)
+        }
+    }
+
     @Test func aSignedPrefixCatchesTruncationAndRewritesThatTheChainAloneMisses() async throws {
         let db = try await TestDatabase.fresh()
         try await seed(db)
