@@ -44,34 +44,7 @@ public enum EventJSON {
     }
 
     /// RFC 3339 UTC with microseconds, from exact integer microseconds (no floating point).
-    public static func timestamp(_ micros: Int64) -> String {
-        let seconds = micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000
-        let fraction = micros - seconds * 1_000_000
-        var time = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&time, &parts)
-        // Fixed-width digits written by hand: `String(format:)` was a tenth of a read model row's cost.
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(27)
-        func digits(_ value: Int, _ width: Int) {
-            var divisor = 1
-            for _ in 1..<width { divisor *= 10 }
-            var rest = value
-            for _ in 0..<width {
-                bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor % 10))
-                rest %= divisor
-                divisor = max(1, divisor / 10)
-            }
-        }
-        digits(Int(parts.tm_year) + 1900, 4); bytes.append(UInt8(ascii: "-"))
-        digits(Int(parts.tm_mon) + 1, 2); bytes.append(UInt8(ascii: "-"))
-        digits(Int(parts.tm_mday), 2); bytes.append(UInt8(ascii: "T"))
-        digits(Int(parts.tm_hour), 2); bytes.append(UInt8(ascii: ":"))
-        digits(Int(parts.tm_min), 2); bytes.append(UInt8(ascii: ":"))
-        digits(Int(parts.tm_sec), 2); bytes.append(UInt8(ascii: "."))
-        digits(Int(fraction), 6); bytes.append(UInt8(ascii: "Z"))
-        return String(decoding: bytes, as: UTF8.self)
-    }
+    public static func timestamp(_ micros: Int64) -> String { RFC3339.format(micros) }
 
     static func hex(_ bytes: [UInt8]) -> String {
         let alphabet = Array("0123456789abcdef".utf8)
