@@ -82,16 +82,10 @@ public struct ExpiryBenchmark: Sendable {
         var made = 0
         while made < holds {
             let before = states
-            var appends: [PlannedAppend] = []
-            var index: [StreamID: Int] = [:]
+            var builder = AppendPlanBuilder()
             func add(_ plan: AppendPlan) {
-                for append in plan.appends {
-                    if let i = index[append.streamID] { appends[i].events += append.events } else {
-                        index[append.streamID] = appends.count
-                        appends.append(append)
-                    }
-                    for event in append.events { states.apply(event) }
-                }
+                builder.add(plan)
+                for event in plan.events { states.apply(event) }
             }
             for _ in 0..<min(400, holds - made) {
                 let orderID = OrderID(UUID().uuidString.lowercased())!
@@ -105,7 +99,7 @@ public struct ExpiryBenchmark: Sendable {
                 add(try PaymentFlow.recordAuthorization(approval, order: order, products: states.products, context: context).get())
                 made += 1
             }
-            guard try await committer.commit(AppendPlan(appends), on: before, now: t0, metadata: EventMetadata(actor: "bench")) != nil else {
+            guard try await committer.commit(builder.plan, on: before, now: t0, metadata: EventMetadata(actor: "bench")) != nil else {
                 throw ConfigurationError("bench setup conflicted")
             }
             states.orders = [:]

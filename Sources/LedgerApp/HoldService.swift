@@ -312,8 +312,7 @@ public struct HoldService: HoldOperator {
             }
         }
         let before = states
-        var appends: [PlannedAppend] = []
-        var index: [StreamID: Int] = [:]
+        var builder = AppendPlanBuilder()
         var count = 0
         var unrecorded: [(OrderID, [ModificationResponse])] = []
         let context = DecisionContext(now: now)
@@ -340,18 +339,11 @@ public struct HoldService: HoldOperator {
             case .success(let plan) where plan.isEmpty: continue
             case .success(let plan):
                 count += 1
-                for append in plan.appends {
-                    if let i = index[append.streamID] {
-                        appends[i].events += append.events  // the first expectation covers the whole stream's run
-                    } else {
-                        index[append.streamID] = appends.count
-                        appends.append(append)
-                    }
-                    for case .product(let e) in append.events { states.products[e.productID]!.apply(e) }
-                }
+                builder.add(plan)
+                for case .product(let e) in plan.events { states.products[e.productID]!.apply(e) }
             }
         }
-        return ExpiryDecision(plan: AppendPlan(appends), states: before, count: count, unrecorded: unrecorded)
+        return ExpiryDecision(plan: builder.plan, states: before, count: count, unrecorded: unrecorded)
     }
 
     /// Records modifications the acquirer applied that the ledger lacks, in the acquirer's order and

@@ -207,3 +207,25 @@ public struct AppendPlan: Hashable, Sendable {
     public var events: [DomainEvent] { appends.flatMap(\.events) }
     public var isEmpty: Bool { appends.isEmpty }
 }
+
+/// Collects plans decided one after another (each on the states the previous ones left) into one
+/// append: every stream once, its first expectation covering the whole run of its events.
+public struct AppendPlanBuilder: Sendable {
+    private var appends: [PlannedAppend] = []
+    private var index: [StreamID: Int] = [:]
+
+    public init() {}
+
+    public mutating func add(_ plan: AppendPlan) {
+        for append in plan.appends {
+            if let i = index[append.streamID] {
+                appends[i].events += append.events
+            } else {
+                index[append.streamID] = appends.count
+                appends.append(append)
+            }
+        }
+    }
+
+    public var plan: AppendPlan { AppendPlan(appends) }
+}
