@@ -1,5 +1,6 @@
 import Foundation
 import LedgerAcquirer
+import LedgerCore
 import Logging
 import ServiceLifecycle
 
@@ -16,6 +17,18 @@ public struct AcquirerModelStore: Service {
     let url: URL
     let interval: Duration
     let logger: Logger
+    private let writer: SnapshotWriter
+
+    init(model: AcquirerModel, url: URL, interval: Duration, logger: Logger) {
+        self.model = model
+        self.url = url
+        self.interval = interval
+        self.logger = logger
+        self.writer = SnapshotWriter(model: model, url: url, logger: logger)
+    }
+
+    /// Writes the snapshot now (when it changed): whatever the model answered so far is durable.
+    func persist() async throws { try await writer.save() }
 
     /// Resumes the model from `url` when the file exists, else starts a fresh one.
     public static func open(at url: URL, interval: Duration, logger: Logger, fresh: () -> AcquirerModel,
@@ -31,15 +44,48 @@ public struct AcquirerModelStore: Service {
     }
 
     public func run() async throws {
-        let writer = SnapshotWriter(model: model, url: url, logger: logger)
-        await writer.save()
+        await saveLogging()
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 try await Task.sleep(for: interval)
-                await writer.save()
+                await saveLogging()
             }
         }
-        await writer.save()  // at shutdown, after the HTTP server drained
+        await saveLogging()  // at shutdown, after the HTTP server drained
+    }
+
+    private func saveLogging() async {
+        do { try await writer.save() } catch {
+            logger.error("acquirer model snapshot failed", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+/// The daemon's acquirer: its model, with settlement answers made durable before they are returned.
+/// A real acquirer keeps what it accepted; so does the model once its snapshot is on disk, so a
+/// `kill -9` right after the acquirer accepted a batch cannot make it forget the batch while the
+/// ledger goes on to record it. (Card operations are saved every `LEDGERD_ACQUIRER_SNAPSHOT_SECONDS`;
+/// see the type above.)
+struct DurableAcquirer: Acquirer {
+    let store: AcquirerModelStore
+    var model: AcquirerModel { store.model }
+
+    func authorize(_ r: AuthorizationRequest) async throws(AcquirerError) -> AuthorizationResponse { try await model.authorize(r) }
+    func increment(_ r: IncrementRequest) async throws(AcquirerError) -> ModificationResponse { try await model.increment(r) }
+    func capture(_ r: CaptureRequest) async throws(AcquirerError) -> ModificationResponse { try await model.capture(r) }
+    func reverse(_ r: ReversalRequest) async throws(AcquirerError) -> ModificationResponse { try await model.reverse(r) }
+    func refund(_ r: RefundRequest) async throws(AcquirerError) -> ModificationResponse { try await model.refund(r) }
+    func query(merchantReference: String) async throws(AcquirerError) -> PaymentQueryResult {
+        try await model.query(merchantReference: merchantReference)
+    }
+    func payout(batchNumber: Int) async throws(AcquirerError) -> PayoutNotice { try await model.payout(batchNumber: batchNumber) }
+
+    func submitBatch(_ request: SettlementBatchRequest) async throws(AcquirerError) -> SettlementReport {
+        let report = try await model.submitBatch(request)
+        do { try await store.persist() } catch {
+            throw AcquirerError(.unavailable, "the acquirer model could not save its state: \(error)")
+        }
+        return report
     }
 }
 
@@ -57,15 +103,11 @@ private actor SnapshotWriter {
         self.last = FileManager.default.contents(atPath: url.path)
     }
 
-    func save() async {
-        do {
-            let data = try await model.snapshot()
-            guard data != last else { return }
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try data.write(to: url, options: .atomic)
-            last = data
-        } catch {
-            logger.error("acquirer model snapshot failed", metadata: ["error": "\(error)"])
-        }
+    func save() async throws {
+        let data = try await model.snapshot()
+        guard data != last else { return }
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: url, options: .atomic)
+        last = data
     }
 }

@@ -15,8 +15,18 @@ public enum Daemon {
         do {
             let client = PostgresClient(configuration: database.appConfiguration, backgroundLogger: logger)
             let keyring = try APIKeys.keyring(for: configuration, logger: logger)
+            var clock: @Sendable () -> Date = { Date() }
+            if let start = configuration.clockStart {
+                // Rehearsal time: starts at the configured instant, runs at wall speed.
+                let offset = start.timeIntervalSince(Date())
+                clock = { Date().addingTimeInterval(offset) }
+                logger.warning("the daemon's clock is simulated (LEDGERD_CLOCK_START)", metadata: ["start": "\(start)"])
+            }
+            if let point = configuration.faultCrashAt {
+                logger.warning("a crash-test fault point is armed (LEDGERD_FAULT_CRASH_AT)", metadata: ["point": "\(point.rawValue)"])
+            }
             let services = try LedgerServices(
-                client: client, configuration: configuration, metrics: LedgerMetrics(), keyring: keyring,
+                client: client, configuration: configuration, metrics: LedgerMetrics(), keyring: keyring, clock: clock,
                 checkpointKey: checkpointKey,
                 acquirerSnapshot: configuration.dataDirectoryURL.appendingPathComponent("acquirer-model.json"), logger: logger)
             let app = buildApplication(configuration: configuration, services: services, logger: logger)

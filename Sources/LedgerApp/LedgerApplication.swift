@@ -95,7 +95,7 @@ public struct LedgerServices: Sendable {
         } else {
             self.acquirerStore = nil
         }
-        let acquirer = acquirer ?? acquirerStore?.model ?? fresh()
+        let acquirer: any Acquirer = acquirer ?? acquirerStore.map { DurableAcquirer(store: $0) } ?? fresh()
         let holds = HoldService(
             committer: DomainCommitter(writer: writer, loader: loader), loader: loader, client: client, acquirer: acquirer,
             clock: clock, logger: logger)
@@ -111,7 +111,7 @@ public struct LedgerServices: Sendable {
         self.settlement = SettlementService(
             writer: writer, store: store, client: client, acquirer: acquirer, settings: configuration.settlement,
             merchantAccount: AcquirerModelConfiguration().merchantAccount,
-            pricing: AcquirerModelConfiguration().pricing, clock: clock, logger: logger)
+            pricing: AcquirerModelConfiguration().pricing, clock: clock, logger: logger, faultCrashAt: configuration.faultCrashAt)
         self.recovery = RecoveryService(payments: payments, interval: configuration.recoveryInterval, policy: .standard, logger: logger)
         let checkpoints = checkpointKey.map {
             CheckpointService(key: $0, writer: writer, store: store, directory: configuration.checkpointsDirectoryURL,

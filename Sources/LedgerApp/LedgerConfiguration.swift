@@ -48,6 +48,13 @@ import Logging
 /// | `LEDGERD_CHECKPOINT_KEY` | — | path of the Ed25519 private key that signs checkpoints (PEM PKCS #8 or 32 raw/hex/base64 bytes); unset: no checkpoints. The file is secret. |
 /// | `LEDGERD_CHECKPOINT_TIME` | `23:59` | daily checkpoint (business-day close), HH:MM |
 /// | `LEDGERD_CHECKPOINT_TIME_ZONE` | `UTC` | time zone of `LEDGERD_CHECKPOINT_TIME`, e.g. `America/New_York` |
+///
+/// For rehearsals and crash tests only (the daemon logs a warning when either is set):
+///
+/// | variable | default | meaning |
+/// |---|---|---|
+/// | `LEDGERD_CLOCK_START` | — | RFC 3339 instant the daemon's clock starts at; it then runs at wall-clock speed (rehearse a business day) |
+/// | `LEDGERD_FAULT_CRASH_AT` | — | a fault point where the daemon kills itself with SIGKILL: `settlement.opened`, `settlement.closed`, `settlement.accepted` (the acquirer answered, nothing recorded yet), `settlement.submitted`, `settlement.cleared`, `settlement.payout_scheduled` |
 public struct LedgerConfiguration: Sendable {
     public var databaseURL: String?
     public var migrationDatabaseURL: String?
@@ -82,6 +89,10 @@ public struct LedgerConfiguration: Sendable {
     /// When the daily checkpoint is signed, in ``checkpointTimeZone``.
     public var checkpointTime: (hour: Int, minute: Int)
     public var checkpointTimeZone: TimeZone
+    /// The instant the daemon's clock starts at (rehearsals and tests); nil: the wall clock.
+    public var clockStart: Date?
+    /// A fault point where the daemon kills itself (crash tests); nil: none.
+    public var faultCrashAt: FaultPoint?
 
     /// Reads the configuration from a reader (see the table above for keys and defaults).
     public init(reader: ConfigReader) throws {
@@ -154,6 +165,22 @@ public struct LedgerConfiguration: Sendable {
             throw ConfigurationError("LEDGERD_CHECKPOINT_TIME_ZONE: unknown time zone \(zoneText)")
         }
         checkpointTimeZone = zone
+        if let text = reader.string(forKey: "ledgerd.clock.start") {
+            guard let micros = RFC3339.micros(text) else {
+                throw ConfigurationError("LEDGERD_CLOCK_START must be an RFC 3339 instant such as 2026-06-17T22:00:05Z, got \(text)")
+            }
+            clockStart = Date(epochMicroseconds: micros)
+        } else {
+            clockStart = nil
+        }
+        if let text = reader.string(forKey: "ledgerd.fault.crash.at") {
+            guard let point = FaultPoint(rawValue: text) else {
+                throw ConfigurationError("LEDGERD_FAULT_CRASH_AT must be one of \(FaultPoint.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            faultCrashAt = point
+        } else {
+            faultCrashAt = nil
+        }
         let level = reader.string(forKey: "ledgerd.log.level", default: "info")
         guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
             throw ConfigurationError("LEDGERD_LOG_LEVEL: unknown level \(level)")
@@ -221,4 +248,22 @@ public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
     public let message: String
     public var description: String { message }
     public init(_ message: String) { self.message = message }
+}
+
+/// Where a crash test may have the daemon kill itself (`LEDGERD_FAULT_CRASH_AT`): a real SIGKILL,
+/// no cleanup, no graceful shutdown, at a chosen step of a multi-step job.
+public enum FaultPoint: String, Sendable, CaseIterable {
+    case settlementOpened = "settlement.opened"
+    case settlementClosed = "settlement.closed"
+    case settlementAccepted = "settlement.accepted"
+    case settlementSubmitted = "settlement.submitted"
+    case settlementCleared = "settlement.cleared"
+    case settlementPayoutScheduled = "settlement.payout_scheduled"
+
+    /// Kills the process now if `configured` is this point.
+    func crashIfConfigured(_ configured: FaultPoint?, logger: Logger) {
+        guard configured == self else { return }
+        logger.critical("fault point reached: killing the process (LEDGERD_FAULT_CRASH_AT)", metadata: ["point": "\(rawValue)"])
+        kill(getpid(), SIGKILL)
+    }
 }

@@ -74,6 +74,7 @@ public struct ProjectionRebuilder: Sendable {
                 next = last.position + 1
             }
             let rows = try replay(events)
+            try await connection.query("SELECT ledger.rebuild_settlement_items()", logger: logger)
             try await connection.query("DELETE FROM ledger.projection_rows", logger: logger)
             if !rows.isEmpty {
                 try await connection.query(

@@ -14,7 +14,7 @@ extension SettlementService {
     @discardableResult
     func reconcile(batchID: String, report: [SettlementReportLine]? = nil) async throws -> ReconciliationRecorded? {
         let stream = SettlementBatch.streamID(batchID: batchID)
-        guard let state = try await load(stream), let closed = state.closed else { return nil }
+        guard let state = try await load(stream), state.closed != nil else { return nil }
         let lines: [SettlementReportLine]
         if let report { lines = report } else {
             guard let stored = try await storedReport(batchID) else { return nil }
@@ -22,10 +22,13 @@ extension SettlementService {
         }
         var laterLines: [SettlementReportLine]?
         if let next = try await nextBatch(after: state) { laterLines = try SettlementReportCSV().parse(next.csv) }
-        let elsewhere = try await settledReferences(excluding: [stream.rawValue])
+        let items = try await items(ofBatch: batchID)
+        let ours = Set(items.map(\.modificationReference))
+        let elsewhere = try await settledElsewhere(
+            lines.map(\.modificationMerchantReference).filter { !$0.isEmpty && !ours.contains($0) }, excluding: batchID)
         let schedule = pricing.first { $0.currency == state.opened.currency }
         let result = Reconciliation.reconcile(
-            batchID: batchID, currency: state.opened.currency, items: closed.items, lines: lines, laterLines: laterLines,
+            batchID: batchID, currency: state.opened.currency, items: items, lines: lines, laterLines: laterLines,
             settledElsewhere: elsewhere, expectedFees: { line, item in Self.expectedFees(line, item, schedule) })
         let recordStream = Reconciliation.streamID(batchID: batchID)
         for _ in 0..<Self.maximumAttempts {

@@ -28,6 +28,8 @@ public struct SettlementService: SettlementOperator {
     let pricing: [PricingSchedule]
     let clock: @Sendable () -> Date
     let logger: Logger
+    /// A crash test's fault point (`LEDGERD_FAULT_CRASH_AT`), nil in normal operation.
+    var faultCrashAt: FaultPoint? = nil
     let lock = KeyedLock()
 
     static let maximumAttempts = 20
@@ -76,28 +78,46 @@ public struct SettlementService: SettlementOperator {
             throw APIError.conflict("cut_off_not_reached", SettlementRejection.cutOffNotReached(date).description)
         }
         return try await lock.withLock("settlement") {
-            let pinned = try await store.head().position
-            let ownStreams = try await batchStreams(for: date)
-            let elsewhere = try await settledReferences(excluding: Set(ownStreams.map(\.rawValue)))
-            let candidates = try await ledgerItems(through: pinned, before: cutOff).filter { !elsewhere.contains($0.modificationReference) }
-            var currencies = Set(candidates.map(\.amount.currency.code))
-            for stream in ownStreams {
-                if let state = try await load(stream) { currencies.insert(state.opened.currency.code) }
+            // Earlier business days with unsettled items first, in order: a missed night is caught
+            // up, and a later day never takes an earlier day's captures.
+            var days: [BusinessDate] = []
+            if let earliest = try await earliestUnsettledItem() {
+                var day = settings.businessDay(settling: earliest)
+                while day < date {
+                    days.append(day)
+                    day = settings.calendar.businessDay(onOrAfter: day.adding(days: 1))
+                }
             }
+            days.append(date)
             var outcomes: [BatchOutcome] = []
-            for code in currencies.sorted() {
-                guard let currency = Currency(code: code) else { continue }
-                outcomes.append(try await settle(date: date, currency: currency, cutOff: cutOff, pinned: pinned,
-                                                 candidates: candidates, elsewhere: elsewhere))
+            for day in days {
+                // An earlier day's batch finished before (it only shows up because an item recorded
+                // after its pin is still waiting for the next batch) is not news.
+                outcomes += try await settleDay(day).filter { day == date || $0.appended_events > 0 }
             }
             try await recordPaidPayouts(today: settings.cutOff.localDate(of: clock()))
             return RunSummary(business_date: date.description, cut_off_at: OrderReadModel.timestamp(cutOff), batches: outcomes)
         }
     }
 
+    /// One business day: a batch per currency with items, or with a batch already begun.
+    func settleDay(_ date: BusinessDate) async throws -> [BatchOutcome] {
+        let cutOff = settings.cutOff.instant(closing: date)
+        let pinned = try await store.head().position
+        var currencies = Set(try await unsettledCurrencies(through: pinned, before: cutOff))
+        for stream in try await batchStreams(for: date) {
+            if let state = try await load(stream) { currencies.insert(state.opened.currency.code) }
+        }
+        var outcomes: [BatchOutcome] = []
+        for code in currencies.sorted() {
+            guard let currency = Currency(code: code) else { continue }
+            outcomes.append(try await settle(date: date, currency: currency, cutOff: cutOff, pinned: pinned))
+        }
+        return outcomes
+    }
+
     /// Walks one batch to its last step from wherever its stream stands.
-    func settle(date: BusinessDate, currency: Currency, cutOff: Date, pinned: Int64, candidates: [SettlementBatchItem],
-                elsewhere: Set<String>) async throws -> BatchOutcome {
+    func settle(date: BusinessDate, currency: Currency, cutOff: Date, pinned: Int64) async throws -> BatchOutcome {
         let batchID = SettlementBatch.batchID(merchantAccount: merchantAccount, currency: currency, businessDate: date)
         let stream = SettlementBatch.streamID(batchID: batchID)
         var appended = 0
@@ -110,14 +130,11 @@ public struct SettlementService: SettlementOperator {
                 event = .opened(SettlementBatchOpened(batchID: batchID, merchantAccount: merchantAccount, currency: currency,
                                                       businessDate: date, cutOffAt: cutOff, pinnedPosition: pinned))
             case .opened:
-                let opened = state!.opened
-                let items = candidates.filter { SettlementBatch.belongs($0, to: opened, settledElsewhere: elsewhere) }
-                do { event = .closed(try SettlementBatch.close(opened, items: items)) } catch {
-                    throw APIError(status: .internalServerError, code: "settlement_refused", message: error.description)
-                }
+                event = .closed(try await close(state!.opened))
             case .closed:
-                let closed = state!.closed!
-                let submitted = try await submit(batchID: batchID, currency: currency, businessDate: date, items: closed.items)
+                let items = try await items(ofBatch: batchID)
+                let submitted = try await submit(batchID: batchID, currency: currency, businessDate: date, items: items)
+                FaultPoint.settlementAccepted.crashIfConfigured(faultCrashAt, logger: logger)
                 report = submitted.report
                 event = .submitted(SettlementBatchSubmitted(batchID: batchID, batchNumber: submitted.report.batchNumber,
                                                             reportSHA256: submitted.digest, reportLineCount: submitted.report.lines.count))
@@ -142,11 +159,47 @@ public struct SettlementService: SettlementOperator {
                     events: [try event.newEvent(eventID: UUID(), effectiveAt: clock())], metadata: metadata))
                 appended += 1
                 logger.info("settlement step recorded", metadata: ["batch": "\(batchID)", "event": "\(event.type)"])
+                Self.faultPoint(after: event)?.crashIfConfigured(faultCrashAt, logger: logger)
             } catch let error as AppendError where error == .versionConflict {
-                continue  // someone else recorded this step: read again and go on from there
+                continue  // someone else recorded this step (or took some of its items): read again and go on from there
             }
         }
         throw APIError.unavailable("the settlement batch \(batchID) is too busy; run it again")
+    }
+
+    static func faultPoint(after event: SettlementEvent) -> FaultPoint? {
+        switch event {
+        case .opened: return .settlementOpened
+        case .closed: return .settlementClosed
+        case .submitted: return .settlementSubmitted
+        case .cleared: return .settlementCleared
+        case .payoutScheduled: return .settlementPayoutScheduled
+        default: return nil
+        }
+    }
+
+    /// The closed event of an opened batch: its items streamed from the database in ledger order
+    /// (the membership rule of sql/0008), tallied and hashed one at a time.
+    func close(_ opened: SettlementBatchOpened) async throws -> SettlementBatchClosed {
+        let rows = try await client.query(
+            """
+            \(unescaped: Self.itemColumns) WHERE batch_id IS NULL AND currency = \(opened.currency.code)
+              AND position <= \(opened.pinnedPosition)
+              AND recorded_at < timestamptz 'epoch' + \(opened.cutOffAt.epochMicroseconds) * interval '1 microsecond'
+            ORDER BY position
+            """, logger: logger)
+        var tally = SettlementBatchTally(opened)
+        var hasher = SHA256()
+        do {
+            for try await row in rows.decode(ItemRow.self) {
+                let item = try Self.item(row)
+                try tally.add(item)
+                hasher.update(data: Array(item.canonicalLine.utf8))
+            }
+            return try tally.closed(itemsSHA256: Self.hex(Array(hasher.finalize())))
+        } catch let error as SettlementRejection {
+            throw APIError(status: .internalServerError, code: "settlement_refused", message: error.description)
+        }
     }
 
     /// Records the deposit of every scheduled payout whose value date has come (the acquirer's
@@ -223,7 +276,7 @@ public struct SettlementService: SettlementOperator {
     func reportOf(_ state: SettlementBatchState, currency: Currency, cached: SettlementReport?) async throws -> SettlementReport {
         if let cached { return cached }
         return try await submit(batchID: state.opened.batchID, currency: currency, businessDate: state.opened.businessDate,
-                                items: state.closed?.items ?? []).report
+                                items: try await items(ofBatch: state.opened.batchID)).report
     }
 
     func storedReport(_ batchID: String) async throws -> (digest: [UInt8], csv: String)? {
@@ -255,37 +308,62 @@ public struct SettlementService: SettlementOperator {
         return streams
     }
 
-    /// Our modification references already in a closed batch other than `excluded` streams.
-    func settledReferences(excluding excluded: Set<String>) async throws -> Set<String> {
-        let rows = try await client.query(
-            """
-            SELECT stream_id, schema_version, data::text FROM ledger.events
-            WHERE type = \(SettlementBatchClosed.eventType) ORDER BY position
-            """, logger: logger)
-        var references: Set<String> = []
-        for try await (stream, version, json) in rows.decode((String, Int32, String).self) where !excluded.contains(stream) {
-            if case .closed(let e) = try SettlementEvent.decode(type: SettlementBatchClosed.eventType, schemaVersion: version, json: json) {
-                for item in e.items { references.insert(item.modificationReference) }
-            }
+    typealias ItemRow = (Int64, String, String, String, String, String, Int64, Int64)
+    static let itemColumns = """
+        SELECT position, kind, order_id, modification_reference, psp_modification_reference, currency, amount_minor,
+               ledger.epoch_us(recorded_at) FROM ledger.settlement_items
+        """
+
+    static func item(_ row: ItemRow) throws -> SettlementBatchItem {
+        let (position, kind, order, ours, theirs, code, units, micros) = row
+        guard let kind = SettlementItemKind(rawValue: kind), let currency = Currency(code: code) else {
+            throw APIError(status: .internalServerError, code: "settlement_item_invalid", message: "settlement item at \(position) is unreadable")
         }
-        return references
+        return SettlementBatchItem(kind: kind, orderID: order, modificationReference: ours, pspModificationReference: theirs,
+                                   amount: Money(minorUnits: units, currency: currency),
+                                   recordedAt: Date(epochMicroseconds: micros), position: position)
     }
 
-    /// Captures and refunds recorded before `cutOff` at positions ≤ `pinned`, in ledger order.
-    func ledgerItems(through pinned: Int64, before cutOff: Date) async throws -> [SettlementBatchItem] {
+    /// A batch's items (as its closed event took them), in ledger order.
+    func items(ofBatch batchID: String) async throws -> [SettlementBatchItem] {
+        let rows = try await client.query("\(unescaped: Self.itemColumns) WHERE batch_id = \(batchID) ORDER BY position", logger: logger)
+        var items: [SettlementBatchItem] = []
+        for try await row in rows.decode(ItemRow.self) { items.append(try Self.item(row)) }
+        return items
+    }
+
+    /// Of `references`, those some batch other than `batchID` took.
+    func settledElsewhere(_ references: [String], excluding batchID: String) async throws -> Set<String> {
+        guard !references.isEmpty else { return [] }
         let rows = try await client.query(
             """
-            SELECT position, type, schema_version, data::text FROM ledger.events
-            WHERE type IN (\(HoldCaptured.eventType), \(HoldRefunded.eventType)) AND position <= \(pinned)
-            ORDER BY position
+            SELECT modification_reference FROM ledger.settlement_items
+            WHERE modification_reference = ANY(\(references)) AND batch_id IS NOT NULL AND batch_id <> \(batchID)
             """, logger: logger)
-        var items: [SettlementBatchItem] = []
-        for try await (position, type, version, json) in rows.decode((Int64, String, Int32, String).self) {
-            guard case .hold(let event) = try DomainEvent.decode(type: type, schemaVersion: version, json: json),
-                  let item = SettlementBatchItem.from(event, position: position), item.recordedAt < cutOff else { continue }
-            items.append(item)
-        }
-        return items
+        var found: Set<String> = []
+        for try await reference in rows.decode(String.self) { found.insert(reference) }
+        return found
+    }
+
+    /// The currencies of items no batch took yet, recorded before `cutOff` at positions ≤ `pinned`.
+    func unsettledCurrencies(through pinned: Int64, before cutOff: Date) async throws -> [String] {
+        let rows = try await client.query(
+            """
+            SELECT DISTINCT currency FROM ledger.settlement_items
+            WHERE batch_id IS NULL AND position <= \(pinned)
+              AND recorded_at < timestamptz 'epoch' + \(cutOff.epochMicroseconds) * interval '1 microsecond'
+            """, logger: logger)
+        var codes: [String] = []
+        for try await code in rows.decode(String.self) { codes.append(code) }
+        return codes
+    }
+
+    /// When the earliest item no batch took yet was recorded.
+    func earliestUnsettledItem() async throws -> Date? {
+        let rows = try await client.query(
+            "SELECT ledger.epoch_us(min(recorded_at)) FROM ledger.settlement_items WHERE batch_id IS NULL", logger: logger)
+        for try await micros in rows.decode(Int64?.self) { return micros.map { Date(epochMicroseconds: $0) } }
+        return nil
     }
 
     // MARK: Back-office reads

@@ -36,6 +36,17 @@ public struct SettlementSettings: Sendable {
         return day
     }
 
+    /// The business day whose batch an item recorded at `instant` settles in: the first business day,
+    /// on or after the instant's local date, whose cut-off is after the instant.
+    public func businessDay(settling instant: Date) -> BusinessDate {
+        var day = cutOff.localDate(of: instant)
+        for _ in 0..<400 {
+            if calendar.isBusinessDay(day) && cutOff.instant(closing: day) > instant { return day }
+            day = day.adding(days: 1)
+        }
+        return day
+    }
+
     static func read(from reader: ConfigReader) throws -> SettlementSettings {
         let zone = reader.string(forKey: "ledgerd.settlement.time.zone", default: "UTC").trimmingCharacters(in: .whitespaces)
         let time = reader.string(forKey: "ledgerd.settlement.cut.off", default: "22:00").trimmingCharacters(in: .whitespaces)

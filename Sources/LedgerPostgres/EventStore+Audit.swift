@@ -10,15 +10,16 @@ extension EventStore {
     /// Every event that belongs to an order's history, in position order: the order's and its
     /// hold's streams, every other event whose payload names the order in `order_id` (stock
     /// reserved, sold or released on product streams, a contact erasure), and the settlement
-    /// batches whose lines (`items`) name it. The same condition the README gives auditors for psql.
+    /// batches that took its captures and refunds (`ledger.settlement_items`). The same condition the README gives auditors for psql.
     public func orderHistory(_ orderID: String) async throws -> [RecordedEvent] {
         let streams = ["order-\(orderID)", "hold-\(orderID)"]
         return try await Self.decode(client.query(
             """
             \(unescaped: Self.columns)
             WHERE data ->> 'order_id' = \(orderID) OR stream_id = ANY(\(streams)::text[])
-               OR (type = 'SettlementBatchClosed'
-                   AND data -> 'items' @> jsonb_build_array(jsonb_build_object('order_id', \(orderID)::text)))
+               OR (type = 'SettlementBatchClosed' AND stream_id IN (
+                       SELECT 'settlement-' || batch_id FROM ledger.settlement_items
+                       WHERE order_id = \(orderID) AND batch_id IS NOT NULL))
             ORDER BY position
             """, logger: logger))
     }

@@ -33,6 +33,8 @@ enum PostgresErrorMapping {
         switch state {
         case "23505" where constraint == "events_stream_version_key":
             return .versionConflict
+        case "LDG10":  // a settlement batch's items changed between deciding and appending (sql/0008)
+            return .versionConflict
         case "23505" where constraint == "events_event_id_key":
             return .invalidAppend("an event with this event id already exists")
         case "22P02", "22023", "23514", "22001", "54000":

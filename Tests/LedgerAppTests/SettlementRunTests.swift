@@ -9,6 +9,7 @@ import LedgerCore
 import LedgerPostgres
 import LedgerTestSupport
 import Synchronization
+import PostgresNIO
 import Testing
 
 /// End-of-day settlement through the real router, database and acquirer model: money conservation,
@@ -250,6 +251,103 @@ import Testing
             let thursday = try await settle(client, "2026-06-18")
             #expect(thursday.batches.map(\.captures) == [1] && thursday.batches.map(\.gross) == ["22.00"])
             #expect(thursday.batches.map(\.value_date) == ["2026-06-19"])
+        }
+    }
+
+    /// The items a batch took, as the database assigned them (sql/0008), in ledger order.
+    static func assigned(_ client: PostgresClient) async throws -> [String: [SettlementBatchItem]] {
+        let rows = try await client.query(
+            """
+            SELECT batch_id, position, kind, order_id, modification_reference, psp_modification_reference, currency,
+                   amount_minor, ledger.epoch_us(recorded_at)
+            FROM ledger.settlement_items WHERE batch_id IS NOT NULL ORDER BY position
+            """)
+        var batches: [String: [SettlementBatchItem]] = [:]
+        for try await (batch, position, kind, order, ours, theirs, code, units, micros)
+            in rows.decode((String, Int64, String, String, String, String, String, Int64, Int64).self) {
+            batches[batch, default: []].append(SettlementBatchItem(
+                kind: SettlementItemKind(rawValue: kind)!, orderID: order, modificationReference: ours, pspModificationReference: theirs,
+                amount: Money(minorUnits: units, currency: Currency(code: code)!), recordedAt: Date(epochMicroseconds: micros),
+                position: position))
+        }
+        return batches
+    }
+
+    static func closedEvent(_ store: EventStore, _ batchID: String) async throws -> SettlementBatchClosed? {
+        for recorded in try await store.readStream(SettlementBatch.streamID(batchID: batchID)) {
+            if case .closed(let e) = try SettlementEvent.decode(recorded) { return e }
+        }
+        return nil
+    }
+
+    /// Settling a later day first settles an earlier day left unsettled, in its own batch; each closed
+    /// event's counts, gross and digest are exactly the items the database assigned; a closed event
+    /// stating other items is refused by the database and changes nothing; a rebuild derives the
+    /// same assignment from the log.
+    @Test func aLaterDaySettlesTheEarlierDayFirstAndTheDatabaseTakesExactlyTheStatedItems() async throws {
+        let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))  // a Wednesday
+        let db = try await TestDatabase.fresh()
+        try await app.withApp(seed: true, database: db, clock: { clock.now }) { client, services in
+            let a = try await holds.order(client)
+            let b = try await holds.order(client)
+            try await capture(client, a)
+            let (status, text) = try await holds.operate(client, a, "refund", #"{"amount": "9.00", "reason": "dent"}"#)
+            #expect(status == .ok, "\(text)")
+            clock.set(Self.instant("2026-06-18T10:00:00Z"))
+            try await capture(client, b, #"{"amount": "30.00"}"#)
+            // Nobody settled Wednesday; Thursday's run does it first, in Wednesday's batch.
+            clock.set(Self.instant("2026-06-18T22:00:01Z"))
+            let thursday = try await settle(client, "2026-06-18")
+            #expect(thursday.batches.map(\.batch_id) == ["OrderLedgerStore-USD-2026-06-17", "OrderLedgerStore-USD-2026-06-18"])
+            #expect(thursday.batches.map(\.gross) == ["50.00", "30.00"] && thursday.batches.map(\.refunds) == [1, 0])
+
+            let assigned = try await Self.assigned(services.client)
+            #expect(assigned.keys.sorted() == thursday.batches.map(\.batch_id))
+            for (batchID, items) in assigned {
+                let closed = try #require(try await Self.closedEvent(services.store, batchID))
+                #expect(SettlementConservation.grossViolation(closed, items: items) == nil)
+                let digest = SHA256.hash(data: Array(items.map(\.canonicalLine).joined().utf8)).map { String(format: "%02x", $0) }.joined()
+                #expect(closed.itemsSHA256 == digest)
+            }
+            // The order's history shows the batch that took its capture and refund.
+            let history = try await services.store.orderHistory(a)
+            #expect(history.filter { $0.type == "SettlementBatchClosed" }.map(\.streamID.rawValue) == ["settlement-OrderLedgerStore-USD-2026-06-17"])
+
+            // A closed event that states items the rule does not take is refused, and nothing changes.
+            let c = try await holds.order(client)
+            try await capture(client, c, #"{"amount": "7.00"}"#)
+            let batchID = "OrderLedgerStore-USD-2026-06-19"
+            let opened = SettlementBatchOpened(batchID: batchID, merchantAccount: "OrderLedgerStore", currency: .usd,
+                                               businessDate: BusinessDate("2026-06-19")!, cutOffAt: Self.instant("2026-06-19T22:00:00Z"),
+                                               pinnedPosition: try await services.store.head().position)
+            _ = try await services.writer.append(AppendRequest(
+                stream: SettlementBatch.streamID(batchID: batchID), expectedVersion: .noStream,
+                events: [try SettlementEvent.opened(opened).newEvent(eventID: UUID(), effectiveAt: clock.now)]))
+            let head = try await services.store.head().position
+            for (captures, gross) in [(2, Int64(1400)), (1, Int64(701)), (0, Int64(0))] {
+                let forged = SettlementBatchClosed(
+                    batchID: batchID, captureCount: captures, refundCount: 0, grossCredit: Money(minorUnits: gross, currency: .usd),
+                    grossDebit: .zero(.usd), gross: Money(minorUnits: gross, currency: .usd), itemsSHA256: "forged")
+                await #expect(throws: AppendError.versionConflict) {
+                    _ = try await services.writer.append(AppendRequest(
+                        stream: SettlementBatch.streamID(batchID: batchID), expectedVersion: .exact(1),
+                        events: [try SettlementEvent.closed(forged).newEvent(eventID: UUID(), effectiveAt: clock.now)]))
+                }
+            }
+            #expect(try await services.store.head().position == head)
+            #expect(try await Self.assigned(services.client) == assigned)
+            // The job closes it right (the batch the forgeries left at "opened").
+            clock.set(Self.instant("2026-06-19T22:00:01Z"))
+            let friday = try await settle(client, "2026-06-19")
+            #expect(friday.batches.map(\.gross) == ["7.00"] && friday.batches.map(\.captures) == [1])
+
+            // Derived again from the log alone: the same rows.
+            let before = try await Self.assigned(services.client)
+            try await db.withOwner { owner in
+                try await owner.query("UPDATE ledger.settlement_items SET batch_id = NULL")
+                try await owner.query("SELECT ledger.rebuild_settlement_items()")
+            }
+            #expect(try await Self.assigned(services.client) == before)
         }
     }
 

@@ -112,6 +112,14 @@ public struct SettlementBatchItem: Hashable, Sendable, Codable {
         }
     }
 
+    /// The item as one line of its batch's digest (`items_sha256`):
+    /// `position TAB kind TAB order id TAB our reference TAB acquirer's reference TAB amount TAB currency TAB recorded at LF`,
+    /// the amount a decimal string and the time RFC 3339 in UTC with microseconds.
+    public var canonicalLine: String {
+        "\(position)\t\(kind.rawValue)\t\(orderID)\t\(modificationReference)\t\(pspModificationReference)\t"
+            + "\(amount.decimalString)\t\(amount.currency.code)\t\(LedgerTimestamp.format(recordedAt.epochMicroseconds))\n"
+    }
+
     /// What we send the acquirer for it.
     public var request: SettlementItem {
         SettlementItem(kind: kind, authorizationReference: orderID, modificationReference: modificationReference, amount: amount)
@@ -153,13 +161,18 @@ public struct SettlementBatchOpened: LedgerEventPayload {
     }
 }
 
-/// The batch's content was fixed: its items, counts and gross amounts.
+/// The batch's content was fixed. Its items are not listed: they are the rule's (see
+/// ``SettlementBatch/belongs(_:to:settledElsewhere:)``) applied at this point of the log, and the
+/// database applies that rule in the same statement (sql/0008), refusing the event when the rule
+/// takes other items than the counts and gross amounts stated here. `itemsSHA256` commits to the
+/// exact items: the SHA-256 of their ``SettlementBatchItem/canonicalLine``s in ledger order.
+///
+/// Schema 1 listed the items in the event (`items`); it decodes with `itemsSHA256` nil.
 public struct SettlementBatchClosed: LedgerEventPayload {
     public static let eventType = "SettlementBatchClosed"
-    public static let schemaVersion: Int32 = 1
+    public static let schemaVersion: Int32 = 2
 
     public var batchID: String
-    public var items: [SettlementBatchItem]
     public var captureCount: Int
     public var refundCount: Int
     /// Σ captures.
@@ -168,20 +181,25 @@ public struct SettlementBatchClosed: LedgerEventPayload {
     @DecimalMoney public var grossDebit: Money
     /// grossCredit − grossDebit.
     @DecimalMoney public var gross: Money
+    /// Lowercase hex SHA-256 of the items' canonical lines, in ledger order (nil in schema 1).
+    public var itemsSHA256: String?
 
-    public init(batchID: String, items: [SettlementBatchItem], captureCount: Int, refundCount: Int, grossCredit: Money, grossDebit: Money, gross: Money) {
+    public init(batchID: String, captureCount: Int, refundCount: Int, grossCredit: Money, grossDebit: Money, gross: Money,
+                itemsSHA256: String?) {
         self.batchID = batchID
-        self.items = items
         self.captureCount = captureCount
         self.refundCount = refundCount
         self.grossCredit = grossCredit
         self.grossDebit = grossDebit
         self.gross = gross
+        self.itemsSHA256 = itemsSHA256
     }
 
+    public var itemCount: Int { captureCount + refundCount }
+
     enum CodingKeys: String, CodingKey {
-        case batchID = "batch_id", items, captureCount = "capture_count", refundCount = "refund_count"
-        case grossCredit = "gross_credit", grossDebit = "gross_debit", gross
+        case batchID = "batch_id", captureCount = "capture_count", refundCount = "refund_count"
+        case grossCredit = "gross_credit", grossDebit = "gross_debit", gross, itemsSHA256 = "items_sha256"
     }
 }
 
@@ -336,7 +354,8 @@ public enum SettlementEvent: Hashable, Sendable {
 
     public static func decode(type: String, schemaVersion: Int32, json: String) throws(EventCodingError) -> SettlementEvent {
         func decode<P: LedgerEventPayload>(_: P.Type) throws(EventCodingError) -> P {
-            guard schemaVersion == P.schemaVersion else {
+            let readable = P.self == SettlementBatchClosed.self ? [1, P.schemaVersion] : [P.schemaVersion]
+            guard readable.contains(schemaVersion) else {
                 throw EventCodingError(.unsupportedSchemaVersion, type: type, "schema version \(schemaVersion)")
             }
             do { return try JSONDecoder().decode(P.self, from: Data(json.utf8)) } catch {
@@ -434,33 +453,19 @@ public enum SettlementBatch {
     public static func streamID(batchID: String) -> StreamID { StreamID(category: "settlement", id: batchID) }
 
     /// Whether a ledger item belongs in the batch: recorded before the cut-off, at or before the pinned
-    /// position, in the batch's currency, and not in an earlier batch.
+    /// position, in the batch's currency, and not in an earlier batch. The database applies the same
+    /// rule when the closed event is appended (sql/0008, `ledger.assign_settlement_items`).
     public static func belongs(_ item: SettlementBatchItem, to opened: SettlementBatchOpened, settledElsewhere: Set<String>) -> Bool {
         item.recordedAt < opened.cutOffAt && item.position <= opened.pinnedPosition
             && item.amount.currency == opened.currency && !settledElsewhere.contains(item.modificationReference)
     }
 
-    /// Closes the batch over `items` (in ledger order), checking Σ captures − Σ refunds = gross.
-    public static func close(_ opened: SettlementBatchOpened, items: [SettlementBatchItem]) throws(SettlementRejection) -> SettlementBatchClosed {
-        var credit: Int64 = 0, debit: Int64 = 0, captures = 0, refunds = 0
-        for item in items {
-            guard item.amount.currency == opened.currency else {
-                throw .currencyMismatch("item \(item.modificationReference) is in \(item.amount.currency.code), the batch in \(opened.currency.code)")
-            }
-            let overflow: Bool
-            switch item.kind {
-            case .capture: (credit, overflow) = credit.addingReportingOverflow(item.amount.minorUnits); captures += 1
-            case .refund: (debit, overflow) = debit.addingReportingOverflow(item.amount.minorUnits); refunds += 1
-            }
-            if overflow { throw .conservationViolated("batch total overflows") }
-        }
-        let closed = SettlementBatchClosed(
-            batchID: opened.batchID, items: items, captureCount: captures, refundCount: refunds,
-            grossCredit: Money(minorUnits: credit, currency: opened.currency),
-            grossDebit: Money(minorUnits: debit, currency: opened.currency),
-            gross: Money(minorUnits: credit - debit, currency: opened.currency))
-        if let violation = SettlementConservation.grossViolation(closed) { throw .conservationViolated(violation) }
-        return closed
+    /// Closes the batch over `items` (in ledger order) whose canonical lines hash to `itemsSHA256`.
+    public static func close(_ opened: SettlementBatchOpened, items: some Sequence<SettlementBatchItem>,
+                             itemsSHA256: String) throws(SettlementRejection) -> SettlementBatchClosed {
+        var tally = SettlementBatchTally(opened)
+        for item in items { try tally.add(item) }
+        return try tally.closed(itemsSHA256: itemsSHA256)
     }
 
     /// The fee totals of a report's Settled/Refunded lines.
@@ -482,14 +487,57 @@ public enum SettlementBatch {
     }
 }
 
+/// A batch's items, added one at a time in ledger order as they stream from the database: the
+/// counts and gross amounts of its closed event. Memory does not grow with the batch.
+public struct SettlementBatchTally: Sendable {
+    public let opened: SettlementBatchOpened
+    public private(set) var captureCount = 0
+    public private(set) var refundCount = 0
+    private var credit: Int64 = 0
+    private var debit: Int64 = 0
+    private var lastPosition: Int64 = 0
+
+    public init(_ opened: SettlementBatchOpened) { self.opened = opened }
+
+    public var itemCount: Int { captureCount + refundCount }
+
+    /// Adds the next item; refuses one the batch's rule excludes, out of ledger order, or a total that overflows.
+    public mutating func add(_ item: SettlementBatchItem) throws(SettlementRejection) {
+        guard item.amount.currency == opened.currency else {
+            throw .currencyMismatch("item \(item.modificationReference) is in \(item.amount.currency.code), the batch in \(opened.currency.code)")
+        }
+        guard SettlementBatch.belongs(item, to: opened, settledElsewhere: []), item.position > lastPosition else {
+            throw .conservationViolated("item \(item.modificationReference) at position \(item.position) is not the batch's next item")
+        }
+        lastPosition = item.position
+        let overflow: Bool
+        switch item.kind {
+        case .capture: (credit, overflow) = credit.addingReportingOverflow(item.amount.minorUnits); captureCount += 1
+        case .refund: (debit, overflow) = debit.addingReportingOverflow(item.amount.minorUnits); refundCount += 1
+        }
+        if overflow { throw .conservationViolated("batch total overflows") }
+    }
+
+    /// The closed event: Σ captures − Σ refunds = gross by construction.
+    public func closed(itemsSHA256: String) throws(SettlementRejection) -> SettlementBatchClosed {
+        let (gross, overflow) = credit.subtractingReportingOverflow(debit)
+        if overflow { throw .conservationViolated("batch total overflows") }
+        func money(_ units: Int64) -> Money { Money(minorUnits: units, currency: opened.currency) }
+        return SettlementBatchClosed(batchID: opened.batchID, captureCount: captureCount, refundCount: refundCount,
+                                     grossCredit: money(credit), grossDebit: money(debit), gross: money(gross),
+                                     itemsSHA256: itemsSHA256)
+    }
+}
+
 // MARK: - Money conservation
 
 /// The acceptance identities, as checks returning a description of the first violation (nil: holds).
 public enum SettlementConservation {
-    /// Σ captures − Σ refunds = gross, and the counts match the items.
-    public static func grossViolation(_ closed: SettlementBatchClosed) -> String? {
-        let captures = closed.items.filter { $0.kind == .capture }
-        let refunds = closed.items.filter { $0.kind == .refund }
+    /// Σ captures − Σ refunds = gross, and the counts match the items (the batch's items, as the
+    /// database assigned them).
+    public static func grossViolation(_ closed: SettlementBatchClosed, items: [SettlementBatchItem]) -> String? {
+        let captures = items.filter { $0.kind == .capture }
+        let refunds = items.filter { $0.kind == .refund }
         let credit = captures.reduce(Int64(0)) { $0 + $1.amount.minorUnits }
         let debit = refunds.reduce(Int64(0)) { $0 + $1.amount.minorUnits }
         if captures.count != closed.captureCount || refunds.count != closed.refundCount { return "item counts do not match" }

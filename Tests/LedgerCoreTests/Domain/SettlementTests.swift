@@ -57,22 +57,49 @@ import Testing
     }
 
     @Test func closingSumsCapturesMinusRefunds() throws {
-        let items = [item(.capture, "a", "59.00"), item(.capture, "b", "5.00"), item(.refund, "c", "20.50")]
-        let closed = try SettlementBatch.close(opened(), items: items)
-        #expect(closed.captureCount == 2 && closed.refundCount == 1)
+        let items = [item(.capture, "a", "59.00", position: 1), item(.capture, "b", "5.00", position: 2), item(.refund, "c", "20.50", position: 3)]
+        let closed = try SettlementBatch.close(opened(), items: items, itemsSHA256: "digest")
+        #expect(closed.captureCount == 2 && closed.refundCount == 1 && closed.itemsSHA256 == "digest")
         #expect(closed.grossCredit == usd("64.00") && closed.grossDebit == usd("20.50") && closed.gross == usd("43.50"))
-        #expect(SettlementConservation.grossViolation(closed) == nil)
+        #expect(SettlementConservation.grossViolation(closed, items: items) == nil)
         var tampered = closed
         tampered.gross = usd("43.51")
-        #expect(SettlementConservation.grossViolation(tampered) != nil)
-        tampered = closed
-        tampered.items.removeLast()
-        #expect(SettlementConservation.grossViolation(tampered) != nil)
+        #expect(SettlementConservation.grossViolation(tampered, items: items) != nil)
+        #expect(SettlementConservation.grossViolation(closed, items: Array(items.dropLast())) != nil)
         var euro = item(.capture, "e", "1.00")
         euro.amount = eur("1.00")
-        #expect(throws: SettlementRejection.self) { try SettlementBatch.close(opened(), items: [euro]) }
-        let empty = try SettlementBatch.close(opened(), items: [])
+        #expect(throws: SettlementRejection.self) { try SettlementBatch.close(opened(), items: [euro], itemsSHA256: "") }
+        // The tally takes items in ledger order only, and only the batch's own.
+        #expect(throws: SettlementRejection.self) { try SettlementBatch.close(opened(), items: items.reversed(), itemsSHA256: "") }
+        #expect(throws: SettlementRejection.self) {
+            try SettlementBatch.close(opened(pinned: 2), items: items, itemsSHA256: "")
+        }
+        let empty = try SettlementBatch.close(opened(), items: [], itemsSHA256: "e3b0")
         #expect(empty.gross == usd("0.00") && empty.captureCount == 0)
+    }
+
+    @Test func canonicalLinesNameEveryFieldOfTheItem() {
+        let a = item(.refund, "ref-1", "20.50", position: 42)
+        #expect(a.canonicalLine.hasPrefix("42\trefund\t") && a.canonicalLine.hasSuffix("Z\n"))
+        #expect(a.canonicalLine.contains("\tref-1\t") && a.canonicalLine.contains("\t20.50\tUSD\t"))
+        var b = a
+        b.pspModificationReference += "x"
+        #expect(a.canonicalLine != b.canonicalLine)
+    }
+
+    @Test func aSchemaOneClosedEventWithItsItemListStillDecodes() throws {
+        let json = """
+            {"batch_id":"M-USD-2025-06-13","capture_count":1,"gross":{"amount":"59.00","currency":"USD"},\
+            "gross_credit":{"amount":"59.00","currency":"USD"},"gross_debit":{"amount":"0.00","currency":"USD"},\
+            "items":[{"kind":"capture"}],"refund_count":0}
+            """
+        guard case .closed(let closed) = try SettlementEvent.decode(type: SettlementBatchClosed.eventType, schemaVersion: 1, json: json) else {
+            Issue.record("not a closed event"); return
+        }
+        #expect(closed.captureCount == 1 && closed.gross == usd("59.00") && closed.itemsSHA256 == nil)
+        #expect(throws: EventCodingError.self) {
+            try SettlementEvent.decode(type: SettlementBatchClosed.eventType, schemaVersion: 3, json: json)
+        }
     }
 
     func line(_ type: SettlementLineType, gross: Int64, interchange: Int64, scheme: Int64, markup: Int64, net: Int64? = nil) -> SettlementReportLine {
@@ -105,7 +132,7 @@ import Testing
 
     @Test func stateFollowsTheStepsAndEventsRoundTrip() throws {
         let o = opened()
-        let closed = try SettlementBatch.close(o, items: [item(.capture, "a", "59.00")])
+        let closed = try SettlementBatch.close(o, items: [item(.capture, "a", "59.00")], itemsSHA256: "ab")
         let events: [SettlementEvent] = [
             .opened(o), .closed(closed),
             .submitted(SettlementBatchSubmitted(batchID: o.batchID, batchNumber: 7, reportSHA256: "ab", reportLineCount: 2)),

@@ -1,0 +1,167 @@
+import Foundation
+import LedgerAcquirer
+import LedgerApp
+import LedgerCore
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `kill -9` during settlement, on the real daemon and its embedded database: for every step of a
+/// batch, a `ledgerd serve` armed to SIGKILL itself right there runs the day's settlement and dies;
+/// the next daemon on the same data directory settles the day again. Each day's batch then ends
+/// payout-scheduled with exactly that day's captures, every capture is in exactly one batch and
+/// one report line, every batch reconciles with zero breaks, and the chain verifies.
+///
+/// Time is rehearsed (`LEDGERD_CLOCK_START`): each daemon starts at the instant the test needs.
+@Suite(.serialized) struct SettlementCrashTests {
+    static let points = ["settlement.opened", "settlement.closed", "settlement.accepted", "settlement.submitted",
+                         "settlement.cleared", "settlement.payout_scheduled"]
+    /// One business day per fault point (Monday 2026-06-15 onwards, weekends skipped).
+    static let days = ["2026-06-15", "2026-06-16", "2026-06-17", "2026-06-18", "2026-06-19", "2026-06-22", "2026-06-23"]
+
+    struct Daemon {
+        let process: Process
+        let port: Int
+        let operatorKey: String
+
+        func request(_ method: String, _ path: String, _ body: String? = nil) async throws -> (Int, String) {
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+            request.httpMethod = method
+            request.timeoutInterval = 120
+            request.setValue("Bearer \(operatorKey)", forHTTPHeaderField: "Authorization")
+            if let body {
+                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+                request.httpBody = Data(body.utf8)
+            }
+            let (data, response) = try await URLSession.shared.data(for: request)
+            return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+        }
+
+        func stop() async throws {
+            process.terminate()
+            for _ in 0..<240 where process.isRunning { try await Task.sleep(for: .milliseconds(250)) }
+            #expect(!process.isRunning && process.terminationStatus == 0, "a daemon did not stop on SIGTERM")
+        }
+    }
+
+    let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-crash-\(UUID().uuidString.prefix(8))")
+    let port = Int.random(in: 40_000..<50_000)
+
+    func start(clock: String, crashAt: String? = nil) async throws -> Daemon {
+        let process = Process()
+        process.executableURL = DaemonProcessTests.ledgerdBinary
+        process.arguments = ["serve", "--port", "\(port)", "--host", "127.0.0.1", "--data-dir", dataDirectory.path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["LEDGERD_MIGRATIONS_DIR"] = TestCluster.migrationsDirectory.path
+        environment["LEDGERD_CLOCK_START"] = clock
+        environment["LEDGERD_FAULT_CRASH_AT"] = crashAt
+        environment["LEDGERD_LOG_LEVEL"] = "warning"
+        environment["LEDGERD_EXPIRY_INTERVAL_SECONDS"] = "3600"
+        environment.removeValue(forKey: "LEDGERD_DATABASE_URL")
+        process.environment = environment
+        let log = dataDirectory.appendingPathComponent("daemon.log")
+        if !FileManager.default.fileExists(atPath: log.path) { _ = FileManager.default.createFile(atPath: log.path, contents: nil) }
+        let handle = try FileHandle(forWritingTo: log)
+        try handle.seekToEnd()
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        for _ in 0..<480 {
+            var health = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/health")!)
+            health.timeoutInterval = 2
+            if let (_, response) = try? await URLSession.shared.data(for: health), (response as? HTTPURLResponse)?.statusCode == 200 { break }
+            guard process.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        try #require(process.isRunning, "ledgerd did not come up:\n\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+        let keys = try JSONSerialization.jsonObject(with: Data(contentsOf: dataDirectory.appendingPathComponent("api-keys.json"))) as? [String: Any]
+        let key = try #require((keys?["operator_keys"] as? [String])?.first)
+        return Daemon(process: process, port: port, operatorKey: key)
+    }
+
+    /// Pays and captures `count` orders (one of them refunded in part); returns our modification references' count.
+    func captureOrders(_ daemon: Daemon, count: Int) async throws -> Int {
+        var modifications = 0
+        for n in 0..<count {
+            var payment = URLRequest(url: URL(string: "http://127.0.0.1:\(daemon.port)/payment")!)
+            payment.httpMethod = "POST"
+            payment.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            payment.httpBody = PaymentTests.body(amount: 3200, product: "Pen")
+            let (paid, _) = try await URLSession.shared.data(for: payment)
+            let order = try JSONDecoder().decode(PaymentTests.Reply.self, from: paid).order_id
+            let (status, text) = try await daemon.request("POST", "/orders/\(order)/capture", "{}")
+            #expect(status == 200, "\(text)")
+            modifications += 1
+            if n == 0 {
+                let (refunded, refundText) = try await daemon.request("POST", "/orders/\(order)/refund", #"{"amount": "1.00", "reason": "crash test"}"#)
+                #expect(refunded == 200, "\(refundText)")
+                modifications += 1
+            }
+        }
+        return modifications
+    }
+
+    struct Summary: Decodable {
+        struct Batch: Decodable { let batch_id, stage: String; let captures, refunds: Int }
+        let batches: [Batch]
+    }
+
+    @Test(.timeLimit(.minutes(10))) func aDaemonKilledAtAnyStepOfSettlementIsCompletedByTheNextOne() async throws {
+        try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
+        defer {
+            try? EmbeddedPostgres(configuration: .init(dataDirectory: dataDirectory), logger: TestCluster.logger).stop()
+            try? FileManager.default.removeItem(at: dataDirectory)
+        }
+        // The first day's captures.
+        var daemon = try await start(clock: "\(Self.days[0])T10:00:00Z")
+        var expected = [try await captureOrders(daemon, count: 3)]
+        try await daemon.stop()  // the acquirer model is saved at shutdown
+
+        for (index, point) in Self.points.enumerated() {
+            let day = Self.days[index]
+            // A daemon armed to die at `point` runs the day's settlement: the request never gets an answer.
+            let doomed = try await start(clock: "\(day)T22:00:05Z", crashAt: point)
+            _ = try? await doomed.request("POST", "/settlements/run", #"{"business_date": "\#(day)"}"#)
+            for _ in 0..<240 where doomed.process.isRunning { try await Task.sleep(for: .milliseconds(250)) }
+            #expect(!doomed.process.isRunning && doomed.process.terminationReason == .uncaughtSignal
+                    && doomed.process.terminationStatus == SIGKILL, "\(point): the daemon was not killed")
+
+            // The next daemon completes the batch with exactly the day's items.
+            daemon = try await start(clock: "\(day)T22:01:00Z")
+            let (status, text) = try await daemon.request("POST", "/settlements/run", #"{"business_date": "\#(day)"}"#)
+            #expect(status == 200, "\(point): \(text)")
+            let summary = try JSONDecoder().decode(Summary.self, from: Data(text.utf8))
+            #expect(summary.batches.map(\.stage) == ["payout_scheduled"], "\(point): \(text)")
+            #expect(summary.batches.map { $0.captures + $0.refunds } == [expected[index]], "\(point): \(text)")
+            // Items for the next day: recorded after this day's cut-off.
+            expected.append(try await captureOrders(daemon, count: 2))
+            try await daemon.stop()
+        }
+
+        // The last day settles the last captures and closes every earlier batch's reconciliation window.
+        let last = Self.days[Self.points.count]
+        daemon = try await start(clock: "\(last)T22:01:00Z")
+        let (status, text) = try await daemon.request("POST", "/settlements/run", #"{"business_date": "\#(last)"}"#)
+        #expect(status == 200, "\(text)")
+        var references: [String] = []
+        for (index, day) in Self.days.enumerated() {
+            let batch = "OrderLedgerStore-USD-\(day)"
+            let (csvStatus, csv) = try await daemon.request("GET", "/settlements/\(batch)/report.csv")
+            #expect(csvStatus == 200, "\(batch): \(csv)")
+            let lines = try SettlementReportCSV().parse(csv).filter { $0.type != .merchantPayout }
+            #expect(lines.count == expected[index], "\(batch)")
+            references += lines.map(\.modificationMerchantReference)
+            let (_, reconciliation) = try await daemon.request("GET", "/settlements/\(batch)/reconciliation")
+            #expect(reconciliation.contains(#""breaks":[]"#), "\(batch): \(reconciliation)")
+        }
+        // Every capture and refund in exactly one batch and one report line.
+        #expect(references.count == expected.reduce(0, +) && Set(references).count == references.count)
+        let (_, verify) = try await daemon.request("GET", "/audit/verify")
+        #expect(verify.contains("\"ok\":true"), "\(verify)")
+        try await daemon.stop()
+    }
+}
