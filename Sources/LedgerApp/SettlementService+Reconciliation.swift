@@ -51,7 +51,7 @@ extension SettlementService {
                     stream: recordStream, expectedVersion: PlannedAppend.expectation(forVersion: Int64(events.count)),
                     events: try ([SettlementEvent.reconciled(result)] + newBreaks).map { try $0.newEvent(eventID: UUID(), effectiveAt: now) },
                     metadata: EventMetadata(correlationID: batchID, actor: Self.actor, command: "ReconcileBatch")))
-                logger.info("reconciled", metadata: ["batch": "\(batchID)", "matched": "\(result.matched)", "breaks": "\(result.breaks.count)"])
+                progress(batchID, "reconciled", items: result.matched, detail: "\(result.breaks.count) breaks")
                 return result
             } catch let error as AppendError where error == .versionConflict {
                 continue

@@ -59,11 +59,40 @@ public struct SettlementService: SettlementOperator {
 
     // MARK: Running
 
-    public func run(businessDate text: String, actor: String) async throws -> String {
+    public func run(businessDate text: String, actor: String, progress: (@Sendable (String) -> Void)?) async throws -> String {
         guard let date = BusinessDate(text) else {
             throw APIError(status: .unprocessableContent, code: "invalid_date", message: "business_date must be a date YYYY-MM-DD", field: "business_date")
         }
-        return try CatalogReadModel.json(try await run(businessDate: date))
+        var report: (@Sendable (Progress) -> Void)?
+        if let progress {
+            report = { @Sendable (step: Progress) -> Void in
+                if let json = try? CatalogReadModel.json(step) { progress(json) }
+            }
+        }
+        return try CatalogReadModel.json(try await Self.$progressSink.withValue(report) { try await run(businessDate: date) })
+    }
+
+    // MARK: Progress
+
+    /// One step of a run as it happens (`ledgerd settle` prints them; the daemon logs them).
+    public struct Progress: Sendable, Encodable {
+        public let batch_id: String
+        public let step: String
+        public let items: Int?
+        public let detail: String?
+    }
+
+    /// Where the current run's progress goes (the HTTP stream of `POST /settlements/run`), if anywhere.
+    @TaskLocal static var progressSink: (@Sendable (Progress) -> Void)?
+    /// Items between two progress reports while a batch's items stream.
+    static let progressEvery = 100_000
+
+    func progress(_ batchID: String, _ step: String, items: Int? = nil, detail: String? = nil) {
+        var metadata: Logger.Metadata = ["batch": "\(batchID)", "step": "\(step)"]
+        if let items { metadata["items"] = "\(items)" }
+        if let detail { metadata["detail"] = "\(detail)" }
+        logger.info("settlement progress", metadata: metadata)
+        Self.progressSink?(Progress(batch_id: batchID, step: step, items: items, detail: detail))
     }
 
     /// Settles `date`. Refused (nothing appended) for a day that is not a business day or whose
@@ -133,6 +162,7 @@ public struct SettlementService: SettlementOperator {
                 event = .closed(try await close(state!.opened))
             case .closed:
                 let items = try await items(ofBatch: batchID)
+                progress(batchID, "submitting", items: items.count)
                 let submitted = try await submit(batchID: batchID, currency: currency, businessDate: date, items: items)
                 FaultPoint.settlementAccepted.crashIfConfigured(faultCrashAt, logger: logger)
                 report = submitted.report
@@ -158,7 +188,7 @@ public struct SettlementService: SettlementOperator {
                     stream: stream, expectedVersion: PlannedAppend.expectation(forVersion: state?.version ?? 0),
                     events: [try event.newEvent(eventID: UUID(), effectiveAt: clock())], metadata: metadata))
                 appended += 1
-                logger.info("settlement step recorded", metadata: ["batch": "\(batchID)", "event": "\(event.type)"])
+                progress(batchID, "recorded", detail: event.type)
                 Self.faultPoint(after: event)?.crashIfConfigured(faultCrashAt, logger: logger)
             } catch let error as AppendError where error == .versionConflict {
                 continue  // someone else recorded this step (or took some of its items): read again and go on from there
@@ -195,7 +225,9 @@ public struct SettlementService: SettlementOperator {
                 let item = try Self.item(row)
                 try tally.add(item)
                 hasher.update(data: Array(item.canonicalLine.utf8))
+                if tally.itemCount % Self.progressEvery == 0 { progress(opened.batchID, "selecting", items: tally.itemCount) }
             }
+            progress(opened.batchID, "selected", items: tally.itemCount)
             return try tally.closed(itemsSHA256: Self.hex(Array(hasher.finalize())))
         } catch let error as SettlementRejection {
             throw APIError(status: .internalServerError, code: "settlement_refused", message: error.description)

@@ -5,7 +5,8 @@ import Hummingbird
 /// Runs and reads end-of-day settlement batches (issue 5).
 public protocol SettlementOperator: Sendable {
     /// Settles a business date (`YYYY-MM-DD`); returns the run's JSON summary. Refusals throw ``APIError``.
-    func run(businessDate: String, actor: String) async throws -> String
+    /// `progress`, when given, receives one JSON object per step of a long run as it happens.
+    func run(businessDate: String, actor: String, progress: (@Sendable (String) -> Void)?) async throws -> String
     /// `{"settlements": [...]}`, business dates within `from…to` (inclusive; either may be nil).
     func batchesJSON(from: String?, to: String?) async throws -> String
     /// One batch, or nil when there is none with that id.
@@ -35,6 +36,50 @@ public struct SettlementRoutes: Sendable {
         self.state = state
     }
 
+    /// The run as newline-delimited JSON (`Accept: application/x-ndjson`): `{"progress": …}` lines as
+    /// the job goes, then `{"summary": …}`, or `{"error": {"code", "message"}}` if it fails after
+    /// it started. A refusal before any progress (a bad date, the cut-off not reached) is the usual
+    /// 4xx reply.
+    static func streamingRun(_ settlement: any SettlementOperator, date: String, actor: String) async throws -> Response {
+        enum Line: Sendable { case progress(String), summary(String), failure(any Error) }
+        let (lines, continuation) = AsyncStream<Line>.makeStream()
+        let job = Task {
+            do {
+                let summary = try await settlement.run(businessDate: date, actor: actor) { continuation.yield(.progress($0)) }
+                continuation.yield(.summary(summary))
+            } catch {
+                continuation.yield(.failure(error))
+            }
+            continuation.finish()
+        }
+        var iterator = lines.makeAsyncIterator()
+        guard let first = await iterator.next() else { throw APIError.unavailable("the settlement run ended without an answer") }
+        if case .failure(let error) = first { throw error }
+        let remaining = UncheckedIterator(iterator: iterator)
+        let body = ResponseBody { writer in
+            func write(_ line: Line) async throws {
+                switch line {
+                case .progress(let json): try await writer.write(ByteBuffer(string: "{\"progress\":\(json)}\n"))
+                case .summary(let json): try await writer.write(ByteBuffer(string: "{\"summary\":\(json)}\n"))
+                case .failure(let error):
+                    let api = error as? APIError ?? APIError(status: .internalServerError, code: "internal_error", message: "the settlement run failed")
+                    let object = ["error": ["code": api.code, "message": api.message]]
+                    let data = (try? JSONEncoder().encode(object)) ?? Data("{}".utf8)
+                    try await writer.write(ByteBuffer(string: String(decoding: data, as: UTF8.self) + "\n"))
+                }
+            }
+            try await write(first)
+            var rest = remaining.iterator
+            while let line = await rest.next() { try await write(line) }
+            _ = await job.value
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: [.contentType: "application/x-ndjson"], body: body)
+    }
+
+    /// Hands the stream's iterator to the response body (it is used by one task at a time).
+    struct UncheckedIterator<I>: @unchecked Sendable { var iterator: I }
+
     public func registerChanges(on group: RouterGroup<LedgerRequestContext>) {
         group.post("/settlements/run") { request, context -> Response in
             let body: ByteBuffer
@@ -49,7 +94,10 @@ public struct SettlementRoutes: Sendable {
             }
             let date = try PaymentRequest.Fields(object).string("business_date", maximumLength: 10)
             let actor = context.principal.map { "\($0.role.rawValue):\($0.keyID)" } ?? "operator"
-            return jsonResponse(try await settlement.run(businessDate: date, actor: actor))
+            guard request.headers[.accept]?.contains("application/x-ndjson") == true else {
+                return jsonResponse(try await settlement.run(businessDate: date, actor: actor, progress: nil))
+            }
+            return try await Self.streamingRun(settlement, date: date, actor: actor)
         }
         group.post("/reconciliation/reports") { request, _ -> Response in
             let body: ByteBuffer

@@ -35,6 +35,12 @@ struct Order: AsyncParsableCommand {
 
         /// POSTs raw bytes to `path` with the operator key; returns the status and the reply.
         func post(_ path: String, data body: Data, contentType: String) async throws -> (status: Int, body: Data) {
+            let (data, response) = try await URLSession.shared.data(for: try request(path, data: body, contentType: contentType))
+            return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+        }
+
+        /// A POST of `body` to `path` with the operator key (and the idempotency key, if any).
+        func request(_ path: String, data body: Data, contentType: String) throws -> URLRequest {
             let key = try apiKey ?? APIKeys.operatorKey(for: common.configuration())
             guard let target = URL(string: url + path) else { throw ValidationError("invalid URL") }
             var request = URLRequest(url: target)
@@ -43,8 +49,7 @@ struct Order: AsyncParsableCommand {
             request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
             if let idempotencyKey { request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key") }
             request.httpBody = body
-            let (data, response) = try await URLSession.shared.data(for: request)
-            return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+            return request
         }
     }
 

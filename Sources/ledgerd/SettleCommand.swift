@@ -1,5 +1,8 @@
 import ArgumentParser
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import LedgerApp
 import LedgerCore
 
@@ -25,17 +28,57 @@ struct Settle: AsyncParsableCommand {
         let batches: [Batch]
     }
 
+    struct Line: Decodable {
+        struct Progress: Decodable { let batch_id, step: String; let items: Int?; let detail: String? }
+        struct Failure: Decodable { let code, message: String }
+        let progress: Progress?
+        let error: Failure?
+    }
+
+    /// Asks for the run as newline-delimited JSON, prints each progress line to standard error as
+    /// it arrives, then the summary table (or the daemon's JSON with `--json`).
     func run() async throws {
         let settings = try connection.common.configuration().settlement
         let date = businessDate ?? settings.lastClosedBusinessDay(now: Date()).description
-        print("settling \(date) …")
-        let (status, data) = try await connection.post("/settlements/run", body: ["business_date": date])
-        guard (200..<300).contains(status), !json, let summary = try? JSONDecoder().decode(Summary.self, from: data) else {
-            print(String(decoding: data, as: UTF8.self))
-            if !(200..<300).contains(status) { throw ExitCode(1) }
-            return
+        FileHandle.standardError.write(Data("settling \(date) …\n".utf8))
+        var request = try connection.request("/settlements/run", data: try JSONSerialization.data(withJSONObject: ["business_date": date]),
+                                             contentType: "application/json")
+        request.setValue("application/x-ndjson", forHTTPHeaderField: "Accept")
+        request.timeoutInterval = 24 * 3600
+        let started = Date()
+        let reply = Reply()
+        let status = try await LineReader.read(request) { line in
+            guard let decoded = try? JSONDecoder().decode(Line.self, from: line), let step = decoded.progress else {
+                reply.append(line)
+                return
+            }
+            let elapsed = String(format: "%7.1fs", Date().timeIntervalSince(started))
+            let items = step.items.map { " \($0) items" } ?? ""
+            let detail = step.detail.map { " \($0)" } ?? ""
+            FileHandle.standardError.write(Data("\(elapsed)  \(step.batch_id)  \(step.step)\(items)\(detail)\n".utf8))
         }
-        print(Self.table(summary))
+        let lines = reply.lines
+        let last = lines.last ?? Data()
+        if let failure = try? JSONDecoder().decode(Line.self, from: last).error {
+            print("settlement failed: \(failure.code): \(failure.message)")
+            throw ExitCode(1)
+        }
+        let object = (try? JSONSerialization.jsonObject(with: last)) as? [String: Any]
+        guard (200..<300).contains(status), let summaryObject = object?["summary"],
+              let summaryData = try? JSONSerialization.data(withJSONObject: summaryObject, options: [.sortedKeys]),
+              let summary = try? JSONDecoder().decode(Summary.self, from: summaryData) else {
+            print(lines.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\n"))
+            throw ExitCode(1)
+        }
+        print(json ? String(decoding: summaryData, as: UTF8.self) : Self.table(summary))
+    }
+
+    /// The non-progress lines of the reply.
+    final class Reply: @unchecked Sendable {
+        private let lock = NSLock()
+        private var collected: [Data] = []
+        func append(_ line: Data) { lock.withLock { collected.append(line) } }
+        var lines: [Data] { lock.withLock { collected } }
     }
 
     static func table(_ summary: Summary) -> String {
@@ -101,5 +144,57 @@ struct Reconcile: AsyncParsableCommand {
             print("  \(b.class.padding(toLength: 20, withPad: " ", startingAt: 0)) \(b.reference)  \(b.detail)\(b.resolved ? " [resolved]" : "")")
         }
         if result.open_breaks > 0 { throw ExitCode(3) }
+    }
+}
+
+/// Reads an HTTP reply line by line as it arrives (URLSession's data delegate), for replies that
+/// report progress as newline-delimited JSON.
+final class LineReader: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var buffer = Data()
+    private var status = 0
+    private var continuation: CheckedContinuation<Int, any Error>?
+    private let onLine: @Sendable (Data) -> Void
+
+    private init(onLine: @escaping @Sendable (Data) -> Void) { self.onLine = onLine }
+
+    /// Sends `request`, calls `onLine` for each line of the reply (the last one may lack its newline),
+    /// and returns the status.
+    static func read(_ request: URLRequest, onLine: @escaping @Sendable (Data) -> Void) async throws -> Int {
+        let reader = LineReader(onLine: onLine)
+        let session = URLSession(configuration: .default, delegate: reader, delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        return try await withCheckedThrowingContinuation { continuation in
+            reader.lock.withLock { reader.continuation = continuation }
+            session.dataTask(with: request).resume()
+        }
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+        lock.withLock { status = (response as? HTTPURLResponse)?.statusCode ?? 0 }
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let lines: [Data] = lock.withLock {
+            buffer.append(data)
+            var complete: [Data] = []
+            while let newline = buffer.firstIndex(of: 0x0A) {
+                complete.append(Data(buffer[buffer.startIndex..<newline]))
+                buffer.removeSubrange(buffer.startIndex...newline)
+            }
+            return complete
+        }
+        lines.forEach(onLine)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let (rest, continuation, status) = lock.withLock { () -> (Data, CheckedContinuation<Int, any Error>?, Int) in
+            defer { buffer = Data(); self.continuation = nil }
+            return (buffer, self.continuation, self.status)
+        }
+        if !rest.isEmpty { onLine(rest) }
+        if let error { continuation?.resume(throwing: error) } else { continuation?.resume(returning: status) }
     }
 }

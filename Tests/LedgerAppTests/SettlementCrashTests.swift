@@ -145,8 +145,14 @@ import FoundationNetworking
         // The last day settles the last captures and closes every earlier batch's reconciliation window.
         let last = Self.days[Self.points.count]
         daemon = try await start(clock: "\(last)T22:01:00Z")
-        let (status, text) = try await daemon.request("POST", "/settlements/run", #"{"business_date": "\#(last)"}"#)
-        #expect(status == 200, "\(text)")
+        // Through the CLI: progress as the run goes, then the summary table.
+        let settle = try DaemonProcessTests().runLedgerd(
+            ["settle", "--business-date", last, "--url", "http://127.0.0.1:\(port)", "--data-dir", dataDirectory.path])
+        #expect(settle.status == 0, "\(settle.output)")
+        for expected in ["settling \(last)", "OrderLedgerStore-USD-\(last)  selected 3 items", "recorded SettlementBatchClosed",
+                         "submitting 3 items", "reconciled", "batch  ", "payout_scheduled"] {
+            #expect(settle.output.contains(expected), "missing \(expected) in:\n\(settle.output)")
+        }
         var references: [String] = []
         for (index, day) in Self.days.enumerated() {
             let batch = "OrderLedgerStore-USD-\(day)"

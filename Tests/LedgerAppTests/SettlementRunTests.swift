@@ -475,6 +475,39 @@ import Testing
         }
     }
 
+    /// `Accept: application/x-ndjson`: the run's steps as they happen, then the summary; a refusal
+    /// before the run started is the usual 4xx.
+    @Test func aRunReportsItsProgressAsNewlineDelimitedJSON() async throws {
+        let clock = SimulatedClock(Self.friday)
+        try await app.withApp(seed: true, clock: { clock.now }) { client, _ in
+            let id = try await holds.order(client)
+            try await capture(client, id)
+            let headers: HTTPFields = [.contentType: "application/json", .accept: "application/x-ndjson",
+                                       .authorization: "Bearer \(SystemRoutesTests.operatorKey)"]
+            let (early, earlyText) = try await client.execute(
+                uri: "/settlements/run", method: .post, headers: headers, body: ByteBuffer(string: #"{"business_date": "2026-06-19"}"#)
+            ) { ($0.status, String(buffer: $0.body)) }
+            #expect(early == .conflict && earlyText.contains("cut_off_not_reached"))
+            clock.set(Self.instant("2026-06-19T22:00:01Z"))
+            let (status, contentType, text) = try await client.execute(
+                uri: "/settlements/run", method: .post, headers: headers, body: ByteBuffer(string: #"{"business_date": "2026-06-19"}"#)
+            ) { ($0.status, $0.headers[.contentType], String(buffer: $0.body)) }
+            #expect(status == .ok && contentType == "application/x-ndjson")
+            let lines = text.split(separator: "\n").map(String.init)
+            struct Line: Decodable {
+                struct Step: Decodable { let batch_id, step: String; let items: Int?; let detail: String? }
+                let progress: Step?
+                let summary: Summary?
+            }
+            let decoded = try lines.map { try JSONDecoder().decode(Line.self, from: Data($0.utf8)) }
+            let steps = decoded.compactMap(\.progress).map { [$0.step, $0.detail ?? "", $0.items.map(String.init) ?? ""] }
+            #expect(steps.first == ["recorded", "SettlementBatchOpened", ""])
+            #expect(steps.contains(["selected", "", "1"]) && steps.contains(["submitting", "", "1"]))
+            #expect(steps.contains(["recorded", "SettlementPayoutScheduled", ""]) && steps.contains { $0.first == "reconciled" })
+            #expect(decoded.dropLast().allSatisfy { $0.summary == nil } && decoded.last?.summary?.batches.map(\.gross) == ["59.00"])
+        }
+    }
+
     @Test func badRunsAreRefusedWithTheirReasonAndAppendNothing() async throws {
         let clock = SimulatedClock(Self.friday)
         try await app.withApp(seed: true, clock: { clock.now }) { client, services in
