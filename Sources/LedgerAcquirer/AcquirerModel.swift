@@ -66,8 +66,32 @@ public actor AcquirerModel: Acquirer {
         state.query(merchantReference: merchantReference, now: clock())
     }
 
+    /// Collects the batch's pages (the acquirer's side of the upload keeps them), then settles it.
+    /// Other commands may run while a page is awaited; settling itself is one step.
+    public func submitBatch(
+        _ header: SettlementBatchHeader, pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?
+    ) async throws(AcquirerError) -> SettlementReceipt {
+        var items: [SettlementItem] = []
+        var index = 0
+        while true {
+            let page: [SettlementItem]?
+            do { page = try await pages(index) } catch {
+                throw AcquirerError(.unavailable, reference: header.batchReference, "the batch upload failed at page \(index): \(error)")
+            }
+            guard let page else { break }
+            items += page
+            index += 1
+        }
+        return SettlementReceipt(try submitBatch(SettlementBatchRequest(header, items: items)))
+    }
+
+    /// Settles a whole batch at once (the model's own tests and tools).
     public func submitBatch(_ request: SettlementBatchRequest) throws(AcquirerError) -> SettlementReport {
         try state.submitBatch(request, now: clock())
+    }
+
+    public func reportLines(batchNumber: Int, from: Int, count: Int) throws(AcquirerError) -> [SettlementReportLine] {
+        try state.reportLines(batchNumber: batchNumber, from: from, count: count)
     }
 
     public func payout(batchNumber: Int) throws(AcquirerError) -> PayoutNotice {

@@ -13,8 +13,9 @@ extension AcquirerModelState {
         expireHolds(now: now)
         let batchReference = request.batchReference
         guard !batchReference.isEmpty else { throw AcquirerError(.invalidRequest, "empty batch reference") }
-        if let existing = batches.first(where: { $0.request.batchReference == batchReference }) {
-            guard existing.request == request else {
+        if let existing = batches.first(where: { $0.header.batchReference == batchReference }) {
+            guard existing.header == request.header, existing.itemCount == request.items.count,
+                  existing.itemsFingerprint == StoredBatch.fingerprint(request.items) else {
                 throw AcquirerError(.duplicateReference, reference: batchReference, "batch reference already used for a different batch")
             }
             return existing.report
@@ -121,8 +122,20 @@ extension AcquirerModelState {
             batchReference: batchReference, batchNumber: batchNumber, companyAccount: configuration.companyAccount,
             merchantAccount: configuration.merchantAccount, businessDate: businessDate, closedAt: now,
             currency: request.currency, lines: lines, payout: payout)
-        batches.append(StoredBatch(request: request, report: report))
+        batches.append(StoredBatch(header: request.header, itemCount: request.items.count,
+                                   itemsFingerprint: StoredBatch.fingerprint(request.items), report: report))
         return report
+    }
+
+    /// Lines `from ..< from + count` of a settled batch's report.
+    public func reportLines(batchNumber: Int, from: Int, count: Int) throws(AcquirerError) -> [SettlementReportLine] {
+        guard let batch = batches.first(where: { $0.report.batchNumber == batchNumber }) else {
+            throw AcquirerError(.unknownBatch, reference: String(batchNumber), "no settled batch with this number")
+        }
+        guard from >= 0, count >= 0 else { throw AcquirerError(.invalidRequest, "a report page starts at 0 or later") }
+        let lines = batch.report.lines
+        let start = min(from, lines.count)
+        return Array(lines[start..<min(lines.count, start + count)])
     }
 
     /// The payout (bank deposit) of a settled batch.

@@ -469,9 +469,24 @@ struct StoredModification: Hashable, Sendable, Codable {
     var carriedOver = false
 }
 
+/// A settled batch: its request as a fingerprint (to answer a repeated submission the same way and
+/// refuse a different one under the same reference) and its report.
 struct StoredBatch: Hashable, Sendable, Codable {
-    var request: SettlementBatchRequest
+    var header: SettlementBatchHeader
+    var itemCount: Int
+    var itemsFingerprint: UInt64
     var report: SettlementReport
+
+    /// FNV-1a (64-bit) over each item's kind, references, amount and currency, in order.
+    static func fingerprint(_ items: [SettlementItem]) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for item in items {
+            for byte in "\(item.kind.rawValue)|\(item.authorizationReference)|\(item.modificationReference)|\(item.amount.minorUnits)|\(item.amount.currency.code)\n".utf8 {
+                hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+            }
+        }
+        return hash
+    }
 }
 
 /// A line held back by the move-to-next-batch fault.

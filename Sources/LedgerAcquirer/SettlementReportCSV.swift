@@ -34,9 +34,19 @@ public struct SettlementReportCSV: Sendable {
     /// The report as CSV text, header first. Fails only for a time zone this writer does not know
     /// or an exchange rate that has no exact decimal form.
     public func write(_ lines: [SettlementReportLine]) throws(SettlementReportCSVError) -> String {
-        var out = Self.columns.map(Self.quote).joined(separator: ",") + "\r\n"
+        Self.header + (try rows(lines, firstRow: 2))
+    }
+
+    /// The header row, with its line end.
+    public static let header = columns.map(quote).joined(separator: ",") + "\r\n"
+
+    /// `lines` as CSV rows (no header), the first being row `firstRow` of the report (for errors):
+    /// a report written in parts is the header followed by each part's rows, byte for byte what
+    /// ``write(_:)`` writes for all the lines at once.
+    public func rows(_ lines: [SettlementReportLine], firstRow: Int) throws(SettlementReportCSVError) -> String {
+        var out = ""
         for (index, line) in lines.enumerated() {
-            out += try fields(of: line, row: index + 2).map(Self.quote).joined(separator: ",") + "\r\n"
+            out += try fields(of: line, row: firstRow + index).map(Self.quote).joined(separator: ",") + "\r\n"
         }
         return out
     }
@@ -95,9 +105,19 @@ public struct SettlementReportCSV: Sendable {
         let rows = try Self.records(text)
         guard let header = rows.first else { throw .missingHeader }
         guard header == Self.columns else { throw .unexpectedHeader(header) }
+        return try lines(rows.dropFirst(), firstRow: 2)
+    }
+
+    /// Parses CSV rows without a header (a part of a report written with ``rows(_:firstRow:)``).
+    public func parseRows(_ text: String, firstRow: Int) throws(SettlementReportCSVError) -> [SettlementReportLine] {
+        try lines(try Self.records(text)[...], firstRow: firstRow)
+    }
+
+    private func lines(_ rows: ArraySlice<[String]>, firstRow: Int) throws(SettlementReportCSVError) -> [SettlementReportLine] {
         var lines: [SettlementReportLine] = []
-        for (offset, row) in rows.dropFirst().enumerated() {
-            lines.append(try line(from: row, row: offset + 2))
+        lines.reserveCapacity(rows.count)
+        for (offset, row) in rows.enumerated() {
+            lines.append(try line(from: row, row: firstRow + offset))
         }
         return lines
     }

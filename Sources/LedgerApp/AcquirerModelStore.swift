@@ -80,12 +80,18 @@ struct DurableAcquirer: Acquirer {
     }
     func payout(batchNumber: Int) async throws(AcquirerError) -> PayoutNotice { try await model.payout(batchNumber: batchNumber) }
 
-    func submitBatch(_ request: SettlementBatchRequest) async throws(AcquirerError) -> SettlementReport {
-        let report = try await model.submitBatch(request)
+    func reportLines(batchNumber: Int, from: Int, count: Int) async throws(AcquirerError) -> [SettlementReportLine] {
+        try await model.reportLines(batchNumber: batchNumber, from: from, count: count)
+    }
+
+    func submitBatch(
+        _ header: SettlementBatchHeader, pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?
+    ) async throws(AcquirerError) -> SettlementReceipt {
+        let receipt = try await model.submitBatch(header, pages: pages)
         do { try await store.persist() } catch {
             throw AcquirerError(.unavailable, "the acquirer model could not save its state: \(error)")
         }
-        return report
+        return receipt
     }
 }
 

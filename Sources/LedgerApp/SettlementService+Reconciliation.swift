@@ -17,11 +17,11 @@ extension SettlementService {
         guard let state = try await load(stream), state.closed != nil else { return nil }
         let lines: [SettlementReportLine]
         if let report { lines = report } else {
-            guard let stored = try await storedReport(batchID) else { return nil }
-            lines = try SettlementReportCSV().parse(stored.csv)
+            guard let stored = try await storedLines(batchID) else { return nil }
+            lines = stored
         }
         var laterLines: [SettlementReportLine]?
-        if let next = try await nextBatch(after: state) { laterLines = try SettlementReportCSV().parse(next.csv) }
+        if let next = try await nextBatch(after: state) { laterLines = try await storedLines(next.opened.batchID) }
         let items = try await items(ofBatch: batchID)
         let ours = Set(items.map(\.modificationReference))
         let elsewhere = try await settledElsewhere(
@@ -82,11 +82,8 @@ extension SettlementService {
     }
 
     /// The next batch of the same currency with a stored report: it closes this batch's window.
-    func nextBatch(after state: SettlementBatchState) async throws -> (digest: [UInt8], csv: String)? {
-        guard let next = try await batches(currency: state.opened.currency).first(where: { $0.opened.businessDate > state.opened.businessDate }) else {
-            return nil
-        }
-        return try await storedReport(next.opened.batchID)
+    func nextBatch(after state: SettlementBatchState) async throws -> SettlementBatchState? {
+        try await batches(currency: state.opened.currency).first { $0.opened.businessDate > state.opened.businessDate }
     }
 
     /// The contract's fees on a line, priced like the acquirer prices it (network and funding from

@@ -6,6 +6,7 @@ import LedgerHTTP
 import LedgerPostgres
 import Logging
 import PostgresNIO
+import Synchronization
 
 /// The nightly settlement job, run inside the daemon (the acquirer model lives in its memory):
 /// for a business date whose cut-off has passed, one batch per currency with eligible items,
@@ -150,7 +151,7 @@ public struct SettlementService: SettlementOperator {
         let batchID = SettlementBatch.batchID(merchantAccount: merchantAccount, currency: currency, businessDate: date)
         let stream = SettlementBatch.streamID(batchID: batchID)
         var appended = 0
-        var report: SettlementReport?
+        var cleared: SettlementBatchCleared?
         for _ in 0..<Self.maximumAttempts {
             let state = try await load(stream)
             let event: SettlementEvent
@@ -161,22 +162,22 @@ public struct SettlementService: SettlementOperator {
             case .opened:
                 event = .closed(try await close(state!.opened))
             case .closed:
-                let items = try await items(ofBatch: batchID)
-                progress(batchID, "submitting", items: items.count)
-                let submitted = try await submit(batchID: batchID, currency: currency, businessDate: date, items: items)
+                progress(batchID, "submitting", items: state!.closed!.itemCount)
+                let submitted = try await submit(batchID: batchID, currency: currency, businessDate: date)
                 FaultPoint.settlementAccepted.crashIfConfigured(faultCrashAt, logger: logger)
-                report = submitted.report
-                event = .submitted(SettlementBatchSubmitted(batchID: batchID, batchNumber: submitted.report.batchNumber,
-                                                            reportSHA256: submitted.digest, reportLineCount: submitted.report.lines.count))
+                cleared = submitted.cleared
+                event = .submitted(SettlementBatchSubmitted(batchID: batchID, batchNumber: submitted.receipt.batchNumber,
+                                                            reportSHA256: submitted.digest, reportLineCount: submitted.receipt.lineCount))
             case .submitted:
-                let current = try await reportOf(state!, currency: currency, cached: report)
-                report = current
-                event = .cleared(SettlementBatch.cleared(batchID: batchID, currency: currency, lines: current.lines))
+                if cleared == nil { cleared = try await storedClearing(batchID: batchID, currency: currency) }
+                event = .cleared(cleared!)
             case .cleared:
-                let current = try await reportOf(state!, currency: currency, cached: report)
+                let payout: PayoutNotice
+                do { payout = try await acquirer.payout(batchNumber: state!.submitted!.batchNumber) } catch {
+                    throw APIError(status: .badGateway, code: "acquirer_refused", message: "the acquirer has no payout for \(batchID): \(error.description)")
+                }
                 event = .payoutScheduled(SettlementPayoutScheduled(
-                    batchID: batchID, payoutReference: current.payout.payoutReference, amount: current.payout.amount,
-                    valueDate: current.payout.valueDate,
+                    batchID: batchID, payoutReference: payout.payoutReference, amount: payout.amount, valueDate: payout.valueDate,
                     expectedValueDate: settings.calendar.adding(businessDays: settings.fundingLagBusinessDays, to: date)))
             case .payoutScheduled, .paid:
                 try await reconcileAfterSettling(state!)
@@ -280,41 +281,149 @@ public struct SettlementService: SettlementOperator {
 
     // MARK: The acquirer and the stored report
 
-    /// Submits the batch (idempotent at the acquirer by batch reference) and stores the report CSV.
-    /// A stored report with another digest is refused: the acquirer's answer changed.
-    func submit(batchID: String, currency: Currency, businessDate: BusinessDate, items: [SettlementBatchItem]) async throws -> (report: SettlementReport, digest: String) {
-        let report: SettlementReport
+    /// Items per page sent to the acquirer, and report lines per page read back (and per stored part).
+    static let pageSize = 10_000
+
+    struct Submitted {
+        let receipt: SettlementReceipt
+        let digest: String
+        let cleared: SettlementBatchCleared
+    }
+
+    /// Submits the batch's items to the acquirer page by page (idempotent there by batch reference),
+    /// then reads its report page by page into `ledger.settlement_report_parts` and
+    /// `settlement_report_lines` in one transaction, hashing and clearing it on the way. Memory
+    /// holds one page. A report stored by an earlier run (that died before recording the
+    /// submission) is not stored again but checked: another digest means the acquirer's answer
+    /// changed, and the run is refused.
+    func submit(batchID: String, currency: Currency, businessDate: BusinessDate) async throws -> Submitted {
+        let receipt: SettlementReceipt
         do {
-            report = try await acquirer.submitBatch(SettlementBatchRequest(
-                batchReference: batchID, currency: currency, items: items.map(\.request), businessDate: businessDate))
+            receipt = try await acquirer.submitBatch(
+                SettlementBatchHeader(batchReference: batchID, currency: currency, businessDate: businessDate),
+                pages: itemPages(ofBatch: batchID))
         } catch {
             logger.error("the acquirer refused a settlement batch", metadata: ["batch": "\(batchID)", "error": "\(error)"])
             throw APIError(status: .badGateway, code: "acquirer_refused", message: "the acquirer refused the batch: \(error.description)")
         }
-        let csv = try SettlementReportCSV().write(report.lines)
-        let digest = Array(SHA256.hash(data: Array(csv.utf8)))
-        _ = try await client.query(
-            """
-            INSERT INTO ledger.settlement_reports (batch_id, sha256, csv, stored_at)
-            VALUES (\(batchID), \(ByteBuffer(bytes: digest)), \(csv), now()) ON CONFLICT (batch_id) DO NOTHING
-            """, logger: logger)
-        guard let stored = try await storedReport(batchID), stored.digest == digest else {
-            throw APIError(status: .badGateway, code: "report_changed", message: "the acquirer's report for \(batchID) differs from the stored one")
+        progress(batchID, "accepted", items: receipt.lineCount, detail: "batch number \(receipt.batchNumber)")
+        let stored = try await storedReport(batchID)
+        let csv = SettlementReportCSV()
+        var hasher = SHA256()
+        var clearing = SettlementClearing()
+        var lineCount = 0
+        let partCount = try await client.withTransaction(logger: logger) { connection -> Int in
+            var part = 0
+            while lineCount < receipt.lineCount {
+                let lines: [SettlementReportLine]
+                do { lines = try await acquirer.reportLines(batchNumber: receipt.batchNumber, from: lineCount, count: Self.pageSize) } catch {
+                    throw APIError(status: .badGateway, code: "acquirer_refused", message: "the acquirer's report is unavailable: \(error)")
+                }
+                guard !lines.isEmpty else { break }
+                let text = (part == 0 ? SettlementReportCSV.header : "") + (try csv.rows(lines, firstRow: lineCount + 2))
+                hasher.update(data: Array(text.utf8))
+                for line in lines { clearing.add(line) }
+                if stored == nil {
+                    try await connection.query(
+                        "INSERT INTO ledger.settlement_report_parts (batch_id, part, csv) VALUES (\(batchID), \(part), \(text))", logger: logger)
+                    try await connection.query(
+                        """
+                        INSERT INTO ledger.settlement_report_lines (batch_id, line_no, type, our_reference, acquirer_reference)
+                        SELECT \(batchID), \(lineCount + 1) + n - 1, t, o, a
+                        FROM unnest(\(lines.map(\.type.rawValue))::text[], \(lines.map(\.modificationMerchantReference))::text[],
+                                    \(lines.map(\.modificationReference))::text[]) WITH ORDINALITY AS u(t, o, a, n)
+                        """, logger: logger)
+                }
+                lineCount += lines.count
+                part += 1
+                if lineCount % (Self.pageSize * 10) == 0 { progress(batchID, "storing report", items: lineCount) }
+            }
+            guard lineCount == receipt.lineCount else {
+                throw APIError(status: .badGateway, code: "report_incomplete",
+                               message: "the acquirer's report for \(batchID) has \(lineCount) lines, its receipt says \(receipt.lineCount)")
+            }
+            let digest = Array(hasher.finalize())
+            if let stored {
+                guard stored.digest == digest else {
+                    throw APIError(status: .badGateway, code: "report_changed", message: "the acquirer's report for \(batchID) differs from the stored one")
+                }
+            } else {
+                try await connection.query(
+                    """
+                    INSERT INTO ledger.settlement_reports (batch_id, sha256, line_count, parts, stored_at)
+                    VALUES (\(batchID), \(ByteBuffer(bytes: digest)), \(lineCount), \(part), now())
+                    """, logger: logger)
+            }
+            return part
         }
-        return (report, Self.hex(digest))
+        progress(batchID, "stored report", items: lineCount, detail: "\(partCount) parts")
+        let digest = stored?.digest ?? Array(hasher.finalize())
+        return Submitted(receipt: receipt, digest: Self.hex(digest), cleared: clearing.cleared(batchID: batchID, currency: currency))
     }
 
-    /// The report of a submitted batch: the acquirer answers the same batch reference with the same report.
-    func reportOf(_ state: SettlementBatchState, currency: Currency, cached: SettlementReport?) async throws -> SettlementReport {
-        if let cached { return cached }
-        return try await submit(batchID: state.opened.batchID, currency: currency, businessDate: state.opened.businessDate,
-                                items: try await items(ofBatch: state.opened.batchID)).report
+    /// The batch's items for the acquirer, page `n` after page `n − 1` (keyset on the ledger position).
+    func itemPages(ofBatch batchID: String) -> @Sendable (Int) async throws -> [SettlementItem]? {
+        let after = Mutex<Int64>(0)
+        let client = self.client, logger = self.logger, size = Self.pageSize
+        return { _ in
+            let last = after.withLock { $0 }
+            let rows = try await client.query(
+                "\(unescaped: Self.itemColumns) WHERE batch_id = \(batchID) AND position > \(last) ORDER BY position LIMIT \(size)",
+                logger: logger)
+            var page: [SettlementItem] = []
+            page.reserveCapacity(size)
+            for try await row in rows.decode(ItemRow.self) {
+                let item = try Self.item(row)
+                page.append(item.request)
+                after.withLock { $0 = item.position }
+            }
+            return page.isEmpty ? nil : page
+        }
     }
 
-    func storedReport(_ batchID: String) async throws -> (digest: [UInt8], csv: String)? {
-        let rows = try await client.query("SELECT sha256, csv FROM ledger.settlement_reports WHERE batch_id = \(batchID)", logger: logger)
-        for try await (hash, csv) in rows.decode((ByteBuffer, String).self) { return (Array(hash.readableBytesView), csv) }
+    /// The totals of a stored report, read part by part.
+    func storedClearing(batchID: String, currency: Currency) async throws -> SettlementBatchCleared {
+        var clearing = SettlementClearing()
+        try await forEachStoredPage(batchID) { lines in for line in lines { clearing.add(line) } }
+        return clearing.cleared(batchID: batchID, currency: currency)
+    }
+
+    /// Calls `body` with the lines of each stored part of the batch's report, in order.
+    func forEachStoredPage(_ batchID: String, _ body: ([SettlementReportLine]) throws -> Void) async throws {
+        let rows = try await client.query(
+            "SELECT part, csv FROM ledger.settlement_report_parts WHERE batch_id = \(batchID) ORDER BY part", logger: logger)
+        var row = 2
+        for try await (part, text) in rows.decode((Int32, String).self) {
+            let lines = try part == 0 ? SettlementReportCSV().parse(text) : SettlementReportCSV().parseRows(text, firstRow: row)
+            row += lines.count
+            try body(lines)
+        }
+    }
+
+    /// The stored report's digest and line count, if it is stored.
+    func storedReport(_ batchID: String) async throws -> (digest: [UInt8], lineCount: Int)? {
+        let rows = try await client.query(
+            "SELECT sha256, line_count FROM ledger.settlement_reports WHERE batch_id = \(batchID)", logger: logger)
+        for try await (hash, count) in rows.decode((ByteBuffer, Int32).self) { return (Array(hash.readableBytesView), Int(count)) }
         return nil
+    }
+
+    /// The stored report CSV, its parts joined (byte for byte what the acquirer's lines write as one file).
+    func storedCSV(_ batchID: String) async throws -> String? {
+        guard try await storedReport(batchID) != nil else { return nil }
+        let rows = try await client.query(
+            "SELECT csv FROM ledger.settlement_report_parts WHERE batch_id = \(batchID) ORDER BY part", logger: logger)
+        var csv = ""
+        for try await part in rows.decode(String.self) { csv += part }
+        return csv
+    }
+
+    /// Every line of the stored report.
+    func storedLines(_ batchID: String) async throws -> [SettlementReportLine]? {
+        guard try await storedReport(batchID) != nil else { return nil }
+        var lines: [SettlementReportLine] = []
+        try await forEachStoredPage(batchID) { lines += $0 }
+        return lines
     }
 
     static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
@@ -439,7 +548,7 @@ public struct SettlementService: SettlementOperator {
         return try CatalogReadModel.json(["settlements": views])
     }
 
-    public func reportCSV(id: String) async throws -> String? { try await storedReport(id)?.csv }
+    public func reportCSV(id: String) async throws -> String? { try await storedCSV(id) }
 
     /// A batch as the back office reads it.
     struct BatchView: Encodable {

@@ -29,8 +29,17 @@ public protocol Acquirer: Sendable {
     /// What the acquirer knows about an authorization we sent with `merchantReference`: used to resolve
     /// payments left pending by a crash or by an unknown outcome (91/96).
     func query(merchantReference: String) async throws(AcquirerError) -> PaymentQueryResult
-    /// Submits the day's captures and refunds for settlement; returns the acquirer's settlement report.
-    func submitBatch(_ request: SettlementBatchRequest) async throws(AcquirerError) -> SettlementReport
+    /// Submits a batch of the day's captures and refunds for settlement, its items in pages: the
+    /// acquirer asks for page 0, 1, … until `pages` returns nil — as a settlement file is uploaded in
+    /// parts, so that neither side needs a whole batch in memory. Idempotent by the batch reference
+    /// (the same items again get the same receipt). The report's lines are then read in pages with
+    /// ``reportLines(batchNumber:from:count:)``.
+    func submitBatch(
+        _ header: SettlementBatchHeader, pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?
+    ) async throws(AcquirerError) -> SettlementReceipt
+    /// Lines `from ..< from + count` of a settled batch's report (the MerchantPayout line is the last);
+    /// fewer, or none, past its end.
+    func reportLines(batchNumber: Int, from: Int, count: Int) async throws(AcquirerError) -> [SettlementReportLine]
     /// The bank deposit (payout) for a settled batch.
     func payout(batchNumber: Int) async throws(AcquirerError) -> PayoutNotice
 }
@@ -538,7 +547,45 @@ public struct SettlementItem: Hashable, Sendable, Codable {
     }
 }
 
-/// A batch of captures and refunds in one currency. `batchReference` is our idempotency key for the batch.
+/// What a settlement batch is, without its items: our reference (the idempotency key), its currency
+/// and, optionally, the business date the merchant closed it for (see ``SettlementBatchRequest``).
+public struct SettlementBatchHeader: Hashable, Sendable, Codable {
+    public var batchReference: String
+    public var currency: Currency
+    public var businessDate: BusinessDate?
+
+    public init(batchReference: String, currency: Currency, businessDate: BusinessDate? = nil) {
+        self.batchReference = batchReference
+        self.currency = currency
+        self.businessDate = businessDate
+    }
+}
+
+/// The acquirer's acknowledgement of a settled batch: its number, report length and payout.
+public struct SettlementReceipt: Hashable, Sendable, Codable {
+    public var batchReference: String
+    public var batchNumber: Int
+    public var businessDate: BusinessDate
+    /// Lines of the report, the MerchantPayout line included.
+    public var lineCount: Int
+    public var payout: PayoutNotice
+
+    public init(batchReference: String, batchNumber: Int, businessDate: BusinessDate, lineCount: Int, payout: PayoutNotice) {
+        self.batchReference = batchReference
+        self.batchNumber = batchNumber
+        self.businessDate = businessDate
+        self.lineCount = lineCount
+        self.payout = payout
+    }
+
+    public init(_ report: SettlementReport) {
+        self.init(batchReference: report.batchReference, batchNumber: report.batchNumber, businessDate: report.businessDate,
+                  lineCount: report.lines.count, payout: report.payout)
+    }
+}
+
+/// A batch of captures and refunds in one currency, items included: what the acquirer settles once
+/// every page is in. `batchReference` is our idempotency key for the batch.
 public struct SettlementBatchRequest: Hashable, Sendable, Codable {
     public var batchReference: String
     public var currency: Currency
@@ -554,6 +601,14 @@ public struct SettlementBatchRequest: Hashable, Sendable, Codable {
         self.currency = currency
         self.items = items
         self.businessDate = businessDate
+    }
+
+    public init(_ header: SettlementBatchHeader, items: [SettlementItem]) {
+        self.init(batchReference: header.batchReference, currency: header.currency, items: items, businessDate: header.businessDate)
+    }
+
+    public var header: SettlementBatchHeader {
+        SettlementBatchHeader(batchReference: batchReference, currency: currency, businessDate: businessDate)
     }
 }
 

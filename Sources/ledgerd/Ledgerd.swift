@@ -118,7 +118,7 @@ struct Audit: AsyncParsableCommand {
 }
 
 struct Bench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Benchmarks.", subcommands: [Append.self, Expiry.self, ApplePayBench.self, AuditReads.self])
+    static let configuration = CommandConfiguration(abstract: "Benchmarks.", subcommands: [Append.self, Expiry.self, ApplePayBench.self, AuditReads.self, SettleBench.self])
 
     struct AuditReads: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -153,6 +153,26 @@ struct Bench: AsyncParsableCommand {
             print("bench audit: \(events) events, \(samples) samples, data dir \(configuration.dataDirectoryURL.path)")
             try await AuditBenchmark(options: options, configuration: configuration, logger: makeLogger(configuration))
                 .run(output: { print($0) })
+        }
+    }
+
+    struct SettleBench: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "settle",
+            abstract: "Time settling and reconciling one business day of N captures, and the memory it takes.",
+            discussion: "Runs on its own durable embedded cluster (default ./.ledgerd-bench); never on a real ledger.")
+        @Option(help: "Captures to settle (every 100th also refunded in part).") var captures = 1_000_000
+        @Option(help: "Data directory of the benchmark cluster.") var dataDir = "./.ledgerd-bench"
+        @Option(help: "Log level.") var logLevel = "warning"
+
+        func run() async throws {
+            let configuration = try LedgerConfiguration.load(flags: ["ledgerd.log.level": .init(.string(logLevel), isSecret: false)])
+            let directory = URL(fileURLWithPath: dataDir, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+                .standardizedFileURL
+            let migrations = try Migrator.load(from: configuration.resolvedMigrationsDirectory())
+            print("bench settle: \(captures) captures, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+            print(try await SettlementBenchmark(captures: captures, dataDirectory: directory, logger: makeLogger(configuration))
+                .run(migrations: migrations))
         }
     }
 

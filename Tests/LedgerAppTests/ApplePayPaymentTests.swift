@@ -504,7 +504,12 @@ final class RecordingAcquirer: Acquirer, Sendable {
     func query(merchantReference: String) async throws(AcquirerError) -> PaymentQueryResult {
         try await model.query(merchantReference: merchantReference)
     }
-    func submitBatch(_ r: SettlementBatchRequest) async throws(AcquirerError) -> SettlementReport { try await model.submitBatch(r) }
+    func submitBatch(_ h: SettlementBatchHeader, pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?) async throws(AcquirerError) -> SettlementReceipt {
+        try await model.submitBatch(h, pages: pages)
+    }
+    func reportLines(batchNumber: Int, from: Int, count: Int) async throws(AcquirerError) -> [SettlementReportLine] {
+        try await model.reportLines(batchNumber: batchNumber, from: from, count: count)
+    }
     func payout(batchNumber: Int) async throws(AcquirerError) -> PayoutNotice { try await model.payout(batchNumber: batchNumber) }
 }
 

@@ -568,11 +568,14 @@ final class FlakySubmitAcquirer: Acquirer, Sendable {
     func query(merchantReference: String) async throws(AcquirerError) -> PaymentQueryResult {
         try await model.query(merchantReference: merchantReference)
     }
-    func submitBatch(_ r: SettlementBatchRequest) async throws(AcquirerError) -> SettlementReport {
+    func submitBatch(_ h: SettlementBatchHeader, pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?) async throws(AcquirerError) -> SettlementReceipt {
         let first = failed.withLock { done in defer { done = true }; return !done }
-        guard first else { return try await model.submitBatch(r) }
-        if failure == .answerLost { _ = try await model.submitBatch(r) }
+        guard first else { return try await model.submitBatch(h, pages: pages) }
+        if failure == .answerLost { _ = try await model.submitBatch(h, pages: pages) }
         throw AcquirerError(.unavailable, "simulated crash around the submission")
+    }
+    func reportLines(batchNumber: Int, from: Int, count: Int) async throws(AcquirerError) -> [SettlementReportLine] {
+        try await model.reportLines(batchNumber: batchNumber, from: from, count: count)
     }
     func payout(batchNumber: Int) async throws(AcquirerError) -> PayoutNotice { try await model.payout(batchNumber: batchNumber) }
 }

@@ -470,17 +470,32 @@ public enum SettlementBatch {
 
     /// The fee totals of a report's Settled/Refunded lines.
     public static func cleared(batchID: String, currency: Currency, lines: [SettlementReportLine]) -> SettlementBatchCleared {
-        var gross: Int64 = 0, interchange: Int64 = 0, scheme: Int64 = 0, markup: Int64 = 0, commission: Int64 = 0, net: Int64 = 0
-        var count = 0
-        for line in lines where line.type != .merchantPayout {
-            count += 1
-            gross += line.signedGrossMinorUnits
-            net += line.signedNetMinorUnits
-            interchange += line.interchange?.minorUnits ?? 0
-            scheme += line.schemeFees?.minorUnits ?? 0
-            markup += line.markup?.minorUnits ?? 0
-            commission += line.commission?.minorUnits ?? 0
-        }
+        var clearing = SettlementClearing()
+        for line in lines { clearing.add(line) }
+        return clearing.cleared(batchID: batchID, currency: currency)
+    }
+}
+
+/// A report's lines, added one page at a time as they are read: the cleared event's totals.
+public struct SettlementClearing: Sendable {
+    private var count = 0
+    private var gross: Int64 = 0, interchange: Int64 = 0, scheme: Int64 = 0, markup: Int64 = 0, commission: Int64 = 0, net: Int64 = 0
+
+    public init() {}
+
+    /// Adds a line; the MerchantPayout line is not a priced line and adds nothing.
+    public mutating func add(_ line: SettlementReportLine) {
+        guard line.type != .merchantPayout else { return }
+        count += 1
+        gross += line.signedGrossMinorUnits
+        net += line.signedNetMinorUnits
+        interchange += line.interchange?.minorUnits ?? 0
+        scheme += line.schemeFees?.minorUnits ?? 0
+        markup += line.markup?.minorUnits ?? 0
+        commission += line.commission?.minorUnits ?? 0
+    }
+
+    public func cleared(batchID: String, currency: Currency) -> SettlementBatchCleared {
         func m(_ units: Int64) -> Money { Money(minorUnits: units, currency: currency) }
         return SettlementBatchCleared(batchID: batchID, lineCount: count, gross: m(gross), interchange: m(interchange),
                                       schemeFees: m(scheme), markup: m(markup), commission: m(commission), net: m(net))

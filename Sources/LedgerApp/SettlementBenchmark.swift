@@ -1,0 +1,171 @@
+import Foundation
+import LedgerAcquirer
+import LedgerCore
+import LedgerPostgres
+import Logging
+import PostgresNIO
+
+/// `ledgerd bench settle`: settles and reconciles one business day of `captures` captures (and a
+/// refund for every 100th), timing each phase and watching the process's memory.
+///
+/// Setup (not timed): each capture is authorized and captured at an in-process acquirer model, then
+/// recorded as the hold lifecycle records it — a `HoldCaptured` (and `HoldRefunded`) event on the
+/// order's hold stream, appended through the group-commit writer by concurrent producers. Only the
+/// money events are written (settlement reads nothing else), not the orders before them.
+///
+/// Timed: ``SettlementService/run(businessDate:)`` for the day — select and close the batch, submit
+/// it to the acquirer model and store its report, clear, schedule the payout, reconcile — with each
+/// phase's end taken from the run's own progress reports. Memory: the resident set before the run
+/// and its peak during it (`VmHWM`, reset first through `/proc/self/clear_refs`), so setup's memory
+/// is not counted; the acquirer model lives in the same process and holds every capture before the
+/// run starts (its memory is in "before").
+public struct SettlementBenchmark: Sendable {
+    public var captures: Int
+    public let dataDirectory: URL
+    public let logger: Logger
+
+    public init(captures: Int, dataDirectory: URL, logger: Logger) {
+        self.captures = captures
+        self.dataDirectory = dataDirectory
+        self.logger = logger
+    }
+
+    public func run(migrations: [Migration]) async throws -> String {
+        let (embedded, alreadyRunning, config) = try await AppendBenchmark.prepareCluster(
+            dataDirectory: dataDirectory, migrations: migrations, poolSize: 20, logger: logger)
+        defer { if !alreadyRunning { try? embedded.stop() } }
+        let logger = self.logger
+        let captures = self.captures
+        return try await withPostgresClient(configuration: config("ledger_app"), logger: logger) { client in
+            let writer = LedgerWriter(client: client, configuration: .init(maximumBatchEvents: 20_000), logger: logger)
+            return try await withThrowingTaskGroup(of: String.self) { group in
+                group.addTask { try await writer.run(); return "" }
+                defer { group.cancelAll() }
+                let day = BusinessDate("2026-06-17")!  // a Wednesday
+                let settings = SettlementSettings()
+                let clock = SimulatedClock(settings.cutOff.instant(closing: day).addingTimeInterval(-6 * 3600))
+                let acquirer = AcquirerModel(
+                    seed: 1, configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: Int64.max / 4, currency: .usd)),
+                    clock: { clock.now })
+                let setupStarted = ContinuousClock.now
+                let items = try await Self.setUp(captures: captures, acquirer: acquirer, writer: writer, at: clock.now)
+                let setup = ContinuousClock.now - setupStarted
+                print(String(format: "setup: %d captures and refunds recorded in %.1f s", items, Self.seconds(setup)))
+
+                clock.set(settings.cutOff.instant(closing: day).addingTimeInterval(1))
+                let service = SettlementService(
+                    writer: writer, store: EventStore(client: client, logger: logger), client: client, acquirer: acquirer,
+                    settings: settings, merchantAccount: AcquirerModelConfiguration().merchantAccount,
+                    pricing: AcquirerModelConfiguration().pricing, clock: { clock.now }, logger: logger)
+                let marks = Marks()
+                let memoryBefore = Self.memory().resident
+                Self.resetPeak()
+                let started = ContinuousClock.now
+                let summary = try await SettlementService.$progressSink.withValue({ step in
+                    marks.add(step.step == "recorded" ? step.detail ?? step.step : step.step, at: ContinuousClock.now - started)
+                }) {
+                    try await service.run(businessDate: day)
+                }
+                let total = ContinuousClock.now - started
+                let peak = Self.memory().peak
+                guard let batch = summary.batches.first else { return "nothing settled" }
+                var reconciled: ReconciliationRecorded?
+                for event in try await EventStore(client: client, logger: logger).readStream(Reconciliation.streamID(batchID: batch.batch_id)) {
+                    if case .reconciled(let e) = try SettlementEvent.decode(event) { reconciled = e }
+                }
+                let phases: [(String, String)] = [
+                    ("select + close", SettlementBatchClosed.eventType), ("submit + store report", SettlementBatchSubmitted.eventType),
+                    ("clear", SettlementBatchCleared.eventType), ("schedule payout", SettlementPayoutScheduled.eventType),
+                    ("reconcile", "reconciled"),
+                ]
+                var lines = ["settled \(batch.captures) captures + \(batch.refunds) refunds, gross \(batch.gross), payout \(batch.payout ?? "-")"]
+                var previous: Duration = .zero
+                for (name, mark) in phases {
+                    guard let at = marks.first(mark) else { continue }
+                    lines.append("  " + name.padding(toLength: 22, withPad: " ", startingAt: 0) + String(format: " %7.2f s", Self.seconds(at - previous)))
+                    previous = at
+                }
+                lines.append("  " + "total".padding(toLength: 22, withPad: " ", startingAt: 0) + String(format: " %7.2f s", Self.seconds(total)))
+                lines.append("reconciliation: \(reconciled?.matched ?? 0) matched, \(reconciled?.breaks.count ?? -1) breaks")
+                lines.append(String(format: "memory: resident %.0f MiB before the run, peak %.0f MiB during it (+%.0f MiB)",
+                                    Double(memoryBefore) / 1_048_576, Double(peak) / 1_048_576, Double(peak - memoryBefore) / 1_048_576))
+                return lines.joined(separator: "\n")
+            }
+        }
+    }
+
+    /// Authorizes and captures every item at the acquirer, and appends the money events.
+    static func setUp(captures: Int, acquirer: AcquirerModel, writer: LedgerWriter, at now: Date) async throws -> Int {
+        let producers = 8
+        let chunk = (captures + producers - 1) / producers
+        return try await withThrowingTaskGroup(of: Int.self) { group in
+            for producer in 0..<producers {
+                let range = (producer * chunk)..<min(captures, (producer + 1) * chunk)
+                group.addTask {
+                    var written = 0
+                    var pending: [AppendRequest] = []
+                    for n in range {
+                        let orderID = OrderID(String(format: "bench-%08d", n))!
+                        let amount = Money(minorUnits: 1_000 + Int64(n % 9_000), currency: .usd)
+                        _ = try await acquirer.authorize(AuthorizationRequest(
+                            merchantReference: orderID.rawValue, amount: amount, paymentMethod: .token(n % 3 == 0 ? "tok_mastercard" : "tok_visa")))
+                        let capture = try await acquirer.capture(CaptureRequest(
+                            authorizationReference: orderID.rawValue, modificationReference: "cap-\(orderID.rawValue)", amount: amount, isFinal: true))
+                        var events: [HoldEvent] = [.captured(HoldCaptured(
+                            orderID: orderID, amount: amount, isFinal: true, released: .zero(.usd), modificationReference: capture.modificationReference,
+                            pspModificationReference: capture.modificationPSPReference, capturedAt: now))]
+                        if n % 100 == 0 {
+                            let refund = try await acquirer.refund(RefundRequest(
+                                authorizationReference: orderID.rawValue, modificationReference: "ref-\(orderID.rawValue)",
+                                amount: Money(minorUnits: 100, currency: .usd)))
+                            events.append(.refunded(HoldRefunded(
+                                orderID: orderID, amount: refund.amount, reason: "bench", modificationReference: refund.modificationReference,
+                                pspModificationReference: refund.modificationPSPReference, refundedAt: now)))
+                        }
+                        written += events.count
+                        pending.append(AppendRequest(
+                            stream: StreamID(category: "hold", id: orderID.rawValue), expectedVersion: .noStream,
+                            events: try events.map { try DomainEvent.hold($0).newEvent(eventID: UUID(), effectiveAt: now) },
+                            metadata: EventMetadata(actor: "bench")))
+                        if pending.count == 500 || n == range.upperBound - 1 {
+                            try await withThrowingTaskGroup(of: Void.self) { appends in
+                                for request in pending { appends.addTask { _ = try await writer.append(request) } }
+                                try await appends.waitForAll()
+                            }
+                            pending = []
+                        }
+                    }
+                    return written
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+    }
+
+    /// When each progress step was first reported.
+    final class Marks: @unchecked Sendable {
+        private let lock = NSLock()
+        private var marks: [(String, Duration)] = []
+        func add(_ name: String, at: Duration) { lock.withLock { marks.append((name, at)) } }
+        func first(_ name: String) -> Duration? { lock.withLock { marks.first { $0.0 == name }?.1 } }
+    }
+
+    static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+
+    /// The process's resident set and its peak since the last reset, in bytes (Linux `/proc/self/status`).
+    static func memory() -> (resident: Int, peak: Int) {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return (0, 0) }
+        func kib(_ key: String) -> Int {
+            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(key + ":") }) else { return 0 }
+            return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
+        }
+        return (kib("VmRSS"), kib("VmHWM"))
+    }
+
+    /// Resets the peak resident set (`VmHWM`) to the current one.
+    static func resetPeak() {
+        try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+    }
+}
