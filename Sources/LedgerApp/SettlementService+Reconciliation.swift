@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import LedgerAcquirer
 import LedgerCore
@@ -10,26 +11,43 @@ import PostgresNIO
 /// window the new report closes). A result is appended only when it differs from the last one
 /// recorded, so re-runs append nothing.
 extension SettlementService {
-    /// Reconciles a batch with a stored report; nil when there is none yet or nothing changed.
+    /// Reconciles a batch with a stored report — its own (`reportKey` nil) or one an operator
+    /// uploaded (stored under its key) — streaming it: the report part by part, each page's ledger
+    /// items looked up by reference, duplicates and absent items found through the report's line
+    /// index (sql/0009). Memory holds a page and the breaks. Nil when there is no report yet or
+    /// the result is the one recorded last.
     @discardableResult
-    func reconcile(batchID: String, report: [SettlementReportLine]? = nil) async throws -> ReconciliationRecorded? {
+    func reconcile(batchID: String, reportKey: String? = nil) async throws -> ReconciliationRecorded? {
         let stream = SettlementBatch.streamID(batchID: batchID)
-        guard let state = try await load(stream), state.closed != nil else { return nil }
-        let lines: [SettlementReportLine]
-        if let report { lines = report } else {
-            guard let stored = try await storedLines(batchID) else { return nil }
-            lines = stored
+        guard let state = try await load(stream), let closed = state.closed else { return nil }
+        let key = reportKey ?? batchID
+        guard try await storedReport(key) != nil else { return nil }
+        try await ensureLineIndex(key)
+        var laterKey: String?
+        if let next = try await nextBatch(after: state), try await storedReport(next.opened.batchID) != nil {
+            try await ensureLineIndex(next.opened.batchID)
+            laterKey = next.opened.batchID
         }
-        var laterLines: [SettlementReportLine]?
-        if let next = try await nextBatch(after: state) { laterLines = try await storedLines(next.opened.batchID) }
-        let items = try await items(ofBatch: batchID)
-        let ours = Set(items.map(\.modificationReference))
-        let elsewhere = try await settledElsewhere(
-            lines.map(\.modificationMerchantReference).filter { !$0.isEmpty && !ours.contains($0) }, excluding: batchID)
         let schedule = pricing.first { $0.currency == state.opened.currency }
-        let result = Reconciliation.reconcile(
-            batchID: batchID, currency: state.opened.currency, items: items, lines: lines, laterLines: laterLines,
-            settledElsewhere: elsewhere, expectedFees: { line, item in Self.expectedFees(line, item, schedule) })
+        var tally = ReconciliationTally(batchID: batchID, currency: state.opened.currency)
+        var lineNumber = 0
+        try await forEachStoredPage(key) { lines in
+            let found = try await ledgerItems(named: lines)
+            let first = try await firstLines(in: key, naming: Array(found.values))
+            for line in lines {
+                lineNumber += 1
+                let match = found[line.modificationMerchantReference] ?? found["psp:" + line.modificationReference]
+                let item = match.flatMap { $0.batchID == batchID ? $0.item : nil }
+                let duplicate = item.map { lineNumber > (first[$0.modificationReference] ?? Int.max) } ?? false
+                let elsewhere = match.map { $0.batchID != nil && $0.batchID != batchID } ?? false
+                tally.add(line, item: item, duplicate: duplicate, settledElsewhere: elsewhere,
+                          expectedFees: item.flatMap { Self.expectedFees(line, $0, schedule) })
+            }
+        }
+        try await forEachAbsentItem(batchID: batchID, reportKey: key, laterKey: laterKey) { item, inLater in
+            tally.absent(item, inLaterReport: inLater)
+        }
+        let result = tally.result(windowClosed: laterKey != nil, ledgerItems: closed.itemCount)
         let recordStream = Reconciliation.streamID(batchID: batchID)
         for _ in 0..<Self.maximumAttempts {
             let events = try await store.readStream(recordStream)
@@ -58,6 +76,91 @@ extension SettlementService {
             }
         }
         throw APIError.unavailable("the reconciliation of \(batchID) is too busy; run it again")
+    }
+
+    /// The ledger items the lines name, by our reference (key: the reference) and, for lines whose
+    /// reference names none, by the acquirer's (key: `psp:` + its reference), with the batch that took each.
+    func ledgerItems(named lines: [SettlementReportLine]) async throws -> [String: (item: SettlementBatchItem, batchID: String?)] {
+        var found: [String: (item: SettlementBatchItem, batchID: String?)] = [:]
+        let ours = lines.map(\.modificationMerchantReference).filter { !$0.isEmpty }
+        for try await row in try await client.query(
+            "\(unescaped: Self.itemQuery(extra: ", s.batch_id")) WHERE s.modification_reference = ANY(\(ours))", logger: logger
+        ).decode(ItemRowWithBatch.self) {
+            let item = try Self.item((row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7))
+            found[item.modificationReference] = (item, row.8)
+        }
+        let theirs = lines.filter { found[$0.modificationMerchantReference] == nil && !$0.modificationReference.isEmpty }.map(\.modificationReference)
+        guard !theirs.isEmpty else { return found }
+        for try await row in try await client.query(
+            "\(unescaped: Self.itemQuery(extra: ", s.batch_id")) WHERE s.psp_modification_reference = ANY(\(theirs))", logger: logger
+        ).decode(ItemRowWithBatch.self) {
+            let item = try Self.item((row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7))
+            found["psp:" + item.pspModificationReference] = (item, row.8)
+        }
+        return found
+    }
+
+    typealias ItemRowWithBatch = (Int64, String, String, String, String, String, Int64, Int64, String?)
+
+    /// For each item, the first line of the report (1-based) that names it by either reference.
+    func firstLines(in reportKey: String, naming found: [(item: SettlementBatchItem, batchID: String?)]) async throws -> [String: Int] {
+        let ours = found.map(\.item.modificationReference), theirs = found.map(\.item.pspModificationReference)
+        let rows = try await client.query(
+            """
+            SELECT ours, min(line_no) FROM (
+                SELECT i.ours, r.line_no FROM unnest(\(ours)::text[], \(theirs)::text[]) AS i(ours, theirs)
+                JOIN ledger.settlement_report_lines r ON r.batch_id = \(reportKey) AND r.our_reference = i.ours
+                UNION ALL
+                SELECT i.ours, r.line_no FROM unnest(\(ours)::text[], \(theirs)::text[]) AS i(ours, theirs)
+                JOIN ledger.settlement_report_lines r ON r.batch_id = \(reportKey) AND r.acquirer_reference = i.theirs
+            ) AS naming GROUP BY ours
+            """, logger: logger)
+        var first: [String: Int] = [:]
+        for try await (reference, line) in rows.decode((String, Int32).self) { first[reference] = Int(line) }
+        return first
+    }
+
+    /// The batch's items no line of the report names, in ledger order, and whether the next batch's
+    /// report (when known) names them.
+    func forEachAbsentItem(batchID: String, reportKey: String, laterKey: String?,
+                           _ body: (SettlementBatchItem, Bool?) throws -> Void) async throws {
+        let rows = try await client.query(
+            """
+            SELECT \(unescaped: Self.itemColumnList),
+                   EXISTS (SELECT 1 FROM ledger.settlement_report_lines l
+                           WHERE l.batch_id = \(laterKey ?? "") AND l.our_reference = s.modification_reference)
+            FROM ledger.settlement_items s
+            WHERE s.batch_id = \(batchID)
+              AND NOT EXISTS (SELECT 1 FROM ledger.settlement_report_lines r
+                              WHERE r.batch_id = \(reportKey) AND r.our_reference = s.modification_reference)
+              AND NOT EXISTS (SELECT 1 FROM ledger.settlement_report_lines r
+                              WHERE r.batch_id = \(reportKey) AND r.acquirer_reference = s.psp_modification_reference)
+            ORDER BY s.position
+            """, logger: logger)
+        for try await row in rows.decode((Int64, String, String, String, String, String, Int64, Int64, Bool).self) {
+            let item = try Self.item((row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7))
+            try body(item, laterKey == nil ? nil : row.8)
+        }
+    }
+
+    /// Builds the line index of a report stored before it existed (sql/0009), from its parts.
+    func ensureLineIndex(_ reportKey: String) async throws {
+        let rows = try await client.query(
+            """
+            SELECT r.line_count, (SELECT count(*) FROM ledger.settlement_report_lines l WHERE l.batch_id = r.batch_id)
+            FROM ledger.settlement_reports r WHERE r.batch_id = \(reportKey)
+            """, logger: logger)
+        var missing = false
+        for try await (lines, indexed) in rows.decode((Int32, Int64).self) { missing = lines > 0 && indexed == 0 }
+        guard missing else { return }
+        var next = 1
+        try await forEachStoredPage(reportKey) { lines in
+            let first = next
+            try await client.withConnection { connection in
+                try await Self.indexLines(lines, reportKey: reportKey, firstLine: first, on: connection, logger: logger)
+            }
+            next += lines.count
+        }
     }
 
     /// Reconciles `batchID` and the previous batch of its merchant and currency (if any).
@@ -103,6 +206,8 @@ extension SettlementService {
 
     /// `ledgerd reconcile --report FILE`: reconciles a settlement report CSV (e.g. one the acquirer
     /// delivered) against the batch its MerchantPayout line names; records the result if it changed.
+    /// The upload is stored as it came (key `upload-<SHA-256 of the bytes>`, one part) with its
+    /// line index, then reconciled like the batch's own report.
     public func reconcileReport(csv: String) async throws -> String {
         let lines: [SettlementReportLine]
         do { lines = try SettlementReportCSV().parse(csv) } catch {
@@ -114,7 +219,22 @@ extension SettlementService {
         guard StreamID("settlement-" + batchID) != nil, let state = try await load(SettlementBatch.streamID(batchID: batchID)), state.closed != nil else {
             throw APIError.notFound("no closed settlement batch \(batchID)")
         }
-        try await lock.withLock("settlement") { try await reconcile(batchID: batchID, report: lines) }
+        let digest = Array(SHA256.hash(data: Array(csv.utf8)))
+        let key = "upload-" + Self.hex(digest)
+        if try await storedReport(key) == nil {
+            try await client.withTransaction(logger: logger) { connection in
+                try await connection.query(
+                    "INSERT INTO ledger.settlement_report_parts (batch_id, part, csv) VALUES (\(key), 0, \(csv)) ON CONFLICT DO NOTHING",
+                    logger: logger)
+                try await Self.indexLines(lines, reportKey: key, firstLine: 1, on: connection, logger: logger)
+                try await connection.query(
+                    """
+                    INSERT INTO ledger.settlement_reports (batch_id, sha256, line_count, parts, stored_at)
+                    VALUES (\(key), \(ByteBuffer(bytes: digest)), \(lines.count), 1, now())
+                    """, logger: logger)
+            }
+        }
+        try await lock.withLock("settlement") { try await reconcile(batchID: batchID, reportKey: key) }
         return try await reconciliationJSON(id: batchID) ?? "{}"
     }
 

@@ -214,7 +214,7 @@ public struct SettlementService: SettlementOperator {
     func close(_ opened: SettlementBatchOpened) async throws -> SettlementBatchClosed {
         let rows = try await client.query(
             """
-            \(unescaped: Self.itemColumns) WHERE batch_id IS NULL AND currency = \(opened.currency.code)
+            \(unescaped: Self.itemQuery()) WHERE batch_id IS NULL AND currency = \(opened.currency.code)
               AND position <= \(opened.pinnedPosition)
               AND recorded_at < timestamptz 'epoch' + \(opened.cutOffAt.epochMicroseconds) * interval '1 microsecond'
             ORDER BY position
@@ -326,13 +326,7 @@ public struct SettlementService: SettlementOperator {
                 if stored == nil {
                     try await connection.query(
                         "INSERT INTO ledger.settlement_report_parts (batch_id, part, csv) VALUES (\(batchID), \(part), \(text))", logger: logger)
-                    try await connection.query(
-                        """
-                        INSERT INTO ledger.settlement_report_lines (batch_id, line_no, type, our_reference, acquirer_reference)
-                        SELECT \(batchID), \(lineCount + 1) + n - 1, t, o, a
-                        FROM unnest(\(lines.map(\.type.rawValue))::text[], \(lines.map(\.modificationMerchantReference))::text[],
-                                    \(lines.map(\.modificationReference))::text[]) WITH ORDINALITY AS u(t, o, a, n)
-                        """, logger: logger)
+                    try await Self.indexLines(lines, reportKey: batchID, firstLine: lineCount + 1, on: connection, logger: logger)
                 }
                 lineCount += lines.count
                 part += 1
@@ -361,6 +355,18 @@ public struct SettlementService: SettlementOperator {
         return Submitted(receipt: receipt, digest: Self.hex(digest), cleared: clearing.cleared(batchID: batchID, currency: currency))
     }
 
+    /// Adds report lines to the report's line index (`ledger.settlement_report_lines`), numbered from `firstLine`.
+    static func indexLines(_ lines: [SettlementReportLine], reportKey: String, firstLine: Int,
+                           on connection: PostgresConnection, logger: Logger) async throws {
+        _ = try await connection.query(
+            """
+            INSERT INTO ledger.settlement_report_lines (batch_id, line_no, type, our_reference, acquirer_reference)
+            SELECT \(reportKey), \(firstLine) + n - 1, t, o, a
+            FROM unnest(\(lines.map(\.type.rawValue))::text[], \(lines.map(\.modificationMerchantReference))::text[],
+                        \(lines.map(\.modificationReference))::text[]) WITH ORDINALITY AS u(t, o, a, n)
+            """, logger: logger)
+    }
+
     /// The batch's items for the acquirer, page `n` after page `n − 1` (keyset on the ledger position).
     func itemPages(ofBatch batchID: String) -> @Sendable (Int) async throws -> [SettlementItem]? {
         let after = Mutex<Int64>(0)
@@ -368,7 +374,7 @@ public struct SettlementService: SettlementOperator {
         return { _ in
             let last = after.withLock { $0 }
             let rows = try await client.query(
-                "\(unescaped: Self.itemColumns) WHERE batch_id = \(batchID) AND position > \(last) ORDER BY position LIMIT \(size)",
+                "\(unescaped: Self.itemQuery()) WHERE batch_id = \(batchID) AND position > \(last) ORDER BY position LIMIT \(size)",
                 logger: logger)
             var page: [SettlementItem] = []
             page.reserveCapacity(size)
@@ -389,14 +395,14 @@ public struct SettlementService: SettlementOperator {
     }
 
     /// Calls `body` with the lines of each stored part of the batch's report, in order.
-    func forEachStoredPage(_ batchID: String, _ body: ([SettlementReportLine]) throws -> Void) async throws {
+    func forEachStoredPage(_ batchID: String, _ body: ([SettlementReportLine]) async throws -> Void) async throws {
         let rows = try await client.query(
             "SELECT part, csv FROM ledger.settlement_report_parts WHERE batch_id = \(batchID) ORDER BY part", logger: logger)
         var row = 2
         for try await (part, text) in rows.decode((Int32, String).self) {
             let lines = try part == 0 ? SettlementReportCSV().parse(text) : SettlementReportCSV().parseRows(text, firstRow: row)
             row += lines.count
-            try body(lines)
+            try await body(lines)
         }
     }
 
@@ -416,14 +422,6 @@ public struct SettlementService: SettlementOperator {
         var csv = ""
         for try await part in rows.decode(String.self) { csv += part }
         return csv
-    }
-
-    /// Every line of the stored report.
-    func storedLines(_ batchID: String) async throws -> [SettlementReportLine]? {
-        guard try await storedReport(batchID) != nil else { return nil }
-        var lines: [SettlementReportLine] = []
-        try await forEachStoredPage(batchID) { lines += $0 }
-        return lines
     }
 
     static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
@@ -450,9 +448,14 @@ public struct SettlementService: SettlementOperator {
     }
 
     typealias ItemRow = (Int64, String, String, String, String, String, Int64, Int64)
-    static let itemColumns = """
-        SELECT position, kind, order_id, modification_reference, psp_modification_reference, currency, amount_minor,
-               ledger.epoch_us(recorded_at) FROM ledger.settlement_items
+    /// `SELECT` of settlement items (as ``ItemRow``, then `extra` columns) `FROM ledger.settlement_items s`.
+    static func itemQuery(extra: String = "") -> String {
+        "SELECT \(itemColumnList)\(extra) FROM ledger.settlement_items s"
+    }
+
+    static let itemColumnList = """
+        s.position, s.kind, s.order_id, s.modification_reference, s.psp_modification_reference, s.currency,
+        s.amount_minor, ledger.epoch_us(s.recorded_at)
         """
 
     static func item(_ row: ItemRow) throws -> SettlementBatchItem {
@@ -467,7 +470,7 @@ public struct SettlementService: SettlementOperator {
 
     /// A batch's items (as its closed event took them), in ledger order.
     func items(ofBatch batchID: String) async throws -> [SettlementBatchItem] {
-        let rows = try await client.query("\(unescaped: Self.itemColumns) WHERE batch_id = \(batchID) ORDER BY position", logger: logger)
+        let rows = try await client.query("\(unescaped: Self.itemQuery()) WHERE batch_id = \(batchID) ORDER BY position", logger: logger)
         var items: [SettlementBatchItem] = []
         for try await row in rows.decode(ItemRow.self) { items.append(try Self.item(row)) }
         return items

@@ -126,9 +126,10 @@ public struct ReconciliationBreakResolved: LedgerEventPayload {
 public enum Reconciliation {
     public static func streamID(batchID: String) -> StreamID { StreamID(category: "reconciliation", id: batchID) }
 
-    /// Classifies every report line and every ledger item of one batch.
+    /// Classifies every report line and every ledger item of one batch, all in memory (the tally
+    /// below, fed from arrays).
     /// - Parameters:
-    ///   - items: the batch's ledger items (its closed event).
+    ///   - items: the batch's ledger items.
     ///   - lines: the batch's report lines, ending with the MerchantPayout line.
     ///   - laterLines: the next batch's report lines, once known (closes the window).
     ///   - settledElsewhere: our references that are items of other batches (a line for one was carried).
@@ -138,84 +139,138 @@ public enum Reconciliation {
         laterLines: [SettlementReportLine]?, settledElsewhere: Set<String>,
         expectedFees: (SettlementReportLine, SettlementBatchItem) -> ExpectedFees?
     ) -> ReconciliationRecorded {
-        var breaks: [ReconciliationBreak] = []
-        func add(_ c: BreakClass, _ reference: String, expected: String? = nil, actual: String? = nil, _ detail: String) {
-            let b = ReconciliationBreak(batchID: batchID, breakClass: c, reference: reference, expected: expected, actual: actual, detail: detail)
-            if !breaks.contains(where: { $0.breakID == b.breakID }) { breaks.append(b) }
-        }
+        var tally = ReconciliationTally(batchID: batchID, currency: currency)
         let byOurs = Dictionary(items.map { ($0.modificationReference, $0) }, uniquingKeysWith: { a, _ in a })
         let byPSP = Dictionary(items.map { ($0.pspModificationReference, $0) }, uniquingKeysWith: { a, _ in a })
         var seen: Set<String> = []
-        var matched = 0
-        var payoutLines: [SettlementReportLine] = []
         for line in lines {
-            if line.type == .merchantPayout { payoutLines.append(line); continue }
-            guard line.type == .settled || line.type == .refunded else {
-                add(.unmatchedAdjustment, line.modificationReference.isEmpty ? line.pspReference : line.modificationReference,
-                    actual: String(line.signedNetMinorUnits), "a \(line.type) line the ledger has no item for")
-                continue
-            }
-            guard let item = byOurs[line.modificationMerchantReference] ?? byPSP[line.modificationReference] else {
-                let ours = line.modificationMerchantReference
-                if settledElsewhere.contains(ours) { matched += 1; continue }  // carried from another batch: its batch reports the timing
-                add(.missingInLedger, ours.isEmpty ? line.modificationReference : ours, actual: String(line.signedGrossMinorUnits),
-                    "the report settles a \(line.type) the ledger has not recorded")
-                continue
-            }
-            let reference = item.modificationReference
-            guard seen.insert(reference).inserted else {
-                add(.duplicate, reference, expected: "1", actual: "2", "the report settles this \(item.kind.rawValue) more than once")
-                continue
-            }
-            if line.grossCurrency != item.amount.currency || line.grossCurrency != currency {
-                add(.currencyMismatch, reference, expected: item.amount.currency.code, actual: line.grossCurrency?.code ?? "", "gross currency differs")
-                continue
-            }
-            let expectedType: SettlementLineType = item.kind == .capture ? .settled : .refunded
-            if line.type != expectedType {
-                add(.statusMismatch, reference, expected: expectedType.rawValue, actual: line.type.rawValue, "the ledger recorded a \(item.kind.rawValue)")
-                continue
-            }
-            let signedExpected = item.kind == .capture ? item.amount.minorUnits : -item.amount.minorUnits
-            if line.signedGrossMinorUnits != signedExpected {
-                add(.amountMismatch, reference, expected: String(signedExpected), actual: String(line.signedGrossMinorUnits), "gross differs from the ledger")
-                continue
-            }
-            if let fees = expectedFees(line, item) {
-                let pairs: [(String, Int64?, Int64?)] = [
-                    ("interchange", fees.interchange, line.interchange?.minorUnits), ("scheme_fees", fees.schemeFees, line.schemeFees?.minorUnits),
-                    ("markup", fees.markup, line.markup?.minorUnits), ("commission", fees.commission, line.commission?.minorUnits),
-                ]
-                if let wrong = pairs.first(where: { ($0.1 ?? 0) != ($0.2 ?? 0) }) {
-                    add(.feeMismatch, reference, expected: String(wrong.1 ?? 0), actual: String(wrong.2 ?? 0), "\(wrong.0) differs from the contract")
-                    continue
-                }
-            }
-            if let violation = SettlementConservation.lineViolation(line) {
-                add(.feeMismatch, reference, violation)
-                continue
-            }
-            matched += 1
+            let item = byOurs[line.modificationMerchantReference] ?? byPSP[line.modificationReference]
+            let duplicate = item.map { !seen.insert($0.modificationReference).inserted } ?? false
+            tally.add(line, item: item, duplicate: duplicate,
+                      settledElsewhere: settledElsewhere.contains(line.modificationMerchantReference),
+                      expectedFees: item.flatMap { expectedFees(line, $0) })
         }
         let later = laterLines.map { Set($0.map(\.modificationMerchantReference)) }
         for item in items where !seen.contains(item.modificationReference) {
-            let amount = String(item.amount.minorUnits)
-            if let later, !later.contains(item.modificationReference) {
-                add(.missingAtAcquirer, item.modificationReference, expected: amount, "absent from this report and the next")
-            } else {
-                add(.timing, item.modificationReference, expected: amount,
-                    later == nil ? "absent from this report; expected in the next batch" : "settled in the next batch")
-            }
+            tally.absent(item, inLaterReport: later.map { $0.contains(item.modificationReference) })
         }
-        if let payout = payoutLines.first {
-            let payoutUnits = -payout.signedNetMinorUnits  // the payout line is a net debit
-            if let violation = SettlementConservation.payoutViolation(lines: lines, payout: Money(minorUnits: payoutUnits, currency: currency)) {
-                add(.payoutMismatch, payout.modificationReference, actual: String(payoutUnits), violation)
-            }
-        } else {
-            add(.payoutMismatch, batchID, "the report has no payout line")
-        }
-        return ReconciliationRecorded(batchID: batchID, windowClosed: laterLines != nil, reportLines: lines.count,
-                                      ledgerItems: items.count, matched: matched, breaks: breaks)
+        return tally.result(windowClosed: laterLines != nil, ledgerItems: items.count)
     }
+}
+
+/// One batch's reconciliation, fed one report line and one absent ledger item at a time as they
+/// stream from the database, so that memory holds the breaks, not the batch.
+public struct ReconciliationTally: Sendable {
+    public let batchID: String
+    public let currency: Currency
+    private var breaks: [ReconciliationBreak] = []
+    private var breakIDs: Set<String> = []
+    private var matched = 0
+    private var reportLines = 0
+    private var payoutLines = 0
+    private var payoutUnits: Int64 = 0
+    private var netUnits: Int64 = 0
+
+    public init(batchID: String, currency: Currency) {
+        self.batchID = batchID
+        self.currency = currency
+    }
+
+    private mutating func add(_ c: BreakClass, _ reference: String, expected: String? = nil, actual: String? = nil, _ detail: String) {
+        let b = ReconciliationBreak(batchID: batchID, breakClass: c, reference: reference, expected: expected, actual: actual, detail: detail)
+        if breakIDs.insert(b.breakID).inserted { breaks.append(b) }
+    }
+
+    /// The next report line (in report order).
+    /// - Parameters:
+    ///   - item: the batch's ledger item the line names (by our reference, else the acquirer's), if any.
+    ///   - duplicate: an earlier line of the report already named that item.
+    ///   - settledElsewhere: the line's reference is an item of another batch (its line was carried over).
+    ///   - expectedFees: the contract's fees for the line, when they can be computed.
+    public mutating func add(_ line: SettlementReportLine, item: SettlementBatchItem?, duplicate: Bool, settledElsewhere: Bool,
+                             expectedFees: ExpectedFees?) {
+        reportLines += 1
+        if line.type == .merchantPayout {
+            payoutLines += 1
+            if payoutLines == 1 {
+                payoutUnits = -line.signedNetMinorUnits  // the payout line is a net debit
+                payoutReference = line.modificationReference
+            }
+            return
+        }
+        netUnits += line.signedNetMinorUnits
+        guard line.type == .settled || line.type == .refunded else {
+            add(.unmatchedAdjustment, line.modificationReference.isEmpty ? line.pspReference : line.modificationReference,
+                actual: String(line.signedNetMinorUnits), "a \(line.type) line the ledger has no item for")
+            return
+        }
+        guard let item else {
+            let ours = line.modificationMerchantReference
+            if settledElsewhere { matched += 1; return }  // carried from another batch: its batch reports the timing
+            add(.missingInLedger, ours.isEmpty ? line.modificationReference : ours, actual: String(line.signedGrossMinorUnits),
+                "the report settles a \(line.type) the ledger has not recorded")
+            return
+        }
+        let reference = item.modificationReference
+        if duplicate {
+            add(.duplicate, reference, expected: "1", actual: "2", "the report settles this \(item.kind.rawValue) more than once")
+            return
+        }
+        if line.grossCurrency != item.amount.currency || line.grossCurrency != currency {
+            add(.currencyMismatch, reference, expected: item.amount.currency.code, actual: line.grossCurrency?.code ?? "", "gross currency differs")
+            return
+        }
+        let expectedType: SettlementLineType = item.kind == .capture ? .settled : .refunded
+        if line.type != expectedType {
+            add(.statusMismatch, reference, expected: expectedType.rawValue, actual: line.type.rawValue, "the ledger recorded a \(item.kind.rawValue)")
+            return
+        }
+        let signedExpected = item.kind == .capture ? item.amount.minorUnits : -item.amount.minorUnits
+        if line.signedGrossMinorUnits != signedExpected {
+            add(.amountMismatch, reference, expected: String(signedExpected), actual: String(line.signedGrossMinorUnits), "gross differs from the ledger")
+            return
+        }
+        if let fees = expectedFees {
+            let pairs: [(String, Int64?, Int64?)] = [
+                ("interchange", fees.interchange, line.interchange?.minorUnits), ("scheme_fees", fees.schemeFees, line.schemeFees?.minorUnits),
+                ("markup", fees.markup, line.markup?.minorUnits), ("commission", fees.commission, line.commission?.minorUnits),
+            ]
+            if let wrong = pairs.first(where: { ($0.1 ?? 0) != ($0.2 ?? 0) }) {
+                add(.feeMismatch, reference, expected: String(wrong.1 ?? 0), actual: String(wrong.2 ?? 0), "\(wrong.0) differs from the contract")
+                return
+            }
+        }
+        if let violation = SettlementConservation.lineViolation(line) {
+            add(.feeMismatch, reference, violation)
+            return
+        }
+        matched += 1
+    }
+
+    /// A ledger item of the batch that no report line names; `inLaterReport` is nil while the next
+    /// batch's report is unknown (the window is open).
+    public mutating func absent(_ item: SettlementBatchItem, inLaterReport: Bool?) {
+        let amount = String(item.amount.minorUnits)
+        if inLaterReport == false {
+            add(.missingAtAcquirer, item.modificationReference, expected: amount, "absent from this report and the next")
+        } else {
+            add(.timing, item.modificationReference, expected: amount,
+                inLaterReport == nil ? "absent from this report; expected in the next batch" : "settled in the next batch")
+        }
+    }
+
+    /// The result, with the payout check (Σ line nets = payout) once every line is in.
+    public func result(windowClosed: Bool, ledgerItems: Int) -> ReconciliationRecorded {
+        var tally = self
+        if payoutLines == 0 {
+            tally.add(.payoutMismatch, batchID, "the report has no payout line")
+        } else if netUnits != payoutUnits {
+            let payoutLine = "Σ line nets \(netUnits) ≠ payout \(payoutUnits)"
+            tally.add(.payoutMismatch, tally.payoutReference ?? batchID, actual: String(payoutUnits), payoutLine)
+        }
+        return ReconciliationRecorded(batchID: batchID, windowClosed: windowClosed, reportLines: reportLines,
+                                      ledgerItems: ledgerItems, matched: matched, breaks: tally.breaks)
+    }
+
+    private var payoutReference: String?
 }
