@@ -53,19 +53,21 @@ public struct SettlementBenchmark: Sendable {
                 print(String(format: "setup: %d captures and refunds recorded in %.1f s", items, Self.seconds(setup)))
 
                 clock.set(settings.cutOff.instant(closing: day).addingTimeInterval(1))
+                let marks = Marks()
+                let started = ContinuousClock.now
                 let service = SettlementService(
                     writer: writer, store: EventStore(client: client, logger: logger), client: client, acquirer: acquirer,
                     settings: settings, merchantAccount: AcquirerModelConfiguration().merchantAccount,
-                    pricing: AcquirerModelConfiguration().pricing, clock: { clock.now }, logger: logger)
-                let marks = Marks()
+                    pricing: AcquirerModelConfiguration().pricing, clock: { clock.now }, logger: logger,
+                    progressSink: { step in
+                        let memory = SettlementBenchmark.memory()
+                        SettlementBenchmark.resetPeak()
+                        marks.add(step.step == "recorded" ? step.detail ?? step.step : step.step, at: ContinuousClock.now - started,
+                                  resident: memory.resident, peak: memory.peak)
+                    })
                 let memoryBefore = Self.memory().resident
                 Self.resetPeak()
-                let started = ContinuousClock.now
-                let summary = try await SettlementService.$progressSink.withValue({ step in
-                    marks.add(step.step == "recorded" ? step.detail ?? step.step : step.step, at: ContinuousClock.now - started)
-                }) {
-                    try await service.run(businessDate: day)
-                }
+                let summary = try await service.run(businessDate: day)
                 let total = ContinuousClock.now - started
                 let peak = Self.memory().peak
                 guard let batch = summary.batches.first else { return "nothing settled" }
@@ -80,10 +82,16 @@ public struct SettlementBenchmark: Sendable {
                 ]
                 var lines = ["settled \(batch.captures) captures + \(batch.refunds) refunds, gross \(batch.gross), payout \(batch.payout ?? "-")"]
                 var previous: Duration = .zero
+                var phaseStartResident = memoryBefore
                 for (name, mark) in phases {
                     guard let at = marks.first(mark) else { continue }
-                    lines.append("  " + name.padding(toLength: 22, withPad: " ", startingAt: 0) + String(format: " %7.2f s", Self.seconds(at - previous)))
+                    // The highest resident set between the phase's start and its end, over the resident set at its start.
+                    let peakInPhase = marks.peak(after: previous, through: at)
+                    lines.append("  " + name.padding(toLength: 22, withPad: " ", startingAt: 0)
+                                 + String(format: " %7.2f s   peak +%4.0f MiB", Self.seconds(at - previous),
+                                          Double(max(0, peakInPhase - phaseStartResident)) / 1_048_576))
                     previous = at
+                    phaseStartResident = marks.resident(at: at)
                 }
                 lines.append("  " + "total".padding(toLength: 22, withPad: " ", startingAt: 0) + String(format: " %7.2f s", Self.seconds(total)))
                 lines.append("reconciliation: \(reconciled?.matched ?? 0) matched, \(reconciled?.breaks.count ?? -1) breaks")
@@ -143,11 +151,19 @@ public struct SettlementBenchmark: Sendable {
     }
 
     /// When each progress step was first reported.
+    /// When each progress step was reported, with the resident set then and its peak since the step before.
     final class Marks: @unchecked Sendable {
         private let lock = NSLock()
-        private var marks: [(String, Duration)] = []
-        func add(_ name: String, at: Duration) { lock.withLock { marks.append((name, at)) } }
-        func first(_ name: String) -> Duration? { lock.withLock { marks.first { $0.0 == name }?.1 } }
+        private var marks: [(name: String, at: Duration, resident: Int, peak: Int)] = []
+        func add(_ name: String, at: Duration, resident: Int, peak: Int) {
+            lock.withLock { marks.append((name, at, resident, peak)) }
+        }
+        func first(_ name: String) -> Duration? { lock.withLock { marks.first { $0.name == name }?.at } }
+        func resident(at: Duration) -> Int { lock.withLock { marks.first { $0.at == at }?.resident ?? 0 } }
+        /// The highest peak reported by the marks after `start` up to `end`.
+        func peak(after start: Duration, through end: Duration) -> Int {
+            lock.withLock { marks.filter { $0.at > start && $0.at <= end }.map(\.peak).max() ?? 0 }
+        }
     }
 
     static func seconds(_ d: Duration) -> Double {

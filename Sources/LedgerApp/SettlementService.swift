@@ -31,6 +31,8 @@ public struct SettlementService: SettlementOperator {
     let logger: Logger
     /// A crash test's fault point (`LEDGERD_FAULT_CRASH_AT`), nil in normal operation.
     var faultCrashAt: FaultPoint? = nil
+    /// Where this run's progress goes (the HTTP stream of `POST /settlements/run`), if anywhere.
+    var progressSink: (@Sendable (Progress) -> Void)? = nil
     let lock = KeyedLock()
 
     static let maximumAttempts = 20
@@ -64,13 +66,13 @@ public struct SettlementService: SettlementOperator {
         guard let date = BusinessDate(text) else {
             throw APIError(status: .unprocessableContent, code: "invalid_date", message: "business_date must be a date YYYY-MM-DD", field: "business_date")
         }
-        var report: (@Sendable (Progress) -> Void)?
+        var reporting = self
         if let progress {
-            report = { @Sendable (step: Progress) -> Void in
+            reporting.progressSink = { step in
                 if let json = try? CatalogReadModel.json(step) { progress(json) }
             }
         }
-        return try CatalogReadModel.json(try await Self.$progressSink.withValue(report) { try await run(businessDate: date) })
+        return try CatalogReadModel.json(try await reporting.run(businessDate: date))
     }
 
     // MARK: Progress
@@ -83,8 +85,7 @@ public struct SettlementService: SettlementOperator {
         public let detail: String?
     }
 
-    /// Where the current run's progress goes (the HTTP stream of `POST /settlements/run`), if anywhere.
-    @TaskLocal static var progressSink: (@Sendable (Progress) -> Void)?
+
     /// Items between two progress reports while a batch's items stream.
     static let progressEvery = 100_000
 
@@ -93,7 +94,7 @@ public struct SettlementService: SettlementOperator {
         if let items { metadata["items"] = "\(items)" }
         if let detail { metadata["detail"] = "\(detail)" }
         logger.info("settlement progress", metadata: metadata)
-        Self.progressSink?(Progress(batch_id: batchID, step: step, items: items, detail: detail))
+        progressSink?(Progress(batch_id: batchID, step: step, items: items, detail: detail))
     }
 
     /// Settles `date`. Refused (nothing appended) for a day that is not a business day or whose
