@@ -94,6 +94,7 @@ public struct SettlementBenchmark: Sendable {
                     phaseStartResident = marks.resident(at: at)
                 }
                 lines.append("  " + "total".padding(toLength: 22, withPad: " ", startingAt: 0) + String(format: " %7.2f s", Self.seconds(total)))
+                lines.append("steps:\n" + marks.timeline)
                 lines.append("reconciliation: \(reconciled?.matched ?? 0) matched, \(reconciled?.breaks.count ?? -1) breaks")
                 lines.append(String(format: "memory: resident %.0f MiB before the run, peak %.0f MiB during it (+%.0f MiB)",
                                     Double(memoryBefore) / 1_048_576, Double(peak) / 1_048_576, Double(peak - memoryBefore) / 1_048_576))
@@ -159,6 +160,12 @@ public struct SettlementBenchmark: Sendable {
             lock.withLock { marks.append((name, at, resident, peak)) }
         }
         func first(_ name: String) -> Duration? { lock.withLock { marks.first { $0.name == name }?.at } }
+        /// Every step, in order, with its time since the run started.
+        var timeline: String {
+            lock.withLock {
+                marks.map { String(format: "    %7.2f s  ", SettlementBenchmark.seconds($0.at)) + $0.name }.joined(separator: "\n")
+            }
+        }
         func resident(at: Duration) -> Int { lock.withLock { marks.first { $0.at == at }?.resident ?? 0 } }
         /// The highest peak reported by the marks after `start` up to `end`.
         func peak(after start: Duration, through end: Duration) -> Int {

@@ -31,14 +31,18 @@ extension SettlementService {
         let schedule = pricing.first { $0.currency == state.opened.currency }
         var tally = ReconciliationTally(batchID: batchID, currency: state.opened.currency)
         var lineNumber = 0
+        let repeated = try await repeatedReferences(in: key)
         try await forEachStoredPage(key) { lines in
             let found = try await ledgerItems(named: lines)
-            let first = try await firstLines(in: key, naming: Array(found.values))
             for line in lines {
                 lineNumber += 1
                 let match = found[line.modificationMerchantReference] ?? found["psp:" + line.modificationReference]
                 let item = match.flatMap { $0.batchID == batchID ? $0.item : nil }
-                let duplicate = item.map { lineNumber > (first[$0.modificationReference] ?? Int.max) } ?? false
+                // A later line naming the same item, by either reference, is a duplicate.
+                let duplicate = item.map { item in
+                    lineNumber > min(repeated.ours[item.modificationReference] ?? lineNumber,
+                                     repeated.theirs[item.pspModificationReference] ?? lineNumber)
+                } ?? false
                 let elsewhere = match.map { $0.batchID != nil && $0.batchID != batchID } ?? false
                 tally.add(line, item: item, duplicate: duplicate, settledElsewhere: elsewhere,
                           expectedFees: item.flatMap { Self.expectedFees(line, $0, schedule) })
@@ -102,22 +106,23 @@ extension SettlementService {
 
     typealias ItemRowWithBatch = (Int64, String, String, String, String, String, Int64, Int64, String?)
 
-    /// For each item, the first line of the report (1-based) that names it by either reference.
-    func firstLines(in reportKey: String, naming found: [(item: SettlementBatchItem, batchID: String?)]) async throws -> [String: Int] {
-        let ours = found.map(\.item.modificationReference), theirs = found.map(\.item.pspModificationReference)
-        let rows = try await client.query(
-            """
-            SELECT ours, min(line_no) FROM (
-                SELECT i.ours, r.line_no FROM unnest(\(ours)::text[], \(theirs)::text[]) AS i(ours, theirs)
-                JOIN ledger.settlement_report_lines r ON r.batch_id = \(reportKey) AND r.our_reference = i.ours
-                UNION ALL
-                SELECT i.ours, r.line_no FROM unnest(\(ours)::text[], \(theirs)::text[]) AS i(ours, theirs)
-                JOIN ledger.settlement_report_lines r ON r.batch_id = \(reportKey) AND r.acquirer_reference = i.theirs
-            ) AS naming GROUP BY ours
-            """, logger: logger)
-        var first: [String: Int] = [:]
-        for try await (reference, line) in rows.decode((String, Int32).self) { first[reference] = Int(line) }
-        return first
+
+    /// The references more than one line of the report uses (ours, and the acquirer's), each with
+    /// the first line (1-based) that uses it: one pass over the report's line index, whose answer is
+    /// as large as the report's repetitions, not the report.
+    func repeatedReferences(in reportKey: String) async throws -> (ours: [String: Int], theirs: [String: Int]) {
+        func repeated(_ column: String) async throws -> [String: Int] {
+            let rows = try await client.query(
+                """
+                SELECT \(unescaped: column), min(line_no) FROM ledger.settlement_report_lines
+                WHERE batch_id = \(reportKey) AND \(unescaped: column) <> '' AND type <> \(SettlementLineType.merchantPayout.rawValue)
+                GROUP BY \(unescaped: column) HAVING count(*) > 1
+                """, logger: logger)
+            var first: [String: Int] = [:]
+            for try await (reference, line) in rows.decode((String, Int32).self) { first[reference] = Int(line) }
+            return first
+        }
+        return (try await repeated("our_reference"), try await repeated("acquirer_reference"))
     }
 
     /// The batch's items no line of the report names, in ledger order, and whether the next batch's

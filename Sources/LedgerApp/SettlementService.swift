@@ -469,27 +469,6 @@ public struct SettlementService: SettlementOperator {
                                    recordedAt: Date(epochMicroseconds: micros), position: position)
     }
 
-    /// A batch's items (as its closed event took them), in ledger order.
-    func items(ofBatch batchID: String) async throws -> [SettlementBatchItem] {
-        let rows = try await client.query("\(unescaped: Self.itemQuery()) WHERE batch_id = \(batchID) ORDER BY position", logger: logger)
-        var items: [SettlementBatchItem] = []
-        for try await row in rows.decode(ItemRow.self) { items.append(try Self.item(row)) }
-        return items
-    }
-
-    /// Of `references`, those some batch other than `batchID` took.
-    func settledElsewhere(_ references: [String], excluding batchID: String) async throws -> Set<String> {
-        guard !references.isEmpty else { return [] }
-        let rows = try await client.query(
-            """
-            SELECT modification_reference FROM ledger.settlement_items
-            WHERE modification_reference = ANY(\(references)) AND batch_id IS NOT NULL AND batch_id <> \(batchID)
-            """, logger: logger)
-        var found: Set<String> = []
-        for try await reference in rows.decode(String.self) { found.insert(reference) }
-        return found
-    }
-
     /// The currencies of items no batch took yet, recorded before `cutOff` at positions ≤ `pinned`.
     func unsettledCurrencies(through pinned: Int64, before cutOff: Date) async throws -> [String] {
         let rows = try await client.query(

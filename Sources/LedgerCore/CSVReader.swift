@@ -1,64 +1,72 @@
 /// Reads RFC 4180 CSV into records of fields; shared by every CSV the ledger reads (settlement
 /// reports, catalog imports).
 public enum CSVReader {
-    /// RFC 4180 records: quoted fields may hold commas, doubled quotes and line breaks.
-    /// Works on Unicode scalars so that a CRLF (one `Character` in Swift) is seen as CR then LF.
+    /// RFC 4180 records: quoted fields may hold commas, doubled quotes and line breaks. Reads the
+    /// UTF-8 bytes: the delimiters are ASCII, which never occurs inside a multi-byte character, so
+    /// a field is a slice of the text (copied once) unless quoted. CR LF, CR and LF end a record.
     public static func records(_ text: String) throws(CSVReaderError) -> [[String]] {
+        let bytes = Array(text.utf8)
+        let quote = UInt8(ascii: "\""), comma = UInt8(ascii: ","), cr = UInt8(ascii: "\r"), lf = UInt8(ascii: "\n")
         var records: [[String]] = []
         var record: [String] = []
-        var field = String.UnicodeScalarView()
+        var quoted: [UInt8] = []  // the current quoted field, its doubled quotes undone
+        var fieldStart = 0
         var inQuotes = false, fieldWasQuoted = false
-        var scalars = text.unicodeScalars.makeIterator()
-        var pending: Unicode.Scalar? = nil
-        func nextScalar() -> Unicode.Scalar? {
-            if let scalar = pending { pending = nil; return scalar }
-            return scalars.next()
-        }
-        func endField() {
-            record.append(String(field))
-            field = String.UnicodeScalarView()
+        func endField(at end: Int) {
+            if fieldWasQuoted {
+                record.append(String(decoding: quoted, as: UTF8.self))
+                quoted.removeAll(keepingCapacity: true)
+            } else {
+                record.append(String(decoding: bytes[fieldStart..<end], as: UTF8.self))
+            }
             fieldWasQuoted = false
         }
-        func endRecord() {
-            endField()
+        func endRecord(at end: Int) {
+            endField(at: end)
             records.append(record)
             record = []
         }
-        var sawAnything = false
-        while let scalar = nextScalar() {
-            sawAnything = true
+        var i = 0
+        let n = bytes.count
+        while i < n {
+            let byte = bytes[i]
             if inQuotes {
-                if scalar == "\"" {
-                    if let following = nextScalar() {
-                        if following == "\"" { field.append("\"") } else { inQuotes = false; pending = following }
+                if byte == quote {
+                    if i + 1 < n && bytes[i + 1] == quote {
+                        quoted.append(quote)
+                        i += 2
                     } else {
                         inQuotes = false
+                        i += 1
                     }
                 } else {
-                    field.append(scalar)
+                    quoted.append(byte)
+                    i += 1
                 }
                 continue
             }
-            switch scalar {
-            case "\"":
-                guard field.isEmpty, !fieldWasQuoted else { throw CSVReaderError(row: records.count + 1, reason: "quote inside an unquoted field") }
+            switch byte {
+            case quote:
+                guard i == fieldStart, !fieldWasQuoted else { throw CSVReaderError(row: records.count + 1, reason: "quote inside an unquoted field") }
                 inQuotes = true
                 fieldWasQuoted = true
-            case ",":
-                endField()
-            case "\r":
-                if let following = nextScalar(), following != "\n" { pending = following }
-                endRecord()
-            case "\n":
-                endRecord()
+                i += 1
+            case comma:
+                endField(at: i)
+                i += 1
+                fieldStart = i
+            case cr, lf:
+                endRecord(at: i)
+                i += (byte == cr && i + 1 < n && bytes[i + 1] == lf) ? 2 : 1
+                fieldStart = i
             default:
                 guard !fieldWasQuoted else { throw CSVReaderError(row: records.count + 1, reason: "text after a closing quote") }
-                field.append(scalar)
+                i += 1
             }
         }
         if inQuotes { throw CSVReaderError(row: records.count + 1, reason: "unterminated quoted field") }
         // A final line break ends the last record; text without one still forms a record.
-        if sawAnything && (!field.isEmpty || !record.isEmpty || fieldWasQuoted) { endRecord() }
+        if n > 0 && (fieldStart < n || !record.isEmpty || fieldWasQuoted) { endRecord(at: n) }
         return records
     }
 }
