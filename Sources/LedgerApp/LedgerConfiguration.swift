@@ -54,7 +54,7 @@ import Logging
 /// | variable | default | meaning |
 /// |---|---|---|
 /// | `LEDGERD_CLOCK_START` | — | RFC 3339 instant the daemon's clock starts at; it then runs at wall-clock speed (rehearse a business day) |
-/// | `LEDGERD_FAULT_CRASH_AT` | — | a fault point where the daemon kills itself with SIGKILL: `settlement.opened`, `settlement.closed`, `settlement.accepted` (the acquirer answered, nothing recorded yet), `settlement.submitted`, `settlement.cleared`, `settlement.payout_scheduled` |
+/// | `LEDGERD_FAULT_CRASH_AT` | — | a fault point where the daemon kills itself with SIGKILL: `settlement.opened`, `settlement.closed`, `settlement.accepted` (the acquirer answered, nothing recorded yet), `settlement.storing_report` (inside the report's transaction, part of it written), `settlement.submitted`, `settlement.cleared`, `settlement.payout_scheduled` |
 public struct LedgerConfiguration: Sendable {
     public var databaseURL: String?
     public var migrationDatabaseURL: String?
@@ -256,6 +256,7 @@ public enum FaultPoint: String, Sendable, CaseIterable {
     case settlementOpened = "settlement.opened"
     case settlementClosed = "settlement.closed"
     case settlementAccepted = "settlement.accepted"
+    case settlementStoringReport = "settlement.storing_report"
     case settlementSubmitted = "settlement.submitted"
     case settlementCleared = "settlement.cleared"
     case settlementPayoutScheduled = "settlement.payout_scheduled"

@@ -328,6 +328,7 @@ public struct SettlementService: SettlementOperator {
                     try await connection.query(
                         "INSERT INTO ledger.settlement_report_parts (batch_id, part, csv) VALUES (\(batchID), \(part), \(text))", logger: logger)
                     try await Self.indexLines(lines, reportKey: batchID, firstLine: lineCount + 1, on: connection, logger: logger)
+                    FaultPoint.settlementStoringReport.crashIfConfigured(faultCrashAt, logger: logger)
                 }
                 lineCount += lines.count
                 part += 1

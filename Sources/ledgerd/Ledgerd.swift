@@ -86,6 +86,8 @@ struct Audit: AsyncParsableCommand {
         var parallel = min(4, ProcessInfo.processInfo.activeProcessorCount)
         @Option(help: "A signed checkpoint file (from POST /audit/checkpoints or <data dir>/checkpoints/).") var checkpoint: String?
         @Option(help: "The Ed25519 public key the checkpoint must be signed with (PEM, raw, hex or base64).") var publicKey: String?
+        @Flag(help: "Also check every closed settlement batch's items (ledger.settlement_items) against its closed event.")
+        var settlements = false
 
         func validate() throws {
             if (checkpoint == nil) != (publicKey == nil) { throw ValidationError("--checkpoint and --public-key go together") }
@@ -104,15 +106,21 @@ struct Audit: AsyncParsableCommand {
                 if !outcome.ok { throw ExitCode(1) }
                 return
             }
-            let (from, to, sql, parallel) = (from, to, sql, parallel)
+            let (from, to, sql, parallel, settlements) = (from, to, sql, parallel, settlements)
             let reports = try await Daemon.withLedgerClient(configuration: configuration, logger: logger) { client in
                 let verifier = ChainVerifier(client: client, logger: logger)
                 let swift = try await verifier.verify(from: from, to: to, parallelism: parallel)
-                return (swift, sql ? try await verifier.verifyInDatabase(from: from, to: to) : nil)
+                return (swift, sql ? try await verifier.verifyInDatabase(from: from, to: to) : nil,
+                        settlements ? try await SettlementService.auditItems(client: client, logger: logger) : nil)
             }
             print("swift verifier: \(reports.0)")
             if let database = reports.1 { print("sql verifier:   \(database)") }
-            if !reports.0.ok || reports.1?.ok == false { throw ExitCode(1) }
+            if let items = reports.2 {
+                print("settlements:    \(items.batches) closed batches, \(items.items) items: "
+                      + (items.ok ? "every batch's items agree with its closed event" : "\(items.problems.count) DISAGREE"))
+                items.problems.forEach { print("  " + $0) }
+            }
+            if !reports.0.ok || reports.1?.ok == false || reports.2?.ok == false { throw ExitCode(1) }
         }
     }
 }

@@ -18,10 +18,10 @@ import FoundationNetworking
 ///
 /// Time is rehearsed (`LEDGERD_CLOCK_START`): each daemon starts at the instant the test needs.
 @Suite(.serialized) struct SettlementCrashTests {
-    static let points = ["settlement.opened", "settlement.closed", "settlement.accepted", "settlement.submitted",
-                         "settlement.cleared", "settlement.payout_scheduled"]
+    static let points = ["settlement.opened", "settlement.closed", "settlement.accepted", "settlement.storing_report",
+                         "settlement.submitted", "settlement.cleared", "settlement.payout_scheduled"]
     /// One business day per fault point (Monday 2026-06-15 onwards, weekends skipped).
-    static let days = ["2026-06-15", "2026-06-16", "2026-06-17", "2026-06-18", "2026-06-19", "2026-06-22", "2026-06-23"]
+    static let days = ["2026-06-15", "2026-06-16", "2026-06-17", "2026-06-18", "2026-06-19", "2026-06-22", "2026-06-23", "2026-06-24"]
 
     struct Daemon {
         let process: Process
@@ -169,5 +169,9 @@ import FoundationNetworking
         let (_, verify) = try await daemon.request("GET", "/audit/verify")
         #expect(verify.contains("\"ok\":true"), "\(verify)")
         try await daemon.stop()
+        // The auditor's offline check: the chain, and every batch's items against its closed event.
+        let audit = try DaemonProcessTests().runLedgerd(["audit", "verify", "--settlements", "--data-dir", dataDirectory.path])
+        #expect(audit.status == 0 && audit.output.contains("settlements:    8 closed batches")
+                && audit.output.contains("every batch's items agree"), "\(audit.output)")
     }
 }

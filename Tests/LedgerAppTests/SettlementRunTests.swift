@@ -348,6 +348,20 @@ import Testing
                 try await owner.query("SELECT ledger.rebuild_settlement_items()")
             }
             #expect(try await Self.assigned(services.client) == before)
+
+            // The auditor's check: the projection agrees with every closed event; moved items do not.
+            var audit = try await SettlementService.auditItems(client: services.client, logger: TestCluster.logger)
+            #expect(audit.ok && audit.batches == 3 && audit.items == 4, "\(audit.problems)")
+            try await db.withOwner { owner in
+                try await owner.query("""
+                    UPDATE ledger.settlement_items SET batch_id = 'OrderLedgerStore-USD-2026-06-18'
+                    WHERE batch_id = 'OrderLedgerStore-USD-2026-06-17' AND kind = 'refund'
+                    """)
+            }
+            audit = try await SettlementService.auditItems(client: services.client, logger: TestCluster.logger)
+            #expect(audit.problems.count == 2 && audit.problems.allSatisfy { $0.contains("the event states") }, "\(audit.problems)")
+            try await db.withOwner { owner in try await owner.query("SELECT ledger.rebuild_settlement_items()") }
+            #expect(try await SettlementService.auditItems(client: services.client, logger: TestCluster.logger).ok)
         }
     }
 

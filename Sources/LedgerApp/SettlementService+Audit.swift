@@ -1,0 +1,70 @@
+import Crypto
+import Foundation
+import LedgerCore
+import Logging
+import PostgresNIO
+
+/// The auditor's check of settlement membership: the hash chain proves the closed events were not
+/// altered; this proves the `ledger.settlement_items` projection (which batch took which capture)
+/// still agrees with them — every closed batch's items, streamed in ledger order, have the counts,
+/// gross amounts and items digest its event states. `ledger.rebuild_settlement_items()` repairs a
+/// projection that does not.
+extension SettlementService {
+    public struct ItemsAudit: Sendable {
+        public var batches = 0
+        public var items = 0
+        /// One line per batch that does not agree, naming what differs.
+        public var problems: [String] = []
+        public var ok: Bool { problems.isEmpty }
+    }
+
+    public static func auditItems(client: PostgresClient, logger: Logger) async throws -> ItemsAudit {
+        var audit = ItemsAudit()
+        let closedEvents = try await client.query(
+            """
+            SELECT c.stream_id, c.schema_version, c.data::text, o.data::text FROM ledger.events c
+            JOIN ledger.events o ON o.stream_id = c.stream_id AND o.stream_version = 1
+            WHERE c.type = \(SettlementBatchClosed.eventType) ORDER BY c.position
+            """, logger: logger)
+        var batches: [(SettlementBatchOpened, SettlementBatchClosed)] = []
+        for try await (stream, version, closedJSON, openedJSON) in closedEvents.decode((String, Int32, String, String).self) {
+            guard case .closed(let closed) = try SettlementEvent.decode(type: SettlementBatchClosed.eventType, schemaVersion: version, json: closedJSON),
+                  case .opened(let opened) = try SettlementEvent.decode(type: SettlementBatchOpened.eventType, schemaVersion: 1, json: openedJSON) else {
+                audit.problems.append("\(stream): unreadable opened/closed events")
+                continue
+            }
+            batches.append((opened, closed))
+        }
+        for (opened, closed) in batches {
+            audit.batches += 1
+            let rows = try await client.query(
+                "\(unescaped: itemQuery()) WHERE s.batch_id = \(closed.batchID) ORDER BY s.position", logger: logger)
+            var tally = SettlementBatchTally(opened)
+            var hasher = SHA256()
+            var refused: String?
+            for try await row in rows.decode(ItemRow.self) {
+                let item = try item(row)
+                audit.items += 1
+                do { try tally.add(item) } catch { refused = refused ?? error.description }
+                hasher.update(data: Array(item.canonicalLine.utf8))
+            }
+            if let refused {
+                audit.problems.append("\(closed.batchID): \(refused)")
+                continue
+            }
+            let recomputed = try tally.closed(itemsSHA256: hex(Array(hasher.finalize())))
+            var differences: [String] = []
+            if recomputed.captureCount != closed.captureCount || recomputed.refundCount != closed.refundCount {
+                differences.append("items \(recomputed.captureCount)+\(recomputed.refundCount), the event states \(closed.captureCount)+\(closed.refundCount)")
+            }
+            if recomputed.grossCredit != closed.grossCredit || recomputed.grossDebit != closed.grossDebit {
+                differences.append("gross \(recomputed.grossCredit)/\(recomputed.grossDebit), the event states \(closed.grossCredit)/\(closed.grossDebit)")
+            }
+            if let stated = closed.itemsSHA256, stated != recomputed.itemsSHA256 {
+                differences.append("items digest \(recomputed.itemsSHA256 ?? ""), the event states \(stated)")
+            }
+            if !differences.isEmpty { audit.problems.append("\(closed.batchID): " + differences.joined(separator: "; ")) }
+        }
+        return audit
+    }
+}
