@@ -28,7 +28,6 @@ CREATE INDEX settlement_items_unsettled ON ledger.settlement_items (currency, po
 CREATE INDEX settlement_items_by_batch ON ledger.settlement_items (batch_id, position) WHERE batch_id IS NOT NULL;
 CREATE INDEX settlement_items_by_reference ON ledger.settlement_items (modification_reference);
 CREATE INDEX settlement_items_by_psp_reference ON ledger.settlement_items (psp_modification_reference);
-CREATE INDEX settlement_items_by_order ON ledger.settlement_items (order_id);
 
 -- The row of a HoldCaptured / HoldRefunded event. Amounts are decimal strings with exactly the
 -- currency's minor-unit digits (Money.decimalString), so dropping the point gives minor units.

@@ -32,8 +32,7 @@ extension SettlementService {
         var tally = ReconciliationTally(batchID: batchID, currency: state.opened.currency)
         var lineNumber = 0
         let repeated = try await repeatedReferences(in: key)
-        try await forEachStoredPage(key) { lines in
-            let found = try await ledgerItems(named: lines)
+        func classify(_ lines: [SettlementReportLine], _ found: [String: (item: SettlementBatchItem, batchID: String?)]) {
             for line in lines {
                 lineNumber += 1
                 let match = found[line.modificationMerchantReference] ?? found["psp:" + line.modificationReference]
@@ -47,6 +46,19 @@ extension SettlementService {
                 tally.add(line, item: item, duplicate: duplicate, settledElsewhere: elsewhere,
                           expectedFees: item.flatMap { Self.expectedFees(line, $0, schedule) })
             }
+        }
+        // Page k's items are looked up (the database) while page k + 1 is parsed (here).
+        var pending: (lines: [SettlementReportLine], lookup: Task<[String: (item: SettlementBatchItem, batchID: String?)], any Error>)?
+        defer { pending?.lookup.cancel() }
+        try await forEachStoredPage(key) { lines in
+            let service = self
+            let lookup = Task { try await service.ledgerItems(named: lines) }
+            if let previous = pending { classify(previous.lines, try await previous.lookup.value) }
+            pending = (lines, lookup)
+        }
+        if let last = pending {
+            classify(last.lines, try await last.lookup.value)
+            pending = nil
         }
         try await forEachAbsentItem(batchID: batchID, reportKey: key, laterKey: laterKey) { item, inLater in
             tally.absent(item, inLaterReport: inLater)

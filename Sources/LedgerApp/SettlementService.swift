@@ -313,15 +313,28 @@ public struct SettlementService: SettlementOperator {
         var hasher = SHA256()
         var clearing = SettlementClearing()
         var lineCount = 0
+        // Page k + 1 is fetched and written as CSV while page k is stored: both cores busy.
+        let acquirer = self.acquirer, number = receipt.batchNumber, size = Self.pageSize, total = receipt.lineCount
+        @Sendable func formatted(_ part: Int) async throws -> (lines: [SettlementReportLine], text: String) {
+            let from = part * size
+            let lines: [SettlementReportLine]
+            do { lines = try await acquirer.reportLines(batchNumber: number, from: from, count: size) } catch {
+                throw APIError(status: .badGateway, code: "acquirer_refused", message: "the acquirer's report is unavailable: \(error)")
+            }
+            return (lines, (part == 0 ? SettlementReportCSV.header : "") + (try csv.rows(lines, firstRow: from + 2)))
+        }
         let partCount = try await client.withTransaction(logger: logger) { connection -> Int in
             var part = 0
-            while lineCount < receipt.lineCount {
-                let lines: [SettlementReportLine]
-                do { lines = try await acquirer.reportLines(batchNumber: receipt.batchNumber, from: lineCount, count: Self.pageSize) } catch {
-                    throw APIError(status: .badGateway, code: "acquirer_refused", message: "the acquirer's report is unavailable: \(error)")
-                }
+            var next: Task<(lines: [SettlementReportLine], text: String), any Error>? = total > 0 ? Task { try await formatted(0) } : nil
+            defer { next?.cancel() }
+            while let pending = next {
+                let (lines, text) = try await pending.value
+                next = nil
                 guard !lines.isEmpty else { break }
-                let text = (part == 0 ? SettlementReportCSV.header : "") + (try csv.rows(lines, firstRow: lineCount + 2))
+                if lineCount + lines.count < total {
+                    let following = part + 1
+                    next = Task { try await formatted(following) }
+                }
                 hasher.update(data: Array(text.utf8))
                 for line in lines { clearing.add(line) }
                 if stored == nil {

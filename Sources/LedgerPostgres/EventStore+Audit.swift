@@ -18,8 +18,10 @@ extension EventStore {
             \(unescaped: Self.columns)
             WHERE data ->> 'order_id' = \(orderID) OR stream_id = ANY(\(streams)::text[])
                OR (type = 'SettlementBatchClosed' AND stream_id IN (
-                       SELECT 'settlement-' || batch_id FROM ledger.settlement_items
-                       WHERE order_id = \(orderID) AND batch_id IS NOT NULL))
+                       SELECT 'settlement-' || s.batch_id FROM ledger.settlement_items s
+                       WHERE s.position IN (SELECT m.position FROM ledger.events m
+                                            WHERE m.data ->> 'order_id' = \(orderID) AND m.type IN ('HoldCaptured', 'HoldRefunded'))
+                         AND s.batch_id IS NOT NULL))
             ORDER BY position
             """, logger: logger))
     }
