@@ -98,3 +98,30 @@ public actor AcquirerModel: Acquirer {
         try state.payout(batchNumber: batchNumber)
     }
 }
+
+/// An acquirer that hands every call to a model except those it implements itself: the daemon's
+/// durable model (settlement answers saved before they are returned) and the tests' fault
+/// injectors (a crash around one call). Conforming types write only what they change.
+public protocol AcquirerModelWrapper: Acquirer {
+    var model: AcquirerModel { get }
+}
+
+extension AcquirerModelWrapper {
+    public func authorize(_ r: AuthorizationRequest) async throws(AcquirerError) -> AuthorizationResponse { try await model.authorize(r) }
+    public func increment(_ r: IncrementRequest) async throws(AcquirerError) -> ModificationResponse { try await model.increment(r) }
+    public func capture(_ r: CaptureRequest) async throws(AcquirerError) -> ModificationResponse { try await model.capture(r) }
+    public func reverse(_ r: ReversalRequest) async throws(AcquirerError) -> ModificationResponse { try await model.reverse(r) }
+    public func refund(_ r: RefundRequest) async throws(AcquirerError) -> ModificationResponse { try await model.refund(r) }
+    public func query(merchantReference: String) async throws(AcquirerError) -> PaymentQueryResult {
+        try await model.query(merchantReference: merchantReference)
+    }
+    public func submitBatch(
+        _ header: SettlementBatchHeader, pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?
+    ) async throws(AcquirerError) -> SettlementReceipt {
+        try await model.submitBatch(header, pages: pages)
+    }
+    public func reportLines(batchNumber: Int, from: Int, count: Int) async throws(AcquirerError) -> [SettlementReportLine] {
+        try await model.reportLines(batchNumber: batchNumber, from: from, count: count)
+    }
+    public func payout(batchNumber: Int) async throws(AcquirerError) -> PayoutNotice { try await model.payout(batchNumber: batchNumber) }
+}

@@ -66,23 +66,9 @@ public struct AcquirerModelStore: Service {
 /// `kill -9` right after the acquirer accepted a batch cannot make it forget the batch while the
 /// ledger goes on to record it. (Card operations are saved every `LEDGERD_ACQUIRER_SNAPSHOT_SECONDS`;
 /// see the type above.)
-struct DurableAcquirer: Acquirer {
+struct DurableAcquirer: AcquirerModelWrapper {
     let store: AcquirerModelStore
     var model: AcquirerModel { store.model }
-
-    func authorize(_ r: AuthorizationRequest) async throws(AcquirerError) -> AuthorizationResponse { try await model.authorize(r) }
-    func increment(_ r: IncrementRequest) async throws(AcquirerError) -> ModificationResponse { try await model.increment(r) }
-    func capture(_ r: CaptureRequest) async throws(AcquirerError) -> ModificationResponse { try await model.capture(r) }
-    func reverse(_ r: ReversalRequest) async throws(AcquirerError) -> ModificationResponse { try await model.reverse(r) }
-    func refund(_ r: RefundRequest) async throws(AcquirerError) -> ModificationResponse { try await model.refund(r) }
-    func query(merchantReference: String) async throws(AcquirerError) -> PaymentQueryResult {
-        try await model.query(merchantReference: merchantReference)
-    }
-    func payout(batchNumber: Int) async throws(AcquirerError) -> PayoutNotice { try await model.payout(batchNumber: batchNumber) }
-
-    func reportLines(batchNumber: Int, from: Int, count: Int) async throws(AcquirerError) -> [SettlementReportLine] {
-        try await model.reportLines(batchNumber: batchNumber, from: from, count: count)
-    }
 
     func submitBatch(
         _ header: SettlementBatchHeader, pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?

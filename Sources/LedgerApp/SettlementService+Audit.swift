@@ -5,7 +5,7 @@ import Logging
 import PostgresNIO
 
 /// The auditor's check of settlement membership: the hash chain proves the closed events were not
-/// altered; this proves the `ledger.settlement_items` projection (which batch took which capture)
+/// altered; this proves the settlement projections (`ledger.settlement_assignments`: which batch took which capture)
 /// still agrees with them — every closed batch's items, streamed in ledger order, have the counts,
 /// gross amounts and items digest its event states. `ledger.rebuild_settlement_items()` repairs a
 /// projection that does not.
@@ -38,7 +38,7 @@ extension SettlementService {
         for (opened, closed) in batches {
             audit.batches += 1
             let rows = try await client.query(
-                "\(unescaped: itemQuery()) WHERE s.batch_id = \(closed.batchID) ORDER BY s.position", logger: logger)
+                "\(unescaped: batchItemsQuery) WHERE a.batch_id = \(closed.batchID) ORDER BY a.position", logger: logger)
             var tally = SettlementBatchTally(opened)
             var hasher = SHA256()
             var refused: String?

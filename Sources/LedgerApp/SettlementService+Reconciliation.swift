@@ -100,7 +100,7 @@ extension SettlementService {
         var found: [String: (item: SettlementBatchItem, batchID: String?)] = [:]
         let ours = lines.map(\.modificationMerchantReference).filter { !$0.isEmpty }
         for try await row in try await client.query(
-            "\(unescaped: Self.itemQuery(extra: ", s.batch_id")) WHERE s.modification_reference = ANY(\(ours))", logger: logger
+            "\(unescaped: Self.itemsWithBatchQuery) WHERE s.modification_reference = ANY(\(ours))", logger: logger
         ).decode(ItemRowWithBatch.self) {
             let item = try Self.item((row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7))
             found[item.modificationReference] = (item, row.8)
@@ -108,7 +108,7 @@ extension SettlementService {
         let theirs = lines.filter { found[$0.modificationMerchantReference] == nil && !$0.modificationReference.isEmpty }.map(\.modificationReference)
         guard !theirs.isEmpty else { return found }
         for try await row in try await client.query(
-            "\(unescaped: Self.itemQuery(extra: ", s.batch_id")) WHERE s.psp_modification_reference = ANY(\(theirs))", logger: logger
+            "\(unescaped: Self.itemsWithBatchQuery) WHERE s.psp_modification_reference = ANY(\(theirs))", logger: logger
         ).decode(ItemRowWithBatch.self) {
             let item = try Self.item((row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7))
             found["psp:" + item.pspModificationReference] = (item, row.8)
@@ -117,6 +117,11 @@ extension SettlementService {
     }
 
     typealias ItemRowWithBatch = (Int64, String, String, String, String, String, Int64, Int64, String?)
+    /// Items (as ``ItemRowWithBatch``) with the batch that took each, if any.
+    static let itemsWithBatchQuery = """
+        SELECT \(itemColumnList), a.batch_id
+        FROM ledger.settlement_items s LEFT JOIN ledger.settlement_assignments a ON a.position = s.position
+        """
 
 
     /// The references more than one line of the report uses (ours, and the acquirer's), each with
@@ -146,8 +151,8 @@ extension SettlementService {
             SELECT \(unescaped: Self.itemColumnList),
                    EXISTS (SELECT 1 FROM ledger.settlement_report_lines l
                            WHERE l.batch_id = \(laterKey ?? "") AND l.our_reference = s.modification_reference)
-            FROM ledger.settlement_items s
-            WHERE s.batch_id = \(batchID)
+            FROM ledger.settlement_assignments a JOIN ledger.settlement_items s ON s.position = a.position
+            WHERE a.batch_id = \(batchID)
               AND NOT EXISTS (SELECT 1 FROM ledger.settlement_report_lines r
                               WHERE r.batch_id = \(reportKey) AND r.our_reference = s.modification_reference)
               AND NOT EXISTS (SELECT 1 FROM ledger.settlement_report_lines r

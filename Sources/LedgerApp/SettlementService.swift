@@ -215,10 +215,11 @@ public struct SettlementService: SettlementOperator {
     func close(_ opened: SettlementBatchOpened) async throws -> SettlementBatchClosed {
         let rows = try await client.query(
             """
-            \(unescaped: Self.itemQuery()) WHERE batch_id IS NULL AND currency = \(opened.currency.code)
-              AND position <= \(opened.pinnedPosition)
-              AND recorded_at < timestamptz 'epoch' + \(opened.cutOffAt.epochMicroseconds) * interval '1 microsecond'
-            ORDER BY position
+            SELECT \(unescaped: Self.itemColumnList)
+            FROM ledger.settlement_open_items o JOIN ledger.settlement_items s ON s.position = o.position
+            WHERE o.currency = \(opened.currency.code) AND o.position <= \(opened.pinnedPosition)
+              AND o.recorded_at < timestamptz 'epoch' + \(opened.cutOffAt.epochMicroseconds) * interval '1 microsecond'
+            ORDER BY o.position
             """, logger: logger)
         var tally = SettlementBatchTally(opened)
         var hasher = SHA256()
@@ -389,7 +390,9 @@ public struct SettlementService: SettlementOperator {
         return { _ in
             let last = after.withLock { $0 }
             let rows = try await client.query(
-                "\(unescaped: Self.itemQuery()) WHERE batch_id = \(batchID) AND position > \(last) ORDER BY position LIMIT \(size)",
+                """
+                \(unescaped: Self.batchItemsQuery) WHERE a.batch_id = \(batchID) AND a.position > \(last) ORDER BY a.position LIMIT \(size)
+                """,
                 logger: logger)
             var page: [SettlementItem] = []
             page.reserveCapacity(size)
@@ -463,10 +466,10 @@ public struct SettlementService: SettlementOperator {
     }
 
     typealias ItemRow = (Int64, String, String, String, String, String, Int64, Int64)
-    /// `SELECT` of settlement items (as ``ItemRow``, then `extra` columns) `FROM ledger.settlement_items s`.
-    static func itemQuery(extra: String = "") -> String {
-        "SELECT \(itemColumnList)\(extra) FROM ledger.settlement_items s"
-    }
+    /// A batch's items (as ``ItemRow``), to be narrowed with `WHERE a.batch_id = …`.
+    static let batchItemsQuery = """
+        SELECT \(itemColumnList) FROM ledger.settlement_assignments a JOIN ledger.settlement_items s ON s.position = a.position
+        """
 
     static let itemColumnList = """
         s.position, s.kind, s.order_id, s.modification_reference, s.psp_modification_reference, s.currency,
@@ -487,8 +490,8 @@ public struct SettlementService: SettlementOperator {
     func unsettledCurrencies(through pinned: Int64, before cutOff: Date) async throws -> [String] {
         let rows = try await client.query(
             """
-            SELECT DISTINCT currency FROM ledger.settlement_items
-            WHERE batch_id IS NULL AND position <= \(pinned)
+            SELECT DISTINCT currency FROM ledger.settlement_open_items
+            WHERE position <= \(pinned)
               AND recorded_at < timestamptz 'epoch' + \(cutOff.epochMicroseconds) * interval '1 microsecond'
             """, logger: logger)
         var codes: [String] = []
@@ -499,7 +502,7 @@ public struct SettlementService: SettlementOperator {
     /// When the earliest item no batch took yet was recorded.
     func earliestUnsettledItem() async throws -> Date? {
         let rows = try await client.query(
-            "SELECT ledger.epoch_us(min(recorded_at)) FROM ledger.settlement_items WHERE batch_id IS NULL", logger: logger)
+            "SELECT ledger.epoch_us(min(recorded_at)) FROM ledger.settlement_open_items", logger: logger)
         for try await micros in rows.decode(Int64?.self) { return micros.map { Date(epochMicroseconds: $0) } }
         return nil
     }

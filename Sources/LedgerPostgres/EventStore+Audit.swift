@@ -10,7 +10,7 @@ extension EventStore {
     /// Every event that belongs to an order's history, in position order: the order's and its
     /// hold's streams, every other event whose payload names the order in `order_id` (stock
     /// reserved, sold or released on product streams, a contact erasure), and the settlement
-    /// batches that took its captures and refunds (`ledger.settlement_items`). The same condition the README gives auditors for psql.
+    /// batches that took its captures and refunds (`ledger.settlement_assignments`). The same condition the README gives auditors for psql.
     public func orderHistory(_ orderID: String) async throws -> [RecordedEvent] {
         let streams = ["order-\(orderID)", "hold-\(orderID)"]
         return try await Self.decode(client.query(
@@ -18,10 +18,9 @@ extension EventStore {
             \(unescaped: Self.columns)
             WHERE data ->> 'order_id' = \(orderID) OR stream_id = ANY(\(streams)::text[])
                OR (type = 'SettlementBatchClosed' AND stream_id IN (
-                       SELECT 'settlement-' || s.batch_id FROM ledger.settlement_items s
-                       WHERE s.position IN (SELECT m.position FROM ledger.events m
-                                            WHERE m.data ->> 'order_id' = \(orderID) AND m.type IN ('HoldCaptured', 'HoldRefunded'))
-                         AND s.batch_id IS NOT NULL))
+                       SELECT 'settlement-' || a.batch_id FROM ledger.settlement_assignments a
+                       WHERE a.position IN (SELECT m.position FROM ledger.events m
+                                            WHERE m.data ->> 'order_id' = \(orderID) AND m.type IN ('HoldCaptured', 'HoldRefunded'))))
             ORDER BY position
             """, logger: logger))
     }

@@ -489,7 +489,7 @@ import Testing
 }
 
 /// The acquirer model behind a recorder of every authorization request it receives.
-final class RecordingAcquirer: Acquirer, Sendable {
+final class RecordingAcquirer: AcquirerModelWrapper, Sendable {
     let model = AcquirerModel(seed: 11, clock: { testNow })
     let requests = Mutex<[AuthorizationRequest]>([])
 
@@ -497,20 +497,6 @@ final class RecordingAcquirer: Acquirer, Sendable {
         requests.withLock { $0.append(request) }
         return try await model.authorize(request)
     }
-    func increment(_ r: IncrementRequest) async throws(AcquirerError) -> ModificationResponse { try await model.increment(r) }
-    func capture(_ r: CaptureRequest) async throws(AcquirerError) -> ModificationResponse { try await model.capture(r) }
-    func reverse(_ r: ReversalRequest) async throws(AcquirerError) -> ModificationResponse { try await model.reverse(r) }
-    func refund(_ r: RefundRequest) async throws(AcquirerError) -> ModificationResponse { try await model.refund(r) }
-    func query(merchantReference: String) async throws(AcquirerError) -> PaymentQueryResult {
-        try await model.query(merchantReference: merchantReference)
-    }
-    func submitBatch(_ h: SettlementBatchHeader, pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?) async throws(AcquirerError) -> SettlementReceipt {
-        try await model.submitBatch(h, pages: pages)
-    }
-    func reportLines(batchNumber: Int, from: Int, count: Int) async throws(AcquirerError) -> [SettlementReportLine] {
-        try await model.reportLines(batchNumber: batchNumber, from: from, count: count)
-    }
-    func payout(batchNumber: Int) async throws(AcquirerError) -> PayoutNotice { try await model.payout(batchNumber: batchNumber) }
 }
 
 /// Every log line, as text.

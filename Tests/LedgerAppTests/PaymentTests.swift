@@ -180,7 +180,7 @@ import Testing
 
     /// An acquirer that forwards to the model but "crashes" around the call: either before the
     /// model sees it, or after it answered (the answer is lost, as when the daemon dies).
-    final class CrashingAcquirer: Acquirer, @unchecked Sendable {
+    final class CrashingAcquirer: AcquirerModelWrapper, @unchecked Sendable {
         enum Crash { case beforeCall, afterCall, none }
         let model: AcquirerModel
         let crash = Mutex(Crash.none)
@@ -194,20 +194,6 @@ import Testing
             case .none: return try await model.authorize(request)
             }
         }
-        func increment(_ r: IncrementRequest) async throws(AcquirerError) -> ModificationResponse { try await model.increment(r) }
-        func capture(_ r: CaptureRequest) async throws(AcquirerError) -> ModificationResponse { try await model.capture(r) }
-        func reverse(_ r: ReversalRequest) async throws(AcquirerError) -> ModificationResponse { try await model.reverse(r) }
-        func refund(_ r: RefundRequest) async throws(AcquirerError) -> ModificationResponse { try await model.refund(r) }
-        func query(merchantReference: String) async throws(AcquirerError) -> PaymentQueryResult {
-            try await model.query(merchantReference: merchantReference)
-        }
-        func submitBatch(_ h: SettlementBatchHeader, pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?) async throws(AcquirerError) -> SettlementReceipt {
-            try await model.submitBatch(h, pages: pages)
-        }
-        func reportLines(batchNumber: Int, from: Int, count: Int) async throws(AcquirerError) -> [SettlementReportLine] {
-            try await model.reportLines(batchNumber: batchNumber, from: from, count: count)
-        }
-        func payout(batchNumber: Int) async throws(AcquirerError) -> PayoutNotice { try await model.payout(batchNumber: batchNumber) }
     }
 
     @Test(arguments: [true, false])

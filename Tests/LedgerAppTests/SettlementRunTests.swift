@@ -258,9 +258,9 @@ import Testing
     static func assigned(_ client: PostgresClient) async throws -> [String: [SettlementBatchItem]] {
         let rows = try await client.query(
             """
-            SELECT batch_id, position, kind, order_id, modification_reference, psp_modification_reference, currency,
-                   amount_minor, ledger.epoch_us(recorded_at)
-            FROM ledger.settlement_items WHERE batch_id IS NOT NULL ORDER BY position
+            SELECT a.batch_id, s.position, s.kind, s.order_id, s.modification_reference, s.psp_modification_reference, s.currency,
+                   s.amount_minor, ledger.epoch_us(s.recorded_at)
+            FROM ledger.settlement_assignments a JOIN ledger.settlement_items s ON s.position = a.position ORDER BY s.position
             """)
         var batches: [String: [SettlementBatchItem]] = [:]
         for try await (batch, position, kind, order, ours, theirs, code, units, micros)
@@ -344,7 +344,7 @@ import Testing
             // Derived again from the log alone: the same rows.
             let before = try await Self.assigned(services.client)
             try await db.withOwner { owner in
-                try await owner.query("UPDATE ledger.settlement_items SET batch_id = NULL")
+                try await owner.query("TRUNCATE ledger.settlement_items, ledger.settlement_open_items, ledger.settlement_assignments")
                 try await owner.query("SELECT ledger.rebuild_settlement_items()")
             }
             #expect(try await Self.assigned(services.client) == before)
@@ -352,11 +352,18 @@ import Testing
             // The auditor's check: the projection agrees with every closed event; moved items do not.
             var audit = try await SettlementService.auditItems(client: services.client, logger: TestCluster.logger)
             #expect(audit.ok && audit.batches == 3 && audit.items == 4, "\(audit.problems)")
+            // Assignments are append-only even for the application; the owner has to switch that off.
+            await #expect(throws: (any Error).self) {
+                try await services.client.query("UPDATE ledger.settlement_assignments SET batch_id = 'elsewhere'")
+            }
             try await db.withOwner { owner in
+                try await owner.query("ALTER TABLE ledger.settlement_assignments DISABLE TRIGGER settlement_assignments_append_only")
                 try await owner.query("""
-                    UPDATE ledger.settlement_items SET batch_id = 'OrderLedgerStore-USD-2026-06-18'
-                    WHERE batch_id = 'OrderLedgerStore-USD-2026-06-17' AND kind = 'refund'
+                    UPDATE ledger.settlement_assignments a SET batch_id = 'OrderLedgerStore-USD-2026-06-18'
+                    FROM ledger.settlement_items s
+                    WHERE s.position = a.position AND a.batch_id = 'OrderLedgerStore-USD-2026-06-17' AND s.kind = 'refund'
                     """)
+                try await owner.query("ALTER TABLE ledger.settlement_assignments ENABLE TRIGGER settlement_assignments_append_only")
             }
             audit = try await SettlementService.auditItems(client: services.client, logger: TestCluster.logger)
             #expect(audit.problems.count == 2 && audit.problems.allSatisfy { $0.contains("the event states") }, "\(audit.problems)")
@@ -564,7 +571,7 @@ enum SubmitFailure: String, Sendable, CustomTestStringConvertible {
 }
 
 /// The acquirer model, failing the first batch submission in the given way.
-final class FlakySubmitAcquirer: Acquirer, Sendable {
+final class FlakySubmitAcquirer: AcquirerModelWrapper, Sendable {
     let model: AcquirerModel
     let failure: SubmitFailure
     private let failed = Mutex(false)
@@ -574,22 +581,10 @@ final class FlakySubmitAcquirer: Acquirer, Sendable {
         self.failure = failure
     }
 
-    func authorize(_ r: AuthorizationRequest) async throws(AcquirerError) -> AuthorizationResponse { try await model.authorize(r) }
-    func increment(_ r: IncrementRequest) async throws(AcquirerError) -> ModificationResponse { try await model.increment(r) }
-    func capture(_ r: CaptureRequest) async throws(AcquirerError) -> ModificationResponse { try await model.capture(r) }
-    func reverse(_ r: ReversalRequest) async throws(AcquirerError) -> ModificationResponse { try await model.reverse(r) }
-    func refund(_ r: RefundRequest) async throws(AcquirerError) -> ModificationResponse { try await model.refund(r) }
-    func query(merchantReference: String) async throws(AcquirerError) -> PaymentQueryResult {
-        try await model.query(merchantReference: merchantReference)
-    }
     func submitBatch(_ h: SettlementBatchHeader, pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?) async throws(AcquirerError) -> SettlementReceipt {
         let first = failed.withLock { done in defer { done = true }; return !done }
         guard first else { return try await model.submitBatch(h, pages: pages) }
         if failure == .answerLost { _ = try await model.submitBatch(h, pages: pages) }
         throw AcquirerError(.unavailable, "simulated crash around the submission")
     }
-    func reportLines(batchNumber: Int, from: Int, count: Int) async throws(AcquirerError) -> [SettlementReportLine] {
-        try await model.reportLines(batchNumber: batchNumber, from: from, count: count)
-    }
-    func payout(batchNumber: Int) async throws(AcquirerError) -> PayoutNotice { try await model.payout(batchNumber: batchNumber) }
 }
