@@ -300,10 +300,12 @@ public struct SettlementService: SettlementOperator {
     /// changed, and the run is refused.
     func submit(batchID: String, currency: Currency, businessDate: BusinessDate) async throws -> Submitted {
         let receipt: SettlementReceipt
+        let items = itemPages(ofBatch: batchID)
+        defer { items.cancel() }
         do {
             receipt = try await acquirer.submitBatch(
                 SettlementBatchHeader(batchReference: batchID, currency: currency, businessDate: businessDate),
-                pages: itemPages(ofBatch: batchID))
+                pages: { _ in try await items.next() })
         } catch {
             logger.error("the acquirer refused a settlement batch", metadata: ["batch": "\(batchID)", "error": "\(error)"])
             throw APIError(status: .badGateway, code: "acquirer_refused", message: "the acquirer refused the batch: \(error.description)")
@@ -383,25 +385,22 @@ public struct SettlementService: SettlementOperator {
             """, logger: logger)
     }
 
-    /// The batch's items for the acquirer, page `n` after page `n − 1` (keyset on the ledger position).
-    func itemPages(ofBatch batchID: String) -> @Sendable (Int) async throws -> [SettlementItem]? {
-        let after = Mutex<Int64>(0)
+    /// The batch's items for the acquirer in pages, in ledger order: one query, streamed.
+    func itemPages(ofBatch batchID: String) -> PagedQuery<[SettlementItem]> {
         let client = self.client, logger = self.logger, size = Self.pageSize
-        return { _ in
-            let last = after.withLock { $0 }
+        return PagedQuery { emit in
             let rows = try await client.query(
-                """
-                \(unescaped: Self.batchItemsQuery) WHERE a.batch_id = \(batchID) AND a.position > \(last) ORDER BY a.position LIMIT \(size)
-                """,
-                logger: logger)
+                "\(unescaped: Self.batchItemsQuery) WHERE a.batch_id = \(batchID) ORDER BY a.position", logger: logger)
             var page: [SettlementItem] = []
             page.reserveCapacity(size)
             for try await row in rows.decode(ItemRow.self) {
-                let item = try Self.item(row)
-                page.append(item.request)
-                after.withLock { $0 = item.position }
+                page.append(try Self.item(row).request)
+                if page.count == size {
+                    try await emit(page)
+                    page.removeAll(keepingCapacity: true)
+                }
             }
-            return page.isEmpty ? nil : page
+            if !page.isEmpty { try await emit(page) }
         }
     }
 

@@ -30,7 +30,7 @@ public protocol Acquirer: Sendable {
     /// payments left pending by a crash or by an unknown outcome (91/96).
     func query(merchantReference: String) async throws(AcquirerError) -> PaymentQueryResult
     /// Submits a batch of the day's captures and refunds for settlement, its items in pages: the
-    /// acquirer asks for page 0, 1, … until `pages` returns nil — as a settlement file is uploaded in
+    /// acquirer asks for page 0, 1, … (each once, in order) until `pages` returns nil — as a settlement file is uploaded in
     /// parts, so that neither side needs a whole batch in memory. Idempotent by the batch reference
     /// (the same items again get the same receipt). The report's lines are then read in pages with
     /// ``reportLines(batchNumber:from:count:)``.
