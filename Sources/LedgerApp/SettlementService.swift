@@ -17,7 +17,10 @@ import Synchronization
 ///   stored report (byte for byte) is what the reads serve.
 /// - Safe to crash: a run resumes at the first step not recorded. The acquirer is idempotent by
 ///   our batch reference, so re-submitting after a crash between submit and record returns the
-///   same report. Runs take turns (one lock per daemon), so two batches never claim one capture.
+///   same report. Runs in one daemon take turns; across daemons, the database refuses a closed
+///   event whose items another batch took meanwhile (sql/0008), so no capture is in two batches.
+/// - Streams: items go to the acquirer and the report comes back in pages of ``pageSize``;
+///   reconciliation reads the stored report part by part. Memory holds pages, not batches.
 public struct SettlementService: SettlementOperator {
     let writer: LedgerWriter
     let store: EventStore
