@@ -1,9 +1,11 @@
+import Crypto
 import Foundation
 import LedgerAcquirer
 import LedgerCore
 import LedgerPostgres
 import Logging
 import PostgresNIO
+import Synchronization
 
 /// `ledgerd bench settle`: settles and reconciles one business day of `captures` captures (and a
 /// refund for every 100th), timing each phase and watching the process's memory.
@@ -95,6 +97,15 @@ public struct SettlementBenchmark: Sendable {
                 }
                 lines.append("  " + "total".padding(toLength: 22, withPad: " ", startingAt: 0) + String(format: " %7.2f s", Self.seconds(total)))
                 lines.append("steps:\n" + marks.timeline)
+                // The stored report, read back as GET /settlements/{id}/report.csv serves it, hashes to the recorded digest.
+                let hasher = Mutex(SHA256())
+                let parts = Mutex(0)
+                try await service.reportCSV(id: batch.batch_id)? { part in
+                    hasher.withLock { $0.update(data: Array(part.utf8)) }
+                    parts.withLock { $0 += 1 }
+                }
+                let digest = hasher.withLock { $0.finalize() }.map { String(format: "%02x", $0) }.joined()
+                lines.append("report: \(parts.withLock { $0 }) parts read back, SHA-256 \(digest == batch.report_sha256 ? "matches" : "DIFFERS FROM") the submitted event's")
                 lines.append("reconciliation: \(reconciled?.matched ?? 0) matched, \(reconciled?.breaks.count ?? -1) breaks")
                 lines.append(String(format: "memory: resident %.0f MiB before the run, peak %.0f MiB during it (+%.0f MiB)",
                                     Double(memoryBefore) / 1_048_576, Double(peak) / 1_048_576, Double(peak - memoryBefore) / 1_048_576))

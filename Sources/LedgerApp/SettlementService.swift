@@ -434,16 +434,6 @@ public struct SettlementService: SettlementOperator {
         return nil
     }
 
-    /// The stored report CSV, its parts joined (byte for byte what the acquirer's lines write as one file).
-    func storedCSV(_ batchID: String) async throws -> String? {
-        guard try await storedReport(batchID) != nil else { return nil }
-        let rows = try await client.query(
-            "SELECT csv FROM ledger.settlement_report_parts WHERE batch_id = \(batchID) ORDER BY part", logger: logger)
-        var csv = ""
-        for try await part in rows.decode(String.self) { csv += part }
-        return csv
-    }
-
     static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
     // MARK: Ledger reads
@@ -550,7 +540,15 @@ public struct SettlementService: SettlementOperator {
         return try CatalogReadModel.json(["settlements": views])
     }
 
-    public func reportCSV(id: String) async throws -> String? { try await storedCSV(id) }
+    public func reportCSV(id: String) async throws -> (@Sendable (_ write: (String) async throws -> Void) async throws -> Void)? {
+        guard try await storedReport(id) != nil else { return nil }
+        let client = self.client, logger = self.logger
+        return { write in
+            let rows = try await client.query(
+                "SELECT csv FROM ledger.settlement_report_parts WHERE batch_id = \(id) ORDER BY part", logger: logger)
+            for try await part in rows.decode(String.self) { try await write(part) }
+        }
+    }
 
     /// A batch as the back office reads it.
     struct BatchView: Encodable {

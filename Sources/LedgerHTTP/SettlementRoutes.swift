@@ -11,8 +11,10 @@ public protocol SettlementOperator: Sendable {
     func batchesJSON(from: String?, to: String?) async throws -> String
     /// One batch, or nil when there is none with that id.
     func batchJSON(id: String) async throws -> String?
-    /// The stored settlement report CSV of a submitted batch, byte for byte.
-    func reportCSV(id: String) async throws -> String?
+    /// The stored settlement report CSV of a submitted batch, byte for byte, as a writer that hands
+    /// its stored parts to `write` in order (a report of a million lines is never one string); nil
+    /// when there is none.
+    func reportCSV(id: String) async throws -> (@Sendable (_ write: (String) async throws -> Void) async throws -> Void)?
     /// The batch's latest reconciliation with its breaks and their resolutions, or nil.
     func reconciliationJSON(id: String) async throws -> String?
     /// Records an operator's resolution of a break; returns the reconciliation.
@@ -148,10 +150,13 @@ public struct SettlementRoutes: Sendable {
         }
         group.get("/settlements/:id/report.csv") { _, context -> Response in
             let id = try context.parameters.require("id")
-            guard let csv = try await settlement.reportCSV(id: id) else { throw APIError.notFound("no settlement report for \(id)") }
+            guard let writeReport = try await settlement.reportCSV(id: id) else { throw APIError.notFound("no settlement report for \(id)") }
             var headers = HTTPFields()
             headers[.contentType] = "text/csv; charset=utf-8"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: csv)))
+            return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+                try await writeReport { part in try await writer.write(ByteBuffer(string: part)) }
+                try await writer.finish(nil)
+            })
         }
     }
 }
