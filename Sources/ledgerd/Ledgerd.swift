@@ -170,14 +170,10 @@ struct Bench: AsyncParsableCommand {
             abstract: "Time settling and reconciling one business day of N captures, and the memory it takes.",
             discussion: "Runs on its own durable embedded cluster (default ./.ledgerd-bench); never on a real ledger.")
         @Option(help: "Captures to settle (every 100th also refunded in part).") var captures = 1_000_000
-        @Option(help: "Data directory of the benchmark cluster.") var dataDir = "./.ledgerd-bench"
-        @Option(help: "Log level.") var logLevel = "warning"
+        @OptionGroup var cluster: BenchCluster
 
         func run() async throws {
-            let configuration = try LedgerConfiguration.load(flags: ["ledgerd.log.level": .init(.string(logLevel), isSecret: false)])
-            let directory = URL(fileURLWithPath: dataDir, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
-                .standardizedFileURL
-            let migrations = try Migrator.load(from: configuration.resolvedMigrationsDirectory())
+            let (configuration, directory, migrations) = try cluster.prepare()
             print("bench settle: \(captures) captures, \(ProcessInfo.processInfo.activeProcessorCount) cores")
             print(try await SettlementBenchmark(captures: captures, dataDirectory: directory, logger: makeLogger(configuration))
                 .run(migrations: migrations))
@@ -190,14 +186,10 @@ struct Bench: AsyncParsableCommand {
             discussion: "Runs on its own durable embedded cluster (default ./.ledgerd-bench); never on a real ledger.")
         @Option(help: "Holds to create and expire.") var holds = 100_000
         @Option(help: "Holds per sweeper append.") var sweepBatch = 500
-        @Option(help: "Data directory of the benchmark cluster.") var dataDir = "./.ledgerd-bench"
-        @Option(help: "Log level.") var logLevel = "warning"
+        @OptionGroup var cluster: BenchCluster
 
         func run() async throws {
-            let configuration = try LedgerConfiguration.load(flags: ["ledgerd.log.level": .init(.string(logLevel), isSecret: false)])
-            let directory = URL(fileURLWithPath: dataDir, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
-                .standardizedFileURL
-            let migrations = try Migrator.load(from: configuration.resolvedMigrationsDirectory())
+            let (configuration, directory, migrations) = try cluster.prepare()
             print("bench expiry: \(holds) holds, sweep batch \(sweepBatch), \(ProcessInfo.processInfo.activeProcessorCount) cores")
             print(try await ExpiryBenchmark(holds: holds, sweepBatch: sweepBatch, dataDirectory: directory, logger: makeLogger(configuration))
                 .run(migrations: migrations))
@@ -270,5 +262,19 @@ struct Catalog: AsyncParsableCommand {
             }
             print(report)
         }
+    }
+}
+
+/// Where a benchmark runs: its own durable embedded cluster in `--data-dir`, never a real ledger.
+struct BenchCluster: ParsableArguments {
+    @Option(help: "Data directory of the benchmark cluster.") var dataDir = "./.ledgerd-bench"
+    @Option(help: "Log level.") var logLevel = "warning"
+
+    /// The configuration (log level only), the cluster's directory and the migrations to apply there.
+    func prepare() throws -> (LedgerConfiguration, URL, [Migration]) {
+        let configuration = try LedgerConfiguration.load(flags: ["ledgerd.log.level": .init(.string(logLevel), isSecret: false)])
+        let directory = URL(fileURLWithPath: dataDir, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+            .standardizedFileURL
+        return (configuration, directory, try Migrator.load(from: configuration.resolvedMigrationsDirectory()))
     }
 }
