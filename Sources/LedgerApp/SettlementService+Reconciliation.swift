@@ -195,15 +195,7 @@ extension SettlementService {
 
     /// The merchant's batches in `currency`, by business date.
     func batches(currency: Currency) async throws -> [SettlementBatchState] {
-        let rows = try await client.query(
-            "SELECT stream_id FROM ledger.events WHERE type = \(SettlementBatchOpened.eventType) ORDER BY position", logger: logger)
-        var states: [SettlementBatchState] = []
-        for try await stream in rows.decode(String.self) {
-            guard let id = StreamID(stream), let state = try await load(id), state.opened.currency == currency,
-                  state.opened.merchantAccount == merchantAccount else { continue }
-            states.append(state)
-        }
-        return states.sorted { $0.opened.businessDate < $1.opened.businessDate }
+        try await allBatches().filter { $0.opened.currency == currency && $0.opened.merchantAccount == merchantAccount }
     }
 
     /// The next batch of the same currency with a stored report: it closes this batch's window.

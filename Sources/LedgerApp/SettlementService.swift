@@ -139,8 +139,8 @@ public struct SettlementService: SettlementOperator {
         let cutOff = settings.cutOff.instant(closing: date)
         let pinned = try await store.head().position
         var currencies = Set(try await unsettledCurrencies(through: pinned, before: cutOff))
-        for stream in try await batchStreams(for: date) {
-            if let state = try await load(stream) { currencies.insert(state.opened.currency.code) }
+        for state in try await allBatches() where state.opened.businessDate == date && state.opened.merchantAccount == merchantAccount {
+            currencies.insert(state.opened.currency.code)
         }
         var outcomes: [BatchOutcome] = []
         for code in currencies.sorted() {
@@ -243,8 +243,9 @@ public struct SettlementService: SettlementOperator {
     /// Records the deposit of every scheduled payout whose value date has come (the acquirer's
     /// payout notice for the batch number); one append per batch, never twice.
     func recordPaidPayouts(today: BusinessDate) async throws {
-        for currency in try await Set(batchStreamsAll().map(\.opened.currency)).sorted(by: { $0.code < $1.code }) {
-            for state in try await batches(currency: currency) where state.stage == .payoutScheduled {
+        let scheduled = try await allBatches().filter { $0.opened.merchantAccount == merchantAccount && $0.stage == .payoutScheduled }
+        for currency in Set(scheduled.map(\.opened.currency)).sorted(by: { $0.code < $1.code }) {
+            for state in scheduled where state.opened.currency == currency {
                 guard let scheduled = state.payout, let number = state.submitted?.batchNumber, scheduled.valueDate <= today else { continue }
                 let notice: PayoutNotice
                 do { notice = try await acquirer.payout(batchNumber: number) } catch {
@@ -265,14 +266,21 @@ public struct SettlementService: SettlementOperator {
         }
     }
 
-    func batchStreamsAll() async throws -> [SettlementBatchState] {
+    /// Every settlement batch in the ledger, by business date (then the order they were opened in):
+    /// the batch streams read in one query and folded.
+    func allBatches() async throws -> [SettlementBatchState] {
         let rows = try await client.query(
-            "SELECT DISTINCT stream_id FROM ledger.events WHERE type = \(SettlementBatchOpened.eventType)", logger: logger)
-        var states: [SettlementBatchState] = []
-        for try await stream in rows.decode(String.self) {
-            if let id = StreamID(stream), let state = try await load(id) { states.append(state) }
+            "SELECT stream_id FROM ledger.events WHERE type = \(SettlementBatchOpened.eventType) ORDER BY position", logger: logger)
+        var streams: [StreamID] = []
+        for try await stream in rows.decode(String.self) { if let id = StreamID(stream) { streams.append(id) } }
+        guard !streams.isEmpty else { return [] }
+        var events: [String: [SettlementEvent]] = [:]
+        for recorded in try await store.readStreams(streams) {
+            events[recorded.streamID.rawValue, default: []].append(try SettlementEvent.decode(recorded))
         }
-        return states
+        let states = streams.compactMap { SettlementBatchState.fold(events[$0.rawValue] ?? []) }
+        return states.enumerated().sorted { ($0.element.opened.businessDate, $0.offset) < ($1.element.opened.businessDate, $1.offset) }
+            .map(\.element)
     }
 
     func outcome(_ state: SettlementBatchState, appended: Int) -> BatchOutcome {
@@ -442,21 +450,6 @@ public struct SettlementService: SettlementOperator {
         SettlementBatchState.fold(try await store.readStream(stream).map { try SettlementEvent.decode($0) })
     }
 
-    /// The settlement streams of `date` (any currency).
-    func batchStreams(for date: BusinessDate) async throws -> [StreamID] {
-        let rows = try await client.query(
-            "SELECT stream_id, data::text FROM ledger.events WHERE type = \(SettlementBatchOpened.eventType) ORDER BY position",
-            logger: logger)
-        var streams: [StreamID] = []
-        for try await (stream, json) in rows.decode((String, String).self) {
-            if case .opened(let e) = try SettlementEvent.decode(type: SettlementBatchOpened.eventType, schemaVersion: 1, json: json),
-               e.businessDate == date, e.merchantAccount == merchantAccount, let id = StreamID(stream) {
-                streams.append(id)
-            }
-        }
-        return streams
-    }
-
     typealias ItemRow = (Int64, String, String, String, String, String, Int64, Int64)
     /// A batch's items (as ``ItemRow``), to be narrowed with `WHERE a.batch_id = …`.
     static let batchItemsQuery = """
@@ -526,11 +519,8 @@ public struct SettlementService: SettlementOperator {
         }
         let from = try date(from, "from"), to = try date(to, "to")
         if let from, let to, to < from { throw APIError.badRequest("invalid_parameter", "to is before from", field: "to") }
-        let rows = try await client.query(
-            "SELECT DISTINCT stream_id FROM ledger.events WHERE type = \(SettlementBatchOpened.eventType)", logger: logger)
         var views: [BatchView] = []
-        for try await stream in rows.decode(String.self) {
-            guard let id = StreamID(stream), let state = try await load(id) else { continue }
+        for state in try await allBatches() {
             let day = state.opened.businessDate
             if let from, day < from { continue }
             if let to, day > to { continue }

@@ -23,22 +23,9 @@ import Testing
 
     /// Runs `ledgerd` with `environment` added and returns its status and combined output.
     func ledgerd(_ arguments: [String], environment extra: [String: String] = [:]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = DaemonProcessTests.ledgerdBinary
-        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LEDGERD_") }
         environment.merge(extra) { $1 }
-        process.environment = environment
-        let outputURL = FileManager.default.temporaryDirectory.appendingPathComponent("ledgerd-applepay-\(UUID().uuidString).log")
-        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: outputURL) }
-        let handle = try FileHandle(forWritingTo: outputURL)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        process.waitUntilExit()
-        try handle.close()
-        return (process.terminationStatus, (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "")
+        return try DaemonProcessTests.run(arguments, environment: environment)
     }
 
     func inspectPayU(_ extra: [String]) throws -> (status: Int32, output: String) {

@@ -208,13 +208,18 @@ import FoundationNetworking
 
     /// Runs `ledgerd` to completion and returns its exit status and combined output.
     func runLedgerd(_ arguments: [String], migrationsDirectory: URL = TestCluster.migrationsDirectory) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = Self.ledgerdBinary
-        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["LEDGERD_MIGRATIONS_DIR"] = migrationsDirectory.path
         environment["LEDGERD_LOG_LEVEL"] = "warning"
         environment.removeValue(forKey: "LEDGERD_DATABASE_URL")
+        return try Self.run(arguments, environment: environment)
+    }
+
+    /// Runs `ledgerd` with exactly `environment` to completion; its exit status and combined output.
+    static func run(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = ledgerdBinary
+        process.arguments = arguments
         process.environment = environment
         let outputURL = FileManager.default.temporaryDirectory.appendingPathComponent("ledgerd-cmd-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
