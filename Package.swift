@@ -130,7 +130,8 @@ let package = Package(
                 "LedgerApp", "LedgerTestSupport", "ledgerd", "LedgerPayments", "LedgerPaymentsTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-            ]
+            ],
+            exclude: ["Golden"]
         ),
     ]
 )

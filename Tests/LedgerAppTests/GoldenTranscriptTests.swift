@@ -1,0 +1,126 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import LedgerAcquirer
+import LedgerApp
+import LedgerCore
+import LedgerTestSupport
+import Synchronization
+import Testing
+
+/// The HTTP contract as a recorded transcript: the book's flow (inventory → payment → capture → ship →
+/// refund → settle → history, plus refusals along the way) through the real router, compared byte for
+/// byte with `Golden/book-flow.transcript` after masking what legitimately varies between runs
+/// (uuids, timestamps, hashes; each numbered by first appearance so that references stay checked).
+///
+/// The transcript was recorded before the services were moved out of the HTTP layer; a change to it is
+/// a change of the public contract. Re-record with `LEDGERD_RECORD_GOLDEN=1 swift test --filter GoldenTranscript`.
+@Suite struct GoldenTranscriptTests {
+    static let golden = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden/book-flow.transcript")
+
+    @Test func theBooksFlowAnswersExactlyAsRecorded() async throws {
+        let clock = SimulatedClock(ISO8601DateFormatter().date(from: "2026-06-17T10:00:00Z")!)
+        let acquirer = AcquirerModel(seed: 7, configuration: AcquirerModelConfiguration(), clock: clock.reading)
+        let transcript = Mutex("")
+        try await SystemRoutesTests().withApp(seed: true, acquirer: acquirer, clock: { clock.now }) { client, _ in
+            var log: [String] = []
+            func call(_ method: HTTPRequest.Method, _ uri: String, _ body: String? = nil, key: String? = nil,
+                      idempotency: String? = nil) async throws -> String {
+                var headers: HTTPFields = [:]
+                if body != nil { headers[.contentType] = "application/json" }
+                if let key { headers[.authorization] = "Bearer \(key)" }
+                if let idempotency { headers[HTTPField.Name("Idempotency-Key")!] = idempotency }
+                let (status, text) = try await client.execute(
+                    uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) }
+                ) { ($0.status, String(buffer: $0.body)) }
+                log.append("\(method) \(uri)\(body.map { " " + $0 } ?? "")\n\(status.code)\n\(text)\n")
+                return text
+            }
+            let op = SystemRoutesTests.operatorKey, auditor = SystemRoutesTests.auditorKey
+            _ = try await call(.get, "/inventory")
+            _ = try await call(.get, "/shipping_methods")
+            let payment = Self.canonical(PaymentTests.body())
+            // Refusals first: they change nothing, so the positions below stay the same.
+            _ = try await call(.post, "/payment", Self.canonical(PaymentTests.body(amount: 1)))
+            _ = try await call(.post, "/payment", #"{"amount": "#)
+            _ = try await call(.post, "/payment", Self.canonical(PaymentTests.body(product: "Nothing")))
+            let paid = try await call(.post, "/payment", payment, idempotency: "golden-1")
+            _ = try await call(.post, "/payment", payment, idempotency: "golden-1")
+            let reply = try JSONSerialization.jsonObject(with: Data(paid.utf8)) as? [String: Any]
+            let order = try #require(reply?["order_id"] as? String)
+            _ = try await call(.get, "/orders/\(order)", key: auditor)
+            _ = try await call(.post, "/orders/\(order)/capture", "{}")
+            _ = try await call(.post, "/orders/\(order)/capture", #"{"amount": "-1"}"#, key: op)
+            _ = try await call(.post, "/orders/\(order)/capture", "{}", key: op)
+            _ = try await call(.post, "/orders/\(order)/capture", "{}", key: op)
+            _ = try await call(.post, "/orders/\(order)/ship", #"{"carrier": "UPS", "tracking": "1Z999"}"#, key: op)
+            _ = try await call(.post, "/orders/\(order)/refund", #"{"amount": "10.00", "reason": "damaged"}"#, key: op)
+            _ = try await call(.post, "/orders/\(order)/refund", #"{"amount": "100.00", "reason": "too much"}"#, key: op)
+            _ = try await call(.get, "/inventory")
+            _ = try await call(.post, "/settlements/run", #"{"business_date": "2026-06-17"}"#, key: op)
+            clock.set(ISO8601DateFormatter().date(from: "2026-06-17T22:00:01Z")!)
+            let settled = try await call(.post, "/settlements/run", #"{"business_date": "2026-06-17"}"#, key: op)
+            let summary = try JSONSerialization.jsonObject(with: Data(settled.utf8)) as? [String: Any]
+            let batch = try #require((summary?["batches"] as? [[String: Any]])?.first?["batch_id"] as? String)
+            _ = try await call(.get, "/settlements", key: auditor)
+            _ = try await call(.get, "/settlements/\(batch)", key: auditor)
+            _ = try await call(.get, "/settlements/\(batch)/reconciliation", key: auditor)
+            _ = try await call(.get, "/settlements/\(batch)/report.csv", key: auditor)
+            _ = try await call(.get, "/orders/\(order)", key: auditor)
+            _ = try await call(.get, "/orders/\(order)/history", key: auditor)
+            _ = try await call(.get, "/orders?limit=5", key: auditor)
+            _ = try await call(.get, "/authorizations", key: auditor)
+            _ = try await call(.get, "/products/clock", key: auditor)
+            _ = try await call(.get, "/streams/order-\(order)/events", key: auditor)
+            _ = try await call(.get, "/events?after=0&limit=3", key: auditor)
+            _ = try await call(.get, "/audit/verify", key: auditor)
+            _ = try await call(.get, "/orders/no-such-order", key: auditor)
+            transcript.withLock { $0 = log.joined(separator: "\n") }
+        }
+        let masked = Self.mask(transcript.withLock { $0 })
+        if ProcessInfo.processInfo.environment["LEDGERD_RECORD_GOLDEN"] == "1" {
+            try masked.write(to: Self.golden, atomically: true, encoding: .utf8)
+        }
+        let recorded = try String(contentsOf: Self.golden, encoding: .utf8)
+        let got = masked.split(separator: "\n", omittingEmptySubsequences: false)
+        let want = recorded.split(separator: "\n", omittingEmptySubsequences: false)
+        for (index, (line, expected)) in zip(got, want).enumerated() where line != expected {
+            Issue.record("transcript line \(index + 1) differs:\n got: \(line)\nwant: \(expected)")
+            break
+        }
+        #expect(got.count == want.count)
+    }
+
+    /// A JSON body with sorted keys, so that the transcript's request lines are the same every run.
+    static func canonical(_ body: Data) -> String {
+        let object = try! JSONSerialization.jsonObject(with: body)
+        return String(decoding: try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+    }
+
+    /// Numbers each distinct uuid, timestamp and hex hash by first appearance.
+    static func mask(_ text: String) -> String {
+        var result = text
+        for (pattern, label) in [
+            (#"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"#, "uuid"),
+            (#"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})"#, "time"),
+            (#"[0-9a-f]{64}"#, "sha256"),
+        ] {
+            let regex = try! NSRegularExpression(pattern: pattern)
+            var seen: [String: Int] = [:]
+            let matches = regex.matches(in: result, range: NSRange(result.startIndex..., in: result))
+            var out = ""
+            var cursor = result.startIndex
+            for match in matches {
+                let range = Range(match.range, in: result)!
+                let value = String(result[range])
+                let number = seen[value] ?? (seen.count + 1)
+                seen[value] = number
+                out += result[cursor..<range.lowerBound] + "<\(label)-\(number)>"
+                cursor = range.upperBound
+            }
+            result = out + result[cursor...]
+        }
+        return result
+    }
+}
