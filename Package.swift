@@ -67,37 +67,61 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
-        // HTTP edge: routes, error mapping, request metrics.
+        // Use cases: payments, holds, settlement, reconciliation, audit and as-of, catalog, privacy, checkpoints,
+        // recovery, expiry. They speak the domain and throw one `ServiceError`; they never see HTTP.
+        .target(
+            name: "LedgerServices",
+            dependencies: [
+                "LedgerCore", "LedgerAcquirer", "LedgerPostgres", "LedgerPayments",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // HTTP edge: routes, the Codable wire types (shared with the CLI and the tests), the one
+        // ServiceError → HTTP mapping, auth, request metrics.
         .target(
             name: "LedgerHTTP",
             dependencies: [
-                "LedgerCore",
+                "LedgerCore", "LedgerServices",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
-        // Wiring: configuration, services, commands shared by the executable and the tests.
+        // Wiring only: configuration, the service container, the router and the application.
         .target(
             name: "LedgerApp",
             dependencies: [
-                "LedgerCore", "LedgerAcquirer", "LedgerPostgres", "LedgerHTTP", "LedgerPayments",
+                "LedgerCore", "LedgerAcquirer", "LedgerPostgres", "LedgerServices", "LedgerHTTP", "LedgerPayments",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
+        // Benchmarks (`ledgerd bench …`): what they measure, plus the histogram and the test PKI.
+        .target(
+            name: "LedgerBench",
+            dependencies: [
+                "LedgerCore", "LedgerAcquirer", "LedgerPostgres", "LedgerServices", "LedgerApp", "LedgerPayments", "LedgerPaymentsTesting",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ]
+        ),
         .executableTarget(
             name: "ledgerd",
             dependencies: [
-                "LedgerApp", "LedgerPayments", "LedgerPaymentsTesting",
+                "LedgerApp", "LedgerServices", "LedgerBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -127,7 +151,7 @@ let package = Package(
         .testTarget(
             name: "LedgerAppTests",
             dependencies: [
-                "LedgerApp", "LedgerTestSupport", "ledgerd", "LedgerPayments", "LedgerPaymentsTesting",
+                "LedgerApp", "LedgerServices", "LedgerHTTP", "LedgerTestSupport", "ledgerd", "LedgerPayments", "LedgerPaymentsTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerServices
 import LedgerHTTP
 import Logging
 

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerServices
 import LedgerAcquirer
 import LedgerCore
 import Logging

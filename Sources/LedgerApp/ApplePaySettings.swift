@@ -1,6 +1,7 @@
 import Configuration
 import Crypto
 import Foundation
+import LedgerServices
 import LedgerPayments
 import SwiftASN1
 import X509

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import LedgerPostgres
+import LedgerServices
 import Logging
 import PostgresNIO
 
@@ -25,7 +26,7 @@ public enum Daemon {
             if let point = configuration.faultCrashAt {
                 logger.warning("a crash-test fault point is armed (LEDGERD_FAULT_CRASH_AT)", metadata: ["point": "\(point.rawValue)"])
             }
-            let services = try LedgerServices(
+            let services = try ServiceContainer(
                 client: client, configuration: configuration, metrics: LedgerMetrics(), keyring: keyring, clock: clock,
                 checkpointKey: checkpointKey,
                 acquirerSnapshot: configuration.dataDirectoryURL.appendingPathComponent("acquirer-model.json"), logger: logger)

@@ -1,5 +1,6 @@
 import Configuration
 import Foundation
+import LedgerServices
 import LedgerCore
 import Logging
 
@@ -243,28 +244,5 @@ public struct LedgerConfiguration: Sendable {
     }
 }
 
-/// A configuration value that cannot be used; the message names the key.
-public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
-    public let message: String
-    public var description: String { message }
-    public init(_ message: String) { self.message = message }
-}
 
-/// Where a crash test may have the daemon kill itself (`LEDGERD_FAULT_CRASH_AT`): a real SIGKILL,
-/// no cleanup, no graceful shutdown, at a chosen step of a multi-step job.
-public enum FaultPoint: String, Sendable, CaseIterable {
-    case settlementOpened = "settlement.opened"
-    case settlementClosed = "settlement.closed"
-    case settlementAccepted = "settlement.accepted"
-    case settlementStoringReport = "settlement.storing_report"
-    case settlementSubmitted = "settlement.submitted"
-    case settlementCleared = "settlement.cleared"
-    case settlementPayoutScheduled = "settlement.payout_scheduled"
 
-    /// Kills the process now if `configured` is this point.
-    func crashIfConfigured(_ configured: FaultPoint?, logger: Logger) {
-        guard configured == self else { return }
-        logger.critical("fault point reached: killing the process (LEDGERD_FAULT_CRASH_AT)", metadata: ["point": "\(rawValue)"])
-        kill(getpid(), SIGKILL)
-    }
-}

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerPostgres
+import LedgerServices
 import Logging
 import PostgresNIO
 

@@ -1,5 +1,7 @@
 import Foundation
 import Hummingbird
+import LedgerCore
+import LedgerServices
 
 /// The error every endpoint answers with: `{"error": {"code", "message", "field"?}}`.
 ///
@@ -68,6 +70,11 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as APIError {
             throw error
+        } catch let error as ServiceError {
+            if error.kind == .internalFailure {
+                context.logger.error("service failure", metadata: ["error": "\(error)"])
+            }
+            throw APIError(error)
         } catch let error as any HTTPResponseError {
             let code: String
             switch error.status {

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import LedgerCore
+import LedgerServices
 
 /// What the history and verification endpoints read, without depending on the database module.
 public protocol LedgerReader: Sendable {
@@ -111,10 +112,4 @@ public struct AuditRoutes: Sendable {
         }
         return number
     }
-}
-
-func jsonResponse(_ body: String, status: HTTPResponse.Status = .ok) -> Response {
-    var headers = HTTPFields()
-    headers[.contentType] = "application/json; charset=utf-8"
-    return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
 }

@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
 import Hummingbird
+import LedgerCore
+import LedgerServices
 
 /// Who is calling a back-office endpoint: a role and a short, non-secret key id for the
 /// event metadata's `actor` (`operator:3f9a1c2e`).

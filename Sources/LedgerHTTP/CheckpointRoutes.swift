@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import LedgerCore
+import LedgerServices
 
 /// Signs checkpoints of the ledger's head (see ``Checkpoint``).
 public protocol CheckpointSigner: Sendable {

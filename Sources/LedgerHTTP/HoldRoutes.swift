@@ -1,30 +1,11 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import LedgerCore
+import LedgerServices
 
-/// One back-office operation on an order's hold, as the API received it (amounts still decimal
-/// strings: only the order knows its currency).
-public struct HoldOperationRequest: Sendable, Hashable {
-    public enum Kind: String, Sendable, Hashable, CaseIterable {
-        case capture, increment, void, refund, ship
-    }
-
-    public var kind: Kind
-    public var amount: String?
-    public var isFinal: Bool
-    public var reason: String?
-    public var carrier: String?
-    public var tracking: String?
-
-    public init(kind: Kind, amount: String? = nil, isFinal: Bool = false, reason: String? = nil, carrier: String? = nil, tracking: String? = nil) {
-        self.kind = kind
-        self.amount = amount
-        self.isFinal = isFinal
-        self.reason = reason
-        self.carrier = carrier
-        self.tracking = tracking
-    }
-
+/// Parsing a hold operation's body strictly into the hold service's input.
+extension HoldOperationRequest {
     /// The fields each operation accepts; anything else in the body is refused.
     static func allowedFields(_ kind: Kind) -> Set<String> {
         switch kind {
@@ -72,18 +53,8 @@ public struct HoldOperationRequest: Sendable, Hashable {
 
 /// Performs hold operations (capture, increment, void, refund, ship) for the back office.
 public protocol HoldOperator: Sendable {
-    /// Returns the HTTP status and JSON reply; rejections throw ``APIError``.
-    func perform(orderID: String, _ request: HoldOperationRequest, idempotencyKey: String?, actor: String) async throws -> (HTTPResponse.Status, String)
-}
-
-/// A filter on the open-holds list.
-public struct HoldQuery: Sendable, Hashable {
-    /// `open` or `closed`; nil for both.
-    public var state: String?
-    /// Holds whose expiry is before this instant.
-    public var expiringBefore: Date?
-    public var limit: Int
-    public var cursor: Int64
+    /// What the operation came to; refusals throw ``ServiceError``.
+    func perform(orderID: String, _ request: HoldOperationRequest, idempotencyKey: String?, actor: String) async throws -> HoldOperationOutcome
 }
 
 /// Reads the `holds` read model.
@@ -119,8 +90,8 @@ public struct HoldRoutes: Sendable {
                     throw APIError.badRequest("invalid_idempotency_key", "Idempotency-Key must be 1…200 bytes", field: "Idempotency-Key")
                 }
                 let actor = context.principal.map { "\($0.role.rawValue):\($0.keyID)" } ?? "operator"
-                let (status, json) = try await holdOperator.perform(orderID: id, operation, idempotencyKey: key, actor: actor)
-                return jsonResponse(json, status: status)
+                let outcome = try await holdOperator.perform(orderID: id, operation, idempotencyKey: key, actor: actor)
+                return try jsonResponse(HoldOperationReply(outcome), status: outcome.result.status)
             }
         }
     }

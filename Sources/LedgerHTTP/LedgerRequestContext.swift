@@ -1,4 +1,6 @@
 import Hummingbird
+import LedgerCore
+import LedgerServices
 
 /// The request context of every ledger route: Hummingbird's core storage plus who is calling,
 /// set by ``BackOfficeAuthMiddleware`` (nil on the open storefront routes).

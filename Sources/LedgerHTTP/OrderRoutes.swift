@@ -1,29 +1,7 @@
 import Foundation
 import Hummingbird
 import LedgerCore
-
-/// A page of orders from the orders read model.
-public struct OrderPage: Sendable {
-    public let ordersJSON: [String]
-    public let nextCursor: Int64?
-
-    public init(ordersJSON: [String], nextCursor: Int64?) {
-        self.ordersJSON = ordersJSON
-        self.nextCursor = nextCursor
-    }
-}
-
-/// A filter on the order list.
-public struct OrderQuery: Sendable, Hashable {
-    public var status: String?
-    /// Orders opened at or after this instant (RFC 3339).
-    public var from: Date?
-    /// Orders opened before this instant.
-    public var to: Date?
-    public var limit: Int
-    /// Continue after this cursor (from the previous page's `next_cursor`).
-    public var cursor: Int64
-}
+import LedgerServices
 
 /// What the order endpoints read.
 public protocol OrderReader: Sendable {

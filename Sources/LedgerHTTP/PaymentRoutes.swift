@@ -1,21 +1,11 @@
 import HTTPTypes
 import Hummingbird
-
-/// The answer to `POST /payment`: an HTTP status and the JSON body, in the app's shape
-/// (`{"id", "status": "succeeded" | "failed", "order_id", …}`).
-public struct PaymentReply: Sendable, Hashable {
-    public let status: HTTPResponse.Status
-    public let json: String
-
-    public init(status: HTTPResponse.Status, json: String) {
-        self.status = status
-        self.json = json
-    }
-}
+import LedgerCore
+import LedgerServices
 
 /// Takes a parsed payment through the ledger and the acquirer.
 public protocol PaymentProcessor: Sendable {
-    func pay(_ request: PaymentRequest, idempotencyKey: String?) async throws -> PaymentReply
+    func pay(_ request: PaymentRequest, idempotencyKey: String?) async throws -> PaymentAnswer
 }
 
 /// `POST /payment`, open like the rest of the storefront API. The body is read up to its size
@@ -43,8 +33,8 @@ public struct PaymentRoutes: Sendable {
             if let key, !(1...200).contains(key.utf8.count) {
                 throw APIError.badRequest("invalid_idempotency_key", "Idempotency-Key must be 1…200 bytes", field: "Idempotency-Key")
             }
-            let reply = try await processor.pay(payment, idempotencyKey: key)
-            return jsonResponse(reply.json, status: reply.status)
+            let outcome = try await processor.pay(payment, idempotencyKey: key)
+            return try jsonResponse(PaymentReply(outcome), status: outcome.result.status)
         }
     }
 }

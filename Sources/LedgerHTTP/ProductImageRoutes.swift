@@ -1,5 +1,7 @@
 import Foundation
 import Hummingbird
+import LedgerCore
+import LedgerServices
 
 /// Picture types served, by file extension.
 let productImageContentTypes = ["png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "webp": "image/webp", "gif": "image/gif"]

@@ -1,4 +1,6 @@
 import Hummingbird
+import LedgerCore
+import LedgerServices
 import Metrics
 
 /// Counts HTTP requests by route (the matched route pattern, not the raw path, so ids do not

@@ -1,12 +1,15 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import LedgerCore
+import LedgerServices
 
 /// Runs and reads end-of-day settlement batches (issue 5).
 public protocol SettlementOperator: Sendable {
-    /// Settles a business date (`YYYY-MM-DD`); returns the run's JSON summary. Refusals throw ``APIError``.
-    /// `progress`, when given, receives one JSON object per step of a long run as it happens.
-    func run(businessDate: String, actor: String, progress: (@Sendable (String) -> Void)?) async throws -> String
+    /// Settles a business date; returns the run's summary. Refusals throw ``ServiceError``.
+    /// `progress`, when given, receives each step of a long run as it happens.
+    func run(businessDate: BusinessDate, progress: (@Sendable (SettlementService.Progress) -> Void)?) async throws
+        -> SettlementService.RunSummary
     /// `{"settlements": [...]}`, business dates within `from…to` (inclusive; either may be nil).
     func batchesJSON(from: String?, to: String?) async throws -> String
     /// One batch, or nil when there is none with that id.
@@ -42,13 +45,15 @@ public struct SettlementRoutes: Sendable {
     /// the job goes, then `{"summary": …}`, or `{"error": {"code", "message"}}` if it fails after
     /// it started. A refusal before any progress (a bad date, the cut-off not reached) is the usual
     /// 4xx reply.
-    static func streamingRun(_ settlement: any SettlementOperator, date: String, actor: String) async throws -> Response {
+    static func streamingRun(_ settlement: any SettlementOperator, date: BusinessDate) async throws -> Response {
         enum Line: Sendable { case progress(String), summary(String), failure(any Error) }
         let (lines, continuation) = AsyncStream<Line>.makeStream()
         let job = Task {
             do {
-                let summary = try await settlement.run(businessDate: date, actor: actor) { continuation.yield(.progress($0)) }
-                continuation.yield(.summary(summary))
+                let summary = try await settlement.run(businessDate: date) { step in
+                    if let json = try? WireJSON.encode(step) { continuation.yield(.progress(json)) }
+                }
+                continuation.yield(.summary(try WireJSON.encode(summary)))
             } catch {
                 continuation.yield(.failure(error))
             }
@@ -64,7 +69,8 @@ public struct SettlementRoutes: Sendable {
                 case .progress(let json): try await writer.write(ByteBuffer(string: "{\"progress\":\(json)}\n"))
                 case .summary(let json): try await writer.write(ByteBuffer(string: "{\"summary\":\(json)}\n"))
                 case .failure(let error):
-                    let api = error as? APIError ?? APIError(status: .internalServerError, code: "internal_error", message: "the settlement run failed")
+                    let api = error as? APIError ?? (error as? ServiceError).map(APIError.init)
+                        ?? APIError(status: .internalServerError, code: "internal_error", message: "the settlement run failed")
                     let object = ["error": ["code": api.code, "message": api.message]]
                     let data = (try? JSONEncoder().encode(object)) ?? Data("{}".utf8)
                     try await writer.write(ByteBuffer(string: String(decoding: data, as: UTF8.self) + "\n"))
@@ -94,12 +100,15 @@ public struct SettlementRoutes: Sendable {
             for key in object.keys.sorted() where key != "business_date" {
                 throw APIError.badRequest("unknown_field", "settlement runs do not take \(key)", field: key)
             }
-            let date = try PaymentRequest.Fields(object).string("business_date", maximumLength: 10)
-            let actor = context.principal.map { "\($0.role.rawValue):\($0.keyID)" } ?? "operator"
-            guard request.headers[.accept]?.contains("application/x-ndjson") == true else {
-                return jsonResponse(try await settlement.run(businessDate: date, actor: actor, progress: nil))
+            let text = try PaymentRequest.Fields(object).string("business_date", maximumLength: 10)
+            guard let date = BusinessDate(text) else {
+                throw APIError(status: .unprocessableContent, code: "invalid_date", message: "business_date must be a date YYYY-MM-DD",
+                               field: "business_date")
             }
-            return try await Self.streamingRun(settlement, date: date, actor: actor)
+            guard request.headers[.accept]?.contains("application/x-ndjson") == true else {
+                return try jsonResponse(try await settlement.run(businessDate: date, progress: nil))
+            }
+            return try await Self.streamingRun(settlement, date: date)
         }
         group.post("/reconciliation/reports") { request, _ -> Response in
             let body: ByteBuffer

@@ -1,4 +1,6 @@
 import Hummingbird
+import LedgerCore
+import LedgerServices
 
 /// What the storefront's catalog endpoints read: the read models as JSON arrays.
 public protocol StorefrontReader: Sendable {

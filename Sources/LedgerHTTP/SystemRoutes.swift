@@ -1,5 +1,7 @@
 import Foundation
 import Hummingbird
+import LedgerCore
+import LedgerServices
 
 /// What `/health` needs to know about the ledger, without depending on the database module.
 public protocol LedgerHealthProbe: Sendable {

@@ -1,8 +1,9 @@
 import ArgumentParser
 import Foundation
 import LedgerApp
+import LedgerServices
 import LedgerPayments
-import LedgerPaymentsTesting
+import LedgerBench
 
 /// `ledgerd applepay …`: tools for merchants that take Apple Pay tokens on the ledger itself.
 struct ApplePay: AsyncParsableCommand {
@@ -124,17 +125,14 @@ struct ApplePayBench: AsyncParsableCommand {
             signature, chain, freshness, merchant key, decryption, payment data) in a loop, on a single task.
             """)
 
-    enum Scheme: String, ExpressibleByArgument, CaseIterable {
-        case ec, rsa
-    }
 
     @Option(help: "Seconds to measure (after a short warm-up).") var seconds = 5
-    @Option(help: "Token version: ec (EC_v1) or rsa (RSA_v1).") var scheme = Scheme.ec
+    @Option(help: "Token version: ec (EC_v1) or rsa (RSA_v1).") var scheme = ApplePayBenchmark.Scheme.ec
     @Flag(help: "A fresh verifier for every token: no remembered chain (the first token after a certificate change).")
     var cold = false
 
     func run() async throws {
-        let work = try ApplePayBenchWork(scheme: scheme, cold: cold)
+        let work = try ApplePayBenchmark(scheme: scheme, cold: cold)
         // Warm-up, and a check that the loop measures a success path.
         let clock = ContinuousClock()
         let warmUpEnd = clock.now + .milliseconds(500)
@@ -149,48 +147,4 @@ struct ApplePayBench: AsyncParsableCommand {
     }
 }
 
-/// One benchmark iteration: what the payment service does with a token's JSON (parse, verify, decrypt).
-struct ApplePayBenchWork: Sendable {
-    let json: Data
-    let version: String
-    let verifier: ApplePayTokenVerifier
-    let cold: Bool
-
-    /// A test PKI, a merchant key of the scheme, and one token for it.
-    @inline(never)
-    init(scheme: ApplePayBench.Scheme, cold: Bool) throws {
-        self.cold = cold
-        let pki = try TestPKI()
-        let merchant = scheme == .ec ? try TestMerchant.ec() : try TestMerchant.rsa()
-        let token = try TokenFactory.make(pki: pki, merchant: merchant)
-        json = try JSONEncoder().encode(token)
-        version = token.version
-        verifier = ApplePayTokenVerifier(configuration: ApplePayMerchantConfiguration(
-            merchantKeys: [try merchant.merchantKey()], trustedRoots: [pki.root]))
-    }
-
-    @inline(never)
-    func once() async throws -> Int {
-        do throws(ApplePayError) {
-            let parsed = try ApplePayToken.parse(json: json)
-            let verifier = cold ? ApplePayTokenVerifier(configuration: verifier.configuration) : verifier
-            return try await verifier.verifyAndDecrypt(parsed, now: testNow).transactionAmount
-        } catch {
-            throw ValidationError("the generated token was refused: \(error)")
-        }
-    }
-
-    /// Runs ``once()`` back to back for `duration`; returns the iterations and the time they took.
-    @inline(never)
-    func measure(for duration: Duration) async throws -> (Int, Duration) {
-        let clock = ContinuousClock()
-        var count = 0
-        let start = clock.now
-        let end = start + duration
-        while clock.now < end {
-            for _ in 0..<20 { _ = try await once() }
-            count += 20
-        }
-        return (count, clock.now - start)
-    }
-}
+extension ApplePayBenchmark.Scheme: ExpressibleByArgument {}

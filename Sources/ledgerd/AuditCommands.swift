@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import LedgerApp
+import LedgerBench
+import LedgerServices
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres

@@ -2,6 +2,8 @@ import ArgumentParser
 import Configuration
 import Foundation
 import LedgerApp
+import LedgerBench
+import LedgerServices
 import LedgerPostgres
 import Logging
 

@@ -4,6 +4,8 @@ import Foundation
 import FoundationNetworking
 #endif
 import LedgerApp
+import LedgerBench
+import LedgerServices
 
 /// `ledgerd order capture|increment|void|refund|ship ORDER …`: the back-office hold operations,
 /// sent to a running daemon's API with an operator key. They go through the daemon because it is

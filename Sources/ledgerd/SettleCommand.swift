@@ -4,6 +4,8 @@ import Foundation
 import FoundationNetworking
 #endif
 import LedgerApp
+import LedgerBench
+import LedgerServices
 import LedgerCore
 
 /// `ledgerd settle [--business-date YYYY-MM-DD]`: closes a business day's settlement batches

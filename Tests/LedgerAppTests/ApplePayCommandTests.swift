@@ -1,5 +1,6 @@
 import Foundation
 import LedgerApp
+import LedgerServices
 import LedgerPayments
 import LedgerPaymentsTesting
 import LedgerTestSupport

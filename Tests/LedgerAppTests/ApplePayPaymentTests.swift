@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerAcquirer
 import LedgerApp
+import LedgerServices
 import LedgerCore
 import LedgerPayments
 import LedgerPaymentsTesting
@@ -94,13 +95,13 @@ import Testing
     /// Runs `body` against an app configured with `fixture` (Apple Pay off when nil), clock at the signing time.
     func withApplePay(
         _ fixture: Fixture?, acquirer: RecordingAcquirer = RecordingAcquirer(), logger: Logger = TestCluster.logger,
-        _ body: @escaping @Sendable (any TestClientProtocol, LedgerServices) async throws -> Void
+        _ body: @escaping @Sendable (any TestClientProtocol, ServiceContainer) async throws -> Void
     ) async throws {
         try await app.withApp(seed: true, acquirer: acquirer, clock: { testNow }, environment: fixture?.environment ?? [:],
                               logger: logger, body)
     }
 
-    func events(_ services: LedgerServices) async throws -> [RecordedEvent] {
+    func events(_ services: ServiceContainer) async throws -> [RecordedEvent] {
         try await services.store.read(from: 1, limit: 100_000)
     }
 

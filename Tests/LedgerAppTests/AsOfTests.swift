@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerAcquirer
 import LedgerApp
+import LedgerServices
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
@@ -86,7 +87,7 @@ indirect enum JSONValue: Decodable, Equatable, CustomStringConvertible {
             + batches.map { "/settlements/\($0)" }
     }
 
-    func observe(_ step: String, _ client: any TestClientProtocol, _ services: LedgerServices, _ orders: [String],
+    func observe(_ step: String, _ client: any TestClientProtocol, _ services: ServiceContainer, _ orders: [String],
                  batches: [String] = [], time: String? = nil) async throws -> Observation {
         let head = try await services.store.head().position
         let recorded = try #require(try await services.store.event(at: head)).recordedAtMicros

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import LedgerApp
+import LedgerServices
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
@@ -14,7 +15,7 @@ import Testing
 
     func bearer(_ key: String) -> HTTPFields { [.authorization: "Bearer \(key)"] }
 
-    func seed(_ services: LedgerServices, count: Int) async throws {
+    func seed(_ services: ServiceContainer, count: Int) async throws {
         for n in 1...count {
             _ = try await services.writer.append(AppendRequest(
                 stream: StreamID("order-\(n % 3)")!, expectedVersion: .any,

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import LedgerApp
+import LedgerServices
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres

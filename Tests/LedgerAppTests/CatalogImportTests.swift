@@ -1,6 +1,7 @@
 import Foundation
 import HummingbirdTesting
 import LedgerApp
+import LedgerServices
 import LedgerCore
 import LedgerPostgres
 import LedgerTestSupport
@@ -17,7 +18,7 @@ import Testing
          "shipping_methods": [{"name": "Drone", "description": "Delivers in an hour", "transit_days": 0, "price": "25.00"}]}
         """
 
-    func importing(_ text: String, format: String, _ services: LedgerServices) async throws -> CatalogImport.Report {
+    func importing(_ text: String, format: String, _ services: ServiceContainer) async throws -> CatalogImport.Report {
         try await CatalogImport.parse(text, format: format).run(client: services.client, now: Date(), logger: TestCluster.logger)
     }
 

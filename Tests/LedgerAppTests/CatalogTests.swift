@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import LedgerApp
+import LedgerServices
 import LedgerCore
 import LedgerPostgres
 import LedgerTestSupport

@@ -1,5 +1,6 @@
 import Configuration
 import LedgerApp
+import LedgerServices
 import Testing
 
 @Suite struct ConfigurationTests {

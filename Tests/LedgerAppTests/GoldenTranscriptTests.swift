@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerAcquirer
 import LedgerApp
+import LedgerServices
 import LedgerCore
 import LedgerTestSupport
 import Synchronization

@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerAcquirer
 import LedgerApp
+import LedgerServices
 import LedgerCore
 import LedgerPostgres
 import LedgerTestSupport
@@ -64,7 +65,7 @@ import Testing
         }
     }
 
-    func head(_ services: LedgerServices) async throws -> Int64 { try await services.store.head().position }
+    func head(_ services: ServiceContainer) async throws -> Int64 { try await services.store.head().position }
 
     @Test func captureShipAndRefundWalkTheOrderThroughItsStatuses() async throws {
         try await app.withApp(seed: true) { client, services in

@@ -1,5 +1,5 @@
 import Foundation
-@testable import LedgerApp
+@testable import LedgerServices
 import Synchronization
 import Testing
 

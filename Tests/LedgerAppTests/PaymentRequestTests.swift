@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import LedgerCore
 import LedgerHTTP
+import LedgerServices
 import Testing
 
 @Suite struct PaymentRequestTests {

@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerAcquirer
 import LedgerApp
+import LedgerServices
 import LedgerCore
 import LedgerPostgres
 import LedgerTestSupport
@@ -47,14 +48,14 @@ import Testing
         try await CatalogTests().inventory(client).first { $0.id == "clock" }!
     }
 
-    static func contacts(_ services: LedgerServices) async throws -> Int64 {
+    static func contacts(_ services: ServiceContainer) async throws -> Int64 {
         for try await count in try await services.client.query("SELECT count(*) FROM ledger.shipping_contacts").decode(Int64.self) {
             return count
         }
         return -1
     }
 
-    func count(_ services: LedgerServices, type: String) async throws -> Int {
+    func count(_ services: ServiceContainer, type: String) async throws -> Int {
         try await services.store.read(from: 1, limit: 100_000).filter { $0.type == type }.count
     }
 

@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerAcquirer
 import LedgerApp
+import LedgerServices
 import LedgerCore
 import LedgerPostgres
 import LedgerTestSupport

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import LedgerApp
+import LedgerServices
 import LedgerCore
 import LedgerPostgres
 import LedgerTestSupport
@@ -35,7 +36,7 @@ import Testing
         seed: Bool = false, imagesDirectory: String? = nil, database: TestDatabase? = nil,
         acquirer: (any Acquirer)? = nil, clock: @escaping @Sendable () -> Date = { Date() },
         environment extra: [String: String] = [:], logger: Logger = TestCluster.logger, checkpointKey: CheckpointKey? = nil,
-        _ body: @escaping @Sendable (any TestClientProtocol, LedgerServices) async throws -> Void
+        _ body: @escaping @Sendable (any TestClientProtocol, ServiceContainer) async throws -> Void
     ) async throws {
         let db: TestDatabase
         if let database { db = database } else { db = try await TestDatabase.fresh() }
@@ -49,7 +50,7 @@ import Testing
         let client = PostgresClient(
             configuration: TestCluster.configuration(endpoint: db.endpoint, database: db.name, user: "ledger_app"),
             backgroundLogger: TestCluster.logger)
-        let services = try LedgerServices(
+        let services = try ServiceContainer(
             client: client, configuration: configuration, metrics: LedgerMetrics(),
             keyring: try APIKeys.keyring(for: configuration, logger: logger), acquirer: acquirer, clock: clock,
             checkpointKey: checkpointKey, logger: logger)

@@ -1,7 +1,9 @@
 import Foundation
 import Histogram
+import LedgerApp
 import LedgerCore
 import LedgerPostgres
+import LedgerServices
 import Logging
 import PostgresNIO
 

@@ -1,8 +1,6 @@
 import Crypto
 import Foundation
-import Hummingbird
 import LedgerCore
-import LedgerHTTP
 import LedgerPostgres
 import Logging
 import PostgresNIO
@@ -25,7 +23,22 @@ import Synchronization
 ///
 /// Apple Pay tokens (`gateway: "applepay"`) are verified and decrypted here before step 1, and their
 /// transaction id is made single-use by a marker stream in step 1's append (PaymentService+ApplePay.swift).
-public struct PaymentService: PaymentProcessor {
+public struct PaymentService: Sendable {
+    package init(
+        writer: LedgerWriter, loader: AggregateLoader, client: PostgresClient, acquirer: any Acquirer, clock: @escaping @Sendable () -> Date, taxPolicy: TaxPolicy, capturePolicy: CapturePolicy, holds: HoldService, logger: Logger, applePay: ApplePayProcessor? = nil
+    ) {
+        self.writer = writer
+        self.loader = loader
+        self.client = client
+        self.acquirer = acquirer
+        self.clock = clock
+        self.taxPolicy = taxPolicy
+        self.capturePolicy = capturePolicy
+        self.holds = holds
+        self.logger = logger
+        self.applePay = applePay
+    }
+
     let writer: LedgerWriter
     let loader: AggregateLoader
     let client: PostgresClient
@@ -45,13 +58,13 @@ public struct PaymentService: PaymentProcessor {
 
     static let maximumAttempts = 50
 
-    public func pay(_ request: PaymentRequest, idempotencyKey: String?) async throws -> PaymentReply {
+    public func pay(_ request: PaymentRequest, idempotencyKey: String?) async throws -> PaymentAnswer {
         let productID = try await resolveProduct(request)
         // The shipping method is read fresh: its stream is not part of the order's append, so a
         // stale price would not be caught by a version check.
         guard let methodKey = try await names.key(CatalogReadModel.shippingMethods, request.shippingMethodName, loader: loader),
               let methodID = ShippingMethodID(methodKey), let method = try await loader.shippingMethod(methodID) else {
-            throw APIError(status: .unprocessableContent, code: "unknown_shipping_method",
+            throw ServiceError(.invalidInput, code: "unknown_shipping_method",
                            message: "no shipping method named \(request.shippingMethodName)", field: "shipping_method_name")
         }
         let idempotency = idempotencyKey.map { IdempotencyKey(key: "payment:\($0)", requestHash: Self.hash(request)) }
@@ -84,7 +97,7 @@ public struct PaymentService: PaymentProcessor {
                 switch PaymentFlow.placeOrder(command, order: nil, products: [productID: product], shippingMethod: method,
                                               context: DecisionContext(now: now)) {
                 case .failure(let rejection):
-                    throw Self.apiError(rejection, request: request)
+                    throw Self.serviceError(rejection, request: request)
                 case .success(let decided): plan = decided
                 }
                 let marker = try applePayToken.map { [try $0.markerAppend(for: plan, orderID: orderID, now: now)] } ?? []
@@ -102,13 +115,13 @@ public struct PaymentService: PaymentProcessor {
                         try? await eraseContact(contactRef)
                         guard let first = result.streams.first, first.streamID.rawValue.hasPrefix("order-"),
                               let earlier = OrderID(String(first.streamID.rawValue.dropFirst("order-".count))) else {
-                            throw APIError.internalError
+                            throw ServiceError.internalFailure
                         }
                         return .replayedOrder(earlier)
                     }
                     return .opened
                 } catch let error as AppendError where error == .idempotencyConflict {
-                    throw APIError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different payment")
+                    throw ServiceError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different payment")
                 }
             }
             return .busy
@@ -128,15 +141,15 @@ public struct PaymentService: PaymentProcessor {
         }
         guard opened else {
             try? await eraseContact(contactRef)
-            throw APIError.unavailable("the product is too busy right now; please retry")
+            throw ServiceError.unavailable("the product is too busy right now; please retry")
         }
         if applePayToken != nil { applePay?.countAcceptance() }
         return try await authorizeAndRecord(orderID, paymentMethod: paymentMethod, correlation: correlation)
     }
 
     /// Steps 2 and 3 for an opened order (also what a retry and recovery of a pending order do).
-    func authorizeAndRecord(_ orderID: OrderID, paymentMethod: PaymentMethodData, correlation: String) async throws -> PaymentReply {
-        guard let order = try await loader.order(orderID, fresh: false) else { throw APIError.internalError }
+    func authorizeAndRecord(_ orderID: OrderID, paymentMethod: PaymentMethodData, correlation: String) async throws -> PaymentAnswer {
+        guard let order = try await loader.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
         guard order.status.awaitsPayment else { return try await reply(for: orderID) }
 
         let response: AuthorizationResponse
@@ -223,14 +236,14 @@ public struct PaymentService: PaymentProcessor {
     func record(_ response: AuthorizationResponse, for orderID: OrderID, correlation: String) async throws {
         var fresh = false
         for _ in 0..<Self.maximumAttempts {
-            guard let order = try await loader.order(orderID, fresh: fresh) else { throw APIError.internalError }
+            guard let order = try await loader.order(orderID, fresh: fresh) else { throw ServiceError.internalFailure }
             var products: [ProductID: ProductState] = [:]
             for line in order.lines { products[line.productID] = try await loader.product(line.productID, fresh: fresh) }
             let now = clock()
             switch PaymentFlow.recordAuthorization(response, order: order, products: products, context: DecisionContext(now: now)) {
             case .failure(let rejection):
                 logger.error("acquirer response could not be recorded", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
-                throw APIError.internalError
+                throw ServiceError.internalFailure
             case .success(let plan):
                 if plan.isEmpty { return }
                 if try await commit(plan, on: AggregateStates(products: products, orders: [orderID: order]), now: now,
@@ -240,7 +253,7 @@ public struct PaymentService: PaymentProcessor {
                 fresh = true
             }
         }
-        throw APIError.unavailable("the order could not be recorded right now; it will be resolved")
+        throw ServiceError.unavailable("the order could not be recorded right now; it will be resolved")
     }
 
     /// Appends `plan` (see ``DomainCommitter``) with the streams in `alsoAppending` (e.g. an Apple Pay
@@ -251,47 +264,31 @@ public struct PaymentService: PaymentProcessor {
             plan, on: states, now: now, metadata: metadata, idempotency: idempotency, alsoAppending: extra)
     }
 
-    /// The app's reply for an order in its current state.
-    func reply(for orderID: OrderID, acquirerUnavailable: Bool = false) async throws -> PaymentReply {
+    /// The outcome for an order in its current state.
+    func reply(for orderID: OrderID, acquirerUnavailable: Bool = false) async throws -> PaymentAnswer {
         // This process just wrote the order (or read it fresh): the cached state is its state.
-        guard let order = try await loader.order(orderID, fresh: false) else { throw APIError.internalError }
-        struct Body: Encodable {
-            let id: String
-            let status: String
-            let order_id: String
-            let order_status: String
-            let amount: Int64
-            let currency: String
-            let auth_code: String?
-            let decline_code: String?
-            let message: String?
-        }
+        guard let order = try await loader.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
         let total = order.amounts.total
         switch order.status {
         case .authorized, .partiallyCaptured, .captured, .shipped, .partiallyRefunded, .refunded:
             let hold = try await loader.hold(orderID, fresh: false)
-            return PaymentReply(status: .ok, json: try CatalogReadModel.json(Body(
-                id: order.pspReference ?? orderID.rawValue, status: "succeeded", order_id: orderID.rawValue,
-                order_status: order.status.rawValue, amount: total.minorUnits, currency: total.currency.code,
-                auth_code: hold?.authCode, decline_code: nil, message: nil)))
+            return PaymentAnswer(result: .succeeded, reference: order.pspReference ?? orderID.rawValue, orderID: orderID,
+                                  orderStatus: order.status, amount: total, authCode: hold?.authCode)
         case .declined:
-            return PaymentReply(status: HTTPResponse.Status(code: 402, reasonPhrase: "Payment Required"), json: try CatalogReadModel.json(Body(
-                id: order.pspReference ?? orderID.rawValue, status: "failed", order_id: orderID.rawValue,
-                order_status: order.status.rawValue, amount: total.minorUnits, currency: total.currency.code, auth_code: nil,
-                decline_code: order.lastResponseCode?.rawValue, message: order.lastResponseMessage)))
+            return PaymentAnswer(result: .declined, reference: order.pspReference ?? orderID.rawValue, orderID: orderID,
+                                  orderStatus: order.status, amount: total, declineCode: order.lastResponseCode?.rawValue,
+                                  message: order.lastResponseMessage)
         default:
-            let code = acquirerUnavailable ? "96" : order.lastResponseCode?.rawValue
-            return PaymentReply(status: .badGateway, json: try CatalogReadModel.json(Body(
-                id: orderID.rawValue, status: "failed", order_id: orderID.rawValue, order_status: order.status.rawValue,
-                amount: total.minorUnits, currency: total.currency.code, auth_code: nil, decline_code: code,
-                message: "the card issuer could not be reached; you have not been charged")))
+            return PaymentAnswer(result: .acquirerUnreachable, reference: orderID.rawValue, orderID: orderID, orderStatus: order.status,
+                                  amount: total, declineCode: acquirerUnavailable ? "96" : order.lastResponseCode?.rawValue,
+                                  message: "the card issuer could not be reached; you have not been charged")
         }
     }
 
     func resolveProduct(_ request: PaymentRequest) async throws -> ProductID {
         if let given = request.productID {
             guard let id = ProductID(given) else {
-                throw APIError(status: .unprocessableContent, code: "unknown_product", message: "no product \(given)", field: "product_id")
+                throw ServiceError(.invalidInput, code: "unknown_product", message: "no product \(given)", field: "product_id")
             }
             return id
         }
@@ -300,29 +297,29 @@ public struct PaymentService: PaymentProcessor {
         return id
     }
 
-    static func unknownProduct(_ request: PaymentRequest) -> APIError {
+    static func unknownProduct(_ request: PaymentRequest) -> ServiceError {
         let field = request.productID == nil ? "description" : "product_id"
-        return APIError(status: .unprocessableContent, code: "unknown_product",
+        return ServiceError(.invalidInput, code: "unknown_product",
                         message: "no product \(request.productID ?? request.description)", field: field)
     }
 
-    static func apiError(_ rejection: PaymentFlowRejection, request: PaymentRequest) -> APIError {
+    static func serviceError(_ rejection: PaymentFlowRejection, request: PaymentRequest) -> ServiceError {
         switch rejection {
         case .amountMismatch(.currencyMismatch), .amountMismatch(.unsupportedCurrency):
-            return APIError(status: .unprocessableContent, code: "currency_mismatch", message: rejection.description, field: "currency")
+            return ServiceError(.invalidInput, code: "currency_mismatch", message: rejection.description, field: "currency")
         case .amountMismatch:
-            return APIError(status: .unprocessableContent, code: "amount_mismatch", message: rejection.description, field: "amount")
+            return ServiceError(.invalidInput, code: "amount_mismatch", message: rejection.description, field: "amount")
         case .unknownProduct:
             return unknownProduct(request)
         case .unknownShippingMethod:
-            return APIError(status: .unprocessableContent, code: "unknown_shipping_method", message: rejection.description,
+            return ServiceError(.invalidInput, code: "unknown_shipping_method", message: rejection.description,
                             field: "shipping_method_name")
         case .stock(.insufficientStock):
-            return APIError(status: .conflict, code: "out_of_stock", message: rejection.description, field: "quantity")
+            return ServiceError(.conflict, code: "out_of_stock", message: rejection.description, field: "quantity")
         case .pricing, .zeroTotal, .stock(.quantityOutOfRange), .stock(.nonPositiveQuantity):
-            return APIError(status: .unprocessableContent, code: "invalid_order", message: rejection.description, field: "quantity")
+            return ServiceError(.invalidInput, code: "invalid_order", message: rejection.description, field: "quantity")
         default:
-            return APIError(status: .conflict, code: "order_refused", message: rejection.description)
+            return ServiceError(.conflict, code: "order_refused", message: rejection.description)
         }
     }
 

@@ -1,8 +1,9 @@
 import Foundation
 import Histogram
+import LedgerApp
 import LedgerCore
-import LedgerHTTP
 import LedgerPostgres
+import LedgerServices
 import Logging
 import PostgresNIO
 

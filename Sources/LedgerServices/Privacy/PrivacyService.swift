@@ -1,6 +1,5 @@
 import Foundation
 import LedgerCore
-import LedgerHTTP
 import LedgerPostgres
 import Logging
 import PostgresNIO
@@ -20,7 +19,17 @@ import PostgresNIO
 /// until VACUUM, in WAL and in backups for their retention period; crypto-shredding (a
 /// per-customer key destroyed on erasure) would bound that, and is the way to go if backups must
 /// forget too.
-public struct PrivacyService: PrivacyOperator {
+public struct PrivacyService: Sendable {
+    package init(
+        client: PostgresClient, writer: LedgerWriter, store: EventStore, clock: @escaping @Sendable () -> Date, logger: Logger
+    ) {
+        self.client = client
+        self.writer = writer
+        self.store = store
+        self.clock = clock
+        self.logger = logger
+    }
+
     let client: PostgresClient
     let writer: LedgerWriter
     let store: EventStore
@@ -60,7 +69,7 @@ public struct PrivacyService: PrivacyOperator {
     }
 
     func erase(contactRef ref: String, actor: String, reason: String) async throws -> Erasure {
-        guard let stream = ContactErased.stream(for: ref) else { throw APIError.internalError }
+        guard let stream = ContactErased.stream(for: ref) else { throw ServiceError.internalFailure }
         let orders = try await orderIDs(usingContact: ref)
         let now = clock()
         let event = ContactErased(contactRef: ref, orderIDs: orders, erasedAt: now, reason: reason)

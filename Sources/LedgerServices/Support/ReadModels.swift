@@ -1,6 +1,5 @@
 import Foundation
 import LedgerCore
-import LedgerHTTP
 import LedgerPostgres
 import Logging
 import PostgresNIO
@@ -8,15 +7,23 @@ import Synchronization
 
 /// The aggregate states a plan was decided against. Applying the plan's events to them gives the
 /// states after the append, from which every touched aggregate's read-model row is computed.
-struct AggregateStates: Sendable {
-    var products: [ProductID: ProductState] = [:]
-    var shippingMethods: [ShippingMethodID: ShippingMethodState] = [:]
-    var orders: [OrderID: OrderState] = [:]
-    var holds: [OrderID: HoldState] = [:]
+package struct AggregateStates: Sendable {
+    package var products: [ProductID: ProductState] = [:]
+    package var shippingMethods: [ShippingMethodID: ShippingMethodState] = [:]
+    package var orders: [OrderID: OrderState] = [:]
+    package var holds: [OrderID: HoldState] = [:]
+
+    package init(products: [ProductID: ProductState] = [:], shippingMethods: [ShippingMethodID: ShippingMethodState] = [:],
+                 orders: [OrderID: OrderState] = [:], holds: [OrderID: HoldState] = [:]) {
+        self.products = products
+        self.shippingMethods = shippingMethods
+        self.orders = orders
+        self.holds = holds
+    }
 
     /// Folds one event into the state of its aggregate. Products fold in place (their reservation
     /// tables can be large; see ``ProductState/apply(_:)``).
-    mutating func apply(_ event: DomainEvent) {
+    package mutating func apply(_ event: DomainEvent) {
         switch event {
         case .product(let e):
             if products[e.productID] != nil { products[e.productID]!.apply(e) } else { products[e.productID] = ProductState.evolve(nil, e) }
@@ -188,7 +195,7 @@ enum HoldReadModel {
 /// reads only the events after the cached version (one indexed query, usually empty or short), so
 /// the cost of a load does not grow with the stream, and a state written by another process is
 /// still seen. Bounded: past the limit the cache starts afresh.
-struct AggregateLoader: Sendable {
+package struct AggregateLoader: Sendable {
     let store: EventStore
     let client: PostgresClient
     let logger: Logger
@@ -198,7 +205,7 @@ struct AggregateLoader: Sendable {
     /// the catalog's size), so a decision never refolds a product's whole history.
     private let catalogCache = StateCache(limit: Int.max)
 
-    init(store: EventStore, client: PostgresClient, logger: Logger, cacheLimit: Int = 50_000) {
+    package init(store: EventStore, client: PostgresClient, logger: Logger, cacheLimit: Int = 50_000) {
         self.store = store
         self.client = client
         self.logger = logger

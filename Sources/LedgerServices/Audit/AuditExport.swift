@@ -1,6 +1,5 @@
 import Foundation
 import LedgerCore
-import LedgerHTTP
 import LedgerPostgres
 import Logging
 import PostgresNIO

@@ -1,8 +1,6 @@
 import Crypto
 import Foundation
-import HTTPTypes
 import LedgerCore
-import LedgerHTTP
 import LedgerPostgres
 import Logging
 import PostgresNIO
@@ -25,7 +23,18 @@ public enum CapturePolicy: String, Sendable, Hashable, CaseIterable {
 ///    from the idempotency key, so a retry after a crash is the same modification there;
 /// 4. its answer is recorded: hold event + order event (+ stock sale or release), one append that
 ///    carries the idempotency key; on a version conflict the answer is recorded on fresh state.
-public struct HoldService: HoldOperator {
+public struct HoldService: Sendable {
+    package init(
+        committer: DomainCommitter, loader: AggregateLoader, client: PostgresClient, acquirer: any Acquirer, clock: @escaping @Sendable () -> Date, logger: Logger
+    ) {
+        self.committer = committer
+        self.loader = loader
+        self.client = client
+        self.acquirer = acquirer
+        self.clock = clock
+        self.logger = logger
+    }
+
     let committer: DomainCommitter
     let loader: AggregateLoader
     let client: PostgresClient
@@ -38,19 +47,19 @@ public struct HoldService: HoldOperator {
 
     static let maximumAttempts = 50
 
-    public func perform(orderID raw: String, _ request: HoldOperationRequest, idempotencyKey: String?, actor: String) async throws -> (HTTPResponse.Status, String) {
+    public func perform(orderID raw: String, _ request: HoldOperationRequest, idempotencyKey: String?, actor: String) async throws -> HoldOperationOutcome {
         // Decided on this process's cached states (as payments are): every write of this process goes
         // through the same loader, and another daemon's change makes the acquirer refuse or the
         // append conflict, after which the answer is recorded on fresh reads.
         guard let orderID = OrderID(raw), try await loader.order(orderID, fresh: false) != nil else {
-            throw APIError.notFound("no order \(raw)")
+            throw ServiceError.notFound("no order \(raw)")
         }
         let requestHash = Self.hash(request)
         let key = idempotencyKey ?? UUID().uuidString.lowercased()
         let ledgerKey = IdempotencyKey(key: "hold:\(orderID.rawValue):\(request.kind.rawValue):\(key)", requestHash: requestHash)
         if idempotencyKey != nil, let stored = try await storedRequestHash(ledgerKey.key) {
             guard stored == requestHash else {
-                throw APIError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different \(request.kind.rawValue)")
+                throw ServiceError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different \(request.kind.rawValue)")
             }
             return try await reply(orderID, request.kind, applied: nil, replayed: true)
         }
@@ -61,14 +70,14 @@ public struct HoldService: HoldOperator {
 
     private func performInTurn(
         _ request: HoldOperationRequest, orderID: OrderID, key: String, ledgerKey: IdempotencyKey, idempotencyKey: String?, actor: String
-    ) async throws -> (HTTPResponse.Status, String) {
-        guard let order = try await loader.order(orderID, fresh: false) else { throw APIError.notFound("no order \(orderID)") }
+    ) async throws -> HoldOperationOutcome {
+        guard let order = try await loader.order(orderID, fresh: false) else { throw ServiceError.notFound("no order \(orderID)") }
         let operation = try Self.operation(request, currency: order.amounts.total.currency)
         let hold = try await loader.hold(orderID, fresh: false)
         let reference = HoldLifecycle.modificationReference(order: order, operation: operation, key: key)
         let call: HoldAcquirerCall
         switch HoldLifecycle.prepare(operation, order: order, hold: hold, modificationReference: reference, now: clock()) {
-        case .failure(let rejection): throw Self.apiError(rejection)
+        case .failure(let rejection): throw Self.serviceError(rejection)
         case .success(let decided): call = decided
         }
         let response = try await send(call)
@@ -78,7 +87,7 @@ public struct HoldService: HoldOperator {
         do {
             result = try await record(operation, response: response, orderID: orderID, metadata: metadata, idempotency: ledgerKey)
         } catch let error as AppendError where error == .idempotencyConflict {
-            throw APIError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different \(request.kind.rawValue)")
+            throw ServiceError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different \(request.kind.rawValue)")
         }
         if result == nil, let response, response.kind == .increment, !response.responseCode.isApproved {
             return try await declined(orderID, response)
@@ -102,7 +111,7 @@ public struct HoldService: HoldOperator {
             // Order and hold as this process last saw them first, fresh after a conflict; stock likewise
             // (the append's version check catches anything stale).
             guard let order = try await loader.order(orderID, fresh: attempt > 0),
-                  let hold = try await loader.hold(orderID, fresh: attempt > 0) else { throw APIError.internalError }
+                  let hold = try await loader.hold(orderID, fresh: attempt > 0) else { throw ServiceError.internalFailure }
             var products: [ProductID: ProductState] = [:]
             for line in order.lines { products[line.productID] = try await loader.product(line.productID, fresh: attempt > 0) }
             let now = clock()
@@ -117,7 +126,7 @@ public struct HoldService: HoldOperator {
                 continue
             case .failure(let rejection):
                 logger.error("acquirer answer could not be recorded", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
-                throw Self.apiError(rejection)
+                throw Self.serviceError(rejection)
             case .success(let decided): plan = decided
             }
             if plan.isEmpty { return nil }
@@ -140,7 +149,7 @@ public struct HoldService: HoldOperator {
                 return result
             }
         }
-        throw APIError.unavailable("the order is too busy right now; retry with the same Idempotency-Key")
+        throw ServiceError.unavailable("the order is too busy right now; retry with the same Idempotency-Key")
     }
 
     /// Turns the API's decimal strings into the order's money.
@@ -148,7 +157,7 @@ public struct HoldService: HoldOperator {
         func money(_ text: String?) throws -> Money? {
             guard let text else { return nil }
             do { return try Money(decimal: text, currency: currency) } catch {
-                throw APIError(status: .unprocessableContent, code: "invalid_amount",
+                throw ServiceError(.invalidInput, code: "invalid_amount",
                                message: "amount must be a decimal string in \(currency.code) such as \"12.50\"", field: "amount")
             }
         }
@@ -174,30 +183,30 @@ public struct HoldService: HoldOperator {
             }
         } catch {
             logger.warning("acquirer refused a hold operation", metadata: ["error": "\(error)"])
-            if error.code == .unavailable { throw APIError(status: .badGateway, code: "acquirer_unavailable", message: "the acquirer could not be reached; retry with the same Idempotency-Key") }
-            if error.code == .holdExpired { throw APIError.conflict("hold_expired", "the acquirer reports the hold expired") }
-            if error.code == .duplicateReference { throw APIError.conflict("idempotency_conflict", "the acquirer has this reference for a different request") }
-            throw APIError.conflict("acquirer_refused", "the acquirer refused the operation: \(error.description)")
+            if error.code == .unavailable { throw ServiceError(.dependencyFailed, code: "acquirer_unavailable", message: "the acquirer could not be reached; retry with the same Idempotency-Key") }
+            if error.code == .holdExpired { throw ServiceError.conflict("hold_expired", "the acquirer reports the hold expired") }
+            if error.code == .duplicateReference { throw ServiceError.conflict("idempotency_conflict", "the acquirer has this reference for a different request") }
+            throw ServiceError.conflict("acquirer_refused", "the acquirer refused the operation: \(error.description)")
         }
     }
 
-    static func apiError(_ rejection: HoldRejection) -> APIError {
+    static func serviceError(_ rejection: HoldRejection) -> ServiceError {
         let message = rejection.description
         switch rejection {
-        case .unknownOrder: return APIError.notFound(message)
-        case .notAuthorized: return APIError.conflict("not_authorized", message)
-        case .holdClosed: return APIError.conflict("hold_closed", message)
-        case .holdLapsed: return APIError.conflict("hold_expired", message)
-        case .alreadyShipped: return APIError.conflict("already_shipped", message)
-        case .nothingToShip: return APIError.conflict("nothing_to_ship", message)
+        case .unknownOrder: return ServiceError.notFound(message)
+        case .notAuthorized: return ServiceError.conflict("not_authorized", message)
+        case .holdClosed: return ServiceError.conflict("hold_closed", message)
+        case .holdLapsed: return ServiceError.conflict("hold_expired", message)
+        case .alreadyShipped: return ServiceError.conflict("already_shipped", message)
+        case .nothingToShip: return ServiceError.conflict("nothing_to_ship", message)
         case .nonPositiveAmount, .amountOutOfRange:
-            return APIError(status: .unprocessableContent, code: "invalid_amount", message: message, field: "amount")
-        case .currencyMismatch: return APIError(status: .unprocessableContent, code: "currency_mismatch", message: message, field: "amount")
-        case .exceedsOpen: return APIError(status: .unprocessableContent, code: "exceeds_open_amount", message: message, field: "amount")
-        case .exceedsRefundable: return APIError(status: .unprocessableContent, code: "exceeds_refundable", message: message, field: "amount")
-        case .missingReason: return APIError(status: .unprocessableContent, code: "missing_field", message: message, field: "reason")
-        case .responseMismatch: return APIError(status: .badGateway, code: "acquirer_mismatch", message: message)
-        case .stockOutOfDate: return APIError.unavailable(message)
+            return ServiceError(.invalidInput, code: "invalid_amount", message: message, field: "amount")
+        case .currencyMismatch: return ServiceError(.invalidInput, code: "currency_mismatch", message: message, field: "amount")
+        case .exceedsOpen: return ServiceError(.invalidInput, code: "exceeds_open_amount", message: message, field: "amount")
+        case .exceedsRefundable: return ServiceError(.invalidInput, code: "exceeds_refundable", message: message, field: "amount")
+        case .missingReason: return ServiceError(.invalidInput, code: "missing_field", message: message, field: "reason")
+        case .responseMismatch: return ServiceError(.dependencyFailed, code: "acquirer_mismatch", message: message)
+        case .stockOutOfDate: return ServiceError.unavailable(message)
         }
     }
 
@@ -213,32 +222,22 @@ public struct HoldService: HoldOperator {
         return nil
     }
 
-    struct Reply: Encodable {
-        let order_id, operation, result, status: String
-        let amount: String?
-        let psp_modification_reference: String?
-        let payment: HoldReadModel.Figures?
-        let decline_code, message: String?
+    func reply(_ orderID: OrderID, _ kind: HoldOperationRequest.Kind, applied: ModificationResponse?, replayed: Bool) async throws -> HoldOperationOutcome {
+        guard let order = try await loader.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
+        let hold = try await loader.hold(orderID, fresh: false)
+        return HoldOperationOutcome(
+            orderID: orderID, operation: kind, result: replayed ? .replayed : .applied, orderStatus: order.status,
+            amount: applied?.amount, modificationReference: applied?.modificationPSPReference, balance: hold?.balance)
     }
 
-    func reply(_ orderID: OrderID, _ kind: HoldOperationRequest.Kind, applied: ModificationResponse?, replayed: Bool) async throws -> (HTTPResponse.Status, String) {
-        guard let order = try await loader.order(orderID, fresh: false) else { throw APIError.internalError }
+    /// An increment the issuer declined: an answer, not an error — nothing changes.
+    func declined(_ orderID: OrderID, _ response: ModificationResponse) async throws -> HoldOperationOutcome {
+        guard let order = try await loader.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
         let hold = try await loader.hold(orderID, fresh: false)
-        return (.ok, try CatalogReadModel.json(Reply(
-            order_id: orderID.rawValue, operation: kind.rawValue, result: replayed ? "replayed" : "applied", status: order.status.rawValue,
-            amount: applied?.amount.decimalString, psp_modification_reference: applied?.modificationPSPReference,
-            payment: hold.map { HoldReadModel.Figures($0.balance) }, decline_code: nil, message: nil)))
-    }
-
-    /// An increment the issuer declined: an answer, not an error — 402 with the code; nothing changes.
-    func declined(_ orderID: OrderID, _ response: ModificationResponse) async throws -> (HTTPResponse.Status, String) {
-        guard let order = try await loader.order(orderID, fresh: false) else { throw APIError.internalError }
-        let hold = try await loader.hold(orderID, fresh: false)
-        return (HTTPResponse.Status(code: 402, reasonPhrase: "Payment Required"), try CatalogReadModel.json(Reply(
-            order_id: orderID.rawValue, operation: "increment", result: "declined", status: order.status.rawValue,
-            amount: response.amount.decimalString, psp_modification_reference: response.modificationPSPReference,
-            payment: hold.map { HoldReadModel.Figures($0.balance) }, decline_code: response.responseCode.rawValue,
-            message: response.responseCode.meaning)))
+        return HoldOperationOutcome(
+            orderID: orderID, operation: .increment, result: .declined, orderStatus: order.status, amount: response.amount,
+            modificationReference: response.modificationPSPReference, balance: hold?.balance,
+            declineCode: response.responseCode.rawValue, message: response.responseCode.meaning)
     }
 
     // MARK: Expiry
@@ -376,13 +375,20 @@ public struct HoldService: HoldOperator {
 
 /// Commits decided plans: the append request with the read-model rows the plan implies, and the
 /// states it produced remembered by the loader. The one way the services write domain events.
-struct DomainCommitter: Sendable {
+package struct DomainCommitter: Sendable {
+    package init(
+        writer: LedgerWriter, loader: AggregateLoader
+    ) {
+        self.writer = writer
+        self.loader = loader
+    }
+
     let writer: LedgerWriter
     let loader: AggregateLoader
 
     /// Returns nil on a version conflict (another writer moved a stream first: decide again on fresh state).
     /// `alsoAppending`: streams outside the domain's aggregates (e.g. an Apple Pay marker) committed in the same append.
-    func commit(_ plan: AppendPlan, on states: AggregateStates, now: Date, metadata: EventMetadata,
+    package func commit(_ plan: AppendPlan, on states: AggregateStates, now: Date, metadata: EventMetadata,
                 idempotency: IdempotencyKey? = nil, alsoAppending extra: [StreamAppend] = []) async throws -> AppendResult? {
         var (request, after) = try states.appendRequest(for: plan.appends, now: now, metadata: metadata, idempotency: idempotency)
         request.streams += extra

@@ -2,7 +2,6 @@ import Crypto
 import Foundation
 import LedgerAcquirer
 import LedgerCore
-import LedgerHTTP
 import LedgerPostgres
 import Logging
 import PostgresNIO
@@ -21,7 +20,23 @@ import Synchronization
 ///   event whose items another batch took meanwhile (sql/0008), so no capture is in two batches.
 /// - Streams: items go to the acquirer and the report comes back in pages of ``pageSize``;
 ///   reconciliation reads the stored report part by part. Memory holds pages, not batches.
-public struct SettlementService: SettlementOperator {
+public struct SettlementService: Sendable {
+    package init(
+        writer: LedgerWriter, store: EventStore, client: PostgresClient, acquirer: any Acquirer, settings: SettlementSettings, merchantAccount: String, pricing: [PricingSchedule], clock: @escaping @Sendable () -> Date, logger: Logger, faultCrashAt: FaultPoint? = nil, progressSink: (@Sendable (Progress) -> Void)? = nil
+    ) {
+        self.writer = writer
+        self.store = store
+        self.client = client
+        self.acquirer = acquirer
+        self.settings = settings
+        self.merchantAccount = merchantAccount
+        self.pricing = pricing
+        self.clock = clock
+        self.logger = logger
+        self.faultCrashAt = faultCrashAt
+        self.progressSink = progressSink
+    }
+
     let writer: LedgerWriter
     let store: EventStore
     let client: PostgresClient
@@ -42,7 +57,7 @@ public struct SettlementService: SettlementOperator {
     static let actor = "system:settlement"
 
     /// What a run did to one batch.
-    public struct BatchOutcome: Sendable, Encodable {
+    public struct BatchOutcome: Sendable, Codable {
         public let batch_id: String
         public let currency: String
         public let stage: String
@@ -57,7 +72,7 @@ public struct SettlementService: SettlementOperator {
         public let appended_events: Int
     }
 
-    public struct RunSummary: Sendable, Encodable {
+    public struct RunSummary: Sendable, Codable {
         public let business_date: String
         public let cut_off_at: String
         public let batches: [BatchOutcome]
@@ -65,23 +80,17 @@ public struct SettlementService: SettlementOperator {
 
     // MARK: Running
 
-    public func run(businessDate text: String, actor: String, progress: (@Sendable (String) -> Void)?) async throws -> String {
-        guard let date = BusinessDate(text) else {
-            throw APIError(status: .unprocessableContent, code: "invalid_date", message: "business_date must be a date YYYY-MM-DD", field: "business_date")
-        }
+    /// Settles `date`, reporting each step to `progress` as it happens.
+    public func run(businessDate date: BusinessDate, progress: (@Sendable (Progress) -> Void)?) async throws -> RunSummary {
         var reporting = self
-        if let progress {
-            reporting.progressSink = { step in
-                if let json = try? CatalogReadModel.json(step) { progress(json) }
-            }
-        }
-        return try CatalogReadModel.json(try await reporting.run(businessDate: date))
+        reporting.progressSink = progress
+        return try await reporting.run(businessDate: date)
     }
 
     // MARK: Progress
 
     /// One step of a run as it happens (`ledgerd settle` prints them; the daemon logs them).
-    public struct Progress: Sendable, Encodable {
+    public struct Progress: Sendable, Codable {
         public let batch_id: String
         public let step: String
         public let items: Int?
@@ -104,12 +113,12 @@ public struct SettlementService: SettlementOperator {
     /// cut-off has not passed yet.
     public func run(businessDate date: BusinessDate) async throws -> RunSummary {
         guard settings.calendar.isBusinessDay(date) else {
-            throw APIError(status: .unprocessableContent, code: "not_a_business_day",
+            throw ServiceError(.invalidInput, code: "not_a_business_day",
                            message: SettlementRejection.notABusinessDay(date).description, field: "business_date")
         }
         let cutOff = settings.cutOff.instant(closing: date)
         guard clock() >= cutOff else {
-            throw APIError.conflict("cut_off_not_reached", SettlementRejection.cutOffNotReached(date).description)
+            throw ServiceError.conflict("cut_off_not_reached", SettlementRejection.cutOffNotReached(date).description)
         }
         return try await lock.withLock("settlement") {
             // Earlier business days with unsettled items first, in order: a missed night is caught
@@ -178,7 +187,7 @@ public struct SettlementService: SettlementOperator {
             case .cleared:
                 let payout: PayoutNotice
                 do { payout = try await acquirer.payout(batchNumber: state!.submitted!.batchNumber) } catch {
-                    throw APIError(status: .badGateway, code: "acquirer_refused", message: "the acquirer has no payout for \(batchID): \(error.description)")
+                    throw ServiceError(.dependencyFailed, code: "acquirer_refused", message: "the acquirer has no payout for \(batchID): \(error.description)")
                 }
                 event = .payoutScheduled(SettlementPayoutScheduled(
                     batchID: batchID, payoutReference: payout.payoutReference, amount: payout.amount, valueDate: payout.valueDate,
@@ -199,7 +208,7 @@ public struct SettlementService: SettlementOperator {
                 continue  // someone else recorded this step (or took some of its items): read again and go on from there
             }
         }
-        throw APIError.unavailable("the settlement batch \(batchID) is too busy; run it again")
+        throw ServiceError.unavailable("the settlement batch \(batchID) is too busy; run it again")
     }
 
     static func faultPoint(after event: SettlementEvent) -> FaultPoint? {
@@ -236,7 +245,7 @@ public struct SettlementService: SettlementOperator {
             progress(opened.batchID, "selected", items: tally.itemCount)
             return try tally.closed(itemsSHA256: Self.hex(Array(hasher.finalize())))
         } catch let error as SettlementRejection {
-            throw APIError(status: .internalServerError, code: "settlement_refused", message: error.description)
+            throw ServiceError(.internalFailure, code: "settlement_refused", message: error.description)
         }
     }
 
@@ -319,7 +328,7 @@ public struct SettlementService: SettlementOperator {
                 pages: { _ in try await items.next() })
         } catch {
             logger.error("the acquirer refused a settlement batch", metadata: ["batch": "\(batchID)", "error": "\(error)"])
-            throw APIError(status: .badGateway, code: "acquirer_refused", message: "the acquirer refused the batch: \(error.description)")
+            throw ServiceError(.dependencyFailed, code: "acquirer_refused", message: "the acquirer refused the batch: \(error.description)")
         }
         progress(batchID, "accepted", items: receipt.lineCount, detail: "batch number \(receipt.batchNumber)")
         let stored = try await storedReport(batchID)
@@ -333,7 +342,7 @@ public struct SettlementService: SettlementOperator {
             let from = part * size
             let lines: [SettlementReportLine]
             do { lines = try await acquirer.reportLines(batchNumber: number, from: from, count: size) } catch {
-                throw APIError(status: .badGateway, code: "acquirer_refused", message: "the acquirer's report is unavailable: \(error)")
+                throw ServiceError(.dependencyFailed, code: "acquirer_refused", message: "the acquirer's report is unavailable: \(error)")
             }
             return (lines, (part == 0 ? SettlementReportCSV.header : "") + (try csv.rows(lines, firstRow: from + 2)))
         }
@@ -362,13 +371,13 @@ public struct SettlementService: SettlementOperator {
                 if lineCount % (Self.pageSize * 10) == 0 { progress(batchID, "storing report", items: lineCount) }
             }
             guard lineCount == receipt.lineCount else {
-                throw APIError(status: .badGateway, code: "report_incomplete",
+                throw ServiceError(.dependencyFailed, code: "report_incomplete",
                                message: "the acquirer's report for \(batchID) has \(lineCount) lines, its receipt says \(receipt.lineCount)")
             }
             let digest = Array(hasher.finalize())
             if let stored {
                 guard stored.digest == digest else {
-                    throw APIError(status: .badGateway, code: "report_changed", message: "the acquirer's report for \(batchID) differs from the stored one")
+                    throw ServiceError(.dependencyFailed, code: "report_changed", message: "the acquirer's report for \(batchID) differs from the stored one")
                 }
             } else {
                 try await connection.query(
@@ -464,7 +473,7 @@ public struct SettlementService: SettlementOperator {
     static func item(_ row: ItemRow) throws -> SettlementBatchItem {
         let (position, kind, order, ours, theirs, code, units, micros) = row
         guard let kind = SettlementItemKind(rawValue: kind), let currency = Currency(code: code) else {
-            throw APIError(status: .internalServerError, code: "settlement_item_invalid", message: "settlement item at \(position) is unreadable")
+            throw ServiceError(.internalFailure, code: "settlement_item_invalid", message: "settlement item at \(position) is unreadable")
         }
         return SettlementBatchItem(kind: kind, orderID: order, modificationReference: ours, pspModificationReference: theirs,
                                    amount: Money(minorUnits: units, currency: currency),
@@ -513,12 +522,12 @@ public struct SettlementService: SettlementOperator {
         func date(_ text: String?, _ field: String) throws -> BusinessDate? {
             guard let text else { return nil }
             guard let date = BusinessDate(text) else {
-                throw APIError.badRequest("invalid_parameter", "\(field) must be a date YYYY-MM-DD", field: field)
+                throw ServiceError.malformed("invalid_parameter", "\(field) must be a date YYYY-MM-DD", field: field)
             }
             return date
         }
         let from = try date(from, "from"), to = try date(to, "to")
-        if let from, let to, to < from { throw APIError.badRequest("invalid_parameter", "to is before from", field: "to") }
+        if let from, let to, to < from { throw ServiceError.malformed("invalid_parameter", "to is before from", field: "to") }
         var views: [BatchView] = []
         for state in try await allBatches() {
             let day = state.opened.businessDate

@@ -1,7 +1,9 @@
 import Foundation
 import LedgerAcquirer
+import LedgerApp
 import LedgerCore
 import LedgerPostgres
+import LedgerServices
 import Logging
 import PostgresNIO
 

@@ -7,6 +7,14 @@ import ServiceLifecycle
 /// a version-checked append, so each hold expires exactly once. Until a sweep records it, reads
 /// already treat a lapsed hold as not reserving (see the storefront and order readers).
 public struct ExpirySweeper: Service {
+    package init(
+        holds: HoldService, interval: Duration, logger: Logger
+    ) {
+        self.holds = holds
+        self.interval = interval
+        self.logger = logger
+    }
+
     let holds: HoldService
     let interval: Duration
     let logger: Logger

@@ -8,6 +8,14 @@ import ServiceLifecycle
 /// appends nothing, so checking again is harmless), and so is every business day of the past week
 /// a stopped daemon missed.
 public struct SettlementScheduler: Service {
+    package init(
+        settlement: SettlementService, logger: Logger, interval: Duration = .seconds(60)
+    ) {
+        self.settlement = settlement
+        self.logger = logger
+        self.interval = interval
+    }
+
     let settlement: SettlementService
     let logger: Logger
     var interval: Duration = .seconds(60)

@@ -2,7 +2,6 @@ import Crypto
 import Foundation
 import LedgerAcquirer
 import LedgerCore
-import LedgerHTTP
 import LedgerPostgres
 import PostgresNIO
 
@@ -91,7 +90,7 @@ extension SettlementService {
                 continue
             }
         }
-        throw APIError.unavailable("the reconciliation of \(batchID) is too busy; run it again")
+        throw ServiceError.unavailable("the reconciliation of \(batchID) is too busy; run it again")
     }
 
     /// The ledger items the lines name, by our reference (key: the reference) and, for lines whose
@@ -225,13 +224,13 @@ extension SettlementService {
     public func reconcileReport(csv: String) async throws -> String {
         let lines: [SettlementReportLine]
         do { lines = try SettlementReportCSV().parse(csv) } catch {
-            throw APIError(status: .unprocessableContent, code: "invalid_report", message: "the report does not parse: \(error)")
+            throw ServiceError(.invalidInput, code: "invalid_report", message: "the report does not parse: \(error)")
         }
         guard let batchID = lines.first(where: { $0.type == .merchantPayout })?.modificationMerchantReference, !batchID.isEmpty else {
-            throw APIError(status: .unprocessableContent, code: "invalid_report", message: "the report has no MerchantPayout line naming its batch")
+            throw ServiceError(.invalidInput, code: "invalid_report", message: "the report has no MerchantPayout line naming its batch")
         }
         guard StreamID("settlement-" + batchID) != nil, let state = try await load(SettlementBatch.streamID(batchID: batchID)), state.closed != nil else {
-            throw APIError.notFound("no closed settlement batch \(batchID)")
+            throw ServiceError.notFound("no closed settlement batch \(batchID)")
         }
         let digest = Array(SHA256.hash(data: Array(csv.utf8)))
         let key = "upload-" + Self.hex(digest)
@@ -291,7 +290,7 @@ extension SettlementService {
 
     public func resolveBreak(id: String, reason: String, actor: String) async throws -> String {
         let batchID = String(id.prefix { $0 != "." })
-        guard !batchID.isEmpty, let stream = StreamID("reconciliation-" + batchID) else { throw APIError.notFound("no break \(id)") }
+        guard !batchID.isEmpty, let stream = StreamID("reconciliation-" + batchID) else { throw ServiceError.notFound("no break \(id)") }
         for _ in 0..<Self.maximumAttempts {
             let recorded = try await store.readStream(stream)
             let events = try recorded.map { try SettlementEvent.decode($0) }
@@ -301,8 +300,8 @@ extension SettlementService {
                 if case .reconciled(let e) = event { latest = e }
                 if case .breakResolved(let e) = event, e.breakID == id { resolved = true }
             }
-            guard let latest, latest.breaks.contains(where: { $0.breakID == id }) else { throw APIError.notFound("no open break \(id)") }
-            if resolved { throw APIError.conflict("already_resolved", "break \(id) is already resolved") }
+            guard let latest, latest.breaks.contains(where: { $0.breakID == id }) else { throw ServiceError.notFound("no open break \(id)") }
+            if resolved { throw ServiceError.conflict("already_resolved", "break \(id) is already resolved") }
             let event = SettlementEvent.breakResolved(ReconciliationBreakResolved(batchID: batchID, breakID: id, reason: reason, resolvedBy: actor))
             do {
                 _ = try await writer.append(AppendRequest(
@@ -314,6 +313,6 @@ extension SettlementService {
                 continue
             }
         }
-        throw APIError.unavailable("the reconciliation of \(batchID) is too busy; retry")
+        throw ServiceError.unavailable("the reconciliation of \(batchID) is too busy; retry")
     }
 }

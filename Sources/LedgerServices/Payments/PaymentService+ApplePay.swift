@@ -1,8 +1,6 @@
 import Crypto
 import Foundation
-import Hummingbird
 import LedgerCore
-import LedgerHTTP
 import LedgerPayments
 import LedgerPostgres
 import Logging
@@ -38,7 +36,7 @@ struct AcceptedApplePayToken: Sendable {
     /// The marker append for the order `plan` opens: refused unless the token's amount and currency are the
     /// order's total as the server priced it.
     func markerAppend(for plan: AppendPlan, orderID: OrderID, now: Date) throws -> StreamAppend {
-        guard let total = ApplePayLedger.openedOrderTotal(plan) else { throw APIError.internalError }
+        guard let total = ApplePayLedger.openedOrderTotal(plan) else { throw ServiceError.internalFailure }
         let check = ApplePayLedger.check(
             tokenAmount: payment.transactionAmount, tokenCurrencyCode: payment.currencyCode, against: total)
         switch check {
@@ -102,26 +100,33 @@ struct ApplePayRejection: Error, Sendable {
         ApplePayError.Code.invalidCertificate.rawValue,
     ]
 
-    var apiError: APIError {
-        if Self.serverFaults.contains(reason) { return APIError.internalError }
+    var serviceError: ServiceError {
+        if Self.serverFaults.contains(reason) { return ServiceError.internalFailure }
         switch reason {
         case "replayed_transaction":
-            return APIError(status: .conflict, code: "applepay_" + reason, message: message, field: "source")
+            return ServiceError(.conflict, code: "applepay_" + reason, message: message, field: "source")
         case ApplePayError.Code.applicationDataMismatch.rawValue, ApplePayError.Code.applicationDataMissing.rawValue:
-            return APIError(status: .unprocessableContent, code: "applepay_" + reason, message: message, field: "application_data")
+            return ServiceError(.invalidInput, code: "applepay_" + reason, message: message, field: "application_data")
         default:
-            return APIError(status: .unprocessableContent, code: "applepay_" + reason, message: message, field: "source")
+            return ServiceError(.invalidInput, code: "applepay_" + reason, message: message, field: "source")
         }
     }
 }
 
 /// Parses, verifies and decrypts tokens with the merchant configuration; pure apart from the clock it is
 /// handed and the counters it bumps.
-struct ApplePayProcessor: Sendable {
+package struct ApplePayProcessor: Sendable {
+    package init(
+        verifier: ApplePayTokenVerifier, metricsFactory: (any MetricsFactory)?
+    ) {
+        self.verifier = verifier
+        self.metricsFactory = metricsFactory
+    }
+
     let verifier: ApplePayTokenVerifier
     let metricsFactory: (any MetricsFactory)?
 
-    init(configuration: ApplePayMerchantConfiguration, metricsFactory: (any MetricsFactory)? = nil) {
+    package init(configuration: ApplePayMerchantConfiguration, metricsFactory: (any MetricsFactory)? = nil) {
         verifier = ApplePayTokenVerifier(configuration: configuration)
         self.metricsFactory = metricsFactory
     }
@@ -196,7 +201,7 @@ extension PaymentService {
         json: String, request: PaymentRequest, idempotency: IdempotencyKey?, correlation: String
     ) async throws -> AcceptedApplePayToken {
         guard let applePay else {
-            throw APIError(status: .unprocessableContent, code: "applepay_not_configured",
+            throw ServiceError(.invalidInput, code: "applepay_not_configured",
                            message: "this ledger does not accept Apple Pay tokens (no LEDGERD_APPLEPAY_PRIVATE_KEYS)", field: "gateway")
         }
         do {
@@ -239,7 +244,7 @@ extension PaymentService {
         if let genuine = rejection.genuine {
             await recordRejection(rejection, of: genuine, correlation: correlation)
         }
-        return rejection.apiError
+        return rejection.serviceError
     }
 
     /// Appends the audit event of a genuine token's refusal, unless one is recorded for this token already

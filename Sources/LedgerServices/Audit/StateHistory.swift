@@ -1,6 +1,5 @@
 import Foundation
 import LedgerCore
-import LedgerHTTP
 import LedgerPostgres
 import Logging
 import PostgresNIO
@@ -19,7 +18,17 @@ import PostgresNIO
 /// time; `as_of=<time>` is every event recorded at or before that instant (`ledger.position_at`),
 /// judged at that instant. A point after the head, or a time after now, is refused: its answer
 /// could still change.
-public struct StateHistory: StateReader {
+public struct StateHistory: Sendable {
+    package init(
+        store: EventStore, storefront: ProjectionStorefrontReader, client: PostgresClient, clock: @escaping @Sendable () -> Date, logger: Logger
+    ) {
+        self.store = store
+        self.storefront = storefront
+        self.client = client
+        self.clock = clock
+        self.logger = logger
+    }
+
     let store: EventStore
     let storefront: ProjectionStorefrontReader
     let client: PostgresClient
@@ -40,17 +49,17 @@ public struct StateHistory: StateReader {
         case .position(let position):
             let head = try await store.head().position
             guard position <= head else {
-                throw APIError.badRequest("invalid_parameter", "as_of \(position) is after the ledger's head (position \(head))",
+                throw ServiceError.malformed("invalid_parameter", "as_of \(position) is after the ledger's head (position \(head))",
                                           field: "as_of")
             }
             guard position > 0 else { return StateAnswer.Point(position: 0, micros: 0) }
             guard let event = try await store.event(at: position) else {
-                throw APIError.unavailable("the event at position \(position) is missing: run `ledgerd audit verify`")
+                throw ServiceError.unavailable("the event at position \(position) is missing: run `ledgerd audit verify`")
             }
             return StateAnswer.Point(position: position, micros: event.recordedAtMicros)
         case .time(let micros):
             guard micros <= clock().epochMicroseconds else {
-                throw APIError.badRequest("invalid_parameter", "as_of \(asOf) is in the future", field: "as_of")
+                throw ServiceError.malformed("invalid_parameter", "as_of \(asOf) is in the future", field: "as_of")
             }
             return StateAnswer.Point(position: try await store.position(atMicros: micros), micros: micros)
         }

@@ -1,5 +1,5 @@
 import Foundation
-import LedgerCore
+
 
 /// Renders recorded events as JSON for the history endpoints. `data` and `metadata` are inserted
 /// as the database's own jsonb text (already valid JSON), never decoded and re-encoded, so what
@@ -46,7 +46,7 @@ public enum EventJSON {
     /// RFC 3339 UTC with microseconds, from exact integer microseconds (no floating point).
     public static func timestamp(_ micros: Int64) -> String { RFC3339.format(micros) }
 
-    static func hex(_ bytes: [UInt8]) -> String {
+    public static func hex(_ bytes: [UInt8]) -> String {
         let alphabet = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count * 2)

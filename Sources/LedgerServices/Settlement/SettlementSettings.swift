@@ -1,4 +1,3 @@
-import Configuration
 import Foundation
 import LedgerAcquirer
 import LedgerCore
@@ -45,30 +44,5 @@ public struct SettlementSettings: Sendable {
             day = day.adding(days: 1)
         }
         return day
-    }
-
-    static func read(from reader: ConfigReader) throws -> SettlementSettings {
-        let zone = reader.string(forKey: "ledgerd.settlement.time.zone", default: "UTC").trimmingCharacters(in: .whitespaces)
-        let time = reader.string(forKey: "ledgerd.settlement.cut.off", default: "22:00").trimmingCharacters(in: .whitespaces)
-        guard let seconds = SettlementCutOff.parseTime(time) else {
-            throw ConfigurationError("LEDGERD_SETTLEMENT_CUT_OFF must be a local time HH:MM such as 22:00, got \(time)")
-        }
-        guard let cutOff = SettlementCutOff(timeZoneIdentifier: zone, secondsAfterMidnight: seconds) else {
-            throw ConfigurationError("LEDGERD_SETTLEMENT_TIME_ZONE: unknown time zone \(zone)")
-        }
-        var holidays: [BusinessDate] = []
-        for text in reader.stringArray(forKey: "ledgerd.settlement.holidays", default: []) {
-            let trimmed = text.trimmingCharacters(in: .whitespaces)
-            if trimmed.isEmpty { continue }
-            guard let date = BusinessDate(trimmed) else {
-                throw ConfigurationError("LEDGERD_SETTLEMENT_HOLIDAYS: \(trimmed) is not a date YYYY-MM-DD")
-            }
-            holidays.append(date)
-        }
-        let lag = reader.int(forKey: "ledgerd.settlement.funding.lag.days", default: 1)
-        guard (0...10).contains(lag) else { throw ConfigurationError("LEDGERD_SETTLEMENT_FUNDING_LAG_DAYS must be 0…10") }
-        let auto = reader.bool(forKey: "ledgerd.settlement.auto", default: false)
-        return SettlementSettings(cutOff: cutOff, calendar: BusinessCalendar(holidays: holidays),
-                                  fundingLagBusinessDays: lag, runAtCutOff: auto)
     }
 }

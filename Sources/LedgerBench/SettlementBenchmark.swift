@@ -1,8 +1,10 @@
 import Crypto
 import Foundation
 import LedgerAcquirer
+import LedgerApp
 import LedgerCore
 import LedgerPostgres
+import LedgerServices
 import Logging
 import PostgresNIO
 import Synchronization

@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import LedgerCore
-import LedgerHTTP
 import LedgerPostgres
 import Logging
 import PostgresNIO
@@ -134,7 +133,7 @@ public enum CheckpointKeys {
 /// Signs checkpoints of the ledger's head: Ed25519 over (position, hash, recorded time, signing
 /// time, public key) — see ``Checkpoint`` — then appends the checkpoint to the log (stream
 /// `checkpoints`, event `CheckpointSigned`) and writes it to `<data dir>/checkpoints/`.
-public struct CheckpointService: CheckpointSigner {
+public struct CheckpointService: Sendable {
     let key: CheckpointKey
     let writer: LedgerWriter
     let store: EventStore
@@ -156,7 +155,7 @@ public struct CheckpointService: CheckpointSigner {
     public func sign(actor: String) async throws -> (checkpoint: Checkpoint, file: URL) {
         let head = try await store.head()
         guard head.position > 0, let event = try await store.event(at: head.position) else {
-            throw APIError.conflict("empty_ledger", "the ledger has no events to sign")
+            throw ServiceError.conflict("empty_ledger", "the ledger has no events to sign")
         }
         let checkpoint = try Self.checkpoint(position: head.position, hash: event.hash, recordedAtMicros: event.recordedAtMicros,
                                              signedAt: clock(), key: key)

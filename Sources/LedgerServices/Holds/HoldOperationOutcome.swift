@@ -1,0 +1,39 @@
+import LedgerCore
+
+/// What a back-office hold operation came to: the order after it, and what the acquirer applied.
+public struct HoldOperationOutcome: Sendable, Hashable {
+    public enum Result: String, Sendable, Hashable {
+        /// The acquirer applied it and the ledger recorded it.
+        case applied
+        /// The same Idempotency-Key and request were seen before: the first outcome stands, nothing new happened.
+        case replayed
+        /// The issuer declined an increment: nothing changed; `declineCode` says why.
+        case declined
+    }
+
+    public var orderID: OrderID
+    /// The operation asked for (`increment` for a declined increment).
+    public var operation: HoldOperationRequest.Kind
+    public var result: Result
+    public var orderStatus: OrderStatus
+    /// The amount the acquirer applied (or declined); nil for a replay and for shipping.
+    public var amount: Money?
+    public var modificationReference: String?
+    /// The hold's money after the operation; nil when the order has no hold.
+    public var balance: HoldBalance?
+    public var declineCode: String?
+    public var message: String?
+
+    public init(orderID: OrderID, operation: HoldOperationRequest.Kind, result: Result, orderStatus: OrderStatus, amount: Money? = nil,
+                modificationReference: String? = nil, balance: HoldBalance? = nil, declineCode: String? = nil, message: String? = nil) {
+        self.orderID = orderID
+        self.operation = operation
+        self.result = result
+        self.orderStatus = orderStatus
+        self.amount = amount
+        self.modificationReference = modificationReference
+        self.balance = balance
+        self.declineCode = declineCode
+        self.message = message
+    }
+}
