@@ -71,7 +71,8 @@ public final class LedgerWriter: Service, Sendable {
     /// Appends one request atomically and returns its positions and stream versions.
     ///
     /// Throws ``AppendError``: `.versionConflict` (retryable after reloading the stream),
-    /// `.idempotencyConflict`, `.invalidAppend`, `.writerStopped` or `.storageFailure`.
+    /// `.idempotencyConflict`, `.invalidAppend`, `.settlementItemsMismatch`, `.writerStopped` or
+    /// `.storageFailure`.
     public func append(_ request: AppendRequest) async throws -> AppendResult {
         try request.validate()
         return try await withCheckedThrowingContinuation { continuation in
