@@ -6,7 +6,7 @@ import LedgerCore
 /// versions are extra information and do not take part in equality.
 public struct AppendError: Error, Hashable, CustomStringConvertible, Sendable {
     private enum Code: Hashable, Sendable {
-        case versionConflict, idempotencyConflict, invalidAppend, writerStopped, storageFailure
+        case versionConflict, idempotencyConflict, invalidAppend, settlementItemsMismatch, writerStopped, storageFailure
     }
 
     private let code: Code
@@ -33,6 +33,12 @@ public struct AppendError: Error, Hashable, CustomStringConvertible, Sendable {
     public static let idempotencyConflict = AppendError(.idempotencyConflict, "idempotency key reused")
     /// The request itself is malformed; retrying it unchanged will fail again.
     public static let invalidAppend = AppendError(.invalidAppend, "invalid append")
+    /// A settlement batch's closed event disagrees with the items the ledger's membership rule
+    /// assigns to it (sql/0008 refused it with SQLSTATE LDG10), or it closes a batch never opened.
+    /// Not contention: the Swift tally and the SQL rule disagree, and deciding again from the same
+    /// items gives the same event. Report it; do not retry.
+    public static let settlementItemsMismatch = AppendError(
+        .settlementItemsMismatch, "the settlement batch's closing counts or totals differ from the items the ledger assigns to it")
     /// The writer is shutting down and takes no more appends.
     public static let writerStopped = AppendError(.writerStopped, "the ledger writer has stopped")
     /// The database failed; the append did not happen (its transaction rolled back).

@@ -14,7 +14,8 @@ import Synchronization
 /// 1. the loop decides each request in queue order against what it believes — stream versions it
 ///    has seen committed (cached), idempotency keys it knows are stored: replay a stored result,
 ///    refuse a reused key or a version conflict, or accept it (later requests in the batch see
-///    earlier ones' versions);
+///    earlier ones' versions). The deciding is ``BatchPlanner``, a pure state machine; the loop
+///    only performs its actions (reads, the statement, version-cache updates);
 /// 2. `append_batch` takes the head lock — every writer of every process serialises there, so
 ///    positions are gapless and in commit order — and verifies those beliefs set-based: every
 ///    stream's version is what the loop believed, no key is already stored;
@@ -70,7 +71,8 @@ public final class LedgerWriter: Service, Sendable {
     /// Appends one request atomically and returns its positions and stream versions.
     ///
     /// Throws ``AppendError``: `.versionConflict` (retryable after reloading the stream),
-    /// `.idempotencyConflict`, `.invalidAppend`, `.writerStopped` or `.storageFailure`.
+    /// `.idempotencyConflict`, `.invalidAppend`, `.settlementItemsMismatch`, `.writerStopped` or
+    /// `.storageFailure`.
     public func append(_ request: AppendRequest) async throws -> AppendResult {
         try request.validate()
         return try await withCheckedThrowingContinuation { continuation in
@@ -182,187 +184,78 @@ public final class LedgerWriter: Service, Sendable {
         }
     }
 
-    private enum Plan {
-        case append(firstOrdinal: Int, eventCount: Int, streams: [StreamVersion])
-        case replay(AppendResult)
-        case sameAs(Int)
-        case refuse(AppendError)
-    }
-
-    /// Decides the batch against what the writer believes (cached stream versions, known keys),
-    /// then asks `ledger.append_batch` (sql/0002) to verify those beliefs under the head lock and
-    /// append — one round trip, one statement, so all of it commits or none of it does. When a
-    /// belief was wrong (another process wrote a stream, or a key was already used), nothing is
-    /// appended: the writer learns the truth from the answer and decides the batch again.
+    /// Commits one batch by performing ``BatchPlanner``'s actions. The planner decides the batch
+    /// against what the writer believes (cached stream versions, known keys); `ledger.append_batch`
+    /// (sql/0002) verifies those beliefs under the head lock and appends — one round trip, one
+    /// statement, so all of it commits or none of it does. When a belief was wrong (another process
+    /// wrote a stream, or a key was already used), nothing is appended: the planner learns the truth
+    /// from the answer and decides the batch again. This loop decides nothing itself: it runs the
+    /// SQL and keeps the version cache, which the planner gets as data.
     private func commitTransaction(_ requests: [AppendRequest]) async throws -> [Result<AppendResult, AppendError>] {
-        var storedKeys: [String: (hash: [UInt8], result: String)] = [:]
-        for _ in 0..<Self.maximumAttempts {
-            // 1. Beliefs: the version of every stream before this batch.
-            var believed: [String: Int64] = [:]
-            var unknown: [String] = []
-            let cached = versionCache.withLock { cache in
-                requests.flatMap(\.streams).compactMap { stream in cache[stream.streamID.rawValue].map { (stream.streamID.rawValue, $0) } }
-            }
-            for (stream, version) in cached { believed[stream] = version }
-            for stream in requests.flatMap(\.streams) where believed[stream.streamID.rawValue] == nil {
-                // Not cached: trust the caller's expectation (the database checks it); load only for `any`.
-                switch stream.expectedVersion {
-                case .noStream: believed[stream.streamID.rawValue] = 0
-                case .exact(let version): believed[stream.streamID.rawValue] = version
-                case .any: unknown.append(stream.streamID.rawValue)
-                }
-            }
-            if !unknown.isEmpty {
-                for (stream, version) in try await loadVersions(Array(Set(unknown))) { believed[stream] = version }
-            }
-
-            // 2. Decide every request in queue order; later requests see earlier ones' versions.
-            var current = believed
-            var plans: [Plan] = []
-            plans.reserveCapacity(requests.count)
-            var firstIndexForKey: [String: Int] = [:]
-            var columns = EventColumns()
-            var keyColumns = KeyColumns()
-            // One row per (projection, key): the newest wins, since one statement cannot update a row twice.
-            var rows: [String: (row: ProjectionRow, ordinal: Int)] = [:]
-            var rowOrder: [String] = []
-            requestLoop: for (index, request) in requests.enumerated() {
-                if let idempotency = request.idempotency {
-                    if let record = storedKeys[idempotency.key] {
-                        if record.hash == idempotency.requestHash {
-                            var result = try JSONDecoder().decode(AppendResult.self, from: Data(record.result.utf8))
-                            result.replayed = true
-                            plans.append(.replay(result))
-                        } else {
-                            plans.append(.refuse(.idempotencyConflict(key: idempotency.key)))
-                        }
-                        continue
-                    }
-                    if let first = firstIndexForKey[idempotency.key] {
-                        let sameRequest = requests[first].idempotency?.requestHash == idempotency.requestHash
-                        plans.append(sameRequest ? .sameAs(first) : .refuse(.idempotencyConflict(key: idempotency.key)))
-                        continue
-                    }
-                }
-                for stream in request.streams {
-                    let version = current[stream.streamID.rawValue] ?? 0
-                    if !stream.expectedVersion.accepts(current: version) {
-                        plans.append(.refuse(.versionConflict(
-                            stream: stream.streamID, expected: stream.expectedVersion, actual: version)))
-                        continue requestLoop
-                    }
-                }
-                let firstOrdinal = columns.count + 1
-                let metadata = try columns.encodeMetadata(request)
-                var versions: [StreamVersion] = []
-                var streamFirstOrdinal: [StreamID: Int] = [:]
-                for stream in request.streams {
-                    streamFirstOrdinal[stream.streamID] = columns.count + 1
-                    var version = current[stream.streamID.rawValue] ?? 0
-                    for event in stream.events {
-                        version += 1
-                        columns.append(stream: stream.streamID, version: version, event: event, metadata: metadata)
-                    }
-                    current[stream.streamID.rawValue] = version
-                    versions.append(StreamVersion(streamID: stream.streamID, version: version))
-                }
-                if let idempotency = request.idempotency {
-                    firstIndexForKey[idempotency.key] = index
-                    try keyColumns.append(idempotency, first: firstOrdinal, last: columns.count, streams: versions)
-                }
-                for row in request.projections {
-                    let id = row.projection + "\u{0}" + row.key
-                    if let earlier = rows[id] {
-                        rows[id] = (row, earlier.ordinal)  // newest row, first creation point
-                    } else {
-                        rowOrder.append(id)
-                        rows[id] = (row, streamFirstOrdinal[row.stream] ?? firstOrdinal)
-                    }
-                }
-                plans.append(.append(firstOrdinal: firstOrdinal, eventCount: columns.count - firstOrdinal + 1, streams: versions))
-            }
-
-            // 3. Verify and append in the database.
-            let checkStreams = Array(believed.keys)
-            let checkVersions = checkStreams.map { believed[$0]! }
-            let probeKeys = Array(Set(requests.compactMap(\.idempotency?.key).filter { storedKeys[$0] == nil }))
-            let projectionRows = rowOrder.compactMap { rows[$0] }
-            let answer = try await client.query(
-                """
-                SELECT kind, name, version, request_hash, result, first_position FROM ledger.append_batch(
-                    \(checkStreams)::text[], \(checkVersions)::bigint[], \(probeKeys)::text[],
-                    \(keyColumns.keys)::text[], \(keyColumns.hashes)::bytea[], \(keyColumns.first)::integer[],
-                    \(keyColumns.last)::integer[], \(keyColumns.streams)::text[],
-                    \(columns.streamIDs)::text[], \(columns.versions)::bigint[], \(columns.eventIDs)::uuid[],
-                    \(columns.types)::text[], \(columns.schemaVersions)::integer[], \(columns.data)::text[],
-                    \(columns.metadata)::text[], \(columns.effectiveMicros)::bigint[],
-                    \(projectionRows.map(\.row.projection))::text[], \(projectionRows.map(\.row.key))::text[],
-                    \(projectionRows.map(\.row.version))::bigint[], \(projectionRows.map(\.row.json))::text[],
-                    \(projectionRows.map { Int32($0.ordinal) })::integer[])
-                """, logger: logger)
-            var firstPosition: Int64?
-            var beliefsWereWrong = false
-            for try await (kind, name, version, hash, result, first) in answer.decode(
-                (String, String?, Int64?, ByteBuffer?, String?, Int64?).self)
-            {
-                switch kind {
-                case "stale":
-                    beliefsWereWrong = true
-                    if let name, let version { versionCache.withLock { $0.store(name, version) } }
-                case "key_exists":
-                    beliefsWereWrong = true
-                    if let name, let hash, let result { storedKeys[name] = (Array(hash.readableBytesView), result) }
-                case "appended":
-                    firstPosition = first
-                default:
-                    throw AppendError.storageFailure("ledger.append_batch answered \(kind)")
-                }
-            }
-            if beliefsWereWrong {
+        var planner = BatchPlanner(requests: requests)
+        var action = planner.startAttempt(cached: cachedVersions(of: planner.streams))
+        while true {
+            switch action {
+            case .loadVersions(let streams):
+                action = planner.versionsLoaded(try await loadVersions(streams))
+            case .execute(let plan):
+                action = planner.batchAnswered(try await execute(plan.statement))
+            case .redecide(let learned):
                 metrics.outcome("redecided").increment()
-                continue
+                versionCache.withLock { cache in for (stream, version) in learned { cache.store(stream, version) } }
+                action = planner.startAttempt(cached: cachedVersions(of: planner.streams))
+            case .complete(let results, let committed):
+                versionCache.withLock { cache in for (stream, version) in committed { cache.store(stream, version) } }
+                return results
+            case .fail(let error):
+                throw error
             }
-            guard columns.count == 0 || firstPosition != nil else {
-                throw AppendError.storageFailure("ledger.append_batch did not append")
-            }
-
-            // 4. Answers, and what the writer now knows.
-            versionCache.withLock { cache in for (stream, version) in current { cache.store(stream, version) } }
-            var results: [Result<AppendResult, AppendError>] = []
-            results.reserveCapacity(requests.count)
-            for plan in plans {
-                switch plan {
-                case .append(let firstOrdinal, let count, let streams):
-                    let first = (firstPosition ?? 0) + Int64(firstOrdinal - 1)
-                    results.append(.success(AppendResult(firstPosition: first, lastPosition: first + Int64(count - 1), streams: streams)))
-                case .replay(let result):
-                    results.append(.success(result))
-                case .sameAs(let index):
-                    var result = try results[index].get()
-                    result.replayed = true
-                    results.append(.success(result))
-                case .refuse(let error):
-                    results.append(.failure(error))
-                }
-            }
-            return results
         }
-        throw AppendError.storageFailure("the ledger is too contended: \(Self.maximumAttempts) attempts found other writers first")
     }
 
-    /// A batch whose beliefs keep being overtaken by other processes gives up after this many tries.
-    static let maximumAttempts = 8
+    private func cachedVersions(of streams: [String]) -> [String: Int64] {
+        versionCache.withLock { cache in
+            Dictionary(uniqueKeysWithValues: streams.compactMap { stream in cache[stream].map { (stream, $0) } })
+        }
+    }
+
+    /// Runs the planned `ledger.append_batch` call and collects its answer (a few rows at most).
+    private func execute(_ statement: BatchStatement) async throws -> [BatchAnswerRow] {
+        let keys = statement.keys, events = statement.events, rows = statement.rows
+        let answer = try await client.query(
+            """
+            SELECT kind, name, version, request_hash, result, first_position FROM ledger.append_batch(
+                \(statement.checkStreams)::text[], \(statement.checkVersions)::bigint[], \(statement.probeKeys)::text[],
+                \(keys.keys)::text[], \(keys.hashes.map { ByteBuffer(bytes: $0) })::bytea[], \(keys.first)::integer[],
+                \(keys.last)::integer[], \(keys.streams)::text[],
+                \(events.streamIDs)::text[], \(events.versions)::bigint[], \(events.eventIDs)::uuid[],
+                \(events.types)::text[], \(events.schemaVersions)::integer[], \(events.data)::text[],
+                \(events.metadata)::text[], \(events.effectiveMicros)::bigint[],
+                \(rows.projections)::text[], \(rows.keys)::text[],
+                \(rows.versions)::bigint[], \(rows.json)::text[],
+                \(rows.ordinals)::integer[])
+            """, logger: logger)
+        var answerRows: [BatchAnswerRow] = []
+        for try await (kind, name, version, hash, result, first) in answer.decode(
+            (String, String?, Int64?, ByteBuffer?, String?, Int64?).self)
+        {
+            answerRows.append(BatchAnswerRow(
+                kind: kind, name: name, version: version, requestHash: hash.map { Array($0.readableBytesView) }, result: result,
+                firstPosition: first))
+        }
+        return answerRows
+    }
 
     /// Current versions of streams, read without the lock (append_batch re-checks them under it).
-    private func loadVersions(_ streams: [String]) async throws -> [(String, Int64)] {
+    private func loadVersions(_ streams: [String]) async throws -> [String: Int64] {
         let rows = try await client.query(
             """
             SELECT s.id, coalesce((SELECT max(e.stream_version) FROM ledger.events e WHERE e.stream_id = s.id), 0)
             FROM unnest(\(streams)::text[]) AS s(id)
             """, logger: logger)
-        var versions: [(String, Int64)] = []
+        var versions: [String: Int64] = [:]
         for try await (stream, version) in rows.decode((String, Int64).self) {
-            versions.append((stream, version))
+            versions[stream] = version
             versionCache.withLock { $0.store(stream, version) }
         }
         return versions
@@ -383,62 +276,6 @@ struct VersionCache: Sendable {
     mutating func store(_ stream: String, _ version: Int64) {
         if versions.count >= limit && versions[stream] == nil { versions.removeAll(keepingCapacity: true) }
         versions[stream] = version
-    }
-}
-
-/// Idempotency records of the accepted requests, as parallel arrays.
-private struct KeyColumns {
-    var keys: [String] = []
-    var hashes: [ByteBuffer] = []
-    var first: [Int32] = []
-    var last: [Int32] = []
-    var streams: [String] = []
-
-    mutating func append(_ idempotency: IdempotencyKey, first: Int, last: Int, streams: [StreamVersion]) throws {
-        keys.append(idempotency.key)
-        hashes.append(ByteBuffer(bytes: idempotency.requestHash))
-        self.first.append(Int32(first))
-        self.last.append(Int32(last))
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        self.streams.append(String(decoding: try encoder.encode(streams), as: UTF8.self))
-    }
-}
-
-/// The batch's events as parallel arrays, the shape `ledger.append_events` takes.
-private struct EventColumns {
-    var streamIDs: [String] = []
-    var versions: [Int64] = []
-    var eventIDs: [UUID] = []
-    var types: [String] = []
-    var schemaVersions: [Int32] = []
-    var data: [String] = []
-    var metadata: [String] = []
-    var effectiveMicros: [Int64] = []
-
-    var count: Int { eventIDs.count }
-
-    private let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
-
-    func encodeMetadata(_ request: AppendRequest) throws -> String {
-        var metadata = request.metadata
-        if let idempotency = request.idempotency { metadata.idempotencyKey = idempotency.key }
-        return String(decoding: try encoder.encode(metadata), as: UTF8.self)
-    }
-
-    mutating func append(stream: StreamID, version: Int64, event: NewEvent, metadata: String) {
-        streamIDs.append(stream.rawValue)
-        versions.append(version)
-        eventIDs.append(event.eventID)
-        types.append(event.type)
-        schemaVersions.append(event.schemaVersion)
-        data.append(event.data)
-        self.metadata.append(metadata)
-        effectiveMicros.append(event.effectiveAt.epochMicroseconds)
     }
 }
 

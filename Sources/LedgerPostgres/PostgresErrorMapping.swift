@@ -33,8 +33,10 @@ enum PostgresErrorMapping {
         switch state {
         case "23505" where constraint == "events_stream_version_key":
             return .versionConflict
-        case "LDG10":  // a settlement batch's items changed between deciding and appending (sql/0008)
-            return .versionConflict
+        case "LDG10":
+            // sql/0008's membership rule took other items than the closed event states. Its own code, not a version
+            // conflict: callers retry those, and a Swift/SQL disagreement would fail the same way every time.
+            return .settlementItemsMismatch
         case "23505" where constraint == "events_event_id_key":
             return .invalidAppend("an event with this event id already exists")
         case "22P02", "22023", "23514", "22001", "54000":

@@ -314,7 +314,8 @@ import Testing
             let history = try await services.store.orderHistory(a)
             #expect(history.filter { $0.type == "SettlementBatchClosed" }.map(\.streamID.rawValue) == ["settlement-OrderLedgerStore-USD-2026-06-17"])
 
-            // A closed event that states items the rule does not take is refused, and nothing changes.
+            // A closed event that states items the rule does not take is refused, and nothing changes. It is a
+            // mismatch of its own (LDG10), not a version conflict: deciding again would not fix it.
             let c = try await holds.order(client)
             try await capture(client, c, #"{"amount": "7.00"}"#)
             let batchID = "OrderLedgerStore-USD-2026-06-19"
@@ -329,7 +330,7 @@ import Testing
                 let forged = SettlementBatchClosed(
                     batchID: batchID, captureCount: captures, refundCount: 0, grossCredit: Money(minorUnits: gross, currency: .usd),
                     grossDebit: .zero(.usd), gross: Money(minorUnits: gross, currency: .usd), itemsSHA256: "forged")
-                await #expect(throws: AppendError.versionConflict) {
+                await #expect(throws: AppendError.settlementItemsMismatch) {
                     _ = try await services.writer.append(AppendRequest(
                         stream: SettlementBatch.streamID(batchID: batchID), expectedVersion: .exact(1),
                         events: [try SettlementEvent.closed(forged).newEvent(eventID: UUID(), effectiveAt: clock.now)]))

@@ -144,6 +144,38 @@ import Testing
             #expect(try await ChainVerifier(client: client, logger: TestCluster.logger).verify().ok)
         }
     }
+
+    @Test func aClosedBatchTheSettlementRuleDisagreesWithIsAnItemsMismatchNotAVersionConflict() async throws {
+        let db = try await TestDatabase.fresh()
+        try await db.withWriter { writer, client in
+            let batch = stream("settlement-b-1")
+            let opened = NewEvent(
+                type: "SettlementBatchOpened",
+                data: #"{"batch_id": "b-1", "currency": "EUR", "pinned_position": 1, "cut_off_at": "2030-01-01T00:00:00Z"}"#,
+                effectiveAt: testEpoch)
+            _ = try await writer.append(AppendRequest(stream: batch, expectedVersion: .noStream, events: [opened]))
+            // The ledger has no captures at all; the event claims one (sql/0008 raises LDG10).
+            let closed = NewEvent(
+                type: "SettlementBatchClosed", schemaVersion: 2,
+                data: #"{"batch_id": "b-1", "capture_count": 1, "refund_count": 0, "#
+                    + #""gross_credit": {"amount": "10.00"}, "gross_debit": {"amount": "0.00"}}"#,
+                effectiveAt: testEpoch)
+            let mismatch = await #expect(throws: AppendError.self) {
+                try await writer.append(AppendRequest(stream: batch, expectedVersion: .exact(1), events: [closed]))
+            }
+            #expect(mismatch == .settlementItemsMismatch)
+            #expect(mismatch != .versionConflict)
+            #expect(mismatch?.isRetryable == false)
+            #expect(mismatch?.message == AppendError.settlementItemsMismatch.message)  // not the database's text
+
+            // Closing a batch that was never opened is the same disagreement.
+            let orphan = await #expect(throws: AppendError.self) {
+                try await writer.append(AppendRequest(stream: stream("settlement-b-2"), expectedVersion: .noStream, events: [closed]))
+            }
+            #expect(orphan == .settlementItemsMismatch)
+            #expect(try await eventCount(client) == 1)
+        }
+    }
 }
 
 /// The outcome of an async throwing call as a value, for racing calls with `async let`.
