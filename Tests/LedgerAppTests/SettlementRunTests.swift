@@ -5,7 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerAcquirer
 import LedgerApp
-import LedgerServices
+@testable import LedgerServices
 import LedgerCore
 import LedgerPostgres
 import LedgerTestSupport
@@ -172,7 +172,10 @@ import Testing
             #expect(status == .ok, "\(text)")
 
             clock.set(Self.instant("2026-06-19T22:00:01Z"))
+            var reads = services.settlement.batchReads.value
             let summary = try await settle(client, "2026-06-19")
+            // The run read every batch stream once: to settle, to reconcile and to record payouts.
+            #expect(services.settlement.batchReads.value == reads + 1)
             #expect(summary.cut_off_at == "2026-06-19T22:00:00.000000Z")
             try #require(summary.batches.count == 1)
             let batch = summary.batches[0]
@@ -211,7 +214,9 @@ import Testing
 
             // The same day again: nothing appended, the same report bytes.
             let head = try await services.store.head().position
+            reads = services.settlement.batchReads.value
             let again = try await settle(client, "2026-06-19")
+            #expect(services.settlement.batchReads.value == reads + 1)
             #expect(again.batches.map(\.appended_events) == [0] && again.batches[0].report_sha256 == v.report_sha256)
             #expect(try await services.store.head().position == head)
             let (_, csvAgain) = try await get(client, "/settlements/\(batch.batch_id)/report.csv")
@@ -219,8 +224,10 @@ import Testing
 
             // The next business day has nothing left to settle from this one.
             clock.set(Self.instant("2026-06-22T22:00:01Z"))
+            reads = services.settlement.batchReads.value
             let monday = try await settle(client, "2026-06-22")
             #expect(monday.batches.isEmpty)
+            #expect(services.settlement.batchReads.value == reads + 1)
             // Monday is the value date: the deposit is recorded, once.
             let paid = try await view(client, batch.batch_id)
             #expect(paid.stage == "paid" && paid.paid_amount == v.payout && paid.paid_value_date == "2026-06-22")
@@ -298,7 +305,10 @@ import Testing
             try await capture(client, b, #"{"amount": "30.00"}"#)
             // Nobody settled Wednesday; Thursday's run does it first, in Wednesday's batch.
             clock.set(Self.instant("2026-06-18T22:00:01Z"))
+            let reads = services.settlement.batchReads.value
             let thursday = try await settle(client, "2026-06-18")
+            // Two days, two batches, each reconciled with the one before it: the batches read once.
+            #expect(services.settlement.batchReads.value == reads + 1)
             #expect(thursday.batches.map(\.batch_id) == ["OrderLedgerStore-USD-2026-06-17", "OrderLedgerStore-USD-2026-06-18"])
             #expect(thursday.batches.map(\.gross) == ["50.00", "30.00"] && thursday.batches.map(\.refunds) == [1, 0])
 

@@ -14,16 +14,16 @@ extension SettlementService {
     /// uploaded (stored under its key) — streaming it: the report part by part, each page's ledger
     /// items looked up by reference, duplicates and absent items found through the report's line
     /// index (sql/0009). Memory holds a page and the breaks. Nil when there is no report yet or
-    /// the result is the one recorded last.
+    /// the result is the one recorded last. `batches`: a settlement run's (nil: read them).
     @discardableResult
-    func reconcile(batchID: String, reportKey: String? = nil) async throws -> ReconciliationRecorded? {
+    func reconcile(batchID: String, reportKey: String? = nil, batches: SettlementBatches? = nil) async throws -> ReconciliationRecorded? {
         let stream = SettlementBatch.streamID(batchID: batchID)
         guard let state = try await load(stream), let closed = state.closed else { return nil }
         let key = reportKey ?? batchID
         guard try await storedReport(key) != nil else { return nil }
         try await ensureLineIndex(key)
         var laterKey: String?
-        if let next = try await nextBatch(after: state), try await storedReport(next.opened.batchID) != nil {
+        if let next = try await nextBatch(after: state, in: batches), try await storedReport(next.opened.batchID) != nil {
             try await ensureLineIndex(next.opened.batchID)
             laterKey = next.opened.batchID
         }
@@ -184,22 +184,22 @@ extension SettlementService {
         }
     }
 
-    /// Reconciles `batchID` and the previous batch of its merchant and currency (if any).
-    func reconcileAfterSettling(_ state: SettlementBatchState) async throws {
-        if let previous = try await batches(currency: state.opened.currency).last(where: { $0.opened.businessDate < state.opened.businessDate }) {
-            try await reconcile(batchID: previous.opened.batchID)
+    /// Reconciles `batchID` and the previous batch of its merchant and currency (if any), both with
+    /// the run's `batches`.
+    func reconcileAfterSettling(_ state: SettlementBatchState, batches: SettlementBatches) async throws {
+        let same = batches.of(merchantAccount: merchantAccount, currency: state.opened.currency)
+        if let previous = same.last(where: { $0.opened.businessDate < state.opened.businessDate }) {
+            try await reconcile(batchID: previous.opened.batchID, batches: batches)
         }
-        try await reconcile(batchID: state.opened.batchID)
-    }
-
-    /// The merchant's batches in `currency`, by business date.
-    func batches(currency: Currency) async throws -> [SettlementBatchState] {
-        try await allBatches().filter { $0.opened.currency == currency && $0.opened.merchantAccount == merchantAccount }
+        try await reconcile(batchID: state.opened.batchID, batches: batches)
     }
 
     /// The next batch of the same currency with a stored report: it closes this batch's window.
-    func nextBatch(after state: SettlementBatchState) async throws -> SettlementBatchState? {
-        try await batches(currency: state.opened.currency).first { $0.opened.businessDate > state.opened.businessDate }
+    /// From `batches` when given, else from the ledger.
+    func nextBatch(after state: SettlementBatchState, in batches: SettlementBatches?) async throws -> SettlementBatchState? {
+        let all: SettlementBatches
+        if let batches { all = batches } else { all = SettlementBatches(try await allBatches()) }
+        return all.of(merchantAccount: merchantAccount, currency: state.opened.currency).first { $0.opened.businessDate > state.opened.businessDate }
     }
 
     /// The contract's fees on a line, priced like the acquirer prices it (network and funding from

@@ -52,6 +52,8 @@ public struct SettlementService: Sendable {
     /// Where this run's progress goes (the HTTP stream of `POST /settlements/run`), if anywhere.
     var progressSink: (@Sendable (Progress) -> Void)? = nil
     let lock = KeyedLock()
+    /// How many times ``allBatches()`` read every batch stream (a run: once).
+    let batchReads = ReadCounter()
 
     static let maximumAttempts = 20
     static let actor = "system:settlement"
@@ -132,83 +134,102 @@ public struct SettlementService: Sendable {
                 }
             }
             days.append(date)
+            // Every batch, read once: the steps below keep it current with what they append.
+            var batches = SettlementBatches(try await allBatches())
             var outcomes: [BatchOutcome] = []
             for day in days {
                 // An earlier day's batch finished before (it only shows up because an item recorded
                 // after its pin is still waiting for the next batch) is not news.
-                outcomes += try await settleDay(day).filter { day == date || $0.appended_events > 0 }
+                outcomes += try await settleDay(day, batches: &batches).filter { day == date || $0.appended_events > 0 }
             }
-            try await recordPaidPayouts(today: settings.cutOff.localDate(of: clock()))
+            try await recordPaidPayouts(today: settings.cutOff.localDate(of: clock()), batches: batches)
             return RunSummary(business_date: date.description, cut_off_at: OrderReadModel.timestamp(cutOff), batches: outcomes)
         }
     }
 
     /// One business day: a batch per currency with items, or with a batch already begun.
-    func settleDay(_ date: BusinessDate) async throws -> [BatchOutcome] {
+    func settleDay(_ date: BusinessDate, batches: inout SettlementBatches) async throws -> [BatchOutcome] {
         let cutOff = settings.cutOff.instant(closing: date)
         let pinned = try await store.head().position
         var currencies = Set(try await unsettledCurrencies(through: pinned, before: cutOff))
-        for state in try await allBatches() where state.opened.businessDate == date && state.opened.merchantAccount == merchantAccount {
+        for state in batches.states where state.opened.businessDate == date && state.opened.merchantAccount == merchantAccount {
             currencies.insert(state.opened.currency.code)
         }
         var outcomes: [BatchOutcome] = []
         for code in currencies.sorted() {
             guard let currency = Currency(code: code) else { continue }
-            outcomes.append(try await settle(date: date, currency: currency, cutOff: cutOff, pinned: pinned))
+            outcomes.append(try await settle(date: date, currency: currency, cutOff: cutOff, pinned: pinned, batches: &batches))
         }
         return outcomes
     }
 
-    /// Walks one batch to its last step from wherever its stream stands.
-    func settle(date: BusinessDate, currency: Currency, cutOff: Date, pinned: Int64) async throws -> BatchOutcome {
-        let batchID = SettlementBatch.batchID(merchantAccount: merchantAccount, currency: currency, businessDate: date)
+    /// Walks one batch to its last step from wherever its stream stands: ``SettlementSteps`` decides
+    /// each step, this loop performs it (queries, the acquirer, appends, fault points, progress).
+    /// The batch's final state goes into `batches` before it is reconciled.
+    func settle(date: BusinessDate, currency: Currency, cutOff: Date, pinned: Int64,
+                batches: inout SettlementBatches) async throws -> BatchOutcome {
+        var steps = SettlementSteps(merchantAccount: merchantAccount, currency: currency, businessDate: date, cutOffAt: cutOff,
+                                    pinnedPosition: pinned, fundingLagBusinessDays: settings.fundingLagBusinessDays,
+                                    addingBusinessDays: settings.calendar.adding(businessDays:to:), maximumAttempts: Self.maximumAttempts)
+        let batchID = steps.batchID
         let stream = SettlementBatch.streamID(batchID: batchID)
-        var appended = 0
-        var cleared: SettlementBatchCleared?
-        for _ in 0..<Self.maximumAttempts {
-            let state = try await load(stream)
-            let event: SettlementEvent
-            switch state?.stage {
-            case nil:
-                event = .opened(SettlementBatchOpened(batchID: batchID, merchantAccount: merchantAccount, currency: currency,
-                                                      businessDate: date, cutOffAt: cutOff, pinnedPosition: pinned))
-            case .opened:
-                event = .closed(try await close(state!.opened))
-            case .closed:
-                progress(batchID, "submitting", items: state!.closed!.itemCount)
+        var action = steps.read(try await load(stream))
+        var mismatches: [String: Int] = [:]  // closes the database refused, by their items digest
+        while true {
+            switch action {
+            case .reread:
+                action = steps.read(try await load(stream))
+            case .close(let opened):
+                action = steps.closed(try await close(opened))
+            case .submit(let closed):
+                progress(batchID, "submitting", items: closed.itemCount)
                 let submitted = try await submit(batchID: batchID, currency: currency, businessDate: date)
                 FaultPoint.settlementAccepted.crashIfConfigured(faultCrashAt, logger: logger)
-                cleared = submitted.cleared
-                event = .submitted(SettlementBatchSubmitted(batchID: batchID, batchNumber: submitted.receipt.batchNumber,
-                                                            reportSHA256: submitted.digest, reportLineCount: submitted.receipt.lineCount))
-            case .submitted:
-                if cleared == nil { cleared = try await storedClearing(batchID: batchID, currency: currency) }
-                event = .cleared(cleared!)
-            case .cleared:
+                action = steps.submitted(submitted.receipt, reportSHA256: submitted.digest, cleared: submitted.cleared)
+            case .loadStoredClearing:
+                action = steps.clearingLoaded(try await storedClearing(batchID: batchID, currency: currency))
+            case .fetchPayout(let batchNumber):
                 let payout: PayoutNotice
-                do { payout = try await acquirer.payout(batchNumber: state!.submitted!.batchNumber) } catch {
+                do { payout = try await acquirer.payout(batchNumber: batchNumber) } catch {
                     throw ServiceError(.dependencyFailed, code: "acquirer_refused", message: "the acquirer has no payout for \(batchID): \(error.description)")
                 }
-                event = .payoutScheduled(SettlementPayoutScheduled(
-                    batchID: batchID, payoutReference: payout.payoutReference, amount: payout.amount, valueDate: payout.valueDate,
-                    expectedValueDate: settings.calendar.adding(businessDays: settings.fundingLagBusinessDays, to: date)))
-            case .payoutScheduled, .paid:
-                try await reconcileAfterSettling(state!)
-                return outcome(state!, appended: appended)
-            }
-            let metadata = EventMetadata(correlationID: batchID, actor: Self.actor, command: "SettleBatch")
-            do {
-                _ = try await writer.append(AppendRequest(
-                    stream: stream, expectedVersion: PlannedAppend.expectation(forVersion: state?.version ?? 0),
-                    events: [try event.newEvent(eventID: UUID(), effectiveAt: clock())], metadata: metadata))
-                appended += 1
-                progress(batchID, "recorded", detail: event.type)
-                Self.faultPoint(after: event)?.crashIfConfigured(faultCrashAt, logger: logger)
-            } catch let error as AppendError where error == .versionConflict {
-                continue  // someone else recorded this step (or took some of its items): read again and go on from there
+                action = steps.payoutFetched(payout)
+            case .append(let event, let expectedVersion):
+                let metadata = EventMetadata(correlationID: batchID, actor: Self.actor, command: "SettleBatch")
+                do {
+                    _ = try await writer.append(AppendRequest(
+                        stream: stream, expectedVersion: expectedVersion,
+                        events: [try event.newEvent(eventID: UUID(), effectiveAt: clock())], metadata: metadata))
+                    progress(batchID, "recorded", detail: event.type)
+                    Self.faultPoint(after: event)?.crashIfConfigured(faultCrashAt, logger: logger)
+                    action = steps.appended()
+                } catch let error as AppendError where error == .versionConflict {
+                    // Someone else recorded this step: read again and go on from there.
+                    action = steps.versionConflict()
+                } catch let error as AppendError where error == .settlementItemsMismatch {
+                    // The database's membership rule (sql/0010) took other items than this close counted. Another daemon's
+                    // batch may have taken some meanwhile: the re-read closes again over what is left. If this close is
+                    // refused again on the same state, Swift and SQL disagree: fail loudly instead of looking busy.
+                    if case .closed(let refused) = event, mismatches[refused.itemsSHA256 ?? "", default: 0] >= 1 {
+                        logger.error("settlement close refused twice by the database's membership rule", metadata: [
+                            "batch": "\(batchID)", "captures": "\(refused.captureCount)", "refunds": "\(refused.refundCount)",
+                            "items_sha256": "\(refused.itemsSHA256 ?? "")"])
+                        throw ServiceError(.internalFailure, code: "settlement_items_mismatch",
+                                           message: "the ledger refused the close of \(batchID): its items do not match the batch rule")
+                    }
+                    if case .closed(let refused) = event { mismatches[refused.itemsSHA256 ?? "", default: 0] += 1 }
+                    action = steps.versionConflict()
+                }
+            case .reconcile(let state):
+                batches.record(state)
+                try await reconcileAfterSettling(state, batches: batches)
+                action = steps.reconciled()
+            case .done(let done):
+                return outcome(done.state, appended: done.appendedEvents)
+            case .fail(.tooBusy):
+                throw ServiceError.unavailable("the settlement batch \(batchID) is too busy; run it again")
             }
         }
-        throw ServiceError.unavailable("the settlement batch \(batchID) is too busy; run it again")
     }
 
     static func faultPoint(after event: SettlementEvent) -> FaultPoint? {
@@ -251,8 +272,8 @@ public struct SettlementService: Sendable {
 
     /// Records the deposit of every scheduled payout whose value date has come (the acquirer's
     /// payout notice for the batch number); one append per batch, never twice.
-    func recordPaidPayouts(today: BusinessDate) async throws {
-        let scheduled = try await allBatches().filter { $0.opened.merchantAccount == merchantAccount && $0.stage == .payoutScheduled }
+    func recordPaidPayouts(today: BusinessDate, batches: SettlementBatches) async throws {
+        let scheduled = batches.states.filter { $0.opened.merchantAccount == merchantAccount && $0.stage == .payoutScheduled }
         for currency in Set(scheduled.map(\.opened.currency)).sorted(by: { $0.code < $1.code }) {
             for state in scheduled where state.opened.currency == currency {
                 guard let scheduled = state.payout, let number = state.submitted?.batchNumber, scheduled.valueDate <= today else { continue }
@@ -276,8 +297,9 @@ public struct SettlementService: Sendable {
     }
 
     /// Every settlement batch in the ledger, by business date (then the order they were opened in):
-    /// the batch streams read in one query and folded.
+    /// the batch streams read in one query and folded. A run reads them once (``SettlementBatches``).
     func allBatches() async throws -> [SettlementBatchState] {
+        batchReads.add()
         let rows = try await client.query(
             "SELECT stream_id FROM ledger.events WHERE type = \(SettlementBatchOpened.eventType) ORDER BY position", logger: logger)
         var streams: [StreamID] = []
@@ -290,6 +312,13 @@ public struct SettlementService: Sendable {
         let states = streams.compactMap { SettlementBatchState.fold(events[$0.rawValue] ?? []) }
         return states.enumerated().sorted { ($0.element.opened.businessDate, $0.offset) < ($1.element.opened.businessDate, $1.offset) }
             .map(\.element)
+    }
+
+    /// Counts reads shared by every copy of the service.
+    final class ReadCounter: Sendable {
+        private let count = Atomic(0)
+        func add() { count.add(1, ordering: .relaxed) }
+        var value: Int { count.load(ordering: .relaxed) }
     }
 
     func outcome(_ state: SettlementBatchState, appended: Int) -> BatchOutcome {
