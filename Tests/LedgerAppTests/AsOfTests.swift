@@ -189,6 +189,49 @@ indirect enum JSONValue: Decodable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The lapse is stated twice, on purpose: in SQL for the live reads (`ledger.order_rows_at`,
+    /// `ledger.inventory_rows_at`, sql/0010) and in Swift for the as-of reads, which fold the log
+    /// (`AggregateStates.lapsed(at:)`). A microsecond before a hold's expiry and at the expiry
+    /// itself, both must give the same order status and the same stock.
+    @Test func liveAndAsOfReadsAgreeOnALapsedHoldAtItsExpiryInstant() async throws {
+        let clock = SimulatedClock(SettlementRunTests.instant("2030-06-19T10:00:00Z"))
+        let model = AcquirerModel(seed: 11, clock: { clock.now })
+        try await app.withApp(seed: true, acquirer: model, clock: { clock.now }) { client, services in
+            let authorized = try await holds.order(client)  // one clock
+            let partly = try await holds.order(client, product: "Pen", amount: 3200)
+            let (status, text) = try await holds.operate(client, partly, "capture", #"{"amount": "5.00"}"#)
+            #expect(status == .ok, "\(text)")
+            let expiresAt = try #require(try await holds.orderBody(client, authorized).hold?.expires_at)
+            let expiry = try #require(RFC3339.micros(expiresAt))
+            #expect(try await holds.orderBody(client, partly).hold?.expires_at == expiresAt, "both holds were authorized at once")
+
+            let uris = ["/orders/\(authorized)", "/orders/\(partly)", "/products/clock", "/products/pen", "/inventory"]
+            var live: [Int64: [String: Answer]] = [:]
+            for micros in [expiry - 1, expiry] {
+                clock.set(Date(epochMicroseconds: micros))
+                for uri in uris {
+                    let now = try await answer(client, uri).0
+                    let asOf = try await answer(client, "\(uri)?as_of=\(RFC3339.format(micros))").0
+                    #expect(now.status == 200 && asOf == now, "\(uri) at \(RFC3339.format(micros))\n live:  \(now)\n as of: \(asOf)")
+                    live[micros, default: [:]][uri] = now
+                }
+            }
+            // The answers agree because both lapsed the holds at the same instant, not because neither did.
+            let before = try #require(live[expiry - 1]), after = try #require(live[expiry])
+            #expect(before["/orders/\(authorized)"]?.state?["status"] == .string("authorized"))
+            #expect(after["/orders/\(authorized)"]?.state?["status"] == .string("expired"))
+            #expect(before["/orders/\(partly)"]?.state?["status"] == .string("partially_captured"))
+            #expect(after["/orders/\(partly)"]?.state?["status"] == .string("captured"))
+            guard case .int(let available)? = before["/products/clock"]?.state?["available"] else {
+                Issue.record("no available stock in \(before["/products/clock"]?.description ?? "-")")
+                return
+            }
+            #expect(after["/products/clock"]?.state?["available"] == .int(available + 1), "the lapsed order's clock is available again")
+            #expect(before["/inventory"] != after["/inventory"])
+            #expect(try await services.holds.expireDue() == 2, "nothing was swept before")
+        }
+    }
+
     @Test func badAsOfPointsAreRefusedAndTheInventoryHistoryNeedsAKey() async throws {
         try await app.withApp(seed: true) { client, services in
             let id = try await holds.order(client)

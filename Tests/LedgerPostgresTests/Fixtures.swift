@@ -30,7 +30,9 @@ func expectRejected(
     sourceLocation: SourceLocation = #_sourceLocation
 ) async {
     do {
-        try await client.query(query)
+        // Read the rows too: an error raised while the statement runs (a trigger's) arrives after
+        // the row description, that is after `query` has returned.
+        for try await _ in try await client.query(query) {}
         Issue.record("statement was not rejected: \(query.sql)", sourceLocation: sourceLocation)
     } catch let error as PSQLError {
         #expect(error.serverInfo?[.sqlState] == expected, "\(query.sql)", sourceLocation: sourceLocation)

@@ -452,14 +452,6 @@ public enum SettlementBatch {
 
     public static func streamID(batchID: String) -> StreamID { StreamID(category: "settlement", id: batchID) }
 
-    /// Whether a ledger item belongs in the batch: recorded before the cut-off, at or before the pinned
-    /// position, in the batch's currency, and not in an earlier batch. The database applies the same
-    /// rule when the closed event is appended (sql/0008, `ledger.assign_settlement_items`).
-    public static func belongs(_ item: SettlementBatchItem, to opened: SettlementBatchOpened, settledElsewhere: Set<String>) -> Bool {
-        item.recordedAt < opened.cutOffAt && item.position <= opened.pinnedPosition
-            && item.amount.currency == opened.currency && !settledElsewhere.contains(item.modificationReference)
-    }
-
     /// Closes the batch over `items` (in ledger order) whose canonical lines hash to `itemsSHA256`.
     public static func close(_ opened: SettlementBatchOpened, items: some Sequence<SettlementBatchItem>,
                              itemsSHA256: String) throws(SettlementRejection) -> SettlementBatchClosed {
@@ -504,6 +496,11 @@ public struct SettlementClearing: Sendable {
 
 /// A batch's items, added one at a time in ledger order as they stream from the database: the
 /// counts and gross amounts of its closed event. Memory does not grow with the batch.
+///
+/// Which items belong in a batch is not decided here: the database states that rule once
+/// (`ledger.settlement_batch_takes`, sql/0010), the daemon selects the items with it
+/// (`ledger.settlement_batch_candidates`) and the closed event's trigger takes them with it. The
+/// tally counts what it is given, in one currency and in ledger order.
 public struct SettlementBatchTally: Sendable {
     public let opened: SettlementBatchOpened
     public private(set) var captureCount = 0
@@ -516,12 +513,13 @@ public struct SettlementBatchTally: Sendable {
 
     public var itemCount: Int { captureCount + refundCount }
 
-    /// Adds the next item; refuses one the batch's rule excludes, out of ledger order, or a total that overflows.
+    /// Adds the next item; refuses one in another currency (its amount cannot be added), one out of
+    /// ledger order (the items digest depends on the order), or a total that overflows.
     public mutating func add(_ item: SettlementBatchItem) throws(SettlementRejection) {
         guard item.amount.currency == opened.currency else {
             throw .currencyMismatch("item \(item.modificationReference) is in \(item.amount.currency.code), the batch in \(opened.currency.code)")
         }
-        guard SettlementBatch.belongs(item, to: opened, settledElsewhere: []), item.position > lastPosition else {
+        guard item.position > lastPosition else {
             throw .conservationViolated("item \(item.modificationReference) at position \(item.position) is not the batch's next item")
         }
         lastPosition = item.position

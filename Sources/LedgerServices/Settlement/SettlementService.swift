@@ -243,15 +243,19 @@ public struct SettlementService: Sendable {
         }
     }
 
-    /// The closed event of an opened batch: its items streamed from the database in ledger order
-    /// (the membership rule of sql/0008), tallied and hashed one at a time.
+    /// The closed event of an opened batch: its items streamed from the database in ledger order,
+    /// tallied and hashed one at a time. The items are `ledger.settlement_batch_candidates` (sql/0010),
+    /// which applies the membership rule the closed event's trigger applies when it takes them
+    /// (`ledger.settlement_batch_takes`), so the trigger takes exactly the items counted here (unless
+    /// another batch took some meanwhile: LDG10).
     func close(_ opened: SettlementBatchOpened) async throws -> SettlementBatchClosed {
         let rows = try await client.query(
             """
             SELECT \(unescaped: Self.itemColumnList)
-            FROM ledger.settlement_open_items o JOIN ledger.settlement_items s ON s.position = o.position
-            WHERE o.currency = \(opened.currency.code) AND o.position <= \(opened.pinnedPosition)
-              AND o.recorded_at < timestamptz 'epoch' + \(opened.cutOffAt.epochMicroseconds) * interval '1 microsecond'
+            FROM ledger.settlement_batch_candidates(
+                \(opened.currency.code), \(opened.pinnedPosition),
+                timestamptz 'epoch' + \(opened.cutOffAt.epochMicroseconds) * interval '1 microsecond') o
+            JOIN ledger.settlement_items s ON s.position = o.position
             ORDER BY o.position
             """, logger: logger)
         var tally = SettlementBatchTally(opened)
@@ -509,13 +513,14 @@ public struct SettlementService: Sendable {
                                    recordedAt: Date(epochMicroseconds: micros), position: position)
     }
 
-    /// The currencies of items no batch took yet, recorded before `cutOff` at positions ≤ `pinned`.
+    /// The currencies whose batch pinned at `pinned` with this `cutOff` would take items
+    /// (`ledger.settlement_batch_candidates`, sql/0010, asked for each currency with items no batch took yet).
     func unsettledCurrencies(through pinned: Int64, before cutOff: Date) async throws -> [String] {
         let rows = try await client.query(
             """
-            SELECT DISTINCT currency FROM ledger.settlement_open_items
-            WHERE position <= \(pinned)
-              AND recorded_at < timestamptz 'epoch' + \(cutOff.epochMicroseconds) * interval '1 microsecond'
+            SELECT c.currency FROM (SELECT DISTINCT currency FROM ledger.settlement_open_items) c
+            WHERE EXISTS (SELECT FROM ledger.settlement_batch_candidates(
+                c.currency, \(pinned), timestamptz 'epoch' + \(cutOff.epochMicroseconds) * interval '1 microsecond'))
             """, logger: logger)
         var codes: [String] = []
         for try await code in rows.decode(String.self) { codes.append(code) }

@@ -28,21 +28,13 @@ public struct ProjectionStorefrontReader: Sendable {
         return nil
     }
 
-    /// The inventory rows (all, or the one with `key`) as a JSON array, lapsed holds' units available.
+    /// The inventory rows (all, or the one with `key`) as a JSON array, lapsed holds' units available
+    /// (`ledger.inventory_rows_at`, sql/0010, at the reader's clock).
     private func inventoryQuery(key: String?) -> PostgresQuery {
         """
-        WITH lapsed AS (
-            SELECT l ->> 'product_id' AS product, sum((l ->> 'quantity')::bigint) AS quantity
-            FROM ledger.projection_rows h, jsonb_array_elements(h.row -> 'released_on_expiry') AS l
-            WHERE h.projection = \(HoldReadModel.projection) AND h.row ->> 'state' = 'open'
-              AND h.row ->> 'expires_at' <= \(OrderReadModel.timestamp(clock()))
-            GROUP BY 1)
-        SELECT coalesce(json_agg(CASE WHEN l.quantity IS NULL THEN p.row ELSE p.row || jsonb_build_object(
-                   'reserved', (p.row ->> 'reserved')::bigint - l.quantity,
-                   'available', (p.row ->> 'available')::bigint + l.quantity) END
-               ORDER BY p.created_position, p.key), '[]')::text
-        FROM ledger.projection_rows p LEFT JOIN lapsed l ON l.product = p.key
-        WHERE p.projection = \(CatalogReadModel.inventory) AND (\(key)::text IS NULL OR p.key = \(key)::text)
+        SELECT coalesce(json_agg(p.row ORDER BY p.created_position, p.key), '[]')::text
+        FROM ledger.inventory_rows_at(timestamptz 'epoch' + \(clock().epochMicroseconds) * interval '1 microsecond') p
+        WHERE \(key)::text IS NULL OR p.key = \(key)::text
         """
     }
     public func shippingMethodsJSON() async throws -> String {
@@ -63,22 +55,15 @@ public struct ProjectionOrderReader: Sendable {
         self.logger = logger
     }
 
-    /// The rows with the lapse applied, as a subquery (`o.row`, `o.created_position`, `o.key`).
+    /// The rows with the lapse applied at the reader's clock (`ledger.order_rows_at`, sql/0010), as a
+    /// FROM item to alias `o` (`o.row`, `o.created_position`, `o.key`).
     func lapsed() -> PostgresQuery {
-        """
-        SELECT key, created_position, CASE WHEN row -> 'hold' ->> 'state' = 'open'
-                AND row -> 'hold' ->> 'expires_at' <= \(OrderReadModel.timestamp(clock()))
-                AND row ->> 'status' IN ('authorized', 'partially_captured')
-            THEN jsonb_set(jsonb_set(row, '{status}', to_jsonb(CASE row ->> 'status' WHEN 'authorized' THEN 'expired' ELSE 'captured' END)),
-                           '{hold,state}', '"closed"')
-            ELSE row END AS row
-        FROM ledger.projection_rows WHERE projection = \(OrderReadModel.projection)
-        """
+        "ledger.order_rows_at(timestamptz 'epoch' + \(clock().epochMicroseconds) * interval '1 microsecond')"
     }
 
     public func orderJSON(id: String) async throws -> String? {
         var query = lapsed()
-        query.sql = "SELECT row::text FROM (\(query.sql) AND key = $\(query.binds.count + 1)) o"
+        query.sql = "SELECT o.row::text FROM \(query.sql) o WHERE o.key = $\(query.binds.count + 1)"
         query.binds.append(id)
         let rows = try await client.query(query, logger: logger)
         for try await json in rows.decode(String.self) { return json }
@@ -91,8 +76,9 @@ public struct ProjectionOrderReader: Sendable {
         var sql = lapsed()
         let n = sql.binds.count
         sql.sql = """
-            SELECT row::text, created_position FROM (\(sql.sql) AND created_position > $\(n + 1)) o
-            WHERE ($\(n + 2)::text IS NULL OR row ->> 'status' = $\(n + 2)::text)
+            SELECT row::text, created_position FROM \(sql.sql) o
+            WHERE created_position > $\(n + 1)
+              AND ($\(n + 2)::text IS NULL OR row ->> 'status' = $\(n + 2)::text)
               AND row ->> 'opened_at' >= $\(n + 3) AND row ->> 'opened_at' < $\(n + 4)
             ORDER BY created_position LIMIT $\(n + 5)
             """

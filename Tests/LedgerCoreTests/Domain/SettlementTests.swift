@@ -2,8 +2,8 @@ import Foundation
 @testable import LedgerCore
 import Testing
 
-/// The pure settlement steps: cut-off instants (daylight saving included), which items belong in a
-/// batch, and the money-conservation identities.
+/// The pure settlement steps: cut-off instants (daylight saving included), closing a batch over its
+/// items, and the money-conservation identities.
 @Suite struct SettlementTests {
     func date(_ text: String) -> BusinessDate { BusinessDate(text)! }
     func utc(_ text: String) -> Date { ISO8601DateFormatter().date(from: text)! }
@@ -43,19 +43,6 @@ import Testing
         #expect(SettlementCutOff.parseTime("24:00") == nil && SettlementCutOff.parseTime("7:00") == nil && SettlementCutOff.parseTime("") == nil)
     }
 
-    @Test func anItemOneMillisecondBeforeTheCutOffBelongsAndOneAtTheCutOffDoesNot() {
-        let cutOff = t0.addingTimeInterval(3600)
-        let batch = opened(cutOff: cutOff, pinned: 10)
-        #expect(SettlementBatch.belongs(item(.capture, "a", "1.00", at: cutOff.addingTimeInterval(-0.001)), to: batch, settledElsewhere: []))
-        #expect(!SettlementBatch.belongs(item(.capture, "b", "1.00", at: cutOff), to: batch, settledElsewhere: []))
-        // After the pinned position, or already in an earlier batch, or in another currency: not this batch's.
-        #expect(!SettlementBatch.belongs(item(.capture, "c", "1.00", position: 11), to: batch, settledElsewhere: []))
-        #expect(!SettlementBatch.belongs(item(.capture, "d", "1.00"), to: batch, settledElsewhere: ["d"]))
-        var euro = item(.capture, "e", "1.00")
-        euro.amount = eur("1.00")
-        #expect(!SettlementBatch.belongs(euro, to: batch, settledElsewhere: []))
-    }
-
     @Test func closingSumsCapturesMinusRefunds() throws {
         let items = [item(.capture, "a", "59.00", position: 1), item(.capture, "b", "5.00", position: 2), item(.refund, "c", "20.50", position: 3)]
         let closed = try SettlementBatch.close(opened(), items: items, itemsSHA256: "digest")
@@ -69,11 +56,9 @@ import Testing
         var euro = item(.capture, "e", "1.00")
         euro.amount = eur("1.00")
         #expect(throws: SettlementRejection.self) { try SettlementBatch.close(opened(), items: [euro], itemsSHA256: "") }
-        // The tally takes items in ledger order only, and only the batch's own.
+        // The tally takes items in ledger order only (which items belong in the batch is the
+        // database's rule, tested against the database in SettlementMembershipSQLTests).
         #expect(throws: SettlementRejection.self) { try SettlementBatch.close(opened(), items: items.reversed(), itemsSHA256: "") }
-        #expect(throws: SettlementRejection.self) {
-            try SettlementBatch.close(opened(pinned: 2), items: items, itemsSHA256: "")
-        }
         let empty = try SettlementBatch.close(opened(), items: [], itemsSHA256: "e3b0")
         #expect(empty.gross == usd("0.00") && empty.captureCount == 0)
     }
