@@ -110,7 +110,7 @@ public struct AppendBenchmark: Sendable {
         let superuser = embedded.endpoint.superuser
         func config(_ user: String, _ database: String) -> PostgresClient.Configuration { configFor(user) }
         let logger = self.logger
-        try await withPostgresClient(configuration: config(superuser, Self.database), logger: logger) { client in
+        _ = try await withPostgresClient(configuration: config(superuser, Self.database), logger: logger) { client in
             try await client.query("""
                 CREATE TABLE public.bench_raw (
                     position bigserial PRIMARY KEY, stream_id text NOT NULL, stream_version bigint NOT NULL,

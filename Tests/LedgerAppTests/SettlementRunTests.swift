@@ -379,7 +379,7 @@ import Testing
             }
             audit = try await SettlementService.auditItems(client: services.client, logger: TestCluster.logger)
             #expect(audit.problems.count == 2 && audit.problems.allSatisfy { $0.contains("the event states") }, "\(audit.problems)")
-            try await db.withOwner { owner in try await owner.query("SELECT ledger.rebuild_settlement_items()") }
+            _ = try await db.withOwner { owner in try await owner.query("SELECT ledger.rebuild_settlement_items()") }
             #expect(try await SettlementService.auditItems(client: services.client, logger: TestCluster.logger).ok)
         }
     }

@@ -247,7 +247,7 @@ extension SettlementService {
                     """, logger: logger)
             }
         }
-        try await lock.withLock("settlement") { try await reconcile(batchID: batchID, reportKey: key) }
+        _ = try await lock.withLock("settlement") { try await reconcile(batchID: batchID, reportKey: key) }
         return try await reconciliationJSON(id: batchID) ?? "{}"
     }
 
