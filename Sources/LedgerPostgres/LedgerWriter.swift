@@ -418,16 +418,10 @@ private struct EventColumns {
 
     var count: Int { eventIDs.count }
 
-    private let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
-
     func encodeMetadata(_ request: AppendRequest) throws -> String {
         var metadata = request.metadata
         if let idempotency = request.idempotency { metadata.idempotencyKey = idempotency.key }
-        return String(decoding: try encoder.encode(metadata), as: UTF8.self)
+        return try LedgerJSON.string(metadata)
     }
 
     mutating func append(stream: StreamID, version: Int64, event: NewEvent, metadata: String) {
