@@ -106,7 +106,7 @@ public struct SettlementBenchmark: Sendable {
                     hasher.withLock { $0.update(data: Array(part.utf8)) }
                     parts.withLock { $0 += 1 }
                 }
-                let digest = hasher.withLock { $0.finalize() }.map { String(format: "%02x", $0) }.joined()
+                let digest = Hex.encode(hasher.withLock { $0.finalize() })
                 lines.append("report: \(parts.withLock { $0 }) parts read back, SHA-256 \(digest == batch.report_sha256 ? "matches" : "DIFFERS FROM") the submitted event's")
                 lines.append("reconciliation: \(reconciled?.matched ?? 0) matched, \(reconciled?.breaks.count ?? -1) breaks")
                 lines.append(String(format: "memory: resident %.0f MiB before the run, peak %.0f MiB during it (+%.0f MiB)",

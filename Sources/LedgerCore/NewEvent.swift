@@ -1,11 +1,14 @@
 import struct Foundation.Data
 import struct Foundation.Date
-import class Foundation.JSONEncoder
 import struct Foundation.UUID
 
 /// An event about to be appended: its identity, type, schema version and JSON payload.
 ///
 /// Position, stream version, recorded time and hashes are assigned by the ledger when it commits.
+/// Ledger code builds it from a typed payload (``init(eventID:type:schemaVersion:payload:effectiveAt:)``,
+/// ``DomainEvent/newEvent(eventID:effectiveAt:)``, …), which goes through the ``EventCatalogue``; the
+/// raw ``init(eventID:type:schemaVersion:data:effectiveAt:)`` is for fixtures and benchmarks whose events
+/// are not the ledger's.
 public struct NewEvent: Sendable, Hashable {
     public var eventID: UUID
     public var type: String
@@ -23,15 +26,25 @@ public struct NewEvent: Sendable, Hashable {
         self.effectiveAt = effectiveAt
     }
 
-    /// Encodes a typed payload with sorted keys, so equal payloads give equal request hashes.
-    public init<Payload: Encodable>(
-        eventID: UUID = UUID(), type: String, schemaVersion: Int32 = 1, payload: Payload, effectiveAt: Date
-    ) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let json = try encoder.encode(payload)
+    /// Encodes a payload registered in the ``EventCatalogue``, in the one ``LedgerJSON`` form (sorted keys,
+    /// so equal payloads give equal request hashes), with the type and schema version of its entry.
+    ///
+    /// `type` and `schemaVersion`, when given, must be the entry's (they let call sites spell out what they
+    /// write). A payload the catalogue does not register, or a different type or version, is a programming
+    /// error reported as ``EventCodingError/Code/unknownType``: nothing unregistered reaches the log this way.
+    public init<Payload: LedgerEventPayload>(
+        eventID: UUID = UUID(), type: String? = nil, schemaVersion: Int32? = nil, payload: Payload, effectiveAt: Date
+    ) throws(EventCodingError) {
+        let entry = try EventCatalogue.registration(of: Payload.self)
+        guard (type ?? entry.type) == entry.type, (schemaVersion ?? entry.schemaVersion) == entry.schemaVersion else {
+            throw EventCodingError(
+                .unknownType, type: type ?? entry.type,
+                "\(Payload.self) is registered as \(entry.type) version \(entry.schemaVersion), "
+                    + "not \(type ?? entry.type) version \(schemaVersion ?? entry.schemaVersion)")
+        }
+        let json = try EventCatalogue.encode(payload)
         self.init(
-            eventID: eventID, type: type, schemaVersion: schemaVersion,
+            eventID: eventID, type: entry.type, schemaVersion: entry.schemaVersion,
             data: String(decoding: json, as: UTF8.self), effectiveAt: effectiveAt)
     }
 }

@@ -190,8 +190,6 @@ package struct BatchPlanner: Sendable {
         // One row per (projection, key): the newest wins, since one statement cannot update a row twice.
         var rows: [ProjectionRowID: (row: ProjectionRow, ordinal: Int)] = [:]
         var rowOrder: [ProjectionRowID] = []
-        let metadataEncoder = JSONEncoder()
-        metadataEncoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let streamsEncoder = JSONEncoder()
         streamsEncoder.outputFormatting = [.sortedKeys]
 
@@ -222,7 +220,7 @@ package struct BatchPlanner: Sendable {
             let firstOrdinal = events.count + 1
             var metadata = request.metadata
             if let idempotency = request.idempotency { metadata.idempotencyKey = idempotency.key }
-            let metadataJSON = String(decoding: try metadataEncoder.encode(metadata), as: UTF8.self)
+            let metadataJSON = try LedgerJSON.string(metadata)  // the events' one JSON form
             var versions: [StreamVersion] = []
             var streamFirstOrdinal: [StreamID: Int] = [:]
             for stream in request.streams {

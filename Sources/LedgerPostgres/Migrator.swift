@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import LedgerCore
 import Logging
 import PostgresNIO
 
@@ -15,7 +16,7 @@ public struct Migration: Sendable, Hashable {
         self.version = version
         self.name = name
         self.sql = sql
-        self.checksum = SHA256.hash(data: Array(sql.utf8)).map { String(format: "%02x", $0) }.joined()
+        self.checksum = Hex.encode(SHA256.hash(data: Array(sql.utf8)))
     }
 }
 

@@ -7,6 +7,7 @@ import struct Foundation.Date
 public struct ContactErased: LedgerEventPayload {
     public static let eventType = "ContactErased"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.contactErased
 
     public var contactRef: String
     /// The first order that used the contact (the order history's key), if any.

@@ -1,6 +1,11 @@
 /// RFC 3339 times to and from exact integer microseconds since the Unix epoch (the ledger's
 /// resolution): no floating point and no Foundation formatter, so a time an auditor copies from
 /// an event (`recorded_at`) names exactly that instant.
+///
+/// The ledger's one RFC 3339 implementation. Its own form, written by ``format(_:)`` everywhere (event
+/// payloads through ``LedgerTimestamp``, replies, CSV lines, checkpoints), is UTC with exactly six
+/// fraction digits and `Z`: `2026-11-21T09:30:00.250000Z`. Payloads accept only that form
+/// (``exactMicros(_:)``); query parameters and configuration accept any RFC 3339 time (``micros(_:)``).
 public enum RFC3339 {
     private static let microsPerDay: Int64 = 86_400_000_000
 
@@ -50,6 +55,16 @@ public enum RFC3339 {
         }
         let local = date.daysSinceEpoch * microsPerDay + ((hour * 60 + minute) * 60 + second) * 1_000_000 + fraction
         return local - offsetSeconds * 1_000_000
+    }
+
+    /// Only the form ``format(_:)`` writes (27 characters, six fraction digits, `Z`), as event payloads
+    /// carry it: anything else is nil, so a hand-edited or foreign time cannot enter a typed event.
+    public static func exactMicros(_ text: String) -> Int64? {
+        let b = text.utf8
+        guard b.count == 27 else { return nil }
+        let bytes = Array(b)
+        guard bytes[10] == UInt8(ascii: "T"), bytes[19] == UInt8(ascii: "."), bytes[26] == UInt8(ascii: "Z") else { return nil }
+        return micros(text)
     }
 
     /// UTC with six fraction digits, `2026-11-21T09:30:00.250000Z` (the ledger's own format).

@@ -14,12 +14,14 @@ import struct Foundation.Date
 //
 // Neither event carries cardholder data: no device PAN beyond its last four digits, no cryptogram, no
 // expiry. These events belong to no aggregate that a decider folds, so they are not part of
-// ``DomainEvent``; replays of the log skip them (``DomainEvent/knownTypes``).
+// ``DomainEvent``; replays of the log skip them (``DomainEvent/knownTypes``). They are registered in the
+// ``EventCatalogue`` and decode as ``LedgerEvent`` cases.
 
 /// A token was accepted for an order: the marker that makes its transaction id single-use.
 public struct ApplePayTokenAccepted: LedgerEventPayload {
     public static let eventType = "ApplePayTokenAccepted"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.applePayTokenAccepted
 
     public var orderID: OrderID
     /// The token's `header.transactionId` as lowercase hex.
@@ -57,6 +59,7 @@ public struct ApplePayTokenAccepted: LedgerEventPayload {
 public struct ApplePayTokenRejected: LedgerEventPayload {
     public static let eventType = "ApplePayTokenRejected"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.applePayTokenRejected
 
     /// The stable reason code, e.g. `signing_time_stale`, `amount_mismatch`, `replayed_transaction`.
     public var reason: String

@@ -11,6 +11,7 @@ import struct Foundation.Date
 public struct AuthorizationHoldPlaced: LedgerEventPayload {
     public static let eventType = "AuthorizationHoldPlaced"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.authorizationHoldPlaced
 
     public var orderID: OrderID
     public var merchantReference: String

@@ -1,19 +1,6 @@
 import struct Foundation.Data
 import struct Foundation.Date
-import class Foundation.JSONDecoder
-import class Foundation.JSONEncoder
 import struct Foundation.UUID
-
-/// An event payload with a stable name and schema version in the log.
-///
-/// `eventType` is the `type` column and must never change once events of it were written; a change of
-/// payload shape gets a new `schemaVersion` and an upcaster in ``DomainEvent/decode(type:schemaVersion:data:)``.
-/// Payloads spell their JSON keys out (snake_case) instead of relying on an encoder's key strategy, so the
-/// wire format cannot drift with a Foundation release.
-public protocol LedgerEventPayload: Codable, Hashable, Sendable {
-    static var eventType: String { get }
-    static var schemaVersion: Int32 { get }
-}
 
 /// Any event of the storefront domain, tagged by the aggregate it belongs to. What deciders emit,
 /// evolves and projections fold, and what the database layer encodes to and decodes from rows.
@@ -60,43 +47,40 @@ public enum DomainEvent: Hashable, Sendable {
         }
     }
 
+    /// The event's case in the ``EventCatalogue``.
+    public var kind: EventKind { Swift.type(of: payload).eventKind }
     /// The `type` column, e.g. `OrderOpened`.
     public var type: String { Swift.type(of: payload).eventType }
+    /// The schema version written.
     public var schemaVersion: Int32 { Swift.type(of: payload).schemaVersion }
 
-    /// Every event type this module writes, with its current schema version.
-    public static let knownTypes: [(type: String, schemaVersion: Int32)] = decoders.keys.sorted().map {
-        ($0, decoders[$0]!.version)
-    }
+    /// Every domain event type, sorted by name, with its current schema version: the catalogue's
+    /// ``EventFamily/domain`` entries. Replays fold these and skip the rest of the log.
+    public static let knownTypes: [(type: String, schemaVersion: Int32)] = EventCatalogue.entries
+        .filter { $0.category.family == .domain }
+        .map { (type: $0.type, schemaVersion: $0.schemaVersion) }
+        .sorted { $0.type < $1.type }
 
     // MARK: Encoding
 
-    /// The payload as JSON with sorted keys: byte-identical for equal events.
-    public func encodedData() throws(EventCodingError) -> Data {
-        do { return try Self.encoder.encode(payload) } catch {
-            throw EventCodingError(.encodingFailed, type: type, String(describing: error))
-        }
-    }
+    /// The payload as JSON with sorted keys (``LedgerJSON``): byte-identical for equal events.
+    public func encodedData() throws(EventCodingError) -> Data { try EventCatalogue.encode(payload) }
 
     /// The event ready for appending. The id and the business time come from the caller, never from here.
     public func newEvent(eventID: UUID, effectiveAt: Date) throws(EventCodingError) -> NewEvent {
-        NewEvent(
-            eventID: eventID, type: type, schemaVersion: schemaVersion,
-            data: String(decoding: try encodedData(), as: UTF8.self), effectiveAt: effectiveAt)
+        try NewEvent(eventID: eventID, payload: payload, effectiveAt: effectiveAt)
     }
 
     // MARK: Decoding
 
     /// Decodes a stored event back to its typed form, e.g. to fold a stream or rebuild projections.
-    /// Unknown types, unsupported schema versions and malformed payloads are typed errors.
+    /// Types that are not domain events, unsupported schema versions and malformed payloads are typed errors.
     public static func decode(type: String, schemaVersion: Int32, data: Data) throws(EventCodingError) -> DomainEvent {
-        guard let entry = decoders[type] else { throw EventCodingError(.unknownType, type: type, "unknown event type") }
-        guard schemaVersion == entry.version else {
-            throw EventCodingError(.unsupportedSchemaVersion, type: type, "schema version \(schemaVersion)")
+        guard let entry = EventCatalogue.entry(forType: type), entry.category.family == .domain,
+              case .domain(let event) = try entry.decode(schemaVersion: schemaVersion, data: data) else {
+            throw EventCodingError(.unknownType, type: type, "unknown event type")
         }
-        do { return try entry.decode(data) } catch {
-            throw EventCodingError(.invalidPayload, type: type, String(describing: error))
-        }
+        return event
     }
 
     /// Same as ``decode(type:schemaVersion:data:)`` for the text form the database hands back.
@@ -108,72 +92,6 @@ public enum DomainEvent: Hashable, Sendable {
     public static func decode(_ recorded: RecordedEvent) throws(EventCodingError) -> DomainEvent {
         try decode(type: recorded.type, schemaVersion: recorded.schemaVersion, json: recorded.data)
     }
-
-    private struct Entry: Sendable {
-        var version: Int32
-        var decode: @Sendable (Data) throws -> DomainEvent
-    }
-
-    private static func entry<P: LedgerEventPayload>(_: P.Type, _ wrap: @escaping @Sendable (P) -> DomainEvent) -> (String, Entry) {
-        (P.eventType, Entry(version: P.schemaVersion, decode: { data in wrap(try JSONDecoder().decode(P.self, from: data)) }))
-    }
-
-    private static let decoders: [String: Entry] = Dictionary(uniqueKeysWithValues: [
-        entry(ProductListed.self) { .product(.listed($0)) },
-        entry(ProductPriceChanged.self) { .product(.priceChanged($0)) },
-        entry(StockReceived.self) { .product(.stockReceived($0)) },
-        entry(StockReserved.self) { .product(.stockReserved($0)) },
-        entry(ReservationReleased.self) { .product(.reservationReleased($0)) },
-        entry(StockSold.self) { .product(.stockSold($0)) },
-        entry(ShippingMethodListed.self) { .shippingMethod(.listed($0)) },
-        entry(ShippingMethodPriceChanged.self) { .shippingMethod(.priceChanged($0)) },
-        entry(OrderOpened.self) { .order(.opened($0)) },
-        entry(OrderAuthorized.self) { .order(.authorized($0)) },
-        entry(PaymentDeclined.self) { .order(.paymentDeclined($0)) },
-        entry(PaymentOutcomeUnknown.self) { .order(.paymentOutcomeUnknown($0)) },
-        entry(OrderCancelled.self) { .order(.cancelled($0)) },
-        entry(OrderPaymentUpdated.self) { .order(.paymentUpdated($0)) },
-        entry(OrderShipped.self) { .order(.shipped($0)) },
-        entry(AuthorizationHoldPlaced.self) { .hold(.placed($0)) },
-        entry(HoldIncremented.self) { .hold(.incremented($0)) },
-        entry(HoldCaptured.self) { .hold(.captured($0)) },
-        entry(HoldReversed.self) { .hold(.reversed($0)) },
-        entry(HoldExpired.self) { .hold(.expired($0)) },
-        entry(HoldRefunded.self) { .hold(.refunded($0)) },
-    ])
-
-    private static var encoder: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }
-}
-
-/// Why an event could not be encoded or decoded. A struct with a code (the ServiceRunnerError
-/// pattern) so the database layer can map it in one place.
-public struct EventCodingError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// What went wrong.
-    public enum Code: String, Hashable, Sendable {
-        /// No event type of that name is known to this build.
-        case unknownType
-        /// The type is known, but not at that schema version.
-        case unsupportedSchemaVersion
-        /// The JSON does not decode to the type's payload.
-        case invalidPayload
-        case encodingFailed
-    }
-
-    public let code: Code
-    public let type: String
-    public let message: String
-
-    public init(_ code: Code, type: String, _ message: String) {
-        self.code = code
-        self.type = type
-        self.message = message
-    }
-
-    public var description: String { "EventCodingError.\(code.rawValue) [\(type)]: \(message)" }
 }
 
 // MARK: - Appends

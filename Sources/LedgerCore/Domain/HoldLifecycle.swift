@@ -25,6 +25,7 @@ import struct Foundation.Date
 public struct HoldIncremented: LedgerEventPayload {
     public static let eventType = "HoldIncremented"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.holdIncremented
 
     public var orderID: OrderID
     @DecimalMoney public var amount: Money
@@ -53,6 +54,7 @@ public struct HoldIncremented: LedgerEventPayload {
 public struct HoldCaptured: LedgerEventPayload {
     public static let eventType = "HoldCaptured"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.holdCaptured
 
     public var orderID: OrderID
     @DecimalMoney public var amount: Money
@@ -85,6 +87,7 @@ public struct HoldCaptured: LedgerEventPayload {
 public struct HoldReversed: LedgerEventPayload {
     public static let eventType = "HoldReversed"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.holdReversed
 
     public var orderID: OrderID
     @DecimalMoney public var amount: Money
@@ -110,6 +113,7 @@ public struct HoldReversed: LedgerEventPayload {
 public struct HoldExpired: LedgerEventPayload {
     public static let eventType = "HoldExpired"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.holdExpired
 
     public var orderID: OrderID
     @DecimalMoney public var amount: Money
@@ -129,6 +133,7 @@ public struct HoldExpired: LedgerEventPayload {
 public struct HoldRefunded: LedgerEventPayload {
     public static let eventType = "HoldRefunded"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.holdRefunded
 
     public var orderID: OrderID
     @DecimalMoney public var amount: Money

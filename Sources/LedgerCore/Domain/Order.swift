@@ -77,6 +77,7 @@ public struct ShippingSelection: Hashable, Sendable, Codable {
 public struct OrderOpened: LedgerEventPayload {
     public static let eventType = "OrderOpened"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.orderOpened
 
     public var orderID: OrderID
     /// The reference sent to the acquirer (the order id): its idempotency key there and recovery's query key.
@@ -111,6 +112,7 @@ public struct OrderOpened: LedgerEventPayload {
 public struct OrderAuthorized: LedgerEventPayload {
     public static let eventType = "OrderAuthorized"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.orderAuthorized
 
     public var orderID: OrderID
     public var pspReference: String
@@ -133,6 +135,7 @@ public struct OrderAuthorized: LedgerEventPayload {
 public struct PaymentDeclined: LedgerEventPayload {
     public static let eventType = "PaymentDeclined"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.paymentDeclined
 
     public var orderID: OrderID
     public var responseCode: ResponseCode
@@ -157,6 +160,7 @@ public struct PaymentDeclined: LedgerEventPayload {
 public struct PaymentOutcomeUnknown: LedgerEventPayload {
     public static let eventType = "PaymentOutcomeUnknown"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.paymentOutcomeUnknown
 
     public var orderID: OrderID
     public var responseCode: ResponseCode
@@ -175,6 +179,7 @@ public struct PaymentOutcomeUnknown: LedgerEventPayload {
 public struct OrderCancelled: LedgerEventPayload {
     public static let eventType = "OrderCancelled"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.orderCancelled
 
     public var orderID: OrderID
     public var reason: OrderCancellationReason
@@ -192,6 +197,7 @@ public struct OrderCancelled: LedgerEventPayload {
 public struct OrderPaymentUpdated: LedgerEventPayload {
     public static let eventType = "OrderPaymentUpdated"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.orderPaymentUpdated
 
     public var orderID: OrderID
     /// `capture`, `increment`, `void`, `expire` or `refund`.
@@ -211,6 +217,7 @@ public struct OrderPaymentUpdated: LedgerEventPayload {
 public struct OrderShipped: LedgerEventPayload {
     public static let eventType = "OrderShipped"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.orderShipped
 
     public var orderID: OrderID
     public var carrier: String?

@@ -12,6 +12,7 @@ import HashTreeCollections
 public struct ProductListed: LedgerEventPayload {
     public static let eventType = "ProductListed"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.productListed
 
     public var productID: ProductID
     /// The merchant's stock-keeping unit; the demo catalog uses the product id.
@@ -40,6 +41,7 @@ public struct ProductListed: LedgerEventPayload {
 public struct ProductPriceChanged: LedgerEventPayload {
     public static let eventType = "ProductPriceChanged"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.productPriceChanged
 
     public var productID: ProductID
     @DecimalMoney public var previousPrice: Money
@@ -58,6 +60,7 @@ public struct ProductPriceChanged: LedgerEventPayload {
 public struct StockReceived: LedgerEventPayload {
     public static let eventType = "StockReceived"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.stockReceived
 
     public var productID: ProductID
     public var quantity: Int64
@@ -74,6 +77,7 @@ public struct StockReceived: LedgerEventPayload {
 public struct StockReserved: LedgerEventPayload {
     public static let eventType = "StockReserved"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.stockReserved
 
     public var productID: ProductID
     public var orderID: OrderID
@@ -106,6 +110,7 @@ public enum ReservationReleaseReason: String, Hashable, Sendable, Codable, CaseI
 public struct ReservationReleased: LedgerEventPayload {
     public static let eventType = "ReservationReleased"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.reservationReleased
 
     public var productID: ProductID
     public var orderID: OrderID
@@ -126,6 +131,7 @@ public struct ReservationReleased: LedgerEventPayload {
 public struct StockSold: LedgerEventPayload {
     public static let eventType = "StockSold"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.stockSold
 
     public var productID: ProductID
     public var orderID: OrderID

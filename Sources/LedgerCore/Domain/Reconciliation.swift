@@ -60,6 +60,7 @@ public struct ExpectedFees: Hashable, Sendable {
 public struct ReconciliationRecorded: LedgerEventPayload {
     public static let eventType = "ReconciliationRecorded"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.reconciliationRecorded
 
     public var batchID: String
     /// Whether the next batch's report was known (absent items are then final breaks, not timing).
@@ -89,6 +90,7 @@ public struct ReconciliationRecorded: LedgerEventPayload {
 public struct ReconciliationBreakFound: LedgerEventPayload {
     public static let eventType = "ReconciliationBreakFound"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.reconciliationBreakFound
 
     public var batchID: String
     public var found: ReconciliationBreak
@@ -105,6 +107,7 @@ public struct ReconciliationBreakFound: LedgerEventPayload {
 public struct ReconciliationBreakResolved: LedgerEventPayload {
     public static let eventType = "ReconciliationBreakResolved"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.reconciliationBreakResolved
 
     public var batchID: String
     public var breakID: String

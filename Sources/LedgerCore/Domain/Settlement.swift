@@ -2,8 +2,6 @@ import struct Foundation.Calendar
 import struct Foundation.Data
 import struct Foundation.Date
 import struct Foundation.DateComponents
-import class Foundation.JSONDecoder
-import class Foundation.JSONEncoder
 import struct Foundation.TimeZone
 import struct Foundation.UUID
 
@@ -117,7 +115,7 @@ public struct SettlementBatchItem: Hashable, Sendable, Codable {
     /// the amount a decimal string and the time RFC 3339 in UTC with microseconds.
     public var canonicalLine: String {
         "\(position)\t\(kind.rawValue)\t\(orderID)\t\(modificationReference)\t\(pspModificationReference)\t"
-            + "\(amount.decimalString)\t\(amount.currency.code)\t\(LedgerTimestamp.format(recordedAt.epochMicroseconds))\n"
+            + "\(amount.decimalString)\t\(amount.currency.code)\t\(RFC3339.format(recordedAt.epochMicroseconds))\n"
     }
 
     /// What we send the acquirer for it.
@@ -137,6 +135,7 @@ public struct SettlementBatchItem: Hashable, Sendable, Codable {
 public struct SettlementBatchOpened: LedgerEventPayload {
     public static let eventType = "SettlementBatchOpened"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.settlementBatchOpened
 
     public var batchID: String
     public var merchantAccount: String
@@ -171,6 +170,7 @@ public struct SettlementBatchOpened: LedgerEventPayload {
 public struct SettlementBatchClosed: LedgerEventPayload {
     public static let eventType = "SettlementBatchClosed"
     public static let schemaVersion: Int32 = 2
+    public static let eventKind = EventKind.settlementBatchClosed
 
     public var batchID: String
     public var captureCount: Int
@@ -207,6 +207,7 @@ public struct SettlementBatchClosed: LedgerEventPayload {
 public struct SettlementBatchSubmitted: LedgerEventPayload {
     public static let eventType = "SettlementBatchSubmitted"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.settlementBatchSubmitted
 
     public var batchID: String
     public var batchNumber: Int
@@ -231,6 +232,7 @@ public struct SettlementBatchSubmitted: LedgerEventPayload {
 public struct SettlementBatchCleared: LedgerEventPayload {
     public static let eventType = "SettlementBatchCleared"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.settlementBatchCleared
 
     public var batchID: String
     public var lineCount: Int
@@ -262,6 +264,7 @@ public struct SettlementBatchCleared: LedgerEventPayload {
 public struct SettlementPayoutScheduled: LedgerEventPayload {
     public static let eventType = "SettlementPayoutScheduled"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.settlementPayoutScheduled
 
     public var batchID: String
     public var payoutReference: String
@@ -287,6 +290,7 @@ public struct SettlementPayoutScheduled: LedgerEventPayload {
 public struct SettlementPayoutPaid: LedgerEventPayload {
     public static let eventType = "SettlementPayoutPaid"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.settlementPayoutPaid
 
     public var batchID: String
     public var payoutReference: String
@@ -332,50 +336,30 @@ public enum SettlementEvent: Hashable, Sendable {
         }
     }
 
+    /// The event's case in the ``EventCatalogue``.
+    public var kind: EventKind { Swift.type(of: payload).eventKind }
+    /// The `type` column, e.g. `SettlementBatchOpened`.
     public var type: String { Swift.type(of: payload).eventType }
 
-    public static let knownTypes: [String] = [
-        SettlementBatchOpened.eventType, SettlementBatchClosed.eventType, SettlementBatchSubmitted.eventType,
-        SettlementBatchCleared.eventType, SettlementPayoutScheduled.eventType, SettlementPayoutPaid.eventType, ReconciliationRecorded.eventType,
-        ReconciliationBreakFound.eventType, ReconciliationBreakResolved.eventType,
-    ]
+    /// Every settlement and reconciliation event type: the catalogue's ``EventFamily/settlement`` entries.
+    public static let knownTypes: [String] = EventCatalogue.entries.filter { $0.category.family == .settlement }.map(\.type)
 
-    /// Sorted-key JSON, as the domain's events: byte-identical for equal events.
+    /// Sorted-key JSON (``LedgerJSON``), as the domain's events: byte-identical for equal events.
     public func newEvent(eventID: UUID, effectiveAt: Date) throws(EventCodingError) -> NewEvent {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data: Data
-        do { data = try encoder.encode(payload) } catch {
-            throw EventCodingError(.encodingFailed, type: type, String(describing: error))
-        }
-        return NewEvent(eventID: eventID, type: type, schemaVersion: Swift.type(of: payload).schemaVersion,
-                        data: String(decoding: data, as: UTF8.self), effectiveAt: effectiveAt)
+        try NewEvent(eventID: eventID, payload: payload, effectiveAt: effectiveAt)
     }
 
+    /// Decodes a stored settlement or reconciliation event (a `SettlementBatchClosed` of schema 1 too).
+    /// Other types, unsupported schema versions and malformed payloads are typed errors.
     public static func decode(type: String, schemaVersion: Int32, json: String) throws(EventCodingError) -> SettlementEvent {
-        func decode<P: LedgerEventPayload>(_: P.Type) throws(EventCodingError) -> P {
-            let readable = P.self == SettlementBatchClosed.self ? [1, P.schemaVersion] : [P.schemaVersion]
-            guard readable.contains(schemaVersion) else {
-                throw EventCodingError(.unsupportedSchemaVersion, type: type, "schema version \(schemaVersion)")
-            }
-            do { return try JSONDecoder().decode(P.self, from: Data(json.utf8)) } catch {
-                throw EventCodingError(.invalidPayload, type: type, String(describing: error))
-            }
+        guard let entry = EventCatalogue.entry(forType: type), entry.category.family == .settlement,
+              case .settlement(let event) = try entry.decode(schemaVersion: schemaVersion, data: Data(json.utf8)) else {
+            throw EventCodingError(.unknownType, type: type, "not a settlement event")
         }
-        switch type {
-        case SettlementBatchOpened.eventType: return .opened(try decode(SettlementBatchOpened.self))
-        case SettlementBatchClosed.eventType: return .closed(try decode(SettlementBatchClosed.self))
-        case SettlementBatchSubmitted.eventType: return .submitted(try decode(SettlementBatchSubmitted.self))
-        case SettlementBatchCleared.eventType: return .cleared(try decode(SettlementBatchCleared.self))
-        case SettlementPayoutScheduled.eventType: return .payoutScheduled(try decode(SettlementPayoutScheduled.self))
-        case SettlementPayoutPaid.eventType: return .paid(try decode(SettlementPayoutPaid.self))
-        case ReconciliationRecorded.eventType: return .reconciled(try decode(ReconciliationRecorded.self))
-        case ReconciliationBreakFound.eventType: return .breakFound(try decode(ReconciliationBreakFound.self))
-        case ReconciliationBreakResolved.eventType: return .breakResolved(try decode(ReconciliationBreakResolved.self))
-        default: throw EventCodingError(.unknownType, type: type, "not a settlement event")
-        }
+        return event
     }
 
+    /// Decodes a committed row.
     public static func decode(_ recorded: RecordedEvent) throws(EventCodingError) -> SettlementEvent {
         try decode(type: recorded.type, schemaVersion: recorded.schemaVersion, json: recorded.data)
     }

@@ -6,6 +6,7 @@
 public struct ShippingMethodListed: LedgerEventPayload {
     public static let eventType = "ShippingMethodListed"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.shippingMethodListed
 
     public var shippingMethodID: ShippingMethodID
     public var name: String
@@ -31,6 +32,7 @@ public struct ShippingMethodListed: LedgerEventPayload {
 public struct ShippingMethodPriceChanged: LedgerEventPayload {
     public static let eventType = "ShippingMethodPriceChanged"
     public static let schemaVersion: Int32 = 1
+    public static let eventKind = EventKind.shippingMethodPriceChanged
 
     public var shippingMethodID: ShippingMethodID
     @DecimalMoney public var previousPrice: Money

@@ -46,14 +46,5 @@ public enum EventJSON {
     /// RFC 3339 UTC with microseconds, from exact integer microseconds (no floating point).
     public static func timestamp(_ micros: Int64) -> String { RFC3339.format(micros) }
 
-    public static func hex(_ bytes: [UInt8]) -> String {
-        let alphabet = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(alphabet[Int(byte >> 4)])
-            out.append(alphabet[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    public static func hex(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }
 }

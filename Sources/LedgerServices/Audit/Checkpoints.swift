@@ -197,9 +197,7 @@ public struct CheckpointService: Sendable {
     }
 
     public static func fileJSON(_ checkpoint: Checkpoint) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(CheckpointFile(checkpoint)), as: UTF8.self) + "\n"
+        try LedgerJSON.prettyString(CheckpointFile(checkpoint)) + "\n"
     }
 
     /// `checkpoint-<position, 12 digits>.json`, written atomically.

@@ -36,11 +36,7 @@ public enum CatalogReadModel {
                              version: state.version, json: try json(row))
     }
 
-    static func json(_ value: some Encodable) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
-    }
+    static func json(_ value: some Encodable) throws -> String { try LedgerJSON.string(value) }
 
     /// The read model's rows as a JSON array, in listing order.
     public static func rows(_ projection: String, client: PostgresClient, logger: Logger) async throws -> String {

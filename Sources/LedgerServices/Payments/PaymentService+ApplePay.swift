@@ -67,7 +67,7 @@ struct GenuineApplePayToken: Sendable, Hashable {
 
     init(fields: ApplePayToken.DecodedFields, signedAt: Date) {
         transactionID = fields.canonicalTransactionId
-        transactionDigest = SHA256.hash(data: fields.transactionId).map { String(format: "%02x", $0) }.joined()
+        transactionDigest = Hex.encode(SHA256.hash(data: fields.transactionId))
         self.signedAt = signedAt
     }
 

@@ -484,7 +484,7 @@ public struct SettlementService: Sendable {
         return nil
     }
 
-    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+    static func hex(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }
 
     // MARK: Ledger reads
 

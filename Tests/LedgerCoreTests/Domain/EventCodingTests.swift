@@ -121,13 +121,13 @@ struct EventCodingTests {
     }
 
     @Test func timestampFormat() {
-        #expect(LedgerTimestamp.format(0) == "1970-01-01T00:00:00.000000Z")
-        #expect(LedgerTimestamp.format(-1) == "1969-12-31T23:59:59.999999Z")
-        #expect(LedgerTimestamp.parse("1969-12-31T23:59:59.999999Z") == -1)
-        #expect(LedgerTimestamp.parse("2024-02-29T12:34:56.789012Z") == LedgerTimestamp.parse("2024-02-29T00:00:00.000000Z")! + 45_296_789_012)
-        #expect(LedgerTimestamp.parse("2025-02-29T00:00:00.000000Z") == nil)
-        #expect(LedgerTimestamp.parse("2025-01-01T24:00:00.000000Z") == nil)
-        #expect(LedgerTimestamp.parse("2025-01-01T00:00:00Z") == nil)
+        #expect(RFC3339.format(0) == "1970-01-01T00:00:00.000000Z")
+        #expect(RFC3339.format(-1) == "1969-12-31T23:59:59.999999Z")
+        #expect(RFC3339.exactMicros("1969-12-31T23:59:59.999999Z") == -1)
+        #expect(RFC3339.exactMicros("2024-02-29T12:34:56.789012Z") == RFC3339.exactMicros("2024-02-29T00:00:00.000000Z")! + 45_296_789_012)
+        #expect(RFC3339.exactMicros("2025-02-29T00:00:00.000000Z") == nil)
+        #expect(RFC3339.exactMicros("2025-01-01T24:00:00.000000Z") == nil)
+        #expect(RFC3339.exactMicros("2025-01-01T00:00:00Z") == nil)
         // Sub-microsecond input is normalised on the way in, so equality survives the round trip.
         let odd = OrderAuthorized(orderID: oid("o"), pspReference: "p", amount: usd("1.00"), authorizedAt: Date(timeIntervalSince1970: 1.0000004))
         #expect(odd.authorizedAt == Date(epochMicroseconds: 1_000_000))

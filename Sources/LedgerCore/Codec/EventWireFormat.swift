@@ -84,8 +84,9 @@ public struct DecimalRate: Hashable, Sendable, Codable {
 /// `2025-03-01T12:00:00.000000Z`: the ledger's resolution (microseconds, as `timestamptz`).
 ///
 /// The value is normalised to whole microseconds when it is set, so an event equals itself after an
-/// encode → decode round trip and two encodings of it are byte-identical. Formatting is integer
-/// arithmetic on days since the epoch, independent of the machine's time zone, locale and calendar.
+/// encode → decode round trip and two encodings of it are byte-identical. Formatting and parsing are
+/// ``RFC3339``'s (integer arithmetic on days since the epoch, independent of the machine's time zone,
+/// locale and calendar); decoding accepts only the exact form (``RFC3339/exactMicros(_:)``).
 @propertyWrapper
 public struct LedgerTimestamp: Hashable, Sendable, Codable {
     public var wrappedValue: Date {
@@ -99,7 +100,7 @@ public struct LedgerTimestamp: Hashable, Sendable, Codable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         let text = try container.decode(String.self)
-        guard let micros = Self.parse(text) else {
+        guard let micros = RFC3339.exactMicros(text) else {
             throw DecodingError.dataCorruptedError(in: container, debugDescription: "invalid timestamp \(text)")
         }
         storage = Date(epochMicroseconds: micros)
@@ -107,41 +108,6 @@ public struct LedgerTimestamp: Hashable, Sendable, Codable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
-        try container.encode(Self.format(storage.epochMicroseconds))
-    }
-
-    private static let microsPerDay: Int64 = 86_400_000_000
-
-    static func format(_ micros: Int64) -> String {
-        var days = micros / microsPerDay
-        var rest = micros % microsPerDay
-        if rest < 0 { rest += microsPerDay; days -= 1 }
-        let date = BusinessDate(daysSinceEpoch: days)
-        let fraction = rest % 1_000_000
-        let seconds = rest / 1_000_000
-        func pad(_ value: Int64, _ width: Int) -> String {
-            let digits = String(value)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
-        }
-        return "\(date)T\(pad(seconds / 3600, 2)):\(pad(seconds / 60 % 60, 2)):\(pad(seconds % 60, 2)).\(pad(fraction, 6))Z"
-    }
-
-    /// Accepts only the exact form ``format(_:)`` writes.
-    static func parse(_ text: String) -> Int64? {
-        let bytes = Array(text.utf8)
-        guard bytes.count == 27, bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
-              bytes[16] == UInt8(ascii: ":"), bytes[19] == UInt8(ascii: "."), bytes[26] == UInt8(ascii: "Z"),
-              let date = BusinessDate(String(decoding: bytes[0..<10], as: UTF8.self)) else { return nil }
-        func number(_ range: Range<Int>) -> Int64? {
-            var value: Int64 = 0
-            for byte in bytes[range] {
-                guard byte >= 0x30 && byte <= 0x39 else { return nil }
-                value = value * 10 + Int64(byte - 0x30)
-            }
-            return value
-        }
-        guard let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-              let fraction = number(20..<26), hour < 24, minute < 60, second < 60 else { return nil }
-        return date.daysSinceEpoch * microsPerDay + ((hour * 60 + minute) * 60 + second) * 1_000_000 + fraction
+        try container.encode(RFC3339.format(storage.epochMicroseconds))
     }
 }
