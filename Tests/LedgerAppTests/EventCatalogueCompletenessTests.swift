@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerAcquirer
 import LedgerApp
+import LedgerServices
 import LedgerCore
 import LedgerPostgres
 import LedgerTestSupport
@@ -117,7 +118,7 @@ import Testing
 
     /// Every type in the log is registered, on its category's streams, at a version its entry reads, and
     /// every row decodes through the catalogue; `expected` are types the log must hold.
-    static func expectEveryTypeRegistered(_ services: LedgerServices, including expected: Set<String>) async throws {
+    static func expectEveryTypeRegistered(_ services: ServiceContainer, including expected: Set<String>) async throws {
         var seen: Set<String> = []
         let rows = try await services.client.query(
             "SELECT type, schema_version, split_part(stream_id, '-', 1), count(*) FROM ledger.events GROUP BY 1, 2, 3 ORDER BY 1, 3")
