@@ -29,7 +29,8 @@ public struct HoldService: Sendable {
     ) {
         self.committer = committer
         self.loader = loader
-        self.client = client
+        self.idempotency = IdempotencyStore(client: client, logger: logger)
+        self.holdRows = ProjectionHoldReader(client: client, logger: logger)
         self.acquirer = acquirer
         self.clock = clock
         self.logger = logger
@@ -37,7 +38,10 @@ public struct HoldService: Sendable {
 
     let committer: DomainCommitter
     let loader: AggregateLoader
-    let client: PostgresClient
+    /// Probes idempotency keys before the acquirer is called.
+    let idempotency: IdempotencyStore
+    /// The `holds` read model: the holds due to expire.
+    let holdRows: ProjectionHoldReader
     let acquirer: any Acquirer
     let clock: @Sendable () -> Date
     let logger: Logger
@@ -57,7 +61,7 @@ public struct HoldService: Sendable {
         let requestHash = Self.hash(request)
         let key = idempotencyKey ?? UUID().uuidString.lowercased()
         let ledgerKey = IdempotencyKey(key: "hold:\(orderID.rawValue):\(request.kind.rawValue):\(key)", requestHash: requestHash)
-        if idempotencyKey != nil, let stored = try await storedRequestHash(ledgerKey.key) {
+        if idempotencyKey != nil, let stored = try await idempotency.requestHash(forKey: ledgerKey.key) {
             guard stored == requestHash else {
                 throw ServiceError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different \(request.kind.rawValue)")
             }
@@ -216,12 +220,6 @@ public struct HoldService: Sendable {
         return Array(SHA256.hash(data: Array(fields.joined(separator: "\u{1F}").utf8)))
     }
 
-    func storedRequestHash(_ key: String) async throws -> [UInt8]? {
-        let rows = try await client.query("SELECT request_hash FROM ledger.idempotency_keys WHERE key = \(key)", logger: logger)
-        for try await hash in rows.decode(ByteBuffer.self) { return Array(hash.readableBytesView) }
-        return nil
-    }
-
     func reply(_ orderID: OrderID, _ kind: HoldOperationRequest.Kind, applied: ModificationResponse?, replayed: Bool) async throws -> HoldOperationOutcome {
         guard let order = try await loader.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
         let hold = try await loader.hold(orderID, fresh: false)
@@ -258,7 +256,7 @@ public struct HoldService: Sendable {
         while rounds <= Self.maximumAttempts {
             rounds += 1
             let now = now ?? clock()
-            let due = try await dueHolds(now: now, limit: batchSize)
+            let due = try await holdRows.dueHolds(now: now, limit: batchSize)
             let decision = try await decideExpiry(due, now: now)
             for (orderID, _) in decision.unrecorded { try await catchUp(orderID) }
             if decision.count == 0 {
@@ -274,20 +272,6 @@ public struct HoldService: Sendable {
             if due.count < batchSize && decision.unrecorded.isEmpty { break }
         }
         return expired
-    }
-
-    /// Orders whose hold is open at `now` past its expiry, soonest first (the `holds` read model's index).
-    func dueHolds(now: Date, limit: Int) async throws -> [OrderID] {
-        let rows = try await client.query(
-            """
-            SELECT key FROM ledger.projection_rows
-            WHERE projection = \(HoldReadModel.projection) AND row ->> 'state' = 'open'
-              AND row ->> 'expires_at' <= \(OrderReadModel.timestamp(now))
-            ORDER BY row ->> 'expires_at', key LIMIT \(Int64(limit))
-            """, logger: logger)
-        var ids: [OrderID] = []
-        for try await key in rows.decode(String.self) { if let id = OrderID(key) { ids.append(id) } }
-        return ids
     }
 
     struct ExpiryDecision {
@@ -369,35 +353,6 @@ public struct HoldService: Sendable {
             logger.notice("recording a modification the acquirer applied before the ledger heard of it", metadata: [
                 "order": "\(orderID)", "modification": "\(modification.modificationReference)", "kind": "\(modification.kind)"])
             _ = try await record(operation, response: modification, orderID: orderID, metadata: metadata, idempotency: nil, catchingUp: false)
-        }
-    }
-}
-
-/// Commits decided plans: the append request with the read-model rows the plan implies, and the
-/// states it produced remembered by the loader. The one way the services write domain events.
-package struct DomainCommitter: Sendable {
-    package init(
-        writer: LedgerWriter, loader: AggregateLoader
-    ) {
-        self.writer = writer
-        self.loader = loader
-    }
-
-    let writer: LedgerWriter
-    let loader: AggregateLoader
-
-    /// Returns nil on a version conflict (another writer moved a stream first: decide again on fresh state).
-    /// `alsoAppending`: streams outside the domain's aggregates (e.g. an Apple Pay marker) committed in the same append.
-    package func commit(_ plan: AppendPlan, on states: AggregateStates, now: Date, metadata: EventMetadata,
-                idempotency: IdempotencyKey? = nil, alsoAppending extra: [StreamAppend] = []) async throws -> AppendResult? {
-        var (request, after) = try states.appendRequest(for: plan.appends, now: now, metadata: metadata, idempotency: idempotency)
-        request.streams += extra
-        do {
-            let result = try await writer.append(request)
-            if !result.replayed { loader.remember(after) }
-            return result
-        } catch let error as AppendError where error == .versionConflict {
-            return nil
         }
     }
 }

@@ -29,7 +29,9 @@ public struct PaymentService: Sendable {
     ) {
         self.writer = writer
         self.loader = loader
-        self.client = client
+        self.contacts = ContactsStore(client: client, logger: logger)
+        self.orderRows = ProjectionOrderReader(client: client, clock: clock, logger: logger)
+        self.catalogRows = ProjectionStorefrontReader(client: client, clock: clock, logger: logger)
         self.acquirer = acquirer
         self.clock = clock
         self.taxPolicy = taxPolicy
@@ -41,7 +43,12 @@ public struct PaymentService: Sendable {
 
     let writer: LedgerWriter
     let loader: AggregateLoader
-    let client: PostgresClient
+    /// The shipping contacts, kept out of the log.
+    let contacts: ContactsStore
+    /// The `orders` read model: the orders recovery looks at.
+    let orderRows: ProjectionOrderReader
+    /// The catalog read models: products and shipping methods by name.
+    let catalogRows: ProjectionStorefrontReader
     let acquirer: any Acquirer
     let clock: @Sendable () -> Date
     let taxPolicy: TaxPolicy
@@ -62,7 +69,7 @@ public struct PaymentService: Sendable {
         let productID = try await resolveProduct(request)
         // The shipping method is read fresh: its stream is not part of the order's append, so a
         // stale price would not be caught by a version check.
-        guard let methodKey = try await names.key(CatalogReadModel.shippingMethods, request.shippingMethodName, loader: loader),
+        guard let methodKey = try await names.key(CatalogReadModel.shippingMethods, request.shippingMethodName, in: catalogRows),
               let methodID = ShippingMethodID(methodKey), let method = try await loader.shippingMethod(methodID) else {
             throw ServiceError(.invalidInput, code: "unknown_shipping_method",
                            message: "no shipping method named \(request.shippingMethodName)", field: "shipping_method_name")
@@ -221,15 +228,7 @@ public struct PaymentService: Sendable {
 
     /// Orders still waiting for payment, oldest first.
     func waitingOrders(limit: Int = 500) async throws -> [OrderID] {
-        let rows = try await client.query(
-            """
-            SELECT key FROM ledger.projection_rows
-            WHERE projection = \(OrderReadModel.projection) AND row ->> 'status' IN ('pending_payment', 'payment_unknown')
-            ORDER BY created_position LIMIT \(Int64(limit))
-            """, logger: logger)
-        var ids: [OrderID] = []
-        for try await key in rows.decode(String.self) { if let id = OrderID(key) { ids.append(id) } }
-        return ids
+        try await orderRows.waitingOrders(limit: limit)
     }
 
     /// Appends what the acquirer answered, re-deciding on conflicts (other orders move the product).
@@ -292,7 +291,7 @@ public struct PaymentService: Sendable {
             }
             return id
         }
-        guard let key = try await names.key(CatalogReadModel.inventory, request.description, loader: loader),
+        guard let key = try await names.key(CatalogReadModel.inventory, request.description, in: catalogRows),
               let id = ProductID(key) else { throw Self.unknownProduct(request) }
         return id
     }
@@ -345,17 +344,13 @@ public struct PaymentService: Sendable {
 
     /// The shipping contact goes to its own erasable table, never into the events.
     func storeContact(_ ref: String, _ request: PaymentRequest) async throws {
-        let data = try CatalogReadModel.json([
-            "name": request.shippingContact, "email": request.shippingEmail, "street": request.shippingStreet,
-            "city": request.shippingCity, "state": request.shippingState, "zip": request.shippingZip,
-        ])
-        try await client.query(
-            "INSERT INTO ledger.shipping_contacts (contact_ref, data, created_at) VALUES (\(ref), \(data)::jsonb, now())",
-            logger: logger)
+        try await contacts.insert(ShippingContact(
+            name: request.shippingContact, email: request.shippingEmail, street: request.shippingStreet,
+            city: request.shippingCity, state: request.shippingState, zip: request.shippingZip), ref: ref)
     }
 
     func eraseContact(_ ref: String) async throws {
-        try await client.query("DELETE FROM ledger.shipping_contacts WHERE contact_ref = \(ref)", logger: logger)
+        try await contacts.erase(ref: ref)
     }
 }
 
@@ -364,10 +359,10 @@ public struct PaymentService: Sendable {
 final class NameIndex: Sendable {
     private let keys = Mutex<[String: String]>([:])
 
-    func key(_ projection: String, _ name: String, loader: AggregateLoader) async throws -> String? {
+    func key(_ projection: String, _ name: String, in catalog: ProjectionStorefrontReader) async throws -> String? {
         let cacheKey = projection + "\u{0}" + name
         if let key = keys.withLock({ $0[cacheKey] }) { return key }
-        guard let key = try await loader.key(in: projection, where: "name", equals: name) else { return nil }
+        guard let key = try await catalog.key(in: projection, where: "name", equals: name) else { return nil }
         keys.withLock { $0[cacheKey] = key }
         return key
     }

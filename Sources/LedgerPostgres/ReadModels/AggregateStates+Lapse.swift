@@ -11,7 +11,7 @@ extension AggregateStates {
     /// The live reads apply the same rule in SQL over the read models (`ProjectionOrderReader`,
     /// `ProjectionStorefrontReader`); as-of reads apply it here, at the as-of instant, to states
     /// folded from the log, so that both answer alike at every moment (the as-of tests compare them).
-    func lapsed(at now: Date) -> AggregateStates {
+    package func lapsed(at now: Date) -> AggregateStates {
         var states = self
         let nowMicros = now.epochMicroseconds
         for (id, hold) in holds where !hold.isClosed && nowMicros >= hold.expiresAt.epochMicroseconds {
