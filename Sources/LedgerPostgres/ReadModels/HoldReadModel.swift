@@ -36,6 +36,11 @@ package enum HoldReadModel {
         let version: Int64
     }
 
+    /// A hold's `state` in the read models (this row's, and the order row's `hold.state`): `open`
+    /// while money is held on the card, else `closed`. The live reads' lapse SQL and the expiry
+    /// sweeper's query compare against these two words.
+    package static func state(of hold: HoldState) -> String { hold.isClosed ? "closed" : "open" }
+
     /// The row's guard version (which row is newer) is the **order's** stream version: every append
     /// that changes the hold also appends to the order (exactly expected), and so does every order
     /// change the row shows (its status), so the order's version grows with every change of the row.
@@ -43,7 +48,7 @@ package enum HoldReadModel {
     package static func row(_ hold: HoldState, order: OrderState, writtenWith stream: StreamID? = nil) throws -> ProjectionRow {
         let row = Row(
             order_id: hold.orderID.rawValue, psp_reference: hold.pspReference, auth_code: hold.authCode,
-            state: hold.isClosed ? "closed" : "open", order_status: order.status.rawValue,
+            state: state(of: hold), order_status: order.status.rawValue,
             expires_at: OrderReadModel.timestamp(hold.expiresAt), authorized_at: OrderReadModel.timestamp(hold.authorizedAt),
             network: hold.network?.rawValue, funding_type: hold.fundingType?.rawValue, last_four: hold.lastFour,
             figures: Figures(hold.balance),

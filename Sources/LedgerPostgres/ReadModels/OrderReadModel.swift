@@ -46,7 +46,7 @@ package enum OrderReadModel {
                 psp_reference: $0.pspReference, auth_code: $0.authCode, amount: $0.balance.authorized.decimalString,
                 open: $0.balance.open.decimalString, network: $0.network?.rawValue, funding_type: $0.fundingType?.rawValue,
                 last_four: $0.lastFour, expires_at: timestamp($0.expiresAt), authorized_at: timestamp($0.authorizedAt),
-                state: $0.isClosed ? "closed" : "open") },
+                state: HoldReadModel.state(of: $0)) },
             payment: hold.map { HoldReadModel.Figures($0.balance) },
             shipment: order.shipment.map { Row.Shipment(carrier: $0.carrier, tracking: $0.tracking, shipped_at: timestamp($0.shippedAt)) },
             version: order.version)

@@ -286,27 +286,24 @@ public struct PaymentService: Sendable {
     /// since the states at hand: an automatic capture, a recovery, or an earlier request's order).
     func currentReply(_ orderID: OrderID) async throws -> PaymentAnswer {
         guard let order = try await loader.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
-        switch order.status {
-        case .authorized, .partiallyCaptured, .captured, .shipped, .partiallyRefunded, .refunded:
-            return Self.reply(order, hold: try await loader.hold(orderID, fresh: false))
-        default:
-            return Self.reply(order, hold: nil)  // only a success shows the hold
-        }
+        guard case .succeeded = order.paymentOutcome else { return Self.reply(order, hold: nil) }  // only a success shows the hold
+        return Self.reply(order, hold: try await loader.hold(orderID, fresh: false))
     }
 
     /// The outcome for an order in the state given, with its hold (which only a success shows).
     static func reply(_ order: OrderState, hold: HoldState?, acquirerUnavailable: Bool = false) -> PaymentAnswer {
         let total = order.amounts.total
         let orderID = order.id
-        switch order.status {
-        case .authorized, .partiallyCaptured, .captured, .shipped, .partiallyRefunded, .refunded:
+        switch order.paymentOutcome {
+        case .succeeded:
             return PaymentAnswer(result: .succeeded, reference: order.pspReference ?? orderID.rawValue, orderID: orderID,
                                   orderStatus: order.status, amount: total, authCode: hold?.authCode)
-        case .declined:
+        case .failed where order.status == .declined:
             return PaymentAnswer(result: .declined, reference: order.pspReference ?? orderID.rawValue, orderID: orderID,
                                   orderStatus: order.status, amount: total, declineCode: order.lastResponseCode?.rawValue,
                                   message: order.lastResponseMessage)
-        default:
+        case .failed, .pending:
+            // Still waiting, or ended without a charge (cancelled, voided, expired): the shopper was not charged.
             return PaymentAnswer(result: .acquirerUnreachable, reference: orderID.rawValue, orderID: orderID, orderStatus: order.status,
                                   amount: total, declineCode: acquirerUnavailable ? "96" : order.lastResponseCode?.rawValue,
                                   message: "the card issuer could not be reached; you have not been charged")
