@@ -34,7 +34,8 @@ let package = Package(
         .target(name: "LedgerCore", dependencies: [.product(name: "HashTreeCollections", package: "swift-collections")]),
         // The deterministic acquirer model: authorization holds, settlement batches, reports. Pure.
         .target(name: "LedgerAcquirer", dependencies: ["LedgerCore"]),
-        // The event store on PostgreSQL: migrator, group-commit writer, chain verifier, embedded launcher.
+        // Everything that speaks SQL: the event store (migrator, group-commit writer, chain verifier, embedded launcher),
+        // the read models and their queries, the domain committer, idempotency probes and shipping contacts.
         .target(
             name: "LedgerPostgres",
             dependencies: [

@@ -1,4 +1,5 @@
 import LedgerHTTP
+import LedgerPostgres
 import LedgerServices
 
 // The routes' seams (LedgerHTTP's protocols), filled by the use cases. Declared here, in the wiring,

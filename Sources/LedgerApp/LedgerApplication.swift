@@ -77,7 +77,7 @@ public struct ServiceContainer: Sendable {
         self.store = store
         self.verifier = ChainVerifier(client: client, logger: logger)
         self.catalog = CatalogService(writer: writer, store: store, logger: logger)
-        let loader = AggregateLoader(store: store, client: client, logger: logger)
+        let loader = AggregateLoader(store: store)
         let fresh = {
             AcquirerModel(
                 seed: configuration.acquirerSeed,

@@ -39,7 +39,7 @@ public struct ExpiryBenchmark: Sendable {
                 group.addTask { try await writer.run(); return "" }
                 defer { group.cancelAll() }
                 let store = EventStore(client: client, logger: logger)
-                let loader = AggregateLoader(store: store, client: client, logger: logger)
+                let loader = AggregateLoader(store: store)
                 let committer = DomainCommitter(writer: writer, loader: loader)
                 let t0 = Date(timeIntervalSince1970: 1_790_000_000)
                 let clock = SimulatedClock(t0)

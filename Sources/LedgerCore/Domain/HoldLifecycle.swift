@@ -391,9 +391,28 @@ public enum HoldLifecycle {
         order: OrderState, hold: HoldState, products: [ProductID: ProductState], context: DecisionContext
     ) -> Result<AppendPlan, HoldRejection> {
         guard !hold.isClosed, context.now >= hold.expiresAt else { return .success(AppendPlan([])) }
-        let expired = HoldExpired(orderID: order.id, amount: hold.balance.open, expiredAt: hold.expiresAt)
-        return plan(order: order, hold: hold, holdEvents: [.expired(expired)], shipment: nil, operation: "expire",
+        return plan(order: order, hold: hold, holdEvents: [.expired(expiry(of: hold, order: order))], shipment: nil, operation: "expire",
                     products: products, context: context)
+    }
+
+    /// The expiry the sweeper records for an open hold: its open amount, released at its expiry.
+    static func expiry(of hold: HoldState, order: OrderState) -> HoldExpired {
+        HoldExpired(orderID: order.id, amount: hold.balance.open, expiredAt: hold.expiresAt)
+    }
+
+    /// The order's status as reads show it once its open hold has passed its expiry, before the
+    /// sweeper records the expiry; nil when reads show the status as recorded.
+    ///
+    /// It is the status the sweeper will record (``expire(order:hold:products:context:)``, through
+    /// ``status(balance:shipped:)``), for the two statuses whose lapse reads rewrite: `authorized`
+    /// (→ `expired`) and `partially_captured` (→ `captured`). The live reads rewrite those two in SQL
+    /// (`ProjectionOrderReader.lapsed`), the as-of reads through `AggregateStates.lapsed(at:)`, and the
+    /// as-of tests keep the two alike. Other statuses with money still open (a partly refunded order)
+    /// read as recorded until the sweep. Whether `now` is past the expiry is the caller's question.
+    public static func lapsedStatus(order: OrderState, hold: HoldState) -> OrderStatus? {
+        guard order.status == .authorized || order.status == .partiallyCaptured, !hold.isClosed,
+              let expired = HoldState.evolve(hold, .expired(expiry(of: hold, order: order))) else { return nil }
+        return status(balance: expired.balance, shipped: order.shipment != nil)
     }
 
     /// Whether the hold's expiry returns the order's stock: nothing captured is left unrefunded

@@ -24,23 +24,21 @@ public struct StateHistory: Sendable {
     ) {
         self.store = store
         self.storefront = storefront
-        self.client = client
+        self.holdRows = ProjectionHoldReader(client: client, logger: logger)
         self.clock = clock
         self.logger = logger
     }
 
     let store: EventStore
     let storefront: ProjectionStorefrontReader
-    let client: PostgresClient
+    let holdRows: ProjectionHoldReader
     let clock: @Sendable () -> Date
     let logger: Logger
 
     public init(client: PostgresClient, clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger) {
-        self.client = client
-        self.store = EventStore(client: client, logger: logger)
-        self.storefront = ProjectionStorefrontReader(client: client, clock: clock, logger: logger)
-        self.clock = clock
-        self.logger = logger
+        self.init(store: EventStore(client: client, logger: logger),
+                  storefront: ProjectionStorefrontReader(client: client, clock: clock, logger: logger),
+                  client: client, clock: clock, logger: logger)
     }
 
     /// The position folded to and the instant lapses are judged at.
@@ -90,13 +88,7 @@ public struct StateHistory: Sendable {
 
     public func authorization(_ raw: String, asOf: AsOf?) async throws -> StateAnswer? {
         guard let id = OrderID(raw) else { return nil }
-        guard let asOf else {
-            let rows = try await client.query(
-                "SELECT row::text FROM ledger.projection_rows WHERE projection = \(HoldReadModel.projection) AND key = \(id.rawValue)",
-                logger: logger)
-            for try await json in rows.decode(String.self) { return StateAnswer(json: json, asOf: nil) }
-            return nil
-        }
+        guard let asOf else { return try await holdRows.holdJSON(id: id).map { StateAnswer(json: $0, asOf: nil) } }
         // As the live hold rows: no lapse applied (GET /authorizations shows holds as recorded).
         let point = try await point(asOf)
         let states = try await fold([id.streamID, id.holdStreamID], through: point.position)

@@ -223,7 +223,7 @@ extension CatalogImport {
     /// Imports into a ledger through a writer of its own (for the `ledgerd catalog import` command).
     public func run(client: PostgresClient, now: Date, logger: Logger) async throws -> Report {
         let writer = LedgerWriter(client: client, logger: logger)
-        let loader = AggregateLoader(store: EventStore(client: client, logger: logger), client: client, logger: logger)
+        let loader = AggregateLoader(store: EventStore(client: client, logger: logger))
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await writer.run() }
             defer { group.cancelAll() }

@@ -29,15 +29,19 @@ public struct HoldService: Sendable {
     ) {
         self.committer = committer
         self.loader = loader
-        self.client = client
+        self.idempotency = IdempotencyStore(client: client, logger: logger)
+        self.holdRows = ProjectionHoldReader(client: client, logger: logger)
         self.acquirer = acquirer
         self.clock = clock
         self.logger = logger
     }
 
     let committer: DomainCommitter
-    let loader: AggregateLoader
-    let client: PostgresClient
+    package let loader: AggregateLoader
+    /// Probes idempotency keys before the acquirer is called.
+    let idempotency: IdempotencyStore
+    /// The `holds` read model: the holds due to expire.
+    let holdRows: ProjectionHoldReader
     let acquirer: any Acquirer
     let clock: @Sendable () -> Date
     let logger: Logger
@@ -51,17 +55,17 @@ public struct HoldService: Sendable {
         // Decided on this process's cached states (as payments are): every write of this process goes
         // through the same loader, and another daemon's change makes the acquirer refuse or the
         // append conflict, after which the answer is recorded on fresh reads.
-        guard let orderID = OrderID(raw), try await loader.order(orderID, fresh: false) != nil else {
+        guard let orderID = OrderID(raw), let order = try await loader.order(orderID, fresh: false) else {
             throw ServiceError.notFound("no order \(raw)")
         }
         let requestHash = Self.hash(request)
         let key = idempotencyKey ?? UUID().uuidString.lowercased()
         let ledgerKey = IdempotencyKey(key: "hold:\(orderID.rawValue):\(request.kind.rawValue):\(key)", requestHash: requestHash)
-        if idempotencyKey != nil, let stored = try await storedRequestHash(ledgerKey.key) {
+        if idempotencyKey != nil, let stored = try await idempotency.requestHash(forKey: ledgerKey.key) {
             guard stored == requestHash else {
                 throw ServiceError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different \(request.kind.rawValue)")
             }
-            return try await reply(orderID, request.kind, applied: nil, replayed: true)
+            return Self.reply(order, try await loader.hold(orderID, fresh: false), request.kind, applied: nil, replayed: true)
         }
         return try await orderTurns.withLock(orderID.rawValue) {
             try await performInTurn(request, orderID: orderID, key: key, ledgerKey: ledgerKey, idempotencyKey: idempotencyKey, actor: actor)
@@ -83,35 +87,55 @@ public struct HoldService: Sendable {
         let response = try await send(call)
         let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: actor,
                                      command: request.kind.rawValue.capitalized + "Hold", idempotencyKey: idempotencyKey)
-        let result: AppendResult?
+        let recorded: Recorded
         do {
-            result = try await record(operation, response: response, orderID: orderID, metadata: metadata, idempotency: ledgerKey)
+            // The states just decided on are the first attempt's: within this order's turn nothing of
+            // this process moved them, and a change by anyone else fails the append's version check.
+            recorded = try await record(operation, response: response, orderID: orderID, metadata: metadata, idempotency: ledgerKey,
+                                        decidedOn: hold.map { (order, $0) })
         } catch let error as AppendError where error == .idempotencyConflict {
             throw ServiceError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different \(request.kind.rawValue)")
         }
-        if result == nil, let response, response.kind == .increment, !response.responseCode.isApproved {
-            return try await declined(orderID, response)
+        if recorded.result == nil, let response, response.kind == .increment, !response.responseCode.isApproved {
+            return Self.declined(recorded.order, recorded.hold, response)
         }
-        return try await reply(orderID, request.kind, applied: response, replayed: result?.replayed ?? false)
+        return Self.reply(recorded.order, recorded.hold, request.kind, applied: response, replayed: recorded.result?.replayed ?? false)
+    }
+
+    /// What ``record(_:response:orderID:metadata:idempotency:decidedOn:catchingUp:)`` left: the append's
+    /// result (nil when there was nothing to append), and the order and hold after it.
+    struct Recorded {
+        var result: AppendResult?
+        var order: OrderState
+        var hold: HoldState?
     }
 
     /// Records the acquirer's answer to `operation` on the order's current state, re-deciding on fresh
-    /// state after a version conflict. Returns nil when there was nothing to append (a declined
-    /// increment, or a modification already recorded).
+    /// state after a version conflict. The result is nil when there was nothing to append (a declined
+    /// increment, or a modification already recorded); the order and hold are the states after the
+    /// append (or the unchanged ones), so the caller answers without loading them again.
+    /// `decidedOn`: the order and hold the caller already holds, for the first attempt (else loaded).
     ///
     /// Answers can reach the ledger out of the acquirer's order (another daemon's operation on the
     /// same hold still in flight): when ours does not fit the hold as recorded, the acquirer's earlier
     /// modifications are recorded first, from its own answers, and ours is decided again.
+    @discardableResult
     func record(
         _ operation: HoldOperation, response: ModificationResponse?, orderID: OrderID, metadata: EventMetadata,
-        idempotency: IdempotencyKey?, catchingUp: Bool = true
-    ) async throws -> AppendResult? {
+        idempotency: IdempotencyKey?, decidedOn: (order: OrderState, hold: HoldState)? = nil, catchingUp: Bool = true
+    ) async throws -> Recorded {
         var caughtUp = !catchingUp
         for attempt in 0..<Self.maximumAttempts {
             // Order and hold as this process last saw them first, fresh after a conflict; stock likewise
             // (the append's version check catches anything stale).
-            guard let order = try await loader.order(orderID, fresh: attempt > 0),
-                  let hold = try await loader.hold(orderID, fresh: attempt > 0) else { throw ServiceError.internalFailure }
+            let order: OrderState, hold: HoldState
+            if attempt == 0, let decidedOn {
+                (order, hold) = decidedOn
+            } else {
+                guard let loadedOrder = try await loader.order(orderID, fresh: attempt > 0),
+                      let loadedHold = try await loader.hold(orderID, fresh: attempt > 0) else { throw ServiceError.internalFailure }
+                (order, hold) = (loadedOrder, loadedHold)
+            }
             var products: [ProductID: ProductState] = [:]
             for line in order.lines { products[line.productID] = try await loader.product(line.productID, fresh: attempt > 0) }
             let now = clock()
@@ -129,7 +153,7 @@ public struct HoldService: Sendable {
                 throw Self.serviceError(rejection)
             case .success(let decided): plan = decided
             }
-            if plan.isEmpty { return nil }
+            if plan.isEmpty { return Recorded(result: nil, order: order, hold: hold) }
             // The acquirer's answer carries the hold's balance after it. If ours does not land the ledger
             // there, the acquirer applied something before ours that the ledger lacks (another daemon's
             // answer still on its way): record those first, then decide ours again. A difference that
@@ -145,8 +169,14 @@ public struct HoldService: Sendable {
                 }
             }
             let states = AggregateStates(products: products, orders: [orderID: order], holds: [orderID: hold])
-            if let result = try await committer.commit(plan, on: states, now: now, metadata: metadata, idempotency: idempotency) {
-                return result
+            if let committed = try await committer.commit(plan, on: states, now: now, metadata: metadata, idempotency: idempotency) {
+                guard let after = committed.states else {
+                    // A replay: an earlier request with this key was recorded; answer with the states it left.
+                    guard let current = try await loader.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
+                    return Recorded(result: committed.result, order: current, hold: try await loader.hold(orderID, fresh: false))
+                }
+                guard let orderAfter = after.orders[orderID] else { throw ServiceError.internalFailure }  // in `states`, so in `after`
+                return Recorded(result: committed.result, order: orderAfter, hold: after.holds[orderID])
             }
         }
         throw ServiceError.unavailable("the order is too busy right now; retry with the same Idempotency-Key")
@@ -216,26 +246,19 @@ public struct HoldService: Sendable {
         return Array(SHA256.hash(data: Array(fields.joined(separator: "\u{1F}").utf8)))
     }
 
-    func storedRequestHash(_ key: String) async throws -> [UInt8]? {
-        let rows = try await client.query("SELECT request_hash FROM ledger.idempotency_keys WHERE key = \(key)", logger: logger)
-        for try await hash in rows.decode(ByteBuffer.self) { return Array(hash.readableBytesView) }
-        return nil
-    }
-
-    func reply(_ orderID: OrderID, _ kind: HoldOperationRequest.Kind, applied: ModificationResponse?, replayed: Bool) async throws -> HoldOperationOutcome {
-        guard let order = try await loader.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
-        let hold = try await loader.hold(orderID, fresh: false)
-        return HoldOperationOutcome(
-            orderID: orderID, operation: kind, result: replayed ? .replayed : .applied, orderStatus: order.status,
+    /// The answer for an operation, from the order and hold it left (or found, for a replay).
+    static func reply(
+        _ order: OrderState, _ hold: HoldState?, _ kind: HoldOperationRequest.Kind, applied: ModificationResponse?, replayed: Bool
+    ) -> HoldOperationOutcome {
+        HoldOperationOutcome(
+            orderID: order.id, operation: kind, result: replayed ? .replayed : .applied, orderStatus: order.status,
             amount: applied?.amount, modificationReference: applied?.modificationPSPReference, balance: hold?.balance)
     }
 
     /// An increment the issuer declined: an answer, not an error — nothing changes.
-    func declined(_ orderID: OrderID, _ response: ModificationResponse) async throws -> HoldOperationOutcome {
-        guard let order = try await loader.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
-        let hold = try await loader.hold(orderID, fresh: false)
-        return HoldOperationOutcome(
-            orderID: orderID, operation: .increment, result: .declined, orderStatus: order.status, amount: response.amount,
+    static func declined(_ order: OrderState, _ hold: HoldState?, _ response: ModificationResponse) -> HoldOperationOutcome {
+        HoldOperationOutcome(
+            orderID: order.id, operation: .increment, result: .declined, orderStatus: order.status, amount: response.amount,
             modificationReference: response.modificationPSPReference, balance: hold?.balance,
             declineCode: response.responseCode.rawValue, message: response.responseCode.meaning)
     }
@@ -258,7 +281,7 @@ public struct HoldService: Sendable {
         while rounds <= Self.maximumAttempts {
             rounds += 1
             let now = now ?? clock()
-            let due = try await dueHolds(now: now, limit: batchSize)
+            let due = try await holdRows.dueHolds(now: now, limit: batchSize)
             let decision = try await decideExpiry(due, now: now)
             for (orderID, _) in decision.unrecorded { try await catchUp(orderID) }
             if decision.count == 0 {
@@ -274,20 +297,6 @@ public struct HoldService: Sendable {
             if due.count < batchSize && decision.unrecorded.isEmpty { break }
         }
         return expired
-    }
-
-    /// Orders whose hold is open at `now` past its expiry, soonest first (the `holds` read model's index).
-    func dueHolds(now: Date, limit: Int) async throws -> [OrderID] {
-        let rows = try await client.query(
-            """
-            SELECT key FROM ledger.projection_rows
-            WHERE projection = \(HoldReadModel.projection) AND row ->> 'state' = 'open'
-              AND row ->> 'expires_at' <= \(OrderReadModel.timestamp(now))
-            ORDER BY row ->> 'expires_at', key LIMIT \(Int64(limit))
-            """, logger: logger)
-        var ids: [OrderID] = []
-        for try await key in rows.decode(String.self) { if let id = OrderID(key) { ids.append(id) } }
-        return ids
     }
 
     struct ExpiryDecision {
@@ -368,36 +377,7 @@ public struct HoldService: Sendable {
             }
             logger.notice("recording a modification the acquirer applied before the ledger heard of it", metadata: [
                 "order": "\(orderID)", "modification": "\(modification.modificationReference)", "kind": "\(modification.kind)"])
-            _ = try await record(operation, response: modification, orderID: orderID, metadata: metadata, idempotency: nil, catchingUp: false)
-        }
-    }
-}
-
-/// Commits decided plans: the append request with the read-model rows the plan implies, and the
-/// states it produced remembered by the loader. The one way the services write domain events.
-package struct DomainCommitter: Sendable {
-    package init(
-        writer: LedgerWriter, loader: AggregateLoader
-    ) {
-        self.writer = writer
-        self.loader = loader
-    }
-
-    let writer: LedgerWriter
-    let loader: AggregateLoader
-
-    /// Returns nil on a version conflict (another writer moved a stream first: decide again on fresh state).
-    /// `alsoAppending`: streams outside the domain's aggregates (e.g. an Apple Pay marker) committed in the same append.
-    package func commit(_ plan: AppendPlan, on states: AggregateStates, now: Date, metadata: EventMetadata,
-                idempotency: IdempotencyKey? = nil, alsoAppending extra: [StreamAppend] = []) async throws -> AppendResult? {
-        var (request, after) = try states.appendRequest(for: plan.appends, now: now, metadata: metadata, idempotency: idempotency)
-        request.streams += extra
-        do {
-            let result = try await writer.append(request)
-            if !result.replayed { loader.remember(after) }
-            return result
-        } catch let error as AppendError where error == .versionConflict {
-            return nil
+            try await record(operation, response: modification, orderID: orderID, metadata: metadata, idempotency: nil, catchingUp: false)
         }
     }
 }

@@ -29,7 +29,9 @@ public struct PaymentService: Sendable {
     ) {
         self.writer = writer
         self.loader = loader
-        self.client = client
+        self.contacts = ContactsStore(client: client, logger: logger)
+        self.orderRows = ProjectionOrderReader(client: client, clock: clock, logger: logger)
+        self.catalogRows = ProjectionStorefrontReader(client: client, clock: clock, logger: logger)
         self.acquirer = acquirer
         self.clock = clock
         self.taxPolicy = taxPolicy
@@ -40,8 +42,13 @@ public struct PaymentService: Sendable {
     }
 
     let writer: LedgerWriter
-    let loader: AggregateLoader
-    let client: PostgresClient
+    package let loader: AggregateLoader
+    /// The shipping contacts, kept out of the log.
+    let contacts: ContactsStore
+    /// The `orders` read model: the orders recovery looks at.
+    let orderRows: ProjectionOrderReader
+    /// The catalog read models: products and shipping methods by name.
+    let catalogRows: ProjectionStorefrontReader
     let acquirer: any Acquirer
     let clock: @Sendable () -> Date
     let taxPolicy: TaxPolicy
@@ -62,7 +69,7 @@ public struct PaymentService: Sendable {
         let productID = try await resolveProduct(request)
         // The shipping method is read fresh: its stream is not part of the order's append, so a
         // stale price would not be caught by a version check.
-        guard let methodKey = try await names.key(CatalogReadModel.shippingMethods, request.shippingMethodName, loader: loader),
+        guard let methodKey = try await names.key(CatalogReadModel.shippingMethods, request.shippingMethodName, in: catalogRows),
               let methodID = ShippingMethodID(methodKey), let method = try await loader.shippingMethod(methodID) else {
             throw ServiceError(.invalidInput, code: "unknown_shipping_method",
                            message: "no shipping method named \(request.shippingMethodName)", field: "shipping_method_name")
@@ -102,7 +109,7 @@ public struct PaymentService: Sendable {
                 }
                 let marker = try applePayToken.map { [try $0.markerAppend(for: plan, orderID: orderID, now: now)] } ?? []
                 do {
-                    guard let result = try await commit(
+                    guard let committed = try await commit(
                         plan, on: AggregateStates(products: [productID: product], shippingMethods: [method.id: method]), now: now,
                         metadata: metadata(correlation, "PlaceOrder", idempotencyKey), idempotency: idempotency,
                         alsoAppending: marker) else {
@@ -110,10 +117,10 @@ public struct PaymentService: Sendable {
                         fresh = true
                         continue
                     }
-                    if result.replayed {
+                    if committed.result.replayed {
                         // A retry of an earlier request: carry on with (or answer for) that order.
                         try? await eraseContact(contactRef)
-                        guard let first = result.streams.first, first.streamID.rawValue.hasPrefix("order-"),
+                        guard let first = committed.result.streams.first, first.streamID.rawValue.hasPrefix("order-"),
                               let earlier = OrderID(String(first.streamID.rawValue.dropFirst("order-".count))) else {
                             throw ServiceError.internalFailure
                         }
@@ -148,9 +155,10 @@ public struct PaymentService: Sendable {
     }
 
     /// Steps 2 and 3 for an opened order (also what a retry and recovery of a pending order do).
+    /// The order is loaded once here; recording and replying work on the states the appends leave.
     func authorizeAndRecord(_ orderID: OrderID, paymentMethod: PaymentMethodData, correlation: String) async throws -> PaymentAnswer {
         guard let order = try await loader.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
-        guard order.status.awaitsPayment else { return try await reply(for: orderID) }
+        guard order.status.awaitsPayment else { return try await currentReply(orderID) }
 
         let response: AuthorizationResponse
         do {
@@ -159,9 +167,9 @@ public struct PaymentService: Sendable {
         } catch {
             logger.error("acquirer call failed; the order stays pending for recovery",
                          metadata: ["order": "\(orderID)", "error": "\(error)"])
-            return try await reply(for: orderID, acquirerUnavailable: true)
+            return Self.reply(order, hold: nil, acquirerUnavailable: true)  // unchanged: still waiting, no hold
         }
-        try await record(response, for: orderID, correlation: correlation)
+        let recorded = try await record(response, for: order, correlation: correlation)
         if capturePolicy == .automatic && response.responseCode.isApproved {
             // Keyed by the order, so a retried payment never captures twice. A failure leaves the order
             // authorized (the operator can capture it); the payment itself succeeded.
@@ -171,12 +179,14 @@ public struct PaymentService: Sendable {
             } catch {
                 logger.error("automatic capture failed; the order stays authorized", metadata: ["order": "\(orderID)", "error": "\(error)"])
             }
+            return try await currentReply(orderID)  // the capture moved the order on from what was recorded
         }
         if response.responseCode.isUnknownOutcome {
             // Never assume: ask the acquirer now (no other authorization for this order is in flight).
             _ = try? await resolve(orderID, policy: .standard, correlation: correlation)
+            return try await currentReply(orderID)  // recovery may have moved the order on
         }
-        return try await reply(for: orderID)
+        return Self.reply(recorded.order, hold: recorded.hold)
     }
 
     /// Recovery of one order still waiting for payment: asks the acquirer by the order's reference
@@ -221,22 +231,25 @@ public struct PaymentService: Sendable {
 
     /// Orders still waiting for payment, oldest first.
     func waitingOrders(limit: Int = 500) async throws -> [OrderID] {
-        let rows = try await client.query(
-            """
-            SELECT key FROM ledger.projection_rows
-            WHERE projection = \(OrderReadModel.projection) AND row ->> 'status' IN ('pending_payment', 'payment_unknown')
-            ORDER BY created_position LIMIT \(Int64(limit))
-            """, logger: logger)
-        var ids: [OrderID] = []
-        for try await key in rows.decode(String.self) { if let id = OrderID(key) { ids.append(id) } }
-        return ids
+        try await orderRows.waitingOrders(limit: limit)
     }
 
     /// Appends what the acquirer answered, re-deciding on conflicts (other orders move the product).
-    func record(_ response: AuthorizationResponse, for orderID: OrderID, correlation: String) async throws {
+    /// Decides first on `order` as the caller holds it, on a fresh read after a conflict. Returns the
+    /// order and its hold after the append (unchanged when there was nothing to append).
+    func record(
+        _ response: AuthorizationResponse, for decidedOn: OrderState, correlation: String
+    ) async throws -> (order: OrderState, hold: HoldState?) {
+        let orderID = decidedOn.id
         var fresh = false
         for _ in 0..<Self.maximumAttempts {
-            guard let order = try await loader.order(orderID, fresh: fresh) else { throw ServiceError.internalFailure }
+            let order: OrderState
+            if fresh {
+                guard let loaded = try await loader.order(orderID, fresh: true) else { throw ServiceError.internalFailure }
+                order = loaded
+            } else {
+                order = decidedOn
+            }
             var products: [ProductID: ProductState] = [:]
             for line in order.lines { products[line.productID] = try await loader.product(line.productID, fresh: fresh) }
             let now = clock()
@@ -245,10 +258,15 @@ public struct PaymentService: Sendable {
                 logger.error("acquirer response could not be recorded", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
                 throw ServiceError.internalFailure
             case .success(let plan):
-                if plan.isEmpty { return }
-                if try await commit(plan, on: AggregateStates(products: products, orders: [orderID: order]), now: now,
-                                    metadata: metadata(correlation, "RecordAuthorization", nil)) != nil {
-                    return
+                // Recorded already (another process, seen after a conflict): its hold, if it placed one, is the answer's.
+                if plan.isEmpty { return (order, order.status.awaitsPayment ? nil : try await loader.hold(orderID, fresh: false)) }
+                if let committed = try await commit(plan, on: AggregateStates(products: products, orders: [orderID: order]), now: now,
+                                                    metadata: metadata(correlation, "RecordAuthorization", nil)) {
+                    // Without an idempotency key an append is never a replay, so its states are there.
+                    guard let after = committed.states, let orderAfter = after.orders[orderID] else {
+                        throw ServiceError.internalFailure
+                    }
+                    return (orderAfter, after.holds[orderID])
                 }
                 fresh = true
             }
@@ -259,26 +277,33 @@ public struct PaymentService: Sendable {
     /// Appends `plan` (see ``DomainCommitter``) with the streams in `alsoAppending` (e.g. an Apple Pay
     /// marker) in the same append; nil on a version conflict.
     func commit(_ plan: AppendPlan, on states: AggregateStates, now: Date, metadata: EventMetadata,
-                idempotency: IdempotencyKey? = nil, alsoAppending extra: [StreamAppend] = []) async throws -> AppendResult? {
+                idempotency: IdempotencyKey? = nil, alsoAppending extra: [StreamAppend] = []) async throws -> DomainCommitter.Committed? {
         try await DomainCommitter(writer: writer, loader: loader).commit(
             plan, on: states, now: now, metadata: metadata, idempotency: idempotency, alsoAppending: extra)
     }
 
-    /// The outcome for an order in its current state.
-    func reply(for orderID: OrderID, acquirerUnavailable: Bool = false) async throws -> PaymentAnswer {
-        // This process just wrote the order (or read it fresh): the cached state is its state.
+    /// The outcome for an order as this process last saw it (after steps that may have moved it on
+    /// since the states at hand: an automatic capture, a recovery, or an earlier request's order).
+    func currentReply(_ orderID: OrderID) async throws -> PaymentAnswer {
         guard let order = try await loader.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
+        guard case .succeeded = order.paymentOutcome else { return Self.reply(order, hold: nil) }  // only a success shows the hold
+        return Self.reply(order, hold: try await loader.hold(orderID, fresh: false))
+    }
+
+    /// The outcome for an order in the state given, with its hold (which only a success shows).
+    static func reply(_ order: OrderState, hold: HoldState?, acquirerUnavailable: Bool = false) -> PaymentAnswer {
         let total = order.amounts.total
-        switch order.status {
-        case .authorized, .partiallyCaptured, .captured, .shipped, .partiallyRefunded, .refunded:
-            let hold = try await loader.hold(orderID, fresh: false)
+        let orderID = order.id
+        switch order.paymentOutcome {
+        case .succeeded:
             return PaymentAnswer(result: .succeeded, reference: order.pspReference ?? orderID.rawValue, orderID: orderID,
                                   orderStatus: order.status, amount: total, authCode: hold?.authCode)
-        case .declined:
+        case .failed where order.status == .declined:
             return PaymentAnswer(result: .declined, reference: order.pspReference ?? orderID.rawValue, orderID: orderID,
                                   orderStatus: order.status, amount: total, declineCode: order.lastResponseCode?.rawValue,
                                   message: order.lastResponseMessage)
-        default:
+        case .failed, .pending:
+            // Still waiting, or ended without a charge (cancelled, voided, expired): the shopper was not charged.
             return PaymentAnswer(result: .acquirerUnreachable, reference: orderID.rawValue, orderID: orderID, orderStatus: order.status,
                                   amount: total, declineCode: acquirerUnavailable ? "96" : order.lastResponseCode?.rawValue,
                                   message: "the card issuer could not be reached; you have not been charged")
@@ -292,7 +317,7 @@ public struct PaymentService: Sendable {
             }
             return id
         }
-        guard let key = try await names.key(CatalogReadModel.inventory, request.description, loader: loader),
+        guard let key = try await names.key(CatalogReadModel.inventory, request.description, in: catalogRows),
               let id = ProductID(key) else { throw Self.unknownProduct(request) }
         return id
     }
@@ -345,17 +370,13 @@ public struct PaymentService: Sendable {
 
     /// The shipping contact goes to its own erasable table, never into the events.
     func storeContact(_ ref: String, _ request: PaymentRequest) async throws {
-        let data = try CatalogReadModel.json([
-            "name": request.shippingContact, "email": request.shippingEmail, "street": request.shippingStreet,
-            "city": request.shippingCity, "state": request.shippingState, "zip": request.shippingZip,
-        ])
-        try await client.query(
-            "INSERT INTO ledger.shipping_contacts (contact_ref, data, created_at) VALUES (\(ref), \(data)::jsonb, now())",
-            logger: logger)
+        try await contacts.insert(ShippingContact(
+            name: request.shippingContact, email: request.shippingEmail, street: request.shippingStreet,
+            city: request.shippingCity, state: request.shippingState, zip: request.shippingZip), ref: ref)
     }
 
     func eraseContact(_ ref: String) async throws {
-        try await client.query("DELETE FROM ledger.shipping_contacts WHERE contact_ref = \(ref)", logger: logger)
+        try await contacts.erase(ref: ref)
     }
 }
 
@@ -364,10 +385,10 @@ public struct PaymentService: Sendable {
 final class NameIndex: Sendable {
     private let keys = Mutex<[String: String]>([:])
 
-    func key(_ projection: String, _ name: String, loader: AggregateLoader) async throws -> String? {
+    func key(_ projection: String, _ name: String, in catalog: ProjectionStorefrontReader) async throws -> String? {
         let cacheKey = projection + "\u{0}" + name
         if let key = keys.withLock({ $0[cacheKey] }) { return key }
-        guard let key = try await loader.key(in: projection, where: "name", equals: name) else { return nil }
+        guard let key = try await catalog.key(in: projection, where: "name", equals: name) else { return nil }
         keys.withLock { $0[cacheKey] = key }
         return key
     }

@@ -23,25 +23,21 @@ public struct PrivacyService: Sendable {
     package init(
         client: PostgresClient, writer: LedgerWriter, store: EventStore, clock: @escaping @Sendable () -> Date, logger: Logger
     ) {
-        self.client = client
+        self.contacts = ContactsStore(client: client, logger: logger)
         self.writer = writer
         self.store = store
         self.clock = clock
         self.logger = logger
     }
 
-    let client: PostgresClient
+    let contacts: ContactsStore
     let writer: LedgerWriter
     let store: EventStore
     let clock: @Sendable () -> Date
     let logger: Logger
 
     public init(client: PostgresClient, writer: LedgerWriter, clock: @escaping @Sendable () -> Date, logger: Logger) {
-        self.client = client
-        self.writer = writer
-        self.store = EventStore(client: client, logger: logger)
-        self.clock = clock
-        self.logger = logger
+        self.init(client: client, writer: writer, store: EventStore(client: client, logger: logger), clock: clock, logger: logger)
     }
 
     /// One erased contact.
@@ -55,22 +51,14 @@ public struct PrivacyService: Sendable {
     /// Erases every contact that `customer` names: an e-mail address (case-insensitive) or a
     /// contact reference. Returns what was erased (empty when nothing matches).
     public func eraseContacts(customer: String, actor: String, reason: String = "data_subject_request") async throws -> [Erasure] {
-        let rows = try await client.query(
-            """
-            SELECT contact_ref FROM ledger.shipping_contacts
-            WHERE contact_ref = \(customer) OR lower(data ->> 'email') = lower(\(customer))
-            ORDER BY created_at, contact_ref
-            """, logger: logger)
-        var refs: [String] = []
-        for try await ref in rows.decode(String.self) { refs.append(ref) }
         var erased: [Erasure] = []
-        for ref in refs { erased.append(try await erase(contactRef: ref, actor: actor, reason: reason)) }
+        for ref in try await contacts.refs(naming: customer) { erased.append(try await erase(contactRef: ref, actor: actor, reason: reason)) }
         return erased
     }
 
     func erase(contactRef ref: String, actor: String, reason: String) async throws -> Erasure {
         guard let stream = ContactErased.stream(for: ref) else { throw ServiceError.internalFailure }
-        let orders = try await orderIDs(usingContact: ref)
+        let orders = try await contacts.orderIDs(usingContact: ref)
         let now = clock()
         let event = ContactErased(contactRef: ref, orderIDs: orders, erasedAt: now, reason: reason)
         var position: Int64
@@ -83,21 +71,9 @@ public struct PrivacyService: Sendable {
             // An earlier erasure recorded it and stopped before the delete: finish it.
             position = try await store.readStream(stream).first?.position ?? 0
         }
-        try await client.query("DELETE FROM ledger.shipping_contacts WHERE contact_ref = \(ref)", logger: logger)
+        try await contacts.erase(ref: ref)
         logger.info("shipping contact erased", metadata: ["contact_ref": "\(ref)", "position": "\(position)"])
         return Erasure(contact_ref: ref, order_ids: orders, position: position)
-    }
-
-    /// The orders opened with this contact, oldest first.
-    func orderIDs(usingContact ref: String) async throws -> [String] {
-        let rows = try await client.query(
-            """
-            SELECT data ->> 'order_id' FROM ledger.events
-            WHERE type = \(OrderOpened.eventType) AND data ->> 'contact_ref' = \(ref) ORDER BY position
-            """, logger: logger)
-        var ids: [String] = []
-        for try await id in rows.decode(String.self) { ids.append(id) }
-        return ids
     }
 
     public func erase(customer: String, actor: String) async throws -> String? {
@@ -111,9 +87,7 @@ public struct PrivacyService: Sendable {
         guard let id = OrderID(raw), let opened = try await store.readStream(id.streamID).first,
               case .order(.opened(let order)) = try DomainEvent.decode(opened) else { return nil }
         let ref = order.contactRef
-        let rows = try await client.query(
-            "SELECT data::text FROM ledger.shipping_contacts WHERE contact_ref = \(ref)", logger: logger)
-        for try await json in rows.decode(String.self) { return .present(contactRef: ref, json: json) }
+        if let json = try await contacts.contactJSON(ref: ref) { return .present(contactRef: ref, json: json) }
         if let stream = ContactErased.stream(for: ref), let erasure = try await store.readStream(stream).first {
             return .erased(contactRef: ref, erasedAt: RFC3339.format(erasure.effectiveAtMicros), position: erasure.position)
         }

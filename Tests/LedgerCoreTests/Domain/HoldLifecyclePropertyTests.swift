@@ -115,6 +115,11 @@ struct HoldLifecyclePropertyTests {
                 }
                 try! world.ledger.commit(plan)
                 account(plan, &world)
+                // Reads rewrite a lapsed hold's order to what the sweeper records, or not at all.
+                let recorded = world.ledger.orders[Self.order]!.status
+                if let read = HoldLifecycle.lapsedStatus(order: order, hold: hold), read != recorded {
+                    return "VIOLATION reads showed the lapsed order \(read), the sweeper recorded \(recorded)"
+                }
             }
             return "sweep at \(world.now.timeIntervalSince(t0)) (\(plan.isEmpty ? "nothing" : "expired"))"
         case 18..<40:
@@ -193,6 +198,39 @@ struct HoldLifecyclePropertyTests {
         if order.version != Int64(world.ledger.streams[order.id.streamID]?.count ?? -1) { found.append("order version drift") }
         if hold.version != Int64(world.ledger.streams[order.id.holdStreamID]?.count ?? -1) { found.append("hold version drift") }
         return found
+    }
+
+    /// Applies `operation` as the service would (prepare, the acquirer's answer, record); fails the test if refused.
+    static func apply(_ operation: HoldOperation, to world: inout World) throws {
+        let order = world.ledger.orders[Self.order]!, hold = world.ledger.holds[Self.order]!
+        world.nextKey += 1
+        let reference = HoldLifecycle.modificationReference(order: order, operation: operation, key: "k\(world.nextKey)")
+        let call = try HoldLifecycle.prepare(operation, order: order, hold: hold, modificationReference: reference, now: world.now).get()
+        let response = answer(call, hold: hold, approveIncrement: true, now: world.now)
+        try world.ledger.commit(HoldLifecycle.record(operation, response: response, order: order, hold: hold,
+                                                     products: world.ledger.products(for: order), context: ctx).get())
+    }
+
+    /// The statuses reads rewrite for a lapsed hold are exactly the two the live SQL rewrites
+    /// (`authorized` → `expired`, `partially_captured` → `captured`); others read as recorded.
+    @Test func readsRewriteALapsedHoldsOrderOnlyFromAuthorizedOrPartiallyCaptured() throws {
+        var rng = SplitMix64(seed: 7)
+        var world = Self.start(&rng)
+        func lapsed() -> OrderStatus? {
+            HoldLifecycle.lapsedStatus(order: world.ledger.orders[Self.order]!, hold: world.ledger.holds[Self.order]!)
+        }
+        #expect(world.ledger.orders[Self.order]?.status == .authorized)
+        #expect(lapsed() == .expired)
+        try Self.apply(.capture(amount: Money(minorUnits: 1, currency: .usd), isFinal: false), to: &world)
+        #expect(world.ledger.orders[Self.order]?.status == .partiallyCaptured)
+        #expect(lapsed() == .captured)
+        try Self.apply(.refund(amount: Money(minorUnits: 1, currency: .usd), reason: "returned"), to: &world)
+        #expect(world.ledger.orders[Self.order]?.status == .partiallyRefunded)
+        #expect(world.ledger.holds[Self.order]?.isClosed == false)
+        #expect(lapsed() == nil)  // money still open, but reads show it as recorded until the sweep
+        try Self.apply(.void(amount: nil), to: &world)
+        #expect(world.ledger.holds[Self.order]?.isClosed == true)
+        #expect(lapsed() == nil)
     }
 
     @Test func invariantsHoldForRandomOperationSequences() {

@@ -1,6 +1,5 @@
 import Foundation
 import LedgerCore
-import LedgerPostgres
 import Logging
 import PostgresNIO
 

@@ -2,13 +2,13 @@
 /// a producer task cuts its rows into pages, and each page waits until the previous one was taken —
 /// so a consumer that pulls pages (the acquirer reading a batch's items) holds one page at a time
 /// and the database stream is paused in between. No `OFFSET`, no keyset re-planning per page.
-final class PagedQuery<Page: Sendable>: Sendable {
+package final class PagedQuery<Page: Sendable>: Sendable {
     private let channel = PageChannel<Page>()
     private let producer: Task<Void, Never>
 
     /// `produce` runs the query and calls `emit` with each page in order; `emit` returns when the
     /// page was taken (or throws `CancellationError` once the consumer went away).
-    init(_ produce: @escaping @Sendable (_ emit: @Sendable (Page) async throws -> Void) async throws -> Void) {
+    package init(_ produce: @escaping @Sendable (_ emit: @Sendable (Page) async throws -> Void) async throws -> Void) {
         let channel = self.channel
         producer = Task {
             do {
@@ -21,10 +21,10 @@ final class PagedQuery<Page: Sendable>: Sendable {
     }
 
     /// The next page, nil after the last; rethrows the query's failure.
-    func next() async throws -> Page? { try await channel.take() }
+    package func next() async throws -> Page? { try await channel.take() }
 
     /// Stops the query (a consumer that will not take more pages).
-    func cancel() {
+    package func cancel() {
         producer.cancel()
         let channel = self.channel
         Task { await channel.close() }

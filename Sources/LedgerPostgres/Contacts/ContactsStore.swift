@@ -1,0 +1,89 @@
+import LedgerCore
+import Logging
+import PostgresNIO
+
+/// The shipping contacts (personal data) in `ledger.shipping_contacts`, outside the hash-chained log:
+/// the order's events carry only an opaque `contact_ref`, so a contact can be erased on request
+/// without touching the chain.
+///
+/// Every statement on the table is a method here: a payment inserts the contact before it opens the
+/// order (and deletes it again when the order is not opened), the back office reads it, and an
+/// erasure finds a data subject's contacts and deletes them.
+package struct ContactsStore: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    package init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Stores the contact under `ref`. A reference is used once (it names one order); a second
+    /// insert with the same reference is refused by the primary key.
+    package func insert(_ contact: ShippingContact, ref: String) async throws {
+        let data = try CatalogReadModel.json(contact)
+        try await client.query(
+            "INSERT INTO ledger.shipping_contacts (contact_ref, data, created_at) VALUES (\(ref), \(data)::jsonb, now())",
+            logger: logger)
+    }
+
+    /// Deletes the contact stored under `ref` (nothing when there is none).
+    package func erase(ref: String) async throws {
+        try await client.query("DELETE FROM ledger.shipping_contacts WHERE contact_ref = \(ref)", logger: logger)
+    }
+
+    /// The contact stored under `ref` as its JSON object, or nil when there is none (never stored, or erased).
+    package func contactJSON(ref: String) async throws -> String? {
+        let rows = try await client.query(
+            "SELECT data::text FROM ledger.shipping_contacts WHERE contact_ref = \(ref)", logger: logger)
+        for try await json in rows.decode(String.self) { return json }
+        return nil
+    }
+
+    /// The references of the contacts that `customer` names, oldest first: the reference itself, or
+    /// every contact with that e-mail address (compared case-insensitively).
+    package func refs(naming customer: String) async throws -> [String] {
+        let rows = try await client.query(
+            """
+            SELECT contact_ref FROM ledger.shipping_contacts
+            WHERE contact_ref = \(customer) OR lower(data ->> 'email') = lower(\(customer))
+            ORDER BY created_at, contact_ref
+            """, logger: logger)
+        var refs: [String] = []
+        for try await ref in rows.decode(String.self) { refs.append(ref) }
+        return refs
+    }
+
+    /// The orders opened with the contact `ref`, oldest first, from the log (which keeps them after
+    /// the contact is erased).
+    package func orderIDs(usingContact ref: String) async throws -> [String] {
+        let rows = try await client.query(
+            """
+            SELECT data ->> 'order_id' FROM ledger.events
+            WHERE type = \(OrderOpened.eventType) AND data ->> 'contact_ref' = \(ref) ORDER BY position
+            """, logger: logger)
+        var ids: [String] = []
+        for try await id in rows.decode(String.self) { ids.append(id) }
+        return ids
+    }
+}
+
+/// A shopper's shipping contact as the payment receives it, stored as a JSON object with the keys
+/// `name`, `email`, `street`, `city`, `state` and `zip`.
+package struct ShippingContact: Sendable, Hashable, Codable {
+    package var name: String
+    package var email: String
+    package var street: String
+    package var city: String
+    package var state: String
+    package var zip: String
+
+    package init(name: String, email: String, street: String, city: String, state: String, zip: String) {
+        self.name = name
+        self.email = email
+        self.street = street
+        self.city = city
+        self.state = state
+        self.zip = zip
+    }
+}

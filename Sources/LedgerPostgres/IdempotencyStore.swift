@@ -1,0 +1,26 @@
+import Logging
+import PostgresNIO
+
+/// Reads of `ledger.idempotency_keys`, the keys and request hashes that appends store in the same
+/// transaction as their events (the writer writes them; see ``IdempotencyKey``).
+///
+/// A use case probes a key before it calls the acquirer: a repeated request is answered from the
+/// ledger without a second external call, and a key reused for another request is refused. The probe
+/// is only a fast path: the append checks the key again under the head lock, so a race between two
+/// requests with one key still appends once.
+package struct IdempotencyStore: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    package init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// The hash of the request stored with `key`, or nil when no append used the key yet.
+    package func requestHash(forKey key: String) async throws -> [UInt8]? {
+        let rows = try await client.query("SELECT request_hash FROM ledger.idempotency_keys WHERE key = \(key)", logger: logger)
+        for try await hash in rows.decode(ByteBuffer.self) { return Array(hash.readableBytesView) }
+        return nil
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import LedgerCore
+import Synchronization
+
+/// Reads streams and folds them into the domain's states, through a cache of folded states: a load
+/// reads only the events after the cached version (one indexed query, usually empty or short), so
+/// the cost of a load does not grow with the stream, and a state written by another process is
+/// still seen. Bounded: past the limit the cache starts afresh.
+package struct AggregateLoader: Sendable {
+    package let store: EventStore
+    /// Orders and holds: many, mostly cold once closed; bounded.
+    private let cache: StateCache
+    /// Products and shipping methods: few and hot, with long streams; never evicted (bounded by
+    /// the catalog's size), so a decision never refolds a product's whole history.
+    private let catalogCache = StateCache(limit: Int.max)
+    private let counter = LoadCounter()
+
+    package init(store: EventStore, cacheLimit: Int = 50_000) {
+        self.store = store
+        self.cache = StateCache(limit: cacheLimit)
+    }
+
+    /// How many loads this loader (and its copies) served so far, by kind of aggregate.
+    package var loads: LoadCounts { counter.snapshot }
+
+    /// The stream's folded state: caught up with the log when `fresh`, otherwise the cached state
+    /// as is when there is one (for deciding optimistically: the append's version check catches a
+    /// stale state, and the retry loads fresh).
+    private func load<State: Sendable>(
+        _ stream: StreamID, in cache: StateCache, as: State.Type, fresh: Bool, fold: (inout State?, DomainEvent) -> Void
+    ) async throws -> (state: State?, version: Int64) {
+        let cached = cache.get(stream.rawValue) as (State?, Int64)?
+        if !fresh, let cached, cached.0 != nil { return cached }
+        var (state, version) = cached ?? (nil, 0)
+        let tail = try await store.readStream(stream, after: version)
+        guard !tail.isEmpty else { return (state, version) }
+        for recorded in tail {
+            fold(&state, try DomainEvent.decode(recorded))
+            version = recorded.streamVersion
+        }
+        cache.put(stream.rawValue, (state, version))
+        return (state, version)
+    }
+
+    package func product(_ id: ProductID, fresh: Bool = true) async throws -> ProductState? {
+        counter.count(.product)
+        return try await load(id.streamID, in: catalogCache, as: ProductState.self, fresh: fresh) { state, event in
+            guard case .product(let e) = event else { return }
+            if state != nil { state!.apply(e) } else { state = ProductState.evolve(nil, e) }  // in place: no copy per event
+        }.state
+    }
+
+    package func shippingMethod(_ id: ShippingMethodID, fresh: Bool = true) async throws -> ShippingMethodState? {
+        counter.count(.shippingMethod)
+        return try await load(id.streamID, in: catalogCache, as: ShippingMethodState.self, fresh: fresh) { state, event in
+            if case .shippingMethod(let e) = event { state = ShippingMethodState.evolve(state, e) }
+        }.state
+    }
+
+    package func order(_ id: OrderID, fresh: Bool = true) async throws -> OrderState? {
+        counter.count(.order)
+        return try await load(id.streamID, in: cache, as: OrderState.self, fresh: fresh) { state, event in
+            if case .order(let e) = event { state = OrderState.evolve(state, e) }
+        }.state
+    }
+
+    package func hold(_ id: OrderID, fresh: Bool = true) async throws -> HoldState? {
+        counter.count(.hold)
+        return try await load(id.holdStreamID, in: cache, as: HoldState.self, fresh: fresh) { state, event in
+            if case .hold(let e) = event { state = HoldState.evolve(state, e) }
+        }.state
+    }
+
+    /// Remembers the states an append produced (after it committed), so that the next decision on
+    /// those streams needs no read.
+    package func remember(_ states: AggregateStates) {
+        for (id, state) in states.products { catalogCache.put(id.streamID.rawValue, (Optional(state), state.version)) }
+        for (id, state) in states.shippingMethods { catalogCache.put(id.streamID.rawValue, (Optional(state), state.version)) }
+        for (id, state) in states.orders { cache.put(id.streamID.rawValue, (Optional(state), state.version)) }
+        for (id, state) in states.holds { cache.put(id.holdStreamID.rawValue, (Optional(state), state.version)) }
+    }
+}
+
+/// Loads counted by kind of aggregate: each call of ``AggregateLoader/product(_:fresh:)``,
+/// ``AggregateLoader/shippingMethod(_:fresh:)``, ``AggregateLoader/order(_:fresh:)`` or
+/// ``AggregateLoader/hold(_:fresh:)``, whether the cache or the log answered it. A use case that
+/// already holds a state should not load it again; tests compare counts before and after a request
+/// to keep it that way.
+package struct LoadCounts: Sendable, Hashable, CustomStringConvertible {
+    package var products = 0
+    package var shippingMethods = 0
+    package var orders = 0
+    package var holds = 0
+
+    package init(products: Int = 0, shippingMethods: Int = 0, orders: Int = 0, holds: Int = 0) {
+        self.products = products
+        self.shippingMethods = shippingMethods
+        self.orders = orders
+        self.holds = holds
+    }
+
+    /// The loads counted since `earlier`.
+    package static func - (later: LoadCounts, earlier: LoadCounts) -> LoadCounts {
+        LoadCounts(products: later.products - earlier.products, shippingMethods: later.shippingMethods - earlier.shippingMethods,
+                   orders: later.orders - earlier.orders, holds: later.holds - earlier.holds)
+    }
+
+    package var description: String {
+        "orders \(orders), holds \(holds), products \(products), shipping methods \(shippingMethods)"
+    }
+}
+
+/// The loader's counts, shared by its copies (the loader is a value passed to every service).
+/// Atomic counters: a load is counted without a lock, so counting costs production nothing measurable.
+private final class LoadCounter: Sendable {
+    enum Kind { case product, shippingMethod, order, hold }
+
+    private let products = Atomic<Int>(0)
+    private let shippingMethods = Atomic<Int>(0)
+    private let orders = Atomic<Int>(0)
+    private let holds = Atomic<Int>(0)
+
+    func count(_ kind: Kind) {
+        switch kind {
+        case .product: products.wrappingAdd(1, ordering: .relaxed)
+        case .shippingMethod: shippingMethods.wrappingAdd(1, ordering: .relaxed)
+        case .order: orders.wrappingAdd(1, ordering: .relaxed)
+        case .hold: holds.wrappingAdd(1, ordering: .relaxed)
+        }
+    }
+
+    var snapshot: LoadCounts {
+        LoadCounts(products: products.load(ordering: .relaxed), shippingMethods: shippingMethods.load(ordering: .relaxed),
+                   orders: orders.load(ordering: .relaxed), holds: holds.load(ordering: .relaxed))
+    }
+}

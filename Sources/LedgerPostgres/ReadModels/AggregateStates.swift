@@ -1,0 +1,78 @@
+import Foundation
+import LedgerCore
+
+/// The aggregate states a plan was decided against. Applying the plan's events to them gives the
+/// states after the append, from which every touched aggregate's read-model row is computed.
+package struct AggregateStates: Sendable {
+    package var products: [ProductID: ProductState] = [:]
+    package var shippingMethods: [ShippingMethodID: ShippingMethodState] = [:]
+    package var orders: [OrderID: OrderState] = [:]
+    package var holds: [OrderID: HoldState] = [:]
+
+    package init(products: [ProductID: ProductState] = [:], shippingMethods: [ShippingMethodID: ShippingMethodState] = [:],
+                 orders: [OrderID: OrderState] = [:], holds: [OrderID: HoldState] = [:]) {
+        self.products = products
+        self.shippingMethods = shippingMethods
+        self.orders = orders
+        self.holds = holds
+    }
+
+    /// Folds one event into the state of its aggregate. Products fold in place (their reservation
+    /// tables can be large; see ``ProductState/apply(_:)``).
+    package mutating func apply(_ event: DomainEvent) {
+        switch event {
+        case .product(let e):
+            if products[e.productID] != nil { products[e.productID]!.apply(e) } else { products[e.productID] = ProductState.evolve(nil, e) }
+        case .shippingMethod(let e):
+            shippingMethods[e.shippingMethodID] = ShippingMethodState.evolve(shippingMethods[e.shippingMethodID], e)
+        case .order(let e): orders[e.orderID] = OrderState.evolve(orders[e.orderID], e)
+        case .hold(let e): holds[e.orderID] = HoldState.evolve(holds[e.orderID], e)
+        }
+    }
+
+    /// The append request for `plan` — its events, and the read-model rows of every aggregate it
+    /// touches — and the states after it (what the loader may remember once the append commits).
+    package func appendRequest(for plan: [PlannedAppend], now: Date, metadata: EventMetadata,
+                       idempotency: IdempotencyKey? = nil) throws -> (request: AppendRequest, after: AggregateStates) {
+        var after = self
+        var touchedProducts: [ProductID] = [], touchedMethods: [ShippingMethodID] = [], touchedOrders: [OrderID] = []
+        var streams: [StreamAppend] = []
+        for planned in plan {
+            streams.append(StreamAppend(
+                streamID: planned.streamID, expectedVersion: planned.expectedVersion,
+                events: try planned.events.map { try $0.newEvent(eventID: UUID(), effectiveAt: now) }))
+            for event in planned.events {
+                after.apply(event)
+                switch event {
+                case .product(let e):
+                    if !touchedProducts.contains(e.productID) { touchedProducts.append(e.productID) }
+                case .shippingMethod(let e):
+                    if !touchedMethods.contains(e.shippingMethodID) { touchedMethods.append(e.shippingMethodID) }
+                case .order(let e):
+                    if !touchedOrders.contains(e.orderID) { touchedOrders.append(e.orderID) }
+                case .hold(let e):
+                    if !touchedOrders.contains(e.orderID) { touchedOrders.append(e.orderID) }
+                }
+            }
+        }
+        // A row is written only with its own stream in the append (exactly expected), so the state it
+        // shows is the state the append is checked against.
+        let appended = Set(plan.map(\.streamID))
+        var rows: [ProjectionRow] = []
+        for id in touchedProducts { if let state = after.products[id] { rows.append(try CatalogReadModel.row(state)) } }
+        for id in touchedMethods { if let state = after.shippingMethods[id] { rows.append(try CatalogReadModel.row(state)) } }
+        for id in touchedOrders {
+            if let state = after.orders[id], appended.contains(id.streamID) {
+                rows.append(try OrderReadModel.row(state, hold: after.holds[id]))
+            }
+            // The hold row shows the order's status too: it is rewritten whenever either stream moves
+            // (a shipment after a final capture appends to the order only).
+            if let hold = after.holds[id], let order = after.orders[id],
+               appended.contains(id.holdStreamID) || appended.contains(id.streamID) {
+                let stream = appended.contains(id.holdStreamID) ? id.holdStreamID : id.streamID
+                rows.append(try HoldReadModel.row(hold, order: order, writtenWith: stream))
+            }
+        }
+        return (AppendRequest(streams: streams, metadata: metadata, idempotency: idempotency, projections: rows), after)
+    }
+}

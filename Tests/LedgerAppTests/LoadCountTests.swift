@@ -1,0 +1,70 @@
+import Foundation
+import HummingbirdTesting
+import LedgerApp
+import LedgerPostgres
+import LedgerServices
+import Testing
+
+/// How often one request loads the aggregates it works on, counted by the services' shared
+/// ``AggregateLoader``. A use case answers from the states its own appends leave (``DomainCommitter``
+/// returns them) and decides its first attempt on the states it already holds, instead of loading
+/// the order and hold again before every step.
+///
+/// The counts are deltas around one request, after a warm-up payment (so that name look-ups and the
+/// catalog cache are as in steady state). The background loops (recovery, expiry) sweep at start
+/// and then every 30 s: with no waiting orders or due holds, they load nothing in between.
+@Suite struct LoadCountTests {
+    let app = SystemRoutesTests()
+    let payments = PaymentTests()
+    let holds = HoldTests()
+
+    @Test func anApprovedPaymentLoadsItsOrderOnceAndNoHold() async throws {
+        try await app.withApp(seed: true) { client, services in
+            let loader = services.payments.loader
+            _ = try await holds.order(client)
+            let before = loader.loads
+            let (status, text) = try await payments.pay(client, PaymentTests.body())
+            let loads = loader.loads - before
+            #expect(status == .ok, "\(text)")
+            let reply = try JSONDecoder().decode(PaymentTests.Reply.self, from: Data(text.utf8))
+            #expect(reply.status == "succeeded")
+            #expect(reply.order_status == "authorized")
+            // Authorizing needs the order (its amount and reference); recording decides on that same
+            // state, and the reply comes from the states the append left.
+            #expect(loads.orders == 1, "\(loads)")
+            #expect(loads.holds == 0, "\(loads)")
+            // Reserving decides on the product, recording the authorization on the product again (it
+            // moved in between); the shipping method is read fresh for the price.
+            #expect(loads.products == 2, "\(loads)")
+            #expect(loads.shippingMethods == 1, "\(loads)")
+        }
+    }
+
+    @Test func aCaptureLoadsItsOrderTwiceAndItsHoldOnce() async throws {
+        try await app.withApp(seed: true) { client, services in
+            let loader = services.holds.loader
+            let order = try await holds.order(client)
+            let before = loader.loads
+            let (status, text) = try await holds.operate(client, order, "capture", key: "capture-once")
+            let loads = loader.loads - before
+            #expect(status == .ok, "\(text)")
+            #expect(holds.r(text)?.status == "captured")
+            #expect(holds.r(text)?.result == "applied")
+            // Once to find the order (404 otherwise) and once in the order's turn, where the operation is
+            // decided; the hold once, in that turn. Recording decides on those states, and the reply
+            // comes from the states the append left.
+            #expect(loads.orders == 2, "\(loads)")
+            #expect(loads.holds == 1, "\(loads)")
+            #expect(loads.products == 1, "\(loads)")
+
+            // A replay of the same request answers from the ledger: the order and hold, nothing decided.
+            let replayStart = loader.loads
+            let (again, replayed) = try await holds.operate(client, order, "capture", key: "capture-once")
+            let replayLoads = loader.loads - replayStart
+            #expect(again == .ok, "\(replayed)")
+            #expect(holds.r(replayed)?.result == "replayed")
+            #expect(holds.r(replayed)?.status == "captured")
+            #expect(replayLoads == LoadCounts(orders: 1, holds: 1), "\(replayLoads)")
+        }
+    }
+}
