@@ -32,8 +32,7 @@ public struct CheckpointRoutes: Sendable {
                                                 range: 1...Int64(AuditRoutes.maximumPageSize))
             let events = try await reader.events(after: after, matching: EventFilter(types: [CheckpointSigned.eventType]),
                                                  limit: Int(limit))
-            let next = events.count == Int(limit) ? events.last.map { String($0.position) } ?? "null" : "null"
-            return jsonResponse("{\"checkpoints\":\(EventJSON.render(events)),\"next_after\":\(next)}")
+            return jsonResponse(AuditRoutes.page("checkpoints", events, limit: limit))
         }
     }
 
@@ -43,7 +42,7 @@ public struct CheckpointRoutes: Sendable {
                 throw APIError.conflict("checkpoint_key_missing", "no signing key is configured (LEDGERD_CHECKPOINT_KEY)")
             }
             let json = try await signer.signCheckpoint(actor: context.principal?.actor ?? "operator")
-            return jsonResponse(json, status: .created)
+            return jsonResponse(RawJSON(stored: json), status: .created)
         }
     }
 }

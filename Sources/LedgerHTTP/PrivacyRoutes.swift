@@ -42,7 +42,7 @@ public struct PrivacyRoutes: Sendable {
             guard let reply = try await privacy.erase(customer: customer, actor: actor) else {
                 throw APIError.notFound("no shipping contact matches that customer (or it was erased already)")
             }
-            return jsonResponse(reply)
+            return jsonResponse(RawJSON(stored: reply))
         }
         group.get("/orders/:id/contact") { _, context -> Response in
             let id = try context.parameters.require("id")
@@ -50,7 +50,7 @@ public struct PrivacyRoutes: Sendable {
             case nil:
                 throw APIError.notFound("no order \(id)")
             case .present(let ref, let json):
-                return jsonResponse("{\"order_id\":\(EventJSON.quote(id)),\"contact_ref\":\(EventJSON.quote(ref)),\"contact\":\(json)}")
+                return jsonResponse(.object(["order_id": .string(id), "contact_ref": .string(ref), "contact": RawJSON(stored: json)]))
             case .erased(let ref, let at, let position):
                 throw APIError(status: .gone, code: "contact_erased",
                                message: "the shipping contact \(ref) was erased at \(at) (event \(position))")

@@ -118,7 +118,7 @@ public struct SettlementRoutes: Sendable {
             guard let csv = String(validating: body.readableBytesView, as: UTF8.self) else {
                 throw APIError.badRequest("invalid_report", "the report must be UTF-8 CSV text")
             }
-            return jsonResponse(try await settlement.reconcileReport(csv: csv))
+            return jsonResponse(RawJSON(stored: try await settlement.reconcileReport(csv: csv)))
         }
         group.post("/reconciliation/breaks/:id/resolve") { request, context -> Response in
             let id = try context.parameters.require("id")
@@ -134,14 +134,15 @@ public struct SettlementRoutes: Sendable {
             }
             let reason = try PaymentRequest.Fields(object).string("reason", maximumLength: 500)
             let actor = context.principal.map { "\($0.role.rawValue):\($0.keyID)" } ?? "operator"
-            return jsonResponse(try await settlement.resolveBreak(id: id, reason: reason, actor: actor))
+            return jsonResponse(RawJSON(stored: try await settlement.resolveBreak(id: id, reason: reason, actor: actor)))
         }
     }
 
     public func registerReads(on group: RouterGroup<LedgerRequestContext>) {
         group.get("/settlements") { request, _ -> Response in
             let parameters = request.uri.queryParameters
-            return jsonResponse(try await settlement.batchesJSON(from: parameters["from"].map(String.init), to: parameters["to"].map(String.init)))
+            let json = try await settlement.batchesJSON(from: parameters["from"].map(String.init), to: parameters["to"].map(String.init))
+            return jsonResponse(RawJSON(stored: json))
         }
         group.get("/settlements/:id") { request, context -> Response in
             let id = try context.parameters.require("id")
@@ -150,12 +151,12 @@ public struct SettlementRoutes: Sendable {
                 return try await StateRoutes.settlementResponse(state, id: id, asOf: asOf)
             }
             guard let json = try await settlement.batchJSON(id: id) else { throw APIError.notFound("no settlement batch \(id)") }
-            return jsonResponse(json)
+            return jsonResponse(RawJSON(stored: json))
         }
         group.get("/settlements/:id/reconciliation") { _, context -> Response in
             let id = try context.parameters.require("id")
             guard let json = try await settlement.reconciliationJSON(id: id) else { throw APIError.notFound("no reconciliation for \(id)") }
-            return jsonResponse(json)
+            return jsonResponse(RawJSON(stored: json))
         }
         group.get("/settlements/:id/report.csv") { _, context -> Response in
             let id = try context.parameters.require("id")

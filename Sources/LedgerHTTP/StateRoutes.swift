@@ -5,11 +5,16 @@ import LedgerServices
 import LedgerCore
 
 extension StateAnswer {
-    /// `"as_of":{"position":…,"time":"…"}`, or nothing for a live answer.
-    var asOfMember: String {
-        guard let asOf else { return "" }
-        return ",\"as_of\":{\"position\":\(asOf.position),\"time\":\(EventJSON.quote(RFC3339.format(asOf.micros)))}"
-    }
+    /// The stored row.
+    var row: RawJSON { RawJSON(stored: json) }
+
+    /// `{"position":…,"time":"…"}` of an as-of answer, nil for a live one.
+    var asOfMember: RawJSON? { asOf.map(\.asOfJSON) }
+}
+
+extension StateAnswer.Point {
+    /// `{"position":…,"time":"…"}`: the last position folded and the instant lapses were judged at.
+    public var asOfJSON: RawJSON { .object(["position": .integer(position), "time": .string(RFC3339.format(micros))]) }
 }
 
 /// Reads aggregates' rows live (from the read models) or as of a position or time (a fold of the
@@ -47,7 +52,7 @@ public struct StateRoutes: Sendable {
             guard let answer = try await reader.authorization(id, asOf: asOf) else {
                 throw APIError.notFound("no authorization for order \(id)\(Self.suffix(asOf))")
             }
-            return jsonResponse("{\"authorization\":\(answer.json)\(answer.asOfMember)}")
+            return jsonResponse(.object(["authorization": answer.row, "as_of": answer.asOfMember]))
         }
         group.get("/products/:id") { request, context -> Response in
             let id = try context.parameters.require("id")
@@ -55,16 +60,16 @@ public struct StateRoutes: Sendable {
             guard let answer = try await reader.product(id, asOf: asOf) else {
                 throw APIError.notFound("no product \(id)\(Self.suffix(asOf))")
             }
-            return jsonResponse("{\"product\":\(answer.json)\(answer.asOfMember)}")
+            return jsonResponse(.object(["product": answer.row, "as_of": answer.asOfMember]))
         }
     }
 
     /// `GET /orders/{id}?as_of=…`: the order row as of then, in the live answer's shape.
-    static func orderResponse(_ reader: any StateReader, id: String, asOf: AsOf, links: String) async throws -> Response {
+    static func orderResponse(_ reader: any StateReader, id: String, asOf: AsOf, links: RawJSON) async throws -> Response {
         guard let answer = try await reader.order(id, asOf: asOf) else {
             throw APIError.notFound("no order \(id)\(suffix(asOf))")
         }
-        return jsonResponse("{\"order\":\(answer.json)\(answer.asOfMember),\"links\":\(links)}")
+        return jsonResponse(.object(["order": answer.row, "as_of": answer.asOfMember, "links": links]))
     }
 
     /// `GET /settlements/{id}?as_of=…`: the batch as the live endpoint serves it; the point in headers.
@@ -81,7 +86,7 @@ public struct StateRoutes: Sendable {
     }
 
     static func withPointHeaders(_ answer: StateAnswer) -> Response {
-        var response = jsonResponse(answer.json)
+        var response = jsonResponse(answer.row)
         if let point = answer.asOf {
             response.headers[Self.asOfPositionHeader] = String(point.position)
             response.headers[Self.asOfTimeHeader] = RFC3339.format(point.micros)
