@@ -27,8 +27,8 @@ public protocol StateReader: Sendable {
     func product(_ id: String, asOf: AsOf?) async throws -> StateAnswer?
     /// The whole inventory as `GET /inventory` serves it (a JSON array).
     func inventory(asOf: AsOf) async throws -> StateAnswer
-    /// A settlement batch as `GET /settlements/{id}` serves it.
-    func settlement(_ id: String, asOf: AsOf) async throws -> StateAnswer?
+    /// A settlement batch (as `GET /settlements/{id}` serves it, ``SettlementBatchReply``) and the point.
+    func settlement(_ id: String, asOf: AsOf) async throws -> (batch: SettlementBatchState, point: StateAnswer.Point)?
 }
 
 /// Back-office state reads (operator or auditor key), live or `?as_of=<position | RFC 3339 time>`:
@@ -74,20 +74,22 @@ public struct StateRoutes: Sendable {
 
     /// `GET /settlements/{id}?as_of=…`: the batch as the live endpoint serves it; the point in headers.
     static func settlementResponse(_ reader: any StateReader, id: String, asOf: AsOf) async throws -> Response {
-        guard let answer = try await reader.settlement(id, asOf: asOf) else {
+        guard let found = try await reader.settlement(id, asOf: asOf) else {
             throw APIError.notFound("no settlement batch \(id)\(suffix(asOf))")
         }
-        return withPointHeaders(answer)
+        return withPointHeaders(try RawJSON(encoding: SettlementBatchReply(found.batch)), found.point)
     }
 
     /// `GET /inventory?as_of=…`: the array as the live endpoint serves it; the point in headers.
     static func inventoryResponse(_ reader: any StateReader, asOf: AsOf) async throws -> Response {
-        withPointHeaders(try await reader.inventory(asOf: asOf))
+        let answer = try await reader.inventory(asOf: asOf)
+        return withPointHeaders(answer.row, answer.asOf)
     }
 
-    static func withPointHeaders(_ answer: StateAnswer) -> Response {
-        var response = jsonResponse(answer.row)
-        if let point = answer.asOf {
+    /// The body in the live answer's shape, the point in the `Ledger-As-Of-*` headers.
+    static func withPointHeaders(_ body: RawJSON, _ point: StateAnswer.Point?) -> Response {
+        var response = jsonResponse(body)
+        if let point {
             response.headers[Self.asOfPositionHeader] = String(point.position)
             response.headers[Self.asOfTimeHeader] = RFC3339.format(point.micros)
         }
