@@ -205,7 +205,8 @@ struct Privacy: AsyncParsableCommand {
                 throw ExitCode(1)
             }
             for erasure in erased {
-                print("erased \(erasure.contact_ref) (orders \(erasure.order_ids.joined(separator: ", "))) — ContactErased at position \(erasure.position)")
+                let orders = erasure.orderIDs.joined(separator: ", ")
+                print("erased \(erasure.contactRef) (orders \(orders)) — ContactErased at position \(erasure.position)")
             }
         }
     }
