@@ -51,6 +51,12 @@ public struct PrivacyService: Sendable {
         public let orderIDs: [String]
         /// The position of its `ContactErased` event.
         public let position: Int64
+
+        public init(contactRef: String, orderIDs: [String], position: Int64) {
+            self.contactRef = contactRef
+            self.orderIDs = orderIDs
+            self.position = position
+        }
     }
 
     /// Erases every contact that `customer` names: an e-mail address (case-insensitive) or a
