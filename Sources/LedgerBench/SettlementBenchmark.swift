@@ -110,8 +110,8 @@ public struct SettlementBenchmark: Sendable {
                     parts.withLock { $0 += 1 }
                 }
                 let digest = hasher.withLock { $0.finalize() }.map { String(format: "%02x", $0) }.joined()
-                let matches = digest == batch.submitted?.reportSHA256
-                lines.append("report: \(parts.withLock { $0 }) parts read back, SHA-256 \(matches ? "matches" : "DIFFERS FROM") the submitted event's")
+                let verdict = digest == batch.submitted?.reportSHA256 ? "matches" : "DIFFERS FROM"
+                lines.append("report: \(parts.withLock { $0 }) parts read back, SHA-256 \(verdict) the submitted event's")
                 lines.append("reconciliation: \(reconciled?.matched ?? 0) matched, \(reconciled?.breaks.count ?? -1) breaks")
                 lines.append(String(format: "memory: resident %.0f MiB before the run, peak %.0f MiB during it (+%.0f MiB)",
                                     Double(memoryBefore) / 1_048_576, Double(peak) / 1_048_576, Double(peak - memoryBefore) / 1_048_576))

@@ -129,6 +129,7 @@ extension Audit {
                     if let product { return try await state.product(product, asOf: at) }
                     if let settlement {
                         guard let found = try await state.settlement(settlement, asOf: at) else { return nil }
+                        // A typed batch, not a stored row: in the shape GET /settlements/{id} serves it.
                         return StateAnswer(json: try WireJSON.encode(SettlementBatchReply(found.batch)), asOf: found.point)
                     }
                     return try await state.inventory(asOf: at)
