@@ -119,10 +119,11 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),
+        // The CLI; its back-office commands decode the daemon's replies as LedgerHTTP's wire types.
         .executableTarget(
             name: "ledgerd",
             dependencies: [
-                "LedgerApp", "LedgerServices", "LedgerBench",
+                "LedgerApp", "LedgerServices", "LedgerHTTP", "LedgerBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

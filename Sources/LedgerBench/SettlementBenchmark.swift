@@ -74,9 +74,10 @@ public struct SettlementBenchmark: Sendable {
                 let summary = try await service.run(businessDate: day)
                 let total = ContinuousClock.now - started
                 let peak = Self.memory().peak
-                guard let batch = summary.batches.first else { return "nothing settled" }
+                guard let batch = summary.batches.first?.batch else { return "nothing settled" }
+                let batchID = batch.opened.batchID
                 var reconciled: ReconciliationRecorded?
-                for event in try await EventStore(client: client, logger: logger).readStream(Reconciliation.streamID(batchID: batch.batch_id)) {
+                for event in try await EventStore(client: client, logger: logger).readStream(Reconciliation.streamID(batchID: batchID)) {
                     if case .reconciled(let e) = try SettlementEvent.decode(event) { reconciled = e }
                 }
                 let phases: [(String, String)] = [
@@ -84,7 +85,9 @@ public struct SettlementBenchmark: Sendable {
                     ("clear", SettlementBatchCleared.eventType), ("schedule payout", SettlementPayoutScheduled.eventType),
                     ("reconcile", "reconciled"),
                 ]
-                var lines = ["settled \(batch.captures) captures + \(batch.refunds) refunds, gross \(batch.gross), payout \(batch.payout ?? "-")"]
+                let (captures, refunds) = (batch.closed?.captureCount ?? 0, batch.closed?.refundCount ?? 0)
+                let (gross, payout) = (batch.closed?.gross.decimalString ?? "0", batch.payout?.amount.decimalString ?? "-")
+                var lines = ["settled \(captures) captures + \(refunds) refunds, gross \(gross), payout \(payout)"]
                 var previous: Duration = .zero
                 var phaseStartResident = memoryBefore
                 for (name, mark) in phases {
@@ -102,12 +105,13 @@ public struct SettlementBenchmark: Sendable {
                 // The stored report, read back as GET /settlements/{id}/report.csv serves it, hashes to the recorded digest.
                 let hasher = Mutex(SHA256())
                 let parts = Mutex(0)
-                try await service.reportCSV(id: batch.batch_id)? { part in
+                try await service.reportCSV(id: batchID)? { part in
                     hasher.withLock { $0.update(data: Array(part.utf8)) }
                     parts.withLock { $0 += 1 }
                 }
                 let digest = Hex.encode(hasher.withLock { $0.finalize() })
-                lines.append("report: \(parts.withLock { $0 }) parts read back, SHA-256 \(digest == batch.report_sha256 ? "matches" : "DIFFERS FROM") the submitted event's")
+                let verdict = digest == batch.submitted?.reportSHA256 ? "matches" : "DIFFERS FROM"
+                lines.append("report: \(parts.withLock { $0 }) parts read back, SHA-256 \(verdict) the submitted event's")
                 lines.append("reconciliation: \(reconciled?.matched ?? 0) matched, \(reconciled?.breaks.count ?? -1) breaks")
                 lines.append(String(format: "memory: resident %.0f MiB before the run, peak %.0f MiB during it (+%.0f MiB)",
                                     Double(memoryBefore) / 1_048_576, Double(peak) / 1_048_576, Double(peak - memoryBefore) / 1_048_576))

@@ -41,13 +41,13 @@ public struct AuditRoutes: Sendable {
             }
             let events = try await reader.events(stream: stream)
             guard !events.isEmpty else { throw APIError.notFound("no stream \(raw)") }
-            return jsonResponse("{\"stream\":\(EventJSON.quote(stream.rawValue)),\"events\":\(EventJSON.render(events))}")
+            return jsonResponse(.object(["stream": .string(stream.rawValue), "events": RawJSON(stored: EventJSON.render(events))]))
         }
         group.get("/orders/:id/history") { _, context -> Response in
             let id = try context.parameters.require("id")
             let events = try await reader.orderHistory(id)
             guard !events.isEmpty else { throw APIError.notFound("no order \(id)") }
-            return jsonResponse("{\"order_id\":\(EventJSON.quote(id)),\"events\":\(EventJSON.render(events))}")
+            return jsonResponse(.object(["order_id": .string(id), "events": RawJSON(stored: EventJSON.render(events))]))
         }
         group.get("/events") { request, _ -> Response in
             let query = request.uri.queryParameters
@@ -60,17 +60,17 @@ public struct AuditRoutes: Sendable {
                                          range: 1...Int64(Self.maximumPageSize))
             let filter = try Self.filter(query)
             let events = try await reader.events(after: after, matching: filter, limit: Int(limit))
-            let next = events.count == Int(limit) ? events.last.map { String($0.position) } ?? "null" : "null"
-            return jsonResponse("{\"events\":\(EventJSON.render(events)),\"next_after\":\(next)}")
+            return jsonResponse(Self.page("events", events, limit: limit))
         }
         group.get("/audit/verify") { request, _ -> Response in
             let query = request.uri.queryParameters
             let from = try Self.integer(query["from"].map(String.init), name: "from", default: 1, range: 1...Int64.max)
             let to: Int64? = try query["to"].map { try Self.integer(String($0), name: "to", default: 0, range: 1...Int64.max) }
             let report = try await reader.verifyChain(from: from, to: to)
+            // Encoded as it always was (keys sorted, slashes escaped), not by WireJSON: the report's bytes stay as they were.
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
-            return jsonResponse(String(decoding: try encoder.encode(report), as: UTF8.self))
+            return jsonResponse(RawJSON(stored: String(decoding: try encoder.encode(report), as: UTF8.self)))
         }
     }
 
@@ -103,6 +103,13 @@ public struct AuditRoutes: Sendable {
             filter.correlationID = correlation
         }
         return filter
+    }
+
+    /// A page of the log: `{"<name>": [events], "next_after": <last position> | null}`; a next page
+    /// is only offered when this one is full.
+    static func page(_ name: String, _ events: [RecordedEvent], limit: Int64) -> RawJSON {
+        let next = events.count == Int(limit) ? events.last?.position : nil
+        return .object([name: RawJSON(stored: EventJSON.render(events)), "next_after": .integer(next)])
     }
 
     static func integer(_ text: String?, name: String, default value: Int64, range: ClosedRange<Int64>) throws -> Int64 {

@@ -5,9 +5,9 @@ import LedgerServices
 
 /// Signs checkpoints of the ledger's head (see ``Checkpoint``).
 public protocol CheckpointSigner: Sendable {
-    /// Signs the current head, records it in the log and in a checkpoint file; returns the file's
-    /// JSON. Throws ``APIError`` when it cannot (no key configured, an empty ledger).
-    func signCheckpoint(actor: String) async throws -> String
+    /// Signs the current head, records it in the log and in a checkpoint file; returns the checkpoint.
+    /// Throws ``ServiceError`` when it cannot (an empty ledger).
+    func signCheckpoint(actor: String) async throws -> Checkpoint
 }
 
 /// Signed checkpoints:
@@ -32,8 +32,7 @@ public struct CheckpointRoutes: Sendable {
                                                 range: 1...Int64(AuditRoutes.maximumPageSize))
             let events = try await reader.events(after: after, matching: EventFilter(types: [CheckpointSigned.eventType]),
                                                  limit: Int(limit))
-            let next = events.count == Int(limit) ? events.last.map { String($0.position) } ?? "null" : "null"
-            return jsonResponse("{\"checkpoints\":\(EventJSON.render(events)),\"next_after\":\(next)}")
+            return jsonResponse(AuditRoutes.page("checkpoints", events, limit: limit))
         }
     }
 
@@ -42,8 +41,9 @@ public struct CheckpointRoutes: Sendable {
             guard let signer else {
                 throw APIError.conflict("checkpoint_key_missing", "no signing key is configured (LEDGERD_CHECKPOINT_KEY)")
             }
-            let json = try await signer.signCheckpoint(actor: context.principal?.actor ?? "operator")
-            return jsonResponse(json, status: .created)
+            let checkpoint = try await signer.signCheckpoint(actor: context.principal?.actor ?? "operator")
+            // The reply is the checkpoint file itself (``CheckpointFile``, pretty-printed as on disk).
+            return jsonResponse(RawJSON(stored: try CheckpointService.fileJSON(checkpoint)), status: .created)
         }
     }
 }

@@ -111,8 +111,7 @@ public struct HoldRoutes: Sendable {
                                                       range: 1...Int64(OrderRoutes.maximumPageSize)))
             query.cursor = try AuditRoutes.integer(parameters["cursor"].map(String.init), name: "cursor", default: 0, range: 0...Int64.max)
             let page = try await reader.holds(query)
-            let next = page.nextCursor.map { "\"\($0)\"" } ?? "null"
-            return jsonResponse("{\"authorizations\":[\(page.ordersJSON.joined(separator: ","))],\"next_cursor\":\(next)}")
+            return jsonResponse(OrderRoutes.page("authorizations", page))
         }
     }
 }

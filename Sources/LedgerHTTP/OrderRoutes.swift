@@ -30,15 +30,13 @@ public struct OrderRoutes: Sendable {
     public func register(on group: RouterGroup<LedgerRequestContext>) {
         group.get("/orders/:id") { request, context -> Response in
             let id = try context.parameters.require("id")
-            let links = "{\"history\":\(EventJSON.quote("/streams/order-\(id)/events")),"
-                + "\"hold_history\":\(EventJSON.quote("/streams/hold-\(id)/events")),"
-                + "\"full_history\":\(EventJSON.quote("/orders/\(id)/history"))}"
+            let links = Self.links(id)
             if let asOf = try StateRoutes.asOf(request) {
                 guard let state else { throw APIError.badRequest("invalid_parameter", "as_of is not served here", field: "as_of") }
                 return try await StateRoutes.orderResponse(state, id: id, asOf: asOf, links: links)
             }
             guard let row = try await reader.orderJSON(id: id) else { throw APIError.notFound("no order \(id)") }
-            return jsonResponse("{\"order\":\(row),\"links\":\(links)}")
+            return jsonResponse(.object(["order": RawJSON(stored: row), "links": links]))
         }
         group.get("/orders") { request, _ -> Response in
             let parameters = request.uri.queryParameters
@@ -55,9 +53,24 @@ public struct OrderRoutes: Sendable {
                                                       range: 1...Int64(Self.maximumPageSize)))
             query.cursor = try AuditRoutes.integer(parameters["cursor"].map(String.init), name: "cursor", default: 0, range: 0...Int64.max)
             let page = try await reader.orders(query)
-            let next = page.nextCursor.map { "\"\($0)\"" } ?? "null"
-            return jsonResponse("{\"orders\":[\(page.ordersJSON.joined(separator: ","))],\"next_cursor\":\(next)}")
+            return jsonResponse(Self.page("orders", page))
         }
+    }
+
+    /// Where an order's history is read: `{"history", "hold_history", "full_history"}`, in that order.
+    static func links(_ id: String) -> RawJSON {
+        .object([
+            "history": .string("/streams/order-\(id)/events"), "hold_history": .string("/streams/hold-\(id)/events"),
+            "full_history": .string("/orders/\(id)/history"),
+        ])
+    }
+
+    /// A page of stored rows: `{"<name>": [rows], "next_cursor": "<cursor>" | null}`.
+    static func page(_ name: String, _ page: OrderPage) -> RawJSON {
+        .object([
+            name: .array(page.ordersJSON.map(RawJSON.init(stored:))),
+            "next_cursor": .optionalString(page.nextCursor.map { String($0) }),
+        ])
     }
 
     static func date(_ text: String?, field: String) throws -> Date? {

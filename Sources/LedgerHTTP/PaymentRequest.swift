@@ -17,21 +17,15 @@ extension PaymentRequest {
             throw APIError(status: .contentTooLarge, code: "payload_too_large",
                            message: "the body is larger than \(maximumBodySize) bytes")
         }
-        let object: [String: Any]
+        let decoded: PaymentBody
         do {
-            guard let parsed = try JSONSerialization.jsonObject(with: Data(body.readableBytesView), options: [])
-                as? [String: Any] else {
-                throw APIError.badRequest("invalid_json", "the body must be a JSON object")
-            }
-            object = parsed
-        } catch let error as APIError {
-            throw error
+            decoded = try JSONDecoder().decode(PaymentBody.self, from: Data(body.readableBytesView))
+        } catch PaymentBody.Refusal.notAnObject {
+            throw APIError.badRequest("invalid_json", "the body must be a JSON object")
         } catch {
             throw APIError.badRequest("invalid_json", "the body is not valid JSON")
         }
-        guard let typed = try? JSONDecoder().decode([String: JSONField].self, from: Data(body.readableBytesView)) else {
-            throw APIError.badRequest("invalid_json", "the body is not valid JSON")
-        }
+        let typed = decoded.fields
         let fields = Fields(typed)
 
         let gatewayName = try fields.string("gateway")
@@ -39,16 +33,15 @@ extension PaymentRequest {
             throw fields.invalid("gateway", "gateway must be one of \(Gateway.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         let source: Source
-        switch (gateway, object["source"]) {
-        case (.applepay, nil), (.applepay, is NSNull):
+        switch (gateway, decoded.source) {
+        case (.applepay, nil), (.applepay, .null?):
             throw APIError(status: .unprocessableContent, code: "missing_field", message: "source is required", field: "source")
-        case (.applepay, let token as [String: Any]):
-            guard let data = try? JSONSerialization.data(withJSONObject: token, options: [.sortedKeys]) else {
-                throw malformedApplePayToken("source is not a valid Apple Pay token")
-            }
-            source = .applePayToken(json: String(decoding: data, as: UTF8.self))
-        case (.applepay, let text as String):
+        case (.applepay, .object?):
+            guard let json = decoded.source?.canonicalText else { throw malformedApplePayToken("source is not a valid Apple Pay token") }
+            source = .applePayToken(json: json)
+        case (.applepay, .string(let text)?):
             // Base64 of the token's JSON, as apps often forward `paymentData`; whitespace (line wrapping) is ignored.
+            // That JSON is a document of its own (not the body): checked for an object here, read by the payment service.
             let compact = text.filter { !$0.isWhitespace }
             guard let data = Data(base64Encoded: compact), (try? JSONSerialization.jsonObject(with: data)) is [String: Any] else {
                 throw malformedApplePayToken("source must be the Apple Pay token (paymentData) as a JSON object or as base64 of its JSON")
@@ -100,10 +93,50 @@ extension PaymentRequest {
         APIError(status: .unprocessableContent, code: "applepay_malformed_token", message: message, field: "source")
     }
 
+    /// `POST /payment`'s body, decoded once (one JSONDecoder pass over the bytes): every member as the
+    /// whole JSON value it is, so that `source` can be an Apple Pay token object, and as a ``JSONField``
+    /// for the strict field checks.
+    struct PaymentBody: Decodable {
+        /// Why a body that parses is still refused before its fields are looked at.
+        enum Refusal: Error {
+            /// Valid JSON, but an array: "the body must be a JSON object".
+            case notAnObject
+            /// A bare scalar, or a number no number type holds: "the body is not valid JSON" (as the
+            /// JSONSerialization parse that used to come first answered them).
+            case notJSON
+        }
+
+        let fields: [String: JSONField]
+        /// `source` as sent, nil when absent.
+        let source: JSONValue?
+
+        init(from decoder: any Decoder) throws {
+            guard let container = try? decoder.container(keyedBy: JSONValue.Key.self) else {
+                throw (try? decoder.unkeyedContainer()) == nil ? Refusal.notJSON : Refusal.notAnObject
+            }
+            var members: [String: JSONValue] = [:]
+            for key in container.allKeys { members[key.stringValue] = try container.decode(JSONValue.self, forKey: key) }
+            if members.values.contains(where: \.holdsUnrepresentable) { throw Refusal.notJSON }
+            fields = members.mapValues(JSONField.init)
+            source = members["source"]
+        }
+    }
+
     /// A JSON value as far as field checking needs: JSONDecoder is strict, so `true` is never
     /// an integer, `59.5` and numbers beyond Int64 are not integers, and `"5900"` is a string.
     enum JSONField: Decodable, Equatable {
         case null, bool(Bool), integer(Int64), string(String), other
+
+        /// The field as checks see it: any number but an Int64, any array or object, is `other`.
+        init(_ value: JSONValue) {
+            switch value {
+            case .null: self = .null
+            case .bool(let flag): self = .bool(flag)
+            case .integer(let integer): self = .integer(integer)
+            case .string(let text): self = .string(text)
+            case .unsigned, .double, .unrepresentable, .array, .object: self = .other
+            }
+        }
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()

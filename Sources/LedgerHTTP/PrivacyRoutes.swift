@@ -6,8 +6,8 @@ import LedgerCore
 /// Erases shipping contacts (personal data) and reads them.
 public protocol PrivacyOperator: Sendable {
     /// Erases every contact the customer identifier matches (an e-mail address, case-insensitive,
-    /// or a contact reference); returns the reply JSON, or nil when nothing matches.
-    func erase(customer: String, actor: String) async throws -> String?
+    /// or a contact reference); returns what was erased, nothing when nothing matches.
+    func erase(customer: String, actor: String) async throws -> [PrivacyService.Erasure]
     /// The order's shipping contact, or nil for an unknown order.
     func contact(orderID: String) async throws -> ContactAnswer?
 }
@@ -39,10 +39,11 @@ public struct PrivacyRoutes: Sendable {
             }
             let customer = try PaymentRequest.Fields(object).string("customer", maximumLength: 320)
             let actor = context.principal?.actor ?? "operator"
-            guard let reply = try await privacy.erase(customer: customer, actor: actor) else {
+            let erased = try await privacy.erase(customer: customer, actor: actor)
+            guard !erased.isEmpty else {
                 throw APIError.notFound("no shipping contact matches that customer (or it was erased already)")
             }
-            return jsonResponse(reply)
+            return try jsonResponse(ErasureReply(erased))
         }
         group.get("/orders/:id/contact") { _, context -> Response in
             let id = try context.parameters.require("id")
@@ -50,7 +51,7 @@ public struct PrivacyRoutes: Sendable {
             case nil:
                 throw APIError.notFound("no order \(id)")
             case .present(let ref, let json):
-                return jsonResponse("{\"order_id\":\(EventJSON.quote(id)),\"contact_ref\":\(EventJSON.quote(ref)),\"contact\":\(json)}")
+                return jsonResponse(.object(["order_id": .string(id), "contact_ref": .string(ref), "contact": RawJSON(stored: json)]))
             case .erased(let ref, let at, let position):
                 throw APIError(status: .gone, code: "contact_erased",
                                message: "the shipping contact \(ref) was erased at \(at) (event \(position))")

@@ -8,22 +8,21 @@ import LedgerServices
 public protocol SettlementOperator: Sendable {
     /// Settles a business date; returns the run's summary. Refusals throw ``ServiceError``.
     /// `progress`, when given, receives each step of a long run as it happens.
-    func run(businessDate: BusinessDate, progress: (@Sendable (SettlementService.Progress) -> Void)?) async throws
-        -> SettlementService.RunSummary
-    /// `{"settlements": [...]}`, business dates within `from…to` (inclusive; either may be nil).
-    func batchesJSON(from: String?, to: String?) async throws -> String
+    func run(businessDate: BusinessDate, progress: (@Sendable (SettlementProgress) -> Void)?) async throws -> SettlementRunSummary
+    /// The batches with business dates within `from…to` (inclusive; either may be nil), by date, then id.
+    func batches(from: String?, to: String?) async throws -> [SettlementBatchState]
     /// One batch, or nil when there is none with that id.
-    func batchJSON(id: String) async throws -> String?
+    func batch(id: String) async throws -> SettlementBatchState?
     /// The stored settlement report CSV of a submitted batch, byte for byte, as a writer that hands
     /// its stored parts to `write` in order (a report of a million lines is never one string); nil
     /// when there is none.
     func reportCSV(id: String) async throws -> (@Sendable (_ write: (String) async throws -> Void) async throws -> Void)?
     /// The batch's latest reconciliation with its breaks and their resolutions, or nil.
-    func reconciliationJSON(id: String) async throws -> String?
+    func reconciliation(id: String) async throws -> ReconciliationView?
     /// Records an operator's resolution of a break; returns the reconciliation.
-    func resolveBreak(id: String, reason: String, actor: String) async throws -> String
+    func resolveBreak(id: String, reason: String, actor: String) async throws -> ReconciliationView
     /// Reconciles a settlement report CSV against the batch it names; returns the reconciliation.
-    func reconcileReport(csv: String) async throws -> String
+    func reconcileReport(csv: String) async throws -> ReconciliationView
 }
 
 /// - operator key: `POST /settlements/run {"business_date": "YYYY-MM-DD"}`,
@@ -41,19 +40,17 @@ public struct SettlementRoutes: Sendable {
         self.state = state
     }
 
-    /// The run as newline-delimited JSON (`Accept: application/x-ndjson`): `{"progress": …}` lines as
-    /// the job goes, then `{"summary": …}`, or `{"error": {"code", "message"}}` if it fails after
-    /// it started. A refusal before any progress (a bad date, the cut-off not reached) is the usual
-    /// 4xx reply.
+    /// The run as newline-delimited JSON (`Accept: application/x-ndjson`), one ``SettlementRunLine``
+    /// per line: `{"progress": …}` lines as the job goes, then `{"summary": …}`, or
+    /// `{"error": {"code", "message"}}` if it fails after it started. A refusal before any progress
+    /// (a bad date, the cut-off not reached) is the usual 4xx reply.
     static func streamingRun(_ settlement: any SettlementOperator, date: BusinessDate) async throws -> Response {
-        enum Line: Sendable { case progress(String), summary(String), failure(any Error) }
+        enum Line: Sendable { case line(SettlementRunLine), failure(any Error) }
         let (lines, continuation) = AsyncStream<Line>.makeStream()
         let job = Task {
             do {
-                let summary = try await settlement.run(businessDate: date) { step in
-                    if let json = try? WireJSON.encode(step) { continuation.yield(.progress(json)) }
-                }
-                continuation.yield(.summary(try WireJSON.encode(summary)))
+                let summary = try await settlement.run(businessDate: date) { step in continuation.yield(.line(SettlementRunLine(step))) }
+                continuation.yield(.line(SettlementRunLine(summary)))
             } catch {
                 continuation.yield(.failure(error))
             }
@@ -65,16 +62,15 @@ public struct SettlementRoutes: Sendable {
         let remaining = UncheckedIterator(iterator: iterator)
         let body = ResponseBody { writer in
             func write(_ line: Line) async throws {
+                let typed: SettlementRunLine
                 switch line {
-                case .progress(let json): try await writer.write(ByteBuffer(string: "{\"progress\":\(json)}\n"))
-                case .summary(let json): try await writer.write(ByteBuffer(string: "{\"summary\":\(json)}\n"))
+                case .line(let line): typed = line
                 case .failure(let error):
                     let api = error as? APIError ?? (error as? ServiceError).map(APIError.init)
                         ?? APIError(status: .internalServerError, code: "internal_error", message: "the settlement run failed")
-                    let object = ["error": ["code": api.code, "message": api.message]]
-                    let data = (try? JSONEncoder().encode(object)) ?? Data("{}".utf8)
-                    try await writer.write(ByteBuffer(string: String(decoding: data, as: UTF8.self) + "\n"))
+                    typed = SettlementRunLine(failure: .init(code: api.code, message: api.message))
                 }
+                try await writer.write(ByteBuffer(string: try WireJSON.encode(typed) + "\n"))
             }
             try await write(first)
             var rest = remaining.iterator
@@ -106,7 +102,7 @@ public struct SettlementRoutes: Sendable {
                                field: "business_date")
             }
             guard request.headers[.accept]?.contains("application/x-ndjson") == true else {
-                return try jsonResponse(try await settlement.run(businessDate: date, progress: nil))
+                return try jsonResponse(SettlementRunReply(try await settlement.run(businessDate: date, progress: nil)))
             }
             return try await Self.streamingRun(settlement, date: date)
         }
@@ -118,7 +114,7 @@ public struct SettlementRoutes: Sendable {
             guard let csv = String(validating: body.readableBytesView, as: UTF8.self) else {
                 throw APIError.badRequest("invalid_report", "the report must be UTF-8 CSV text")
             }
-            return jsonResponse(try await settlement.reconcileReport(csv: csv))
+            return try jsonResponse(ReconciliationReply(try await settlement.reconcileReport(csv: csv)))
         }
         group.post("/reconciliation/breaks/:id/resolve") { request, context -> Response in
             let id = try context.parameters.require("id")
@@ -134,14 +130,15 @@ public struct SettlementRoutes: Sendable {
             }
             let reason = try PaymentRequest.Fields(object).string("reason", maximumLength: 500)
             let actor = context.principal.map { "\($0.role.rawValue):\($0.keyID)" } ?? "operator"
-            return jsonResponse(try await settlement.resolveBreak(id: id, reason: reason, actor: actor))
+            return try jsonResponse(ReconciliationReply(try await settlement.resolveBreak(id: id, reason: reason, actor: actor)))
         }
     }
 
     public func registerReads(on group: RouterGroup<LedgerRequestContext>) {
         group.get("/settlements") { request, _ -> Response in
             let parameters = request.uri.queryParameters
-            return jsonResponse(try await settlement.batchesJSON(from: parameters["from"].map(String.init), to: parameters["to"].map(String.init)))
+            let batches = try await settlement.batches(from: parameters["from"].map(String.init), to: parameters["to"].map(String.init))
+            return try jsonResponse(SettlementListReply(batches))
         }
         group.get("/settlements/:id") { request, context -> Response in
             let id = try context.parameters.require("id")
@@ -149,13 +146,13 @@ public struct SettlementRoutes: Sendable {
                 guard let state else { throw APIError.badRequest("invalid_parameter", "as_of is not served here", field: "as_of") }
                 return try await StateRoutes.settlementResponse(state, id: id, asOf: asOf)
             }
-            guard let json = try await settlement.batchJSON(id: id) else { throw APIError.notFound("no settlement batch \(id)") }
-            return jsonResponse(json)
+            guard let batch = try await settlement.batch(id: id) else { throw APIError.notFound("no settlement batch \(id)") }
+            return try jsonResponse(SettlementBatchReply(batch))
         }
         group.get("/settlements/:id/reconciliation") { _, context -> Response in
             let id = try context.parameters.require("id")
-            guard let json = try await settlement.reconciliationJSON(id: id) else { throw APIError.notFound("no reconciliation for \(id)") }
-            return jsonResponse(json)
+            guard let view = try await settlement.reconciliation(id: id) else { throw APIError.notFound("no reconciliation for \(id)") }
+            return try jsonResponse(ReconciliationReply(view))
         }
         group.get("/settlements/:id/report.csv") { _, context -> Response in
             let id = try context.parameters.require("id")

@@ -5,11 +5,16 @@ import LedgerServices
 import LedgerCore
 
 extension StateAnswer {
-    /// `"as_of":{"position":…,"time":"…"}`, or nothing for a live answer.
-    var asOfMember: String {
-        guard let asOf else { return "" }
-        return ",\"as_of\":{\"position\":\(asOf.position),\"time\":\(EventJSON.quote(RFC3339.format(asOf.micros)))}"
-    }
+    /// The stored row.
+    var row: RawJSON { RawJSON(stored: json) }
+
+    /// `{"position":…,"time":"…"}` of an as-of answer, nil for a live one.
+    var asOfMember: RawJSON? { asOf.map(\.asOfJSON) }
+}
+
+extension StateAnswer.Point {
+    /// `{"position":…,"time":"…"}`: the last position folded and the instant lapses were judged at.
+    public var asOfJSON: RawJSON { .object(["position": .integer(position), "time": .string(RFC3339.format(micros))]) }
 }
 
 /// Reads aggregates' rows live (from the read models) or as of a position or time (a fold of the
@@ -22,8 +27,8 @@ public protocol StateReader: Sendable {
     func product(_ id: String, asOf: AsOf?) async throws -> StateAnswer?
     /// The whole inventory as `GET /inventory` serves it (a JSON array).
     func inventory(asOf: AsOf) async throws -> StateAnswer
-    /// A settlement batch as `GET /settlements/{id}` serves it.
-    func settlement(_ id: String, asOf: AsOf) async throws -> StateAnswer?
+    /// A settlement batch (as `GET /settlements/{id}` serves it, ``SettlementBatchReply``) and the point.
+    func settlement(_ id: String, asOf: AsOf) async throws -> (batch: SettlementBatchState, point: StateAnswer.Point)?
 }
 
 /// Back-office state reads (operator or auditor key), live or `?as_of=<position | RFC 3339 time>`:
@@ -47,7 +52,7 @@ public struct StateRoutes: Sendable {
             guard let answer = try await reader.authorization(id, asOf: asOf) else {
                 throw APIError.notFound("no authorization for order \(id)\(Self.suffix(asOf))")
             }
-            return jsonResponse("{\"authorization\":\(answer.json)\(answer.asOfMember)}")
+            return jsonResponse(.object(["authorization": answer.row, "as_of": answer.asOfMember]))
         }
         group.get("/products/:id") { request, context -> Response in
             let id = try context.parameters.require("id")
@@ -55,34 +60,36 @@ public struct StateRoutes: Sendable {
             guard let answer = try await reader.product(id, asOf: asOf) else {
                 throw APIError.notFound("no product \(id)\(Self.suffix(asOf))")
             }
-            return jsonResponse("{\"product\":\(answer.json)\(answer.asOfMember)}")
+            return jsonResponse(.object(["product": answer.row, "as_of": answer.asOfMember]))
         }
     }
 
     /// `GET /orders/{id}?as_of=…`: the order row as of then, in the live answer's shape.
-    static func orderResponse(_ reader: any StateReader, id: String, asOf: AsOf, links: String) async throws -> Response {
+    static func orderResponse(_ reader: any StateReader, id: String, asOf: AsOf, links: RawJSON) async throws -> Response {
         guard let answer = try await reader.order(id, asOf: asOf) else {
             throw APIError.notFound("no order \(id)\(suffix(asOf))")
         }
-        return jsonResponse("{\"order\":\(answer.json)\(answer.asOfMember),\"links\":\(links)}")
+        return jsonResponse(.object(["order": answer.row, "as_of": answer.asOfMember, "links": links]))
     }
 
     /// `GET /settlements/{id}?as_of=…`: the batch as the live endpoint serves it; the point in headers.
     static func settlementResponse(_ reader: any StateReader, id: String, asOf: AsOf) async throws -> Response {
-        guard let answer = try await reader.settlement(id, asOf: asOf) else {
+        guard let found = try await reader.settlement(id, asOf: asOf) else {
             throw APIError.notFound("no settlement batch \(id)\(suffix(asOf))")
         }
-        return withPointHeaders(answer)
+        return withPointHeaders(try RawJSON(encoding: SettlementBatchReply(found.batch)), found.point)
     }
 
     /// `GET /inventory?as_of=…`: the array as the live endpoint serves it; the point in headers.
     static func inventoryResponse(_ reader: any StateReader, asOf: AsOf) async throws -> Response {
-        withPointHeaders(try await reader.inventory(asOf: asOf))
+        let answer = try await reader.inventory(asOf: asOf)
+        return withPointHeaders(answer.row, answer.asOf)
     }
 
-    static func withPointHeaders(_ answer: StateAnswer) -> Response {
-        var response = jsonResponse(answer.json)
-        if let point = answer.asOf {
+    /// The body in the live answer's shape, the point in the `Ledger-As-Of-*` headers.
+    static func withPointHeaders(_ body: RawJSON, _ point: StateAnswer.Point?) -> Response {
+        var response = jsonResponse(body)
+        if let point {
             response.headers[Self.asOfPositionHeader] = String(point.position)
             response.headers[Self.asOfTimeHeader] = RFC3339.format(point.micros)
         }

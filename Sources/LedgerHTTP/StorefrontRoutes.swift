@@ -25,11 +25,11 @@ public struct StorefrontRoutes: Sendable {
 
     public func register(on router: Router<LedgerRequestContext>) {
         router.get("/inventory") { request, _ in
-            guard let asOf = try StateRoutes.asOf(request) else { return jsonResponse(try await reader.inventoryJSON()) }
+            guard let asOf = try StateRoutes.asOf(request) else { return jsonResponse(RawJSON(stored: try await reader.inventoryJSON())) }
             guard let history else { throw APIError.badRequest("invalid_parameter", "as_of is not served here", field: "as_of") }
             _ = try BackOfficeAuthMiddleware.principal(for: request, keyring: history.keyring, access: .read)
             return try await StateRoutes.inventoryResponse(history.reader, asOf: asOf)
         }
-        router.get("/shipping_methods") { _, _ in jsonResponse(try await reader.shippingMethodsJSON()) }
+        router.get("/shipping_methods") { _, _ in jsonResponse(RawJSON(stored: try await reader.shippingMethodsJSON())) }
     }
 }

@@ -127,9 +127,13 @@ extension Audit {
                     if let order { return try await state.order(order, asOf: at) }
                     if let authorization { return try await state.authorization(authorization, asOf: at) }
                     if let product { return try await state.product(product, asOf: at) }
-                    if let settlement { return try await state.settlement(settlement, asOf: at) }
+                    if let settlement {
+                        guard let found = try await state.settlement(settlement, asOf: at) else { return nil }
+                        // A typed batch, not a stored row: in the shape GET /settlements/{id} serves it.
+                        return StateAnswer(json: try WireJSON.encode(SettlementBatchReply(found.batch)), asOf: found.point)
+                    }
                     return try await state.inventory(asOf: at)
-                } catch let error as APIError {
+                } catch let error as ServiceError {
                     throw ValidationError(error.message)
                 }
             }
@@ -137,7 +141,7 @@ extension Audit {
                 FileHandle.standardError.write(Data("not found as of \(at)\n".utf8))
                 throw ExitCode(1)
             }
-            print("{\"as_of\":{\"position\":\(point.position),\"time\":\"\(RFC3339.format(point.micros))\"},\"state\":\(answer.json)}")
+            print(RawJSON.object(["as_of": point.asOfJSON, "state": RawJSON(stored: answer.json)]))
         }
     }
 
@@ -202,7 +206,8 @@ struct Privacy: AsyncParsableCommand {
                 throw ExitCode(1)
             }
             for erasure in erased {
-                print("erased \(erasure.contact_ref) (orders \(erasure.order_ids.joined(separator: ", "))) — ContactErased at position \(erasure.position)")
+                let orders = erasure.orderIDs.joined(separator: ", ")
+                print("erased \(erasure.contactRef) (orders \(orders)) — ContactErased at position \(erasure.position)")
             }
         }
     }

@@ -5,13 +5,14 @@ import FoundationNetworking
 #endif
 import LedgerApp
 import LedgerBench
-import LedgerServices
 import LedgerCore
+import LedgerHTTP
+import LedgerServices
 
 /// `ledgerd settle [--business-date YYYY-MM-DD]`: closes a business day's settlement batches
 /// through a running daemon (`POST /settlements/run`) — the daemon runs the job because the
 /// acquirer it settles with lives there. Safe to re-run: a finished day appends nothing. Prints
-/// the run's JSON with `--json`, else a summary table.
+/// the run's summary (``SettlementRunReply``) as JSON with `--json`, else as a table.
 struct Settle: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Settle a business day with the acquirer through a running daemon.")
 
@@ -19,26 +20,8 @@ struct Settle: AsyncParsableCommand {
     @Flag(help: "Print the daemon's JSON reply instead of a table.") var json = false
     @OptionGroup var connection: Order.Connection
 
-    struct Summary: Decodable {
-        struct Batch: Decodable {
-            let batch_id, stage, gross: String
-            let captures, refunds, appended_events: Int
-            let net, payout, value_date: String?
-            let batch_number: Int?
-        }
-        let business_date: String
-        let batches: [Batch]
-    }
-
-    struct Line: Decodable {
-        struct Progress: Decodable { let batch_id, step: String; let items: Int?; let detail: String? }
-        struct Failure: Decodable { let code, message: String }
-        let progress: Progress?
-        let error: Failure?
-    }
-
-    /// Asks for the run as newline-delimited JSON, prints each progress line to standard error as
-    /// it arrives, then the summary table (or the daemon's JSON with `--json`).
+    /// Asks for the run as newline-delimited JSON (``SettlementRunLine``s), prints each progress line to
+    /// standard error as it arrives, then the summary table (or the summary's JSON with `--json`).
     func run() async throws {
         let settings = try connection.common.configuration().settlement
         let date = businessDate ?? settings.lastClosedBusinessDay(now: Date()).description
@@ -50,7 +33,7 @@ struct Settle: AsyncParsableCommand {
         let started = Date()
         let reply = Reply()
         let status = try await LineReader.read(request) { line in
-            guard let decoded = try? JSONDecoder().decode(Line.self, from: line), let step = decoded.progress else {
+            guard let step = (try? WireJSON.decode(SettlementRunLine.self, from: line))?.progress else {
                 reply.append(line)
                 return
             }
@@ -60,19 +43,17 @@ struct Settle: AsyncParsableCommand {
             FileHandle.standardError.write(Data("\(elapsed)  \(step.batch_id)  \(step.step)\(items)\(detail)\n".utf8))
         }
         let lines = reply.lines
-        let last = lines.last ?? Data()
-        if let failure = try? JSONDecoder().decode(Line.self, from: last).error {
+        // The last line is the summary, or why the run failed (an error reply has the same `error` member).
+        let last = lines.last.flatMap { try? WireJSON.decode(SettlementRunLine.self, from: $0) }
+        if let failure = last?.error {
             print("settlement failed: \(failure.code): \(failure.message)")
             throw ExitCode(1)
         }
-        let object = (try? JSONSerialization.jsonObject(with: last)) as? [String: Any]
-        guard (200..<300).contains(status), let summaryObject = object?["summary"],
-              let summaryData = try? JSONSerialization.data(withJSONObject: summaryObject, options: [.sortedKeys]),
-              let summary = try? JSONDecoder().decode(Summary.self, from: summaryData) else {
+        guard (200..<300).contains(status), let summary = last?.summary else {
             print(lines.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\n"))
             throw ExitCode(1)
         }
-        print(json ? String(decoding: summaryData, as: UTF8.self) : Self.table(summary))
+        print(json ? try WireJSON.encode(summary) : Self.table(summary))
     }
 
     /// The non-progress lines of the reply.
@@ -83,7 +64,7 @@ struct Settle: AsyncParsableCommand {
         var lines: [Data] { lock.withLock { collected } }
     }
 
-    static func table(_ summary: Summary) -> String {
+    static func table(_ summary: SettlementRunReply) -> String {
         let header = ["batch", "stage", "number", "captures", "refunds", "gross", "net", "payout", "value date", "new events"]
         let rows = summary.batches.map { b in
             [b.batch_id, b.stage, b.batch_number.map(String.init) ?? "", String(b.captures), String(b.refunds), b.gross,
@@ -110,22 +91,10 @@ struct Reconcile: AsyncParsableCommand {
     @Option(help: "Write the breaks as CSV to this file.") var csvOut: String?
     @OptionGroup var connection: Order.Connection
 
-    struct Result: Decodable {
-        struct Break: Decodable {
-            let break_id, `class`, reference, detail: String
-            let expected, actual: String?
-            let resolved: Bool
-        }
-        let batch_id: String
-        let window_closed: Bool
-        let report_lines, ledger_items, matched, open_breaks: Int
-        let breaks: [Break]
-    }
-
     func run() async throws {
         let data = try Data(contentsOf: URL(fileURLWithPath: report))
         let (status, reply) = try await connection.post("/reconciliation/reports", data: data, contentType: "text/csv")
-        guard (200..<300).contains(status), let result = try? JSONDecoder().decode(Result.self, from: reply) else {
+        guard (200..<300).contains(status), let result = try? WireJSON.decode(ReconciliationReply.self, from: reply) else {
             print(String(decoding: reply, as: UTF8.self))
             throw ExitCode(1)
         }

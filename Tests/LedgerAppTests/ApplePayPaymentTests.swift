@@ -6,6 +6,7 @@ import LedgerAcquirer
 import LedgerApp
 import LedgerServices
 import LedgerCore
+import LedgerHTTP
 import LedgerPayments
 import LedgerPaymentsTesting
 import LedgerPostgres
@@ -119,7 +120,7 @@ import Testing
             let token = try fixture.token()
             let (status, text) = try await payments.pay(client, Self.body(token, base64: base64))
             #expect(status == .ok, "\(text)")
-            let reply = try JSONDecoder().decode(PaymentTests.Reply.self, from: Data(text.utf8))
+            let reply = try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8))
             #expect(reply.status == "succeeded" && reply.order_status == "authorized" && reply.amount == 5900)
 
             // The acquirer got exactly the decrypted network token, for the order total.

@@ -134,7 +134,7 @@ indirect enum JSONValue: Decodable, Equatable, CustomStringConvertible {
             try await operate(orders[0], "capture", #"{"amount": "20.00"}"#); try await step("o1 partly captured")
             let (declined, text) = try await payments.pay(client, PaymentTests.body(source: "tok_chargeDeclined"))
             #expect(declined.code == 402)
-            orders.append(try JSONDecoder().decode(PaymentTests.Reply.self, from: Data(text.utf8)).order_id); try await step("o3 declined")
+            orders.append(try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8)).order_id); try await step("o3 declined")
             try await operate(orders[1], "void", #"{"amount": "2.00"}"#); try await step("o2 partly voided")
             try await operate(orders[0], "ship", #"{"carrier": "UPS"}"#); try await step("o1 shipped")
             try await operate(orders[0], "refund", #"{"amount": "10.00", "reason": "scratched"}"#); try await step("o1 partly refunded")

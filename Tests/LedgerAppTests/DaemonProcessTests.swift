@@ -2,6 +2,7 @@ import Foundation
 import LedgerApp
 import LedgerServices
 import LedgerCore
+import LedgerHTTP
 import LedgerTestSupport
 import Testing
 
@@ -91,7 +92,7 @@ import FoundationNetworking
         payment.setValue("application/json", forHTTPHeaderField: "Content-Type")
         payment.httpBody = PaymentTests.body()
         let (paid, _) = try await URLSession.shared.data(for: payment)
-        let orderID = try #require(try JSONDecoder().decode(PaymentTests.Reply.self, from: paid).order_id as String?)
+        let orderID = try #require(try JSONDecoder().decode(PaymentReply.self, from: paid).order_id as String?)
         let base = ["--url", "http://127.0.0.1:\(port)", "--data-dir", dataDirectory.path]
         let capture = try runLedgerd(["order", "capture", orderID, "--amount", "10.00", "--idempotency-key", "k1"] + base)
         #expect(capture.status == 0 && capture.output.contains("partially_captured"), "\(capture.output)")

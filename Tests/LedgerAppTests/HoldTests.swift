@@ -6,6 +6,7 @@ import LedgerAcquirer
 import LedgerApp
 import LedgerServices
 import LedgerCore
+import LedgerHTTP
 import LedgerPostgres
 import LedgerTestSupport
 import Synchronization
@@ -17,22 +18,12 @@ import Testing
     let app = SystemRoutesTests()
     let payments = PaymentTests()
 
-    struct OperationReply: Decodable {
-        struct Figures: Decodable {
-            let currency, authorized, incremented, captured, reversed, expired, refunded, open: String
-        }
-        let order_id, operation, result, status: String
-        let amount: String?
-        let payment: Figures?
-        let decline_code: String?
-    }
-
     struct OrderBody: Decodable {
         struct Order: Decodable {
             struct Hold: Decodable { let state, expires_at: String }
             let id, status: String
             let hold: Hold?
-            let payment: OperationReply.Figures?
+            let payment: HoldFigures?
         }
         let order: Order
     }
@@ -41,7 +32,7 @@ import Testing
     func order(_ client: any TestClientProtocol, source: String = "tok_visa", product: String = "Clock", amount: Int = 5900) async throws -> String {
         let (status, text) = try await payments.pay(client, PaymentTests.body(source: source, amount: amount, product: product))
         #expect(status == .ok, "\(text)")
-        return try JSONDecoder().decode(PaymentTests.Reply.self, from: Data(text.utf8)).order_id
+        return try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8)).order_id
     }
 
     func operate(_ client: any TestClientProtocol, _ order: String, _ operation: String, _ body: String = "{}",
@@ -53,9 +44,9 @@ import Testing
                                         body: ByteBuffer(string: body)) { ($0.status, String(buffer: $0.body)) }
     }
 
-    func decode(_ text: String) throws -> OperationReply { try JSONDecoder().decode(OperationReply.self, from: Data(text.utf8)) }
+    func decode(_ text: String) throws -> HoldOperationReply { try JSONDecoder().decode(HoldOperationReply.self, from: Data(text.utf8)) }
     /// The reply, or nil when it is not one (usable inside `#expect`).
-    func r(_ text: String) -> OperationReply? { try? decode(text) }
+    func r(_ text: String) -> HoldOperationReply? { try? decode(text) }
 
     func orderBody(_ client: any TestClientProtocol, _ id: String) async throws -> OrderBody.Order {
         try await client.execute(uri: "/orders/\(id)", method: .get,
@@ -197,7 +188,7 @@ import Testing
     struct HoldPage: Decodable {
         struct Hold: Decodable {
             let order_id, state, order_status, expires_at: String
-            let figures: OperationReply.Figures
+            let figures: HoldFigures
         }
         let authorizations: [Hold]
         let next_cursor: String?
@@ -350,7 +341,7 @@ import Testing
                                 case 86..<90:
                                     // A new order while pens last (out of stock is an expected answer here).
                                     let (status, text) = try await holds.payments.pay(client, PaymentTests.body(amount: 3200, product: "Pen"))
-                                    if status == .ok, let reply = try? JSONDecoder().decode(PaymentTests.Reply.self, from: Data(text.utf8)) {
+                                    if status == .ok, let reply = try? JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8)) {
                                         ids.append(reply.order_id)
                                     }
                                 case 90..<91: clock.advance(by: Int64.random(in: 0...(86_400 / 4), using: &rng))

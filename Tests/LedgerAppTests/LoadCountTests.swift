@@ -1,6 +1,7 @@
 import Foundation
 import HummingbirdTesting
 import LedgerApp
+import LedgerHTTP
 import LedgerPostgres
 import LedgerServices
 import Testing
@@ -26,7 +27,7 @@ import Testing
             let (status, text) = try await payments.pay(client, PaymentTests.body())
             let loads = loader.loads - before
             #expect(status == .ok, "\(text)")
-            let reply = try JSONDecoder().decode(PaymentTests.Reply.self, from: Data(text.utf8))
+            let reply = try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8))
             #expect(reply.status == "succeeded")
             #expect(reply.order_status == "authorized")
             // Authorizing needs the order (its amount and reference); recording decides on that same

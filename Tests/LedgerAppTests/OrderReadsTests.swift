@@ -4,6 +4,7 @@ import HummingbirdTesting
 import LedgerApp
 import LedgerServices
 import LedgerCore
+import LedgerHTTP
 import LedgerPostgres
 import LedgerTestSupport
 import PostgresNIO
@@ -31,7 +32,7 @@ import Testing
         var ids: [String] = []
         for token in ["tok_visa", "tok_mastercard", "tok_chargeDeclined", "tok_visa_debit", "tok_chargeDeclinedProcessingError"] {
             let (_, text) = try await payments.pay(client, PaymentTests.body(source: token))
-            ids.append(try JSONDecoder().decode(PaymentTests.Reply.self, from: Data(text.utf8)).order_id)
+            ids.append(try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8)).order_id)
         }
         return ids
     }

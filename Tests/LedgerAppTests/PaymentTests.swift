@@ -6,6 +6,7 @@ import LedgerAcquirer
 import LedgerApp
 import LedgerServices
 import LedgerCore
+import LedgerHTTP
 import LedgerPostgres
 import LedgerTestSupport
 import Synchronization
@@ -14,15 +15,6 @@ import Testing
 /// `POST /payment` end to end through the real router: a real database, the acquirer model.
 @Suite struct PaymentTests {
     let app = SystemRoutesTests()
-
-    struct Reply: Decodable {
-        let id: String
-        let status: String
-        let order_id: String
-        let order_status: String
-        let amount: Int64
-        let decline_code: String?
-    }
 
     static func body(source: String = "tok_visa", amount: Int = 5900, product: String = "Clock",
                      method: String = "Standard", extra: [String: Any] = [:]) -> Data {
@@ -63,7 +55,7 @@ import Testing
         try await app.withApp(seed: true) { client, services in
             let (status, text) = try await pay(client, Self.body())
             #expect(status == .ok, "\(text)")
-            let reply = try JSONDecoder().decode(Reply.self, from: Data(text.utf8))
+            let reply = try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8))
             #expect(reply.status == "succeeded" && reply.order_status == "authorized" && reply.amount == 5900)
             #expect(!reply.id.isEmpty && reply.id != reply.order_id)
             let row = try await clockRow(client)
@@ -83,7 +75,7 @@ import Testing
     func declinesAndUnknownOutcomesLeaveAvailabilityUnchanged(token: String, code: String) async throws {
         try await app.withApp(seed: true) { client, services in
             let (status, text) = try await pay(client, Self.body(source: token))
-            let reply = try JSONDecoder().decode(Reply.self, from: Data(text.utf8))
+            let reply = try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8))
             #expect(reply.status == "failed" && reply.decline_code == code, "\(text)")
             #expect(status == (code == "91" ? .badGateway : HTTPResponse.Status(code: 402)))
             #expect(reply.order_status == (code == "91" ? "cancelled" : "declined"))
@@ -102,7 +94,7 @@ import Testing
             #expect(try await pay(client, Self.body()).0 == .ok)
             let (status, text) = try await pay(client, Self.body())
             #expect(status == HTTPResponse.Status(code: 402))
-            #expect(try JSONDecoder().decode(Reply.self, from: Data(text.utf8)).decline_code == "51")
+            #expect(try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8)).decline_code == "51")
             #expect(try await clockRow(client).reserved == 1)
         }
     }
@@ -208,7 +200,7 @@ import Testing
         try await app.withApp(seed: true, database: db, acquirer: acquirer, clock: clock) { client, _ in
             let (status, text) = try await pay(client, Self.body())
             #expect(status == .badGateway)
-            let reply = try JSONDecoder().decode(Reply.self, from: Data(text.utf8))
+            let reply = try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8))
             #expect(reply.order_status == "pending_payment")
             #expect(try await clockRow(client).reserved == 1)
             pending.withLock { $0 = reply.order_id }

@@ -3,6 +3,7 @@ import LedgerAcquirer
 import LedgerApp
 import LedgerServices
 import LedgerCore
+import LedgerHTTP
 import LedgerPostgres
 import LedgerTestSupport
 import Testing
@@ -93,7 +94,7 @@ import FoundationNetworking
             payment.setValue("application/json", forHTTPHeaderField: "Content-Type")
             payment.httpBody = PaymentTests.body(amount: 3200, product: "Pen")
             let (paid, _) = try await URLSession.shared.data(for: payment)
-            let order = try JSONDecoder().decode(PaymentTests.Reply.self, from: paid).order_id
+            let order = try JSONDecoder().decode(PaymentReply.self, from: paid).order_id
             let (status, text) = try await daemon.request("POST", "/orders/\(order)/capture", "{}")
             #expect(status == 200, "\(text)")
             modifications += 1
@@ -104,11 +105,6 @@ import FoundationNetworking
             }
         }
         return modifications
-    }
-
-    struct Summary: Decodable {
-        struct Batch: Decodable { let batch_id, stage: String; let captures, refunds: Int }
-        let batches: [Batch]
     }
 
     @Test(.timeLimit(.minutes(10))) func aDaemonKilledAtAnyStepOfSettlementIsCompletedByTheNextOne() async throws {
@@ -135,7 +131,7 @@ import FoundationNetworking
             daemon = try await start(clock: "\(day)T22:01:00Z")
             let (status, text) = try await daemon.request("POST", "/settlements/run", #"{"business_date": "\#(day)"}"#)
             #expect(status == 200, "\(point): \(text)")
-            let summary = try JSONDecoder().decode(Summary.self, from: Data(text.utf8))
+            let summary = try JSONDecoder().decode(SettlementRunReply.self, from: Data(text.utf8))
             #expect(summary.batches.map(\.stage) == ["payout_scheduled"], "\(point): \(text)")
             #expect(summary.batches.map { $0.captures + $0.refunds } == [expected[index]], "\(point): \(text)")
             // Items for the next day: recorded after this day's cut-off.

@@ -7,6 +7,7 @@ import LedgerAcquirer
 import LedgerApp
 @testable import LedgerServices
 import LedgerCore
+import LedgerHTTP
 import LedgerPostgres
 import LedgerTestSupport
 import Synchronization
@@ -19,43 +20,10 @@ import Testing
     let app = SystemRoutesTests()
     let holds = HoldTests()
 
-    struct Summary: Decodable {
-        struct Batch: Decodable {
-            let batch_id, currency, stage, gross: String
-            let captures, refunds, appended_events: Int
-            let net, payout, value_date, report_sha256: String?
-        }
-        let business_date, cut_off_at: String
-        let batches: [Batch]
-    }
-
-    struct View: Decodable {
-        let batch_id, business_date, cut_off_at, stage: String
-        let captures, refunds: Int
-        let pinned_position: Int64
-        let gross_credit, gross_debit, gross, net, payout, value_date, expected_value_date, report_sha256: String?
-        let interchange, scheme_fees, markup, commission: String?
-        let paid_amount, paid_value_date: String?
-    }
-
-    struct List: Decodable { let settlements: [View] }
-
-    struct ReconciliationBody: Decodable {
-        struct Break: Decodable {
-            let break_id, `class`, reference: String
-            let resolved: Bool
-            let resolution_reason, resolved_by: String?
-        }
-        let batch_id: String
-        let window_closed: Bool
-        let report_lines, ledger_items, matched, open_breaks: Int
-        let breaks: [Break]
-    }
-
-    func reconciliation(_ client: any TestClientProtocol, _ id: String) async throws -> ReconciliationBody {
+    func reconciliation(_ client: any TestClientProtocol, _ id: String) async throws -> ReconciliationReply {
         let (status, text) = try await get(client, "/settlements/\(id)/reconciliation")
         #expect(status == .ok, "\(text)")
-        return try JSONDecoder().decode(ReconciliationBody.self, from: Data(text.utf8))
+        return try JSONDecoder().decode(ReconciliationReply.self, from: Data(text.utf8))
     }
 
     func resolve(_ client: any TestClientProtocol, _ id: String, _ body: String) async throws -> (HTTPResponse.Status, String) {
@@ -137,10 +105,10 @@ import Testing
         }
     }
 
-    func settle(_ client: any TestClientProtocol, _ date: String) async throws -> Summary {
+    func settle(_ client: any TestClientProtocol, _ date: String) async throws -> SettlementRunReply {
         let (status, text) = try await run(client, #"{"business_date": "\#(date)"}"#)
         #expect(status == .ok, "\(text)")
-        return try JSONDecoder().decode(Summary.self, from: Data(text.utf8))
+        return try JSONDecoder().decode(SettlementRunReply.self, from: Data(text.utf8))
     }
 
     func get(_ client: any TestClientProtocol, _ uri: String) async throws -> (HTTPResponse.Status, String) {
@@ -149,10 +117,10 @@ import Testing
         }
     }
 
-    func view(_ client: any TestClientProtocol, _ id: String) async throws -> View {
+    func view(_ client: any TestClientProtocol, _ id: String) async throws -> SettlementBatchReply {
         let (status, text) = try await get(client, "/settlements/\(id)")
         #expect(status == .ok, "\(text)")
-        return try JSONDecoder().decode(View.self, from: Data(text.utf8))
+        return try JSONDecoder().decode(SettlementBatchReply.self, from: Data(text.utf8))
     }
 
     func capture(_ client: any TestClientProtocol, _ id: String, _ body: String = "{}") async throws {
@@ -209,7 +177,7 @@ import Testing
             // A clean day reconciles with zero breaks (the stored CSV re-ingested against the ledger).
             let (recStatus, recText) = try await get(client, "/settlements/\(batch.batch_id)/reconciliation")
             #expect(recStatus == .ok, "\(recText)")
-            let rec = try JSONDecoder().decode(ReconciliationBody.self, from: Data(recText.utf8))
+            let rec = try JSONDecoder().decode(ReconciliationReply.self, from: Data(recText.utf8))
             #expect(rec.matched == 3 && rec.breaks.isEmpty && rec.ledger_items == 3 && rec.report_lines == 4 && !rec.window_closed)
 
             // The same day again: nothing appended, the same report bytes.
@@ -237,9 +205,9 @@ import Testing
 
             var (listStatus, listText) = try await get(client, "/settlements?from=2026-06-19&to=2026-06-19")
             #expect(listStatus == .ok)
-            #expect(try JSONDecoder().decode(List.self, from: Data(listText.utf8)).settlements.map(\.batch_id) == [batch.batch_id])
+            #expect(try JSONDecoder().decode(SettlementListReply.self, from: Data(listText.utf8)).settlements.map(\.batch_id) == [batch.batch_id])
             (listStatus, listText) = try await get(client, "/settlements?from=2026-06-20")
-            #expect(try JSONDecoder().decode(List.self, from: Data(listText.utf8)).settlements.isEmpty)
+            #expect(try JSONDecoder().decode(SettlementListReply.self, from: Data(listText.utf8)).settlements.isEmpty)
         }
     }
 
@@ -430,7 +398,7 @@ import Testing
             #expect(next.batches.map(\.gross) == ["30.00"])
             // Every capture in exactly one batch.
             let (_, listText) = try await get(client, "/settlements")
-            let list = try JSONDecoder().decode(List.self, from: Data(listText.utf8))
+            let list = try JSONDecoder().decode(SettlementListReply.self, from: Data(listText.utf8))
             // Every capture in exactly one batch (the first one's payout, value date 06-18, is paid by now).
             #expect(list.settlements.map(\.captures) == [1, 1] && list.settlements.map(\.stage) == ["paid", "payout_scheduled"])
         }
@@ -480,7 +448,7 @@ import Testing
             var head = try await services.store.head().position
             var (status, text) = try await postReport(client, csv)
             #expect(status == .ok, "\(text)")
-            #expect(try JSONDecoder().decode(ReconciliationBody.self, from: Data(text.utf8)).breaks.isEmpty)
+            #expect(try JSONDecoder().decode(ReconciliationReply.self, from: Data(text.utf8)).breaks.isEmpty)
             #expect(try await services.store.head().position == head)  // the same result: nothing new recorded
 
             // The same report with the capture's gross and net one cent higher and the payout to match.
@@ -491,7 +459,7 @@ import Testing
             let p = lines.count - 1
             lines[p].netDebit = Money(minorUnits: lines[p].netDebit!.minorUnits + 1, currency: .usd)
             (status, text) = try await postReport(client, try SettlementReportCSV().write(lines))
-            let edited = try JSONDecoder().decode(ReconciliationBody.self, from: Data(text.utf8))
+            let edited = try JSONDecoder().decode(ReconciliationReply.self, from: Data(text.utf8))
             #expect(edited.breaks.map(\.class) == ["amount_mismatch"])
             head += 2  // the result and the break found
             #expect(try await services.store.head().position == head)
@@ -527,12 +495,7 @@ import Testing
             ) { ($0.status, $0.headers[.contentType], String(buffer: $0.body)) }
             #expect(status == .ok && contentType == "application/x-ndjson")
             let lines = text.split(separator: "\n").map(String.init)
-            struct Line: Decodable {
-                struct Step: Decodable { let batch_id, step: String; let items: Int?; let detail: String? }
-                let progress: Step?
-                let summary: Summary?
-            }
-            let decoded = try lines.map { try JSONDecoder().decode(Line.self, from: Data($0.utf8)) }
+            let decoded = try lines.map { try JSONDecoder().decode(SettlementRunLine.self, from: Data($0.utf8)) }
             let steps = decoded.compactMap(\.progress).map { [$0.step, $0.detail ?? "", $0.items.map(String.init) ?? ""] }
             #expect(steps.first == ["recorded", "SettlementBatchOpened", ""])
             #expect(steps.contains(["selected", "", "1"]) && steps.contains(["submitting", "", "1"]))

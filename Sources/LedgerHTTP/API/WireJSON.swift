@@ -16,18 +16,28 @@ public enum WireJSON {
 
     /// Decodes a reply of the API (for the CLI and the tests).
     public static func decode<T: Decodable>(_ type: T.Type, from text: some StringProtocol) throws -> T {
-        try JSONDecoder().decode(type, from: Data(text.utf8))
+        try decode(type, from: Data(text.utf8))
+    }
+
+    /// Decodes a reply of the API from its bytes.
+    public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        try JSONDecoder().decode(type, from: data)
     }
 }
 
-/// A JSON reply from text that already is the API's JSON (a stored read-model row, a spliced page).
-func jsonResponse(_ body: String, status: HTTPResponse.Status = .ok) -> Response {
+/// A JSON reply from spliced text (``RawJSON``: stored rows, rendered events, the members around them).
+func jsonResponse(_ json: RawJSON, status: HTTPResponse.Status = .ok) -> Response {
     var headers = HTTPFields()
     headers[.contentType] = "application/json; charset=utf-8"
-    return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
+    return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: json.text)))
 }
 
-/// A JSON reply from a typed wire value.
+/// A JSON reply from a typed wire value, encoded by ``WireJSON``.
 func jsonResponse(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
-    jsonResponse(try WireJSON.encode(value), status: status)
+    jsonResponse(RawJSON(stored: try WireJSON.encode(value)), status: status)
 }
+
+/// Text is never a reply by itself: a `String` would otherwise be taken for a value to encode (a JSON
+/// string literal). Stored JSON goes through ``RawJSON``.
+@available(*, unavailable, message: "wrap stored JSON text in RawJSON(stored:), or pass a typed wire value")
+func jsonResponse(_ text: String, status: HTTPResponse.Status = .ok) -> Response { fatalError("unavailable") }

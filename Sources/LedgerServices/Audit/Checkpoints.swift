@@ -169,9 +169,9 @@ public struct CheckpointService: Sendable {
         return (checkpoint, file)
     }
 
-    public func signCheckpoint(actor: String) async throws -> String {
-        let (checkpoint, _) = try await sign(actor: actor)
-        return try Self.fileJSON(checkpoint)
+    /// Signs the current head (see ``sign(actor:)``); returns the checkpoint.
+    public func signCheckpoint(actor: String) async throws -> Checkpoint {
+        try await sign(actor: actor).checkpoint
     }
 
     /// The signed checkpoint of the event at `position` (pure, for the service and the tests).
@@ -196,6 +196,9 @@ public struct CheckpointService: Sendable {
         }
     }
 
+    /// The checkpoint file's text (``CheckpointFile``, keys sorted, pretty-printed, a final newline): what
+    /// is written to `<data dir>/checkpoints/`, printed by `ledgerd audit checkpoint` and answered by
+    /// `POST /audit/checkpoints`, byte for byte.
     public static func fileJSON(_ checkpoint: Checkpoint) throws -> String {
         try LedgerJSON.prettyString(CheckpointFile(checkpoint)) + "\n"
     }

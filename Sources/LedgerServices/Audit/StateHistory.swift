@@ -9,7 +9,7 @@ import PostgresNIO
 /// An as-of answer is a fold: the aggregate's streams read up to the point's position, applied
 /// with ``AggregateStates/apply(_:)`` and turned into a row by the read model's own function
 /// (``OrderReadModel/row(_:hold:)``, ``HoldReadModel/row(_:order:writtenWith:)``, ``CatalogReadModel/row(_:)``,
-/// ``SettlementService/batchView(_:)``),
+/// ``SettlementService/batch(_:)``),
 /// exactly as the inline projections and the rebuild compute the live rows — so the two cannot
 /// disagree. A hold that had lapsed at the point's instant reads as live reads show it then
 /// (``AggregateStates/lapsed(at:)``).
@@ -113,11 +113,11 @@ public struct StateHistory: Sendable {
         return StateAnswer(json: "[" + rows.joined(separator: ",") + "]", asOf: point)
     }
 
-    public func settlement(_ id: String, asOf: AsOf) async throws -> StateAnswer? {
+    /// The settlement batch as of the point (the live read's fold, up to the point), with the point.
+    public func settlement(_ id: String, asOf: AsOf) async throws -> (batch: SettlementBatchState, point: StateAnswer.Point)? {
         guard let stream = SettlementService.stream(ofBatch: id) else { return nil }
         let point = try await point(asOf)
-        return try SettlementService.batchView(try await store.readStreams([stream], through: point.position))
-            .map { StateAnswer(json: $0, asOf: point) }
+        return try SettlementService.batch(try await store.readStreams([stream], through: point.position)).map { ($0, point) }
     }
 
     /// Products (the given streams, or every product) folded up to the point, with the orders and

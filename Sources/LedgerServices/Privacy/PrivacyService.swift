@@ -41,11 +41,18 @@ public struct PrivacyService: Sendable {
     }
 
     /// One erased contact.
-    public struct Erasure: Encodable, Sendable, Hashable {
-        public let contact_ref: String
-        public let order_ids: [String]
+    public struct Erasure: Sendable, Hashable {
+        public let contactRef: String
+        /// The orders opened with the contact, oldest first.
+        public let orderIDs: [String]
         /// The position of its `ContactErased` event.
         public let position: Int64
+
+        public init(contactRef: String, orderIDs: [String], position: Int64) {
+            self.contactRef = contactRef
+            self.orderIDs = orderIDs
+            self.position = position
+        }
     }
 
     /// Erases every contact that `customer` names: an e-mail address (case-insensitive) or a
@@ -73,14 +80,13 @@ public struct PrivacyService: Sendable {
         }
         try await contacts.erase(ref: ref)
         logger.info("shipping contact erased", metadata: ["contact_ref": "\(ref)", "position": "\(position)"])
-        return Erasure(contact_ref: ref, order_ids: orders, position: position)
+        return Erasure(contactRef: ref, orderIDs: orders, position: position)
     }
 
-    public func erase(customer: String, actor: String) async throws -> String? {
-        let erased = try await eraseContacts(customer: customer, actor: actor)
-        guard !erased.isEmpty else { return nil }
-        struct Reply: Encodable { let erased: [Erasure] }
-        return try CatalogReadModel.json(Reply(erased: erased))
+    /// Erases, on the data subject's request, every contact the customer identifier matches; returns
+    /// what was erased (empty when nothing matches).
+    public func erase(customer: String, actor: String) async throws -> [Erasure] {
+        try await eraseContacts(customer: customer, actor: actor)
     }
 
     public func contact(orderID raw: String) async throws -> ContactAnswer? {

@@ -26,7 +26,7 @@ public struct SettlementScheduler: Service {
                 for date in dueDates(now: settlement.clock()) {
                     do {
                         let summary = try await settlement.run(businessDate: date)
-                        let appended = summary.batches.reduce(0) { $0 + $1.appended_events }
+                        let appended = summary.batches.reduce(0) { $0 + $1.appendedEvents }
                         if appended > 0 { logger.info("settled", metadata: ["business_date": "\(date)", "events": "\(appended)"]) }
                     } catch where !Task.isCancelled {
                         logger.warning("settlement run failed; retrying later", metadata: ["business_date": "\(date)", "error": "\(String(reflecting: error))"])

@@ -221,7 +221,7 @@ extension SettlementService {
     /// delivered) against the batch its MerchantPayout line names; records the result if it changed.
     /// The upload is stored as it came (key `upload-<SHA-256 of the bytes>`, one part) with its
     /// line index, then reconciled like the batch's own report.
-    public func reconcileReport(csv: String) async throws -> String {
+    public func reconcileReport(csv: String) async throws -> ReconciliationView {
         let lines: [SettlementReportLine]
         do { lines = try SettlementReportCSV().parse(csv) } catch {
             throw ServiceError(.invalidInput, code: "invalid_report", message: "the report does not parse: \(error)")
@@ -248,26 +248,13 @@ extension SettlementService {
             }
         }
         _ = try await lock.withLock("settlement") { try await reconcile(batchID: batchID, reportKey: key) }
-        return try await reconciliationJSON(id: batchID) ?? "{}"
+        return try await recordedReconciliation(batchID)
     }
 
     // MARK: Reads and resolutions
 
-    struct ReconciliationView: Encodable {
-        struct Break: Encodable {
-            let break_id, `class`, reference, detail: String
-            let expected, actual: String?
-            let resolved: Bool
-            let resolution_reason, resolved_by: String?
-        }
-        let batch_id: String
-        let window_closed: Bool
-        let report_lines, ledger_items, matched: Int
-        let breaks: [Break]
-        let open_breaks: Int
-    }
-
-    public func reconciliationJSON(id: String) async throws -> String? {
+    /// The batch's latest reconciliation with its breaks and their resolutions, or nil when none is recorded.
+    public func reconciliation(id: String) async throws -> ReconciliationView? {
         guard let stream = StreamID("reconciliation-" + id) else { return nil }
         let events = try await store.readStream(stream).map { try SettlementEvent.decode($0) }
         var latest: ReconciliationRecorded?
@@ -276,19 +263,19 @@ extension SettlementService {
             if case .reconciled(let e) = event { latest = e }
             if case .breakResolved(let e) = event { resolutions[e.breakID] = e }
         }
-        guard let latest else { return nil }
-        let breaks = latest.breaks.map { b in
-            ReconciliationView.Break(
-                break_id: b.breakID, class: b.breakClass.rawValue, reference: b.reference, detail: b.detail, expected: b.expected,
-                actual: b.actual, resolved: resolutions[b.breakID] != nil, resolution_reason: resolutions[b.breakID]?.reason,
-                resolved_by: resolutions[b.breakID]?.resolvedBy)
-        }
-        return try CatalogReadModel.json(ReconciliationView(
-            batch_id: latest.batchID, window_closed: latest.windowClosed, report_lines: latest.reportLines,
-            ledger_items: latest.ledgerItems, matched: latest.matched, breaks: breaks, open_breaks: breaks.filter { !$0.resolved }.count))
+        return latest.map { ReconciliationView($0, resolutions: resolutions) }
     }
 
-    public func resolveBreak(id: String, reason: String, actor: String) async throws -> String {
+    /// The reconciliation just recorded for `batchID` (one always is once a report was reconciled).
+    func recordedReconciliation(_ batchID: String) async throws -> ReconciliationView {
+        guard let view = try await reconciliation(id: batchID) else {
+            throw ServiceError(.internalFailure, code: "reconciliation_missing", message: "no reconciliation of \(batchID) is recorded")
+        }
+        return view
+    }
+
+    /// Records an operator's resolution of an open break; returns the reconciliation with it.
+    public func resolveBreak(id: String, reason: String, actor: String) async throws -> ReconciliationView {
         let batchID = String(id.prefix { $0 != "." })
         guard !batchID.isEmpty, let stream = StreamID("reconciliation-" + batchID) else { throw ServiceError.notFound("no break \(id)") }
         for _ in 0..<Self.maximumAttempts {
@@ -308,7 +295,7 @@ extension SettlementService {
                     stream: stream, expectedVersion: .exact(Int64(recorded.count)),
                     events: [try event.newEvent(eventID: UUID(), effectiveAt: clock())],
                     metadata: EventMetadata(correlationID: batchID, actor: actor, command: "ResolveBreak")))
-                return try await reconciliationJSON(id: batchID) ?? "{}"
+                return try await recordedReconciliation(batchID)
             } catch let error as AppendError where error == .versionConflict {
                 continue
             }

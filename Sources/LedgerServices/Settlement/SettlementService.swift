@@ -22,7 +22,9 @@ import Synchronization
 ///   reconciliation reads the stored report part by part. Memory holds pages, not batches.
 public struct SettlementService: Sendable {
     package init(
-        writer: LedgerWriter, store: EventStore, client: PostgresClient, acquirer: any Acquirer, settings: SettlementSettings, merchantAccount: String, pricing: [PricingSchedule], clock: @escaping @Sendable () -> Date, logger: Logger, faultCrashAt: FaultPoint? = nil, progressSink: (@Sendable (Progress) -> Void)? = nil
+        writer: LedgerWriter, store: EventStore, client: PostgresClient, acquirer: any Acquirer, settings: SettlementSettings,
+        merchantAccount: String, pricing: [PricingSchedule], clock: @escaping @Sendable () -> Date, logger: Logger,
+        faultCrashAt: FaultPoint? = nil, progressSink: (@Sendable (SettlementProgress) -> Void)? = nil
     ) {
         self.writer = writer
         self.store = store
@@ -50,7 +52,7 @@ public struct SettlementService: Sendable {
     /// A crash test's fault point (`LEDGERD_FAULT_CRASH_AT`), nil in normal operation.
     var faultCrashAt: FaultPoint? = nil
     /// Where this run's progress goes (the HTTP stream of `POST /settlements/run`), if anywhere.
-    var progressSink: (@Sendable (Progress) -> Void)? = nil
+    var progressSink: (@Sendable (SettlementProgress) -> Void)? = nil
     let lock = KeyedLock()
     /// How many times ``allBatches()`` read every batch stream (a run: once).
     let batchReads = ReadCounter()
@@ -58,47 +60,17 @@ public struct SettlementService: Sendable {
     static let maximumAttempts = 20
     static let actor = "system:settlement"
 
-    /// What a run did to one batch.
-    public struct BatchOutcome: Sendable, Codable {
-        public let batch_id: String
-        public let currency: String
-        public let stage: String
-        public let captures: Int
-        public let refunds: Int
-        public let gross: String
-        public let net: String?
-        public let payout: String?
-        public let value_date: String?
-        public let batch_number: Int?
-        public let report_sha256: String?
-        public let appended_events: Int
-    }
-
-    public struct RunSummary: Sendable, Codable {
-        public let business_date: String
-        public let cut_off_at: String
-        public let batches: [BatchOutcome]
-    }
-
     // MARK: Running
 
     /// Settles `date`, reporting each step to `progress` as it happens.
-    public func run(businessDate date: BusinessDate, progress: (@Sendable (Progress) -> Void)?) async throws -> RunSummary {
+    public func run(businessDate date: BusinessDate, progress: (@Sendable (SettlementProgress) -> Void)?) async throws
+        -> SettlementRunSummary {
         var reporting = self
         reporting.progressSink = progress
         return try await reporting.run(businessDate: date)
     }
 
     // MARK: Progress
-
-    /// One step of a run as it happens (`ledgerd settle` prints them; the daemon logs them).
-    public struct Progress: Sendable, Codable {
-        public let batch_id: String
-        public let step: String
-        public let items: Int?
-        public let detail: String?
-    }
-
 
     /// Items between two progress reports while a batch's items stream.
     static let progressEvery = 100_000
@@ -108,12 +80,12 @@ public struct SettlementService: Sendable {
         if let items { metadata["items"] = "\(items)" }
         if let detail { metadata["detail"] = "\(detail)" }
         logger.info("settlement progress", metadata: metadata)
-        progressSink?(Progress(batch_id: batchID, step: step, items: items, detail: detail))
+        progressSink?(SettlementProgress(batchID: batchID, step: step, items: items, detail: detail))
     }
 
     /// Settles `date`. Refused (nothing appended) for a day that is not a business day or whose
     /// cut-off has not passed yet.
-    public func run(businessDate date: BusinessDate) async throws -> RunSummary {
+    public func run(businessDate date: BusinessDate) async throws -> SettlementRunSummary {
         guard settings.calendar.isBusinessDay(date) else {
             throw ServiceError(.invalidInput, code: "not_a_business_day",
                            message: SettlementRejection.notABusinessDay(date).description, field: "business_date")
@@ -136,26 +108,26 @@ public struct SettlementService: Sendable {
             days.append(date)
             // Every batch, read once: the steps below keep it current with what they append.
             var batches = SettlementBatches(try await allBatches())
-            var outcomes: [BatchOutcome] = []
+            var outcomes: [SettlementBatchOutcome] = []
             for day in days {
                 // An earlier day's batch finished before (it only shows up because an item recorded
                 // after its pin is still waiting for the next batch) is not news.
-                outcomes += try await settleDay(day, batches: &batches).filter { day == date || $0.appended_events > 0 }
+                outcomes += try await settleDay(day, batches: &batches).filter { day == date || $0.appendedEvents > 0 }
             }
             try await recordPaidPayouts(today: settings.cutOff.localDate(of: clock()), batches: batches)
-            return RunSummary(business_date: date.description, cut_off_at: OrderReadModel.timestamp(cutOff), batches: outcomes)
+            return SettlementRunSummary(businessDate: date, cutOffAt: cutOff, batches: outcomes)
         }
     }
 
     /// One business day: a batch per currency with items, or with a batch already begun.
-    func settleDay(_ date: BusinessDate, batches: inout SettlementBatches) async throws -> [BatchOutcome] {
+    func settleDay(_ date: BusinessDate, batches: inout SettlementBatches) async throws -> [SettlementBatchOutcome] {
         let cutOff = settings.cutOff.instant(closing: date)
         let pinned = try await store.head().position
         var currencies = Set(try await unsettledCurrencies(through: pinned, before: cutOff))
         for state in batches.states where state.opened.businessDate == date && state.opened.merchantAccount == merchantAccount {
             currencies.insert(state.opened.currency.code)
         }
-        var outcomes: [BatchOutcome] = []
+        var outcomes: [SettlementBatchOutcome] = []
         for code in currencies.sorted() {
             guard let currency = Currency(code: code) else { continue }
             outcomes.append(try await settle(date: date, currency: currency, cutOff: cutOff, pinned: pinned, batches: &batches))
@@ -167,7 +139,7 @@ public struct SettlementService: Sendable {
     /// each step, this loop performs it (queries, the acquirer, appends, fault points, progress).
     /// The batch's final state goes into `batches` before it is reconciled.
     func settle(date: BusinessDate, currency: Currency, cutOff: Date, pinned: Int64,
-                batches: inout SettlementBatches) async throws -> BatchOutcome {
+                batches: inout SettlementBatches) async throws -> SettlementBatchOutcome {
         var steps = SettlementSteps(merchantAccount: merchantAccount, currency: currency, businessDate: date, cutOffAt: cutOff,
                                     pinnedPosition: pinned, fundingLagBusinessDays: settings.fundingLagBusinessDays,
                                     addingBusinessDays: settings.calendar.adding(businessDays:to:), maximumAttempts: Self.maximumAttempts)
@@ -325,13 +297,8 @@ public struct SettlementService: Sendable {
         var value: Int { count.load(ordering: .relaxed) }
     }
 
-    func outcome(_ state: SettlementBatchState, appended: Int) -> BatchOutcome {
-        BatchOutcome(
-            batch_id: state.opened.batchID, currency: state.opened.currency.code, stage: state.stage.rawValue,
-            captures: state.closed?.captureCount ?? 0, refunds: state.closed?.refundCount ?? 0,
-            gross: state.closed?.gross.decimalString ?? "0", net: state.cleared?.net.decimalString,
-            payout: state.payout?.amount.decimalString, value_date: state.payout?.valueDate.description,
-            batch_number: state.submitted?.batchNumber, report_sha256: state.submitted?.reportSHA256, appended_events: appended)
+    func outcome(_ state: SettlementBatchState, appended: Int) -> SettlementBatchOutcome {
+        SettlementBatchOutcome(batch: state, appendedEvents: appended)
     }
 
     // MARK: The acquirer and the stored report
@@ -537,9 +504,10 @@ public struct SettlementService: Sendable {
 
     // MARK: Back-office reads
 
-    public func batchJSON(id: String) async throws -> String? {
+    /// The batch with that id, or nil when there is none.
+    public func batch(id: String) async throws -> SettlementBatchState? {
         guard let stream = Self.stream(ofBatch: id) else { return nil }
-        return try Self.batchView(try await store.readStream(stream))
+        return try Self.batch(try await store.readStream(stream))
     }
 
     /// A batch's stream, `settlement-<batch id>`.
@@ -547,12 +515,13 @@ public struct SettlementService: Sendable {
 
     /// The batch as the back office reads it, folded from its stream's events: the live read folds
     /// them all, an as-of read (``StateHistory``) those up to its point.
-    static func batchView(_ events: [RecordedEvent]) throws -> String? {
-        guard let state = SettlementBatchState.fold(try events.map { try SettlementEvent.decode($0) }) else { return nil }
-        return try CatalogReadModel.json(BatchView(state))
+    static func batch(_ events: [RecordedEvent]) throws -> SettlementBatchState? {
+        SettlementBatchState.fold(try events.map { try SettlementEvent.decode($0) })
     }
 
-    public func batchesJSON(from: String?, to: String?) async throws -> String {
+    /// The batches whose business dates fall within `from…to` (`YYYY-MM-DD`, inclusive; either may be
+    /// nil), by business date, then batch id.
+    public func batches(from: String?, to: String?) async throws -> [SettlementBatchState] {
         func date(_ text: String?, _ field: String) throws -> BusinessDate? {
             guard let text else { return nil }
             guard let date = BusinessDate(text) else {
@@ -562,15 +531,15 @@ public struct SettlementService: Sendable {
         }
         let from = try date(from, "from"), to = try date(to, "to")
         if let from, let to, to < from { throw ServiceError.malformed("invalid_parameter", "to is before from", field: "to") }
-        var views: [BatchView] = []
+        var batches: [SettlementBatchState] = []
         for state in try await allBatches() {
             let day = state.opened.businessDate
             if let from, day < from { continue }
             if let to, day > to { continue }
-            views.append(BatchView(state))
+            batches.append(state)
         }
-        views.sort { ($0.business_date, $0.batch_id) < ($1.business_date, $1.batch_id) }
-        return try CatalogReadModel.json(["settlements": views])
+        batches.sort { ($0.opened.businessDate, $0.opened.batchID) < ($1.opened.businessDate, $1.opened.batchID) }
+        return batches
     }
 
     public func reportCSV(id: String) async throws -> (@Sendable (_ write: (String) async throws -> Void) async throws -> Void)? {
@@ -580,47 +549,6 @@ public struct SettlementService: Sendable {
             let rows = try await client.query(
                 "SELECT csv FROM ledger.settlement_report_parts WHERE batch_id = \(id) ORDER BY part", logger: logger)
             for try await part in rows.decode(String.self) { try await write(part) }
-        }
-    }
-
-    /// A batch as the back office reads it.
-    struct BatchView: Encodable {
-        let batch_id, merchant_account, currency, business_date, cut_off_at, stage: String
-        let pinned_position: Int64
-        let captures, refunds: Int
-        let gross_credit, gross_debit, gross: String?
-        let batch_number: Int?
-        let report_sha256: String?
-        let interchange, scheme_fees, markup, commission, net: String?
-        let payout_reference, payout, value_date, expected_value_date: String?
-        let paid_amount, paid_value_date: String?
-
-        init(_ s: SettlementBatchState) {
-            batch_id = s.opened.batchID
-            merchant_account = s.opened.merchantAccount
-            currency = s.opened.currency.code
-            business_date = s.opened.businessDate.description
-            cut_off_at = OrderReadModel.timestamp(s.opened.cutOffAt)
-            stage = s.stage.rawValue
-            pinned_position = s.opened.pinnedPosition
-            captures = s.closed?.captureCount ?? 0
-            refunds = s.closed?.refundCount ?? 0
-            gross_credit = s.closed?.grossCredit.decimalString
-            gross_debit = s.closed?.grossDebit.decimalString
-            gross = s.closed?.gross.decimalString
-            batch_number = s.submitted?.batchNumber
-            report_sha256 = s.submitted?.reportSHA256
-            interchange = s.cleared?.interchange.decimalString
-            scheme_fees = s.cleared?.schemeFees.decimalString
-            markup = s.cleared?.markup.decimalString
-            commission = s.cleared?.commission.decimalString
-            net = s.cleared?.net.decimalString
-            payout_reference = s.payout?.payoutReference
-            payout = s.payout?.amount.decimalString
-            value_date = s.payout?.valueDate.description
-            expected_value_date = s.payout?.expectedValueDate.description
-            paid_amount = s.paid?.amount.decimalString
-            paid_value_date = s.paid?.valueDate.description
         }
     }
 }
