@@ -148,6 +148,17 @@ let package = Package(
             name: "LedgerPostgresTests",
             dependencies: ["LedgerPostgres", "LedgerTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
         ),
+        // The HTTP edge without a database: request parsing, the error mapping and its JSON shape.
+        .testTarget(
+            name: "LedgerHTTPTests",
+            dependencies: [
+                "LedgerHTTP", "LedgerServices", "LedgerCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
         .testTarget(
             name: "LedgerAppTests",
             dependencies: [
