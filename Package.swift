@@ -125,19 +125,25 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Pure test helpers: the decider given/when/then spec and the seeded property-test generator.
+        .target(
+            name: "LedgerCoreTestSupport",
+            dependencies: ["LedgerCore", "LedgerAcquirer"],
+            path: "Tests/LedgerCoreTestSupport"
+        ),
         // Test helpers: one embedded cluster per test run, a fresh database per suite.
         .target(
             name: "LedgerTestSupport",
             dependencies: ["LedgerPostgres", .product(name: "PostgresNIO", package: "postgres-nio")],
             path: "Tests/LedgerTestSupport"
         ),
-        .testTarget(name: "LedgerCoreTests", dependencies: ["LedgerCore"]),
+        .testTarget(name: "LedgerCoreTests", dependencies: ["LedgerCore", "LedgerAcquirer", "LedgerCoreTestSupport"]),
         // Golden/: report files the tests compare against, read by path.
         .testTarget(name: "LedgerAcquirerTests", dependencies: ["LedgerAcquirer", "LedgerCore"], exclude: ["Golden"]),
         .testTarget(
             name: "LedgerPaymentsTests",
             dependencies: [
-                "LedgerPayments", "LedgerPaymentsTesting",
+                "LedgerPayments", "LedgerPaymentsTesting", "LedgerAcquirer", "LedgerCoreTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
