@@ -131,10 +131,18 @@ let package = Package(
             dependencies: ["LedgerCore", "LedgerAcquirer"],
             path: "Tests/LedgerCoreTestSupport"
         ),
-        // Test helpers: one embedded cluster per test run, a fresh database per suite.
+        // Test harness: one embedded cluster per test run, a fresh database per test, the application
+        // (`TestApp`), the storefront and back-office drivers, `ledgerd` as a process, quiet logs.
         .target(
             name: "LedgerTestSupport",
-            dependencies: ["LedgerPostgres", .product(name: "PostgresNIO", package: "postgres-nio")],
+            dependencies: [
+                "LedgerCore", "LedgerPostgres", "LedgerServices", "LedgerHTTP", "LedgerApp",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
             path: "Tests/LedgerTestSupport"
         ),
         .testTarget(name: "LedgerCoreTests", dependencies: ["LedgerCore", "LedgerAcquirer", "LedgerCoreTestSupport"]),
@@ -168,7 +176,8 @@ let package = Package(
         .testTarget(
             name: "LedgerAppTests",
             dependencies: [
-                "LedgerApp", "LedgerServices", "LedgerHTTP", "LedgerTestSupport", "ledgerd", "LedgerPayments", "LedgerPaymentsTesting",
+                "LedgerApp", "LedgerServices", "LedgerHTTP", "LedgerTestSupport", "LedgerCoreTestSupport", "ledgerd", "LedgerPayments",
+                "LedgerPaymentsTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],

@@ -16,18 +16,10 @@ import Testing
 /// End-of-day settlement through the real router, database and acquirer model: money conservation,
 /// the cut-off boundary, the funding calendar, re-runs, resuming a batch, and refusals.
 @Suite struct SettlementRunTests {
-    let app = SystemRoutesTests()
-    let holds = HoldTests()
+    let storefront = StorefrontDriver()
+    let backOffice = BackOfficeDriver()
 
-    struct Summary: Decodable {
-        struct Batch: Decodable {
-            let batch_id, currency, stage, gross: String
-            let captures, refunds, appended_events: Int
-            let net, payout, value_date, report_sha256: String?
-        }
-        let business_date, cut_off_at: String
-        let batches: [Batch]
-    }
+    typealias Summary = BackOfficeDriver.SettlementSummary
 
     struct View: Decodable {
         let batch_id, business_date, cut_off_at, stage: String
@@ -40,27 +32,11 @@ import Testing
 
     struct List: Decodable { let settlements: [View] }
 
-    struct ReconciliationBody: Decodable {
-        struct Break: Decodable {
-            let break_id, `class`, reference: String
-            let resolved: Bool
-            let resolution_reason, resolved_by: String?
-        }
-        let batch_id: String
-        let window_closed: Bool
-        let report_lines, ledger_items, matched, open_breaks: Int
-        let breaks: [Break]
-    }
-
-    func reconciliation(_ client: any TestClientProtocol, _ id: String) async throws -> ReconciliationBody {
-        let (status, text) = try await get(client, "/settlements/\(id)/reconciliation")
-        #expect(status == .ok, "\(text)")
-        return try JSONDecoder().decode(ReconciliationBody.self, from: Data(text.utf8))
-    }
+    typealias ReconciliationBody = BackOfficeDriver.Reconciliation
 
     func resolve(_ client: any TestClientProtocol, _ id: String, _ body: String) async throws -> (HTTPResponse.Status, String) {
         try await client.execute(uri: "/reconciliation/breaks/\(id)/resolve", method: .post,
-                                 headers: [.authorization: "Bearer \(SystemRoutesTests.operatorKey)", .contentType: "application/json"],
+                                 headers: [.authorization: "Bearer \(TestApp.operatorKey)", .contentType: "application/json"],
                                  body: ByteBuffer(string: body)) { ($0.status, String(buffer: $0.body)) }
     }
 
@@ -73,7 +49,7 @@ import Testing
     @Test(arguments: SettlementRunTests.knobs.map(\.0))
     func eachFaultKnobProducesExactlyItsBreakClass(knob: String) async throws {
         let expected = Self.knobs.first { $0.0 == knob }!.1
-        let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))
+        let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))
         let always = FaultKnob(probability: Rate(numerator: 1, denominator: 1))
         var faults = FaultConfiguration()
         switch knob {
@@ -85,17 +61,17 @@ import Testing
         default: faults.shortPayPayout = always
         }
         let acquirer = AcquirerModel(seed: 7, configuration: AcquirerModelConfiguration(faults: faults), clock: clock.reading)
-        try await app.withApp(seed: true, acquirer: acquirer, clock: { clock.now }) { client, services in
-            let first = try await holds.order(client)
+        try await TestApp.withApp(seed: true, acquirer: acquirer, clock: { clock.now }) { client, services in
+            let first = try await storefront.placeOrder(client)
             try await capture(client, first)
-            clock.set(Self.instant("2026-06-17T22:00:01Z"))
-            let wednesday = try await settle(client, "2026-06-17")
-            let second = try await holds.order(client)
+            clock.set(TestApp.instant("2026-06-17T22:00:01Z"))
+            let wednesday = try await backOffice.settle(client, "2026-06-17")
+            let second = try await storefront.placeOrder(client)
             try await capture(client, second, #"{"amount": "10.00"}"#)
-            clock.set(Self.instant("2026-06-18T22:00:01Z"))
-            _ = try await settle(client, "2026-06-18")
+            clock.set(TestApp.instant("2026-06-18T22:00:01Z"))
+            _ = try await backOffice.settle(client, "2026-06-18")
             let id = try #require(wednesday.batches.first?.batch_id)
-            let rec = try await reconciliation(client, id)
+            let rec = try await backOffice.reconciliation(client, id)
             #expect(rec.window_closed)
             #expect(rec.breaks.map(\.class) == [expected], "\(knob): \(rec.breaks.map(\.class))")
             // The result and each break are events of the batch's reconciliation stream.
@@ -117,7 +93,7 @@ import Testing
             #expect(resolved == .ok, "\(resolvedText)")
             head += 1
             #expect(try await services.store.head().position == head)
-            let after = try await reconciliation(client, id)
+            let after = try await backOffice.reconciliation(client, id)
             #expect(after.open_breaks == 0 && after.breaks.first?.resolution_reason == "acquirer ticket 42"
                     && after.breaks.first?.resolved_by?.hasPrefix("operator") == true)
             let (again, againText) = try await resolve(client, breakID, #"{"reason": "twice"}"#)
@@ -125,54 +101,33 @@ import Testing
         }
     }
 
-    static func instant(_ text: String) -> Date { ISO8601DateFormatter().date(from: text)! }
     /// 2026-06-19 is a Friday.
-    static let friday = instant("2026-06-19T10:00:00Z")
-
-    func run(_ client: any TestClientProtocol, _ body: String, key: String? = SystemRoutesTests.operatorKey) async throws -> (HTTPResponse.Status, String) {
-        var headers: HTTPFields = [.contentType: "application/json"]
-        if let key { headers[.authorization] = "Bearer \(key)" }
-        return try await client.execute(uri: "/settlements/run", method: .post, headers: headers, body: ByteBuffer(string: body)) {
-            ($0.status, String(buffer: $0.body))
-        }
-    }
-
-    func settle(_ client: any TestClientProtocol, _ date: String) async throws -> Summary {
-        let (status, text) = try await run(client, #"{"business_date": "\#(date)"}"#)
-        #expect(status == .ok, "\(text)")
-        return try JSONDecoder().decode(Summary.self, from: Data(text.utf8))
-    }
-
-    func get(_ client: any TestClientProtocol, _ uri: String) async throws -> (HTTPResponse.Status, String) {
-        try await client.execute(uri: uri, method: .get, headers: [.authorization: "Bearer \(SystemRoutesTests.auditorKey)"]) {
-            ($0.status, String(buffer: $0.body))
-        }
-    }
+    static let friday = TestApp.instant("2026-06-19T10:00:00Z")
 
     func view(_ client: any TestClientProtocol, _ id: String) async throws -> View {
-        let (status, text) = try await get(client, "/settlements/\(id)")
+        let (status, text) = try await backOffice.get(client, "/settlements/\(id)")
         #expect(status == .ok, "\(text)")
         return try JSONDecoder().decode(View.self, from: Data(text.utf8))
     }
 
     func capture(_ client: any TestClientProtocol, _ id: String, _ body: String = "{}") async throws {
-        let (status, text) = try await holds.operate(client, id, "capture", body)
+        let (status, text) = try await backOffice.capture(client, id, body)
         #expect(status == .ok, "\(text)")
     }
 
     @Test func settlingADayConservesMoneyAndARerunAppendsNothingAndServesTheSameBytes() async throws {
         let clock = SimulatedClock(Self.friday)
-        try await app.withApp(seed: true, clock: { clock.now }) { client, services in
-            let a = try await holds.order(client)
-            let b = try await holds.order(client, source: "tok_mastercard")
-            _ = try await holds.order(client)  // authorized, never captured: not settled
+        try await TestApp.withApp(seed: true, clock: { clock.now }) { client, services in
+            let a = try await storefront.placeOrder(client)
+            let b = try await storefront.placeOrder(client, source: "tok_mastercard")
+            _ = try await storefront.placeOrder(client)  // authorized, never captured: not settled
             try await capture(client, a)
             try await capture(client, b, #"{"amount": "20.00"}"#)
-            let (status, text) = try await holds.operate(client, a, "refund", #"{"amount": "5.00", "reason": "scratched"}"#)
+            let (status, text) = try await backOffice.refund(client, a, #"{"amount": "5.00", "reason": "scratched"}"#)
             #expect(status == .ok, "\(text)")
 
-            clock.set(Self.instant("2026-06-19T22:00:01Z"))
-            let summary = try await settle(client, "2026-06-19")
+            clock.set(TestApp.instant("2026-06-19T22:00:01Z"))
+            let summary = try await backOffice.settle(client, "2026-06-19")
             #expect(summary.cut_off_at == "2026-06-19T22:00:00.000000Z")
             try #require(summary.batches.count == 1)
             let batch = summary.batches[0]
@@ -187,7 +142,7 @@ import Testing
             #expect(v.gross_credit == "79.00" && v.gross_debit == "5.00" && v.gross == "74.00" && v.expected_value_date == "2026-06-22")
             #expect(v.payout == v.net)
 
-            let (csvStatus, csv) = try await get(client, "/settlements/\(batch.batch_id)/report.csv")
+            let (csvStatus, csv) = try await backOffice.get(client, "/settlements/\(batch.batch_id)/report.csv")
             #expect(csvStatus == .ok)
             let digest = SHA256.hash(data: Array(csv.utf8)).map { String(format: "%02x", $0) }.joined()
             #expect(digest == v.report_sha256)
@@ -204,52 +159,52 @@ import Testing
             #expect(Set(priced.map(\.modificationMerchantReference)).count == 3)
 
             // A clean day reconciles with zero breaks (the stored CSV re-ingested against the ledger).
-            let (recStatus, recText) = try await get(client, "/settlements/\(batch.batch_id)/reconciliation")
+            let (recStatus, recText) = try await backOffice.get(client, "/settlements/\(batch.batch_id)/reconciliation")
             #expect(recStatus == .ok, "\(recText)")
             let rec = try JSONDecoder().decode(ReconciliationBody.self, from: Data(recText.utf8))
             #expect(rec.matched == 3 && rec.breaks.isEmpty && rec.ledger_items == 3 && rec.report_lines == 4 && !rec.window_closed)
 
             // The same day again: nothing appended, the same report bytes.
             let head = try await services.store.head().position
-            let again = try await settle(client, "2026-06-19")
+            let again = try await backOffice.settle(client, "2026-06-19")
             #expect(again.batches.map(\.appended_events) == [0] && again.batches[0].report_sha256 == v.report_sha256)
             #expect(try await services.store.head().position == head)
-            let (_, csvAgain) = try await get(client, "/settlements/\(batch.batch_id)/report.csv")
+            let (_, csvAgain) = try await backOffice.get(client, "/settlements/\(batch.batch_id)/report.csv")
             #expect(Array(csvAgain.utf8) == Array(csv.utf8))
 
             // The next business day has nothing left to settle from this one.
-            clock.set(Self.instant("2026-06-22T22:00:01Z"))
-            let monday = try await settle(client, "2026-06-22")
+            clock.set(TestApp.instant("2026-06-22T22:00:01Z"))
+            let monday = try await backOffice.settle(client, "2026-06-22")
             #expect(monday.batches.isEmpty)
             // Monday is the value date: the deposit is recorded, once.
             let paid = try await view(client, batch.batch_id)
             #expect(paid.stage == "paid" && paid.paid_amount == v.payout && paid.paid_value_date == "2026-06-22")
             let afterPaid = try await services.store.head().position
-            _ = try await settle(client, "2026-06-22")
+            _ = try await backOffice.settle(client, "2026-06-22")
             #expect(try await services.store.head().position == afterPaid)
 
-            var (listStatus, listText) = try await get(client, "/settlements?from=2026-06-19&to=2026-06-19")
+            var (listStatus, listText) = try await backOffice.get(client, "/settlements?from=2026-06-19&to=2026-06-19")
             #expect(listStatus == .ok)
             #expect(try JSONDecoder().decode(List.self, from: Data(listText.utf8)).settlements.map(\.batch_id) == [batch.batch_id])
-            (listStatus, listText) = try await get(client, "/settlements?from=2026-06-20")
+            (listStatus, listText) = try await backOffice.get(client, "/settlements?from=2026-06-20")
             #expect(try JSONDecoder().decode(List.self, from: Data(listText.utf8)).settlements.isEmpty)
         }
     }
 
     @Test func aCaptureOneMillisecondBeforeTheCutOffAndOneAtItLandInDifferentBatches() async throws {
-        let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))  // a Wednesday
-        try await app.withApp(seed: true, clock: { clock.now }) { client, _ in
-            let before = try await holds.order(client)
-            let at = try await holds.order(client, amount: 5900)
-            clock.set(Self.instant("2026-06-17T22:00:00Z").addingTimeInterval(-0.001))
+        let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))  // a Wednesday
+        try await TestApp.withApp(seed: true, clock: { clock.now }) { client, _ in
+            let before = try await storefront.placeOrder(client)
+            let at = try await storefront.placeOrder(client, amount: 5900)
+            clock.set(TestApp.instant("2026-06-17T22:00:00Z").addingTimeInterval(-0.001))
             try await capture(client, before, #"{"amount": "11.00"}"#)
-            clock.set(Self.instant("2026-06-17T22:00:00Z"))
+            clock.set(TestApp.instant("2026-06-17T22:00:00Z"))
             try await capture(client, at, #"{"amount": "22.00"}"#)
-            clock.set(Self.instant("2026-06-17T22:05:00Z"))
-            let wednesday = try await settle(client, "2026-06-17")
+            clock.set(TestApp.instant("2026-06-17T22:05:00Z"))
+            let wednesday = try await backOffice.settle(client, "2026-06-17")
             #expect(wednesday.batches.map(\.captures) == [1] && wednesday.batches.map(\.gross) == ["11.00"])
-            clock.set(Self.instant("2026-06-18T22:05:00Z"))
-            let thursday = try await settle(client, "2026-06-18")
+            clock.set(TestApp.instant("2026-06-18T22:05:00Z"))
+            let thursday = try await backOffice.settle(client, "2026-06-18")
             #expect(thursday.batches.map(\.captures) == [1] && thursday.batches.map(\.gross) == ["22.00"])
             #expect(thursday.batches.map(\.value_date) == ["2026-06-19"])
         }
@@ -286,19 +241,19 @@ import Testing
     /// stating other items is refused by the database and changes nothing; a rebuild derives the
     /// same assignment from the log.
     @Test func aLaterDaySettlesTheEarlierDayFirstAndTheDatabaseTakesExactlyTheStatedItems() async throws {
-        let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))  // a Wednesday
+        let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))  // a Wednesday
         let db = try await TestDatabase.fresh()
-        try await app.withApp(seed: true, database: db, clock: { clock.now }) { client, services in
-            let a = try await holds.order(client)
-            let b = try await holds.order(client)
+        try await TestApp.withApp(seed: true, database: db, clock: { clock.now }) { client, services in
+            let a = try await storefront.placeOrder(client)
+            let b = try await storefront.placeOrder(client)
             try await capture(client, a)
-            let (status, text) = try await holds.operate(client, a, "refund", #"{"amount": "9.00", "reason": "dent"}"#)
+            let (status, text) = try await backOffice.refund(client, a, #"{"amount": "9.00", "reason": "dent"}"#)
             #expect(status == .ok, "\(text)")
-            clock.set(Self.instant("2026-06-18T10:00:00Z"))
+            clock.set(TestApp.instant("2026-06-18T10:00:00Z"))
             try await capture(client, b, #"{"amount": "30.00"}"#)
             // Nobody settled Wednesday; Thursday's run does it first, in Wednesday's batch.
-            clock.set(Self.instant("2026-06-18T22:00:01Z"))
-            let thursday = try await settle(client, "2026-06-18")
+            clock.set(TestApp.instant("2026-06-18T22:00:01Z"))
+            let thursday = try await backOffice.settle(client, "2026-06-18")
             #expect(thursday.batches.map(\.batch_id) == ["OrderLedgerStore-USD-2026-06-17", "OrderLedgerStore-USD-2026-06-18"])
             #expect(thursday.batches.map(\.gross) == ["50.00", "30.00"] && thursday.batches.map(\.refunds) == [1, 0])
 
@@ -315,11 +270,11 @@ import Testing
             #expect(history.filter { $0.type == "SettlementBatchClosed" }.map(\.streamID.rawValue) == ["settlement-OrderLedgerStore-USD-2026-06-17"])
 
             // A closed event that states items the rule does not take is refused, and nothing changes.
-            let c = try await holds.order(client)
+            let c = try await storefront.placeOrder(client)
             try await capture(client, c, #"{"amount": "7.00"}"#)
             let batchID = "OrderLedgerStore-USD-2026-06-19"
             let opened = SettlementBatchOpened(batchID: batchID, merchantAccount: "OrderLedgerStore", currency: .usd,
-                                               businessDate: BusinessDate("2026-06-19")!, cutOffAt: Self.instant("2026-06-19T22:00:00Z"),
+                                               businessDate: BusinessDate("2026-06-19")!, cutOffAt: TestApp.instant("2026-06-19T22:00:00Z"),
                                                pinnedPosition: try await services.store.head().position)
             _ = try await services.writer.append(AppendRequest(
                 stream: SettlementBatch.streamID(batchID: batchID), expectedVersion: .noStream,
@@ -338,8 +293,8 @@ import Testing
             #expect(try await services.store.head().position == head)
             #expect(try await Self.assigned(services.client) == assigned)
             // The job closes it right (the batch the forgeries left at "opened").
-            clock.set(Self.instant("2026-06-19T22:00:01Z"))
-            let friday = try await settle(client, "2026-06-19")
+            clock.set(TestApp.instant("2026-06-19T22:00:01Z"))
+            let friday = try await backOffice.settle(client, "2026-06-19")
             #expect(friday.batches.map(\.gross) == ["7.00"] && friday.batches.map(\.captures) == [1])
 
             // Derived again from the log alone: the same rows.
@@ -375,33 +330,33 @@ import Testing
 
     @Test func theCutOffFollowsTheMerchantsZoneAndHolidaysMoveThePayout() async throws {
         // New York, cut-off 18:00: on 2026-03-06 (Friday, standard time) that is 23:00 UTC.
-        let clock = SimulatedClock(Self.instant("2026-03-06T15:00:00Z"))
+        let clock = SimulatedClock(TestApp.instant("2026-03-06T15:00:00Z"))
         let environment = ["LEDGERD_SETTLEMENT_TIME_ZONE": "America/New_York", "LEDGERD_SETTLEMENT_CUT_OFF": "18:00",
                            "LEDGERD_SETTLEMENT_HOLIDAYS": "2026-03-09"]
-        try await app.withApp(seed: true, clock: { clock.now }, environment: environment) { client, _ in
-            let id = try await holds.order(client)
+        try await TestApp.withApp(seed: true, clock: { clock.now }, environment: environment) { client, _ in
+            let id = try await storefront.placeOrder(client)
             try await capture(client, id)
-            clock.set(Self.instant("2026-03-06T22:59:59Z"))
-            let (status, text) = try await run(client, #"{"business_date": "2026-03-06"}"#)
+            clock.set(TestApp.instant("2026-03-06T22:59:59Z"))
+            let (status, text) = try await backOffice.runSettlement(client, #"{"business_date": "2026-03-06"}"#)
             #expect(status == .conflict && text.contains("cut_off_not_reached"), "\(text)")
-            clock.set(Self.instant("2026-03-06T23:00:00Z"))
-            let friday = try await settle(client, "2026-03-06")
+            clock.set(TestApp.instant("2026-03-06T23:00:00Z"))
+            let friday = try await backOffice.settle(client, "2026-03-06")
             #expect(friday.cut_off_at == "2026-03-06T23:00:00.000000Z")
             // Monday 2026-03-09 is a holiday: T+1 is Tuesday.
             #expect(friday.batches.map(\.value_date) == ["2026-03-10"])
-            let (holiday, holidayText) = try await run(client, #"{"business_date": "2026-03-09"}"#)
+            let (holiday, holidayText) = try await backOffice.runSettlement(client, #"{"business_date": "2026-03-09"}"#)
             #expect(holiday == .unprocessableContent && holidayText.contains("not_a_business_day"))
         }
     }
 
     @Test func aBatchLeftOpenByACrashIsCompletedWithExactlyItsPinnedCaptures() async throws {
-        let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))
-        try await app.withApp(seed: true, clock: { clock.now }) { client, services in
-            let first = try await holds.order(client)
+        let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))
+        try await TestApp.withApp(seed: true, clock: { clock.now }) { client, services in
+            let first = try await storefront.placeOrder(client)
             try await capture(client, first)
             // A run that recorded "opened" and died: the batch is pinned to the ledger as it was then.
             let pinned = try await services.store.head().position
-            let cutOff = Self.instant("2026-06-17T22:00:00Z")
+            let cutOff = TestApp.instant("2026-06-17T22:00:00Z")
             let opened = SettlementEvent.opened(SettlementBatchOpened(
                 batchID: "OrderLedgerStore-USD-2026-06-17", merchantAccount: "OrderLedgerStore", currency: .usd,
                 businessDate: BusinessDate("2026-06-17")!, cutOffAt: cutOff, pinnedPosition: pinned))
@@ -409,16 +364,16 @@ import Testing
                 stream: SettlementBatch.streamID(batchID: "OrderLedgerStore-USD-2026-06-17"), expectedVersion: .noStream,
                 events: [try opened.newEvent(eventID: UUID(), effectiveAt: clock.now)]))
             // Captured before the cut-off but after the pin: the next business day's batch.
-            let second = try await holds.order(client)
+            let second = try await storefront.placeOrder(client)
             try await capture(client, second, #"{"amount": "30.00"}"#)
-            clock.set(Self.instant("2026-06-17T22:00:01Z"))
-            let resumed = try await settle(client, "2026-06-17")
+            clock.set(TestApp.instant("2026-06-17T22:00:01Z"))
+            let resumed = try await backOffice.settle(client, "2026-06-17")
             #expect(resumed.batches.map(\.appended_events) == [4] && resumed.batches.map(\.gross) == ["59.00"])
-            clock.set(Self.instant("2026-06-18T22:00:01Z"))
-            let next = try await settle(client, "2026-06-18")
+            clock.set(TestApp.instant("2026-06-18T22:00:01Z"))
+            let next = try await backOffice.settle(client, "2026-06-18")
             #expect(next.batches.map(\.gross) == ["30.00"])
             // Every capture in exactly one batch.
-            let (_, listText) = try await get(client, "/settlements")
+            let (_, listText) = try await backOffice.get(client, "/settlements")
             let list = try JSONDecoder().decode(List.self, from: Data(listText.utf8))
             // Every capture in exactly one batch (the first one's payout, value date 06-18, is paid by now).
             #expect(list.settlements.map(\.captures) == [1, 1] && list.settlements.map(\.stage) == ["paid", "payout_scheduled"])
@@ -429,23 +384,23 @@ import Testing
     /// recorded: the next run completes the same batch, with the same report, and no capture twice.
     @Test(arguments: [SubmitFailure.beforeTheAcquirer, .answerLost])
     func aRunThatDiesAroundTheSubmissionIsCompletedByTheNextRun(failure: SubmitFailure) async throws {
-        let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))
+        let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))
         let acquirer = FlakySubmitAcquirer(model: AcquirerModel(seed: 3, clock: clock.reading), failure: failure)
-        try await app.withApp(seed: true, acquirer: acquirer, clock: { clock.now }) { client, services in
-            let id = try await holds.order(client)
+        try await TestApp.withApp(seed: true, acquirer: acquirer, clock: { clock.now }) { client, services in
+            let id = try await storefront.placeOrder(client)
             try await capture(client, id)
-            clock.set(Self.instant("2026-06-17T22:00:01Z"))
-            let (status, text) = try await run(client, #"{"business_date": "2026-06-17"}"#)
+            clock.set(TestApp.instant("2026-06-17T22:00:01Z"))
+            let (status, text) = try await backOffice.runSettlement(client, #"{"business_date": "2026-06-17"}"#)
             #expect(status == .badGateway, "\(text)")
             let interrupted = try await view(client, "OrderLedgerStore-USD-2026-06-17")
             #expect(interrupted.stage == "closed" && interrupted.captures == 1 && interrupted.report_sha256 == nil)
-            let resumed = try await settle(client, "2026-06-17")
+            let resumed = try await backOffice.settle(client, "2026-06-17")
             #expect(resumed.batches.map(\.appended_events) == [3] && resumed.batches.map(\.stage) == ["payout_scheduled"])
             #expect(resumed.batches.map(\.captures) == [1] && resumed.batches.map(\.gross) == ["59.00"])
             // The acquirer settled the capture once: one line, whichever run it answered.
-            let (_, csv) = try await get(client, "/settlements/OrderLedgerStore-USD-2026-06-17/report.csv")
+            let (_, csv) = try await backOffice.get(client, "/settlements/OrderLedgerStore-USD-2026-06-17/report.csv")
             #expect(try SettlementReportCSV().parse(csv).filter { $0.type == .settled }.count == 1)
-            #expect(try await reconciliation(client, "OrderLedgerStore-USD-2026-06-17").breaks.isEmpty)
+            #expect(try await backOffice.reconciliation(client, "OrderLedgerStore-USD-2026-06-17").breaks.isEmpty)
             let settlementEvents = try await services.store.readStream(SettlementBatch.streamID(batchID: "OrderLedgerStore-USD-2026-06-17"))
             #expect(settlementEvents.map(\.type) == ["SettlementBatchOpened", "SettlementBatchClosed", "SettlementBatchSubmitted",
                                                      "SettlementBatchCleared", "SettlementPayoutScheduled"])
@@ -454,18 +409,18 @@ import Testing
 
     func postReport(_ client: any TestClientProtocol, _ csv: String) async throws -> (HTTPResponse.Status, String) {
         try await client.execute(uri: "/reconciliation/reports", method: .post,
-                                 headers: [.authorization: "Bearer \(SystemRoutesTests.operatorKey)", .contentType: "text/csv"],
+                                 headers: [.authorization: "Bearer \(TestApp.operatorKey)", .contentType: "text/csv"],
                                  body: ByteBuffer(string: csv)) { ($0.status, String(buffer: $0.body)) }
     }
 
     @Test func aReportExportedAndReingestedReconcilesCleanAndAnEditedOneBreaks() async throws {
-        let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))
-        try await app.withApp(seed: true, clock: { clock.now }) { client, services in
-            let id = try await holds.order(client)
+        let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))
+        try await TestApp.withApp(seed: true, clock: { clock.now }) { client, services in
+            let id = try await storefront.placeOrder(client)
             try await capture(client, id)
-            clock.set(Self.instant("2026-06-17T22:00:01Z"))
-            let batchID = try #require(try await settle(client, "2026-06-17").batches.first?.batch_id)
-            let (_, csv) = try await get(client, "/settlements/\(batchID)/report.csv")
+            clock.set(TestApp.instant("2026-06-17T22:00:01Z"))
+            let batchID = try #require(try await backOffice.settle(client, "2026-06-17").batches.first?.batch_id)
+            let (_, csv) = try await backOffice.get(client, "/settlements/\(batchID)/report.csv")
             var head = try await services.store.head().position
             var (status, text) = try await postReport(client, csv)
             #expect(status == .ok, "\(text)")
@@ -501,16 +456,16 @@ import Testing
     /// before the run started is the usual 4xx.
     @Test func aRunReportsItsProgressAsNewlineDelimitedJSON() async throws {
         let clock = SimulatedClock(Self.friday)
-        try await app.withApp(seed: true, clock: { clock.now }) { client, _ in
-            let id = try await holds.order(client)
+        try await TestApp.withApp(seed: true, clock: { clock.now }) { client, _ in
+            let id = try await storefront.placeOrder(client)
             try await capture(client, id)
             let headers: HTTPFields = [.contentType: "application/json", .accept: "application/x-ndjson",
-                                       .authorization: "Bearer \(SystemRoutesTests.operatorKey)"]
+                                       .authorization: "Bearer \(TestApp.operatorKey)"]
             let (early, earlyText) = try await client.execute(
                 uri: "/settlements/run", method: .post, headers: headers, body: ByteBuffer(string: #"{"business_date": "2026-06-19"}"#)
             ) { ($0.status, String(buffer: $0.body)) }
             #expect(early == .conflict && earlyText.contains("cut_off_not_reached"))
-            clock.set(Self.instant("2026-06-19T22:00:01Z"))
+            clock.set(TestApp.instant("2026-06-19T22:00:01Z"))
             let (status, contentType, text) = try await client.execute(
                 uri: "/settlements/run", method: .post, headers: headers, body: ByteBuffer(string: #"{"business_date": "2026-06-19"}"#)
             ) { ($0.status, $0.headers[.contentType], String(buffer: $0.body)) }
@@ -532,31 +487,31 @@ import Testing
 
     @Test func badRunsAreRefusedWithTheirReasonAndAppendNothing() async throws {
         let clock = SimulatedClock(Self.friday)
-        try await app.withApp(seed: true, clock: { clock.now }) { client, services in
-            let id = try await holds.order(client)
+        try await TestApp.withApp(seed: true, clock: { clock.now }) { client, services in
+            let id = try await storefront.placeOrder(client)
             try await capture(client, id)
             let head = try await services.store.head().position
             let cases: [(String, String?, Int, String)] = [
-                (#"{"business_date": "2026-06-19"}"#, SystemRoutesTests.operatorKey, 409, "cut_off_not_reached"),
-                (#"{"business_date": "2026-06-20"}"#, SystemRoutesTests.operatorKey, 422, "not_a_business_day"),
-                (#"{"business_date": "2026-02-30"}"#, SystemRoutesTests.operatorKey, 422, "invalid_date"),
-                (#"{"business_date": "19.06.2026"}"#, SystemRoutesTests.operatorKey, 422, "invalid_date"),
-                (#"{"business_date": 20260619}"#, SystemRoutesTests.operatorKey, 422, "invalid_field"),
-                ("{}", SystemRoutesTests.operatorKey, 422, "missing_field"),
-                (#"{"business_date": "2026-06-18", "force": true}"#, SystemRoutesTests.operatorKey, 400, "unknown_field"),
-                ("not json", SystemRoutesTests.operatorKey, 400, "invalid_json"),
-                (#"{"business_date": "2026-06-18"}"#, SystemRoutesTests.auditorKey, 403, "forbidden"),
+                (#"{"business_date": "2026-06-19"}"#, TestApp.operatorKey, 409, "cut_off_not_reached"),
+                (#"{"business_date": "2026-06-20"}"#, TestApp.operatorKey, 422, "not_a_business_day"),
+                (#"{"business_date": "2026-02-30"}"#, TestApp.operatorKey, 422, "invalid_date"),
+                (#"{"business_date": "19.06.2026"}"#, TestApp.operatorKey, 422, "invalid_date"),
+                (#"{"business_date": 20260619}"#, TestApp.operatorKey, 422, "invalid_field"),
+                ("{}", TestApp.operatorKey, 422, "missing_field"),
+                (#"{"business_date": "2026-06-18", "force": true}"#, TestApp.operatorKey, 400, "unknown_field"),
+                ("not json", TestApp.operatorKey, 400, "invalid_json"),
+                (#"{"business_date": "2026-06-18"}"#, TestApp.auditorKey, 403, "forbidden"),
                 (#"{"business_date": "2026-06-18"}"#, nil, 401, "unauthenticated"),
             ]
             for (body, key, status, code) in cases {
-                let (got, text) = try await run(client, body, key: key)
+                let (got, text) = try await backOffice.runSettlement(client, body, key: key)
                 #expect(Int(got.code) == status && text.contains("\"\(code)\""), "\(body): \(got) \(text)")
             }
             #expect(try await services.store.head().position == head)
-            let (missing, _) = try await get(client, "/settlements/OrderLedgerStore-USD-2026-06-18")
-            let (missingReport, _) = try await get(client, "/settlements/OrderLedgerStore-USD-2026-06-18/report.csv")
-            let (badRange, badRangeText) = try await get(client, "/settlements?from=yesterday")
-            let (backwards, _) = try await get(client, "/settlements?from=2026-06-19&to=2026-06-18")
+            let (missing, _) = try await backOffice.get(client, "/settlements/OrderLedgerStore-USD-2026-06-18")
+            let (missingReport, _) = try await backOffice.get(client, "/settlements/OrderLedgerStore-USD-2026-06-18/report.csv")
+            let (badRange, badRangeText) = try await backOffice.get(client, "/settlements?from=yesterday")
+            let (backwards, _) = try await backOffice.get(client, "/settlements?from=2026-06-19&to=2026-06-18")
             #expect(missing == .notFound && missingReport == .notFound)
             #expect(badRange == .badRequest && badRangeText.contains("\"field\":\"from\"") && backwards == .badRequest)
         }
