@@ -23,6 +23,7 @@ public final class PostgresPool: Service, Sendable {
 
     private let state = Mutex(State.waiting(next: 0, [:]))
 
+    /// Wraps `client`, which must not be run elsewhere.
     public init(client: PostgresClient) {
         self.client = client
     }

@@ -72,6 +72,20 @@ import Testing
         }
     }
 
+    /// Its services start together, so each waits for the pool; PostgresNIO would warn of a lease before `run()`.
+    @Test func nothingLeasesAConnectionBeforeThePoolRuns() async throws {
+        let logs = CapturedLogs()
+        var poolLogger = Logger(label: "ledger.tests.pool") { _ in CapturingLogHandler(sink: logs) }
+        poolLogger.logLevel = .warning
+        for _ in 0..<10 {
+            // Seeding runs before the first request, so it is the first to query.
+            try await TestApp.withApp(seed: true, poolLogger: poolLogger) { client, _ in
+                try await client.execute(uri: "/inventory", method: .get) { #expect($0.status == .ok) }
+            }
+        }
+        #expect(!logs.text.contains("hasn't been called yet"), "\(logs.text)")
+    }
+
     @Test func unknownRoutesAnswerWithTheJSONErrorShape() async throws {
         try await TestApp.withApp { client, _ in
             try await client.execute(uri: "/no/such/thing", method: .get) { response in

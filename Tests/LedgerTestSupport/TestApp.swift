@@ -28,11 +28,13 @@ public enum TestApp {
     ///   - clock: the application's clock.
     ///   - extra: more `LEDGERD_*` configuration, over the harness's.
     ///   - logger: the application's logger; by default the quiet ``TestCluster/logger``.
+    ///   - poolLogger: the PostgreSQL pool's background logger; by default the quiet ``TestCluster/logger``.
     ///   - checkpointKey: signs checkpoints; nil: none.
     public static func withApp(
         seed: Bool = false, imagesDirectory: String? = nil, database: TestDatabase? = nil,
         acquirer: (any Acquirer)? = nil, clock: @escaping @Sendable () -> Date = { Date() },
-        environment extra: [String: String] = [:], logger: Logger = TestCluster.logger, checkpointKey: CheckpointKey? = nil,
+        environment extra: [String: String] = [:], logger: Logger = TestCluster.logger, poolLogger: Logger = TestCluster.logger,
+        checkpointKey: CheckpointKey? = nil,
         _ body: @escaping @Sendable (any TestClientProtocol, ServiceContainer) async throws -> Void
     ) async throws {
         let db: TestDatabase
@@ -46,7 +48,7 @@ public enum TestApp {
         let configuration = try LedgerConfiguration.load(environment: environment)
         let client = PostgresClient(
             configuration: TestCluster.configuration(endpoint: db.endpoint, database: db.name, user: "ledger_app"),
-            backgroundLogger: TestCluster.logger)
+            backgroundLogger: poolLogger)
         let services = try ServiceContainer(
             client: client, configuration: configuration, metrics: LedgerMetrics(),
             keyring: try APIKeys.keyring(for: configuration, logger: logger), acquirer: acquirer, clock: clock,
