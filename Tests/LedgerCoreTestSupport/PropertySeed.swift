@@ -25,6 +25,7 @@ public struct PropertySeed: TestTrait, TestScoping {
     /// A generator seeded with the running test's seed.
     public static func generator() -> SeededRandom { SeededRandom(seed: current) }
 
+    /// Runs the test with its seed chosen and every issue it records naming the seed.
     public func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {

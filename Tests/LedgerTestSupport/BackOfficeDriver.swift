@@ -9,6 +9,7 @@ import Testing
 /// ship) and settling days, auditors reading orders, histories and reconciliations. Changes go with
 /// ``TestApp/operatorKey`` and reads with ``TestApp/auditorKey`` unless a call says otherwise.
 public struct BackOfficeDriver: Sendable {
+    /// A driver; it keeps no state, the client passed to each call is the app.
     public init() {}
 
     /// The part of `GET /orders/{id}` the tests read.

@@ -8,6 +8,7 @@ import Testing
 /// The storefront app's side of the API, as a shopper's phone calls it: the catalog, the shipping
 /// methods and `POST /payment`. No key; every call goes through the real router.
 public struct StorefrontDriver: Sendable {
+    /// A driver; it keeps no state, the client passed to each call is the app.
     public init() {}
 
     /// A row of `GET /inventory`.
@@ -15,6 +16,7 @@ public struct StorefrontDriver: Sendable {
         public let id, name, description, image_uri, price, currency: String
         public let quantity_on_hand, reserved, available: Int64
 
+        /// A row as the API sends it (to compare with what it sent).
         public init(
             id: String, name: String, description: String, image_uri: String, price: String, currency: String,
             quantity_on_hand: Int64, reserved: Int64, available: Int64
@@ -36,6 +38,7 @@ public struct StorefrontDriver: Sendable {
         public let id, name, description, price, currency: String
         public let transit_days: Int
 
+        /// A method as the API sends it (to compare with what it sent).
         public init(id: String, name: String, description: String, price: String, currency: String, transit_days: Int) {
             self.id = id
             self.name = name
