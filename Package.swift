@@ -127,19 +127,33 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // Test helpers: one embedded cluster per test run, a fresh database per suite.
+        // Pure test helpers: the decider given/when/then spec and the seeded property-test generator.
+        .target(
+            name: "LedgerCoreTestSupport",
+            dependencies: ["LedgerCore", "LedgerAcquirer"],
+            path: "Tests/LedgerCoreTestSupport"
+        ),
+        // Test harness: one embedded cluster per test run, a fresh database per test, the application
+        // (`TestApp`), the storefront and back-office drivers, `ledgerd` as a process, quiet logs.
         .target(
             name: "LedgerTestSupport",
-            dependencies: ["LedgerPostgres", .product(name: "PostgresNIO", package: "postgres-nio")],
+            dependencies: [
+                "LedgerCore", "LedgerPostgres", "LedgerServices", "LedgerHTTP", "LedgerApp",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
             path: "Tests/LedgerTestSupport"
         ),
-        .testTarget(name: "LedgerCoreTests", dependencies: ["LedgerCore"]),
+        .testTarget(name: "LedgerCoreTests", dependencies: ["LedgerCore", "LedgerAcquirer", "LedgerCoreTestSupport"]),
         // Golden/: report files the tests compare against, read by path.
         .testTarget(name: "LedgerAcquirerTests", dependencies: ["LedgerAcquirer", "LedgerCore"], exclude: ["Golden"]),
         .testTarget(
             name: "LedgerPaymentsTests",
             dependencies: [
-                "LedgerPayments", "LedgerPaymentsTesting",
+                "LedgerPayments", "LedgerPaymentsTesting", "LedgerAcquirer", "LedgerCoreTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -150,10 +164,22 @@ let package = Package(
             name: "LedgerPostgresTests",
             dependencies: ["LedgerPostgres", "LedgerTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
         ),
+        // The HTTP edge without a database: request parsing, the error mapping and its JSON shape.
+        .testTarget(
+            name: "LedgerHTTPTests",
+            dependencies: [
+                "LedgerHTTP", "LedgerServices", "LedgerCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
         .testTarget(
             name: "LedgerAppTests",
             dependencies: [
-                "LedgerApp", "LedgerServices", "LedgerHTTP", "LedgerTestSupport", "ledgerd", "LedgerPayments", "LedgerPaymentsTesting",
+                "LedgerApp", "LedgerServices", "LedgerHTTP", "LedgerTestSupport", "LedgerCoreTestSupport", "ledgerd", "LedgerPayments",
+                "LedgerPaymentsTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],

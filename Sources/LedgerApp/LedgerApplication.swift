@@ -9,6 +9,7 @@ import Logging
 import Metrics
 import PostgresNIO
 import Prometheus
+import ServiceLifecycle
 
 /// The metrics of one daemon: a Prometheus registry and the swift-metrics factory writing to it.
 /// Injected (not bootstrapped globally) so that every application and every test has its own.
@@ -35,6 +36,8 @@ public struct LedgerMetrics: Sendable {
 /// The ledger's parts that the HTTP routes and background services share.
 public struct ServiceContainer: Sendable {
     public let client: PostgresClient
+    /// Runs `client` as the application's first service; what queries at start waits for it.
+    public let pool: PostgresPool
     public let writer: LedgerWriter
     public let store: EventStore
     public let verifier: ChainVerifier
@@ -66,6 +69,7 @@ public struct ServiceContainer: Sendable {
         checkpointKey: CheckpointKey? = nil, acquirerSnapshot: URL? = nil, logger: Logger
     ) throws {
         self.client = client
+        self.pool = PostgresPool(client: client)
         self.metrics = metrics
         self.keyring = keyring
         let writer = LedgerWriter(
@@ -165,6 +169,9 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
 
 /// The daemon as a Hummingbird application. Services start in order (pool, then writer) and
 /// stop in reverse after the HTTP server has drained, so in-flight appends still commit.
+///
+/// A service group starts its services concurrently, so each one that uses the database (and the
+/// work before the server starts: seeding, then the server itself) first waits for the pool to run.
 public func buildApplication(
     configuration: LedgerConfiguration, services: ServiceContainer, logger: Logger
 ) -> some ApplicationProtocol {
@@ -172,12 +179,15 @@ public func buildApplication(
         router: buildRouter(services: services, configuration: configuration),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ledgerd"),
         logger: logger)
-    app.addServices(services.client, services.writer, services.recovery, services.expiry)
+    let pool = services.pool
+    func afterPool(_ service: any Service) -> any Service { StartsAfterPool(pool: pool, service: service) }
+    app.addServices(pool, afterPool(services.writer), afterPool(services.recovery), afterPool(services.expiry))
     if let store = services.acquirerStore { app.addServices(store) }
     if configuration.settlement.runAtCutOff {
-        app.addServices(SettlementScheduler(settlement: services.settlement, logger: logger))
+        app.addServices(afterPool(SettlementScheduler(settlement: services.settlement, logger: logger)))
     }
-    if let scheduler = services.checkpointScheduler { app.addServices(scheduler) }
+    if let scheduler = services.checkpointScheduler { app.addServices(afterPool(scheduler)) }
+    app.beforeServerStarts { await pool.running() }
     if configuration.seedDemoCatalog {
         // Runs once the pool and the writer are up, before the server accepts requests.
         let pictures = configuration.productImagesDirectoryURL
@@ -187,4 +197,18 @@ public func buildApplication(
         }
     }
     return app
+}
+
+/// Runs `service` once the pool has started, so that its first query does not race the pool's start.
+/// Graceful shutdown and cancellation reach `service` as if it ran alone.
+struct StartsAfterPool: Service, CustomStringConvertible {
+    let pool: PostgresPool
+    let service: any Service
+
+    func run() async throws {
+        await pool.running()
+        try await service.run()
+    }
+
+    var description: String { String(describing: service) }
 }

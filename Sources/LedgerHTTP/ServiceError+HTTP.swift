@@ -3,9 +3,14 @@ import LedgerCore
 import LedgerServices
 
 /// The one place where the services' errors become HTTP answers: the kind picks the status, the code,
-/// message and field pass through unchanged (`{"error": {"code", "message", "field"?}}`).
+/// message and field pass through unchanged (`{"error": {"code", "message", "field"?}}`) — except for our
+/// own failures, whose detail goes to the log only: the caller gets the opaque ``internalError``.
 extension APIError {
     public init(_ error: ServiceError) {
+        if error.kind == .internalFailure {
+            self = .internalError
+            return
+        }
         self.init(status: Self.status(of: error.kind), code: error.code, message: error.message, field: error.field)
     }
 

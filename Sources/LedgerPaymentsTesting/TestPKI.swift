@@ -451,7 +451,7 @@ public enum CMSBuilder {
     }
 }
 
-/// Lowercase hex.
-func hexString(_ bytes: some Sequence<UInt8>) -> String {
+/// Lowercase hex of `bytes` (the tokens' transaction ids and hashes; the tests' one hex helper).
+public func hexString(_ bytes: some Sequence<UInt8>) -> String {
     bytes.map { String(format: "%02x", $0) }.joined()
 }

@@ -26,7 +26,7 @@ import Testing
     func ledgerd(_ arguments: [String], environment extra: [String: String] = [:]) throws -> (status: Int32, output: String) {
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LEDGERD_") }
         environment.merge(extra) { $1 }
-        return try DaemonProcessTests.run(arguments, environment: environment)
+        return try DaemonProcess.run(arguments, environment: environment)
     }
 
     func inspectPayU(_ extra: [String]) throws -> (status: Int32, output: String) {

@@ -7,6 +7,7 @@ import LedgerApp
 import LedgerServices
 import LedgerCore
 import LedgerHTTP
+import LedgerCoreTestSupport
 import LedgerPayments
 import LedgerPaymentsTesting
 import LedgerPostgres
@@ -20,8 +21,7 @@ import Testing
 /// files named by LEDGERD_APPLEPAY_*), a real database, the acquirer model behind a recorder, tokens made by
 /// the test PKI. The service's clock is fixed at the tokens' signing time.
 @Suite struct ApplePayPaymentTests {
-    let app = SystemRoutesTests()
-    let payments = PaymentTests()
+    let storefront = StorefrontDriver()
 
     static let dpan = "4895370012003478"
     static let cryptogram = "AgAAAAAAAIR8CQrXcIhbQAAAAAA="
@@ -86,11 +86,11 @@ import Testing
         var extra: [String: Any] = ["gateway": "applepay",
                                     "source": base64 ? json.base64EncodedString() : try JSONSerialization.jsonObject(with: json)]
         if let applicationData { extra["application_data"] = Data(applicationData).base64EncodedString() }
-        return PaymentTests.body(amount: amount, extra: extra)
+        return StorefrontDriver.paymentBody(amount: amount, extra: extra)
     }
 
     static func body(source: Any) -> Data {
-        PaymentTests.body(extra: ["gateway": "applepay", "source": source])
+        StorefrontDriver.paymentBody(extra: ["gateway": "applepay", "source": source])
     }
 
     /// Runs `body` against an app configured with `fixture` (Apple Pay off when nil), clock at the signing time.
@@ -98,7 +98,7 @@ import Testing
         _ fixture: Fixture?, acquirer: RecordingAcquirer = RecordingAcquirer(), logger: Logger = TestCluster.logger,
         _ body: @escaping @Sendable (any TestClientProtocol, ServiceContainer) async throws -> Void
     ) async throws {
-        try await app.withApp(seed: true, acquirer: acquirer, clock: { testNow }, environment: fixture?.environment ?? [:],
+        try await TestApp.withApp(seed: true, acquirer: acquirer, clock: { testNow }, environment: fixture?.environment ?? [:],
                               logger: logger, body)
     }
 
@@ -118,7 +118,7 @@ import Testing
         let acquirer = RecordingAcquirer()
         try await withApplePay(fixture, acquirer: acquirer) { client, services in
             let token = try fixture.token()
-            let (status, text) = try await payments.pay(client, Self.body(token, base64: base64))
+            let (status, text) = try await storefront.pay(client, Self.body(token, base64: base64))
             #expect(status == .ok, "\(text)")
             let reply = try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8))
             #expect(reply.status == "succeeded" && reply.order_status == "authorized" && reply.amount == 5900)
@@ -154,7 +154,7 @@ import Testing
         let fixture = try Fixture(merchants: [new, old, rsa])
         try await withApplePay(fixture) { client, services in
             for merchant in [old, new, rsa] {
-                let (status, text) = try await payments.pay(client, Self.body(fixture.token(merchant: merchant)))
+                let (status, text) = try await storefront.pay(client, Self.body(fixture.token(merchant: merchant)))
                 #expect(status == .ok, "\(merchant.kind): \(text)")
             }
             #expect(try await events(services).filter { $0.type == "ApplePayTokenAccepted" }.count == 3)
@@ -166,7 +166,7 @@ import Testing
         try await withApplePay(fixture) { client, _ in
             var spec = Self.spec()
             spec.applicationData = Array("cart 42".utf8)
-            let (status, text) = try await payments.pay(client, Self.body(fixture.token(spec), applicationData: Array("cart 42".utf8)))
+            let (status, text) = try await storefront.pay(client, Self.body(fixture.token(spec), applicationData: Array("cart 42".utf8)))
             #expect(status == .ok, "\(text)")
         }
     }
@@ -180,13 +180,13 @@ import Testing
         logger.logLevel = .trace
         try await withApplePay(fixture, logger: logger) { client, services in
             let token = try fixture.token()
-            #expect(try await payments.pay(client, Self.body(token)).0 == .ok)
+            #expect(try await storefront.pay(client, Self.body(token)).0 == .ok)
             // A replay, a stale token and an amount mismatch log and record refusals too.
-            #expect(try await payments.pay(client, Self.body(token)).0 == .conflict)
+            #expect(try await storefront.pay(client, Self.body(token)).0 == .conflict)
             var stale = Self.spec()
             stale.signingTime = testNow.addingTimeInterval(-3_600)
-            #expect(try await payments.pay(client, Self.body(fixture.token(stale))).0 == .unprocessableContent)
-            #expect(try await payments.pay(client, Self.body(fixture.token(Self.spec(amount: 100)))).0 == .unprocessableContent)
+            #expect(try await storefront.pay(client, Self.body(fixture.token(stale))).0 == .unprocessableContent)
+            #expect(try await storefront.pay(client, Self.body(fixture.token(Self.spec(amount: 100)))).0 == .unprocessableContent)
 
             // Every table of the ledger schema, every column, as text.
             var stored: [String] = []
@@ -347,7 +347,7 @@ import Testing
         let acquirer = RecordingAcquirer()
         try await withApplePay(fixture, acquirer: acquirer) { client, services in
             let before = try await events(services).count
-            let (status, text) = try await payments.pay(client, refusal.request(fixture))
+            let (status, text) = try await storefront.pay(client, refusal.request(fixture))
             #expect(Int(status.code) == refusal.status, "\(text)")
             let error = try errorBody(text)
             #expect(error.code == refusal.code && error.field == refusal.field, "\(text)")
@@ -359,8 +359,8 @@ import Testing
                 #expect("applepay_" + rejected.reason == refusal.code && rejected.transactionID.count >= 2)
             }
             #expect(acquirer.requests.withLock { $0.isEmpty }, "nothing may be authorized")
-            #expect(try await PaymentTests.contacts(services) == 0, "no shipping contact may be left behind")
-            #expect(try await payments.clockRow(client).reserved == 0)
+            #expect(try await services.shippingContactCount() == 0, "no shipping contact may be left behind")
+            #expect(try await storefront.clockRow(client).reserved == 0)
         }
     }
 
@@ -368,12 +368,12 @@ import Testing
         let fixture = try Fixture()
         try await withApplePay(fixture) { client, services in
             let wrongAmount = try Self.body(fixture.token(Self.spec(amount: 5800)))
-            for _ in 0..<3 { #expect(try await payments.pay(client, wrongAmount).0 == .unprocessableContent) }
+            for _ in 0..<3 { #expect(try await storefront.pay(client, wrongAmount).0 == .unprocessableContent) }
             #expect(try await events(services).filter { $0.type == "ApplePayTokenRejected" }.count == 1)
             // Every refusal is counted, recorded or not.
             let tampered = try Self.tampered(fixture) { $0.data = Self.flipped($0.data) }
-            #expect(try await payments.pay(client, tampered).0 == .unprocessableContent)
-            #expect(try await payments.pay(client, Self.body(fixture.token())).0 == .ok)
+            #expect(try await storefront.pay(client, tampered).0 == .unprocessableContent)
+            #expect(try await storefront.pay(client, Self.body(fixture.token())).0 == .ok)
             let metrics = try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
             #expect(metrics.contains(#"applepay_token_rejections_total{reason="amount_mismatch"} 3"#), "\(metrics)")
             #expect(metrics.contains(#"applepay_token_rejections_total{reason="message_digest_mismatch"} 1"#))
@@ -385,7 +385,7 @@ import Testing
         let fixture = try Fixture()
         try await withApplePay(nil) { client, services in
             let before = try await events(services).count
-            let (status, text) = try await payments.pay(client, Self.body(fixture.token()))
+            let (status, text) = try await storefront.pay(client, Self.body(fixture.token()))
             #expect(status == .unprocessableContent)
             #expect(try errorBody(text).code == "applepay_not_configured" && errorBody(text).field == "gateway")
             #expect(try await events(services).count == before)
@@ -399,18 +399,18 @@ import Testing
         let acquirer = RecordingAcquirer()
         try await withApplePay(fixture, acquirer: acquirer) { client, services in
             let spec = Self.spec("the one transaction")
-            #expect(try await payments.pay(client, Self.body(fixture.token(spec))).0 == .ok)
+            #expect(try await storefront.pay(client, Self.body(fixture.token(spec))).0 == .ok)
             let before = try await events(services).count
             // The same token, and a different genuine token with the same transaction id.
             for body in [try Self.body(fixture.token(spec)), try Self.body(fixture.token(spec), base64: true)] {
-                let (status, text) = try await payments.pay(client, body)
+                let (status, text) = try await storefront.pay(client, body)
                 #expect(status == .conflict, "\(text)")
                 #expect(try errorBody(text).code == "applepay_replayed_transaction" && errorBody(text).field == "source")
             }
             let added = try await events(services).dropFirst(before)
             #expect(added.map(\.type) == ["ApplePayTokenRejected"])
             #expect(acquirer.requests.withLock { $0.count } == 1)
-            #expect(try await payments.clockRow(client).reserved == 1)
+            #expect(try await storefront.clockRow(client).reserved == 1)
         }
     }
 
@@ -420,7 +420,7 @@ import Testing
         try await withApplePay(fixture, acquirer: acquirer) { client, services in
             let body = try Self.body(fixture.token())
             let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
-                for _ in 0..<8 { group.addTask { try await payments.pay(client, body).0 } }
+                for _ in 0..<8 { group.addTask { try await storefront.pay(client, body).0 } }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(statuses.filter { $0 == .ok }.count == 1)
@@ -430,7 +430,7 @@ import Testing
             #expect(log.filter { $0.type == "ApplePayTokenAccepted" }.count == 1)
             #expect(log.filter { $0.type == "ApplePayTokenRejected" }.count == 1)
             #expect(acquirer.requests.withLock { $0.count } == 1)
-            #expect(try await payments.clockRow(client).reserved == 1)
+            #expect(try await storefront.clockRow(client).reserved == 1)
         }
     }
 
@@ -439,10 +439,10 @@ import Testing
         let acquirer = RecordingAcquirer()
         try await withApplePay(fixture, acquirer: acquirer) { client, services in
             let body = try Self.body(fixture.token())
-            let first = try await payments.pay(client, body, key: "checkout-7")
-            let retry = try await payments.pay(client, body, key: "checkout-7")
+            let first = try await storefront.pay(client, body, key: "checkout-7")
+            let retry = try await storefront.pay(client, body, key: "checkout-7")
             #expect(first.0 == .ok && retry.0 == .ok && first.1 == retry.1)
-            let other = try await payments.pay(client, body, key: "checkout-8")
+            let other = try await storefront.pay(client, body, key: "checkout-8")
             #expect(other.0 == .conflict && other.1.contains("applepay_replayed_transaction"))
             #expect(acquirer.requests.withLock { $0.count } == 1)
             #expect(try await events(services).filter { $0.type == "OrderOpened" }.count == 1)
@@ -453,10 +453,10 @@ import Testing
 
     /// Random bytes and random single-character mutations of a valid token through `POST /payment`: always a
     /// 4xx with an `applepay_` code (never a crash or a 5xx), never an order, at most one audit event per token.
-    @Test func fuzzedTokensAreRefusedCleanly() async throws {
+    @Test(.seeded(by: "LEDGER_FUZZ_SEED")) func fuzzedTokensAreRefusedCleanly() async throws {
         let fixture = try Fixture()
-        let seed = UInt64.random(in: 1...UInt64.max)
-        var generator = SplitMix64(seed: seed)
+        let seed = PropertySeed.current
+        var generator = SeededRandom(seed: seed)
         let token = try fixture.token()
         let json = Array(try JSONEncoder().encode(token))
         var bodies: [Data] = []
@@ -476,7 +476,7 @@ import Testing
         let fuzzed = bodies
         try await withApplePay(fixture, acquirer: acquirer) { client, services in
             for body in fuzzed {
-                let (status, text) = try await payments.pay(client, body)
+                let (status, text) = try await storefront.pay(client, body)
                 // A mutation that leaves the token valid (e.g. in JSON whitespace or a key order) may pay once.
                 if status == .ok { continue }
                 #expect((400..<500).contains(status.code), "seed \(seed): \(text)")
@@ -522,18 +522,5 @@ struct CapturingLogHandler: LogHandler {
     func log(event: LogEvent) {
         let merged = metadata.merging(event.metadata ?? [:]) { $1 }
         sink.append("\(event.level) \(event.message) \(merged) \(event.error.map { String(reflecting: $0) } ?? "")")
-    }
-}
-
-/// A seeded generator (SplitMix64), so a failing fuzz run can be repeated from its printed seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

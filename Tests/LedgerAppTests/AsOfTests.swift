@@ -11,51 +11,14 @@ import LedgerPostgres
 import LedgerTestSupport
 import Testing
 
-/// A JSON value, compared structurally (key order and spacing do not matter; the live answers
-/// come from jsonb, the as-of answers from Swift's encoder).
-indirect enum JSONValue: Decodable, Equatable, CustomStringConvertible {
-    case null, bool(Bool), int(Int64), double(Double), string(String), array([JSONValue]), object([String: JSONValue])
-
-    init(from decoder: any Decoder) throws {
-        let c = try decoder.singleValueContainer()
-        if c.decodeNil() { self = .null }
-        else if let v = try? c.decode(Bool.self) { self = .bool(v) }
-        else if let v = try? c.decode(Int64.self) { self = .int(v) }
-        else if let v = try? c.decode(Double.self) { self = .double(v) }
-        else if let v = try? c.decode(String.self) { self = .string(v) }
-        else if let v = try? c.decode([JSONValue].self) { self = .array(v) }
-        else { self = .object(try c.decode([String: JSONValue].self)) }
-    }
-
-    static func parse(_ text: String) -> JSONValue? { try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) }
-
-    subscript(key: String) -> JSONValue? {
-        if case .object(let o) = self { return o[key] }
-        return nil
-    }
-
-    var description: String {
-        switch self {
-        case .null: return "null"
-        case .bool(let b): return "\(b)"
-        case .int(let i): return "\(i)"
-        case .double(let d): return "\(d)"
-        case .string(let s): return "\"\(s)\""
-        case .array(let a): return "[" + a.map(\.description).joined(separator: ",") + "]"
-        case .object(let o): return "{" + o.keys.sorted().map { "\"\($0)\":\(o[$0]!)" }.joined(separator: ",") + "}"
-        }
-    }
-}
-
 /// As-of state against live state: a scripted day of payments, captures, voids, refunds,
 /// shipments, a decline and an expiry, with every live answer recorded after each step; then each
 /// is asked again as of that step's position and time. They must be equal.
 @Suite struct AsOfTests {
-    let app = SystemRoutesTests()
-    let holds = HoldTests()
-    let payments = PaymentTests()
+    let storefront = StorefrontDriver()
+    let backOffice = BackOfficeDriver()
 
-    static let auditor: HTTPFields = [.authorization: "Bearer \(SystemRoutesTests.auditorKey)"]
+    static let auditor: HTTPFields = [.authorization: "Bearer \(TestApp.auditorKey)"]
 
     /// Status and the part of the body that is the state (`order`, `authorization`, `product`, or the inventory array).
     struct Answer: Equatable, CustomStringConvertible {
@@ -113,9 +76,9 @@ indirect enum JSONValue: Decodable, Equatable, CustomStringConvertible {
         // The application's business day is a Wednesday in 2030, ahead of the database's clock, so
         // that an as-of time taken from recorded_at is never in the application's future; payments,
         // expiry and the settlement cut-off go by the former.
-        let clock = SimulatedClock(SettlementRunTests.instant("2030-06-19T10:00:00Z"))
+        let clock = SimulatedClock(TestApp.instant("2030-06-19T10:00:00Z"))
         let model = AcquirerModel(seed: 11, clock: { clock.now })
-        try await app.withApp(seed: true, acquirer: model, clock: { clock.now }) { client, services in
+        try await TestApp.withApp(seed: true, acquirer: model, clock: { clock.now }) { client, services in
             var orders: [String] = []
             var batches: [String] = []
             var observations: [Observation] = []
@@ -123,30 +86,30 @@ indirect enum JSONValue: Decodable, Equatable, CustomStringConvertible {
                 observations.append(try await observe(name, client, services, orders, batches: batches))
             }
             func operate(_ id: String, _ operation: String, _ body: String = "{}") async throws {
-                let (status, text) = try await holds.operate(client, id, operation, body)
+                let (status, text) = try await backOffice.operate(client, id, operation, body)
                 #expect(status == .ok, "\(operation) \(body): \(text)")
             }
             let catalogOnly = try await observe("catalog", client, services, [])
             observations.append(catalogOnly)
 
-            orders.append(try await holds.order(client)); try await step("o1 paid")
-            orders.append(try await holds.order(client, product: "Pen", amount: 3200)); try await step("o2 paid")
+            orders.append(try await storefront.placeOrder(client)); try await step("o1 paid")
+            orders.append(try await storefront.placeOrder(client, product: "Pen", amount: 3200)); try await step("o2 paid")
             try await operate(orders[0], "capture", #"{"amount": "20.00"}"#); try await step("o1 partly captured")
-            let (declined, text) = try await payments.pay(client, PaymentTests.body(source: "tok_chargeDeclined"))
+            let (declined, text) = try await storefront.pay(client, StorefrontDriver.paymentBody(source: "tok_chargeDeclined"))
             #expect(declined.code == 402)
             orders.append(try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8)).order_id); try await step("o3 declined")
             try await operate(orders[1], "void", #"{"amount": "2.00"}"#); try await step("o2 partly voided")
             try await operate(orders[0], "ship", #"{"carrier": "UPS"}"#); try await step("o1 shipped")
             try await operate(orders[0], "refund", #"{"amount": "10.00", "reason": "scratched"}"#); try await step("o1 partly refunded")
-            orders.append(try await holds.order(client)); try await step("o4 paid")
+            orders.append(try await storefront.placeOrder(client)); try await step("o4 paid")
             try await operate(orders[3], "void"); try await step("o4 voided")
-            orders.append(try await holds.order(client, product: "Pen", amount: 3200))
+            orders.append(try await storefront.placeOrder(client, product: "Pen", amount: 3200))
             try await operate(orders[4], "capture", #"{"amount": "5.00"}"#); try await step("o5 partly captured")
-            orders.append(try await holds.order(client)); try await step("o6 paid")
+            orders.append(try await storefront.placeOrder(client)); try await step("o6 paid")
 
             // The day's settlement after its cut-off: o1's captures and refund, o5's capture.
-            clock.set(SettlementRunTests.instant("2030-06-19T22:00:01Z"))
-            let settled = try await SettlementRunTests().settle(client, "2030-06-19")
+            clock.set(TestApp.instant("2030-06-19T22:00:01Z"))
+            let settled = try await backOffice.settle(client, "2030-06-19")
             batches = settled.batches.map(\.batch_id)
             #expect(batches.count == 1 && settled.batches.first?.captures == 3 && settled.batches.first?.refunds == 1, "\(settled)")
             try await step("settled")
@@ -166,7 +129,7 @@ indirect enum JSONValue: Decodable, Equatable, CustomStringConvertible {
 
             #expect(try await services.holds.expireDue() == 3)
             try await step("swept")
-            orders.append(try await holds.order(client))
+            orders.append(try await storefront.placeOrder(client))
             try await operate(orders[6], "capture", #"{"final": true}"#)
             try await operate(orders[6], "ship"); try await step("o7 captured and shipped")
             try await operate(orders[6], "refund", #"{"amount": "59.00", "reason": "returned"}"#); try await step("o7 refunded")
@@ -194,16 +157,16 @@ indirect enum JSONValue: Decodable, Equatable, CustomStringConvertible {
     /// (`AggregateStates.lapsed(at:)`). A microsecond before a hold's expiry and at the expiry
     /// itself, both must give the same order status and the same stock.
     @Test func liveAndAsOfReadsAgreeOnALapsedHoldAtItsExpiryInstant() async throws {
-        let clock = SimulatedClock(SettlementRunTests.instant("2030-06-19T10:00:00Z"))
+        let clock = SimulatedClock(TestApp.instant("2030-06-19T10:00:00Z"))
         let model = AcquirerModel(seed: 11, clock: { clock.now })
-        try await app.withApp(seed: true, acquirer: model, clock: { clock.now }) { client, services in
-            let authorized = try await holds.order(client)  // one clock
-            let partly = try await holds.order(client, product: "Pen", amount: 3200)
-            let (status, text) = try await holds.operate(client, partly, "capture", #"{"amount": "5.00"}"#)
+        try await TestApp.withApp(seed: true, acquirer: model, clock: { clock.now }) { client, services in
+            let authorized = try await storefront.placeOrder(client)  // one clock
+            let partly = try await storefront.placeOrder(client, product: "Pen", amount: 3200)
+            let (status, text) = try await backOffice.operate(client, partly, "capture", #"{"amount": "5.00"}"#)
             #expect(status == .ok, "\(text)")
-            let expiresAt = try #require(try await holds.orderBody(client, authorized).hold?.expires_at)
+            let expiresAt = try #require(try await backOffice.order(client, authorized).hold?.expires_at)
             let expiry = try #require(RFC3339.micros(expiresAt))
-            #expect(try await holds.orderBody(client, partly).hold?.expires_at == expiresAt, "both holds were authorized at once")
+            #expect(try await backOffice.order(client, partly).hold?.expires_at == expiresAt, "both holds were authorized at once")
 
             let uris = ["/orders/\(authorized)", "/orders/\(partly)", "/products/clock", "/products/pen", "/inventory"]
             var live: [Int64: [String: Answer]] = [:]
@@ -233,8 +196,8 @@ indirect enum JSONValue: Decodable, Equatable, CustomStringConvertible {
     }
 
     @Test func badAsOfPointsAreRefusedAndTheInventoryHistoryNeedsAKey() async throws {
-        try await app.withApp(seed: true) { client, services in
-            let id = try await holds.order(client)
+        try await TestApp.withApp(seed: true) { client, services in
+            let id = try await storefront.placeOrder(client)
             let head = try await services.store.head().position
             for (query, code) in [("abc", 400), ("-1", 400), ("\(head + 1)", 400), ("2999-01-01T00:00:00Z", 400),
                                   ("2026-13-01T00:00:00Z", 400), ("\(head)", 200), ("1", 404)] {

@@ -11,8 +11,6 @@ import Testing
 
 /// The back-office history endpoints through the real router, and the access rules on them.
 @Suite struct AuditRoutesTests {
-    let app = SystemRoutesTests()
-
     func bearer(_ key: String) -> HTTPFields { [.authorization: "Bearer \(key)"] }
 
     func seed(_ services: ServiceContainer, count: Int) async throws {
@@ -30,8 +28,8 @@ import Testing
             let stream: String
             let version: Int64
             let type: String
-            let data: [String: AnyCodableValue]
-            let metadata: [String: AnyCodableValue]
+            let data: [String: JSONValue]
+            let metadata: [String: JSONValue]
             let effective_at: String
             let hash: String
         }
@@ -40,7 +38,7 @@ import Testing
     }
 
     @Test func missingOrUnknownKeysAre401AndAuditorsCanRead() async throws {
-        try await app.withApp { client, services in
+        try await TestApp.withApp { client, services in
             try await seed(services, count: 3)
             try await client.execute(uri: "/events", method: .get) { response in
                 #expect(response.status == .unauthorized)
@@ -53,7 +51,7 @@ import Testing
             try await client.execute(uri: "/events", method: .get, headers: [.authorization: "Basic dXNlcjpwdw=="]) { response in
                 #expect(response.status == .unauthorized)
             }
-            for key in [SystemRoutesTests.auditorKey, SystemRoutesTests.operatorKey] {
+            for key in [TestApp.auditorKey, TestApp.operatorKey] {
                 try await client.execute(uri: "/events", method: .get, headers: bearer(key)) { response in
                     #expect(response.status == .ok)
                     let feed = try JSONDecoder().decode(Feed.self, from: Data(buffer: response.body))
@@ -64,14 +62,14 @@ import Testing
     }
 
     @Test func pagingThroughTheFeedReturnsEveryEventOnceInOrder() async throws {
-        try await app.withApp { client, services in
+        try await TestApp.withApp { client, services in
             try await seed(services, count: 23)
             for pageSize in [1, 4, 7, 23, 50] {
                 var after: Int64 = 0
                 var seen: [Int64] = []
                 while true {
                     let uri = "/events?after=\(after)&limit=\(pageSize)"
-                    let feed = try await client.execute(uri: uri, method: .get, headers: bearer(SystemRoutesTests.auditorKey)) { response in
+                    let feed = try await client.execute(uri: uri, method: .get, headers: bearer(TestApp.auditorKey)) { response in
                         try JSONDecoder().decode(Feed.self, from: Data(buffer: response.body))
                     }
                     seen += feed.events.map(\.position)
@@ -84,10 +82,10 @@ import Testing
     }
 
     @Test func aStreamsHistoryShowsItsEventsAsStored() async throws {
-        try await app.withApp { client, services in
+        try await TestApp.withApp { client, services in
             try await seed(services, count: 6)
             let stored = try await services.store.readStream(StreamID("order-1")!)
-            try await client.execute(uri: "/streams/order-1/events", method: .get, headers: bearer(SystemRoutesTests.auditorKey)) { response in
+            try await client.execute(uri: "/streams/order-1/events", method: .get, headers: bearer(TestApp.auditorKey)) { response in
                 #expect(response.status == .ok)
                 let body = String(buffer: response.body)
                 let history = try JSONDecoder().decode(Feed.self, from: Data(buffer: response.body))
@@ -98,25 +96,25 @@ import Testing
                 // data and metadata are the stored jsonb text, verbatim
                 #expect(body.contains(stored[0].data) && body.contains(stored[0].metadata))
             }
-            try await client.execute(uri: "/streams/order-99/events", method: .get, headers: bearer(SystemRoutesTests.auditorKey)) { response in
+            try await client.execute(uri: "/streams/order-99/events", method: .get, headers: bearer(TestApp.auditorKey)) { response in
                 #expect(response.status == .notFound)
             }
         }
     }
 
     @Test func verifyReportsTheChainAndRefusesBadRanges() async throws {
-        try await app.withApp { client, services in
+        try await TestApp.withApp { client, services in
             try await seed(services, count: 5)
-            try await client.execute(uri: "/audit/verify", method: .get, headers: bearer(SystemRoutesTests.auditorKey)) { response in
+            try await client.execute(uri: "/audit/verify", method: .get, headers: bearer(TestApp.auditorKey)) { response in
                 #expect(response.status == .ok)
                 let report = try JSONDecoder().decode(ChainReport.self, from: Data(buffer: response.body))
                 #expect(report == ChainReport(ok: true, checked: 5))
             }
-            try await client.execute(uri: "/audit/verify?from=0", method: .get, headers: bearer(SystemRoutesTests.auditorKey)) { response in
+            try await client.execute(uri: "/audit/verify?from=0", method: .get, headers: bearer(TestApp.auditorKey)) { response in
                 #expect(response.status == .badRequest)
                 #expect(String(buffer: response.body).contains(#""field":"from""#))
             }
-            try await client.execute(uri: "/events?limit=5000", method: .get, headers: bearer(SystemRoutesTests.auditorKey)) { response in
+            try await client.execute(uri: "/events?limit=5000", method: .get, headers: bearer(TestApp.auditorKey)) { response in
                 #expect(response.status == .badRequest)
             }
         }
@@ -155,18 +153,5 @@ import Testing
     actor Counter {
         var value = 0
         func increment() { value += 1 }
-    }
-}
-
-/// A JSON value for decoding payloads in tests.
-enum AnyCodableValue: Decodable, Equatable {
-    case string(String), int(Int64), bool(Bool), null, other
-    init(from decoder: any Decoder) throws {
-        let c = try decoder.singleValueContainer()
-        if c.decodeNil() { self = .null }
-        else if let v = try? c.decode(Int64.self) { self = .int(v) }
-        else if let v = try? c.decode(Bool.self) { self = .bool(v) }
-        else if let v = try? c.decode(String.self) { self = .string(v) }
-        else { self = .other }
     }
 }

@@ -14,12 +14,11 @@ import Testing
 /// An order's history and the filtered feed through the real router; signed checkpoints; privacy
 /// erasure.
 @Suite struct AuditTrailTests {
-    let app = SystemRoutesTests()
-    let holds = HoldTests()
-    let payments = PaymentTests()
+    let storefront = StorefrontDriver()
+    let backOffice = BackOfficeDriver()
 
-    static let auditor: HTTPFields = [.authorization: "Bearer \(SystemRoutesTests.auditorKey)"]
-    static let operatorKey: HTTPFields = [.authorization: "Bearer \(SystemRoutesTests.operatorKey)"]
+    static let auditor: HTTPFields = [.authorization: "Bearer \(TestApp.auditorKey)"]
+    static let operatorKey: HTTPFields = [.authorization: "Bearer \(TestApp.operatorKey)"]
 
     struct Feed: Decodable {
         struct Event: Decodable {
@@ -42,14 +41,14 @@ import Testing
     func feed(_ text: String) throws -> Feed { try JSONDecoder().decode(Feed.self, from: Data(text.utf8)) }
 
     @Test func anOrdersHistoryMergesItsStreamsAndStockInPositionOrder() async throws {
-        try await app.withApp(seed: true) { client, services in
-            let id = try await holds.order(client)
-            let other = try await holds.order(client)
-            _ = try await holds.operate(client, id, "capture", #"{"amount": "20.00"}"#)
-            _ = try await holds.operate(client, other, "void")
-            _ = try await holds.operate(client, id, "ship")
-            _ = try await holds.operate(client, id, "refund", #"{"amount": "5.00", "reason": "dent"}"#)
-            let (status, text) = try await get(client, "/orders/\(id)/history")
+        try await TestApp.withApp(seed: true) { client, services in
+            let id = try await storefront.placeOrder(client)
+            let other = try await storefront.placeOrder(client)
+            _ = try await backOffice.capture(client, id, #"{"amount": "20.00"}"#)
+            _ = try await backOffice.void(client, other)
+            _ = try await backOffice.ship(client, id)
+            _ = try await backOffice.refund(client, id, #"{"amount": "5.00", "reason": "dent"}"#)
+            let (status, text) = try await backOffice.history(client, id)
             #expect(status == 200, "\(text)")
             let history = try feed(text)
             #expect(history.events.map(\.type).sorted() == [
@@ -65,16 +64,16 @@ import Testing
             #expect(history.events.map(\.hash) == expected.map { Hex.encode($0.hash) })
             #expect(try await get(client, "/orders/nope/history").0 == 404)
             #expect(try await get(client, "/orders/\(id)/history", headers: [:]).0 == 401)
-            let order = try await holds.orderBody(client, id)
+            let order = try await backOffice.order(client, id)
             #expect(order.status == "partially_refunded")
         }
     }
 
     @Test func theFeedFiltersAndPagesEveryMatchOnce() async throws {
-        try await app.withApp(seed: true) { client, services in
+        try await TestApp.withApp(seed: true) { client, services in
             var ids: [String] = []
-            for _ in 0..<4 { ids.append(try await holds.order(client)) }
-            _ = try await holds.operate(client, ids[1], "capture", #"{"amount": "1.00"}"#)
+            for _ in 0..<4 { ids.append(try await storefront.placeOrder(client)) }
+            _ = try await backOffice.capture(client, ids[1], #"{"amount": "1.00"}"#)
             let all = try await services.store.read(from: 1, limit: 10_000)
             func correlation(_ e: RecordedEvent) -> String? {
                 (try? JSONDecoder().decode(EventMetadata.self, from: Data(e.metadata.utf8)))?.correlationID
@@ -117,15 +116,6 @@ import Testing
     }
 
     /// Runs SQL as the superuser with triggers off, as a malicious DBA would.
-    static func tamper(_ db: TestDatabase, _ sql: String) async throws {
-        try await db.withOwner { client in
-            try await client.withConnection { connection in
-                try await Migrator.run(script: "SET session_replication_role = replica; \(sql); RESET session_replication_role;",
-                                       connection: connection, logger: TestCluster.logger)
-            }
-        }
-    }
-
     @Test func signedCheckpointsProveThePrefixAndCatchATruncatedTail() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-cp-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -135,8 +125,10 @@ import Testing
         try Data(key.publicKeyPEM.utf8).write(to: publicKey)
         try Data(stranger.publicKeyPEM.utf8).write(to: strangerKey)
         let db = try await TestDatabase.fresh()
-        try await app.withApp(seed: true, database: db, environment: ["LEDGERD_DATA_DIR": directory.path], checkpointKey: key) { client, services in
-            _ = try await holds.order(client)
+        try await TestApp.withApp(
+            seed: true, database: db, environment: ["LEDGERD_DATA_DIR": directory.path], checkpointKey: key
+        ) { client, services in
+            _ = try await storefront.placeOrder(client)
             var headers = Self.operatorKey
             headers[.contentType] = "application/json"
             let refused = try await client.execute(uri: "/audit/checkpoints", method: .post, headers: Self.auditor) { $0.status }
@@ -158,7 +150,7 @@ import Testing
             #expect(listed == 200 && listedTypes == ["CheckpointSigned"], "\(list)")
 
             // More business after the checkpoint; everything verifies.
-            for _ in 0..<2 { _ = try await holds.order(client) }
+            for _ in 0..<2 { _ = try await storefront.placeOrder(client) }
             func verify(_ keyFile: URL = publicKey, _ checkpointFile: URL = file) async throws -> CheckpointVerification.Outcome {
                 try await db.withApp { client in
                     try await CheckpointVerification.run(client: client, checkpointFile: checkpointFile.path,
@@ -180,7 +172,7 @@ import Testing
             // A superuser removes the tail back into the signed prefix and moves the head to match:
             // the chain alone still verifies; the checkpoint names the first missing position.
             let cut = signed.position - 3
-            try await Self.tamper(db, """
+            try await db.tamper("""
                 DELETE FROM ledger.events WHERE position > \(cut);
                 UPDATE ledger.head SET position = \(cut), hash = (SELECT hash FROM ledger.events WHERE position = \(cut))
                 """)
@@ -192,7 +184,7 @@ import Testing
             #expect(outcome.lines.contains { $0.hasPrefix("sql verifier") && $0.contains("chain broken at position \(cut + 1)") }, "\(outcome.lines)")
         }
         // Without a key the endpoint says so, and appends nothing.
-        try await app.withApp(seed: true) { client, services in
+        try await TestApp.withApp(seed: true) { client, services in
             let before = try await services.store.head().position
             let (status, text) = try await client.execute(uri: "/audit/checkpoints", method: .post, headers: Self.operatorKey) {
                 (Int($0.status.code), String(buffer: $0.body))
@@ -247,10 +239,10 @@ import Testing
     }
 
     @Test func anErasedContactReadsAsErasedAndTheMoneyHistoryStaysIntact() async throws {
-        try await app.withApp(seed: true) { client, services in
-            let id = try await holds.order(client)
-            let kept = try await holds.order(client, product: "Pen", amount: 3200)
-            _ = try await holds.operate(client, id, "capture", #"{"amount": "59.00"}"#)
+        try await TestApp.withApp(seed: true) { client, services in
+            let id = try await storefront.placeOrder(client)
+            let kept = try await storefront.placeOrder(client, product: "Pen", amount: 3200)
+            _ = try await backOffice.capture(client, id, #"{"amount": "59.00"}"#)
             let (shown, contact) = try await get(client, "/orders/\(id)/contact", headers: Self.operatorKey)
             #expect(shown == 200 && contact.contains("Appleseed") && contact.contains("jane@example.com"), "\(contact)")
             #expect(try await get(client, "/orders/\(id)/contact").0 == 403)  // auditors see no personal data
@@ -273,7 +265,7 @@ import Testing
             let (status, text) = try await erase(#"{"customer": "JANE@example.com"}"#)
             #expect(status == 200, "\(text)")
             #expect(text.contains(id) && text.contains(kept), "\(text)")
-            #expect(try await PaymentTests.contacts(services) == 0)
+            #expect(try await services.shippingContactCount() == 0)
             let (gone, reply) = try await get(client, "/orders/\(id)/contact", headers: Self.operatorKey)
             #expect(gone == 410 && reply.contains("contact_erased"), "\(reply)")
             #expect(try await erase(#"{"customer": "jane@example.com"}"#).0 == 404)
@@ -286,7 +278,7 @@ import Testing
             let swiftChain = try await services.verifier.verify(), sqlChain = try await services.verifier.verifyInDatabase()
             #expect(swiftChain.ok && sqlChain == swiftChain)
             // The money: the order reads as before; its history shows the erasure.
-            #expect(OrderReadsTests.sameJSON(try await get(client, "/orders/\(id)").1, orderBefore))
+            #expect(JSONValue.sameObject(try await get(client, "/orders/\(id)").1, orderBefore))
             let history = try feed(try await get(client, "/orders/\(id)/history").1)
             #expect(history.events.last?.type == "ContactErased")
             #expect(history.events.filter { $0.type == "HoldCaptured" }.count == 1)

@@ -10,8 +10,8 @@ import Testing
 /// The README's SQL for auditors, run exactly as documented: the block between its
 /// `<!-- auditor-sql -->` markers, through psql, as `ledger_auditor`, on a ledger with real orders.
 @Suite struct AuditorSQLTests {
-    let app = SystemRoutesTests()
-    let holds = HoldTests()
+    let storefront = StorefrontDriver()
+    let backOffice = BackOfficeDriver()
 
     static func documentedSQL() throws -> String {
         let readme = try String(contentsOf: TestCluster.repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
@@ -55,16 +55,16 @@ import Testing
     @Test func theDocumentedQueriesRunAsTheAuditorRoleAndAnswerRight() async throws {
         let sql = try Self.documentedSQL()
         let db = try await TestDatabase.fresh()
-        let clock = SimulatedClock(SettlementRunTests.instant("2030-06-19T10:00:00Z"))
-        try await app.withApp(seed: true, database: db, clock: { clock.now }) { client, services in
-            let id = try await holds.order(client)
-            _ = try await holds.order(client)
-            _ = try await holds.operate(client, id, "capture", #"{"amount": "10.00"}"#)
-            _ = try await holds.operate(client, id, "ship")
+        let clock = SimulatedClock(TestApp.instant("2030-06-19T10:00:00Z"))
+        try await TestApp.withApp(seed: true, database: db, clock: { clock.now }) { client, services in
+            let id = try await storefront.placeOrder(client)
+            _ = try await storefront.placeOrder(client)
+            _ = try await backOffice.capture(client, id, #"{"amount": "10.00"}"#)
+            _ = try await backOffice.ship(client, id)
             let asOfMicros = try #require(try await services.store.event(at: try await services.store.head().position)).recordedAtMicros
-            _ = try await holds.operate(client, id, "refund", #"{"amount": "1.00", "reason": "late"}"#)
-            clock.set(SettlementRunTests.instant("2030-06-19T22:00:01Z"))
-            _ = try await SettlementRunTests().settle(client, "2030-06-19")
+            _ = try await backOffice.refund(client, id, #"{"amount": "1.00", "reason": "late"}"#)
+            clock.set(TestApp.instant("2030-06-19T22:00:01Z"))
+            _ = try await backOffice.settle(client, "2030-06-19")
             let history = try await services.store.orderHistory(id)
             #expect(history.contains { $0.type == "SettlementBatchClosed" })
             let signed = try #require(try await services.store.event(at: 20))
@@ -89,7 +89,7 @@ import Testing
             let (refused, denied) = try psql("UPDATE ledger.events SET data = '{}' WHERE position = 20;", database: db,
                                              user: "ledger_auditor", variables: [:])
             #expect(refused != 0 && denied.contains("permission denied"), "\(denied)")
-            try await AuditTrailTests.tamper(db, #"UPDATE ledger.events SET metadata = '{"actor": "mallory"}' WHERE position = 7"#)
+            try await db.tamper(#"UPDATE ledger.events SET metadata = '{"actor": "mallory"}' WHERE position = 7"#)
             let (_, after) = try psql(sql, database: db, user: "ledger_auditor", variables: variables)
             #expect(after.contains("f,6,7,hash does not match the event's contents"), "\(after)")
         }

@@ -31,12 +31,12 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-transcript-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let transcript = Mutex("")
-        try await SystemRoutesTests().withApp(
+        try await TestApp.withApp(
             seed: true, acquirer: acquirer, clock: { clock.now }, environment: ["LEDGERD_DATA_DIR": directory.path],
             checkpointKey: CheckpointKey.generate()
         ) { client, services in
             var log: [String] = []
-            func call(_ method: HTTPRequest.Method, _ uri: String, _ body: String? = nil, key: String? = SystemRoutesTests.auditorKey,
+            func call(_ method: HTTPRequest.Method, _ uri: String, _ body: String? = nil, key: String? = TestApp.auditorKey,
                       accept: String? = nil) async throws -> String {
                 var headers: HTTPFields = [:]
                 if body != nil { headers[.contentType] = method == .post && uri.hasSuffix("/reports") ? "text/csv" : "application/json" }
@@ -58,8 +58,8 @@ import Testing
                 let object = try JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: Any]
                 return try #require(object?["order_id"] as? String)
             }
-            let op = SystemRoutesTests.operatorKey
-            let payment = GoldenTranscriptTests.canonical(PaymentTests.body())
+            let op = TestApp.operatorKey
+            let payment = GoldenTranscriptTests.canonical(StorefrontDriver.paymentBody())
             let a = try orderID(try await call(.post, "/payment", payment, key: nil))
             let paid = try await services.store.head().position
             _ = try await call(.post, "/orders/\(a)/capture", "{}", key: op)

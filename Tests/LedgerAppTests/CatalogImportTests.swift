@@ -8,7 +8,7 @@ import LedgerTestSupport
 import Testing
 
 @Suite struct CatalogImportTests {
-    let app = SystemRoutesTests()
+    let storefront = StorefrontDriver()
 
     static let json = """
         {"products": [
@@ -23,11 +23,11 @@ import Testing
     }
 
     @Test func pricesAndStockBecomeEventsAndAReimportAppendsNothing() async throws {
-        try await app.withApp(seed: true) { client, services in
+        try await TestApp.withApp(seed: true) { client, services in
             let report = try await importing(Self.json, format: "json", services)
             #expect(report.listed == ["teapot", "drone"])
             #expect(report.priceChanged == ["clock"] && report.stockReceived == ["clock"])
-            let inventory = try await CatalogTests().inventory(client)
+            let inventory = try await storefront.inventory(client)
             let clock = inventory.first { $0.id == "clock" }!
             #expect(clock.price == "55.00" && clock.quantity_on_hand == 14)
             #expect(inventory.last?.id == "teapot" && inventory.last?.available == 5)
@@ -41,7 +41,7 @@ import Testing
     }
 
     @Test func csvWorksTooAndBadFilesAppendNothing() async throws {
-        try await app.withApp(seed: true) { client, services in
+        try await TestApp.withApp(seed: true) { client, services in
             let csv = """
                 kind,id,name,description,image_file,price,currency,stock,transit_days\r
                 product,,Stapler,"Orange stapler, heavy",,17.50,USD,60,\r
@@ -64,7 +64,7 @@ import Testing
                 await #expect(throws: (any Error).self, "\(text)") { _ = try await importing(text, format: format, services) }
             }
             #expect(try await services.store.head().position == head)
-            #expect(try await CatalogTests().inventory(client).count == 12)
+            #expect(try await storefront.inventory(client).count == 12)
         }
     }
 }

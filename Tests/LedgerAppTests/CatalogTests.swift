@@ -10,40 +10,23 @@ import Testing
 
 /// The demo catalog on a new ledger, served from the inline read models through the real router.
 @Suite struct CatalogTests {
-    let app = SystemRoutesTests()
+    let storefront = StorefrontDriver()
 
-    struct Product: Decodable, Equatable {
-        let id, name, description, image_uri, price, currency: String
-        let quantity_on_hand, reserved, available: Int64
-    }
-
-    struct ShippingMethod: Decodable, Equatable {
-        let id, name, description, price, currency: String
-        let transit_days: Int
-    }
-
-    func inventory(_ client: any TestClientProtocol) async throws -> [Product] {
-        try await client.execute(uri: "/inventory", method: .get) { response in
-            #expect(response.status == .ok)
-            #expect(response.headers[.contentType]?.hasPrefix("application/json") == true)
-            return try JSONDecoder().decode([Product].self, from: Data(buffer: response.body))
-        }
-    }
+    typealias Product = StorefrontDriver.Product
+    typealias ShippingMethod = StorefrontDriver.ShippingMethod
 
     @Test func aNewLedgerServesTheDemoCatalogInTheAppsShape() async throws {
         let images = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-pics-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: images) }
-        try await app.withApp(seed: true, imagesDirectory: images.path) { client, _ in
-            let products = try await inventory(client)
+        try await TestApp.withApp(seed: true, imagesDirectory: images.path) { client, _ in
+            let products = try await storefront.inventory(client)
             #expect(products.count == 12)
             #expect(products.map(\.name) == DemoCatalog.products.map(\.name))
             #expect(products.first == Product(
                 id: "clock", name: "Clock", description: "Wooden clock", image_uri: "clock.png", price: "50.00",
                 currency: "USD", quantity_on_hand: 10, reserved: 0, available: 10))
             #expect(products.first { $0.name == "Pencil" }?.price == "0.50")
-            let methods = try await client.execute(uri: "/shipping_methods", method: .get) { response in
-                try JSONDecoder().decode([ShippingMethod].self, from: Data(buffer: response.body))
-            }
+            let methods = try await storefront.shippingMethods(client)
             #expect(methods.map(\.name) == ["Free", "Standard", "Expedited"])
             #expect(methods[1] == ShippingMethod(
                 id: "standard", name: "Standard", description: "Delivers in four days", price: "5.00", currency: "USD",
@@ -60,8 +43,8 @@ import Testing
 
     @Test func seedingHappensOnceEvenWithTwoDaemonsRacing() async throws {
         let db = try await TestDatabase.fresh()
-        try await app.withApp(seed: false, database: db) { _, first in
-            try await app.withApp(seed: false, database: db) { _, second in
+        try await TestApp.withApp(seed: false, database: db) { _, first in
+            try await TestApp.withApp(seed: false, database: db) { _, second in
                 async let a = first.catalog.seedDemoCatalogIfEmpty(now: Date())
                 async let b = second.catalog.seedDemoCatalogIfEmpty(now: Date())
                 let outcomes = try await [a, b]
@@ -75,8 +58,8 @@ import Testing
     }
 
     @Test func theReadModelsEqualAReplayOfTheLog() async throws {
-        try await app.withApp(seed: true) { client, services in
-            let served = try await inventory(client)
+        try await TestApp.withApp(seed: true) { client, services in
+            let served = try await storefront.inventory(client)
             // Replay: fold every event of the log, from nothing, through the domain's projection.
             var projection = InventoryProjection()
             for event in try await services.store.read(from: 1, limit: 10_000) {

@@ -18,9 +18,8 @@ import Testing
 /// streams of its category, at a readable schema version, and every row must decode. Between them the two
 /// flows write every type of the catalogue.
 @Suite struct EventCatalogueCompletenessTests {
-    let app = SystemRoutesTests()
-    let holds = HoldTests()
-    let payments = PaymentTests()
+    let storefront = StorefrontDriver()
+    let backOffice = BackOfficeDriver()
 
     /// What the full flow writes for certain (all but the Apple Pay markers); a type missing from the log
     /// means the flow no longer exercises it.
@@ -40,51 +39,53 @@ import Testing
     @Test func everyTypeAFullFlowWritesIsRegistered() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-catalogue-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))
+        let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))
         // Every payout is short by a cent, so that reconciliation finds a break an operator can resolve.
         var faults = FaultConfiguration()
         faults.shortPayPayout = FaultKnob(probability: Rate(numerator: 1, denominator: 1))
         let acquirer = AcquirerModel(seed: 7, configuration: AcquirerModelConfiguration(faults: faults), clock: clock.reading)
-        try await app.withApp(seed: true, acquirer: acquirer, clock: { clock.now }, environment: ["LEDGERD_DATA_DIR": directory.path],
+        try await TestApp.withApp(seed: true, acquirer: acquirer, clock: { clock.now }, environment: ["LEDGERD_DATA_DIR": directory.path],
                               checkpointKey: CheckpointKey.generate()) { client, services in
             func expectOK(_ reply: (HTTPResponse.Status, String), _ what: String) {
                 #expect((200..<300).contains(reply.0.code), "\(what): \(reply.1)")
             }
             // Payments (approved, declined, outcome unknown), and every hold operation.
-            let shipped = try await holds.order(client)
-            let voided = try await holds.order(client)
-            let lapsing = try await holds.order(client)
-            let (declined, text) = try await payments.pay(client, PaymentTests.body(source: "tok_chargeDeclined"))
+            let shipped = try await storefront.placeOrder(client)
+            let voided = try await storefront.placeOrder(client)
+            let lapsing = try await storefront.placeOrder(client)
+            let (declined, text) = try await storefront.pay(client, StorefrontDriver.paymentBody(source: "tok_chargeDeclined"))
             #expect(declined.code == 402, "\(text)")
-            let (unknown, reply) = try await payments.pay(client, PaymentTests.body(source: "tok_chargeDeclinedProcessingError"))
+            let (unknown, reply) = try await storefront.pay(client, StorefrontDriver.paymentBody(source: "tok_chargeDeclinedProcessingError"))
             #expect(unknown == .badGateway, "\(reply)")
-            expectOK(try await holds.operate(client, shipped, "increment", #"{"amount": "5.00"}"#), "increment")
-            expectOK(try await holds.operate(client, shipped, "capture", #"{"amount": "64.00", "final": true}"#), "capture")
-            expectOK(try await holds.operate(client, shipped, "ship", #"{"carrier": "UPS", "tracking": "1Z999"}"#), "ship")
-            expectOK(try await holds.operate(client, shipped, "refund", #"{"amount": "10.00", "reason": "damaged"}"#), "refund")
-            expectOK(try await holds.operate(client, voided, "void"), "void")
+            expectOK(try await backOffice.operate(client, shipped, "increment", #"{"amount": "5.00"}"#), "increment")
+            expectOK(try await backOffice.operate(client, shipped, "capture", #"{"amount": "64.00", "final": true}"#), "capture")
+            expectOK(try await backOffice.operate(client, shipped, "ship", #"{"carrier": "UPS", "tracking": "1Z999"}"#), "ship")
+            expectOK(try await backOffice.operate(client, shipped, "refund", #"{"amount": "10.00", "reason": "damaged"}"#), "refund")
+            expectOK(try await backOffice.operate(client, voided, "void"), "void")
 
             // Two business days settled (the second closes the first one's reconciliation window), then the
             // value date of the payouts; the payout break is resolved by an operator.
-            let settlement = SettlementRunTests()
-            clock.set(Self.instant("2026-06-17T22:00:01Z"))
-            let first = try #require(try await settlement.settle(client, "2026-06-17").batches.first?.batch_id)
-            let next = try await holds.order(client)
-            expectOK(try await holds.operate(client, next, "capture", #"{"amount": "10.00", "final": true}"#), "capture")
-            clock.set(Self.instant("2026-06-18T22:00:01Z"))
-            _ = try await settlement.settle(client, "2026-06-18")
-            clock.set(Self.instant("2026-06-22T22:00:01Z"))
-            _ = try await settlement.settle(client, "2026-06-22")
-            let found = try #require(try await settlement.reconciliation(client, first).breaks.first?.break_id)
-            expectOK(try await settlement.resolve(client, found, #"{"reason": "acquirer ticket 42"}"#), "resolve")
+            clock.set(TestApp.instant("2026-06-17T22:00:01Z"))
+            let first = try #require(try await backOffice.settle(client, "2026-06-17").batches.first?.batch_id)
+            let next = try await storefront.placeOrder(client)
+            expectOK(try await backOffice.operate(client, next, "capture", #"{"amount": "10.00", "final": true}"#), "capture")
+            clock.set(TestApp.instant("2026-06-18T22:00:01Z"))
+            _ = try await backOffice.settle(client, "2026-06-18")
+            clock.set(TestApp.instant("2026-06-22T22:00:01Z"))
+            _ = try await backOffice.settle(client, "2026-06-22")
+            let found = try #require(try await backOffice.reconciliation(client, first).breaks.first?.break_id)
+            expectOK(try await client.execute(
+                uri: "/reconciliation/breaks/\(found)/resolve", method: .post,
+                headers: [.authorization: "Bearer \(TestApp.operatorKey)", .contentType: "application/json"],
+                body: ByteBuffer(string: #"{"reason": "acquirer ticket 42"}"#)) { ($0.status, String(buffer: $0.body)) }, "resolve")
 
             // The untouched hold lapses.
-            clock.set(Self.instant("2026-06-26T10:00:00Z"))
+            clock.set(TestApp.instant("2026-06-26T10:00:00Z"))
             #expect(try await services.holds.expireDue() == 1)
-            #expect(try await holds.orderBody(client, lapsing).status == "expired")
+            #expect(try await backOffice.order(client, lapsing).status == "expired")
 
             // A signed checkpoint, an erasure, and new prices from a catalog import.
-            let operatorJSON: HTTPFields = [.authorization: "Bearer \(SystemRoutesTests.operatorKey)", .contentType: "application/json"]
+            let operatorJSON: HTTPFields = [.authorization: "Bearer \(TestApp.operatorKey)", .contentType: "application/json"]
             expectOK(try await client.execute(uri: "/audit/checkpoints", method: .post, headers: operatorJSON) {
                 ($0.status, String(buffer: $0.body))
             }, "checkpoint")
@@ -108,9 +109,9 @@ import Testing
         let applePay = ApplePayPaymentTests()
         let fixture = try ApplePayPaymentTests.Fixture()
         try await applePay.withApplePay(fixture) { client, services in
-            let accepted = try await payments.pay(client, ApplePayPaymentTests.body(fixture.token()))
+            let accepted = try await storefront.pay(client, ApplePayPaymentTests.body(fixture.token()))
             #expect(accepted.0 == .ok, "\(accepted.1)")
-            let wrongAmount = try await payments.pay(client, ApplePayPaymentTests.body(fixture.token(ApplePayPaymentTests.spec(amount: 5800))))
+            let wrongAmount = try await storefront.pay(client, ApplePayPaymentTests.body(fixture.token(ApplePayPaymentTests.spec(amount: 5800))))
             #expect(wrongAmount.0 == .unprocessableContent, "\(wrongAmount.1)")
             try await Self.expectEveryTypeRegistered(services, including: ["ApplePayTokenAccepted", "ApplePayTokenRejected"])
         }

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerAcquirer
 import LedgerCore
 import LedgerHTTP
 import Testing
@@ -10,7 +11,7 @@ import Testing
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "yyyy-MM-dd'T'HH:mm:ss"
-        var rng = SplitMix64(seed: 42)
+        var rng = SeededRandom(seed: 42)
         for micros in [Int64(0), 1, 999_999, 1_000_000, 1_790_000_000_123_456, 4_102_444_799_999_999] + (0..<2_000).map({ _ in
             Int64.random(in: 0...4_102_444_800_000_000, using: &rng) }) {
             let seconds = micros / 1_000_000

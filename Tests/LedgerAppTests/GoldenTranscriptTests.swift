@@ -24,7 +24,7 @@ import Testing
         let clock = SimulatedClock(ISO8601DateFormatter().date(from: "2026-06-17T10:00:00Z")!)
         let acquirer = AcquirerModel(seed: 7, configuration: AcquirerModelConfiguration(), clock: clock.reading)
         let transcript = Mutex("")
-        try await SystemRoutesTests().withApp(seed: true, acquirer: acquirer, clock: { clock.now }) { client, _ in
+        try await TestApp.withApp(seed: true, acquirer: acquirer, clock: { clock.now }) { client, _ in
             var log: [String] = []
             func call(_ method: HTTPRequest.Method, _ uri: String, _ body: String? = nil, key: String? = nil,
                       idempotency: String? = nil) async throws -> String {
@@ -38,14 +38,14 @@ import Testing
                 log.append("\(method) \(uri)\(body.map { " " + $0 } ?? "")\n\(status.code)\n\(text)\n")
                 return text
             }
-            let op = SystemRoutesTests.operatorKey, auditor = SystemRoutesTests.auditorKey
+            let op = TestApp.operatorKey, auditor = TestApp.auditorKey
             _ = try await call(.get, "/inventory")
             _ = try await call(.get, "/shipping_methods")
-            let payment = Self.canonical(PaymentTests.body())
+            let payment = Self.canonical(StorefrontDriver.paymentBody())
             // Refusals first: they change nothing, so the positions below stay the same.
-            _ = try await call(.post, "/payment", Self.canonical(PaymentTests.body(amount: 1)))
+            _ = try await call(.post, "/payment", Self.canonical(StorefrontDriver.paymentBody(amount: 1)))
             _ = try await call(.post, "/payment", #"{"amount": "#)
-            _ = try await call(.post, "/payment", Self.canonical(PaymentTests.body(product: "Nothing")))
+            _ = try await call(.post, "/payment", Self.canonical(StorefrontDriver.paymentBody(product: "Nothing")))
             let paid = try await call(.post, "/payment", payment, idempotency: "golden-1")
             _ = try await call(.post, "/payment", payment, idempotency: "golden-1")
             let reply = try JSONSerialization.jsonObject(with: Data(paid.utf8)) as? [String: Any]

@@ -7,6 +7,7 @@ import LedgerApp
 import LedgerServices
 import LedgerCore
 import LedgerHTTP
+import LedgerCoreTestSupport
 import LedgerPostgres
 import LedgerTestSupport
 import Synchronization
@@ -15,121 +16,87 @@ import Testing
 /// The hold lifecycle through the real router and database: capture, increment, void, refund,
 /// ship and expiry, their refusals, idempotency, and the invariants across two daemons.
 @Suite struct HoldTests {
-    let app = SystemRoutesTests()
-    let payments = PaymentTests()
-
-    struct OrderBody: Decodable {
-        struct Order: Decodable {
-            struct Hold: Decodable { let state, expires_at: String }
-            let id, status: String
-            let hold: Hold?
-            let payment: HoldFigures?
-        }
-        let order: Order
-    }
-
-    /// Pays for one clock (59.00 USD) and returns the order id.
-    func order(_ client: any TestClientProtocol, source: String = "tok_visa", product: String = "Clock", amount: Int = 5900) async throws -> String {
-        let (status, text) = try await payments.pay(client, PaymentTests.body(source: source, amount: amount, product: product))
-        #expect(status == .ok, "\(text)")
-        return try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8)).order_id
-    }
-
-    func operate(_ client: any TestClientProtocol, _ order: String, _ operation: String, _ body: String = "{}",
-                 key: String? = nil, apiKey: String? = SystemRoutesTests.operatorKey) async throws -> (HTTPResponse.Status, String) {
-        var headers: HTTPFields = [.contentType: "application/json"]
-        if let apiKey { headers[.authorization] = "Bearer \(apiKey)" }
-        if let key { headers[HTTPField.Name("Idempotency-Key")!] = key }
-        return try await client.execute(uri: "/orders/\(order)/\(operation)", method: .post, headers: headers,
-                                        body: ByteBuffer(string: body)) { ($0.status, String(buffer: $0.body)) }
-    }
+    let storefront = StorefrontDriver()
+    let backOffice = BackOfficeDriver()
 
     func decode(_ text: String) throws -> HoldOperationReply { try JSONDecoder().decode(HoldOperationReply.self, from: Data(text.utf8)) }
     /// The reply, or nil when it is not one (usable inside `#expect`).
     func r(_ text: String) -> HoldOperationReply? { try? decode(text) }
 
-    func orderBody(_ client: any TestClientProtocol, _ id: String) async throws -> OrderBody.Order {
-        try await client.execute(uri: "/orders/\(id)", method: .get,
-                                 headers: [.authorization: "Bearer \(SystemRoutesTests.auditorKey)"]) { response in
-            #expect(response.status == .ok)
-            return try JSONDecoder().decode(OrderBody.self, from: Data(buffer: response.body)).order
-        }
-    }
-
     func head(_ services: ServiceContainer) async throws -> Int64 { try await services.store.head().position }
 
     @Test func captureShipAndRefundWalkTheOrderThroughItsStatuses() async throws {
-        try await app.withApp(seed: true) { client, services in
-            let id = try await order(client)
-            var (status, text) = try await operate(client, id, "capture", #"{"amount": "20.00"}"#)
+        try await TestApp.withApp(seed: true) { client, services in
+            let id = try await storefront.placeOrder(client)
+            var (status, text) = try await backOffice.operate(client, id, "capture", #"{"amount": "20.00"}"#)
             #expect(status == .ok, "\(text)")
             var reply = try decode(text)
             #expect(reply.status == "partially_captured" && reply.payment?.captured == "20.00" && reply.payment?.open == "39.00")
-            (status, text) = try await operate(client, id, "capture", #"{"amount": "30.00", "final": true}"#)
+            (status, text) = try await backOffice.operate(client, id, "capture", #"{"amount": "30.00", "final": true}"#)
             reply = try decode(text)
             #expect(reply.status == "captured" && reply.payment?.captured == "50.00" && reply.payment?.reversed == "9.00"
                     && reply.payment?.open == "0.00")
             // Captured is not sold: the goods are still in the warehouse until they ship.
-            var clock = try await payments.clockRow(client)
+            var clock = try await storefront.clockRow(client)
             #expect(clock.quantity_on_hand == 10 && clock.reserved == 1)
-            (status, text) = try await operate(client, id, "ship", #"{"carrier": "UPS", "tracking": "1Z999"}"#)
+            (status, text) = try await backOffice.operate(client, id, "ship", #"{"carrier": "UPS", "tracking": "1Z999"}"#)
             #expect(status == .ok && r(text)?.status == "shipped", "\(text)")
-            clock = try await payments.clockRow(client)
+            clock = try await storefront.clockRow(client)
             #expect(clock.quantity_on_hand == 9 && clock.reserved == 0 && clock.available == 9)
-            (status, text) = try await operate(client, id, "refund", #"{"amount": "10.00", "reason": "scratched"}"#)
+            (status, text) = try await backOffice.operate(client, id, "refund", #"{"amount": "10.00", "reason": "scratched"}"#)
             #expect(r(text)?.status == "partially_refunded" && r(text)?.payment?.refunded == "10.00", "\(text)")
-            (status, text) = try await operate(client, id, "refund", #"{"amount": "40.00", "reason": "returned"}"#)
+            (status, text) = try await backOffice.operate(client, id, "refund", #"{"amount": "40.00", "reason": "returned"}"#)
             #expect(r(text)?.status == "refunded", "\(text)")
-            let order = try await orderBody(client, id)
+            let order = try await backOffice.order(client, id)
             #expect(order.status == "refunded" && order.payment?.refunded == "50.00" && order.hold?.state == "closed")
             #expect(try await ChainVerifier(client: services.client, logger: TestCluster.logger).verify().ok)
         }
     }
 
     @Test func shippingCapturesTheOpenAmountUnderTheOnShipmentPolicy() async throws {
-        try await app.withApp(seed: true) { client, services in
-            let id = try await order(client)
-            let (status, text) = try await operate(client, id, "ship", "")
+        try await TestApp.withApp(seed: true) { client, services in
+            let id = try await storefront.placeOrder(client)
+            let (status, text) = try await backOffice.operate(client, id, "ship", "")
             #expect(status == .ok, "\(text)")
             let reply = try decode(text)
             #expect(reply.status == "shipped" && reply.payment?.captured == "59.00" && reply.payment?.open == "0.00")
-            #expect(try await payments.count(services, type: "HoldCaptured") == 1)
-            #expect(try await payments.count(services, type: "StockSold") == 1)
+            #expect(try await services.eventCount(type: "HoldCaptured") == 1)
+            #expect(try await services.eventCount(type: "StockSold") == 1)
         }
     }
 
     @Test func theAutomaticPolicyCapturesAtAuthorization() async throws {
-        try await app.withApp(seed: true, environment: ["LEDGERD_CAPTURE_POLICY": "automatic"]) { client, services in
-            let id = try await order(client)
-            let order = try await orderBody(client, id)
+        try await TestApp.withApp(seed: true, environment: ["LEDGERD_CAPTURE_POLICY": "automatic"]) { client, services in
+            let id = try await storefront.placeOrder(client)
+            let order = try await backOffice.order(client, id)
             #expect(order.status == "captured" && order.payment?.captured == "59.00")
-            let (status, text) = try await operate(client, id, "ship", "{}")
+            let (status, text) = try await backOffice.operate(client, id, "ship", "{}")
             #expect(status == .ok && r(text)?.status == "shipped", "\(text)")
-            #expect(try await payments.count(services, type: "HoldCaptured") == 1)
+            #expect(try await services.eventCount(type: "HoldCaptured") == 1)
         }
     }
 
     @Test func aFullVoidReleasesTheStockAndAPartialVoidDoesNot() async throws {
-        try await app.withApp(seed: true) { client, _ in
-            let id = try await order(client)
-            var (status, text) = try await operate(client, id, "void", #"{"amount": "9.00"}"#)
+        try await TestApp.withApp(seed: true) { client, _ in
+            let id = try await storefront.placeOrder(client)
+            var (status, text) = try await backOffice.operate(client, id, "void", #"{"amount": "9.00"}"#)
             #expect(status == .ok && r(text)?.status == "authorized" && r(text)?.payment?.open == "50.00", "\(text)")
-            #expect(try await payments.clockRow(client).available == 9)
-            (status, text) = try await operate(client, id, "void")
+            #expect(try await storefront.clockRow(client).available == 9)
+            (status, text) = try await backOffice.operate(client, id, "void")
             #expect(status == .ok && r(text)?.status == "voided", "\(text)")
-            let clock = try await payments.clockRow(client)
+            let clock = try await storefront.clockRow(client)
             #expect(clock.reserved == 0 && clock.available == 10 && clock.quantity_on_hand == 10)
         }
     }
 
     @Test func incrementsAreApprovedOrDeclinedByTheIssuer() async throws {
         // The acquirer model's test cards have 10,000.00 of open-to-buy by default.
-        try await app.withApp(seed: true) { client, services in
-            let id = try await order(client)
-            var (status, text) = try await operate(client, id, "increment", #"{"amount": "15.00"}"#)
+        try await TestApp.withApp(seed: true) { client, services in
+            let id = try await storefront.placeOrder(client)
+            var (status, text) = try await backOffice.operate(client, id, "increment", #"{"amount": "15.00"}"#)
             #expect(status == .ok && r(text)?.payment?.incremented == "15.00" && r(text)?.payment?.open == "74.00", "\(text)")
             let before = try await head(services)
-            (status, text) = try await operate(client, id, "increment", #"{"amount": "9999.00"}"#)
+            (status, text) = try await backOffice.operate(client, id, "increment", #"{"amount": "9999.00"}"#)
             #expect(status.code == 402, "\(text)")
             #expect(r(text)?.result == "declined" && r(text)?.decline_code == "51")
             #expect(try await head(services) == before)
@@ -138,13 +105,13 @@ import Testing
 
     @Test func everyRejectedOperationNamesTheReasonAndAppendsNothing() async throws {
         let clock = SimulatedClock(Date())
-        try await app.withApp(seed: true, clock: { clock.now }) { client, services in
-            let open = try await order(client)
-            let finalCaptured = try await order(client)
-            let voided = try await order(client)
-            let lapsing = try await order(client)
-            _ = try await operate(client, finalCaptured, "capture", #"{"amount": "10.00", "final": true}"#)
-            _ = try await operate(client, voided, "void")
+        try await TestApp.withApp(seed: true, clock: { clock.now }) { client, services in
+            let open = try await storefront.placeOrder(client)
+            let finalCaptured = try await storefront.placeOrder(client)
+            let voided = try await storefront.placeOrder(client)
+            let lapsing = try await storefront.placeOrder(client)
+            _ = try await backOffice.operate(client, finalCaptured, "capture", #"{"amount": "10.00", "final": true}"#)
+            _ = try await backOffice.operate(client, voided, "void")
             let cases: [(String, String, String, String?, Int, String)] = [
                 (open, "capture", #"{"amount": "59.01"}"#, nil, 422, "exceeds_open_amount"),
                 (open, "capture", #"{"amount": "0.00"}"#, nil, 422, "invalid_amount"),
@@ -163,11 +130,11 @@ import Testing
                 (voided, "ship", "{}", nil, 409, "nothing_to_ship"),
                 ("no-such-order", "capture", "{}", nil, 404, "not_found"),
                 (open, "capture", "{}", "wrong-key", 401, "unauthenticated"),
-                (open, "capture", "{}", SystemRoutesTests.auditorKey, 403, "forbidden"),
+                (open, "capture", "{}", TestApp.auditorKey, 403, "forbidden"),
             ]
             for (id, operation, body, key, expected, code) in cases {
                 let before = try await head(services)
-                let (status, text) = try await operate(client, id, operation, body, apiKey: key ?? SystemRoutesTests.operatorKey)
+                let (status, text) = try await backOffice.operate(client, id, operation, body, apiKey: key ?? TestApp.operatorKey)
                 #expect(status.code == expected, "\(operation) \(body): \(text)")
                 let error = try? JSONDecoder().decode(SystemRoutesTests.ErrorBody.self, from: Data(text.utf8))
                 #expect(error?.error.code == code, "\(operation) \(body): \(text)")
@@ -177,7 +144,7 @@ import Testing
             clock.advance(by: 8 * 86_400)
             for _ in 0..<2 {
                 let before = try await head(services)
-                let (status, text) = try await operate(client, lapsing, "capture", "{}")
+                let (status, text) = try await backOffice.operate(client, lapsing, "capture", "{}")
                 #expect(status == .conflict && text.contains("hold_expired"), "\(text)")
                 #expect(try await head(services) == before)
                 try await services.holds.expireDue()
@@ -196,19 +163,19 @@ import Testing
 
     func authorizations(_ client: any TestClientProtocol, _ query: String) async throws -> (HTTPResponse.Status, HoldPage?) {
         try await client.execute(uri: "/authorizations\(query)", method: .get,
-                                 headers: [.authorization: "Bearer \(SystemRoutesTests.auditorKey)"]) { response in
+                                 headers: [.authorization: "Bearer \(TestApp.auditorKey)"]) { response in
             (response.status, try? JSONDecoder().decode(HoldPage.self, from: Data(buffer: response.body)))
         }
     }
 
     @Test func openHoldsAreListedByStateAndExpiry() async throws {
         let clock = SimulatedClock(Date(timeIntervalSince1970: 1_790_000_000))
-        try await app.withApp(seed: true, clock: { clock.now }) { client, _ in
-            let a = try await order(client)
-            let b = try await order(client)
-            let c = try await order(client)
-            _ = try await operate(client, b, "void")
-            _ = try await operate(client, c, "capture", #"{"amount": "1.00"}"#)
+        try await TestApp.withApp(seed: true, clock: { clock.now }) { client, _ in
+            let a = try await storefront.placeOrder(client)
+            let b = try await storefront.placeOrder(client)
+            let c = try await storefront.placeOrder(client)
+            _ = try await backOffice.operate(client, b, "void")
+            _ = try await backOffice.operate(client, c, "capture", #"{"amount": "1.00"}"#)
             let (status, open) = try await authorizations(client, "?state=open")
             #expect(status == .ok)
             #expect(open?.authorizations.map(\.order_id) == [a, c])
@@ -230,38 +197,38 @@ import Testing
     @Test func aModificationTheLedgerMissedIsRecordedFromTheAcquirerNeverMistakenForAnExpiry() async throws {
         let clock = SimulatedClock(Date(timeIntervalSince1970: 1_790_000_000))
         let model = AcquirerModel(seed: 5, clock: { clock.now })
-        try await app.withApp(seed: true, acquirer: model, clock: { clock.now }) { client, services in
-            let voided = try await order(client)
-            let captured = try await order(client)
+        try await TestApp.withApp(seed: true, acquirer: model, clock: { clock.now }) { client, services in
+            let voided = try await storefront.placeOrder(client)
+            let captured = try await storefront.placeOrder(client)
             // The acquirer applied these, but the ledger never heard (the recorder crashed after the call).
             _ = try await model.reverse(ReversalRequest(authorizationReference: voided, modificationReference: "\(voided)-void-lost"))
             _ = try await model.capture(CaptureRequest(authorizationReference: captured, modificationReference: "\(captured)-capture-lost",
                                                        amount: Money(minorUnits: 2_000, currency: .usd), isFinal: false))
             clock.advance(by: 8 * 86_400)
             #expect(try await services.holds.expireDue() == 1)
-            #expect(try await orderBody(client, voided).status == "voided")
-            let partly = try await orderBody(client, captured)
+            #expect(try await backOffice.order(client, voided).status == "voided")
+            let partly = try await backOffice.order(client, captured)
             #expect(partly.status == "captured" && partly.payment?.captured == "20.00" && partly.payment?.expired == "39.00")
-            #expect(try await payments.count(services, type: "HoldReversed") == 1)
-            #expect(try await payments.count(services, type: "HoldExpired") == 1)
+            #expect(try await services.eventCount(type: "HoldReversed") == 1)
+            #expect(try await services.eventCount(type: "HoldExpired") == 1)
             // Stock: the voided order's unit is back; the partly captured order still has its unit to ship.
-            #expect(try await payments.clockRow(client).available == 9)
+            #expect(try await storefront.clockRow(client).available == 9)
         }
     }
 
     @Test func theSameIdempotencyKeyReplaysAndAnotherBodyIsRefused() async throws {
-        try await app.withApp(seed: true) { client, services in
-            let id = try await order(client)
-            let (s1, t1) = try await operate(client, id, "capture", #"{"amount": "5.00"}"#, key: "cap-1")
-            let (s2, t2) = try await operate(client, id, "capture", #"{"amount": "5.00"}"#, key: "cap-1")
+        try await TestApp.withApp(seed: true) { client, services in
+            let id = try await storefront.placeOrder(client)
+            let (s1, t1) = try await backOffice.operate(client, id, "capture", #"{"amount": "5.00"}"#, key: "cap-1")
+            let (s2, t2) = try await backOffice.operate(client, id, "capture", #"{"amount": "5.00"}"#, key: "cap-1")
             #expect(s1 == .ok && s2 == .ok, "\(t1) \(t2)")
             #expect(r(t1)?.result == "applied" && r(t2)?.result == "replayed")
             #expect(r(t2)?.payment?.captured == "5.00")
             let before = try await head(services)
-            let (s3, t3) = try await operate(client, id, "capture", #"{"amount": "6.00"}"#, key: "cap-1")
+            let (s3, t3) = try await backOffice.operate(client, id, "capture", #"{"amount": "6.00"}"#, key: "cap-1")
             #expect(s3 == .conflict && t3.contains("idempotency_conflict"), "\(t3)")
             #expect(try await head(services) == before)
-            #expect(try await payments.count(services, type: "HoldCaptured") == 1)
+            #expect(try await services.eventCount(type: "HoldCaptured") == 1)
         }
     }
 
@@ -270,33 +237,33 @@ import Testing
         let model = AcquirerModel(seed: 7, configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: 20_000, currency: .usd)),
                                   clock: { clock.now })
         let database = try await TestDatabase.fresh()
-        try await app.withApp(seed: true, database: database, acquirer: model, clock: { clock.now }) { client, services in
-            try await app.withApp(database: database, acquirer: model, clock: { clock.now }) { _, other in
+        try await TestApp.withApp(seed: true, database: database, acquirer: model, clock: { clock.now }) { client, services in
+            try await TestApp.withApp(database: database, acquirer: model, clock: { clock.now }) { _, other in
                 var ids: [String] = []
-                for _ in 0..<3 { ids.append(try await order(client)) }
-                _ = try await operate(client, ids[2], "capture", #"{"amount": "10.00"}"#)
+                for _ in 0..<3 { ids.append(try await storefront.placeOrder(client)) }
+                _ = try await backOffice.operate(client, ids[2], "capture", #"{"amount": "10.00"}"#)
                 // The card's 200.00 of open-to-buy is used up: a fourth payment is declined.
-                #expect(try await payments.pay(client, PaymentTests.body()).0.code == 402)
-                #expect(try await payments.clockRow(client).available == 7)
+                #expect(try await storefront.pay(client, StorefrontDriver.paymentBody()).0.code == 402)
+                #expect(try await storefront.clockRow(client).available == 7)
 
                 clock.advance(by: 8 * 86_400)
                 // Before any sweep, reads already treat the lapsed holds as released.
-                #expect(try await payments.clockRow(client).available == 9)
-                #expect(try await orderBody(client, ids[0]).status == "expired")
-                #expect(try await orderBody(client, ids[2]).status == "captured")
-                #expect(try await payments.count(services, type: "HoldExpired") == 0)
+                #expect(try await storefront.clockRow(client).available == 9)
+                #expect(try await backOffice.order(client, ids[0]).status == "expired")
+                #expect(try await backOffice.order(client, ids[2]).status == "captured")
+                #expect(try await services.eventCount(type: "HoldExpired") == 0)
 
                 async let first = services.holds.expireDue()
                 async let second = other.holds.expireDue()
                 let (a, b) = try await (first, second)
                 #expect(a + b == 3)
-                #expect(try await payments.count(services, type: "HoldExpired") == 3)
+                #expect(try await services.eventCount(type: "HoldExpired") == 3)
                 #expect(try await services.holds.expireDue() == 0)
-                let clockRow = try await payments.clockRow(client)
+                let clockRow = try await storefront.clockRow(client)
                 #expect(clockRow.available == 9 && clockRow.reserved == 1 && clockRow.quantity_on_hand == 10)
-                #expect(try await orderBody(client, ids[0]).status == "expired")
+                #expect(try await backOffice.order(client, ids[0]).status == "expired")
                 // The acquirer model released the open amounts: the card can pay again.
-                #expect(try await payments.pay(client, PaymentTests.body()).0 == .ok)
+                #expect(try await storefront.pay(client, StorefrontDriver.paymentBody()).0 == .ok)
                 #expect(try await ChainVerifier(client: services.client, logger: TestCluster.logger).verify().ok)
             }
         }
@@ -307,24 +274,25 @@ import Testing
 /// (sharing the acquirer, as two real daemons share the real one), concurrently, with clock jumps
 /// and sweeps by both; then every invariant is checked on what the database holds.
 @Suite struct HoldInvariantsThroughHTTPTests {
-    let holds = HoldTests()
+    let storefront = StorefrontDriver()
+    let backOffice = BackOfficeDriver()
 
-    @Test func randomOperationsOnTwoDaemonsKeepEveryInvariant() async throws {
-        let seed = ProcessInfo.processInfo.environment["LEDGER_PROPERTY_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0...UInt64.max)
+    @Test(.seeded()) func randomOperationsOnTwoDaemonsKeepEveryInvariant() async throws {
+        let seed = PropertySeed.current
         let operations = ProcessInfo.processInfo.environment["LEDGER_HTTP_OPERATIONS"].flatMap(Int.init) ?? 2_000
         let clock = SimulatedClock(Date(timeIntervalSince1970: 1_790_000_000))
         let model = AcquirerModel(seed: seed, clock: { clock.now })
         let database = try await TestDatabase.fresh()
-        try await holds.app.withApp(seed: true, database: database, acquirer: model, clock: { clock.now }) { a, servicesA in
-            try await holds.app.withApp(database: database, acquirer: model, clock: { clock.now }) { b, servicesB in
+        try await TestApp.withApp(seed: true, database: database, acquirer: model, clock: { clock.now }) { a, servicesA in
+            try await TestApp.withApp(database: database, acquirer: model, clock: { clock.now }) { b, servicesB in
                 let ids = OrderList()
-                for _ in 0..<10 { ids.append(try await holds.order(a)) }
+                for _ in 0..<10 { ids.append(try await storefront.placeOrder(a)) }
                 let amounts = ["0.01", "1.00", "5.00", "10.00", "20.00", "59.00", "60.00", "0.00", "-1.00", "abc", "100.00"]
                 // Four workers, each with its own generator derived from the seed.
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for worker in 0..<4 {
                         group.addTask {
-                            var rng = SplitMix64(seed: seed &+ UInt64(worker) &* 0x9E37_79B9)
+                            var rng = SeededRandom(seed: seed &+ UInt64(worker) &* 0x9E37_79B9)
                             for _ in 0..<(operations / 4) {
                                 let client = Bool.random(using: &rng) ? a : b
                                 // Half the time one of the newest orders, whose holds are likelier still open.
@@ -333,14 +301,19 @@ import Testing
                                 let amount = amounts.randomElement(using: &rng)!
                                 let key: String? = Int.random(in: 0..<4, using: &rng) == 0 ? "k\(Int.random(in: 0..<20, using: &rng))" : nil
                                 switch Int.random(in: 0..<100, using: &rng) {
-                                case 0..<25: _ = try await holds.operate(client, id, "capture", Bool.random(using: &rng) ? "{}" : #"{"amount": "\#(amount)", "final": \#(Bool.random(using: &rng))}"#, key: key)
-                                case 25..<37: _ = try await holds.operate(client, id, "increment", #"{"amount": "\#(amount)"}"#, key: key)
-                                case 37..<50: _ = try await holds.operate(client, id, "void", Bool.random(using: &rng) ? "{}" : #"{"amount": "\#(amount)"}"#, key: key)
-                                case 50..<75: _ = try await holds.operate(client, id, "refund", #"{"amount": "\#(amount)", "reason": "test"}"#, key: key)
-                                case 75..<86: _ = try await holds.operate(client, id, "ship", "{}", key: key)
+                                case 0..<25:
+                                    let body = Bool.random(using: &rng) ? "{}" : #"{"amount": "\#(amount)", "final": \#(Bool.random(using: &rng))}"#
+                                    _ = try await backOffice.operate(client, id, "capture", body, key: key)
+                                case 25..<37: _ = try await backOffice.operate(client, id, "increment", #"{"amount": "\#(amount)"}"#, key: key)
+                                case 37..<50:
+                                    let body = Bool.random(using: &rng) ? "{}" : #"{"amount": "\#(amount)"}"#
+                                    _ = try await backOffice.operate(client, id, "void", body, key: key)
+                                case 50..<75:
+                                    _ = try await backOffice.operate(client, id, "refund", #"{"amount": "\#(amount)", "reason": "test"}"#, key: key)
+                                case 75..<86: _ = try await backOffice.operate(client, id, "ship", "{}", key: key)
                                 case 86..<90:
                                     // A new order while pens last (out of stock is an expected answer here).
-                                    let (status, text) = try await holds.payments.pay(client, PaymentTests.body(amount: 3200, product: "Pen"))
+                                    let (status, text) = try await storefront.pay(client, StorefrontDriver.paymentBody(amount: 3200, product: "Pen"))
                                     if status == .ok, let reply = try? JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8)) {
                                         ids.append(reply.order_id)
                                     }
@@ -353,7 +326,7 @@ import Testing
                     try await group.waitForAll()
                 }
                 // A few holds still open at the end, then every remaining hold lapses and both sweepers race.
-                for _ in 0..<3 { ids.append(try await holds.order(b, product: "Stapler", amount: 2120)) }
+                for _ in 0..<3 { ids.append(try await storefront.placeOrder(b, product: "Stapler", amount: 2120)) }
                 clock.advance(by: 40 * 86_400)
                 async let sweepA = servicesA.holds.expireDue()
                 async let sweepB = servicesB.holds.expireDue()
@@ -391,13 +364,13 @@ import Testing
                     }
                     let held = products[order.lines[0].productID]?.reservations[id]
                     if order.holdsStock != (held != nil) { found.append("\(id): \(order.status) but reservation \(held ?? 0)") }
-                    let row = try await holds.orderBody(a, raw)
+                    let row = try await backOffice.order(a, raw)
                     if row.status != order.status.rawValue { found.append("\(id): read model says \(row.status), log says \(order.status)") }
                 }
                 for (id, product) in products {
                     if product.onHand + product.sold != product.received { found.append("\(id): on hand + sold ≠ received") }
                     if product.reservations.values.reduce(0, +) != product.reserved || product.available < 0 { found.append("\(id): reservations") }
-                    let row = try await CatalogTests().inventory(a).first { $0.id == id.rawValue }!
+                    let row = try await storefront.inventory(a).first { $0.id == id.rawValue }!
                     if row.quantity_on_hand != product.onHand || row.reserved != product.reserved { found.append("\(id): inventory row disagrees") }
                 }
                 let chain = try await ChainVerifier(client: servicesA.client, logger: TestCluster.logger).verify()

@@ -4,6 +4,7 @@ import LedgerApp
 import LedgerHTTP
 import LedgerPostgres
 import LedgerServices
+import LedgerTestSupport
 import Testing
 
 /// How often one request loads the aggregates it works on, counted by the services' shared
@@ -15,16 +16,15 @@ import Testing
 /// catalog cache are as in steady state). The background loops (recovery, expiry) sweep at start
 /// and then every 30 s: with no waiting orders or due holds, they load nothing in between.
 @Suite struct LoadCountTests {
-    let app = SystemRoutesTests()
-    let payments = PaymentTests()
-    let holds = HoldTests()
+    let storefront = StorefrontDriver()
+    let backOffice = BackOfficeDriver()
 
     @Test func anApprovedPaymentLoadsItsOrderOnceAndNoHold() async throws {
-        try await app.withApp(seed: true) { client, services in
+        try await TestApp.withApp(seed: true) { client, services in
             let loader = services.payments.loader
-            _ = try await holds.order(client)
+            _ = try await storefront.placeOrder(client)
             let before = loader.loads
-            let (status, text) = try await payments.pay(client, PaymentTests.body())
+            let (status, text) = try await storefront.pay(client, StorefrontDriver.paymentBody())
             let loads = loader.loads - before
             #expect(status == .ok, "\(text)")
             let reply = try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8))
@@ -42,15 +42,15 @@ import Testing
     }
 
     @Test func aCaptureLoadsItsOrderTwiceAndItsHoldOnce() async throws {
-        try await app.withApp(seed: true) { client, services in
+        try await TestApp.withApp(seed: true) { client, services in
             let loader = services.holds.loader
-            let order = try await holds.order(client)
+            let order = try await storefront.placeOrder(client)
             let before = loader.loads
-            let (status, text) = try await holds.operate(client, order, "capture", key: "capture-once")
+            let (status, text) = try await backOffice.operate(client, order, "capture", key: "capture-once")
             let loads = loader.loads - before
             #expect(status == .ok, "\(text)")
-            #expect(holds.r(text)?.status == "captured")
-            #expect(holds.r(text)?.result == "applied")
+            #expect(reply(text)?.status == "captured")
+            #expect(reply(text)?.result == "applied")
             // Once to find the order (404 otherwise) and once in the order's turn, where the operation is
             // decided; the hold once, in that turn. Recording decides on those states, and the reply
             // comes from the states the append left.
@@ -60,12 +60,15 @@ import Testing
 
             // A replay of the same request answers from the ledger: the order and hold, nothing decided.
             let replayStart = loader.loads
-            let (again, replayed) = try await holds.operate(client, order, "capture", key: "capture-once")
+            let (again, replayed) = try await backOffice.operate(client, order, "capture", key: "capture-once")
             let replayLoads = loader.loads - replayStart
             #expect(again == .ok, "\(replayed)")
-            #expect(holds.r(replayed)?.result == "replayed")
-            #expect(holds.r(replayed)?.status == "captured")
+            #expect(reply(replayed)?.result == "replayed")
+            #expect(reply(replayed)?.status == "captured")
             #expect(replayLoads == LoadCounts(orders: 1, holds: 1), "\(replayLoads)")
         }
     }
+
+    /// The hold operation's reply, or nil when it is not one (usable inside `#expect`).
+    func reply(_ text: String) -> HoldOperationReply? { try? WireJSON.decode(HoldOperationReply.self, from: text) }
 }

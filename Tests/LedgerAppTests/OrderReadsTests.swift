@@ -12,10 +12,10 @@ import Testing
 
 /// Back-office order reads, and the read models against a replay of the log.
 @Suite struct OrderReadsTests {
-    let app = SystemRoutesTests()
-    let payments = PaymentTests()
+    let storefront = StorefrontDriver()
+    let backOffice = BackOfficeDriver()
 
-    func auditor() -> HTTPFields { [.authorization: "Bearer \(SystemRoutesTests.auditorKey)"] }
+    func auditor() -> HTTPFields { [.authorization: "Bearer \(TestApp.auditorKey)"] }
 
     struct Page: Decodable {
         struct Order: Decodable {
@@ -31,14 +31,14 @@ import Testing
     func placeMixedOrders(_ client: any TestClientProtocol) async throws -> [String] {
         var ids: [String] = []
         for token in ["tok_visa", "tok_mastercard", "tok_chargeDeclined", "tok_visa_debit", "tok_chargeDeclinedProcessingError"] {
-            let (_, text) = try await payments.pay(client, PaymentTests.body(source: token))
+            let (_, text) = try await storefront.pay(client, StorefrontDriver.paymentBody(source: token))
             ids.append(try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8)).order_id)
         }
         return ids
     }
 
     @Test func anOrderShowsItsStatusAmountsHoldAndHistoryLinks() async throws {
-        try await app.withApp(seed: true) { client, _ in
+        try await TestApp.withApp(seed: true) { client, _ in
             let ids = try await placeMixedOrders(client)
             try await client.execute(uri: "/orders/\(ids[0])", method: .get) { response in
                 #expect(response.status == .unauthorized)
@@ -64,7 +64,7 @@ import Testing
     }
 
     @Test func theOrderListFiltersAndPages() async throws {
-        try await app.withApp(seed: true) { client, _ in
+        try await TestApp.withApp(seed: true) { client, _ in
             let ids = try await placeMixedOrders(client)
             func page(_ query: String) async throws -> Page {
                 try await client.execute(uri: "/orders?\(query)", method: .get, headers: auditor()) { response in
@@ -98,20 +98,19 @@ import Testing
 
     @Test func replayingTheLogGivesTheSameReadModelsAndARebuildSwapsThemIn() async throws {
         let db = try await TestDatabase.fresh()
-        try await app.withApp(seed: true, database: db) { client, services in
+        try await TestApp.withApp(seed: true, database: db) { client, services in
             _ = try await placeMixedOrders(client)
             _ = try await withThrowingTaskGroup(of: Void.self) { group in
-                for _ in 0..<20 { group.addTask { _ = try await payments.pay(client, PaymentTests.body(amount: 3200, product: "Pen")) } }
+                for _ in 0..<20 { group.addTask { _ = try await storefront.pay(client, StorefrontDriver.paymentBody(amount: 3200, product: "Pen")) } }
                 try await group.waitForAll()
             }
             // Hold operations change order, hold and inventory rows too.
-            let holds = HoldTests()
-            let captured = try await holds.order(client, product: "Pen", amount: 3200)
-            _ = try await holds.operate(client, captured, "capture", #"{"amount": "1.00"}"#)
-            _ = try await holds.operate(client, captured, "ship")
-            _ = try await holds.operate(client, captured, "refund", #"{"amount": "2.00", "reason": "late"}"#)
-            let voided = try await holds.order(client, product: "Pen", amount: 3200)
-            _ = try await holds.operate(client, voided, "void")
+            let captured = try await storefront.placeOrder(client, product: "Pen", amount: 3200)
+            _ = try await backOffice.capture(client, captured, #"{"amount": "1.00"}"#)
+            _ = try await backOffice.ship(client, captured)
+            _ = try await backOffice.refund(client, captured, #"{"amount": "2.00", "reason": "late"}"#)
+            let voided = try await storefront.placeOrder(client, product: "Pen", amount: 3200)
+            _ = try await backOffice.void(client, voided)
             let live = try await Self.table(services.client)
             let events = try await services.store.read(from: 1, limit: 100_000)
             let replayed = try ProjectionRebuilder.replay(events)
@@ -120,7 +119,7 @@ import Testing
             #expect(replayed.filter { $0.projection == "holds" }.count == events.filter { $0.type == "AuthorizationHoldPlaced" }.count)
             for (a, b) in zip(replayed, live) {
                 #expect(a.projection == b.projection && a.key == b.key && a.version == b.version && a.createdPosition == b.createdPosition)
-                #expect(Self.sameJSON(a.json, b.json), "\(a.projection)/\(a.key)")
+                #expect(JSONValue.sameObject(a.json, b.json), "\(a.projection)/\(a.key)")
             }
         }
         // The rebuild (as the owner) rewrites the table to exactly the replay.
@@ -130,7 +129,7 @@ import Testing
             #expect(try await ProjectionRebuilder.rebuild(client: owner, logger: TestCluster.logger) == before.count)
             let after = try await Self.table(owner)
             #expect(after.map(\.key) == before.map(\.key))
-            #expect(zip(after, before).allSatisfy { Self.sameJSON($0.json, $1.json) })
+            #expect(zip(after, before).allSatisfy { JSONValue.sameObject($0.json, $1.json) })
         }
     }
 
@@ -142,11 +141,5 @@ import Testing
             rows.append(ProjectionRebuilder.Row(projection: p, key: k, version: v, json: j, createdPosition: c))
         }
         return rows
-    }
-
-    static func sameJSON(_ a: String, _ b: String) -> Bool {
-        guard let x = try? JSONSerialization.jsonObject(with: Data(a.utf8)) as? NSDictionary,
-              let y = try? JSONSerialization.jsonObject(with: Data(b.utf8)) as? NSDictionary else { return false }
-        return x.isEqual(y)
     }
 }

@@ -25,74 +25,28 @@ import FoundationNetworking
     /// One business day per fault point (Monday 2026-06-15 onwards, weekends skipped).
     static let days = ["2026-06-15", "2026-06-16", "2026-06-17", "2026-06-18", "2026-06-19", "2026-06-22", "2026-06-23", "2026-06-24"]
 
-    struct Daemon {
-        let process: Process
-        let port: Int
-        let operatorKey: String
-
-        func request(_ method: String, _ path: String, _ body: String? = nil) async throws -> (Int, String) {
-            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
-            request.httpMethod = method
-            request.timeoutInterval = 120
-            request.setValue("Bearer \(operatorKey)", forHTTPHeaderField: "Authorization")
-            if let body {
-                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-                request.httpBody = Data(body.utf8)
-            }
-            let (data, response) = try await URLSession.shared.data(for: request)
-            return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
-        }
-
-        func stop() async throws {
-            process.terminate()
-            for _ in 0..<240 where process.isRunning { try await Task.sleep(for: .milliseconds(250)) }
-            #expect(!process.isRunning && process.terminationStatus == 0, "a daemon did not stop on SIGTERM")
-        }
-    }
-
     let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-crash-\(UUID().uuidString.prefix(8))")
     let port = Int.random(in: 40_000..<50_000)
 
-    func start(clock: String, crashAt: String? = nil) async throws -> Daemon {
-        let process = Process()
-        process.executableURL = DaemonProcessTests.ledgerdBinary
-        process.arguments = ["serve", "--port", "\(port)", "--host", "127.0.0.1", "--data-dir", dataDirectory.path]
-        var environment = ProcessInfo.processInfo.environment
-        environment["LEDGERD_MIGRATIONS_DIR"] = TestCluster.migrationsDirectory.path
-        environment["LEDGERD_CLOCK_START"] = clock
-        environment["LEDGERD_FAULT_CRASH_AT"] = crashAt
-        environment["LEDGERD_LOG_LEVEL"] = "warning"
-        environment["LEDGERD_EXPIRY_INTERVAL_SECONDS"] = "3600"
-        environment.removeValue(forKey: "LEDGERD_DATABASE_URL")
-        process.environment = environment
-        let log = dataDirectory.appendingPathComponent("daemon.log")
-        if !FileManager.default.fileExists(atPath: log.path) { _ = FileManager.default.createFile(atPath: log.path, contents: nil) }
-        let handle = try FileHandle(forWritingTo: log)
-        try handle.seekToEnd()
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        for _ in 0..<480 {
-            var health = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/health")!)
-            health.timeoutInterval = 2
-            if let (_, response) = try? await URLSession.shared.data(for: health), (response as? HTTPURLResponse)?.statusCode == 200 { break }
-            guard process.isRunning else { break }
-            try await Task.sleep(for: .milliseconds(250))
-        }
-        try #require(process.isRunning, "ledgerd did not come up:\n\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
-        let keys = try JSONSerialization.jsonObject(with: Data(contentsOf: dataDirectory.appendingPathComponent("api-keys.json"))) as? [String: Any]
-        let key = try #require((keys?["operator_keys"] as? [String])?.first)
-        return Daemon(process: process, port: port, operatorKey: key)
+    func start(clock: String, crashAt: String? = nil) async throws -> DaemonProcess {
+        let daemon = try await DaemonProcess.start(
+            dataDirectory: dataDirectory, port: port, logFile: dataDirectory.appendingPathComponent("daemon.log"),
+            environment: ["LEDGERD_CLOCK_START": clock, "LEDGERD_FAULT_CRASH_AT": crashAt, "LEDGERD_LOG_LEVEL": "warning",
+                          "LEDGERD_EXPIRY_INTERVAL_SECONDS": "3600"],
+            attempts: 480)
+        try #require(daemon.process.isRunning, "ledgerd did not come up:\n\(daemon.output())")
+        _ = try #require(daemon.operatorKey, "ledgerd wrote no operator key")
+        return daemon
     }
 
     /// Pays and captures `count` orders (one of them refunded in part); returns our modification references' count.
-    func captureOrders(_ daemon: Daemon, count: Int) async throws -> Int {
+    func captureOrders(_ daemon: DaemonProcess, count: Int) async throws -> Int {
         var modifications = 0
         for n in 0..<count {
             var payment = URLRequest(url: URL(string: "http://127.0.0.1:\(daemon.port)/payment")!)
             payment.httpMethod = "POST"
             payment.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            payment.httpBody = PaymentTests.body(amount: 3200, product: "Pen")
+            payment.httpBody = StorefrontDriver.paymentBody(amount: 3200, product: "Pen")
             let (paid, _) = try await URLSession.shared.data(for: payment)
             let order = try JSONDecoder().decode(PaymentReply.self, from: paid).order_id
             let (status, text) = try await daemon.request("POST", "/orders/\(order)/capture", "{}")
@@ -143,7 +97,7 @@ import FoundationNetworking
         let last = Self.days[Self.points.count]
         daemon = try await start(clock: "\(last)T22:01:00Z")
         // Through the CLI: progress as the run goes, then the summary table.
-        let settle = try DaemonProcessTests().runLedgerd(
+        let settle = try DaemonProcess.run(
             ["settle", "--business-date", last, "--url", "http://127.0.0.1:\(port)", "--data-dir", dataDirectory.path])
         #expect(settle.status == 0, "\(settle.output)")
         for expected in ["settling \(last)", "OrderLedgerStore-USD-\(last)  selected 3 items", "recorded SettlementBatchClosed",
@@ -167,7 +121,7 @@ import FoundationNetworking
         #expect(verify.contains("\"ok\":true"), "\(verify)")
         try await daemon.stop()
         // The auditor's offline check: the chain, and every batch's items against its closed event.
-        let audit = try DaemonProcessTests().runLedgerd(["audit", "verify", "--settlements", "--data-dir", dataDirectory.path])
+        let audit = try DaemonProcess.run(["audit", "verify", "--settlements", "--data-dir", dataDirectory.path])
         #expect(audit.status == 0 && audit.output.contains("settlements:    8 closed batches")
                 && audit.output.contains("every batch's items agree"), "\(audit.output)")
     }

@@ -17,8 +17,8 @@ import Testing
 /// End-of-day settlement through the real router, database and acquirer model: money conservation,
 /// the cut-off boundary, the funding calendar, re-runs, resuming a batch, and refusals.
 @Suite struct SettlementRunTests {
-    let app = SystemRoutesTests()
-    let holds = HoldTests()
+    let storefront = StorefrontDriver()
+    let backOffice = BackOfficeDriver()
 
     func reconciliation(_ client: any TestClientProtocol, _ id: String) async throws -> ReconciliationReply {
         let (status, text) = try await get(client, "/settlements/\(id)/reconciliation")
@@ -28,7 +28,7 @@ import Testing
 
     func resolve(_ client: any TestClientProtocol, _ id: String, _ body: String) async throws -> (HTTPResponse.Status, String) {
         try await client.execute(uri: "/reconciliation/breaks/\(id)/resolve", method: .post,
-                                 headers: [.authorization: "Bearer \(SystemRoutesTests.operatorKey)", .contentType: "application/json"],
+                                 headers: [.authorization: "Bearer \(TestApp.operatorKey)", .contentType: "application/json"],
                                  body: ByteBuffer(string: body)) { ($0.status, String(buffer: $0.body)) }
     }
 
@@ -53,12 +53,12 @@ import Testing
         default: faults.shortPayPayout = always
         }
         let acquirer = AcquirerModel(seed: 7, configuration: AcquirerModelConfiguration(faults: faults), clock: clock.reading)
-        try await app.withApp(seed: true, acquirer: acquirer, clock: { clock.now }) { client, services in
-            let first = try await holds.order(client)
+        try await TestApp.withApp(seed: true, acquirer: acquirer, clock: { clock.now }) { client, services in
+            let first = try await storefront.placeOrder(client)
             try await capture(client, first)
             clock.set(Self.instant("2026-06-17T22:00:01Z"))
             let wednesday = try await settle(client, "2026-06-17")
-            let second = try await holds.order(client)
+            let second = try await storefront.placeOrder(client)
             try await capture(client, second, #"{"amount": "10.00"}"#)
             clock.set(Self.instant("2026-06-18T22:00:01Z"))
             _ = try await settle(client, "2026-06-18")
@@ -97,7 +97,7 @@ import Testing
     /// 2026-06-19 is a Friday.
     static let friday = instant("2026-06-19T10:00:00Z")
 
-    func run(_ client: any TestClientProtocol, _ body: String, key: String? = SystemRoutesTests.operatorKey) async throws -> (HTTPResponse.Status, String) {
+    func run(_ client: any TestClientProtocol, _ body: String, key: String? = TestApp.operatorKey) async throws -> (HTTPResponse.Status, String) {
         var headers: HTTPFields = [.contentType: "application/json"]
         if let key { headers[.authorization] = "Bearer \(key)" }
         return try await client.execute(uri: "/settlements/run", method: .post, headers: headers, body: ByteBuffer(string: body)) {
@@ -112,7 +112,7 @@ import Testing
     }
 
     func get(_ client: any TestClientProtocol, _ uri: String) async throws -> (HTTPResponse.Status, String) {
-        try await client.execute(uri: uri, method: .get, headers: [.authorization: "Bearer \(SystemRoutesTests.auditorKey)"]) {
+        try await client.execute(uri: uri, method: .get, headers: [.authorization: "Bearer \(TestApp.auditorKey)"]) {
             ($0.status, String(buffer: $0.body))
         }
     }
@@ -124,19 +124,19 @@ import Testing
     }
 
     func capture(_ client: any TestClientProtocol, _ id: String, _ body: String = "{}") async throws {
-        let (status, text) = try await holds.operate(client, id, "capture", body)
+        let (status, text) = try await backOffice.operate(client, id, "capture", body)
         #expect(status == .ok, "\(text)")
     }
 
     @Test func settlingADayConservesMoneyAndARerunAppendsNothingAndServesTheSameBytes() async throws {
         let clock = SimulatedClock(Self.friday)
-        try await app.withApp(seed: true, clock: { clock.now }) { client, services in
-            let a = try await holds.order(client)
-            let b = try await holds.order(client, source: "tok_mastercard")
-            _ = try await holds.order(client)  // authorized, never captured: not settled
+        try await TestApp.withApp(seed: true, clock: { clock.now }) { client, services in
+            let a = try await storefront.placeOrder(client)
+            let b = try await storefront.placeOrder(client, source: "tok_mastercard")
+            _ = try await storefront.placeOrder(client)  // authorized, never captured: not settled
             try await capture(client, a)
             try await capture(client, b, #"{"amount": "20.00"}"#)
-            let (status, text) = try await holds.operate(client, a, "refund", #"{"amount": "5.00", "reason": "scratched"}"#)
+            let (status, text) = try await backOffice.operate(client, a, "refund", #"{"amount": "5.00", "reason": "scratched"}"#)
             #expect(status == .ok, "\(text)")
 
             clock.set(Self.instant("2026-06-19T22:00:01Z"))
@@ -213,9 +213,9 @@ import Testing
 
     @Test func aCaptureOneMillisecondBeforeTheCutOffAndOneAtItLandInDifferentBatches() async throws {
         let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))  // a Wednesday
-        try await app.withApp(seed: true, clock: { clock.now }) { client, _ in
-            let before = try await holds.order(client)
-            let at = try await holds.order(client, amount: 5900)
+        try await TestApp.withApp(seed: true, clock: { clock.now }) { client, _ in
+            let before = try await storefront.placeOrder(client)
+            let at = try await storefront.placeOrder(client, amount: 5900)
             clock.set(Self.instant("2026-06-17T22:00:00Z").addingTimeInterval(-0.001))
             try await capture(client, before, #"{"amount": "11.00"}"#)
             clock.set(Self.instant("2026-06-17T22:00:00Z"))
@@ -263,11 +263,11 @@ import Testing
     @Test func aLaterDaySettlesTheEarlierDayFirstAndTheDatabaseTakesExactlyTheStatedItems() async throws {
         let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))  // a Wednesday
         let db = try await TestDatabase.fresh()
-        try await app.withApp(seed: true, database: db, clock: { clock.now }) { client, services in
-            let a = try await holds.order(client)
-            let b = try await holds.order(client)
+        try await TestApp.withApp(seed: true, database: db, clock: { clock.now }) { client, services in
+            let a = try await storefront.placeOrder(client)
+            let b = try await storefront.placeOrder(client)
             try await capture(client, a)
-            let (status, text) = try await holds.operate(client, a, "refund", #"{"amount": "9.00", "reason": "dent"}"#)
+            let (status, text) = try await backOffice.operate(client, a, "refund", #"{"amount": "9.00", "reason": "dent"}"#)
             #expect(status == .ok, "\(text)")
             clock.set(Self.instant("2026-06-18T10:00:00Z"))
             try await capture(client, b, #"{"amount": "30.00"}"#)
@@ -294,7 +294,7 @@ import Testing
 
             // A closed event that states items the rule does not take is refused, and nothing changes. It is a
             // mismatch of its own (LDG10), not a version conflict: deciding again would not fix it.
-            let c = try await holds.order(client)
+            let c = try await storefront.placeOrder(client)
             try await capture(client, c, #"{"amount": "7.00"}"#)
             let batchID = "OrderLedgerStore-USD-2026-06-19"
             let opened = SettlementBatchOpened(batchID: batchID, merchantAccount: "OrderLedgerStore", currency: .usd,
@@ -357,8 +357,8 @@ import Testing
         let clock = SimulatedClock(Self.instant("2026-03-06T15:00:00Z"))
         let environment = ["LEDGERD_SETTLEMENT_TIME_ZONE": "America/New_York", "LEDGERD_SETTLEMENT_CUT_OFF": "18:00",
                            "LEDGERD_SETTLEMENT_HOLIDAYS": "2026-03-09"]
-        try await app.withApp(seed: true, clock: { clock.now }, environment: environment) { client, _ in
-            let id = try await holds.order(client)
+        try await TestApp.withApp(seed: true, clock: { clock.now }, environment: environment) { client, _ in
+            let id = try await storefront.placeOrder(client)
             try await capture(client, id)
             clock.set(Self.instant("2026-03-06T22:59:59Z"))
             let (status, text) = try await run(client, #"{"business_date": "2026-03-06"}"#)
@@ -375,8 +375,8 @@ import Testing
 
     @Test func aBatchLeftOpenByACrashIsCompletedWithExactlyItsPinnedCaptures() async throws {
         let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))
-        try await app.withApp(seed: true, clock: { clock.now }) { client, services in
-            let first = try await holds.order(client)
+        try await TestApp.withApp(seed: true, clock: { clock.now }) { client, services in
+            let first = try await storefront.placeOrder(client)
             try await capture(client, first)
             // A run that recorded "opened" and died: the batch is pinned to the ledger as it was then.
             let pinned = try await services.store.head().position
@@ -388,7 +388,7 @@ import Testing
                 stream: SettlementBatch.streamID(batchID: "OrderLedgerStore-USD-2026-06-17"), expectedVersion: .noStream,
                 events: [try opened.newEvent(eventID: UUID(), effectiveAt: clock.now)]))
             // Captured before the cut-off but after the pin: the next business day's batch.
-            let second = try await holds.order(client)
+            let second = try await storefront.placeOrder(client)
             try await capture(client, second, #"{"amount": "30.00"}"#)
             clock.set(Self.instant("2026-06-17T22:00:01Z"))
             let resumed = try await settle(client, "2026-06-17")
@@ -410,8 +410,8 @@ import Testing
     func aRunThatDiesAroundTheSubmissionIsCompletedByTheNextRun(failure: SubmitFailure) async throws {
         let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))
         let acquirer = FlakySubmitAcquirer(model: AcquirerModel(seed: 3, clock: clock.reading), failure: failure)
-        try await app.withApp(seed: true, acquirer: acquirer, clock: { clock.now }) { client, services in
-            let id = try await holds.order(client)
+        try await TestApp.withApp(seed: true, acquirer: acquirer, clock: { clock.now }) { client, services in
+            let id = try await storefront.placeOrder(client)
             try await capture(client, id)
             clock.set(Self.instant("2026-06-17T22:00:01Z"))
             let (status, text) = try await run(client, #"{"business_date": "2026-06-17"}"#)
@@ -433,14 +433,14 @@ import Testing
 
     func postReport(_ client: any TestClientProtocol, _ csv: String) async throws -> (HTTPResponse.Status, String) {
         try await client.execute(uri: "/reconciliation/reports", method: .post,
-                                 headers: [.authorization: "Bearer \(SystemRoutesTests.operatorKey)", .contentType: "text/csv"],
+                                 headers: [.authorization: "Bearer \(TestApp.operatorKey)", .contentType: "text/csv"],
                                  body: ByteBuffer(string: csv)) { ($0.status, String(buffer: $0.body)) }
     }
 
     @Test func aReportExportedAndReingestedReconcilesCleanAndAnEditedOneBreaks() async throws {
         let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))
-        try await app.withApp(seed: true, clock: { clock.now }) { client, services in
-            let id = try await holds.order(client)
+        try await TestApp.withApp(seed: true, clock: { clock.now }) { client, services in
+            let id = try await storefront.placeOrder(client)
             try await capture(client, id)
             clock.set(Self.instant("2026-06-17T22:00:01Z"))
             let batchID = try #require(try await settle(client, "2026-06-17").batches.first?.batch_id)
@@ -480,11 +480,11 @@ import Testing
     /// before the run started is the usual 4xx.
     @Test func aRunReportsItsProgressAsNewlineDelimitedJSON() async throws {
         let clock = SimulatedClock(Self.friday)
-        try await app.withApp(seed: true, clock: { clock.now }) { client, _ in
-            let id = try await holds.order(client)
+        try await TestApp.withApp(seed: true, clock: { clock.now }) { client, _ in
+            let id = try await storefront.placeOrder(client)
             try await capture(client, id)
             let headers: HTTPFields = [.contentType: "application/json", .accept: "application/x-ndjson",
-                                       .authorization: "Bearer \(SystemRoutesTests.operatorKey)"]
+                                       .authorization: "Bearer \(TestApp.operatorKey)"]
             let (early, earlyText) = try await client.execute(
                 uri: "/settlements/run", method: .post, headers: headers, body: ByteBuffer(string: #"{"business_date": "2026-06-19"}"#)
             ) { ($0.status, String(buffer: $0.body)) }
@@ -506,20 +506,20 @@ import Testing
 
     @Test func badRunsAreRefusedWithTheirReasonAndAppendNothing() async throws {
         let clock = SimulatedClock(Self.friday)
-        try await app.withApp(seed: true, clock: { clock.now }) { client, services in
-            let id = try await holds.order(client)
+        try await TestApp.withApp(seed: true, clock: { clock.now }) { client, services in
+            let id = try await storefront.placeOrder(client)
             try await capture(client, id)
             let head = try await services.store.head().position
             let cases: [(String, String?, Int, String)] = [
-                (#"{"business_date": "2026-06-19"}"#, SystemRoutesTests.operatorKey, 409, "cut_off_not_reached"),
-                (#"{"business_date": "2026-06-20"}"#, SystemRoutesTests.operatorKey, 422, "not_a_business_day"),
-                (#"{"business_date": "2026-02-30"}"#, SystemRoutesTests.operatorKey, 422, "invalid_date"),
-                (#"{"business_date": "19.06.2026"}"#, SystemRoutesTests.operatorKey, 422, "invalid_date"),
-                (#"{"business_date": 20260619}"#, SystemRoutesTests.operatorKey, 422, "invalid_field"),
-                ("{}", SystemRoutesTests.operatorKey, 422, "missing_field"),
-                (#"{"business_date": "2026-06-18", "force": true}"#, SystemRoutesTests.operatorKey, 400, "unknown_field"),
-                ("not json", SystemRoutesTests.operatorKey, 400, "invalid_json"),
-                (#"{"business_date": "2026-06-18"}"#, SystemRoutesTests.auditorKey, 403, "forbidden"),
+                (#"{"business_date": "2026-06-19"}"#, TestApp.operatorKey, 409, "cut_off_not_reached"),
+                (#"{"business_date": "2026-06-20"}"#, TestApp.operatorKey, 422, "not_a_business_day"),
+                (#"{"business_date": "2026-02-30"}"#, TestApp.operatorKey, 422, "invalid_date"),
+                (#"{"business_date": "19.06.2026"}"#, TestApp.operatorKey, 422, "invalid_date"),
+                (#"{"business_date": 20260619}"#, TestApp.operatorKey, 422, "invalid_field"),
+                ("{}", TestApp.operatorKey, 422, "missing_field"),
+                (#"{"business_date": "2026-06-18", "force": true}"#, TestApp.operatorKey, 400, "unknown_field"),
+                ("not json", TestApp.operatorKey, 400, "invalid_json"),
+                (#"{"business_date": "2026-06-18"}"#, TestApp.auditorKey, 403, "forbidden"),
                 (#"{"business_date": "2026-06-18"}"#, nil, 401, "unauthenticated"),
             ]
             for (body, key, status, code) in cases {

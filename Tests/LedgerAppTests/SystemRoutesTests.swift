@@ -30,36 +30,8 @@ import Testing
         let error: Detail
     }
 
-    static let operatorKey = "test-operator-key", auditorKey = "test-auditor-key"
-
-    func withApp(
-        seed: Bool = false, imagesDirectory: String? = nil, database: TestDatabase? = nil,
-        acquirer: (any Acquirer)? = nil, clock: @escaping @Sendable () -> Date = { Date() },
-        environment extra: [String: String] = [:], logger: Logger = TestCluster.logger, checkpointKey: CheckpointKey? = nil,
-        _ body: @escaping @Sendable (any TestClientProtocol, ServiceContainer) async throws -> Void
-    ) async throws {
-        let db: TestDatabase
-        if let database { db = database } else { db = try await TestDatabase.fresh() }
-        var environment = [
-            "LEDGERD_OPERATOR_KEYS": Self.operatorKey, "LEDGERD_AUDITOR_KEYS": "other-auditor, \(Self.auditorKey)",
-            "LEDGERD_SEED_DEMO_CATALOG": seed ? "true" : "false",
-        ]
-        environment["LEDGERD_PRODUCT_IMAGES_DIR"] = imagesDirectory
-        environment.merge(extra) { $1 }
-        let configuration = try LedgerConfiguration.load(environment: environment)
-        let client = PostgresClient(
-            configuration: TestCluster.configuration(endpoint: db.endpoint, database: db.name, user: "ledger_app"),
-            backgroundLogger: TestCluster.logger)
-        let services = try ServiceContainer(
-            client: client, configuration: configuration, metrics: LedgerMetrics(),
-            keyring: try APIKeys.keyring(for: configuration, logger: logger), acquirer: acquirer, clock: clock,
-            checkpointKey: checkpointKey, logger: logger)
-        let app = buildApplication(configuration: configuration, services: services, logger: logger)
-        try await app.test(.router) { testClient in try await body(testClient, services) }
-    }
-
     @Test func healthReportsTheDatabaseAndTheLastPosition() async throws {
-        try await withApp { client, services in
+        try await TestApp.withApp { client, services in
             try await client.execute(uri: "/health", method: .get) { response in
                 #expect(response.status == .ok)
                 let health = try JSONDecoder().decode(HealthBody.self, from: Data(buffer: response.body))
@@ -78,7 +50,7 @@ import Testing
     }
 
     @Test func metricsAreInPrometheusTextFormat() async throws {
-        try await withApp { client, services in
+        try await TestApp.withApp { client, services in
             _ = try await services.writer.append(AppendRequest(
                 stream: StreamID("sample-1")!, expectedVersion: .any,
                 events: [NewEvent(type: "SampleRecorded", data: "{}", effectiveAt: Date()),
@@ -100,8 +72,22 @@ import Testing
         }
     }
 
+    /// Its services start together, so each waits for the pool; PostgresNIO would warn of a lease before `run()`.
+    @Test func nothingLeasesAConnectionBeforeThePoolRuns() async throws {
+        let logs = CapturedLogs()
+        var poolLogger = Logger(label: "ledger.tests.pool") { _ in CapturingLogHandler(sink: logs) }
+        poolLogger.logLevel = .warning
+        for _ in 0..<10 {
+            // Seeding runs before the first request, so it is the first to query.
+            try await TestApp.withApp(seed: true, poolLogger: poolLogger) { client, _ in
+                try await client.execute(uri: "/inventory", method: .get) { #expect($0.status == .ok) }
+            }
+        }
+        #expect(!logs.text.contains("hasn't been called yet"), "\(logs.text)")
+    }
+
     @Test func unknownRoutesAnswerWithTheJSONErrorShape() async throws {
-        try await withApp { client, _ in
+        try await TestApp.withApp { client, _ in
             try await client.execute(uri: "/no/such/thing", method: .get) { response in
                 #expect(response.status == .notFound)
                 let body = try JSONDecoder().decode(ErrorBody.self, from: Data(buffer: response.body))
@@ -110,8 +96,4 @@ import Testing
             }
         }
     }
-}
-
-extension Data {
-    init(buffer: ByteBuffer) { self.init(buffer.readableBytesView) }
 }

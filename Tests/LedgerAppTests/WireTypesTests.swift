@@ -168,7 +168,11 @@ import Testing
     ])
     func anApplePayTokenObjectKeepsItsCanonicalText(token: String) throws {
         let before = try JSONSerialization.data(withJSONObject: try JSONSerialization.jsonObject(with: Data(token.utf8)), options: [.sortedKeys])
-        var body = PaymentRequestTests.appBody
+        var body: [String: Any] = [
+            "gateway": "stripe", "source": "tok_visa", "amount": 5900, "currency": "USD", "description": "Clock",
+            "shipping_contact": "Jane Appleseed", "shipping_email": "jane@example.com", "shipping_street": "1 Infinite Loop",
+            "shipping_city": "Cupertino", "shipping_state": "CA", "shipping_zip": "95014", "shipping_method_name": "Standard",
+        ]
         body["gateway"] = "applepay"
         body["source"] = try JSONSerialization.jsonObject(with: Data(token.utf8))
         let text = String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self)

@@ -1,27 +1,18 @@
 import Foundation
+import LedgerAcquirer
+import LedgerCoreTestSupport
 import LedgerPayments
 import LedgerPaymentsTesting
 import Testing
-
-/// Deterministic, seeded PRNG (SplitMix64) so any failure is reproducible from the printed seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Random and mutated inputs into the token and CMS parsers and the whole pipeline: no crash, and every
 /// rejection is an `ApplePayError` with a code the stage can produce. Override the seed with
 /// `LEDGER_FUZZ_SEED=<n>` to reproduce or explore.
 struct FuzzTests {
-    static let seed: UInt64 = ProcessInfo.processInfo.environment["LEDGER_FUZZ_SEED"].flatMap { UInt64($0) } ?? 20_261_121
+    /// The running test's seed (`LEDGER_FUZZ_SEED`, else 20261121), named in every failure.
+    static var seed: UInt64 { PropertySeed.current }
 
-    static func mutate(_ input: [UInt8], _ rng: inout SplitMix64) -> [UInt8] {
+    static func mutate(_ input: [UInt8], _ rng: inout SeededRandom) -> [UInt8] {
         var bytes = input
         let interesting: [UInt8] = [0x00, 0x01, 0x7F, 0x80, 0x81, 0x84, 0xFF, 0x30, 0x31, 0xA0, 0x04, 0x06, 0x22, 0x7B, 0x7D]
         for _ in 0..<Int.random(in: 1...4, using: &rng) {
@@ -42,15 +33,15 @@ struct FuzzTests {
         return bytes
     }
 
-    static func random(_ rng: inout SplitMix64) -> [UInt8] {
+    static func random(_ rng: inout SeededRandom) -> [UInt8] {
         var bytes = (0..<Int.random(in: 0...512, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
         if !bytes.isEmpty, Bool.random(using: &rng) { bytes[0] = [0x30, 0x7B, 0x31, 0xA0].randomElement(using: &rng) ?? 0x30 }
         return bytes
     }
 
-    @Test func cmsParserSurvivesRandomAndMutatedInput() throws {
+    @Test(.seeded(by: "LEDGER_FUZZ_SEED", default: 20_261_121)) func cmsParserSurvivesRandomAndMutatedInput() throws {
         print("FuzzTests.cms seed: \(Self.seed)")
-        var rng = SplitMix64(state: Self.seed)
+        var rng = SeededRandom(seed: Self.seed)
         let payu = bytes(base64: try ApplePayToken.parse(json: VectorFiles.data("payu-ec-v1/token.json")).signature)
         let generated = bytes(base64: try TokenFactory.make(pki: TestPKI(), merchant: TestMerchant.ec()).signature)
         let corpus = [payu, generated]
@@ -70,9 +61,9 @@ struct FuzzTests {
         #expect(rejected > 5_000, "seed \(Self.seed): only \(rejected) rejections")
     }
 
-    @Test func tokenParserSurvivesRandomAndMutatedInput() throws {
+    @Test(.seeded(by: "LEDGER_FUZZ_SEED", default: 20_261_121)) func tokenParserSurvivesRandomAndMutatedInput() throws {
         print("FuzzTests.token seed: \(Self.seed)")
-        var rng = SplitMix64(state: Self.seed ^ 0xA5A5)
+        var rng = SeededRandom(seed: Self.seed ^ 0xA5A5)
         let payuJSON = Array(try VectorFiles.data("payu-ec-v1/token.json"))
         let rsaToken = try TokenFactory.make(pki: TestPKI(), merchant: TestMerchant.rsa())
         let rsaJSON = Array(try JSONEncoder().encode(rsaToken))
@@ -95,9 +86,9 @@ struct FuzzTests {
 
     /// Mutating any field of a genuine token either is rejected, or — when the change falls in bytes nothing
     /// depends on (e.g. the CMS version number) — yields exactly the original payment.
-    @Test func pipelineNeverAcceptsAlteredPaymentData() async throws {
+    @Test(.seeded(by: "LEDGER_FUZZ_SEED", default: 20_261_121)) func pipelineNeverAcceptsAlteredPaymentData() async throws {
         print("FuzzTests.pipeline seed: \(Self.seed)")
-        var rng = SplitMix64(state: Self.seed ^ 0x5A5A)
+        var rng = SeededRandom(seed: Self.seed ^ 0x5A5A)
         let pki = try TestPKI()
         let merchant = try TestMerchant.ec()
         var spec = TokenSpec()

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import LedgerPayments
+import LedgerPaymentsTesting
 import SwiftASN1
 import Testing
 import X509

@@ -57,10 +57,6 @@ func bytes(hex string: String) -> [UInt8] {
     return out
 }
 
-func hexString(_ bytes: some Sequence<UInt8>) -> String {
-    bytes.map { String(format: "%02x", $0) }.joined()
-}
-
 /// The error a throwing call fails with, or `nil` when it succeeds.
 func failure<T>(_ body: () async throws(ApplePayError) -> T) async -> ApplePayError? {
     do {

@@ -12,11 +12,8 @@ import Glibc
 public actor TestCluster {
     public static let shared = TestCluster()
 
-    public static let logger: Logger = {
-        var logger = Logger(label: "ledger.tests")
-        logger.logLevel = ProcessInfo.processInfo.environment["LEDGERD_TEST_LOG"].map { Logger.Level(rawValue: $0) ?? .warning } ?? .warning
-        return logger
-    }()
+    /// The tests' logger: quiet unless `LEDGERD_TEST_LOG` is set (see ``TestLog``).
+    public static let logger = TestLog.logger(label: "ledger.tests")
 
     /// The repository's root, found from this file's path (tests run from the source tree).
     public static let repositoryRoot: URL = URL(fileURLWithPath: #filePath)

@@ -52,3 +52,16 @@ public struct TestDatabase: Sendable {
         return TestDatabase(name: name, endpoint: endpoint)
     }
 }
+
+extension TestDatabase {
+    /// Runs `sql` as the owner with the log's triggers off (`session_replication_role = replica`): how a
+    /// test forges the tampering the chain verifiers must catch.
+    public func tamper(_ sql: String) async throws {
+        try await withOwner { client in
+            try await client.withConnection { connection in
+                try await Migrator.run(script: "SET session_replication_role = replica; \(sql); RESET session_replication_role;",
+                                       connection: connection, logger: TestCluster.logger)
+            }
+        }
+    }
+}

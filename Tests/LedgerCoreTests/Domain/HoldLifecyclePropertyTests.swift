@@ -1,4 +1,6 @@
 import Foundation
+import LedgerAcquirer
+import LedgerCoreTestSupport
 import Testing
 @testable import LedgerCore
 
@@ -33,7 +35,7 @@ struct HoldLifecyclePropertyTests {
         var nextKey = 0
     }
 
-    static func start(_ rng: inout SplitMix64) -> World {
+    static func start(_ rng: inout SeededRandom) -> World {
         var world = World()
         let stock = Int64.random(in: 1...6, using: &rng)
         let price = Money(minorUnits: Int64.random(in: 1...50_000, using: &rng), currency: .usd)
@@ -62,7 +64,7 @@ struct HoldLifecyclePropertyTests {
     }
 
     /// A random amount around `reference`: sometimes zero, negative, above it, or in another currency.
-    static func amount(around reference: Int64, _ rng: inout SplitMix64) -> Money {
+    static func amount(around reference: Int64, _ rng: inout SeededRandom) -> Money {
         switch Int.random(in: 0..<20, using: &rng) {
         case 0: return Money(minorUnits: 0, currency: .usd)
         case 1: return Money(minorUnits: -Int64.random(in: 1...100, using: &rng), currency: .usd)
@@ -93,7 +95,7 @@ struct HoldLifecyclePropertyTests {
     }
 
     /// One random step; returns what it did, for the failure report.
-    static func step(_ world: inout World, _ rng: inout SplitMix64) -> String {
+    static func step(_ world: inout World, _ rng: inout SeededRandom) -> String {
         let ledger = world.ledger
         let order = ledger.orders[Self.order]!
         let hold = ledger.holds[Self.order]!
@@ -214,7 +216,7 @@ struct HoldLifecyclePropertyTests {
     /// The statuses reads rewrite for a lapsed hold are exactly the two the live SQL rewrites
     /// (`authorized` → `expired`, `partially_captured` → `captured`); others read as recorded.
     @Test func readsRewriteALapsedHoldsOrderOnlyFromAuthorizedOrPartiallyCaptured() throws {
-        var rng = SplitMix64(seed: 7)
+        var rng = SeededRandom(seed: 7)
         var world = Self.start(&rng)
         func lapsed() -> OrderStatus? {
             HoldLifecycle.lapsedStatus(order: world.ledger.orders[Self.order]!, hold: world.ledger.holds[Self.order]!)
@@ -233,16 +235,16 @@ struct HoldLifecyclePropertyTests {
         #expect(lapsed() == nil)
     }
 
-    @Test func invariantsHoldForRandomOperationSequences() {
+    @Test(.seeded()) func invariantsHoldForRandomOperationSequences() {
         let environment = ProcessInfo.processInfo.environment
-        let seed = environment["LEDGER_PROPERTY_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0...UInt64.max)
+        let seed = PropertySeed.current
         let sequences = environment["LEDGER_HOLD_SEQUENCES"].flatMap(Int.init) ?? 100_000
-        var master = SplitMix64(seed: seed)
+        var master = SeededRandom(seed: seed)
         var steps = 0
         var statuses = Set<OrderStatus>()
         for sequence in 0..<sequences {
             let sequenceSeed = master.next()
-            var rng = SplitMix64(seed: sequenceSeed)
+            var rng = SeededRandom(seed: sequenceSeed)
             var world = Self.start(&rng)
             var trace: [String] = []
             for _ in 0..<Int.random(in: 1...14, using: &rng) {

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCoreTestSupport
 import Testing
 @testable import LedgerCore
 
@@ -7,11 +8,18 @@ struct ProductDeciderTests {
     let a = oid("order-a")
     let b = oid("order-b")
 
-    func listed(stock: Int64 = 10) -> ProductState {
-        let events = try! ProductDecider.decide(
+    /// The clock's stream as a given/when/then spec.
+    var spec: DeciderSpec<ProductState?, ProductCommand, ProductEvent, ProductRejection> { .product(clock, context: ctx) }
+
+    /// The events of listing the clock with `stock` received.
+    func listing(stock: Int64 = 10) -> [ProductEvent] {
+        try! ProductDecider.decide(
             .list(sku: nil, name: "Clock", description: "Wooden clock", imageFile: "clock.png", price: usd("50.00"), initialStock: stock),
             product: clock, state: nil, context: ctx).get()
-        return ProductState.fold(events)!
+    }
+
+    func listed(stock: Int64 = 10) -> ProductState {
+        ProductState.fold(listing(stock: stock))!
     }
 
     func decide(_ command: ProductCommand, _ state: ProductState?) -> Result<[ProductEvent], ProductRejection> {
@@ -42,19 +50,21 @@ struct ProductDeciderTests {
     }
 
     @Test func listingRejections() {
-        let state = listed()
-        #expect(decide(.list(sku: nil, name: "Clock", description: "", imageFile: "clock.png", price: usd("1.00"), initialStock: 0), state).failure == .alreadyListed(clock))
-        #expect(decide(.list(sku: nil, name: "", description: "", imageFile: "clock.png", price: usd("1.00"), initialStock: 0), nil).failure == .invalidListing("empty name"))
-        #expect(decide(.list(sku: nil, name: "Clock", description: "", imageFile: "../etc/passwd", price: usd("1.00"), initialStock: 0), nil).failure
-            == .invalidListing("image file ../etc/passwd"))
-        #expect(decide(.list(sku: nil, name: "Clock", description: "", imageFile: ".hidden", price: usd("1.00"), initialStock: 0), nil).failure
-            == .invalidListing("image file .hidden"))
-        #expect(decide(.list(sku: nil, name: "Clock", description: "", imageFile: "clock.png", price: usd("-1.00"), initialStock: 0), nil).failure
-            == .negativePrice(usd("-1.00")))
-        #expect(decide(.list(sku: nil, name: "Clock", description: "", imageFile: "clock.png", price: usd("1.00"), initialStock: -1), nil).failure
-            == .nonPositiveQuantity(-1))
-        #expect(decide(.list(sku: "", name: "Clock", description: "", imageFile: "clock.png", price: usd("1.00"), initialStock: 0), nil).failure
-            == .invalidListing("empty sku"))
+        spec.given(listing()).when(.list(sku: nil, name: "Clock", description: "", imageFile: "clock.png", price: usd("1.00"), initialStock: 0))
+            .thenRejects(.alreadyListed(clock))
+        let unlisted = spec.given([])
+        unlisted.when(.list(sku: nil, name: "", description: "", imageFile: "clock.png", price: usd("1.00"), initialStock: 0))
+            .thenRejects(.invalidListing("empty name"))
+        unlisted.when(.list(sku: nil, name: "Clock", description: "", imageFile: "../etc/passwd", price: usd("1.00"), initialStock: 0))
+            .thenRejects(.invalidListing("image file ../etc/passwd"))
+        unlisted.when(.list(sku: nil, name: "Clock", description: "", imageFile: ".hidden", price: usd("1.00"), initialStock: 0))
+            .thenRejects(.invalidListing("image file .hidden"))
+        unlisted.when(.list(sku: nil, name: "Clock", description: "", imageFile: "clock.png", price: usd("-1.00"), initialStock: 0))
+            .thenRejects(.negativePrice(usd("-1.00")))
+        unlisted.when(.list(sku: nil, name: "Clock", description: "", imageFile: "clock.png", price: usd("1.00"), initialStock: -1))
+            .thenRejects(.nonPositiveQuantity(-1))
+        unlisted.when(.list(sku: "", name: "Clock", description: "", imageFile: "clock.png", price: usd("1.00"), initialStock: 0))
+            .thenRejects(.invalidListing("empty sku"))
     }
 
     @Test func everyCommandOnAnUnknownProductIsRejected() {
@@ -63,18 +73,19 @@ struct ProductDeciderTests {
             .release(order: a, quantity: nil, reason: .paymentDeclined), .sell(order: a, quantity: nil),
         ]
         for command in commands {
-            #expect(decide(command, nil).failure == .unknownProduct(clock))
+            spec.given([]).when(command).thenRejects(.unknownProduct(clock))
         }
     }
 
     @Test func priceChange() throws {
         let state = listed()
-        #expect(try decide(.changePrice(usd("45.00")), state).get()
-            == [.priceChanged(ProductPriceChanged(productID: clock, previousPrice: usd("50.00"), price: usd("45.00")))])
+        let listed = spec.given(listing())
+        listed.when(.changePrice(usd("45.00")))
+            .then([.priceChanged(ProductPriceChanged(productID: clock, previousPrice: usd("50.00"), price: usd("45.00")))])
         #expect(after(.changePrice(usd("45.00")), state).price == usd("45.00"))
-        #expect(try decide(.changePrice(usd("50.00")), state).get() == [])
-        #expect(decide(.changePrice(eur("50.00")), state).failure == .currencyChange(from: .usd, to: .eur))
-        #expect(decide(.changePrice(usd("-0.01")), state).failure == .negativePrice(usd("-0.01")))
+        listed.when(.changePrice(usd("50.00"))).then([])
+        listed.when(.changePrice(eur("50.00"))).thenRejects(.currencyChange(from: .usd, to: .eur))
+        listed.when(.changePrice(usd("-0.01"))).thenRejects(.negativePrice(usd("-0.01")))
     }
 
     @Test func receiveStock() throws {
@@ -95,14 +106,14 @@ struct ProductDeciderTests {
     }
 
     @Test func reserveRejections() {
-        let state = after(.reserve(order: a, quantity: 8), listed())
-        #expect(decide(.reserve(order: b, quantity: 3), state).failure == .insufficientStock(product: clock, requested: 3, available: 2))
-        #expect(decide(.reserve(order: a, quantity: 1), state).failure == .duplicateReservation(product: clock, order: a))
-        #expect(decide(.reserve(order: b, quantity: 0), state).failure == .nonPositiveQuantity(0))
-        #expect(decide(.reserve(order: b, quantity: -1), state).failure == .nonPositiveQuantity(-1))
+        let reserved = spec.given(listing() + [.stockReserved(StockReserved(productID: clock, orderID: a, quantity: 8))])
+        reserved.when(.reserve(order: b, quantity: 3)).thenRejects(.insufficientStock(product: clock, requested: 3, available: 2))
+        reserved.when(.reserve(order: a, quantity: 1)).thenRejects(.duplicateReservation(product: clock, order: a))
+        reserved.when(.reserve(order: b, quantity: 0)).thenRejects(.nonPositiveQuantity(0))
+        reserved.when(.reserve(order: b, quantity: -1)).thenRejects(.nonPositiveQuantity(-1))
         // Exactly the available amount is fine; one more is not.
-        #expect(decide(.reserve(order: b, quantity: 2), state).success != nil)
-        #expect(decide(.reserve(order: b, quantity: .max), state).failure == .insufficientStock(product: clock, requested: .max, available: 2))
+        reserved.when(.reserve(order: b, quantity: 2)).then([.stockReserved(StockReserved(productID: clock, orderID: b, quantity: 2))])
+        reserved.when(.reserve(order: b, quantity: .max)).thenRejects(.insufficientStock(product: clock, requested: .max, available: 2))
     }
 
     @Test func releaseAllOrPart() throws {
@@ -135,10 +146,10 @@ struct ProductDeciderTests {
     }
 
     @Test func sellRejections() {
-        let state = after(.reserve(order: a, quantity: 3), listed())
-        #expect(decide(.sell(order: b, quantity: nil), state).failure == .noReservation(product: clock, order: b))
-        #expect(decide(.sell(order: a, quantity: 5), state).failure == .exceedsReservation(product: clock, order: a, requested: 5, reserved: 3))
-        #expect(decide(.sell(order: a, quantity: -2), state).failure == .nonPositiveQuantity(-2))
+        let reserved = spec.given(listing() + [.stockReserved(StockReserved(productID: clock, orderID: a, quantity: 3))])
+        reserved.when(.sell(order: b, quantity: nil)).thenRejects(.noReservation(product: clock, order: b))
+        reserved.when(.sell(order: a, quantity: 5)).thenRejects(.exceedsReservation(product: clock, order: a, requested: 5, reserved: 3))
+        reserved.when(.sell(order: a, quantity: -2)).thenRejects(.nonPositiveQuantity(-2))
     }
 
     @Test func evolveIgnoresEventsBeforeListing() {

@@ -1,19 +1,8 @@
 import Foundation
+import LedgerAcquirer
+import LedgerCoreTestSupport
 import Testing
 @testable import LedgerCore
-
-/// SplitMix64: tiny, fast, and the same sequence on every platform for a given seed.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Random command sequences over a few products and orders, through the real deciders and the
 /// payment flow, with every stock and order invariant checked after every step.
@@ -33,7 +22,7 @@ struct StockInvariantPropertyTests {
         var now = t0
     }
 
-    static func start(_ rng: inout SplitMix64) -> Model {
+    static func start(_ rng: inout SeededRandom) -> Model {
         var model = Model()
         var appends: [PlannedAppend] = []
         for (i, id) in productIDs.enumerated() {
@@ -51,7 +40,7 @@ struct StockInvariantPropertyTests {
     }
 
     /// Runs one random step; returns a description of it (for the failure report).
-    static func step(_ model: inout Model, _ rng: inout SplitMix64) -> String {
+    static func step(_ model: inout Model, _ rng: inout SeededRandom) -> String {
         let product = productIDs.randomElement(using: &rng)!
         let manual = manualOrders.randomElement(using: &rng)!
         let flow = flowOrders.randomElement(using: &rng)!
@@ -197,11 +186,11 @@ struct StockInvariantPropertyTests {
         return found
     }
 
-    @Test func invariantsHoldOverRandomSequences() {
+    @Test(.seeded()) func invariantsHoldOverRandomSequences() {
         let environment = ProcessInfo.processInfo.environment
-        let seed = environment["LEDGER_PROPERTY_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: .min ... .max)
+        let seed = PropertySeed.current
         let sequences = environment["LEDGER_PROPERTY_SEQUENCES"].flatMap(Int.init) ?? 20_000
-        var rng = SplitMix64(seed: seed)
+        var rng = SeededRandom(seed: seed)
         var steps = 0, committed = 0
         var statuses = Set<OrderStatus>()
         for sequence in 0..<sequences {

@@ -1,0 +1,73 @@
+import Foundation
+import LedgerPostgres
+import LedgerTestSupport
+import Logging
+import PostgresNIO
+import Synchronization
+import Testing
+
+/// Nothing leases a connection before the pool runs: PostgresNIO's warning "Trying to lease connection from
+/// `PostgresClient`, but `PostgresClient.run()` hasn't been called yet" never appears.
+@Suite struct PostgresPoolTests {
+    /// The warnings a logger received.
+    final class Warnings: Sendable {
+        let lines = Mutex<[String]>([])
+        var all: [String] { lines.withLock { $0 } }
+    }
+
+    struct Capture: LogHandler {
+        let warnings: Warnings
+        var logLevel: Logger.Level = .warning
+        var metadata: Logger.Metadata = [:]
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            if event.level >= .warning { warnings.lines.withLock { $0.append("\(event.message)") } }
+        }
+    }
+
+    @Test func aCommandsFirstQueryWaitsForThePool() async throws {
+        let db = try await TestDatabase.fresh()
+        let warnings = Warnings()
+        let logger = Logger(label: "ledger.tests.pool") { _ in Capture(warnings: warnings) }
+        let configuration = TestCluster.configuration(endpoint: db.endpoint, database: db.name, user: "ledger_app")
+        // Without the wait, most of these raced the pool's start.
+        for _ in 0..<25 {
+            try await withPostgresClient(configuration: configuration, logger: logger) { client in
+                _ = try await client.query("SELECT 1")
+            }
+        }
+        #expect(warnings.all.isEmpty, "\(warnings.all)")
+    }
+
+    @Test func runningReturnsOnceTheRunHasStartedOrTheWaiterIsCancelled() async throws {
+        let db = try await TestDatabase.fresh()
+        let client = PostgresClient(
+            configuration: TestCluster.configuration(endpoint: db.endpoint, database: db.name, user: "ledger_app"),
+            backgroundLogger: TestCluster.logger)
+        let pool = PostgresPool(client: client)
+        let cancelled = Task { await pool.running() }
+        cancelled.cancel()
+        await cancelled.value
+        let released = Mutex(false)
+        let waiter = Task {
+            await pool.running()
+            released.withLock { $0 = true }
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(!released.withLock { $0 }, "running() returned before run()")
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await pool.run() }
+            defer { group.cancelAll() }
+            await waiter.value
+            #expect(released.withLock { $0 })
+            await pool.running()  // at once, now that it runs
+            let one = try await column(client, "SELECT 1", as: Int32.self)
+            #expect(one == [1])
+        }
+    }
+}

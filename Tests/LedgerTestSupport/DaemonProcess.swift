@@ -1,0 +1,155 @@
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `ledgerd` as a child process: one-shot commands (``run(_:migrationsDirectory:)``) and a serving daemon
+/// (``start(dataDirectory:port:logFile:environment:attempts:)``) on the embedded cluster of a data directory,
+/// with the migrations of this checkout.
+public struct DaemonProcess {
+    /// The `ledgerd serve` process.
+    public let process: Process
+    /// Its HTTP port on 127.0.0.1.
+    public let port: Int
+    /// Its `--data-dir`.
+    public let dataDirectory: URL
+    /// Where its standard output and error go (appended to).
+    public let logFile: URL
+    /// The first operator key of its `api-keys.json` (nil when it wrote none); ``request(_:_:_:)`` sends it.
+    public let operatorKey: String?
+    /// The first 200 answer of `/health` (status and body); nil when it never answered.
+    public let health: (status: Int, body: String)?
+
+    /// The `ledgerd` binary this test run built (next to the test bundle, else `.build/debug`).
+    public static var binary: URL {
+        let testBinaryDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [testBinaryDirectory.appendingPathComponent("ledgerd"),
+                          testBinaryDirectory.deletingLastPathComponent().appendingPathComponent("ledgerd"),
+                          TestCluster.repositoryRoot.appendingPathComponent(".build/debug/ledgerd")]
+        where FileManager.default.isExecutableFile(atPath: candidate.path) {
+            return candidate
+        }
+        return TestCluster.repositoryRoot.appendingPathComponent(".build/debug/ledgerd")
+    }
+
+    /// This process's environment for `ledgerd`: the checkout's migrations, the embedded cluster (no
+    /// `LEDGERD_DATABASE_URL`), and `extra` on top (a nil value removes the variable).
+    public static func environment(
+        migrationsDirectory: URL = TestCluster.migrationsDirectory, _ extra: [String: String?] = [:]
+    ) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["LEDGERD_MIGRATIONS_DIR"] = migrationsDirectory.path
+        environment.removeValue(forKey: "LEDGERD_DATABASE_URL")
+        for (name, value) in extra { environment[name] = value }
+        return environment
+    }
+
+    /// Runs `ledgerd` to completion with the test environment (warnings and worse logged); its exit status
+    /// and combined output.
+    public static func run(
+        _ arguments: [String], migrationsDirectory: URL = TestCluster.migrationsDirectory
+    ) throws -> (status: Int32, output: String) {
+        try run(arguments, environment: environment(migrationsDirectory: migrationsDirectory, ["LEDGERD_LOG_LEVEL": "warning"]))
+    }
+
+    /// Runs `ledgerd` with exactly `environment` to completion; its exit status and combined output.
+    public static func run(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.environment = environment
+        let outputURL = FileManager.default.temporaryDirectory.appendingPathComponent("ledgerd-cmd-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: outputURL) }
+        let handle = try FileHandle(forWritingTo: outputURL)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        process.waitUntilExit()
+        try handle.close()
+        return (process.terminationStatus, (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "")
+    }
+
+    /// Starts `ledgerd serve` on 127.0.0.1:`port` with its data in `dataDirectory` and its output appended to
+    /// `logFile`, then polls `/health` every 250 ms until it answers 200, the process exits, or `attempts` polls
+    /// went by. Check ``health`` or `process.isRunning` for how it came up.
+    public static func start(
+        dataDirectory: URL, port: Int, logFile: URL, environment extra: [String: String?] = [:], attempts: Int = 240
+    ) async throws -> DaemonProcess {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["serve", "--port", "\(port)", "--host", "127.0.0.1", "--data-dir", dataDirectory.path]
+        process.environment = environment(extra)
+        if !FileManager.default.fileExists(atPath: logFile.path) { _ = FileManager.default.createFile(atPath: logFile.path, contents: nil) }
+        let handle = try FileHandle(forWritingTo: logFile)
+        try handle.seekToEnd()
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        try handle.close()  // the child has its own descriptor
+        var health: (status: Int, body: String)?
+        for _ in 0..<attempts {
+            if let answer = await get(URL(string: "http://127.0.0.1:\(port)/health")!), answer.0 == 200 {
+                health = answer
+                break
+            }
+            if !process.isRunning { break }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        let keys = (try? Data(contentsOf: dataDirectory.appendingPathComponent("api-keys.json")))
+            .flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }
+        return DaemonProcess(process: process, port: port, dataDirectory: dataDirectory, logFile: logFile,
+                             operatorKey: (keys?["operator_keys"] as? [String])?.first, health: health)
+    }
+
+    /// Everything the daemon wrote so far.
+    public func output() -> String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+
+    /// `method path` with `body` (JSON) and the daemon's operator key; the status and the reply's text.
+    public func request(_ method: String, _ path: String, _ body: String? = nil) async throws -> (Int, String) {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = method
+        request.timeoutInterval = 120
+        if let operatorKey { request.setValue("Bearer \(operatorKey)", forHTTPHeaderField: "Authorization") }
+        if let body {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(body.utf8)
+        }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+    }
+
+    /// Sends SIGTERM and waits up to `attempts` × 250 ms for the process to exit; true if it did.
+    @discardableResult
+    public func terminate(attempts: Int = 240) async throws -> Bool {
+        process.terminate()
+        for _ in 0..<attempts where process.isRunning { try await Task.sleep(for: .milliseconds(250)) }
+        return !process.isRunning
+    }
+
+    /// Stops the daemon with SIGTERM and expects a clean exit (status 0).
+    public func stop(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let exited = try await terminate()
+        #expect(exited && process.terminationStatus == 0, "a daemon did not stop on SIGTERM:\n\(output())", sourceLocation: sourceLocation)
+    }
+
+    /// PIDs of the processes whose command line mentions `path` (the embedded PostgreSQL of a data directory).
+    public static func processes(mentioning path: String) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap(Int32.init).filter { pid in
+            guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
+            return String(decoding: data, as: UTF8.self).replacingOccurrences(of: "\0", with: " ").contains(path)
+        }
+    }
+
+    /// `GET url` with a 2 s timeout; nil when nothing answered.
+    static func get(_ url: URL) async -> (Int, String)? {
+        var request = URLRequest(url: url)
+        request.timeoutInterval = 2
+        guard let (data, response) = try? await URLSession.shared.data(for: request),
+              let http = response as? HTTPURLResponse else { return nil }
+        return (http.statusCode, String(decoding: data, as: UTF8.self))
+    }
+}

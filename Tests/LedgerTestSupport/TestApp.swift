@@ -1,0 +1,89 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import LedgerApp
+import LedgerCore
+import LedgerHTTP
+import LedgerPostgres
+import LedgerServices
+import Logging
+import PostgresNIO
+
+/// The application under test: `ledgerd`'s real router and services (pool, writer, sweepers) on a fresh
+/// test database, driven through HummingbirdTesting's router client, with two back-office keys.
+public enum TestApp {
+    /// The operator key every harness app accepts (`Authorization: Bearer …`): reads and changes.
+    public static let operatorKey = "test-operator-key"
+    /// The auditor key every harness app accepts: reads only.
+    public static let auditorKey = "test-auditor-key"
+
+    /// Runs `body` with a client of a running application and its services.
+    ///
+    /// - Parameters:
+    ///   - seed: seed the demo catalog (12 products, 3 shipping methods) before the first request.
+    ///   - imagesDirectory: `LEDGERD_PRODUCT_IMAGES_DIR`; nil: the default.
+    ///   - database: the database to run on (two apps on one database are two daemons); nil: a fresh one.
+    ///   - acquirer: the acquirer to authorize against; nil: the deterministic model of the configuration.
+    ///   - clock: the application's clock.
+    ///   - extra: more `LEDGERD_*` configuration, over the harness's.
+    ///   - logger: the application's logger; by default the quiet ``TestCluster/logger``.
+    ///   - poolLogger: the PostgreSQL pool's background logger; by default the quiet ``TestCluster/logger``.
+    ///   - checkpointKey: signs checkpoints; nil: none.
+    public static func withApp(
+        seed: Bool = false, imagesDirectory: String? = nil, database: TestDatabase? = nil,
+        acquirer: (any Acquirer)? = nil, clock: @escaping @Sendable () -> Date = { Date() },
+        environment extra: [String: String] = [:], logger: Logger = TestCluster.logger, poolLogger: Logger = TestCluster.logger,
+        checkpointKey: CheckpointKey? = nil,
+        _ body: @escaping @Sendable (any TestClientProtocol, ServiceContainer) async throws -> Void
+    ) async throws {
+        let db: TestDatabase
+        if let database { db = database } else { db = try await TestDatabase.fresh() }
+        var environment = [
+            "LEDGERD_OPERATOR_KEYS": operatorKey, "LEDGERD_AUDITOR_KEYS": "other-auditor, \(auditorKey)",
+            "LEDGERD_SEED_DEMO_CATALOG": seed ? "true" : "false",
+        ]
+        environment["LEDGERD_PRODUCT_IMAGES_DIR"] = imagesDirectory
+        environment.merge(extra) { $1 }
+        let configuration = try LedgerConfiguration.load(environment: environment)
+        let client = PostgresClient(
+            configuration: TestCluster.configuration(endpoint: db.endpoint, database: db.name, user: "ledger_app"),
+            backgroundLogger: poolLogger)
+        let services = try ServiceContainer(
+            client: client, configuration: configuration, metrics: LedgerMetrics(),
+            keyring: try APIKeys.keyring(for: configuration, logger: logger), acquirer: acquirer, clock: clock,
+            checkpointKey: checkpointKey, logger: logger)
+        // The application runs the pool first and serves only once it runs (see `buildApplication`).
+        let app = buildApplication(configuration: configuration, services: services, logger: logger)
+        try await app.test(.router) { testClient in try await body(testClient, services) }
+    }
+
+    /// `Authorization: Bearer <key>`.
+    public static func bearer(_ key: String) -> HTTPFields { [.authorization: "Bearer \(key)"] }
+
+    /// An instant written in RFC 3339 / ISO 8601 (`2026-06-19T10:00:00Z`), for simulated clocks.
+    public static func instant(_ text: String) -> Date {
+        guard let date = ISO8601DateFormatter().date(from: text) else { preconditionFailure("not an instant: \(text)") }
+        return date
+    }
+}
+
+extension Data {
+    /// The readable bytes of a response body.
+    public init(buffer: ByteBuffer) { self.init(buffer.readableBytesView) }
+}
+
+extension ServiceContainer {
+    /// How many events of `type` the log holds.
+    public func eventCount(type: String) async throws -> Int {
+        try await store.read(from: 1, limit: 100_000).filter { $0.type == type }.count
+    }
+
+    /// How many shipping contacts the ledger keeps (outside the log, erasable).
+    public func shippingContactCount() async throws -> Int64 {
+        for try await count in try await client.query("SELECT count(*) FROM ledger.shipping_contacts").decode(Int64.self) {
+            return count
+        }
+        return -1
+    }
+}
