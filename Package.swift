@@ -35,7 +35,8 @@ let package = Package(
         // The deterministic acquirer model: authorization holds, settlement batches, reports. Pure.
         .target(name: "LedgerAcquirer", dependencies: ["LedgerCore"]),
         // Everything that speaks SQL: the event store (migrator, group-commit writer, chain verifier, embedded launcher),
-        // the read models and their queries, the domain committer, idempotency probes and shipping contacts.
+        // the read models and their queries, the domain committer, idempotency probes, shipping contacts and settlement's
+        // items, stored reports and reconciliation lookups.
         .target(
             name: "LedgerPostgres",
             dependencies: [

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import LedgerCore
+import LedgerPostgres
 import Logging
 import PostgresNIO
 
@@ -20,14 +21,9 @@ extension SettlementService {
 
     public static func auditItems(client: PostgresClient, logger: Logger) async throws -> ItemsAudit {
         var audit = ItemsAudit()
-        let closedEvents = try await client.query(
-            """
-            SELECT c.stream_id, c.schema_version, c.data::text, o.data::text FROM ledger.events c
-            JOIN ledger.events o ON o.stream_id = c.stream_id AND o.stream_version = 1
-            WHERE c.type = \(SettlementBatchClosed.eventType) ORDER BY c.position
-            """, logger: logger)
+        let items = SettlementItemsStore(client: client, logger: logger)
         var batches: [(SettlementBatchOpened, SettlementBatchClosed)] = []
-        for try await (stream, version, closedJSON, openedJSON) in closedEvents.decode((String, Int32, String, String).self) {
+        for (stream, version, closedJSON, openedJSON) in try await items.closedBatches() {
             guard case .closed(let closed) = try SettlementEvent.decode(type: SettlementBatchClosed.eventType, schemaVersion: version, json: closedJSON),
                   case .opened(let opened) = try SettlementEvent.decode(type: SettlementBatchOpened.eventType, schemaVersion: 1, json: openedJSON) else {
                 audit.problems.append("\(stream): unreadable opened/closed events")
@@ -37,15 +33,13 @@ extension SettlementService {
         }
         for (opened, closed) in batches {
             audit.batches += 1
-            let rows = try await client.query(
-                "\(unescaped: batchItemsQuery) WHERE a.batch_id = \(closed.batchID) ORDER BY a.position", logger: logger)
             var tally = SettlementBatchTally(opened)
             var hasher = SHA256()
             var refused: String?
-            for try await row in rows.decode(ItemRow.self) {
+            try await items.forEachItem(ofBatch: closed.batchID) { row in
                 let item = try item(row)
                 audit.items += 1
-                do { try tally.add(item) } catch { refused = refused ?? error.description }
+                do throws(SettlementRejection) { try tally.add(item) } catch { refused = refused ?? error.description }
                 hasher.update(data: Array(item.canonicalLine.utf8))
             }
             if let refused {

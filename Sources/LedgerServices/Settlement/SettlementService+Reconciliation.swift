@@ -98,88 +98,42 @@ extension SettlementService {
     func ledgerItems(named lines: [SettlementReportLine]) async throws -> [String: (item: SettlementBatchItem, batchID: String?)] {
         var found: [String: (item: SettlementBatchItem, batchID: String?)] = [:]
         let ours = lines.map(\.modificationMerchantReference).filter { !$0.isEmpty }
-        for try await row in try await client.query(
-            "\(unescaped: Self.itemsWithBatchQuery) WHERE s.modification_reference = ANY(\(ours))", logger: logger
-        ).decode(ItemRowWithBatch.self) {
+        try await lookups.forEachItem(withOurReferences: ours) { row in
             let item = try Self.item((row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7))
             found[item.modificationReference] = (item, row.8)
         }
         let theirs = lines.filter { found[$0.modificationMerchantReference] == nil && !$0.modificationReference.isEmpty }.map(\.modificationReference)
         guard !theirs.isEmpty else { return found }
-        for try await row in try await client.query(
-            "\(unescaped: Self.itemsWithBatchQuery) WHERE s.psp_modification_reference = ANY(\(theirs))", logger: logger
-        ).decode(ItemRowWithBatch.self) {
+        try await lookups.forEachItem(withAcquirerReferences: theirs) { row in
             let item = try Self.item((row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7))
             found["psp:" + item.pspModificationReference] = (item, row.8)
         }
         return found
     }
 
-    typealias ItemRowWithBatch = (Int64, String, String, String, String, String, Int64, Int64, String?)
-    /// Items (as ``ItemRowWithBatch``) with the batch that took each, if any.
-    static let itemsWithBatchQuery = """
-        SELECT \(itemColumnList), a.batch_id
-        FROM ledger.settlement_items s LEFT JOIN ledger.settlement_assignments a ON a.position = s.position
-        """
-
-
     /// The references more than one line of the report uses (ours, and the acquirer's), each with
     /// the first line (1-based) that uses it: one pass over the report's line index, whose answer is
     /// as large as the report's repetitions, not the report.
     func repeatedReferences(in reportKey: String) async throws -> (ours: [String: Int], theirs: [String: Int]) {
-        func repeated(_ column: String) async throws -> [String: Int] {
-            let rows = try await client.query(
-                """
-                SELECT \(unescaped: column), min(line_no) FROM ledger.settlement_report_lines
-                WHERE batch_id = \(reportKey) AND \(unescaped: column) <> '' AND type <> \(SettlementLineType.merchantPayout.rawValue)
-                GROUP BY \(unescaped: column) HAVING count(*) > 1
-                """, logger: logger)
-            var first: [String: Int] = [:]
-            for try await (reference, line) in rows.decode((String, Int32).self) { first[reference] = Int(line) }
-            return first
-        }
-        return (try await repeated("our_reference"), try await repeated("acquirer_reference"))
+        try await lookups.repeatedReferences(in: reportKey)
     }
 
     /// The batch's items no line of the report names, in ledger order, and whether the next batch's
     /// report (when known) names them.
     func forEachAbsentItem(batchID: String, reportKey: String, laterKey: String?,
                            _ body: (SettlementBatchItem, Bool?) throws -> Void) async throws {
-        let rows = try await client.query(
-            """
-            SELECT \(unescaped: Self.itemColumnList),
-                   EXISTS (SELECT 1 FROM ledger.settlement_report_lines l
-                           WHERE l.batch_id = \(laterKey ?? "") AND l.our_reference = s.modification_reference)
-            FROM ledger.settlement_assignments a JOIN ledger.settlement_items s ON s.position = a.position
-            WHERE a.batch_id = \(batchID)
-              AND NOT EXISTS (SELECT 1 FROM ledger.settlement_report_lines r
-                              WHERE r.batch_id = \(reportKey) AND r.our_reference = s.modification_reference)
-              AND NOT EXISTS (SELECT 1 FROM ledger.settlement_report_lines r
-                              WHERE r.batch_id = \(reportKey) AND r.acquirer_reference = s.psp_modification_reference)
-            ORDER BY s.position
-            """, logger: logger)
-        for try await row in rows.decode((Int64, String, String, String, String, String, Int64, Int64, Bool).self) {
-            let item = try Self.item((row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7))
-            try body(item, laterKey == nil ? nil : row.8)
+        try await lookups.forEachAbsentItem(batchID: batchID, reportKey: reportKey, laterKey: laterKey) { row, inLater in
+            try body(try Self.item(row), laterKey == nil ? nil : inLater)
         }
     }
 
     /// Builds the line index of a report stored before it existed (sql/0009), from its parts.
     func ensureLineIndex(_ reportKey: String) async throws {
-        let rows = try await client.query(
-            """
-            SELECT r.line_count, (SELECT count(*) FROM ledger.settlement_report_lines l WHERE l.batch_id = r.batch_id)
-            FROM ledger.settlement_reports r WHERE r.batch_id = \(reportKey)
-            """, logger: logger)
-        var missing = false
-        for try await (lines, indexed) in rows.decode((Int32, Int64).self) { missing = lines > 0 && indexed == 0 }
-        guard missing else { return }
+        guard try await reports.lineIndexMissing(reportKey) else { return }
         var next = 1
         try await forEachStoredPage(reportKey) { lines in
             let first = next
-            try await client.withConnection { connection in
-                try await Self.indexLines(lines, reportKey: reportKey, firstLine: first, on: connection, logger: logger)
-            }
+            try await reports.indexLines(lines, reportKey: reportKey, firstLine: first)
             next += lines.count
         }
     }
@@ -235,17 +189,7 @@ extension SettlementService {
         let digest = Array(SHA256.hash(data: Array(csv.utf8)))
         let key = "upload-" + Self.hex(digest)
         if try await storedReport(key) == nil {
-            try await client.withTransaction(logger: logger) { connection in
-                try await connection.query(
-                    "INSERT INTO ledger.settlement_report_parts (batch_id, part, csv) VALUES (\(key), 0, \(csv)) ON CONFLICT DO NOTHING",
-                    logger: logger)
-                try await Self.indexLines(lines, reportKey: key, firstLine: 1, on: connection, logger: logger)
-                try await connection.query(
-                    """
-                    INSERT INTO ledger.settlement_reports (batch_id, sha256, line_count, parts, stored_at)
-                    VALUES (\(key), \(ByteBuffer(bytes: digest)), \(lines.count), 1, now())
-                    """, logger: logger)
-            }
+            try await reports.storeUpload(key: key, csv: csv, lines: lines, digest: digest)
         }
         _ = try await lock.withLock("settlement") { try await reconcile(batchID: batchID, reportKey: key) }
         return try await recordedReconciliation(batchID)

@@ -54,6 +54,12 @@ public struct SettlementService: Sendable {
     /// Where this run's progress goes (the HTTP stream of `POST /settlements/run`), if anywhere.
     var progressSink: (@Sendable (SettlementProgress) -> Void)? = nil
     let lock = KeyedLock()
+    /// The settlement items: candidates, a batch's items, what no batch took yet, the batch streams.
+    var itemsStore: SettlementItemsStore { SettlementItemsStore(client: client, logger: logger) }
+    /// The stored reports: parts, line index, summaries.
+    var reports: SettlementReportStore { SettlementReportStore(client: client, logger: logger) }
+    /// Reconciliation's lookups of items by reference, repeated references and absent items.
+    var lookups: ReconciliationLookups { ReconciliationLookups(client: client, logger: logger) }
     /// How many times ``allBatches()`` read every batch stream (a run: once).
     let batchReads = ReadCounter()
 
@@ -221,19 +227,10 @@ public struct SettlementService: Sendable {
     /// (`ledger.settlement_batch_takes`), so the trigger takes exactly the items counted here (unless
     /// another batch took some meanwhile: LDG10).
     func close(_ opened: SettlementBatchOpened) async throws -> SettlementBatchClosed {
-        let rows = try await client.query(
-            """
-            SELECT \(unescaped: Self.itemColumnList)
-            FROM ledger.settlement_batch_candidates(
-                \(opened.currency.code), \(opened.pinnedPosition),
-                timestamptz 'epoch' + \(opened.cutOffAt.epochMicroseconds) * interval '1 microsecond') o
-            JOIN ledger.settlement_items s ON s.position = o.position
-            ORDER BY o.position
-            """, logger: logger)
         var tally = SettlementBatchTally(opened)
         var hasher = SHA256()
         do {
-            for try await row in rows.decode(ItemRow.self) {
+            try await itemsStore.forEachCandidate(currency: opened.currency.code, pinned: opened.pinnedPosition, cutOff: opened.cutOffAt) { row in
                 let item = try Self.item(row)
                 try tally.add(item)
                 hasher.update(data: Array(item.canonicalLine.utf8))
@@ -276,10 +273,7 @@ public struct SettlementService: Sendable {
     /// the batch streams read in one query and folded. A run reads them once (``SettlementBatches``).
     func allBatches() async throws -> [SettlementBatchState] {
         batchReads.add()
-        let rows = try await client.query(
-            "SELECT stream_id FROM ledger.events WHERE type = \(SettlementBatchOpened.eventType) ORDER BY position", logger: logger)
-        var streams: [StreamID] = []
-        for try await stream in rows.decode(String.self) { if let id = StreamID(stream) { streams.append(id) } }
+        let streams = try await itemsStore.batchStreams()
         guard !streams.isEmpty else { return [] }
         var events: [String: [SettlementEvent]] = [:]
         for recorded in try await store.readStreams(streams) {
@@ -346,7 +340,7 @@ public struct SettlementService: Sendable {
             }
             return (lines, (part == 0 ? SettlementReportCSV.header : "") + (try csv.rows(lines, firstRow: from + 2)))
         }
-        let partCount = try await client.withTransaction(logger: logger) { connection -> Int in
+        let partCount = try await reports.storeReport { transaction -> Int in
             var part = 0
             var next: Task<(lines: [SettlementReportLine], text: String), any Error>? = total > 0 ? Task { try await formatted(0) } : nil
             defer { next?.cancel() }
@@ -361,9 +355,8 @@ public struct SettlementService: Sendable {
                 hasher.update(data: Array(text.utf8))
                 for line in lines { clearing.add(line) }
                 if stored == nil {
-                    try await connection.query(
-                        "INSERT INTO ledger.settlement_report_parts (batch_id, part, csv) VALUES (\(batchID), \(part), \(text))", logger: logger)
-                    try await Self.indexLines(lines, reportKey: batchID, firstLine: lineCount + 1, on: connection, logger: logger)
+                    try await transaction.insertPart(reportKey: batchID, part: part, csv: text)
+                    try await transaction.indexLines(lines, reportKey: batchID, firstLine: lineCount + 1)
                     FaultPoint.settlementStoringReport.crashIfConfigured(faultCrashAt, logger: logger)
                 }
                 lineCount += lines.count
@@ -380,11 +373,7 @@ public struct SettlementService: Sendable {
                     throw ServiceError(.dependencyFailed, code: "report_changed", message: "the acquirer's report for \(batchID) differs from the stored one")
                 }
             } else {
-                try await connection.query(
-                    """
-                    INSERT INTO ledger.settlement_reports (batch_id, sha256, line_count, parts, stored_at)
-                    VALUES (\(batchID), \(ByteBuffer(bytes: digest)), \(lineCount), \(part), now())
-                    """, logger: logger)
+                try await transaction.insertSummary(reportKey: batchID, sha256: digest, lineCount: lineCount, parts: part)
             }
             return part
         }
@@ -393,27 +382,13 @@ public struct SettlementService: Sendable {
         return Submitted(receipt: receipt, digest: Self.hex(digest), cleared: clearing.cleared(batchID: batchID, currency: currency))
     }
 
-    /// Adds report lines to the report's line index (`ledger.settlement_report_lines`), numbered from `firstLine`.
-    static func indexLines(_ lines: [SettlementReportLine], reportKey: String, firstLine: Int,
-                           on connection: PostgresConnection, logger: Logger) async throws {
-        _ = try await connection.query(
-            """
-            INSERT INTO ledger.settlement_report_lines (batch_id, line_no, type, our_reference, acquirer_reference)
-            SELECT \(reportKey), \(firstLine) + n - 1, t, o, a
-            FROM unnest(\(lines.map(\.type.rawValue))::text[], \(lines.map(\.modificationMerchantReference))::text[],
-                        \(lines.map(\.modificationReference))::text[]) WITH ORDINALITY AS u(t, o, a, n)
-            """, logger: logger)
-    }
-
     /// The batch's items for the acquirer in pages, in ledger order: one query, streamed.
     func itemPages(ofBatch batchID: String) -> PagedQuery<[SettlementItem]> {
-        let client = self.client, logger = self.logger, size = Self.pageSize
+        let items = itemsStore, size = Self.pageSize
         return PagedQuery { emit in
-            let rows = try await client.query(
-                "\(unescaped: Self.batchItemsQuery) WHERE a.batch_id = \(batchID) ORDER BY a.position", logger: logger)
             var page: [SettlementItem] = []
             page.reserveCapacity(size)
-            for try await row in rows.decode(ItemRow.self) {
+            try await items.forEachItem(ofBatch: batchID) { row in
                 page.append(try Self.item(row).request)
                 if page.count == size {
                     try await emit(page)
@@ -433,10 +408,8 @@ public struct SettlementService: Sendable {
 
     /// Calls `body` with the lines of each stored part of the batch's report, in order.
     func forEachStoredPage(_ batchID: String, _ body: ([SettlementReportLine]) async throws -> Void) async throws {
-        let rows = try await client.query(
-            "SELECT part, csv FROM ledger.settlement_report_parts WHERE batch_id = \(batchID) ORDER BY part", logger: logger)
         var row = 2
-        for try await (part, text) in rows.decode((Int32, String).self) {
+        try await reports.forEachPart(batchID) { part, text in
             let lines = try part == 0 ? SettlementReportCSV().parse(text) : SettlementReportCSV().parseRows(text, firstRow: row)
             row += lines.count
             try await body(lines)
@@ -445,10 +418,7 @@ public struct SettlementService: Sendable {
 
     /// The stored report's digest and line count, if it is stored.
     func storedReport(_ batchID: String) async throws -> (digest: [UInt8], lineCount: Int)? {
-        let rows = try await client.query(
-            "SELECT sha256, line_count FROM ledger.settlement_reports WHERE batch_id = \(batchID)", logger: logger)
-        for try await (hash, count) in rows.decode((ByteBuffer, Int32).self) { return (Array(hash.readableBytesView), Int(count)) }
-        return nil
+        try await reports.storedReport(batchID)
     }
 
     static func hex(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }
@@ -459,16 +429,7 @@ public struct SettlementService: Sendable {
         SettlementBatchState.fold(try await store.readStream(stream).map { try SettlementEvent.decode($0) })
     }
 
-    typealias ItemRow = (Int64, String, String, String, String, String, Int64, Int64)
-    /// A batch's items (as ``ItemRow``), to be narrowed with `WHERE a.batch_id = …`.
-    static let batchItemsQuery = """
-        SELECT \(itemColumnList) FROM ledger.settlement_assignments a JOIN ledger.settlement_items s ON s.position = a.position
-        """
-
-    static let itemColumnList = """
-        s.position, s.kind, s.order_id, s.modification_reference, s.psp_modification_reference, s.currency,
-        s.amount_minor, ledger.epoch_us(s.recorded_at)
-        """
+    typealias ItemRow = SettlementItemsStore.ItemRow
 
     static func item(_ row: ItemRow) throws -> SettlementBatchItem {
         let (position, kind, order, ours, theirs, code, units, micros) = row
@@ -483,23 +444,12 @@ public struct SettlementService: Sendable {
     /// The currencies whose batch pinned at `pinned` with this `cutOff` would take items
     /// (`ledger.settlement_batch_candidates`, sql/0010, asked for each currency with items no batch took yet).
     func unsettledCurrencies(through pinned: Int64, before cutOff: Date) async throws -> [String] {
-        let rows = try await client.query(
-            """
-            SELECT c.currency FROM (SELECT DISTINCT currency FROM ledger.settlement_open_items) c
-            WHERE EXISTS (SELECT FROM ledger.settlement_batch_candidates(
-                c.currency, \(pinned), timestamptz 'epoch' + \(cutOff.epochMicroseconds) * interval '1 microsecond'))
-            """, logger: logger)
-        var codes: [String] = []
-        for try await code in rows.decode(String.self) { codes.append(code) }
-        return codes
+        try await itemsStore.unsettledCurrencies(through: pinned, before: cutOff)
     }
 
     /// When the earliest item no batch took yet was recorded.
     func earliestUnsettledItem() async throws -> Date? {
-        let rows = try await client.query(
-            "SELECT ledger.epoch_us(min(recorded_at)) FROM ledger.settlement_open_items", logger: logger)
-        for try await micros in rows.decode(Int64?.self) { return micros.map { Date(epochMicroseconds: $0) } }
-        return nil
+        try await itemsStore.earliestUnsettledItem()
     }
 
     // MARK: Back-office reads
@@ -544,11 +494,9 @@ public struct SettlementService: Sendable {
 
     public func reportCSV(id: String) async throws -> (@Sendable (_ write: (String) async throws -> Void) async throws -> Void)? {
         guard try await storedReport(id) != nil else { return nil }
-        let client = self.client, logger = self.logger
+        let reports = self.reports
         return { write in
-            let rows = try await client.query(
-                "SELECT csv FROM ledger.settlement_report_parts WHERE batch_id = \(id) ORDER BY part", logger: logger)
-            for try await part in rows.decode(String.self) { try await write(part) }
+            try await reports.forEachPartCSV(id, write)
         }
     }
 }
