@@ -1,6 +1,7 @@
+import LedgerCore
+
 import struct Foundation.Data
 import struct Foundation.Date
-import LedgerCore
 
 /// The deterministic acquirer model behind the ``Acquirer`` interface: what the ledger talks to
 /// instead of a real acquirer.
@@ -18,8 +19,11 @@ public actor AcquirerModel: Acquirer {
     ///   - seed: determines every identifier and every fault decision.
     ///   - configuration: cards, limits, hold lifetimes, pricing, calendar, faults.
     ///   - clock: the simulated (or real) clock; read once per command. Never `Date.init` in tests.
-    public init(seed: UInt64, configuration: AcquirerModelConfiguration = AcquirerModelConfiguration(),
-                clock: @escaping @Sendable () -> Date) {
+    public init(
+        seed: UInt64,
+        configuration: AcquirerModelConfiguration = AcquirerModelConfiguration(),
+        clock: @escaping @Sendable () -> Date
+    ) {
         self.state = AcquirerModelState(seed: seed, configuration: configuration)
         self.clock = clock
     }
@@ -69,7 +73,8 @@ public actor AcquirerModel: Acquirer {
     /// Collects the batch's pages (the acquirer's side of the upload keeps them), then settles it.
     /// Other commands may run while a page is awaited; settling itself is one step.
     public func submitBatch(
-        _ header: SettlementBatchHeader, pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?
+        _ header: SettlementBatchHeader,
+        pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?
     ) async throws(AcquirerError) -> SettlementReceipt {
         var items: [SettlementItem] = []
         var index = 0
@@ -116,7 +121,8 @@ extension AcquirerModelWrapper {
         try await model.query(merchantReference: merchantReference)
     }
     public func submitBatch(
-        _ header: SettlementBatchHeader, pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?
+        _ header: SettlementBatchHeader,
+        pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?
     ) async throws(AcquirerError) -> SettlementReceipt {
         try await model.submitBatch(header, pages: pages)
     }

@@ -1,5 +1,6 @@
-import struct Foundation.Date
 import LedgerCore
+
+import struct Foundation.Date
 
 /// How long an uncaptured hold lives, per network, initiator and authorization type.
 /// The first rule that matches wins; a `nil` field matches anything.
@@ -9,8 +10,12 @@ public struct HoldLifetimeRule: Hashable, Sendable, Codable {
     public var authorizationType: AuthorizationType?
     public var lifetimeSeconds: Int64
 
-    public init(network: CardNetwork? = nil, initiator: TransactionInitiator? = nil,
-                authorizationType: AuthorizationType? = nil, lifetimeSeconds: Int64) {
+    public init(
+        network: CardNetwork? = nil,
+        initiator: TransactionInitiator? = nil,
+        authorizationType: AuthorizationType? = nil,
+        lifetimeSeconds: Int64
+    ) {
         self.network = network
         self.initiator = initiator
         self.authorizationType = authorizationType
@@ -76,13 +81,17 @@ public struct AcquirerModelConfiguration: Hashable, Sendable, Codable {
     public var faults: FaultConfiguration
 
     public init(
-        companyAccount: String = "OrderLedgerCompany", merchantAccount: String = "OrderLedgerStore",
+        companyAccount: String = "OrderLedgerCompany",
+        merchantAccount: String = "OrderLedgerStore",
         testCards: [TestCard] = TestCard.standard,
         defaultCreditLimit: Money = Money(minorUnits: 1_000_000, currency: .usd),
-        creditLimits: [CreditLimit] = [], holdLifetimes: [HoldLifetimeRule] = HoldLifetimeRule.standard,
+        creditLimits: [CreditLimit] = [],
+        holdLifetimes: [HoldLifetimeRule] = HoldLifetimeRule.standard,
         unknownOutcome: UnknownOutcomeBehaviour = .notPlaced,
-        pricing: [PricingSchedule] = [.demo(currency: .usd)], cutOff: CutOff = CutOff(),
-        calendar: BusinessCalendar = BusinessCalendar(), fundingLagBusinessDays: Int = 1,
+        pricing: [PricingSchedule] = [.demo(currency: .usd)],
+        cutOff: CutOff = CutOff(),
+        calendar: BusinessCalendar = BusinessCalendar(),
+        fundingLagBusinessDays: Int = 1,
         faults: FaultConfiguration = .none
     ) {
         self.companyAccount = companyAccount

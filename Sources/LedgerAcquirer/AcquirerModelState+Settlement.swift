@@ -1,5 +1,6 @@
-import struct Foundation.Date
 import LedgerCore
+
+import struct Foundation.Date
 
 extension AcquirerModelState {
     /// Settles a batch closed at `now`: validates every item against what the model recorded, prices
@@ -15,7 +16,8 @@ extension AcquirerModelState {
         guard !batchReference.isEmpty else { throw AcquirerError(.invalidRequest, "empty batch reference") }
         if let existing = batches.first(where: { $0.header.batchReference == batchReference }) {
             guard existing.header == request.header, existing.itemCount == request.items.count,
-                  existing.itemsFingerprint == StoredBatch.fingerprint(request.items) else {
+                existing.itemsFingerprint == StoredBatch.fingerprint(request.items)
+            else {
                 throw AcquirerError(.duplicateReference, reference: batchReference, "batch reference already used for a different batch")
             }
             return existing.report
@@ -42,17 +44,27 @@ extension AcquirerModelState {
             }
             let expectedKind: ModificationKind = item.kind == .capture ? .capture : .refund
             guard stored.record.kind == expectedKind, stored.response.responseCode.isApproved,
-                  stored.record.authorizationReference == item.authorizationReference,
-                  stored.response.amount == item.amount else {
-                throw AcquirerError(.settlementMismatch, reference: reference,
-                                    "item does not match the recorded \(stored.record.kind.rawValue) of \(stored.response.amount)")
+                stored.record.authorizationReference == item.authorizationReference,
+                stored.response.amount == item.amount
+            else {
+                throw AcquirerError(
+                    .settlementMismatch,
+                    reference: reference,
+                    "item does not match the recorded \(stored.record.kind.rawValue) of \(stored.response.amount)"
+                )
             }
             guard stored.settledInBatch == nil, !stored.carriedOver else {
                 throw AcquirerError(.alreadySettled, reference: reference, "already settled or in a batch")
             }
             do {
-                let line = try SettlementLines.line(for: item, modification: stored.response, hold: hold, schedule: schedule,
-                                                    configuration: configuration, batchNumber: batchNumber)
+                let line = try SettlementLines.line(
+                    for: item,
+                    modification: stored.response,
+                    hold: hold,
+                    schedule: schedule,
+                    configuration: configuration,
+                    batchNumber: batchNumber
+                )
                 priced.append((item, line))
             } catch {
                 throw AcquirerError(.invalidAmount, reference: reference, "pricing failed: \(error)")
@@ -109,21 +121,43 @@ extension AcquirerModelState {
             payoutUnits -= faults.shortPaymentMinorUnits
         }
         counters.payout += 1
-        let businessDate = request.businessDate.map { configuration.calendar.businessDay(onOrAfter: $0) }
+        let businessDate =
+            request.businessDate.map { configuration.calendar.businessDay(onOrAfter: $0) }
             ?? configuration.cutOff.businessDate(closingAt: now, calendar: configuration.calendar)
         let payout = PayoutNotice(
             payoutReference: DerivedIdentifier.payoutReference.hex(seed: seed, counter: counters.payout),
-            batchNumber: batchNumber, merchantAccount: configuration.merchantAccount,
+            batchNumber: batchNumber,
+            merchantAccount: configuration.merchantAccount,
             valueDate: configuration.calendar.adding(businessDays: configuration.fundingLagBusinessDays, to: businessDate),
-            amount: Money(minorUnits: payoutUnits, currency: request.currency))
-        lines.append(SettlementLines.payoutLine(payout: payout, batchReference: batchReference, closedAt: now,
-                                                configuration: configuration))
+            amount: Money(minorUnits: payoutUnits, currency: request.currency)
+        )
+        lines.append(
+            SettlementLines.payoutLine(
+                payout: payout,
+                batchReference: batchReference,
+                closedAt: now,
+                configuration: configuration
+            )
+        )
         let report = SettlementReport(
-            batchReference: batchReference, batchNumber: batchNumber, companyAccount: configuration.companyAccount,
-            merchantAccount: configuration.merchantAccount, businessDate: businessDate, closedAt: now,
-            currency: request.currency, lines: lines, payout: payout)
-        batches.append(StoredBatch(header: request.header, itemCount: request.items.count,
-                                   itemsFingerprint: StoredBatch.fingerprint(request.items), report: report))
+            batchReference: batchReference,
+            batchNumber: batchNumber,
+            companyAccount: configuration.companyAccount,
+            merchantAccount: configuration.merchantAccount,
+            businessDate: businessDate,
+            closedAt: now,
+            currency: request.currency,
+            lines: lines,
+            payout: payout
+        )
+        batches.append(
+            StoredBatch(
+                header: request.header,
+                itemCount: request.items.count,
+                itemsFingerprint: StoredBatch.fingerprint(request.items),
+                report: report
+            )
+        )
         return report
     }
 

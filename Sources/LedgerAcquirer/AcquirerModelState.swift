@@ -1,8 +1,9 @@
+import LedgerCore
+
 import struct Foundation.Data
 import struct Foundation.Date
 import class Foundation.JSONDecoder
 import class Foundation.JSONEncoder
-import LedgerCore
 
 /// The whole acquirer model as a pure value: configuration, seed, generator, counters, card accounts,
 /// holds, modifications and settled batches.
@@ -167,18 +168,34 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
             // Nothing was placed and nothing is remembered: a query says "not found", and a retry
             // asks the issuer again (which, for this card, answers the same).
             return AuthorizationResponse(
-                merchantReference: reference, pspReference: nil, responseCode: code, authCode: nil, amount: request.amount,
-                holdExpiresAt: nil, network: card.network, fundingType: card.fundingType, lastFour: card.lastFour,
-                processedAt: now)
+                merchantReference: reference,
+                pspReference: nil,
+                responseCode: code,
+                authCode: nil,
+                amount: request.amount,
+                holdExpiresAt: nil,
+                network: card.network,
+                fundingType: card.fundingType,
+                lastFour: card.lastFour,
+                processedAt: now
+            )
         }
 
         counters.payment += 1
         let pspReference = DerivedIdentifier.pspReference.hex(seed: seed, counter: counters.payment)
         guard code.isApproved else {
             let response = AuthorizationResponse(
-                merchantReference: reference, pspReference: pspReference, responseCode: code, authCode: nil,
-                amount: request.amount, holdExpiresAt: nil, network: card.network, fundingType: card.fundingType,
-                lastFour: card.lastFour, processedAt: now)
+                merchantReference: reference,
+                pspReference: pspReference,
+                responseCode: code,
+                authCode: nil,
+                amount: request.amount,
+                holdExpiresAt: nil,
+                network: card.network,
+                fundingType: card.fundingType,
+                lastFour: card.lastFour,
+                processedAt: now
+            )
             declined[reference] = StoredAuthorization(summary: summary, response: response)
             return response
         }
@@ -186,24 +203,44 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
         let lifetime = configuration.holdLifetime(network: card.network, initiator: request.initiator, type: request.authorizationType)
         let expiresAt = now.addingTimeInterval(Double(lifetime))
         var response = AuthorizationResponse(
-            merchantReference: reference, pspReference: pspReference, responseCode: .approved,
-            authCode: DerivedIdentifier.authCode.authCode(seed: seed, counter: counters.payment), amount: request.amount,
-            holdExpiresAt: expiresAt, network: card.network, fundingType: card.fundingType, lastFour: card.lastFour,
-            processedAt: now)
+            merchantReference: reference,
+            pspReference: pspReference,
+            responseCode: .approved,
+            authCode: DerivedIdentifier.authCode.authCode(seed: seed, counter: counters.payment),
+            amount: request.amount,
+            holdExpiresAt: expiresAt,
+            network: card.network,
+            fundingType: card.fundingType,
+            lastFour: card.lastFour,
+            processedAt: now
+        )
         var newAccount = account
         newAccount.used += request.amount.minorUnits
         accounts[card.accountKey] = newAccount
         holds[reference] = Hold(
-            summary: summary, response: response, pspReference: pspReference, accountKey: card.accountKey,
-            network: card.network ?? .visa, fundingType: card.fundingType ?? .credit, currency: request.amount.currency,
-            authorizedAt: now, expiresAt: expiresAt, authorized: request.amount.minorUnits, open: request.amount.minorUnits)
+            summary: summary,
+            response: response,
+            pspReference: pspReference,
+            accountKey: card.accountKey,
+            network: card.network ?? .visa,
+            fundingType: card.fundingType ?? .credit,
+            currency: request.amount.currency,
+            authorizedAt: now,
+            expiresAt: expiresAt,
+            authorized: request.amount.minorUnits,
+            open: request.amount.minorUnits
+        )
         openHolds.append(reference)
         nextExpiry = min(nextExpiry ?? expiresAt, expiresAt)
 
         if request.captureIntent == .immediate {
             // A sale: capture everything at once, under the merchant reference as modification reference.
-            let capture = CaptureRequest(authorizationReference: reference, modificationReference: reference,
-                                         amount: request.amount, isFinal: true)
+            let capture = CaptureRequest(
+                authorizationReference: reference,
+                modificationReference: reference,
+                amount: request.amount,
+                isFinal: true
+            )
             response.immediateCapture = try self.capture(capture, now: now)
         }
         holds[reference]?.response = response
@@ -225,8 +262,14 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
         expireHolds(now: now)
         if let hold = holds[merchantReference] {
             let history = hold.modificationReferences.compactMap { modifications[$0]?.response }
-            return .found(PaymentDetails(authorization: hold.response, status: hold.status, balance: hold.balance,
-                                         modifications: history))
+            return .found(
+                PaymentDetails(
+                    authorization: hold.response,
+                    status: hold.status,
+                    balance: hold.balance,
+                    modifications: history
+                )
+            )
         }
         if let stored = declined[merchantReference] {
             return .found(PaymentDetails(authorization: stored.response, status: .declined, balance: nil, modifications: []))
@@ -239,8 +282,13 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
     /// Incremental authorization: approved when the hold is open and the card's open-to-buy covers
     /// `amount`, else declined with 51 (recorded, nothing changes).
     public mutating func increment(_ request: IncrementRequest, now: Date) throws(AcquirerError) -> ModificationResponse {
-        let record = ModificationRecord(kind: .increment, authorizationReference: request.authorizationReference,
-                                        modificationReference: request.modificationReference, amount: request.amount, isFinal: false)
+        let record = ModificationRecord(
+            kind: .increment,
+            authorizationReference: request.authorizationReference,
+            modificationReference: request.modificationReference,
+            amount: request.amount,
+            isFinal: false
+        )
         return try modify(record, now: now) { hold, account, amount throws(AcquirerError) in
             try Self.requireOpen(hold)
             guard amount <= account.available.minorUnits else { return .insufficientFunds }
@@ -253,14 +301,21 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
 
     /// Captures `amount` of the open amount. A final capture releases the remainder (counted as reversed).
     public mutating func capture(_ request: CaptureRequest, now: Date) throws(AcquirerError) -> ModificationResponse {
-        let record = ModificationRecord(kind: .capture, authorizationReference: request.authorizationReference,
-                                        modificationReference: request.modificationReference, amount: request.amount,
-                                        isFinal: request.isFinal)
+        let record = ModificationRecord(
+            kind: .capture,
+            authorizationReference: request.authorizationReference,
+            modificationReference: request.modificationReference,
+            amount: request.amount,
+            isFinal: request.isFinal
+        )
         return try modify(record, now: now) { hold, account, amount throws(AcquirerError) in
             try Self.requireOpen(hold)
             guard amount <= hold.open else {
-                throw AcquirerError(.amountExceedsOpen, reference: request.authorizationReference,
-                                    "capture of \(amount) exceeds open \(hold.open) minor units")
+                throw AcquirerError(
+                    .amountExceedsOpen,
+                    reference: request.authorizationReference,
+                    "capture of \(amount) exceeds open \(hold.open) minor units"
+                )
             }
             hold.captured += amount
             hold.open -= amount
@@ -275,13 +330,21 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
 
     /// Reverses `amount` (or, when `nil`, all) of the open amount and gives it back to the card.
     public mutating func reverse(_ request: ReversalRequest, now: Date) throws(AcquirerError) -> ModificationResponse {
-        let record = ModificationRecord(kind: .reversal, authorizationReference: request.authorizationReference,
-                                        modificationReference: request.modificationReference, amount: request.amount, isFinal: false)
+        let record = ModificationRecord(
+            kind: .reversal,
+            authorizationReference: request.authorizationReference,
+            modificationReference: request.modificationReference,
+            amount: request.amount,
+            isFinal: false
+        )
         return try modify(record, now: now) { hold, account, amount throws(AcquirerError) in
             try Self.requireOpen(hold)
             guard amount <= hold.open else {
-                throw AcquirerError(.amountExceedsOpen, reference: request.authorizationReference,
-                                    "reversal of \(amount) exceeds open \(hold.open) minor units")
+                throw AcquirerError(
+                    .amountExceedsOpen,
+                    reference: request.authorizationReference,
+                    "reversal of \(amount) exceeds open \(hold.open) minor units"
+                )
             }
             hold.reversed += amount
             hold.open -= amount
@@ -293,12 +356,20 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
     /// Refunds `amount` of what was captured and not yet refunded (on any hold status, also after
     /// expiry or closure). The refund restores the card's open-to-buy.
     public mutating func refund(_ request: RefundRequest, now: Date) throws(AcquirerError) -> ModificationResponse {
-        let record = ModificationRecord(kind: .refund, authorizationReference: request.authorizationReference,
-                                        modificationReference: request.modificationReference, amount: request.amount, isFinal: false)
+        let record = ModificationRecord(
+            kind: .refund,
+            authorizationReference: request.authorizationReference,
+            modificationReference: request.modificationReference,
+            amount: request.amount,
+            isFinal: false
+        )
         return try modify(record, now: now) { hold, account, amount throws(AcquirerError) in
             guard amount <= hold.captured - hold.refunded else {
-                throw AcquirerError(.refundExceedsCaptured, reference: request.authorizationReference,
-                                    "refund of \(amount) exceeds captured − refunded \(hold.captured - hold.refunded) minor units")
+                throw AcquirerError(
+                    .refundExceedsCaptured,
+                    reference: request.authorizationReference,
+                    "refund of \(amount) exceeds captured − refunded \(hold.captured - hold.refunded) minor units"
+                )
             }
             hold.refunded += amount
             account.used -= amount
@@ -311,7 +382,8 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
     /// `apply` gets the amount in minor units (for a full reversal, the open amount) and returns the
     /// response code; a non-approved code leaves hold and account as they were.
     private mutating func modify(
-        _ record: ModificationRecord, now: Date,
+        _ record: ModificationRecord,
+        now: Date,
         apply: (inout Hold, inout CardAccount, Int64) throws(AcquirerError) -> ResponseCode
     ) throws(AcquirerError) -> ModificationResponse {
         expireHolds(now: now)
@@ -331,8 +403,11 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
         }
         if let amount = record.amount {
             guard amount.currency == original.currency else {
-                throw AcquirerError(.currencyMismatch, reference: reference,
-                                    "\(amount.currency.code) on a \(original.currency.code) hold")
+                throw AcquirerError(
+                    .currencyMismatch,
+                    reference: reference,
+                    "\(amount.currency.code) on a \(original.currency.code) hold"
+                )
             }
             guard amount.minorUnits > 0 else { throw AcquirerError(.invalidAmount, reference: reference, "amount must be positive") }
         }
@@ -352,11 +427,17 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
         }
         counters.modification += 1
         let response = ModificationResponse(
-            kind: record.kind, authorizationReference: reference, modificationReference: record.modificationReference,
+            kind: record.kind,
+            authorizationReference: reference,
+            modificationReference: record.modificationReference,
             pspReference: original.pspReference,
             modificationPSPReference: DerivedIdentifier.modificationReference.hex(seed: seed, counter: counters.modification),
-            responseCode: code, amount: Money(minorUnits: amount, currency: original.currency), isFinal: record.isFinal,
-            processedAt: now, balance: hold.balance)
+            responseCode: code,
+            amount: Money(minorUnits: amount, currency: original.currency),
+            isFinal: record.isFinal,
+            processedAt: now,
+            balance: hold.balance
+        )
         hold.modificationReferences.append(record.modificationReference)
         holds[reference] = hold
         accounts[original.accountKey] = account
@@ -446,8 +527,15 @@ struct Hold: Hashable, Sendable, Codable {
 
     var balance: HoldBalance {
         func m(_ units: Int64) -> Money { Money(minorUnits: units, currency: currency) }
-        return HoldBalance(authorized: m(authorized), incremented: m(incremented), captured: m(captured),
-                           reversed: m(reversed), expired: m(expired), open: m(open), refunded: m(refunded))
+        return HoldBalance(
+            authorized: m(authorized),
+            incremented: m(incremented),
+            captured: m(captured),
+            reversed: m(reversed),
+            expired: m(expired),
+            open: m(open),
+            refunded: m(refunded)
+        )
     }
 }
 
@@ -481,7 +569,10 @@ struct StoredBatch: Hashable, Sendable, Codable {
     static func fingerprint(_ items: [SettlementItem]) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for item in items {
-            for byte in "\(item.kind.rawValue)|\(item.authorizationReference)|\(item.modificationReference)|\(item.amount.minorUnits)|\(item.amount.currency.code)\n".utf8 {
+            for byte
+                in "\(item.kind.rawValue)|\(item.authorizationReference)|\(item.modificationReference)|\(item.amount.minorUnits)|\(item.amount.currency.code)\n"
+                .utf8
+            {
                 hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
             }
         }

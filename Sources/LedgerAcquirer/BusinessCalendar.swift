@@ -1,9 +1,11 @@
-import struct Foundation.Date
 import LedgerCore
+
+import struct Foundation.Date
 
 /// A day of the week, ISO numbering (Monday = 1 … Sunday = 7).
 public enum Weekday: Int, Hashable, Sendable, Codable, CaseIterable {
-    case monday = 1, tuesday, wednesday, thursday, friday, saturday, sunday
+    case monday = 1
+    case tuesday, wednesday, thursday, friday, saturday, sunday
 }
 
 /// Which days the acquirer and the banks work: not a weekend day and not a holiday.
@@ -74,7 +76,8 @@ public struct ReportTimeZone: Hashable, Sendable, Codable {
         guard parts.count == 2, let day = BusinessDate(String(parts[0])) else { return nil }
         let clock = parts[1].split(separator: ":", omittingEmptySubsequences: false)
         guard clock.count == 3, clock.allSatisfy({ $0.count == 2 && $0.allSatisfy { $0.isASCII && $0.isNumber } }),
-              let h = Int64(clock[0]), let m = Int64(clock[1]), let s = Int64(clock[2]), h < 24, m < 60, s < 60 else {
+            let h = Int64(clock[0]), let m = Int64(clock[1]), let s = Int64(clock[2]), h < 24, m < 60, s < 60
+        else {
             return nil
         }
         let seconds = day.daysSinceEpoch * 86_400 + h * 3600 + m * 60 + s - Int64(secondsFromGMT)
@@ -107,6 +110,7 @@ func wholeSeconds(_ instant: Date) -> Int64 {
 }
 
 func floorDivide(_ value: Int64, _ divisor: Int64) -> (quotient: Int64, remainder: Int64) {
-    let q = value / divisor, r = value % divisor
+    let q = value / divisor
+    let r = value % divisor
     return r < 0 ? (q - 1, r + divisor) : (q, r)
 }

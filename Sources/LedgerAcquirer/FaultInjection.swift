@@ -47,8 +47,12 @@ public struct FaultConfiguration: Hashable, Sendable, Codable {
     public var shortPaymentMinorUnits: Int64
 
     public init(
-        dropLine: FaultKnob = .off, duplicateLine: FaultKnob = .off, alterAmount: FaultKnob = .off,
-        alterFee: FaultKnob = .off, moveToNextBatch: FaultKnob = .off, shortPayPayout: FaultKnob = .off,
+        dropLine: FaultKnob = .off,
+        duplicateLine: FaultKnob = .off,
+        alterAmount: FaultKnob = .off,
+        alterFee: FaultKnob = .off,
+        moveToNextBatch: FaultKnob = .off,
+        shortPayPayout: FaultKnob = .off,
         shortPaymentMinorUnits: Int64 = 100
     ) {
         self.dropLine = dropLine

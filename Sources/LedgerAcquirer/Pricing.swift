@@ -91,7 +91,8 @@ public struct PricingSchedule: Hashable, Sendable, Codable {
             return FeeBreakdown(
                 interchange: try rule.interchange.fee(on: gross, rounding: rounding),
                 schemeFee: try rule.schemeFee.fee(on: gross, rounding: rounding),
-                markup: try markup.fee(on: gross, rounding: rounding))
+                markup: try markup.fee(on: gross, rounding: rounding)
+            )
         }
     }
 
@@ -103,15 +104,39 @@ public struct PricingSchedule: Hashable, Sendable, Codable {
         let scheme = FeeComponent(rate: pct("0.0013"))
         var rules: [InterchangeRule] = []
         for network in CardNetwork.allCases {
-            rules.append(InterchangeRule(network: network, fundingType: .credit,
-                                         interchange: FeeComponent(rate: pct(network == .amex ? "0.019" : "0.014")), schemeFee: scheme))
-            rules.append(InterchangeRule(network: network, fundingType: .debit,
-                                         interchange: FeeComponent(rate: pct("0.002"), fixedMinorUnits: 5), schemeFee: scheme))
-            rules.append(InterchangeRule(network: network, fundingType: .prepaid,
-                                         interchange: FeeComponent(rate: pct("0.009")), schemeFee: scheme))
+            rules.append(
+                InterchangeRule(
+                    network: network,
+                    fundingType: .credit,
+                    interchange: FeeComponent(rate: pct(network == .amex ? "0.019" : "0.014")),
+                    schemeFee: scheme
+                )
+            )
+            rules.append(
+                InterchangeRule(
+                    network: network,
+                    fundingType: .debit,
+                    interchange: FeeComponent(rate: pct("0.002"), fixedMinorUnits: 5),
+                    schemeFee: scheme
+                )
+            )
+            rules.append(
+                InterchangeRule(
+                    network: network,
+                    fundingType: .prepaid,
+                    interchange: FeeComponent(rate: pct("0.009")),
+                    schemeFee: scheme
+                )
+            )
         }
         let fallback = InterchangeRule(network: .visa, fundingType: .credit, interchange: FeeComponent(rate: pct("0.014")), schemeFee: scheme)
-        return PricingSchedule(currency: currency, model: .interchangePlusPlus(rules: rules, fallback: fallback,
-                                                                               markup: FeeComponent(rate: pct("0.008"))))
+        return PricingSchedule(
+            currency: currency,
+            model: .interchangePlusPlus(
+                rules: rules,
+                fallback: fallback,
+                markup: FeeComponent(rate: pct("0.008"))
+            )
+        )
     }
 }

@@ -1,5 +1,6 @@
-import struct Foundation.Date
 import LedgerCore
+
+import struct Foundation.Date
 
 /// Building settlement report lines from priced captures and refunds.
 ///
@@ -27,8 +28,12 @@ enum SettlementLines {
 
     /// The Settled or Refunded line of one capture or refund.
     static func line(
-        for item: SettlementItem, modification: ModificationResponse, hold: Hold, schedule: PricingSchedule,
-        configuration: AcquirerModelConfiguration, batchNumber: Int
+        for item: SettlementItem,
+        modification: ModificationResponse,
+        hold: Hold,
+        schedule: PricingSchedule,
+        configuration: AcquirerModelConfiguration,
+        batchNumber: Int
     ) throws(MoneyError) -> SettlementReportLine {
         let gross = item.amount
         let isRefund = item.kind == .refund
@@ -36,40 +41,77 @@ enum SettlementLines {
         if isRefund && !schedule.feesOnRefunds {
             // Keep the pricing model's columns (zero), so every line of a report has the same shape.
             let zero = Money.zero(gross.currency)
-            fees = FeeBreakdown(interchange: fees.interchange.map { _ in zero }, schemeFee: fees.schemeFee.map { _ in zero },
-                                markup: fees.markup.map { _ in zero }, commission: fees.commission.map { _ in zero })
+            fees = FeeBreakdown(
+                interchange: fees.interchange.map { _ in zero },
+                schemeFee: fees.schemeFee.map { _ in zero },
+                markup: fees.markup.map { _ in zero },
+                commission: fees.commission.map { _ in zero }
+            )
         }
         let totalFees = try fees.total(in: gross.currency)
         let signedGross = isRefund ? try Money.zero(gross.currency).subtracting(gross) : gross
         let signedNet = try signedGross.subtracting(totalFees)
         let (netDebit, netCredit) = split(signedNet)
         return SettlementReportLine(
-            companyAccount: configuration.companyAccount, merchantAccount: configuration.merchantAccount,
-            pspReference: hold.pspReference, merchantReference: item.authorizationReference,
-            paymentMethod: paymentMethod(hold.network), creationDate: wholeSecond(modification.processedAt),
-            timeZone: configuration.cutOff.timeZone.name, type: isRefund ? .refunded : .settled,
-            modificationReference: modification.modificationPSPReference, grossCurrency: gross.currency,
-            grossDebit: isRefund ? gross : nil, grossCredit: isRefund ? nil : gross,
-            exchangeRate: Rate(numerator: 1, denominator: 1), netCurrency: gross.currency,
-            netDebit: netDebit, netCredit: netCredit, commission: fees.commission, markup: fees.markup,
-            schemeFees: fees.schemeFee, interchange: fees.interchange,
+            companyAccount: configuration.companyAccount,
+            merchantAccount: configuration.merchantAccount,
+            pspReference: hold.pspReference,
+            merchantReference: item.authorizationReference,
+            paymentMethod: paymentMethod(hold.network),
+            creationDate: wholeSecond(modification.processedAt),
+            timeZone: configuration.cutOff.timeZone.name,
+            type: isRefund ? .refunded : .settled,
+            modificationReference: modification.modificationPSPReference,
+            grossCurrency: gross.currency,
+            grossDebit: isRefund ? gross : nil,
+            grossCredit: isRefund ? nil : gross,
+            exchangeRate: Rate(numerator: 1, denominator: 1),
+            netCurrency: gross.currency,
+            netDebit: netDebit,
+            netCredit: netCredit,
+            commission: fees.commission,
+            markup: fees.markup,
+            schemeFees: fees.schemeFee,
+            interchange: fees.interchange,
             paymentMethodVariant: paymentMethodVariant(hold.network, hold.fundingType),
-            modificationMerchantReference: item.modificationReference, batchNumber: batchNumber)
+            modificationMerchantReference: item.modificationReference,
+            batchNumber: batchNumber
+        )
     }
 
     /// The MerchantPayout line closing a report: the payout as a net debit (credit when negative).
     static func payoutLine(
-        payout: PayoutNotice, batchReference: String, closedAt: Date, configuration: AcquirerModelConfiguration
+        payout: PayoutNotice,
+        batchReference: String,
+        closedAt: Date,
+        configuration: AcquirerModelConfiguration
     ) -> SettlementReportLine {
         let (netDebit, netCredit) = split(payout.amount, positiveIsDebit: true)
         return SettlementReportLine(
-            companyAccount: configuration.companyAccount, merchantAccount: configuration.merchantAccount,
-            pspReference: "", merchantReference: "", paymentMethod: "", creationDate: wholeSecond(closedAt),
-            timeZone: configuration.cutOff.timeZone.name, type: .merchantPayout,
-            modificationReference: payout.payoutReference, grossCurrency: nil, grossDebit: nil, grossCredit: nil,
-            exchangeRate: nil, netCurrency: payout.amount.currency, netDebit: netDebit, netCredit: netCredit,
-            commission: nil, markup: nil, schemeFees: nil, interchange: nil, paymentMethodVariant: "",
-            modificationMerchantReference: batchReference, batchNumber: payout.batchNumber)
+            companyAccount: configuration.companyAccount,
+            merchantAccount: configuration.merchantAccount,
+            pspReference: "",
+            merchantReference: "",
+            paymentMethod: "",
+            creationDate: wholeSecond(closedAt),
+            timeZone: configuration.cutOff.timeZone.name,
+            type: .merchantPayout,
+            modificationReference: payout.payoutReference,
+            grossCurrency: nil,
+            grossDebit: nil,
+            grossCredit: nil,
+            exchangeRate: nil,
+            netCurrency: payout.amount.currency,
+            netDebit: netDebit,
+            netCredit: netCredit,
+            commission: nil,
+            markup: nil,
+            schemeFees: nil,
+            interchange: nil,
+            paymentMethodVariant: "",
+            modificationMerchantReference: batchReference,
+            batchNumber: payout.batchNumber
+        )
     }
 
     /// A signed amount as (debit, credit) columns; zero is a credit of 0.

@@ -1,5 +1,6 @@
-import struct Foundation.Date
 import LedgerCore
+
+import struct Foundation.Date
 
 /// Writes and reads settlement reports as CSV in the widely used 23-column layout (domain §2).
 ///
@@ -85,7 +86,8 @@ public struct SettlementReportCSV: Sendable {
 
     /// `numerator/denominator` as a decimal string when the denominator divides a power of ten ≤ 10^18.
     static func decimalString(_ rate: Rate) -> String? {
-        var scale: Int64 = 1, digits = 0
+        var scale: Int64 = 1
+        var digits = 0
         while scale % rate.denominator != 0 {
             guard digits < 18 else { return nil }
             scale *= 10
@@ -149,15 +151,33 @@ public struct SettlementReportCSV: Sendable {
             rate = parsed
         }
         guard let batchNumber = Int(f[22]) else { throw .invalidField(row: row, column: Self.columns[22], f[22]) }
-        let grossCurrency = try currency(9), netCurrency = try currency(13)
+        let grossCurrency = try currency(9)
+        let netCurrency = try currency(13)
         return SettlementReportLine(
-            companyAccount: f[0], merchantAccount: f[1], pspReference: f[2], merchantReference: f[3], paymentMethod: f[4],
-            creationDate: creationDate, timeZone: f[6], type: SettlementLineType(rawValue: f[7]), modificationReference: f[8],
-            grossCurrency: grossCurrency, grossDebit: try money(10, grossCurrency), grossCredit: try money(11, grossCurrency),
-            exchangeRate: rate, netCurrency: netCurrency, netDebit: try money(14, netCurrency),
-            netCredit: try money(15, netCurrency), commission: try money(16, netCurrency), markup: try money(17, netCurrency),
-            schemeFees: try money(18, netCurrency), interchange: try money(19, netCurrency), paymentMethodVariant: f[20],
-            modificationMerchantReference: f[21], batchNumber: batchNumber)
+            companyAccount: f[0],
+            merchantAccount: f[1],
+            pspReference: f[2],
+            merchantReference: f[3],
+            paymentMethod: f[4],
+            creationDate: creationDate,
+            timeZone: f[6],
+            type: SettlementLineType(rawValue: f[7]),
+            modificationReference: f[8],
+            grossCurrency: grossCurrency,
+            grossDebit: try money(10, grossCurrency),
+            grossCredit: try money(11, grossCurrency),
+            exchangeRate: rate,
+            netCurrency: netCurrency,
+            netDebit: try money(14, netCurrency),
+            netCredit: try money(15, netCurrency),
+            commission: try money(16, netCurrency),
+            markup: try money(17, netCurrency),
+            schemeFees: try money(18, netCurrency),
+            interchange: try money(19, netCurrency),
+            paymentMethodVariant: f[20],
+            modificationMerchantReference: f[21],
+            batchNumber: batchNumber
+        )
     }
 
     static func records(_ text: String) throws(SettlementReportCSVError) -> [[String]] {

@@ -1,6 +1,7 @@
+import LedgerCore
+
 import struct Foundation.Date
 import class Foundation.NSLock
-import LedgerCore
 
 /// A clock that only moves when told to, for tests and simulations of the acquirer model.
 ///

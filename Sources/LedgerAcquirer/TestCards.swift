@@ -30,16 +30,46 @@ public struct TestCard: Hashable, Sendable, Codable {
         TestCard(token: "tok_amex", network: .amex, fundingType: .credit, lastFour: "8431", issuerResponse: .approved),
         TestCard(token: "tok_discover", network: .discover, fundingType: .credit, lastFour: "1117", issuerResponse: .approved),
         TestCard(token: "tok_chargeDeclined", network: .visa, fundingType: .credit, lastFour: "0002", issuerResponse: .doNotHonor),
-        TestCard(token: "tok_chargeDeclinedInsufficientFunds", network: .visa, fundingType: .credit, lastFour: "9995", issuerResponse: .insufficientFunds),
+        TestCard(
+            token: "tok_chargeDeclinedInsufficientFunds",
+            network: .visa,
+            fundingType: .credit,
+            lastFour: "9995",
+            issuerResponse: .insufficientFunds
+        ),
         TestCard(token: "tok_chargeDeclinedExpiredCard", network: .visa, fundingType: .credit, lastFour: "0069", issuerResponse: .expiredCard),
-        TestCard(token: "tok_chargeDeclinedProcessingError", network: .visa, fundingType: .credit, lastFour: "0119", issuerResponse: .issuerUnavailable),
+        TestCard(
+            token: "tok_chargeDeclinedProcessingError",
+            network: .visa,
+            fundingType: .credit,
+            lastFour: "0119",
+            issuerResponse: .issuerUnavailable
+        ),
         TestCard(token: "tok_chargeDeclinedSystemError", network: .visa, fundingType: .credit, lastFour: "0127", issuerResponse: .systemError),
         TestCard(token: "tok_chargeDeclinedLostCard", network: .visa, fundingType: .credit, lastFour: "9987", issuerResponse: .lostCard),
         TestCard(token: "tok_chargeDeclinedStolenCard", network: .visa, fundingType: .credit, lastFour: "9979", issuerResponse: .stolenCard),
-        TestCard(token: "tok_chargeDeclinedTransactionNotAllowed", network: .visa, fundingType: .credit, lastFour: "0036", issuerResponse: .transactionNotPermitted),
+        TestCard(
+            token: "tok_chargeDeclinedTransactionNotAllowed",
+            network: .visa,
+            fundingType: .credit,
+            lastFour: "0036",
+            issuerResponse: .transactionNotPermitted
+        ),
         TestCard(token: "tok_chargeDeclinedRestrictedCard", network: .visa, fundingType: .credit, lastFour: "0044", issuerResponse: .restrictedCard),
-        TestCard(token: "tok_chargeDeclinedExceedsAmountLimit", network: .visa, fundingType: .credit, lastFour: "0051", issuerResponse: .exceedsWithdrawalLimit),
-        TestCard(token: "tok_chargeDeclinedVelocityExceeded", network: .visa, fundingType: .credit, lastFour: "0085", issuerResponse: .exceedsFrequencyLimit),
+        TestCard(
+            token: "tok_chargeDeclinedExceedsAmountLimit",
+            network: .visa,
+            fundingType: .credit,
+            lastFour: "0051",
+            issuerResponse: .exceedsWithdrawalLimit
+        ),
+        TestCard(
+            token: "tok_chargeDeclinedVelocityExceeded",
+            network: .visa,
+            fundingType: .credit,
+            lastFour: "0085",
+            issuerResponse: .exceedsFrequencyLimit
+        ),
     ]
 }
 
@@ -61,17 +91,33 @@ struct ResolvedCard: Hashable, Sendable {
         switch method {
         case .token(let token):
             guard let card = cards.first(where: { $0.token == token }) else {
-                return ResolvedCard(accountKey: "token:" + token, network: nil, fundingType: nil, lastFour: nil,
-                                    issuerResponse: .invalidCardNumber)
+                return ResolvedCard(
+                    accountKey: "token:" + token,
+                    network: nil,
+                    fundingType: nil,
+                    lastFour: nil,
+                    issuerResponse: .invalidCardNumber
+                )
             }
-            return ResolvedCard(accountKey: "token:" + token, network: card.network, fundingType: card.fundingType,
-                                lastFour: card.lastFour, issuerResponse: card.issuerResponse)
+            return ResolvedCard(
+                accountKey: "token:" + token,
+                network: card.network,
+                fundingType: card.fundingType,
+                lastFour: card.lastFour,
+                issuerResponse: card.issuerResponse
+            )
         case .networkToken(let data):
             let digits = Array(data.tokenNumber.utf8)
             guard (12...19).contains(digits.count), digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-                  luhnValid(digits), let network = data.network ?? network(ofNumber: digits) else {
-                return ResolvedCard(accountKey: "networkToken:invalid", network: data.network, fundingType: nil,
-                                    lastFour: nil, issuerResponse: .invalidCardNumber)
+                luhnValid(digits), let network = data.network ?? network(ofNumber: digits)
+            else {
+                return ResolvedCard(
+                    accountKey: "networkToken:invalid",
+                    network: data.network,
+                    fundingType: nil,
+                    lastFour: nil,
+                    issuerResponse: .invalidCardNumber
+                )
             }
             let key = "networkToken:\(network.rawValue):\(data.lastFour):\(data.expiration)"
             var response = ResponseCode.approved
@@ -82,8 +128,13 @@ struct ResolvedCard: Hashable, Sendable {
             } else if data.cryptogram.isEmpty {
                 response = .doNotHonor
             }
-            return ResolvedCard(accountKey: key, network: network, fundingType: .credit, lastFour: data.lastFour,
-                                issuerResponse: response)
+            return ResolvedCard(
+                accountKey: key,
+                network: network,
+                fundingType: .credit,
+                lastFour: data.lastFour,
+                issuerResponse: response
+            )
         }
     }
 
@@ -103,7 +154,8 @@ struct ResolvedCard: Hashable, Sendable {
     /// Network from the number's prefix (IIN ranges, simplified to what the model needs).
     static func network(ofNumber digits: [UInt8]) -> CardNetwork? {
         let prefix = digits.prefix(6).reduce(0) { $0 * 10 + Int($1 - 0x30) }
-        let two = prefix / 10_000, four = prefix / 100
+        let two = prefix / 10_000
+        let four = prefix / 100
         switch true {
         case digits.first == 0x34: return .visa
         case (51...55).contains(two) || (222_100...272_099).contains(prefix): return .mastercard
@@ -116,7 +168,8 @@ struct ResolvedCard: Hashable, Sendable {
     /// The last day of validity of a `YYMMDD` expiration (cards are valid through the given day).
     static func expiryDate(_ text: String) -> BusinessDate? {
         guard text.utf8.count == 6, text.allSatisfy({ $0.isASCII && $0.isNumber }),
-              let yy = Int(text.prefix(2)), let mm = Int(text.dropFirst(2).prefix(2)), let dd = Int(text.suffix(2)) else {
+            let yy = Int(text.prefix(2)), let mm = Int(text.dropFirst(2).prefix(2)), let dd = Int(text.suffix(2))
+        else {
             return nil
         }
         return BusinessDate(year: 2000 + yy, month: mm, day: dd)

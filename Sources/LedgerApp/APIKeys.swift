@@ -1,6 +1,6 @@
 import Foundation
-import LedgerServices
 import LedgerHTTP
+import LedgerServices
 import Logging
 
 /// Where the back-office API keys come from.
@@ -36,8 +36,13 @@ public enum APIKeys {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             try FileManager.default.createDirectory(at: configuration.dataDirectoryURL, withIntermediateDirectories: true)
-            guard FileManager.default.createFile(atPath: url.path, contents: try encoder.encode(file),
-                                                 attributes: [.posixPermissions: 0o600]) else {
+            guard
+                FileManager.default.createFile(
+                    atPath: url.path,
+                    contents: try encoder.encode(file),
+                    attributes: [.posixPermissions: 0o600]
+                )
+            else {
                 throw ConfigurationError("cannot write \(url.path)")
             }
         }
@@ -51,7 +56,8 @@ public enum APIKeys {
         if let key = configuration.operatorKeys.first { return key }
         let url = configuration.dataDirectoryURL.appendingPathComponent("api-keys.json")
         guard let data = FileManager.default.contents(atPath: url.path),
-              let key = try JSONDecoder().decode(File.self, from: data).operatorKeys.first else {
+            let key = try JSONDecoder().decode(File.self, from: data).operatorKeys.first
+        else {
             throw ConfigurationError("no operator key: set LEDGERD_OPERATOR_KEYS or pass --api-key (no \(url.path))")
         }
         return key
@@ -61,7 +67,8 @@ public enum APIKeys {
     static func generate(_ prefix: String) -> String {
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        return prefix + Data(bytes).base64EncodedString()
+        return prefix
+            + Data(bytes).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }

@@ -1,7 +1,7 @@
 import Foundation
-import LedgerServices
 import LedgerAcquirer
 import LedgerCore
+import LedgerServices
 import Logging
 import ServiceLifecycle
 
@@ -32,8 +32,13 @@ public struct AcquirerModelStore: Service {
     func persist() async throws { try await writer.save() }
 
     /// Resumes the model from `url` when the file exists, else starts a fresh one.
-    public static func open(at url: URL, interval: Duration, logger: Logger, fresh: () -> AcquirerModel,
-                            clock: @escaping @Sendable () -> Date) throws -> AcquirerModelStore {
+    public static func open(
+        at url: URL,
+        interval: Duration,
+        logger: Logger,
+        fresh: () -> AcquirerModel,
+        clock: @escaping @Sendable () -> Date
+    ) throws -> AcquirerModelStore {
         let model: AcquirerModel
         if let data = FileManager.default.contents(atPath: url.path) {
             model = try AcquirerModel(snapshot: data, clock: clock)
@@ -72,7 +77,8 @@ struct DurableAcquirer: AcquirerModelWrapper {
     var model: AcquirerModel { store.model }
 
     func submitBatch(
-        _ header: SettlementBatchHeader, pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?
+        _ header: SettlementBatchHeader,
+        pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?
     ) async throws(AcquirerError) -> SettlementReceipt {
         let receipt = try await model.submitBatch(header, pages: pages)
         do { try await store.persist() } catch {

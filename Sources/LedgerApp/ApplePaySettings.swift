@@ -1,8 +1,8 @@
 import Configuration
 import Crypto
 import Foundation
-import LedgerServices
 import LedgerPayments
+import LedgerServices
 import SwiftASN1
 import X509
 
@@ -42,7 +42,10 @@ public struct ApplePaySettings: Sendable {
     /// What the verifier is given.
     public var merchantConfiguration: ApplePayMerchantConfiguration {
         ApplePayMerchantConfiguration(
-            merchantKeys: keys.map(\.key), trustedRoots: roots, signingTimeTolerance: maximumSignatureAge)
+            merchantKeys: keys.map(\.key),
+            trustedRoots: roots,
+            signingTimeTolerance: maximumSignatureAge
+        )
     }
 
     /// Reads the `ledgerd.applepay.*` keys; nil when no private key is configured and nothing else either.
@@ -58,11 +61,13 @@ public struct ApplePaySettings: Sendable {
         let rootFile = reader.string(forKey: "ledgerd.applepay.root")?.trimmingCharacters(in: .whitespaces)
         let maximumAge = reader.int(
             forKey: "ledgerd.applepay.max.signature.age.seconds",
-            default: Int(ApplePayMerchantConfiguration.defaultSigningTimeTolerance))
+            default: Int(ApplePayMerchantConfiguration.defaultSigningTimeTolerance)
+        )
         guard !keyFiles.isEmpty else {
             if !certificateFiles.isEmpty || merchantIdentifier?.isEmpty == false || rootFile?.isEmpty == false {
                 throw ConfigurationError(
-                    "LEDGERD_APPLEPAY_PRIVATE_KEYS is required when other LEDGERD_APPLEPAY_* settings are given")
+                    "LEDGERD_APPLEPAY_PRIVATE_KEYS is required when other LEDGERD_APPLEPAY_* settings are given"
+                )
             }
             return nil
         }
@@ -70,16 +75,22 @@ public struct ApplePaySettings: Sendable {
             throw ConfigurationError("LEDGERD_APPLEPAY_MAX_SIGNATURE_AGE_SECONDS must be at least 1")
         }
         return try load(
-            privateKeyFiles: keyFiles, certificateFiles: certificateFiles,
+            privateKeyFiles: keyFiles,
+            certificateFiles: certificateFiles,
             merchantIdentifier: merchantIdentifier?.isEmpty == false ? merchantIdentifier : nil,
-            rootFile: rootFile?.isEmpty == false ? rootFile : nil, maximumSignatureAge: TimeInterval(maximumAge))
+            rootFile: rootFile?.isEmpty == false ? rootFile : nil,
+            maximumSignatureAge: TimeInterval(maximumAge)
+        )
     }
 
     /// Reads and checks the files: every key parses, every certificate belongs to exactly one key, every key
     /// has a merchant identifier hash (from its certificate or the merchant identifier, which must agree
     /// when both are given), no two keys share a public key.
     public static func load(
-        privateKeyFiles: [String], certificateFiles: [String], merchantIdentifier: String?, rootFile: String?,
+        privateKeyFiles: [String],
+        certificateFiles: [String],
+        merchantIdentifier: String?,
+        rootFile: String?,
         maximumSignatureAge: TimeInterval
     ) throws(ConfigurationError) -> ApplePaySettings {
         var certificates: [(file: String, certificate: Certificate, spki: [UInt8])] = []
@@ -115,15 +126,18 @@ public struct ApplePaySettings: Sendable {
                     throw ConfigurationError("LEDGERD_APPLEPAY_CERTIFICATES: \(certificates[index].file): \(error.message)")
                 }
                 if let merchantIdentifier,
-                   key.merchantIdentifierHash != Array(SHA256.hash(data: Array(merchantIdentifier.utf8))) {
+                    key.merchantIdentifierHash != Array(SHA256.hash(data: Array(merchantIdentifier.utf8)))
+                {
                     throw ConfigurationError(
-                        "LEDGERD_APPLEPAY_MERCHANT_ID \(merchantIdentifier) is not the merchant identifier of the certificate in \(certificates[index].file)")
+                        "LEDGERD_APPLEPAY_MERCHANT_ID \(merchantIdentifier) is not the merchant identifier of the certificate in \(certificates[index].file)"
+                    )
                 }
             } else if let merchantIdentifier {
                 key = ApplePayMerchantKey(privateKey: privateKey, merchantIdentifier: merchantIdentifier)
             } else {
                 throw ConfigurationError(
-                    "LEDGERD_APPLEPAY_PRIVATE_KEYS: \(file): no certificate in LEDGERD_APPLEPAY_CERTIFICATES holds its public key, and LEDGERD_APPLEPAY_MERCHANT_ID is not set")
+                    "LEDGERD_APPLEPAY_PRIVATE_KEYS: \(file): no certificate in LEDGERD_APPLEPAY_CERTIFICATES holds its public key, and LEDGERD_APPLEPAY_MERCHANT_ID is not set"
+                )
             }
             if let earlier = keys.first(where: { $0.key.publicKeyHash == key.publicKeyHash }) {
                 throw ConfigurationError("LEDGERD_APPLEPAY_PRIVATE_KEYS: \(file) holds the same key as \(earlier.file)")
@@ -132,7 +146,8 @@ public struct ApplePaySettings: Sendable {
         }
         if let unpaired = certificates.indices.first(where: { !pairedCertificates.contains($0) }) {
             throw ConfigurationError(
-                "LEDGERD_APPLEPAY_CERTIFICATES: \(certificates[unpaired].file): no key in LEDGERD_APPLEPAY_PRIVATE_KEYS belongs to this certificate")
+                "LEDGERD_APPLEPAY_CERTIFICATES: \(certificates[unpaired].file): no key in LEDGERD_APPLEPAY_PRIVATE_KEYS belongs to this certificate"
+            )
         }
         let roots: [Certificate]
         if let rootFile {
@@ -150,8 +165,12 @@ public struct ApplePaySettings: Sendable {
             }
         }
         return ApplePaySettings(
-            keys: keys, roots: roots, rootFile: rootFile, merchantIdentifier: merchantIdentifier,
-            maximumSignatureAge: maximumSignatureAge)
+            keys: keys,
+            roots: roots,
+            rootFile: rootFile,
+            merchantIdentifier: merchantIdentifier,
+            maximumSignatureAge: maximumSignatureAge
+        )
     }
 
     private static func read(_ file: String, variable: String) throws(ConfigurationError) -> String {
@@ -186,9 +205,13 @@ extension ApplePaySettings {
         lines.append("Apple Pay: \(keys.count) merchant key\(keys.count == 1 ? "" : "s")")
         for (index, entry) in keys.enumerated() {
             let hash = Data(entry.key.publicKeyHash).base64EncodedString()
-            lines.append("  \(index + 1). \(entry.file): \(entry.key.privateKey.kind.rawValue) key for \(entry.key.privateKey.kind == .ec ? "EC_v1" : "RSA_v1") tokens, publicKeyHash \(hash)")
+            lines.append(
+                "  \(index + 1). \(entry.file): \(entry.key.privateKey.kind.rawValue) key for \(entry.key.privateKey.kind == .ec ? "EC_v1" : "RSA_v1") tokens, publicKeyHash \(hash)"
+            )
             if let certificate = entry.certificate, let file = entry.certificateFile {
-                lines.append("     merchant identifier hash from the certificate in \(file): \(certificate.subject), valid \(day(certificate.notValidBefore)) to \(day(certificate.notValidAfter))")
+                lines.append(
+                    "     merchant identifier hash from the certificate in \(file): \(certificate.subject), valid \(day(certificate.notValidBefore)) to \(day(certificate.notValidAfter))"
+                )
                 if certificate.notValidAfter < now {
                     problems.append("the merchant certificate in \(file) expired on \(day(certificate.notValidAfter))")
                 } else if certificate.notValidAfter < now.addingTimeInterval(30 * 86_400) {
@@ -208,7 +231,9 @@ extension ApplePaySettings {
             if root.notValidAfter < now { problems.append("the root \(root.subject) expired on \(day(root.notValidAfter))") }
         }
         if rootFile != nil, !roots.contains(where: { $0.derBytes == (try? ApplePayPEM.appleRootCAG3())?.derBytes }) {
-            warnings.append("Apple Root CA - G3 is not among the trusted roots: only tokens signed under the configured roots verify (fine for tests, not for production)")
+            warnings.append(
+                "Apple Root CA - G3 is not among the trusted roots: only tokens signed under the configured roots verify (fine for tests, not for production)"
+            )
         }
         lines.append("max signature age: \(Int(maximumSignatureAge)) s")
         for warning in warnings { lines.append("warning: \(warning)") }

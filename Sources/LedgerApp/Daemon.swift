@@ -27,9 +27,15 @@ public enum Daemon {
                 logger.warning("a crash-test fault point is armed (LEDGERD_FAULT_CRASH_AT)", metadata: ["point": "\(point.rawValue)"])
             }
             let services = try ServiceContainer(
-                client: client, configuration: configuration, metrics: LedgerMetrics(), keyring: keyring, clock: clock,
+                client: client,
+                configuration: configuration,
+                metrics: LedgerMetrics(),
+                keyring: keyring,
+                clock: clock,
                 checkpointKey: checkpointKey,
-                acquirerSnapshot: configuration.dataDirectoryURL.appendingPathComponent("acquirer-model.json"), logger: logger)
+                acquirerSnapshot: configuration.dataDirectoryURL.appendingPathComponent("acquirer-model.json"),
+                logger: logger
+            )
             let app = buildApplication(configuration: configuration, services: services, logger: logger)
             logger.info("ledgerd serving", metadata: ["address": "\(configuration.host):\(configuration.port)"])
             try await app.runService()
@@ -44,13 +50,18 @@ public enum Daemon {
     /// Runs `body` against the configured ledger database for an offline command, starting the
     /// embedded cluster if needed (and stopping it afterwards only if this command started it).
     public static func withLedgerClient<T: Sendable>(
-        configuration: LedgerConfiguration, logger: Logger, asOwner: Bool = false,
+        configuration: LedgerConfiguration,
+        logger: Logger,
+        asOwner: Bool = false,
         _ body: @Sendable (PostgresClient) async throws -> T
     ) async throws -> T {
         let database = try await LedgerDatabase.prepare(configuration, logger: logger, ownEmbedded: false)
         do {
             let result = try await withPostgresClient(
-                configuration: asOwner ? database.ownerConfiguration : database.appConfiguration, logger: logger, body)
+                configuration: asOwner ? database.ownerConfiguration : database.appConfiguration,
+                logger: logger,
+                body
+            )
             database.stop()
             return result
         } catch {

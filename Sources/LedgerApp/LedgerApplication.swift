@@ -64,9 +64,15 @@ public struct ServiceContainer: Sendable {
     ///     with `LEDGERD_ACQUIRER_SEED` on the wall clock.
     ///   - checkpointKey: signs checkpoints (the daemon reads it from `LEDGERD_CHECKPOINT_KEY`); nil: none.
     public init(
-        client: PostgresClient, configuration: LedgerConfiguration, metrics: LedgerMetrics, keyring: APIKeyring,
-        acquirer: (any Acquirer)? = nil, clock: @escaping @Sendable () -> Date = { Date() },
-        checkpointKey: CheckpointKey? = nil, acquirerSnapshot: URL? = nil, logger: Logger
+        client: PostgresClient,
+        configuration: LedgerConfiguration,
+        metrics: LedgerMetrics,
+        keyring: APIKeyring,
+        acquirer: (any Acquirer)? = nil,
+        clock: @escaping @Sendable () -> Date = { Date() },
+        checkpointKey: CheckpointKey? = nil,
+        acquirerSnapshot: URL? = nil,
+        logger: Logger
     ) throws {
         self.client = client
         self.pool = PostgresPool(client: client)
@@ -75,7 +81,9 @@ public struct ServiceContainer: Sendable {
         let writer = LedgerWriter(
             client: client,
             configuration: .init(maximumBatchEvents: configuration.writerMaximumBatchEvents),
-            logger: logger, metricsFactory: metrics.factory)
+            logger: logger,
+            metricsFactory: metrics.factory
+        )
         let store = EventStore(client: client, logger: logger)
         self.writer = writer
         self.store = store
@@ -90,37 +98,71 @@ public struct ServiceContainer: Sendable {
                     holdLifetimes: configuration.holdLifetimes.sorted { $0.key.rawValue < $1.key.rawValue }
                         .map { HoldLifetimeRule(network: $0.key, lifetimeSeconds: $0.value) } + HoldLifetimeRule.standard,
                     calendar: configuration.settlement.calendar,
-                    fundingLagBusinessDays: configuration.settlement.fundingLagBusinessDays),
-                clock: clock)
+                    fundingLagBusinessDays: configuration.settlement.fundingLagBusinessDays
+                ),
+                clock: clock
+            )
         }
         // The daemon's own model persists in its data directory; an injected acquirer is the caller's.
         if acquirer == nil, let acquirerSnapshot {
-            self.acquirerStore = try AcquirerModelStore.open(at: acquirerSnapshot, interval: configuration.acquirerSnapshotInterval, logger: logger,
-                                                             fresh: fresh, clock: clock)
+            self.acquirerStore = try AcquirerModelStore.open(
+                at: acquirerSnapshot,
+                interval: configuration.acquirerSnapshotInterval,
+                logger: logger,
+                fresh: fresh,
+                clock: clock
+            )
         } else {
             self.acquirerStore = nil
         }
         let acquirer: any Acquirer = acquirer ?? acquirerStore.map { DurableAcquirer(store: $0) } ?? fresh()
         let holds = HoldService(
-            committer: DomainCommitter(writer: writer, loader: loader), loader: loader, client: client, acquirer: acquirer,
-            clock: clock, logger: logger)
+            committer: DomainCommitter(writer: writer, loader: loader),
+            loader: loader,
+            client: client,
+            acquirer: acquirer,
+            clock: clock,
+            logger: logger
+        )
         self.holds = holds
         self.expiry = ExpirySweeper(holds: holds, interval: configuration.expiryInterval, logger: logger)
         let payments = PaymentService(
-            writer: writer, loader: loader, client: client, acquirer: acquirer, clock: clock,
-            taxPolicy: configuration.taxPolicy, capturePolicy: configuration.capturePolicy, holds: holds, logger: logger,
+            writer: writer,
+            loader: loader,
+            client: client,
+            acquirer: acquirer,
+            clock: clock,
+            taxPolicy: configuration.taxPolicy,
+            capturePolicy: configuration.capturePolicy,
+            holds: holds,
+            logger: logger,
             applePay: configuration.applePay.map {
                 ApplePayProcessor(configuration: $0.merchantConfiguration, metricsFactory: metrics.factory)
-            })
+            }
+        )
         self.payments = payments
         self.settlement = SettlementService(
-            writer: writer, store: store, client: client, acquirer: acquirer, settings: configuration.settlement,
+            writer: writer,
+            store: store,
+            client: client,
+            acquirer: acquirer,
+            settings: configuration.settlement,
             merchantAccount: AcquirerModelConfiguration().merchantAccount,
-            pricing: AcquirerModelConfiguration().pricing, clock: clock, logger: logger, faultCrashAt: configuration.faultCrashAt)
+            pricing: AcquirerModelConfiguration().pricing,
+            clock: clock,
+            logger: logger,
+            faultCrashAt: configuration.faultCrashAt
+        )
         self.recovery = RecoveryService(payments: payments, interval: configuration.recoveryInterval, policy: .standard, logger: logger)
         let checkpoints = checkpointKey.map {
-            CheckpointService(key: $0, writer: writer, store: store, directory: configuration.checkpointsDirectoryURL,
-                              clock: clock, logger: logger)
+            CheckpointService(
+                key: $0,
+                writer: writer,
+                store: store,
+                directory: configuration.checkpointsDirectoryURL,
+                clock: clock,
+                logger: logger
+            )
         }
         self.checkpoints = checkpoints
         self.checkpointScheduler = checkpoints.map {
@@ -142,15 +184,20 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     SystemRoutes(probe: EventStoreHealthProbe(store: services.store), metricsText: { metrics.exposition() })
         .register(on: router)
     ProductImageRoutes(directory: configuration.productImagesDirectoryURL).register(on: router)
-    StorefrontRoutes(reader: ProjectionStorefrontReader(client: services.client, clock: services.clock, logger: services.logger),
-                     history: (services.state, services.keyring)).register(on: router)
+    StorefrontRoutes(
+        reader: ProjectionStorefrontReader(client: services.client, clock: services.clock, logger: services.logger),
+        history: (services.state, services.keyring)
+    ).register(on: router)
     PaymentRoutes(processor: services.payments).register(on: router)
     // Back office: reads need an operator or auditor key.
     let reads = router.group().add(middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .read))
     let ledgerReader = EventStoreReader(store: services.store, verifier: services.verifier)
     AuditRoutes(reader: ledgerReader).register(on: reads)
-    OrderRoutes(reader: ProjectionOrderReader(client: services.client, clock: services.clock, logger: services.logger),
-                statuses: Set(OrderStatus.allCases.map(\.rawValue)), state: services.state).register(on: reads)
+    OrderRoutes(
+        reader: ProjectionOrderReader(client: services.client, clock: services.clock, logger: services.logger),
+        statuses: Set(OrderStatus.allCases.map(\.rawValue)),
+        state: services.state
+    ).register(on: reads)
     StateRoutes(reader: services.state).register(on: reads)
     let checkpointRoutes = CheckpointRoutes(signer: services.checkpoints, reader: ledgerReader)
     checkpointRoutes.registerReads(on: reads)
@@ -173,12 +220,15 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
 /// A service group starts its services concurrently, so each one that uses the database (and the
 /// work before the server starts: seeding, then the server itself) first waits for the pool to run.
 public func buildApplication(
-    configuration: LedgerConfiguration, services: ServiceContainer, logger: Logger
+    configuration: LedgerConfiguration,
+    services: ServiceContainer,
+    logger: Logger
 ) -> some ApplicationProtocol {
     var app = Application(
         router: buildRouter(services: services, configuration: configuration),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ledgerd"),
-        logger: logger)
+        logger: logger
+    )
     let pool = services.pool
     func afterPool(_ service: any Service) -> any Service { StartsAfterPool(pool: pool, service: service) }
     app.addServices(pool, afterPool(services.writer), afterPool(services.recovery), afterPool(services.expiry))

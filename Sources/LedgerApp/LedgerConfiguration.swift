@@ -1,7 +1,7 @@
 import Configuration
 import Foundation
-import LedgerServices
 import LedgerCore
+import LedgerServices
 import Logging
 
 /// Everything `ledgerd` can be told, read from flags (highest priority), then environment
@@ -145,7 +145,9 @@ public struct LedgerConfiguration: Sendable {
         for rule in reader.stringArray(forKey: "ledgerd.hold.lifetimes", default: []) {
             let parts = rule.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, let network = CardNetwork(rawValue: parts[0].lowercased()), let seconds = Int64(parts[1]), seconds >= 60 else {
-                throw ConfigurationError("LEDGERD_HOLD_LIFETIMES: \(rule) is not network=seconds (networks \(CardNetwork.allCases.map(\.rawValue).joined(separator: ", ")), at least 60 s)")
+                throw ConfigurationError(
+                    "LEDGERD_HOLD_LIFETIMES: \(rule) is not network=seconds (networks \(CardNetwork.allCases.map(\.rawValue).joined(separator: ", ")), at least 60 s)"
+                )
             }
             holdLifetimes[network] = seconds
         }
@@ -203,9 +205,12 @@ public struct LedgerConfiguration: Sendable {
     ) throws -> LedgerConfiguration {
         let reader = ConfigReader(providers: [
             InMemoryProvider(values: flags),
-            EnvironmentVariablesProvider(environmentVariables: environment, secretsSpecifier: .specific([
-                "LEDGERD_DATABASE_URL", "LEDGERD_MIGRATION_DATABASE_URL", "LEDGERD_OPERATOR_KEYS", "LEDGERD_AUDITOR_KEYS",
-            ])),
+            EnvironmentVariablesProvider(
+                environmentVariables: environment,
+                secretsSpecifier: .specific([
+                    "LEDGERD_DATABASE_URL", "LEDGERD_MIGRATION_DATABASE_URL", "LEDGERD_OPERATOR_KEYS", "LEDGERD_AUDITOR_KEYS",
+                ])
+            ),
         ])
         return try LedgerConfiguration(reader: reader)
     }
@@ -243,6 +248,3 @@ public struct LedgerConfiguration: Sendable {
         throw ConfigurationError("migrations not found; set LEDGERD_MIGRATIONS_DIR to the project's sql/ directory")
     }
 }
-
-
-

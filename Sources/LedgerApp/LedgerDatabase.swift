@@ -32,7 +32,10 @@ public struct LedgerDatabase: Sendable {
     /// `ownEmbedded`: the daemon passes true and stops the cluster when it exits even if it found
     /// it running (left over by a crash); offline commands pass false and stop only what they started.
     public static func prepare(
-        _ configuration: LedgerConfiguration, logger: Logger, ownEmbedded: Bool, migrate: Bool = true
+        _ configuration: LedgerConfiguration,
+        logger: Logger,
+        ownEmbedded: Bool,
+        migrate: Bool = true
     ) async throws -> LedgerDatabase {
         let migrations = try Migrator.load(from: configuration.resolvedMigrationsDirectory())
         let database: LedgerDatabase
@@ -40,15 +43,21 @@ public struct LedgerDatabase: Sendable {
             let app = try DatabaseURL(url)
             let owner = try configuration.migrationDatabaseURL.map(DatabaseURL.init) ?? app
             database = LedgerDatabase(
-                appConfiguration: pooled(app.configuration, configuration), ownerConfiguration: owner.configuration,
-                embedded: nil, location: app.redacted, ownsEmbedded: false)
+                appConfiguration: pooled(app.configuration, configuration),
+                ownerConfiguration: owner.configuration,
+                embedded: nil,
+                location: app.redacted,
+                ownsEmbedded: false
+            )
         } else {
             let embedded = EmbeddedPostgres(
                 configuration: .init(
                     dataDirectory: configuration.dataDirectoryURL,
                     binDirectory: configuration.postgresBinDirectory.map { URL(fileURLWithPath: $0) },
-                    osUser: configuration.postgresUser),
-                logger: logger)
+                    osUser: configuration.postgresUser
+                ),
+                logger: logger
+            )
             let (endpoint, alreadyRunning) = try embedded.start()
             let owns = ownEmbedded || !alreadyRunning
             do {
@@ -59,12 +68,19 @@ public struct LedgerDatabase: Sendable {
             }
             func socket(_ user: String) -> PostgresClient.Configuration {
                 PostgresClient.Configuration(
-                    unixSocketPath: endpoint.socketPath, username: user, password: nil, database: embeddedDatabaseName)
+                    unixSocketPath: endpoint.socketPath,
+                    username: user,
+                    password: nil,
+                    database: embeddedDatabaseName
+                )
             }
             database = LedgerDatabase(
-                appConfiguration: pooled(socket("ledger_app"), configuration), ownerConfiguration: socket(endpoint.superuser),
-                embedded: embedded, location: "embedded cluster in \(configuration.dataDirectoryURL.path)",
-                ownsEmbedded: owns)
+                appConfiguration: pooled(socket("ledger_app"), configuration),
+                ownerConfiguration: socket(endpoint.superuser),
+                embedded: embedded,
+                location: "embedded cluster in \(configuration.dataDirectoryURL.path)",
+                ownsEmbedded: owns
+            )
         }
         if migrate {
             do {
@@ -103,7 +119,8 @@ public struct LedgerDatabase: Sendable {
     }
 
     private static func pooled(
-        _ configuration: PostgresClient.Configuration, _ ledger: LedgerConfiguration
+        _ configuration: PostgresClient.Configuration,
+        _ ledger: LedgerConfiguration
     ) -> PostgresClient.Configuration {
         var configuration = configuration
         configuration.options.maximumConnections = ledger.databasePoolSize
@@ -112,10 +129,16 @@ public struct LedgerDatabase: Sendable {
 
     private static func createDatabaseIfMissing(endpoint: EmbeddedPostgres.Endpoint, logger: Logger) async throws {
         let admin = PostgresClient.Configuration(
-            unixSocketPath: endpoint.socketPath, username: endpoint.superuser, password: nil, database: "postgres")
+            unixSocketPath: endpoint.socketPath,
+            username: endpoint.superuser,
+            password: nil,
+            database: "postgres"
+        )
         try await withPostgresClient(configuration: admin, logger: logger) { client in
             let rows = try await client.query(
-                "SELECT count(*) FROM pg_database WHERE datname = \(embeddedDatabaseName)", logger: logger)
+                "SELECT count(*) FROM pg_database WHERE datname = \(embeddedDatabaseName)",
+                logger: logger
+            )
             var exists = false
             for try await count in rows.decode(Int64.self) { exists = count > 0 }
             if !exists {

@@ -27,7 +27,11 @@ extension SettlementSettings {
         let lag = reader.int(forKey: "ledgerd.settlement.funding.lag.days", default: 1)
         guard (0...10).contains(lag) else { throw ConfigurationError("LEDGERD_SETTLEMENT_FUNDING_LAG_DAYS must be 0…10") }
         let auto = reader.bool(forKey: "ledgerd.settlement.auto", default: false)
-        return SettlementSettings(cutOff: cutOff, calendar: BusinessCalendar(holidays: holidays),
-                                  fundingLagBusinessDays: lag, runAtCutOff: auto)
+        return SettlementSettings(
+            cutOff: cutOff,
+            calendar: BusinessCalendar(holidays: holidays),
+            fundingLagBusinessDays: lag,
+            runAtCutOff: auto
+        )
     }
 }

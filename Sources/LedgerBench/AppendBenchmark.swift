@@ -76,13 +76,20 @@ public struct AppendBenchmark: Sendable {
     /// benchmark database with every migration, and lets `ledger_app` log in. Returns the cluster
     /// (stop it when `alreadyRunning` is false) and client configurations by user.
     static func prepareCluster(
-        dataDirectory: URL, migrations: [Migration], poolSize: Int, logger: Logger
+        dataDirectory: URL,
+        migrations: [Migration],
+        poolSize: Int,
+        logger: Logger
     ) async throws -> (EmbeddedPostgres, alreadyRunning: Bool, @Sendable (String) -> PostgresClient.Configuration) {
         let embedded = EmbeddedPostgres(configuration: .init(dataDirectory: dataDirectory, durable: true), logger: logger)
         let (endpoint, alreadyRunning) = try embedded.start()
         let config: @Sendable (String, String) -> PostgresClient.Configuration = { user, database in
             var configuration = PostgresClient.Configuration(
-                unixSocketPath: endpoint.socketPath, username: user, password: nil, database: database)
+                unixSocketPath: endpoint.socketPath,
+                username: user,
+                password: nil,
+                database: database
+            )
             configuration.options.maximumConnections = poolSize
             return configuration
         }
@@ -104,19 +111,26 @@ public struct AppendBenchmark: Sendable {
 
     public func run(migrations: [Migration]) async throws -> Report {
         let (embedded, alreadyRunning, configFor) = try await Self.prepareCluster(
-            dataDirectory: dataDirectory, migrations: migrations, poolSize: options.poolSize, logger: logger)
+            dataDirectory: dataDirectory,
+            migrations: migrations,
+            poolSize: options.poolSize,
+            logger: logger
+        )
         defer { if !alreadyRunning { try? embedded.stop() } }
         let options = self.options
         let superuser = embedded.endpoint.superuser
         func config(_ user: String, _ database: String) -> PostgresClient.Configuration { configFor(user) }
         let logger = self.logger
         _ = try await withPostgresClient(configuration: config(superuser, Self.database), logger: logger) { client in
-            try await client.query("""
+            try await client.query(
+                """
                 CREATE TABLE public.bench_raw (
                     position bigserial PRIMARY KEY, stream_id text NOT NULL, stream_version bigint NOT NULL,
                     event_id uuid NOT NULL, type text NOT NULL, schema_version integer NOT NULL, data jsonb NOT NULL,
                     metadata jsonb NOT NULL, effective_at timestamptz NOT NULL, recorded_at timestamptz NOT NULL)
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         }
 
         // Phase 1: the ledger.
@@ -127,9 +141,13 @@ public struct AppendBenchmark: Sendable {
                 defer { group.cancelAll() }
                 return try await Self.drive(producers: options.producers, seconds: options.seconds) { producer, i in
                     let stream = StreamID("bench-\((producer * 7919 + i) % options.streams)")!
-                    _ = try await writer.append(AppendRequest(
-                        stream: stream, expectedVersion: .any,
-                        events: [NewEvent(type: "BenchEventRecorded", data: Self.payload(producer, i), effectiveAt: Date())]))
+                    _ = try await writer.append(
+                        AppendRequest(
+                            stream: stream,
+                            expectedVersion: .any,
+                            events: [NewEvent(type: "BenchEventRecorded", data: Self.payload(producer, i), effectiveAt: Date())]
+                        )
+                    )
                     return 1
                 }
             }
@@ -138,7 +156,9 @@ public struct AppendBenchmark: Sendable {
         let (batches, verified) = try await withPostgresClient(configuration: config(superuser, Self.database), logger: logger) { client in
             var sizes: [Int] = []
             for try await size in try await client.query(
-                "SELECT count(*) FROM ledger.events GROUP BY recorded_at ORDER BY 1", logger: logger).decode(Int64.self) {
+                "SELECT count(*) FROM ledger.events GROUP BY recorded_at ORDER BY 1",
+                logger: logger
+            ).decode(Int64.self) {
                 sizes.append(Int(size))
             }
             let report = try await ChainVerifier(client: client, logger: logger).verifyInDatabase()
@@ -149,18 +169,24 @@ public struct AppendBenchmark: Sendable {
         let raw = try await withPostgresClient(configuration: config(superuser, Self.database), logger: logger) { client in
             try await Self.drive(producers: options.producers, seconds: options.seconds) { producer, i in
                 let n = options.rawRowsPerInsert
-                var streams: [String] = [], versions: [Int64] = [], ids: [UUID] = [], data: [String] = []
+                var streams: [String] = []
+                var versions: [Int64] = []
+                var ids: [UUID] = []
+                var data: [String] = []
                 for k in 0..<n {
                     streams.append("bench-\((producer * 7919 + i * n + k) % options.streams)")
                     versions.append(Int64(i * n + k + 1))
                     ids.append(UUID())
                     data.append(Self.payload(producer, i * n + k))
                 }
-                try await client.query("""
+                try await client.query(
+                    """
                     INSERT INTO public.bench_raw (stream_id, stream_version, event_id, type, schema_version, data, metadata, effective_at, recorded_at)
                     SELECT s, v, e, 'BenchEventRecorded', 1, d::jsonb, '{}'::jsonb, now(), now()
                     FROM unnest(\(streams)::text[], \(versions)::bigint[], \(ids)::uuid[], \(data)::text[]) AS u(s, v, e, d)
-                    """, logger: logger)
+                    """,
+                    logger: logger
+                )
                 return n
             }
         }
@@ -168,8 +194,15 @@ public struct AppendBenchmark: Sendable {
         let sorted = batches.sorted()
         func pct(_ p: Int) -> Int { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, sorted.count * p / 100)] }
         return Report(
-            ledger: ledger, raw: raw, batches: sorted.count, batchP50: pct(50), batchP90: pct(90), batchP99: pct(99),
-            batchMax: sorted.last ?? 0, chainVerified: verified)
+            ledger: ledger,
+            raw: raw,
+            batches: sorted.count,
+            batchP50: pct(50),
+            batchP90: pct(90),
+            batchP99: pct(99),
+            batchMax: sorted.last ?? 0,
+            chainVerified: verified
+        )
     }
 
     static func payload(_ producer: Int, _ i: Int) -> String {
@@ -178,7 +211,9 @@ public struct AppendBenchmark: Sendable {
 
     /// Runs `producers` concurrent loops of `operation` for `seconds`; counts rows and times each call.
     static func drive(
-        producers: Int, seconds: Int, _ operation: @escaping @Sendable (Int, Int) async throws -> Int
+        producers: Int,
+        seconds: Int,
+        _ operation: @escaping @Sendable (Int, Int) async throws -> Int
     ) async throws -> PhaseResult {
         let clock = ContinuousClock()
         let start = clock.now
@@ -210,7 +245,10 @@ public struct AppendBenchmark: Sendable {
         let (s, atto) = (clock.now - start).components
         let elapsedSeconds = Double(s) + Double(atto) / 1e18
         return PhaseResult(
-            rows: rows, seconds: elapsedSeconds,
-            p50Micros: histogram.valueAtPercentile(50), p99Micros: histogram.valueAtPercentile(99))
+            rows: rows,
+            seconds: elapsedSeconds,
+            p50Micros: histogram.valueAtPercentile(50),
+            p99Micros: histogram.valueAtPercentile(99)
+        )
     }
 }

@@ -24,8 +24,12 @@ public struct ApplePayBenchmark: Sendable {
         let token = try TokenFactory.make(pki: pki, merchant: merchant)
         json = try JSONEncoder().encode(token)
         version = token.version
-        verifier = ApplePayTokenVerifier(configuration: ApplePayMerchantConfiguration(
-            merchantKeys: [try merchant.merchantKey()], trustedRoots: [pki.root]))
+        verifier = ApplePayTokenVerifier(
+            configuration: ApplePayMerchantConfiguration(
+                merchantKeys: [try merchant.merchantKey()],
+                trustedRoots: [pki.root]
+            )
+        )
     }
 
     @inline(never)

@@ -61,8 +61,14 @@ public struct AuditBenchmark: Sendable {
                 let started = ContinuousClock.now
                 let generated = try await generate(client: client, store: store, until: Int64(options.events), output: output)
                 let seconds = Self.seconds(ContinuousClock.now - started)
-                output(String(format: "generated %d events in %.0f s (%.0f events/s through ledger.append_events)", generated, seconds,
-                              Double(generated) / seconds))
+                output(
+                    String(
+                        format: "generated %d events in %.0f s (%.0f events/s through ledger.append_events)",
+                        generated,
+                        seconds,
+                        Double(generated) / seconds
+                    )
+                )
             }
             _ = try await withPostgresClient(configuration: database.ownerConfiguration, logger: logger) { owner in
                 try await owner.query("ANALYZE ledger.events", logger: logger)
@@ -114,14 +120,27 @@ public struct AuditBenchmark: Sendable {
                 t0 = ContinuousClock.now
                 let swift = try await verifier.verify(parallelism: parallelism)
                 seconds = Self.seconds(ContinuousClock.now - t0)
-                output(String(format: "chain verification, Swift, %d connection(s): %@ in %.1f s = %.0f events/s", parallelism,
-                              swift.description, seconds, Double(swift.checked) / seconds))
+                output(
+                    String(
+                        format: "chain verification, Swift, %d connection(s): %@ in %.1f s = %.0f events/s",
+                        parallelism,
+                        swift.description,
+                        seconds,
+                        Double(swift.checked) / seconds
+                    )
+                )
             }
             t0 = ContinuousClock.now
             let sql = try await verifier.verifyInDatabase()
             seconds = Self.seconds(ContinuousClock.now - t0)
-            output(String(format: "chain verification, SQL (ledger.verify_chain): %@ in %.1f s = %.0f events/s", sql.description, seconds,
-                          Double(sql.checked) / seconds))
+            output(
+                String(
+                    format: "chain verification, SQL (ledger.verify_chain): %@ in %.1f s = %.0f events/s",
+                    sql.description,
+                    seconds,
+                    Double(sql.checked) / seconds
+                )
+            )
         }
     }
 
@@ -167,21 +186,70 @@ public struct AuditBenchmark: Sendable {
             func t(_ event: DomainEvent) throws -> Event { Event(type: event.type, data: String(decoding: try event.encodedData(), as: UTF8.self)) }
             open = [
                 try t(.product(.stockReserved(StockReserved(productID: product.id, orderID: id, quantity: 1)))),
-                try t(.order(.opened(OrderOpened(
-                    orderID: id, merchantReference: "XORDERX",
-                    lines: [OrderLine(productID: product.id, name: product.name, unitPrice: product.price, quantity: 1, lineTotal: product.price)],
-                    shipping: ShippingSelection(shippingMethodID: ShippingMethodID("standard")!, name: "Standard", transitDays: 4, price: shipping),
-                    amounts: OrderAmounts(subtotal: product.price, shipping: shipping, tax: taxAmount, total: total, taxPolicy: tax),
-                    contactRef: "contact-XORDERX", openedAt: at)))),
-                try t(.hold(.placed(AuthorizationHoldPlaced(
-                    orderID: id, merchantReference: "XORDERX", pspReference: "psp-XORDERX", authCode: "123456", amount: total,
-                    network: .visa, fundingType: .credit, lastFour: "4242", expiresAt: at.addingTimeInterval(7 * 86_400), authorizedAt: at)))),
+                try t(
+                    .order(
+                        .opened(
+                            OrderOpened(
+                                orderID: id,
+                                merchantReference: "XORDERX",
+                                lines: [
+                                    OrderLine(
+                                        productID: product.id,
+                                        name: product.name,
+                                        unitPrice: product.price,
+                                        quantity: 1,
+                                        lineTotal: product.price
+                                    )
+                                ],
+                                shipping: ShippingSelection(
+                                    shippingMethodID: ShippingMethodID("standard")!,
+                                    name: "Standard",
+                                    transitDays: 4,
+                                    price: shipping
+                                ),
+                                amounts: OrderAmounts(subtotal: product.price, shipping: shipping, tax: taxAmount, total: total, taxPolicy: tax),
+                                contactRef: "contact-XORDERX",
+                                openedAt: at
+                            )
+                        )
+                    )
+                ),
+                try t(
+                    .hold(
+                        .placed(
+                            AuthorizationHoldPlaced(
+                                orderID: id,
+                                merchantReference: "XORDERX",
+                                pspReference: "psp-XORDERX",
+                                authCode: "123456",
+                                amount: total,
+                                network: .visa,
+                                fundingType: .credit,
+                                lastFour: "4242",
+                                expiresAt: at.addingTimeInterval(7 * 86_400),
+                                authorizedAt: at
+                            )
+                        )
+                    )
+                ),
                 try t(.order(.authorized(OrderAuthorized(orderID: id, pspReference: "psp-XORDERX", amount: total, authorizedAt: at)))),
             ]
             capture = [
-                try t(.hold(.captured(HoldCaptured(orderID: id, amount: total, isFinal: true, released: zero,
-                                                   modificationReference: "XORDERX-capture", pspModificationReference: "pspm-XORDERX",
-                                                   capturedAt: at)))),
+                try t(
+                    .hold(
+                        .captured(
+                            HoldCaptured(
+                                orderID: id,
+                                amount: total,
+                                isFinal: true,
+                                released: zero,
+                                modificationReference: "XORDERX-capture",
+                                pspModificationReference: "pspm-XORDERX",
+                                capturedAt: at
+                            )
+                        )
+                    )
+                ),
                 try t(.order(.paymentUpdated(OrderPaymentUpdated(orderID: id, operation: "capture", status: .captured)))),
             ]
             ship = [
@@ -200,7 +268,9 @@ public struct AuditBenchmark: Sendable {
         var productVersions: [Int64] = []
         for product in products {
             let rows = try await client.query(
-                "SELECT coalesce(max(stream_version), 0) FROM ledger.events WHERE stream_id = \(product.id.streamID.rawValue)", logger: logger)
+                "SELECT coalesce(max(stream_version), 0) FROM ledger.events WHERE stream_id = \(product.id.streamID.rawValue)",
+                logger: logger
+            )
             var version: Int64 = 0
             for try await v in rows.decode(Int64.self) { version = v }
             productVersions.append(version)
@@ -212,7 +282,11 @@ public struct AuditBenchmark: Sendable {
         let effective = Date().epochMicroseconds
         var lastReport = head
         while head < target {
-            var streams: [String] = [], versions: [Int64] = [], ids: [UUID] = [], types: [String] = [], data: [String] = []
+            var streams: [String] = []
+            var versions: [Int64] = []
+            var ids: [UUID] = []
+            var types: [String] = []
+            var data: [String] = []
             var metadata: [String] = []
             func add(_ stream: String, _ version: Int64, _ event: Templates.Event, _ order: String, _ correlation: String) {
                 streams.append(stream)
@@ -224,7 +298,9 @@ public struct AuditBenchmark: Sendable {
             }
             while streams.count < options.batchEvents && head + Int64(streams.count) < target {
                 let opened = step
-                let id = Self.orderID(opened), p = opened % products.count, correlation = "bench-\(opened)"
+                let id = Self.orderID(opened)
+                let p = opened % products.count
+                let correlation = "bench-\(opened)"
                 let t = templates[p]
                 productVersions[p] += 1
                 add(products[p].id.streamID.rawValue, productVersions[p], t.open[0], id, correlation)
@@ -232,12 +308,15 @@ public struct AuditBenchmark: Sendable {
                 add("hold-\(id)", 1, t.open[2], id, correlation)
                 add("order-\(id)", 2, t.open[3], id, correlation)
                 if opened >= Self.captureLag {
-                    let i = opened - Self.captureLag, cid = Self.orderID(i)
+                    let i = opened - Self.captureLag
+                    let cid = Self.orderID(i)
                     add("hold-\(cid)", 2, templates[i % products.count].capture[0], cid, "bench-capture-\(i)")
                     add("order-\(cid)", 3, templates[i % products.count].capture[1], cid, "bench-capture-\(i)")
                 }
                 if opened >= Self.shipLag {
-                    let i = opened - Self.shipLag, sid = Self.orderID(i), sp = i % products.count
+                    let i = opened - Self.shipLag
+                    let sid = Self.orderID(i)
+                    let sp = i % products.count
                     add("order-\(sid)", 4, templates[sp].ship[0], sid, "bench-ship-\(i)")
                     productVersions[sp] += 1
                     add(products[sp].id.streamID.rawValue, productVersions[sp], templates[sp].ship[1], sid, "bench-ship-\(i)")
@@ -250,7 +329,9 @@ public struct AuditBenchmark: Sendable {
                 """
                 SELECT last_position FROM ledger.append_events(\(streams)::text[], \(versions)::bigint[], \(ids)::uuid[],
                     \(types)::text[], \(schemaVersions)::integer[], \(data)::text[], \(metadata)::text[], \(effectiveUs)::bigint[])
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             head += Int64(streams.count)
             if head - lastReport >= 1_000_000 {
                 output("  … \(head) events")
@@ -279,6 +360,7 @@ public struct AuditBenchmark: Sendable {
 
     static func line(_ label: String, _ h: Histogram<UInt64>) -> String {
         func ms(_ micros: UInt64) -> String { String(format: "%.2f ms", Double(micros) / 1000) }
-        return "\(label): p50 \(ms(h.valueAtPercentile(50))), p90 \(ms(h.valueAtPercentile(90))), p99 \(ms(h.valueAtPercentile(99))), max \(ms(h.max))"
+        return
+            "\(label): p50 \(ms(h.valueAtPercentile(50))), p90 \(ms(h.valueAtPercentile(90))), p99 \(ms(h.valueAtPercentile(99))), max \(ms(h.max))"
     }
 }

@@ -29,14 +29,22 @@ public struct ExpiryBenchmark: Sendable {
 
     public func run(migrations: [Migration]) async throws -> String {
         let (embedded, alreadyRunning, config) = try await AppendBenchmark.prepareCluster(
-            dataDirectory: dataDirectory, migrations: migrations, poolSize: 20, logger: logger)
+            dataDirectory: dataDirectory,
+            migrations: migrations,
+            poolSize: 20,
+            logger: logger
+        )
         defer { if !alreadyRunning { try? embedded.stop() } }
         let logger = self.logger
-        let holds = self.holds, sweepBatch = self.sweepBatch
+        let holds = self.holds
+        let sweepBatch = self.sweepBatch
         return try await withPostgresClient(configuration: config("ledger_app"), logger: logger) { client in
             let writer = LedgerWriter(client: client, configuration: .init(maximumBatchEvents: 20_000), logger: logger)
             return try await withThrowingTaskGroup(of: String.self) { group in
-                group.addTask { try await writer.run(); return "" }
+                group.addTask {
+                    try await writer.run()
+                    return ""
+                }
                 defer { group.cancelAll() }
                 let store = EventStore(client: client, logger: logger)
                 let loader = AggregateLoader(store: store)
@@ -44,21 +52,38 @@ public struct ExpiryBenchmark: Sendable {
                 let t0 = Date(timeIntervalSince1970: 1_790_000_000)
                 let clock = SimulatedClock(t0)
                 let acquirer = AcquirerModel(
-                    seed: 1, configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: Int64.max / 4, currency: .usd)),
-                    clock: { clock.now })
+                    seed: 1,
+                    configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: Int64.max / 4, currency: .usd)),
+                    clock: { clock.now }
+                )
                 try await Self.setUp(holds: holds, at: t0, acquirer: acquirer, committer: committer)
-                let service = HoldService(committer: committer, loader: loader, client: client,
-                                          acquirer: acquirer, clock: { clock.now }, logger: logger)
+                let service = HoldService(
+                    committer: committer,
+                    loader: loader,
+                    client: client,
+                    acquirer: acquirer,
+                    clock: { clock.now },
+                    logger: logger
+                )
                 clock.advance(by: 30 * 86_400)  // past every hold's expiry, at the acquirer too
                 let start = ContinuousClock.now
                 let expired = try await service.expireDue(now: clock.now, batchSize: sweepBatch)
                 let elapsed = ContinuousClock.now - start
                 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
                 var count: Int64 = 0
-                for try await n in try await client.query("SELECT count(*) FROM ledger.events WHERE type = 'HoldExpired'", logger: logger).decode(Int64.self) { count = n }
+                for try await n in try await client.query("SELECT count(*) FROM ledger.events WHERE type = 'HoldExpired'", logger: logger).decode(
+                    Int64.self
+                ) { count = n }
                 let verified = try await ChainVerifier(client: client, logger: logger).verify().ok
-                return String(format: "expired %d holds in %.2f s = %.0f holds/s (sweep batch %d); HoldExpired events: %lld; chain verified: %@",
-                              expired, seconds, Double(expired) / seconds, sweepBatch, count, verified ? "yes" : "NO")
+                return String(
+                    format: "expired %d holds in %.2f s = %.0f holds/s (sweep batch %d); HoldExpired events: %lld; chain verified: %@",
+                    expired,
+                    seconds,
+                    Double(expired) / seconds,
+                    sweepBatch,
+                    count,
+                    verified ? "yes" : "NO"
+                )
             }
         }
     }
@@ -66,14 +91,27 @@ public struct ExpiryBenchmark: Sendable {
     /// One product with `holds` units, and `holds` orders authorized at `acquirer` (which sets their expiry).
     static func setUp(holds: Int, at t0: Date, acquirer: AcquirerModel, committer: DomainCommitter) async throws {
         let context = DecisionContext(now: t0)
-        let productID = ProductID("bench-widget")!, methodID = ShippingMethodID("bench-post")!
+        let productID = ProductID("bench-widget")!
+        let methodID = ShippingMethodID("bench-post")!
         let listed = try ProductDecider.decide(
-            .list(sku: nil, name: "Bench widget", description: "", imageFile: "bench-widget.png",
-                  price: Money(minorUnits: 1_000, currency: .usd), initialStock: Int64(holds)),
-            product: productID, state: nil, context: context).get()
+            .list(
+                sku: nil,
+                name: "Bench widget",
+                description: "",
+                imageFile: "bench-widget.png",
+                price: Money(minorUnits: 1_000, currency: .usd),
+                initialStock: Int64(holds)
+            ),
+            product: productID,
+            state: nil,
+            context: context
+        ).get()
         let shipping = try ShippingMethodDecider.decide(
             .list(name: "Bench post", description: "", transitDays: 2, price: Money(minorUnits: 500, currency: .usd)),
-            method: methodID, state: nil, context: context).get()
+            method: methodID,
+            state: nil,
+            context: context
+        ).get()
         var states = AggregateStates()
         let catalog = AppendPlan([
             PlannedAppend(streamID: productID.streamID, expectedVersion: .noStream, events: listed.map(DomainEvent.product)),
@@ -91,13 +129,29 @@ public struct ExpiryBenchmark: Sendable {
             }
             for _ in 0..<min(400, holds - made) {
                 let orderID = OrderID(UUID().uuidString.lowercased())!
-                add(try PaymentFlow.placeOrder(
-                    PlaceOrder(orderID: orderID, lines: [RequestedLine(productID: productID)], shippingMethodID: methodID,
-                               contactRef: "contact-\(orderID.rawValue)", claimedAmount: nil),
-                    order: nil, products: states.products, shippingMethod: states.shippingMethods[methodID], context: context).get())
+                add(
+                    try PaymentFlow.placeOrder(
+                        PlaceOrder(
+                            orderID: orderID,
+                            lines: [RequestedLine(productID: productID)],
+                            shippingMethodID: methodID,
+                            contactRef: "contact-\(orderID.rawValue)",
+                            claimedAmount: nil
+                        ),
+                        order: nil,
+                        products: states.products,
+                        shippingMethod: states.shippingMethods[methodID],
+                        context: context
+                    ).get()
+                )
                 let order = states.orders[orderID]!
-                let approval = try await acquirer.authorize(AuthorizationRequest(
-                    merchantReference: order.merchantReference, amount: order.amounts.total, paymentMethod: .token("tok_visa")))
+                let approval = try await acquirer.authorize(
+                    AuthorizationRequest(
+                        merchantReference: order.merchantReference,
+                        amount: order.amounts.total,
+                        paymentMethod: .token("tok_visa")
+                    )
+                )
                 add(try PaymentFlow.recordAuthorization(approval, order: order, products: states.products, context: context).get())
                 made += 1
             }

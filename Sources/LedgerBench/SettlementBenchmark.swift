@@ -36,21 +36,30 @@ public struct SettlementBenchmark: Sendable {
 
     public func run(migrations: [Migration]) async throws -> String {
         let (embedded, alreadyRunning, config) = try await AppendBenchmark.prepareCluster(
-            dataDirectory: dataDirectory, migrations: migrations, poolSize: 20, logger: logger)
+            dataDirectory: dataDirectory,
+            migrations: migrations,
+            poolSize: 20,
+            logger: logger
+        )
         defer { if !alreadyRunning { try? embedded.stop() } }
         let logger = self.logger
         let captures = self.captures
         return try await withPostgresClient(configuration: config("ledger_app"), logger: logger) { client in
             let writer = LedgerWriter(client: client, configuration: .init(maximumBatchEvents: 20_000), logger: logger)
             return try await withThrowingTaskGroup(of: String.self) { group in
-                group.addTask { try await writer.run(); return "" }
+                group.addTask {
+                    try await writer.run()
+                    return ""
+                }
                 defer { group.cancelAll() }
                 let day = BusinessDate("2026-06-17")!  // a Wednesday
                 let settings = SettlementSettings()
                 let clock = SimulatedClock(settings.cutOff.instant(closing: day).addingTimeInterval(-6 * 3600))
                 let acquirer = AcquirerModel(
-                    seed: 1, configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: Int64.max / 4, currency: .usd)),
-                    clock: { clock.now })
+                    seed: 1,
+                    configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: Int64.max / 4, currency: .usd)),
+                    clock: { clock.now }
+                )
                 let setupStarted = ContinuousClock.now
                 let items = try await Self.setUp(captures: captures, acquirer: acquirer, writer: writer, at: clock.now)
                 let setup = ContinuousClock.now - setupStarted
@@ -60,15 +69,26 @@ public struct SettlementBenchmark: Sendable {
                 let marks = Marks()
                 let started = ContinuousClock.now
                 let service = SettlementService(
-                    writer: writer, store: EventStore(client: client, logger: logger), client: client, acquirer: acquirer,
-                    settings: settings, merchantAccount: AcquirerModelConfiguration().merchantAccount,
-                    pricing: AcquirerModelConfiguration().pricing, clock: { clock.now }, logger: logger,
+                    writer: writer,
+                    store: EventStore(client: client, logger: logger),
+                    client: client,
+                    acquirer: acquirer,
+                    settings: settings,
+                    merchantAccount: AcquirerModelConfiguration().merchantAccount,
+                    pricing: AcquirerModelConfiguration().pricing,
+                    clock: { clock.now },
+                    logger: logger,
                     progressSink: { step in
                         let memory = SettlementBenchmark.memory()
                         SettlementBenchmark.resetPeak()
-                        marks.add(step.step == "recorded" ? step.detail ?? step.step : step.step, at: ContinuousClock.now - started,
-                                  resident: memory.resident, peak: memory.peak)
-                    })
+                        marks.add(
+                            step.step == "recorded" ? step.detail ?? step.step : step.step,
+                            at: ContinuousClock.now - started,
+                            resident: memory.resident,
+                            peak: memory.peak
+                        )
+                    }
+                )
                 let memoryBefore = Self.memory().resident
                 Self.resetPeak()
                 let summary = try await service.run(businessDate: day)
@@ -94,9 +114,14 @@ public struct SettlementBenchmark: Sendable {
                     guard let at = marks.first(mark) else { continue }
                     // The highest resident set between the phase's start and its end, over the resident set at its start.
                     let peakInPhase = marks.peak(after: previous, through: at)
-                    lines.append("  " + name.padding(toLength: 22, withPad: " ", startingAt: 0)
-                                 + String(format: " %7.2f s   peak +%4.0f MiB", Self.seconds(at - previous),
-                                          Double(max(0, peakInPhase - phaseStartResident)) / 1_048_576))
+                    lines.append(
+                        "  " + name.padding(toLength: 22, withPad: " ", startingAt: 0)
+                            + String(
+                                format: " %7.2f s   peak +%4.0f MiB",
+                                Self.seconds(at - previous),
+                                Double(max(0, peakInPhase - phaseStartResident)) / 1_048_576
+                            )
+                    )
                     previous = at
                     phaseStartResident = marks.resident(at: at)
                 }
@@ -113,8 +138,14 @@ public struct SettlementBenchmark: Sendable {
                 let verdict = digest == batch.submitted?.reportSHA256 ? "matches" : "DIFFERS FROM"
                 lines.append("report: \(parts.withLock { $0 }) parts read back, SHA-256 \(verdict) the submitted event's")
                 lines.append("reconciliation: \(reconciled?.matched ?? 0) matched, \(reconciled?.breaks.count ?? -1) breaks")
-                lines.append(String(format: "memory: resident %.0f MiB before the run, peak %.0f MiB during it (+%.0f MiB)",
-                                    Double(memoryBefore) / 1_048_576, Double(peak) / 1_048_576, Double(peak - memoryBefore) / 1_048_576))
+                lines.append(
+                    String(
+                        format: "memory: resident %.0f MiB before the run, peak %.0f MiB during it (+%.0f MiB)",
+                        Double(memoryBefore) / 1_048_576,
+                        Double(peak) / 1_048_576,
+                        Double(peak - memoryBefore) / 1_048_576
+                    )
+                )
                 return lines.joined(separator: "\n")
             }
         }
@@ -133,26 +164,64 @@ public struct SettlementBenchmark: Sendable {
                     for n in range {
                         let orderID = OrderID(String(format: "bench-%08d", n))!
                         let amount = Money(minorUnits: 1_000 + Int64(n % 9_000), currency: .usd)
-                        _ = try await acquirer.authorize(AuthorizationRequest(
-                            merchantReference: orderID.rawValue, amount: amount, paymentMethod: .token(n % 3 == 0 ? "tok_mastercard" : "tok_visa")))
-                        let capture = try await acquirer.capture(CaptureRequest(
-                            authorizationReference: orderID.rawValue, modificationReference: "cap-\(orderID.rawValue)", amount: amount, isFinal: true))
-                        var events: [HoldEvent] = [.captured(HoldCaptured(
-                            orderID: orderID, amount: amount, isFinal: true, released: .zero(.usd), modificationReference: capture.modificationReference,
-                            pspModificationReference: capture.modificationPSPReference, capturedAt: now))]
+                        _ = try await acquirer.authorize(
+                            AuthorizationRequest(
+                                merchantReference: orderID.rawValue,
+                                amount: amount,
+                                paymentMethod: .token(n % 3 == 0 ? "tok_mastercard" : "tok_visa")
+                            )
+                        )
+                        let capture = try await acquirer.capture(
+                            CaptureRequest(
+                                authorizationReference: orderID.rawValue,
+                                modificationReference: "cap-\(orderID.rawValue)",
+                                amount: amount,
+                                isFinal: true
+                            )
+                        )
+                        var events: [HoldEvent] = [
+                            .captured(
+                                HoldCaptured(
+                                    orderID: orderID,
+                                    amount: amount,
+                                    isFinal: true,
+                                    released: .zero(.usd),
+                                    modificationReference: capture.modificationReference,
+                                    pspModificationReference: capture.modificationPSPReference,
+                                    capturedAt: now
+                                )
+                            )
+                        ]
                         if n % 100 == 0 {
-                            let refund = try await acquirer.refund(RefundRequest(
-                                authorizationReference: orderID.rawValue, modificationReference: "ref-\(orderID.rawValue)",
-                                amount: Money(minorUnits: 100, currency: .usd)))
-                            events.append(.refunded(HoldRefunded(
-                                orderID: orderID, amount: refund.amount, reason: "bench", modificationReference: refund.modificationReference,
-                                pspModificationReference: refund.modificationPSPReference, refundedAt: now)))
+                            let refund = try await acquirer.refund(
+                                RefundRequest(
+                                    authorizationReference: orderID.rawValue,
+                                    modificationReference: "ref-\(orderID.rawValue)",
+                                    amount: Money(minorUnits: 100, currency: .usd)
+                                )
+                            )
+                            events.append(
+                                .refunded(
+                                    HoldRefunded(
+                                        orderID: orderID,
+                                        amount: refund.amount,
+                                        reason: "bench",
+                                        modificationReference: refund.modificationReference,
+                                        pspModificationReference: refund.modificationPSPReference,
+                                        refundedAt: now
+                                    )
+                                )
+                            )
                         }
                         written += events.count
-                        pending.append(AppendRequest(
-                            stream: StreamID(category: "hold", id: orderID.rawValue), expectedVersion: .noStream,
-                            events: try events.map { try DomainEvent.hold($0).newEvent(eventID: UUID(), effectiveAt: now) },
-                            metadata: EventMetadata(actor: "bench")))
+                        pending.append(
+                            AppendRequest(
+                                stream: StreamID(category: "hold", id: orderID.rawValue),
+                                expectedVersion: .noStream,
+                                events: try events.map { try DomainEvent.hold($0).newEvent(eventID: UUID(), effectiveAt: now) },
+                                metadata: EventMetadata(actor: "bench")
+                            )
+                        )
                         if pending.count == 500 || n == range.upperBound - 1 {
                             try await withThrowingTaskGroup(of: Void.self) { appends in
                                 for request in pending { appends.addTask { _ = try await writer.append(request) } }

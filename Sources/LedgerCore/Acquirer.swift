@@ -35,7 +35,8 @@ public protocol Acquirer: Sendable {
     /// (the same items again get the same receipt). The report's lines are then read in pages with
     /// ``reportLines(batchNumber:from:count:)``.
     func submitBatch(
-        _ header: SettlementBatchHeader, pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?
+        _ header: SettlementBatchHeader,
+        pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?
     ) async throws(AcquirerError) -> SettlementReceipt
     /// Lines `from ..< from + count` of a settled batch's report (the MerchantPayout line is the last);
     /// fewer, or none, past its end.
@@ -211,8 +212,11 @@ public struct AuthorizationRequest: Hashable, Sendable {
     public var authorizationType: AuthorizationType
 
     public init(
-        merchantReference: String, amount: Money, paymentMethod: PaymentMethodData,
-        captureIntent: CaptureIntent = .manual, initiator: TransactionInitiator = .customer,
+        merchantReference: String,
+        amount: Money,
+        paymentMethod: PaymentMethodData,
+        captureIntent: CaptureIntent = .manual,
+        initiator: TransactionInitiator = .customer,
         authorizationType: AuthorizationType = .final
     ) {
         self.merchantReference = merchantReference
@@ -335,8 +339,16 @@ public struct AuthorizationResponse: Hashable, Sendable, Codable {
     public var immediateCapture: ModificationResponse?
 
     public init(
-        merchantReference: String, pspReference: String?, responseCode: ResponseCode, authCode: String?, amount: Money,
-        holdExpiresAt: Date?, network: CardNetwork?, fundingType: FundingType?, lastFour: String?, processedAt: Date,
+        merchantReference: String,
+        pspReference: String?,
+        responseCode: ResponseCode,
+        authCode: String?,
+        amount: Money,
+        holdExpiresAt: Date?,
+        network: CardNetwork?,
+        fundingType: FundingType?,
+        lastFour: String?,
+        processedAt: Date,
         immediateCapture: ModificationResponse? = nil
     ) {
         self.merchantReference = merchantReference
@@ -377,8 +389,15 @@ public struct ModificationResponse: Hashable, Sendable, Codable {
     public var balance: HoldBalance
 
     public init(
-        kind: ModificationKind, authorizationReference: String, modificationReference: String, pspReference: String,
-        modificationPSPReference: String, responseCode: ResponseCode, amount: Money, isFinal: Bool, processedAt: Date,
+        kind: ModificationKind,
+        authorizationReference: String,
+        modificationReference: String,
+        pspReference: String,
+        modificationPSPReference: String,
+        responseCode: ResponseCode,
+        amount: Money,
+        isFinal: Bool,
+        processedAt: Date,
         balance: HoldBalance
     ) {
         self.kind = kind
@@ -444,7 +463,8 @@ public struct BusinessDate: Hashable, Sendable, Comparable, Codable, CustomStrin
     /// Fails for dates that do not exist (2025-02-30) or years outside 1…9999.
     public init?(year: Int, month: Int, day: Int) {
         guard (1...9999).contains(year), (1...12).contains(month), day >= 1,
-              day <= BusinessDate.daysIn(month: month, year: year) else { return nil }
+            day <= BusinessDate.daysIn(month: month, year: year)
+        else { return nil }
         self.year = year
         self.month = month
         self.day = day
@@ -454,8 +474,9 @@ public struct BusinessDate: Hashable, Sendable, Comparable, Codable, CustomStrin
     public init?(_ text: String) {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-              parts.allSatisfy({ $0.allSatisfy { $0.isASCII && $0.isNumber } }),
-              let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]) else { return nil }
+            parts.allSatisfy({ $0.allSatisfy { $0.isASCII && $0.isNumber } }),
+            let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2])
+        else { return nil }
         self.init(year: y, month: m, day: d)
     }
 
@@ -579,8 +600,13 @@ public struct SettlementReceipt: Hashable, Sendable, Codable {
     }
 
     public init(_ report: SettlementReport) {
-        self.init(batchReference: report.batchReference, batchNumber: report.batchNumber, businessDate: report.businessDate,
-                  lineCount: report.lines.count, payout: report.payout)
+        self.init(
+            batchReference: report.batchReference,
+            batchNumber: report.batchNumber,
+            businessDate: report.businessDate,
+            lineCount: report.lines.count,
+            payout: report.payout
+        )
     }
 }
 
@@ -665,12 +691,29 @@ public struct SettlementReportLine: Hashable, Sendable, Codable {
     public var batchNumber: Int
 
     public init(
-        companyAccount: String, merchantAccount: String, pspReference: String, merchantReference: String,
-        paymentMethod: String, creationDate: Date?, timeZone: String, type: SettlementLineType,
-        modificationReference: String, grossCurrency: Currency?, grossDebit: Money?, grossCredit: Money?,
-        exchangeRate: Rate?, netCurrency: Currency?, netDebit: Money?, netCredit: Money?, commission: Money?,
-        markup: Money?, schemeFees: Money?, interchange: Money?, paymentMethodVariant: String,
-        modificationMerchantReference: String, batchNumber: Int
+        companyAccount: String,
+        merchantAccount: String,
+        pspReference: String,
+        merchantReference: String,
+        paymentMethod: String,
+        creationDate: Date?,
+        timeZone: String,
+        type: SettlementLineType,
+        modificationReference: String,
+        grossCurrency: Currency?,
+        grossDebit: Money?,
+        grossCredit: Money?,
+        exchangeRate: Rate?,
+        netCurrency: Currency?,
+        netDebit: Money?,
+        netCredit: Money?,
+        commission: Money?,
+        markup: Money?,
+        schemeFees: Money?,
+        interchange: Money?,
+        paymentMethodVariant: String,
+        modificationMerchantReference: String,
+        batchNumber: Int
     ) {
         self.companyAccount = companyAccount
         self.merchantAccount = merchantAccount
@@ -742,8 +785,15 @@ public struct SettlementReport: Hashable, Sendable, Codable {
     public var payout: PayoutNotice
 
     public init(
-        batchReference: String, batchNumber: Int, companyAccount: String, merchantAccount: String,
-        businessDate: BusinessDate, closedAt: Date, currency: Currency, lines: [SettlementReportLine], payout: PayoutNotice
+        batchReference: String,
+        batchNumber: Int,
+        companyAccount: String,
+        merchantAccount: String,
+        businessDate: BusinessDate,
+        closedAt: Date,
+        currency: Currency,
+        lines: [SettlementReportLine],
+        payout: PayoutNotice
     ) {
         self.batchReference = batchReference
         self.batchNumber = batchNumber

@@ -6,12 +6,16 @@ public enum CSVReader {
     /// a field is a slice of the text (copied once) unless quoted. CR LF, CR and LF end a record.
     public static func records(_ text: String) throws(CSVReaderError) -> [[String]] {
         let bytes = Array(text.utf8)
-        let quote = UInt8(ascii: "\""), comma = UInt8(ascii: ","), cr = UInt8(ascii: "\r"), lf = UInt8(ascii: "\n")
+        let quote = UInt8(ascii: "\"")
+        let comma = UInt8(ascii: ",")
+        let cr = UInt8(ascii: "\r")
+        let lf = UInt8(ascii: "\n")
         var records: [[String]] = []
         var record: [String] = []
         var quoted: [UInt8] = []  // the current quoted field, its doubled quotes undone
         var fieldStart = 0
-        var inQuotes = false, fieldWasQuoted = false
+        var inQuotes = false
+        var fieldWasQuoted = false
         func endField(at end: Int) {
             if fieldWasQuoted {
                 record.append(String(decoding: quoted, as: UTF8.self))

@@ -17,19 +17,32 @@ public enum CanonicalEventLayout {
 
     public static func canonicalBytes(of event: RecordedEvent) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(96 + event.streamID.rawValue.utf8.count + event.type.utf8.count
-            + event.data.utf8.count + event.metadata.utf8.count)
-        var stream = event.streamID.rawValue, type = event.type, data = event.data, metadata = event.metadata
+        out.reserveCapacity(
+            96 + event.streamID.rawValue.utf8.count + event.type.utf8.count
+                + event.data.utf8.count + event.metadata.utf8.count
+        )
+        var stream = event.streamID.rawValue
+        var type = event.type
+        var data = event.data
+        var metadata = event.metadata
         let u = event.eventID.uuid
         withUnsafeBytes(of: u) { id in
             stream.withUTF8 { stream in
                 type.withUTF8 { type in
                     data.withUTF8 { data in
                         metadata.withUTF8 { metadata in
-                            write(position: event.position, streamID: UnsafeRawBufferPointer(stream), streamVersion: event.streamVersion,
-                                  eventID: id, type: UnsafeRawBufferPointer(type), schemaVersion: event.schemaVersion,
-                                  data: UnsafeRawBufferPointer(data), metadata: UnsafeRawBufferPointer(metadata),
-                                  effectiveAtMicros: event.effectiveAtMicros, recordedAtMicros: event.recordedAtMicros) {
+                            write(
+                                position: event.position,
+                                streamID: UnsafeRawBufferPointer(stream),
+                                streamVersion: event.streamVersion,
+                                eventID: id,
+                                type: UnsafeRawBufferPointer(type),
+                                schemaVersion: event.schemaVersion,
+                                data: UnsafeRawBufferPointer(data),
+                                metadata: UnsafeRawBufferPointer(metadata),
+                                effectiveAtMicros: event.effectiveAtMicros,
+                                recordedAtMicros: event.recordedAtMicros
+                            ) {
                                 out.append(contentsOf: $0)
                             }
                         }
@@ -46,9 +59,17 @@ public enum CanonicalEventLayout {
     /// `eventID` is the UUID's 16 bytes; text fields are UTF-8.
     @inlinable
     public static func write(
-        position: Int64, streamID: UnsafeRawBufferPointer, streamVersion: Int64, eventID: UnsafeRawBufferPointer,
-        type: UnsafeRawBufferPointer, schemaVersion: Int32, data: UnsafeRawBufferPointer, metadata: UnsafeRawBufferPointer,
-        effectiveAtMicros: Int64, recordedAtMicros: Int64, to sink: (UnsafeRawBufferPointer) -> Void
+        position: Int64,
+        streamID: UnsafeRawBufferPointer,
+        streamVersion: Int64,
+        eventID: UnsafeRawBufferPointer,
+        type: UnsafeRawBufferPointer,
+        schemaVersion: Int32,
+        data: UnsafeRawBufferPointer,
+        metadata: UnsafeRawBufferPointer,
+        effectiveAtMicros: Int64,
+        recordedAtMicros: Int64,
+        to sink: (UnsafeRawBufferPointer) -> Void
     ) {
         withUnsafeBytes(of: version) { sink($0) }
         withUnsafeBytes(of: position.bigEndian) { sink($0) }

@@ -19,8 +19,9 @@ public struct ChainReport: Sendable, Hashable, Codable, CustomStringConvertible 
     }
 
     public var description: String {
-        ok ? "chain verified: \(checked) events" :
-            "chain broken at position \(firstBadPosition ?? 0): \(reason ?? "unknown") (\(checked) events verified before it)"
+        ok
+            ? "chain verified: \(checked) events"
+            : "chain broken at position \(firstBadPosition ?? 0): \(reason ?? "unknown") (\(checked) events verified before it)"
     }
 
     enum CodingKeys: String, CodingKey {

@@ -26,7 +26,8 @@ public struct Money: Hashable, Sendable, Codable, CustomStringConvertible {
         let whole = parts[0]
         let fraction = parts.count > 1 ? parts[1] : ""
         guard !whole.isEmpty, whole.allSatisfy({ $0.isASCII && $0.isNumber }),
-              fraction.allSatisfy({ $0.isASCII && $0.isNumber }), parts.count == 1 || !fraction.isEmpty else {
+            fraction.allSatisfy({ $0.isASCII && $0.isNumber }), parts.count == 1 || !fraction.isEmpty
+        else {
             throw .invalidAmount(text)
         }
         guard fraction.count <= currency.minorUnitDigits else {
@@ -108,9 +109,11 @@ public struct Rate: Hashable, Sendable, Codable, CustomStringConvertible {
     /// Parses `"0.08"`, `"8.25"`, `"0"`; at most 9 fraction digits.
     public init(decimal text: String) throws(MoneyError) {
         let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
-        let whole = parts[0], fraction = parts.count > 1 ? parts[1] : ""
+        let whole = parts[0]
+        let fraction = parts.count > 1 ? parts[1] : ""
         guard !whole.isEmpty, whole.count <= 9, fraction.count <= 9,
-              (whole + fraction).allSatisfy({ $0.isASCII && $0.isNumber }), parts.count == 1 || !fraction.isEmpty else {
+            (whole + fraction).allSatisfy({ $0.isASCII && $0.isNumber }), parts.count == 1 || !fraction.isEmpty
+        else {
             throw .invalidAmount(text)
         }
         var denominator: Int64 = 1

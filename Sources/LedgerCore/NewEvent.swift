@@ -33,18 +33,28 @@ public struct NewEvent: Sendable, Hashable {
     /// write). A payload the catalogue does not register, or a different type or version, is a programming
     /// error reported as ``EventCodingError/Code/unknownType``: nothing unregistered reaches the log this way.
     public init<Payload: LedgerEventPayload>(
-        eventID: UUID = UUID(), type: String? = nil, schemaVersion: Int32? = nil, payload: Payload, effectiveAt: Date
+        eventID: UUID = UUID(),
+        type: String? = nil,
+        schemaVersion: Int32? = nil,
+        payload: Payload,
+        effectiveAt: Date
     ) throws(EventCodingError) {
         let entry = try EventCatalogue.registration(of: Payload.self)
         guard (type ?? entry.type) == entry.type, (schemaVersion ?? entry.schemaVersion) == entry.schemaVersion else {
             throw EventCodingError(
-                .unknownType, type: type ?? entry.type,
+                .unknownType,
+                type: type ?? entry.type,
                 "\(Payload.self) is registered as \(entry.type) version \(entry.schemaVersion), "
-                    + "not \(type ?? entry.type) version \(schemaVersion ?? entry.schemaVersion)")
+                    + "not \(type ?? entry.type) version \(schemaVersion ?? entry.schemaVersion)"
+            )
         }
         let json = try EventCatalogue.encode(payload)
         self.init(
-            eventID: eventID, type: entry.type, schemaVersion: entry.schemaVersion,
-            data: String(decoding: json, as: UTF8.self), effectiveAt: effectiveAt)
+            eventID: eventID,
+            type: entry.type,
+            schemaVersion: entry.schemaVersion,
+            data: String(decoding: json, as: UTF8.self),
+            effectiveAt: effectiveAt
+        )
     }
 }

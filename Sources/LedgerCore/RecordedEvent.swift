@@ -1,6 +1,6 @@
 import struct Foundation.Date
-import struct Foundation.UUID
 import typealias Foundation.TimeInterval
+import struct Foundation.UUID
 
 /// An event as the ledger holds it: a row of `ledger.events`.
 ///
@@ -22,9 +22,18 @@ public struct RecordedEvent: Sendable, Hashable {
     public var hash: [UInt8]
 
     public init(
-        position: Int64, streamID: StreamID, streamVersion: Int64, eventID: UUID, type: String,
-        schemaVersion: Int32, data: String, metadata: String, effectiveAtMicros: Int64,
-        recordedAtMicros: Int64, prevHash: [UInt8], hash: [UInt8]
+        position: Int64,
+        streamID: StreamID,
+        streamVersion: Int64,
+        eventID: UUID,
+        type: String,
+        schemaVersion: Int32,
+        data: String,
+        metadata: String,
+        effectiveAtMicros: Int64,
+        recordedAtMicros: Int64,
+        prevHash: [UInt8],
+        hash: [UInt8]
     ) {
         self.position = position
         self.streamID = streamID

@@ -32,8 +32,11 @@ public struct APIError: HTTPResponseError, Sendable, Equatable {
         APIError(status: .conflict, code: code, message: message)
     }
 
-    public static let internalError = APIError(
-        status: .internalServerError, code: "internal_error", message: "the server failed; the request changed nothing it reported")
+    public static let internalFailure = APIError(
+        status: .internalServerError,
+        code: "internal_error",
+        message: "the server failed; the request changed nothing it reported"
+    )
 
     public static func unavailable(_ message: String) -> APIError {
         APIError(status: .serviceUnavailable, code: "unavailable", message: message)
@@ -89,7 +92,7 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             throw APIError(status: error.status, code: code, message: message)
         } catch {
             context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: error))"])
-            throw APIError.internalError
+            throw APIError.internalFailure
         }
     }
 }

@@ -56,8 +56,12 @@ public struct AuditRoutes: Sendable {
                 throw APIError.badRequest("unknown_parameter", "the feed does not take \(name)", field: String(name))
             }
             let after = try Self.integer(query["after"].map(String.init), name: "after", default: 0, range: 0...Int64.max)
-            let limit = try Self.integer(query["limit"].map(String.init), name: "limit", default: 100,
-                                         range: 1...Int64(Self.maximumPageSize))
+            let limit = try Self.integer(
+                query["limit"].map(String.init),
+                name: "limit",
+                default: 100,
+                range: 1...Int64(Self.maximumPageSize)
+            )
             let filter = try Self.filter(query)
             let events = try await reader.events(after: after, matching: filter, limit: Int(limit))
             return jsonResponse(Self.page("events", events, limit: limit))

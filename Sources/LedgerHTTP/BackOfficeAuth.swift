@@ -63,7 +63,9 @@ public struct BackOfficeAuthMiddleware: RouterMiddleware {
     }
 
     public func handle(
-        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+        _ request: Request,
+        context: Context,
+        next: (Request, Context) async throws -> Response
     ) async throws -> Response {
         var context = context
         context.principal = try Self.principal(for: request, keyring: keyring, access: access)
@@ -74,7 +76,8 @@ public struct BackOfficeAuthMiddleware: RouterMiddleware {
     /// For a route that needs a key only for some of its queries.
     public static func principal(for request: Request, keyring: APIKeyring, access: Access) throws -> Principal {
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer "),
-              case let key = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces), !key.isEmpty else {
+            case let key = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces), !key.isEmpty
+        else {
             throw APIError.unauthenticated("an API key is required: Authorization: Bearer <key>")
         }
         guard let principal = keyring.principal(forKey: key) else {

@@ -28,10 +28,17 @@ public struct CheckpointRoutes: Sendable {
         group.get("/audit/checkpoints") { request, _ -> Response in
             let query = request.uri.queryParameters
             let after = try AuditRoutes.integer(query["after"].map(String.init), name: "after", default: 0, range: 0...Int64.max)
-            let limit = try AuditRoutes.integer(query["limit"].map(String.init), name: "limit", default: 100,
-                                                range: 1...Int64(AuditRoutes.maximumPageSize))
-            let events = try await reader.events(after: after, matching: EventFilter(types: [CheckpointSigned.eventType]),
-                                                 limit: Int(limit))
+            let limit = try AuditRoutes.integer(
+                query["limit"].map(String.init),
+                name: "limit",
+                default: 100,
+                range: 1...Int64(AuditRoutes.maximumPageSize)
+            )
+            let events = try await reader.events(
+                after: after,
+                matching: EventFilter(types: [CheckpointSigned.eventType]),
+                limit: Int(limit)
+            )
             return jsonResponse(AuditRoutes.page("checkpoints", events, limit: limit))
         }
     }

@@ -107,8 +107,14 @@ public struct HoldRoutes: Sendable {
                 query.state = state
             }
             query.expiringBefore = try OrderRoutes.date(parameters["expiring_before"].map(String.init), field: "expiring_before")
-            query.limit = Int(try AuditRoutes.integer(parameters["limit"].map(String.init), name: "limit", default: 50,
-                                                      range: 1...Int64(OrderRoutes.maximumPageSize)))
+            query.limit = Int(
+                try AuditRoutes.integer(
+                    parameters["limit"].map(String.init),
+                    name: "limit",
+                    default: 50,
+                    range: 1...Int64(OrderRoutes.maximumPageSize)
+                )
+            )
             query.cursor = try AuditRoutes.integer(parameters["cursor"].map(String.init), name: "cursor", default: 0, range: 0...Int64.max)
             let page = try await reader.holds(query)
             return jsonResponse(OrderRoutes.page("authorizations", page))

@@ -3,8 +3,14 @@ import Foundation
 /// A JSON value decoded in full: the members of `POST /payment`'s body, whose `source` may be an Apple Pay
 /// token object that is kept as JSON text.
 indirect enum JSONValue: Decodable, Hashable {
-    case null, bool(Bool), integer(Int64), unsigned(UInt64), double(Double), string(String)
-    case array([JSONValue]), object([String: JSONValue])
+    case null
+    case bool(Bool)
+    case integer(Int64)
+    case unsigned(UInt64)
+    case double(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
     /// A number that no Swift number type holds (such as `1e999`).
     case unrepresentable
 
@@ -28,13 +34,21 @@ indirect enum JSONValue: Decodable, Hashable {
         } else {
             // In the order ``PaymentRequest/JSONField`` tries: `true` is never a number, `5900` never a string.
             let value = try decoder.singleValueContainer()
-            if value.decodeNil() { self = .null }
-            else if let flag = try? value.decode(Bool.self) { self = .bool(flag) }
-            else if let number = try? value.decode(Int64.self) { self = .integer(number) }
-            else if let number = try? value.decode(UInt64.self) { self = .unsigned(number) }
-            else if let number = try? value.decode(Double.self) { self = .double(number) }
-            else if let text = try? value.decode(String.self) { self = .string(text) }
-            else { self = .unrepresentable }
+            if value.decodeNil() {
+                self = .null
+            } else if let flag = try? value.decode(Bool.self) {
+                self = .bool(flag)
+            } else if let number = try? value.decode(Int64.self) {
+                self = .integer(number)
+            } else if let number = try? value.decode(UInt64.self) {
+                self = .unsigned(number)
+            } else if let number = try? value.decode(Double.self) {
+                self = .double(number)
+            } else if let text = try? value.decode(String.self) {
+                self = .string(text)
+            } else {
+                self = .unrepresentable
+            }
         }
     }
 
@@ -59,7 +73,8 @@ indirect enum JSONValue: Decodable, Hashable {
     /// a repeated member now counts, as everywhere else in the body).
     var canonicalText: String? {
         guard let object = foundationObject, object is [String: Any] || object is [Any],
-              let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return nil }
+            let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        else { return nil }
         return String(decoding: data, as: UTF8.self)
     }
 

@@ -43,14 +43,24 @@ public struct OrderRoutes: Sendable {
             var query = OrderQuery(status: nil, from: nil, to: nil, limit: 50, cursor: 0)
             if let status = parameters["status"].map(String.init) {
                 guard statuses.contains(status) else {
-                    throw APIError.badRequest("invalid_parameter", "status must be one of \(statuses.sorted().joined(separator: ", "))", field: "status")
+                    throw APIError.badRequest(
+                        "invalid_parameter",
+                        "status must be one of \(statuses.sorted().joined(separator: ", "))",
+                        field: "status"
+                    )
                 }
                 query.status = status
             }
             query.from = try Self.date(parameters["from"].map(String.init), field: "from")
             query.to = try Self.date(parameters["to"].map(String.init), field: "to")
-            query.limit = Int(try AuditRoutes.integer(parameters["limit"].map(String.init), name: "limit", default: 50,
-                                                      range: 1...Int64(Self.maximumPageSize)))
+            query.limit = Int(
+                try AuditRoutes.integer(
+                    parameters["limit"].map(String.init),
+                    name: "limit",
+                    default: 50,
+                    range: 1...Int64(Self.maximumPageSize)
+                )
+            )
             query.cursor = try AuditRoutes.integer(parameters["cursor"].map(String.init), name: "cursor", default: 0, range: 0...Int64.max)
             let page = try await reader.orders(query)
             return jsonResponse(Self.page("orders", page))

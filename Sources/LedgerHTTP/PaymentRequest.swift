@@ -8,14 +8,22 @@ import LedgerServices
 extension PaymentRequest {
     /// Parses a request body; `contentType` is the request's Content-Type header.
     public static func parse(body: ByteBuffer, contentType: String?) throws(APIError) -> PaymentRequest {
-        guard let contentType, contentType.lowercased().split(separator: ";").first?
-            .trimmingCharacters(in: .whitespaces) == "application/json" else {
-            throw APIError(status: .unsupportedMediaType, code: "unsupported_media_type",
-                           message: "send the payment as application/json")
+        guard let contentType,
+            contentType.lowercased().split(separator: ";").first?
+                .trimmingCharacters(in: .whitespaces) == "application/json"
+        else {
+            throw APIError(
+                status: .unsupportedMediaType,
+                code: "unsupported_media_type",
+                message: "send the payment as application/json"
+            )
         }
         guard body.readableBytes <= maximumBodySize else {
-            throw APIError(status: .contentTooLarge, code: "payload_too_large",
-                           message: "the body is larger than \(maximumBodySize) bytes")
+            throw APIError(
+                status: .contentTooLarge,
+                code: "payload_too_large",
+                message: "the body is larger than \(maximumBodySize) bytes"
+            )
         }
         let decoded: PaymentBody
         do {
@@ -70,7 +78,9 @@ extension PaymentRequest {
             quantity = Int(value)
         }
         let request = PaymentRequest(
-            gateway: gateway, source: source, amount: Money(minorUnits: minorUnits, currency: currency),
+            gateway: gateway,
+            source: source,
+            amount: Money(minorUnits: minorUnits, currency: currency),
             description: try fields.string("description"),
             shippingContact: try fields.string("shipping_contact"),
             shippingEmail: try fields.string("shipping_email"),
@@ -81,7 +91,8 @@ extension PaymentRequest {
             shippingMethodName: try fields.string("shipping_method_name"),
             productID: try fields.optionalString("product_id"),
             quantity: quantity,
-            applicationData: try fields.optionalString("application_data", maximumLength: maximumApplicationDataLength))
+            applicationData: try fields.optionalString("application_data", maximumLength: maximumApplicationDataLength)
+        )
         if let applicationData = request.applicationData, Data(base64Encoded: applicationData) == nil {
             throw fields.invalid("application_data", "application_data must be base64")
         }
@@ -125,7 +136,11 @@ extension PaymentRequest {
     /// A JSON value as far as field checking needs: JSONDecoder is strict, so `true` is never
     /// an integer, `59.5` and numbers beyond Int64 are not integers, and `"5900"` is a string.
     enum JSONField: Decodable, Equatable {
-        case null, bool(Bool), integer(Int64), string(String), other
+        case null
+        case bool(Bool)
+        case integer(Int64)
+        case string(String)
+        case other
 
         /// The field as checks see it: any number but an Int64, any array or object, is `other`.
         init(_ value: JSONValue) {
@@ -140,11 +155,17 @@ extension PaymentRequest {
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
-            if container.decodeNil() { self = .null }
-            else if let flag = try? container.decode(Bool.self) { self = .bool(flag) }
-            else if let integer = try? container.decode(Int64.self) { self = .integer(integer) }
-            else if let text = try? container.decode(String.self) { self = .string(text) }
-            else { self = .other }
+            if container.decodeNil() {
+                self = .null
+            } else if let flag = try? container.decode(Bool.self) {
+                self = .bool(flag)
+            } else if let integer = try? container.decode(Int64.self) {
+                self = .integer(integer)
+            } else if let text = try? container.decode(String.self) {
+                self = .string(text)
+            } else {
+                self = .other
+            }
         }
     }
 

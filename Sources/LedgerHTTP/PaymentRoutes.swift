@@ -25,8 +25,11 @@ public struct PaymentRoutes: Sendable {
             do {
                 body = try await request.body.collect(upTo: PaymentRequest.maximumBodySize)
             } catch {
-                throw APIError(status: .contentTooLarge, code: "payload_too_large",
-                               message: "the body is larger than \(PaymentRequest.maximumBodySize) bytes")
+                throw APIError(
+                    status: .contentTooLarge,
+                    code: "payload_too_large",
+                    message: "the body is larger than \(PaymentRequest.maximumBodySize) bytes"
+                )
             }
             let payment = try PaymentRequest.parse(body: body, contentType: request.headers[.contentType])
             let key = request.headers[Self.idempotencyKeyHeader]

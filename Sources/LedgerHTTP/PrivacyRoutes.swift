@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
-import LedgerServices
 import LedgerCore
+import LedgerServices
 
 /// Erases shipping contacts (personal data) and reads them.
 public protocol PrivacyOperator: Sendable {
@@ -53,8 +53,11 @@ public struct PrivacyRoutes: Sendable {
             case .present(let ref, let json):
                 return jsonResponse(.object(["order_id": .string(id), "contact_ref": .string(ref), "contact": RawJSON(stored: json)]))
             case .erased(let ref, let at, let position):
-                throw APIError(status: .gone, code: "contact_erased",
-                               message: "the shipping contact \(ref) was erased at \(at) (event \(position))")
+                throw APIError(
+                    status: .gone,
+                    code: "contact_erased",
+                    message: "the shipping contact \(ref) was erased at \(at) (event \(position))"
+                )
             case .missing(let ref):
                 throw APIError(status: .notFound, code: "contact_missing", message: "no shipping contact \(ref) is stored")
             }

@@ -20,12 +20,12 @@ public struct ProductImageRoutes<Context: RequestContext>: Sendable {
         self.directory = directory.standardizedFileURL.resolvingSymlinksInPath()
     }
 
-
     /// The file to serve for `name`, or nil when the name is not acceptable or nothing is there.
     public func file(named name: String) -> URL? {
         guard (1...128).contains(name.utf8.count), !name.hasPrefix("."), !name.contains(".."),
-              name.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) }),
-              let ext = name.split(separator: ".").last.map({ $0.lowercased() }), productImageContentTypes[ext] != nil else {
+            name.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) }),
+            let ext = name.split(separator: ".").last.map({ $0.lowercased() }), productImageContentTypes[ext] != nil
+        else {
             return nil
         }
         let candidate = directory.appendingPathComponent(name).resolvingSymlinksInPath()

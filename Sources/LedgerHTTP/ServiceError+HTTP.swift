@@ -8,7 +8,7 @@ import LedgerServices
 extension APIError {
     public init(_ error: ServiceError) {
         if error.kind == .internalFailure {
-            self = .internalError
+            self = .internalFailure
             return
         }
         self.init(status: Self.status(of: error.kind), code: error.code, message: error.message, field: error.field)

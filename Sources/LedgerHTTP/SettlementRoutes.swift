@@ -45,7 +45,10 @@ public struct SettlementRoutes: Sendable {
     /// `{"error": {"code", "message"}}` if it fails after it started. A refusal before any progress
     /// (a bad date, the cut-off not reached) is the usual 4xx reply.
     static func streamingRun(_ settlement: any SettlementOperator, date: BusinessDate) async throws -> Response {
-        enum Line: Sendable { case line(SettlementRunLine), failure(any Error) }
+        enum Line: Sendable {
+            case line(SettlementRunLine)
+            case failure(any Error)
+        }
         let (lines, continuation) = AsyncStream<Line>.makeStream()
         let job = Task {
             do {
@@ -66,7 +69,8 @@ public struct SettlementRoutes: Sendable {
                 switch line {
                 case .line(let line): typed = line
                 case .failure(let error):
-                    let api = error as? APIError ?? (error as? ServiceError).map(APIError.init)
+                    let api =
+                        error as? APIError ?? (error as? ServiceError).map(APIError.init)
                         ?? APIError(status: .internalServerError, code: "internal_error", message: "the settlement run failed")
                     typed = SettlementRunLine(failure: .init(code: api.code, message: api.message))
                 }
@@ -98,8 +102,12 @@ public struct SettlementRoutes: Sendable {
             }
             let text = try PaymentRequest.Fields(object).string("business_date", maximumLength: 10)
             guard let date = BusinessDate(text) else {
-                throw APIError(status: .unprocessableContent, code: "invalid_date", message: "business_date must be a date YYYY-MM-DD",
-                               field: "business_date")
+                throw APIError(
+                    status: .unprocessableContent,
+                    code: "invalid_date",
+                    message: "business_date must be a date YYYY-MM-DD",
+                    field: "business_date"
+                )
             }
             guard request.headers[.accept]?.contains("application/x-ndjson") == true else {
                 return try jsonResponse(SettlementRunReply(try await settlement.run(businessDate: date, progress: nil)))
@@ -159,10 +167,14 @@ public struct SettlementRoutes: Sendable {
             guard let writeReport = try await settlement.reportCSV(id: id) else { throw APIError.notFound("no settlement report for \(id)") }
             var headers = HTTPFields()
             headers[.contentType] = "text/csv; charset=utf-8"
-            return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-                try await writeReport { part in try await writer.write(ByteBuffer(string: part)) }
-                try await writer.finish(nil)
-            })
+            return Response(
+                status: .ok,
+                headers: headers,
+                body: ResponseBody { writer in
+                    try await writeReport { part in try await writer.write(ByteBuffer(string: part)) }
+                    try await writer.finish(nil)
+                }
+            )
         }
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import LedgerServices
 import LedgerCore
+import LedgerServices
 
 extension StateAnswer {
     /// The stored row.
@@ -104,8 +104,10 @@ public struct StateRoutes: Sendable {
         guard let text = request.uri.queryParameters["as_of"].map(String.init) else { return nil }
         guard let asOf = AsOf(text) else {
             throw APIError.badRequest(
-                "invalid_parameter", "as_of must be a position (e.g. 1234) or an RFC 3339 time (e.g. 2026-11-21T09:30:00Z)",
-                field: "as_of")
+                "invalid_parameter",
+                "as_of must be a position (e.g. 1234) or an RFC 3339 time (e.g. 2026-11-21T09:30:00Z)",
+                field: "as_of"
+            )
         }
         return asOf
     }

@@ -41,7 +41,8 @@ public struct SystemRoutes<Context: RequestContext>: Sendable {
                 context.logger.warning("health check: database unreachable", metadata: ["error": "\(String(reflecting: error))"])
                 return EditedResponse(
                     status: .serviceUnavailable,
-                    response: Health(status: "unavailable", database: .init(status: "down", lastPosition: nil)))
+                    response: Health(status: "unavailable", database: .init(status: "down", lastPosition: nil))
+                )
             }
         }
         router.get("/metrics") { _, _ -> Response in

@@ -28,7 +28,8 @@ public enum ApplePayDecryptor {
     }
 
     static func decrypt(
-        fields: ApplePayToken.DecodedFields, using key: ApplePayMerchantKey
+        fields: ApplePayToken.DecodedFields,
+        using key: ApplePayMerchantKey
     ) throws(ApplePayError) -> ApplePayPaymentData {
         let symmetricKey: SymmetricKey
         switch (fields.version, key.privateKey.kind) {
@@ -52,7 +53,8 @@ public enum ApplePayDecryptor {
 
     /// ECDH P-256 shared secret Z (the x-coordinate, 32 bytes). Public so test vectors can check it.
     public static func ecdhSharedSecret(
-        privateKey: P256.KeyAgreement.PrivateKey, ephemeralPublicKeyDER: [UInt8]
+        privateKey: P256.KeyAgreement.PrivateKey,
+        ephemeralPublicKeyDER: [UInt8]
     ) throws(ApplePayError) -> [UInt8] {
         let ephemeral: P256.KeyAgreement.PublicKey
         do {
@@ -100,8 +102,10 @@ public enum ApplePayDecryptor {
         }
         do {
             let box = try AES.GCM.SealedBox(
-                nonce: AES.GCM.Nonce(data: zeroIV), ciphertext: ciphertextAndTag.dropLast(16),
-                tag: ciphertextAndTag.suffix(16))
+                nonce: AES.GCM.Nonce(data: zeroIV),
+                ciphertext: ciphertextAndTag.dropLast(16),
+                tag: ciphertextAndTag.suffix(16)
+            )
             return Array(try AES.GCM.open(box, using: key))
         } catch {
             throw ApplePayError(.decryptionFailed, "AES-GCM authentication failed: wrong key or altered data.")

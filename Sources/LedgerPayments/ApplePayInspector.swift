@@ -19,14 +19,22 @@ public enum ApplePayInspector {
     ///     check is skipped (an inspector has usually no copy of it).
     ///   - now: the verification time.
     public static func inspect(
-        tokenJSON: Data, privateKeyPEM: String, certificatePEM: String?, merchantIdentifier: String?,
-        rootPEM: String?, applicationData: Data? = nil, at now: Date,
+        tokenJSON: Data,
+        privateKeyPEM: String,
+        certificatePEM: String?,
+        merchantIdentifier: String?,
+        rootPEM: String?,
+        applicationData: Data? = nil,
+        at now: Date,
         signingTimeTolerance: TimeInterval = ApplePayMerchantConfiguration.defaultSigningTimeTolerance
     ) async -> Result<String, ApplePayError> {
         do throws(ApplePayError) {
             let token = try ApplePayToken.parse(jsonOrBase64: tokenJSON)
             let key = try ApplePayMerchantKey.fromPEM(
-                privateKeyPEM: privateKeyPEM, certificatePEM: certificatePEM, merchantIdentifier: merchantIdentifier)
+                privateKeyPEM: privateKeyPEM,
+                certificatePEM: certificatePEM,
+                merchantIdentifier: merchantIdentifier
+            )
             let roots: [Certificate]
             if let rootPEM {
                 roots = try ApplePayPEM.certificates(rootPEM)
@@ -35,7 +43,11 @@ public enum ApplePayInspector {
             }
             let verifier = ApplePayTokenVerifier(
                 configuration: ApplePayMerchantConfiguration(
-                    merchantKeys: [key], trustedRoots: roots, signingTimeTolerance: signingTimeTolerance))
+                    merchantKeys: [key],
+                    trustedRoots: roots,
+                    signingTimeTolerance: signingTimeTolerance
+                )
+            )
             let verified = try await verifier.verify(token, now: now)
             if let applicationData {
                 try token.verifyApplicationData(applicationData)

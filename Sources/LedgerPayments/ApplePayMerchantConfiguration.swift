@@ -84,7 +84,9 @@ public struct ApplePayMerchantKey: Sendable, CustomStringConvertible, CustomRefl
         }
         guard let ext = certificate.extensions[oid: OIDs.merchantIdentifier] else {
             throw ApplePayError(
-                .invalidConfiguration, "The merchant certificate lacks the merchant identifier extension 1.2.840.113635.100.6.32.")
+                .invalidConfiguration,
+                "The merchant certificate lacks the merchant identifier extension 1.2.840.113635.100.6.32."
+            )
         }
         guard let hash = Self.merchantIdentifierHash(fromExtensionValue: Array(ext.value)) else {
             throw ApplePayError(.invalidConfiguration, "The merchant identifier extension does not hold a hex SHA-256 hash.")
@@ -108,7 +110,9 @@ public struct ApplePayMerchantKey: Sendable, CustomStringConvertible, CustomRefl
     /// PKCS#1 (`RSA PRIVATE KEY`); the merchant identifier hash comes from `certificatePEM` when given,
     /// otherwise from `merchantIdentifier`.
     public static func fromPEM(
-        privateKeyPEM: String, certificatePEM: String? = nil, merchantIdentifier: String? = nil
+        privateKeyPEM: String,
+        certificatePEM: String? = nil,
+        merchantIdentifier: String? = nil
     ) throws(ApplePayError) -> ApplePayMerchantKey {
         let key = try loadPrivateKey(pem: privateKeyPEM)
         if let certificatePEM {
@@ -116,7 +120,9 @@ public struct ApplePayMerchantKey: Sendable, CustomStringConvertible, CustomRefl
         }
         guard let merchantIdentifier, !merchantIdentifier.isEmpty else {
             throw ApplePayError(
-                .invalidConfiguration, "A merchant certificate or a merchant identifier is needed to derive the merchant identifier hash.")
+                .invalidConfiguration,
+                "A merchant certificate or a merchant identifier is needed to derive the merchant identifier hash."
+            )
         }
         return ApplePayMerchantKey(privateKey: key, merchantIdentifier: merchantIdentifier)
     }
@@ -172,7 +178,8 @@ public struct ApplePayMerchantConfiguration: Sendable {
     /// - Parameter trustedRoots: the roots the signing chain must end at. Callers normally load Apple Root CA - G3
     ///   (``ApplePayPEM/appleRootCAG3PEM`` carries a copy; see ``ApplePayPEM/appleRootCAG3()``).
     public init(
-        merchantKeys: [ApplePayMerchantKey], trustedRoots: [Certificate],
+        merchantKeys: [ApplePayMerchantKey],
+        trustedRoots: [Certificate],
         signingTimeTolerance: TimeInterval = ApplePayMerchantConfiguration.defaultSigningTimeTolerance
     ) {
         self.merchantKeys = merchantKeys
@@ -186,8 +193,10 @@ public struct ApplePayMerchantConfiguration: Sendable {
         signingTimeTolerance: TimeInterval = ApplePayMerchantConfiguration.defaultSigningTimeTolerance
     ) throws(ApplePayError) -> ApplePayMerchantConfiguration {
         ApplePayMerchantConfiguration(
-            merchantKeys: merchantKeys, trustedRoots: [try ApplePayPEM.appleRootCAG3()],
-            signingTimeTolerance: signingTimeTolerance)
+            merchantKeys: merchantKeys,
+            trustedRoots: [try ApplePayPEM.appleRootCAG3()],
+            signingTimeTolerance: signingTimeTolerance
+        )
     }
 
     /// The configured key whose public key hash equals `publicKeyHash`.

@@ -42,9 +42,15 @@ public struct ApplePayPaymentData: Sendable, Hashable, CustomStringConvertible, 
     public let transactionId: String
 
     public init(
-        applicationPrimaryAccountNumber: String, applicationExpirationDate: String, currencyCode: String,
-        transactionAmount: Int, cardholderName: String?, deviceManufacturerIdentifier: String,
-        paymentDataType: PaymentDataType, details: Details, transactionId: String
+        applicationPrimaryAccountNumber: String,
+        applicationExpirationDate: String,
+        currencyCode: String,
+        transactionAmount: Int,
+        cardholderName: String?,
+        deviceManufacturerIdentifier: String,
+        paymentDataType: PaymentDataType,
+        details: Details,
+        transactionId: String
     ) {
         self.applicationPrimaryAccountNumber = applicationPrimaryAccountNumber
         self.applicationExpirationDate = applicationExpirationDate
@@ -73,9 +79,15 @@ public struct ApplePayPaymentData: Sendable, Hashable, CustomStringConvertible, 
     /// What may be stored and printed: no PAN beyond its last four digits, no cryptogram.
     public var redactedSummary: RedactedSummary {
         RedactedSummary(
-            last4: last4, expirationDate: applicationExpirationDate, currencyCode: currencyCode,
-            transactionAmount: transactionAmount, paymentDataType: paymentDataType.rawValue, eciIndicator: eciIndicator,
-            transactionId: transactionId, network: network?.rawValue)
+            last4: last4,
+            expirationDate: applicationExpirationDate,
+            currencyCode: currencyCode,
+            transactionAmount: transactionAmount,
+            paymentDataType: paymentDataType.rawValue,
+            eciIndicator: eciIndicator,
+            transactionId: transactionId,
+            network: network?.rawValue
+        )
     }
 
     public var description: String {
@@ -99,7 +111,8 @@ public struct ApplePayPaymentData: Sendable, Hashable, CustomStringConvertible, 
                 "paymentData": "<redacted>",
                 "transactionId": transactionId,
             ],
-            displayStyle: .struct)
+            displayStyle: .struct
+        )
     }
 
     /// The storable, printable projection of a payment: safe for events, logs and the inspect tool.
@@ -119,8 +132,14 @@ public struct ApplePayPaymentData: Sendable, Hashable, CustomStringConvertible, 
         public var network: String?
 
         public init(
-            last4: String, expirationDate: String, currencyCode: String, transactionAmount: Int,
-            paymentDataType: String, eciIndicator: String?, transactionId: String, network: String?
+            last4: String,
+            expirationDate: String,
+            currencyCode: String,
+            transactionAmount: Int,
+            paymentDataType: String,
+            eciIndicator: String?,
+            transactionId: String,
+            network: String?
         ) {
             self.last4 = last4
             self.expirationDate = expirationDate
@@ -151,7 +170,9 @@ public struct ApplePayPaymentData: Sendable, Hashable, CustomStringConvertible, 
             raw = try JSONDecoder().decode(RawPayload.self, from: Data(plaintext))
         } catch {
             throw ApplePayError(
-                .malformedPaymentData, "The decrypted payment data is not the documented JSON (or transactionAmount is not an integer).")
+                .malformedPaymentData,
+                "The decrypted payment data is not the documented JSON (or transactionAmount is not an integer)."
+            )
         }
         let pan = raw.applicationPrimaryAccountNumber
         guard (12...19).contains(pan.count), pan.allSatisfy(\.isASCIIDigit) else {
@@ -183,10 +204,16 @@ public struct ApplePayPaymentData: Sendable, Hashable, CustomStringConvertible, 
             details = .emv(emvData: emvData, encryptedPINData: raw.paymentData.encryptedPINData)
         }
         return ApplePayPaymentData(
-            applicationPrimaryAccountNumber: pan, applicationExpirationDate: raw.applicationExpirationDate,
-            currencyCode: raw.currencyCode, transactionAmount: raw.transactionAmount, cardholderName: raw.cardholderName,
-            deviceManufacturerIdentifier: raw.deviceManufacturerIdentifier, paymentDataType: type, details: details,
-            transactionId: transactionId)
+            applicationPrimaryAccountNumber: pan,
+            applicationExpirationDate: raw.applicationExpirationDate,
+            currencyCode: raw.currencyCode,
+            transactionAmount: raw.transactionAmount,
+            cardholderName: raw.cardholderName,
+            deviceManufacturerIdentifier: raw.deviceManufacturerIdentifier,
+            paymentDataType: type,
+            details: details,
+            transactionId: transactionId
+        )
     }
 
     /// The plaintext as Apple documents it. `transactionAmount` decodes as `Int`, so a fractional or

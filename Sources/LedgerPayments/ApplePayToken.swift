@@ -30,8 +30,11 @@ public struct ApplePayToken: Sendable, Hashable, Codable {
         public var applicationData: String?
 
         public init(
-            ephemeralPublicKey: String? = nil, wrappedKey: String? = nil, publicKeyHash: String,
-            transactionId: String, applicationData: String? = nil
+            ephemeralPublicKey: String? = nil,
+            wrappedKey: String? = nil,
+            publicKeyHash: String,
+            transactionId: String,
+            applicationData: String? = nil
         ) {
             self.ephemeralPublicKey = ephemeralPublicKey
             self.wrappedKey = wrappedKey
@@ -171,8 +174,14 @@ public struct ApplePayToken: Sendable, Hashable, Codable {
             applicationDataHash = bytes
         }
         return DecodedFields(
-            version: version, data: data, signature: signature, keyMaterial: keyMaterial,
-            publicKeyHash: publicKeyHash, transactionId: transactionId, applicationDataHash: applicationDataHash)
+            version: version,
+            data: data,
+            signature: signature,
+            keyMaterial: keyMaterial,
+            publicKeyHash: publicKeyHash,
+            transactionId: transactionId,
+            applicationDataHash: applicationDataHash
+        )
     }
 
     private static func base64Field(_ value: String, name: String) throws(ApplePayError) -> [UInt8] {

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
-import Synchronization
 import SwiftASN1
+import Synchronization
 @_spi(FixedExpiryValidationTime) import X509
 
 /// Verifies an Apple Pay payment token the way Apple's "Payment token format reference" asks a merchant
@@ -64,7 +64,10 @@ public struct ApplePayTokenVerifier: Sendable {
             throw ApplePayError(.malformedSignature, "The signature does not carry the signer's certificate.")
         }
         guard Array(SHA256.hash(data: fields.signedContent)) == signer.messageDigest else {
-            throw ApplePayError(.messageDigestMismatch, "The signed message digest does not match the token's key, data, transactionId and applicationData.")
+            throw ApplePayError(
+                .messageDigestMismatch,
+                "The signed message digest does not match the token's key, data, transactionId and applicationData."
+            )
         }
         let algorithm: Certificate.SignatureAlgorithm
         switch signer.signatureAlgorithm {
@@ -85,10 +88,13 @@ public struct ApplePayTokenVerifier: Sendable {
             guard cms.certificates.contains(chain.intermediate), configuration.trustedRoots.contains(chain.root) else { return nil }
             return chain
         }
-        guard let intermediate = remembered?.intermediate ?? cms.certificates.first(where: { candidate in
-            candidate != leaf && candidate.subject == leaf.issuer
-                && candidate.publicKey.isValidSignature(leaf.signature, for: leaf)
-        }) else {
+        guard
+            let intermediate = remembered?.intermediate
+                ?? cms.certificates.first(where: { candidate in
+                    candidate != leaf && candidate.subject == leaf.issuer
+                        && candidate.publicKey.isValidSignature(leaf.signature, for: leaf)
+                })
+        else {
             throw ApplePayError(.untrustedChain, "The signature does not carry the intermediate certificate that issued the signing certificate.")
         }
         guard intermediate.extensions[oid: OIDs.appleIntermediateMarker] != nil else {
@@ -128,10 +134,16 @@ public struct ApplePayTokenVerifier: Sendable {
         // 7. Freshness.
         let age = now.timeIntervalSince(signingTime)
         if age > configuration.signingTimeTolerance {
-            throw ApplePayError(.signingTimeStale, "The token was signed \(Int(age)) s before verification; at most \(Int(configuration.signingTimeTolerance)) s is allowed.")
+            throw ApplePayError(
+                .signingTimeStale,
+                "The token was signed \(Int(age)) s before verification; at most \(Int(configuration.signingTimeTolerance)) s is allowed."
+            )
         }
         if -age > configuration.signingTimeTolerance {
-            throw ApplePayError(.signingTimeInFuture, "The token's signing time is \(Int(-age)) s after verification time; at most \(Int(configuration.signingTimeTolerance)) s is allowed.")
+            throw ApplePayError(
+                .signingTimeInFuture,
+                "The token's signing time is \(Int(-age)) s after verification time; at most \(Int(configuration.signingTimeTolerance)) s is allowed."
+            )
         }
 
         // 8. Merchant key.
@@ -139,12 +151,19 @@ public struct ApplePayTokenVerifier: Sendable {
             throw ApplePayError(.unknownMerchantKey, "header.publicKeyHash matches none of the configured merchant keys.")
         }
         return VerifiedApplePayToken(
-            token: token, fields: fields, signingTime: signingTime, merchantKey: merchantKey, signerCertificate: leaf)
+            token: token,
+            fields: fields,
+            signingTime: signingTime,
+            merchantKey: merchantKey,
+            signerCertificate: leaf
+        )
     }
 
     /// Verifies, checks the app's applicationData (pass `nil` if the app sent none) and decrypts.
     public func verifyAndDecrypt<Bytes: DataProtocol>(
-        _ token: ApplePayToken, applicationData: Bytes?, now: Date
+        _ token: ApplePayToken,
+        applicationData: Bytes?,
+        now: Date
     ) async throws(ApplePayError) -> ApplePayPaymentData {
         let verified = try await verify(token, now: now)
         try token.verifyApplicationData(applicationData)
@@ -158,10 +177,16 @@ public struct ApplePayTokenVerifier: Sendable {
 
     private static func checkValidity(of certificate: Certificate, role: String, at time: Date, moment: String) throws(ApplePayError) {
         if time > certificate.notValidAfter {
-            throw ApplePayError(.certificateExpired, "The \(role) certificate expired on \(isoString(certificate.notValidAfter)), before \(moment) \(isoString(time)).")
+            throw ApplePayError(
+                .certificateExpired,
+                "The \(role) certificate expired on \(isoString(certificate.notValidAfter)), before \(moment) \(isoString(time))."
+            )
         }
         if time < certificate.notValidBefore {
-            throw ApplePayError(.certificateNotYetValid, "The \(role) certificate is valid only from \(isoString(certificate.notValidBefore)), after \(moment) \(isoString(time)).")
+            throw ApplePayError(
+                .certificateNotYetValid,
+                "The \(role) certificate is valid only from \(isoString(certificate.notValidBefore)), after \(moment) \(isoString(time))."
+            )
         }
     }
 

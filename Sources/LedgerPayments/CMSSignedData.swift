@@ -220,15 +220,22 @@ public struct CMSSignedData: Sendable, Hashable {
         }
 
         return SignerInfo(
-            identifier: identifier, digestAlgorithm: digestAlgorithm, signedAttributesDER: retagged,
-            contentType: contentType, messageDigest: messageDigest, signingTime: signingTime,
-            signatureAlgorithm: signatureAlgorithm, signature: signature)
+            identifier: identifier,
+            digestAlgorithm: digestAlgorithm,
+            signedAttributesDER: retagged,
+            contentType: contentType,
+            messageDigest: messageDigest,
+            signingTime: signingTime,
+            signatureAlgorithm: signatureAlgorithm,
+            signature: signature
+        )
     }
 
     // MARK: Node helpers
 
     private enum Tag {
-        case sequence, set, contextSpecific(UInt)
+        case sequence, set
+        case contextSpecific(UInt)
     }
 
     private static func context(_ number: UInt) -> ASN1Identifier {
@@ -300,8 +307,13 @@ public struct CMSSignedData: Sendable, Hashable {
             if node.identifier == .generalizedTime {
                 let t = try GeneralizedTime(derEncoded: node)
                 return UTCDate.date(
-                    year: t.year, month: t.month, day: t.day, hours: t.hours, minutes: t.minutes,
-                    seconds: Double(t.seconds) + t.fractionalSeconds)
+                    year: t.year,
+                    month: t.month,
+                    day: t.day,
+                    hours: t.hours,
+                    minutes: t.minutes,
+                    seconds: Double(t.seconds) + t.fractionalSeconds
+                )
             }
         } catch {
             throw malformed("signing-time is not a valid UTCTime or GeneralizedTime.")

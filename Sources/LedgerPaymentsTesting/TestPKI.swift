@@ -109,12 +109,24 @@ public struct TestPKI: Sendable {
     /// The same PKI presenting other certificates (e.g. a leaf whose outer signature was altered) in the
     /// tokens it signs; the keys stay the same.
     public func presenting(leaf: Certificate? = nil, intermediate: Certificate? = nil) -> TestPKI {
-        TestPKI(root: root, intermediate: intermediate ?? self.intermediate, leaf: leaf ?? self.leaf,
-                rootKey: rootKey, intermediateKey: intermediateKey, leafKey: leafKey)
+        TestPKI(
+            root: root,
+            intermediate: intermediate ?? self.intermediate,
+            leaf: leaf ?? self.leaf,
+            rootKey: rootKey,
+            intermediateKey: intermediateKey,
+            leafKey: leafKey
+        )
     }
 
-    private init(root: Certificate, intermediate: Certificate, leaf: Certificate, rootKey: SignerKey,
-                 intermediateKey: SignerKey, leafKey: SignerKey) {
+    private init(
+        root: Certificate,
+        intermediate: Certificate,
+        leaf: Certificate,
+        rootKey: SignerKey,
+        intermediateKey: SignerKey,
+        leafKey: SignerKey
+    ) {
         self.root = root
         self.intermediate = intermediate
         self.leaf = leaf
@@ -136,25 +148,45 @@ public struct TestPKI: Sendable {
         rootKey = .newP256()
         intermediateKey = .newP256()
         leafKey = options.rsaLeaf ? try .rsaSigning() : .newP256()
-        let rootName = try DistinguishedName { CommonName("LedgerPayments Test Root CA - G3"); OrganizationName("Test") }
-        let intermediateName = try DistinguishedName { CommonName("LedgerPayments Test Application Integration CA"); OrganizationName("Test") }
-        let leafName = try DistinguishedName { CommonName("ecc-smp-broker-sign_UC4-TEST"); OrganizationName("Test") }
+        let rootName = try DistinguishedName {
+            CommonName("LedgerPayments Test Root CA - G3")
+            OrganizationName("Test")
+        }
+        let intermediateName = try DistinguishedName {
+            CommonName("LedgerPayments Test Application Integration CA")
+            OrganizationName("Test")
+        }
+        let leafName = try DistinguishedName {
+            CommonName("ecc-smp-broker-sign_UC4-TEST")
+            OrganizationName("Test")
+        }
 
         root = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: rootKey.certificatePublicKey,
-            notValidBefore: options.rootValidity.0, notValidAfter: options.rootValidity.1,
-            issuer: rootName, subject: rootName, signatureAlgorithm: .ecdsaWithSHA256,
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: rootKey.certificatePublicKey,
+            notValidBefore: options.rootValidity.0,
+            notValidAfter: options.rootValidity.1,
+            issuer: rootName,
+            subject: rootName,
+            signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
                 Critical(KeyUsage(keyCertSign: true, cRLSign: true))
             },
-            issuerPrivateKey: rootKey.certificatePrivateKey)
+            issuerPrivateKey: rootKey.certificatePrivateKey
+        )
 
         let intermediateMarker = options.intermediateMarker
         intermediate = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: intermediateKey.certificatePublicKey,
-            notValidBefore: options.intermediateValidity.0, notValidAfter: options.intermediateValidity.1,
-            issuer: rootName, subject: intermediateName, signatureAlgorithm: .ecdsaWithSHA256,
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: intermediateKey.certificatePublicKey,
+            notValidBefore: options.intermediateValidity.0,
+            notValidAfter: options.intermediateValidity.1,
+            issuer: rootName,
+            subject: intermediateName,
+            signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
                 Critical(KeyUsage(keyCertSign: true, cRLSign: true))
@@ -162,13 +194,19 @@ public struct TestPKI: Sendable {
                     Certificate.Extension(oid: TestOIDs.intermediateMarker, critical: false, value: [0x05, 0x00])
                 }
             },
-            issuerPrivateKey: rootKey.certificatePrivateKey)
+            issuerPrivateKey: rootKey.certificatePrivateKey
+        )
 
         let leafMarker = options.leafMarker
         leaf = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: leafKey.certificatePublicKey,
-            notValidBefore: options.leafValidity.0, notValidAfter: options.leafValidity.1,
-            issuer: intermediateName, subject: leafName, signatureAlgorithm: .ecdsaWithSHA256,
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: leafKey.certificatePublicKey,
+            notValidBefore: options.leafValidity.0,
+            notValidAfter: options.leafValidity.1,
+            issuer: intermediateName,
+            subject: leafName,
+            signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
@@ -176,7 +214,8 @@ public struct TestPKI: Sendable {
                     Certificate.Extension(oid: TestOIDs.leafMarker, critical: false, value: [0x05, 0x00])
                 }
             },
-            issuerPrivateKey: intermediateKey.certificatePrivateKey)
+            issuerPrivateKey: intermediateKey.certificatePrivateKey
+        )
     }
 }
 
@@ -226,14 +265,19 @@ public struct TestMerchant: Sendable {
         let caKey = P256.Signing.PrivateKey()
         let name = try DistinguishedName { CommonName("Merchant ID: \(identifier)") }
         certificate = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: publicKey,
-            notValidBefore: TestPKI.date(2024), notValidAfter: TestPKI.date(2030),
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: publicKey,
+            notValidBefore: TestPKI.date(2024),
+            notValidAfter: TestPKI.date(2030),
             issuer: try DistinguishedName { CommonName("Test Apple Worldwide Developer Relations CA") },
-            subject: name, signatureAlgorithm: .ecdsaWithSHA256,
+            subject: name,
+            signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
                 Certificate.Extension(oid: TestOIDs.merchantIdentifier, critical: false, value: ArraySlice(value))
             },
-            issuerPrivateKey: Certificate.PrivateKey(caKey))
+            issuerPrivateKey: Certificate.PrivateKey(caKey)
+        )
     }
 
     public var privateKey: ApplePayMerchantKey.PrivateKey {
@@ -344,9 +388,15 @@ public enum TokenFactory {
         let applicationDataHash = spec.applicationData.map { Array(SHA256.hash(data: $0)) }
         let signedContent = keyMaterial + ciphertext + spec.transactionId + (applicationDataHash ?? [])
         let signature = try CMSBuilder.detachedSignature(
-            over: signedContent, pki: pki, signingTime: spec.signingTime, includeSigningTime: spec.includeSigningTime,
-            includeIntermediate: spec.includeIntermediate, signWithForeignKey: spec.signWithForeignKey,
-            corruptSignatureValue: spec.corruptSignatureValue, digestAlgorithm: spec.digestAlgorithm)
+            over: signedContent,
+            pki: pki,
+            signingTime: spec.signingTime,
+            includeSigningTime: spec.includeSigningTime,
+            includeIntermediate: spec.includeIntermediate,
+            signWithForeignKey: spec.signWithForeignKey,
+            corruptSignatureValue: spec.corruptSignatureValue,
+            digestAlgorithm: spec.digestAlgorithm
+        )
 
         let merchantSPKI = try merchant.spkiDER
         let publicKeyHash = spec.publicKeyHashOverride ?? Array(SHA256.hash(data: merchantSPKI))
@@ -355,10 +405,14 @@ public enum TokenFactory {
             wrappedKey: merchant.kind == .rsa ? Data(keyMaterial).base64EncodedString() : nil,
             publicKeyHash: Data(publicKeyHash).base64EncodedString(),
             transactionId: hexString(spec.transactionId),
-            applicationData: applicationDataHash.map(hexString))
+            applicationData: applicationDataHash.map(hexString)
+        )
         return ApplePayToken(
-            version: version, data: Data(ciphertext).base64EncodedString(),
-            signature: Data(signature).base64EncodedString(), header: header)
+            version: version,
+            data: Data(ciphertext).base64EncodedString(),
+            signature: Data(signature).base64EncodedString(),
+            header: header
+        )
     }
 }
 
@@ -387,13 +441,23 @@ public enum CMSBuilder {
         calendar.timeZone = TimeZone(identifier: "UTC") ?? .current
         let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
         return try UTCTime(
-            year: c.year ?? 0, month: c.month ?? 0, day: c.day ?? 0, hours: c.hour ?? 0, minutes: c.minute ?? 0,
-            seconds: c.second ?? 0)
+            year: c.year ?? 0,
+            month: c.month ?? 0,
+            day: c.day ?? 0,
+            hours: c.hour ?? 0,
+            minutes: c.minute ?? 0,
+            seconds: c.second ?? 0
+        )
     }
 
     public static func detachedSignature(
-        over content: [UInt8], pki: TestPKI, signingTime: Date, includeSigningTime: Bool = true,
-        includeIntermediate: Bool = true, signWithForeignKey: Bool = false, corruptSignatureValue: Bool = false,
+        over content: [UInt8],
+        pki: TestPKI,
+        signingTime: Date,
+        includeSigningTime: Bool = true,
+        includeIntermediate: Bool = true,
+        signWithForeignKey: Bool = false,
+        corruptSignatureValue: Bool = false,
         digestAlgorithm: ASN1ObjectIdentifier = TestOIDs.sha256
     ) throws -> [UInt8] {
         var attributes = [

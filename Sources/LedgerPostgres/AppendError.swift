@@ -17,8 +17,11 @@ public struct AppendError: Error, Hashable, CustomStringConvertible, Sendable {
     public let actualVersion: Int64?
 
     private init(
-        _ code: Code, _ message: String, streamID: StreamID? = nil,
-        expectedVersion: ExpectedVersion? = nil, actualVersion: Int64? = nil
+        _ code: Code,
+        _ message: String,
+        streamID: StreamID? = nil,
+        expectedVersion: ExpectedVersion? = nil,
+        actualVersion: Int64? = nil
     ) {
         self.code = code
         self.message = message
@@ -38,7 +41,9 @@ public struct AppendError: Error, Hashable, CustomStringConvertible, Sendable {
     /// Not contention: the Swift tally and the SQL rule disagree, and deciding again from the same
     /// items gives the same event. Report it; do not retry.
     public static let settlementItemsMismatch = AppendError(
-        .settlementItemsMismatch, "the settlement batch's closing counts or totals differ from the items the ledger assigns to it")
+        .settlementItemsMismatch,
+        "the settlement batch's closing counts or totals differ from the items the ledger assigns to it"
+    )
     /// The writer is shutting down and takes no more appends.
     public static let writerStopped = AppendError(.writerStopped, "the ledger writer has stopped")
     /// The database failed; the append did not happen (its transaction rolled back).
@@ -46,8 +51,12 @@ public struct AppendError: Error, Hashable, CustomStringConvertible, Sendable {
 
     public static func versionConflict(stream: StreamID, expected: ExpectedVersion, actual: Int64) -> AppendError {
         AppendError(
-            .versionConflict, "stream \(stream) is at version \(actual), expected \(expected)",
-            streamID: stream, expectedVersion: expected, actualVersion: actual)
+            .versionConflict,
+            "stream \(stream) is at version \(actual), expected \(expected)",
+            streamID: stream,
+            expectedVersion: expected,
+            actualVersion: actual
+        )
     }
 
     public static func idempotencyConflict(key: String) -> AppendError {

@@ -66,7 +66,9 @@ public struct AppendRequest: Sendable, Hashable {
     public var projections: [ProjectionRow]
 
     public init(
-        streams: [StreamAppend], metadata: EventMetadata = .init(), idempotency: IdempotencyKey? = nil,
+        streams: [StreamAppend],
+        metadata: EventMetadata = .init(),
+        idempotency: IdempotencyKey? = nil,
         projections: [ProjectionRow] = []
     ) {
         self.streams = streams
@@ -76,12 +78,17 @@ public struct AppendRequest: Sendable, Hashable {
     }
 
     public init(
-        stream: StreamID, expectedVersion: ExpectedVersion, events: [NewEvent],
-        metadata: EventMetadata = .init(), idempotency: IdempotencyKey? = nil
+        stream: StreamID,
+        expectedVersion: ExpectedVersion,
+        events: [NewEvent],
+        metadata: EventMetadata = .init(),
+        idempotency: IdempotencyKey? = nil
     ) {
         self.init(
             streams: [StreamAppend(streamID: stream, expectedVersion: expectedVersion, events: events)],
-            metadata: metadata, idempotency: idempotency)
+            metadata: metadata,
+            idempotency: idempotency
+        )
     }
 
     public var eventCount: Int { streams.reduce(0) { $0 + $1.events.count } }

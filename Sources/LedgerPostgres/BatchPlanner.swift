@@ -154,11 +154,13 @@ package struct BatchPlanner: Sendable {
                 results.append(.success(result))
             case .sameAs(let index):
                 // `index` is an accepted request earlier in this batch: its result, as a replay.
-                results.append(results[index].map { result in
-                    var result = result
-                    result.replayed = true
-                    return result
-                })
+                results.append(
+                    results[index].map { result in
+                        var result = result
+                        result.replayed = true
+                        return result
+                    }
+                )
             case .refuse(let error):
                 results.append(.failure(error))
             }
@@ -383,7 +385,11 @@ package struct BatchAnswerRow: Equatable, Sendable {
     package var firstPosition: Int64?
 
     package init(
-        kind: String, name: String? = nil, version: Int64? = nil, requestHash: [UInt8]? = nil, result: String? = nil,
+        kind: String,
+        name: String? = nil,
+        version: Int64? = nil,
+        requestHash: [UInt8]? = nil,
+        result: String? = nil,
         firstPosition: Int64? = nil
     ) {
         self.kind = kind

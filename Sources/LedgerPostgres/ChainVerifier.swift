@@ -37,8 +37,13 @@ public struct ChainVerifier: Sendable {
     /// the first bad position is the smallest any part reports. The database converts jsonb to
     /// text for every row, so one connection is bound by one server core.
     /// Parts are at least `minimumPartSize` events.
-    public func verify(from: Int64 = 1, to: Int64? = nil, pageSize: Int = 10_000, parallelism: Int = 1,
-                       minimumPartSize: Int64 = 50_000) async throws -> ChainReport {
+    public func verify(
+        from: Int64 = 1,
+        to: Int64? = nil,
+        pageSize: Int = 10_000,
+        parallelism: Int = 1,
+        minimumPartSize: Int64 = 50_000
+    ) async throws -> ChainReport {
         let from = max(from, 1)
         let head = try await store.head()
         let to = min(to ?? head.position, head.position)
@@ -81,7 +86,8 @@ public struct ChainVerifier: Sendable {
 
         var expected = from
         var checked: Int64 = 0
-        let client = self.client, logger = self.logger
+        let client = self.client
+        let logger = self.logger
         var next: Task<WirePage, any Error>? = Task { try await Self.page(client, from: from, through: to, limit: pageSize, logger: logger) }
         defer { next?.cancel() }
         while let fetching = next {
@@ -155,10 +161,15 @@ public struct ChainVerifier: Sendable {
             guard raw.count - start >= fixedLength + 24 else { return (-1, .hashMismatch, raw.count) }
             let position = int(0, Int64.self)
             // The six length-prefixed fields: prev_hash, hash, stream_id, type, data, metadata.
-            var fields: (UnsafeRawBufferPointer, UnsafeRawBufferPointer, UnsafeRawBufferPointer, UnsafeRawBufferPointer,
-                         UnsafeRawBufferPointer, UnsafeRawBufferPointer) = (.init(start: nil, count: 0), .init(start: nil, count: 0),
-                                                                            .init(start: nil, count: 0), .init(start: nil, count: 0),
-                                                                            .init(start: nil, count: 0), .init(start: nil, count: 0))
+            var fields:
+                (
+                    UnsafeRawBufferPointer, UnsafeRawBufferPointer, UnsafeRawBufferPointer, UnsafeRawBufferPointer,
+                    UnsafeRawBufferPointer, UnsafeRawBufferPointer
+                ) = (
+                    .init(start: nil, count: 0), .init(start: nil, count: 0),
+                    .init(start: nil, count: 0), .init(start: nil, count: 0),
+                    .init(start: nil, count: 0), .init(start: nil, count: 0)
+                )
             var offset = fixedLength
             for i in 0..<6 {
                 guard start + offset + 4 <= raw.count else { return (position, .hashMismatch, raw.count) }
@@ -182,11 +193,17 @@ public struct ChainVerifier: Sendable {
             var hasher = SHA256()
             hasher.update(bufferPointer: prevHash)
             CanonicalEventLayout.write(
-                position: position, streamID: stream, streamVersion: int(8, Int64.self),
-                eventID: slice(16, 32), type: type, schemaVersion: int(32, Int32.self),
-                data: UnsafeRawBufferPointer(rebasing: data.dropFirst()), metadata: UnsafeRawBufferPointer(rebasing: metadata.dropFirst()),
+                position: position,
+                streamID: stream,
+                streamVersion: int(8, Int64.self),
+                eventID: slice(16, 32),
+                type: type,
+                schemaVersion: int(32, Int32.self),
+                data: UnsafeRawBufferPointer(rebasing: data.dropFirst()),
+                metadata: UnsafeRawBufferPointer(rebasing: metadata.dropFirst()),
                 effectiveAtMicros: int(36, Int64.self) &+ postgresEpochMicros,
-                recordedAtMicros: int(44, Int64.self) &+ postgresEpochMicros) { hasher.update(bufferPointer: $0) }
+                recordedAtMicros: int(44, Int64.self) &+ postgresEpochMicros
+            ) { hasher.update(bufferPointer: $0) }
             let link = hasher.finalize()
             guard link.elementsEqual(hash) else { return (position, .hashMismatch, end) }
             prev = Array(link)
@@ -208,7 +225,9 @@ public struct ChainVerifier: Sendable {
                 FROM ledger.events e CROSS JOIN LATERAL (SELECT jsonb_send(e.data) AS data, jsonb_send(e.metadata) AS metadata) j
                 WHERE e.position >= \(from) AND e.position <= \(through) ORDER BY e.position LIMIT \(Int64(limit))
             ) p
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await (count, last, bytes) in rows.decode((Int64, Int64, ByteBuffer).self) {
             return WirePage(count: Int(count), last: last, bytes: bytes)
         }
@@ -224,12 +243,18 @@ public struct ChainVerifier: Sendable {
         guard chain.ok else { return chain }
         if chain.checked < position {
             let head = try await store.head().position
-            return .bad(chain.checked + 1, checked: chain.checked,
-                        "the log ends at position \(head) but the checkpoint covers \(position): events were removed")
+            return .bad(
+                chain.checked + 1,
+                checked: chain.checked,
+                "the log ends at position \(head) but the checkpoint covers \(position): events were removed"
+            )
         }
         guard try await store.hash(at: position) == hash else {
-            return .bad(position, checked: chain.checked,
-                        "the event at the checkpoint's position does not have the signed hash: history up to it was rewritten")
+            return .bad(
+                position,
+                checked: chain.checked,
+                "the event at the checkpoint's position does not have the signed hash: history up to it was rewritten"
+            )
         }
         return chain
     }
@@ -238,7 +263,8 @@ public struct ChainVerifier: Sendable {
     public func verifyPrefixInDatabase(position: Int64, hash: [UInt8]) async throws -> ChainReport {
         let rows = try await client.query(
             "SELECT ok, checked, first_bad_position, reason FROM ledger.verify_prefix(\(position), \(ByteBuffer(bytes: hash)))",
-            logger: logger)
+            logger: logger
+        )
         for try await (ok, checked, bad, reason) in rows.decode((Bool, Int64, Int64?, String?).self) {
             return ChainReport(ok: ok, checked: checked, firstBadPosition: bad, reason: reason)
         }
@@ -248,7 +274,9 @@ public struct ChainVerifier: Sendable {
     /// Runs the database's own verifier, `ledger.verify_chain(from, to)`.
     public func verifyInDatabase(from: Int64 = 1, to: Int64? = nil) async throws -> ChainReport {
         let rows = try await client.query(
-            "SELECT ok, checked, first_bad_position, reason FROM ledger.verify_chain(\(from), \(to))", logger: logger)
+            "SELECT ok, checked, first_bad_position, reason FROM ledger.verify_chain(\(from), \(to))",
+            logger: logger
+        )
         for try await (ok, checked, bad, reason) in rows.decode((Bool, Int64, Int64?, String?).self) {
             return ChainReport(ok: ok, checked: checked, firstBadPosition: bad, reason: reason)
         }

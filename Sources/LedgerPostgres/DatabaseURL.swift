@@ -13,7 +13,8 @@ public struct DatabaseURL: Sendable, CustomStringConvertible {
 
     public init(_ string: String) throws {
         guard let components = URLComponents(string: string),
-              let scheme = components.scheme, ["postgres", "postgresql"].contains(scheme) else {
+            let scheme = components.scheme, ["postgres", "postgresql"].contains(scheme)
+        else {
             throw DatabaseURLError("database URL must look like postgres://user:password@host:5432/database")
         }
         guard let user = components.user, !user.isEmpty else {
@@ -26,8 +27,11 @@ public struct DatabaseURL: Sendable, CustomStringConvertible {
         if let socketDirectory = query["host"], socketDirectory.hasPrefix("/") {
             let port = components.port ?? 5432
             configuration = PostgresClient.Configuration(
-                unixSocketPath: "\(socketDirectory)/.s.PGSQL.\(port)", username: user, password: password,
-                database: database.isEmpty ? nil : database)
+                unixSocketPath: "\(socketDirectory)/.s.PGSQL.\(port)",
+                username: user,
+                password: password,
+                database: database.isEmpty ? nil : database
+            )
         } else {
             guard let host = components.host, !host.isEmpty else {
                 throw DatabaseURLError("database URL has no host (use ?host=/socket/dir for a Unix socket)")
@@ -40,8 +44,13 @@ public struct DatabaseURL: Sendable, CustomStringConvertible {
             case let other: throw DatabaseURLError("unsupported sslmode \(other)")
             }
             configuration = PostgresClient.Configuration(
-                host: host, port: components.port ?? 5432, username: user, password: password,
-                database: database.isEmpty ? nil : database, tls: tls)
+                host: host,
+                port: components.port ?? 5432,
+                username: user,
+                password: password,
+                database: database.isEmpty ? nil : database,
+                tls: tls
+            )
         }
         var shown = components
         if shown.password != nil { shown.password = "***" }

@@ -25,8 +25,14 @@ package struct DomainCommitter: Sendable {
 
     /// Returns nil on a version conflict (another writer moved a stream first: decide again on fresh state).
     /// `alsoAppending`: streams outside the domain's aggregates (e.g. an Apple Pay marker) committed in the same append.
-    package func commit(_ plan: AppendPlan, on states: AggregateStates, now: Date, metadata: EventMetadata,
-                        idempotency: IdempotencyKey? = nil, alsoAppending extra: [StreamAppend] = []) async throws -> Committed? {
+    package func commit(
+        _ plan: AppendPlan,
+        on states: AggregateStates,
+        now: Date,
+        metadata: EventMetadata,
+        idempotency: IdempotencyKey? = nil,
+        alsoAppending extra: [StreamAppend] = []
+    ) async throws -> Committed? {
         var (request, after) = try states.appendRequest(for: plan.appends, now: now, metadata: metadata, idempotency: idempotency)
         request.streams += extra
         do {

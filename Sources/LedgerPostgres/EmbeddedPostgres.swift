@@ -26,8 +26,11 @@ public struct EmbeddedPostgres: Sendable {
         public var settings: [String: String]
 
         public init(
-            dataDirectory: URL, binDirectory: URL? = nil, osUser: String = "postgres",
-            durable: Bool = true, settings: [String: String] = [:]
+            dataDirectory: URL,
+            binDirectory: URL? = nil,
+            osUser: String = "postgres",
+            durable: Bool = true,
+            settings: [String: String] = [:]
         ) {
             self.dataDirectory = dataDirectory
             self.binDirectory = binDirectory
@@ -73,10 +76,16 @@ public struct EmbeddedPostgres: Sendable {
             throw EmbeddedPostgresError("the data directory path is too long for a Unix socket (\(socketPath)); choose a shorter LEDGERD_DATA_DIR")
         }
 
-        try fm.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true,
-                               attributes: [.posixPermissions: 0o700])
-        try fm.createDirectory(at: socketDirectory, withIntermediateDirectories: true,
-                               attributes: [.posixPermissions: 0o700])
+        try fm.createDirectory(
+            at: configuration.dataDirectory,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700]
+        )
+        try fm.createDirectory(
+            at: socketDirectory,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700]
+        )
         if let owner {
             // The unprivileged user must be able to reach the data directory.
             try checkTraversable(configuration.dataDirectory, by: owner)
@@ -87,10 +96,14 @@ public struct EmbeddedPostgres: Sendable {
         let versionFile = clusterDirectory.appendingPathComponent("PG_VERSION")
         if !fm.fileExists(atPath: versionFile.path) {
             logger.info("initialising embedded PostgreSQL cluster", metadata: ["directory": "\(clusterDirectory.path)"])
-            try run(bin.appendingPathComponent("initdb"), [
-                "-D", clusterDirectory.path, "-U", "postgres", "--auth=trust", "--encoding=UTF8",
-                "--locale=C",
-            ] + (configuration.durable ? [] : ["--no-sync"]), as: owner)
+            try run(
+                bin.appendingPathComponent("initdb"),
+                [
+                    "-D", clusterDirectory.path, "-U", "postgres", "--auth=trust", "--encoding=UTF8",
+                    "--locale=C",
+                ] + (configuration.durable ? [] : ["--no-sync"]),
+                as: owner
+            )
             let conf = clusterDirectory.appendingPathComponent("postgresql.conf")
             let handle = try FileHandle(forWritingTo: conf)
             handle.seekToEndOfFile()
@@ -126,7 +139,8 @@ public struct EmbeddedPostgres: Sendable {
         do {
             try run(pgctl, ["start", "-D", clusterDirectory.path, "-l", log.path, "-w", "-t", "120"], as: owner)
         } catch {
-            let tail = (try? String(contentsOf: log, encoding: .utf8))?.split(separator: "\n").suffix(15)
+            let tail =
+                (try? String(contentsOf: log, encoding: .utf8))?.split(separator: "\n").suffix(15)
                 .joined(separator: "\n") ?? ""
             throw EmbeddedPostgresError("embedded PostgreSQL did not start: \(error)\n\(tail)")
         }
@@ -177,7 +191,8 @@ public struct EmbeddedPostgres: Sendable {
             if usable(url) { return url }
         }
         throw EmbeddedPostgresError(
-            "PostgreSQL server binaries not found: install them (apt-get install -y postgresql), set LEDGERD_PG_BINDIR, or set LEDGERD_DATABASE_URL")
+            "PostgreSQL server binaries not found: install them (apt-get install -y postgresql), set LEDGERD_PG_BINDIR, or set LEDGERD_DATABASE_URL"
+        )
     }
 
     struct OSUser: Sendable {
@@ -190,7 +205,9 @@ public struct EmbeddedPostgres: Sendable {
     private func runAsUser() throws -> OSUser? {
         guard geteuid() == 0 else { return nil }
         guard let entry = getpwnam(configuration.osUser) else {
-            throw EmbeddedPostgresError("running as root, but the OS user \"\(configuration.osUser)\" that should run PostgreSQL does not exist (set LEDGERD_PG_USER)")
+            throw EmbeddedPostgresError(
+                "running as root, but the OS user \"\(configuration.osUser)\" that should run PostgreSQL does not exist (set LEDGERD_PG_USER)"
+            )
         }
         return OSUser(name: configuration.osUser, uid: entry.pointee.pw_uid, gid: entry.pointee.pw_gid)
     }
@@ -218,8 +235,10 @@ public struct EmbeddedPostgres: Sendable {
         if let user {
             let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].first { FileManager.default.isExecutableFile(atPath: $0) }
             guard let setpriv else { throw EmbeddedPostgresError("setpriv (util-linux) is needed to run PostgreSQL as \(user.name)") }
-            return try capture(URL(fileURLWithPath: setpriv),
-                               ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--init-groups", "--", executable.path] + arguments)
+            return try capture(
+                URL(fileURLWithPath: setpriv),
+                ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--init-groups", "--", executable.path] + arguments
+            )
         }
         return try capture(executable, arguments)
     }

@@ -13,16 +13,20 @@ extension EventStore {
     /// batches that took its captures and refunds (`ledger.settlement_assignments`). The same condition the README gives auditors for psql.
     public func orderHistory(_ orderID: String) async throws -> [RecordedEvent] {
         let streams = ["order-\(orderID)", "hold-\(orderID)"]
-        return try await Self.decode(client.query(
-            """
-            \(unescaped: Self.columns)
-            WHERE data ->> 'order_id' = \(orderID) OR stream_id = ANY(\(streams)::text[])
-               OR (type = 'SettlementBatchClosed' AND stream_id IN (
-                       SELECT 'settlement-' || a.batch_id FROM ledger.settlement_assignments a
-                       WHERE a.position IN (SELECT m.position FROM ledger.events m
-                                            WHERE m.data ->> 'order_id' = \(orderID) AND m.type IN ('HoldCaptured', 'HoldRefunded'))))
-            ORDER BY position
-            """, logger: logger))
+        return try await Self.decode(
+            client.query(
+                """
+                \(unescaped: Self.columns)
+                WHERE data ->> 'order_id' = \(orderID) OR stream_id = ANY(\(streams)::text[])
+                   OR (type = 'SettlementBatchClosed' AND stream_id IN (
+                           SELECT 'settlement-' || a.batch_id FROM ledger.settlement_assignments a
+                           WHERE a.position IN (SELECT m.position FROM ledger.events m
+                                                WHERE m.data ->> 'order_id' = \(orderID) AND m.type IN ('HoldCaptured', 'HoldRefunded'))))
+                ORDER BY position
+                """,
+                logger: logger
+            )
+        )
     }
 
     /// Up to `limit` events after `position` that pass `filter`, in position order. Time bounds
@@ -56,7 +60,9 @@ extension EventStore {
     /// The last position recorded at or before the instant (0 when nothing was).
     public func position(atMicros micros: Int64) async throws -> Int64 {
         let rows = try await client.query(
-            "SELECT ledger.position_at(timestamptz 'epoch' + \(micros) * interval '1 microsecond')", logger: logger)
+            "SELECT ledger.position_at(timestamptz 'epoch' + \(micros) * interval '1 microsecond')",
+            logger: logger
+        )
         for try await position in rows.decode(Int64.self) { return position }
         return 0
     }
@@ -69,20 +75,28 @@ extension EventStore {
     /// The events of `streams` up to and including `position`, in position order.
     public func readStreams(_ streams: [StreamID], through position: Int64) async throws -> [RecordedEvent] {
         guard !streams.isEmpty else { return [] }
-        return try await Self.decode(client.query(
-            """
-            \(unescaped: Self.columns)
-            WHERE stream_id = ANY(\(streams.map(\.rawValue))::text[]) AND position <= \(position) ORDER BY position
-            """, logger: logger))
+        return try await Self.decode(
+            client.query(
+                """
+                \(unescaped: Self.columns)
+                WHERE stream_id = ANY(\(streams.map(\.rawValue))::text[]) AND position <= \(position) ORDER BY position
+                """,
+                logger: logger
+            )
+        )
     }
 
     /// The events of every stream whose id starts with `prefix`, up to and including `position`.
     public func readStreams(prefix: String, through position: Int64) async throws -> [RecordedEvent] {
-        try await Self.decode(client.query(
-            """
-            \(unescaped: Self.columns)
-            WHERE stream_id LIKE \(Self.likePrefix(prefix)) AND position <= \(position) ORDER BY position
-            """, logger: logger))
+        try await Self.decode(
+            client.query(
+                """
+                \(unescaped: Self.columns)
+                WHERE stream_id LIKE \(Self.likePrefix(prefix)) AND position <= \(position) ORDER BY position
+                """,
+                logger: logger
+            )
+        )
     }
 
     /// A LIKE pattern matching ids that start with `prefix` (its `\`, `%` and `_` taken literally).

@@ -24,39 +24,56 @@ public struct EventStore: Sendable {
 
     /// A stream's events in version order.
     public func readStream(_ streamID: StreamID) async throws -> [RecordedEvent] {
-        try await Self.decode(client.query(
-            "\(unescaped: Self.columns) WHERE stream_id = \(streamID.rawValue) ORDER BY stream_version",
-            logger: logger))
+        try await Self.decode(
+            client.query(
+                "\(unescaped: Self.columns) WHERE stream_id = \(streamID.rawValue) ORDER BY stream_version",
+                logger: logger
+            )
+        )
     }
 
     /// A stream's events after `version`, in version order: the tail a cached state has not seen.
     public func readStream(_ streamID: StreamID, after version: Int64) async throws -> [RecordedEvent] {
-        try await Self.decode(client.query(
-            "\(unescaped: Self.columns) WHERE stream_id = \(streamID.rawValue) AND stream_version > \(version) ORDER BY stream_version",
-            logger: logger))
+        try await Self.decode(
+            client.query(
+                "\(unescaped: Self.columns) WHERE stream_id = \(streamID.rawValue) AND stream_version > \(version) ORDER BY stream_version",
+                logger: logger
+            )
+        )
     }
 
     /// Every event of `streams`, in position order (one query, for loading many short streams at once).
     public func readStreams(_ streams: [StreamID]) async throws -> [RecordedEvent] {
-        try await Self.decode(client.query(
-            "\(unescaped: Self.columns) WHERE stream_id = ANY(\(streams.map(\.rawValue))::text[]) ORDER BY position",
-            logger: logger))
+        try await Self.decode(
+            client.query(
+                "\(unescaped: Self.columns) WHERE stream_id = ANY(\(streams.map(\.rawValue))::text[]) ORDER BY position",
+                logger: logger
+            )
+        )
     }
 
     /// Up to `limit` events with position ≥ `position` (and ≤ `through`, when given), in order.
     public func read(from position: Int64, through: Int64? = nil, limit: Int) async throws -> [RecordedEvent] {
-        try await Self.decode(client.query(
-            """
-            \(unescaped: Self.columns)
-            WHERE position >= \(position) AND position <= \(through ?? Int64.max)
-            ORDER BY position LIMIT \(Int64(limit))
-            """, logger: logger))
+        try await Self.decode(
+            client.query(
+                """
+                \(unescaped: Self.columns)
+                WHERE position >= \(position) AND position <= \(through ?? Int64.max)
+                ORDER BY position LIMIT \(Int64(limit))
+                """,
+                logger: logger
+            )
+        )
     }
 
     /// The same page read on a connection (e.g. inside a transaction that holds the head lock).
     public static func read(connection: PostgresConnection, from position: Int64, limit: Int, logger: Logger) async throws -> [RecordedEvent] {
-        try await decode(connection.query(
-            "\(unescaped: columns) WHERE position >= \(position) ORDER BY position LIMIT \(Int64(limit))", logger: logger))
+        try await decode(
+            connection.query(
+                "\(unescaped: columns) WHERE position >= \(position) ORDER BY position LIMIT \(Int64(limit))",
+                logger: logger
+            )
+        )
     }
 
     /// The hash of the event at `position`, or nil when there is no such event.
@@ -81,10 +98,22 @@ public struct EventStore: Sendable {
             guard let streamID = StreamID(stream) else {
                 throw AppendError.storageFailure("invalid stream id at position \(position)")
             }
-            events.append(RecordedEvent(
-                position: position, streamID: streamID, streamVersion: version, eventID: eventID, type: type,
-                schemaVersion: schemaVersion, data: data, metadata: metadata, effectiveAtMicros: effective,
-                recordedAtMicros: recorded, prevHash: Array(prev.readableBytesView), hash: Array(hash.readableBytesView)))
+            events.append(
+                RecordedEvent(
+                    position: position,
+                    streamID: streamID,
+                    streamVersion: version,
+                    eventID: eventID,
+                    type: type,
+                    schemaVersion: schemaVersion,
+                    data: data,
+                    metadata: metadata,
+                    effectiveAtMicros: effective,
+                    recordedAtMicros: recorded,
+                    prevHash: Array(prev.readableBytesView),
+                    hash: Array(hash.readableBytesView)
+                )
+            )
         }
         return events
     }

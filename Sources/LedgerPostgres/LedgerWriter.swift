@@ -59,7 +59,9 @@ public final class LedgerWriter: Service, Sendable {
     private let versionCache = Mutex(VersionCache(limit: 100_000))
 
     public init(
-        client: PostgresClient, configuration: Configuration = .init(), logger: Logger,
+        client: PostgresClient,
+        configuration: Configuration = .init(),
+        logger: Logger,
         metricsFactory: any MetricsFactory = MetricsSystem.factory
     ) {
         self.client = client
@@ -119,7 +121,10 @@ public final class LedgerWriter: Service, Sendable {
     /// The next batch, or nil once stopped with nothing left to commit.
     private func nextBatch() async -> [Pending]? {
         while true {
-            enum Take { case batch([Pending]), finished, wait }
+            enum Take {
+                case batch([Pending])
+                case finished, wait
+            }
             let take = state.withLock { state -> Take in
                 if !state.queue.isEmpty {
                     var events = 0
@@ -172,8 +177,10 @@ public final class LedgerWriter: Service, Sendable {
             }
         } catch {
             if batch.count > 1 && PostgresErrorMapping.isStatementRejected(error) {
-                logger.warning("batch rejected by the database; retrying its requests one by one",
-                               metadata: ["requests": "\(batch.count)", "error": "\(String(reflecting: error))"])
+                logger.warning(
+                    "batch rejected by the database; retrying its requests one by one",
+                    metadata: ["requests": "\(batch.count)", "error": "\(String(reflecting: error))"]
+                )
                 for pending in batch { await commit([pending]) }
                 return
             }
@@ -221,7 +228,9 @@ public final class LedgerWriter: Service, Sendable {
 
     /// Runs the planned `ledger.append_batch` call and collects its answer (a few rows at most).
     private func execute(_ statement: BatchStatement) async throws -> [BatchAnswerRow] {
-        let keys = statement.keys, events = statement.events, rows = statement.rows
+        let keys = statement.keys
+        let events = statement.events
+        let rows = statement.rows
         let answer = try await client.query(
             """
             SELECT kind, name, version, request_hash, result, first_position FROM ledger.append_batch(
@@ -234,14 +243,23 @@ public final class LedgerWriter: Service, Sendable {
                 \(rows.projections)::text[], \(rows.keys)::text[],
                 \(rows.versions)::bigint[], \(rows.json)::text[],
                 \(rows.ordinals)::integer[])
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var answerRows: [BatchAnswerRow] = []
         for try await (kind, name, version, hash, result, first) in answer.decode(
-            (String, String?, Int64?, ByteBuffer?, String?, Int64?).self)
-        {
-            answerRows.append(BatchAnswerRow(
-                kind: kind, name: name, version: version, requestHash: hash.map { Array($0.readableBytesView) }, result: result,
-                firstPosition: first))
+            (String, String?, Int64?, ByteBuffer?, String?, Int64?).self
+        ) {
+            answerRows.append(
+                BatchAnswerRow(
+                    kind: kind,
+                    name: name,
+                    version: version,
+                    requestHash: hash.map { Array($0.readableBytesView) },
+                    result: result,
+                    firstPosition: first
+                )
+            )
         }
         return answerRows
     }
@@ -252,7 +270,9 @@ public final class LedgerWriter: Service, Sendable {
             """
             SELECT s.id, coalesce((SELECT max(e.stream_version) FROM ledger.events e WHERE e.stream_id = s.id), 0)
             FROM unnest(\(streams)::text[]) AS s(id)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var versions: [String: Int64] = [:]
         for try await (stream, version) in rows.decode((String, Int64).self) {
             versions[stream] = version

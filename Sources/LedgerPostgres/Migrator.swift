@@ -114,7 +114,9 @@ public struct Migrator: Sendable {
         try check(applied: applied)
         let pending = migrations.filter { applied[$0.version] == nil }.map(\.name)
         if !pending.isEmpty {
-            throw MigrationError("the database lacks migrations \(pending.joined(separator: ", ")): run `ledgerd migrate` with the owner's connection")
+            throw MigrationError(
+                "the database lacks migrations \(pending.joined(separator: ", ")): run `ledgerd migrate` with the owner's connection"
+            )
         }
     }
 
@@ -125,11 +127,13 @@ public struct Migrator: Sendable {
                 throw MigrationError("migration \(record.name) is applied in the database but its file is missing; refusing to continue")
             }
             guard migration.checksum == record.checksum else {
-                throw MigrationError("""
+                throw MigrationError(
+                    """
                     migration \(migration.name) was changed after it was applied \
                     (applied checksum \(record.checksum), file checksum \(migration.checksum)); \
                     restore the file and add a new migration instead
-                    """)
+                    """
+                )
             }
         }
     }
@@ -142,7 +146,9 @@ public struct Migrator: Sendable {
                 """
                 INSERT INTO ledger.schema_migrations (version, name, checksum, applied_at)
                 VALUES (\(migration.version), \(migration.name), \(migration.checksum), now())
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             try await connection.query("COMMIT", logger: logger)
         } catch {
             _ = try? await connection.query("ROLLBACK", logger: logger)
@@ -159,25 +165,33 @@ public struct Migrator: Sendable {
     }
 
     private static func ensureTable(connection: PostgresConnection, logger: Logger) async throws {
-        try await run(script:
-            """
-            CREATE SCHEMA IF NOT EXISTS ledger;
-            CREATE TABLE IF NOT EXISTS ledger.schema_migrations (
-                version    integer     PRIMARY KEY,
-                name       text        NOT NULL,
-                checksum   text        NOT NULL,
-                applied_at timestamptz NOT NULL
-            );
-            """, connection: connection, logger: logger)
+        try await run(
+            script:
+                """
+                CREATE SCHEMA IF NOT EXISTS ledger;
+                CREATE TABLE IF NOT EXISTS ledger.schema_migrations (
+                    version    integer     PRIMARY KEY,
+                    name       text        NOT NULL,
+                    checksum   text        NOT NULL,
+                    applied_at timestamptz NOT NULL
+                );
+                """,
+            connection: connection,
+            logger: logger
+        )
     }
 
     private static func applied(connection: PostgresConnection, logger: Logger) async throws -> [Int: (name: String, checksum: String)] {
         let exists = try await connection.query(
-            "SELECT to_regclass('ledger.schema_migrations') IS NOT NULL", logger: logger)
+            "SELECT to_regclass('ledger.schema_migrations') IS NOT NULL",
+            logger: logger
+        )
         for try await present in exists.decode(Bool.self) where !present { return [:] }
         var applied: [Int: (name: String, checksum: String)] = [:]
         let rows = try await connection.query(
-            "SELECT version, name, checksum FROM ledger.schema_migrations ORDER BY version", logger: logger)
+            "SELECT version, name, checksum FROM ledger.schema_migrations ORDER BY version",
+            logger: logger
+        )
         for try await (version, name, checksum) in rows.decode((Int, String, String).self) {
             applied[version] = (name, checksum)
         }

@@ -7,7 +7,8 @@ import PostgresNIO
 /// `body` starts only once the pool's `run()` has begun (see ``PostgresPool``), so its first query
 /// does not race the pool's start.
 public func withPostgresClient<T: Sendable>(
-    configuration: PostgresClient.Configuration, logger: Logger,
+    configuration: PostgresClient.Configuration,
+    logger: Logger,
     _ body: @Sendable (PostgresClient) async throws -> T
 ) async throws -> T {
     let pool = PostgresPool(client: PostgresClient(configuration: configuration, backgroundLogger: logger))

@@ -27,45 +27,73 @@ public enum SQLScript {
             let c = chars[i]
             switch c {
             case "-" where peek(1) == "-":
-                while i < chars.count && chars[i] != "\n" { current.append(chars[i]); i += 1 }
+                while i < chars.count && chars[i] != "\n" {
+                    current.append(chars[i])
+                    i += 1
+                }
                 continue
             case "/" where peek(1) == "*":
                 var depth = 0
                 while i < chars.count {
                     if chars[i] == "/" && peek(1) == "*" {
-                        depth += 1; current.append("/"); current.append("*"); i += 2; continue
+                        depth += 1
+                        current.append("/")
+                        current.append("*")
+                        i += 2
+                        continue
                     }
                     if chars[i] == "*" && peek(1) == "/" {
-                        depth -= 1; current.append("*"); current.append("/"); i += 2
+                        depth -= 1
+                        current.append("*")
+                        current.append("/")
+                        i += 2
                         if depth == 0 { break }
                         continue
                     }
-                    current.append(chars[i]); i += 1
+                    current.append(chars[i])
+                    i += 1
                 }
                 continue
             case "'":
-                let backslashEscapes = i > 0 && (chars[i - 1] == "E" || chars[i - 1] == "e")
+                let backslashEscapes =
+                    i > 0 && (chars[i - 1] == "E" || chars[i - 1] == "e")
                     && (i < 2 || !isIdentifierScalar(chars[i - 2]))
                 hasContent = true
-                current.append(c); i += 1
+                current.append(c)
+                i += 1
                 while i < chars.count {
                     let s = chars[i]
-                    current.append(s); i += 1
-                    if backslashEscapes && s == "\\" && i < chars.count { current.append(chars[i]); i += 1; continue }
+                    current.append(s)
+                    i += 1
+                    if backslashEscapes && s == "\\" && i < chars.count {
+                        current.append(chars[i])
+                        i += 1
+                        continue
+                    }
                     if s == "'" {
-                        if peek(0) == "'" { current.append("'"); i += 1; continue }
+                        if peek(0) == "'" {
+                            current.append("'")
+                            i += 1
+                            continue
+                        }
                         break
                     }
                 }
                 continue
             case "\"":
                 hasContent = true
-                current.append(c); i += 1
+                current.append(c)
+                i += 1
                 while i < chars.count {
                     let s = chars[i]
-                    current.append(s); i += 1
+                    current.append(s)
+                    i += 1
                     if s == "\"" {
-                        if peek(0) == "\"" { current.append("\""); i += 1; continue }
+                        if peek(0) == "\"" {
+                            current.append("\"")
+                            i += 1
+                            continue
+                        }
                         break
                     }
                 }
@@ -74,7 +102,8 @@ public enum SQLScript {
                 // A dollar-quote tag: $$ or $name$ (name: letters, digits, underscores, not starting with a digit).
                 var j = i + 1
                 while j < chars.count && isIdentifierScalar(chars[j]) { j += 1 }
-                let tagIsValid = j < chars.count && chars[j] == "$"
+                let tagIsValid =
+                    j < chars.count && chars[j] == "$"
                     && (j == i + 1 || !("0"..."9").contains(chars[i + 1]))
                 if tagIsValid {
                     let tag = Array(chars[i...j])
@@ -87,7 +116,8 @@ public enum SQLScript {
                             i += tag.count
                             break
                         }
-                        current.append(chars[i]); i += 1
+                        current.append(chars[i])
+                        i += 1
                     }
                     continue
                 }
@@ -115,7 +145,8 @@ extension String {
     func trimmingWhitespace() -> String {
         let scalars = unicodeScalars
         guard let start = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
-              let end = scalars.lastIndex(where: { !$0.properties.isWhitespace }) else { return "" }
+            let end = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+        else { return "" }
         return String(scalars[start...end])
     }
 }

@@ -87,5 +87,8 @@ public struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     public static let internalFailure = ServiceError(
-        .internalFailure, code: "internal_error", message: "the server failed; the request changed nothing it reported")
+        .internalFailure,
+        code: "internal_error",
+        message: "the server failed; the request changed nothing it reported"
+    )
 }

@@ -1,22 +1,24 @@
 import ArgumentParser
 import Foundation
 import LedgerApp
-import LedgerServices
-import LedgerPayments
 import LedgerBench
+import LedgerPayments
+import LedgerServices
 
 /// `ledgerd applepay …`: tools for merchants that take Apple Pay tokens on the ledger itself.
 struct ApplePay: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "applepay",
         abstract: "Apple Pay payment tokens: check the configuration, inspect a token offline.",
-        subcommands: [CheckConfig.self, Inspect.self])
+        subcommands: [CheckConfig.self, Inspect.self]
+    )
 
     struct CheckConfig: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "check-config",
             abstract: "Load the LEDGERD_APPLEPAY_* keys, certificates and roots and say what was found.",
-            discussion: "Exits with status 1 when Apple Pay is not configured, a file cannot be used, or a certificate has expired.")
+            discussion: "Exits with status 1 when Apple Pay is not configured, a file cannot be used, or a certificate has expired."
+        )
 
         func run() async throws {
             let configuration: LedgerConfiguration
@@ -42,7 +44,8 @@ struct ApplePay: AsyncParsableCommand {
             discussion: """
                 On success prints the redacted payment data and exits 0. A token that does not verify or decrypt prints \
                 {"error": {"code", "message"}} with the precise reason and exits 1. Nothing is read from or written to a ledger.
-                """)
+                """
+        )
 
         @Option(help: "File holding the token: the paymentData JSON (or a PKPaymentToken with paymentData), or base64 of it.")
         var token: String
@@ -89,9 +92,15 @@ struct ApplePay: AsyncParsableCommand {
             let rootPEM = try root.map(text)
             let now = try at.map { try Date.ISO8601FormatStyle().parse($0) } ?? Date()
             let result = await ApplePayInspector.inspect(
-                tokenJSON: tokenData, privateKeyPEM: privateKeyPEM, certificatePEM: certificatePEM,
-                merchantIdentifier: merchantID, rootPEM: rootPEM, applicationData: applicationData.flatMap { Data(base64Encoded: $0) },
-                at: now, signingTimeTolerance: TimeInterval(maxSignatureAge))
+                tokenJSON: tokenData,
+                privateKeyPEM: privateKeyPEM,
+                certificatePEM: certificatePEM,
+                merchantIdentifier: merchantID,
+                rootPEM: rootPEM,
+                applicationData: applicationData.flatMap { Data(base64Encoded: $0) },
+                at: now,
+                signingTimeTolerance: TimeInterval(maxSignatureAge)
+            )
             switch result {
             case .success(let json):
                 print(json)
@@ -123,8 +132,8 @@ struct ApplePayBench: AsyncParsableCommand {
             Generates a test PKI (root → intermediate with the Apple markers → signing leaf), a merchant key and one \
             token in-process, then verifies and decrypts it as the payment service does (parse the JSON, CMS \
             signature, chain, freshness, merchant key, decryption, payment data) in a loop, on a single task.
-            """)
-
+            """
+    )
 
     @Option(help: "Seconds to measure (after a short warm-up).") var seconds = 5
     @Option(help: "Token version: ec (EC_v1) or rsa (RSA_v1).") var scheme = ApplePayBenchmark.Scheme.ec
@@ -142,7 +151,9 @@ struct ApplePayBench: AsyncParsableCommand {
         let (count, elapsed) = try await work.measure(for: .seconds(seconds))
         let secondsElapsed = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let rate = Double(count) / secondsElapsed
-        print("bench applepay: scheme \(scheme.rawValue) (\(work.version))\(cold ? ", cold (no remembered chain)" : ""), 1 task, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+        print(
+            "bench applepay: scheme \(scheme.rawValue) (\(work.version))\(cold ? ", cold (no remembered chain)" : ""), 1 task, \(ProcessInfo.processInfo.activeProcessorCount) cores"
+        )
         print(String(format: "%d tokens in %.2f s: %.0f tokens/s, %.1f µs per token", count, secondsElapsed, rate, 1e6 / rate))
     }
 }

@@ -2,10 +2,10 @@ import ArgumentParser
 import Foundation
 import LedgerApp
 import LedgerBench
-import LedgerServices
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
+import LedgerServices
 
 /// Writes to standard output through one buffered handle (exports can be millions of lines).
 final class StandardOutput: @unchecked Sendable {
@@ -30,7 +30,8 @@ extension AuditExport.Format: ExpressibleByArgument {}
 extension Audit {
     struct History: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print one stream's events in order (e.g. order-<id>, hold-<id>, product-clock), or an order's whole history.")
+            abstract: "Print one stream's events in order (e.g. order-<id>, hold-<id>, product-clock), or an order's whole history."
+        )
         @OptionGroup var common: CommonOptions
         @Argument(help: "The stream id.") var stream: String?
         @Option(help: "Instead of one stream: the order's whole history (order, hold, stock, settlement, erasure).") var order: String?
@@ -51,7 +52,7 @@ extension Audit {
                 if let order {
                     let events = try await store.orderHistory(order)
                     if let header = AuditExport.header(format) { out.write(header) }
-                    events.forEach { out.write(AuditExport.line($0, format)) }
+                    for event in events { out.write(AuditExport.line(event, format)) }
                     return events.count
                 }
                 return try await AuditExport.export(store: store, stream: stream, format: format) { out.write($0) }
@@ -67,7 +68,8 @@ extension Audit {
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Export the log (or a range of it) as JSON lines or CSV.",
-            discussion: "--from/--to: positions (both inclusive) or RFC 3339 recorded times (from inclusive, to exclusive).")
+            discussion: "--from/--to: positions (both inclusive) or RFC 3339 recorded times (from inclusive, to exclusive)."
+        )
         @OptionGroup var common: CommonOptions
         @Option(help: "First position, or earliest recorded time.") var from: AsOf?
         @Option(help: "Last position, or the recorded time to stop before.") var to: AsOf?
@@ -103,7 +105,8 @@ extension Audit {
         static let configuration = CommandConfiguration(
             commandName: "as-of",
             abstract: "An order, authorization, product, settlement batch or the inventory as of a position or time (a fold of the log).",
-            discussion: "The same answer as GET /orders/{id}?as_of=… and its siblings.")
+            discussion: "The same answer as GET /orders/{id}?as_of=… and its siblings."
+        )
         @OptionGroup var common: CommonOptions
         @Option(help: "Order id.") var order: String?
         @Option(help: "Order id whose authorization hold to show.") var authorization: String?
@@ -147,7 +150,8 @@ extension Audit {
 
     struct Checkpoint: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Sign a checkpoint of the ledger's head now (with LEDGERD_CHECKPOINT_KEY) and write its file.")
+            abstract: "Sign a checkpoint of the ledger's head now (with LEDGERD_CHECKPOINT_KEY) and write its file."
+        )
         @OptionGroup var common: CommonOptions
         @Option(help: "The private key file (default: LEDGERD_CHECKPOINT_KEY).") var key: String?
 
@@ -170,7 +174,8 @@ extension Audit {
     struct Keygen: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Generate an Ed25519 checkpoint key: FILE (private, mode 0600) and FILE.pub (public, for auditors).",
-            discussion: "Equivalent: openssl genpkey -algorithm ed25519 -out FILE && openssl pkey -in FILE -pubout -out FILE.pub")
+            discussion: "Equivalent: openssl genpkey -algorithm ed25519 -out FILE && openssl pkey -in FILE -pubout -out FILE.pub"
+        )
         @Option(help: "Where to write the private key (PEM).") var out: String
 
         func run() throws {
@@ -180,7 +185,10 @@ extension Audit {
                 throw ValidationError("cannot write \(out)")
             }
             try Data(key.publicKeyPEM.utf8).write(to: URL(fileURLWithPath: out + ".pub"))
-            print("private key: \(out) (set LEDGERD_CHECKPOINT_KEY=\(out))\npublic key:  \(out).pub (give it to the auditors)\n\(key.publicKeyPEM)", terminator: "")
+            print(
+                "private key: \(out) (set LEDGERD_CHECKPOINT_KEY=\(out))\npublic key:  \(out).pub (give it to the auditors)\n\(key.publicKeyPEM)",
+                terminator: ""
+            )
         }
     }
 }
@@ -190,7 +198,8 @@ struct Privacy: AsyncParsableCommand {
 
     struct Erase: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Erase a customer's shipping contacts (a ContactErased event each; the chain and the money history stay intact).")
+            abstract: "Erase a customer's shipping contacts (a ContactErased event each; the chain and the money history stay intact)."
+        )
         @OptionGroup var common: CommonOptions
         @Option(help: "The customer: an e-mail address (case-insensitive) or a contact reference.") var customer: String
 

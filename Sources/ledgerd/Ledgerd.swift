@@ -3,8 +3,8 @@ import Configuration
 import Foundation
 import LedgerApp
 import LedgerBench
-import LedgerServices
 import LedgerPostgres
+import LedgerServices
 import Logging
 
 @main
@@ -13,8 +13,12 @@ struct Ledgerd: AsyncParsableCommand {
         commandName: "ledgerd",
         abstract: "OrderLedger: an event-sourced order ledger on PostgreSQL.",
         discussion: "Every option can also be set by its environment variable (see README.md); flags win.",
-        subcommands: [Serve.self, Migrate.self, Catalog.self, Order.self, Settle.self, Reconcile.self, Audit.self, Privacy.self, Rebuild.self, Bench.self, ApplePay.self],
-        defaultSubcommand: Serve.self)
+        subcommands: [
+            Serve.self, Migrate.self, Catalog.self, Order.self, Settle.self, Reconcile.self, Audit.self, Privacy.self, Rebuild.self, Bench.self,
+            ApplePay.self,
+        ],
+        defaultSubcommand: Serve.self
+    )
 }
 
 /// Options every subcommand takes; each maps to a configuration key (and so to LEDGERD_…).
@@ -70,7 +74,8 @@ struct Migrate: AsyncParsableCommand {
 struct Audit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Auditor tools.",
-        subcommands: [Verify.self, History.self, Export.self, AsOfState.self, Checkpoint.self, Keygen.self])
+        subcommands: [Verify.self, History.self, Export.self, AsOfState.self, Checkpoint.self, Keygen.self]
+    )
 
     struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -79,7 +84,8 @@ struct Audit: AsyncParsableCommand {
                 With --checkpoint FILE --public-key KEY: check the checkpoint's signature with the auditor's key, then \
                 prove that the log still contains the signed prefix unaltered (catches edits, deletions, a truncated tail \
                 and rewritten hashes, even by a database superuser).
-                """)
+                """
+        )
         @OptionGroup var common: CommonOptions
         @Option(help: "First position to verify.") var from: Int64 = 1
         @Option(help: "Last position to verify (default: the head).") var to: Int64?
@@ -101,10 +107,16 @@ struct Audit: AsyncParsableCommand {
             if let checkpoint, let publicKey {
                 let (sql, parallel) = (sql, parallel)
                 let outcome = try await Daemon.withLedgerClient(configuration: configuration, logger: logger) { client in
-                    try await CheckpointVerification.run(client: client, checkpointFile: checkpoint, publicKeyFile: publicKey,
-                                                         sql: sql, parallelism: parallel, logger: logger)
+                    try await CheckpointVerification.run(
+                        client: client,
+                        checkpointFile: checkpoint,
+                        publicKeyFile: publicKey,
+                        sql: sql,
+                        parallelism: parallel,
+                        logger: logger
+                    )
                 }
-                outcome.lines.forEach { print($0) }
+                for line in outcome.lines { print(line) }
                 if !outcome.ok { throw ExitCode(1) }
                 return
             }
@@ -112,15 +124,19 @@ struct Audit: AsyncParsableCommand {
             let reports = try await Daemon.withLedgerClient(configuration: configuration, logger: logger) { client in
                 let verifier = ChainVerifier(client: client, logger: logger)
                 let swift = try await verifier.verify(from: from, to: to, parallelism: parallel)
-                return (swift, sql ? try await verifier.verifyInDatabase(from: from, to: to) : nil,
-                        settlements ? try await SettlementService.auditItems(client: client, logger: logger) : nil)
+                return (
+                    swift, sql ? try await verifier.verifyInDatabase(from: from, to: to) : nil,
+                    settlements ? try await SettlementService.auditItems(client: client, logger: logger) : nil
+                )
             }
             print("swift verifier: \(reports.0)")
             if let database = reports.1 { print("sql verifier:   \(database)") }
             if let items = reports.2 {
-                print("settlements:    \(items.batches) closed batches, \(items.items) items: "
-                      + (items.ok ? "every batch's items agree with its closed event" : "\(items.problems.count) DISAGREE"))
-                items.problems.forEach { print("  " + $0) }
+                print(
+                    "settlements:    \(items.batches) closed batches, \(items.items) items: "
+                        + (items.ok ? "every batch's items agree with its closed event" : "\(items.problems.count) DISAGREE")
+                )
+                for problem in items.problems { print("  " + problem) }
             }
             if !reports.0.ok || reports.1?.ok == false || reports.2?.ok == false { throw ExitCode(1) }
         }
@@ -128,7 +144,10 @@ struct Audit: AsyncParsableCommand {
 }
 
 struct Bench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Benchmarks.", subcommands: [Append.self, Expiry.self, ApplePayBench.self, AuditReads.self, SettleBench.self])
+    static let configuration = CommandConfiguration(
+        abstract: "Benchmarks.",
+        subcommands: [Append.self, Expiry.self, ApplePayBench.self, AuditReads.self, SettleBench.self]
+    )
 
     struct AuditReads: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -138,7 +157,8 @@ struct Bench: AsyncParsableCommand {
                 Builds the ledger once in its own durable embedded cluster (default ./.ledgerd-bench-audit; later runs reuse \
                 it and only add what is missing), then measures in process. bench/audit.sh serves the same data directory \
                 and measures the history endpoint over HTTP with wrk. Never run it on a real ledger's data directory.
-                """)
+                """
+        )
         @Option(help: "Events in the ledger.") var events = 10_000_000
         @Option(help: "Random orders to time.") var samples = 2_000
         @Option(help: "Events per ledger.append_events call while generating.") var batch = 2_000
@@ -170,22 +190,26 @@ struct Bench: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "settle",
             abstract: "Time settling and reconciling one business day of N captures, and the memory it takes.",
-            discussion: "Runs on its own durable embedded cluster (default ./.ledgerd-bench); never on a real ledger.")
+            discussion: "Runs on its own durable embedded cluster (default ./.ledgerd-bench); never on a real ledger."
+        )
         @Option(help: "Captures to settle (every 100th also refunded in part).") var captures = 1_000_000
         @OptionGroup var cluster: BenchCluster
 
         func run() async throws {
             let (configuration, directory, migrations) = try cluster.prepare()
             print("bench settle: \(captures) captures, \(ProcessInfo.processInfo.activeProcessorCount) cores")
-            print(try await SettlementBenchmark(captures: captures, dataDirectory: directory, logger: makeLogger(configuration))
-                .run(migrations: migrations))
+            print(
+                try await SettlementBenchmark(captures: captures, dataDirectory: directory, logger: makeLogger(configuration))
+                    .run(migrations: migrations)
+            )
         }
     }
 
     struct Expiry: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Time the sweeper expiring N holds that all pass their expiry at once.",
-            discussion: "Runs on its own durable embedded cluster (default ./.ledgerd-bench); never on a real ledger.")
+            discussion: "Runs on its own durable embedded cluster (default ./.ledgerd-bench); never on a real ledger."
+        )
         @Option(help: "Holds to create and expire.") var holds = 100_000
         @Option(help: "Holds per sweeper append.") var sweepBatch = 500
         @OptionGroup var cluster: BenchCluster
@@ -193,15 +217,18 @@ struct Bench: AsyncParsableCommand {
         func run() async throws {
             let (configuration, directory, migrations) = try cluster.prepare()
             print("bench expiry: \(holds) holds, sweep batch \(sweepBatch), \(ProcessInfo.processInfo.activeProcessorCount) cores")
-            print(try await ExpiryBenchmark(holds: holds, sweepBatch: sweepBatch, dataDirectory: directory, logger: makeLogger(configuration))
-                .run(migrations: migrations))
+            print(
+                try await ExpiryBenchmark(holds: holds, sweepBatch: sweepBatch, dataDirectory: directory, logger: makeLogger(configuration))
+                    .run(migrations: migrations)
+            )
         }
     }
 
     struct Append: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Append throughput through the group-commit writer vs. the raw multi-row INSERT ceiling.",
-            discussion: "Runs on its own durable embedded cluster (default ./.ledgerd-bench); never on a real ledger.")
+            discussion: "Runs on its own durable embedded cluster (default ./.ledgerd-bench); never on a real ledger."
+        )
         @Option(help: "Concurrent producers.") var producers = 64
         @Option(help: "Seconds per phase.") var seconds = 10
         @Option(help: "Distinct streams the events spread over.") var streams = 1_000
@@ -222,7 +249,9 @@ struct Bench: AsyncParsableCommand {
             let directory = URL(fileURLWithPath: dataDir, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
                 .standardizedFileURL
             let migrations = try Migrator.load(from: configuration.resolvedMigrationsDirectory())
-            print("bench append: \(producers) producers, \(seconds) s per phase, \(streams) streams, raw \(rawRowsPerInsert) rows/INSERT, pool \(poolSize), \(ProcessInfo.processInfo.activeProcessorCount) cores")
+            print(
+                "bench append: \(producers) producers, \(seconds) s per phase, \(streams) streams, raw \(rawRowsPerInsert) rows/INSERT, pool \(poolSize), \(ProcessInfo.processInfo.activeProcessorCount) cores"
+            )
             let report = try await AppendBenchmark(options: options, dataDirectory: directory, logger: logger).run(migrations: migrations)
             print(report.text)
         }
@@ -231,7 +260,8 @@ struct Bench: AsyncParsableCommand {
 
 struct Rebuild: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Replay the whole log into the read models (inventory, shipping methods, orders) and swap them in.")
+        abstract: "Replay the whole log into the read models (inventory, shipping methods, orders) and swap them in."
+    )
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
@@ -249,7 +279,8 @@ struct Catalog: AsyncParsableCommand {
 
     struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Load a JSON or CSV catalog: new products and shipping methods are listed, price and stock changes become events.")
+            abstract: "Load a JSON or CSV catalog: new products and shipping methods are listed, price and stock changes become events."
+        )
         @OptionGroup var common: CommonOptions
         @Argument(help: "The catalog file (.json or .csv).") var file: String
         @Option(help: "json or csv (default: from the file's extension).") var format: String?

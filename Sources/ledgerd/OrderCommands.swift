@@ -1,11 +1,12 @@
 import ArgumentParser
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import LedgerApp
 import LedgerBench
 import LedgerServices
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// `ledgerd order capture|increment|void|refund|ship ORDER …`: the back-office hold operations,
 /// sent to a running daemon's API with an operator key. They go through the daemon because it is
@@ -14,7 +15,8 @@ import LedgerServices
 struct Order: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Operate on an order's authorization hold through a running daemon.",
-        subcommands: [Capture.self, Increment.self, Void.self, Refund.self, Ship.self])
+        subcommands: [Capture.self, Increment.self, Void.self, Refund.self, Ship.self]
+    )
 
     struct Connection: ParsableArguments {
         @OptionGroup var common: CommonOptions

@@ -1,13 +1,14 @@
 import ArgumentParser
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import LedgerApp
 import LedgerBench
 import LedgerCore
 import LedgerHTTP
 import LedgerServices
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// `ledgerd settle [--business-date YYYY-MM-DD]`: closes a business day's settlement batches
 /// through a running daemon (`POST /settlements/run`) — the daemon runs the job because the
@@ -26,8 +27,11 @@ struct Settle: AsyncParsableCommand {
         let settings = try connection.common.configuration().settlement
         let date = businessDate ?? settings.lastClosedBusinessDay(now: Date()).description
         FileHandle.standardError.write(Data("settling \(date) …\n".utf8))
-        var request = try connection.request("/settlements/run", data: try JSONSerialization.data(withJSONObject: ["business_date": date]),
-                                             contentType: "application/json")
+        var request = try connection.request(
+            "/settlements/run",
+            data: try JSONSerialization.data(withJSONObject: ["business_date": date]),
+            contentType: "application/json"
+        )
         request.setValue("application/x-ndjson", forHTTPHeaderField: "Accept")
         request.timeoutInterval = 24 * 3600
         let started = Date()
@@ -67,8 +71,10 @@ struct Settle: AsyncParsableCommand {
     static func table(_ summary: SettlementRunReply) -> String {
         let header = ["batch", "stage", "number", "captures", "refunds", "gross", "net", "payout", "value date", "new events"]
         let rows = summary.batches.map { b in
-            [b.batch_id, b.stage, b.batch_number.map(String.init) ?? "", String(b.captures), String(b.refunds), b.gross,
-             b.net ?? "", b.payout ?? "", b.value_date ?? "", String(b.appended_events)]
+            [
+                b.batch_id, b.stage, b.batch_number.map(String.init) ?? "", String(b.captures), String(b.refunds), b.gross,
+                b.net ?? "", b.payout ?? "", b.value_date ?? "", String(b.appended_events),
+            ]
         }
         if rows.isEmpty { return "\(summary.business_date): nothing to settle" }
         let widths = header.indices.map { i in ([header] + rows).map { $0[i].count }.max() ?? 0 }
@@ -108,9 +114,11 @@ struct Reconcile: AsyncParsableCommand {
             try (["break_id,class,reference,expected,actual,state,detail"] + rows).joined(separator: "\r\n").appending("\r\n")
                 .write(toFile: csvOut, atomically: true, encoding: .utf8)
         }
-        print("batch \(result.batch_id): \(result.report_lines) report lines, \(result.ledger_items) ledger items, "
-              + "\(result.matched) matched, \(result.breaks.count) breaks (\(result.open_breaks) open)"
-              + (result.window_closed ? "" : "; the next batch is not settled yet, absent items count as timing"))
+        print(
+            "batch \(result.batch_id): \(result.report_lines) report lines, \(result.ledger_items) ledger items, "
+                + "\(result.matched) matched, \(result.breaks.count) breaks (\(result.open_breaks) open)"
+                + (result.window_closed ? "" : "; the next batch is not settled yet, absent items count as timing")
+        )
         for b in result.breaks {
             print("  \(b.class.padding(toLength: 20, withPad: " ", startingAt: 0)) \(b.reference)  \(b.detail)\(b.resolved ? " [resolved]" : "")")
         }
@@ -141,8 +149,12 @@ final class LineReader: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         }
     }
 
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+    func urlSession(
+        _ session: URLSession,
+        dataTask: URLSessionDataTask,
+        didReceive response: URLResponse,
+        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+    ) {
         lock.withLock { status = (response as? HTTPURLResponse)?.statusCode ?? 0 }
         completionHandler(.allow)
     }
@@ -162,7 +174,10 @@ final class LineReader: NSObject, URLSessionDataDelegate, @unchecked Sendable {
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let (rest, continuation, status) = lock.withLock { () -> (Data, CheckedContinuation<Int, any Error>?, Int) in
-            defer { buffer = Data(); self.continuation = nil }
+            defer {
+                buffer = Data()
+                self.continuation = nil
+            }
             return (buffer, self.continuation, self.status)
         }
         if !rest.isEmpty { onLine(rest) }

@@ -10,9 +10,11 @@ import Testing
 /// Override with `ACQUIRER_PROPERTY_SEED=<UInt64>` (base seed) and `ACQUIRER_PROPERTY_RUNS=<n>`;
 /// a failure prints the sequence's seed, which reproduces it with `ACQUIRER_PROPERTY_RUNS=1`.
 struct AcquirerModelPropertyTests {
-    static let tokens = ["tok_visa", "tok_visa", "tok_mastercard", "tok_amex", "tok_discover", "tok_visa_debit",
-                         "tok_chargeDeclined", "tok_chargeDeclinedInsufficientFunds", "tok_chargeDeclinedProcessingError",
-                         "tok_nonsense"]
+    static let tokens = [
+        "tok_visa", "tok_visa", "tok_mastercard", "tok_amex", "tok_discover", "tok_visa_debit",
+        "tok_chargeDeclined", "tok_chargeDeclinedInsufficientFunds", "tok_chargeDeclinedProcessingError",
+        "tok_nonsense",
+    ]
 
     @Test("≥ 10,000 random operation sequences keep the identity and open-to-buy conservation")
     func randomSequences() {
@@ -50,10 +52,12 @@ struct AcquirerModelPropertyTests {
             var expected = state
             expected.expireHolds(now: now)
             let choice = random.int(in: 0...99)
-            let target = references.isEmpty || random.chance(numerator: 1, denominator: 20)
+            let target =
+                references.isEmpty || random.chance(numerator: 1, denominator: 20)
                 ? "missing-\(step)" : references[Int(random.next(below: UInt64(references.count)))]
             modificationCount += 1
-            let modRef = random.chance(numerator: 1, denominator: 15) && modificationCount > 1
+            let modRef =
+                random.chance(numerator: 1, denominator: 15) && modificationCount > 1
                 ? "m\(modificationCount - 1)" : "m\(modificationCount)"  // sometimes a retry or reuse
             let amount = usd(random.int(in: -10...120_000))
             let outcome: Result<Void, AcquirerError>
@@ -61,10 +65,14 @@ struct AcquirerModelPropertyTests {
                 switch choice {
                 case 0..<25:
                     let reference = "order-\(references.count)"
-                    let request = authorization(reference, amount, token: tokens[Int(random.next(below: UInt64(tokens.count)))],
-                                                intent: random.chance(numerator: 1, denominator: 8) ? .immediate : .manual,
-                                                initiator: random.chance(numerator: 1, denominator: 2) ? .customer : .merchant,
-                                                type: random.chance(numerator: 1, denominator: 2) ? .final : .preAuthorization)
+                    let request = authorization(
+                        reference,
+                        amount,
+                        token: tokens[Int(random.next(below: UInt64(tokens.count)))],
+                        intent: random.chance(numerator: 1, denominator: 8) ? .immediate : .manual,
+                        initiator: random.chance(numerator: 1, denominator: 2) ? .customer : .merchant,
+                        type: random.chance(numerator: 1, denominator: 2) ? .final : .preAuthorization
+                    )
                     _ = try state.authorize(request, now: now)
                     references.append(reference)
                     requests[reference] = request
@@ -79,18 +87,38 @@ struct AcquirerModelPropertyTests {
                         return fail("retried authorize answered differently")
                     }
                 case 30..<45:
-                    _ = try state.capture(CaptureRequest(authorizationReference: target, modificationReference: modRef,
-                                                         amount: amount, isFinal: random.chance(numerator: 1, denominator: 3)), now: now)
+                    _ = try state.capture(
+                        CaptureRequest(
+                            authorizationReference: target,
+                            modificationReference: modRef,
+                            amount: amount,
+                            isFinal: random.chance(numerator: 1, denominator: 3)
+                        ),
+                        now: now
+                    )
                 case 45..<55:
                     let open = state.balance(of: target)?.open.minorUnits ?? 0
-                    _ = try state.capture(CaptureRequest(authorizationReference: target, modificationReference: modRef,
-                                                         amount: usd(max(1, open)), isFinal: false), now: now)
+                    _ = try state.capture(
+                        CaptureRequest(
+                            authorizationReference: target,
+                            modificationReference: modRef,
+                            amount: usd(max(1, open)),
+                            isFinal: false
+                        ),
+                        now: now
+                    )
                 case 55..<65:
                     _ = try state.increment(IncrementRequest(authorizationReference: target, modificationReference: modRef, amount: amount), now: now)
                 case 65..<75:
                     let full = random.chance(numerator: 1, denominator: 2)
-                    _ = try state.reverse(ReversalRequest(authorizationReference: target, modificationReference: modRef,
-                                                          amount: full ? nil : amount), now: now)
+                    _ = try state.reverse(
+                        ReversalRequest(
+                            authorizationReference: target,
+                            modificationReference: modRef,
+                            amount: full ? nil : amount
+                        ),
+                        now: now
+                    )
                 case 75..<88:
                     let refundable = (state.balance(of: target).map { $0.captured.minorUnits - $0.refunded.minorUnits }) ?? 0
                     let refund = random.chance(numerator: 1, denominator: 2) ? usd(max(1, refundable)) : amount

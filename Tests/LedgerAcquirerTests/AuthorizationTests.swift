@@ -4,13 +4,16 @@ import LedgerCore
 import Testing
 
 struct AuthorizationTests {
-    @Test("approving test tokens place a hold with network, funding and last four", arguments: [
-        ("tok_visa", CardNetwork.visa, FundingType.credit),
-        ("tok_mastercard", .mastercard, .credit),
-        ("tok_amex", .amex, .credit),
-        ("tok_discover", .discover, .credit),
-        ("tok_visa_debit", .visa, .debit),
-    ])
+    @Test(
+        "approving test tokens place a hold with network, funding and last four",
+        arguments: [
+            ("tok_visa", CardNetwork.visa, FundingType.credit),
+            ("tok_mastercard", .mastercard, .credit),
+            ("tok_amex", .amex, .credit),
+            ("tok_discover", .discover, .credit),
+            ("tok_visa_debit", .visa, .debit),
+        ]
+    )
     func approvingTokens(token: String, network: CardNetwork, funding: FundingType) throws {
         var state = AcquirerModelState(seed: 1)
         let response = try state.authorize(authorization("order-1", usd(5000), token: token), now: monday)
@@ -25,18 +28,21 @@ struct AuthorizationTests {
         #expect(state.balance(of: "order-1")?.open == usd(5000))
     }
 
-    @Test("declining test tokens answer their ISO 8583 code and hold nothing", arguments: [
-        ("tok_chargeDeclined", "05"),
-        ("tok_chargeDeclinedInsufficientFunds", "51"),
-        ("tok_chargeDeclinedExpiredCard", "54"),
-        ("tok_chargeDeclinedLostCard", "41"),
-        ("tok_chargeDeclinedStolenCard", "43"),
-        ("tok_chargeDeclinedTransactionNotAllowed", "57"),
-        ("tok_chargeDeclinedRestrictedCard", "62"),
-        ("tok_chargeDeclinedExceedsAmountLimit", "61"),
-        ("tok_chargeDeclinedVelocityExceeded", "65"),
-        ("tok_unknown_card", "14"),
-    ])
+    @Test(
+        "declining test tokens answer their ISO 8583 code and hold nothing",
+        arguments: [
+            ("tok_chargeDeclined", "05"),
+            ("tok_chargeDeclinedInsufficientFunds", "51"),
+            ("tok_chargeDeclinedExpiredCard", "54"),
+            ("tok_chargeDeclinedLostCard", "41"),
+            ("tok_chargeDeclinedStolenCard", "43"),
+            ("tok_chargeDeclinedTransactionNotAllowed", "57"),
+            ("tok_chargeDeclinedRestrictedCard", "62"),
+            ("tok_chargeDeclinedExceedsAmountLimit", "61"),
+            ("tok_chargeDeclinedVelocityExceeded", "65"),
+            ("tok_unknown_card", "14"),
+        ]
+    )
     func decliningTokens(token: String, code: String) throws {
         var state = AcquirerModelState(seed: 1)
         let response = try state.authorize(authorization("order-1", usd(5000), token: token), now: monday)
@@ -53,8 +59,19 @@ struct AuthorizationTests {
         }
         #expect(details.status == .declined && details.balance == nil)
         // There is no hold to capture.
-        #expect(errorCode { try state.capture(CaptureRequest(authorizationReference: "order-1", modificationReference: "c",
-                                                             amount: usd(100), isFinal: false), now: monday) } == .notAuthorized)
+        #expect(
+            errorCode {
+                try state.capture(
+                    CaptureRequest(
+                        authorizationReference: "order-1",
+                        modificationReference: "c",
+                        amount: usd(100),
+                        isFinal: false
+                    ),
+                    now: monday
+                )
+            } == .notAuthorized
+        )
     }
 
     @Test("tok_chargeDeclinedProcessingError answers 91: unknown outcome, nothing placed, query says not found")
@@ -106,7 +123,10 @@ struct AuthorizationTests {
         _ = try state.reverse(ReversalRequest(authorizationReference: "c", modificationReference: "void-c"), now: monday)
         #expect(state.openToBuy(token: "tok_visa") == usd(4000))
         // Final capture of part restores the remainder, not the captured part.
-        _ = try state.capture(CaptureRequest(authorizationReference: "a", modificationReference: "cap-a", amount: usd(2500), isFinal: true), now: monday)
+        _ = try state.capture(
+            CaptureRequest(authorizationReference: "a", modificationReference: "cap-a", amount: usd(2500), isFinal: true),
+            now: monday
+        )
         #expect(state.openToBuy(token: "tok_visa") == usd(7500))
         // A refund gives the credit back.
         _ = try state.refund(RefundRequest(authorizationReference: "a", modificationReference: "ref-a", amount: usd(500)), now: monday)
@@ -140,7 +160,10 @@ struct AuthorizationTests {
     func queryByReference() throws {
         var state = AcquirerModelState(seed: 3)
         let approved = try state.approve("order-1", usd(5000))
-        _ = try state.capture(CaptureRequest(authorizationReference: "order-1", modificationReference: "cap-1", amount: usd(2000), isFinal: false), now: monday)
+        _ = try state.capture(
+            CaptureRequest(authorizationReference: "order-1", modificationReference: "cap-1", amount: usd(2000), isFinal: false),
+            now: monday
+        )
         guard case .found(let details) = state.query(merchantReference: "order-1", now: monday) else {
             Issue.record("not found")
             return
@@ -170,18 +193,36 @@ struct AuthorizationTests {
     func networkTokens() throws {
         var state = AcquirerModelState(seed: 3)
         let token = NetworkTokenData(tokenNumber: "4111111111111111", expiration: "281231", cryptogram: "AgAAAAAABk4DWZ4C28yUQAAAAAA=")
-        let approved = try state.authorize(AuthorizationRequest(merchantReference: "nt-1", amount: usd(500),
-                                                                paymentMethod: .networkToken(token)), now: monday)
+        let approved = try state.authorize(
+            AuthorizationRequest(
+                merchantReference: "nt-1",
+                amount: usd(500),
+                paymentMethod: .networkToken(token)
+            ),
+            now: monday
+        )
         #expect(approved.responseCode == .approved && approved.network == .visa && approved.lastFour == "1111")
         var bad = token
         bad.tokenNumber = "4111111111111112"
-        let invalid = try state.authorize(AuthorizationRequest(merchantReference: "nt-2", amount: usd(500),
-                                                               paymentMethod: .networkToken(bad)), now: monday)
+        let invalid = try state.authorize(
+            AuthorizationRequest(
+                merchantReference: "nt-2",
+                amount: usd(500),
+                paymentMethod: .networkToken(bad)
+            ),
+            now: monday
+        )
         #expect(invalid.responseCode == .invalidCardNumber)
         var expired = token
         expired.expiration = "241231"
-        let old = try state.authorize(AuthorizationRequest(merchantReference: "nt-3", amount: usd(500),
-                                                           paymentMethod: .networkToken(expired)), now: monday)
+        let old = try state.authorize(
+            AuthorizationRequest(
+                merchantReference: "nt-3",
+                amount: usd(500),
+                paymentMethod: .networkToken(expired)
+            ),
+            now: monday
+        )
         #expect(old.responseCode == .expiredCard)
         // The number never reaches the persisted state.
         let snapshot = String(decoding: try state.snapshot(), as: UTF8.self)

@@ -31,13 +31,16 @@ struct BusinessCalendarTests {
         #expect(!withHoliday.isBusinessDay(date("2025-01-13")) && withHoliday.isBusinessDay(date("2025-01-14")))
     }
 
-    @Test("the model dates batches by cut-off and pays after the funding lag", arguments: [
-        // close time (UTC)        business date  value date (T+1, holiday 2025-01-20)
-        (at("2025-01-10", 12), "2025-01-10", "2025-01-13"),   // Friday before cut-off → Monday
-        (at("2025-01-10", 22), "2025-01-13", "2025-01-14"),   // Friday at cut-off → Monday's batch
-        (at("2025-01-11", 9), "2025-01-13", "2025-01-14"),    // Saturday → Monday's batch
-        (at("2025-01-17", 8), "2025-01-17", "2025-01-21"),    // Friday, Monday holiday → Tuesday
-    ])
+    @Test(
+        "the model dates batches by cut-off and pays after the funding lag",
+        arguments: [
+            // close time (UTC)        business date  value date (T+1, holiday 2025-01-20)
+            (at("2025-01-10", 12), "2025-01-10", "2025-01-13"),  // Friday before cut-off → Monday
+            (at("2025-01-10", 22), "2025-01-13", "2025-01-14"),  // Friday at cut-off → Monday's batch
+            (at("2025-01-11", 9), "2025-01-13", "2025-01-14"),  // Saturday → Monday's batch
+            (at("2025-01-17", 8), "2025-01-17", "2025-01-21"),  // Friday, Monday holiday → Tuesday
+        ]
+    )
     func modelDates(closeAt: Date, business: String, value: String) throws {
         let config = AcquirerModelConfiguration(calendar: BusinessCalendar(holidays: [date("2025-01-20")]))
         var scenario = try SettlementScenario(configuration: config)

@@ -31,18 +31,30 @@ struct DeterminismTests {
             do {
                 switch step % 4 {
                 case 0:
-                    let tokens = ["tok_visa", "tok_mastercard", "tok_amex", "tok_chargeDeclined", "tok_visa_debit", "tok_chargeDeclinedProcessingError"]
-                    let response = try await model.authorize(authorization(reference, usd(Int64(1000 + step * 137)), token: tokens[(step / 4) % tokens.count]))
+                    let tokens = [
+                        "tok_visa", "tok_mastercard", "tok_amex", "tok_chargeDeclined", "tok_visa_debit", "tok_chargeDeclinedProcessingError",
+                    ]
+                    let response = try await model.authorize(
+                        authorization(reference, usd(Int64(1000 + step * 137)), token: tokens[(step / 4) % tokens.count])
+                    )
                     transcript.outputs.append(json(response))
                     if let psp = response.pspReference { transcript.pspReferences.append(psp) }
                     if let code = response.authCode { transcript.authCodes.append(code) }
                 case 1:
-                    let response = try await model.capture(CaptureRequest(authorizationReference: reference, modificationReference: "cap-\(reference)",
-                                                                         amount: usd(Int64(500 + step)), isFinal: step % 8 == 1))
+                    let response = try await model.capture(
+                        CaptureRequest(
+                            authorizationReference: reference,
+                            modificationReference: "cap-\(reference)",
+                            amount: usd(Int64(500 + step)),
+                            isFinal: step % 8 == 1
+                        )
+                    )
                     transcript.outputs.append(json(response))
                     transcript.modificationReferences.append(response.modificationPSPReference)
                 case 2:
-                    let response = try await model.refund(RefundRequest(authorizationReference: reference, modificationReference: "ref-\(reference)", amount: usd(100)))
+                    let response = try await model.refund(
+                        RefundRequest(authorizationReference: reference, modificationReference: "ref-\(reference)", amount: usd(100))
+                    )
                     transcript.outputs.append(json(response))
                     transcript.modificationReferences.append(response.modificationPSPReference)
                 default:
@@ -55,14 +67,23 @@ struct DeterminismTests {
                             let auth = "order-\(index)"
                             guard case .found(let details) = state.copyQuery(auth) else { continue }
                             for modification in details.modifications where modification.responseCode.isApproved {
-                                let kind: SettlementItemKind? = modification.kind == .capture ? .capture : (modification.kind == .refund ? .refund : nil)
+                                let kind: SettlementItemKind? =
+                                    modification.kind == .capture ? .capture : (modification.kind == .refund ? .refund : nil)
                                 guard let kind, !transcript.outputs.contains("settled:" + modification.modificationReference) else { continue }
-                                items.append(SettlementItem(kind: kind, authorizationReference: auth,
-                                                            modificationReference: modification.modificationReference, amount: modification.amount))
+                                items.append(
+                                    SettlementItem(
+                                        kind: kind,
+                                        authorizationReference: auth,
+                                        modificationReference: modification.modificationReference,
+                                        amount: modification.amount
+                                    )
+                                )
                                 transcript.outputs.append("settled:" + modification.modificationReference)
                             }
                         }
-                        let report = try await model.submitBatch(SettlementBatchRequest(batchReference: "batch-\(step)", currency: .usd, items: items))
+                        let report = try await model.submitBatch(
+                            SettlementBatchRequest(batchReference: "batch-\(step)", currency: .usd, items: items)
+                        )
                         transcript.outputs.append(json(report))
                         transcript.csv.append(try SettlementReportCSV().write(report.lines))
                         transcript.batchNumbers.append(report.batchNumber)
@@ -75,9 +96,11 @@ struct DeterminismTests {
         }
     }
 
-    static let faults = FaultConfiguration(dropLine: FaultKnob(probability: Rate(numerator: 1, denominator: 5)),
-                                           alterFee: FaultKnob(probability: Rate(numerator: 1, denominator: 4)),
-                                           moveToNextBatch: FaultKnob(probability: Rate(numerator: 1, denominator: 6)))
+    static let faults = FaultConfiguration(
+        dropLine: FaultKnob(probability: Rate(numerator: 1, denominator: 5)),
+        alterFee: FaultKnob(probability: Rate(numerator: 1, denominator: 4)),
+        moveToNextBatch: FaultKnob(probability: Rate(numerator: 1, denominator: 6))
+    )
 
     static func fullRun(seed: UInt64) async throws -> (Transcript, Data) {
         let clock = SimulatedClock(monday)

@@ -38,7 +38,10 @@ struct FaultInjectionTests {
         #expect(report.payout.amount.minorUnits == baseline.payout.amount.minorUnits - targeted(baseline)[0].signedNetMinorUnits)
         #expect(scenario.state.injectedFaults == [InjectedFault(kind: .dropLine, batchNumber: report.batchNumber, reference: Self.target)])
         let item = try #require(scenario.batch.items.first { $0.modificationReference == Self.target })
-        let retry = try scenario.state.submitBatch(SettlementBatchRequest(batchReference: "retry", currency: .usd, items: [item]), now: monday + 86_400)
+        let retry = try scenario.state.submitBatch(
+            SettlementBatchRequest(batchReference: "retry", currency: .usd, items: [item]),
+            now: monday + 86_400
+        )
         // Accepted (the item was never settled) — and, the knob still aiming at it, dropped again.
         #expect(retry.itemLines.isEmpty)
         #expect(scenario.state.injectedFaults.map(\.kind) == [.dropLine, .dropLine])
@@ -57,7 +60,8 @@ struct FaultInjectionTests {
     func alterAmount() throws {
         let baseline = try clean()
         let (report, _) = try settle(FaultConfiguration(alterAmount: FaultKnob(targets: [Self.target])))
-        let before = targeted(baseline)[0], after = try #require(targeted(report).first)
+        let before = targeted(baseline)[0]
+        let after = try #require(targeted(report).first)
         #expect(after.signedGrossMinorUnits == before.signedGrossMinorUnits + 1)
         #expect(after.signedNetMinorUnits == before.signedNetMinorUnits + 1)
         #expect(after.totalFeesMinorUnits == before.totalFeesMinorUnits)
@@ -72,7 +76,8 @@ struct FaultInjectionTests {
     func alterFee() throws {
         let baseline = try clean()
         let (report, _) = try settle(FaultConfiguration(alterFee: FaultKnob(targets: [Self.target])))
-        let before = targeted(baseline)[0], after = try #require(targeted(report).first)
+        let before = targeted(baseline)[0]
+        let after = try #require(targeted(report).first)
         #expect(after.interchange?.minorUnits == (before.interchange?.minorUnits ?? 0) + 1)
         #expect(after.schemeFees == before.schemeFees && after.markup == before.markup)
         #expect(after.grossCredit == before.grossCredit)
@@ -89,8 +94,14 @@ struct FaultInjectionTests {
         #expect(report.sumOfNets == report.payout.amount.minorUnits)
         // The item is in flight: it cannot be submitted again.
         let item = try #require(scenario.batch.items.first { $0.modificationReference == Self.target })
-        #expect(errorCode { try scenario.state.submitBatch(SettlementBatchRequest(batchReference: "again", currency: .usd, items: [item]), now: monday) } == .alreadySettled)
-        let next = try scenario.state.submitBatch(SettlementBatchRequest(batchReference: "next", currency: .usd, items: []), now: at("2025-01-07", 20))
+        #expect(
+            errorCode { try scenario.state.submitBatch(SettlementBatchRequest(batchReference: "again", currency: .usd, items: [item]), now: monday) }
+                == .alreadySettled
+        )
+        let next = try scenario.state.submitBatch(
+            SettlementBatchRequest(batchReference: "next", currency: .usd, items: []),
+            now: at("2025-01-07", 20)
+        )
         #expect(next.batchNumber == report.batchNumber + 1)
         var moved = targeted(baseline)[0]
         moved.batchNumber = next.batchNumber
@@ -112,8 +123,12 @@ struct FaultInjectionTests {
     @Test("probability knobs are deterministic under the seed and vary with it")
     func probabilistic() throws {
         let half = Rate(numerator: 1, denominator: 2)
-        let faults = FaultConfiguration(dropLine: FaultKnob(probability: half), duplicateLine: FaultKnob(probability: half),
-                                        alterAmount: FaultKnob(probability: half), alterFee: FaultKnob(probability: half))
+        let faults = FaultConfiguration(
+            dropLine: FaultKnob(probability: half),
+            duplicateLine: FaultKnob(probability: half),
+            alterAmount: FaultKnob(probability: half),
+            alterFee: FaultKnob(probability: half)
+        )
         func run(seed: UInt64) throws -> (SettlementReport, [InjectedFault]) {
             var scenario = try SettlementScenario(seed: seed, configuration: AcquirerModelConfiguration(faults: faults))
             let report = try scenario.settle()

@@ -33,8 +33,19 @@ struct HoldLifecycleTests {
         #expect(errorCode { try state.capture(capture(10_001, "c1"), now: monday) } == .amountExceedsOpen)
         #expect(state == before)
         #expect(errorCode { try state.capture(capture(0, "c1"), now: monday) } == .invalidAmount)
-        #expect(errorCode { try state.capture(CaptureRequest(authorizationReference: "h", modificationReference: "c1",
-                                                             amount: Money(minorUnits: 100, currency: .eur), isFinal: false), now: monday) } == .currencyMismatch)
+        #expect(
+            errorCode {
+                try state.capture(
+                    CaptureRequest(
+                        authorizationReference: "h",
+                        modificationReference: "c1",
+                        amount: Money(minorUnits: 100, currency: .eur),
+                        isFinal: false
+                    ),
+                    now: monday
+                )
+            } == .currencyMismatch
+        )
         #expect(errorCode { try state.capture(capture(100, "c1", of: "nope"), now: monday) } == .unknownReference)
         #expect(state == before)
         let all = try state.capture(capture(10_000, "c1"), now: monday)
@@ -70,7 +81,10 @@ struct HoldLifecycleTests {
         // The whole incremented amount can be captured.
         let captured = try state.capture(capture(15_000, "c1"), now: monday)
         #expect(captured.balance.captured == usd(15_000) && captured.balance.satisfiesIdentity)
-        #expect(errorCode { try state.increment(IncrementRequest(authorizationReference: "h", modificationReference: "i3", amount: usd(1)), now: monday) } == .holdClosed)
+        #expect(
+            errorCode { try state.increment(IncrementRequest(authorizationReference: "h", modificationReference: "i3", amount: usd(1)), now: monday) }
+                == .holdClosed
+        )
     }
 
     @Test("partial void, then full void of the rest")
@@ -80,12 +94,17 @@ struct HoldLifecycleTests {
         _ = try state.capture(capture(2000, "c1"), now: monday)
         let partial = try state.reverse(ReversalRequest(authorizationReference: "h", modificationReference: "v1", amount: usd(3000)), now: monday)
         #expect(partial.balance.reversed == usd(3000) && partial.balance.open == usd(5000))
-        #expect(errorCode { try state.reverse(ReversalRequest(authorizationReference: "h", modificationReference: "v2", amount: usd(5001)), now: monday) } == .amountExceedsOpen)
+        #expect(
+            errorCode { try state.reverse(ReversalRequest(authorizationReference: "h", modificationReference: "v2", amount: usd(5001)), now: monday) }
+                == .amountExceedsOpen
+        )
         let full = try state.reverse(ReversalRequest(authorizationReference: "h", modificationReference: "v2"), now: monday)
         #expect(full.amount == usd(5000) && full.balance.open == usd(0) && full.balance.reversed == usd(8000))
         #expect(full.balance.satisfiesIdentity)
         #expect(state.openToBuy(token: "tok_visa") == usd(1_000_000 - 2000))
-        #expect(errorCode { try state.reverse(ReversalRequest(authorizationReference: "h", modificationReference: "v3"), now: monday) } == .holdClosed)
+        #expect(
+            errorCode { try state.reverse(ReversalRequest(authorizationReference: "h", modificationReference: "v3"), now: monday) } == .holdClosed
+        )
         #expect(state.invariantViolations().isEmpty)
     }
 
@@ -93,14 +112,23 @@ struct HoldLifecycleTests {
     func refunds() throws {
         var state = AcquirerModelState(seed: 11)
         _ = try state.approve("h", usd(10_000))
-        #expect(errorCode { try state.refund(RefundRequest(authorizationReference: "h", modificationReference: "r0", amount: usd(1)), now: monday) } == .refundExceedsCaptured)
+        #expect(
+            errorCode { try state.refund(RefundRequest(authorizationReference: "h", modificationReference: "r0", amount: usd(1)), now: monday) }
+                == .refundExceedsCaptured
+        )
         _ = try state.capture(capture(4000, "c1", final: true), now: monday)
         let r1 = try state.refund(RefundRequest(authorizationReference: "h", modificationReference: "r1", amount: usd(1500)), now: monday)
         #expect(r1.balance.refunded == usd(1500))
-        #expect(errorCode { try state.refund(RefundRequest(authorizationReference: "h", modificationReference: "r2", amount: usd(2501)), now: monday) } == .refundExceedsCaptured)
+        #expect(
+            errorCode { try state.refund(RefundRequest(authorizationReference: "h", modificationReference: "r2", amount: usd(2501)), now: monday) }
+                == .refundExceedsCaptured
+        )
         let r2 = try state.refund(RefundRequest(authorizationReference: "h", modificationReference: "r2", amount: usd(2500)), now: monday)
         #expect(r2.balance.refunded == usd(4000))
-        #expect(errorCode { try state.refund(RefundRequest(authorizationReference: "h", modificationReference: "r3", amount: usd(1)), now: monday) } == .refundExceedsCaptured)
+        #expect(
+            errorCode { try state.refund(RefundRequest(authorizationReference: "h", modificationReference: "r3", amount: usd(1)), now: monday) }
+                == .refundExceedsCaptured
+        )
         #expect(state.openToBuy(token: "tok_visa") == usd(1_000_000))
         #expect(state.invariantViolations().isEmpty)
     }
@@ -126,7 +154,10 @@ struct HoldLifecycleTests {
         // Captures, increments and voids on an expired hold are refused; refunds of what was captured are not.
         let later = monday + Double(8 * day)
         #expect(errorCode { try state.capture(capture(1, "c2"), now: later) } == .holdExpired)
-        #expect(errorCode { try state.increment(IncrementRequest(authorizationReference: "h", modificationReference: "i", amount: usd(1)), now: later) } == .holdExpired)
+        #expect(
+            errorCode { try state.increment(IncrementRequest(authorizationReference: "h", modificationReference: "i", amount: usd(1)), now: later) }
+                == .holdExpired
+        )
         #expect(errorCode { try state.reverse(ReversalRequest(authorizationReference: "h", modificationReference: "v"), now: later) } == .holdExpired)
         _ = try state.refund(RefundRequest(authorizationReference: "h", modificationReference: "r", amount: usd(2500)), now: later)
         guard case .found(let details) = state.query(merchantReference: "h", now: later) else { return }
@@ -143,14 +174,17 @@ struct HoldLifecycleTests {
         #expect(state.openToBuy(token: "tok_visa") == usd(1_000_000))
     }
 
-    @Test("hold lifetimes come from configuration per network, initiator and type", arguments: [
-        ("tok_visa", TransactionInitiator.customer, AuthorizationType.final, 7 * day),
-        ("tok_visa", .merchant, .final, 4 * day + 18 * hour),
-        ("tok_mastercard", .customer, .final, 7 * day),
-        ("tok_mastercard", .customer, .preAuthorization, 30 * day),
-        ("tok_discover", .customer, .final, 10 * day),
-        ("tok_amex", .merchant, .preAuthorization, 7 * day),
-    ])
+    @Test(
+        "hold lifetimes come from configuration per network, initiator and type",
+        arguments: [
+            ("tok_visa", TransactionInitiator.customer, AuthorizationType.final, 7 * day),
+            ("tok_visa", .merchant, .final, 4 * day + 18 * hour),
+            ("tok_mastercard", .customer, .final, 7 * day),
+            ("tok_mastercard", .customer, .preAuthorization, 30 * day),
+            ("tok_discover", .customer, .final, 10 * day),
+            ("tok_amex", .merchant, .preAuthorization, 7 * day),
+        ]
+    )
     func lifetimes(token: String, initiator: TransactionInitiator, type: AuthorizationType, seconds: Int64) throws {
         var state = AcquirerModelState(seed: 1)
         let response = try state.authorize(authorization("h", usd(100), token: token, initiator: initiator, type: type), now: monday)

@@ -20,15 +20,21 @@ struct PricingTests {
         #expect(line.paymentMethod == "visa" && line.paymentMethodVariant == "visacredit")
     }
 
-    @Test("fees are rounded per component, by the named rule", arguments: [
-        (RoundingRule.halfUp, Int64(1)), (.halfEven, 0), (.down, 0), (.up, 1),
-    ])
+    @Test(
+        "fees are rounded per component, by the named rule",
+        arguments: [
+            (RoundingRule.halfUp, Int64(1)), (.halfEven, 0), (.down, 0), (.up, 1),
+        ]
+    )
     func roundingPerComponent(rule: RoundingRule, each: Int64) throws {
         // Each component is exactly half a cent on 1.00: rounded one by one, not as a 1.5 cent sum.
         let half = FeeComponent(rate: try rate("0.005"))
         let ruleEntry = InterchangeRule(network: .visa, fundingType: .credit, interchange: half, schemeFee: half)
-        let schedule = PricingSchedule(currency: .usd, model: .interchangePlusPlus(rules: [ruleEntry], fallback: ruleEntry, markup: half),
-                                       rounding: rule)
+        let schedule = PricingSchedule(
+            currency: .usd,
+            model: .interchangePlusPlus(rules: [ruleEntry], fallback: ruleEntry, markup: half),
+            rounding: rule
+        )
         let fees = try schedule.fees(on: usd(100), network: .visa, funding: .credit)
         #expect(fees.interchange == usd(each) && fees.schemeFee == usd(each) && fees.markup == usd(each))
         #expect(try fees.total(in: .usd) == usd(3 * each))
@@ -93,12 +99,22 @@ struct PricingTests {
                 let reference = "o\(index)"
                 let amount = usd(random.int(in: 1...50_000))
                 _ = try state.approve(reference, amount, token: cards[Int(random.next(below: UInt64(cards.count)))])
-                _ = try state.capture(CaptureRequest(authorizationReference: reference, modificationReference: "c\(index)",
-                                                     amount: amount, isFinal: true), now: monday)
+                _ = try state.capture(
+                    CaptureRequest(
+                        authorizationReference: reference,
+                        modificationReference: "c\(index)",
+                        amount: amount,
+                        isFinal: true
+                    ),
+                    now: monday
+                )
                 items.append(SettlementItem(kind: .capture, authorizationReference: reference, modificationReference: "c\(index)", amount: amount))
                 if random.chance(numerator: 1, denominator: 3) {
                     let refund = usd(random.int(in: 1...amount.minorUnits))
-                    _ = try state.refund(RefundRequest(authorizationReference: reference, modificationReference: "r\(index)", amount: refund), now: monday)
+                    _ = try state.refund(
+                        RefundRequest(authorizationReference: reference, modificationReference: "r\(index)", amount: refund),
+                        now: monday
+                    )
                     items.append(SettlementItem(kind: .refund, authorizationReference: reference, modificationReference: "r\(index)", amount: refund))
                 }
             }
@@ -124,7 +140,17 @@ struct PricingTests {
         #expect(errorCode { try scenario.state.submitBatch(with { $0.items[0].amount = usd(499) }, now: monday) } == .settlementMismatch)
         #expect(errorCode { try scenario.state.submitBatch(with { $0.items[0].kind = .refund }, now: monday) } == .settlementMismatch)
         #expect(errorCode { try scenario.state.submitBatch(with { $0.items.append($0.items[0]) }, now: monday) } == .duplicateReference)
-        #expect(errorCode { try scenario.state.submitBatch(with { $0.currency = .eur; $0.items = [] }, now: monday) } == .currencyMismatch)
+        #expect(
+            errorCode {
+                try scenario.state.submitBatch(
+                    with {
+                        $0.currency = .eur
+                        $0.items = []
+                    },
+                    now: monday
+                )
+            } == .currencyMismatch
+        )
         #expect(scenario.state == before)
         let report = try scenario.settle()
         // Same batch again: the same report; a different batch with the same items: already settled.

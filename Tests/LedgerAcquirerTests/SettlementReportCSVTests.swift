@@ -26,7 +26,10 @@ struct SettlementReportCSVTests {
         let report = try scenario.settle()
         let text = try SettlementReportCSV().write(report.lines)
         let rows = text.components(separatedBy: "\r\n")
-        #expect(rows[0] == "Company Account,Merchant Account,Psp Reference,Merchant Reference,Payment Method,Creation Date,TimeZone,Type,Modification Reference,Gross Currency,Gross Debit (GC),Gross Credit (GC),Exchange Rate,Net Currency,Net Debit (NC),Net Credit (NC),Commission (NC),Markup (NC),Scheme Fees (NC),Interchange (NC),Payment Method Variant,Modification Merchant Reference,Batch Number")
+        #expect(
+            rows[0]
+                == "Company Account,Merchant Account,Psp Reference,Merchant Reference,Payment Method,Creation Date,TimeZone,Type,Modification Reference,Gross Currency,Gross Debit (GC),Gross Credit (GC),Exchange Rate,Net Currency,Net Debit (NC),Net Credit (NC),Commission (NC),Markup (NC),Scheme Fees (NC),Interchange (NC),Payment Method Variant,Modification Merchant Reference,Batch Number"
+        )
         #expect(rows.count == report.lines.count + 2 && rows.last == "")
         let first = rows[1].components(separatedBy: ",")
         #expect(first.count == 23)

@@ -22,15 +22,40 @@ struct SettlementScenario {
             _ = try state.approve(payment.reference, usd(payment.amount), token: payment.token, now: now)
             let captureReference = "cap-" + payment.reference
             let amount = payment.reference == "order-5" ? usd(4999) : usd(payment.amount)
-            _ = try state.capture(CaptureRequest(authorizationReference: payment.reference, modificationReference: captureReference,
-                                                 amount: amount, isFinal: true), now: now + 30)
-            items.append(SettlementItem(kind: .capture, authorizationReference: payment.reference,
-                                        modificationReference: captureReference, amount: amount))
+            _ = try state.capture(
+                CaptureRequest(
+                    authorizationReference: payment.reference,
+                    modificationReference: captureReference,
+                    amount: amount,
+                    isFinal: true
+                ),
+                now: now + 30
+            )
+            items.append(
+                SettlementItem(
+                    kind: .capture,
+                    authorizationReference: payment.reference,
+                    modificationReference: captureReference,
+                    amount: amount
+                )
+            )
         }
-        _ = try state.refund(RefundRequest(authorizationReference: "order-2", modificationReference: "refund-order-2",
-                                           amount: usd(750)), now: now + 90)
-        items.append(SettlementItem(kind: .refund, authorizationReference: "order-2", modificationReference: "refund-order-2",
-                                    amount: usd(750)))
+        _ = try state.refund(
+            RefundRequest(
+                authorizationReference: "order-2",
+                modificationReference: "refund-order-2",
+                amount: usd(750)
+            ),
+            now: now + 90
+        )
+        items.append(
+            SettlementItem(
+                kind: .refund,
+                authorizationReference: "order-2",
+                modificationReference: "refund-order-2",
+                amount: usd(750)
+            )
+        )
         self.state = state
         self.batch = SettlementBatchRequest(batchReference: "batch-2025-01-06", currency: .usd, items: items)
     }

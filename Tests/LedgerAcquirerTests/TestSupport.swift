@@ -22,11 +22,21 @@ let hour: Int64 = 3600
 let day: Int64 = 86_400
 
 func authorization(
-    _ reference: String, _ amount: Money, token: String = "tok_visa", intent: CaptureIntent = .manual,
-    initiator: TransactionInitiator = .customer, type: AuthorizationType = .final
+    _ reference: String,
+    _ amount: Money,
+    token: String = "tok_visa",
+    intent: CaptureIntent = .manual,
+    initiator: TransactionInitiator = .customer,
+    type: AuthorizationType = .final
 ) -> AuthorizationRequest {
-    AuthorizationRequest(merchantReference: reference, amount: amount, paymentMethod: .token(token),
-                         captureIntent: intent, initiator: initiator, authorizationType: type)
+    AuthorizationRequest(
+        merchantReference: reference,
+        amount: amount,
+        paymentMethod: .token(token),
+        captureIntent: intent,
+        initiator: initiator,
+        authorizationType: type
+    )
 }
 
 /// The error code an operation throws, or nil when it succeeds.
@@ -43,8 +53,13 @@ func errorCode<T>(_ body: () throws -> T) -> AcquirerError.Code? {
 
 extension AcquirerModelState {
     /// Authorizes and expects an approval, returning the response.
-    mutating func approve(_ reference: String, _ amount: Money, token: String = "tok_visa", now: Date = monday,
-                          type: AuthorizationType = .final) throws -> AuthorizationResponse {
+    mutating func approve(
+        _ reference: String,
+        _ amount: Money,
+        token: String = "tok_visa",
+        now: Date = monday,
+        type: AuthorizationType = .final
+    ) throws -> AuthorizationResponse {
         let response = try authorize(authorization(reference, amount, token: token, type: type), now: now)
         guard response.responseCode.isApproved else { throw TestFailure("expected approval, got \(response.responseCode)") }
         return response

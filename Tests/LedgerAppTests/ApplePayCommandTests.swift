@@ -1,8 +1,8 @@
 import Foundation
 import LedgerApp
-import LedgerServices
 import LedgerPayments
 import LedgerPaymentsTesting
+import LedgerServices
 import LedgerTestSupport
 import Testing
 
@@ -31,11 +31,13 @@ import Testing
 
     func inspectPayU(_ extra: [String]) throws -> (status: Int32, output: String) {
         let vectors = try Self.vectors
-        return try ledgerd([
-            "applepay", "inspect", "--token", vectors.appendingPathComponent("payu-ec-v1/token.json").path,
-            "--private-key", vectors.appendingPathComponent("payu-ec-v1/private_key.pem").path,
-            "--root", vectors.appendingPathComponent("AppleRootCA-G3.pem").path,
-        ] + extra)
+        return try ledgerd(
+            [
+                "applepay", "inspect", "--token", vectors.appendingPathComponent("payu-ec-v1/token.json").path,
+                "--private-key", vectors.appendingPathComponent("payu-ec-v1/private_key.pem").path,
+                "--root", vectors.appendingPathComponent("AppleRootCA-G3.pem").path,
+            ] + extra
+        )
     }
 
     struct Inspected: Decodable {
@@ -108,7 +110,10 @@ import Testing
             #expect(output.contains(Data(hash).base64EncodedString()), "\(output)")
             #expect(!output.contains(String(try merchant.privateKeyPEM.split(separator: "\n")[1])))
         }
-        #expect(output.contains("EC key for EC_v1") && output.contains("RSA key for RSA_v1") && output.contains("Merchant ID: merchant.com.example.ledger"))
+        #expect(
+            output.contains("EC key for EC_v1") && output.contains("RSA key for RSA_v1")
+                && output.contains("Merchant ID: merchant.com.example.ledger")
+        )
         #expect(output.contains("LedgerPayments Test Root CA - G3") && output.contains("warning: Apple Root CA - G3 is not among"))
         #expect(output.contains("max signature age: 300 s") && output.hasSuffix("ok\n"))
     }
@@ -116,11 +121,16 @@ import Testing
     @Test func checkConfigFailsWhenNotConfiguredOrUnusable() throws {
         let none = try ledgerd(["applepay", "check-config"])
         #expect(none.status == 1 && none.output.contains("not configured"), "\(none.output)")
-        let missing = try ledgerd(["applepay", "check-config"], environment: [
-            "LEDGERD_APPLEPAY_PRIVATE_KEYS": "/nonexistent/key.pem", "LEDGERD_APPLEPAY_MERCHANT_ID": "merchant.com.example",
-        ])
-        #expect(missing.status == 1 && missing.output.contains("LEDGERD_APPLEPAY_PRIVATE_KEYS: /nonexistent/key.pem cannot be read"),
-                "\(missing.output)")
+        let missing = try ledgerd(
+            ["applepay", "check-config"],
+            environment: [
+                "LEDGERD_APPLEPAY_PRIVATE_KEYS": "/nonexistent/key.pem", "LEDGERD_APPLEPAY_MERCHANT_ID": "merchant.com.example",
+            ]
+        )
+        #expect(
+            missing.status == 1 && missing.output.contains("LEDGERD_APPLEPAY_PRIVATE_KEYS: /nonexistent/key.pem cannot be read"),
+            "\(missing.output)"
+        )
     }
 
     @Test func benchApplePayReportsAThroughput() throws {
@@ -155,8 +165,10 @@ import Testing
         #expect(applePay.keys.map(\.key.publicKeyHash) == (try fixture.merchants.map { try $0.merchantKey().publicKeyHash }))
 
         // Keys without certificates take the merchant identifier; the bundled Apple root is the default.
-        environment = ["LEDGERD_APPLEPAY_PRIVATE_KEYS": fixture.environment["LEDGERD_APPLEPAY_PRIVATE_KEYS"]!,
-                       "LEDGERD_APPLEPAY_MERCHANT_ID": "merchant.com.example.ledger"]
+        environment = [
+            "LEDGERD_APPLEPAY_PRIVATE_KEYS": fixture.environment["LEDGERD_APPLEPAY_PRIVATE_KEYS"]!,
+            "LEDGERD_APPLEPAY_MERCHANT_ID": "merchant.com.example.ledger",
+        ]
         let byIdentifier = try #require(try configuration(environment).applePay)
         #expect(byIdentifier.keys.allSatisfy { $0.certificate == nil })
         #expect(byIdentifier.keys.map(\.key.merchantIdentifierHash) == fixture.merchants.map(\.merchantIdentifierHash))
@@ -166,20 +178,33 @@ import Testing
 
     @Test func unusableApplePaySettingsStopTheConfigurationNamingTheVariable() throws {
         let fixture = try ApplePayPaymentTests.Fixture()
-        let keys = fixture.environment["LEDGERD_APPLEPAY_PRIVATE_KEYS"]!, certificates = fixture.environment["LEDGERD_APPLEPAY_CERTIFICATES"]!
+        let keys = fixture.environment["LEDGERD_APPLEPAY_PRIVATE_KEYS"]!
+        let certificates = fixture.environment["LEDGERD_APPLEPAY_CERTIFICATES"]!
         let other = try ApplePayPaymentTests.Fixture()
         let cases: [([String: String], String)] = [
             (["LEDGERD_APPLEPAY_PRIVATE_KEYS": keys], "LEDGERD_APPLEPAY_MERCHANT_ID is not set"),
             (["LEDGERD_APPLEPAY_CERTIFICATES": certificates], "LEDGERD_APPLEPAY_PRIVATE_KEYS is required"),
-            (["LEDGERD_APPLEPAY_PRIVATE_KEYS": keys, "LEDGERD_APPLEPAY_CERTIFICATES": other.environment["LEDGERD_APPLEPAY_CERTIFICATES"]!,
-              "LEDGERD_APPLEPAY_MERCHANT_ID": "m"], "no key in LEDGERD_APPLEPAY_PRIVATE_KEYS belongs to this certificate"),
-            (["LEDGERD_APPLEPAY_PRIVATE_KEYS": keys, "LEDGERD_APPLEPAY_CERTIFICATES": certificates,
-              "LEDGERD_APPLEPAY_MERCHANT_ID": "merchant.com.other"], "is not the merchant identifier of the certificate"),
+            (
+                [
+                    "LEDGERD_APPLEPAY_PRIVATE_KEYS": keys, "LEDGERD_APPLEPAY_CERTIFICATES": other.environment["LEDGERD_APPLEPAY_CERTIFICATES"]!,
+                    "LEDGERD_APPLEPAY_MERCHANT_ID": "m",
+                ], "no key in LEDGERD_APPLEPAY_PRIVATE_KEYS belongs to this certificate"
+            ),
+            (
+                [
+                    "LEDGERD_APPLEPAY_PRIVATE_KEYS": keys, "LEDGERD_APPLEPAY_CERTIFICATES": certificates,
+                    "LEDGERD_APPLEPAY_MERCHANT_ID": "merchant.com.other",
+                ], "is not the merchant identifier of the certificate"
+            ),
             (["LEDGERD_APPLEPAY_PRIVATE_KEYS": "\(keys),\(keys)", "LEDGERD_APPLEPAY_MERCHANT_ID": "m"], "holds the same key as"),
             (["LEDGERD_APPLEPAY_PRIVATE_KEYS": certificates, "LEDGERD_APPLEPAY_MERCHANT_ID": "m"], "LEDGERD_APPLEPAY_PRIVATE_KEYS: \(certificates)"),
             (["LEDGERD_APPLEPAY_PRIVATE_KEYS": keys, "LEDGERD_APPLEPAY_MERCHANT_ID": "m", "LEDGERD_APPLEPAY_ROOT": keys], "LEDGERD_APPLEPAY_ROOT"),
-            (["LEDGERD_APPLEPAY_PRIVATE_KEYS": keys, "LEDGERD_APPLEPAY_MERCHANT_ID": "m",
-              "LEDGERD_APPLEPAY_MAX_SIGNATURE_AGE_SECONDS": "0"], "LEDGERD_APPLEPAY_MAX_SIGNATURE_AGE_SECONDS"),
+            (
+                [
+                    "LEDGERD_APPLEPAY_PRIVATE_KEYS": keys, "LEDGERD_APPLEPAY_MERCHANT_ID": "m",
+                    "LEDGERD_APPLEPAY_MAX_SIGNATURE_AGE_SECONDS": "0",
+                ], "LEDGERD_APPLEPAY_MAX_SIGNATURE_AGE_SECONDS"
+            ),
         ]
         for (environment, expected) in cases {
             let message = try #require(configurationError(environment), "\(environment) was accepted")

@@ -4,13 +4,13 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerAcquirer
 import LedgerApp
-import LedgerServices
 import LedgerCore
-import LedgerHTTP
 import LedgerCoreTestSupport
+import LedgerHTTP
 import LedgerPayments
 import LedgerPaymentsTesting
 import LedgerPostgres
+import LedgerServices
 import LedgerTestSupport
 import Logging
 import PostgresNIO
@@ -28,7 +28,8 @@ import Testing
 
     /// The decrypted payload for a Clock with Standard shipping: 50.00 + 5.00 + 4.00 tax = 59.00 USD.
     static func payload(amount: Int = 5900, currency: String = "840", type: String = "3DSecure") -> String {
-        let paymentData = type == "EMV"
+        let paymentData =
+            type == "EMV"
             ? #"{"emvData":"nwIBAZ8nAYA=","encryptedPINData":""}"#
             : #"{"onlinePaymentCryptogram":"\#(cryptogram)","eciIndicator":"05"}"#
         return """
@@ -58,9 +59,11 @@ import Testing
             // Under .build (like the test cluster): the test keys stay out of /tmp and out of git.
             let directory = TestCluster.repositoryRoot.appendingPathComponent(".build/test-applepay/\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            var keys: [String] = [], certificates: [String] = []
+            var keys: [String] = []
+            var certificates: [String] = []
             for (index, merchant) in self.merchants.enumerated() {
-                let key = directory.appendingPathComponent("key-\(index).pem"), certificate = directory.appendingPathComponent("cert-\(index).pem")
+                let key = directory.appendingPathComponent("key-\(index).pem")
+                let certificate = directory.appendingPathComponent("cert-\(index).pem")
                 try merchant.privateKeyPEM.write(to: key, atomically: true, encoding: .utf8)
                 try merchant.certificatePEM.write(to: certificate, atomically: true, encoding: .utf8)
                 keys.append(key.path)
@@ -83,8 +86,10 @@ import Testing
     /// The request body with the token as a JSON object (or as base64 of its JSON).
     static func body(_ token: ApplePayToken, base64: Bool = false, applicationData: [UInt8]? = nil, amount: Int = 5900) throws -> Data {
         let json = try JSONEncoder().encode(token)
-        var extra: [String: Any] = ["gateway": "applepay",
-                                    "source": base64 ? json.base64EncodedString() : try JSONSerialization.jsonObject(with: json)]
+        var extra: [String: Any] = [
+            "gateway": "applepay",
+            "source": base64 ? json.base64EncodedString() : try JSONSerialization.jsonObject(with: json),
+        ]
         if let applicationData { extra["application_data"] = Data(applicationData).base64EncodedString() }
         return StorefrontDriver.paymentBody(amount: amount, extra: extra)
     }
@@ -95,11 +100,19 @@ import Testing
 
     /// Runs `body` against an app configured with `fixture` (Apple Pay off when nil), clock at the signing time.
     func withApplePay(
-        _ fixture: Fixture?, acquirer: RecordingAcquirer = RecordingAcquirer(), logger: Logger = TestCluster.logger,
+        _ fixture: Fixture?,
+        acquirer: RecordingAcquirer = RecordingAcquirer(),
+        logger: Logger = TestCluster.logger,
         _ body: @escaping @Sendable (any TestClientProtocol, ServiceContainer) async throws -> Void
     ) async throws {
-        try await TestApp.withApp(seed: true, acquirer: acquirer, clock: { testNow }, environment: fixture?.environment ?? [:],
-                              logger: logger, body)
+        try await TestApp.withApp(
+            seed: true,
+            acquirer: acquirer,
+            clock: { testNow },
+            environment: fixture?.environment ?? [:],
+            logger: logger,
+            body
+        )
     }
 
     func events(_ services: ServiceContainer) async throws -> [RecordedEvent] {
@@ -127,8 +140,18 @@ import Testing
             let requests = acquirer.requests.withLock { $0 }
             #expect(requests.count == 1)
             #expect(requests.first?.amount == Money(minorUnits: 5900, currency: .usd))
-            #expect(requests.first?.paymentMethod == .networkToken(NetworkTokenData(
-                network: .visa, tokenNumber: Self.dpan, expiration: "291130", cryptogram: Self.cryptogram, eci: "05")))
+            #expect(
+                requests.first?.paymentMethod
+                    == .networkToken(
+                        NetworkTokenData(
+                            network: .visa,
+                            tokenNumber: Self.dpan,
+                            expiration: "291130",
+                            cryptogram: Self.cryptogram,
+                            eci: "05"
+                        )
+                    )
+            )
 
             // The order, its stock, and the single-use marker went in one append.
             let log = try await events(services)
@@ -150,7 +173,9 @@ import Testing
     }
 
     @Test func rsaTokensAndRotatedKeysAreAccepted() async throws {
-        let old = try TestMerchant.ec(), new = try TestMerchant.ec(), rsa = try TestMerchant.rsa()
+        let old = try TestMerchant.ec()
+        let new = try TestMerchant.ec()
+        let rsa = try TestMerchant.rsa()
         let fixture = try Fixture(merchants: [new, old, rsa])
         try await withApplePay(fixture) { client, services in
             for merchant in [old, new, rsa] {
@@ -191,7 +216,8 @@ import Testing
             // Every table of the ledger schema, every column, as text.
             var stored: [String] = []
             let tables = try await services.client.query(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'ledger' AND table_type = 'BASE TABLE'")
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'ledger' AND table_type = 'BASE TABLE'"
+            )
             var names: [String] = []
             for try await name in tables.decode(String.self) { names.append(name) }
             #expect(names.contains("events") && names.contains("projection_rows"))

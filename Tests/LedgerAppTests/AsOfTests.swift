@@ -4,10 +4,10 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerAcquirer
 import LedgerApp
-import LedgerServices
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
+import LedgerServices
 import LedgerTestSupport
 import Testing
 
@@ -31,8 +31,12 @@ import Testing
         try await client.execute(uri: uri, method: .get, headers: Self.auditor) { response in
             let body = JSONValue.parse(String(buffer: response.body))
             let path = uri.split(separator: "?")[0]
-            let key = path.hasPrefix("/orders/") ? "order" : path.hasPrefix("/authorizations/") ? "authorization"
-                : path.hasPrefix("/products/") ? "product" : nil
+            let key =
+                path.hasPrefix("/orders/")
+                ? "order"
+                : path.hasPrefix("/authorizations/")
+                    ? "authorization"
+                    : path.hasPrefix("/products/") ? "product" : nil
             let state = response.status == .ok ? (key.map { body?[$0] } ?? body) : nil
             return (Answer(status: Int(response.status.code), state: state), body?["as_of"])
         }
@@ -50,8 +54,14 @@ import Testing
             + batches.map { "/settlements/\($0)" }
     }
 
-    func observe(_ step: String, _ client: any TestClientProtocol, _ services: ServiceContainer, _ orders: [String],
-                 batches: [String] = [], time: String? = nil) async throws -> Observation {
+    func observe(
+        _ step: String,
+        _ client: any TestClientProtocol,
+        _ services: ServiceContainer,
+        _ orders: [String],
+        batches: [String] = [],
+        time: String? = nil
+    ) async throws -> Observation {
         let head = try await services.store.head().position
         let recorded = try #require(try await services.store.event(at: head)).recordedAtMicros
         var answers: [String: Answer] = [:]
@@ -92,20 +102,31 @@ import Testing
             let catalogOnly = try await observe("catalog", client, services, [])
             observations.append(catalogOnly)
 
-            orders.append(try await storefront.placeOrder(client)); try await step("o1 paid")
-            orders.append(try await storefront.placeOrder(client, product: "Pen", amount: 3200)); try await step("o2 paid")
-            try await operate(orders[0], "capture", #"{"amount": "20.00"}"#); try await step("o1 partly captured")
+            orders.append(try await storefront.placeOrder(client))
+            try await step("o1 paid")
+            orders.append(try await storefront.placeOrder(client, product: "Pen", amount: 3200))
+            try await step("o2 paid")
+            try await operate(orders[0], "capture", #"{"amount": "20.00"}"#)
+            try await step("o1 partly captured")
             let (declined, text) = try await storefront.pay(client, StorefrontDriver.paymentBody(source: "tok_chargeDeclined"))
             #expect(declined.code == 402)
-            orders.append(try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8)).order_id); try await step("o3 declined")
-            try await operate(orders[1], "void", #"{"amount": "2.00"}"#); try await step("o2 partly voided")
-            try await operate(orders[0], "ship", #"{"carrier": "UPS"}"#); try await step("o1 shipped")
-            try await operate(orders[0], "refund", #"{"amount": "10.00", "reason": "scratched"}"#); try await step("o1 partly refunded")
-            orders.append(try await storefront.placeOrder(client)); try await step("o4 paid")
-            try await operate(orders[3], "void"); try await step("o4 voided")
+            orders.append(try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8)).order_id)
+            try await step("o3 declined")
+            try await operate(orders[1], "void", #"{"amount": "2.00"}"#)
+            try await step("o2 partly voided")
+            try await operate(orders[0], "ship", #"{"carrier": "UPS"}"#)
+            try await step("o1 shipped")
+            try await operate(orders[0], "refund", #"{"amount": "10.00", "reason": "scratched"}"#)
+            try await step("o1 partly refunded")
+            orders.append(try await storefront.placeOrder(client))
+            try await step("o4 paid")
+            try await operate(orders[3], "void")
+            try await step("o4 voided")
             orders.append(try await storefront.placeOrder(client, product: "Pen", amount: 3200))
-            try await operate(orders[4], "capture", #"{"amount": "5.00"}"#); try await step("o5 partly captured")
-            orders.append(try await storefront.placeOrder(client)); try await step("o6 paid")
+            try await operate(orders[4], "capture", #"{"amount": "5.00"}"#)
+            try await step("o5 partly captured")
+            orders.append(try await storefront.placeOrder(client))
+            try await step("o6 paid")
 
             // The day's settlement after its cut-off: o1's captures and refund, o5's capture.
             clock.set(TestApp.instant("2030-06-19T22:00:01Z"))
@@ -121,8 +142,14 @@ import Testing
             // Past the holds' expiry, before the sweeper: reads already show them lapsed. The time
             // is the application's (ahead of every later recorded_at), so it is compared at once.
             clock.advance(by: 8 * 86_400)
-            let lapsed = try await observe("lapsed, not swept", client, services, orders, batches: batches,
-                                           time: RFC3339.format(clock.now.epochMicroseconds))
+            let lapsed = try await observe(
+                "lapsed, not swept",
+                client,
+                services,
+                orders,
+                batches: batches,
+                time: RFC3339.format(clock.now.epochMicroseconds)
+            )
             #expect(lapsed.answers["/orders/\(orders[1])"]?.state?["status"] == .string("expired"))
             #expect(lapsed.answers["/orders/\(orders[4])"]?.state?["status"] == .string("captured"))
             try await compare(lapsed, client, timeOnly: true)
@@ -131,14 +158,18 @@ import Testing
             try await step("swept")
             orders.append(try await storefront.placeOrder(client))
             try await operate(orders[6], "capture", #"{"final": true}"#)
-            try await operate(orders[6], "ship"); try await step("o7 captured and shipped")
-            try await operate(orders[6], "refund", #"{"amount": "59.00", "reason": "returned"}"#); try await step("o7 refunded")
+            try await operate(orders[6], "ship")
+            try await step("o7 captured and shipped")
+            try await operate(orders[6], "refund", #"{"amount": "59.00", "reason": "returned"}"#)
+            try await step("o7 refunded")
 
             // Every step's live answers, asked again as of then.
             for observation in observations { try await compare(observation, client) }
             // The steps moved every status the day is about.
             let statuses = observations.flatMap { $0.answers.values.compactMap { $0.state?["status"] } }
-            for status in ["authorized", "partially_captured", "declined", "voided", "shipped", "partially_refunded", "expired", "captured", "refunded"] {
+            for status in [
+                "authorized", "partially_captured", "declined", "voided", "shipped", "partially_refunded", "expired", "captured", "refunded",
+            ] {
                 #expect(statuses.contains(.string(status)), "no step showed \(status)")
             }
             // Before an order existed, it does not exist as of then.
@@ -180,7 +211,8 @@ import Testing
                 }
             }
             // The answers agree because both lapsed the holds at the same instant, not because neither did.
-            let before = try #require(live[expiry - 1]), after = try #require(live[expiry])
+            let before = try #require(live[expiry - 1])
+            let after = try #require(live[expiry])
             #expect(before["/orders/\(authorized)"]?.state?["status"] == .string("authorized"))
             #expect(after["/orders/\(authorized)"]?.state?["status"] == .string("expired"))
             #expect(before["/orders/\(partly)"]?.state?["status"] == .string("partially_captured"))
@@ -199,8 +231,10 @@ import Testing
         try await TestApp.withApp(seed: true) { client, services in
             let id = try await storefront.placeOrder(client)
             let head = try await services.store.head().position
-            for (query, code) in [("abc", 400), ("-1", 400), ("\(head + 1)", 400), ("2999-01-01T00:00:00Z", 400),
-                                  ("2026-13-01T00:00:00Z", 400), ("\(head)", 200), ("1", 404)] {
+            for (query, code) in [
+                ("abc", 400), ("-1", 400), ("\(head + 1)", 400), ("2999-01-01T00:00:00Z", 400),
+                ("2026-13-01T00:00:00Z", 400), ("\(head)", 200), ("1", 404),
+            ] {
                 let (status, text) = try await client.execute(uri: "/orders/\(id)?as_of=\(query)", method: .get, headers: Self.auditor) {
                     (Int($0.status.code), String(buffer: $0.body))
                 }

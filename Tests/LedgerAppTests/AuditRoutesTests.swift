@@ -2,10 +2,10 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import LedgerApp
-import LedgerServices
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
+import LedgerServices
 import LedgerTestSupport
 import Testing
 
@@ -15,10 +15,20 @@ import Testing
 
     func seed(_ services: ServiceContainer, count: Int) async throws {
         for n in 1...count {
-            _ = try await services.writer.append(AppendRequest(
-                stream: StreamID("order-\(n % 3)")!, expectedVersion: .any,
-                events: [NewEvent(type: "SampleRecorded", data: #"{"n": \#(n), "note": "ü \"q\""}"#, effectiveAt: Date(timeIntervalSince1970: 1_800_000_000.25))],
-                metadata: EventMetadata(correlationID: "c-\(n)", actor: "test")))
+            _ = try await services.writer.append(
+                AppendRequest(
+                    stream: StreamID("order-\(n % 3)")!,
+                    expectedVersion: .any,
+                    events: [
+                        NewEvent(
+                            type: "SampleRecorded",
+                            data: #"{"n": \#(n), "note": "ü \"q\""}"#,
+                            effectiveAt: Date(timeIntervalSince1970: 1_800_000_000.25)
+                        )
+                    ],
+                    metadata: EventMetadata(correlationID: "c-\(n)", actor: "test")
+                )
+            )
         }
     }
 

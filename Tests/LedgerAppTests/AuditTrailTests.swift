@@ -3,10 +3,10 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import LedgerApp
-import LedgerServices
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
+import LedgerServices
 import LedgerTestSupport
 import PostgresNIO
 import Testing
@@ -51,10 +51,13 @@ import Testing
             let (status, text) = try await backOffice.history(client, id)
             #expect(status == 200, "\(text)")
             let history = try feed(text)
-            #expect(history.events.map(\.type).sorted() == [
-                "StockReserved", "OrderOpened", "AuthorizationHoldPlaced", "OrderAuthorized", "HoldCaptured", "OrderPaymentUpdated",
-                "HoldCaptured", "OrderShipped", "StockSold", "HoldRefunded", "OrderPaymentUpdated",
-            ].sorted())
+            #expect(
+                history.events.map(\.type).sorted()
+                    == [
+                        "StockReserved", "OrderOpened", "AuthorizationHoldPlaced", "OrderAuthorized", "HoldCaptured", "OrderPaymentUpdated",
+                        "HoldCaptured", "OrderShipped", "StockSold", "HoldRefunded", "OrderPaymentUpdated",
+                    ].sorted()
+            )
             #expect(history.events.map(\.position) == history.events.map(\.position).sorted())
             #expect(Set(history.events.map(\.stream)) == ["order-\(id)", "hold-\(id)", "product-clock"])
             // Exactly the log's events that name the order, as stored.
@@ -88,7 +91,10 @@ import Testing
                 ("from=\(RFC3339.format(mid))", EventFilter(fromMicros: mid)),
                 ("to=\(RFC3339.format(mid))", EventFilter(toMicros: mid)),
                 ("correlation_id=\(someCorrelation)", EventFilter(correlationID: someCorrelation)),
-                ("type=StockReserved&from=\(RFC3339.format(mid))&stream_prefix=product-", EventFilter(types: ["StockReserved"], streamPrefix: "product-", fromMicros: mid)),
+                (
+                    "type=StockReserved&from=\(RFC3339.format(mid))&stream_prefix=product-",
+                    EventFilter(types: ["StockReserved"], streamPrefix: "product-", fromMicros: mid)
+                ),
             ]
             for (query, filter) in cases {
                 let expected = all.filter { filter.matches($0, correlationID: correlation($0)) }.map(\.position)
@@ -107,8 +113,10 @@ import Testing
                     #expect(seen == expected, "\(query) limit \(limit)")
                 }
             }
-            for (query, field) in [("type=", "type"), ("from=yesterday", "from"), ("to=2026-02-30T00:00:00Z", "to"),
-                                   ("stream_prefix=", "stream_prefix"), ("colour=red", "colour"), ("limit=0", "limit")] {
+            for (query, field) in [
+                ("type=", "type"), ("from=yesterday", "from"), ("to=2026-02-30T00:00:00Z", "to"),
+                ("stream_prefix=", "stream_prefix"), ("colour=red", "colour"), ("limit=0", "limit"),
+            ] {
                 let (status, text) = try await get(client, "/events?\(query)")
                 #expect(status == 400 && text.contains(#""field":"\#(field)""#), "\(query): \(text)")
             }
@@ -120,13 +128,18 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-cp-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let key = CheckpointKey.generate(), stranger = CheckpointKey.generate()
-        let publicKey = directory.appendingPathComponent("checkpoint.pub"), strangerKey = directory.appendingPathComponent("stranger.pub")
+        let key = CheckpointKey.generate()
+        let stranger = CheckpointKey.generate()
+        let publicKey = directory.appendingPathComponent("checkpoint.pub")
+        let strangerKey = directory.appendingPathComponent("stranger.pub")
         try Data(key.publicKeyPEM.utf8).write(to: publicKey)
         try Data(stranger.publicKeyPEM.utf8).write(to: strangerKey)
         let db = try await TestDatabase.fresh()
         try await TestApp.withApp(
-            seed: true, database: db, environment: ["LEDGERD_DATA_DIR": directory.path], checkpointKey: key
+            seed: true,
+            database: db,
+            environment: ["LEDGERD_DATA_DIR": directory.path],
+            checkpointKey: key
         ) { client, services in
             _ = try await storefront.placeOrder(client)
             var headers = Self.operatorKey
@@ -153,8 +166,13 @@ import Testing
             for _ in 0..<2 { _ = try await storefront.placeOrder(client) }
             func verify(_ keyFile: URL = publicKey, _ checkpointFile: URL = file) async throws -> CheckpointVerification.Outcome {
                 try await db.withApp { client in
-                    try await CheckpointVerification.run(client: client, checkpointFile: checkpointFile.path,
-                                                         publicKeyFile: keyFile.path, sql: true, logger: TestCluster.logger)
+                    try await CheckpointVerification.run(
+                        client: client,
+                        checkpointFile: checkpointFile.path,
+                        publicKeyFile: keyFile.path,
+                        sql: true,
+                        logger: TestCluster.logger
+                    )
                 }
             }
             var outcome = try await verify()
@@ -172,15 +190,20 @@ import Testing
             // A superuser removes the tail back into the signed prefix and moves the head to match:
             // the chain alone still verifies; the checkpoint names the first missing position.
             let cut = signed.position - 3
-            try await db.tamper("""
+            try await db.tamper(
+                """
                 DELETE FROM ledger.events WHERE position > \(cut);
                 UPDATE ledger.head SET position = \(cut), hash = (SELECT hash FROM ledger.events WHERE position = \(cut))
-                """)
+                """
+            )
             #expect(try await services.verifier.verify().ok)
             #expect(try await services.verifier.verifyInDatabase().ok)
             outcome = try await verify()
             #expect(!outcome.ok, "\(outcome.lines)")
-            #expect(outcome.lines.contains { $0.hasPrefix("swift verifier") && $0.contains("chain broken at position \(cut + 1)") }, "\(outcome.lines)")
+            #expect(
+                outcome.lines.contains { $0.hasPrefix("swift verifier") && $0.contains("chain broken at position \(cut + 1)") },
+                "\(outcome.lines)"
+            )
             #expect(outcome.lines.contains { $0.hasPrefix("sql verifier") && $0.contains("chain broken at position \(cut + 1)") }, "\(outcome.lines)")
         }
         // Without a key the endpoint says so, and appends nothing.
@@ -195,7 +218,8 @@ import Testing
     }
 
     @Test func theDailyCheckpointFallsAtTheCloseInItsTimeZone() throws {
-        let utc = TimeZone(identifier: "UTC")!, newYork = TimeZone(identifier: "America/New_York")!
+        let utc = TimeZone(identifier: "UTC")!
+        let newYork = TimeZone(identifier: "America/New_York")!
         func at(_ text: String) -> Date { Date(epochMicroseconds: RFC3339.micros(text)!) }
         #expect(CheckpointScheduler.next(after: at("2026-11-21T12:00:00Z"), hour: 23, minute: 59, timeZone: utc) == at("2026-11-21T23:59:00Z"))
         #expect(CheckpointScheduler.next(after: at("2026-11-21T23:59:00Z"), hour: 23, minute: 59, timeZone: utc) == at("2026-11-22T23:59:00Z"))
@@ -204,7 +228,9 @@ import Testing
         #expect(CheckpointScheduler.next(after: at("2026-03-08T12:00:00Z"), hour: 23, minute: 59, timeZone: newYork) == at("2026-03-09T03:59:00Z"))
         #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_CHECKPOINT_TIME": "25:00"]) }
         #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_CHECKPOINT_TIME_ZONE": "Mars/Olympus"]) }
-        let configured = try LedgerConfiguration.load(environment: ["LEDGERD_CHECKPOINT_TIME": "17:30", "LEDGERD_CHECKPOINT_TIME_ZONE": "Europe/Paris"])
+        let configured = try LedgerConfiguration.load(environment: [
+            "LEDGERD_CHECKPOINT_TIME": "17:30", "LEDGERD_CHECKPOINT_TIME_ZONE": "Europe/Paris",
+        ])
         #expect(configured.checkpointTime == (17, 30) && configured.checkpointTimeZone.identifier == "Europe/Paris")
     }
 
@@ -219,12 +245,14 @@ import Testing
         #expect(fromPEM.publicKeyHex == key.publicKeyHex)
         // A PEM written by OpenSSL for RFC 8032's first test key (its seed 9d61…7f60, its public key d75a…511a).
         let openssl = directory.appendingPathComponent("openssl.pem")
-        try Data("""
+        try Data(
+            """
             -----BEGIN PRIVATE KEY-----
             MC4CAQAwBQYDK2VwBCIEIJ1hsZ3v/VpguoRK9JLsLMREScVpezJpGXA7rAMcrn9g
             -----END PRIVATE KEY-----
 
-            """.utf8).write(to: openssl)
+            """.utf8
+        ).write(to: openssl)
         #expect(try CheckpointKey(contentsOf: openssl.path).publicKeyHex == "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a")
         let hex = directory.appendingPathComponent("k.hex")
         try Data("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a\n".utf8).write(to: hex)
@@ -275,7 +303,8 @@ import Testing
             #expect(Array(after.prefix(before.count)) == before)
             #expect(after.dropFirst(before.count).map(\.type) == ["ContactErased", "ContactErased"])
             #expect(!after.map { $0.data + $0.metadata }.joined().contains("jane"))
-            let swiftChain = try await services.verifier.verify(), sqlChain = try await services.verifier.verifyInDatabase()
+            let swiftChain = try await services.verifier.verify()
+            let sqlChain = try await services.verifier.verifyInDatabase()
             #expect(swiftChain.ok && sqlChain == swiftChain)
             // The money: the order reads as before; its history shows the erasure.
             #expect(JSONValue.sameObject(try await get(client, "/orders/\(id)").1, orderBefore))

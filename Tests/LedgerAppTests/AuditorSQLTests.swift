@@ -1,9 +1,9 @@
 import Foundation
 import LedgerAcquirer
 import LedgerApp
-import LedgerServices
 import LedgerCore
 import LedgerPostgres
+import LedgerServices
 import LedgerTestSupport
 import Testing
 
@@ -16,7 +16,8 @@ import Testing
     static func documentedSQL() throws -> String {
         let readme = try String(contentsOf: TestCluster.repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
         guard let start = readme.range(of: "<!-- auditor-sql -->\n```sql\n"),
-              let end = readme.range(of: "```\n<!-- /auditor-sql -->", range: start.upperBound..<readme.endIndex) else {
+            let end = readme.range(of: "```\n<!-- /auditor-sql -->", range: start.upperBound..<readme.endIndex)
+        else {
             throw TestFailure("README.md has no <!-- auditor-sql --> block")
         }
         return String(readme[start.upperBound..<end.lowerBound])
@@ -28,7 +29,9 @@ import Testing
     }
 
     static var psql: String? {
-        let candidates = ["/usr/bin/psql", "/usr/local/bin/psql"] + ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? [])
+        let candidates =
+            ["/usr/bin/psql", "/usr/local/bin/psql"]
+            + ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? [])
             .sorted().reversed().map { "/usr/lib/postgresql/\($0)/bin/psql" }
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
@@ -40,8 +43,11 @@ import Testing
         defer { try? FileManager.default.removeItem(at: file) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try #require(Self.psql, "psql is not installed (apt-get install -y postgresql-client)"))
-        process.arguments = ["-X", "--csv", "-v", "ON_ERROR_STOP=1", "-h", database.endpoint.socketDirectory,
-                             "-p", String(database.endpoint.port), "-U", user, "-d", database.name, "-f", file.path]
+        process.arguments =
+            [
+                "-X", "--csv", "-v", "ON_ERROR_STOP=1", "-h", database.endpoint.socketDirectory,
+                "-p", String(database.endpoint.port), "-U", user, "-d", database.name, "-f", file.path,
+            ]
             + variables.sorted { $0.key < $1.key }.flatMap { ["-v", "\($0.key)=\($0.value)"] }
         let output = Pipe()
         process.standardOutput = output
@@ -68,8 +74,10 @@ import Testing
             let history = try await services.store.orderHistory(id)
             #expect(history.contains { $0.type == "SettlementBatchClosed" })
             let signed = try #require(try await services.store.event(at: 20))
-            let variables = ["order": id, "as_of": RFC3339.format(asOfMicros), "position": "20",
-                             "checkpoint_position": "20", "checkpoint_hash": Hex.encode(signed.hash)]
+            let variables = [
+                "order": id, "as_of": RFC3339.format(asOfMicros), "position": "20",
+                "checkpoint_position": "20", "checkpoint_hash": Hex.encode(signed.hash),
+            ]
 
             let (status, output) = try psql(sql, database: db, user: "ledger_auditor", variables: variables)
             #expect(status == 0, "\(output)")
@@ -86,8 +94,12 @@ import Testing
             #expect(lines.contains("20,t,t"), "\(output)")
 
             // A tampered event is named by the same queries (and the auditor could not have done it).
-            let (refused, denied) = try psql("UPDATE ledger.events SET data = '{}' WHERE position = 20;", database: db,
-                                             user: "ledger_auditor", variables: [:])
+            let (refused, denied) = try psql(
+                "UPDATE ledger.events SET data = '{}' WHERE position = 20;",
+                database: db,
+                user: "ledger_auditor",
+                variables: [:]
+            )
             #expect(refused != 0 && denied.contains("permission denied"), "\(denied)")
             try await db.tamper(#"UPDATE ledger.events SET metadata = '{"actor": "mallory"}' WHERE position = 7"#)
             let (_, after) = try psql(sql, database: db, user: "ledger_auditor", variables: variables)

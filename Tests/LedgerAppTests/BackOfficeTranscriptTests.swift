@@ -32,18 +32,29 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let transcript = Mutex("")
         try await TestApp.withApp(
-            seed: true, acquirer: acquirer, clock: { clock.now }, environment: ["LEDGERD_DATA_DIR": directory.path],
+            seed: true,
+            acquirer: acquirer,
+            clock: { clock.now },
+            environment: ["LEDGERD_DATA_DIR": directory.path],
             checkpointKey: CheckpointKey.generate()
         ) { client, services in
             var log: [String] = []
-            func call(_ method: HTTPRequest.Method, _ uri: String, _ body: String? = nil, key: String? = TestApp.auditorKey,
-                      accept: String? = nil) async throws -> String {
+            func call(
+                _ method: HTTPRequest.Method,
+                _ uri: String,
+                _ body: String? = nil,
+                key: String? = TestApp.auditorKey,
+                accept: String? = nil
+            ) async throws -> String {
                 var headers: HTTPFields = [:]
                 if body != nil { headers[.contentType] = method == .post && uri.hasSuffix("/reports") ? "text/csv" : "application/json" }
                 if let key { headers[.authorization] = "Bearer \(key)" }
                 if let accept { headers[.accept] = accept }
                 let (status, point, text) = try await client.execute(
-                    uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) }
+                    uri: uri,
+                    method: method,
+                    headers: headers,
+                    body: body.map { ByteBuffer(string: $0) }
                 ) { response in
                     let point = [StateRoutes.asOfPositionHeader, StateRoutes.asOfTimeHeader].compactMap { name in
                         response.headers[name].map { "\(name): \($0)" }

@@ -1,9 +1,9 @@
 import Foundation
 import HummingbirdTesting
 import LedgerApp
-import LedgerServices
 import LedgerCore
 import LedgerPostgres
+import LedgerServices
 import LedgerTestSupport
 import Testing
 

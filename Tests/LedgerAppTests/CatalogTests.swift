@@ -2,9 +2,9 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import LedgerApp
-import LedgerServices
 import LedgerCore
 import LedgerPostgres
+import LedgerServices
 import LedgerTestSupport
 import Testing
 
@@ -22,15 +22,34 @@ import Testing
             let products = try await storefront.inventory(client)
             #expect(products.count == 12)
             #expect(products.map(\.name) == DemoCatalog.products.map(\.name))
-            #expect(products.first == Product(
-                id: "clock", name: "Clock", description: "Wooden clock", image_uri: "clock.png", price: "50.00",
-                currency: "USD", quantity_on_hand: 10, reserved: 0, available: 10))
+            #expect(
+                products.first
+                    == Product(
+                        id: "clock",
+                        name: "Clock",
+                        description: "Wooden clock",
+                        image_uri: "clock.png",
+                        price: "50.00",
+                        currency: "USD",
+                        quantity_on_hand: 10,
+                        reserved: 0,
+                        available: 10
+                    )
+            )
             #expect(products.first { $0.name == "Pencil" }?.price == "0.50")
             let methods = try await storefront.shippingMethods(client)
             #expect(methods.map(\.name) == ["Free", "Standard", "Expedited"])
-            #expect(methods[1] == ShippingMethod(
-                id: "standard", name: "Standard", description: "Delivers in four days", price: "5.00", currency: "USD",
-                transit_days: 4))
+            #expect(
+                methods[1]
+                    == ShippingMethod(
+                        id: "standard",
+                        name: "Standard",
+                        description: "Delivers in four days",
+                        price: "5.00",
+                        currency: "USD",
+                        transit_days: 4
+                    )
+            )
             // Every product's picture is there, ours, and served.
             for product in products {
                 try await client.execute(uri: "/product_image/\(product.image_uri)", method: .get) { response in

@@ -28,7 +28,9 @@ import Testing
 
     @Test func flagsWinOverTheEnvironment() throws {
         let configuration = try LedgerConfiguration.load(
-            flags: ["ledgerd.port": .init(.int(9000), isSecret: false)], environment: ["LEDGERD_PORT": "8080"])
+            flags: ["ledgerd.port": .init(.int(9000), isSecret: false)],
+            environment: ["LEDGERD_PORT": "8080"]
+        )
         #expect(configuration.port == 9000)
     }
 

@@ -1,8 +1,8 @@
 import Foundation
 import LedgerApp
-import LedgerServices
 import LedgerCore
 import LedgerHTTP
+import LedgerServices
 import LedgerTestSupport
 import Testing
 
@@ -36,8 +36,10 @@ import FoundationNetworking
         }
         #expect(health.1.contains(#""status":"up""#) || health.1.contains(#""status": "up""#))
         #expect(health.1.contains("last_position"))
-        #expect(!DaemonProcess.processes(mentioning: dataDirectory.path).filter { $0 != process.processIdentifier }.isEmpty,
-                "the embedded PostgreSQL should be running")
+        #expect(
+            !DaemonProcess.processes(mentioning: dataDirectory.path).filter { $0 != process.processIdentifier }.isEmpty,
+            "the embedded PostgreSQL should be running"
+        )
 
         // Back-office commands talk to the running daemon with the operator key it generated.
         var payment = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/payment")!)
@@ -56,8 +58,10 @@ import FoundationNetworking
         // Settlement runs in the daemon too: the last closed business day (nothing, or a finished batch),
         // a weekend day refused, and a report naming no batch of this ledger refused.
         let settle = try DaemonProcess.run(["settle"] + base)
-        #expect(settle.status == 0 && (settle.output.contains("nothing to settle") || settle.output.contains("payout_scheduled")),
-                "\(settle.output)")
+        #expect(
+            settle.status == 0 && (settle.output.contains("nothing to settle") || settle.output.contains("payout_scheduled")),
+            "\(settle.output)"
+        )
         let weekend = try DaemonProcess.run(["settle", "--business-date", "2026-06-20"] + base)
         #expect(weekend.status != 0 && weekend.output.contains("not_a_business_day"), "\(weekend.output)")
         let report = dataDirectory.deletingLastPathComponent().appendingPathComponent("\(dataDirectory.lastPathComponent)-report.csv")
@@ -106,21 +110,28 @@ import FoundationNetworking
         // The auditor's offline tools on the same ledger.
         let data = ["--data-dir", dataDirectory.path]
         let proved = try DaemonProcess.run(
-            ["audit", "verify", "--checkpoint", checkpointFile.path, "--public-key", keyFile.path + ".pub", "--sql"] + data)
+            ["audit", "verify", "--checkpoint", checkpointFile.path, "--public-key", keyFile.path + ".pub", "--sql"] + data
+        )
         #expect(proved.status == 0 && proved.output.contains("checkpoint signature: valid"), "\(proved.output)")
         let strangerKey = dataDirectory.appendingPathComponent("stranger.pem")
         _ = try DaemonProcess.run(["audit", "keygen", "--out", strangerKey.path])
-        let forged = try DaemonProcess.run(["audit", "verify", "--checkpoint", checkpointFile.path, "--public-key", strangerKey.path + ".pub"] + data)
+        let forged = try DaemonProcess.run(
+            ["audit", "verify", "--checkpoint", checkpointFile.path, "--public-key", strangerKey.path + ".pub"] + data
+        )
         #expect(forged.status == 1 && forged.output.contains("INVALID"), "\(forged.output)")
         let csvFile = dataDirectory.appendingPathComponent("export.csv")
         let export = try DaemonProcess.run(["audit", "export", "--format", "csv", "--from", "2", "--to", "6", "--output", csvFile.path] + data)
         #expect(export.status == 0, "\(export.output)")
         let records = try CSVReader.records(String(contentsOf: csvFile, encoding: .utf8))
-        #expect(records.first == AuditExport.csvColumns && records.dropFirst().filter { $0 != [""] }.map { $0[0] } == ["2", "3", "4", "5", "6"],
-                "\(records.prefix(3))")
+        #expect(
+            records.first == AuditExport.csvColumns && records.dropFirst().filter { $0 != [""] }.map { $0[0] } == ["2", "3", "4", "5", "6"],
+            "\(records.prefix(3))"
+        )
         let history = try DaemonProcess.run(["audit", "history", "--order", orderID] + data)
-        #expect(history.status == 0 && history.output.contains(#""type":"HoldCaptured""#) && history.output.contains("StockReserved"),
-                "\(history.output)")
+        #expect(
+            history.status == 0 && history.output.contains(#""type":"HoldCaptured""#) && history.output.contains("StockReserved"),
+            "\(history.output)"
+        )
         let stream = try DaemonProcess.run(["audit", "history", "hold-\(orderID)", "--format", "csv"] + data)
         #expect(stream.status == 0 && stream.output.contains("AuthorizationHoldPlaced"), "\(stream.output)")
         let checkpointPosition = try JSONDecoder().decode(CheckpointFile.self, from: signed).checkpoint.position
@@ -133,7 +144,8 @@ import FoundationNetworking
         let offlineCheckpoint = try DaemonProcess.run(["audit", "checkpoint", "--key", keyFile.path] + data)
         #expect(offlineCheckpoint.status == 0 && offlineCheckpoint.output.contains("ledgerd-checkpoint-v1"), "\(offlineCheckpoint.output)")
         let stillProved = try DaemonProcess.run(
-            ["audit", "verify", "--checkpoint", checkpointFile.path, "--public-key", keyFile.path + ".pub"] + data)
+            ["audit", "verify", "--checkpoint", checkpointFile.path, "--public-key", keyFile.path + ".pub"] + data
+        )
         #expect(stillProved.status == 0, "\(stillProved.output)")
         #expect(DaemonProcess.processes(mentioning: dataDirectory.path).isEmpty, "an audit command left PostgreSQL running")
 
@@ -142,8 +154,10 @@ import FoundationNetworking
         try FileManager.default.copyItem(at: TestCluster.migrationsDirectory, to: edited)
         let first = edited.appendingPathComponent("0001_create_event_log.sql")
         try (String(contentsOf: first, encoding: .utf8) + "\n-- edited after it was applied\n").write(to: first, atomically: true, encoding: .utf8)
-        let stopped = try DaemonProcess.run(["serve", "--port", "\(port)", "--data-dir", dataDirectory.path],
-                                     migrationsDirectory: edited)
+        let stopped = try DaemonProcess.run(
+            ["serve", "--port", "\(port)", "--data-dir", dataDirectory.path],
+            migrationsDirectory: edited
+        )
         #expect(stopped.status != 0)
         #expect(stopped.output.contains("0001_create_event_log.sql was changed after it was applied"), "\(stopped.output)")
         #expect(DaemonProcess.processes(mentioning: dataDirectory.path).isEmpty, "a refused start left PostgreSQL running")

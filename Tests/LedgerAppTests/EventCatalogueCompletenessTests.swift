@@ -4,9 +4,9 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerAcquirer
 import LedgerApp
-import LedgerServices
 import LedgerCore
 import LedgerPostgres
+import LedgerServices
 import LedgerTestSupport
 import PostgresNIO
 import Testing
@@ -44,8 +44,13 @@ import Testing
         var faults = FaultConfiguration()
         faults.shortPayPayout = FaultKnob(probability: Rate(numerator: 1, denominator: 1))
         let acquirer = AcquirerModel(seed: 7, configuration: AcquirerModelConfiguration(faults: faults), clock: clock.reading)
-        try await TestApp.withApp(seed: true, acquirer: acquirer, clock: { clock.now }, environment: ["LEDGERD_DATA_DIR": directory.path],
-                              checkpointKey: CheckpointKey.generate()) { client, services in
+        try await TestApp.withApp(
+            seed: true,
+            acquirer: acquirer,
+            clock: { clock.now },
+            environment: ["LEDGERD_DATA_DIR": directory.path],
+            checkpointKey: CheckpointKey.generate()
+        ) { client, services in
             func expectOK(_ reply: (HTTPResponse.Status, String), _ what: String) {
                 #expect((200..<300).contains(reply.0.code), "\(what): \(reply.1)")
             }
@@ -74,10 +79,15 @@ import Testing
             clock.set(TestApp.instant("2026-06-22T22:00:01Z"))
             _ = try await backOffice.settle(client, "2026-06-22")
             let found = try #require(try await backOffice.reconciliation(client, first).breaks.first?.break_id)
-            expectOK(try await client.execute(
-                uri: "/reconciliation/breaks/\(found)/resolve", method: .post,
-                headers: [.authorization: "Bearer \(TestApp.operatorKey)", .contentType: "application/json"],
-                body: ByteBuffer(string: #"{"reason": "acquirer ticket 42"}"#)) { ($0.status, String(buffer: $0.body)) }, "resolve")
+            expectOK(
+                try await client.execute(
+                    uri: "/reconciliation/breaks/\(found)/resolve",
+                    method: .post,
+                    headers: [.authorization: "Bearer \(TestApp.operatorKey)", .contentType: "application/json"],
+                    body: ByteBuffer(string: #"{"reason": "acquirer ticket 42"}"#)
+                ) { ($0.status, String(buffer: $0.body)) },
+                "resolve"
+            )
 
             // The untouched hold lapses.
             clock.set(TestApp.instant("2026-06-26T10:00:00Z"))
@@ -86,19 +96,32 @@ import Testing
 
             // A signed checkpoint, an erasure, and new prices from a catalog import.
             let operatorJSON: HTTPFields = [.authorization: "Bearer \(TestApp.operatorKey)", .contentType: "application/json"]
-            expectOK(try await client.execute(uri: "/audit/checkpoints", method: .post, headers: operatorJSON) {
-                ($0.status, String(buffer: $0.body))
-            }, "checkpoint")
-            expectOK(try await client.execute(uri: "/privacy/erasures", method: .post, headers: operatorJSON,
-                                              body: ByteBuffer(string: #"{"customer": "jane@example.com"}"#)) {
-                ($0.status, String(buffer: $0.body))
-            }, "erasure")
+            expectOK(
+                try await client.execute(uri: "/audit/checkpoints", method: .post, headers: operatorJSON) {
+                    ($0.status, String(buffer: $0.body))
+                },
+                "checkpoint"
+            )
+            expectOK(
+                try await client.execute(
+                    uri: "/privacy/erasures",
+                    method: .post,
+                    headers: operatorJSON,
+                    body: ByteBuffer(string: #"{"customer": "jane@example.com"}"#)
+                ) {
+                    ($0.status, String(buffer: $0.body))
+                },
+                "erasure"
+            )
             let prices = """
                 {"products": [{"name": "Clock", "description": "Wooden clock", "price": "55.00", "stock": 20}],
                  "shipping_methods": [{"name": "Standard", "description": "Delivers in four days", "transit_days": 4, "price": "6.00"}]}
                 """
-            let imported = try await CatalogImport.parse(prices, format: "json").run(client: services.client, now: clock.now,
-                                                                                       logger: TestCluster.logger)
+            let imported = try await CatalogImport.parse(prices, format: "json").run(
+                client: services.client,
+                now: clock.now,
+                logger: TestCluster.logger
+            )
             #expect(imported.priceChanged.count == 2, "\(imported)")
 
             try await Self.expectEveryTypeRegistered(services, including: Self.expectedTypes)
@@ -122,7 +145,8 @@ import Testing
     static func expectEveryTypeRegistered(_ services: ServiceContainer, including expected: Set<String>) async throws {
         var seen: Set<String> = []
         let rows = try await services.client.query(
-            "SELECT type, schema_version, split_part(stream_id, '-', 1), count(*) FROM ledger.events GROUP BY 1, 2, 3 ORDER BY 1, 3")
+            "SELECT type, schema_version, split_part(stream_id, '-', 1), count(*) FROM ledger.events GROUP BY 1, 2, 3 ORDER BY 1, 3"
+        )
         for try await (type, version, streamCategory, count) in rows.decode((String, Int32, String, Int64).self) {
             seen.insert(type)
             guard let entry = EventCatalogue.entry(forType: type) else {

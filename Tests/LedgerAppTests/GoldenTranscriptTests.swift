@@ -4,8 +4,8 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerAcquirer
 import LedgerApp
-import LedgerServices
 import LedgerCore
+import LedgerServices
 import LedgerTestSupport
 import Synchronization
 import Testing
@@ -26,19 +26,28 @@ import Testing
         let transcript = Mutex("")
         try await TestApp.withApp(seed: true, acquirer: acquirer, clock: { clock.now }) { client, _ in
             var log: [String] = []
-            func call(_ method: HTTPRequest.Method, _ uri: String, _ body: String? = nil, key: String? = nil,
-                      idempotency: String? = nil) async throws -> String {
+            func call(
+                _ method: HTTPRequest.Method,
+                _ uri: String,
+                _ body: String? = nil,
+                key: String? = nil,
+                idempotency: String? = nil
+            ) async throws -> String {
                 var headers: HTTPFields = [:]
                 if body != nil { headers[.contentType] = "application/json" }
                 if let key { headers[.authorization] = "Bearer \(key)" }
                 if let idempotency { headers[HTTPField.Name("Idempotency-Key")!] = idempotency }
                 let (status, text) = try await client.execute(
-                    uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) }
+                    uri: uri,
+                    method: method,
+                    headers: headers,
+                    body: body.map { ByteBuffer(string: $0) }
                 ) { ($0.status, String(buffer: $0.body)) }
                 log.append("\(method) \(uri)\(body.map { " " + $0 } ?? "")\n\(status.code)\n\(text)\n")
                 return text
             }
-            let op = TestApp.operatorKey, auditor = TestApp.auditorKey
+            let op = TestApp.operatorKey
+            let auditor = TestApp.auditorKey
             _ = try await call(.get, "/inventory")
             _ = try await call(.get, "/shipping_methods")
             let payment = Self.canonical(StorefrontDriver.paymentBody())

@@ -4,11 +4,11 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerAcquirer
 import LedgerApp
-import LedgerServices
 import LedgerCore
-import LedgerHTTP
 import LedgerCoreTestSupport
+import LedgerHTTP
 import LedgerPostgres
+import LedgerServices
 import LedgerTestSupport
 import Synchronization
 import Testing
@@ -34,8 +34,10 @@ import Testing
             #expect(reply.status == "partially_captured" && reply.payment?.captured == "20.00" && reply.payment?.open == "39.00")
             (status, text) = try await backOffice.operate(client, id, "capture", #"{"amount": "30.00", "final": true}"#)
             reply = try decode(text)
-            #expect(reply.status == "captured" && reply.payment?.captured == "50.00" && reply.payment?.reversed == "9.00"
-                    && reply.payment?.open == "0.00")
+            #expect(
+                reply.status == "captured" && reply.payment?.captured == "50.00" && reply.payment?.reversed == "9.00"
+                    && reply.payment?.open == "0.00"
+            )
             // Captured is not sold: the goods are still in the warehouse until they ship.
             var clock = try await storefront.clockRow(client)
             #expect(clock.quantity_on_hand == 10 && clock.reserved == 1)
@@ -162,8 +164,11 @@ import Testing
     }
 
     func authorizations(_ client: any TestClientProtocol, _ query: String) async throws -> (HTTPResponse.Status, HoldPage?) {
-        try await client.execute(uri: "/authorizations\(query)", method: .get,
-                                 headers: [.authorization: "Bearer \(TestApp.auditorKey)"]) { response in
+        try await client.execute(
+            uri: "/authorizations\(query)",
+            method: .get,
+            headers: [.authorization: "Bearer \(TestApp.auditorKey)"]
+        ) { response in
             (response.status, try? JSONDecoder().decode(HoldPage.self, from: Data(buffer: response.body)))
         }
     }
@@ -202,8 +207,14 @@ import Testing
             let captured = try await storefront.placeOrder(client)
             // The acquirer applied these, but the ledger never heard (the recorder crashed after the call).
             _ = try await model.reverse(ReversalRequest(authorizationReference: voided, modificationReference: "\(voided)-void-lost"))
-            _ = try await model.capture(CaptureRequest(authorizationReference: captured, modificationReference: "\(captured)-capture-lost",
-                                                       amount: Money(minorUnits: 2_000, currency: .usd), isFinal: false))
+            _ = try await model.capture(
+                CaptureRequest(
+                    authorizationReference: captured,
+                    modificationReference: "\(captured)-capture-lost",
+                    amount: Money(minorUnits: 2_000, currency: .usd),
+                    isFinal: false
+                )
+            )
             clock.advance(by: 8 * 86_400)
             #expect(try await services.holds.expireDue() == 1)
             #expect(try await backOffice.order(client, voided).status == "voided")
@@ -234,8 +245,11 @@ import Testing
 
     @Test func lapsedHoldsStopReservingAtOnceAndTwoSweepersExpireEachExactlyOnce() async throws {
         let clock = SimulatedClock(Date())
-        let model = AcquirerModel(seed: 7, configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: 20_000, currency: .usd)),
-                                  clock: { clock.now })
+        let model = AcquirerModel(
+            seed: 7,
+            configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: 20_000, currency: .usd)),
+            clock: { clock.now }
+        )
         let database = try await TestDatabase.fresh()
         try await TestApp.withApp(seed: true, database: database, acquirer: model, clock: { clock.now }) { client, services in
             try await TestApp.withApp(database: database, acquirer: model, clock: { clock.now }) { _, other in
@@ -337,14 +351,18 @@ import Testing
                 var statuses = Set<String>()
                 for raw in ids.all {
                     let id = OrderID(raw)!
-                    let order = OrderState.fold(try await servicesA.store.readStream(id.streamID).map { event -> OrderEvent in
-                        guard case .order(let e) = try DomainEvent.decode(event) else { preconditionFailure() }
-                        return e
-                    })!
-                    let hold = HoldState.fold(try await servicesA.store.readStream(id.holdStreamID).map { event -> HoldEvent in
-                        guard case .hold(let e) = try DomainEvent.decode(event) else { preconditionFailure() }
-                        return e
-                    })!
+                    let order = OrderState.fold(
+                        try await servicesA.store.readStream(id.streamID).map { event -> OrderEvent in
+                            guard case .order(let e) = try DomainEvent.decode(event) else { preconditionFailure() }
+                            return e
+                        }
+                    )!
+                    let hold = HoldState.fold(
+                        try await servicesA.store.readStream(id.holdStreamID).map { event -> HoldEvent in
+                            guard case .hold(let e) = try DomainEvent.decode(event) else { preconditionFailure() }
+                            return e
+                        }
+                    )!
                     statuses.insert(order.status.rawValue)
                     let balance = hold.balance
                     if !balance.satisfiesIdentity { found.append("\(id): identity \(balance)") }
@@ -357,10 +375,12 @@ import Testing
                         found.append("\(id): unknown at the acquirer")
                     }
                     for line in order.lines where products[line.productID] == nil {
-                        products[line.productID] = ProductState.fold(try await servicesA.store.readStream(line.productID.streamID).map { event -> ProductEvent in
-                            guard case .product(let e) = try DomainEvent.decode(event) else { preconditionFailure() }
-                            return e
-                        })
+                        products[line.productID] = ProductState.fold(
+                            try await servicesA.store.readStream(line.productID.streamID).map { event -> ProductEvent in
+                                guard case .product(let e) = try DomainEvent.decode(event) else { preconditionFailure() }
+                                return e
+                            }
+                        )
                     }
                     let held = products[order.lines[0].productID]?.reservations[id]
                     if order.holdsStock != (held != nil) { found.append("\(id): \(order.status) but reservation \(held ?? 0)") }
@@ -378,8 +398,14 @@ import Testing
                 #expect(found.isEmpty, "seed \(seed) (LEDGER_PROPERTY_SEED): \(found.joined(separator: "; "))")
                 // The run must have exercised every kind of change, or it proves little.
                 let types = Set(try await servicesA.store.read(from: 1, limit: 1_000_000).map(\.type))
-                let exercised: Set<String> = ["HoldCaptured", "HoldIncremented", "HoldReversed", "HoldRefunded", "HoldExpired", "OrderShipped", "StockSold", "ReservationReleased"]
-                #expect(types.isSuperset(of: exercised), "seed \(seed): missing \(exercised.subtracting(types).sorted()), final statuses \(statuses.sorted())")
+                let exercised: Set<String> = [
+                    "HoldCaptured", "HoldIncremented", "HoldReversed", "HoldRefunded", "HoldExpired", "OrderShipped", "StockSold",
+                    "ReservationReleased",
+                ]
+                #expect(
+                    types.isSuperset(of: exercised),
+                    "seed \(seed): missing \(exercised.subtracting(types).sorted()), final statuses \(statuses.sorted())"
+                )
             }
         }
     }

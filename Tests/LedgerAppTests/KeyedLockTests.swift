@@ -1,7 +1,8 @@
 import Foundation
-@testable import LedgerServices
 import Synchronization
 import Testing
+
+@testable import LedgerServices
 
 @Suite struct KeyedLockTests {
     /// Who is inside the lock for each key, the most ever inside at once, and the order of entry.

@@ -2,10 +2,10 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import LedgerApp
-import LedgerServices
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
+import LedgerServices
 import LedgerTestSupport
 import PostgresNIO
 import Testing

@@ -4,10 +4,10 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerAcquirer
 import LedgerApp
-import LedgerServices
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
+import LedgerServices
 import LedgerTestSupport
 import Synchronization
 import Testing
@@ -61,9 +61,12 @@ import Testing
 
     @Test func aCardWhoseOpenToBuyIsUsedUpIsDeclined51() async throws {
         let limited = AcquirerModel(
-            seed: 7, configuration: AcquirerModelConfiguration(creditLimits: [
-                CreditLimit(token: "tok_visa", limit: Money(minorUnits: 10_000, currency: .usd))]),
-            clock: { Date() })
+            seed: 7,
+            configuration: AcquirerModelConfiguration(creditLimits: [
+                CreditLimit(token: "tok_visa", limit: Money(minorUnits: 10_000, currency: .usd))
+            ]),
+            clock: { Date() }
+        )
         try await TestApp.withApp(seed: true, acquirer: limited) { client, _ in
             #expect(try await storefront.pay(client, StorefrontDriver.paymentBody()).0 == .ok)
             let (status, text) = try await storefront.pay(client, StorefrontDriver.paymentBody())
@@ -184,8 +187,12 @@ import Testing
         acquirer.crash.withLock { $0 = .none }
         now.withLock { $0 = $0.addingTimeInterval(121) }
         try await TestApp.withApp(seed: true, database: db, acquirer: acquirer, clock: clock) { client, services in
-            let recovery = RecoveryService(payments: services.payments, interval: .seconds(60), policy: .standard,
-                                           logger: TestCluster.logger)
+            let recovery = RecoveryService(
+                payments: services.payments,
+                interval: .seconds(60),
+                policy: .standard,
+                logger: TestCluster.logger
+            )
             // The restarted daemon's own recovery loop sweeps at start too: whichever sweeper gets there first
             // resolves the order, exactly once (appends are version-checked); then nothing is left to resolve.
             #expect(try await recovery.sweep() <= 1)
@@ -199,12 +206,18 @@ import Testing
             let held = try await acquirer.model.query(merchantReference: orderID)
             let row = try await storefront.clockRow(client)
             if acquirerApproved {
-                guard case .found(let details) = held else { Issue.record("the acquirer lost the hold"); return }
+                guard case .found(let details) = held else {
+                    Issue.record("the acquirer lost the hold")
+                    return
+                }
                 #expect(details.status == .open)
                 #expect(row.reserved == 1)
                 #expect(try await services.eventCount(type: "AuthorizationHoldPlaced") == 1)
             } else {
-                guard case .notFound = held else { Issue.record("unexpected hold"); return }
+                guard case .notFound = held else {
+                    Issue.record("unexpected hold")
+                    return
+                }
                 #expect(row.reserved == 0 && row.available == 10)
             }
         }

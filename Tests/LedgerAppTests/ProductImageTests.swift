@@ -2,8 +2,8 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import LedgerApp
-import LedgerServices
 import LedgerHTTP
+import LedgerServices
 import Testing
 
 @Suite struct PlaceholderImageTests {
@@ -54,8 +54,10 @@ import Testing
         try Data(PlaceholderImage.png(for: "Clock")).write(to: images.appendingPathComponent("clock.png"))
         try Data("secret".utf8).write(to: root.appendingPathComponent("secret.png"))
         try Data("hidden".utf8).write(to: images.appendingPathComponent(".hidden.png"))
-        try FileManager.default.createSymbolicLink(at: images.appendingPathComponent("link.png"),
-                                                   withDestinationURL: root.appendingPathComponent("secret.png"))
+        try FileManager.default.createSymbolicLink(
+            at: images.appendingPathComponent("link.png"),
+            withDestinationURL: root.appendingPathComponent("secret.png")
+        )
         let router = Router(context: BasicRequestContext.self)
         router.add(middleware: ErrorMiddleware())
         ProductImageRoutes(directory: images).register(on: router)

@@ -1,10 +1,10 @@
 import Foundation
 import LedgerAcquirer
 import LedgerApp
-import LedgerServices
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
+import LedgerServices
 import LedgerTestSupport
 import Testing
 
@@ -20,8 +20,10 @@ import FoundationNetworking
 ///
 /// Time is rehearsed (`LEDGERD_CLOCK_START`): each daemon starts at the instant the test needs.
 @Suite(.serialized) struct SettlementCrashTests {
-    static let points = ["settlement.opened", "settlement.closed", "settlement.accepted", "settlement.storing_report",
-                         "settlement.submitted", "settlement.cleared", "settlement.payout_scheduled"]
+    static let points = [
+        "settlement.opened", "settlement.closed", "settlement.accepted", "settlement.storing_report",
+        "settlement.submitted", "settlement.cleared", "settlement.payout_scheduled",
+    ]
     /// One business day per fault point (Monday 2026-06-15 onwards, weekends skipped).
     static let days = ["2026-06-15", "2026-06-16", "2026-06-17", "2026-06-18", "2026-06-19", "2026-06-22", "2026-06-23", "2026-06-24"]
 
@@ -30,10 +32,15 @@ import FoundationNetworking
 
     func start(clock: String, crashAt: String? = nil) async throws -> DaemonProcess {
         let daemon = try await DaemonProcess.start(
-            dataDirectory: dataDirectory, port: port, logFile: dataDirectory.appendingPathComponent("daemon.log"),
-            environment: ["LEDGERD_CLOCK_START": clock, "LEDGERD_FAULT_CRASH_AT": crashAt, "LEDGERD_LOG_LEVEL": "warning",
-                          "LEDGERD_EXPIRY_INTERVAL_SECONDS": "3600"],
-            attempts: 480)
+            dataDirectory: dataDirectory,
+            port: port,
+            logFile: dataDirectory.appendingPathComponent("daemon.log"),
+            environment: [
+                "LEDGERD_CLOCK_START": clock, "LEDGERD_FAULT_CRASH_AT": crashAt, "LEDGERD_LOG_LEVEL": "warning",
+                "LEDGERD_EXPIRY_INTERVAL_SECONDS": "3600",
+            ],
+            attempts: 480
+        )
         try #require(daemon.process.isRunning, "ledgerd did not come up:\n\(daemon.output())")
         _ = try #require(daemon.operatorKey, "ledgerd wrote no operator key")
         return daemon
@@ -53,7 +60,11 @@ import FoundationNetworking
             #expect(status == 200, "\(text)")
             modifications += 1
             if n == 0 {
-                let (refunded, refundText) = try await daemon.request("POST", "/orders/\(order)/refund", #"{"amount": "1.00", "reason": "crash test"}"#)
+                let (refunded, refundText) = try await daemon.request(
+                    "POST",
+                    "/orders/\(order)/refund",
+                    #"{"amount": "1.00", "reason": "crash test"}"#
+                )
                 #expect(refunded == 200, "\(refundText)")
                 modifications += 1
             }
@@ -78,8 +89,11 @@ import FoundationNetworking
             let doomed = try await start(clock: "\(day)T22:00:05Z", crashAt: point)
             _ = try? await doomed.request("POST", "/settlements/run", #"{"business_date": "\#(day)"}"#)
             for _ in 0..<240 where doomed.process.isRunning { try await Task.sleep(for: .milliseconds(250)) }
-            #expect(!doomed.process.isRunning && doomed.process.terminationReason == .uncaughtSignal
-                    && doomed.process.terminationStatus == SIGKILL, "\(point): the daemon was not killed")
+            #expect(
+                !doomed.process.isRunning && doomed.process.terminationReason == .uncaughtSignal
+                    && doomed.process.terminationStatus == SIGKILL,
+                "\(point): the daemon was not killed"
+            )
 
             // The next daemon completes the batch with exactly the day's items.
             daemon = try await start(clock: "\(day)T22:01:00Z")
@@ -100,8 +114,10 @@ import FoundationNetworking
         let settle = try DaemonProcess.run(
             ["settle", "--business-date", last, "--url", "http://127.0.0.1:\(port)", "--data-dir", dataDirectory.path])
         #expect(settle.status == 0, "\(settle.output)")
-        for expected in ["settling \(last)", "OrderLedgerStore-USD-\(last)  selected 3 items", "recorded SettlementBatchClosed",
-                         "submitting 3 items", "reconciled", "batch  ", "payout_scheduled"] {
+        for expected in [
+            "settling \(last)", "OrderLedgerStore-USD-\(last)  selected 3 items", "recorded SettlementBatchClosed",
+            "submitting 3 items", "reconciled", "batch  ", "payout_scheduled",
+        ] {
             #expect(settle.output.contains(expected), "missing \(expected) in:\n\(settle.output)")
         }
         var references: [String] = []
@@ -122,7 +138,10 @@ import FoundationNetworking
         try await daemon.stop()
         // The auditor's offline check: the chain, and every batch's items against its closed event.
         let audit = try DaemonProcess.run(["audit", "verify", "--settlements", "--data-dir", dataDirectory.path])
-        #expect(audit.status == 0 && audit.output.contains("settlements:    8 closed batches")
-                && audit.output.contains("every batch's items agree"), "\(audit.output)")
+        #expect(
+            audit.status == 0 && audit.output.contains("settlements:    8 closed batches")
+                && audit.output.contains("every batch's items agree"),
+            "\(audit.output)"
+        )
     }
 }

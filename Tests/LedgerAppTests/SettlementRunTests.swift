@@ -5,14 +5,15 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerAcquirer
 import LedgerApp
-@testable import LedgerServices
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
 import LedgerTestSupport
-import Synchronization
 import PostgresNIO
+import Synchronization
 import Testing
+
+@testable import LedgerServices
 
 /// End-of-day settlement through the real router, database and acquirer model: money conservation,
 /// the cut-off boundary, the funding calendar, re-runs, resuming a batch, and refusals.
@@ -27,9 +28,12 @@ import Testing
     }
 
     func resolve(_ client: any TestClientProtocol, _ id: String, _ body: String) async throws -> (HTTPResponse.Status, String) {
-        try await client.execute(uri: "/reconciliation/breaks/\(id)/resolve", method: .post,
-                                 headers: [.authorization: "Bearer \(TestApp.operatorKey)", .contentType: "application/json"],
-                                 body: ByteBuffer(string: body)) { ($0.status, String(buffer: $0.body)) }
+        try await client.execute(
+            uri: "/reconciliation/breaks/\(id)/resolve",
+            method: .post,
+            headers: [.authorization: "Bearer \(TestApp.operatorKey)", .contentType: "application/json"],
+            body: ByteBuffer(string: body)
+        ) { ($0.status, String(buffer: $0.body)) }
     }
 
     static let knobs: [(String, String)] = [
@@ -86,8 +90,10 @@ import Testing
             head += 1
             #expect(try await services.store.head().position == head)
             let after = try await reconciliation(client, id)
-            #expect(after.open_breaks == 0 && after.breaks.first?.resolution_reason == "acquirer ticket 42"
-                    && after.breaks.first?.resolved_by?.hasPrefix("operator") == true)
+            #expect(
+                after.open_breaks == 0 && after.breaks.first?.resolution_reason == "acquirer ticket 42"
+                    && after.breaks.first?.resolved_by?.hasPrefix("operator") == true
+            )
             let (again, againText) = try await resolve(client, breakID, #"{"reason": "twice"}"#)
             #expect(again == .conflict && againText.contains("already_resolved"))
         }
@@ -237,14 +243,23 @@ import Testing
             SELECT a.batch_id, s.position, s.kind, s.order_id, s.modification_reference, s.psp_modification_reference, s.currency,
                    s.amount_minor, ledger.epoch_us(s.recorded_at)
             FROM ledger.settlement_assignments a JOIN ledger.settlement_items s ON s.position = a.position ORDER BY s.position
-            """)
+            """
+        )
         var batches: [String: [SettlementBatchItem]] = [:]
         for try await (batch, position, kind, order, ours, theirs, code, units, micros)
-            in rows.decode((String, Int64, String, String, String, String, String, Int64, Int64).self) {
-            batches[batch, default: []].append(SettlementBatchItem(
-                kind: SettlementItemKind(rawValue: kind)!, orderID: order, modificationReference: ours, pspModificationReference: theirs,
-                amount: Money(minorUnits: units, currency: Currency(code: code)!), recordedAt: Date(epochMicroseconds: micros),
-                position: position))
+            in rows.decode((String, Int64, String, String, String, String, String, Int64, Int64).self)
+        {
+            batches[batch, default: []].append(
+                SettlementBatchItem(
+                    kind: SettlementItemKind(rawValue: kind)!,
+                    orderID: order,
+                    modificationReference: ours,
+                    pspModificationReference: theirs,
+                    amount: Money(minorUnits: units, currency: Currency(code: code)!),
+                    recordedAt: Date(epochMicroseconds: micros),
+                    position: position
+                )
+            )
         }
         return batches
     }
@@ -297,21 +312,40 @@ import Testing
             let c = try await storefront.placeOrder(client)
             try await capture(client, c, #"{"amount": "7.00"}"#)
             let batchID = "OrderLedgerStore-USD-2026-06-19"
-            let opened = SettlementBatchOpened(batchID: batchID, merchantAccount: "OrderLedgerStore", currency: .usd,
-                                               businessDate: BusinessDate("2026-06-19")!, cutOffAt: Self.instant("2026-06-19T22:00:00Z"),
-                                               pinnedPosition: try await services.store.head().position)
-            _ = try await services.writer.append(AppendRequest(
-                stream: SettlementBatch.streamID(batchID: batchID), expectedVersion: .noStream,
-                events: [try SettlementEvent.opened(opened).newEvent(eventID: UUID(), effectiveAt: clock.now)]))
+            let opened = SettlementBatchOpened(
+                batchID: batchID,
+                merchantAccount: "OrderLedgerStore",
+                currency: .usd,
+                businessDate: BusinessDate("2026-06-19")!,
+                cutOffAt: Self.instant("2026-06-19T22:00:00Z"),
+                pinnedPosition: try await services.store.head().position
+            )
+            _ = try await services.writer.append(
+                AppendRequest(
+                    stream: SettlementBatch.streamID(batchID: batchID),
+                    expectedVersion: .noStream,
+                    events: [try SettlementEvent.opened(opened).newEvent(eventID: UUID(), effectiveAt: clock.now)]
+                )
+            )
             let head = try await services.store.head().position
             for (captures, gross) in [(2, Int64(1400)), (1, Int64(701)), (0, Int64(0))] {
                 let forged = SettlementBatchClosed(
-                    batchID: batchID, captureCount: captures, refundCount: 0, grossCredit: Money(minorUnits: gross, currency: .usd),
-                    grossDebit: .zero(.usd), gross: Money(minorUnits: gross, currency: .usd), itemsSHA256: "forged")
+                    batchID: batchID,
+                    captureCount: captures,
+                    refundCount: 0,
+                    grossCredit: Money(minorUnits: gross, currency: .usd),
+                    grossDebit: .zero(.usd),
+                    gross: Money(minorUnits: gross, currency: .usd),
+                    itemsSHA256: "forged"
+                )
                 await #expect(throws: AppendError.settlementItemsMismatch) {
-                    _ = try await services.writer.append(AppendRequest(
-                        stream: SettlementBatch.streamID(batchID: batchID), expectedVersion: .exact(1),
-                        events: [try SettlementEvent.closed(forged).newEvent(eventID: UUID(), effectiveAt: clock.now)]))
+                    _ = try await services.writer.append(
+                        AppendRequest(
+                            stream: SettlementBatch.streamID(batchID: batchID),
+                            expectedVersion: .exact(1),
+                            events: [try SettlementEvent.closed(forged).newEvent(eventID: UUID(), effectiveAt: clock.now)]
+                        )
+                    )
                 }
             }
             #expect(try await services.store.head().position == head)
@@ -338,11 +372,13 @@ import Testing
             }
             try await db.withOwner { owner in
                 try await owner.query("ALTER TABLE ledger.settlement_assignments DISABLE TRIGGER settlement_assignments_append_only")
-                try await owner.query("""
+                try await owner.query(
+                    """
                     UPDATE ledger.settlement_assignments a SET batch_id = 'OrderLedgerStore-USD-2026-06-18'
                     FROM ledger.settlement_items s
                     WHERE s.position = a.position AND a.batch_id = 'OrderLedgerStore-USD-2026-06-17' AND s.kind = 'refund'
-                    """)
+                    """
+                )
                 try await owner.query("ALTER TABLE ledger.settlement_assignments ENABLE TRIGGER settlement_assignments_append_only")
             }
             audit = try await SettlementService.auditItems(client: services.client, logger: TestCluster.logger)
@@ -355,8 +391,10 @@ import Testing
     @Test func theCutOffFollowsTheMerchantsZoneAndHolidaysMoveThePayout() async throws {
         // New York, cut-off 18:00: on 2026-03-06 (Friday, standard time) that is 23:00 UTC.
         let clock = SimulatedClock(Self.instant("2026-03-06T15:00:00Z"))
-        let environment = ["LEDGERD_SETTLEMENT_TIME_ZONE": "America/New_York", "LEDGERD_SETTLEMENT_CUT_OFF": "18:00",
-                           "LEDGERD_SETTLEMENT_HOLIDAYS": "2026-03-09"]
+        let environment = [
+            "LEDGERD_SETTLEMENT_TIME_ZONE": "America/New_York", "LEDGERD_SETTLEMENT_CUT_OFF": "18:00",
+            "LEDGERD_SETTLEMENT_HOLIDAYS": "2026-03-09",
+        ]
         try await TestApp.withApp(seed: true, clock: { clock.now }, environment: environment) { client, _ in
             let id = try await storefront.placeOrder(client)
             try await capture(client, id)
@@ -381,12 +419,23 @@ import Testing
             // A run that recorded "opened" and died: the batch is pinned to the ledger as it was then.
             let pinned = try await services.store.head().position
             let cutOff = Self.instant("2026-06-17T22:00:00Z")
-            let opened = SettlementEvent.opened(SettlementBatchOpened(
-                batchID: "OrderLedgerStore-USD-2026-06-17", merchantAccount: "OrderLedgerStore", currency: .usd,
-                businessDate: BusinessDate("2026-06-17")!, cutOffAt: cutOff, pinnedPosition: pinned))
-            _ = try await services.writer.append(AppendRequest(
-                stream: SettlementBatch.streamID(batchID: "OrderLedgerStore-USD-2026-06-17"), expectedVersion: .noStream,
-                events: [try opened.newEvent(eventID: UUID(), effectiveAt: clock.now)]))
+            let opened = SettlementEvent.opened(
+                SettlementBatchOpened(
+                    batchID: "OrderLedgerStore-USD-2026-06-17",
+                    merchantAccount: "OrderLedgerStore",
+                    currency: .usd,
+                    businessDate: BusinessDate("2026-06-17")!,
+                    cutOffAt: cutOff,
+                    pinnedPosition: pinned
+                )
+            )
+            _ = try await services.writer.append(
+                AppendRequest(
+                    stream: SettlementBatch.streamID(batchID: "OrderLedgerStore-USD-2026-06-17"),
+                    expectedVersion: .noStream,
+                    events: [try opened.newEvent(eventID: UUID(), effectiveAt: clock.now)]
+                )
+            )
             // Captured before the cut-off but after the pin: the next business day's batch.
             let second = try await storefront.placeOrder(client)
             try await capture(client, second, #"{"amount": "30.00"}"#)
@@ -426,15 +475,22 @@ import Testing
             #expect(try SettlementReportCSV().parse(csv).filter { $0.type == .settled }.count == 1)
             #expect(try await reconciliation(client, "OrderLedgerStore-USD-2026-06-17").breaks.isEmpty)
             let settlementEvents = try await services.store.readStream(SettlementBatch.streamID(batchID: "OrderLedgerStore-USD-2026-06-17"))
-            #expect(settlementEvents.map(\.type) == ["SettlementBatchOpened", "SettlementBatchClosed", "SettlementBatchSubmitted",
-                                                     "SettlementBatchCleared", "SettlementPayoutScheduled"])
+            #expect(
+                settlementEvents.map(\.type) == [
+                    "SettlementBatchOpened", "SettlementBatchClosed", "SettlementBatchSubmitted",
+                    "SettlementBatchCleared", "SettlementPayoutScheduled",
+                ]
+            )
         }
     }
 
     func postReport(_ client: any TestClientProtocol, _ csv: String) async throws -> (HTTPResponse.Status, String) {
-        try await client.execute(uri: "/reconciliation/reports", method: .post,
-                                 headers: [.authorization: "Bearer \(TestApp.operatorKey)", .contentType: "text/csv"],
-                                 body: ByteBuffer(string: csv)) { ($0.status, String(buffer: $0.body)) }
+        try await client.execute(
+            uri: "/reconciliation/reports",
+            method: .post,
+            headers: [.authorization: "Bearer \(TestApp.operatorKey)", .contentType: "text/csv"],
+            body: ByteBuffer(string: csv)
+        ) { ($0.status, String(buffer: $0.body)) }
     }
 
     @Test func aReportExportedAndReingestedReconcilesCleanAndAnEditedOneBreaks() async throws {
@@ -483,15 +539,23 @@ import Testing
         try await TestApp.withApp(seed: true, clock: { clock.now }) { client, _ in
             let id = try await storefront.placeOrder(client)
             try await capture(client, id)
-            let headers: HTTPFields = [.contentType: "application/json", .accept: "application/x-ndjson",
-                                       .authorization: "Bearer \(TestApp.operatorKey)"]
+            let headers: HTTPFields = [
+                .contentType: "application/json", .accept: "application/x-ndjson",
+                .authorization: "Bearer \(TestApp.operatorKey)",
+            ]
             let (early, earlyText) = try await client.execute(
-                uri: "/settlements/run", method: .post, headers: headers, body: ByteBuffer(string: #"{"business_date": "2026-06-19"}"#)
+                uri: "/settlements/run",
+                method: .post,
+                headers: headers,
+                body: ByteBuffer(string: #"{"business_date": "2026-06-19"}"#)
             ) { ($0.status, String(buffer: $0.body)) }
             #expect(early == .conflict && earlyText.contains("cut_off_not_reached"))
             clock.set(Self.instant("2026-06-19T22:00:01Z"))
             let (status, contentType, text) = try await client.execute(
-                uri: "/settlements/run", method: .post, headers: headers, body: ByteBuffer(string: #"{"business_date": "2026-06-19"}"#)
+                uri: "/settlements/run",
+                method: .post,
+                headers: headers,
+                body: ByteBuffer(string: #"{"business_date": "2026-06-19"}"#)
             ) { ($0.status, $0.headers[.contentType], String(buffer: $0.body)) }
             #expect(status == .ok && contentType == "application/x-ndjson")
             let lines = text.split(separator: "\n").map(String.init)
@@ -556,8 +620,14 @@ final class FlakySubmitAcquirer: AcquirerModelWrapper, Sendable {
         self.failure = failure
     }
 
-    func submitBatch(_ h: SettlementBatchHeader, pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?) async throws(AcquirerError) -> SettlementReceipt {
-        let first = failed.withLock { done in defer { done = true }; return !done }
+    func submitBatch(
+        _ h: SettlementBatchHeader,
+        pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?
+    ) async throws(AcquirerError) -> SettlementReceipt {
+        let first = failed.withLock { done in
+            defer { done = true }
+            return !done
+        }
         guard first else { return try await model.submitBatch(h, pages: pages) }
         if failure == .answerLost { _ = try await model.submitBatch(h, pages: pages) }
         throw AcquirerError(.unavailable, "simulated crash around the submission")

@@ -1,8 +1,8 @@
 import Foundation
 import LedgerAcquirer
 import LedgerApp
-import LedgerServices
 import LedgerCore
+import LedgerServices
 import Testing
 
 @Suite struct SettlementSettingsTests {
@@ -20,8 +20,10 @@ import Testing
         #expect(set.cutOff.timeZoneIdentifier == "Europe/Berlin" && set.cutOff.secondsAfterMidnight == 17 * 3600 + 1800)
         #expect(set.calendar.holidays == [BusinessDate("2026-12-25")!, BusinessDate("2026-12-26")!])
         #expect(set.fundingLagBusinessDays == 2 && set.runAtCutOff)
-        for (key, value) in [("LEDGERD_SETTLEMENT_TIME_ZONE", "Mars/Olympus"), ("LEDGERD_SETTLEMENT_CUT_OFF", "25:00"),
-                             ("LEDGERD_SETTLEMENT_HOLIDAYS", "christmas"), ("LEDGERD_SETTLEMENT_FUNDING_LAG_DAYS", "-1")] {
+        for (key, value) in [
+            ("LEDGERD_SETTLEMENT_TIME_ZONE", "Mars/Olympus"), ("LEDGERD_SETTLEMENT_CUT_OFF", "25:00"),
+            ("LEDGERD_SETTLEMENT_HOLIDAYS", "christmas"), ("LEDGERD_SETTLEMENT_FUNDING_LAG_DAYS", "-1"),
+        ] {
             #expect(throws: ConfigurationError.self, "\(key)=\(value)") { try LedgerConfiguration.load(environment: [key: value]) }
         }
     }

@@ -2,9 +2,9 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import LedgerApp
-import LedgerServices
 import LedgerCore
 import LedgerPostgres
+import LedgerServices
 import LedgerTestSupport
 import Logging
 import PostgresNIO
@@ -38,9 +38,13 @@ import Testing
                 #expect(health.status == "ok" && health.database.status == "up" && health.database.last_position == 0)
             }
             for n in 0..<3 {
-                _ = try await services.writer.append(AppendRequest(
-                    stream: StreamID("sample-1")!, expectedVersion: .any,
-                    events: [NewEvent(type: "SampleRecorded", data: #"{"n": \#(n)}"#, effectiveAt: Date())]))
+                _ = try await services.writer.append(
+                    AppendRequest(
+                        stream: StreamID("sample-1")!,
+                        expectedVersion: .any,
+                        events: [NewEvent(type: "SampleRecorded", data: #"{"n": \#(n)}"#, effectiveAt: Date())]
+                    )
+                )
             }
             try await client.execute(uri: "/health", method: .get) { response in
                 let health = try JSONDecoder().decode(HealthBody.self, from: Data(buffer: response.body))
@@ -51,10 +55,16 @@ import Testing
 
     @Test func metricsAreInPrometheusTextFormat() async throws {
         try await TestApp.withApp { client, services in
-            _ = try await services.writer.append(AppendRequest(
-                stream: StreamID("sample-1")!, expectedVersion: .any,
-                events: [NewEvent(type: "SampleRecorded", data: "{}", effectiveAt: Date()),
-                         NewEvent(type: "SampleRecorded", data: "{}", effectiveAt: Date())]))
+            _ = try await services.writer.append(
+                AppendRequest(
+                    stream: StreamID("sample-1")!,
+                    expectedVersion: .any,
+                    events: [
+                        NewEvent(type: "SampleRecorded", data: "{}", effectiveAt: Date()),
+                        NewEvent(type: "SampleRecorded", data: "{}", effectiveAt: Date()),
+                    ]
+                )
+            )
             try await client.execute(uri: "/health", method: .get) { _ in }
             try await client.execute(uri: "/nowhere", method: .get) { _ in }
             try await client.execute(uri: "/metrics", method: .get) { response in

@@ -19,16 +19,56 @@ import Testing
     static func batch(through stage: SettlementBatchState.Stage) -> SettlementBatchState {
         let id = batchID
         let events: [SettlementEvent] = [
-            .opened(SettlementBatchOpened(batchID: id, merchantAccount: "OrderLedgerStore", currency: usd,
-                                          businessDate: date("2026-06-17"), cutOffAt: cutOff, pinnedPosition: 40)),
-            .closed(SettlementBatchClosed(batchID: id, captureCount: 2, refundCount: 1, grossCredit: money(6900), grossDebit: money(500),
-                                          gross: money(6400), itemsSHA256: String(repeating: "a", count: 64))),
-            .submitted(SettlementBatchSubmitted(batchID: id, batchNumber: 1664749, reportSHA256: String(repeating: "b", count: 64),
-                                                reportLineCount: 4)),
-            .cleared(SettlementBatchCleared(batchID: id, lineCount: 4, gross: money(6400), interchange: money(97), schemeFees: money(9),
-                                            markup: money(55), commission: money(0), net: money(6239))),
-            .payoutScheduled(SettlementPayoutScheduled(batchID: id, payoutReference: "19C516E65415CDF9", amount: money(6239),
-                                                       valueDate: date("2026-06-18"), expectedValueDate: date("2026-06-18"))),
+            .opened(
+                SettlementBatchOpened(
+                    batchID: id,
+                    merchantAccount: "OrderLedgerStore",
+                    currency: usd,
+                    businessDate: date("2026-06-17"),
+                    cutOffAt: cutOff,
+                    pinnedPosition: 40
+                )
+            ),
+            .closed(
+                SettlementBatchClosed(
+                    batchID: id,
+                    captureCount: 2,
+                    refundCount: 1,
+                    grossCredit: money(6900),
+                    grossDebit: money(500),
+                    gross: money(6400),
+                    itemsSHA256: String(repeating: "a", count: 64)
+                )
+            ),
+            .submitted(
+                SettlementBatchSubmitted(
+                    batchID: id,
+                    batchNumber: 1_664_749,
+                    reportSHA256: String(repeating: "b", count: 64),
+                    reportLineCount: 4
+                )
+            ),
+            .cleared(
+                SettlementBatchCleared(
+                    batchID: id,
+                    lineCount: 4,
+                    gross: money(6400),
+                    interchange: money(97),
+                    schemeFees: money(9),
+                    markup: money(55),
+                    commission: money(0),
+                    net: money(6239)
+                )
+            ),
+            .payoutScheduled(
+                SettlementPayoutScheduled(
+                    batchID: id,
+                    payoutReference: "19C516E65415CDF9",
+                    amount: money(6239),
+                    valueDate: date("2026-06-18"),
+                    expectedValueDate: date("2026-06-18")
+                )
+            ),
             .paid(SettlementPayoutPaid(batchID: id, payoutReference: "19C516E65415CDF9", amount: money(6239), valueDate: date("2026-06-18"))),
         ]
         let stages: [SettlementBatchState.Stage] = [.opened, .closed, .submitted, .cleared, .payoutScheduled, .paid]
@@ -37,14 +77,30 @@ import Testing
 
     static let reconciliation: ReconciliationView = {
         let found = [
-            ReconciliationBreak(batchID: batchID, breakClass: .amountMismatch, reference: "o-1-capture-1", expected: "5900", actual: "5901",
-                                detail: "gross differs from the ledger"),
-            ReconciliationBreak(batchID: batchID, breakClass: .missingAtAcquirer, reference: "o-2-capture-1", expected: "1000", actual: nil,
-                                detail: "absent from this report and the next"),
+            ReconciliationBreak(
+                batchID: batchID,
+                breakClass: .amountMismatch,
+                reference: "o-1-capture-1",
+                expected: "5900",
+                actual: "5901",
+                detail: "gross differs from the ledger"
+            ),
+            ReconciliationBreak(
+                batchID: batchID,
+                breakClass: .missingAtAcquirer,
+                reference: "o-2-capture-1",
+                expected: "1000",
+                actual: nil,
+                detail: "absent from this report and the next"
+            ),
         ]
         let result = ReconciliationRecorded(batchID: batchID, windowClosed: true, reportLines: 4, ledgerItems: 3, matched: 1, breaks: found)
-        let resolved = ReconciliationBreakResolved(batchID: batchID, breakID: found[1].breakID, reason: "acquirer ticket 42",
-                                                   resolvedBy: "operator:0ff86987")
+        let resolved = ReconciliationBreakResolved(
+            batchID: batchID,
+            breakID: found[1].breakID,
+            reason: "acquirer ticket 42",
+            resolvedBy: "operator:0ff86987"
+        )
         return ReconciliationView(result, resolutions: [resolved.breakID: resolved])
     }()
 
@@ -59,9 +115,13 @@ import Testing
         }
         #expect(try Self.roundTrips(SettlementListReply(stages.map { Self.batch(through: $0) })))
         let summary = SettlementRunSummary(
-            businessDate: Self.date("2026-06-17"), cutOffAt: Self.cutOff,
-            batches: [SettlementBatchOutcome(batch: Self.batch(through: .opened), appendedEvents: 1),
-                      SettlementBatchOutcome(batch: Self.batch(through: .payoutScheduled), appendedEvents: 5)])
+            businessDate: Self.date("2026-06-17"),
+            cutOffAt: Self.cutOff,
+            batches: [
+                SettlementBatchOutcome(batch: Self.batch(through: .opened), appendedEvents: 1),
+                SettlementBatchOutcome(batch: Self.batch(through: .payoutScheduled), appendedEvents: 5),
+            ]
+        )
         #expect(try Self.roundTrips(SettlementRunReply(summary)))
         #expect(try Self.roundTrips(SettlementRunLine(summary)))
         #expect(try Self.roundTrips(SettlementRunLine(SettlementProgress(batchID: Self.batchID, step: "selected", items: 3))))
@@ -73,21 +133,30 @@ import Testing
 
     @Test func aRunsLinesAndSummaryAreEncodedAsRecorded() throws {
         let progress = SettlementRunLine(SettlementProgress(batchID: Self.batchID, step: "accepted", items: 1, detail: "batch number 2975074"))
-        #expect(try WireJSON.encode(progress)
-                == #"{"progress":{"batch_id":"OrderLedgerStore-USD-2026-06-17","detail":"batch number 2975074","items":1,"step":"accepted"}}"#)
+        #expect(
+            try WireJSON.encode(progress)
+                == #"{"progress":{"batch_id":"OrderLedgerStore-USD-2026-06-17","detail":"batch number 2975074","items":1,"step":"accepted"}}"#
+        )
         let failure = SettlementRunLine(failure: .init(code: "report_changed", message: "the report for a/b differs"))
         #expect(try WireJSON.encode(failure) == #"{"error":{"code":"report_changed","message":"the report for a/b differs"}}"#)
 
         let summary = SettlementRunSummary(
-            businessDate: Self.date("2026-06-17"), cutOffAt: Self.cutOff,
-            batches: [SettlementBatchOutcome(batch: Self.batch(through: .opened), appendedEvents: 1),
-                      SettlementBatchOutcome(batch: Self.batch(through: .payoutScheduled), appendedEvents: 0)])
-        let opened = #"{"appended_events":1,"batch_id":"OrderLedgerStore-USD-2026-06-17","captures":0,"currency":"USD","gross":"0","#
+            businessDate: Self.date("2026-06-17"),
+            cutOffAt: Self.cutOff,
+            batches: [
+                SettlementBatchOutcome(batch: Self.batch(through: .opened), appendedEvents: 1),
+                SettlementBatchOutcome(batch: Self.batch(through: .payoutScheduled), appendedEvents: 0),
+            ]
+        )
+        let opened =
+            #"{"appended_events":1,"batch_id":"OrderLedgerStore-USD-2026-06-17","captures":0,"currency":"USD","gross":"0","#
             + #""refunds":0,"stage":"opened"}"#
-        let scheduled = #"{"appended_events":0,"batch_id":"OrderLedgerStore-USD-2026-06-17","batch_number":1664749,"captures":2,"#
+        let scheduled =
+            #"{"appended_events":0,"batch_id":"OrderLedgerStore-USD-2026-06-17","batch_number":1664749,"captures":2,"#
             + #""currency":"USD","gross":"64.00","net":"62.39","payout":"62.39","refunds":1,"report_sha256":""#
             + String(repeating: "b", count: 64) + #"","stage":"payout_scheduled","value_date":"2026-06-18"}"#
-        let expected = #"{"batches":["# + opened + "," + scheduled + #"],"business_date":"2026-06-17","#
+        let expected =
+            #"{"batches":["# + opened + "," + scheduled + #"],"business_date":"2026-06-17","#
             + #""cut_off_at":"2026-06-17T22:00:00.000000Z"}"#
         #expect(try WireJSON.encode(SettlementRunReply(summary)) == expected)
         #expect(try WireJSON.encode(SettlementRunLine(summary)) == #"{"summary":"# + expected + "}")
@@ -97,9 +166,13 @@ import Testing
     /// way, slashes escaped); it now prints the decoded ``SettlementRunReply`` encoded again: the same bytes.
     @Test func theCLIsJSONSummaryIsTheBytesItAlwaysPrinted() throws {
         let summary = SettlementRunSummary(
-            businessDate: Self.date("2026-06-17"), cutOffAt: Self.cutOff,
-            batches: [SettlementBatchOutcome(batch: Self.batch(through: .paid), appendedEvents: 1),
-                      SettlementBatchOutcome(batch: Self.batch(through: .closed), appendedEvents: 2)])
+            businessDate: Self.date("2026-06-17"),
+            cutOffAt: Self.cutOff,
+            batches: [
+                SettlementBatchOutcome(batch: Self.batch(through: .paid), appendedEvents: 1),
+                SettlementBatchOutcome(batch: Self.batch(through: .closed), appendedEvents: 2),
+            ]
+        )
         let line = try WireJSON.encode(SettlementRunLine(summary))
         let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         let before = try JSONSerialization.data(withJSONObject: try #require(object["summary"]), options: [.sortedKeys])
@@ -112,43 +185,59 @@ import Testing
 
     @Test func aBatchAndAReconciliationAreEncodedAsRecorded() throws {
         let paid = try WireJSON.encode(SettlementBatchReply(Self.batch(through: .paid)))
-        #expect(paid == #"{"batch_id":"OrderLedgerStore-USD-2026-06-17","batch_number":1664749,"business_date":"2026-06-17","captures":2,"#
+        #expect(
+            paid == #"{"batch_id":"OrderLedgerStore-USD-2026-06-17","batch_number":1664749,"business_date":"2026-06-17","captures":2,"#
                 + #""commission":"0.00","currency":"USD","cut_off_at":"2026-06-17T22:00:00.000000Z","expected_value_date":"2026-06-18","#
                 + #""gross":"64.00","gross_credit":"69.00","gross_debit":"5.00","interchange":"0.97","markup":"0.55","#
                 + #""merchant_account":"OrderLedgerStore","net":"62.39","paid_amount":"62.39","paid_value_date":"2026-06-18","#
                 + #""payout":"62.39","payout_reference":"19C516E65415CDF9","pinned_position":40,"refunds":1,"report_sha256":""#
-                + String(repeating: "b", count: 64) + #"","scheme_fees":"0.09","stage":"paid","value_date":"2026-06-18"}"#)
+                + String(repeating: "b", count: 64) + #"","scheme_fees":"0.09","stage":"paid","value_date":"2026-06-18"}"#
+        )
         let opened = try WireJSON.encode(SettlementBatchReply(Self.batch(through: .opened)))
-        #expect(opened == #"{"batch_id":"OrderLedgerStore-USD-2026-06-17","business_date":"2026-06-17","captures":0,"currency":"USD","#
+        #expect(
+            opened == #"{"batch_id":"OrderLedgerStore-USD-2026-06-17","business_date":"2026-06-17","captures":0,"currency":"USD","#
                 + #""cut_off_at":"2026-06-17T22:00:00.000000Z","merchant_account":"OrderLedgerStore","pinned_position":40,"refunds":0,"#
-                + #""stage":"opened"}"#)
+                + #""stage":"opened"}"#
+        )
 
         let reply = ReconciliationReply(Self.reconciliation)
         #expect(reply.open_breaks == 1 && reply.breaks.map(\.resolved) == [false, true])
-        #expect(try WireJSON.encode(reply) == #"{"batch_id":"OrderLedgerStore-USD-2026-06-17","breaks":[{"actual":"5901","#
+        #expect(
+            try WireJSON.encode(reply) == #"{"batch_id":"OrderLedgerStore-USD-2026-06-17","breaks":[{"actual":"5901","#
                 + #""break_id":"OrderLedgerStore-USD-2026-06-17.amount_mismatch.o-1-capture-1","class":"amount_mismatch","#
                 + #""detail":"gross differs from the ledger","expected":"5900","reference":"o-1-capture-1","resolved":false},"#
                 + #"{"break_id":"OrderLedgerStore-USD-2026-06-17.missing_at_acquirer.o-2-capture-1","class":"missing_at_acquirer","#
                 + #""detail":"absent from this report and the next","expected":"1000","reference":"o-2-capture-1","#
                 + #""resolution_reason":"acquirer ticket 42","resolved":true,"resolved_by":"operator:0ff86987"}],"ledger_items":3,"#
-                + #""matched":1,"open_breaks":1,"report_lines":4,"window_closed":true}"#)
+                + #""matched":1,"open_breaks":1,"report_lines":4,"window_closed":true}"#
+        )
 
-        let erased = [PrivacyService.Erasure(contactRef: "contact-1", orderIDs: ["o-1"], position: 59),
-                      PrivacyService.Erasure(contactRef: "contact-2", orderIDs: [], position: 60)]
-        #expect(try WireJSON.encode(ErasureReply(erased))
+        let erased = [
+            PrivacyService.Erasure(contactRef: "contact-1", orderIDs: ["o-1"], position: 59),
+            PrivacyService.Erasure(contactRef: "contact-2", orderIDs: [], position: 60),
+        ]
+        #expect(
+            try WireJSON.encode(ErasureReply(erased))
                 == #"{"erased":[{"contact_ref":"contact-1","order_ids":["o-1"],"position":59},"#
-                + #"{"contact_ref":"contact-2","order_ids":[],"position":60}]}"#)
+                + #"{"contact_ref":"contact-2","order_ids":[],"position":60}]}"#
+        )
     }
 
     @Test func rawJSONKeepsItsMembersInTheOrderGivenAndLeavesOutNil() throws {
         let events = RawJSON(stored: #"[{"data": {"b": 1, "a": 2}}]"#)
-        #expect(RawJSON.object(["stream": .string("order-1"), "events": events]).text
-                == #"{"stream":"order-1","events":[{"data": {"b": 1, "a": 2}}]}"#)
+        #expect(
+            RawJSON.object(["stream": .string("order-1"), "events": events]).text
+                == #"{"stream":"order-1","events":[{"data": {"b": 1, "a": 2}}]}"#
+        )
         let point = StateAnswer.Point(position: 31, micros: 1_781_690_400_000_000)
-        #expect(RawJSON.object(["order": RawJSON(stored: "{}"), "as_of": point.asOfJSON, "links": nil]).text
-                == #"{"order":{},"as_of":{"position":31,"time":"2026-06-17T10:00:00.000000Z"}}"#)
-        #expect(RawJSON.object(["next_after": .integer(nil), "next_cursor": .optionalString("12"), "n": .integer(-3)]).text
-                == #"{"next_after":null,"next_cursor":"12","n":-3}"#)
+        #expect(
+            RawJSON.object(["order": RawJSON(stored: "{}"), "as_of": point.asOfJSON, "links": nil]).text
+                == #"{"order":{},"as_of":{"position":31,"time":"2026-06-17T10:00:00.000000Z"}}"#
+        )
+        #expect(
+            RawJSON.object(["next_after": .integer(nil), "next_cursor": .optionalString("12"), "n": .integer(-3)]).text
+                == #"{"next_after":null,"next_cursor":"12","n":-3}"#
+        )
         #expect(RawJSON.string("a\"b\\c\nd\u{1}/é").text == #""a\"b\\c\nd\u0001/é""#)
         #expect(RawJSON.array([.null, .string("x"), RawJSON(stored: "[]")]).text == #"[null,"x",[]]"#)
         #expect(RawJSON.object([:]).text == "{}")

@@ -6,6 +6,7 @@ extension DeciderSpec where State == ProductState?, Command == ProductCommand, E
         DeciderSpec(
             decide: { ProductDecider.decide($0, product: product, state: $1, context: context) },
             evolve: { ProductState.evolve($0, $1) },
-            initialState: nil)
+            initialState: nil
+        )
     }
 }

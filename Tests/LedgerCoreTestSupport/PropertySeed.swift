@@ -27,7 +27,9 @@ public struct PropertySeed: TestTrait, TestScoping {
 
     /// Runs the test with its seed chosen and every issue it records naming the seed.
     public func provideScope(
-        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+        for test: Test,
+        testCase: Test.Case?,
+        performing function: @Sendable () async throws -> Void
     ) async throws {
         let seed = ProcessInfo.processInfo.environment[variable].flatMap(UInt64.init) ?? fallback ?? UInt64.random(in: .min ... .max)
         let note = Comment(rawValue: "seed \(seed) (replay with \(variable)=\(seed))")

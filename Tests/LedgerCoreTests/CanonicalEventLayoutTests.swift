@@ -4,23 +4,33 @@ import Testing
 
 @Suite struct CanonicalEventLayoutTests {
     let event = RecordedEvent(
-        position: 258, streamID: StreamID("order-é")!, streamVersion: 3,
-        eventID: UUID(uuidString: "00112233-4455-6677-8899-AABBCCDDEEFF")!, type: "OrderPlaced", schemaVersion: 2,
-        data: #"{"a": 1}"#, metadata: "{}", effectiveAtMicros: 1_700_000_000_000_001, recordedAtMicros: -1,
-        prevHash: [], hash: [])
+        position: 258,
+        streamID: StreamID("order-é")!,
+        streamVersion: 3,
+        eventID: UUID(uuidString: "00112233-4455-6677-8899-AABBCCDDEEFF")!,
+        type: "OrderPlaced",
+        schemaVersion: 2,
+        data: #"{"a": 1}"#,
+        metadata: "{}",
+        effectiveAtMicros: 1_700_000_000_000_001,
+        recordedAtMicros: -1,
+        prevHash: [],
+        hash: []
+    )
 
     @Test func layoutMatchesTheDocumentedBytes() {
         // Written out by hand from the layout in sql/0001_create_event_log.sql.
-        let expectedHex = "01" + "0000000000000102"            // version, position 258
-            + "6f726465722dc3a9" + "00"                        // z("order-é"): 8 UTF-8 bytes, NUL
-            + "0000000000000003"                               // stream version
-            + "00112233445566778899aabbccddeeff"               // event id
-            + "4f72646572506c61636564" + "00"                  // z("OrderPlaced")
-            + "00000002"                                       // schema version
-            + "7b2261223a20317d" + "00"                        // z(#"{"a": 1}"#)
-            + "7b7d" + "00"                                    // z("{}")
-            + "00060a24181e4001"                               // 1_700_000_000_000_001 µs
-            + "ffffffffffffffff"                               // -1 µs
+        let expectedHex =
+            "01" + "0000000000000102"  // version, position 258
+            + "6f726465722dc3a9" + "00"  // z("order-é"): 8 UTF-8 bytes, NUL
+            + "0000000000000003"  // stream version
+            + "00112233445566778899aabbccddeeff"  // event id
+            + "4f72646572506c61636564" + "00"  // z("OrderPlaced")
+            + "00000002"  // schema version
+            + "7b2261223a20317d" + "00"  // z(#"{"a": 1}"#)
+            + "7b7d" + "00"  // z("{}")
+            + "00060a24181e4001"  // 1_700_000_000_000_001 µs
+            + "ffffffffffffffff"  // -1 µs
         let hex = CanonicalEventLayout.canonicalBytes(of: event).map { String(format: "%02x", $0) }.joined()
         #expect(hex == expectedHex)
     }

@@ -2,9 +2,11 @@ import LedgerCore
 import Testing
 
 @Suite struct MoneyTests {
-    @Test(arguments: [
-        ("50.00", 5000), ("0.50", 50), ("0.5", 50), ("12", 1200), ("-3.10", -310), ("0", 0), ("92233720368547758.07", Int64.max),
-    ] as [(String, Int64)])
+    @Test(
+        arguments: [
+            ("50.00", 5000), ("0.50", 50), ("0.5", 50), ("12", 1200), ("-3.10", -310), ("0", 0), ("92233720368547758.07", Int64.max),
+        ] as [(String, Int64)]
+    )
     func parsesDecimalStrings(text: String, minor: Int64) throws {
         #expect(try Money(decimal: text, currency: .usd).minorUnits == minor)
     }
@@ -52,7 +54,8 @@ import Testing
         // Exhaustive over a small grid: compare against rounding done on the exact rational.
         for dividend in Int64(-300)...300 {
             for divisor in Int64(1)...12 {
-                let q = dividend / divisor, r = dividend % divisor
+                let q = dividend / divisor
+                let r = dividend % divisor
                 let sign: Int64 = dividend < 0 ? -1 : 1
                 #expect(RoundingRule.down.divide(dividend, by: divisor) == q)
                 #expect(RoundingRule.up.divide(dividend, by: divisor) == (r == 0 ? q : q + sign))

@@ -75,15 +75,17 @@ import Testing
     }
 
     @Test func anInternalFailureNeverTellsItsDetail() async throws {
-        let generic = APIError.internalError
+        let generic = APIError.internalFailure
         #expect(APIError(ServiceError(.internalFailure, code: "settlement_refused", message: SecretFailure().description)) == generic)
         try await withRouter { client in
             for uri in ["/internal", "/unexpected"] {
                 try await client.execute(uri: uri, method: .get) { response in
                     #expect(response.status == .internalServerError, "\(uri)")
                     let text = String(buffer: response.body)
-                    #expect(object(response)?["error"] as? [String: String] == ["code": "internal_error", "message": generic.message],
-                            "\(uri): \(text)")
+                    #expect(
+                        object(response)?["error"] as? [String: String] == ["code": "internal_error", "message": generic.message],
+                        "\(uri): \(text)"
+                    )
                     for secret in ["hunter2", "db.internal", "ledger_app", "settlement_refused", "items"] {
                         #expect(!text.contains(secret), "\(uri) leaks \(secret): \(text)")
                     }

@@ -31,15 +31,21 @@ import Testing
     }
 
     @Test func eachOperationTakesItsFieldsTrimmed() throws {
-        #expect(try parse(.capture, #"{"amount": " 20.00 ", "final": true}"#)
-            == HoldOperationRequest(kind: .capture, amount: "20.00", isFinal: true))
+        #expect(
+            try parse(.capture, #"{"amount": " 20.00 ", "final": true}"#)
+                == HoldOperationRequest(kind: .capture, amount: "20.00", isFinal: true)
+        )
         #expect(try parse(.capture, #"{"amount": null, "final": null}"#) == HoldOperationRequest(kind: .capture))
         #expect(try parse(.increment, #"{"amount": "5.00"}"#) == HoldOperationRequest(kind: .increment, amount: "5.00"))
         #expect(try parse(.void, #"{"amount": "1.00"}"#) == HoldOperationRequest(kind: .void, amount: "1.00"))
-        #expect(try parse(.refund, #"{"amount": "10.00", "reason": "scratched"}"#)
-            == HoldOperationRequest(kind: .refund, amount: "10.00", reason: "scratched"))
-        #expect(try parse(.ship, #"{"carrier": "UPS", "tracking": "1Z999"}"#)
-            == HoldOperationRequest(kind: .ship, carrier: "UPS", tracking: "1Z999"))
+        #expect(
+            try parse(.refund, #"{"amount": "10.00", "reason": "scratched"}"#)
+                == HoldOperationRequest(kind: .refund, amount: "10.00", reason: "scratched")
+        )
+        #expect(
+            try parse(.ship, #"{"carrier": "UPS", "tracking": "1Z999"}"#)
+                == HoldOperationRequest(kind: .ship, carrier: "UPS", tracking: "1Z999")
+        )
     }
 
     /// (operation, body, status, code, field)

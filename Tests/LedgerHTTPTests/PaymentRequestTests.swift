@@ -7,11 +7,13 @@ import Testing
 
 @Suite struct PaymentRequestTests {
     /// The app's body for a Clock with Standard shipping (50.00 + 5.00 + 4.00 tax).
-    static var appBody: [String: Any] { [
-        "gateway": "stripe", "source": "tok_visa", "amount": 5900, "currency": "USD", "description": "Clock",
-        "shipping_contact": "Jane Appleseed", "shipping_email": "jane@example.com", "shipping_street": "1 Infinite Loop",
-        "shipping_city": "Cupertino", "shipping_state": "CA", "shipping_zip": "95014", "shipping_method_name": "Standard",
-    ] }
+    static var appBody: [String: Any] {
+        [
+            "gateway": "stripe", "source": "tok_visa", "amount": 5900, "currency": "USD", "description": "Clock",
+            "shipping_contact": "Jane Appleseed", "shipping_email": "jane@example.com", "shipping_street": "1 Infinite Loop",
+            "shipping_city": "Cupertino", "shipping_state": "CA", "shipping_zip": "95014", "shipping_method_name": "Standard",
+        ]
+    }
 
     func parse(_ body: [String: Any], contentType: String? = "application/json") throws(APIError) -> PaymentRequest {
         let data = try! JSONSerialization.data(withJSONObject: body)
@@ -86,8 +88,10 @@ import Testing
         #expect(error.map { (400..<500).contains($0.status.code) } == true)
     }
 
-    @Test(arguments: ["gateway", "source", "amount", "currency", "description", "shipping_contact", "shipping_email",
-                      "shipping_street", "shipping_city", "shipping_state", "shipping_zip", "shipping_method_name"])
+    @Test(arguments: [
+        "gateway", "source", "amount", "currency", "description", "shipping_contact", "shipping_email",
+        "shipping_street", "shipping_city", "shipping_state", "shipping_zip", "shipping_method_name",
+    ])
     func everyRequiredFieldIsRequired(field: String) {
         var body = Self.appBody
         body.removeValue(forKey: field)

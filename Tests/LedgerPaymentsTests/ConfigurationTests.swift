@@ -35,8 +35,10 @@ struct ConfigurationTests {
     }
 
     @Test func rejectsBadPrivateKeys() {
-        for pem in ["", "not a pem", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
-                    P384.KeyAgreement.PrivateKey().pemRepresentation] {
+        for pem in [
+            "", "not a pem", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+            P384.KeyAgreement.PrivateKey().pemRepresentation,
+        ] {
             let error = failure { () throws(ApplePayError) in try ApplePayMerchantKey.fromPEM(privateKeyPEM: pem, merchantIdentifier: "m") }
             #expect(error?.code == .invalidPrivateKey)
         }
@@ -60,18 +62,28 @@ struct ConfigurationTests {
         // A certificate for some other key.
         let other = try TestMerchant.ec()
         let privateKey = try merchant.privateKey
-        #expect(failure { () throws(ApplePayError) in try ApplePayMerchantKey(privateKey: privateKey, certificate: other.certificate) }?.code
-            == .invalidConfiguration)
+        #expect(
+            failure { () throws(ApplePayError) in try ApplePayMerchantKey(privateKey: privateKey, certificate: other.certificate) }?.code
+                == .invalidConfiguration
+        )
         // A certificate without the merchant identifier extension.
         let caKey = P256.Signing.PrivateKey()
         let plain = try Certificate(
-            version: .v3, serialNumber: .init(),
-            publicKey: Certificate.PublicKey(try P256.Signing.PublicKey(
-                rawRepresentation: P256.KeyAgreement.PrivateKey(rawRepresentation: merchant.keyBytes).publicKey.rawRepresentation)),
-            notValidBefore: TestPKI.date(2024), notValidAfter: TestPKI.date(2030),
-            issuer: try DistinguishedName { CommonName("CA") }, subject: try DistinguishedName { CommonName("M") },
-            signatureAlgorithm: .ecdsaWithSHA256, extensions: Certificate.Extensions(),
-            issuerPrivateKey: Certificate.PrivateKey(caKey))
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: Certificate.PublicKey(
+                try P256.Signing.PublicKey(
+                    rawRepresentation: P256.KeyAgreement.PrivateKey(rawRepresentation: merchant.keyBytes).publicKey.rawRepresentation
+                )
+            ),
+            notValidBefore: TestPKI.date(2024),
+            notValidAfter: TestPKI.date(2030),
+            issuer: try DistinguishedName { CommonName("CA") },
+            subject: try DistinguishedName { CommonName("M") },
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: Certificate.Extensions(),
+            issuerPrivateKey: Certificate.PrivateKey(caKey)
+        )
         let error = failure { () throws(ApplePayError) in try ApplePayMerchantKey(privateKey: privateKey, certificate: plain) }
         #expect(error?.code == .invalidConfiguration)
         #expect(error?.message.contains("1.2.840.113635.100.6.32") == true)

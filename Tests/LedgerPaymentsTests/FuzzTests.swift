@@ -16,12 +16,16 @@ struct FuzzTests {
         var bytes = input
         let interesting: [UInt8] = [0x00, 0x01, 0x7F, 0x80, 0x81, 0x84, 0xFF, 0x30, 0x31, 0xA0, 0x04, 0x06, 0x22, 0x7B, 0x7D]
         for _ in 0..<Int.random(in: 1...4, using: &rng) {
-            guard !bytes.isEmpty else { bytes = [UInt8.random(in: 0...255, using: &rng)]; continue }
+            guard !bytes.isEmpty else {
+                bytes = [UInt8.random(in: 0...255, using: &rng)]
+                continue
+            }
             let position = Int.random(in: 0..<bytes.count, using: &rng)
             switch Int.random(in: 0..<7, using: &rng) {
             case 0: bytes[position] ^= UInt8(1) << UInt8.random(in: 0...7, using: &rng)
             case 1: bytes[position] = UInt8.random(in: 0...255, using: &rng)
-            case 2: bytes.insert(contentsOf: (0..<Int.random(in: 1...8, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }, at: position)
+            case 2:
+                bytes.insert(contentsOf: (0..<Int.random(in: 1...8, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }, at: position)
             case 3: bytes.removeSubrange(position..<min(bytes.count, position + Int.random(in: 1...16, using: &rng)))
             case 4: bytes.removeSubrange(position...)
             case 5:
@@ -95,7 +99,8 @@ struct FuzzTests {
         spec.applicationData = Array("order-1".utf8)
         let original = try TokenFactory.make(pki: pki, merchant: merchant, spec: spec)
         let verifier = ApplePayTokenVerifier(
-            configuration: .init(merchantKeys: [try merchant.merchantKey()], trustedRoots: [pki.root]))
+            configuration: .init(merchantKeys: [try merchant.merchantKey()], trustedRoots: [pki.root])
+        )
         let expected = try await verifier.verifyAndDecrypt(original, applicationData: spec.applicationData, now: testNow)
         var accepted = 0
         for iteration in 0..<1_000 {

@@ -10,12 +10,19 @@ struct GeneratedTokenTests {
     func verifier(_ pki: TestPKI, _ keys: [ApplePayMerchantKey], tolerance: TimeInterval = 300) -> ApplePayTokenVerifier {
         ApplePayTokenVerifier(
             configuration: ApplePayMerchantConfiguration(
-                merchantKeys: keys, trustedRoots: [pki.root], signingTimeTolerance: tolerance))
+                merchantKeys: keys,
+                trustedRoots: [pki.root],
+                signingTimeTolerance: tolerance
+            )
+        )
     }
 
     /// The error code of verify-and-decrypt, or nil on success.
     func outcome(
-        _ token: ApplePayToken, _ pki: TestPKI, _ merchant: TestMerchant, now: Date = testNow
+        _ token: ApplePayToken,
+        _ pki: TestPKI,
+        _ merchant: TestMerchant,
+        now: Date = testNow
     ) async throws -> ApplePayError.Code? {
         let verifier = verifier(pki, [try merchant.merchantKey()])
         return await failure { () async throws(ApplePayError) in try await verifier.verifyAndDecrypt(token, now: now) }?.code
@@ -366,10 +373,15 @@ struct GeneratedTokenTests {
 
         let payment = try await verifier.verifyAndDecrypt(token, applicationData: appData, now: testNow)
         #expect(payment.transactionAmount == 12345)
-        #expect(await failure { () async throws(ApplePayError) in
-            try await verifier.verifyAndDecrypt(token, applicationData: Array(#"{"orderId":"ord_43"}"#.utf8), now: testNow)
-        }?.code == .applicationDataMismatch)
-        #expect(await failure { () async throws(ApplePayError) in try await verifier.verifyAndDecrypt(token, now: testNow) }?.code == .applicationDataMissing)
+        #expect(
+            await failure { () async throws(ApplePayError) in
+                try await verifier.verifyAndDecrypt(token, applicationData: Array(#"{"orderId":"ord_43"}"#.utf8), now: testNow)
+            }?.code == .applicationDataMismatch
+        )
+        #expect(
+            await failure { () async throws(ApplePayError) in try await verifier.verifyAndDecrypt(token, now: testNow) }?.code
+                == .applicationDataMissing
+        )
 
         // And the reverse: the app claims applicationData the token never committed to.
         let plain = try TokenFactory.make(pki: pki, merchant: merchant)

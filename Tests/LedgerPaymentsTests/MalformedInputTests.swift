@@ -62,8 +62,10 @@ struct MalformedInputTests {
         nonHexTransactionId.header.transactionId = "zz"
         var badApplicationData = valid
         badApplicationData.header.applicationData = "0123"
-        for token in [noEphemeral, rsaWithoutWrappedKey, badData, shortData, badSignature, emptySignature, badHash,
-                      oddTransactionId, nonHexTransactionId, badApplicationData] {
+        for token in [
+            noEphemeral, rsaWithoutWrappedKey, badData, shortData, badSignature, emptySignature, badHash,
+            oddTransactionId, nonHexTransactionId, badApplicationData,
+        ] {
             #expect(fieldsError(token) == .malformedToken, "\(token.header)")
         }
         #expect(fieldsError(valid) == nil)
@@ -73,7 +75,9 @@ struct MalformedInputTests {
         var token = valid
         token.header.ephemeralPublicKey = Data(repeating: 0x04, count: 65).base64EncodedString()
         let key = try ApplePayMerchantKey.fromPEM(
-            privateKeyPEM: VectorFiles.string("payu-ec-v1/private_key.pem"), merchantIdentifier: "merchant.sandbox.payu")
+            privateKeyPEM: VectorFiles.string("payu-ec-v1/private_key.pem"),
+            merchantIdentifier: "merchant.sandbox.payu"
+        )
         #expect(failure { () throws(ApplePayError) in try ApplePayDecryptor.decrypt(token, using: key) }?.code == .malformedToken)
     }
 

@@ -19,7 +19,8 @@ struct PayUVectorTests {
         expected = try VectorFiles.json("payu-ec-v1/expected.json")
         key = try ApplePayMerchantKey.fromPEM(
             privateKeyPEM: VectorFiles.string("payu-ec-v1/private_key.pem"),
-            merchantIdentifier: expected["merchant_identifier_string"] as? String)
+            merchantIdentifier: expected["merchant_identifier_string"] as? String
+        )
         root = try ApplePayPEM.certificate(VectorFiles.string("AppleRootCA-G3.pem"))
         signingTime = try utc("2018-01-26T13:55:18Z")
     }
@@ -65,8 +66,13 @@ struct PayUVectorTests {
         #expect(payment.transactionAmount == plaintext["transactionAmount"] as? Int)
         #expect(payment.deviceManufacturerIdentifier == plaintext["deviceManufacturerIdentifier"] as? String)
         #expect(payment.paymentDataType == .threeDSecure)
-        #expect(payment.details == .threeDSecure(
-            onlinePaymentCryptogram: try #require(paymentData["onlinePaymentCryptogram"] as? String), eciIndicator: nil))
+        #expect(
+            payment.details
+                == .threeDSecure(
+                    onlinePaymentCryptogram: try #require(paymentData["onlinePaymentCryptogram"] as? String),
+                    eciIndicator: nil
+                )
+        )
         #expect(payment.transactionId == token.header.transactionId)
         #expect(payment.network == .mastercard)
         #expect(payment.last4 == "0010")
@@ -80,13 +86,15 @@ struct PayUVectorTests {
         #expect(Array(otherInfo.prefix(19)) == [0x0D] + Array("id-aes256-GCM".utf8) + Array("Apple".utf8))
         let derived = ApplePayDecryptor.deriveKey(
             sharedSecret: bytes(hex: try #require(kdf["shared_secret_hex"] as? String)),
-            merchantIdentifierHash: Array(otherInfo.suffix(32)))
+            merchantIdentifierHash: Array(otherInfo.suffix(32))
+        )
         #expect(derived.withUnsafeBytes { Array($0) } == bytes(base64: try #require(kdf["expected_symmetric_key_b64"] as? String)))
 
         let gcm = try #require(vectors["aes_gcm"] as? [String: Any])
         let plaintext = try ApplePayDecryptor.open(
             ciphertextAndTag: bytes(base64: try #require(gcm["ciphertext_and_tag_b64"] as? String)),
-            key: SymmetricKey(data: bytes(base64: try #require(gcm["key_b64"] as? String))))
+            key: SymmetricKey(data: bytes(base64: try #require(gcm["key_b64"] as? String)))
+        )
         #expect(String(decoding: plaintext, as: UTF8.self) == gcm["expected_plaintext"] as? String)
     }
 
@@ -126,22 +134,38 @@ struct PayUVectorTests {
     @Test func inspectorPrintsOnlyTheRedactedSummary() async throws {
         let result = await ApplePayInspector.inspect(
             tokenJSON: try VectorFiles.data("payu-ec-v1/token.json"),
-            privateKeyPEM: try VectorFiles.string("payu-ec-v1/private_key.pem"), certificatePEM: nil,
-            merchantIdentifier: "merchant.sandbox.payu", rootPEM: try VectorFiles.string("AppleRootCA-G3.pem"),
-            at: signingTime)
+            privateKeyPEM: try VectorFiles.string("payu-ec-v1/private_key.pem"),
+            certificatePEM: nil,
+            merchantIdentifier: "merchant.sandbox.payu",
+            rootPEM: try VectorFiles.string("AppleRootCA-G3.pem"),
+            at: signingTime
+        )
         let json = try result.get()
         let summary = try JSONDecoder().decode(ApplePayPaymentData.RedactedSummary.self, from: Data(json.utf8))
-        #expect(summary == ApplePayPaymentData.RedactedSummary(
-            last4: "0010", expirationDate: "190731", currencyCode: "643", transactionAmount: 100000,
-            paymentDataType: "3DSecure", eciIndicator: nil, transactionId: token.header.transactionId,
-            network: "mastercard"))
+        #expect(
+            summary
+                == ApplePayPaymentData.RedactedSummary(
+                    last4: "0010",
+                    expirationDate: "190731",
+                    currencyCode: "643",
+                    transactionAmount: 100000,
+                    paymentDataType: "3DSecure",
+                    eciIndicator: nil,
+                    transactionId: token.header.transactionId,
+                    network: "mastercard"
+                )
+        )
         #expect(!json.contains("5204242750270010"))
         #expect(!json.contains("AOm+7lPDSbobAGVT7hmNAoABFA=="))
 
         let stale = await ApplePayInspector.inspect(
             tokenJSON: try VectorFiles.data("payu-ec-v1/token.json"),
-            privateKeyPEM: try VectorFiles.string("payu-ec-v1/private_key.pem"), certificatePEM: nil,
-            merchantIdentifier: "merchant.sandbox.payu", rootPEM: nil, at: try utc("2026-11-21T00:00:00Z"))
+            privateKeyPEM: try VectorFiles.string("payu-ec-v1/private_key.pem"),
+            certificatePEM: nil,
+            merchantIdentifier: "merchant.sandbox.payu",
+            rootPEM: nil,
+            at: try utc("2026-11-21T00:00:00Z")
+        )
         #expect(failure { () throws(ApplePayError) in _ = try stale.get() }?.code == .certificateExpired)
     }
 

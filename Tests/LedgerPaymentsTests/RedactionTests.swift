@@ -10,7 +10,8 @@ struct RedactionTests {
         let merchant = try TestMerchant.ec()
         let token = try TokenFactory.make(pki: pki, merchant: merchant)
         let verifier = ApplePayTokenVerifier(
-            configuration: .init(merchantKeys: [try merchant.merchantKey()], trustedRoots: [pki.root]))
+            configuration: .init(merchantKeys: [try merchant.merchantKey()], trustedRoots: [pki.root])
+        )
         return try await verifier.verifyAndDecrypt(token, now: testNow)
     }
 
@@ -33,9 +34,19 @@ struct RedactionTests {
     @Test func redactedSummaryHasNoCardholderData() async throws {
         let payment = try await payment()
         let summary = payment.redactedSummary
-        #expect(summary == ApplePayPaymentData.RedactedSummary(
-            last4: "1111", expirationDate: "281231", currencyCode: "840", transactionAmount: 12345,
-            paymentDataType: "3DSecure", eciIndicator: "7", transactionId: payment.transactionId, network: "visa"))
+        #expect(
+            summary
+                == ApplePayPaymentData.RedactedSummary(
+                    last4: "1111",
+                    expirationDate: "281231",
+                    currencyCode: "840",
+                    transactionAmount: 12345,
+                    paymentDataType: "3DSecure",
+                    eciIndicator: "7",
+                    transactionId: payment.transactionId,
+                    network: "visa"
+                )
+        )
         let json = summary.prettyJSON()
         #expect(!json.contains(TokenSpec.defaultPAN))
         #expect(!json.contains(TokenSpec.defaultCryptogram))
@@ -70,7 +81,8 @@ struct RedactionTests {
         spec.payloadJSON = TokenSpec.defaultPayload.replacingOccurrences(of: "12345", with: "12.5")
         let token = try TokenFactory.make(pki: pki, merchant: merchant, spec: spec)
         let verifier = ApplePayTokenVerifier(
-            configuration: .init(merchantKeys: [try merchant.merchantKey()], trustedRoots: [pki.root]))
+            configuration: .init(merchantKeys: [try merchant.merchantKey()], trustedRoots: [pki.root])
+        )
         let error = try #require(await failure { () async throws(ApplePayError) in try await verifier.verifyAndDecrypt(token, now: testNow) })
         #expect(error.code == .malformedPaymentData)
         for text in [error.message, error.description, String(reflecting: error)] {
@@ -86,14 +98,16 @@ struct RedactionTests {
             .decryptionFailed, .malformedPaymentData, .applicationDataMismatch, .applicationDataMissing,
             .invalidPrivateKey, .invalidCertificate, .invalidConfiguration,
         ]
-        #expect(codes.map(\.rawValue) == [
-            "malformed_token", "unsupported_version", "malformed_signature", "missing_signed_attribute",
-            "unsupported_algorithm", "message_digest_mismatch", "signature_invalid", "missing_marker_oid",
-            "certificate_expired", "certificate_not_yet_valid", "untrusted_chain", "signing_time_stale",
-            "signing_time_in_future", "unknown_merchant_key", "merchant_key_type_mismatch", "decryption_failed",
-            "malformed_payment_data", "application_data_mismatch", "application_data_missing",
-            "invalid_private_key", "invalid_certificate", "invalid_configuration",
-        ])
+        #expect(
+            codes.map(\.rawValue) == [
+                "malformed_token", "unsupported_version", "malformed_signature", "missing_signed_attribute",
+                "unsupported_algorithm", "message_digest_mismatch", "signature_invalid", "missing_marker_oid",
+                "certificate_expired", "certificate_not_yet_valid", "untrusted_chain", "signing_time_stale",
+                "signing_time_in_future", "unknown_merchant_key", "merchant_key_type_mismatch", "decryption_failed",
+                "malformed_payment_data", "application_data_mismatch", "application_data_missing",
+                "invalid_private_key", "invalid_certificate", "invalid_configuration",
+            ]
+        )
         #expect(ApplePayError(.signatureInvalid, "x").description == "signature_invalid: x")
     }
 }

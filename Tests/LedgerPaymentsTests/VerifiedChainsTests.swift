@@ -9,8 +9,12 @@ import X509
 /// again would refuse.
 struct VerifiedChainsTests {
     func verifier(_ pki: TestPKI, _ merchant: TestMerchant) throws -> ApplePayTokenVerifier {
-        ApplePayTokenVerifier(configuration: ApplePayMerchantConfiguration(
-            merchantKeys: [try merchant.merchantKey()], trustedRoots: [pki.root]))
+        ApplePayTokenVerifier(
+            configuration: ApplePayMerchantConfiguration(
+                merchantKeys: [try merchant.merchantKey()],
+                trustedRoots: [pki.root]
+            )
+        )
     }
 
     func code(_ verifier: ApplePayTokenVerifier, _ token: ApplePayToken, now: Date = testNow) async -> ApplePayError.Code? {
@@ -36,8 +40,10 @@ struct VerifiedChainsTests {
         #expect(await code(verifier, try TokenFactory.make(pki: pki, merchant: merchant)) == nil)  // remembered
 
         // Same to-be-signed leaf (or intermediate), altered signature: refused, warm as cold.
-        for forged in [pki.presenting(leaf: try withAlteredSignature(pki.leaf)),
-                       pki.presenting(intermediate: try withAlteredSignature(pki.intermediate))] {
+        for forged in [
+            pki.presenting(leaf: try withAlteredSignature(pki.leaf)),
+            pki.presenting(intermediate: try withAlteredSignature(pki.intermediate)),
+        ] {
             let token = try TokenFactory.make(pki: forged, merchant: merchant)
             #expect(await code(verifier, token) == .untrustedChain)
             #expect(await code(try self.verifier(pki, merchant), token) == .untrustedChain)
@@ -66,8 +72,13 @@ struct VerifiedChainsTests {
         #expect(await code(verifier, try TokenFactory.make(pki: pki, merchant: merchant)) == nil)
         var later = TokenSpec()
         later.signingTime = testNow.addingTimeInterval(7_200)
-        #expect(await code(verifier, try TokenFactory.make(pki: pki, merchant: merchant, spec: later),
-                           now: later.signingTime) == .certificateExpired)
+        #expect(
+            await code(
+                verifier,
+                try TokenFactory.make(pki: pki, merchant: merchant, spec: later),
+                now: later.signingTime
+            ) == .certificateExpired
+        )
         var stale = TokenSpec()
         stale.signingTime = testNow.addingTimeInterval(-600)
         #expect(await code(verifier, try TokenFactory.make(pki: pki, merchant: merchant, spec: stale)) == .signingTimeStale)

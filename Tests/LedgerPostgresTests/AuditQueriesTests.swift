@@ -15,17 +15,22 @@ import Testing
         try await db.withWriter { writer, _ in
             for n in 1...60 {
                 let order = "o\(n % 5)"
-                let (streamName, type): (String, String) = switch n % 4 {
-                case 0: ("order-\(order)", "OrderThing")
-                case 1: ("hold-\(order)", "HoldThing")
-                case 2: ("product-p\(n % 2)", "StockThing")
-                default: ("other_stream-\(n % 3)", "OtherThing")
-                }
+                let (streamName, type): (String, String) =
+                    switch n % 4 {
+                    case 0: ("order-\(order)", "OrderThing")
+                    case 1: ("hold-\(order)", "HoldThing")
+                    case 2: ("product-p\(n % 2)", "StockThing")
+                    default: ("other_stream-\(n % 3)", "OtherThing")
+                    }
                 let data = n % 4 == 3 ? #"{"n": \#(n)}"# : #"{"n": \#(n), "order_id": "\#(order)"}"#
-                _ = try await writer.append(AppendRequest(
-                    stream: stream(streamName), expectedVersion: .any,
-                    events: [NewEvent(type: type, data: data, effectiveAt: testEpoch)],
-                    metadata: EventMetadata(correlationID: "c\(n % 4 == 0 ? 0 : n % 3)", actor: "test")))
+                _ = try await writer.append(
+                    AppendRequest(
+                        stream: stream(streamName),
+                        expectedVersion: .any,
+                        events: [NewEvent(type: type, data: data, effectiveAt: testEpoch)],
+                        metadata: EventMetadata(correlationID: "c\(n % 4 == 0 ? 0 : n % 3)", actor: "test")
+                    )
+                )
             }
         }
     }
@@ -55,7 +60,8 @@ import Testing
         try await db.withAuditor { client in
             let store = EventStore(client: client, logger: TestCluster.logger)
             let all = try await store.read(from: 1, limit: 1_000)
-            let t20 = all[19].recordedAtMicros, t45 = all[44].recordedAtMicros
+            let t20 = all[19].recordedAtMicros
+            let t45 = all[44].recordedAtMicros
             let filters = [
                 EventFilter(),
                 EventFilter(types: ["OrderThing"]),
@@ -136,10 +142,13 @@ import Testing
         let db = try await TestDatabase.fresh()
         try await seed(db)
         try await db.withOwner { client in
-            try await tamper(client, """
+            try await tamper(
+                client,
+                """
                 ALTER TABLE ledger.events DROP CONSTRAINT events_hash_check;
                 UPDATE ledger.events SET hash = substring(hash FROM 1 FOR 31) WHERE position = 23
-                """)
+                """
+            )
             let verifier = ChainVerifier(client: client, logger: TestCluster.logger)
             let swift = try await verifier.verify(pageSize: 10, parallelism: 3, minimumPartSize: 5)
             #expect(swift.firstBadPosition == 23 && swift.reason == "hash does not match the event's contents", "\(swift)")
@@ -165,10 +174,13 @@ import Testing
             #expect(try await verifier.verifyPrefix(position: 40, hash: signed.prevHash).firstBadPosition == 40)
 
             // A superuser truncates the tail and moves the head back: the chain that is left verifies.
-            try await tamper(client, """
+            try await tamper(
+                client,
+                """
                 DELETE FROM ledger.events WHERE position > 30;
                 UPDATE ledger.head SET position = 30, hash = (SELECT hash FROM ledger.events WHERE position = 30)
-                """)
+                """
+            )
             #expect(try await verifier.verify().ok)
             #expect(try await verifier.verifyInDatabase().ok)
             try await both(31, "the log ends at position 30 but the checkpoint covers 40")

@@ -28,9 +28,13 @@ import Testing
         #expect(plan.statement == expected)
         #expect(plan.versionsAfter == ["order-1": 2])
 
-        #expect(planner.batchAnswered([.appended(41)])
-            == .complete([.success(AppendResult(firstPosition: 41, lastPosition: 42, streams: [version("order-1", 2)]))],
-                         committed: ["order-1": 2]))
+        #expect(
+            planner.batchAnswered([.appended(41)])
+                == .complete(
+                    [.success(AppendResult(firstPosition: 41, lastPosition: 42, streams: [version("order-1", 2)]))],
+                    committed: ["order-1": 2]
+                )
+        )
     }
 
     @Test func aFreshStreamWithAnExactExpectationIsBelievedAtThatVersion() throws {
@@ -67,11 +71,13 @@ import Testing
         #expect(plan.statement.checkVersions == [2, 0])
         #expect(plan.statement.events.streamIDs == ["b", "a", "b"])
         #expect(plan.statement.events.versions == [3, 1, 4])
-        #expect(plan.requests == [
-            .append(firstOrdinal: 1, eventCount: 1, streams: [version("b", 3)]),
-            .append(firstOrdinal: 2, eventCount: 1, streams: [version("a", 1)]),
-            .append(firstOrdinal: 3, eventCount: 1, streams: [version("b", 4)]),
-        ])
+        #expect(
+            plan.requests == [
+                .append(firstOrdinal: 1, eventCount: 1, streams: [version("b", 3)]),
+                .append(firstOrdinal: 2, eventCount: 1, streams: [version("a", 1)]),
+                .append(firstOrdinal: 3, eventCount: 1, streams: [version("b", 4)]),
+            ]
+        )
     }
 
     @Test func aLoadedVersionOverridesALaterRequestsExactExpectation() throws {
@@ -81,10 +87,13 @@ import Testing
         let plan = try #require(planner.versionsLoaded(["a": 5]).executed)
         #expect(plan.statement.checkVersions == [5])
         #expect(plan.statement.events.versions == [6])
-        expectPlans(plan.requests, [
-            .append(firstOrdinal: 1, eventCount: 1, streams: [version("a", 6)]),
-            .refuse(.versionConflict(stream: stream("a"), expected: .exact(3), actual: 6)),
-        ])
+        expectPlans(
+            plan.requests,
+            [
+                .append(firstOrdinal: 1, eventCount: 1, streams: [version("a", 6)]),
+                .refuse(.versionConflict(stream: stream("a"), expected: .exact(3), actual: 6)),
+            ]
+        )
     }
 
     @Test func cachedVersionsOverrideExpectationsAndSkipTheRead() throws {
@@ -100,12 +109,15 @@ import Testing
         #expect(plan.statement.checkVersions == [4, 2, 9])
         #expect(plan.statement.events.streamIDs == ["a", "b"])
         #expect(plan.statement.events.versions == [5, 3])
-        expectPlans(plan.requests, [
-            .append(firstOrdinal: 1, eventCount: 1, streams: [version("a", 5)]),
-            .refuse(.versionConflict(stream: stream("b"), expected: .exact(1), actual: 2)),
-            .refuse(.versionConflict(stream: stream("c"), expected: .noStream, actual: 9)),
-            .append(firstOrdinal: 2, eventCount: 1, streams: [version("b", 3)]),
-        ])
+        expectPlans(
+            plan.requests,
+            [
+                .append(firstOrdinal: 1, eventCount: 1, streams: [version("a", 5)]),
+                .refuse(.versionConflict(stream: stream("b"), expected: .exact(1), actual: 2)),
+                .refuse(.versionConflict(stream: stream("c"), expected: .noStream, actual: 9)),
+                .append(firstOrdinal: 2, eventCount: 1, streams: [version("b", 3)]),
+            ]
+        )
         #expect(plan.versionsAfter == ["a": 5, "b": 3, "c": 9])
     }
 
@@ -145,22 +157,29 @@ import Testing
         let plan = try #require(planner.startAttempt(cached: ["a": 2]).executed)
 
         let conflict = AppendError.versionConflict(stream: stream("a"), expected: .exact(1), actual: 2)
-        expectPlans(plan.requests, [
-            .refuse(conflict),
-            .append(firstOrdinal: 1, eventCount: 1, streams: [version("b", 1)]),
-            .append(firstOrdinal: 2, eventCount: 1, streams: [version("a", 3)]),
-        ])
+        expectPlans(
+            plan.requests,
+            [
+                .refuse(conflict),
+                .append(firstOrdinal: 1, eventCount: 1, streams: [version("b", 1)]),
+                .append(firstOrdinal: 2, eventCount: 1, streams: [version("a", 3)]),
+            ]
+        )
         #expect(plan.statement.checkStreams == ["b", "a"])
         #expect(plan.statement.checkVersions == [0, 2])
         #expect(plan.statement.events.streamIDs == ["b", "a"])
         #expect(plan.statement.events.versions == [1, 3])
         #expect(plan.statement.events.eventIDs == [uuid(3), uuid(4)])
 
-        expectCompletion(planner.batchAnswered([.appended(10)]), [
-            .failure(conflict),
-            .success(AppendResult(firstPosition: 10, lastPosition: 10, streams: [version("b", 1)])),
-            .success(AppendResult(firstPosition: 11, lastPosition: 11, streams: [version("a", 3)])),
-        ], committed: ["b": 1, "a": 3])
+        expectCompletion(
+            planner.batchAnswered([.appended(10)]),
+            [
+                .failure(conflict),
+                .success(AppendResult(firstPosition: 10, lastPosition: 10, streams: [version("b", 1)])),
+                .success(AppendResult(firstPosition: 11, lastPosition: 11, streams: [version("a", 3)])),
+            ],
+            committed: ["b": 1, "a": 3]
+        )
     }
 
     @Test func twoRequestsOnOneStreamInOneBatchGetConsecutiveVersions() throws {
@@ -173,27 +192,37 @@ import Testing
         #expect(plan.statement.checkStreams == ["a"])
         #expect(plan.statement.checkVersions == [0])
         #expect(plan.statement.events.versions == [1, 2, 3, 4])
-        #expect(plan.requests == [
-            .append(firstOrdinal: 1, eventCount: 2, streams: [version("a", 2)]),
-            .append(firstOrdinal: 3, eventCount: 1, streams: [version("a", 3)]),
-            .append(firstOrdinal: 4, eventCount: 1, streams: [version("a", 4)]),
-        ])
+        #expect(
+            plan.requests == [
+                .append(firstOrdinal: 1, eventCount: 2, streams: [version("a", 2)]),
+                .append(firstOrdinal: 3, eventCount: 1, streams: [version("a", 3)]),
+                .append(firstOrdinal: 4, eventCount: 1, streams: [version("a", 4)]),
+            ]
+        )
         #expect(plan.versionsAfter == ["a": 4])
     }
 
     @Test func ordinalsMetadataAndKeyColumnsAcrossSeveralRequestsAndStreams() throws {
         let metadata = EventMetadata(correlationID: "pay/1", actor: "operator:k1", command: "PlaceOrder")
         var planner = BatchPlanner(requests: [
-            request(on("order-1", .noStream, event(1), event(2)), on("hold-1", .noStream, event(3, schema: 2)),
-                    metadata: metadata, key: "k-1", hash: 1),
+            request(
+                on("order-1", .noStream, event(1), event(2)),
+                on("hold-1", .noStream, event(3, schema: 2)),
+                metadata: metadata,
+                key: "k-1",
+                hash: 1
+            ),
             request(on("order-2", .noStream, event(4), event(5), event(6))),
         ])
         let plan = try #require(planner.startAttempt(cached: [:]).executed)
 
-        let first = [version("order-1", 2), version("hold-1", 1)], second = [version("order-2", 3)]
-        #expect(plan.requests == [
-            .append(firstOrdinal: 1, eventCount: 3, streams: first), .append(firstOrdinal: 4, eventCount: 3, streams: second),
-        ])
+        let first = [version("order-1", 2), version("hold-1", 1)]
+        let second = [version("order-2", 3)]
+        #expect(
+            plan.requests == [
+                .append(firstOrdinal: 1, eventCount: 3, streams: first), .append(firstOrdinal: 4, eventCount: 3, streams: second),
+            ]
+        )
         var expected = BatchStatement()
         expected.checkStreams = ["order-1", "hold-1", "order-2"]
         expected.checkVersions = [0, 0, 0]
@@ -215,25 +244,39 @@ import Testing
         expected.events.effectiveMicros = (1...6).map { epochMicros + Int64($0) }
         #expect(plan.statement == expected)
 
-        expectCompletion(planner.batchAnswered([.appended(101)]), [
-            .success(AppendResult(firstPosition: 101, lastPosition: 103, streams: first)),
-            .success(AppendResult(firstPosition: 104, lastPosition: 106, streams: second)),
-        ], committed: ["order-1": 2, "hold-1": 1, "order-2": 3])
+        expectCompletion(
+            planner.batchAnswered([.appended(101)]),
+            [
+                .success(AppendResult(firstPosition: 101, lastPosition: 103, streams: first)),
+                .success(AppendResult(firstPosition: 104, lastPosition: 106, streams: second)),
+            ],
+            committed: ["order-1": 2, "hold-1": 1, "order-2": 3]
+        )
     }
 
     @Test func projectionRowsKeepTheNewestRowWithTheFirstCreationOrdinal() throws {
         var planner = BatchPlanner(requests: [
-            request(on("product-1", .noStream, event(1), event(2)), on("catalog", .noStream, event(3)), projections: [
-                row("inventory", "p1", stream: "product-1", version: 2, json: #"{"v":2}"#),
-                row("listing", "p1", stream: "catalog", version: 1, json: #"{"l":1}"#),
-            ]),
+            request(
+                on("product-1", .noStream, event(1), event(2)),
+                on("catalog", .noStream, event(3)),
+                projections: [
+                    row("inventory", "p1", stream: "product-1", version: 2, json: #"{"v":2}"#),
+                    row("listing", "p1", stream: "catalog", version: 1, json: #"{"l":1}"#),
+                ]
+            ),
             // Refused: its row must not replace anything.
-            request(on("product-1", .exact(9), event(4)), projections: [
-                row("inventory", "p1", stream: "product-1", version: 10, json: #"{"v":10}"#),
-            ]),
-            request(on("product-1", .exact(2), event(5)), projections: [
-                row("inventory", "p1", stream: "product-1", version: 3, json: #"{"v":3}"#),
-            ]),
+            request(
+                on("product-1", .exact(9), event(4)),
+                projections: [
+                    row("inventory", "p1", stream: "product-1", version: 10, json: #"{"v":10}"#)
+                ]
+            ),
+            request(
+                on("product-1", .exact(2), event(5)),
+                projections: [
+                    row("inventory", "p1", stream: "product-1", version: 3, json: #"{"v":3}"#)
+                ]
+            ),
         ])
         let plan = try #require(planner.startAttempt(cached: [:]).executed)
 
@@ -251,9 +294,12 @@ import Testing
         // validate() refuses such a request before it reaches a batch; the planner still gives the row a creation point.
         var planner = BatchPlanner(requests: [
             request(on("product-1", .noStream, event(1))),
-            request(on("product-2", .noStream, event(2), event(3)), projections: [
-                row("inventory", "p9", stream: "product-9", version: 1, json: "{}"),
-            ]),
+            request(
+                on("product-2", .noStream, event(2), event(3)),
+                projections: [
+                    row("inventory", "p9", stream: "product-9", version: 1, json: "{}")
+                ]
+            ),
         ])
         let plan = try #require(planner.startAttempt(cached: [:]).executed)
         #expect(plan.statement.rows.keys == ["p9"])
@@ -269,8 +315,10 @@ import Testing
         #expect(first.statement.keys.keys == ["k"])
 
         // The original request appended order-1 and stored its result: both beliefs were wrong.
-        #expect(planner.batchAnswered([.stale("order-1", 1), .keyExists("k", hash: 7, result: storedResult)])
-            == .redecide(learned: ["order-1": 1]))
+        #expect(
+            planner.batchAnswered([.stale("order-1", 1), .keyExists("k", hash: 7, result: storedResult)])
+                == .redecide(learned: ["order-1": 1])
+        )
 
         let second = try #require(planner.startAttempt(cached: ["order-1": 1]).executed)
         let replayed = AppendResult(firstPosition: 5, lastPosition: 5, streams: [version("order-1", 1)], replayed: true)
@@ -327,10 +375,13 @@ import Testing
 
         let third = try #require(planner.startAttempt(cached: ["order-2": 1]).executed)
         #expect(third.statement.probeKeys == ["j"])
-        expectPlans(third.requests, [
-            .replay(AppendResult(firstPosition: 5, lastPosition: 5, streams: [version("order-1", 1)], replayed: true)),
-            .refuse(.versionConflict(stream: stream("order-2"), expected: .noStream, actual: 1)),
-        ])
+        expectPlans(
+            third.requests,
+            [
+                .replay(AppendResult(firstPosition: 5, lastPosition: 5, streams: [version("order-1", 1)], replayed: true)),
+                .refuse(.versionConflict(stream: stream("order-2"), expected: .noStream, actual: 1)),
+            ]
+        )
     }
 
     @Test func theSameKeyTwiceInOneBatchWithTheSameHashIsSameAsTheFirst() throws {
@@ -360,14 +411,21 @@ import Testing
         ])
         let plan = try #require(planner.startAttempt(cached: [:]).executed)
 
-        expectPlans(plan.requests, [
-            .append(firstOrdinal: 1, eventCount: 1, streams: [version("order-1", 1)]), .refuse(.idempotencyConflict(key: "k")),
-        ])
+        expectPlans(
+            plan.requests,
+            [
+                .append(firstOrdinal: 1, eventCount: 1, streams: [version("order-1", 1)]), .refuse(.idempotencyConflict(key: "k")),
+            ]
+        )
         #expect(plan.statement.keys.hashes == [hash(1)])
-        expectCompletion(planner.batchAnswered([.appended(3)]), [
-            .success(AppendResult(firstPosition: 3, lastPosition: 3, streams: [version("order-1", 1)])),
-            .failure(.idempotencyConflict(key: "k")),
-        ], committed: ["order-1": 1, "order-2": 0])
+        expectCompletion(
+            planner.batchAnswered([.appended(3)]),
+            [
+                .success(AppendResult(firstPosition: 3, lastPosition: 3, streams: [version("order-1", 1)])),
+                .failure(.idempotencyConflict(key: "k")),
+            ],
+            committed: ["order-1": 1, "order-2": 0]
+        )
     }
 
     @Test func aRefusedRequestDoesNotClaimItsKeyForLaterRequests() throws {
@@ -376,10 +434,13 @@ import Testing
         ])
         let plan = try #require(planner.startAttempt(cached: ["order-1": 1]).executed)
 
-        expectPlans(plan.requests, [
-            .refuse(.versionConflict(stream: stream("order-1"), expected: .noStream, actual: 1)),
-            .append(firstOrdinal: 1, eventCount: 1, streams: [version("order-1", 2)]),
-        ])
+        expectPlans(
+            plan.requests,
+            [
+                .refuse(.versionConflict(stream: stream("order-1"), expected: .noStream, actual: 1)),
+                .append(firstOrdinal: 1, eventCount: 1, streams: [version("order-1", 2)]),
+            ]
+        )
         #expect(plan.statement.probeKeys == ["k"])
         #expect(plan.statement.keys.keys == ["k"])
         #expect(plan.statement.keys.hashes == [hash(2)])
@@ -421,8 +482,11 @@ import Testing
     @Test func anUnknownAnswerKindIsAStorageFailure() throws {
         var planner = BatchPlanner(requests: [request(on("a", .noStream, event(1)))])
         _ = try #require(planner.startAttempt(cached: [:]).executed)
-        expectFailure(planner.batchAnswered([.appended(1), BatchAnswerRow(kind: "vacuumed")]), .storageFailure,
-                      message: "ledger.append_batch answered vacuumed")
+        expectFailure(
+            planner.batchAnswered([.appended(1), BatchAnswerRow(kind: "vacuumed")]),
+            .storageFailure,
+            message: "ledger.append_batch answered vacuumed"
+        )
     }
 
     @Test func aMissingAppendedRowWhenEventsWerePlannedIsAStorageFailure() throws {
@@ -445,10 +509,14 @@ import Testing
         expected.checkStreams = ["a", "b"]
         expected.checkVersions = [3, 1]
         #expect(plan.statement == expected)
-        expectCompletion(planner.batchAnswered([]), [
-            .failure(.versionConflict(stream: stream("a"), expected: .noStream, actual: 3)),
-            .failure(.versionConflict(stream: stream("b"), expected: .exact(2), actual: 1)),
-        ], committed: ["a": 3, "b": 1])
+        expectCompletion(
+            planner.batchAnswered([]),
+            [
+                .failure(.versionConflict(stream: stream("a"), expected: .noStream, actual: 3)),
+                .failure(.versionConflict(stream: stream("b"), expected: .exact(2), actual: 1)),
+            ],
+            committed: ["a": 3, "b": 1]
+        )
     }
 
     @Test func exceedingMaximumAttemptsIsTheTooContendedFailure() throws {
@@ -463,8 +531,11 @@ import Testing
             cached["a"] = actual
         }
         #expect(BatchPlanner.maximumAttempts == 8)
-        expectFailure(planner.startAttempt(cached: cached), .storageFailure,
-                      message: "the ledger is too contended: 8 attempts found other writers first")
+        expectFailure(
+            planner.startAttempt(cached: cached),
+            .storageFailure,
+            message: "the ledger is too contended: 8 attempts found other writers first"
+        )
     }
 
     @Test func attemptsThatLoadVersionsCountTowardsTheLimit() throws {
@@ -474,8 +545,11 @@ import Testing
             _ = try #require(planner.versionsLoaded(["a": 1]).executed)
             #expect(planner.batchAnswered([.stale("a", 2)]) == .redecide(learned: ["a": 2]))
         }
-        expectFailure(planner.startAttempt(cached: [:]), .storageFailure,
-                      message: "the ledger is too contended: 8 attempts found other writers first")
+        expectFailure(
+            planner.startAttempt(cached: [:]),
+            .storageFailure,
+            message: "the ledger is too contended: 8 attempts found other writers first"
+        )
     }
 
     // MARK: Events out of order (programming errors in the writer's loop)
@@ -518,8 +592,13 @@ private func uuid(_ n: Int) -> UUID {
 }
 
 private func event(_ n: Int, schema: Int32 = 1) -> NewEvent {
-    NewEvent(eventID: uuid(n), type: "SampleRecorded", schemaVersion: schema, data: #"{"n":\#(n)}"#,
-             effectiveAt: Date(epochMicroseconds: epochMicros + Int64(n)))
+    NewEvent(
+        eventID: uuid(n),
+        type: "SampleRecorded",
+        schemaVersion: schema,
+        data: #"{"n":\#(n)}"#,
+        effectiveAt: Date(epochMicroseconds: epochMicros + Int64(n))
+    )
 }
 
 private func hash(_ byte: UInt8) -> [UInt8] { Array(repeating: byte, count: 32) }
@@ -529,11 +608,18 @@ private func on(_ name: String, _ expected: ExpectedVersion, _ events: NewEvent.
 }
 
 private func request(
-    _ streams: StreamAppend..., metadata: EventMetadata = .init(), key: String? = nil, hash byte: UInt8 = 1,
+    _ streams: StreamAppend...,
+    metadata: EventMetadata = .init(),
+    key: String? = nil,
+    hash byte: UInt8 = 1,
     projections: [ProjectionRow] = []
 ) -> AppendRequest {
-    AppendRequest(streams: streams, metadata: metadata, idempotency: key.map { IdempotencyKey(key: $0, requestHash: hash(byte)) },
-                  projections: projections)
+    AppendRequest(
+        streams: streams,
+        metadata: metadata,
+        idempotency: key.map { IdempotencyKey(key: $0, requestHash: hash(byte)) },
+        projections: projections
+    )
 }
 
 private func row(_ projection: String, _ key: String, stream name: String, version: Int64, json: String) -> ProjectionRow {
@@ -597,7 +683,9 @@ private func expectPlans(_ actual: [RequestPlan], _ expected: [RequestPlan], sou
 
 /// The batch completed with these results (failures to the last detail) and these versions for the cache.
 private func expectCompletion(
-    _ action: BatchPlanner.Action, _ results: [Result<AppendResult, AppendError>], committed: [String: Int64],
+    _ action: BatchPlanner.Action,
+    _ results: [Result<AppendResult, AppendError>],
+    committed: [String: Int64],
     sourceLocation: SourceLocation = #_sourceLocation
 ) {
     #expect(action == .complete(results, committed: committed), sourceLocation: sourceLocation)
@@ -605,7 +693,10 @@ private func expectCompletion(
 }
 
 private func expectFailure(
-    _ action: BatchPlanner.Action, _ error: AppendError, message: String, sourceLocation: SourceLocation = #_sourceLocation
+    _ action: BatchPlanner.Action,
+    _ error: AppendError,
+    message: String,
+    sourceLocation: SourceLocation = #_sourceLocation
 ) {
     #expect(action == .fail(error), sourceLocation: sourceLocation)
     if case .fail(let actual) = action { #expect(actual.message == message, sourceLocation: sourceLocation) }

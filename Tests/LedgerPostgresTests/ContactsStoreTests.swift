@@ -81,15 +81,28 @@ import Testing
             let store = ContactsStore(client: client, logger: TestCluster.logger)
             try await store.insert(Self.contact("Jane", email: "jane@example.com"), ref: "contact-1")
             for (order, ref) in [("o-2", "contact-1"), ("o-1", "contact-9"), ("o-3", "contact-1")] {
-                _ = try await writer.append(AppendRequest(
-                    stream: stream("order-\(order)"), expectedVersion: .noStream,
-                    events: [NewEvent(type: OrderOpened.eventType, data: #"{"order_id": "\#(order)", "contact_ref": "\#(ref)"}"#,
-                                      effectiveAt: testEpoch)]))
+                _ = try await writer.append(
+                    AppendRequest(
+                        stream: stream("order-\(order)"),
+                        expectedVersion: .noStream,
+                        events: [
+                            NewEvent(
+                                type: OrderOpened.eventType,
+                                data: #"{"order_id": "\#(order)", "contact_ref": "\#(ref)"}"#,
+                                effectiveAt: testEpoch
+                            )
+                        ]
+                    )
+                )
             }
             // Another type carrying the same reference is not an order opened with it.
-            _ = try await writer.append(AppendRequest(
-                stream: stream("sample-1"), expectedVersion: .any,
-                events: [NewEvent(type: "SampleRecorded", data: #"{"order_id": "o-4", "contact_ref": "contact-1"}"#, effectiveAt: testEpoch)]))
+            _ = try await writer.append(
+                AppendRequest(
+                    stream: stream("sample-1"),
+                    expectedVersion: .any,
+                    events: [NewEvent(type: "SampleRecorded", data: #"{"order_id": "o-4", "contact_ref": "contact-1"}"#, effectiveAt: testEpoch)]
+                )
+            )
             #expect(try await store.orderIDs(usingContact: "contact-1") == ["o-2", "o-3"])
             try await store.erase(ref: "contact-1")
             #expect(try await store.orderIDs(usingContact: "contact-1") == ["o-2", "o-3"])

@@ -26,7 +26,9 @@ func eventCount(_ client: PostgresClient) async throws -> Int64 {
 
 /// Expects the statement to be refused with the given SQLSTATE.
 func expectRejected(
-    _ client: PostgresClient, _ query: PostgresQuery, sqlState expected: String,
+    _ client: PostgresClient,
+    _ query: PostgresQuery,
+    sqlState expected: String,
     sourceLocation: SourceLocation = #_sourceLocation
 ) async {
     do {
@@ -45,7 +47,10 @@ func expectRejected(
 /// connection: how a malicious DBA would alter history.
 func tamper(_ client: PostgresClient, _ sql: String) async throws {
     try await client.withConnection { connection in
-        try await Migrator.run(script: "SET session_replication_role = replica; \(sql); RESET session_replication_role;",
-                               connection: connection, logger: TestCluster.logger)
+        try await Migrator.run(
+            script: "SET session_replication_role = replica; \(sql); RESET session_replication_role;",
+            connection: connection,
+            logger: TestCluster.logger
+        )
     }
 }

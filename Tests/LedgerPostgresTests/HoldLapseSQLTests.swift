@@ -14,10 +14,12 @@ import Testing
     static var expiryMicros: Int64 { RFC3339.micros(expiry)! }
 
     func insert(_ client: PostgresClient, _ projection: String, _ key: String, _ row: String, position: Int64) async throws {
-        try await client.query("""
+        try await client.query(
+            """
             INSERT INTO ledger.projection_rows (projection, key, version, row, created_position)
             VALUES (\(projection), \(key), 1, \(row)::jsonb, \(position))
-            """)
+            """
+        )
     }
 
     /// The function's rows at `micros` (key → row as JSON), in the function's order.
@@ -53,9 +55,11 @@ import Testing
             for (n, (key, row)) in rows.enumerated() { try await insert(client, "orders", key, row, position: Int64(n + 1)) }
             try await insert(client, "inventory", "authorized", #"{"reserved": 1, "available": 1}"#, position: 99)
 
-            let recorded = Dictionary(uniqueKeysWithValues: try rows.map {
-                ($0.0, try JSONDecoder().decode([String: JSONValue].self, from: Data($0.1.utf8)))
-            })
+            let recorded = Dictionary(
+                uniqueKeysWithValues: try rows.map {
+                    ($0.0, try JSONDecoder().decode([String: JSONValue].self, from: Data($0.1.utf8)))
+                }
+            )
             // A microsecond before the expiry every row is as recorded; other projections never show.
             let before = try await self.rows(client, "ledger.order_rows_at", at: Self.expiryMicros - 1)
             #expect(before.map(\.0) == rows.map(\.0))
@@ -66,7 +70,10 @@ import Testing
                 func lapsed(_ key: String, _ status: String) -> [String: JSONValue] {
                     var row = recorded[key]!
                     row["status"] = .string(status)
-                    if case .object(var hold) = row["hold"] { hold["state"] = .string("closed"); row["hold"] = .object(hold) }
+                    if case .object(var hold) = row["hold"] {
+                        hold["state"] = .string("closed")
+                        row["hold"] = .object(hold)
+                    }
                     return row
                 }
                 #expect(after["authorized"] == lapsed("authorized", "expired"))
@@ -97,7 +104,11 @@ import Testing
                 var result: [String: [Int64]] = [:]
                 for (key, row) in try await rows(client, "ledger.inventory_rows_at", at: micros) {
                     guard case .int(let reserved) = row["reserved"], case .int(let available) = row["available"],
-                          case .int(let onHand) = row["on_hand"] else { Issue.record("\(key): \(row)"); continue }
+                        case .int(let onHand) = row["on_hand"]
+                    else {
+                        Issue.record("\(key): \(row)")
+                        continue
+                    }
                     result[key] = [onHand, reserved, available]
                 }
                 return result
@@ -115,9 +126,13 @@ import Testing
         try await db.withApp { client in
             // Text order is time order only if SQL and Swift (RFC3339.format) write instants alike.
             for micros: Int64 in [0, 1, 999_999, 1_000_000, Self.expiryMicros, Self.expiryMicros - 1, 4_102_444_799_999_999] {
-                let sql = try await column(client, """
+                let sql = try await column(
+                    client,
+                    """
                     SELECT ledger.read_model_timestamp(timestamptz 'epoch' + \(micros) * interval '1 microsecond')
-                    """, as: String.self)
+                    """,
+                    as: String.self
+                )
                 #expect(sql == [RFC3339.format(micros)], "\(micros)")
             }
         }
@@ -126,16 +141,30 @@ import Testing
 
 /// A JSON value compared structurally (jsonb's text output orders keys its own way).
 indirect enum JSONValue: Decodable, Equatable {
-    case null, bool(Bool), int(Int64), double(Double), string(String), array([JSONValue]), object([String: JSONValue])
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
 
     init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
-        if c.decodeNil() { self = .null }
-        else if let v = try? c.decode(Bool.self) { self = .bool(v) }
-        else if let v = try? c.decode(Int64.self) { self = .int(v) }
-        else if let v = try? c.decode(Double.self) { self = .double(v) }
-        else if let v = try? c.decode(String.self) { self = .string(v) }
-        else if let v = try? c.decode([JSONValue].self) { self = .array(v) }
-        else { self = .object(try c.decode([String: JSONValue].self)) }
+        if c.decodeNil() {
+            self = .null
+        } else if let v = try? c.decode(Bool.self) {
+            self = .bool(v)
+        } else if let v = try? c.decode(Int64.self) {
+            self = .int(v)
+        } else if let v = try? c.decode(Double.self) {
+            self = .double(v)
+        } else if let v = try? c.decode(String.self) {
+            self = .string(v)
+        } else if let v = try? c.decode([JSONValue].self) {
+            self = .array(v)
+        } else {
+            self = .object(try c.decode([String: JSONValue].self))
+        }
     }
 }

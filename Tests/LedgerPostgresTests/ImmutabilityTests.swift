@@ -93,12 +93,15 @@ import Testing
         try await db.withOwner { client in
             // A careful tamperer recomputes the edited event's own hash; the next event's
             // prev_hash no longer matches, and that position is reported.
-            try await tamper(client, #"""
+            try await tamper(
+                client,
+                #"""
                 UPDATE ledger.events SET data = '{"n": 5, "note": "forged"}' WHERE position = 5;
                 UPDATE ledger.events e SET hash = ledger.event_hash(e.prev_hash, e.position, e.stream_id, e.stream_version,
                     e.event_id, e.type, e.schema_version, e.data, e.metadata, e.effective_at, e.recorded_at)
                 WHERE position = 5
-                """#)
+                """#
+            )
             let verifier = ChainVerifier(client: client, logger: TestCluster.logger)
             let swift = try await verifier.verify()
             #expect(swift.firstBadPosition == 6)

@@ -8,7 +8,9 @@ import Testing
 @Suite struct LedgerWriterTests {
     @Test func concurrentAppendsAreGaplessPerStreamOrderedAndChained() async throws {
         let db = try await TestDatabase.fresh()
-        let tasks = 8, perTask = 1_000, streams = 100
+        let tasks = 8
+        let perTask = 1_000
+        let streams = 100
         try await db.withWriter { writer, client in
             try await withThrowingTaskGroup(of: [AppendResult].self) { group in
                 for task in 0..<tasks {
@@ -16,8 +18,15 @@ import Testing
                         var results: [AppendResult] = []
                         for i in 0..<perTask {
                             let n = task * perTask + i
-                            results.append(try await writer.append(AppendRequest(
-                                stream: stream("sample-\(n % streams)"), expectedVersion: .any, events: [sampleEvent(n)])))
+                            results.append(
+                                try await writer.append(
+                                    AppendRequest(
+                                        stream: stream("sample-\(n % streams)"),
+                                        expectedVersion: .any,
+                                        events: [sampleEvent(n)]
+                                    )
+                                )
+                            )
                         }
                         return results
                     }
@@ -29,10 +38,14 @@ import Testing
 
             let all = try await column(client, "SELECT position FROM ledger.events ORDER BY position", as: Int64.self)
             #expect(all == Array(1...Int64(tasks * perTask)))
-            let badStreams = try await column(client, """
+            let badStreams = try await column(
+                client,
+                """
                 SELECT stream_id FROM ledger.events GROUP BY stream_id
                 HAVING min(stream_version) <> 1 OR max(stream_version) <> count(*) OR count(DISTINCT stream_version) <> count(*)
-                """, as: String.self)
+                """,
+                as: String.self
+            )
             #expect(badStreams.isEmpty)
             #expect(try await column(client, "SELECT count(DISTINCT stream_id) FROM ledger.events", as: Int64.self) == [Int64(streams)])
 
@@ -52,8 +65,12 @@ import Testing
                 let s = stream("order-race")
                 for round in 0..<50 {
                     let expected: ExpectedVersion = round == 0 ? .noStream : .exact(Int64(round))
-                    async let a = outcome { try await first.append(AppendRequest(stream: s, expectedVersion: expected, events: [sampleEvent(round)])) }
-                    async let b = outcome { try await second.append(AppendRequest(stream: s, expectedVersion: expected, events: [sampleEvent(round)])) }
+                    async let a = outcome {
+                        try await first.append(AppendRequest(stream: s, expectedVersion: expected, events: [sampleEvent(round)]))
+                    }
+                    async let b = outcome {
+                        try await second.append(AppendRequest(stream: s, expectedVersion: expected, events: [sampleEvent(round)]))
+                    }
                     let outcomes = await [a, b]
                     let wins = outcomes.filter { if case .success = $0 { true } else { false } }
                     #expect(wins.count == 1, "round \(round)")
@@ -71,7 +88,11 @@ import Testing
                 let inBatch = await [c, d]
                 #expect(inBatch.filter { if case .success = $0 { true } else { false } }.count == 1)
                 #expect(try await column(client, "SELECT count(*) FROM ledger.events WHERE stream_id = 'order-race'", as: Int64.self) == [51])
-                let versions = try await column(client, "SELECT stream_version FROM ledger.events WHERE stream_id = 'order-race' ORDER BY 1", as: Int64.self)
+                let versions = try await column(
+                    client,
+                    "SELECT stream_version FROM ledger.events WHERE stream_id = 'order-race' ORDER BY 1",
+                    as: Int64.self
+                )
                 #expect(versions == Array(1...51))
             }
         }
@@ -97,20 +118,25 @@ import Testing
     @Test func multiStreamAppendIsAtomic() async throws {
         let db = try await TestDatabase.fresh()
         try await db.withWriter { writer, client in
-            let order = stream("order-1"), product = stream("product-9")
+            let order = stream("order-1")
+            let product = stream("product-9")
             _ = try await writer.append(AppendRequest(stream: product, expectedVersion: .noStream, events: [sampleEvent(0)]))
             // The product expectation fails, so the order's events must not be written either.
             await #expect(throws: AppendError.versionConflict) {
-                try await writer.append(AppendRequest(streams: [
-                    StreamAppend(streamID: order, expectedVersion: .noStream, events: [sampleEvent(1)]),
-                    StreamAppend(streamID: product, expectedVersion: .exact(5), events: [sampleEvent(2)]),
-                ]))
+                try await writer.append(
+                    AppendRequest(streams: [
+                        StreamAppend(streamID: order, expectedVersion: .noStream, events: [sampleEvent(1)]),
+                        StreamAppend(streamID: product, expectedVersion: .exact(5), events: [sampleEvent(2)]),
+                    ])
+                )
             }
             #expect(try await eventCount(client) == 1)
-            let ok = try await writer.append(AppendRequest(streams: [
-                StreamAppend(streamID: order, expectedVersion: .noStream, events: [sampleEvent(1)]),
-                StreamAppend(streamID: product, expectedVersion: .exact(1), events: [sampleEvent(2)]),
-            ]))
+            let ok = try await writer.append(
+                AppendRequest(streams: [
+                    StreamAppend(streamID: order, expectedVersion: .noStream, events: [sampleEvent(1)]),
+                    StreamAppend(streamID: product, expectedVersion: .exact(1), events: [sampleEvent(2)]),
+                ])
+            )
             #expect(ok.firstPosition == 2 && ok.lastPosition == 3)
             #expect(ok.streams == [StreamVersion(streamID: order, version: 1), StreamVersion(streamID: product, version: 2)])
         }
@@ -152,14 +178,17 @@ import Testing
             let opened = NewEvent(
                 type: "SettlementBatchOpened",
                 data: #"{"batch_id": "b-1", "currency": "EUR", "pinned_position": 1, "cut_off_at": "2030-01-01T00:00:00Z"}"#,
-                effectiveAt: testEpoch)
+                effectiveAt: testEpoch
+            )
             _ = try await writer.append(AppendRequest(stream: batch, expectedVersion: .noStream, events: [opened]))
             // The ledger has no captures at all; the event claims one (sql/0008 raises LDG10).
             let closed = NewEvent(
-                type: "SettlementBatchClosed", schemaVersion: 2,
+                type: "SettlementBatchClosed",
+                schemaVersion: 2,
                 data: #"{"batch_id": "b-1", "capture_count": 1, "refund_count": 0, "#
                     + #""gross_credit": {"amount": "10.00"}, "gross_debit": {"amount": "0.00"}}"#,
-                effectiveAt: testEpoch)
+                effectiveAt: testEpoch
+            )
             let mismatch = await #expect(throws: AppendError.self) {
                 try await writer.append(AppendRequest(stream: batch, expectedVersion: .exact(1), events: [closed]))
             }

@@ -27,7 +27,8 @@ import Testing
         let db = try await TestDatabase.empty()
         try await db.withOwner { client in
             try await Migrator(migrations: migrations, logger: TestCluster.logger).migrate(client: client)
-            let edited = [Migration(version: migrations[0].version, name: migrations[0].name, sql: migrations[0].sql + "\n-- sneaky edit\n")]
+            let edited =
+                [Migration(version: migrations[0].version, name: migrations[0].name, sql: migrations[0].sql + "\n-- sneaky edit\n")]
                 + migrations.dropFirst()
             let migrator = Migrator(migrations: edited, logger: TestCluster.logger)
             let error = await #expect(throws: MigrationError.self) { try await migrator.migrate(client: client) }
@@ -50,7 +51,8 @@ import Testing
 
     @Test func aFailingMigrationRollsBackCompletely() async throws {
         let db = try await TestDatabase.fresh()
-        let more = migrations + [Migration(version: 9998, name: "9998_broken.sql", sql: "CREATE TABLE ledger.half (x int); SELECT no_such_function();")]
+        let more =
+            migrations + [Migration(version: 9998, name: "9998_broken.sql", sql: "CREATE TABLE ledger.half (x int); SELECT no_such_function();")]
         try await db.withOwner { client in
             await #expect(throws: MigrationError.self) {
                 try await Migrator(migrations: more, logger: TestCluster.logger).migrate(client: client)

@@ -48,7 +48,8 @@ import Testing
         let db = try await TestDatabase.fresh()
         let client = PostgresClient(
             configuration: TestCluster.configuration(endpoint: db.endpoint, database: db.name, user: "ledger_app"),
-            backgroundLogger: TestCluster.logger)
+            backgroundLogger: TestCluster.logger
+        )
         let pool = PostgresPool(client: client)
         let cancelled = Task { await pool.running() }
         cancelled.cancel()

@@ -60,35 +60,64 @@ import Testing
     }
 
     func openBatch(_ client: PostgresClient, _ batch: String, currency: String, pinned: Int64, cutOff: String = cutOff) async throws {
-        try await append(client, "settlement-\(batch)", version: 1, type: "SettlementBatchOpened", data: """
-            {"batch_id": "\(batch)", "merchant_account": "Store", "currency": "\(currency)", "business_date": "2030-06-19",
-             "cut_off_at": "\(cutOff)", "pinned_position": \(pinned)}
-            """)
+        try await append(
+            client,
+            "settlement-\(batch)",
+            version: 1,
+            type: "SettlementBatchOpened",
+            data: """
+                {"batch_id": "\(batch)", "merchant_account": "Store", "currency": "\(currency)", "business_date": "2030-06-19",
+                 "cut_off_at": "\(cutOff)", "pinned_position": \(pinned)}
+                """
+        )
     }
 
     /// A schema-2 closed event stating these counts and gross amounts (minor units, two digits).
     func closeQuery(_ batch: String, currency: String, captures: Int, refunds: Int, credit: Int64, debit: Int64) -> PostgresQuery {
         func money(_ units: Int64) -> String { #"{"amount": "\#(units / 100).\#(String(format: "%02d", units % 100))", "currency": "\#(currency)"}"# }
-        return appendQuery("settlement-\(batch)", version: 2, type: "SettlementBatchClosed", schema: 2, data: """
-            {"batch_id": "\(batch)", "capture_count": \(captures), "refund_count": \(refunds), "gross_credit": \(money(credit)),
-             "gross_debit": \(money(debit)), "gross": \(money(credit - debit)), "items_sha256": "00"}
-            """)
+        return appendQuery(
+            "settlement-\(batch)",
+            version: 2,
+            type: "SettlementBatchClosed",
+            schema: 2,
+            data: """
+                {"batch_id": "\(batch)", "capture_count": \(captures), "refund_count": \(refunds), "gross_credit": \(money(credit)),
+                 "gross_debit": \(money(debit)), "gross": \(money(credit - debit)), "items_sha256": "00"}
+                """
+        )
     }
 
     /// The closed event the rule's items call for, with the counts and amounts adjusted by the deltas.
-    func closeQuery(_ batch: String, currency: String, items: [Item], captureDelta: Int = 0, refundDelta: Int = 0,
-                    creditDelta: Int64 = 0) -> PostgresQuery {
-        let captures = items.filter { $0.kind == "capture" }, refunds = items.filter { $0.kind == "refund" }
-        return closeQuery(batch, currency: currency, captures: captures.count + captureDelta, refunds: refunds.count + refundDelta,
-                          credit: captures.reduce(0) { $0 + $1.minorUnits } + creditDelta, debit: refunds.reduce(0) { $0 + $1.minorUnits })
+    func closeQuery(
+        _ batch: String,
+        currency: String,
+        items: [Item],
+        captureDelta: Int = 0,
+        refundDelta: Int = 0,
+        creditDelta: Int64 = 0
+    ) -> PostgresQuery {
+        let captures = items.filter { $0.kind == "capture" }
+        let refunds = items.filter { $0.kind == "refund" }
+        return closeQuery(
+            batch,
+            currency: currency,
+            captures: captures.count + captureDelta,
+            refunds: refunds.count + refundDelta,
+            credit: captures.reduce(0) { $0 + $1.minorUnits } + creditDelta,
+            debit: refunds.reduce(0) { $0 + $1.minorUnits }
+        )
     }
 
     func candidates(_ client: PostgresClient, currency: String, pinned: Int64, cutOffMicros: Int64) async throws -> [Int64] {
-        try await column(client, """
+        try await column(
+            client,
+            """
             SELECT position FROM ledger.settlement_batch_candidates(
                 \(currency), \(pinned), timestamptz 'epoch' + \(cutOffMicros) * interval '1 microsecond')
             ORDER BY position
-            """, as: Int64.self)
+            """,
+            as: Int64.self
+        )
     }
 
     func assigned(_ client: PostgresClient, _ batch: String) async throws -> [Int64] {
@@ -101,8 +130,12 @@ import Testing
 
     /// Every combination of currency, pinned position and cut-off around the items' own values
     /// (each item just inside and just outside each bound) gives the oracle's items.
-    func expectCandidatesFollowTheRule(_ client: PostgresClient, _ items: [Item], taken: Set<Int64>,
-                                       sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    func expectCandidatesFollowTheRule(
+        _ client: PostgresClient,
+        _ items: [Item],
+        taken: Set<Int64>,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
         let head = items.map(\.position).max() ?? 0
         var cutOffs: Set<Int64> = [Self.cutOffMicros, RFC3339.micros("2100-01-01T00:00:00Z")!]
         for item in items { cutOffs.formUnion([item.recordedMicros, item.recordedMicros + 1]) }
@@ -195,14 +228,23 @@ import Testing
 
         // The trigger and the candidates apply one statement of the rule, not two copies of it.
         try await db.withOwner { client in
-            for function in ["ledger.assign_settlement_items(text, integer, jsonb)", "ledger.settlement_batch_candidates(text, bigint, timestamptz)"] {
+            for function in ["ledger.assign_settlement_items(text, integer, jsonb)", "ledger.settlement_batch_candidates(text, bigint, timestamptz)"]
+            {
                 let body = try #require(try await column(client, "SELECT pg_get_functiondef(\(function)::regprocedure)", as: String.self).first)
                 #expect(body.contains("ledger.settlement_batch_takes(o,"), "\(function) does not call ledger.settlement_batch_takes")
             }
             // The rebuild replays the closed events through the same trigger function: same assignments.
-            let before = try await column(client, "SELECT position || ':' || batch_id FROM ledger.settlement_assignments ORDER BY position", as: String.self)
+            let before = try await column(
+                client,
+                "SELECT position || ':' || batch_id FROM ledger.settlement_assignments ORDER BY position",
+                as: String.self
+            )
             #expect(try await column(client, "SELECT ledger.rebuild_settlement_items()", as: Int64.self) == [7])
-            let after = try await column(client, "SELECT position || ':' || batch_id FROM ledger.settlement_assignments ORDER BY position", as: String.self)
+            let after = try await column(
+                client,
+                "SELECT position || ':' || batch_id FROM ledger.settlement_assignments ORDER BY position",
+                as: String.self
+            )
             #expect(after == before && before.count == 6)
         }
     }

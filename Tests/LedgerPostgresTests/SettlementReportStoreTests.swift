@@ -10,11 +10,30 @@ import Testing
 @Suite struct SettlementReportStoreTests {
     static func line(_ n: Int, type: SettlementLineType = .settled) -> SettlementReportLine {
         SettlementReportLine(
-            companyAccount: "OrderLedger", merchantAccount: "OrderLedgerStore", pspReference: "psp-\(n)", merchantReference: "order-\(n)",
-            paymentMethod: "visa", creationDate: nil, timeZone: "UTC", type: type, modificationReference: "mod-psp-\(n)",
-            grossCurrency: nil, grossDebit: nil, grossCredit: nil, exchangeRate: nil, netCurrency: nil, netDebit: nil, netCredit: nil,
-            commission: nil, markup: nil, schemeFees: nil, interchange: nil, paymentMethodVariant: "visa",
-            modificationMerchantReference: "capture-\(n)", batchNumber: 7)
+            companyAccount: "OrderLedger",
+            merchantAccount: "OrderLedgerStore",
+            pspReference: "psp-\(n)",
+            merchantReference: "order-\(n)",
+            paymentMethod: "visa",
+            creationDate: nil,
+            timeZone: "UTC",
+            type: type,
+            modificationReference: "mod-psp-\(n)",
+            grossCurrency: nil,
+            grossDebit: nil,
+            grossCredit: nil,
+            exchangeRate: nil,
+            netCurrency: nil,
+            netDebit: nil,
+            netCredit: nil,
+            commission: nil,
+            markup: nil,
+            schemeFees: nil,
+            interchange: nil,
+            paymentMethodVariant: "visa",
+            modificationMerchantReference: "capture-\(n)",
+            batchNumber: 7
+        )
     }
 
     static let digest = [UInt8](repeating: 0xAB, count: 32)
@@ -24,10 +43,14 @@ import Testing
 
     /// The report's line index as (line, type, our reference, the acquirer's reference), by line.
     static func index(_ client: PostgresClient, _ key: String) async throws -> [String] {
-        try await column(client, """
+        try await column(
+            client,
+            """
             SELECT line_no || ' ' || type || ' ' || our_reference || ' ' || acquirer_reference
             FROM ledger.settlement_report_lines WHERE batch_id = \(key) ORDER BY line_no
-            """, as: String.self)
+            """,
+            as: String.self
+        )
     }
 
     @Test func partsStoredInOneTransactionReadBackInOrderWithTheirLineIndex() async throws {
@@ -35,8 +58,10 @@ import Testing
         try await db.withApp { client in
             let store = SettlementReportStore(client: client, logger: TestCluster.logger)
             #expect(try await store.storedReport("batch-1") == nil)
-            let parts = [(0, "header\nrow 1\nrow 2\n", [Self.line(1), Self.line(2)]), (1, "row 3\n", [Self.line(3)]),
-                         (2, "row 4\n", [Self.line(4, type: .merchantPayout)])]
+            let parts = [
+                (0, "header\nrow 1\nrow 2\n", [Self.line(1), Self.line(2)]), (1, "row 3\n", [Self.line(3)]),
+                (2, "row 4\n", [Self.line(4, type: .merchantPayout)]),
+            ]
             let stored = try await store.storeReport { transaction -> Int in
                 var first = 1
                 // Stored out of order: the reads order by part, not by insertion.
@@ -59,9 +84,12 @@ import Testing
             var csv = ""
             try await store.forEachPartCSV("batch-1") { csv += $0 }
             #expect(csv == "header\nrow 1\nrow 2\nrow 3\nrow 4\n")
-            #expect(try await Self.index(client, "batch-1") == [
-                "1 Settled capture-1 mod-psp-1", "2 Settled capture-2 mod-psp-2", "3 Settled capture-3 mod-psp-3",
-                "4 MerchantPayout capture-4 mod-psp-4"])
+            #expect(
+                try await Self.index(client, "batch-1") == [
+                    "1 Settled capture-1 mod-psp-1", "2 Settled capture-2 mod-psp-2", "3 Settled capture-3 mod-psp-3",
+                    "4 MerchantPayout capture-4 mod-psp-4",
+                ]
+            )
             #expect(try await store.lineIndexMissing("batch-1") == false)
             var nothing: [String] = []
             try await store.forEachPart("batch-2") { part, _ in nothing.append("\(part)") }

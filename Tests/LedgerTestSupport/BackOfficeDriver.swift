@@ -51,48 +51,81 @@ public struct BackOfficeDriver: Sendable {
 
     /// `POST /orders/{order}/{operation}` with `body`, an optional `Idempotency-Key` and the operator key
     /// (nil: no key); the status and the reply's text.
-    public func operate(_ client: any TestClientProtocol, _ order: String, _ operation: String, _ body: String = "{}",
-                        key: String? = nil, apiKey: String? = TestApp.operatorKey) async throws -> (HTTPResponse.Status, String) {
+    public func operate(
+        _ client: any TestClientProtocol,
+        _ order: String,
+        _ operation: String,
+        _ body: String = "{}",
+        key: String? = nil,
+        apiKey: String? = TestApp.operatorKey
+    ) async throws -> (HTTPResponse.Status, String) {
         var headers: HTTPFields = [.contentType: "application/json"]
         if let apiKey { headers[.authorization] = "Bearer \(apiKey)" }
         if let key { headers[HTTPField.Name("Idempotency-Key")!] = key }
-        return try await client.execute(uri: "/orders/\(order)/\(operation)", method: .post, headers: headers,
-                                        body: ByteBuffer(string: body)) { ($0.status, String(buffer: $0.body)) }
+        return try await client.execute(
+            uri: "/orders/\(order)/\(operation)",
+            method: .post,
+            headers: headers,
+            body: ByteBuffer(string: body)
+        ) { ($0.status, String(buffer: $0.body)) }
     }
 
     /// Captures `{amount?, final?}` of the order's hold (all that is open by default).
-    public func capture(_ client: any TestClientProtocol, _ order: String, _ body: String = "{}",
-                        key: String? = nil) async throws -> (HTTPResponse.Status, String) {
+    public func capture(
+        _ client: any TestClientProtocol,
+        _ order: String,
+        _ body: String = "{}",
+        key: String? = nil
+    ) async throws -> (HTTPResponse.Status, String) {
         try await operate(client, order, "capture", body, key: key)
     }
 
     /// Raises the order's hold by `{amount}`.
-    public func increment(_ client: any TestClientProtocol, _ order: String, _ body: String,
-                          key: String? = nil) async throws -> (HTTPResponse.Status, String) {
+    public func increment(
+        _ client: any TestClientProtocol,
+        _ order: String,
+        _ body: String,
+        key: String? = nil
+    ) async throws -> (HTTPResponse.Status, String) {
         try await operate(client, order, "increment", body, key: key)
     }
 
     /// Releases `{amount?}` of the order's hold (all that is open by default).
-    public func void(_ client: any TestClientProtocol, _ order: String, _ body: String = "{}",
-                     key: String? = nil) async throws -> (HTTPResponse.Status, String) {
+    public func void(
+        _ client: any TestClientProtocol,
+        _ order: String,
+        _ body: String = "{}",
+        key: String? = nil
+    ) async throws -> (HTTPResponse.Status, String) {
         try await operate(client, order, "void", body, key: key)
     }
 
     /// Refunds `{amount, reason}` of what was captured.
-    public func refund(_ client: any TestClientProtocol, _ order: String, _ body: String,
-                       key: String? = nil) async throws -> (HTTPResponse.Status, String) {
+    public func refund(
+        _ client: any TestClientProtocol,
+        _ order: String,
+        _ body: String,
+        key: String? = nil
+    ) async throws -> (HTTPResponse.Status, String) {
         try await operate(client, order, "refund", body, key: key)
     }
 
     /// Ships the order `{carrier?, tracking?}`.
-    public func ship(_ client: any TestClientProtocol, _ order: String, _ body: String = "{}",
-                     key: String? = nil) async throws -> (HTTPResponse.Status, String) {
+    public func ship(
+        _ client: any TestClientProtocol,
+        _ order: String,
+        _ body: String = "{}",
+        key: String? = nil
+    ) async throws -> (HTTPResponse.Status, String) {
         try await operate(client, order, "ship", body, key: key)
     }
 
     /// `GET uri` with `key` (the auditor's by default; nil: none); the status and the reply's text.
-    public func get(_ client: any TestClientProtocol, _ uri: String,
-                    key: String? = TestApp.auditorKey) async throws -> (HTTPResponse.Status, String) {
+    public func get(
+        _ client: any TestClientProtocol,
+        _ uri: String,
+        key: String? = TestApp.auditorKey
+    ) async throws -> (HTTPResponse.Status, String) {
         try await client.execute(uri: uri, method: .get, headers: key.map(TestApp.bearer) ?? [:]) {
             ($0.status, String(buffer: $0.body))
         }
@@ -107,14 +140,20 @@ public struct BackOfficeDriver: Sendable {
     }
 
     /// `GET /orders/{id}/history`: the order's, its hold's and its stock's events in log order.
-    public func history(_ client: any TestClientProtocol, _ id: String,
-                        key: String? = TestApp.auditorKey) async throws -> (HTTPResponse.Status, String) {
+    public func history(
+        _ client: any TestClientProtocol,
+        _ id: String,
+        key: String? = TestApp.auditorKey
+    ) async throws -> (HTTPResponse.Status, String) {
         try await get(client, "/orders/\(id)/history", key: key)
     }
 
     /// `POST /settlements/run` with `body` and `key` (the operator's by default; nil: none).
-    public func runSettlement(_ client: any TestClientProtocol, _ body: String,
-                              key: String? = TestApp.operatorKey) async throws -> (HTTPResponse.Status, String) {
+    public func runSettlement(
+        _ client: any TestClientProtocol,
+        _ body: String,
+        key: String? = TestApp.operatorKey
+    ) async throws -> (HTTPResponse.Status, String) {
         var headers: HTTPFields = [.contentType: "application/json"]
         if let key { headers[.authorization] = "Bearer \(key)" }
         return try await client.execute(uri: "/settlements/run", method: .post, headers: headers, body: ByteBuffer(string: body)) {
@@ -123,16 +162,22 @@ public struct BackOfficeDriver: Sendable {
     }
 
     /// Settles `businessDate` (`yyyy-MM-dd`); expects 200.
-    public func settle(_ client: any TestClientProtocol, _ businessDate: String,
-                       sourceLocation: SourceLocation = #_sourceLocation) async throws -> SettlementSummary {
+    public func settle(
+        _ client: any TestClientProtocol,
+        _ businessDate: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> SettlementSummary {
         let (status, text) = try await runSettlement(client, #"{"business_date": "\#(businessDate)"}"#)
         #expect(status == .ok, "\(text)", sourceLocation: sourceLocation)
         return try WireJSON.decode(SettlementSummary.self, from: text)
     }
 
     /// `GET /settlements/{batch}/reconciliation`; expects 200.
-    public func reconciliation(_ client: any TestClientProtocol, _ batchID: String,
-                               sourceLocation: SourceLocation = #_sourceLocation) async throws -> Reconciliation {
+    public func reconciliation(
+        _ client: any TestClientProtocol,
+        _ batchID: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> Reconciliation {
         let (status, text) = try await get(client, "/settlements/\(batchID)/reconciliation")
         #expect(status == .ok, "\(text)", sourceLocation: sourceLocation)
         return try WireJSON.decode(Reconciliation.self, from: text)

@@ -25,9 +25,11 @@ public struct DaemonProcess {
     /// The `ledgerd` binary this test run built (next to the test bundle, else `.build/debug`).
     public static var binary: URL {
         let testBinaryDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [testBinaryDirectory.appendingPathComponent("ledgerd"),
-                          testBinaryDirectory.deletingLastPathComponent().appendingPathComponent("ledgerd"),
-                          TestCluster.repositoryRoot.appendingPathComponent(".build/debug/ledgerd")]
+        for candidate in [
+            testBinaryDirectory.appendingPathComponent("ledgerd"),
+            testBinaryDirectory.deletingLastPathComponent().appendingPathComponent("ledgerd"),
+            TestCluster.repositoryRoot.appendingPathComponent(".build/debug/ledgerd"),
+        ]
         where FileManager.default.isExecutableFile(atPath: candidate.path) {
             return candidate
         }
@@ -37,7 +39,8 @@ public struct DaemonProcess {
     /// This process's environment for `ledgerd`: the checkout's migrations, the embedded cluster (no
     /// `LEDGERD_DATABASE_URL`), and `extra` on top (a nil value removes the variable).
     public static func environment(
-        migrationsDirectory: URL = TestCluster.migrationsDirectory, _ extra: [String: String?] = [:]
+        migrationsDirectory: URL = TestCluster.migrationsDirectory,
+        _ extra: [String: String?] = [:]
     ) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment["LEDGERD_MIGRATIONS_DIR"] = migrationsDirectory.path
@@ -49,7 +52,8 @@ public struct DaemonProcess {
     /// Runs `ledgerd` to completion with the test environment (warnings and worse logged); its exit status
     /// and combined output.
     public static func run(
-        _ arguments: [String], migrationsDirectory: URL = TestCluster.migrationsDirectory
+        _ arguments: [String],
+        migrationsDirectory: URL = TestCluster.migrationsDirectory
     ) throws -> (status: Int32, output: String) {
         try run(arguments, environment: environment(migrationsDirectory: migrationsDirectory, ["LEDGERD_LOG_LEVEL": "warning"]))
     }
@@ -76,7 +80,11 @@ public struct DaemonProcess {
     /// `logFile`, then polls `/health` every 250 ms until it answers 200, the process exits, or `attempts` polls
     /// went by. Check ``health`` or `process.isRunning` for how it came up.
     public static func start(
-        dataDirectory: URL, port: Int, logFile: URL, environment extra: [String: String?] = [:], attempts: Int = 240
+        dataDirectory: URL,
+        port: Int,
+        logFile: URL,
+        environment extra: [String: String?] = [:],
+        attempts: Int = 240
     ) async throws -> DaemonProcess {
         let process = Process()
         process.executableURL = binary
@@ -100,8 +108,14 @@ public struct DaemonProcess {
         }
         let keys = (try? Data(contentsOf: dataDirectory.appendingPathComponent("api-keys.json")))
             .flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }
-        return DaemonProcess(process: process, port: port, dataDirectory: dataDirectory, logFile: logFile,
-                             operatorKey: (keys?["operator_keys"] as? [String])?.first, health: health)
+        return DaemonProcess(
+            process: process,
+            port: port,
+            dataDirectory: dataDirectory,
+            logFile: logFile,
+            operatorKey: (keys?["operator_keys"] as? [String])?.first,
+            health: health
+        )
     }
 
     /// Everything the daemon wrote so far.
@@ -149,7 +163,8 @@ public struct DaemonProcess {
         var request = URLRequest(url: url)
         request.timeoutInterval = 2
         guard let (data, response) = try? await URLSession.shared.data(for: request),
-              let http = response as? HTTPURLResponse else { return nil }
+            let http = response as? HTTPURLResponse
+        else { return nil }
         return (http.statusCode, String(decoding: data, as: UTF8.self))
     }
 }

@@ -18,8 +18,15 @@ public struct StorefrontDriver: Sendable {
 
         /// A row as the API sends it (to compare with what it sent).
         public init(
-            id: String, name: String, description: String, image_uri: String, price: String, currency: String,
-            quantity_on_hand: Int64, reserved: Int64, available: Int64
+            id: String,
+            name: String,
+            description: String,
+            image_uri: String,
+            price: String,
+            currency: String,
+            quantity_on_hand: Int64,
+            reserved: Int64,
+            available: Int64
         ) {
             self.id = id
             self.name = name
@@ -52,8 +59,13 @@ public struct StorefrontDriver: Sendable {
     /// The app's `POST /payment` body: one `product` (a catalog name) shipped by `method` to Jane Appleseed,
     /// paid with card token `source`; `amount` is the total in cents (59.00 for a Clock with Standard shipping).
     /// `extra` adds or replaces fields.
-    public static func paymentBody(source: String = "tok_visa", amount: Int = 5900, product: String = "Clock",
-                                   method: String = "Standard", extra: [String: Any] = [:]) -> Data {
+    public static func paymentBody(
+        source: String = "tok_visa",
+        amount: Int = 5900,
+        product: String = "Clock",
+        method: String = "Standard",
+        extra: [String: Any] = [:]
+    ) -> Data {
         var body: [String: Any] = [
             "gateway": "stripe", "source": source, "amount": amount, "currency": "USD", "description": product,
             "shipping_contact": "Jane Appleseed", "shipping_email": "jane@example.com", "shipping_street": "1 Infinite Loop",
@@ -68,8 +80,12 @@ public struct StorefrontDriver: Sendable {
     }
 
     /// `POST /payment` with `body`; the status and the reply's text.
-    public func pay(_ client: any TestClientProtocol, _ body: Data, key: String? = nil,
-                    contentType: String = "application/json") async throws -> (HTTPResponse.Status, String) {
+    public func pay(
+        _ client: any TestClientProtocol,
+        _ body: Data,
+        key: String? = nil,
+        contentType: String = "application/json"
+    ) async throws -> (HTTPResponse.Status, String) {
         var headers: HTTPFields = [.contentType: contentType]
         if let key { headers[HTTPField.Name("Idempotency-Key")!] = key }
         return try await client.execute(uri: "/payment", method: .post, headers: headers, body: ByteBuffer(bytes: body)) {
@@ -78,8 +94,13 @@ public struct StorefrontDriver: Sendable {
     }
 
     /// Pays for one `product` (by default a Clock, 59.00 USD) and returns the new order's id; expects 200.
-    public func placeOrder(_ client: any TestClientProtocol, source: String = "tok_visa", product: String = "Clock",
-                           amount: Int = 5900, sourceLocation: SourceLocation = #_sourceLocation) async throws -> String {
+    public func placeOrder(
+        _ client: any TestClientProtocol,
+        source: String = "tok_visa",
+        product: String = "Clock",
+        amount: Int = 5900,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> String {
         let (status, text) = try await pay(client, Self.paymentBody(source: source, amount: amount, product: product))
         #expect(status == .ok, "\(text)", sourceLocation: sourceLocation)
         return try WireJSON.decode(PaymentReply.self, from: text).order_id
@@ -101,8 +122,10 @@ public struct StorefrontDriver: Sendable {
     }
 
     /// `GET /shipping_methods`; expects 200.
-    public func shippingMethods(_ client: any TestClientProtocol,
-                                sourceLocation: SourceLocation = #_sourceLocation) async throws -> [ShippingMethod] {
+    public func shippingMethods(
+        _ client: any TestClientProtocol,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> [ShippingMethod] {
         try await client.execute(uri: "/shipping_methods", method: .get) { response in
             #expect(response.status == .ok, sourceLocation: sourceLocation)
             return try JSONDecoder().decode([ShippingMethod].self, from: Data(buffer: response.body))

@@ -31,9 +31,14 @@ public enum TestApp {
     ///   - poolLogger: the PostgreSQL pool's background logger; by default the quiet ``TestCluster/logger``.
     ///   - checkpointKey: signs checkpoints; nil: none.
     public static func withApp(
-        seed: Bool = false, imagesDirectory: String? = nil, database: TestDatabase? = nil,
-        acquirer: (any Acquirer)? = nil, clock: @escaping @Sendable () -> Date = { Date() },
-        environment extra: [String: String] = [:], logger: Logger = TestCluster.logger, poolLogger: Logger = TestCluster.logger,
+        seed: Bool = false,
+        imagesDirectory: String? = nil,
+        database: TestDatabase? = nil,
+        acquirer: (any Acquirer)? = nil,
+        clock: @escaping @Sendable () -> Date = { Date() },
+        environment extra: [String: String] = [:],
+        logger: Logger = TestCluster.logger,
+        poolLogger: Logger = TestCluster.logger,
         checkpointKey: CheckpointKey? = nil,
         _ body: @escaping @Sendable (any TestClientProtocol, ServiceContainer) async throws -> Void
     ) async throws {
@@ -48,11 +53,18 @@ public enum TestApp {
         let configuration = try LedgerConfiguration.load(environment: environment)
         let client = PostgresClient(
             configuration: TestCluster.configuration(endpoint: db.endpoint, database: db.name, user: "ledger_app"),
-            backgroundLogger: poolLogger)
+            backgroundLogger: poolLogger
+        )
         let services = try ServiceContainer(
-            client: client, configuration: configuration, metrics: LedgerMetrics(),
-            keyring: try APIKeys.keyring(for: configuration, logger: logger), acquirer: acquirer, clock: clock,
-            checkpointKey: checkpointKey, logger: logger)
+            client: client,
+            configuration: configuration,
+            metrics: LedgerMetrics(),
+            keyring: try APIKeys.keyring(for: configuration, logger: logger),
+            acquirer: acquirer,
+            clock: clock,
+            checkpointKey: checkpointKey,
+            logger: logger
+        )
         // The application runs the pool first and serves only once it runs (see `buildApplication`).
         let app = buildApplication(configuration: configuration, services: services, logger: logger)
         try await app.test(.router) { testClient in try await body(testClient, services) }

@@ -42,7 +42,9 @@ public actor TestCluster {
 
     /// Tests run in parallel, each with its own pools (two daemons in some): room for all of them.
     static let embedded = EmbeddedPostgres(
-        configuration: .init(dataDirectory: dataDirectory, durable: false, settings: ["max_connections": "800"]), logger: logger)
+        configuration: .init(dataDirectory: dataDirectory, durable: false, settings: ["max_connections": "800"]),
+        logger: logger
+    )
 
     private static func startCluster() async throws -> EmbeddedPostgres.Endpoint {
         let endpoint = try embedded.start().endpoint
@@ -50,7 +52,8 @@ public actor TestCluster {
         try await withClient(endpoint: endpoint, database: "postgres", user: endpoint.superuser) { client in
             // Leftovers of earlier runs go; the template is rebuilt from the current sql/.
             let rows = try await client.query(
-                "SELECT datname FROM pg_database WHERE datname LIKE 't\\_%' OR datname = 'ledger_template'")
+                "SELECT datname FROM pg_database WHERE datname LIKE 't\\_%' OR datname = 'ledger_template'"
+            )
             var names: [String] = []
             for try await name in rows.decode(String.self) { names.append(name) }
             for name in names {
@@ -79,21 +82,32 @@ public actor TestCluster {
     }
 
     public static func configuration(
-        endpoint: EmbeddedPostgres.Endpoint, database: String, user: String
+        endpoint: EmbeddedPostgres.Endpoint,
+        database: String,
+        user: String
     ) -> PostgresClient.Configuration {
         var configuration = PostgresClient.Configuration(
-            unixSocketPath: endpoint.socketPath, username: user, password: nil, database: database)
+            unixSocketPath: endpoint.socketPath,
+            username: user,
+            password: nil,
+            database: database
+        )
         configuration.options.maximumConnections = 16
         return configuration
     }
 
     /// Runs `body` with a running client; the client stops when `body` returns.
     public static func withClient<T: Sendable>(
-        endpoint: EmbeddedPostgres.Endpoint, database: String, user: String,
+        endpoint: EmbeddedPostgres.Endpoint,
+        database: String,
+        user: String,
         _ body: @Sendable (PostgresClient) async throws -> T
     ) async throws -> T {
         try await withPostgresClient(
-            configuration: configuration(endpoint: endpoint, database: database, user: user), logger: logger, body)
+            configuration: configuration(endpoint: endpoint, database: database, user: user),
+            logger: logger,
+            body
+        )
     }
 }
 

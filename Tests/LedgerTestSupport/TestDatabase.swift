@@ -59,8 +59,11 @@ extension TestDatabase {
     public func tamper(_ sql: String) async throws {
         try await withOwner { client in
             try await client.withConnection { connection in
-                try await Migrator.run(script: "SET session_replication_role = replica; \(sql); RESET session_replication_role;",
-                                       connection: connection, logger: TestCluster.logger)
+                try await Migrator.run(
+                    script: "SET session_replication_role = replica; \(sql); RESET session_replication_role;",
+                    connection: connection,
+                    logger: TestCluster.logger
+                )
             }
         }
     }

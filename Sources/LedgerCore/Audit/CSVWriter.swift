@@ -3,7 +3,8 @@
 /// ``CSVReader`` reads back field for field.
 public enum CSVWriter {
     public static func field(_ text: String) -> String {
-        let needsQuotes = text.unicodeScalars.contains { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" }
+        let needsQuotes =
+            text.unicodeScalars.contains { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" }
             || text.hasPrefix(" ") || text.hasSuffix(" ")
         guard needsQuotes else { return text }
         var out = "\""

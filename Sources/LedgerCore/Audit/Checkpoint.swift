@@ -47,7 +47,11 @@ public struct Checkpoint: Codable, Sendable, Hashable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case position, hash, recordedAt = "recorded_at", signedAt = "signed_at", publicKey = "public_key", signature
+        case position, hash
+        case recordedAt = "recorded_at"
+        case signedAt = "signed_at"
+        case publicKey = "public_key"
+        case signature
     }
 }
 

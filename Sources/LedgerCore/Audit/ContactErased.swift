@@ -30,6 +30,10 @@ public struct ContactErased: LedgerEventPayload {
     public static func stream(for contactRef: String) -> StreamID? { StreamID("privacy-\(contactRef)") }
 
     enum CodingKeys: String, CodingKey {
-        case contactRef = "contact_ref", orderID = "order_id", orderIDs = "order_ids", erasedAt = "erased_at", reason
+        case contactRef = "contact_ref"
+        case orderID = "order_id"
+        case orderIDs = "order_ids"
+        case erasedAt = "erased_at"
+        case reason
     }
 }

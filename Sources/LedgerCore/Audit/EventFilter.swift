@@ -12,8 +12,13 @@ public struct EventFilter: Sendable, Hashable {
     /// Events of one request (`metadata.correlation_id`).
     public var correlationID: String?
 
-    public init(types: [String] = [], streamPrefix: String? = nil, fromMicros: Int64? = nil, toMicros: Int64? = nil,
-                correlationID: String? = nil) {
+    public init(
+        types: [String] = [],
+        streamPrefix: String? = nil,
+        fromMicros: Int64? = nil,
+        toMicros: Int64? = nil,
+        correlationID: String? = nil
+    ) {
         self.types = types
         self.streamPrefix = streamPrefix
         self.fromMicros = fromMicros

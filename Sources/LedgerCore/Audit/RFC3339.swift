@@ -15,8 +15,9 @@ public enum RFC3339 {
     public static func micros(_ text: String) -> Int64? {
         let b = Array(text.utf8)
         guard b.count >= 20, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"),
-              b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: "t") || b[10] == UInt8(ascii: " "),
-              b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":") else { return nil }
+            b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: "t") || b[10] == UInt8(ascii: " "),
+            b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":")
+        else { return nil }
         func number(_ range: Range<Int>) -> Int64? {
             var value: Int64 = 0
             for byte in b[range] {
@@ -26,9 +27,10 @@ public enum RFC3339 {
             return value
         }
         guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
-              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-              hour < 24, minute < 60, second < 60,
-              let date = BusinessDate(year: Int(year), month: Int(month), day: Int(day)) else { return nil }
+            let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+            hour < 24, minute < 60, second < 60,
+            let date = BusinessDate(year: Int(year), month: Int(month), day: Int(day))
+        else { return nil }
         var i = 19
         var fraction: Int64 = 0
         if i < b.count && b[i] == UInt8(ascii: ".") {
@@ -48,7 +50,8 @@ public enum RFC3339 {
             guard i + 1 == b.count else { return nil }
         } else if b[i] == UInt8(ascii: "+") || b[i] == UInt8(ascii: "-") {
             guard i + 6 == b.count, b[i + 3] == UInt8(ascii: ":"),
-                  let h = number(i + 1..<i + 3), let m = number(i + 4..<i + 6), h < 24, m < 60 else { return nil }
+                let h = number(i + 1..<i + 3), let m = number(i + 4..<i + 6), h < 24, m < 60
+            else { return nil }
             offsetSeconds = (h * 60 + m) * 60 * (b[i] == UInt8(ascii: "+") ? 1 : -1)
         } else {
             return nil
@@ -71,7 +74,10 @@ public enum RFC3339 {
     public static func format(_ micros: Int64) -> String {
         var days = micros / microsPerDay
         var rest = micros % microsPerDay
-        if rest < 0 { rest += microsPerDay; days -= 1 }
+        if rest < 0 {
+            rest += microsPerDay
+            days -= 1
+        }
         let date = BusinessDate(daysSinceEpoch: days)
         let seconds = rest / 1_000_000
         func pad(_ value: Int64, _ width: Int) -> String {

@@ -85,8 +85,10 @@ public enum EventCatalogue {
         let entry = entry(Payload.eventKind)
         guard ObjectIdentifier(entry.payloadType) == ObjectIdentifier(Payload.self) else {
             throw EventCodingError(
-                .unknownType, type: Payload.eventType,
-                "\(Payload.self) is not registered: its kind \(Payload.eventKind) is the entry of \(entry.payloadType)")
+                .unknownType,
+                type: Payload.eventType,
+                "\(Payload.self) is not registered: its kind \(Payload.eventKind) is the entry of \(entry.payloadType)"
+            )
         }
         return entry
     }
@@ -106,14 +108,23 @@ public enum EventCatalogue {
     }
 
     private static func entry<Payload: LedgerEventPayload>(
-        _ kind: EventKind, _: Payload.Type, _ category: EventCategory, stream: String? = nil, alsoReads older: [Int32] = [],
+        _ kind: EventKind,
+        _: Payload.Type,
+        _ category: EventCategory,
+        stream: String? = nil,
+        alsoReads older: [Int32] = [],
         _ wrap: @escaping @Sendable (Payload) -> LedgerEvent
     ) -> Entry {
         Entry(
-            kind: kind, type: Payload.eventType, schemaVersion: Payload.schemaVersion,
-            readableSchemaVersions: older + [Payload.schemaVersion], category: category,
-            streamCategory: stream ?? category.streamCategory, payloadType: Payload.self,
-            decodeEvent: { data in wrap(try LedgerJSON.decode(Payload.self, from: data)) })
+            kind: kind,
+            type: Payload.eventType,
+            schemaVersion: Payload.schemaVersion,
+            readableSchemaVersions: older + [Payload.schemaVersion],
+            category: category,
+            streamCategory: stream ?? category.streamCategory,
+            payloadType: Payload.self,
+            decodeEvent: { data in wrap(try LedgerJSON.decode(Payload.self, from: data)) }
+        )
     }
 
     /// The table. An exhaustive switch: a kind without an entry does not compile.

@@ -48,7 +48,8 @@ public struct DecimalRate: Hashable, Sendable, Codable {
         let text = try container.decode(String.self)
         if let slash = text.firstIndex(of: "/") {
             guard let numerator = Int64(text[..<slash]), let denominator = Int64(text[text.index(after: slash)...]),
-                  numerator >= 0, denominator > 0 else {
+                numerator >= 0, denominator > 0
+            else {
                 throw DecodingError.dataCorruptedError(in: container, debugDescription: "invalid rate \(text)")
             }
             wrappedValue = Rate(numerator: numerator, denominator: denominator)

@@ -37,8 +37,13 @@ public struct ApplePayTokenAccepted: LedgerEventPayload {
     @LedgerTimestamp public var signedAt: Date
 
     public init(
-        orderID: OrderID, transactionID: String, network: String?, lastFour: String, paymentDataType: String,
-        amount: Money, signedAt: Date
+        orderID: OrderID,
+        transactionID: String,
+        network: String?,
+        lastFour: String,
+        paymentDataType: String,
+        amount: Money,
+        signedAt: Date
     ) {
         self.orderID = orderID
         self.transactionID = transactionID
@@ -50,8 +55,13 @@ public struct ApplePayTokenAccepted: LedgerEventPayload {
     }
 
     enum CodingKeys: String, CodingKey {
-        case orderID = "order_id", transactionID = "transaction_id", network, lastFour = "last_four"
-        case paymentDataType = "payment_data_type", amount, signedAt = "signed_at"
+        case orderID = "order_id"
+        case transactionID = "transaction_id"
+        case network
+        case lastFour = "last_four"
+        case paymentDataType = "payment_data_type"
+        case amount
+        case signedAt = "signed_at"
     }
 }
 
@@ -80,7 +90,10 @@ public struct ApplePayTokenRejected: LedgerEventPayload {
     }
 
     enum CodingKeys: String, CodingKey {
-        case reason, message, transactionID = "transaction_id", signedAt = "signed_at", rejectedAt = "rejected_at"
+        case reason, message
+        case transactionID = "transaction_id"
+        case signedAt = "signed_at"
+        case rejectedAt = "rejected_at"
     }
 }
 

@@ -25,8 +25,16 @@ public struct AuthorizationHoldPlaced: LedgerEventPayload {
     @LedgerTimestamp public var authorizedAt: Date
 
     public init(
-        orderID: OrderID, merchantReference: String, pspReference: String, authCode: String, amount: Money,
-        network: CardNetwork?, fundingType: FundingType?, lastFour: String?, expiresAt: Date, authorizedAt: Date
+        orderID: OrderID,
+        merchantReference: String,
+        pspReference: String,
+        authCode: String,
+        amount: Money,
+        network: CardNetwork?,
+        fundingType: FundingType?,
+        lastFour: String?,
+        expiresAt: Date,
+        authorizedAt: Date
     ) {
         self.orderID = orderID
         self.merchantReference = merchantReference
@@ -41,9 +49,15 @@ public struct AuthorizationHoldPlaced: LedgerEventPayload {
     }
 
     enum CodingKeys: String, CodingKey {
-        case orderID = "order_id", merchantReference = "merchant_reference", pspReference = "psp_reference"
-        case authCode = "auth_code", amount, network, fundingType = "funding_type", lastFour = "last_four"
-        case expiresAt = "expires_at", authorizedAt = "authorized_at"
+        case orderID = "order_id"
+        case merchantReference = "merchant_reference"
+        case pspReference = "psp_reference"
+        case authCode = "auth_code"
+        case amount, network
+        case fundingType = "funding_type"
+        case lastFour = "last_four"
+        case expiresAt = "expires_at"
+        case authorizedAt = "authorized_at"
     }
 }
 
@@ -105,13 +119,29 @@ public struct HoldState: Hashable, Sendable {
             guard case .placed(let e) = event else { return nil }
             let zero = Money.zero(e.amount.currency)
             return HoldState(
-                orderID: e.orderID, merchantReference: e.merchantReference, pspReference: e.pspReference, authCode: e.authCode,
-                network: e.network, fundingType: e.fundingType, lastFour: e.lastFour, expiresAt: e.expiresAt,
+                orderID: e.orderID,
+                merchantReference: e.merchantReference,
+                pspReference: e.pspReference,
+                authCode: e.authCode,
+                network: e.network,
+                fundingType: e.fundingType,
+                lastFour: e.lastFour,
+                expiresAt: e.expiresAt,
                 authorizedAt: e.authorizedAt,
                 balance: HoldBalance(
-                    authorized: e.amount, incremented: zero, captured: zero, reversed: zero, expired: zero,
-                    open: e.amount, refunded: zero),
-                finalCaptured: false, expiredAt: nil, modificationReferences: [], version: 1)
+                    authorized: e.amount,
+                    incremented: zero,
+                    captured: zero,
+                    reversed: zero,
+                    expired: zero,
+                    open: e.amount,
+                    refunded: zero
+                ),
+                finalCaptured: false,
+                expiredAt: nil,
+                modificationReferences: [],
+                version: 1
+            )
         }
         // Evolve trusts the log (the decider checked); arithmetic that only a corrupted log could break traps.
         switch event {

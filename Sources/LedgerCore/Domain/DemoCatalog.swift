@@ -50,7 +50,13 @@ public enum DemoCatalog {
         var appends: [PlannedAppend] = []
         for p in products {
             let command = ProductCommand.list(
-                sku: nil, name: p.name, description: p.description, imageFile: p.imageFile, price: p.price, initialStock: p.quantity)
+                sku: nil,
+                name: p.name,
+                description: p.description,
+                imageFile: p.imageFile,
+                price: p.price,
+                initialStock: p.quantity
+            )
             // The demo data is fixed and valid; a rejection here is a programming error caught by the tests.
             let events = try! ProductDecider.decide(command, product: p.id, state: nil, context: context).get()
             appends.append(PlannedAppend(streamID: p.id.streamID, expectedVersion: .noStream, events: events.map(DomainEvent.product)))
@@ -66,13 +72,22 @@ public enum DemoCatalog {
     private static func product(_ name: String, _ description: String, _ quantity: Int64, _ price: String) -> DemoProduct {
         let slug = DomainIdentifierRules.slug(name)
         return DemoProduct(
-            id: ProductID(slug)!, name: name, description: description, imageFile: slug + ".png", quantity: quantity,
-            price: try! Money(decimal: price, currency: .usd))
+            id: ProductID(slug)!,
+            name: name,
+            description: description,
+            imageFile: slug + ".png",
+            quantity: quantity,
+            price: try! Money(decimal: price, currency: .usd)
+        )
     }
 
     private static func shipping(_ name: String, _ description: String, _ days: Int, _ price: String) -> DemoShippingMethod {
         DemoShippingMethod(
-            id: ShippingMethodID(DomainIdentifierRules.slug(name))!, name: name, description: description, transitDays: days,
-            price: try! Money(decimal: price, currency: .usd))
+            id: ShippingMethodID(DomainIdentifierRules.slug(name))!,
+            name: name,
+            description: description,
+            transitDays: days,
+            price: try! Money(decimal: price, currency: .usd)
+        )
     }
 }

@@ -77,7 +77,8 @@ public enum DomainEvent: Hashable, Sendable {
     /// Types that are not domain events, unsupported schema versions and malformed payloads are typed errors.
     public static func decode(type: String, schemaVersion: Int32, data: Data) throws(EventCodingError) -> DomainEvent {
         guard let entry = EventCatalogue.entry(forType: type), entry.category.family == .domain,
-              case .domain(let event) = try entry.decode(schemaVersion: schemaVersion, data: data) else {
+            case .domain(let event) = try entry.decode(schemaVersion: schemaVersion, data: data)
+        else {
             throw EventCodingError(.unknownType, type: type, "unknown event type")
         }
         return event

@@ -44,8 +44,11 @@ public struct HoldIncremented: LedgerEventPayload {
     }
 
     enum CodingKeys: String, CodingKey {
-        case orderID = "order_id", amount, modificationReference = "modification_reference"
-        case pspModificationReference = "psp_modification_reference", incrementedAt = "incremented_at"
+        case orderID = "order_id"
+        case amount
+        case modificationReference = "modification_reference"
+        case pspModificationReference = "psp_modification_reference"
+        case incrementedAt = "incremented_at"
     }
 }
 
@@ -65,8 +68,13 @@ public struct HoldCaptured: LedgerEventPayload {
     @LedgerTimestamp public var capturedAt: Date
 
     public init(
-        orderID: OrderID, amount: Money, isFinal: Bool, released: Money, modificationReference: String,
-        pspModificationReference: String, capturedAt: Date
+        orderID: OrderID,
+        amount: Money,
+        isFinal: Bool,
+        released: Money,
+        modificationReference: String,
+        pspModificationReference: String,
+        capturedAt: Date
     ) {
         self.orderID = orderID
         self.amount = amount
@@ -78,8 +86,13 @@ public struct HoldCaptured: LedgerEventPayload {
     }
 
     enum CodingKeys: String, CodingKey {
-        case orderID = "order_id", amount, isFinal = "final", released, modificationReference = "modification_reference"
-        case pspModificationReference = "psp_modification_reference", capturedAt = "captured_at"
+        case orderID = "order_id"
+        case amount
+        case isFinal = "final"
+        case released
+        case modificationReference = "modification_reference"
+        case pspModificationReference = "psp_modification_reference"
+        case capturedAt = "captured_at"
     }
 }
 
@@ -104,8 +117,11 @@ public struct HoldReversed: LedgerEventPayload {
     }
 
     enum CodingKeys: String, CodingKey {
-        case orderID = "order_id", amount, modificationReference = "modification_reference"
-        case pspModificationReference = "psp_modification_reference", reversedAt = "reversed_at"
+        case orderID = "order_id"
+        case amount
+        case modificationReference = "modification_reference"
+        case pspModificationReference = "psp_modification_reference"
+        case reversedAt = "reversed_at"
     }
 }
 
@@ -126,7 +142,11 @@ public struct HoldExpired: LedgerEventPayload {
         self.expiredAt = expiredAt
     }
 
-    enum CodingKeys: String, CodingKey { case orderID = "order_id", amount, expiredAt = "expired_at" }
+    enum CodingKeys: String, CodingKey {
+        case orderID = "order_id"
+        case amount
+        case expiredAt = "expired_at"
+    }
 }
 
 /// `amount` of what was captured went back to the cardholder.
@@ -143,7 +163,11 @@ public struct HoldRefunded: LedgerEventPayload {
     @LedgerTimestamp public var refundedAt: Date
 
     public init(
-        orderID: OrderID, amount: Money, reason: String, modificationReference: String, pspModificationReference: String,
+        orderID: OrderID,
+        amount: Money,
+        reason: String,
+        modificationReference: String,
+        pspModificationReference: String,
         refundedAt: Date
     ) {
         self.orderID = orderID
@@ -155,8 +179,11 @@ public struct HoldRefunded: LedgerEventPayload {
     }
 
     enum CodingKeys: String, CodingKey {
-        case orderID = "order_id", amount, reason, modificationReference = "modification_reference"
-        case pspModificationReference = "psp_modification_reference", refundedAt = "refunded_at"
+        case orderID = "order_id"
+        case amount, reason
+        case modificationReference = "modification_reference"
+        case pspModificationReference = "psp_modification_reference"
+        case refundedAt = "refunded_at"
     }
 }
 
@@ -253,7 +280,11 @@ public enum HoldLifecycle {
     /// Step 1: checks the operation against the order and its hold at `now`, and says what to ask
     /// the acquirer. A rejection here sends nothing and appends nothing.
     public static func prepare(
-        _ operation: HoldOperation, order: OrderState?, hold: HoldState?, modificationReference: String, now: Date
+        _ operation: HoldOperation,
+        order: OrderState?,
+        hold: HoldState?,
+        modificationReference: String,
+        now: Date
     ) -> Result<HoldAcquirerCall, HoldRejection> {
         guard let order else { return .failure(.unknownOrder(hold?.orderID ?? OrderID("unknown")!)) }
         guard let hold else { return .failure(.notAuthorized(order: order.id, status: order.status)) }
@@ -276,43 +307,83 @@ public enum HoldLifecycle {
             let amount = amount ?? hold.balance.open
             if let rejection = check(amount) { return .failure(rejection) }
             guard amount.minorUnits <= hold.balance.open.minorUnits else { return .failure(.exceedsOpen(requested: amount, open: hold.balance.open)) }
-            return .success(.capture(CaptureRequest(
-                authorizationReference: reference, modificationReference: modificationReference, amount: amount, isFinal: isFinal)))
+            return .success(
+                .capture(
+                    CaptureRequest(
+                        authorizationReference: reference,
+                        modificationReference: modificationReference,
+                        amount: amount,
+                        isFinal: isFinal
+                    )
+                )
+            )
         case .increment(let amount):
             if let rejection = openCheck() { return .failure(rejection) }
             if let rejection = check(amount) { return .failure(rejection) }
             // The figures must stay representable after the increment.
             guard hold.balance.open.minorUnits.addingReportingOverflow(amount.minorUnits).overflow == false,
-                  hold.balance.incremented.minorUnits.addingReportingOverflow(amount.minorUnits).overflow == false,
-                  hold.balance.authorized.minorUnits.addingReportingOverflow(
-                      hold.balance.incremented.minorUnits + amount.minorUnits).overflow == false else {
+                hold.balance.incremented.minorUnits.addingReportingOverflow(amount.minorUnits).overflow == false,
+                hold.balance.authorized.minorUnits.addingReportingOverflow(
+                    hold.balance.incremented.minorUnits + amount.minorUnits
+                ).overflow == false
+            else {
                 return .failure(.amountOutOfRange(amount))
             }
-            return .success(.increment(IncrementRequest(
-                authorizationReference: reference, modificationReference: modificationReference, amount: amount)))
+            return .success(
+                .increment(
+                    IncrementRequest(
+                        authorizationReference: reference,
+                        modificationReference: modificationReference,
+                        amount: amount
+                    )
+                )
+            )
         case .void(let amount):
             if let rejection = openCheck() { return .failure(rejection) }
             if let amount {
                 if let rejection = check(amount) { return .failure(rejection) }
-                guard amount.minorUnits <= hold.balance.open.minorUnits else { return .failure(.exceedsOpen(requested: amount, open: hold.balance.open)) }
+                guard amount.minorUnits <= hold.balance.open.minorUnits else {
+                    return .failure(.exceedsOpen(requested: amount, open: hold.balance.open))
+                }
             }
-            return .success(.reverse(ReversalRequest(
-                authorizationReference: reference, modificationReference: modificationReference, amount: amount)))
+            return .success(
+                .reverse(
+                    ReversalRequest(
+                        authorizationReference: reference,
+                        modificationReference: modificationReference,
+                        amount: amount
+                    )
+                )
+            )
         case .refund(let amount, let reason):
             guard !reason.allSatisfy(\.isWhitespace) else { return .failure(.missingReason) }
             if let rejection = check(amount) { return .failure(rejection) }
             guard amount.minorUnits <= hold.refundable.minorUnits else {
                 return .failure(.exceedsRefundable(requested: amount, refundable: hold.refundable))
             }
-            return .success(.refund(RefundRequest(
-                authorizationReference: reference, modificationReference: modificationReference, amount: amount)))
+            return .success(
+                .refund(
+                    RefundRequest(
+                        authorizationReference: reference,
+                        modificationReference: modificationReference,
+                        amount: amount
+                    )
+                )
+            )
         case .ship:
             guard order.shipment == nil else { return .failure(.alreadyShipped(order.id)) }
             guard order.status.isPaid else { return .failure(.nothingToShip(order: order.id, status: order.status)) }
             if !hold.isClosed && now < hold.expiresAt {
-                return .success(.capture(CaptureRequest(
-                    authorizationReference: reference, modificationReference: modificationReference,
-                    amount: hold.balance.open, isFinal: true)))
+                return .success(
+                    .capture(
+                        CaptureRequest(
+                            authorizationReference: reference,
+                            modificationReference: modificationReference,
+                            amount: hold.balance.open,
+                            isFinal: true
+                        )
+                    )
+                )
             }
             // Nothing open: ship only what was captured and not refunded.
             guard hold.refundable.minorUnits > 0 else { return .failure(.nothingToShip(order: order.id, status: order.status)) }
@@ -324,8 +395,12 @@ public enum HoldLifecycle {
     /// only for ``HoldAcquirerCall/none``. A declined increment records nothing (empty plan). A
     /// modification already recorded (a retry) records nothing either.
     public static func record(
-        _ operation: HoldOperation, response: ModificationResponse?, order: OrderState, hold: HoldState,
-        products: [ProductID: ProductState], context: DecisionContext
+        _ operation: HoldOperation,
+        response: ModificationResponse?,
+        order: OrderState,
+        hold: HoldState,
+        products: [ProductID: ProductState],
+        context: DecisionContext
     ) -> Result<AppendPlan, HoldRejection> {
         if let response {
             guard response.authorizationReference == hold.merchantReference else {
@@ -342,35 +417,69 @@ public enum HoldLifecycle {
         case (.increment, let response?):
             guard response.kind == .increment else { return .failure(.responseMismatch("kind \(response.kind)")) }
             guard response.responseCode.isApproved else { return .success(AppendPlan([])) }
-            holdEvents.append(.incremented(HoldIncremented(
-                orderID: order.id, amount: response.amount, modificationReference: response.modificationReference,
-                pspModificationReference: response.modificationPSPReference, incrementedAt: response.processedAt)))
+            holdEvents.append(
+                .incremented(
+                    HoldIncremented(
+                        orderID: order.id,
+                        amount: response.amount,
+                        modificationReference: response.modificationReference,
+                        pspModificationReference: response.modificationPSPReference,
+                        incrementedAt: response.processedAt
+                    )
+                )
+            )
         case (.capture, let response?), (.ship, let response?):
             guard response.kind == .capture else { return .failure(.responseMismatch("kind \(response.kind)")) }
             guard response.amount.minorUnits <= hold.balance.open.minorUnits else {
                 return .failure(.responseMismatch("captured \(response.amount) above open \(hold.balance.open)"))
             }
             let released = response.isFinal ? hold.balance.open.minus(response.amount) : .zero(response.amount.currency)
-            holdEvents.append(.captured(HoldCaptured(
-                orderID: order.id, amount: response.amount, isFinal: response.isFinal, released: released,
-                modificationReference: response.modificationReference,
-                pspModificationReference: response.modificationPSPReference, capturedAt: response.processedAt)))
+            holdEvents.append(
+                .captured(
+                    HoldCaptured(
+                        orderID: order.id,
+                        amount: response.amount,
+                        isFinal: response.isFinal,
+                        released: released,
+                        modificationReference: response.modificationReference,
+                        pspModificationReference: response.modificationPSPReference,
+                        capturedAt: response.processedAt
+                    )
+                )
+            )
         case (.void, let response?):
             guard response.kind == .reversal else { return .failure(.responseMismatch("kind \(response.kind)")) }
             guard response.amount.minorUnits <= hold.balance.open.minorUnits else {
                 return .failure(.responseMismatch("reversed \(response.amount) above open \(hold.balance.open)"))
             }
-            holdEvents.append(.reversed(HoldReversed(
-                orderID: order.id, amount: response.amount, modificationReference: response.modificationReference,
-                pspModificationReference: response.modificationPSPReference, reversedAt: response.processedAt)))
+            holdEvents.append(
+                .reversed(
+                    HoldReversed(
+                        orderID: order.id,
+                        amount: response.amount,
+                        modificationReference: response.modificationReference,
+                        pspModificationReference: response.modificationPSPReference,
+                        reversedAt: response.processedAt
+                    )
+                )
+            )
         case (.refund(_, let reason), let response?):
             guard response.kind == .refund else { return .failure(.responseMismatch("kind \(response.kind)")) }
             guard response.amount.minorUnits <= hold.refundable.minorUnits else {
                 return .failure(.responseMismatch("refunded \(response.amount) above refundable \(hold.refundable)"))
             }
-            holdEvents.append(.refunded(HoldRefunded(
-                orderID: order.id, amount: response.amount, reason: reason, modificationReference: response.modificationReference,
-                pspModificationReference: response.modificationPSPReference, refundedAt: response.processedAt)))
+            holdEvents.append(
+                .refunded(
+                    HoldRefunded(
+                        orderID: order.id,
+                        amount: response.amount,
+                        reason: reason,
+                        modificationReference: response.modificationReference,
+                        pspModificationReference: response.modificationPSPReference,
+                        refundedAt: response.processedAt
+                    )
+                )
+            )
         case (.ship, nil):
             break
         case (_, nil):
@@ -380,19 +489,36 @@ public enum HoldLifecycle {
             guard order.shipment == nil else { return .success(AppendPlan([])) }
             shipment = OrderShipped(orderID: order.id, carrier: carrier, tracking: tracking, shippedAt: context.now, status: .shipped)
         }
-        return plan(order: order, hold: hold, holdEvents: holdEvents, shipment: shipment, operation: operation.name,
-                    products: products, context: context)
+        return plan(
+            order: order,
+            hold: hold,
+            holdEvents: holdEvents,
+            shipment: shipment,
+            operation: operation.name,
+            products: products,
+            context: context
+        )
     }
 
     /// The sweeper's step: a hold still open at its expiry lapses — its open amount is released, the
     /// order's status follows, and its stock goes back when nothing was captured. Returns an empty
     /// plan when there is nothing to expire (closed already, or not yet due at `context.now`).
     public static func expire(
-        order: OrderState, hold: HoldState, products: [ProductID: ProductState], context: DecisionContext
+        order: OrderState,
+        hold: HoldState,
+        products: [ProductID: ProductState],
+        context: DecisionContext
     ) -> Result<AppendPlan, HoldRejection> {
         guard !hold.isClosed, context.now >= hold.expiresAt else { return .success(AppendPlan([])) }
-        return plan(order: order, hold: hold, holdEvents: [.expired(expiry(of: hold, order: order))], shipment: nil, operation: "expire",
-                    products: products, context: context)
+        return plan(
+            order: order,
+            hold: hold,
+            holdEvents: [.expired(expiry(of: hold, order: order))],
+            shipment: nil,
+            operation: "expire",
+            products: products,
+            context: context
+        )
     }
 
     /// The expiry the sweeper records for an open hold: its open amount, released at its expiry.
@@ -411,7 +537,8 @@ public enum HoldLifecycle {
     /// read as recorded until the sweep. Whether `now` is past the expiry is the caller's question.
     public static func lapsedStatus(order: OrderState, hold: HoldState) -> OrderStatus? {
         guard order.status == .authorized || order.status == .partiallyCaptured, !hold.isClosed,
-              let expired = HoldState.evolve(hold, .expired(expiry(of: hold, order: order))) else { return nil }
+            let expired = HoldState.evolve(hold, .expired(expiry(of: hold, order: order)))
+        else { return nil }
         return status(balance: expired.balance, shipped: order.shipment != nil)
     }
 
@@ -437,8 +564,13 @@ public enum HoldLifecycle {
     /// Assembles the append: hold events, the order's event (shipment or payment update), and the
     /// stock's sale (at shipment) or release (when the order ends with nothing to ship).
     private static func plan(
-        order: OrderState, hold: HoldState, holdEvents: [HoldEvent], shipment: OrderShipped?, operation: String,
-        products: [ProductID: ProductState], context: DecisionContext
+        order: OrderState,
+        hold: HoldState,
+        holdEvents: [HoldEvent],
+        shipment: OrderShipped?,
+        operation: String,
+        products: [ProductID: ProductState],
+        context: DecisionContext
     ) -> Result<AppendPlan, HoldRejection> {
         let after = holdEvents.reduce(hold) { HoldState.evolve($0, $1)! }
         let shipped = order.shipment != nil || shipment != nil
@@ -464,7 +596,8 @@ public enum HoldLifecycle {
         } else if shipment != nil {
             stock = .sell(order: order.id, quantity: nil)
         } else if nothingToShip {
-            let reason: ReservationReleaseReason = holdEvents.contains { if case .expired = $0 { true } else { false } }
+            let reason: ReservationReleaseReason =
+                holdEvents.contains { if case .expired = $0 { true } else { false } }
                 ? .holdExpired : .orderVoided
             stock = .release(order: order.id, quantity: nil, reason: reason)
         } else {
@@ -478,9 +611,13 @@ public enum HoldLifecycle {
                 switch ProductDecider.decide(stock, product: product.id, state: product, context: context) {
                 case .failure(let rejection): return .failure(.responseMismatch(rejection.description))
                 case .success(let events):
-                    appends.append(PlannedAppend(
-                        streamID: product.id.streamID, expectedVersion: PlannedAppend.expectation(forVersion: product.version),
-                        events: events.map(DomainEvent.product)))
+                    appends.append(
+                        PlannedAppend(
+                            streamID: product.id.streamID,
+                            expectedVersion: PlannedAppend.expectation(forVersion: product.version),
+                            events: events.map(DomainEvent.product)
+                        )
+                    )
                 }
             }
         }

@@ -67,7 +67,10 @@ public struct ShippingSelection: Hashable, Sendable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case shippingMethodID = "shipping_method_id", name, transitDays = "transit_days", price
+        case shippingMethodID = "shipping_method_id"
+        case name
+        case transitDays = "transit_days"
+        case price
     }
 }
 
@@ -90,8 +93,13 @@ public struct OrderOpened: LedgerEventPayload {
     @LedgerTimestamp public var openedAt: Date
 
     public init(
-        orderID: OrderID, merchantReference: String, lines: [OrderLine], shipping: ShippingSelection,
-        amounts: OrderAmounts, contactRef: String, openedAt: Date
+        orderID: OrderID,
+        merchantReference: String,
+        lines: [OrderLine],
+        shipping: ShippingSelection,
+        amounts: OrderAmounts,
+        contactRef: String,
+        openedAt: Date
     ) {
         self.orderID = orderID
         self.merchantReference = merchantReference
@@ -103,8 +111,11 @@ public struct OrderOpened: LedgerEventPayload {
     }
 
     enum CodingKeys: String, CodingKey {
-        case orderID = "order_id", merchantReference = "merchant_reference", lines, shipping, amounts
-        case contactRef = "contact_ref", openedAt = "opened_at"
+        case orderID = "order_id"
+        case merchantReference = "merchant_reference"
+        case lines, shipping, amounts
+        case contactRef = "contact_ref"
+        case openedAt = "opened_at"
     }
 }
 
@@ -127,7 +138,10 @@ public struct OrderAuthorized: LedgerEventPayload {
     }
 
     enum CodingKeys: String, CodingKey {
-        case orderID = "order_id", pspReference = "psp_reference", amount, authorizedAt = "authorized_at"
+        case orderID = "order_id"
+        case pspReference = "psp_reference"
+        case amount
+        case authorizedAt = "authorized_at"
     }
 }
 
@@ -152,7 +166,10 @@ public struct PaymentDeclined: LedgerEventPayload {
     }
 
     enum CodingKeys: String, CodingKey {
-        case orderID = "order_id", responseCode = "response_code", message, pspReference = "psp_reference"
+        case orderID = "order_id"
+        case responseCode = "response_code"
+        case message
+        case pspReference = "psp_reference"
     }
 }
 
@@ -172,7 +189,11 @@ public struct PaymentOutcomeUnknown: LedgerEventPayload {
         self.message = message
     }
 
-    enum CodingKeys: String, CodingKey { case orderID = "order_id", responseCode = "response_code", message }
+    enum CodingKeys: String, CodingKey {
+        case orderID = "order_id"
+        case responseCode = "response_code"
+        case message
+    }
 }
 
 /// The order was closed without a payment (recovery or operator); its stock is released in the same append.
@@ -189,7 +210,10 @@ public struct OrderCancelled: LedgerEventPayload {
         self.reason = reason
     }
 
-    enum CodingKeys: String, CodingKey { case orderID = "order_id", reason }
+    enum CodingKeys: String, CodingKey {
+        case orderID = "order_id"
+        case reason
+    }
 }
 
 /// A hold operation (capture, increment, void, expiry, refund) changed the order's payment; the
@@ -210,7 +234,10 @@ public struct OrderPaymentUpdated: LedgerEventPayload {
         self.status = status
     }
 
-    enum CodingKeys: String, CodingKey { case orderID = "order_id", operation, status }
+    enum CodingKeys: String, CodingKey {
+        case orderID = "order_id"
+        case operation, status
+    }
 }
 
 /// The goods left the warehouse (their reservation became a sale in the same append).
@@ -234,7 +261,12 @@ public struct OrderShipped: LedgerEventPayload {
         self.status = status
     }
 
-    enum CodingKeys: String, CodingKey { case orderID = "order_id", carrier, tracking, shippedAt = "shipped_at", status }
+    enum CodingKeys: String, CodingKey {
+        case orderID = "order_id"
+        case carrier, tracking
+        case shippedAt = "shipped_at"
+        case status
+    }
 }
 
 /// Every event of an order stream.
@@ -298,10 +330,21 @@ public struct OrderState: Hashable, Sendable {
         guard var state else {
             guard case .opened(let e) = event else { return nil }
             return OrderState(
-                id: e.orderID, merchantReference: e.merchantReference, status: .pendingPayment, lines: e.lines,
-                shipping: e.shipping, amounts: e.amounts, contactRef: e.contactRef, openedAt: e.openedAt,
-                pspReference: nil, lastResponseCode: nil, lastResponseMessage: nil, cancellationReason: nil, shipment: nil,
-                version: 1)
+                id: e.orderID,
+                merchantReference: e.merchantReference,
+                status: .pendingPayment,
+                lines: e.lines,
+                shipping: e.shipping,
+                amounts: e.amounts,
+                contactRef: e.contactRef,
+                openedAt: e.openedAt,
+                pspReference: nil,
+                lastResponseCode: nil,
+                lastResponseMessage: nil,
+                cancellationReason: nil,
+                shipment: nil,
+                version: 1
+            )
         }
         switch event {
         case .opened:

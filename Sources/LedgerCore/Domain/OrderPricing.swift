@@ -24,7 +24,10 @@ public struct TaxPolicy: Hashable, Sendable, Codable {
     /// 8 % of the goods, rounded half-up to the minor unit, shipping untaxed.
     public static let storefront = TaxPolicy(rate: Rate(numerator: 8, denominator: 100), rounding: .halfUp)
 
-    enum CodingKeys: String, CodingKey { case rate, rounding, appliesToShipping = "applies_to_shipping" }
+    enum CodingKeys: String, CodingKey {
+        case rate, rounding
+        case appliesToShipping = "applies_to_shipping"
+    }
 }
 
 /// One priced line of an order, frozen at the moment the order is opened (later price changes do not touch it).
@@ -45,7 +48,11 @@ public struct OrderLine: Hashable, Sendable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case productID = "product_id", name, unitPrice = "unit_price", quantity, lineTotal = "line_total"
+        case productID = "product_id"
+        case name
+        case unitPrice = "unit_price"
+        case quantity
+        case lineTotal = "line_total"
     }
 }
 
@@ -70,7 +77,10 @@ public struct OrderAmounts: Hashable, Sendable, Codable {
 
     public var currency: Currency { total.currency }
 
-    enum CodingKeys: String, CodingKey { case subtotal, shipping, tax, total, taxPolicy = "tax_policy" }
+    enum CodingKeys: String, CodingKey {
+        case subtotal, shipping, tax, total
+        case taxPolicy = "tax_policy"
+    }
 }
 
 /// A line to price: the product's current catalog facts and the quantity wanted.
@@ -147,20 +157,30 @@ public enum OrderPricing {
                 guard !line.unitPrice.isNegative else { throw .negativePrice(line.unitPrice) }
                 let lineTotal = try checked { () throws(MoneyError) in try line.unitPrice.multiplied(by: line.quantity) }
                 subtotal = try checked { () throws(MoneyError) in try subtotal.adding(lineTotal) }
-                priced.append(OrderLine(
-                    productID: line.productID, name: line.name, unitPrice: line.unitPrice, quantity: line.quantity,
-                    lineTotal: lineTotal))
+                priced.append(
+                    OrderLine(
+                        productID: line.productID,
+                        name: line.name,
+                        unitPrice: line.unitPrice,
+                        quantity: line.quantity,
+                        lineTotal: lineTotal
+                    )
+                )
             }
             guard shipping.currency == currency else { throw .currencyMismatch(expected: currency, found: shipping.currency) }
             guard !shipping.isNegative else { throw .negativePrice(shipping) }
-            let taxBase = policy.appliesToShipping
+            let taxBase =
+                policy.appliesToShipping
                 ? try checked { () throws(MoneyError) in try subtotal.adding(shipping) }
                 : subtotal
             let tax = try checked { () throws(MoneyError) in try taxBase.applying(policy.rate, rounding: policy.rounding) }
             let total = try checked { () throws(MoneyError) in try subtotal.adding(shipping).adding(tax) }
-            return .success(PricedOrder(
-                lines: priced,
-                amounts: OrderAmounts(subtotal: subtotal, shipping: shipping, tax: tax, total: total, taxPolicy: policy)))
+            return .success(
+                PricedOrder(
+                    lines: priced,
+                    amounts: OrderAmounts(subtotal: subtotal, shipping: shipping, tax: tax, total: total, taxPolicy: policy)
+                )
+            )
         } catch {
             return .failure(error)
         }

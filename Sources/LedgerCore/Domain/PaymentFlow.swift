@@ -51,8 +51,12 @@ public struct PlaceOrder: Hashable, Sendable {
     public var taxPolicy: TaxPolicy
 
     public init(
-        orderID: OrderID, lines: [RequestedLine], shippingMethodID: ShippingMethodID, contactRef: String,
-        claimedAmount: ClaimedAmount?, taxPolicy: TaxPolicy = .storefront
+        orderID: OrderID,
+        lines: [RequestedLine],
+        shippingMethodID: ShippingMethodID,
+        contactRef: String,
+        claimedAmount: ClaimedAmount?,
+        taxPolicy: TaxPolicy = .storefront
     ) {
         self.orderID = orderID
         self.lines = lines
@@ -137,8 +141,11 @@ public enum PaymentFlow {
     /// Step 1: prices the order (server-side, never trusting the app), checks the claimed amount,
     /// and reserves stock for every line in the same plan as ``OrderOpened``.
     public static func placeOrder(
-        _ command: PlaceOrder, order: OrderState?, products: [ProductID: ProductState],
-        shippingMethod: ShippingMethodState?, context: DecisionContext
+        _ command: PlaceOrder,
+        order: OrderState?,
+        products: [ProductID: ProductState],
+        shippingMethod: ShippingMethodState?,
+        context: DecisionContext
     ) -> Result<AppendPlan, PaymentFlowRejection> {
         guard order == nil else { return .failure(.orderAlreadyExists(command.orderID)) }
         guard let method = shippingMethod else { return .failure(.unknownShippingMethod(command.shippingMethodID)) }
@@ -166,18 +173,32 @@ public enum PaymentFlow {
         var appends: [PlannedAppend] = []
         for line in priced.lines {
             let product = products[line.productID]!
-            switch ProductDecider.decide(.reserve(order: command.orderID, quantity: line.quantity), product: product.id, state: product, context: context) {
+            switch ProductDecider.decide(
+                .reserve(order: command.orderID, quantity: line.quantity),
+                product: product.id,
+                state: product,
+                context: context
+            ) {
             case .failure(let rejection): return .failure(.stock(rejection))
             case .success(let events):
-                appends.append(PlannedAppend(
-                    streamID: product.id.streamID, expectedVersion: PlannedAppend.expectation(forVersion: product.version),
-                    events: events.map(DomainEvent.product)))
+                appends.append(
+                    PlannedAppend(
+                        streamID: product.id.streamID,
+                        expectedVersion: PlannedAppend.expectation(forVersion: product.version),
+                        events: events.map(DomainEvent.product)
+                    )
+                )
             }
         }
         let opened = OrderOpened(
-            orderID: command.orderID, merchantReference: command.orderID.rawValue, lines: priced.lines,
+            orderID: command.orderID,
+            merchantReference: command.orderID.rawValue,
+            lines: priced.lines,
             shipping: ShippingSelection(shippingMethodID: method.id, name: method.name, transitDays: method.transitDays, price: method.price),
-            amounts: priced.amounts, contactRef: command.contactRef, openedAt: context.now)
+            amounts: priced.amounts,
+            contactRef: command.contactRef,
+            openedAt: context.now
+        )
         appends.insert(PlannedAppend(streamID: command.orderID.streamID, expectedVersion: .noStream, events: [.order(.opened(opened))]), at: 0)
         return .success(AppendPlan(appends))
     }
@@ -188,7 +209,10 @@ public enum PaymentFlow {
     /// 91/96 → payment unknown (stock stays reserved: a hold may exist). A repeat of the answer already
     /// recorded is accepted and appends nothing, so a retried step is harmless.
     public static func recordAuthorization(
-        _ response: AuthorizationResponse, order: OrderState, products: [ProductID: ProductState], context: DecisionContext
+        _ response: AuthorizationResponse,
+        order: OrderState,
+        products: [ProductID: ProductState],
+        context: DecisionContext
     ) -> Result<AppendPlan, PaymentFlowRejection> {
         guard response.merchantReference == order.merchantReference else {
             return .failure(.responseMismatch("merchant reference \(response.merchantReference)"))
@@ -201,29 +225,46 @@ public enum PaymentFlow {
                 return .failure(.responseMismatch("approved amount \(response.amount) is not the order total \(order.amounts.total)"))
             }
             guard let psp = response.pspReference, !psp.isEmpty, let authCode = response.authCode,
-                  let expiresAt = response.holdExpiresAt else {
+                let expiresAt = response.holdExpiresAt
+            else {
                 return .failure(.responseMismatch("approval without psp reference, auth code or hold expiry"))
             }
             // Capture at authorization is issue 4's policy; recording it as a plain hold would lose money facts.
             guard response.immediateCapture == nil else { return .failure(.responseMismatch("immediate capture is not handled yet")) }
             let hold = AuthorizationHoldPlaced(
-                orderID: order.id, merchantReference: order.merchantReference, pspReference: psp, authCode: authCode,
-                amount: response.amount, network: response.network, fundingType: response.fundingType,
-                lastFour: response.lastFour, expiresAt: expiresAt, authorizedAt: response.processedAt)
+                orderID: order.id,
+                merchantReference: order.merchantReference,
+                pspReference: psp,
+                authCode: authCode,
+                amount: response.amount,
+                network: response.network,
+                fundingType: response.fundingType,
+                lastFour: response.lastFour,
+                expiresAt: expiresAt,
+                authorizedAt: response.processedAt
+            )
             let authorized = OrderAuthorized(orderID: order.id, pspReference: psp, amount: response.amount, authorizedAt: response.processedAt)
-            return .success(AppendPlan([
-                PlannedAppend(streamID: order.id.streamID, expectedVersion: .exact(order.version), events: [.order(.authorized(authorized))]),
-                // The hold stream is new: a second approval for the same order would conflict here.
-                PlannedAppend(streamID: order.id.holdStreamID, expectedVersion: .noStream, events: [.hold(.placed(hold))]),
-            ]))
+            return .success(
+                AppendPlan([
+                    PlannedAppend(streamID: order.id.streamID, expectedVersion: .exact(order.version), events: [.order(.authorized(authorized))]),
+                    // The hold stream is new: a second approval for the same order would conflict here.
+                    PlannedAppend(streamID: order.id.holdStreamID, expectedVersion: .noStream, events: [.hold(.placed(hold))]),
+                ])
+            )
         }
         if code.isUnknownOutcome {
             if order.status == .paymentUnknown { return .success(AppendPlan([])) }
             guard order.status == .pendingPayment else { return .failure(.invalidStatus(order: order.id, status: order.status)) }
             let unknown = PaymentOutcomeUnknown(orderID: order.id, responseCode: code, message: code.meaning)
-            return .success(AppendPlan([
-                PlannedAppend(streamID: order.id.streamID, expectedVersion: .exact(order.version), events: [.order(.paymentOutcomeUnknown(unknown))]),
-            ]))
+            return .success(
+                AppendPlan([
+                    PlannedAppend(
+                        streamID: order.id.streamID,
+                        expectedVersion: .exact(order.version),
+                        events: [.order(.paymentOutcomeUnknown(unknown))]
+                    )
+                ])
+            )
         }
         if order.status == .declined && order.lastResponseCode == code { return .success(AppendPlan([])) }
         guard order.status.awaitsPayment else { return .failure(.invalidStatus(order: order.id, status: order.status)) }
@@ -234,19 +275,29 @@ public enum PaymentFlow {
     /// Closes an order that waits for payment without a hold, releasing its stock. Used by recovery after
     /// the acquirer reported no payment, or after the caller reversed an unknown outcome.
     public static func releasePendingOrder(
-        order: OrderState, products: [ProductID: ProductState], reason: OrderCancellationReason, context: DecisionContext
+        order: OrderState,
+        products: [ProductID: ProductState],
+        reason: OrderCancellationReason,
+        context: DecisionContext
     ) -> Result<AppendPlan, PaymentFlowRejection> {
         guard order.status.awaitsPayment else { return .failure(.invalidStatus(order: order.id, status: order.status)) }
         return closeWithoutPayment(
-            order: order, event: .cancelled(OrderCancelled(orderID: order.id, reason: reason)), products: products,
-            reason: .paymentNotCompleted, context: context)
+            order: order,
+            event: .cancelled(OrderCancelled(orderID: order.id, reason: reason)),
+            products: products,
+            reason: .paymentNotCompleted,
+            context: context
+        )
     }
 
     /// Recovery: decides what to do with an order left waiting, given the acquirer's answer to a query by
     /// the order's merchant reference. Never assumes an outcome the acquirer did not state.
     public static func recover(
-        order: OrderState, query: PaymentQueryResult, products: [ProductID: ProductState],
-        policy: RecoveryPolicy, context: DecisionContext
+        order: OrderState,
+        query: PaymentQueryResult,
+        products: [ProductID: ProductState],
+        policy: RecoveryPolicy,
+        context: DecisionContext
     ) -> Result<RecoveryAction, PaymentFlowRejection> {
         guard order.status.awaitsPayment else { return .success(.nothingToDo) }
         let ripe = order.openedAt.addingTimeInterval(policy.minimumPendingAge)
@@ -272,19 +323,31 @@ public enum PaymentFlow {
     }
 
     private static func closeWithoutPayment(
-        order: OrderState, event: OrderEvent, products: [ProductID: ProductState], reason: ReservationReleaseReason,
+        order: OrderState,
+        event: OrderEvent,
+        products: [ProductID: ProductState],
+        reason: ReservationReleaseReason,
         context: DecisionContext
     ) -> Result<AppendPlan, PaymentFlowRejection> {
         var appends = [PlannedAppend(streamID: order.id.streamID, expectedVersion: .exact(order.version), events: [.order(event)])]
         for line in order.lines {
             guard let product = products[line.productID] else { return .failure(.unknownProduct(line.productID)) }
             // Release exactly what this order holds (nil = all of it), never a count recomputed elsewhere.
-            switch ProductDecider.decide(.release(order: order.id, quantity: nil, reason: reason), product: product.id, state: product, context: context) {
+            switch ProductDecider.decide(
+                .release(order: order.id, quantity: nil, reason: reason),
+                product: product.id,
+                state: product,
+                context: context
+            ) {
             case .failure(let rejection): return .failure(.stock(rejection))
             case .success(let events):
-                appends.append(PlannedAppend(
-                    streamID: product.id.streamID, expectedVersion: PlannedAppend.expectation(forVersion: product.version),
-                    events: events.map(DomainEvent.product)))
+                appends.append(
+                    PlannedAppend(
+                        streamID: product.id.streamID,
+                        expectedVersion: PlannedAppend.expectation(forVersion: product.version),
+                        events: events.map(DomainEvent.product)
+                    )
+                )
             }
         }
         return .success(AppendPlan(appends))

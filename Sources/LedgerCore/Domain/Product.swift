@@ -1,4 +1,5 @@
 import HashTreeCollections
+
 // The product / stock aggregate: one stream per product (`product-<id>`).
 //
 // Stock is counted in three numbers: on hand (physically in the warehouse), reserved (promised to
@@ -33,7 +34,10 @@ public struct ProductListed: LedgerEventPayload {
     }
 
     enum CodingKeys: String, CodingKey {
-        case productID = "product_id", sku, name, description, imageFile = "image_file", price
+        case productID = "product_id"
+        case sku, name, description
+        case imageFile = "image_file"
+        case price
     }
 }
 
@@ -53,7 +57,11 @@ public struct ProductPriceChanged: LedgerEventPayload {
         self.price = price
     }
 
-    enum CodingKeys: String, CodingKey { case productID = "product_id", previousPrice = "previous_price", price }
+    enum CodingKeys: String, CodingKey {
+        case productID = "product_id"
+        case previousPrice = "previous_price"
+        case price
+    }
 }
 
 /// Goods arrived: on hand grows by `quantity` (> 0). The only event that changes on hand + sold.
@@ -70,7 +78,10 @@ public struct StockReceived: LedgerEventPayload {
         self.quantity = quantity
     }
 
-    enum CodingKeys: String, CodingKey { case productID = "product_id", quantity }
+    enum CodingKeys: String, CodingKey {
+        case productID = "product_id"
+        case quantity
+    }
 }
 
 /// `quantity` units are promised to `orderID`: reserved grows, available shrinks, on hand is unchanged.
@@ -89,7 +100,11 @@ public struct StockReserved: LedgerEventPayload {
         self.quantity = quantity
     }
 
-    enum CodingKeys: String, CodingKey { case productID = "product_id", orderID = "order_id", quantity }
+    enum CodingKeys: String, CodingKey {
+        case productID = "product_id"
+        case orderID = "order_id"
+        case quantity
+    }
 }
 
 /// Why a reservation went back to available stock.
@@ -124,7 +139,11 @@ public struct ReservationReleased: LedgerEventPayload {
         self.reason = reason
     }
 
-    enum CodingKeys: String, CodingKey { case productID = "product_id", orderID = "order_id", quantity, reason }
+    enum CodingKeys: String, CodingKey {
+        case productID = "product_id"
+        case orderID = "order_id"
+        case quantity, reason
+    }
 }
 
 /// A reservation became a sale (capture or shipment): reserved and on hand both shrink by `quantity`.
@@ -143,7 +162,11 @@ public struct StockSold: LedgerEventPayload {
         self.quantity = quantity
     }
 
-    enum CodingKeys: String, CodingKey { case productID = "product_id", orderID = "order_id", quantity }
+    enum CodingKeys: String, CodingKey {
+        case productID = "product_id"
+        case orderID = "order_id"
+        case quantity
+    }
 }
 
 /// Every event of a product stream.
@@ -316,7 +339,10 @@ public enum ProductRejection: Error, Hashable, Sendable, CustomStringConvertible
 /// The pure decider of the product stream: command + current state → events, or a rejection.
 public enum ProductDecider {
     public static func decide(
-        _ command: ProductCommand, product id: ProductID, state: ProductState?, context: DecisionContext
+        _ command: ProductCommand,
+        product id: ProductID,
+        state: ProductState?,
+        context: DecisionContext
     ) -> Result<[ProductEvent], ProductRejection> {
         precondition(state == nil || state?.id == id, "state of another product")
         if case .list(let sku, let name, let description, let imageFile, let price, let initialStock) = command {
@@ -327,8 +353,18 @@ public enum ProductDecider {
             guard !sku.isEmpty else { return .failure(.invalidListing("empty sku")) }
             guard !price.isNegative else { return .failure(.negativePrice(price)) }
             guard initialStock >= 0 else { return .failure(.nonPositiveQuantity(initialStock)) }
-            var events: [ProductEvent] = [.listed(ProductListed(
-                productID: id, sku: sku, name: name, description: description, imageFile: imageFile, price: price))]
+            var events: [ProductEvent] = [
+                .listed(
+                    ProductListed(
+                        productID: id,
+                        sku: sku,
+                        name: name,
+                        description: description,
+                        imageFile: imageFile,
+                        price: price
+                    )
+                )
+            ]
             if initialStock > 0 { events.append(.stockReceived(StockReceived(productID: id, quantity: initialStock))) }
             return .success(events)
         }
@@ -348,7 +384,8 @@ public enum ProductDecider {
             guard quantity > 0 else { return .failure(.nonPositiveQuantity(quantity)) }
             // Both counters must stay representable, or a later fold would trap.
             guard state.onHand.addingReportingOverflow(quantity).overflow == false,
-                  state.received.addingReportingOverflow(quantity).overflow == false else {
+                state.received.addingReportingOverflow(quantity).overflow == false
+            else {
                 return .failure(.quantityOutOfRange(quantity))
             }
             return .success([.stockReceived(StockReceived(productID: id, quantity: quantity))])

@@ -26,9 +26,15 @@ public struct InventoryRow: Hashable, Sendable {
         guard case .product(let e) = event else { return row }
         if case .listed(let listed) = e {
             return InventoryRow(
-                productID: listed.productID, sku: listed.sku, name: listed.name, description: listed.description,
-                imageURI: listed.imageFile, quantityOnHand: row?.quantityOnHand ?? 0, reserved: row?.reserved ?? 0,
-                price: listed.price)
+                productID: listed.productID,
+                sku: listed.sku,
+                name: listed.name,
+                description: listed.description,
+                imageURI: listed.imageFile,
+                quantityOnHand: row?.quantityOnHand ?? 0,
+                reserved: row?.reserved ?? 0,
+                price: listed.price
+            )
         }
         guard var row else { return nil }
         switch e {
@@ -81,7 +87,13 @@ public struct ShippingMethodRow: Hashable, Sendable {
         guard case .shippingMethod(let e) = event else { return row }
         switch e {
         case .listed(let l):
-            return ShippingMethodRow(shippingMethodID: l.shippingMethodID, name: l.name, description: l.description, transitDays: l.transitDays, price: l.price)
+            return ShippingMethodRow(
+                shippingMethodID: l.shippingMethodID,
+                name: l.name,
+                description: l.description,
+                transitDays: l.transitDays,
+                price: l.price
+            )
         case .priceChanged(let p):
             guard var row else { return nil }
             row.price = p.price

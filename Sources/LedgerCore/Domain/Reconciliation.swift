@@ -41,7 +41,9 @@ public struct ReconciliationBreak: Hashable, Sendable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case breakID = "break_id", breakClass = "class", reference, expected, actual, detail
+        case breakID = "break_id"
+        case breakClass = "class"
+        case reference, expected, actual, detail
     }
 }
 
@@ -80,7 +82,10 @@ public struct ReconciliationRecorded: LedgerEventPayload {
     }
 
     enum CodingKeys: String, CodingKey {
-        case batchID = "batch_id", windowClosed = "window_closed", reportLines = "report_lines", ledgerItems = "ledger_items"
+        case batchID = "batch_id"
+        case windowClosed = "window_closed"
+        case reportLines = "report_lines"
+        case ledgerItems = "ledger_items"
         case matched, breaks
     }
 }
@@ -100,7 +105,10 @@ public struct ReconciliationBreakFound: LedgerEventPayload {
         self.found = found
     }
 
-    enum CodingKeys: String, CodingKey { case batchID = "batch_id", found = "break" }
+    enum CodingKeys: String, CodingKey {
+        case batchID = "batch_id"
+        case found = "break"
+    }
 }
 
 /// An operator resolved a break, with a reason.
@@ -122,7 +130,10 @@ public struct ReconciliationBreakResolved: LedgerEventPayload {
     }
 
     enum CodingKeys: String, CodingKey {
-        case batchID = "batch_id", breakID = "break_id", reason, resolvedBy = "resolved_by"
+        case batchID = "batch_id"
+        case breakID = "break_id"
+        case reason
+        case resolvedBy = "resolved_by"
     }
 }
 
@@ -138,8 +149,12 @@ public enum Reconciliation {
     ///   - settledElsewhere: our references that are items of other batches (a line for one was carried).
     ///   - expectedFees: the contract's fees for a line of an item, or nil when they cannot be computed.
     public static func reconcile(
-        batchID: String, currency: Currency, items: [SettlementBatchItem], lines: [SettlementReportLine],
-        laterLines: [SettlementReportLine]?, settledElsewhere: Set<String>,
+        batchID: String,
+        currency: Currency,
+        items: [SettlementBatchItem],
+        lines: [SettlementReportLine],
+        laterLines: [SettlementReportLine]?,
+        settledElsewhere: Set<String>,
         expectedFees: (SettlementReportLine, SettlementBatchItem) -> ExpectedFees?
     ) -> ReconciliationRecorded {
         var tally = ReconciliationTally(batchID: batchID, currency: currency)
@@ -149,9 +164,13 @@ public enum Reconciliation {
         for line in lines {
             let item = byOurs[line.modificationMerchantReference] ?? byPSP[line.modificationReference]
             let duplicate = item.map { !seen.insert($0.modificationReference).inserted } ?? false
-            tally.add(line, item: item, duplicate: duplicate,
-                      settledElsewhere: settledElsewhere.contains(line.modificationMerchantReference),
-                      expectedFees: item.flatMap { expectedFees(line, $0) })
+            tally.add(
+                line,
+                item: item,
+                duplicate: duplicate,
+                settledElsewhere: settledElsewhere.contains(line.modificationMerchantReference),
+                expectedFees: item.flatMap { expectedFees(line, $0) }
+            )
         }
         let later = laterLines.map { Set($0.map(\.modificationMerchantReference)) }
         for item in items where !seen.contains(item.modificationReference) {
@@ -190,8 +209,13 @@ public struct ReconciliationTally: Sendable {
     ///   - duplicate: an earlier line of the report already named that item.
     ///   - settledElsewhere: the line's reference is an item of another batch (its line was carried over).
     ///   - expectedFees: the contract's fees for the line, when they can be computed.
-    public mutating func add(_ line: SettlementReportLine, item: SettlementBatchItem?, duplicate: Bool, settledElsewhere: Bool,
-                             expectedFees: ExpectedFees?) {
+    public mutating func add(
+        _ line: SettlementReportLine,
+        item: SettlementBatchItem?,
+        duplicate: Bool,
+        settledElsewhere: Bool,
+        expectedFees: ExpectedFees?
+    ) {
         reportLines += 1
         if line.type == .merchantPayout {
             payoutLines += 1
@@ -203,15 +227,26 @@ public struct ReconciliationTally: Sendable {
         }
         netUnits += line.signedNetMinorUnits
         guard line.type == .settled || line.type == .refunded else {
-            add(.unmatchedAdjustment, line.modificationReference.isEmpty ? line.pspReference : line.modificationReference,
-                actual: String(line.signedNetMinorUnits), "a \(line.type) line the ledger has no item for")
+            add(
+                .unmatchedAdjustment,
+                line.modificationReference.isEmpty ? line.pspReference : line.modificationReference,
+                actual: String(line.signedNetMinorUnits),
+                "a \(line.type) line the ledger has no item for"
+            )
             return
         }
         guard let item else {
             let ours = line.modificationMerchantReference
-            if settledElsewhere { matched += 1; return }  // carried from another batch: its batch reports the timing
-            add(.missingInLedger, ours.isEmpty ? line.modificationReference : ours, actual: String(line.signedGrossMinorUnits),
-                "the report settles a \(line.type) the ledger has not recorded")
+            if settledElsewhere {
+                matched += 1
+                return
+            }  // carried from another batch: its batch reports the timing
+            add(
+                .missingInLedger,
+                ours.isEmpty ? line.modificationReference : ours,
+                actual: String(line.signedGrossMinorUnits),
+                "the report settles a \(line.type) the ledger has not recorded"
+            )
             return
         }
         let reference = item.modificationReference
@@ -225,12 +260,24 @@ public struct ReconciliationTally: Sendable {
         }
         let expectedType: SettlementLineType = item.kind == .capture ? .settled : .refunded
         if line.type != expectedType {
-            add(.statusMismatch, reference, expected: expectedType.rawValue, actual: line.type.rawValue, "the ledger recorded a \(item.kind.rawValue)")
+            add(
+                .statusMismatch,
+                reference,
+                expected: expectedType.rawValue,
+                actual: line.type.rawValue,
+                "the ledger recorded a \(item.kind.rawValue)"
+            )
             return
         }
         let signedExpected = item.kind == .capture ? item.amount.minorUnits : -item.amount.minorUnits
         if line.signedGrossMinorUnits != signedExpected {
-            add(.amountMismatch, reference, expected: String(signedExpected), actual: String(line.signedGrossMinorUnits), "gross differs from the ledger")
+            add(
+                .amountMismatch,
+                reference,
+                expected: String(signedExpected),
+                actual: String(line.signedGrossMinorUnits),
+                "gross differs from the ledger"
+            )
             return
         }
         if let fees = expectedFees {
@@ -257,8 +304,12 @@ public struct ReconciliationTally: Sendable {
         if inLaterReport == false {
             add(.missingAtAcquirer, item.modificationReference, expected: amount, "absent from this report and the next")
         } else {
-            add(.timing, item.modificationReference, expected: amount,
-                inLaterReport == nil ? "absent from this report; expected in the next batch" : "settled in the next batch")
+            add(
+                .timing,
+                item.modificationReference,
+                expected: amount,
+                inLaterReport == nil ? "absent from this report; expected in the next batch" : "settled in the next batch"
+            )
         }
     }
 
@@ -271,8 +322,14 @@ public struct ReconciliationTally: Sendable {
             let payoutLine = "Σ line nets \(netUnits) ≠ payout \(payoutUnits)"
             tally.add(.payoutMismatch, tally.payoutReference ?? batchID, actual: String(payoutUnits), payoutLine)
         }
-        return ReconciliationRecorded(batchID: batchID, windowClosed: windowClosed, reportLines: reportLines,
-                                      ledgerItems: ledgerItems, matched: matched, breaks: tally.breaks)
+        return ReconciliationRecorded(
+            batchID: batchID,
+            windowClosed: windowClosed,
+            reportLines: reportLines,
+            ledgerItems: ledgerItems,
+            matched: matched,
+            breaks: tally.breaks
+        )
     }
 
     private var payoutReference: String?

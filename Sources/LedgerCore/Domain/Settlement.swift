@@ -42,7 +42,8 @@ public struct SettlementCutOff: Hashable, Sendable {
     public static func parseTime(_ text: String) -> Int? {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, parts.allSatisfy({ $0.count == 2 && $0.allSatisfy { $0.isASCII && $0.isNumber } }),
-              let h = Int(parts[0]), let m = Int(parts[1]), h < 24, m < 60 else { return nil }
+            let h = Int(parts[0]), let m = Int(parts[1]), h < 24, m < 60
+        else { return nil }
         return h * 3600 + m * 60
     }
 
@@ -53,8 +54,13 @@ public struct SettlementCutOff: Hashable, Sendable {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
         let components = DateComponents(
-            year: date.year, month: date.month, day: date.day,
-            hour: secondsAfterMidnight / 3600, minute: secondsAfterMidnight / 60 % 60, second: secondsAfterMidnight % 60)
+            year: date.year,
+            month: date.month,
+            day: date.day,
+            hour: secondsAfterMidnight / 3600,
+            minute: secondsAfterMidnight / 60 % 60,
+            second: secondsAfterMidnight % 60
+        )
         // Foundation only fails for components that cannot name any day; ours always name one.
         return calendar.date(from: components)!
     }
@@ -84,8 +90,15 @@ public struct SettlementBatchItem: Hashable, Sendable, Codable {
     /// The ledger position of the event that recorded it.
     public var position: Int64
 
-    public init(kind: SettlementItemKind, orderID: String, modificationReference: String, pspModificationReference: String,
-                amount: Money, recordedAt: Date, position: Int64) {
+    public init(
+        kind: SettlementItemKind,
+        orderID: String,
+        modificationReference: String,
+        pspModificationReference: String,
+        amount: Money,
+        recordedAt: Date,
+        position: Int64
+    ) {
         self.kind = kind
         self.orderID = orderID
         self.modificationReference = modificationReference
@@ -99,13 +112,25 @@ public struct SettlementBatchItem: Hashable, Sendable, Codable {
     public static func from(_ event: HoldEvent, position: Int64) -> SettlementBatchItem? {
         switch event {
         case .captured(let e):
-            return SettlementBatchItem(kind: .capture, orderID: e.orderID.rawValue, modificationReference: e.modificationReference,
-                                       pspModificationReference: e.pspModificationReference, amount: e.amount,
-                                       recordedAt: e.capturedAt, position: position)
+            return SettlementBatchItem(
+                kind: .capture,
+                orderID: e.orderID.rawValue,
+                modificationReference: e.modificationReference,
+                pspModificationReference: e.pspModificationReference,
+                amount: e.amount,
+                recordedAt: e.capturedAt,
+                position: position
+            )
         case .refunded(let e):
-            return SettlementBatchItem(kind: .refund, orderID: e.orderID.rawValue, modificationReference: e.modificationReference,
-                                       pspModificationReference: e.pspModificationReference, amount: e.amount,
-                                       recordedAt: e.refundedAt, position: position)
+            return SettlementBatchItem(
+                kind: .refund,
+                orderID: e.orderID.rawValue,
+                modificationReference: e.modificationReference,
+                pspModificationReference: e.pspModificationReference,
+                amount: e.amount,
+                recordedAt: e.refundedAt,
+                position: position
+            )
         default: return nil
         }
     }
@@ -124,8 +149,13 @@ public struct SettlementBatchItem: Hashable, Sendable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case kind, orderID = "order_id", modificationReference = "modification_reference"
-        case pspModificationReference = "psp_modification_reference", amount, recordedAt = "recorded_at", position
+        case kind
+        case orderID = "order_id"
+        case modificationReference = "modification_reference"
+        case pspModificationReference = "psp_modification_reference"
+        case amount
+        case recordedAt = "recorded_at"
+        case position
     }
 }
 
@@ -155,8 +185,12 @@ public struct SettlementBatchOpened: LedgerEventPayload {
     }
 
     enum CodingKeys: String, CodingKey {
-        case batchID = "batch_id", merchantAccount = "merchant_account", currency, businessDate = "business_date"
-        case cutOffAt = "cut_off_at", pinnedPosition = "pinned_position"
+        case batchID = "batch_id"
+        case merchantAccount = "merchant_account"
+        case currency
+        case businessDate = "business_date"
+        case cutOffAt = "cut_off_at"
+        case pinnedPosition = "pinned_position"
     }
 }
 
@@ -184,8 +218,15 @@ public struct SettlementBatchClosed: LedgerEventPayload {
     /// Lowercase hex SHA-256 of the items' canonical lines, in ledger order (nil in schema 1).
     public var itemsSHA256: String?
 
-    public init(batchID: String, captureCount: Int, refundCount: Int, grossCredit: Money, grossDebit: Money, gross: Money,
-                itemsSHA256: String?) {
+    public init(
+        batchID: String,
+        captureCount: Int,
+        refundCount: Int,
+        grossCredit: Money,
+        grossDebit: Money,
+        gross: Money,
+        itemsSHA256: String?
+    ) {
         self.batchID = batchID
         self.captureCount = captureCount
         self.refundCount = refundCount
@@ -198,8 +239,13 @@ public struct SettlementBatchClosed: LedgerEventPayload {
     public var itemCount: Int { captureCount + refundCount }
 
     enum CodingKeys: String, CodingKey {
-        case batchID = "batch_id", captureCount = "capture_count", refundCount = "refund_count"
-        case grossCredit = "gross_credit", grossDebit = "gross_debit", gross, itemsSHA256 = "items_sha256"
+        case batchID = "batch_id"
+        case captureCount = "capture_count"
+        case refundCount = "refund_count"
+        case grossCredit = "gross_credit"
+        case grossDebit = "gross_debit"
+        case gross
+        case itemsSHA256 = "items_sha256"
     }
 }
 
@@ -223,7 +269,10 @@ public struct SettlementBatchSubmitted: LedgerEventPayload {
     }
 
     enum CodingKeys: String, CodingKey {
-        case batchID = "batch_id", batchNumber = "batch_number", reportSHA256 = "report_sha256", reportLineCount = "report_line_count"
+        case batchID = "batch_id"
+        case batchNumber = "batch_number"
+        case reportSHA256 = "report_sha256"
+        case reportLineCount = "report_line_count"
     }
 }
 
@@ -255,7 +304,11 @@ public struct SettlementBatchCleared: LedgerEventPayload {
     }
 
     enum CodingKeys: String, CodingKey {
-        case batchID = "batch_id", lineCount = "line_count", gross, interchange, schemeFees = "scheme_fees", markup, commission, net
+        case batchID = "batch_id"
+        case lineCount = "line_count"
+        case gross, interchange
+        case schemeFees = "scheme_fees"
+        case markup, commission, net
     }
 }
 
@@ -281,7 +334,10 @@ public struct SettlementPayoutScheduled: LedgerEventPayload {
     }
 
     enum CodingKeys: String, CodingKey {
-        case batchID = "batch_id", payoutReference = "payout_reference", amount, valueDate = "value_date"
+        case batchID = "batch_id"
+        case payoutReference = "payout_reference"
+        case amount
+        case valueDate = "value_date"
         case expectedValueDate = "expected_value_date"
     }
 }
@@ -305,7 +361,10 @@ public struct SettlementPayoutPaid: LedgerEventPayload {
     }
 
     enum CodingKeys: String, CodingKey {
-        case batchID = "batch_id", payoutReference = "payout_reference", amount, valueDate = "value_date"
+        case batchID = "batch_id"
+        case payoutReference = "payout_reference"
+        case amount
+        case valueDate = "value_date"
     }
 }
 
@@ -353,7 +412,8 @@ public enum SettlementEvent: Hashable, Sendable {
     /// Other types, unsupported schema versions and malformed payloads are typed errors.
     public static func decode(type: String, schemaVersion: Int32, json: String) throws(EventCodingError) -> SettlementEvent {
         guard let entry = EventCatalogue.entry(forType: type), entry.category.family == .settlement,
-              case .settlement(let event) = try entry.decode(schemaVersion: schemaVersion, data: Data(json.utf8)) else {
+            case .settlement(let event) = try entry.decode(schemaVersion: schemaVersion, data: Data(json.utf8))
+        else {
             throw EventCodingError(.unknownType, type: type, "not a settlement event")
         }
         return event
@@ -370,7 +430,9 @@ public enum SettlementEvent: Hashable, Sendable {
 /// A batch as its stream tells it.
 public struct SettlementBatchState: Hashable, Sendable {
     public enum Stage: String, Hashable, Sendable, Comparable {
-        case opened, closed, submitted, cleared, payoutScheduled = "payout_scheduled", paid
+        case opened, closed, submitted, cleared
+        case payoutScheduled = "payout_scheduled"
+        case paid
         var rank: Int { [.opened, .closed, .submitted, .cleared, .payoutScheduled, .paid].firstIndex(of: self)! }
         public static func < (a: Stage, b: Stage) -> Bool { a.rank < b.rank }
     }
@@ -395,11 +457,21 @@ public struct SettlementBatchState: Hashable, Sendable {
         state.version += 1
         switch event {
         case .opened, .reconciled, .breakFound, .breakResolved: break
-        case .closed(let e): state.closed = e; state.stage = .closed
-        case .submitted(let e): state.submitted = e; state.stage = .submitted
-        case .cleared(let e): state.cleared = e; state.stage = .cleared
-        case .payoutScheduled(let e): state.payout = e; state.stage = .payoutScheduled
-        case .paid(let e): state.paid = e; state.stage = .paid
+        case .closed(let e):
+            state.closed = e
+            state.stage = .closed
+        case .submitted(let e):
+            state.submitted = e
+            state.stage = .submitted
+        case .cleared(let e):
+            state.cleared = e
+            state.stage = .cleared
+        case .payoutScheduled(let e):
+            state.payout = e
+            state.stage = .payoutScheduled
+        case .paid(let e):
+            state.paid = e
+            state.stage = .paid
         }
         return state
     }
@@ -437,8 +509,11 @@ public enum SettlementBatch {
     public static func streamID(batchID: String) -> StreamID { StreamID(category: "settlement", id: batchID) }
 
     /// Closes the batch over `items` (in ledger order) whose canonical lines hash to `itemsSHA256`.
-    public static func close(_ opened: SettlementBatchOpened, items: some Sequence<SettlementBatchItem>,
-                             itemsSHA256: String) throws(SettlementRejection) -> SettlementBatchClosed {
+    public static func close(
+        _ opened: SettlementBatchOpened,
+        items: some Sequence<SettlementBatchItem>,
+        itemsSHA256: String
+    ) throws(SettlementRejection) -> SettlementBatchClosed {
         var tally = SettlementBatchTally(opened)
         for item in items { try tally.add(item) }
         return try tally.closed(itemsSHA256: itemsSHA256)
@@ -473,8 +548,16 @@ public struct SettlementClearing: Sendable {
 
     public func cleared(batchID: String, currency: Currency) -> SettlementBatchCleared {
         func m(_ units: Int64) -> Money { Money(minorUnits: units, currency: currency) }
-        return SettlementBatchCleared(batchID: batchID, lineCount: count, gross: m(gross), interchange: m(interchange),
-                                      schemeFees: m(scheme), markup: m(markup), commission: m(commission), net: m(net))
+        return SettlementBatchCleared(
+            batchID: batchID,
+            lineCount: count,
+            gross: m(gross),
+            interchange: m(interchange),
+            schemeFees: m(scheme),
+            markup: m(markup),
+            commission: m(commission),
+            net: m(net)
+        )
     }
 }
 
@@ -509,8 +592,12 @@ public struct SettlementBatchTally: Sendable {
         lastPosition = item.position
         let overflow: Bool
         switch item.kind {
-        case .capture: (credit, overflow) = credit.addingReportingOverflow(item.amount.minorUnits); captureCount += 1
-        case .refund: (debit, overflow) = debit.addingReportingOverflow(item.amount.minorUnits); refundCount += 1
+        case .capture:
+            (credit, overflow) = credit.addingReportingOverflow(item.amount.minorUnits)
+            captureCount += 1
+        case .refund:
+            (debit, overflow) = debit.addingReportingOverflow(item.amount.minorUnits)
+            refundCount += 1
         }
         if overflow { throw .conservationViolated("batch total overflows") }
     }
@@ -520,9 +607,15 @@ public struct SettlementBatchTally: Sendable {
         let (gross, overflow) = credit.subtractingReportingOverflow(debit)
         if overflow { throw .conservationViolated("batch total overflows") }
         func money(_ units: Int64) -> Money { Money(minorUnits: units, currency: opened.currency) }
-        return SettlementBatchClosed(batchID: opened.batchID, captureCount: captureCount, refundCount: refundCount,
-                                     grossCredit: money(credit), grossDebit: money(debit), gross: money(gross),
-                                     itemsSHA256: itemsSHA256)
+        return SettlementBatchClosed(
+            batchID: opened.batchID,
+            captureCount: captureCount,
+            refundCount: refundCount,
+            grossCredit: money(credit),
+            grossDebit: money(debit),
+            gross: money(gross),
+            itemsSHA256: itemsSHA256
+        )
     }
 }
 
@@ -547,7 +640,8 @@ public enum SettlementConservation {
     public static func lineViolation(_ line: SettlementReportLine) -> String? {
         guard line.type != .merchantPayout else { return nil }
         if line.signedNetMinorUnits != line.signedGrossMinorUnits - line.totalFeesMinorUnits {
-            return "line \(line.modificationMerchantReference): net \(line.signedNetMinorUnits) ≠ gross \(line.signedGrossMinorUnits) − fees \(line.totalFeesMinorUnits)"
+            return
+                "line \(line.modificationMerchantReference): net \(line.signedNetMinorUnits) ≠ gross \(line.signedGrossMinorUnits) − fees \(line.totalFeesMinorUnits)"
         }
         return nil
     }

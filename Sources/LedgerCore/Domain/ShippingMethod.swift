@@ -24,7 +24,10 @@ public struct ShippingMethodListed: LedgerEventPayload {
     }
 
     enum CodingKeys: String, CodingKey {
-        case shippingMethodID = "shipping_method_id", name, description, transitDays = "transit_days", price
+        case shippingMethodID = "shipping_method_id"
+        case name, description
+        case transitDays = "transit_days"
+        case price
     }
 }
 
@@ -45,7 +48,9 @@ public struct ShippingMethodPriceChanged: LedgerEventPayload {
     }
 
     enum CodingKeys: String, CodingKey {
-        case shippingMethodID = "shipping_method_id", previousPrice = "previous_price", price
+        case shippingMethodID = "shipping_method_id"
+        case previousPrice = "previous_price"
+        case price
     }
 }
 
@@ -78,8 +83,13 @@ public struct ShippingMethodState: Hashable, Sendable {
         switch (state, event) {
         case (nil, .listed(let e)):
             return ShippingMethodState(
-                id: e.shippingMethodID, name: e.name, description: e.description, transitDays: e.transitDays,
-                price: e.price, version: 1)
+                id: e.shippingMethodID,
+                name: e.name,
+                description: e.description,
+                transitDays: e.transitDays,
+                price: e.price,
+                version: 1
+            )
         case (nil, .priceChanged):
             return nil
         case (var state?, .listed(let e)):
@@ -133,7 +143,10 @@ public enum ShippingMethodRejection: Error, Hashable, Sendable, CustomStringConv
 /// The pure decider of the shipping method stream.
 public enum ShippingMethodDecider {
     public static func decide(
-        _ command: ShippingMethodCommand, method id: ShippingMethodID, state: ShippingMethodState?, context: DecisionContext
+        _ command: ShippingMethodCommand,
+        method id: ShippingMethodID,
+        state: ShippingMethodState?,
+        context: DecisionContext
     ) -> Result<[ShippingMethodEvent], ShippingMethodRejection> {
         precondition(state == nil || state?.id == id, "state of another shipping method")
         switch command {
@@ -142,8 +155,17 @@ public enum ShippingMethodDecider {
             guard !name.isEmpty else { return .failure(.invalidListing("empty name")) }
             guard transitDays >= 0 else { return .failure(.invalidListing("negative transit days")) }
             guard !price.isNegative else { return .failure(.negativePrice(price)) }
-            return .success([.listed(ShippingMethodListed(
-                shippingMethodID: id, name: name, description: description, transitDays: transitDays, price: price))])
+            return .success([
+                .listed(
+                    ShippingMethodListed(
+                        shippingMethodID: id,
+                        name: name,
+                        description: description,
+                        transitDays: transitDays,
+                        price: price
+                    )
+                )
+            ])
         case .changePrice(let price):
             guard let state else { return .failure(.unknownShippingMethod(id)) }
             guard price.currency == state.price.currency else {
@@ -151,8 +173,15 @@ public enum ShippingMethodDecider {
             }
             guard !price.isNegative else { return .failure(.negativePrice(price)) }
             guard price != state.price else { return .success([]) }
-            return .success([.priceChanged(ShippingMethodPriceChanged(
-                shippingMethodID: id, previousPrice: state.price, price: price))])
+            return .success([
+                .priceChanged(
+                    ShippingMethodPriceChanged(
+                        shippingMethodID: id,
+                        previousPrice: state.price,
+                        price: price
+                    )
+                )
+            ])
         }
     }
 }

@@ -98,11 +98,25 @@ public struct SettlementSteps: Hashable, Sendable {
     /// The steps of the batch of `merchantAccount`, `currency` and `businessDate`, for a run that
     /// opens it (if no run did) with `cutOffAt` and `pinnedPosition`. `addingBusinessDays(n, date)`
     /// is the calendar's business date `n` business days after `date` (T+n).
-    public init(merchantAccount: String, currency: Currency, businessDate: BusinessDate, cutOffAt: Date, pinnedPosition: Int64,
-                fundingLagBusinessDays: Int, addingBusinessDays: (Int, BusinessDate) -> BusinessDate, maximumAttempts: Int) {
+    public init(
+        merchantAccount: String,
+        currency: Currency,
+        businessDate: BusinessDate,
+        cutOffAt: Date,
+        pinnedPosition: Int64,
+        fundingLagBusinessDays: Int,
+        addingBusinessDays: (Int, BusinessDate) -> BusinessDate,
+        maximumAttempts: Int
+    ) {
         let batchID = SettlementBatch.batchID(merchantAccount: merchantAccount, currency: currency, businessDate: businessDate)
-        opening = SettlementBatchOpened(batchID: batchID, merchantAccount: merchantAccount, currency: currency,
-                                        businessDate: businessDate, cutOffAt: cutOffAt, pinnedPosition: pinnedPosition)
+        opening = SettlementBatchOpened(
+            batchID: batchID,
+            merchantAccount: merchantAccount,
+            currency: currency,
+            businessDate: businessDate,
+            cutOffAt: cutOffAt,
+            pinnedPosition: pinnedPosition
+        )
         expectedValueDate = addingBusinessDays(fundingLagBusinessDays, businessDate)
         self.maximumAttempts = maximumAttempts
     }
@@ -128,8 +142,17 @@ public struct SettlementSteps: Hashable, Sendable {
     public mutating func submitted(_ receipt: SettlementReceipt, reportSHA256: String, cleared: SettlementBatchCleared) -> Action {
         guard case .submitting(let state) = phase else { preconditionFailure("submitted(_:) answers no .submit (\(phase))") }
         clearing = cleared
-        return append(.submitted(SettlementBatchSubmitted(batchID: batchID, batchNumber: receipt.batchNumber, reportSHA256: reportSHA256,
-                                                          reportLineCount: receipt.lineCount)), to: state)
+        return append(
+            .submitted(
+                SettlementBatchSubmitted(
+                    batchID: batchID,
+                    batchNumber: receipt.batchNumber,
+                    reportSHA256: reportSHA256,
+                    reportLineCount: receipt.lineCount
+                )
+            ),
+            to: state
+        )
     }
 
     /// The stored report's totals `.loadStoredClearing` read.
@@ -142,9 +165,18 @@ public struct SettlementSteps: Hashable, Sendable {
     /// The acquirer's payout notice `.fetchPayout` asked for.
     public mutating func payoutFetched(_ notice: PayoutNotice) -> Action {
         guard case .fetchingPayout(let state) = phase else { preconditionFailure("payoutFetched(_:) answers no .fetchPayout (\(phase))") }
-        return append(.payoutScheduled(SettlementPayoutScheduled(
-            batchID: batchID, payoutReference: notice.payoutReference, amount: notice.amount, valueDate: notice.valueDate,
-            expectedValueDate: expectedValueDate)), to: state)
+        return append(
+            .payoutScheduled(
+                SettlementPayoutScheduled(
+                    batchID: batchID,
+                    payoutReference: notice.payoutReference,
+                    amount: notice.amount,
+                    valueDate: notice.valueDate,
+                    expectedValueDate: expectedValueDate
+                )
+            ),
+            to: state
+        )
     }
 
     /// The `.append` was recorded.

@@ -24,7 +24,8 @@ package struct ContactsStore: Sendable {
         let data = try CatalogReadModel.json(contact)
         try await client.query(
             "INSERT INTO ledger.shipping_contacts (contact_ref, data, created_at) VALUES (\(ref), \(data)::jsonb, now())",
-            logger: logger)
+            logger: logger
+        )
     }
 
     /// Deletes the contact stored under `ref` (nothing when there is none).
@@ -35,7 +36,9 @@ package struct ContactsStore: Sendable {
     /// The contact stored under `ref` as its JSON object, or nil when there is none (never stored, or erased).
     package func contactJSON(ref: String) async throws -> String? {
         let rows = try await client.query(
-            "SELECT data::text FROM ledger.shipping_contacts WHERE contact_ref = \(ref)", logger: logger)
+            "SELECT data::text FROM ledger.shipping_contacts WHERE contact_ref = \(ref)",
+            logger: logger
+        )
         for try await json in rows.decode(String.self) { return json }
         return nil
     }
@@ -48,7 +51,9 @@ package struct ContactsStore: Sendable {
             SELECT contact_ref FROM ledger.shipping_contacts
             WHERE contact_ref = \(customer) OR lower(data ->> 'email') = lower(\(customer))
             ORDER BY created_at, contact_ref
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var refs: [String] = []
         for try await ref in rows.decode(String.self) { refs.append(ref) }
         return refs
@@ -61,7 +66,9 @@ package struct ContactsStore: Sendable {
             """
             SELECT data ->> 'order_id' FROM ledger.events
             WHERE type = \(OrderOpened.eventType) AND data ->> 'contact_ref' = \(ref) ORDER BY position
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var ids: [String] = []
         for try await id in rows.decode(String.self) { ids.append(id) }
         return ids

@@ -27,7 +27,11 @@ package struct AggregateLoader: Sendable {
     /// as is when there is one (for deciding optimistically: the append's version check catches a
     /// stale state, and the retry loads fresh).
     private func load<State: Sendable>(
-        _ stream: StreamID, in cache: StateCache, as: State.Type, fresh: Bool, fold: (inout State?, DomainEvent) -> Void
+        _ stream: StreamID,
+        in cache: StateCache,
+        as: State.Type,
+        fresh: Bool,
+        fold: (inout State?, DomainEvent) -> Void
     ) async throws -> (state: State?, version: Int64) {
         let cached = cache.get(stream.rawValue) as (State?, Int64)?
         if !fresh, let cached, cached.0 != nil { return cached }
@@ -101,8 +105,12 @@ package struct LoadCounts: Sendable, Hashable, CustomStringConvertible {
 
     /// The loads counted since `earlier`.
     package static func - (later: LoadCounts, earlier: LoadCounts) -> LoadCounts {
-        LoadCounts(products: later.products - earlier.products, shippingMethods: later.shippingMethods - earlier.shippingMethods,
-                   orders: later.orders - earlier.orders, holds: later.holds - earlier.holds)
+        LoadCounts(
+            products: later.products - earlier.products,
+            shippingMethods: later.shippingMethods - earlier.shippingMethods,
+            orders: later.orders - earlier.orders,
+            holds: later.holds - earlier.holds
+        )
     }
 
     package var description: String {
@@ -130,7 +138,11 @@ private final class LoadCounter: Sendable {
     }
 
     var snapshot: LoadCounts {
-        LoadCounts(products: products.load(ordering: .relaxed), shippingMethods: shippingMethods.load(ordering: .relaxed),
-                   orders: orders.load(ordering: .relaxed), holds: holds.load(ordering: .relaxed))
+        LoadCounts(
+            products: products.load(ordering: .relaxed),
+            shippingMethods: shippingMethods.load(ordering: .relaxed),
+            orders: orders.load(ordering: .relaxed),
+            holds: holds.load(ordering: .relaxed)
+        )
     }
 }

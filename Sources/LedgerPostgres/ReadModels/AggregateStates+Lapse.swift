@@ -19,8 +19,16 @@ extension AggregateStates {
             guard var order = states.orders[id] else { continue }
             if HoldLifecycle.expiryReleasesStock(order: order, hold: hold) {
                 for line in order.lines where states.products[line.productID] != nil {
-                    states.products[line.productID]!.apply(.reservationReleased(ReservationReleased(
-                        productID: line.productID, orderID: id, quantity: line.quantity, reason: .holdExpired)))
+                    states.products[line.productID]!.apply(
+                        .reservationReleased(
+                            ReservationReleased(
+                                productID: line.productID,
+                                orderID: id,
+                                quantity: line.quantity,
+                                reason: .holdExpired
+                            )
+                        )
+                    )
                 }
             }
             // e.g. partially refunded with money still open: reads show it as recorded

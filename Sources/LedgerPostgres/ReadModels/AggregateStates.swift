@@ -9,8 +9,12 @@ package struct AggregateStates: Sendable {
     package var orders: [OrderID: OrderState] = [:]
     package var holds: [OrderID: HoldState] = [:]
 
-    package init(products: [ProductID: ProductState] = [:], shippingMethods: [ShippingMethodID: ShippingMethodState] = [:],
-                 orders: [OrderID: OrderState] = [:], holds: [OrderID: HoldState] = [:]) {
+    package init(
+        products: [ProductID: ProductState] = [:],
+        shippingMethods: [ShippingMethodID: ShippingMethodState] = [:],
+        orders: [OrderID: OrderState] = [:],
+        holds: [OrderID: HoldState] = [:]
+    ) {
         self.products = products
         self.shippingMethods = shippingMethods
         self.orders = orders
@@ -32,15 +36,25 @@ package struct AggregateStates: Sendable {
 
     /// The append request for `plan` — its events, and the read-model rows of every aggregate it
     /// touches — and the states after it (what the loader may remember once the append commits).
-    package func appendRequest(for plan: [PlannedAppend], now: Date, metadata: EventMetadata,
-                       idempotency: IdempotencyKey? = nil) throws -> (request: AppendRequest, after: AggregateStates) {
+    package func appendRequest(
+        for plan: [PlannedAppend],
+        now: Date,
+        metadata: EventMetadata,
+        idempotency: IdempotencyKey? = nil
+    ) throws -> (request: AppendRequest, after: AggregateStates) {
         var after = self
-        var touchedProducts: [ProductID] = [], touchedMethods: [ShippingMethodID] = [], touchedOrders: [OrderID] = []
+        var touchedProducts: [ProductID] = []
+        var touchedMethods: [ShippingMethodID] = []
+        var touchedOrders: [OrderID] = []
         var streams: [StreamAppend] = []
         for planned in plan {
-            streams.append(StreamAppend(
-                streamID: planned.streamID, expectedVersion: planned.expectedVersion,
-                events: try planned.events.map { try $0.newEvent(eventID: UUID(), effectiveAt: now) }))
+            streams.append(
+                StreamAppend(
+                    streamID: planned.streamID,
+                    expectedVersion: planned.expectedVersion,
+                    events: try planned.events.map { try $0.newEvent(eventID: UUID(), effectiveAt: now) }
+                )
+            )
             for event in planned.events {
                 after.apply(event)
                 switch event {
@@ -68,7 +82,8 @@ package struct AggregateStates: Sendable {
             // The hold row shows the order's status too: it is rewritten whenever either stream moves
             // (a shipment after a final capture appends to the order only).
             if let hold = after.holds[id], let order = after.orders[id],
-               appended.contains(id.holdStreamID) || appended.contains(id.streamID) {
+                appended.contains(id.holdStreamID) || appended.contains(id.streamID)
+            {
                 let stream = appended.contains(id.holdStreamID) ? id.holdStreamID : id.streamID
                 rows.append(try HoldReadModel.row(hold, order: order, writtenWith: stream))
             }

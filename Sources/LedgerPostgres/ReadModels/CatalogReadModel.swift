@@ -14,11 +14,23 @@ public enum CatalogReadModel {
             let quantity_on_hand, reserved, available: Int64
         }
         let row = Row(
-            id: state.id.rawValue, name: state.name, description: state.description, image_uri: state.imageFile,
-            price: state.price.decimalString, currency: state.price.currency.code,
-            quantity_on_hand: state.onHand, reserved: state.reserved, available: state.available)
-        return ProjectionRow(projection: inventory, key: state.id.rawValue, stream: state.id.streamID,
-                             version: state.version, json: try json(row))
+            id: state.id.rawValue,
+            name: state.name,
+            description: state.description,
+            image_uri: state.imageFile,
+            price: state.price.decimalString,
+            currency: state.price.currency.code,
+            quantity_on_hand: state.onHand,
+            reserved: state.reserved,
+            available: state.available
+        )
+        return ProjectionRow(
+            projection: inventory,
+            key: state.id.rawValue,
+            stream: state.id.streamID,
+            version: state.version,
+            json: try json(row)
+        )
     }
 
     public static func row(_ state: ShippingMethodState) throws -> ProjectionRow {
@@ -27,10 +39,20 @@ public enum CatalogReadModel {
             let transit_days: Int
         }
         let row = Row(
-            id: state.id.rawValue, name: state.name, description: state.description, price: state.price.decimalString,
-            currency: state.price.currency.code, transit_days: state.transitDays)
-        return ProjectionRow(projection: shippingMethods, key: state.id.rawValue, stream: state.id.streamID,
-                             version: state.version, json: try json(row))
+            id: state.id.rawValue,
+            name: state.name,
+            description: state.description,
+            price: state.price.decimalString,
+            currency: state.price.currency.code,
+            transit_days: state.transitDays
+        )
+        return ProjectionRow(
+            projection: shippingMethods,
+            key: state.id.rawValue,
+            stream: state.id.streamID,
+            version: state.version,
+            json: try json(row)
+        )
     }
 
     /// Canonical JSON of `value` (sorted keys, unescaped slashes): the bytes of every read-model

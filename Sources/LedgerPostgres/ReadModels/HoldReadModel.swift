@@ -47,15 +47,27 @@ package enum HoldReadModel {
     /// `writtenWith`: the stream of the append the row goes with (the hold's when it is there).
     package static func row(_ hold: HoldState, order: OrderState, writtenWith stream: StreamID? = nil) throws -> ProjectionRow {
         let row = Row(
-            order_id: hold.orderID.rawValue, psp_reference: hold.pspReference, auth_code: hold.authCode,
-            state: state(of: hold), order_status: order.status.rawValue,
-            expires_at: OrderReadModel.timestamp(hold.expiresAt), authorized_at: OrderReadModel.timestamp(hold.authorizedAt),
-            network: hold.network?.rawValue, funding_type: hold.fundingType?.rawValue, last_four: hold.lastFour,
+            order_id: hold.orderID.rawValue,
+            psp_reference: hold.pspReference,
+            auth_code: hold.authCode,
+            state: state(of: hold),
+            order_status: order.status.rawValue,
+            expires_at: OrderReadModel.timestamp(hold.expiresAt),
+            authorized_at: OrderReadModel.timestamp(hold.authorizedAt),
+            network: hold.network?.rawValue,
+            funding_type: hold.fundingType?.rawValue,
+            last_four: hold.lastFour,
             figures: Figures(hold.balance),
             released_on_expiry: HoldLifecycle.expiryReleasesStock(order: order, hold: hold)
                 ? order.lines.map { Row.Line(product_id: $0.productID.rawValue, quantity: $0.quantity) } : [],
-            version: hold.version)
-        return ProjectionRow(projection: projection, key: hold.orderID.rawValue, stream: stream ?? hold.orderID.holdStreamID,
-                             version: order.version, json: try CatalogReadModel.json(row))
+            version: hold.version
+        )
+        return ProjectionRow(
+            projection: projection,
+            key: hold.orderID.rawValue,
+            stream: stream ?? hold.orderID.holdStreamID,
+            version: order.version,
+            json: try CatalogReadModel.json(row)
+        )
     }
 }

@@ -35,23 +35,52 @@ package enum OrderReadModel {
     package static func row(_ order: OrderState, hold: HoldState?) throws -> ProjectionRow {
         let amounts = order.amounts
         let row = Row(
-            id: order.id.rawValue, status: order.status.rawValue, currency: amounts.total.currency.code,
-            subtotal: amounts.subtotal.decimalString, shipping: amounts.shipping.decimalString, tax: amounts.tax.decimalString,
-            total: amounts.total.decimalString, opened_at: timestamp(order.openedAt), shipping_method: order.shipping.name,
-            lines: order.lines.map { Row.Line(product_id: $0.productID.rawValue, name: $0.name, unit_price: $0.unitPrice.decimalString,
-                                              quantity: $0.quantity, line_total: $0.lineTotal.decimalString) },
-            psp_reference: order.pspReference, decline_code: order.lastResponseCode?.rawValue,
+            id: order.id.rawValue,
+            status: order.status.rawValue,
+            currency: amounts.total.currency.code,
+            subtotal: amounts.subtotal.decimalString,
+            shipping: amounts.shipping.decimalString,
+            tax: amounts.tax.decimalString,
+            total: amounts.total.decimalString,
+            opened_at: timestamp(order.openedAt),
+            shipping_method: order.shipping.name,
+            lines: order.lines.map {
+                Row.Line(
+                    product_id: $0.productID.rawValue,
+                    name: $0.name,
+                    unit_price: $0.unitPrice.decimalString,
+                    quantity: $0.quantity,
+                    line_total: $0.lineTotal.decimalString
+                )
+            },
+            psp_reference: order.pspReference,
+            decline_code: order.lastResponseCode?.rawValue,
             decline_message: order.lastResponseMessage,
-            hold: hold.map { Row.Hold(
-                psp_reference: $0.pspReference, auth_code: $0.authCode, amount: $0.balance.authorized.decimalString,
-                open: $0.balance.open.decimalString, network: $0.network?.rawValue, funding_type: $0.fundingType?.rawValue,
-                last_four: $0.lastFour, expires_at: timestamp($0.expiresAt), authorized_at: timestamp($0.authorizedAt),
-                state: HoldReadModel.state(of: $0)) },
+            hold: hold.map {
+                Row.Hold(
+                    psp_reference: $0.pspReference,
+                    auth_code: $0.authCode,
+                    amount: $0.balance.authorized.decimalString,
+                    open: $0.balance.open.decimalString,
+                    network: $0.network?.rawValue,
+                    funding_type: $0.fundingType?.rawValue,
+                    last_four: $0.lastFour,
+                    expires_at: timestamp($0.expiresAt),
+                    authorized_at: timestamp($0.authorizedAt),
+                    state: HoldReadModel.state(of: $0)
+                )
+            },
             payment: hold.map { HoldReadModel.Figures($0.balance) },
             shipment: order.shipment.map { Row.Shipment(carrier: $0.carrier, tracking: $0.tracking, shipped_at: timestamp($0.shippedAt)) },
-            version: order.version)
-        return ProjectionRow(projection: projection, key: order.id.rawValue, stream: order.id.streamID,
-                             version: order.version, json: try CatalogReadModel.json(row))
+            version: order.version
+        )
+        return ProjectionRow(
+            projection: projection,
+            key: order.id.rawValue,
+            stream: order.id.streamID,
+            version: order.version,
+            json: try CatalogReadModel.json(row)
+        )
     }
 
     /// RFC 3339 UTC with microseconds, fixed width (so the order list can compare it as text).

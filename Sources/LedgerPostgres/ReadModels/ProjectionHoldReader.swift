@@ -22,7 +22,9 @@ public struct ProjectionHoldReader: Sendable {
               AND (\(query.state)::text IS NULL OR row ->> 'state' = \(query.state)::text)
               AND row ->> 'expires_at' < \(before)
             ORDER BY created_position LIMIT \(Int64(query.limit))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var holds: [String] = []
         var last: Int64 = 0
         for try await (json, position) in rows.decode((String, Int64).self) {
@@ -36,7 +38,8 @@ public struct ProjectionHoldReader: Sendable {
     package func holdJSON(id: OrderID) async throws -> String? {
         let rows = try await client.query(
             "SELECT row::text FROM ledger.projection_rows WHERE projection = \(HoldReadModel.projection) AND key = \(id.rawValue)",
-            logger: logger)
+            logger: logger
+        )
         for try await json in rows.decode(String.self) { return json }
         return nil
     }
@@ -50,7 +53,9 @@ public struct ProjectionHoldReader: Sendable {
             WHERE projection = \(HoldReadModel.projection) AND row ->> 'state' = 'open'
               AND row ->> 'expires_at' <= \(OrderReadModel.timestamp(now))
             ORDER BY row ->> 'expires_at', key LIMIT \(Int64(limit))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var ids: [OrderID] = []
         for try await key in rows.decode(String.self) { if let id = OrderID(key) { ids.append(id) } }
         return ids

@@ -65,7 +65,9 @@ public struct ProjectionOrderReader: Sendable {
             SELECT key FROM ledger.projection_rows
             WHERE projection = \(OrderReadModel.projection) AND row ->> 'status' IN ('pending_payment', 'payment_unknown')
             ORDER BY created_position LIMIT \(Int64(limit))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var ids: [OrderID] = []
         for try await key in rows.decode(String.self) { if let id = OrderID(key) { ids.append(id) } }
         return ids

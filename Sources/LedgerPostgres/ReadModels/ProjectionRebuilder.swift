@@ -36,13 +36,17 @@ public struct ProjectionRebuilder: Sendable {
             states.apply(event)
             switch event {
             case .product(let e):
-                created[CatalogReadModel.inventory + "/" + e.productID.rawValue] = created[CatalogReadModel.inventory + "/" + e.productID.rawValue] ?? recorded.position
+                created[CatalogReadModel.inventory + "/" + e.productID.rawValue] =
+                    created[CatalogReadModel.inventory + "/" + e.productID.rawValue] ?? recorded.position
             case .shippingMethod(let e):
-                created[CatalogReadModel.shippingMethods + "/" + e.shippingMethodID.rawValue] = created[CatalogReadModel.shippingMethods + "/" + e.shippingMethodID.rawValue] ?? recorded.position
+                created[CatalogReadModel.shippingMethods + "/" + e.shippingMethodID.rawValue] =
+                    created[CatalogReadModel.shippingMethods + "/" + e.shippingMethodID.rawValue] ?? recorded.position
             case .order(let e):
-                created[OrderReadModel.projection + "/" + e.orderID.rawValue] = created[OrderReadModel.projection + "/" + e.orderID.rawValue] ?? recorded.position
+                created[OrderReadModel.projection + "/" + e.orderID.rawValue] =
+                    created[OrderReadModel.projection + "/" + e.orderID.rawValue] ?? recorded.position
             case .hold(let e):
-                created[HoldReadModel.projection + "/" + e.orderID.rawValue] = created[HoldReadModel.projection + "/" + e.orderID.rawValue] ?? recorded.position
+                created[HoldReadModel.projection + "/" + e.orderID.rawValue] =
+                    created[HoldReadModel.projection + "/" + e.orderID.rawValue] ?? recorded.position
             }
         }
         var rows: [ProjectionRow] = []
@@ -53,8 +57,13 @@ public struct ProjectionRebuilder: Sendable {
             if let order = states.orders[id] { rows.append(try HoldReadModel.row(hold, order: order)) }
         }
         return rows.map { row in
-            Row(projection: row.projection, key: row.key, version: row.version, json: row.json,
-                createdPosition: created[row.projection + "/" + row.key] ?? 0)
+            Row(
+                projection: row.projection,
+                key: row.key,
+                version: row.version,
+                json: row.json,
+                createdPosition: created[row.projection + "/" + row.key] ?? 0
+            )
         }.sorted { ($0.projection, $0.createdPosition, $0.key) < ($1.projection, $1.createdPosition, $1.key) }
     }
 
@@ -82,7 +91,9 @@ public struct ProjectionRebuilder: Sendable {
                     SELECT p, k, v, r::jsonb, c FROM unnest(\(rows.map(\.projection))::text[], \(rows.map(\.key))::text[],
                         \(rows.map(\.version))::bigint[], \(rows.map(\.json))::text[], \(rows.map(\.createdPosition))::bigint[])
                         AS u(p, k, v, r, c)
-                    """, logger: logger)
+                    """,
+                    logger: logger
+                )
             }
             return rows.count
         }

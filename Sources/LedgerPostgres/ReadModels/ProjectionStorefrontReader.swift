@@ -48,7 +48,9 @@ public struct ProjectionStorefrontReader: Sendable {
             """
             SELECT coalesce(json_agg(row ORDER BY created_position, key), '[]')::text
             FROM ledger.projection_rows WHERE projection = \(projection)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await json in rows.decode(String.self) { return json }
         return "[]"
     }
@@ -59,7 +61,9 @@ public struct ProjectionStorefrontReader: Sendable {
             """
             SELECT key FROM ledger.projection_rows
             WHERE projection = \(projection) AND row ->> \(field) = \(value) ORDER BY created_position LIMIT 1
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await key in rows.decode(String.self) { return key }
         return nil
     }

@@ -28,7 +28,8 @@ package struct ReconciliationLookups: Sendable {
     /// Calls `body` with each item whose reference (ours) is one of `references`.
     package func forEachItem(withOurReferences references: [String], _ body: (ItemRowWithBatch) throws -> Void) async throws {
         for try await row in try await client.query(
-            "\(unescaped: Self.itemsWithBatchQuery) WHERE s.modification_reference = ANY(\(references))", logger: logger
+            "\(unescaped: Self.itemsWithBatchQuery) WHERE s.modification_reference = ANY(\(references))",
+            logger: logger
         ).decode(ItemRowWithBatch.self) {
             try body(row)
         }
@@ -37,7 +38,8 @@ package struct ReconciliationLookups: Sendable {
     /// Calls `body` with each item whose acquirer's reference is one of `references`.
     package func forEachItem(withAcquirerReferences references: [String], _ body: (ItemRowWithBatch) throws -> Void) async throws {
         for try await row in try await client.query(
-            "\(unescaped: Self.itemsWithBatchQuery) WHERE s.psp_modification_reference = ANY(\(references))", logger: logger
+            "\(unescaped: Self.itemsWithBatchQuery) WHERE s.psp_modification_reference = ANY(\(references))",
+            logger: logger
         ).decode(ItemRowWithBatch.self) {
             try body(row)
         }
@@ -47,14 +49,17 @@ package struct ReconciliationLookups: Sendable {
     /// the first line (1-based) that uses it: one pass over the report's line index, whose answer is
     /// as large as the report's repetitions, not the report. Payout lines do not count.
     package func repeatedReferences(in reportKey: String) async throws -> (ours: [String: Int], theirs: [String: Int]) {
-        let client = self.client, logger = self.logger
+        let client = self.client
+        let logger = self.logger
         func repeated(_ column: String) async throws -> [String: Int] {
             let rows = try await client.query(
                 """
                 SELECT \(unescaped: column), min(line_no) FROM ledger.settlement_report_lines
                 WHERE batch_id = \(reportKey) AND \(unescaped: column) <> '' AND type <> \(SettlementLineType.merchantPayout.rawValue)
                 GROUP BY \(unescaped: column) HAVING count(*) > 1
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             var first: [String: Int] = [:]
             for try await (reference, line) in rows.decode((String, Int32).self) { first[reference] = Int(line) }
             return first
@@ -64,8 +69,12 @@ package struct ReconciliationLookups: Sendable {
 
     /// Calls `body`, in ledger order, with each of the batch's items no line of the report `reportKey`
     /// names (by either reference), and whether the report `laterKey` names it (false when `laterKey` is nil).
-    package func forEachAbsentItem(batchID: String, reportKey: String, laterKey: String?,
-                                   _ body: (SettlementItemsStore.ItemRow, Bool) throws -> Void) async throws {
+    package func forEachAbsentItem(
+        batchID: String,
+        reportKey: String,
+        laterKey: String?,
+        _ body: (SettlementItemsStore.ItemRow, Bool) throws -> Void
+    ) async throws {
         let rows = try await client.query(
             """
             SELECT \(unescaped: SettlementItemsStore.itemColumnList),
@@ -78,7 +87,9 @@ package struct ReconciliationLookups: Sendable {
               AND NOT EXISTS (SELECT 1 FROM ledger.settlement_report_lines r
                               WHERE r.batch_id = \(reportKey) AND r.acquirer_reference = s.psp_modification_reference)
             ORDER BY s.position
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await row in rows.decode((Int64, String, String, String, String, String, Int64, Int64, Bool).self) {
             try body((row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7), row.8)
         }

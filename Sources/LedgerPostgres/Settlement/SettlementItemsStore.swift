@@ -36,8 +36,12 @@ package struct SettlementItemsStore: Sendable {
 
     /// Calls `body` with each item a batch of `currency` pinned at `pinned` with this `cutOff` takes
     /// (`ledger.settlement_batch_candidates`), in ledger order, one query streamed.
-    package func forEachCandidate(currency: String, pinned: Int64, cutOff: Date,
-                                  _ body: (ItemRow) async throws -> Void) async throws {
+    package func forEachCandidate(
+        currency: String,
+        pinned: Int64,
+        cutOff: Date,
+        _ body: (ItemRow) async throws -> Void
+    ) async throws {
         let rows = try await client.query(
             """
             SELECT \(unescaped: Self.itemColumnList)
@@ -46,14 +50,18 @@ package struct SettlementItemsStore: Sendable {
                 timestamptz 'epoch' + \(cutOff.epochMicroseconds) * interval '1 microsecond') o
             JOIN ledger.settlement_items s ON s.position = o.position
             ORDER BY o.position
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await row in rows.decode(ItemRow.self) { try await body(row) }
     }
 
     /// Calls `body` with each item the batch took, in ledger order, one query streamed.
     package func forEachItem(ofBatch batchID: String, _ body: (ItemRow) async throws -> Void) async throws {
         let rows = try await client.query(
-            "\(unescaped: Self.batchItemsQuery) WHERE a.batch_id = \(batchID) ORDER BY a.position", logger: logger)
+            "\(unescaped: Self.batchItemsQuery) WHERE a.batch_id = \(batchID) ORDER BY a.position",
+            logger: logger
+        )
         for try await row in rows.decode(ItemRow.self) { try await body(row) }
     }
 
@@ -65,7 +73,9 @@ package struct SettlementItemsStore: Sendable {
             SELECT c.currency FROM (SELECT DISTINCT currency FROM ledger.settlement_open_items) c
             WHERE EXISTS (SELECT FROM ledger.settlement_batch_candidates(
                 c.currency, \(pinned), timestamptz 'epoch' + \(cutOff.epochMicroseconds) * interval '1 microsecond'))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var codes: [String] = []
         for try await code in rows.decode(String.self) { codes.append(code) }
         return codes
@@ -74,7 +84,9 @@ package struct SettlementItemsStore: Sendable {
     /// When the earliest item no batch took yet was recorded (nil: there is none).
     package func earliestUnsettledItem() async throws -> Date? {
         let rows = try await client.query(
-            "SELECT ledger.epoch_us(min(recorded_at)) FROM ledger.settlement_open_items", logger: logger)
+            "SELECT ledger.epoch_us(min(recorded_at)) FROM ledger.settlement_open_items",
+            logger: logger
+        )
         for try await micros in rows.decode(Int64?.self) { return micros.map { Date(epochMicroseconds: $0) } }
         return nil
     }
@@ -82,7 +94,9 @@ package struct SettlementItemsStore: Sendable {
     /// The streams of every settlement batch (those with an opened event), in the order they were opened.
     package func batchStreams() async throws -> [StreamID] {
         let rows = try await client.query(
-            "SELECT stream_id FROM ledger.events WHERE type = \(SettlementBatchOpened.eventType) ORDER BY position", logger: logger)
+            "SELECT stream_id FROM ledger.events WHERE type = \(SettlementBatchOpened.eventType) ORDER BY position",
+            logger: logger
+        )
         var streams: [StreamID] = []
         for try await stream in rows.decode(String.self) { if let id = StreamID(stream) { streams.append(id) } }
         return streams
@@ -96,7 +110,9 @@ package struct SettlementItemsStore: Sendable {
             SELECT c.stream_id, c.schema_version, c.data::text, o.data::text FROM ledger.events c
             JOIN ledger.events o ON o.stream_id = c.stream_id AND o.stream_version = 1
             WHERE c.type = \(SettlementBatchClosed.eventType) ORDER BY c.position
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var batches: [(stream: String, schemaVersion: Int32, closedJSON: String, openedJSON: String)] = []
         for try await (stream, version, closedJSON, openedJSON) in closedEvents.decode((String, Int32, String, String).self) {
             batches.append((stream, version, closedJSON, openedJSON))

@@ -23,7 +23,9 @@ package struct SettlementReportStore: Sendable {
     /// The stored report's digest and line count, if it is stored.
     package func storedReport(_ reportKey: String) async throws -> (digest: [UInt8], lineCount: Int)? {
         let rows = try await client.query(
-            "SELECT sha256, line_count FROM ledger.settlement_reports WHERE batch_id = \(reportKey)", logger: logger)
+            "SELECT sha256, line_count FROM ledger.settlement_reports WHERE batch_id = \(reportKey)",
+            logger: logger
+        )
         for try await (hash, count) in rows.decode((ByteBuffer, Int32).self) { return (Array(hash.readableBytesView), Int(count)) }
         return nil
     }
@@ -31,14 +33,18 @@ package struct SettlementReportStore: Sendable {
     /// Calls `body` with each stored part of the report (its number and CSV text), in order; part 0 starts with the header.
     package func forEachPart(_ reportKey: String, _ body: (_ part: Int32, _ csv: String) async throws -> Void) async throws {
         let rows = try await client.query(
-            "SELECT part, csv FROM ledger.settlement_report_parts WHERE batch_id = \(reportKey) ORDER BY part", logger: logger)
+            "SELECT part, csv FROM ledger.settlement_report_parts WHERE batch_id = \(reportKey) ORDER BY part",
+            logger: logger
+        )
         for try await (part, text) in rows.decode((Int32, String).self) { try await body(part, text) }
     }
 
     /// Calls `write` with the CSV text of each stored part of the report, in order: the report as stored.
     package func forEachPartCSV(_ reportKey: String, _ write: (String) async throws -> Void) async throws {
         let rows = try await client.query(
-            "SELECT csv FROM ledger.settlement_report_parts WHERE batch_id = \(reportKey) ORDER BY part", logger: logger)
+            "SELECT csv FROM ledger.settlement_report_parts WHERE batch_id = \(reportKey) ORDER BY part",
+            logger: logger
+        )
         for try await part in rows.decode(String.self) { try await write(part) }
     }
 
@@ -48,7 +54,9 @@ package struct SettlementReportStore: Sendable {
             """
             SELECT r.line_count, (SELECT count(*) FROM ledger.settlement_report_lines l WHERE l.batch_id = r.batch_id)
             FROM ledger.settlement_reports r WHERE r.batch_id = \(reportKey)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var missing = false
         for try await (lines, indexed) in rows.decode((Int32, Int64).self) { missing = lines > 0 && indexed == 0 }
         return missing
@@ -78,26 +86,36 @@ package struct SettlementReportStore: Sendable {
         try await client.withTransaction(logger: logger) { connection in
             try await connection.query(
                 "INSERT INTO ledger.settlement_report_parts (batch_id, part, csv) VALUES (\(key), 0, \(csv)) ON CONFLICT DO NOTHING",
-                logger: logger)
+                logger: logger
+            )
             try await Self.indexLines(lines, reportKey: key, firstLine: 1, on: connection, logger: logger)
             try await connection.query(
                 """
                 INSERT INTO ledger.settlement_reports (batch_id, sha256, line_count, parts, stored_at)
                 VALUES (\(key), \(ByteBuffer(bytes: digest)), \(lines.count), 1, now())
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         }
     }
 
     /// Adds report lines to the report's line index (`ledger.settlement_report_lines`), numbered from `firstLine`.
-    static func indexLines(_ lines: [SettlementReportLine], reportKey: String, firstLine: Int,
-                           on connection: PostgresConnection, logger: Logger) async throws {
+    static func indexLines(
+        _ lines: [SettlementReportLine],
+        reportKey: String,
+        firstLine: Int,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
         _ = try await connection.query(
             """
             INSERT INTO ledger.settlement_report_lines (batch_id, line_no, type, our_reference, acquirer_reference)
             SELECT \(reportKey), \(firstLine) + n - 1, t, o, a
             FROM unnest(\(lines.map(\.type.rawValue))::text[], \(lines.map(\.modificationMerchantReference))::text[],
                         \(lines.map(\.modificationReference))::text[]) WITH ORDINALITY AS u(t, o, a, n)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// The statements of one report being stored, all in the transaction ``storeReport(_:)`` opened.
@@ -108,7 +126,9 @@ package struct SettlementReportStore: Sendable {
         /// Stores part `part` (0-based; part 0 starts with the header) of the report's CSV.
         package func insertPart(reportKey: String, part: Int, csv: String) async throws {
             try await connection.query(
-                "INSERT INTO ledger.settlement_report_parts (batch_id, part, csv) VALUES (\(reportKey), \(part), \(csv))", logger: logger)
+                "INSERT INTO ledger.settlement_report_parts (batch_id, part, csv) VALUES (\(reportKey), \(part), \(csv))",
+                logger: logger
+            )
         }
 
         /// Adds the part's lines to the report's line index, numbered from `firstLine`.
@@ -122,7 +142,9 @@ package struct SettlementReportStore: Sendable {
                 """
                 INSERT INTO ledger.settlement_reports (batch_id, sha256, line_count, parts, stored_at)
                 VALUES (\(reportKey), \(ByteBuffer(bytes: digest)), \(lineCount), \(parts), now())
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         }
     }
 }

@@ -49,8 +49,12 @@ public enum AuditExport {
     /// returns the number written.
     @discardableResult
     public static func export(
-        store: EventStore, range: Range = .init(from: nil, to: nil), stream: StreamID? = nil, format: Format,
-        pageSize: Int = 5_000, output: (String) throws -> Void
+        store: EventStore,
+        range: Range = .init(from: nil, to: nil),
+        stream: StreamID? = nil,
+        format: Format,
+        pageSize: Int = 5_000,
+        output: (String) throws -> Void
     ) async throws -> Int {
         var filter = EventFilter()
         var after: Int64 = 0
@@ -99,8 +103,14 @@ public enum CheckpointVerification {
     ///    checkpoint proves nothing). 2. The chain must verify from position 1 to the checkpoint's
     ///    position, and the event there must still have the signed hash (Swift, and with `sql` also
     ///    `ledger.verify_prefix`). 3. The chain must verify on from there to the head.
-    public static func run(client: PostgresClient, checkpointFile: String, publicKeyFile: String, sql: Bool,
-                           parallelism: Int = 1, logger: Logger) async throws -> Outcome {
+    public static func run(
+        client: PostgresClient,
+        checkpointFile: String,
+        publicKeyFile: String,
+        sql: Bool,
+        parallelism: Int = 1,
+        logger: Logger
+    ) async throws -> Outcome {
         guard let data = FileManager.default.contents(atPath: checkpointFile) else {
             throw ConfigurationError("cannot read the checkpoint file \(checkpointFile)")
         }

@@ -105,8 +105,9 @@ public enum CheckpointKeys {
     /// The DER inside `-----BEGIN <label>-----` … `-----END <label>-----`, if the file is that PEM.
     static func pemBody(_ data: Data, label: String) -> [UInt8]? {
         guard let text = String(data: data, encoding: .utf8),
-              let begin = text.range(of: "-----BEGIN \(label)-----"),
-              let end = text.range(of: "-----END \(label)-----", range: begin.upperBound..<text.endIndex) else { return nil }
+            let begin = text.range(of: "-----BEGIN \(label)-----"),
+            let end = text.range(of: "-----END \(label)-----", range: begin.upperBound..<text.endIndex)
+        else { return nil }
         let body = text[begin.upperBound..<end.lowerBound].filter { !$0.isWhitespace }
         return Data(base64Encoded: String(body)).map(Array.init)
     }
@@ -141,8 +142,14 @@ public struct CheckpointService: Sendable {
     let clock: @Sendable () -> Date
     let logger: Logger
 
-    public init(key: CheckpointKey, writer: LedgerWriter, store: EventStore, directory: URL,
-                clock: @escaping @Sendable () -> Date, logger: Logger) {
+    public init(
+        key: CheckpointKey,
+        writer: LedgerWriter,
+        store: EventStore,
+        directory: URL,
+        clock: @escaping @Sendable () -> Date,
+        logger: Logger
+    ) {
         self.key = key
         self.writer = writer
         self.store = store
@@ -157,13 +164,28 @@ public struct CheckpointService: Sendable {
         guard head.position > 0, let event = try await store.event(at: head.position) else {
             throw ServiceError.conflict("empty_ledger", "the ledger has no events to sign")
         }
-        let checkpoint = try Self.checkpoint(position: head.position, hash: event.hash, recordedAtMicros: event.recordedAtMicros,
-                                             signedAt: clock(), key: key)
-        _ = try await writer.append(AppendRequest(
-            stream: CheckpointSigned.stream, expectedVersion: .any,
-            events: [NewEvent(type: CheckpointSigned.eventType, schemaVersion: CheckpointSigned.schemaVersion,
-                              payload: CheckpointSigned(checkpoint), effectiveAt: clock())],
-            metadata: EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: actor, command: "SignCheckpoint")))
+        let checkpoint = try Self.checkpoint(
+            position: head.position,
+            hash: event.hash,
+            recordedAtMicros: event.recordedAtMicros,
+            signedAt: clock(),
+            key: key
+        )
+        _ = try await writer.append(
+            AppendRequest(
+                stream: CheckpointSigned.stream,
+                expectedVersion: .any,
+                events: [
+                    NewEvent(
+                        type: CheckpointSigned.eventType,
+                        schemaVersion: CheckpointSigned.schemaVersion,
+                        payload: CheckpointSigned(checkpoint),
+                        effectiveAt: clock()
+                    )
+                ],
+                metadata: EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: actor, command: "SignCheckpoint")
+            )
+        )
         let file = try write(checkpoint)
         logger.info("checkpoint signed", metadata: ["position": "\(checkpoint.position)", "file": "\(file.path)"])
         return (checkpoint, file)
@@ -175,24 +197,46 @@ public struct CheckpointService: Sendable {
     }
 
     /// The signed checkpoint of the event at `position` (pure, for the service and the tests).
-    public static func checkpoint(position: Int64, hash: [UInt8], recordedAtMicros: Int64, signedAt: Date,
-                                  key: CheckpointKey) throws -> Checkpoint {
+    public static func checkpoint(
+        position: Int64,
+        hash: [UInt8],
+        recordedAtMicros: Int64,
+        signedAt: Date,
+        key: CheckpointKey
+    ) throws -> Checkpoint {
         var checkpoint = Checkpoint(
-            position: position, hash: Hex.encode(hash), recordedAt: RFC3339.format(recordedAtMicros),
-            signedAt: RFC3339.format(signedAt.epochMicroseconds), publicKey: key.publicKeyHex, signature: "")
+            position: position,
+            hash: Hex.encode(hash),
+            recordedAt: RFC3339.format(recordedAtMicros),
+            signedAt: RFC3339.format(signedAt.epochMicroseconds),
+            publicKey: key.publicKeyHex,
+            signature: ""
+        )
         checkpoint.signature = Hex.encode(try key.key.signature(for: checkpoint.signedMessage))
         return checkpoint
     }
 
     /// `ledgerd audit checkpoint`: signs on an offline client, with a writer of its own.
-    public static func signOffline(key: CheckpointKey, client: PostgresClient, directory: URL, logger: Logger) async throws
-        -> (checkpoint: Checkpoint, file: URL) {
+    public static func signOffline(
+        key: CheckpointKey,
+        client: PostgresClient,
+        directory: URL,
+        logger: Logger
+    ) async throws
+        -> (checkpoint: Checkpoint, file: URL)
+    {
         let writer = LedgerWriter(client: client, logger: logger)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await writer.run() }
             defer { group.cancelAll() }
-            return try await CheckpointService(key: key, writer: writer, store: EventStore(client: client, logger: logger),
-                                               directory: directory, clock: { Date() }, logger: logger).sign(actor: "cli:audit-checkpoint")
+            return try await CheckpointService(
+                key: key,
+                writer: writer,
+                store: EventStore(client: client, logger: logger),
+                directory: directory,
+                clock: { Date() },
+                logger: logger
+            ).sign(actor: "cli:audit-checkpoint")
         }
     }
 
@@ -234,8 +278,11 @@ public struct CheckpointScheduler: Service {
     public static func next(after now: Date, hour: Int, minute: Int, timeZone: TimeZone) -> Date {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
-        return calendar.nextDate(after: now, matching: DateComponents(hour: hour, minute: minute, second: 0),
-                                 matchingPolicy: .nextTime) ?? now.addingTimeInterval(86_400)
+        return calendar.nextDate(
+            after: now,
+            matching: DateComponents(hour: hour, minute: minute, second: 0),
+            matchingPolicy: .nextTime
+        ) ?? now.addingTimeInterval(86_400)
     }
 
     public func run() async throws {
@@ -249,7 +296,7 @@ public struct CheckpointScheduler: Service {
                     if head > 0, try await service.store.event(at: head)?.type != CheckpointSigned.eventType {
                         _ = try await service.sign(actor: "system:checkpoint")
                     }
-                } catch where !Task.isCancelled {
+                } catch  where !Task.isCancelled {
                     logger.error("daily checkpoint failed", metadata: ["error": "\(String(reflecting: error))"])
                 }
             }

@@ -20,7 +20,11 @@ import PostgresNIO
 /// could still change.
 public struct StateHistory: Sendable {
     package init(
-        store: EventStore, storefront: ProjectionStorefrontReader, client: PostgresClient, clock: @escaping @Sendable () -> Date, logger: Logger
+        store: EventStore,
+        storefront: ProjectionStorefrontReader,
+        client: PostgresClient,
+        clock: @escaping @Sendable () -> Date,
+        logger: Logger
     ) {
         self.store = store
         self.storefront = storefront
@@ -36,9 +40,13 @@ public struct StateHistory: Sendable {
     let logger: Logger
 
     public init(client: PostgresClient, clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger) {
-        self.init(store: EventStore(client: client, logger: logger),
-                  storefront: ProjectionStorefrontReader(client: client, clock: clock, logger: logger),
-                  client: client, clock: clock, logger: logger)
+        self.init(
+            store: EventStore(client: client, logger: logger),
+            storefront: ProjectionStorefrontReader(client: client, clock: clock, logger: logger),
+            client: client,
+            clock: clock,
+            logger: logger
+        )
     }
 
     /// The position folded to and the instant lapses are judged at.
@@ -47,8 +55,11 @@ public struct StateHistory: Sendable {
         case .position(let position):
             let head = try await store.head().position
             guard position <= head else {
-                throw ServiceError.malformed("invalid_parameter", "as_of \(position) is after the ledger's head (position \(head))",
-                                          field: "as_of")
+                throw ServiceError.malformed(
+                    "invalid_parameter",
+                    "as_of \(position) is after the ledger's head (position \(head))",
+                    field: "as_of"
+                )
             }
             guard position > 0 else { return StateAnswer.Point(position: 0, micros: 0) }
             guard let event = try await store.event(at: position) else {

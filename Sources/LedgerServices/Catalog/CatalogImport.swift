@@ -39,8 +39,10 @@ public struct CatalogImport: Sendable {
         public var warnings: [String] = []
 
         public var description: String {
-            var lines = ["listed: \(listed.count)", "price changed: \(priceChanged.count)",
-                         "stock received: \(stockReceived.count)", "unchanged: \(unchanged.count)"]
+            var lines = [
+                "listed: \(listed.count)", "price changed: \(priceChanged.count)",
+                "stock received: \(stockReceived.count)", "unchanged: \(unchanged.count)",
+            ]
             lines += warnings.map { "warning: \($0)" }
             return lines.joined(separator: "\n")
         }
@@ -57,8 +59,18 @@ public struct CatalogImport: Sendable {
         }
     }
 
-    static func entry(kind: Entry.Kind, id: String?, name: String?, description: String?, imageFile: String?, price: String?,
-                      currency: String?, stock: String?, transitDays: String?, at place: String) throws -> Entry {
+    static func entry(
+        kind: Entry.Kind,
+        id: String?,
+        name: String?,
+        description: String?,
+        imageFile: String?,
+        price: String?,
+        currency: String?,
+        stock: String?,
+        transitDays: String?,
+        at place: String
+    ) throws -> Entry {
         func fail(_ why: String) -> ConfigurationError { ConfigurationError("\(place): \(why)") }
         guard let name = name?.trimmingCharacters(in: .whitespaces), !name.isEmpty else { throw fail("name is required") }
         let id = (id?.isEmpty == false ? id! : DomainIdentifierRules.slug(name))
@@ -66,7 +78,8 @@ public struct CatalogImport: Sendable {
         guard let priceText = price, let money = try? Money(decimal: priceText, currency: currency), !money.isNegative else {
             throw fail("price must be a decimal amount such as 50.00")
         }
-        var stockValue: Int64 = 0, days = 0
+        var stockValue: Int64 = 0
+        var days = 0
         if kind == .product {
             guard let stock, let value = Int64(stock), value >= 0 else { throw fail("stock must be a whole number ≥ 0") }
             stockValue = value
@@ -74,20 +87,35 @@ public struct CatalogImport: Sendable {
             guard let transitDays, let value = Int(transitDays), value >= 0 else { throw fail("transit_days must be a whole number ≥ 0") }
             days = value
         }
-        return Entry(kind: kind, id: id, name: name, description: description ?? "", imageFile: imageFile?.isEmpty == false ? imageFile! : "\(id).png",
-                     price: money, stock: stockValue, transitDays: days)
+        return Entry(
+            kind: kind,
+            id: id,
+            name: name,
+            description: description ?? "",
+            imageFile: imageFile?.isEmpty == false ? imageFile! : "\(id).png",
+            price: money,
+            stock: stockValue,
+            transitDays: days
+        )
     }
 
     /// A JSON scalar as the file has it: JSONDecoder keeps strings, integers and booleans apart.
     enum Scalar: Decodable {
-        case string(String), integer(Int64), other
+        case string(String)
+        case integer(Int64)
+        case other
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
-            if (try? container.decode(Bool.self)) != nil { self = .other }
-            else if let integer = try? container.decode(Int64.self) { self = .integer(integer) }
-            else if let text = try? container.decode(String.self) { self = .string(text) }
-            else { self = .other }
+            if (try? container.decode(Bool.self)) != nil {
+                self = .other
+            } else if let integer = try? container.decode(Int64.self) {
+                self = .integer(integer)
+            } else if let text = try? container.decode(String.self) {
+                self = .string(text)
+            } else {
+                self = .other
+            }
         }
 
         var text: String? {
@@ -109,10 +137,20 @@ public struct CatalogImport: Sendable {
                 if case .integer = item["price"] {
                     throw ConfigurationError("\(key)[\(index)]: price must be a decimal string such as \"50.00\", not a number")
                 }
-                entries.append(try entry(
-                    kind: kind, id: item["id"]?.text, name: item["name"]?.text, description: item["description"]?.text,
-                    imageFile: item["image_file"]?.text, price: item["price"]?.text, currency: item["currency"]?.text,
-                    stock: item["stock"]?.text, transitDays: item["transit_days"]?.text, at: "\(key)[\(index)]"))
+                entries.append(
+                    try entry(
+                        kind: kind,
+                        id: item["id"]?.text,
+                        name: item["name"]?.text,
+                        description: item["description"]?.text,
+                        imageFile: item["image_file"]?.text,
+                        price: item["price"]?.text,
+                        currency: item["currency"]?.text,
+                        stock: item["stock"]?.text,
+                        transitDays: item["transit_days"]?.text,
+                        at: "\(key)[\(index)]"
+                    )
+                )
             }
         }
         return entries
@@ -121,7 +159,8 @@ public struct CatalogImport: Sendable {
     static func parseCSV(_ text: String) throws -> [Entry] {
         let records = try CSVReader.records(text).filter { !($0.count == 1 && $0[0].isEmpty) }
         guard let header = records.first?.map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }),
-              let kindColumn = header.firstIndex(of: "kind") else {
+            let kindColumn = header.firstIndex(of: "kind")
+        else {
             throw ConfigurationError("the CSV needs a header row with kind,id,name,description,image_file,price,currency,stock,transit_days")
         }
         var entries: [Entry] = []
@@ -133,9 +172,20 @@ public struct CatalogImport: Sendable {
             guard kindColumn < record.count, let kind = Entry.Kind(rawValue: record[kindColumn].trimmingCharacters(in: .whitespaces)) else {
                 throw ConfigurationError("\(place): kind must be product or shipping")
             }
-            entries.append(try entry(
-                kind: kind, id: field("id"), name: field("name"), description: field("description"), imageFile: field("image_file"),
-                price: field("price"), currency: field("currency"), stock: field("stock"), transitDays: field("transit_days"), at: place))
+            entries.append(
+                try entry(
+                    kind: kind,
+                    id: field("id"),
+                    name: field("name"),
+                    description: field("description"),
+                    imageFile: field("image_file"),
+                    price: field("price"),
+                    currency: field("currency"),
+                    stock: field("stock"),
+                    transitDays: field("transit_days"),
+                    at: place
+                )
+            )
         }
         return entries
     }
@@ -155,19 +205,35 @@ public struct CatalogImport: Sendable {
                     if let state { states.products[id] = state }
                     var commands: [ProductCommand] = []
                     if let state {
-                        if state.price != entry.price { commands.append(.changePrice(entry.price)); report.priceChanged.append(entry.id) }
+                        if state.price != entry.price {
+                            commands.append(.changePrice(entry.price))
+                            report.priceChanged.append(entry.id)
+                        }
                         if entry.stock > state.onHand {
-                            commands.append(.receiveStock(quantity: entry.stock - state.onHand)); report.stockReceived.append(entry.id)
+                            commands.append(.receiveStock(quantity: entry.stock - state.onHand))
+                            report.stockReceived.append(entry.id)
                         } else if entry.stock < state.onHand {
-                            throw ConfigurationError("product \(entry.id): stock \(entry.stock) is below the \(state.onHand) on hand; lowering stock is not supported")
+                            throw ConfigurationError(
+                                "product \(entry.id): stock \(entry.stock) is below the \(state.onHand) on hand; lowering stock is not supported"
+                            )
                         }
                         if state.name != entry.name || state.description != entry.description || state.imageFile != entry.imageFile {
-                            report.warnings.append("product \(entry.id): name, description and picture of a listed product are not changed by an import")
+                            report.warnings.append(
+                                "product \(entry.id): name, description and picture of a listed product are not changed by an import"
+                            )
                         }
                         if commands.isEmpty { report.unchanged.append(entry.id) }
                     } else {
-                        commands.append(.list(sku: nil, name: entry.name, description: entry.description, imageFile: entry.imageFile,
-                                              price: entry.price, initialStock: entry.stock))
+                        commands.append(
+                            .list(
+                                sku: nil,
+                                name: entry.name,
+                                description: entry.description,
+                                imageFile: entry.imageFile,
+                                price: entry.price,
+                                initialStock: entry.stock
+                            )
+                        )
                         report.listed.append(entry.id)
                     }
                     var current = state
@@ -181,8 +247,13 @@ public struct CatalogImport: Sendable {
                         }
                     }
                     if !events.isEmpty {
-                        plan.append(PlannedAppend(streamID: id.streamID, expectedVersion: PlannedAppend.expectation(forVersion: state?.version ?? 0),
-                                                  events: events))
+                        plan.append(
+                            PlannedAppend(
+                                streamID: id.streamID,
+                                expectedVersion: PlannedAppend.expectation(forVersion: state?.version ?? 0),
+                                events: events
+                            )
+                        )
                     }
                 case .shipping:
                     guard let id = ShippingMethodID(entry.id) else { throw ConfigurationError("invalid shipping method id \(entry.id)") }
@@ -200,16 +271,26 @@ public struct CatalogImport: Sendable {
                         switch ShippingMethodDecider.decide(command, method: id, state: state, context: context) {
                         case .failure(let rejection): throw ConfigurationError("shipping method \(entry.id): \(rejection)")
                         case .success(let events):
-                            plan.append(PlannedAppend(streamID: id.streamID, expectedVersion: PlannedAppend.expectation(forVersion: state?.version ?? 0),
-                                                      events: events.map(DomainEvent.shippingMethod)))
+                            plan.append(
+                                PlannedAppend(
+                                    streamID: id.streamID,
+                                    expectedVersion: PlannedAppend.expectation(forVersion: state?.version ?? 0),
+                                    events: events.map(DomainEvent.shippingMethod)
+                                )
+                            )
                         }
                     }
                 }
             }
             if plan.isEmpty { return report }
             do {
-                _ = try await writer.append(try states.appendRequest(
-                    for: plan, now: now, metadata: EventMetadata(actor: "operator:cli", command: "ImportCatalog")).request)
+                _ = try await writer.append(
+                    try states.appendRequest(
+                        for: plan,
+                        now: now,
+                        metadata: EventMetadata(actor: "operator:cli", command: "ImportCatalog")
+                    ).request
+                )
                 return report
             } catch let error as AppendError where error == .versionConflict {
                 continue  // the catalog moved while we decided: decide again

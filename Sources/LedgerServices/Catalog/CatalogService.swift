@@ -23,10 +23,24 @@ public struct CatalogService: Sendable {
         guard try await store.head().position == 0 else { return false }
         let plan = DemoCatalog.seedAppends(context: DecisionContext(now: now))
         do {
-            _ = try await writer.append(try AggregateStates().appendRequest(for: plan, now: now, metadata: EventMetadata(
-                correlationID: "seed-demo-catalog", actor: "system:seed", command: "SeedDemoCatalog")).request)
-            logger.info("demo catalog seeded", metadata: ["products": "\(DemoCatalog.products.count)",
-                                                         "shipping_methods": "\(DemoCatalog.shippingMethods.count)"])
+            _ = try await writer.append(
+                try AggregateStates().appendRequest(
+                    for: plan,
+                    now: now,
+                    metadata: EventMetadata(
+                        correlationID: "seed-demo-catalog",
+                        actor: "system:seed",
+                        command: "SeedDemoCatalog"
+                    )
+                ).request
+            )
+            logger.info(
+                "demo catalog seeded",
+                metadata: [
+                    "products": "\(DemoCatalog.products.count)",
+                    "shipping_methods": "\(DemoCatalog.shippingMethods.count)",
+                ]
+            )
             return true
         } catch let error as AppendError where error == .versionConflict {
             return false

@@ -17,7 +17,8 @@ public enum PlaceholderImage {
         for y in 0..<size {
             raw.append(0)  // filter type: none
             for x in 0..<size {
-                let dx = 2 * x - (size - 1), dy = 2 * y - (size - 1)
+                let dx = 2 * x - (size - 1)
+                let dy = 2 * y - (size - 1)
                 let pixel = dx * dx + dy * dy <= diameter * diameter ? foreground : background
                 raw.append(contentsOf: [pixel.0, pixel.1, pixel.2])
             }
@@ -64,7 +65,8 @@ public enum PlaceholderImage {
         }
 
         public static func adler32(_ bytes: [UInt8]) -> UInt32 {
-            var a: UInt32 = 1, b: UInt32 = 0
+            var a: UInt32 = 1
+            var b: UInt32 = 0
             for byte in bytes {
                 a = (a + UInt32(byte)) % 65_521
                 b = (b + a) % 65_521

@@ -8,7 +8,9 @@ import ServiceLifecycle
 /// already treat a lapsed hold as not reserving (see the storefront and order readers).
 public struct ExpirySweeper: Service {
     package init(
-        holds: HoldService, interval: Duration, logger: Logger
+        holds: HoldService,
+        interval: Duration,
+        logger: Logger
     ) {
         self.holds = holds
         self.interval = interval
@@ -25,7 +27,7 @@ public struct ExpirySweeper: Service {
                 do {
                     let expired = try await holds.expireDue()
                     if expired > 0 { logger.info("holds expired", metadata: ["count": "\(expired)"]) }
-                } catch where !Task.isCancelled {
+                } catch  where !Task.isCancelled {
                     logger.warning("expiry sweep failed; retrying later", metadata: ["error": "\(String(reflecting: error))"])
                 }
                 try await Task.sleep(for: interval)

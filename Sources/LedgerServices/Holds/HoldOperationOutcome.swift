@@ -24,8 +24,17 @@ public struct HoldOperationOutcome: Sendable, Hashable {
     public var declineCode: String?
     public var message: String?
 
-    public init(orderID: OrderID, operation: HoldOperationRequest.Kind, result: Result, orderStatus: OrderStatus, amount: Money? = nil,
-                modificationReference: String? = nil, balance: HoldBalance? = nil, declineCode: String? = nil, message: String? = nil) {
+    public init(
+        orderID: OrderID,
+        operation: HoldOperationRequest.Kind,
+        result: Result,
+        orderStatus: OrderStatus,
+        amount: Money? = nil,
+        modificationReference: String? = nil,
+        balance: HoldBalance? = nil,
+        declineCode: String? = nil,
+        message: String? = nil
+    ) {
         self.orderID = orderID
         self.operation = operation
         self.result = result

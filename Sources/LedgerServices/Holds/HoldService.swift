@@ -25,7 +25,12 @@ public enum CapturePolicy: String, Sendable, Hashable, CaseIterable {
 ///    carries the idempotency key; on a version conflict the answer is recorded on fresh state.
 public struct HoldService: Sendable {
     package init(
-        committer: DomainCommitter, loader: AggregateLoader, client: PostgresClient, acquirer: any Acquirer, clock: @escaping @Sendable () -> Date, logger: Logger
+        committer: DomainCommitter,
+        loader: AggregateLoader,
+        client: PostgresClient,
+        acquirer: any Acquirer,
+        clock: @escaping @Sendable () -> Date,
+        logger: Logger
     ) {
         self.committer = committer
         self.loader = loader
@@ -51,7 +56,12 @@ public struct HoldService: Sendable {
 
     static let maximumAttempts = 50
 
-    public func perform(orderID raw: String, _ request: HoldOperationRequest, idempotencyKey: String?, actor: String) async throws -> HoldOperationOutcome {
+    public func perform(
+        orderID raw: String,
+        _ request: HoldOperationRequest,
+        idempotencyKey: String?,
+        actor: String
+    ) async throws -> HoldOperationOutcome {
         // Decided on this process's cached states (as payments are): every write of this process goes
         // through the same loader, and another daemon's change makes the acquirer refuse or the
         // append conflict, after which the answer is recorded on fresh reads.
@@ -73,7 +83,12 @@ public struct HoldService: Sendable {
     }
 
     private func performInTurn(
-        _ request: HoldOperationRequest, orderID: OrderID, key: String, ledgerKey: IdempotencyKey, idempotencyKey: String?, actor: String
+        _ request: HoldOperationRequest,
+        orderID: OrderID,
+        key: String,
+        ledgerKey: IdempotencyKey,
+        idempotencyKey: String?,
+        actor: String
     ) async throws -> HoldOperationOutcome {
         guard let order = try await loader.order(orderID, fresh: false) else { throw ServiceError.notFound("no order \(orderID)") }
         let operation = try Self.operation(request, currency: order.amounts.total.currency)
@@ -85,14 +100,24 @@ public struct HoldService: Sendable {
         case .success(let decided): call = decided
         }
         let response = try await send(call)
-        let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: actor,
-                                     command: request.kind.rawValue.capitalized + "Hold", idempotencyKey: idempotencyKey)
+        let metadata = EventMetadata(
+            correlationID: UUID().uuidString.lowercased(),
+            actor: actor,
+            command: request.kind.rawValue.capitalized + "Hold",
+            idempotencyKey: idempotencyKey
+        )
         let recorded: Recorded
         do {
             // The states just decided on are the first attempt's: within this order's turn nothing of
             // this process moved them, and a change by anyone else fails the append's version check.
-            recorded = try await record(operation, response: response, orderID: orderID, metadata: metadata, idempotency: ledgerKey,
-                                        decidedOn: hold.map { (order, $0) })
+            recorded = try await record(
+                operation,
+                response: response,
+                orderID: orderID,
+                metadata: metadata,
+                idempotency: ledgerKey,
+                decidedOn: hold.map { (order, $0) }
+            )
         } catch let error as AppendError where error == .idempotencyConflict {
             throw ServiceError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different \(request.kind.rawValue)")
         }
@@ -121,27 +146,40 @@ public struct HoldService: Sendable {
     /// modifications are recorded first, from its own answers, and ours is decided again.
     @discardableResult
     func record(
-        _ operation: HoldOperation, response: ModificationResponse?, orderID: OrderID, metadata: EventMetadata,
-        idempotency: IdempotencyKey?, decidedOn: (order: OrderState, hold: HoldState)? = nil, catchingUp: Bool = true
+        _ operation: HoldOperation,
+        response: ModificationResponse?,
+        orderID: OrderID,
+        metadata: EventMetadata,
+        idempotency: IdempotencyKey?,
+        decidedOn: (order: OrderState, hold: HoldState)? = nil,
+        catchingUp: Bool = true
     ) async throws -> Recorded {
         var caughtUp = !catchingUp
         for attempt in 0..<Self.maximumAttempts {
             // Order and hold as this process last saw them first, fresh after a conflict; stock likewise
             // (the append's version check catches anything stale).
-            let order: OrderState, hold: HoldState
+            let order: OrderState
+            let hold: HoldState
             if attempt == 0, let decidedOn {
                 (order, hold) = decidedOn
             } else {
                 guard let loadedOrder = try await loader.order(orderID, fresh: attempt > 0),
-                      let loadedHold = try await loader.hold(orderID, fresh: attempt > 0) else { throw ServiceError.internalFailure }
+                    let loadedHold = try await loader.hold(orderID, fresh: attempt > 0)
+                else { throw ServiceError.internalFailure }
                 (order, hold) = (loadedOrder, loadedHold)
             }
             var products: [ProductID: ProductState] = [:]
             for line in order.lines { products[line.productID] = try await loader.product(line.productID, fresh: attempt > 0) }
             let now = clock()
             let plan: AppendPlan
-            switch HoldLifecycle.record(operation, response: response, order: order, hold: hold, products: products,
-                                        context: DecisionContext(now: now)) {
+            switch HoldLifecycle.record(
+                operation,
+                response: response,
+                order: order,
+                hold: hold,
+                products: products,
+                context: DecisionContext(now: now)
+            ) {
             case .failure(.stockOutOfDate) where attempt + 1 < Self.maximumAttempts:
                 continue  // another process moved the stock: decide again on fresh reads
             case .failure(.responseMismatch) where !caughtUp && response != nil:
@@ -187,8 +225,12 @@ public struct HoldService: Sendable {
         func money(_ text: String?) throws -> Money? {
             guard let text else { return nil }
             do { return try Money(decimal: text, currency: currency) } catch {
-                throw ServiceError(.invalidInput, code: "invalid_amount",
-                               message: "amount must be a decimal string in \(currency.code) such as \"12.50\"", field: "amount")
+                throw ServiceError(
+                    .invalidInput,
+                    code: "invalid_amount",
+                    message: "amount must be a decimal string in \(currency.code) such as \"12.50\"",
+                    field: "amount"
+                )
             }
         }
         switch request.kind {
@@ -213,9 +255,17 @@ public struct HoldService: Sendable {
             }
         } catch {
             logger.warning("acquirer refused a hold operation", metadata: ["error": "\(error)"])
-            if error.code == .unavailable { throw ServiceError(.dependencyFailed, code: "acquirer_unavailable", message: "the acquirer could not be reached; retry with the same Idempotency-Key") }
+            if error.code == .unavailable {
+                throw ServiceError(
+                    .dependencyFailed,
+                    code: "acquirer_unavailable",
+                    message: "the acquirer could not be reached; retry with the same Idempotency-Key"
+                )
+            }
             if error.code == .holdExpired { throw ServiceError.conflict("hold_expired", "the acquirer reports the hold expired") }
-            if error.code == .duplicateReference { throw ServiceError.conflict("idempotency_conflict", "the acquirer has this reference for a different request") }
+            if error.code == .duplicateReference {
+                throw ServiceError.conflict("idempotency_conflict", "the acquirer has this reference for a different request")
+            }
             throw ServiceError.conflict("acquirer_refused", "the acquirer refused the operation: \(error.description)")
         }
     }
@@ -241,26 +291,45 @@ public struct HoldService: Sendable {
     }
 
     static func hash(_ request: HoldOperationRequest) -> [UInt8] {
-        let fields = [request.kind.rawValue, request.amount ?? "", request.isFinal ? "final" : "", request.reason ?? "",
-                      request.carrier ?? "", request.tracking ?? ""]
+        let fields = [
+            request.kind.rawValue, request.amount ?? "", request.isFinal ? "final" : "", request.reason ?? "",
+            request.carrier ?? "", request.tracking ?? "",
+        ]
         return Array(SHA256.hash(data: Array(fields.joined(separator: "\u{1F}").utf8)))
     }
 
     /// The answer for an operation, from the order and hold it left (or found, for a replay).
     static func reply(
-        _ order: OrderState, _ hold: HoldState?, _ kind: HoldOperationRequest.Kind, applied: ModificationResponse?, replayed: Bool
+        _ order: OrderState,
+        _ hold: HoldState?,
+        _ kind: HoldOperationRequest.Kind,
+        applied: ModificationResponse?,
+        replayed: Bool
     ) -> HoldOperationOutcome {
         HoldOperationOutcome(
-            orderID: order.id, operation: kind, result: replayed ? .replayed : .applied, orderStatus: order.status,
-            amount: applied?.amount, modificationReference: applied?.modificationPSPReference, balance: hold?.balance)
+            orderID: order.id,
+            operation: kind,
+            result: replayed ? .replayed : .applied,
+            orderStatus: order.status,
+            amount: applied?.amount,
+            modificationReference: applied?.modificationPSPReference,
+            balance: hold?.balance
+        )
     }
 
     /// An increment the issuer declined: an answer, not an error — nothing changes.
     static func declined(_ order: OrderState, _ hold: HoldState?, _ response: ModificationResponse) -> HoldOperationOutcome {
         HoldOperationOutcome(
-            orderID: order.id, operation: .increment, result: .declined, orderStatus: order.status, amount: response.amount,
-            modificationReference: response.modificationPSPReference, balance: hold?.balance,
-            declineCode: response.responseCode.rawValue, message: response.responseCode.meaning)
+            orderID: order.id,
+            operation: .increment,
+            result: .declined,
+            orderStatus: order.status,
+            amount: response.amount,
+            modificationReference: response.modificationPSPReference,
+            balance: hold?.balance,
+            declineCode: response.responseCode.rawValue,
+            message: response.responseCode.meaning
+        )
     }
 
     // MARK: Expiry
@@ -359,7 +428,8 @@ public struct HoldService: Sendable {
     /// recorded records nothing). With `before`, only those the acquirer applied before that one.
     func catchUp(_ orderID: OrderID, before reference: String? = nil) async throws {
         guard let hold = try await loader.hold(orderID),
-              case .found(let details) = try await acquirer.query(merchantReference: hold.merchantReference) else { return }
+            case .found(let details) = try await acquirer.query(merchantReference: hold.merchantReference)
+        else { return }
         var missing = details.modifications.filter {
             $0.responseCode.isApproved && !hold.modificationReferences.contains($0.modificationReference)
         }
@@ -375,8 +445,12 @@ public struct HoldService: Sendable {
             case .reversal: operation = .void(amount: modification.amount)
             case .refund: operation = .refund(amount: modification.amount, reason: "recorded from the acquirer")
             }
-            logger.notice("recording a modification the acquirer applied before the ledger heard of it", metadata: [
-                "order": "\(orderID)", "modification": "\(modification.modificationReference)", "kind": "\(modification.kind)"])
+            logger.notice(
+                "recording a modification the acquirer applied before the ledger heard of it",
+                metadata: [
+                    "order": "\(orderID)", "modification": "\(modification.modificationReference)", "kind": "\(modification.kind)",
+                ]
+            )
             try await record(operation, response: modification, orderID: orderID, metadata: metadata, idempotency: nil, catchingUp: false)
         }
     }

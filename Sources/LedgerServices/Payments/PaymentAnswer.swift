@@ -22,8 +22,16 @@ public struct PaymentAnswer: Sendable, Hashable {
     public var declineCode: String?
     public var message: String?
 
-    public init(result: Result, reference: String, orderID: OrderID, orderStatus: OrderStatus, amount: Money,
-                authCode: String? = nil, declineCode: String? = nil, message: String? = nil) {
+    public init(
+        result: Result,
+        reference: String,
+        orderID: OrderID,
+        orderStatus: OrderStatus,
+        amount: Money,
+        authCode: String? = nil,
+        declineCode: String? = nil,
+        message: String? = nil
+    ) {
         self.result = result
         self.reference = reference
         self.orderID = orderID

@@ -41,9 +41,22 @@ public struct PaymentRequest: Sendable, Hashable {
     /// The longest `application_data` (base64 characters) accepted; the body limit bounds it anyway.
     public static let maximumApplicationDataLength = 16 * 1024
 
-    public init(gateway: Gateway, source: Source, amount: Money, description: String, shippingContact: String,
-                shippingEmail: String, shippingStreet: String, shippingCity: String, shippingState: String, shippingZip: String,
-                shippingMethodName: String, productID: String? = nil, quantity: Int = 1, applicationData: String? = nil) {
+    public init(
+        gateway: Gateway,
+        source: Source,
+        amount: Money,
+        description: String,
+        shippingContact: String,
+        shippingEmail: String,
+        shippingStreet: String,
+        shippingCity: String,
+        shippingState: String,
+        shippingZip: String,
+        shippingMethodName: String,
+        productID: String? = nil,
+        quantity: Int = 1,
+        applicationData: String? = nil
+    ) {
         self.gateway = gateway
         self.source = source
         self.amount = amount

@@ -29,8 +29,11 @@ struct AcceptedApplePayToken: Sendable {
     var networkToken: NetworkTokenData {
         NetworkTokenData(
             network: payment.network.flatMap { LedgerCore.CardNetwork(rawValue: $0.rawValue) },
-            tokenNumber: payment.applicationPrimaryAccountNumber, expiration: payment.applicationExpirationDate,
-            cryptogram: payment.onlinePaymentCryptogram ?? "", eci: payment.eciIndicator)
+            tokenNumber: payment.applicationPrimaryAccountNumber,
+            expiration: payment.applicationExpirationDate,
+            cryptogram: payment.onlinePaymentCryptogram ?? "",
+            eci: payment.eciIndicator
+        )
     }
 
     /// The marker append for the order `plan` opens: refused unless the token's amount and currency are the
@@ -38,7 +41,10 @@ struct AcceptedApplePayToken: Sendable {
     func markerAppend(for plan: AppendPlan, orderID: OrderID, now: Date) throws -> StreamAppend {
         guard let total = ApplePayLedger.openedOrderTotal(plan) else { throw ServiceError.internalFailure }
         let check = ApplePayLedger.check(
-            tokenAmount: payment.transactionAmount, tokenCurrencyCode: payment.currencyCode, against: total)
+            tokenAmount: payment.transactionAmount,
+            tokenCurrencyCode: payment.currencyCode,
+            against: total
+        )
         switch check {
         case .match: break
         case .currencyMismatch:
@@ -47,13 +53,26 @@ struct AcceptedApplePayToken: Sendable {
             throw ApplePayRejection(reason: "amount_mismatch", message: check.description, genuine: genuine)
         }
         let accepted = ApplePayTokenAccepted(
-            orderID: orderID, transactionID: genuine.transactionID, network: payment.network?.rawValue,
-            lastFour: payment.last4, paymentDataType: payment.paymentDataType.rawValue, amount: total,
-            signedAt: genuine.signedAt)
+            orderID: orderID,
+            transactionID: genuine.transactionID,
+            network: payment.network?.rawValue,
+            lastFour: payment.last4,
+            paymentDataType: payment.paymentDataType.rawValue,
+            amount: total,
+            signedAt: genuine.signedAt
+        )
         return StreamAppend(
-            streamID: genuine.markerStream, expectedVersion: .noStream,
-            events: [try NewEvent(type: ApplePayTokenAccepted.eventType, schemaVersion: ApplePayTokenAccepted.schemaVersion,
-                                  payload: accepted, effectiveAt: now)])
+            streamID: genuine.markerStream,
+            expectedVersion: .noStream,
+            events: [
+                try NewEvent(
+                    type: ApplePayTokenAccepted.eventType,
+                    schemaVersion: ApplePayTokenAccepted.schemaVersion,
+                    payload: accepted,
+                    effectiveAt: now
+                )
+            ]
+        )
     }
 }
 
@@ -117,7 +136,8 @@ struct ApplePayRejection: Error, Sendable {
 /// handed and the counters it bumps.
 package struct ApplePayProcessor: Sendable {
     package init(
-        verifier: ApplePayTokenVerifier, metricsFactory: (any MetricsFactory)?
+        verifier: ApplePayTokenVerifier,
+        metricsFactory: (any MetricsFactory)?
     ) {
         self.verifier = verifier
         self.metricsFactory = metricsFactory
@@ -169,7 +189,8 @@ package struct ApplePayProcessor: Sendable {
             throw ApplePayRejection(
                 reason: "unsupported_payment_data_type",
                 message: "paymentDataType \(payment.paymentDataType.rawValue) is not accepted: the acquirer takes 3-D Secure cryptograms only",
-                genuine: genuine)
+                genuine: genuine
+            )
         }
         return AcceptedApplePayToken(payment: payment, genuine: genuine)
     }
@@ -198,11 +219,18 @@ extension PaymentService {
     /// all before anything is stored. A retry carrying the Idempotency-Key of the payment that used the
     /// transaction id passes the check: the append then answers with that payment.
     func acceptApplePayToken(
-        json: String, request: PaymentRequest, idempotency: IdempotencyKey?, correlation: String
+        json: String,
+        request: PaymentRequest,
+        idempotency: IdempotencyKey?,
+        correlation: String
     ) async throws -> AcceptedApplePayToken {
         guard let applePay else {
-            throw ServiceError(.invalidInput, code: "applepay_not_configured",
-                           message: "this ledger does not accept Apple Pay tokens (no LEDGERD_APPLEPAY_PRIVATE_KEYS)", field: "gateway")
+            throw ServiceError(
+                .invalidInput,
+                code: "applepay_not_configured",
+                message: "this ledger does not accept Apple Pay tokens (no LEDGERD_APPLEPAY_PRIVATE_KEYS)",
+                field: "gateway"
+            )
         }
         do {
             let accepted = try await applePay.accept(json: json, applicationData: request.applicationData, now: clock())
@@ -221,7 +249,9 @@ extension PaymentService {
     static func replayed(_ genuine: GenuineApplePayToken) -> ApplePayRejection {
         ApplePayRejection(
             reason: "replayed_transaction",
-            message: "this Apple Pay token (transaction \(genuine.transactionID)) was already used for a payment", genuine: genuine)
+            message: "this Apple Pay token (transaction \(genuine.transactionID)) was already used for a payment",
+            genuine: genuine
+        )
     }
 
     /// Whether the token's transaction id has been used (after an append conflicted: was it on its marker?).
@@ -253,18 +283,34 @@ extension PaymentService {
         let now = clock()
         do {
             let event = ApplePayTokenRejected(
-                reason: rejection.reason, message: rejection.message, transactionID: genuine.transactionID,
-                signedAt: genuine.signedAt, rejectedAt: now)
-            _ = try await writer.append(AppendRequest(
-                stream: genuine.rejectionStream, expectedVersion: .noStream,
-                events: [try NewEvent(type: ApplePayTokenRejected.eventType, schemaVersion: ApplePayTokenRejected.schemaVersion,
-                                      payload: event, effectiveAt: now)],
-                metadata: metadata(correlation, "PayWithApplePay", nil)))
+                reason: rejection.reason,
+                message: rejection.message,
+                transactionID: genuine.transactionID,
+                signedAt: genuine.signedAt,
+                rejectedAt: now
+            )
+            _ = try await writer.append(
+                AppendRequest(
+                    stream: genuine.rejectionStream,
+                    expectedVersion: .noStream,
+                    events: [
+                        try NewEvent(
+                            type: ApplePayTokenRejected.eventType,
+                            schemaVersion: ApplePayTokenRejected.schemaVersion,
+                            payload: event,
+                            effectiveAt: now
+                        )
+                    ],
+                    metadata: metadata(correlation, "PayWithApplePay", nil)
+                )
+            )
         } catch let error as AppendError where error == .versionConflict {
             return  // this token's refusal is on record already
         } catch {
-            logger.error("the refusal of an Apple Pay token could not be recorded",
-                         metadata: ["transaction": "\(genuine.transactionID)", "error": "\(String(reflecting: error))"])
+            logger.error(
+                "the refusal of an Apple Pay token could not be recorded",
+                metadata: ["transaction": "\(genuine.transactionID)", "error": "\(String(reflecting: error))"]
+            )
         }
     }
 }

@@ -25,7 +25,16 @@ import Synchronization
 /// transaction id is made single-use by a marker stream in step 1's append (PaymentService+ApplePay.swift).
 public struct PaymentService: Sendable {
     package init(
-        writer: LedgerWriter, loader: AggregateLoader, client: PostgresClient, acquirer: any Acquirer, clock: @escaping @Sendable () -> Date, taxPolicy: TaxPolicy, capturePolicy: CapturePolicy, holds: HoldService, logger: Logger, applePay: ApplePayProcessor? = nil
+        writer: LedgerWriter,
+        loader: AggregateLoader,
+        client: PostgresClient,
+        acquirer: any Acquirer,
+        clock: @escaping @Sendable () -> Date,
+        taxPolicy: TaxPolicy,
+        capturePolicy: CapturePolicy,
+        holds: HoldService,
+        logger: Logger,
+        applePay: ApplePayProcessor? = nil
     ) {
         self.writer = writer
         self.loader = loader
@@ -70,9 +79,14 @@ public struct PaymentService: Sendable {
         // The shipping method is read fresh: its stream is not part of the order's append, so a
         // stale price would not be caught by a version check.
         guard let methodKey = try await names.key(CatalogReadModel.shippingMethods, request.shippingMethodName, in: catalogRows),
-              let methodID = ShippingMethodID(methodKey), let method = try await loader.shippingMethod(methodID) else {
-            throw ServiceError(.invalidInput, code: "unknown_shipping_method",
-                           message: "no shipping method named \(request.shippingMethodName)", field: "shipping_method_name")
+            let methodID = ShippingMethodID(methodKey), let method = try await loader.shippingMethod(methodID)
+        else {
+            throw ServiceError(
+                .invalidInput,
+                code: "unknown_shipping_method",
+                message: "no shipping method named \(request.shippingMethodName)",
+                field: "shipping_method_name"
+            )
         }
         let idempotency = idempotencyKey.map { IdempotencyKey(key: "payment:\($0)", requestHash: Self.hash(request)) }
         let correlation = UUID().uuidString.lowercased()
@@ -89,50 +103,71 @@ public struct PaymentService: Sendable {
 
         // 1. Reserve and open, one payment per product at a time in this process.
         try await storeContact(contactRef, request)
-        enum Opened: Sendable { case opened, replayedOrder(OrderID), busy }
-        let openOrder: @Sendable () async throws -> Opened = { try await productTurns.withLock(productID.rawValue) {
-            var fresh = false  // decide on the cached product first; after a conflict (another process), on a fresh read
-            for _ in 0..<Self.maximumAttempts {
-                guard let product = try await loader.product(productID, fresh: fresh) else { throw Self.unknownProduct(request) }
-                let now = clock()
-                let command = PlaceOrder(
-                    orderID: orderID, lines: [RequestedLine(productID: productID, quantity: Int64(request.quantity))],
-                    shippingMethodID: method.id, contactRef: contactRef,
-                    claimedAmount: ClaimedAmount(minorUnits: request.amount.minorUnits, currencyCode: request.amount.currency.code),
-                    taxPolicy: taxPolicy)
-                let plan: AppendPlan
-                switch PaymentFlow.placeOrder(command, order: nil, products: [productID: product], shippingMethod: method,
-                                              context: DecisionContext(now: now)) {
-                case .failure(let rejection):
-                    throw Self.serviceError(rejection, request: request)
-                case .success(let decided): plan = decided
-                }
-                let marker = try applePayToken.map { [try $0.markerAppend(for: plan, orderID: orderID, now: now)] } ?? []
-                do {
-                    guard let committed = try await commit(
-                        plan, on: AggregateStates(products: [productID: product], shippingMethods: [method.id: method]), now: now,
-                        metadata: metadata(correlation, "PlaceOrder", idempotencyKey), idempotency: idempotency,
-                        alsoAppending: marker) else {
-                        if let applePayToken, try await applePayTransactionUsed(applePayToken) { throw Self.replayed(applePayToken.genuine) }
-                        fresh = true
-                        continue
+        enum Opened: Sendable {
+            case opened
+            case replayedOrder(OrderID)
+            case busy
+        }
+        let openOrder: @Sendable () async throws -> Opened = {
+            try await productTurns.withLock(productID.rawValue) {
+                var fresh = false  // decide on the cached product first; after a conflict (another process), on a fresh read
+                for _ in 0..<Self.maximumAttempts {
+                    guard let product = try await loader.product(productID, fresh: fresh) else { throw Self.unknownProduct(request) }
+                    let now = clock()
+                    let command = PlaceOrder(
+                        orderID: orderID,
+                        lines: [RequestedLine(productID: productID, quantity: Int64(request.quantity))],
+                        shippingMethodID: method.id,
+                        contactRef: contactRef,
+                        claimedAmount: ClaimedAmount(minorUnits: request.amount.minorUnits, currencyCode: request.amount.currency.code),
+                        taxPolicy: taxPolicy
+                    )
+                    let plan: AppendPlan
+                    switch PaymentFlow.placeOrder(
+                        command,
+                        order: nil,
+                        products: [productID: product],
+                        shippingMethod: method,
+                        context: DecisionContext(now: now)
+                    ) {
+                    case .failure(let rejection):
+                        throw Self.serviceError(rejection, request: request)
+                    case .success(let decided): plan = decided
                     }
-                    if committed.result.replayed {
-                        // A retry of an earlier request: carry on with (or answer for) that order.
-                        try? await eraseContact(contactRef)
-                        guard let first = committed.result.streams.first, first.streamID.rawValue.hasPrefix("order-"),
-                              let earlier = OrderID(String(first.streamID.rawValue.dropFirst("order-".count))) else {
-                            throw ServiceError.internalFailure
+                    let marker = try applePayToken.map { [try $0.markerAppend(for: plan, orderID: orderID, now: now)] } ?? []
+                    do {
+                        guard
+                            let committed = try await commit(
+                                plan,
+                                on: AggregateStates(products: [productID: product], shippingMethods: [method.id: method]),
+                                now: now,
+                                metadata: metadata(correlation, "PlaceOrder", idempotencyKey),
+                                idempotency: idempotency,
+                                alsoAppending: marker
+                            )
+                        else {
+                            if let applePayToken, try await applePayTransactionUsed(applePayToken) { throw Self.replayed(applePayToken.genuine) }
+                            fresh = true
+                            continue
                         }
-                        return .replayedOrder(earlier)
+                        if committed.result.replayed {
+                            // A retry of an earlier request: carry on with (or answer for) that order.
+                            try? await eraseContact(contactRef)
+                            guard let first = committed.result.streams.first, first.streamID.rawValue.hasPrefix("order-"),
+                                let earlier = OrderID(String(first.streamID.rawValue.dropFirst("order-".count)))
+                            else {
+                                throw ServiceError.internalFailure
+                            }
+                            return .replayedOrder(earlier)
+                        }
+                        return .opened
+                    } catch let error as AppendError where error == .idempotencyConflict {
+                        throw ServiceError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different payment")
                     }
-                    return .opened
-                } catch let error as AppendError where error == .idempotencyConflict {
-                    throw ServiceError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different payment")
                 }
+                return .busy
             }
-            return .busy
-        } }
+        }
         let outcome: Opened
         do {
             outcome = try await openOrder()
@@ -162,11 +197,18 @@ public struct PaymentService: Sendable {
 
         let response: AuthorizationResponse
         do {
-            response = try await acquirer.authorize(AuthorizationRequest(
-                merchantReference: order.merchantReference, amount: order.amounts.total, paymentMethod: paymentMethod))
+            response = try await acquirer.authorize(
+                AuthorizationRequest(
+                    merchantReference: order.merchantReference,
+                    amount: order.amounts.total,
+                    paymentMethod: paymentMethod
+                )
+            )
         } catch {
-            logger.error("acquirer call failed; the order stays pending for recovery",
-                         metadata: ["order": "\(orderID)", "error": "\(error)"])
+            logger.error(
+                "acquirer call failed; the order stays pending for recovery",
+                metadata: ["order": "\(orderID)", "error": "\(error)"]
+            )
             return Self.reply(order, hold: nil, acquirerUnavailable: true)  // unchanged: still waiting, no hold
         }
         let recorded = try await record(response, for: order, correlation: correlation)
@@ -174,8 +216,12 @@ public struct PaymentService: Sendable {
             // Keyed by the order, so a retried payment never captures twice. A failure leaves the order
             // authorized (the operator can capture it); the payment itself succeeded.
             do {
-                _ = try await holds.perform(orderID: orderID.rawValue, HoldOperationRequest(kind: .capture, isFinal: true),
-                                            idempotencyKey: "automatic-capture", actor: "capture-policy")
+                _ = try await holds.perform(
+                    orderID: orderID.rawValue,
+                    HoldOperationRequest(kind: .capture, isFinal: true),
+                    idempotencyKey: "automatic-capture",
+                    actor: "capture-policy"
+                )
             } catch {
                 logger.error("automatic capture failed; the order stays authorized", metadata: ["order": "\(orderID)", "error": "\(error)"])
             }
@@ -211,8 +257,12 @@ public struct PaymentService: Sendable {
             case .success(.append(let decided)): plan = decided
             case .success(.reverseThenRelease(let reference)):
                 _ = try await acquirer.reverse(ReversalRequest(authorizationReference: reference, modificationReference: "\(reference)-reversal"))
-                switch PaymentFlow.releasePendingOrder(order: order, products: products, reason: .reversedAfterUnknownOutcome,
-                                                       context: DecisionContext(now: now)) {
+                switch PaymentFlow.releasePendingOrder(
+                    order: order,
+                    products: products,
+                    reason: .reversedAfterUnknownOutcome,
+                    context: DecisionContext(now: now)
+                ) {
                 case .failure(let rejection):
                     logger.error("release after reversal refused", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
                     return false
@@ -220,8 +270,12 @@ public struct PaymentService: Sendable {
                 }
             }
             if plan.isEmpty { return true }
-            if try await commit(plan, on: AggregateStates(products: products, orders: [orderID: order]), now: now,
-                                metadata: metadata(correlation, "RecoverPayment", nil)) != nil {
+            if try await commit(
+                plan,
+                on: AggregateStates(products: products, orders: [orderID: order]),
+                now: now,
+                metadata: metadata(correlation, "RecoverPayment", nil)
+            ) != nil {
                 logger.info("pending order resolved", metadata: ["order": "\(orderID)"])
                 return true
             }
@@ -238,7 +292,9 @@ public struct PaymentService: Sendable {
     /// Decides first on `order` as the caller holds it, on a fresh read after a conflict. Returns the
     /// order and its hold after the append (unchanged when there was nothing to append).
     func record(
-        _ response: AuthorizationResponse, for decidedOn: OrderState, correlation: String
+        _ response: AuthorizationResponse,
+        for decidedOn: OrderState,
+        correlation: String
     ) async throws -> (order: OrderState, hold: HoldState?) {
         let orderID = decidedOn.id
         var fresh = false
@@ -260,8 +316,12 @@ public struct PaymentService: Sendable {
             case .success(let plan):
                 // Recorded already (another process, seen after a conflict): its hold, if it placed one, is the answer's.
                 if plan.isEmpty { return (order, order.status.awaitsPayment ? nil : try await loader.hold(orderID, fresh: false)) }
-                if let committed = try await commit(plan, on: AggregateStates(products: products, orders: [orderID: order]), now: now,
-                                                    metadata: metadata(correlation, "RecordAuthorization", nil)) {
+                if let committed = try await commit(
+                    plan,
+                    on: AggregateStates(products: products, orders: [orderID: order]),
+                    now: now,
+                    metadata: metadata(correlation, "RecordAuthorization", nil)
+                ) {
                     // Without an idempotency key an append is never a replay, so its states are there.
                     guard let after = committed.states, let orderAfter = after.orders[orderID] else {
                         throw ServiceError.internalFailure
@@ -276,10 +336,22 @@ public struct PaymentService: Sendable {
 
     /// Appends `plan` (see ``DomainCommitter``) with the streams in `alsoAppending` (e.g. an Apple Pay
     /// marker) in the same append; nil on a version conflict.
-    func commit(_ plan: AppendPlan, on states: AggregateStates, now: Date, metadata: EventMetadata,
-                idempotency: IdempotencyKey? = nil, alsoAppending extra: [StreamAppend] = []) async throws -> DomainCommitter.Committed? {
+    func commit(
+        _ plan: AppendPlan,
+        on states: AggregateStates,
+        now: Date,
+        metadata: EventMetadata,
+        idempotency: IdempotencyKey? = nil,
+        alsoAppending extra: [StreamAppend] = []
+    ) async throws -> DomainCommitter.Committed? {
         try await DomainCommitter(writer: writer, loader: loader).commit(
-            plan, on: states, now: now, metadata: metadata, idempotency: idempotency, alsoAppending: extra)
+            plan,
+            on: states,
+            now: now,
+            metadata: metadata,
+            idempotency: idempotency,
+            alsoAppending: extra
+        )
     }
 
     /// The outcome for an order as this process last saw it (after steps that may have moved it on
@@ -296,17 +368,35 @@ public struct PaymentService: Sendable {
         let orderID = order.id
         switch order.paymentOutcome {
         case .succeeded:
-            return PaymentAnswer(result: .succeeded, reference: order.pspReference ?? orderID.rawValue, orderID: orderID,
-                                  orderStatus: order.status, amount: total, authCode: hold?.authCode)
+            return PaymentAnswer(
+                result: .succeeded,
+                reference: order.pspReference ?? orderID.rawValue,
+                orderID: orderID,
+                orderStatus: order.status,
+                amount: total,
+                authCode: hold?.authCode
+            )
         case .failed where order.status == .declined:
-            return PaymentAnswer(result: .declined, reference: order.pspReference ?? orderID.rawValue, orderID: orderID,
-                                  orderStatus: order.status, amount: total, declineCode: order.lastResponseCode?.rawValue,
-                                  message: order.lastResponseMessage)
+            return PaymentAnswer(
+                result: .declined,
+                reference: order.pspReference ?? orderID.rawValue,
+                orderID: orderID,
+                orderStatus: order.status,
+                amount: total,
+                declineCode: order.lastResponseCode?.rawValue,
+                message: order.lastResponseMessage
+            )
         case .failed, .pending:
             // Still waiting, or ended without a charge (cancelled, voided, expired): the shopper was not charged.
-            return PaymentAnswer(result: .acquirerUnreachable, reference: orderID.rawValue, orderID: orderID, orderStatus: order.status,
-                                  amount: total, declineCode: acquirerUnavailable ? "96" : order.lastResponseCode?.rawValue,
-                                  message: "the card issuer could not be reached; you have not been charged")
+            return PaymentAnswer(
+                result: .acquirerUnreachable,
+                reference: orderID.rawValue,
+                orderID: orderID,
+                orderStatus: order.status,
+                amount: total,
+                declineCode: acquirerUnavailable ? "96" : order.lastResponseCode?.rawValue,
+                message: "the card issuer could not be reached; you have not been charged"
+            )
         }
     }
 
@@ -318,14 +408,19 @@ public struct PaymentService: Sendable {
             return id
         }
         guard let key = try await names.key(CatalogReadModel.inventory, request.description, in: catalogRows),
-              let id = ProductID(key) else { throw Self.unknownProduct(request) }
+            let id = ProductID(key)
+        else { throw Self.unknownProduct(request) }
         return id
     }
 
     static func unknownProduct(_ request: PaymentRequest) -> ServiceError {
         let field = request.productID == nil ? "description" : "product_id"
-        return ServiceError(.invalidInput, code: "unknown_product",
-                        message: "no product \(request.productID ?? request.description)", field: field)
+        return ServiceError(
+            .invalidInput,
+            code: "unknown_product",
+            message: "no product \(request.productID ?? request.description)",
+            field: field
+        )
     }
 
     static func serviceError(_ rejection: PaymentFlowRejection, request: PaymentRequest) -> ServiceError {
@@ -337,8 +432,12 @@ public struct PaymentService: Sendable {
         case .unknownProduct:
             return unknownProduct(request)
         case .unknownShippingMethod:
-            return ServiceError(.invalidInput, code: "unknown_shipping_method", message: rejection.description,
-                            field: "shipping_method_name")
+            return ServiceError(
+                .invalidInput,
+                code: "unknown_shipping_method",
+                message: rejection.description,
+                field: "shipping_method_name"
+            )
         case .stock(.insufficientStock):
             return ServiceError(.conflict, code: "out_of_stock", message: rejection.description, field: "quantity")
         case .pricing, .zeroTotal, .stock(.quantityOutOfRange), .stock(.nonPositiveQuantity):
@@ -370,9 +469,17 @@ public struct PaymentService: Sendable {
 
     /// The shipping contact goes to its own erasable table, never into the events.
     func storeContact(_ ref: String, _ request: PaymentRequest) async throws {
-        try await contacts.insert(ShippingContact(
-            name: request.shippingContact, email: request.shippingEmail, street: request.shippingStreet,
-            city: request.shippingCity, state: request.shippingState, zip: request.shippingZip), ref: ref)
+        try await contacts.insert(
+            ShippingContact(
+                name: request.shippingContact,
+                email: request.shippingEmail,
+                street: request.shippingStreet,
+                city: request.shippingCity,
+                state: request.shippingState,
+                zip: request.shippingZip
+            ),
+            ref: ref
+        )
     }
 
     func eraseContact(_ ref: String) async throws {

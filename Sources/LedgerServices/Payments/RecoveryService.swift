@@ -26,7 +26,7 @@ public struct RecoveryService: Service {
             while !Task.isCancelled {
                 do {
                     try await sweep()
-                } catch where !Task.isCancelled {
+                } catch  where !Task.isCancelled {
                     logger.warning("recovery sweep failed; retrying later", metadata: ["error": "\(String(reflecting: error))"])
                 }
                 try await Task.sleep(for: interval)

@@ -21,7 +21,11 @@ import PostgresNIO
 /// forget too.
 public struct PrivacyService: Sendable {
     package init(
-        client: PostgresClient, writer: LedgerWriter, store: EventStore, clock: @escaping @Sendable () -> Date, logger: Logger
+        client: PostgresClient,
+        writer: LedgerWriter,
+        store: EventStore,
+        clock: @escaping @Sendable () -> Date,
+        logger: Logger
     ) {
         self.contacts = ContactsStore(client: client, logger: logger)
         self.writer = writer
@@ -70,10 +74,14 @@ public struct PrivacyService: Sendable {
         let event = ContactErased(contactRef: ref, orderIDs: orders, erasedAt: now, reason: reason)
         var position: Int64
         do {
-            position = try await writer.append(AppendRequest(
-                stream: stream, expectedVersion: .noStream,
-                events: [NewEvent(type: ContactErased.eventType, schemaVersion: ContactErased.schemaVersion, payload: event, effectiveAt: now)],
-                metadata: EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: actor, command: "EraseContact"))).firstPosition
+            position = try await writer.append(
+                AppendRequest(
+                    stream: stream,
+                    expectedVersion: .noStream,
+                    events: [NewEvent(type: ContactErased.eventType, schemaVersion: ContactErased.schemaVersion, payload: event, effectiveAt: now)],
+                    metadata: EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: actor, command: "EraseContact")
+                )
+            ).firstPosition
         } catch let error as AppendError where error == .versionConflict {
             // An earlier erasure recorded it and stopped before the delete: finish it.
             position = try await store.readStream(stream).first?.position ?? 0
@@ -91,7 +99,8 @@ public struct PrivacyService: Sendable {
 
     public func contact(orderID raw: String) async throws -> ContactAnswer? {
         guard let id = OrderID(raw), let opened = try await store.readStream(id.streamID).first,
-              case .order(.opened(let order)) = try DomainEvent.decode(opened) else { return nil }
+            case .order(.opened(let order)) = try DomainEvent.decode(opened)
+        else { return nil }
         let ref = order.contactRef
         if let json = try await contacts.contactJSON(ref: ref) { return .present(contactRef: ref, json: json) }
         if let stream = ContactErased.stream(for: ref), let erasure = try await store.readStream(stream).first {

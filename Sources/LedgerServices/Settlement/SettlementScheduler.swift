@@ -9,7 +9,9 @@ import ServiceLifecycle
 /// a stopped daemon missed.
 public struct SettlementScheduler: Service {
     package init(
-        settlement: SettlementService, logger: Logger, interval: Duration = .seconds(60)
+        settlement: SettlementService,
+        logger: Logger,
+        interval: Duration = .seconds(60)
     ) {
         self.settlement = settlement
         self.logger = logger
@@ -28,8 +30,11 @@ public struct SettlementScheduler: Service {
                         let summary = try await settlement.run(businessDate: date)
                         let appended = summary.batches.reduce(0) { $0 + $1.appendedEvents }
                         if appended > 0 { logger.info("settled", metadata: ["business_date": "\(date)", "events": "\(appended)"]) }
-                    } catch where !Task.isCancelled {
-                        logger.warning("settlement run failed; retrying later", metadata: ["business_date": "\(date)", "error": "\(String(reflecting: error))"])
+                    } catch  where !Task.isCancelled {
+                        logger.warning(
+                            "settlement run failed; retrying later",
+                            metadata: ["business_date": "\(date)", "error": "\(String(reflecting: error))"]
+                        )
                     }
                 }
                 try await Task.sleep(for: interval)

@@ -24,8 +24,10 @@ extension SettlementService {
         let items = SettlementItemsStore(client: client, logger: logger)
         var batches: [(SettlementBatchOpened, SettlementBatchClosed)] = []
         for (stream, version, closedJSON, openedJSON) in try await items.closedBatches() {
-            guard case .closed(let closed) = try SettlementEvent.decode(type: SettlementBatchClosed.eventType, schemaVersion: version, json: closedJSON),
-                  case .opened(let opened) = try SettlementEvent.decode(type: SettlementBatchOpened.eventType, schemaVersion: 1, json: openedJSON) else {
+            guard
+                case .closed(let closed) = try SettlementEvent.decode(type: SettlementBatchClosed.eventType, schemaVersion: version, json: closedJSON),
+                case .opened(let opened) = try SettlementEvent.decode(type: SettlementBatchOpened.eventType, schemaVersion: 1, json: openedJSON)
+            else {
                 audit.problems.append("\(stream): unreadable opened/closed events")
                 continue
             }
@@ -49,10 +51,14 @@ extension SettlementService {
             let recomputed = try tally.closed(itemsSHA256: hex(Array(hasher.finalize())))
             var differences: [String] = []
             if recomputed.captureCount != closed.captureCount || recomputed.refundCount != closed.refundCount {
-                differences.append("items \(recomputed.captureCount)+\(recomputed.refundCount), the event states \(closed.captureCount)+\(closed.refundCount)")
+                differences.append(
+                    "items \(recomputed.captureCount)+\(recomputed.refundCount), the event states \(closed.captureCount)+\(closed.refundCount)"
+                )
             }
             if recomputed.grossCredit != closed.grossCredit || recomputed.grossDebit != closed.grossDebit {
-                differences.append("gross \(recomputed.grossCredit)/\(recomputed.grossDebit), the event states \(closed.grossCredit)/\(closed.grossDebit)")
+                differences.append(
+                    "gross \(recomputed.grossCredit)/\(recomputed.grossDebit), the event states \(closed.grossCredit)/\(closed.grossDebit)"
+                )
             }
             if let stated = closed.itemsSHA256, stated != recomputed.itemsSHA256 {
                 differences.append("items digest \(recomputed.itemsSHA256 ?? ""), the event states \(stated)")

@@ -37,13 +37,22 @@ extension SettlementService {
                 let match = found[line.modificationMerchantReference] ?? found["psp:" + line.modificationReference]
                 let item = match.flatMap { $0.batchID == batchID ? $0.item : nil }
                 // A later line naming the same item, by either reference, is a duplicate.
-                let duplicate = item.map { item in
-                    lineNumber > min(repeated.ours[item.modificationReference] ?? lineNumber,
-                                     repeated.theirs[item.pspModificationReference] ?? lineNumber)
-                } ?? false
+                let duplicate =
+                    item.map { item in
+                        lineNumber
+                            > min(
+                                repeated.ours[item.modificationReference] ?? lineNumber,
+                                repeated.theirs[item.pspModificationReference] ?? lineNumber
+                            )
+                    } ?? false
                 let elsewhere = match.map { $0.batchID != nil && $0.batchID != batchID } ?? false
-                tally.add(line, item: item, duplicate: duplicate, settledElsewhere: elsewhere,
-                          expectedFees: item.flatMap { Self.expectedFees(line, $0, schedule) })
+                tally.add(
+                    line,
+                    item: item,
+                    duplicate: duplicate,
+                    settledElsewhere: elsewhere,
+                    expectedFees: item.flatMap { Self.expectedFees(line, $0, schedule) }
+                )
             }
         }
         // Page k's items are looked up (the database) while page k + 1 is parsed (here).
@@ -80,10 +89,14 @@ extension SettlementService {
             let newBreaks = result.breaks.filter { !found.contains($0.breakID) }
                 .map { SettlementEvent.breakFound(ReconciliationBreakFound(batchID: batchID, found: $0)) }
             do {
-                _ = try await writer.append(AppendRequest(
-                    stream: recordStream, expectedVersion: PlannedAppend.expectation(forVersion: Int64(events.count)),
-                    events: try ([SettlementEvent.reconciled(result)] + newBreaks).map { try $0.newEvent(eventID: UUID(), effectiveAt: now) },
-                    metadata: EventMetadata(correlationID: batchID, actor: Self.actor, command: "ReconcileBatch")))
+                _ = try await writer.append(
+                    AppendRequest(
+                        stream: recordStream,
+                        expectedVersion: PlannedAppend.expectation(forVersion: Int64(events.count)),
+                        events: try ([SettlementEvent.reconciled(result)] + newBreaks).map { try $0.newEvent(eventID: UUID(), effectiveAt: now) },
+                        metadata: EventMetadata(correlationID: batchID, actor: Self.actor, command: "ReconcileBatch")
+                    )
+                )
                 progress(batchID, "reconciled", items: result.matched, detail: "\(result.breaks.count) breaks")
                 return result
             } catch let error as AppendError where error == .versionConflict {
@@ -120,8 +133,12 @@ extension SettlementService {
 
     /// The batch's items no line of the report names, in ledger order, and whether the next batch's
     /// report (when known) names them.
-    func forEachAbsentItem(batchID: String, reportKey: String, laterKey: String?,
-                           _ body: (SettlementBatchItem, Bool?) throws -> Void) async throws {
+    func forEachAbsentItem(
+        batchID: String,
+        reportKey: String,
+        laterKey: String?,
+        _ body: (SettlementBatchItem, Bool?) throws -> Void
+    ) async throws {
         try await lookups.forEachAbsentItem(batchID: batchID, reportKey: reportKey, laterKey: laterKey) { row, inLater in
             try body(try Self.item(row), laterKey == nil ? nil : inLater)
         }
@@ -167,8 +184,12 @@ extension SettlementService {
         guard let fees = try? schedule.fees(on: item.amount, network: network, funding: funding) else { return nil }
         let zero = item.kind == .refund && !schedule.feesOnRefunds
         func units(_ money: Money?) -> Int64? { money.map { zero ? 0 : $0.minorUnits } }
-        return ExpectedFees(interchange: units(fees.interchange), schemeFees: units(fees.schemeFee),
-                            markup: units(fees.markup), commission: units(fees.commission))
+        return ExpectedFees(
+            interchange: units(fees.interchange),
+            schemeFees: units(fees.schemeFee),
+            markup: units(fees.markup),
+            commission: units(fees.commission)
+        )
     }
 
     /// `ledgerd reconcile --report FILE`: reconciles a settlement report CSV (e.g. one the acquirer
@@ -183,7 +204,8 @@ extension SettlementService {
         guard let batchID = lines.first(where: { $0.type == .merchantPayout })?.modificationMerchantReference, !batchID.isEmpty else {
             throw ServiceError(.invalidInput, code: "invalid_report", message: "the report has no MerchantPayout line naming its batch")
         }
-        guard StreamID("settlement-" + batchID) != nil, let state = try await load(SettlementBatch.streamID(batchID: batchID)), state.closed != nil else {
+        guard StreamID("settlement-" + batchID) != nil, let state = try await load(SettlementBatch.streamID(batchID: batchID)), state.closed != nil
+        else {
             throw ServiceError.notFound("no closed settlement batch \(batchID)")
         }
         let digest = Array(SHA256.hash(data: Array(csv.utf8)))
@@ -235,10 +257,14 @@ extension SettlementService {
             if resolved { throw ServiceError.conflict("already_resolved", "break \(id) is already resolved") }
             let event = SettlementEvent.breakResolved(ReconciliationBreakResolved(batchID: batchID, breakID: id, reason: reason, resolvedBy: actor))
             do {
-                _ = try await writer.append(AppendRequest(
-                    stream: stream, expectedVersion: .exact(Int64(recorded.count)),
-                    events: [try event.newEvent(eventID: UUID(), effectiveAt: clock())],
-                    metadata: EventMetadata(correlationID: batchID, actor: actor, command: "ResolveBreak")))
+                _ = try await writer.append(
+                    AppendRequest(
+                        stream: stream,
+                        expectedVersion: .exact(Int64(recorded.count)),
+                        events: [try event.newEvent(eventID: UUID(), effectiveAt: clock())],
+                        metadata: EventMetadata(correlationID: batchID, actor: actor, command: "ResolveBreak")
+                    )
+                )
                 return try await recordedReconciliation(batchID)
             } catch let error as AppendError where error == .versionConflict {
                 continue

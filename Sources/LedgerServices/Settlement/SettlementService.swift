@@ -22,9 +22,17 @@ import Synchronization
 ///   reconciliation reads the stored report part by part. Memory holds pages, not batches.
 public struct SettlementService: Sendable {
     package init(
-        writer: LedgerWriter, store: EventStore, client: PostgresClient, acquirer: any Acquirer, settings: SettlementSettings,
-        merchantAccount: String, pricing: [PricingSchedule], clock: @escaping @Sendable () -> Date, logger: Logger,
-        faultCrashAt: FaultPoint? = nil, progressSink: (@Sendable (SettlementProgress) -> Void)? = nil
+        writer: LedgerWriter,
+        store: EventStore,
+        client: PostgresClient,
+        acquirer: any Acquirer,
+        settings: SettlementSettings,
+        merchantAccount: String,
+        pricing: [PricingSchedule],
+        clock: @escaping @Sendable () -> Date,
+        logger: Logger,
+        faultCrashAt: FaultPoint? = nil,
+        progressSink: (@Sendable (SettlementProgress) -> Void)? = nil
     ) {
         self.writer = writer
         self.store = store
@@ -69,8 +77,12 @@ public struct SettlementService: Sendable {
     // MARK: Running
 
     /// Settles `date`, reporting each step to `progress` as it happens.
-    public func run(businessDate date: BusinessDate, progress: (@Sendable (SettlementProgress) -> Void)?) async throws
-        -> SettlementRunSummary {
+    public func run(
+        businessDate date: BusinessDate,
+        progress: (@Sendable (SettlementProgress) -> Void)?
+    ) async throws
+        -> SettlementRunSummary
+    {
         var reporting = self
         reporting.progressSink = progress
         return try await reporting.run(businessDate: date)
@@ -93,8 +105,12 @@ public struct SettlementService: Sendable {
     /// cut-off has not passed yet.
     public func run(businessDate date: BusinessDate) async throws -> SettlementRunSummary {
         guard settings.calendar.isBusinessDay(date) else {
-            throw ServiceError(.invalidInput, code: "not_a_business_day",
-                           message: SettlementRejection.notABusinessDay(date).description, field: "business_date")
+            throw ServiceError(
+                .invalidInput,
+                code: "not_a_business_day",
+                message: SettlementRejection.notABusinessDay(date).description,
+                field: "business_date"
+            )
         }
         let cutOff = settings.cutOff.instant(closing: date)
         guard clock() >= cutOff else {
@@ -144,11 +160,23 @@ public struct SettlementService: Sendable {
     /// Walks one batch to its last step from wherever its stream stands: ``SettlementSteps`` decides
     /// each step, this loop performs it (queries, the acquirer, appends, fault points, progress).
     /// The batch's final state goes into `batches` before it is reconciled.
-    func settle(date: BusinessDate, currency: Currency, cutOff: Date, pinned: Int64,
-                batches: inout SettlementBatches) async throws -> SettlementBatchOutcome {
-        var steps = SettlementSteps(merchantAccount: merchantAccount, currency: currency, businessDate: date, cutOffAt: cutOff,
-                                    pinnedPosition: pinned, fundingLagBusinessDays: settings.fundingLagBusinessDays,
-                                    addingBusinessDays: settings.calendar.adding(businessDays:to:), maximumAttempts: Self.maximumAttempts)
+    func settle(
+        date: BusinessDate,
+        currency: Currency,
+        cutOff: Date,
+        pinned: Int64,
+        batches: inout SettlementBatches
+    ) async throws -> SettlementBatchOutcome {
+        var steps = SettlementSteps(
+            merchantAccount: merchantAccount,
+            currency: currency,
+            businessDate: date,
+            cutOffAt: cutOff,
+            pinnedPosition: pinned,
+            fundingLagBusinessDays: settings.fundingLagBusinessDays,
+            addingBusinessDays: settings.calendar.adding(businessDays:to:),
+            maximumAttempts: Self.maximumAttempts
+        )
         let batchID = steps.batchID
         let stream = SettlementBatch.streamID(batchID: batchID)
         var action = steps.read(try await load(stream))
@@ -169,15 +197,24 @@ public struct SettlementService: Sendable {
             case .fetchPayout(let batchNumber):
                 let payout: PayoutNotice
                 do { payout = try await acquirer.payout(batchNumber: batchNumber) } catch {
-                    throw ServiceError(.dependencyFailed, code: "acquirer_refused", message: "the acquirer has no payout for \(batchID): \(error.description)")
+                    throw ServiceError(
+                        .dependencyFailed,
+                        code: "acquirer_refused",
+                        message: "the acquirer has no payout for \(batchID): \(error.description)"
+                    )
                 }
                 action = steps.payoutFetched(payout)
             case .append(let event, let expectedVersion):
                 let metadata = EventMetadata(correlationID: batchID, actor: Self.actor, command: "SettleBatch")
                 do {
-                    _ = try await writer.append(AppendRequest(
-                        stream: stream, expectedVersion: expectedVersion,
-                        events: [try event.newEvent(eventID: UUID(), effectiveAt: clock())], metadata: metadata))
+                    _ = try await writer.append(
+                        AppendRequest(
+                            stream: stream,
+                            expectedVersion: expectedVersion,
+                            events: [try event.newEvent(eventID: UUID(), effectiveAt: clock())],
+                            metadata: metadata
+                        )
+                    )
                     progress(batchID, "recorded", detail: event.type)
                     Self.faultPoint(after: event)?.crashIfConfigured(faultCrashAt, logger: logger)
                     action = steps.appended()
@@ -189,11 +226,18 @@ public struct SettlementService: Sendable {
                     // batch may have taken some meanwhile: the re-read closes again over what is left. If this close is
                     // refused again on the same state, Swift and SQL disagree: fail loudly instead of looking busy.
                     if case .closed(let refused) = event, mismatches[refused.itemsSHA256 ?? "", default: 0] >= 1 {
-                        logger.error("settlement close refused twice by the database's membership rule", metadata: [
-                            "batch": "\(batchID)", "captures": "\(refused.captureCount)", "refunds": "\(refused.refundCount)",
-                            "items_sha256": "\(refused.itemsSHA256 ?? "")"])
-                        throw ServiceError(.internalFailure, code: "settlement_items_mismatch",
-                                           message: "the ledger refused the close of \(batchID): its items do not match the batch rule")
+                        logger.error(
+                            "settlement close refused twice by the database's membership rule",
+                            metadata: [
+                                "batch": "\(batchID)", "captures": "\(refused.captureCount)", "refunds": "\(refused.refundCount)",
+                                "items_sha256": "\(refused.itemsSHA256 ?? "")",
+                            ]
+                        )
+                        throw ServiceError(
+                            .internalFailure,
+                            code: "settlement_items_mismatch",
+                            message: "the ledger refused the close of \(batchID): its items do not match the batch rule"
+                        )
                     }
                     if case .closed(let refused) = event { mismatches[refused.itemsSHA256 ?? "", default: 0] += 1 }
                     action = steps.versionConflict()
@@ -255,13 +299,23 @@ public struct SettlementService: Sendable {
                     logger.warning("payout notice unavailable", metadata: ["batch": "\(state.opened.batchID)", "error": "\(error)"])
                     continue
                 }
-                let event = SettlementEvent.paid(SettlementPayoutPaid(batchID: state.opened.batchID, payoutReference: notice.payoutReference,
-                                                                      amount: notice.amount, valueDate: notice.valueDate))
+                let event = SettlementEvent.paid(
+                    SettlementPayoutPaid(
+                        batchID: state.opened.batchID,
+                        payoutReference: notice.payoutReference,
+                        amount: notice.amount,
+                        valueDate: notice.valueDate
+                    )
+                )
                 do {
-                    _ = try await writer.append(AppendRequest(
-                        stream: SettlementBatch.streamID(batchID: state.opened.batchID), expectedVersion: .exact(state.version),
-                        events: [try event.newEvent(eventID: UUID(), effectiveAt: clock())],
-                        metadata: EventMetadata(correlationID: state.opened.batchID, actor: Self.actor, command: "RecordPayout")))
+                    _ = try await writer.append(
+                        AppendRequest(
+                            stream: SettlementBatch.streamID(batchID: state.opened.batchID),
+                            expectedVersion: .exact(state.version),
+                            events: [try event.newEvent(eventID: UUID(), effectiveAt: clock())],
+                            metadata: EventMetadata(correlationID: state.opened.batchID, actor: Self.actor, command: "RecordPayout")
+                        )
+                    )
                 } catch let error as AppendError where error == .versionConflict {
                     continue  // recorded by someone else meanwhile
                 }
@@ -319,7 +373,8 @@ public struct SettlementService: Sendable {
         do {
             receipt = try await acquirer.submitBatch(
                 SettlementBatchHeader(batchReference: batchID, currency: currency, businessDate: businessDate),
-                pages: { _ in try await items.next() })
+                pages: { _ in try await items.next() }
+            )
         } catch {
             logger.error("the acquirer refused a settlement batch", metadata: ["batch": "\(batchID)", "error": "\(error)"])
             throw ServiceError(.dependencyFailed, code: "acquirer_refused", message: "the acquirer refused the batch: \(error.description)")
@@ -331,7 +386,10 @@ public struct SettlementService: Sendable {
         var clearing = SettlementClearing()
         var lineCount = 0
         // Page k + 1 is fetched and written as CSV while page k is stored: both cores busy.
-        let acquirer = self.acquirer, number = receipt.batchNumber, size = Self.pageSize, total = receipt.lineCount
+        let acquirer = self.acquirer
+        let number = receipt.batchNumber
+        let size = Self.pageSize
+        let total = receipt.lineCount
         @Sendable func formatted(_ part: Int) async throws -> (lines: [SettlementReportLine], text: String) {
             let from = part * size
             let lines: [SettlementReportLine]
@@ -364,13 +422,20 @@ public struct SettlementService: Sendable {
                 if lineCount % (Self.pageSize * 10) == 0 { progress(batchID, "storing report", items: lineCount) }
             }
             guard lineCount == receipt.lineCount else {
-                throw ServiceError(.dependencyFailed, code: "report_incomplete",
-                               message: "the acquirer's report for \(batchID) has \(lineCount) lines, its receipt says \(receipt.lineCount)")
+                throw ServiceError(
+                    .dependencyFailed,
+                    code: "report_incomplete",
+                    message: "the acquirer's report for \(batchID) has \(lineCount) lines, its receipt says \(receipt.lineCount)"
+                )
             }
             let digest = Array(hasher.finalize())
             if let stored {
                 guard stored.digest == digest else {
-                    throw ServiceError(.dependencyFailed, code: "report_changed", message: "the acquirer's report for \(batchID) differs from the stored one")
+                    throw ServiceError(
+                        .dependencyFailed,
+                        code: "report_changed",
+                        message: "the acquirer's report for \(batchID) differs from the stored one"
+                    )
                 }
             } else {
                 try await transaction.insertSummary(reportKey: batchID, sha256: digest, lineCount: lineCount, parts: part)
@@ -384,7 +449,8 @@ public struct SettlementService: Sendable {
 
     /// The batch's items for the acquirer in pages, in ledger order: one query, streamed.
     func itemPages(ofBatch batchID: String) -> PagedQuery<[SettlementItem]> {
-        let items = itemsStore, size = Self.pageSize
+        let items = itemsStore
+        let size = Self.pageSize
         return PagedQuery { emit in
             var page: [SettlementItem] = []
             page.reserveCapacity(size)
@@ -436,9 +502,15 @@ public struct SettlementService: Sendable {
         guard let kind = SettlementItemKind(rawValue: kind), let currency = Currency(code: code) else {
             throw ServiceError(.internalFailure, code: "settlement_item_invalid", message: "settlement item at \(position) is unreadable")
         }
-        return SettlementBatchItem(kind: kind, orderID: order, modificationReference: ours, pspModificationReference: theirs,
-                                   amount: Money(minorUnits: units, currency: currency),
-                                   recordedAt: Date(epochMicroseconds: micros), position: position)
+        return SettlementBatchItem(
+            kind: kind,
+            orderID: order,
+            modificationReference: ours,
+            pspModificationReference: theirs,
+            amount: Money(minorUnits: units, currency: currency),
+            recordedAt: Date(epochMicroseconds: micros),
+            position: position
+        )
     }
 
     /// The currencies whose batch pinned at `pinned` with this `cutOff` would take items
@@ -479,7 +551,8 @@ public struct SettlementService: Sendable {
             }
             return date
         }
-        let from = try date(from, "from"), to = try date(to, "to")
+        let from = try date(from, "from")
+        let to = try date(to, "to")
         if let from, let to, to < from { throw ServiceError.malformed("invalid_parameter", "to is before from", field: "to") }
         var batches: [SettlementBatchState] = []
         for state in try await allBatches() {

@@ -17,8 +17,12 @@ public struct SettlementSettings: Sendable {
     public var fundingLagBusinessDays: Int
     public var runAtCutOff: Bool
 
-    public init(cutOff: SettlementCutOff = SettlementCutOff(timeZoneIdentifier: "UTC", secondsAfterMidnight: 22 * 3600)!,
-                calendar: BusinessCalendar = BusinessCalendar(), fundingLagBusinessDays: Int = 1, runAtCutOff: Bool = false) {
+    public init(
+        cutOff: SettlementCutOff = SettlementCutOff(timeZoneIdentifier: "UTC", secondsAfterMidnight: 22 * 3600)!,
+        calendar: BusinessCalendar = BusinessCalendar(),
+        fundingLagBusinessDays: Int = 1,
+        runAtCutOff: Bool = false
+    ) {
         self.cutOff = cutOff
         self.calendar = calendar
         self.fundingLagBusinessDays = fundingLagBusinessDays

@@ -18,9 +18,11 @@ import Testing
         #expect(RFC3339.micros(canonical) == micros)
     }
 
-    @Test(arguments: ["", "2026-11-21", "2026-11-21T09:30:00", "2026-13-01T00:00:00Z", "2025-02-29T00:00:00Z",
-                      "2026-11-21T24:00:00Z", "2026-11-21T09:30:00.Z", "2026-11-21T09:30:00+0100", "2026-11-21T09:30:00Zjunk",
-                      "２026-11-21T09:30:00Z"])
+    @Test(arguments: [
+        "", "2026-11-21", "2026-11-21T09:30:00", "2026-13-01T00:00:00Z", "2025-02-29T00:00:00Z",
+        "2026-11-21T24:00:00Z", "2026-11-21T09:30:00.Z", "2026-11-21T09:30:00+0100", "2026-11-21T09:30:00Zjunk",
+        "２026-11-21T09:30:00Z",
+    ])
     func refusesWhatIsNotRFC3339(_ text: String) {
         #expect(RFC3339.micros(text) == nil)
     }
@@ -56,9 +58,20 @@ import Testing
 
 @Suite struct EventFilterTests {
     func event(_ position: Int64, stream: String, type: String, recorded: Int64) -> RecordedEvent {
-        RecordedEvent(position: position, streamID: StreamID(stream)!, streamVersion: 1, eventID: UUID(), type: type,
-                      schemaVersion: 1, data: "{}", metadata: "{}", effectiveAtMicros: 0, recordedAtMicros: recorded,
-                      prevHash: [], hash: [])
+        RecordedEvent(
+            position: position,
+            streamID: StreamID(stream)!,
+            streamVersion: 1,
+            eventID: UUID(),
+            type: type,
+            schemaVersion: 1,
+            data: "{}",
+            metadata: "{}",
+            effectiveAtMicros: 0,
+            recordedAtMicros: recorded,
+            prevHash: [],
+            hash: []
+        )
     }
 
     @Test func everyGivenConditionMustHold() {
@@ -78,18 +91,25 @@ import Testing
 
 @Suite struct CheckpointFormatTests {
     @Test func theSignedMessageIsTheDocumentedText() throws {
-        let checkpoint = Checkpoint(position: 1234, hash: String(repeating: "ab", count: 32), recordedAt: "2026-11-21T23:59:00.000001Z",
-                                    signedAt: "2026-11-21T23:59:01.000000Z", publicKey: String(repeating: "01", count: 32),
-                                    signature: "ff")
-        #expect(String(decoding: checkpoint.signedMessage, as: UTF8.self) == """
-            ledgerd-checkpoint-v1
-            position=1234
-            hash=\(String(repeating: "ab", count: 32))
-            recorded_at=2026-11-21T23:59:00.000001Z
-            signed_at=2026-11-21T23:59:01.000000Z
-            public_key=\(String(repeating: "01", count: 32))
+        let checkpoint = Checkpoint(
+            position: 1234,
+            hash: String(repeating: "ab", count: 32),
+            recordedAt: "2026-11-21T23:59:00.000001Z",
+            signedAt: "2026-11-21T23:59:01.000000Z",
+            publicKey: String(repeating: "01", count: 32),
+            signature: "ff"
+        )
+        #expect(
+            String(decoding: checkpoint.signedMessage, as: UTF8.self) == """
+                ledgerd-checkpoint-v1
+                position=1234
+                hash=\(String(repeating: "ab", count: 32))
+                recorded_at=2026-11-21T23:59:00.000001Z
+                signed_at=2026-11-21T23:59:01.000000Z
+                public_key=\(String(repeating: "01", count: 32))
 
-            """)
+                """
+        )
         let file = try JSONEncoder().encode(CheckpointFile(checkpoint))
         let text = String(decoding: file, as: UTF8.self)
         #expect(text.contains(#""format":"ledgerd-checkpoint-v1""#) && text.contains(#""recorded_at""#))

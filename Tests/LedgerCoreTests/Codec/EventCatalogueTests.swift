@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import LedgerCore
 
 /// One sample of every event type in the catalogue: the domain's (``EventSamples``), the settlement
@@ -10,22 +11,58 @@ enum CatalogueSamples {
     static let digest = String(repeating: "ab", count: 32)
     static let day = BusinessDate(year: 2025, month: 6, day: 16)!
     static let found = ReconciliationBreak(
-        batchID: batchID, breakClass: .amountMismatch, reference: "o-1-capture-k2", expected: "40.00", actual: "41.00",
-        detail: "the report's gross differs / see line 3")
+        batchID: batchID,
+        breakClass: .amountMismatch,
+        reference: "o-1-capture-k2",
+        expected: "40.00",
+        actual: "41.00",
+        detail: "the report's gross differs / see line 3"
+    )
 
     static let settlement: [SettlementEvent] = [
-        .opened(SettlementBatchOpened(
-            batchID: batchID, merchantAccount: "Merchant", currency: .usd, businessDate: BusinessDate(year: 2025, month: 6, day: 13)!,
-            cutOffAt: t0.addingTimeInterval(0.5), pinnedPosition: 42)),
-        .closed(SettlementBatchClosed(
-            batchID: batchID, captureCount: 1, refundCount: 1, grossCredit: usd("40.00"), grossDebit: usd("3.00"), gross: usd("37.00"),
-            itemsSHA256: digest)),
+        .opened(
+            SettlementBatchOpened(
+                batchID: batchID,
+                merchantAccount: "Merchant",
+                currency: .usd,
+                businessDate: BusinessDate(year: 2025, month: 6, day: 13)!,
+                cutOffAt: t0.addingTimeInterval(0.5),
+                pinnedPosition: 42
+            )
+        ),
+        .closed(
+            SettlementBatchClosed(
+                batchID: batchID,
+                captureCount: 1,
+                refundCount: 1,
+                grossCredit: usd("40.00"),
+                grossDebit: usd("3.00"),
+                gross: usd("37.00"),
+                itemsSHA256: digest
+            )
+        ),
         .submitted(SettlementBatchSubmitted(batchID: batchID, batchNumber: 7, reportSHA256: digest, reportLineCount: 3)),
-        .cleared(SettlementBatchCleared(
-            batchID: batchID, lineCount: 2, gross: usd("37.00"), interchange: usd("0.07"), schemeFees: usd("0.01"), markup: usd("0.04"),
-            commission: usd("0.00"), net: usd("36.88"))),
-        .payoutScheduled(SettlementPayoutScheduled(
-            batchID: batchID, payoutReference: "P-1", amount: usd("36.88"), valueDate: day, expectedValueDate: day)),
+        .cleared(
+            SettlementBatchCleared(
+                batchID: batchID,
+                lineCount: 2,
+                gross: usd("37.00"),
+                interchange: usd("0.07"),
+                schemeFees: usd("0.01"),
+                markup: usd("0.04"),
+                commission: usd("0.00"),
+                net: usd("36.88")
+            )
+        ),
+        .payoutScheduled(
+            SettlementPayoutScheduled(
+                batchID: batchID,
+                payoutReference: "P-1",
+                amount: usd("36.88"),
+                valueDate: day,
+                expectedValueDate: day
+            )
+        ),
         .paid(SettlementPayoutPaid(batchID: batchID, payoutReference: "P-1", amount: usd("36.88"), valueDate: day)),
         .reconciled(ReconciliationRecorded(batchID: batchID, windowClosed: true, reportLines: 3, ledgerItems: 2, matched: 1, breaks: [found])),
         .breakFound(ReconciliationBreakFound(batchID: batchID, found: found)),
@@ -33,16 +70,35 @@ enum CatalogueSamples {
     ]
 
     static let checkpoint = Checkpoint(
-        position: 42, hash: digest, recordedAt: RFC3339.format(t0.epochMicroseconds), signedAt: "2025-06-15T15:06:41.000001Z",
-        publicKey: String(repeating: "cd", count: 32), signature: String(repeating: "ef", count: 64))
+        position: 42,
+        hash: digest,
+        recordedAt: RFC3339.format(t0.epochMicroseconds),
+        signedAt: "2025-06-15T15:06:41.000001Z",
+        publicKey: String(repeating: "cd", count: 32),
+        signature: String(repeating: "ef", count: 64)
+    )
 
     static let standalone: [LedgerEvent] = [
-        .applePayTokenAccepted(ApplePayTokenAccepted(
-            orderID: oid("o-1"), transactionID: "c0ffee", network: nil, lastFour: "3478", paymentDataType: "3DSecure",
-            amount: usd("59.00"), signedAt: t0)),
-        .applePayTokenRejected(ApplePayTokenRejected(
-            reason: "amount_mismatch", message: "the token's amount 5800 is not the order total", transactionID: "c0ffee",
-            signedAt: t0, rejectedAt: t0.addingTimeInterval(1.25))),
+        .applePayTokenAccepted(
+            ApplePayTokenAccepted(
+                orderID: oid("o-1"),
+                transactionID: "c0ffee",
+                network: nil,
+                lastFour: "3478",
+                paymentDataType: "3DSecure",
+                amount: usd("59.00"),
+                signedAt: t0
+            )
+        ),
+        .applePayTokenRejected(
+            ApplePayTokenRejected(
+                reason: "amount_mismatch",
+                message: "the token's amount 5800 is not the order total",
+                transactionID: "c0ffee",
+                signedAt: t0,
+                rejectedAt: t0.addingTimeInterval(1.25)
+            )
+        ),
         .checkpointSigned(CheckpointSigned(checkpoint)),
         .contactErased(ContactErased(contactRef: "contact-1", orderIDs: ["o-1", "o-2"], erasedAt: t0, reason: "data_subject_request")),
     ]
@@ -146,9 +202,19 @@ struct EventCatalogueTests {
         #expect(new.type == event.kind.entry.type && new.schemaVersion == event.kind.entry.schemaVersion)
         #expect(new.data == String(decoding: data, as: UTF8.self))
         let recorded = RecordedEvent(
-            position: 1, streamID: CatalogueSamples.stream(of: event), streamVersion: 1, eventID: id, type: new.type,
-            schemaVersion: new.schemaVersion, data: new.data, metadata: "{}", effectiveAtMicros: t0.epochMicroseconds,
-            recordedAtMicros: t0.epochMicroseconds, prevHash: [], hash: [])
+            position: 1,
+            streamID: CatalogueSamples.stream(of: event),
+            streamVersion: 1,
+            eventID: id,
+            type: new.type,
+            schemaVersion: new.schemaVersion,
+            data: new.data,
+            metadata: "{}",
+            effectiveAtMicros: t0.epochMicroseconds,
+            recordedAtMicros: t0.epochMicroseconds,
+            prevHash: [],
+            hash: []
+        )
         #expect(try LedgerEvent.decode(recorded) == event)
     }
 
@@ -217,12 +283,19 @@ struct EventCatalogueTests {
         let erased = ContactErased(contactRef: "contact-1", orderIDs: ["o-1"], erasedAt: t0, reason: "data_subject_request")
         let new = try NewEvent(payload: erased, effectiveAt: t0)
         #expect(new.type == "ContactErased" && new.schemaVersion == 1)
-        #expect(new.data == #"{"contact_ref":"contact-1","erased_at":"2025-06-15T15:06:40.000000Z","order_id":"o-1","order_ids":["o-1"],"#
-                + #""reason":"data_subject_request"}"#)
-        #expect(try NewEvent(type: ContactErased.eventType, schemaVersion: ContactErased.schemaVersion, payload: erased, effectiveAt: t0)
-                .data == new.data)
+        #expect(
+            new.data == #"{"contact_ref":"contact-1","erased_at":"2025-06-15T15:06:40.000000Z","order_id":"o-1","order_ids":["o-1"],"#
+                + #""reason":"data_subject_request"}"#
+        )
+        #expect(
+            try NewEvent(type: ContactErased.eventType, schemaVersion: ContactErased.schemaVersion, payload: erased, effectiveAt: t0)
+                .data == new.data
+        )
         func code(_ build: () throws(EventCodingError) -> NewEvent) -> EventCodingError.Code? {
-            do { _ = try build(); return nil } catch { return error.code }
+            do {
+                _ = try build()
+                return nil
+            } catch { return error.code }
         }
         #expect(code { () throws(EventCodingError) in try NewEvent(type: "CheckpointSigned", payload: erased, effectiveAt: t0) } == .unknownType)
         #expect(code { () throws(EventCodingError) in try NewEvent(schemaVersion: 2, payload: erased, effectiveAt: t0) } == .unknownType)
@@ -235,14 +308,20 @@ struct EventCatalogueTests {
 
     @Test func goldenBytesOfTheNonDomainFamilies() throws {
         func json(_ event: LedgerEvent) throws -> String { String(decoding: try event.encodedData(), as: UTF8.self) }
-        #expect(try json(.settlement(CatalogueSamples.settlement[0])) == #"{"batch_id":"M-USD-2025-06-13","business_date":"2025-06-13","#
-                + #""currency":"USD","cut_off_at":"2025-06-15T15:06:40.500000Z","merchant_account":"Merchant","pinned_position":42}"#)
-        #expect(try json(.settlement(CatalogueSamples.settlement[7])) == #"{"batch_id":"M-USD-2025-06-13","break":{"actual":"41.00","#
+        #expect(
+            try json(.settlement(CatalogueSamples.settlement[0])) == #"{"batch_id":"M-USD-2025-06-13","business_date":"2025-06-13","#
+                + #""currency":"USD","cut_off_at":"2025-06-15T15:06:40.500000Z","merchant_account":"Merchant","pinned_position":42}"#
+        )
+        #expect(
+            try json(.settlement(CatalogueSamples.settlement[7])) == #"{"batch_id":"M-USD-2025-06-13","break":{"actual":"41.00","#
                 + #""break_id":"M-USD-2025-06-13.amount_mismatch.o-1-capture-k2","class":"amount_mismatch","#
-                + #""detail":"the report's gross differs / see line 3","expected":"40.00","reference":"o-1-capture-k2"}}"#)
-        #expect(try json(CatalogueSamples.standalone[1]) == #"{"message":"the token's amount 5800 is not the order total","#
+                + #""detail":"the report's gross differs / see line 3","expected":"40.00","reference":"o-1-capture-k2"}}"#
+        )
+        #expect(
+            try json(CatalogueSamples.standalone[1]) == #"{"message":"the token's amount 5800 is not the order total","#
                 + #""reason":"amount_mismatch","rejected_at":"2025-06-15T15:06:41.250000Z","signed_at":"2025-06-15T15:06:40.000000Z","#
-                + #""transaction_id":"c0ffee"}"#)
+                + #""transaction_id":"c0ffee"}"#
+        )
         let checkpoint = try json(CatalogueSamples.standalone[2])
         #expect(checkpoint.hasPrefix(#"{"hash":"abab"#) && checkpoint.contains(#""position":42,"public_key":"cdcd"#))
     }
@@ -269,7 +348,10 @@ struct EventCatalogueTests {
     }
 
     @Test func ledgerJSONIsCompactSortedAndLeavesSlashesAlone() throws {
-        struct Sample: Codable, Equatable { var zeta = "a/b"; var alpha = 1 }
+        struct Sample: Codable, Equatable {
+            var zeta = "a/b"
+            var alpha = 1
+        }
         #expect(try LedgerJSON.string(Sample()) == #"{"alpha":1,"zeta":"a/b"}"#)
         #expect(try LedgerJSON.prettyString(Sample()) == "{\n  \"alpha\" : 1,\n  \"zeta\" : \"a/b\"\n}")
         #expect(try LedgerJSON.decode(Sample.self, from: #"{"zeta":"a\/b","alpha":1}"#) == Sample())
@@ -284,8 +366,10 @@ struct EventCatalogueTests {
 
     @Test func timestampsUseTheOneRFC3339FormAndPayloadsAcceptOnlyIt() throws {
         #expect(RFC3339.exactMicros("2025-06-15T15:06:40.250000Z") == RFC3339.micros("2025-06-15T15:06:40.25Z"))
-        for loose in ["2025-06-15T15:06:40.25Z", "2025-06-15t15:06:40.250000Z", "2025-06-15 15:06:40.250000Z",
-                      "2025-06-15T15:06:40.250000z", "2025-06-15T17:06:40.250000+02:00", "2025-06-15T15:06:40.2500000Z"] {
+        for loose in [
+            "2025-06-15T15:06:40.25Z", "2025-06-15t15:06:40.250000Z", "2025-06-15 15:06:40.250000Z",
+            "2025-06-15T15:06:40.250000z", "2025-06-15T17:06:40.250000+02:00", "2025-06-15T15:06:40.2500000Z",
+        ] {
             #expect(RFC3339.micros(loose) != nil, "\(loose)")
             #expect(RFC3339.exactMicros(loose) == nil, "\(loose)")
         }

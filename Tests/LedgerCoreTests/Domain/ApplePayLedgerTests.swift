@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import LedgerCore
 
 struct ApplePayLedgerTests {
@@ -21,9 +22,18 @@ struct ApplePayLedgerTests {
     @Test func theOpenedOrdersTotalIsReadFromThePlan() throws {
         let ledger = InMemoryLedger.seeded()
         let plan = try PaymentFlow.placeOrder(
-            PlaceOrder(orderID: oid("o-1"), lines: [RequestedLine(productID: pid("clock"))], shippingMethodID: sid("standard"),
-                       contactRef: "contact-1", claimedAmount: nil),
-            order: nil, products: ledger.products, shippingMethod: ledger.shippingMethods[sid("standard")], context: ctx).get()
+            PlaceOrder(
+                orderID: oid("o-1"),
+                lines: [RequestedLine(productID: pid("clock"))],
+                shippingMethodID: sid("standard"),
+                contactRef: "contact-1",
+                claimedAmount: nil
+            ),
+            order: nil,
+            products: ledger.products,
+            shippingMethod: ledger.shippingMethods[sid("standard")],
+            context: ctx
+        ).get()
         #expect(ApplePayLedger.openedOrderTotal(plan) == usd("59.00"))
         #expect(ApplePayLedger.openedOrderTotal(AppendPlan([])) == nil)
     }
@@ -36,15 +46,28 @@ struct ApplePayLedgerTests {
 
     @Test func eventsRoundTripWithSnakeCaseKeysAndNoCardholderFields() throws {
         let accepted = ApplePayTokenAccepted(
-            orderID: oid("o-1"), transactionID: "c0ffee", network: "visa", lastFour: "3478", paymentDataType: "3DSecure",
-            amount: usd("59.00"), signedAt: t0)
+            orderID: oid("o-1"),
+            transactionID: "c0ffee",
+            network: "visa",
+            lastFour: "3478",
+            paymentDataType: "3DSecure",
+            amount: usd("59.00"),
+            signedAt: t0
+        )
         let event = try NewEvent(type: ApplePayTokenAccepted.eventType, payload: accepted, effectiveAt: t0)
-        #expect(event.data == #"{"amount":{"amount":"59.00","currency":"USD"},"last_four":"3478","network":"visa","order_id":"o-1","payment_data_type":"3DSecure","signed_at":"2025-06-15T15:06:40.000000Z","transaction_id":"c0ffee"}"#)
+        #expect(
+            event.data
+                == #"{"amount":{"amount":"59.00","currency":"USD"},"last_four":"3478","network":"visa","order_id":"o-1","payment_data_type":"3DSecure","signed_at":"2025-06-15T15:06:40.000000Z","transaction_id":"c0ffee"}"#
+        )
         #expect(try JSONDecoder().decode(ApplePayTokenAccepted.self, from: Data(event.data.utf8)) == accepted)
 
         let rejected = ApplePayTokenRejected(
-            reason: "amount_mismatch", message: "the token's amount 5800 is not the order total", transactionID: "c0ffee",
-            signedAt: t0, rejectedAt: t0.addingTimeInterval(1))
+            reason: "amount_mismatch",
+            message: "the token's amount 5800 is not the order total",
+            transactionID: "c0ffee",
+            signedAt: t0,
+            rejectedAt: t0.addingTimeInterval(1)
+        )
         let data = try JSONEncoder().encode(rejected)
         #expect(try JSONDecoder().decode(ApplePayTokenRejected.self, from: data) == rejected)
         let keys = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any]).keys.sorted()

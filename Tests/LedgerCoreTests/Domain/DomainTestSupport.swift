@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import LedgerCore
 
 /// Money from a literal, for tests only.
@@ -65,21 +66,47 @@ struct InMemoryLedger {
 enum Responses {
     static func approved(_ order: OrderState, psp: String = "PSP0001", at: Date = t0) -> AuthorizationResponse {
         AuthorizationResponse(
-            merchantReference: order.merchantReference, pspReference: psp, responseCode: .approved, authCode: "A1B2C3",
-            amount: order.amounts.total, holdExpiresAt: at.addingTimeInterval(7 * 86_400), network: .visa,
-            fundingType: .credit, lastFour: "4242", processedAt: at)
+            merchantReference: order.merchantReference,
+            pspReference: psp,
+            responseCode: .approved,
+            authCode: "A1B2C3",
+            amount: order.amounts.total,
+            holdExpiresAt: at.addingTimeInterval(7 * 86_400),
+            network: .visa,
+            fundingType: .credit,
+            lastFour: "4242",
+            processedAt: at
+        )
     }
 
     static func declined(_ order: OrderState, code: ResponseCode, psp: String? = "PSPD001") -> AuthorizationResponse {
         AuthorizationResponse(
-            merchantReference: order.merchantReference, pspReference: psp, responseCode: code, authCode: nil,
-            amount: order.amounts.total, holdExpiresAt: nil, network: .visa, fundingType: .credit, lastFour: "0002", processedAt: t0)
+            merchantReference: order.merchantReference,
+            pspReference: psp,
+            responseCode: code,
+            authCode: nil,
+            amount: order.amounts.total,
+            holdExpiresAt: nil,
+            network: .visa,
+            fundingType: .credit,
+            lastFour: "0002",
+            processedAt: t0
+        )
     }
 
     static func unknown(_ order: OrderState, code: ResponseCode = .issuerUnavailable) -> AuthorizationResponse {
         AuthorizationResponse(
-            merchantReference: order.merchantReference, pspReference: nil, responseCode: code, authCode: nil,
-            amount: order.amounts.total, holdExpiresAt: nil, network: nil, fundingType: nil, lastFour: nil, processedAt: t0)
+            merchantReference: order.merchantReference,
+            pspReference: nil,
+            responseCode: code,
+            authCode: nil,
+            amount: order.amounts.total,
+            holdExpiresAt: nil,
+            network: nil,
+            fundingType: nil,
+            lastFour: nil,
+            processedAt: t0
+        )
     }
 
     static func found(_ response: AuthorizationResponse, status: PaymentStatus) -> PaymentQueryResult {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import LedgerCore
 
 /// One sample of every event type the domain writes.
@@ -7,39 +8,124 @@ enum EventSamples {
     static let clock = pid("clock")
     static let order = oid("o-1")
     static let amounts = try! OrderPricing.price(
-        lines: [PricingLine(productID: clock, name: "Clock", unitPrice: usd("50.00"), quantity: 1)], shipping: usd("5.00"), policy: .storefront).get()
+        lines: [PricingLine(productID: clock, name: "Clock", unitPrice: usd("50.00"), quantity: 1)],
+        shipping: usd("5.00"),
+        policy: .storefront
+    ).get()
 
     static let all: [DomainEvent] = [
-        .product(.listed(ProductListed(productID: clock, sku: "clock", name: "Clock", description: "Wooden clock \"oak\" / é", imageFile: "clock.png", price: usd("50.00")))),
+        .product(
+            .listed(
+                ProductListed(
+                    productID: clock,
+                    sku: "clock",
+                    name: "Clock",
+                    description: "Wooden clock \"oak\" / é",
+                    imageFile: "clock.png",
+                    price: usd("50.00")
+                )
+            )
+        ),
         .product(.priceChanged(ProductPriceChanged(productID: clock, previousPrice: usd("50.00"), price: usd("45.50")))),
         .product(.stockReceived(StockReceived(productID: clock, quantity: 10))),
         .product(.stockReserved(StockReserved(productID: clock, orderID: order, quantity: 1))),
         .product(.reservationReleased(ReservationReleased(productID: clock, orderID: order, quantity: 1, reason: .paymentDeclined))),
         .product(.stockSold(StockSold(productID: clock, orderID: order, quantity: 1))),
-        .shippingMethod(.listed(ShippingMethodListed(shippingMethodID: sid("standard"), name: "Standard", description: "Delivers in four days", transitDays: 4, price: usd("5.00")))),
+        .shippingMethod(
+            .listed(
+                ShippingMethodListed(
+                    shippingMethodID: sid("standard"),
+                    name: "Standard",
+                    description: "Delivers in four days",
+                    transitDays: 4,
+                    price: usd("5.00")
+                )
+            )
+        ),
         .shippingMethod(.priceChanged(ShippingMethodPriceChanged(shippingMethodID: sid("standard"), previousPrice: usd("5.00"), price: usd("0.00")))),
-        .order(.opened(OrderOpened(
-            orderID: order, merchantReference: "o-1", lines: amounts.lines,
-            shipping: ShippingSelection(shippingMethodID: sid("standard"), name: "Standard", transitDays: 4, price: usd("5.00")),
-            amounts: amounts.amounts, contactRef: "contact-1", openedAt: t0))),
+        .order(
+            .opened(
+                OrderOpened(
+                    orderID: order,
+                    merchantReference: "o-1",
+                    lines: amounts.lines,
+                    shipping: ShippingSelection(shippingMethodID: sid("standard"), name: "Standard", transitDays: 4, price: usd("5.00")),
+                    amounts: amounts.amounts,
+                    contactRef: "contact-1",
+                    openedAt: t0
+                )
+            )
+        ),
         .order(.authorized(OrderAuthorized(orderID: order, pspReference: "PSP0001", amount: usd("59.00"), authorizedAt: t0))),
         .order(.paymentDeclined(PaymentDeclined(orderID: order, responseCode: .insufficientFunds, message: "insufficient funds", pspReference: nil))),
         .order(.paymentOutcomeUnknown(PaymentOutcomeUnknown(orderID: order, responseCode: .issuerUnavailable, message: "issuer unavailable"))),
         .order(.cancelled(OrderCancelled(orderID: order, reason: .paymentNotFound))),
-        .hold(.placed(AuthorizationHoldPlaced(
-            orderID: order, merchantReference: "o-1", pspReference: "PSP0001", authCode: "A1B2C3", amount: usd("59.00"),
-            network: .mastercard, fundingType: .debit, lastFour: "4444", expiresAt: t0.addingTimeInterval(604_800.25), authorizedAt: t0))),
+        .hold(
+            .placed(
+                AuthorizationHoldPlaced(
+                    orderID: order,
+                    merchantReference: "o-1",
+                    pspReference: "PSP0001",
+                    authCode: "A1B2C3",
+                    amount: usd("59.00"),
+                    network: .mastercard,
+                    fundingType: .debit,
+                    lastFour: "4444",
+                    expiresAt: t0.addingTimeInterval(604_800.25),
+                    authorizedAt: t0
+                )
+            )
+        ),
         .order(.paymentUpdated(OrderPaymentUpdated(orderID: order, operation: "capture", status: .partiallyCaptured))),
         .order(.shipped(OrderShipped(orderID: order, carrier: "UPS", tracking: nil, shippedAt: t0, status: .shipped))),
-        .hold(.incremented(HoldIncremented(orderID: order, amount: usd("5.00"), modificationReference: "o-1-increment-k1",
-                                           pspModificationReference: "M1", incrementedAt: t0))),
-        .hold(.captured(HoldCaptured(orderID: order, amount: usd("40.00"), isFinal: true, released: usd("24.00"),
-                                     modificationReference: "o-1-capture-k2", pspModificationReference: "M2", capturedAt: t0))),
-        .hold(.reversed(HoldReversed(orderID: order, amount: usd("1.00"), modificationReference: "o-1-void-k3",
-                                     pspModificationReference: "M3", reversedAt: t0))),
+        .hold(
+            .incremented(
+                HoldIncremented(
+                    orderID: order,
+                    amount: usd("5.00"),
+                    modificationReference: "o-1-increment-k1",
+                    pspModificationReference: "M1",
+                    incrementedAt: t0
+                )
+            )
+        ),
+        .hold(
+            .captured(
+                HoldCaptured(
+                    orderID: order,
+                    amount: usd("40.00"),
+                    isFinal: true,
+                    released: usd("24.00"),
+                    modificationReference: "o-1-capture-k2",
+                    pspModificationReference: "M2",
+                    capturedAt: t0
+                )
+            )
+        ),
+        .hold(
+            .reversed(
+                HoldReversed(
+                    orderID: order,
+                    amount: usd("1.00"),
+                    modificationReference: "o-1-void-k3",
+                    pspModificationReference: "M3",
+                    reversedAt: t0
+                )
+            )
+        ),
         .hold(.expired(HoldExpired(orderID: order, amount: usd("2.00"), expiredAt: t0))),
-        .hold(.refunded(HoldRefunded(orderID: order, amount: usd("3.00"), reason: "damaged", modificationReference: "o-1-refund-k4",
-                                     pspModificationReference: "M4", refundedAt: t0))),
+        .hold(
+            .refunded(
+                HoldRefunded(
+                    orderID: order,
+                    amount: usd("3.00"),
+                    reason: "damaged",
+                    modificationReference: "o-1-refund-k4",
+                    pspModificationReference: "M4",
+                    refundedAt: t0
+                )
+            )
+        ),
     ]
 }
 
@@ -73,10 +159,14 @@ struct EventCodingTests {
     }
 
     @Test func goldenJSON() throws {
-        #expect(String(decoding: try EventSamples.all[0].encodedData(), as: UTF8.self)
-            == #"{"description":"Wooden clock \"oak\" / é","image_file":"clock.png","name":"Clock","price":{"amount":"50.00","currency":"USD"},"product_id":"clock","sku":"clock"}"#)
-        #expect(String(decoding: try EventSamples.all[9].encodedData(), as: UTF8.self)
-            == #"{"amount":{"amount":"59.00","currency":"USD"},"authorized_at":"2025-06-15T15:06:40.000000Z","order_id":"o-1","psp_reference":"PSP0001"}"#)
+        #expect(
+            String(decoding: try EventSamples.all[0].encodedData(), as: UTF8.self)
+                == #"{"description":"Wooden clock \"oak\" / é","image_file":"clock.png","name":"Clock","price":{"amount":"50.00","currency":"USD"},"product_id":"clock","sku":"clock"}"#
+        )
+        #expect(
+            String(decoding: try EventSamples.all[9].encodedData(), as: UTF8.self)
+                == #"{"amount":{"amount":"59.00","currency":"USD"},"authorized_at":"2025-06-15T15:06:40.000000Z","order_id":"o-1","psp_reference":"PSP0001"}"#
+        )
         let opened = String(decoding: try EventSamples.all[8].encodedData(), as: UTF8.self)
         #expect(opened.contains(#""tax_policy":{"applies_to_shipping":false,"rate":"0.08","rounding":"half_up"}"#))
         #expect(opened.contains(#""total":{"amount":"59.00","currency":"USD"}"#))
@@ -94,8 +184,19 @@ struct EventCodingTests {
         #expect(new.data == String(decoding: try event.encodedData(), as: UTF8.self))
         #expect(try DomainEvent.decode(type: new.type, schemaVersion: new.schemaVersion, json: new.data) == event)
         let recorded = RecordedEvent(
-            position: 1, streamID: event.streamID, streamVersion: 2, eventID: id, type: new.type, schemaVersion: new.schemaVersion,
-            data: new.data, metadata: "{}", effectiveAtMicros: t0.epochMicroseconds, recordedAtMicros: t0.epochMicroseconds, prevHash: [], hash: [])
+            position: 1,
+            streamID: event.streamID,
+            streamVersion: 2,
+            eventID: id,
+            type: new.type,
+            schemaVersion: new.schemaVersion,
+            data: new.data,
+            metadata: "{}",
+            effectiveAtMicros: t0.epochMicroseconds,
+            recordedAtMicros: t0.epochMicroseconds,
+            prevHash: [],
+            hash: []
+        )
         #expect(try DomainEvent.decode(recorded) == event)
     }
 
@@ -107,15 +208,38 @@ struct EventCodingTests {
             try DomainEvent.decode(type: "StockReceived", schemaVersion: 2, json: #"{"product_id":"clock","quantity":1}"#)
         }
         func code(_ type: String, _ json: String) -> EventCodingError.Code? {
-            do { _ = try DomainEvent.decode(type: type, schemaVersion: 1, json: json); return nil } catch { return error.code }
+            do {
+                _ = try DomainEvent.decode(type: type, schemaVersion: 1, json: json)
+                return nil
+            } catch { return error.code }
         }
         #expect(code("StockReceived", #"{"product_id":"clock"}"#) == .invalidPayload)
         #expect(code("StockReceived", #"{"product_id":"a/b","quantity":1}"#) == .invalidPayload)
         // Money as a JSON number, with too many digits, or in an unknown currency is refused.
-        #expect(code("ProductPriceChanged", #"{"price":{"amount":50.0,"currency":"USD"},"previous_price":{"amount":"1.00","currency":"USD"},"product_id":"clock"}"#) == .invalidPayload)
-        #expect(code("ProductPriceChanged", #"{"price":{"amount":"50.001","currency":"USD"},"previous_price":{"amount":"1.00","currency":"USD"},"product_id":"clock"}"#) == .invalidPayload)
-        #expect(code("ProductPriceChanged", #"{"price":{"amount":"50.00","currency":"XXX"},"previous_price":{"amount":"1.00","currency":"USD"},"product_id":"clock"}"#) == .invalidPayload)
-        #expect(code("OrderAuthorized", #"{"amount":{"amount":"59.00","currency":"USD"},"authorized_at":"2025-06-15 15:06:40","order_id":"o-1","psp_reference":"P"}"#) == .invalidPayload)
+        #expect(
+            code(
+                "ProductPriceChanged",
+                #"{"price":{"amount":50.0,"currency":"USD"},"previous_price":{"amount":"1.00","currency":"USD"},"product_id":"clock"}"#
+            ) == .invalidPayload
+        )
+        #expect(
+            code(
+                "ProductPriceChanged",
+                #"{"price":{"amount":"50.001","currency":"USD"},"previous_price":{"amount":"1.00","currency":"USD"},"product_id":"clock"}"#
+            ) == .invalidPayload
+        )
+        #expect(
+            code(
+                "ProductPriceChanged",
+                #"{"price":{"amount":"50.00","currency":"XXX"},"previous_price":{"amount":"1.00","currency":"USD"},"product_id":"clock"}"#
+            ) == .invalidPayload
+        )
+        #expect(
+            code(
+                "OrderAuthorized",
+                #"{"amount":{"amount":"59.00","currency":"USD"},"authorized_at":"2025-06-15 15:06:40","order_id":"o-1","psp_reference":"P"}"#
+            ) == .invalidPayload
+        )
         #expect(code("PaymentDeclined", #"{"message":"m","order_id":"o-1","response_code":"5"}"#) == .invalidPayload)
         #expect(code("StockReceived", #"{"product_id":"clock","quantity":1}"#) == nil)
     }

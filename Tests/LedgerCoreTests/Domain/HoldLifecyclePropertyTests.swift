@@ -2,6 +2,7 @@ import Foundation
 import LedgerAcquirer
 import LedgerCoreTestSupport
 import Testing
+
 @testable import LedgerCore
 
 /// Random operation sequences over one authorized order — captures, increments, voids, refunds,
@@ -42,24 +43,41 @@ struct HoldLifecyclePropertyTests {
         var appends: [PlannedAppend] = []
         let listed = try! ProductDecider.decide(
             .list(sku: nil, name: "Widget", description: "", imageFile: "w.png", price: price, initialStock: stock),
-            product: product, state: nil, context: ctx).get()
+            product: product,
+            state: nil,
+            context: ctx
+        ).get()
         appends.append(PlannedAppend(streamID: product.streamID, expectedVersion: .noStream, events: listed.map(DomainEvent.product)))
         let shipping = try! ShippingMethodDecider.decide(
             .list(name: "Std", description: "", transitDays: 2, price: Money(minorUnits: Int64.random(in: 0...900, using: &rng), currency: .usd)),
-            method: method, state: nil, context: ctx).get()
+            method: method,
+            state: nil,
+            context: ctx
+        ).get()
         appends.append(PlannedAppend(streamID: method.streamID, expectedVersion: .noStream, events: shipping.map(DomainEvent.shippingMethod)))
         try! world.ledger.commit(appends)
         world.received = stock
         world.quantity = Int64.random(in: 1...stock, using: &rng)
         let placed = PaymentFlow.placeOrder(
-            PlaceOrder(orderID: order, lines: [RequestedLine(productID: product, quantity: world.quantity)], shippingMethodID: method,
-                       contactRef: "contact-1", claimedAmount: nil),
-            order: nil, products: world.ledger.products, shippingMethod: world.ledger.shippingMethods[method], context: ctx)
+            PlaceOrder(
+                orderID: order,
+                lines: [RequestedLine(productID: product, quantity: world.quantity)],
+                shippingMethodID: method,
+                contactRef: "contact-1",
+                claimedAmount: nil
+            ),
+            order: nil,
+            products: world.ledger.products,
+            shippingMethod: world.ledger.shippingMethods[method],
+            context: ctx
+        )
         try! world.ledger.commit(placed.get())
         let opened = world.ledger.orders[order]!
         var approval = Responses.approved(opened)
         approval.holdExpiresAt = t0.addingTimeInterval(Double(Int.random(in: 3_600...(7 * 86_400), using: &rng)))
-        try! world.ledger.commit(PaymentFlow.recordAuthorization(approval, order: opened, products: world.ledger.products(for: opened), context: ctx).get())
+        try! world.ledger.commit(
+            PaymentFlow.recordAuthorization(approval, order: opened, products: world.ledger.products(for: opened), context: ctx).get()
+        )
         return world
     }
 
@@ -77,16 +95,38 @@ struct HoldLifecyclePropertyTests {
 
     /// The acquirer's answer to `call`, as the acquirer model would give it.
     static func answer(_ call: HoldAcquirerCall, hold: HoldState, approveIncrement: Bool, now: Date) -> ModificationResponse? {
-        func response(_ kind: ModificationKind, _ auth: String, _ mod: String, _ amount: Money, final: Bool, code: ResponseCode = .approved) -> ModificationResponse {
-            ModificationResponse(kind: kind, authorizationReference: auth, modificationReference: mod, pspReference: hold.pspReference,
-                                 modificationPSPReference: "M-\(mod)", responseCode: code, amount: amount, isFinal: final,
-                                 processedAt: now, balance: hold.balance)
+        func response(
+            _ kind: ModificationKind,
+            _ auth: String,
+            _ mod: String,
+            _ amount: Money,
+            final: Bool,
+            code: ResponseCode = .approved
+        ) -> ModificationResponse {
+            ModificationResponse(
+                kind: kind,
+                authorizationReference: auth,
+                modificationReference: mod,
+                pspReference: hold.pspReference,
+                modificationPSPReference: "M-\(mod)",
+                responseCode: code,
+                amount: amount,
+                isFinal: final,
+                processedAt: now,
+                balance: hold.balance
+            )
         }
         switch call {
         case .capture(let r): return response(.capture, r.authorizationReference, r.modificationReference, r.amount, final: r.isFinal)
         case .increment(let r):
-            return response(.increment, r.authorizationReference, r.modificationReference, r.amount, final: false,
-                            code: approveIncrement ? .approved : .insufficientFunds)
+            return response(
+                .increment,
+                r.authorizationReference,
+                r.modificationReference,
+                r.amount,
+                final: false,
+                code: approveIncrement ? .approved : .insufficientFunds
+            )
         case .reverse(let r):
             return response(.reversal, r.authorizationReference, r.modificationReference, r.amount ?? hold.balance.open, final: false)
         case .refund(let r): return response(.refund, r.authorizationReference, r.modificationReference, r.amount, final: false)
@@ -130,8 +170,10 @@ struct HoldLifecyclePropertyTests {
         case 40..<52: operation = .increment(amount: amount(around: 5_000, &rng))
         case 52..<64: operation = .void(amount: Bool.random(using: &rng) ? nil : amount(around: b.open.minorUnits, &rng))
         case 64..<86:
-            operation = .refund(amount: amount(around: hold.refundable.minorUnits, &rng),
-                                reason: Int.random(in: 0..<10, using: &rng) == 0 ? " " : "returned")
+            operation = .refund(
+                amount: amount(around: hold.refundable.minorUnits, &rng),
+                reason: Int.random(in: 0..<10, using: &rng) == 0 ? " " : "returned"
+            )
         default: operation = .ship(carrier: "UPS", tracking: "1Z\(world.nextKey)")
         }
         world.nextKey += 1
@@ -151,8 +193,14 @@ struct HoldLifecyclePropertyTests {
             }
             let response = answer(call, hold: hold, approveIncrement: Int.random(in: 0..<4, using: &rng) != 0, now: world.now)
             let plan: AppendPlan
-            switch HoldLifecycle.record(operation, response: response, order: order, hold: hold, products: ledger.products(for: order),
-                                        context: DecisionContext(now: world.now)) {
+            switch HoldLifecycle.record(
+                operation,
+                response: response,
+                order: order,
+                hold: hold,
+                products: ledger.products(for: order),
+                context: DecisionContext(now: world.now)
+            ) {
             case .failure(let rejection): return "VIOLATION record refused a prepared \(operation): \(rejection)"
             case .success(let p): plan = p
             }
@@ -160,8 +208,14 @@ struct HoldLifecyclePropertyTests {
             account(plan, &world)
             // A retried answer (same modification reference) records nothing.
             if let response, !plan.isEmpty {
-                let again = HoldLifecycle.record(operation, response: response, order: world.ledger.orders[Self.order]!,
-                                                 hold: world.ledger.holds[Self.order]!, products: world.ledger.products, context: ctx)
+                let again = HoldLifecycle.record(
+                    operation,
+                    response: response,
+                    order: world.ledger.orders[Self.order]!,
+                    hold: world.ledger.holds[Self.order]!,
+                    products: world.ledger.products,
+                    context: ctx
+                )
                 if case .ship = operation {} else if again.success?.isEmpty != true { return "VIOLATION a retried \(operation) recorded again" }
             }
             return "\(operation) → \(plan.events.map(\.type))"
@@ -195,7 +249,9 @@ struct HoldLifecyclePropertyTests {
         }
         if order.holdsStock != (held == world.quantity) { found.append("\(order.status) but \(held) of \(world.quantity) reserved") }
         if (world.sold > 0) != (order.shipment != nil) { found.append("sold \(world.sold) but shipment \(order.shipment != nil)") }
-        if order.status != HoldLifecycle.status(balance: b, shipped: order.shipment != nil) { found.append("status \(order.status) does not follow the hold") }
+        if order.status != HoldLifecycle.status(balance: b, shipped: order.shipment != nil) {
+            found.append("status \(order.status) does not follow the hold")
+        }
         if b.open.isZero && !hold.isClosed { found.append("nothing open but not closed") }
         if order.version != Int64(world.ledger.streams[order.id.streamID]?.count ?? -1) { found.append("order version drift") }
         if hold.version != Int64(world.ledger.streams[order.id.holdStreamID]?.count ?? -1) { found.append("hold version drift") }
@@ -204,13 +260,22 @@ struct HoldLifecyclePropertyTests {
 
     /// Applies `operation` as the service would (prepare, the acquirer's answer, record); fails the test if refused.
     static func apply(_ operation: HoldOperation, to world: inout World) throws {
-        let order = world.ledger.orders[Self.order]!, hold = world.ledger.holds[Self.order]!
+        let order = world.ledger.orders[Self.order]!
+        let hold = world.ledger.holds[Self.order]!
         world.nextKey += 1
         let reference = HoldLifecycle.modificationReference(order: order, operation: operation, key: "k\(world.nextKey)")
         let call = try HoldLifecycle.prepare(operation, order: order, hold: hold, modificationReference: reference, now: world.now).get()
         let response = answer(call, hold: hold, approveIncrement: true, now: world.now)
-        try world.ledger.commit(HoldLifecycle.record(operation, response: response, order: order, hold: hold,
-                                                     products: world.ledger.products(for: order), context: ctx).get())
+        try world.ledger.commit(
+            HoldLifecycle.record(
+                operation,
+                response: response,
+                order: order,
+                hold: hold,
+                products: world.ledger.products(for: order),
+                context: ctx
+            ).get()
+        )
     }
 
     /// The statuses reads rewrite for a lapsed hold are exactly the two the live SQL rewrites
@@ -253,12 +318,14 @@ struct HoldLifecyclePropertyTests {
                 var found = Self.violations(world)
                 if let last = trace.last, last.hasPrefix("VIOLATION") { found.append(last) }
                 if !found.isEmpty {
-                    Issue.record("""
+                    Issue.record(
+                        """
                         hold invariant broken — replay with LEDGER_PROPERTY_SEED=\(seed) (sequence \(sequence), sequence seed \(sequenceSeed))
                         \(found.joined(separator: "\n"))
                         trace:
                         \(trace.joined(separator: "\n"))
-                        """)
+                        """
+                    )
                     return
                 }
             }

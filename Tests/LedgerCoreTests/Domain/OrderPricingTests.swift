@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import LedgerCore
 
 struct OrderPricingTests {
@@ -48,12 +49,16 @@ struct OrderPricingTests {
         #expect(try OrderPricing.price(lines: [line("x", usd("0.07"))], shipping: usd("0.00"), policy: .storefront).get().amounts.tax == usd("0.01"))
         #expect(try OrderPricing.price(lines: [line("x", usd("0.06"))], shipping: usd("0.00"), policy: .storefront).get().amounts.tax == usd("0.00"))
         // Pencil: 8 % of 0.50 = 0.04 exactly.
-        #expect(try OrderPricing.price(lines: [line("pencil", usd("0.50"))], shipping: usd("0.00"), policy: .storefront).get().amounts.total == usd("0.54"))
+        #expect(
+            try OrderPricing.price(lines: [line("pencil", usd("0.50"))], shipping: usd("0.00"), policy: .storefront).get().amounts.total
+                == usd("0.54")
+        )
     }
 
     @Test func taxIsRoundedOncePerOrderNotPerLine() throws {
         // Per line: 0.0056 → 0.01 twice = 0.02. Per order: 0.0112 → 0.01.
-        let amounts = try OrderPricing.price(lines: [line("a", usd("0.07")), line("b", usd("0.07"))], shipping: usd("0.00"), policy: .storefront).get().amounts
+        let amounts = try OrderPricing.price(lines: [line("a", usd("0.07")), line("b", usd("0.07"))], shipping: usd("0.00"), policy: .storefront)
+            .get().amounts
         #expect(amounts.tax == usd("0.01"))
         #expect(amounts.total == usd("0.15"))
     }
@@ -62,7 +67,7 @@ struct OrderPricingTests {
         let yen = Money(minorUnits: 1_250, currency: .jpy)
         let amounts = try OrderPricing.price(lines: [line("x", yen)], shipping: .zero(.jpy), policy: .storefront).get().amounts
         #expect(amounts.tax == Money(minorUnits: 100, currency: .jpy))  // 100.0 exactly
-        let odd = Money(minorUnits: 1_256, currency: .jpy)             // 100.48 → 100
+        let odd = Money(minorUnits: 1_256, currency: .jpy)  // 100.48 → 100
         #expect(try OrderPricing.price(lines: [line("x", odd)], shipping: .zero(.jpy), policy: .storefront).get().amounts.tax.minorUnits == 100)
     }
 
@@ -75,28 +80,58 @@ struct OrderPricingTests {
         #expect(OrderPricing.price(lines: [line("a", big)], shipping: usd("0.00"), policy: .storefront).failure == .overflow)
         // Fits through tax, overflows adding shipping.
         let edge = Money(minorUnits: .max - 10, currency: .usd)
-        #expect(OrderPricing.price(lines: [line("a", edge)], shipping: usd("5.00"), policy: TaxPolicy(rate: Rate(numerator: 0, denominator: 1), rounding: .halfUp)).failure == .overflow)
+        #expect(
+            OrderPricing.price(
+                lines: [line("a", edge)],
+                shipping: usd("5.00"),
+                policy: TaxPolicy(rate: Rate(numerator: 0, denominator: 1), rounding: .halfUp)
+            ).failure == .overflow
+        )
     }
 
     @Test func invalidInputs() {
         #expect(OrderPricing.price(lines: [], shipping: usd("5.00"), policy: .storefront).failure == .noLines)
-        #expect(OrderPricing.price(lines: [line("x", usd("1.00"), 0)], shipping: usd("5.00"), policy: .storefront).failure == .nonPositiveQuantity(pid("x"), 0))
-        #expect(OrderPricing.price(lines: [line("x", usd("1.00"), -2)], shipping: usd("5.00"), policy: .storefront).failure == .nonPositiveQuantity(pid("x"), -2))
-        #expect(OrderPricing.price(lines: [line("x", usd("-1.00"))], shipping: usd("5.00"), policy: .storefront).failure == .negativePrice(usd("-1.00")))
-        #expect(OrderPricing.price(lines: [line("x", usd("1.00"))], shipping: usd("-5.00"), policy: .storefront).failure == .negativePrice(usd("-5.00")))
-        #expect(OrderPricing.price(lines: [line("x", usd("1.00")), line("y", eur("1.00"))], shipping: usd("5.00"), policy: .storefront).failure
-            == .currencyMismatch(expected: .usd, found: .eur))
-        #expect(OrderPricing.price(lines: [line("x", usd("1.00"))], shipping: eur("5.00"), policy: .storefront).failure
-            == .currencyMismatch(expected: .usd, found: .eur))
+        #expect(
+            OrderPricing.price(lines: [line("x", usd("1.00"), 0)], shipping: usd("5.00"), policy: .storefront).failure
+                == .nonPositiveQuantity(pid("x"), 0)
+        )
+        #expect(
+            OrderPricing.price(lines: [line("x", usd("1.00"), -2)], shipping: usd("5.00"), policy: .storefront).failure
+                == .nonPositiveQuantity(pid("x"), -2)
+        )
+        #expect(
+            OrderPricing.price(lines: [line("x", usd("-1.00"))], shipping: usd("5.00"), policy: .storefront).failure == .negativePrice(usd("-1.00"))
+        )
+        #expect(
+            OrderPricing.price(lines: [line("x", usd("1.00"))], shipping: usd("-5.00"), policy: .storefront).failure == .negativePrice(usd("-5.00"))
+        )
+        #expect(
+            OrderPricing.price(lines: [line("x", usd("1.00")), line("y", eur("1.00"))], shipping: usd("5.00"), policy: .storefront).failure
+                == .currencyMismatch(expected: .usd, found: .eur)
+        )
+        #expect(
+            OrderPricing.price(lines: [line("x", usd("1.00"))], shipping: eur("5.00"), policy: .storefront).failure
+                == .currencyMismatch(expected: .usd, found: .eur)
+        )
     }
 
     @Test func claimedAmountChecks() throws {
         let amounts = try OrderPricing.price(lines: [line("clock", usd("50.00"))], shipping: usd("5.00"), policy: .storefront).get().amounts
-        #expect(OrderPricing.check(claimedMinorUnits: 5500, currencyCode: "USD", against: amounts) == .amountMismatch(claimedMinorUnits: 5500, expected: amounts))
-        #expect(OrderPricing.check(claimedMinorUnits: 5901, currencyCode: "USD", against: amounts) == .amountMismatch(claimedMinorUnits: 5901, expected: amounts))
+        #expect(
+            OrderPricing.check(claimedMinorUnits: 5500, currencyCode: "USD", against: amounts)
+                == .amountMismatch(claimedMinorUnits: 5500, expected: amounts)
+        )
+        #expect(
+            OrderPricing.check(claimedMinorUnits: 5901, currencyCode: "USD", against: amounts)
+                == .amountMismatch(claimedMinorUnits: 5901, expected: amounts)
+        )
         #expect(OrderPricing.check(claimedMinorUnits: -5900, currencyCode: "USD", against: amounts).isMatch == false)
-        #expect(OrderPricing.check(claimedMinorUnits: 5900, currencyCode: "EUR", against: amounts) == .currencyMismatch(claimed: .eur, expected: amounts))
-        #expect(OrderPricing.check(claimedMinorUnits: 5900, currencyCode: "XXX", against: amounts) == .unsupportedCurrency(code: "XXX", expected: amounts))
+        #expect(
+            OrderPricing.check(claimedMinorUnits: 5900, currencyCode: "EUR", against: amounts) == .currencyMismatch(claimed: .eur, expected: amounts)
+        )
+        #expect(
+            OrderPricing.check(claimedMinorUnits: 5900, currencyCode: "XXX", against: amounts) == .unsupportedCurrency(code: "XXX", expected: amounts)
+        )
         #expect(OrderPricing.check(claimedMinorUnits: 5900, currencyCode: "", against: amounts) == .unsupportedCurrency(code: "", expected: amounts))
         #expect(OrderPricing.check(claimedMinorUnits: 5900, currencyCode: "usd", against: amounts).isMatch)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCoreTestSupport
 import Testing
+
 @testable import LedgerCore
 
 struct ProductDeciderTests {
@@ -15,7 +16,10 @@ struct ProductDeciderTests {
     func listing(stock: Int64 = 10) -> [ProductEvent] {
         try! ProductDecider.decide(
             .list(sku: nil, name: "Clock", description: "Wooden clock", imageFile: "clock.png", price: usd("50.00"), initialStock: stock),
-            product: clock, state: nil, context: ctx).get()
+            product: clock,
+            state: nil,
+            context: ctx
+        ).get()
     }
 
     func listed(stock: Int64 = 10) -> ProductState {
@@ -33,19 +37,36 @@ struct ProductDeciderTests {
 
     @Test func listingEmitsListedAndInitialStock() throws {
         let events = try decide(
-            .list(sku: nil, name: "Clock", description: "Wooden clock", imageFile: "clock.png", price: usd("50.00"), initialStock: 10), nil).get()
-        #expect(events == [
-            .listed(ProductListed(productID: clock, sku: "clock", name: "Clock", description: "Wooden clock", imageFile: "clock.png", price: usd("50.00"))),
-            .stockReceived(StockReceived(productID: clock, quantity: 10)),
-        ])
+            .list(sku: nil, name: "Clock", description: "Wooden clock", imageFile: "clock.png", price: usd("50.00"), initialStock: 10),
+            nil
+        ).get()
+        #expect(
+            events == [
+                .listed(
+                    ProductListed(
+                        productID: clock,
+                        sku: "clock",
+                        name: "Clock",
+                        description: "Wooden clock",
+                        imageFile: "clock.png",
+                        price: usd("50.00")
+                    )
+                ),
+                .stockReceived(StockReceived(productID: clock, quantity: 10)),
+            ]
+        )
         let state = try #require(ProductState.fold(events))
         #expect(state.onHand == 10 && state.reserved == 0 && state.available == 10 && state.version == 2)
     }
 
     @Test func listingWithoutStockEmitsOnlyListed() throws {
-        let events = try decide(.list(sku: "SKU-1", name: "Clock", description: "", imageFile: "clock.png", price: usd("1.00"), initialStock: 0), nil).get()
+        let events = try decide(.list(sku: "SKU-1", name: "Clock", description: "", imageFile: "clock.png", price: usd("1.00"), initialStock: 0), nil)
+            .get()
         #expect(events.count == 1)
-        guard case .listed(let e) = events[0] else { Issue.record("expected listed"); return }
+        guard case .listed(let e) = events[0] else {
+            Issue.record("expected listed")
+            return
+        }
         #expect(e.sku == "SKU-1")
     }
 
@@ -100,7 +121,9 @@ struct ProductDeciderTests {
 
     @Test func reserveCountsReservedNotOnHand() throws {
         let state = listed()
-        #expect(try decide(.reserve(order: a, quantity: 3), state).get() == [.stockReserved(StockReserved(productID: clock, orderID: a, quantity: 3))])
+        #expect(
+            try decide(.reserve(order: a, quantity: 3), state).get() == [.stockReserved(StockReserved(productID: clock, orderID: a, quantity: 3))]
+        )
         let next = after(.reserve(order: a, quantity: 3), state)
         #expect(next.onHand == 10 && next.reserved == 3 && next.available == 7 && next.reservations == [a: 3])
     }
@@ -118,8 +141,10 @@ struct ProductDeciderTests {
 
     @Test func releaseAllOrPart() throws {
         let state = after(.reserve(order: a, quantity: 3), listed())
-        #expect(try decide(.release(order: a, quantity: nil, reason: .paymentDeclined), state).get()
-            == [.reservationReleased(ReservationReleased(productID: clock, orderID: a, quantity: 3, reason: .paymentDeclined))])
+        #expect(
+            try decide(.release(order: a, quantity: nil, reason: .paymentDeclined), state).get()
+                == [.reservationReleased(ReservationReleased(productID: clock, orderID: a, quantity: 3, reason: .paymentDeclined))]
+        )
         let partial = after(.release(order: a, quantity: 1, reason: .operatorRequest), state)
         #expect(partial.reservations == [a: 2] && partial.reserved == 2 && partial.available == 8)
         let all = after(.release(order: a, quantity: nil, reason: .paymentDeclined), state)
@@ -129,8 +154,10 @@ struct ProductDeciderTests {
     @Test func releaseRejections() {
         let state = after(.reserve(order: a, quantity: 3), listed())
         #expect(decide(.release(order: b, quantity: nil, reason: .paymentDeclined), state).failure == .noReservation(product: clock, order: b))
-        #expect(decide(.release(order: a, quantity: 4, reason: .paymentDeclined), state).failure
-            == .exceedsReservation(product: clock, order: a, requested: 4, reserved: 3))
+        #expect(
+            decide(.release(order: a, quantity: 4, reason: .paymentDeclined), state).failure
+                == .exceedsReservation(product: clock, order: a, requested: 4, reserved: 3)
+        )
         #expect(decide(.release(order: a, quantity: 0, reason: .paymentDeclined), state).failure == .nonPositiveQuantity(0))
         let released = after(.release(order: a, quantity: nil, reason: .paymentDeclined), state)
         #expect(decide(.release(order: a, quantity: nil, reason: .paymentDeclined), released).failure == .noReservation(product: clock, order: a))
@@ -165,12 +192,26 @@ struct ShippingMethodDeciderTests {
     }
 
     var listed: ShippingMethodState {
-        ShippingMethodState.fold(try! decide(.list(name: "Standard", description: "Delivers in four days", transitDays: 4, price: usd("5.00")), nil).get())!
+        ShippingMethodState.fold(
+            try! decide(.list(name: "Standard", description: "Delivers in four days", transitDays: 4, price: usd("5.00")), nil).get()
+        )!
     }
 
     @Test func listAndChangePrice() throws {
-        #expect(try decide(.list(name: "Standard", description: "Delivers in four days", transitDays: 4, price: usd("5.00")), nil).get()
-            == [.listed(ShippingMethodListed(shippingMethodID: standard, name: "Standard", description: "Delivers in four days", transitDays: 4, price: usd("5.00")))])
+        #expect(
+            try decide(.list(name: "Standard", description: "Delivers in four days", transitDays: 4, price: usd("5.00")), nil).get()
+                == [
+                    .listed(
+                        ShippingMethodListed(
+                            shippingMethodID: standard,
+                            name: "Standard",
+                            description: "Delivers in four days",
+                            transitDays: 4,
+                            price: usd("5.00")
+                        )
+                    )
+                ]
+        )
         let state = listed
         #expect(state.price == usd("5.00") && state.transitDays == 4 && state.version == 1)
         let events = try decide(.changePrice(usd("6.00")), state).get()
@@ -182,7 +223,9 @@ struct ShippingMethodDeciderTests {
     @Test func rejections() {
         #expect(decide(.list(name: "Standard", description: "", transitDays: 4, price: usd("5.00")), listed).failure == .alreadyListed(standard))
         #expect(decide(.list(name: "", description: "", transitDays: 4, price: usd("5.00")), nil).failure == .invalidListing("empty name"))
-        #expect(decide(.list(name: "S", description: "", transitDays: -1, price: usd("5.00")), nil).failure == .invalidListing("negative transit days"))
+        #expect(
+            decide(.list(name: "S", description: "", transitDays: -1, price: usd("5.00")), nil).failure == .invalidListing("negative transit days")
+        )
         #expect(decide(.list(name: "S", description: "", transitDays: 1, price: usd("-5.00")), nil).failure == .negativePrice(usd("-5.00")))
         #expect(decide(.changePrice(usd("1.00")), nil).failure == .unknownShippingMethod(standard))
         #expect(decide(.changePrice(eur("1.00")), listed).failure == .currencyChange(from: .usd, to: .eur))
@@ -219,11 +262,13 @@ struct DemoCatalogTests {
 
     @Test func shippingMethodsMatchTheDomainPage() {
         let methods = DemoCatalog.shippingMethods.map { "\($0.id)|\($0.name)|\($0.description)|\($0.transitDays)|\($0.price.decimalString)" }
-        #expect(methods == [
-            "free|Free|Delivers in seven days|7|0.00",
-            "standard|Standard|Delivers in four days|4|5.00",
-            "expedited|Expedited|Delivers tomorrow|1|15.00",
-        ])
+        #expect(
+            methods == [
+                "free|Free|Delivers in seven days|7|0.00",
+                "standard|Standard|Delivers in four days|4|5.00",
+                "expedited|Expedited|Delivers tomorrow|1|15.00",
+            ]
+        )
     }
 
     @Test func seedingBuildsTheInventoryAndRefusesToRunTwice() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import LedgerCore
 
 struct ProjectionTests {
@@ -8,12 +9,25 @@ struct ProjectionTests {
 
     func authorizedLedger() -> InMemoryLedger {
         var ledger = InMemoryLedger.seeded()
-        try! ledger.commit(PaymentFlow.placeOrder(
-            PlaceOrder(orderID: order1, lines: [RequestedLine(productID: clock)], shippingMethodID: sid("standard"),
-                       contactRef: "contact-1", claimedAmount: ClaimedAmount(minorUnits: 5900, currencyCode: "USD")),
-            order: nil, products: ledger.products, shippingMethod: ledger.shippingMethods[sid("standard")], context: ctx).get())
+        try! ledger.commit(
+            PaymentFlow.placeOrder(
+                PlaceOrder(
+                    orderID: order1,
+                    lines: [RequestedLine(productID: clock)],
+                    shippingMethodID: sid("standard"),
+                    contactRef: "contact-1",
+                    claimedAmount: ClaimedAmount(minorUnits: 5900, currencyCode: "USD")
+                ),
+                order: nil,
+                products: ledger.products,
+                shippingMethod: ledger.shippingMethods[sid("standard")],
+                context: ctx
+            ).get()
+        )
         let order = ledger.orders[order1]!
-        try! ledger.commit(PaymentFlow.recordAuthorization(Responses.approved(order), order: order, products: ledger.products(for: order), context: ctx).get())
+        try! ledger.commit(
+            PaymentFlow.recordAuthorization(Responses.approved(order), order: order, products: ledger.products(for: order), context: ctx).get()
+        )
         return ledger
     }
 
@@ -30,12 +44,18 @@ struct ProjectionTests {
     @Test func inventoryRowFollowsEveryProductEvent() throws {
         var row = InventoryRow.apply(EventSamples.all[0], to: nil)
         #expect(row?.quantityOnHand == 0 && row?.price == usd("50.00"))
-        row = InventoryRow.apply(.product(.priceChanged(ProductPriceChanged(productID: clock, previousPrice: usd("50.00"), price: usd("45.50")))), to: row)
+        row = InventoryRow.apply(
+            .product(.priceChanged(ProductPriceChanged(productID: clock, previousPrice: usd("50.00"), price: usd("45.50")))),
+            to: row
+        )
         #expect(row?.price == usd("45.50"))
         row = InventoryRow.apply(.product(.stockReceived(StockReceived(productID: clock, quantity: 10))), to: row)
         row = InventoryRow.apply(.product(.stockReserved(StockReserved(productID: clock, orderID: order1, quantity: 3))), to: row)
         #expect(row?.quantityOnHand == 10 && row?.reserved == 3 && row?.available == 7)
-        row = InventoryRow.apply(.product(.reservationReleased(ReservationReleased(productID: clock, orderID: order1, quantity: 1, reason: .operatorRequest))), to: row)
+        row = InventoryRow.apply(
+            .product(.reservationReleased(ReservationReleased(productID: clock, orderID: order1, quantity: 1, reason: .operatorRequest))),
+            to: row
+        )
         row = InventoryRow.apply(.product(.stockSold(StockSold(productID: clock, orderID: order1, quantity: 2))), to: row)
         #expect(row?.quantityOnHand == 8 && row?.reserved == 0 && row?.available == 8)
         // Events of other aggregates leave the row alone; stock before listing makes no row.

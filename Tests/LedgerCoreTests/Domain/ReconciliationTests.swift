@@ -1,6 +1,7 @@
 import Foundation
-@testable import LedgerCore
 import Testing
+
+@testable import LedgerCore
 
 /// The classifier on hand-made reports: the break classes the acquirer model's knobs cannot produce,
 /// and the expected window.
@@ -8,21 +9,53 @@ import Testing
     let batch = "S-USD-2026-06-17"
 
     func item(_ kind: SettlementItemKind, _ reference: String, _ units: Int64) -> SettlementBatchItem {
-        SettlementBatchItem(kind: kind, orderID: "o-\(reference)", modificationReference: reference, pspModificationReference: "psp-\(reference)",
-                            amount: Money(minorUnits: units, currency: .usd), recordedAt: t0, position: 1)
+        SettlementBatchItem(
+            kind: kind,
+            orderID: "o-\(reference)",
+            modificationReference: reference,
+            pspModificationReference: "psp-\(reference)",
+            amount: Money(minorUnits: units, currency: .usd),
+            recordedAt: t0,
+            position: 1
+        )
     }
 
-    func line(_ type: SettlementLineType, _ reference: String, _ units: Int64, fee: Int64 = 0, currency: Currency = .usd,
-              psp: String? = nil) -> SettlementReportLine {
+    func line(
+        _ type: SettlementLineType,
+        _ reference: String,
+        _ units: Int64,
+        fee: Int64 = 0,
+        currency: Currency = .usd,
+        psp: String? = nil
+    ) -> SettlementReportLine {
         let m = { (u: Int64) in Money(minorUnits: u, currency: currency) }
         let signedGross = type == .refunded ? -units : units
         let net = signedGross - fee
         return SettlementReportLine(
-            companyAccount: "C", merchantAccount: "S", pspReference: "p", merchantReference: "o-\(reference)", paymentMethod: "visa",
-            creationDate: nil, timeZone: "UTC", type: type, modificationReference: psp ?? "psp-\(reference)", grossCurrency: currency,
-            grossDebit: signedGross < 0 ? m(-signedGross) : nil, grossCredit: signedGross < 0 ? nil : m(signedGross), exchangeRate: nil,
-            netCurrency: currency, netDebit: net < 0 ? m(-net) : nil, netCredit: net < 0 ? nil : m(net), commission: m(fee), markup: nil,
-            schemeFees: nil, interchange: nil, paymentMethodVariant: "visacredit", modificationMerchantReference: reference, batchNumber: 1)
+            companyAccount: "C",
+            merchantAccount: "S",
+            pspReference: "p",
+            merchantReference: "o-\(reference)",
+            paymentMethod: "visa",
+            creationDate: nil,
+            timeZone: "UTC",
+            type: type,
+            modificationReference: psp ?? "psp-\(reference)",
+            grossCurrency: currency,
+            grossDebit: signedGross < 0 ? m(-signedGross) : nil,
+            grossCredit: signedGross < 0 ? nil : m(signedGross),
+            exchangeRate: nil,
+            netCurrency: currency,
+            netDebit: net < 0 ? m(-net) : nil,
+            netCredit: net < 0 ? nil : m(net),
+            commission: m(fee),
+            markup: nil,
+            schemeFees: nil,
+            interchange: nil,
+            paymentMethodVariant: "visacredit",
+            modificationMerchantReference: reference,
+            batchNumber: 1
+        )
     }
 
     func payout(_ lines: [SettlementReportLine], short: Int64 = 0) -> SettlementReportLine {
@@ -35,12 +68,24 @@ import Testing
         return l
     }
 
-    func classes(_ items: [SettlementBatchItem], _ lines: [SettlementReportLine], later: [SettlementReportLine]? = nil,
-                 elsewhere: Set<String> = [], fee: Int64? = nil) -> [BreakClass] {
-        Reconciliation.reconcile(batchID: batch, currency: .usd, items: items, lines: lines + [payout(lines)], laterLines: later,
-                                 settledElsewhere: elsewhere, expectedFees: { _, _ in
-                                     fee.map { ExpectedFees(interchange: nil, schemeFees: nil, markup: nil, commission: $0) }
-                                 }).breaks.map(\.breakClass)
+    func classes(
+        _ items: [SettlementBatchItem],
+        _ lines: [SettlementReportLine],
+        later: [SettlementReportLine]? = nil,
+        elsewhere: Set<String> = [],
+        fee: Int64? = nil
+    ) -> [BreakClass] {
+        Reconciliation.reconcile(
+            batchID: batch,
+            currency: .usd,
+            items: items,
+            lines: lines + [payout(lines)],
+            laterLines: later,
+            settledElsewhere: elsewhere,
+            expectedFees: { _, _ in
+                fee.map { ExpectedFees(interchange: nil, schemeFees: nil, markup: nil, commission: $0) }
+            }
+        ).breaks.map(\.breakClass)
     }
 
     @Test func aCleanReportMatchesEveryItemByOurReferenceOrTheAcquirers() {
@@ -48,9 +93,16 @@ import Testing
         var byPSP = line(.refunded, "b", 200)
         byPSP.modificationMerchantReference = ""  // only the acquirer's reference to go by
         let result = Reconciliation.reconcile(
-            batchID: batch, currency: .usd, items: items, lines: [line(.settled, "a", 500, fee: 12), byPSP, payout([line(.settled, "a", 500, fee: 12), byPSP])],
-            laterLines: nil, settledElsewhere: [], expectedFees: { _, item in
-                ExpectedFees(interchange: nil, schemeFees: nil, markup: nil, commission: item.kind == .capture ? 12 : 0) })
+            batchID: batch,
+            currency: .usd,
+            items: items,
+            lines: [line(.settled, "a", 500, fee: 12), byPSP, payout([line(.settled, "a", 500, fee: 12), byPSP])],
+            laterLines: nil,
+            settledElsewhere: [],
+            expectedFees: { _, item in
+                ExpectedFees(interchange: nil, schemeFees: nil, markup: nil, commission: item.kind == .capture ? 12 : 0)
+            }
+        )
         #expect(result.breaks.isEmpty && result.matched == 2 && result.ledgerItems == 2 && result.reportLines == 3)
     }
 
@@ -62,12 +114,20 @@ import Testing
         #expect(classes([item(.capture, "a", 500)], [line(.settled, "a", 501)]) == [.amountMismatch])
         #expect(classes([item(.capture, "a", 500)], [line(.settled, "a", 500, fee: 13)], fee: 12) == [.feeMismatch])
         #expect(classes([item(.capture, "a", 500)], [line(.settled, "a", 500), line(.settled, "a", 500)]) == [.duplicate])
-        #expect(classes([item(.capture, "a", 500)], [line(.settled, "a", 500), line(SettlementLineType(rawValue: "Fee"), "f", 100)])
-                == [.unmatchedAdjustment])
+        #expect(
+            classes([item(.capture, "a", 500)], [line(.settled, "a", 500), line(SettlementLineType(rawValue: "Fee"), "f", 100)])
+                == [.unmatchedAdjustment]
+        )
         let lines = [line(.settled, "a", 500)]
-        let short = Reconciliation.reconcile(batchID: batch, currency: .usd, items: [item(.capture, "a", 500)],
-                                             lines: lines + [payout(lines, short: 1)], laterLines: nil, settledElsewhere: [],
-                                             expectedFees: { _, _ in nil })
+        let short = Reconciliation.reconcile(
+            batchID: batch,
+            currency: .usd,
+            items: [item(.capture, "a", 500)],
+            lines: lines + [payout(lines, short: 1)],
+            laterLines: nil,
+            settledElsewhere: [],
+            expectedFees: { _, _ in nil }
+        )
         #expect(short.breaks.map(\.breakClass) == [.payoutMismatch])
     }
 
@@ -77,8 +137,15 @@ import Testing
         #expect(classes(items, lines) == [.timing])
         #expect(classes(items, lines, later: [line(.settled, "b", 300)]) == [.timing])
         #expect(classes(items, lines, later: []) == [.missingAtAcquirer])
-        let recorded = Reconciliation.reconcile(batchID: batch, currency: .usd, items: items, lines: lines + [payout(lines)],
-                                                laterLines: [], settledElsewhere: [], expectedFees: { _, _ in nil })
+        let recorded = Reconciliation.reconcile(
+            batchID: batch,
+            currency: .usd,
+            items: items,
+            lines: lines + [payout(lines)],
+            laterLines: [],
+            settledElsewhere: [],
+            expectedFees: { _, _ in nil }
+        )
         #expect(recorded.windowClosed && recorded.breaks.first?.breakID == "\(batch).missing_at_acquirer.b")
         // The result event round-trips byte for byte.
         let event = SettlementEvent.reconciled(recorded)

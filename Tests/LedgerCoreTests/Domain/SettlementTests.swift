@@ -1,6 +1,7 @@
 import Foundation
-@testable import LedgerCore
 import Testing
+
+@testable import LedgerCore
 
 /// The pure settlement steps: cut-off instants (daylight saving included), closing a batch over its
 /// items, and the money-conservation identities.
@@ -9,13 +10,26 @@ import Testing
     func utc(_ text: String) -> Date { ISO8601DateFormatter().date(from: text)! }
 
     func item(_ kind: SettlementItemKind, _ reference: String, _ amount: String, at: Date = t0, position: Int64 = 1) -> SettlementBatchItem {
-        SettlementBatchItem(kind: kind, orderID: "o-\(reference)", modificationReference: reference,
-                            pspModificationReference: "psp-\(reference)", amount: usd(amount), recordedAt: at, position: position)
+        SettlementBatchItem(
+            kind: kind,
+            orderID: "o-\(reference)",
+            modificationReference: reference,
+            pspModificationReference: "psp-\(reference)",
+            amount: usd(amount),
+            recordedAt: at,
+            position: position
+        )
     }
 
     func opened(cutOff: Date = t0.addingTimeInterval(3600), pinned: Int64 = 100) -> SettlementBatchOpened {
-        SettlementBatchOpened(batchID: "Store-USD-2025-06-15", merchantAccount: "Store", currency: .usd,
-                              businessDate: date("2025-06-15"), cutOffAt: cutOff, pinnedPosition: pinned)
+        SettlementBatchOpened(
+            batchID: "Store-USD-2025-06-15",
+            merchantAccount: "Store",
+            currency: .usd,
+            businessDate: date("2025-06-15"),
+            cutOffAt: cutOff,
+            pinnedPosition: pinned
+        )
     }
 
     @Test func theCutOffIsTheLocalTimeWithThatDaysOffset() throws {
@@ -79,7 +93,8 @@ import Testing
             "items":[{"kind":"capture"}],"refund_count":0}
             """
         guard case .closed(let closed) = try SettlementEvent.decode(type: SettlementBatchClosed.eventType, schemaVersion: 1, json: json) else {
-            Issue.record("not a closed event"); return
+            Issue.record("not a closed event")
+            return
         }
         #expect(closed.captureCount == 1 && closed.gross == usd("59.00") && closed.itemsSHA256 == nil)
         #expect(throws: EventCodingError.self) {
@@ -91,12 +106,30 @@ import Testing
         let m = { (units: Int64) in Money(minorUnits: units, currency: .usd) }
         let signedNet = net ?? ((type == .refunded ? -gross : gross) - interchange - scheme - markup)
         return SettlementReportLine(
-            companyAccount: "C", merchantAccount: "M", pspReference: "p", merchantReference: "o", paymentMethod: "visa",
-            creationDate: nil, timeZone: "UTC", type: type, modificationReference: "pm", grossCurrency: .usd,
-            grossDebit: type == .refunded ? m(gross) : nil, grossCredit: type == .refunded ? nil : m(gross),
-            exchangeRate: nil, netCurrency: .usd, netDebit: signedNet < 0 ? m(-signedNet) : nil, netCredit: signedNet < 0 ? nil : m(signedNet),
-            commission: nil, markup: m(markup), schemeFees: m(scheme), interchange: m(interchange),
-            paymentMethodVariant: "visacredit", modificationMerchantReference: "r", batchNumber: 1)
+            companyAccount: "C",
+            merchantAccount: "M",
+            pspReference: "p",
+            merchantReference: "o",
+            paymentMethod: "visa",
+            creationDate: nil,
+            timeZone: "UTC",
+            type: type,
+            modificationReference: "pm",
+            grossCurrency: .usd,
+            grossDebit: type == .refunded ? m(gross) : nil,
+            grossCredit: type == .refunded ? nil : m(gross),
+            exchangeRate: nil,
+            netCurrency: .usd,
+            netDebit: signedNet < 0 ? m(-signedNet) : nil,
+            netCredit: signedNet < 0 ? nil : m(signedNet),
+            commission: nil,
+            markup: m(markup),
+            schemeFees: m(scheme),
+            interchange: m(interchange),
+            paymentMethodVariant: "visacredit",
+            modificationMerchantReference: "r",
+            batchNumber: 1
+        )
     }
 
     @Test func clearingTotalsTheLinesAndTheIdentitiesCatchABrokenLineOrPayout() {
@@ -106,9 +139,11 @@ import Testing
         let refund = line(.refunded, gross: 200, interchange: 0, scheme: 0, markup: 0)
         let lines = [example, refund]
         let cleared = SettlementBatch.cleared(batchID: "b", currency: .usd, lines: lines)
-        #expect(cleared.lineCount == 2 && cleared.gross == usd("3.00") && cleared.interchange == usd("0.07")
+        #expect(
+            cleared.lineCount == 2 && cleared.gross == usd("3.00") && cleared.interchange == usd("0.07")
                 && cleared.schemeFees == usd("0.01") && cleared.markup == usd("0.04") && cleared.commission == usd("0.00")
-                && cleared.net == usd("2.88"))
+                && cleared.net == usd("2.88")
+        )
         #expect(lines.allSatisfy { SettlementConservation.lineViolation($0) == nil })
         #expect(SettlementConservation.lineViolation(line(.settled, gross: 500, interchange: 8, scheme: 1, markup: 4, net: 488)) != nil)
         #expect(SettlementConservation.payoutViolation(lines: lines, payout: usd("2.88")) == nil)
@@ -122,8 +157,15 @@ import Testing
             .opened(o), .closed(closed),
             .submitted(SettlementBatchSubmitted(batchID: o.batchID, batchNumber: 7, reportSHA256: "ab", reportLineCount: 2)),
             .cleared(SettlementBatch.cleared(batchID: o.batchID, currency: .usd, lines: [])),
-            .payoutScheduled(SettlementPayoutScheduled(batchID: o.batchID, payoutReference: "p", amount: usd("57.00"),
-                                                       valueDate: date("2025-06-16"), expectedValueDate: date("2025-06-16"))),
+            .payoutScheduled(
+                SettlementPayoutScheduled(
+                    batchID: o.batchID,
+                    payoutReference: "p",
+                    amount: usd("57.00"),
+                    valueDate: date("2025-06-16"),
+                    expectedValueDate: date("2025-06-16")
+                )
+            ),
             .paid(SettlementPayoutPaid(batchID: o.batchID, payoutReference: "p", amount: usd("57.00"), valueDate: date("2025-06-16"))),
         ]
         var state: SettlementBatchState?

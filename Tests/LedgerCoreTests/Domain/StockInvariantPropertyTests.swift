@@ -2,6 +2,7 @@ import Foundation
 import LedgerAcquirer
 import LedgerCoreTestSupport
 import Testing
+
 @testable import LedgerCore
 
 /// Random command sequences over a few products and orders, through the real deciders and the
@@ -28,12 +29,27 @@ struct StockInvariantPropertyTests {
         for (i, id) in productIDs.enumerated() {
             let stock = Int64.random(in: 0...5, using: &rng)
             let events = try! ProductDecider.decide(
-                .list(sku: nil, name: "P\(i)", description: "", imageFile: "p\(i).png", price: Money(minorUnits: Int64(i * 250 + 50), currency: .usd), initialStock: stock),
-                product: id, state: nil, context: ctx).get()
+                .list(
+                    sku: nil,
+                    name: "P\(i)",
+                    description: "",
+                    imageFile: "p\(i).png",
+                    price: Money(minorUnits: Int64(i * 250 + 50), currency: .usd),
+                    initialStock: stock
+                ),
+                product: id,
+                state: nil,
+                context: ctx
+            ).get()
             appends.append(PlannedAppend(streamID: id.streamID, expectedVersion: .noStream, events: events.map(DomainEvent.product)))
             model.received[id] = stock
         }
-        let shipping = try! ShippingMethodDecider.decide(.list(name: "Std", description: "", transitDays: 2, price: usd("1.00")), method: method, state: nil, context: ctx).get()
+        let shipping = try! ShippingMethodDecider.decide(
+            .list(name: "Std", description: "", transitDays: 2, price: usd("1.00")),
+            method: method,
+            state: nil,
+            context: ctx
+        ).get()
         appends.append(PlannedAppend(streamID: method.streamID, expectedVersion: .noStream, events: shipping.map(DomainEvent.shippingMethod)))
         try! model.ledger.commit(appends)
         return model
@@ -74,9 +90,14 @@ struct StockInvariantPropertyTests {
                 lines.append(RequestedLine(productID: productIDs.randomElement(using: &rng)!, quantity: Int64.random(in: 1...2, using: &rng)))
             }
             label = "place \(flow) \(lines.map { "\($0.productID)×\($0.quantity)" })"
-            plan = PaymentFlow.placeOrder(
-                PlaceOrder(orderID: flow, lines: lines, shippingMethodID: method, contactRef: "c", claimedAmount: nil),
-                order: ledger.orders[flow], products: ledger.products, shippingMethod: ledger.shippingMethods[method], context: context).success
+            plan =
+                PaymentFlow.placeOrder(
+                    PlaceOrder(orderID: flow, lines: lines, shippingMethodID: method, contactRef: "c", claimedAmount: nil),
+                    order: ledger.orders[flow],
+                    products: ledger.products,
+                    shippingMethod: ledger.shippingMethods[method],
+                    context: context
+                ).success
         case 6, 7:
             guard let order = ledger.orders[flow] else { return "answer for missing \(flow)" }
             let response: AuthorizationResponse
@@ -92,22 +113,40 @@ struct StockInvariantPropertyTests {
             let query: PaymentQueryResult
             switch Int.random(in: 0..<4, using: &rng) {
             case 0: query = .notFound(merchantReference: order.merchantReference)
-            case 1: query = Responses.found(Responses.approved(order, psp: "psp-\(flow)", at: model.now), status: Bool.random(using: &rng) ? .open : .closed)
+            case 1:
+                query = Responses.found(
+                    Responses.approved(order, psp: "psp-\(flow)", at: model.now),
+                    status: Bool.random(using: &rng) ? .open : .closed
+                )
             case 2: query = Responses.found(Responses.declined(order, code: .insufficientFunds), status: .declined)
             default: query = Responses.found(Responses.unknown(order), status: .declined)
             }
             label = "recover \(flow)"
-            switch PaymentFlow.recover(order: order, query: query, products: ledger.products(for: order), policy: RecoveryPolicy(minimumPendingAge: 120), context: context) {
+            switch PaymentFlow.recover(
+                order: order,
+                query: query,
+                products: ledger.products(for: order),
+                policy: RecoveryPolicy(minimumPendingAge: 120),
+                context: context
+            ) {
             case .success(.append(let p)): plan = p
             case .success(.reverseThenRelease):
                 // The caller reverses at the acquirer (not modelled here), then releases.
-                plan = PaymentFlow.releasePendingOrder(order: order, products: ledger.products(for: order), reason: .reversedAfterUnknownOutcome, context: context).success
+                plan =
+                    PaymentFlow.releasePendingOrder(
+                        order: order,
+                        products: ledger.products(for: order),
+                        reason: .reversedAfterUnknownOutcome,
+                        context: context
+                    ).success
             case .success(.nothingToDo), .success(.wait), .failure: plan = nil
             }
         default:
             guard let order = ledger.orders[flow] else { return "release missing \(flow)" }
             label = "release pending \(flow)"
-            plan = PaymentFlow.releasePendingOrder(order: order, products: ledger.products(for: order), reason: .operatorRequest, context: context).success
+            plan =
+                PaymentFlow.releasePendingOrder(order: order, products: ledger.products(for: order), reason: .operatorRequest, context: context)
+                .success
         }
         guard let plan else { return label + " → rejected" }
         do {
@@ -123,20 +162,31 @@ struct StockInvariantPropertyTests {
     static func productPlan(_ command: ProductCommand, _ id: ProductID, _ ledger: InMemoryLedger, _ context: DecisionContext) -> AppendPlan? {
         let state = ledger.products[id]
         guard let events = ProductDecider.decide(command, product: id, state: state, context: context).success else { return nil }
-        return AppendPlan([PlannedAppend(streamID: id.streamID, expectedVersion: PlannedAppend.expectation(forVersion: state?.version ?? 0), events: events.map(DomainEvent.product))])
+        return AppendPlan([
+            PlannedAppend(
+                streamID: id.streamID,
+                expectedVersion: PlannedAppend.expectation(forVersion: state?.version ?? 0),
+                events: events.map(DomainEvent.product)
+            )
+        ])
     }
 
     static func violations(_ model: Model) -> [String] {
         var found: [String] = []
         let ledger = model.ledger
         for id in productIDs {
-            guard let p = ledger.products[id] else { found.append("\(id) missing"); continue }
+            guard let p = ledger.products[id] else {
+                found.append("\(id) missing")
+                continue
+            }
             if p.onHand < 0 { found.append("\(id) on hand \(p.onHand) < 0") }
             if p.reserved < 0 { found.append("\(id) reserved \(p.reserved) < 0") }
             if p.available != p.onHand - p.reserved || p.available < 0 { found.append("\(id) available \(p.available)") }
             if p.reservations.values.reduce(0, +) != p.reserved { found.append("\(id) Σ reservations ≠ reserved \(p.reserved)") }
             if p.reservations.values.contains(where: { $0 <= 0 }) { found.append("\(id) has a non-positive reservation") }
-            if p.onHand + p.sold != model.received[id] { found.append("\(id) on hand + sold \(p.onHand + p.sold) ≠ received \(model.received[id] ?? -1)") }
+            if p.onHand + p.sold != model.received[id] {
+                found.append("\(id) on hand + sold \(p.onHand + p.sold) ≠ received \(model.received[id] ?? -1)")
+            }
             if p.version != Int64(ledger.streams[id.streamID]?.count ?? 0) { found.append("\(id) version drift") }
         }
         for id in flowOrders {
@@ -146,7 +196,9 @@ struct StockInvariantPropertyTests {
             }
             for line in order.lines {
                 let held = ledger.products[line.productID]?.reservations[id]
-                if order.holdsStock && held != line.quantity { found.append("\(id) \(order.status) holds \(held ?? 0) of \(line.quantity) \(line.productID)") }
+                if order.holdsStock && held != line.quantity {
+                    found.append("\(id) \(order.status) holds \(held ?? 0) of \(line.quantity) \(line.productID)")
+                }
                 if !order.holdsStock && held != nil { found.append("\(id) \(order.status) still reserves \(line.productID)") }
             }
             if (ledger.holds[id] != nil) != (order.status == .authorized) { found.append("\(id) \(order.status) hold mismatch") }
@@ -165,7 +217,8 @@ struct StockInvariantPropertyTests {
             var e = event
             if throughJSON {
                 guard let decoded = try? DomainEvent.decode(type: event.type, schemaVersion: event.schemaVersion, data: event.encodedData()),
-                      decoded == event else { return ["\(event.type) does not survive JSON"] }
+                    decoded == event
+                else { return ["\(event.type) does not survive JSON"] }
                 e = decoded
             }
             inventory.apply(e)
@@ -191,7 +244,8 @@ struct StockInvariantPropertyTests {
         let seed = PropertySeed.current
         let sequences = environment["LEDGER_PROPERTY_SEQUENCES"].flatMap(Int.init) ?? 20_000
         var rng = SeededRandom(seed: seed)
-        var steps = 0, committed = 0
+        var steps = 0
+        var committed = 0
         var statuses = Set<OrderStatus>()
         for sequence in 0..<sequences {
             var model = Self.start(&rng)
@@ -203,18 +257,22 @@ struct StockInvariantPropertyTests {
                 if !label.hasSuffix("rejected") && label.contains("→") { committed += 1 }
                 let found = Self.violations(model) + (label.contains("VERSION CONFLICT") ? [label] : [])
                 if !found.isEmpty {
-                    Issue.record("""
+                    Issue.record(
+                        """
                         invariant broken (seed \(seed), sequence \(sequence); rerun with LEDGER_PROPERTY_SEED=\(seed)):
                         \(found.joined(separator: "\n"))
                         steps:
                         \(trace.joined(separator: "\n"))
-                        """)
+                        """
+                    )
                     return
                 }
             }
             let projectionProblems = Self.projectionViolations(model, throughJSON: sequence % 100 == 0)
             if !projectionProblems.isEmpty {
-                Issue.record("projection mismatch (seed \(seed), sequence \(sequence); rerun with LEDGER_PROPERTY_SEED=\(seed)): \(projectionProblems)\n\(trace.joined(separator: "\n"))")
+                Issue.record(
+                    "projection mismatch (seed \(seed), sequence \(sequence); rerun with LEDGER_PROPERTY_SEED=\(seed)): \(projectionProblems)\n\(trace.joined(separator: "\n"))"
+                )
                 return
             }
             statuses.formUnion(model.ledger.orders.values.map(\.status))

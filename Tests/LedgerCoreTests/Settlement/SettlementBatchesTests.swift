@@ -8,12 +8,33 @@ import Testing
     static func batch(_ merchant: String, _ currency: Currency, _ date: String, stage: Int = 1) -> SettlementBatchState {
         let day = BusinessDate(date)!
         let id = SettlementBatch.batchID(merchantAccount: merchant, currency: currency, businessDate: day)
-        var events: [SettlementEvent] = [.opened(SettlementBatchOpened(batchID: id, merchantAccount: merchant, currency: currency,
-                                                                       businessDate: day, cutOffAt: t0, pinnedPosition: 9))]
+        var events: [SettlementEvent] = [
+            .opened(
+                SettlementBatchOpened(
+                    batchID: id,
+                    merchantAccount: merchant,
+                    currency: currency,
+                    businessDate: day,
+                    cutOffAt: t0,
+                    pinnedPosition: 9
+                )
+            )
+        ]
         if stage > 1 {
             func money(_ units: Int64) -> Money { Money(minorUnits: units, currency: currency) }
-            events.append(.closed(SettlementBatchClosed(batchID: id, captureCount: 1, refundCount: 0, grossCredit: money(100),
-                                                        grossDebit: money(0), gross: money(100), itemsSHA256: nil)))
+            events.append(
+                .closed(
+                    SettlementBatchClosed(
+                        batchID: id,
+                        captureCount: 1,
+                        refundCount: 0,
+                        grossCredit: money(100),
+                        grossDebit: money(0),
+                        gross: money(100),
+                        itemsSHA256: nil
+                    )
+                )
+            )
         }
         return SettlementBatchState.fold(events)!
     }

@@ -16,21 +16,49 @@ import Testing
     static let cutOff = Date(timeIntervalSince1970: 1_781_906_400)  // 2026-06-19T22:00:00Z
     static let batchID = "Store-USD-2026-06-19"
 
-    static let opened = SettlementBatchOpened(batchID: batchID, merchantAccount: "Store", currency: .usd, businessDate: friday,
-                                              cutOffAt: cutOff, pinnedPosition: 40)
-    static let closed = SettlementBatchClosed(batchID: batchID, captureCount: 2, refundCount: 1, grossCredit: usd("79.00"),
-                                              grossDebit: usd("5.00"), gross: usd("74.00"), itemsSHA256: String(repeating: "ab", count: 32))
+    static let opened = SettlementBatchOpened(
+        batchID: batchID,
+        merchantAccount: "Store",
+        currency: .usd,
+        businessDate: friday,
+        cutOffAt: cutOff,
+        pinnedPosition: 40
+    )
+    static let closed = SettlementBatchClosed(
+        batchID: batchID,
+        captureCount: 2,
+        refundCount: 1,
+        grossCredit: usd("79.00"),
+        grossDebit: usd("5.00"),
+        gross: usd("74.00"),
+        itemsSHA256: String(repeating: "ab", count: 32)
+    )
     static let notice = PayoutNotice(payoutReference: "PO-7", batchNumber: 7, merchantAccount: "Store", valueDate: monday, amount: usd("71.10"))
     static let receipt = SettlementReceipt(batchReference: batchID, batchNumber: 7, businessDate: friday, lineCount: 4, payout: notice)
     static let reportSHA256 = String(repeating: "cd", count: 32)
     static let submitted = SettlementBatchSubmitted(batchID: batchID, batchNumber: 7, reportSHA256: reportSHA256, reportLineCount: 4)
-    static let cleared = SettlementBatchCleared(batchID: batchID, lineCount: 3, gross: usd("74.00"), interchange: usd("1.20"),
-                                                schemeFees: usd("0.40"), markup: usd("0.30"), commission: usd("1.00"), net: usd("71.10"))
-    static let scheduled = SettlementPayoutScheduled(batchID: batchID, payoutReference: "PO-7", amount: usd("71.10"), valueDate: monday,
-                                                     expectedValueDate: monday)
+    static let cleared = SettlementBatchCleared(
+        batchID: batchID,
+        lineCount: 3,
+        gross: usd("74.00"),
+        interchange: usd("1.20"),
+        schemeFees: usd("0.40"),
+        markup: usd("0.30"),
+        commission: usd("1.00"),
+        net: usd("71.10")
+    )
+    static let scheduled = SettlementPayoutScheduled(
+        batchID: batchID,
+        payoutReference: "PO-7",
+        amount: usd("71.10"),
+        valueDate: monday,
+        expectedValueDate: monday
+    )
     static let paid = SettlementPayoutPaid(batchID: batchID, payoutReference: "PO-7", amount: usd("71.10"), valueDate: monday)
-    static let events: [SettlementEvent] = [.opened(opened), .closed(closed), .submitted(submitted), .cleared(cleared),
-                                            .payoutScheduled(scheduled), .paid(paid)]
+    static let events: [SettlementEvent] = [
+        .opened(opened), .closed(closed), .submitted(submitted), .cleared(cleared),
+        .payoutScheduled(scheduled), .paid(paid),
+    ]
 
     /// The batch's state once its first `count` events are recorded (nil: none).
     static func state(after count: Int) -> SettlementBatchState? { SettlementBatchState.fold(Array(events.prefix(count))) }
@@ -51,8 +79,16 @@ import Testing
 
     /// The steps of the fixture's batch for a run pinned at 40 with T+`lag` funding.
     static func steps(lag: Int = 1, holidays: [BusinessDate] = [], maximumAttempts: Int = 20) -> SettlementSteps {
-        SettlementSteps(merchantAccount: "Store", currency: .usd, businessDate: friday, cutOffAt: cutOff, pinnedPosition: 40,
-                        fundingLagBusinessDays: lag, addingBusinessDays: addingBusinessDays(holidays: holidays), maximumAttempts: maximumAttempts)
+        SettlementSteps(
+            merchantAccount: "Store",
+            currency: .usd,
+            businessDate: friday,
+            cutOffAt: cutOff,
+            pinnedPosition: 40,
+            fundingLagBusinessDays: lag,
+            addingBusinessDays: addingBusinessDays(holidays: holidays),
+            maximumAttempts: maximumAttempts
+        )
     }
 
     /// Every action of a fresh batch, in order: what a run that finds nothing recorded does.
@@ -95,8 +131,11 @@ import Testing
                     action = steps.closed(SettlementStepsTests.closed)
                 case .submit(let closed):
                     #expect(closed == SettlementStepsTests.closed)
-                    action = steps.submitted(SettlementStepsTests.receipt, reportSHA256: SettlementStepsTests.reportSHA256,
-                                             cleared: SettlementStepsTests.cleared)
+                    action = steps.submitted(
+                        SettlementStepsTests.receipt,
+                        reportSHA256: SettlementStepsTests.reportSHA256,
+                        cleared: SettlementStepsTests.cleared
+                    )
                 case .loadStoredClearing: action = steps.clearingLoaded(SettlementStepsTests.cleared)
                 case .fetchPayout(let number):
                     #expect(number == SettlementStepsTests.notice.batchNumber)
@@ -149,8 +188,10 @@ import Testing
     @Test func theAcquirersReceiptAndTheStoredReportsDigestAreAppendedAsTheSubmittedEvent() {
         var steps = Self.steps()
         _ = steps.read(Self.recorded(2))
-        #expect(steps.submitted(Self.receipt, reportSHA256: Self.reportSHA256, cleared: Self.cleared)
-                == .append(.submitted(Self.submitted), expectedVersion: .exact(2)))
+        #expect(
+            steps.submitted(Self.receipt, reportSHA256: Self.reportSHA256, cleared: Self.cleared)
+                == .append(.submitted(Self.submitted), expectedVersion: .exact(2))
+        )
     }
 
     @Test func aBatchSubmittedInThisRunIsClearedWithItsSubmitsTotals() {
@@ -247,14 +288,16 @@ import Testing
         let end = performer.run(&steps)
         #expect(end == .done(SettlementSteps.Outcome(state: Self.recorded(5), appendedEvents: 3)))
         #expect(performer.stream == Array(Self.events.prefix(5)))
-        #expect(performer.actions == [
-            .append(.opened(Self.opened), expectedVersion: .noStream), .reread,
-            .close(Self.opened), .append(.closed(Self.closed), expectedVersion: .exact(1)),
-            .submit(Self.closed), .append(.submitted(Self.submitted), expectedVersion: .exact(2)), .reread,
-            .append(.cleared(Self.cleared), expectedVersion: .exact(3)),
-            .fetchPayout(batchNumber: 7), .append(.payoutScheduled(Self.scheduled), expectedVersion: .exact(4)),
-            .reconcile(Self.recorded(5)), .done(SettlementSteps.Outcome(state: Self.recorded(5), appendedEvents: 3)),
-        ])
+        #expect(
+            performer.actions == [
+                .append(.opened(Self.opened), expectedVersion: .noStream), .reread,
+                .close(Self.opened), .append(.closed(Self.closed), expectedVersion: .exact(1)),
+                .submit(Self.closed), .append(.submitted(Self.submitted), expectedVersion: .exact(2)), .reread,
+                .append(.cleared(Self.cleared), expectedVersion: .exact(3)),
+                .fetchPayout(batchNumber: 7), .append(.payoutScheduled(Self.scheduled), expectedVersion: .exact(4)),
+                .reconcile(Self.recorded(5)), .done(SettlementSteps.Outcome(state: Self.recorded(5), appendedEvents: 3)),
+            ]
+        )
     }
 
     @Test func conflictsUseUpTheAttemptsThenTheBatchIsTooBusy() {

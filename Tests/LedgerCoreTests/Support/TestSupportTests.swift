@@ -1,6 +1,7 @@
 import LedgerCoreTestSupport
 import Synchronization
 import Testing
+
 @testable import LedgerCore
 
 /// The test helpers fail when they should: a spec whose expectation is wrong records an issue, and a seeded
@@ -9,8 +10,10 @@ struct DeciderSpecTests {
     let clock = pid("clock")
     var spec: DeciderSpec<ProductState?, ProductCommand, ProductEvent, ProductRejection> { .product(clock, context: ctx) }
     var listing: [ProductEvent] {
-        [.listed(ProductListed(productID: clock, sku: "clock", name: "Clock", description: "", imageFile: "clock.png", price: usd("1.00"))),
-         .stockReceived(StockReceived(productID: clock, quantity: 10))]
+        [
+            .listed(ProductListed(productID: clock, sku: "clock", name: "Clock", description: "", imageFile: "clock.png", price: usd("1.00"))),
+            .stockReceived(StockReceived(productID: clock, quantity: 10)),
+        ]
     }
 
     @Test func givenFoldsTheHistoryFromTheInitialState() {
@@ -27,13 +30,19 @@ struct DeciderSpecTests {
     @Test func everyWrongExpectationIsAnIssue() async throws {
         let wrong: [(String, @Sendable () -> Void)] = [
             ("other events", { spec.given(listing).when(.receiveStock(quantity: 5)).then([]) }),
-            ("events where the command is rejected", {
-                spec.given([]).when(.receiveStock(quantity: 5)).then([.stockReceived(StockReceived(productID: clock, quantity: 5))])
-            }),
+            (
+                "events where the command is rejected",
+                {
+                    spec.given([]).when(.receiveStock(quantity: 5)).then([.stockReceived(StockReceived(productID: clock, quantity: 5))])
+                }
+            ),
             ("another rejection", { spec.given([]).when(.receiveStock(quantity: 5)).thenRejects(.alreadyListed(clock)) }),
-            ("a rejection where the command is accepted", {
-                spec.given(listing).when(.receiveStock(quantity: 5)).thenRejects(.nonPositiveQuantity(5))
-            }),
+            (
+                "a rejection where the command is accepted",
+                {
+                    spec.given(listing).when(.receiveStock(quantity: 5)).thenRejects(.nonPositiveQuantity(5))
+                }
+            ),
         ]
         for (name, body) in wrong {
             #expect(try await issues(of: body).count == 1, "\(name)")
@@ -61,7 +70,8 @@ private final class Seen: Sendable {
 struct PropertySeedTests {
     @Test(.seeded(by: "LEDGER_TEST_SEED_CHECK", default: 42)) func theSeedComesFromTheTrait() {
         #expect(PropertySeed.current == 42)
-        var a = PropertySeed.generator(), b = PropertySeed.generator()
+        var a = PropertySeed.generator()
+        var b = PropertySeed.generator()
         #expect((0..<8).map { _ in a.next() } == (0..<8).map { _ in b.next() })
     }
 
