@@ -28,63 +28,48 @@ public struct ExpiryBenchmark: Sendable {
     }
 
     public func run(migrations: [Migration]) async throws -> String {
-        let (embedded, alreadyRunning, config) = try await AppendBenchmark.prepareCluster(
-            dataDirectory: dataDirectory,
-            migrations: migrations,
-            poolSize: 20,
-            logger: logger
-        )
-        defer { if !alreadyRunning { try? embedded.stop() } }
         let logger = self.logger
         let holds = self.holds
         let sweepBatch = self.sweepBatch
-        return try await withPostgresClient(configuration: config("ledger_app"), logger: logger) { client in
-            let writer = LedgerWriter(client: client, configuration: .init(maximumBatchEvents: 20_000), logger: logger)
-            return try await withThrowingTaskGroup(of: String.self) { group in
-                group.addTask {
-                    try await writer.run()
-                    return ""
-                }
-                defer { group.cancelAll() }
-                let store = EventStore(client: client, logger: logger)
-                let loader = AggregateLoader(store: store)
-                let committer = DomainCommitter(writer: writer, loader: loader)
-                let t0 = Date(timeIntervalSince1970: 1_790_000_000)
-                let clock = SimulatedClock(t0)
-                let acquirer = AcquirerModel(
-                    seed: 1,
-                    configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: Int64.max / 4, currency: .usd)),
-                    clock: { clock.now }
-                )
-                try await Self.setUp(holds: holds, at: t0, acquirer: acquirer, committer: committer)
-                let service = HoldService(
-                    committer: committer,
-                    loader: loader,
-                    client: client,
-                    acquirer: acquirer,
-                    clock: { clock.now },
-                    logger: logger
-                )
-                clock.advance(by: 30 * 86_400)  // past every hold's expiry, at the acquirer too
-                let start = ContinuousClock.now
-                let expired = try await service.expireDue(now: clock.now, batchSize: sweepBatch)
-                let elapsed = ContinuousClock.now - start
-                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-                var count: Int64 = 0
-                for try await n in try await client.query("SELECT count(*) FROM ledger.events WHERE type = 'HoldExpired'", logger: logger).decode(
-                    Int64.self
-                ) { count = n }
-                let verified = try await ChainVerifier(client: client, logger: logger).verify().ok
-                return String(
-                    format: "expired %d holds in %.2f s = %.0f holds/s (sweep batch %d); HoldExpired events: %lld; chain verified: %@",
-                    expired,
-                    seconds,
-                    Double(expired) / seconds,
-                    sweepBatch,
-                    count,
-                    verified ? "yes" : "NO"
-                )
-            }
+        return try await BenchLedger.withWriter(dataDirectory: dataDirectory, migrations: migrations, logger: logger) { client, writer in
+            let store = EventStore(client: client, logger: logger)
+            let loader = AggregateLoader(store: store)
+            let committer = DomainCommitter(writer: writer, loader: loader)
+            let t0 = Date(timeIntervalSince1970: 1_790_000_000)
+            let clock = SimulatedClock(t0)
+            let acquirer = AcquirerModel(
+                seed: 1,
+                configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: Int64.max / 4, currency: .usd)),
+                clock: { clock.now }
+            )
+            try await Self.setUp(holds: holds, at: t0, acquirer: acquirer, committer: committer)
+            let service = HoldService(
+                committer: committer,
+                loader: loader,
+                client: client,
+                acquirer: acquirer,
+                clock: { clock.now },
+                logger: logger
+            )
+            clock.advance(by: 30 * 86_400)  // past every hold's expiry, at the acquirer too
+            let start = ContinuousClock.now
+            let expired = try await service.expireDue(now: clock.now, batchSize: sweepBatch)
+            let elapsed = ContinuousClock.now - start
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            var count: Int64 = 0
+            for try await n in try await client.query("SELECT count(*) FROM ledger.events WHERE type = 'HoldExpired'", logger: logger).decode(
+                Int64.self
+            ) { count = n }
+            let verified = try await ChainVerifier(client: client, logger: logger).verify().ok
+            return String(
+                format: "expired %d holds in %.2f s = %.0f holds/s (sweep batch %d); HoldExpired events: %lld; chain verified: %@",
+                expired,
+                seconds,
+                Double(expired) / seconds,
+                sweepBatch,
+                count,
+                verified ? "yes" : "NO"
+            )
         }
     }
 

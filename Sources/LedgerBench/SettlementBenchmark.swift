@@ -35,119 +35,104 @@ public struct SettlementBenchmark: Sendable {
     }
 
     public func run(migrations: [Migration]) async throws -> String {
-        let (embedded, alreadyRunning, config) = try await AppendBenchmark.prepareCluster(
-            dataDirectory: dataDirectory,
-            migrations: migrations,
-            poolSize: 20,
-            logger: logger
-        )
-        defer { if !alreadyRunning { try? embedded.stop() } }
         let logger = self.logger
         let captures = self.captures
-        return try await withPostgresClient(configuration: config("ledger_app"), logger: logger) { client in
-            let writer = LedgerWriter(client: client, configuration: .init(maximumBatchEvents: 20_000), logger: logger)
-            return try await withThrowingTaskGroup(of: String.self) { group in
-                group.addTask {
-                    try await writer.run()
-                    return ""
-                }
-                defer { group.cancelAll() }
-                let day = BusinessDate("2026-06-17")!  // a Wednesday
-                let settings = SettlementSettings()
-                let clock = SimulatedClock(settings.cutOff.instant(closing: day).addingTimeInterval(-6 * 3600))
-                let acquirer = AcquirerModel(
-                    seed: 1,
-                    configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: Int64.max / 4, currency: .usd)),
-                    clock: { clock.now }
-                )
-                let setupStarted = ContinuousClock.now
-                let items = try await Self.setUp(captures: captures, acquirer: acquirer, writer: writer, at: clock.now)
-                let setup = ContinuousClock.now - setupStarted
-                print(String(format: "setup: %d captures and refunds recorded in %.1f s", items, Self.seconds(setup)))
+        return try await BenchLedger.withWriter(dataDirectory: dataDirectory, migrations: migrations, logger: logger) { client, writer in
+            let day = BusinessDate("2026-06-17")!  // a Wednesday
+            let settings = SettlementSettings()
+            let clock = SimulatedClock(settings.cutOff.instant(closing: day).addingTimeInterval(-6 * 3600))
+            let acquirer = AcquirerModel(
+                seed: 1,
+                configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: Int64.max / 4, currency: .usd)),
+                clock: { clock.now }
+            )
+            let setupStarted = ContinuousClock.now
+            let items = try await Self.setUp(captures: captures, acquirer: acquirer, writer: writer, at: clock.now)
+            let setup = ContinuousClock.now - setupStarted
+            print(String(format: "setup: %d captures and refunds recorded in %.1f s", items, Self.seconds(setup)))
 
-                clock.set(settings.cutOff.instant(closing: day).addingTimeInterval(1))
-                let marks = Marks()
-                let started = ContinuousClock.now
-                let service = SettlementService(
-                    writer: writer,
-                    store: EventStore(client: client, logger: logger),
-                    client: client,
-                    acquirer: acquirer,
-                    settings: settings,
-                    merchantAccount: AcquirerModelConfiguration().merchantAccount,
-                    pricing: AcquirerModelConfiguration().pricing,
-                    clock: { clock.now },
-                    logger: logger,
-                    progressSink: { step in
-                        let memory = SettlementBenchmark.memory()
-                        SettlementBenchmark.resetPeak()
-                        marks.add(
-                            step.step == "recorded" ? step.detail ?? step.step : step.step,
-                            at: ContinuousClock.now - started,
-                            resident: memory.resident,
-                            peak: memory.peak
-                        )
-                    }
-                )
-                let memoryBefore = Self.memory().resident
-                Self.resetPeak()
-                let summary = try await service.run(businessDate: day)
-                let total = ContinuousClock.now - started
-                let peak = Self.memory().peak
-                guard let batch = summary.batches.first?.batch else { return "nothing settled" }
-                let batchID = batch.opened.batchID
-                var reconciled: ReconciliationRecorded?
-                for event in try await EventStore(client: client, logger: logger).readStream(Reconciliation.streamID(batchID: batchID)) {
-                    if case .reconciled(let e) = try SettlementEvent.decode(event) { reconciled = e }
-                }
-                let phases: [(String, String)] = [
-                    ("select + close", SettlementBatchClosed.eventType), ("submit + store report", SettlementBatchSubmitted.eventType),
-                    ("clear", SettlementBatchCleared.eventType), ("schedule payout", SettlementPayoutScheduled.eventType),
-                    ("reconcile", "reconciled"),
-                ]
-                let (captures, refunds) = (batch.closed?.captureCount ?? 0, batch.closed?.refundCount ?? 0)
-                let (gross, payout) = (batch.closed?.gross.decimalString ?? "0", batch.payout?.amount.decimalString ?? "-")
-                var lines = ["settled \(captures) captures + \(refunds) refunds, gross \(gross), payout \(payout)"]
-                var previous: Duration = .zero
-                var phaseStartResident = memoryBefore
-                for (name, mark) in phases {
-                    guard let at = marks.first(mark) else { continue }
-                    // The highest resident set between the phase's start and its end, over the resident set at its start.
-                    let peakInPhase = marks.peak(after: previous, through: at)
-                    lines.append(
-                        "  " + name.padding(toLength: 22, withPad: " ", startingAt: 0)
-                            + String(
-                                format: " %7.2f s   peak +%4.0f MiB",
-                                Self.seconds(at - previous),
-                                Double(max(0, peakInPhase - phaseStartResident)) / 1_048_576
-                            )
+            clock.set(settings.cutOff.instant(closing: day).addingTimeInterval(1))
+            let marks = Marks()
+            let started = ContinuousClock.now
+            let service = SettlementService(
+                writer: writer,
+                store: EventStore(client: client, logger: logger),
+                client: client,
+                acquirer: acquirer,
+                settings: settings,
+                merchantAccount: AcquirerModelConfiguration().merchantAccount,
+                pricing: AcquirerModelConfiguration().pricing,
+                clock: { clock.now },
+                logger: logger,
+                progressSink: { step in
+                    let memory = SettlementBenchmark.memory()
+                    SettlementBenchmark.resetPeak()
+                    marks.add(
+                        step.step == "recorded" ? step.detail ?? step.step : step.step,
+                        at: ContinuousClock.now - started,
+                        resident: memory.resident,
+                        peak: memory.peak
                     )
-                    previous = at
-                    phaseStartResident = marks.resident(at: at)
                 }
-                lines.append("  " + "total".padding(toLength: 22, withPad: " ", startingAt: 0) + String(format: " %7.2f s", Self.seconds(total)))
-                lines.append("steps:\n" + marks.timeline)
-                // The stored report, read back as GET /settlements/{id}/report.csv serves it, hashes to the recorded digest.
-                let hasher = Mutex(SHA256())
-                let parts = Mutex(0)
-                try await service.reportCSV(id: batchID)? { part in
-                    hasher.withLock { $0.update(data: Array(part.utf8)) }
-                    parts.withLock { $0 += 1 }
-                }
-                let digest = Hex.encode(hasher.withLock { $0.finalize() })
-                let verdict = digest == batch.submitted?.reportSHA256 ? "matches" : "DIFFERS FROM"
-                lines.append("report: \(parts.withLock { $0 }) parts read back, SHA-256 \(verdict) the submitted event's")
-                lines.append("reconciliation: \(reconciled?.matched ?? 0) matched, \(reconciled?.breaks.count ?? -1) breaks")
-                lines.append(
-                    String(
-                        format: "memory: resident %.0f MiB before the run, peak %.0f MiB during it (+%.0f MiB)",
-                        Double(memoryBefore) / 1_048_576,
-                        Double(peak) / 1_048_576,
-                        Double(peak - memoryBefore) / 1_048_576
-                    )
-                )
-                return lines.joined(separator: "\n")
+            )
+            let memoryBefore = Self.memory().resident
+            Self.resetPeak()
+            let summary = try await service.run(businessDate: day)
+            let total = ContinuousClock.now - started
+            let peak = Self.memory().peak
+            guard let batch = summary.batches.first?.batch else { return "nothing settled" }
+            let batchID = batch.opened.batchID
+            var reconciled: ReconciliationRecorded?
+            for event in try await EventStore(client: client, logger: logger).readStream(Reconciliation.streamID(batchID: batchID)) {
+                if case .reconciled(let e) = try SettlementEvent.decode(event) { reconciled = e }
             }
+            let phases: [(String, String)] = [
+                ("select + close", SettlementBatchClosed.eventType), ("submit + store report", SettlementBatchSubmitted.eventType),
+                ("clear", SettlementBatchCleared.eventType), ("schedule payout", SettlementPayoutScheduled.eventType),
+                ("reconcile", "reconciled"),
+            ]
+            let (captures, refunds) = (batch.closed?.captureCount ?? 0, batch.closed?.refundCount ?? 0)
+            let (gross, payout) = (batch.closed?.gross.decimalString ?? "0", batch.payout?.amount.decimalString ?? "-")
+            var lines = ["settled \(captures) captures + \(refunds) refunds, gross \(gross), payout \(payout)"]
+            var previous: Duration = .zero
+            var phaseStartResident = memoryBefore
+            for (name, mark) in phases {
+                guard let at = marks.first(mark) else { continue }
+                // The highest resident set between the phase's start and its end, over the resident set at its start.
+                let peakInPhase = marks.peak(after: previous, through: at)
+                lines.append(
+                    "  " + name.padding(toLength: 22, withPad: " ", startingAt: 0)
+                        + String(
+                            format: " %7.2f s   peak +%4.0f MiB",
+                            Self.seconds(at - previous),
+                            Double(max(0, peakInPhase - phaseStartResident)) / 1_048_576
+                        )
+                )
+                previous = at
+                phaseStartResident = marks.resident(at: at)
+            }
+            lines.append("  " + "total".padding(toLength: 22, withPad: " ", startingAt: 0) + String(format: " %7.2f s", Self.seconds(total)))
+            lines.append("steps:\n" + marks.timeline)
+            // The stored report, read back as GET /settlements/{id}/report.csv serves it, hashes to the recorded digest.
+            let hasher = Mutex(SHA256())
+            let parts = Mutex(0)
+            try await service.reportCSV(id: batchID)? { part in
+                hasher.withLock { $0.update(data: Array(part.utf8)) }
+                parts.withLock { $0 += 1 }
+            }
+            let digest = Hex.encode(hasher.withLock { $0.finalize() })
+            let verdict = digest == batch.submitted?.reportSHA256 ? "matches" : "DIFFERS FROM"
+            lines.append("report: \(parts.withLock { $0 }) parts read back, SHA-256 \(verdict) the submitted event's")
+            lines.append("reconciliation: \(reconciled?.matched ?? 0) matched, \(reconciled?.breaks.count ?? -1) breaks")
+            lines.append(
+                String(
+                    format: "memory: resident %.0f MiB before the run, peak %.0f MiB during it (+%.0f MiB)",
+                    Double(memoryBefore) / 1_048_576,
+                    Double(peak) / 1_048_576,
+                    Double(peak - memoryBefore) / 1_048_576
+                )
+            )
+            return lines.joined(separator: "\n")
         }
     }
 

@@ -4,14 +4,10 @@ import Logging
 import PostgresNIO
 
 /// Reads of the event log: the head, a stream, a range of positions.
-public struct EventStore: Sendable {
-    let client: PostgresClient
-    let logger: Logger
+public struct EventStore: PostgresStore {
+    public let connection: StoreConnection
 
-    public init(client: PostgresClient, logger: Logger) {
-        self.client = client
-        self.logger = logger
-    }
+    public init(connection: StoreConnection) { self.connection = connection }
 
     /// The last committed position and its hash (position 0 and the genesis hash when empty).
     public func head() async throws -> (position: Int64, hash: [UInt8]) {

@@ -8,14 +8,10 @@ import PostgresNIO
 /// ledger without a second external call, and a key reused for another request is refused. The probe
 /// is only a fast path: the append checks the key again under the head lock, so a race between two
 /// requests with one key still appends once.
-package struct IdempotencyStore: Sendable {
-    let client: PostgresClient
-    let logger: Logger
+package struct IdempotencyStore: PostgresStore {
+    package let connection: StoreConnection
 
-    package init(client: PostgresClient, logger: Logger) {
-        self.client = client
-        self.logger = logger
-    }
+    package init(connection: StoreConnection) { self.connection = connection }
 
     /// The hash of the request stored with `key`, or nil when no append used the key yet.
     package func requestHash(forKey key: String) async throws -> [UInt8]? {

@@ -1,22 +1,6 @@
 import LedgerCore
 import LedgerServices
 
-/// A hold's money, as decimal strings in its currency (`payment` in hold replies and orders).
-public struct HoldFigures: Codable, Sendable, Hashable {
-    public let currency, authorized, incremented, captured, reversed, expired, refunded, open: String
-
-    public init(_ b: HoldBalance) {
-        currency = b.authorized.currency.code
-        authorized = b.authorized.decimalString
-        incremented = b.incremented.decimalString
-        captured = b.captured.decimalString
-        reversed = b.reversed.decimalString
-        expired = b.expired.decimalString
-        refunded = b.refunded.decimalString
-        open = b.open.decimalString
-    }
-}
-
 /// The answer to `POST /orders/{id}/capture|increment|void|refund|ship`: 200 when applied or replayed,
 /// 402 for an increment the issuer declined.
 public struct HoldOperationReply: Codable, Sendable, Hashable {

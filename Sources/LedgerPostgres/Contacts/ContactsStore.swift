@@ -9,14 +9,10 @@ import PostgresNIO
 /// Every statement on the table is a method here: a payment inserts the contact before it opens the
 /// order (and deletes it again when the order is not opened), the back office reads it, and an
 /// erasure finds a data subject's contacts and deletes them.
-package struct ContactsStore: Sendable {
-    let client: PostgresClient
-    let logger: Logger
+package struct ContactsStore: PostgresStore {
+    package let connection: StoreConnection
 
-    package init(client: PostgresClient, logger: Logger) {
-        self.client = client
-        self.logger = logger
-    }
+    package init(connection: StoreConnection) { self.connection = connection }
 
     /// Stores the contact under `ref`. A reference is used once (it names one order); a second
     /// insert with the same reference is refused by the primary key.

@@ -7,22 +7,6 @@ import LedgerCore
 package enum HoldReadModel {
     package static let projection = "holds"
 
-    /// A hold's money, as decimal strings in its currency.
-    struct Figures: Encodable {
-        let currency, authorized, incremented, captured, reversed, expired, refunded, open: String
-
-        init(_ b: HoldBalance) {
-            currency = b.authorized.currency.code
-            authorized = b.authorized.decimalString
-            incremented = b.incremented.decimalString
-            captured = b.captured.decimalString
-            reversed = b.reversed.decimalString
-            expired = b.expired.decimalString
-            refunded = b.refunded.decimalString
-            open = b.open.decimalString
-        }
-    }
-
     struct Row: Encodable {
         struct Line: Encodable {
             let product_id: String
@@ -30,7 +14,7 @@ package enum HoldReadModel {
         }
         let order_id, psp_reference, auth_code, state, order_status, expires_at, authorized_at: String
         let network, funding_type, last_four: String?
-        let figures: Figures
+        let figures: HoldFigures
         /// The stock this hold's expiry would release (empty when it would release none).
         let released_on_expiry: [Line]
         let version: Int64
@@ -57,7 +41,7 @@ package enum HoldReadModel {
             network: hold.network?.rawValue,
             funding_type: hold.fundingType?.rawValue,
             last_four: hold.lastFour,
-            figures: Figures(hold.balance),
+            figures: HoldFigures(hold.balance),
             released_on_expiry: HoldLifecycle.expiryReleasesStock(order: order, hold: hold)
                 ? order.lines.map { Row.Line(product_id: $0.productID.rawValue, quantity: $0.quantity) } : [],
             version: hold.version

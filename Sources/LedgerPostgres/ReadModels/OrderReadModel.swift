@@ -27,7 +27,7 @@ package enum OrderReadModel {
         let psp_reference, decline_code, decline_message: String?
         let hold: Hold?
         /// The money figures of the order's payment (authorized, captured, refunded, open, …).
-        let payment: HoldReadModel.Figures?
+        let payment: HoldFigures?
         let shipment: Shipment?
         let version: Int64
     }
@@ -70,7 +70,7 @@ package enum OrderReadModel {
                     state: HoldReadModel.state(of: $0)
                 )
             },
-            payment: hold.map { HoldReadModel.Figures($0.balance) },
+            payment: hold.map { HoldFigures($0.balance) },
             shipment: order.shipment.map { Row.Shipment(carrier: $0.carrier, tracking: $0.tracking, shipped_at: timestamp($0.shippedAt)) },
             version: order.version
         )

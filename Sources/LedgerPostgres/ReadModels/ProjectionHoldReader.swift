@@ -5,13 +5,10 @@ import PostgresNIO
 
 /// The `holds` read model's queries: `GET /authorizations` (oldest first), one hold's row, and the
 /// holds the expiry sweeper has to look at.
-public struct ProjectionHoldReader: Sendable {
-    let client: PostgresClient
-    let logger: Logger
-    public init(client: PostgresClient, logger: Logger) {
-        self.client = client
-        self.logger = logger
-    }
+public struct ProjectionHoldReader: PostgresStore {
+    public let connection: StoreConnection
+
+    public init(connection: StoreConnection) { self.connection = connection }
 
     public func holds(_ query: HoldQuery) async throws -> OrderPage {
         let before = query.expiringBefore.map(OrderReadModel.timestamp) ?? "9999"

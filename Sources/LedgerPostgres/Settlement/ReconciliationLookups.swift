@@ -7,14 +7,10 @@ import PostgresNIO
 /// lines name (by our reference, or by the acquirer's) with the batch that took each, the references
 /// the report repeats (through its line index), and the batch's items the report does not name.
 /// Every answer is as large as a page or the report's breaks, never the report.
-package struct ReconciliationLookups: Sendable {
-    let client: PostgresClient
-    let logger: Logger
+package struct ReconciliationLookups: PostgresStore {
+    package let connection: StoreConnection
 
-    package init(client: PostgresClient, logger: Logger) {
-        self.client = client
-        self.logger = logger
-    }
+    package init(connection: StoreConnection) { self.connection = connection }
 
     /// An ``SettlementItemsStore/ItemRow`` with the batch that took the item, if any.
     package typealias ItemRowWithBatch = (Int64, String, String, String, String, String, Int64, Int64, String?)

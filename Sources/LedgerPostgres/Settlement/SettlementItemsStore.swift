@@ -10,14 +10,10 @@ import PostgresNIO
 ///
 /// Items stream: each is handed to the caller's closure as its row arrives, as an ``ItemRow`` the
 /// caller turns into a ``SettlementBatchItem`` (and refuses when unreadable).
-package struct SettlementItemsStore: Sendable {
-    let client: PostgresClient
-    let logger: Logger
+package struct SettlementItemsStore: PostgresStore {
+    package let connection: StoreConnection
 
-    package init(client: PostgresClient, logger: Logger) {
-        self.client = client
-        self.logger = logger
-    }
+    package init(connection: StoreConnection) { self.connection = connection }
 
     /// An item's columns (``itemColumnList``): position, kind, order, our reference, the acquirer's
     /// reference, currency, amount in minor units, recorded at (epoch microseconds).

@@ -11,14 +11,10 @@ import PostgresNIO
 /// uploaded). Its parts, index and summary are written in one transaction (``storeReport(_:)``,
 /// ``storeUpload(key:csv:lines:digest:)``), so a report is stored whole or not at all; parts are read
 /// back one at a time, in order (memory holds a part, not a report).
-package struct SettlementReportStore: Sendable {
-    let client: PostgresClient
-    let logger: Logger
+package struct SettlementReportStore: PostgresStore {
+    package let connection: StoreConnection
 
-    package init(client: PostgresClient, logger: Logger) {
-        self.client = client
-        self.logger = logger
-    }
+    package init(connection: StoreConnection) { self.connection = connection }
 
     /// The stored report's digest and line count, if it is stored.
     package func storedReport(_ reportKey: String) async throws -> (digest: [UInt8], lineCount: Int)? {

@@ -1,0 +1,34 @@
+import Foundation
+import LedgerPostgres
+import Logging
+import PostgresNIO
+
+/// The set-up every ledger benchmark shares: its own durable cluster (migrated), a pool as the
+/// application role, and a running group-commit writer; `body` gets the pool and the writer.
+enum BenchLedger {
+    static func withWriter(
+        dataDirectory: URL,
+        migrations: [Migration],
+        logger: Logger,
+        _ body: @escaping @Sendable (PostgresClient, LedgerWriter) async throws -> String
+    ) async throws -> String {
+        let (embedded, alreadyRunning, config) = try await AppendBenchmark.prepareCluster(
+            dataDirectory: dataDirectory,
+            migrations: migrations,
+            poolSize: 20,
+            logger: logger
+        )
+        defer { if !alreadyRunning { try? embedded.stop() } }
+        return try await withPostgresClient(configuration: config("ledger_app"), logger: logger) { client in
+            let writer = LedgerWriter(client: client, configuration: .init(maximumBatchEvents: 20_000), logger: logger)
+            return try await withThrowingTaskGroup(of: String.self) { group in
+                group.addTask {
+                    try await writer.run()
+                    return ""
+                }
+                defer { group.cancelAll() }
+                return try await body(client, writer)
+            }
+        }
+    }
+}
