@@ -70,7 +70,7 @@ import Testing
                 return try #require(object?["order_id"] as? String)
             }
             let op = TestApp.operatorKey
-            let payment = GoldenTranscriptTests.canonical(StorefrontDriver.paymentBody())
+            let payment = Transcript.canonical(StorefrontDriver.paymentBody())
             let a = try orderID(try await call(.post, "/payment", payment, key: nil))
             let paid = try await services.store.head().position
             _ = try await call(.post, "/orders/\(a)/capture", "{}", key: op)
@@ -115,17 +115,6 @@ import Testing
             _ = try await call(.post, "/privacy/erasures", #"{"customer": "jane@example.com"}"#, key: op)
             transcript.withLock { $0 = log.joined(separator: "\n") }
         }
-        let masked = GoldenTranscriptTests.mask(transcript.withLock { $0 })
-        if ProcessInfo.processInfo.environment["LEDGERD_RECORD_GOLDEN"] == "1" {
-            try masked.write(to: Self.golden, atomically: true, encoding: .utf8)
-        }
-        let recorded = try String(contentsOf: Self.golden, encoding: .utf8)
-        let got = masked.split(separator: "\n", omittingEmptySubsequences: false)
-        let want = recorded.split(separator: "\n", omittingEmptySubsequences: false)
-        for (index, (line, expected)) in zip(got, want).enumerated() where line != expected {
-            Issue.record("transcript line \(index + 1) differs:\n got: \(line)\nwant: \(expected)")
-            break
-        }
-        #expect(got.count == want.count)
+        try Transcript.expectMatches(transcript.withLock { $0 }, golden: Self.golden)
     }
 }

@@ -50,11 +50,11 @@ import Testing
             let auditor = TestApp.auditorKey
             _ = try await call(.get, "/inventory")
             _ = try await call(.get, "/shipping_methods")
-            let payment = Self.canonical(StorefrontDriver.paymentBody())
+            let payment = Transcript.canonical(StorefrontDriver.paymentBody())
             // Refusals first: they change nothing, so the positions below stay the same.
-            _ = try await call(.post, "/payment", Self.canonical(StorefrontDriver.paymentBody(amount: 1)))
+            _ = try await call(.post, "/payment", Transcript.canonical(StorefrontDriver.paymentBody(amount: 1)))
             _ = try await call(.post, "/payment", #"{"amount": "#)
-            _ = try await call(.post, "/payment", Self.canonical(StorefrontDriver.paymentBody(product: "Nothing")))
+            _ = try await call(.post, "/payment", Transcript.canonical(StorefrontDriver.paymentBody(product: "Nothing")))
             let paid = try await call(.post, "/payment", payment, idempotency: "golden-1")
             _ = try await call(.post, "/payment", payment, idempotency: "golden-1")
             let reply = try JSONSerialization.jsonObject(with: Data(paid.utf8)) as? [String: Any]
@@ -88,49 +88,6 @@ import Testing
             _ = try await call(.get, "/orders/no-such-order", key: auditor)
             transcript.withLock { $0 = log.joined(separator: "\n") }
         }
-        let masked = Self.mask(transcript.withLock { $0 })
-        if ProcessInfo.processInfo.environment["LEDGERD_RECORD_GOLDEN"] == "1" {
-            try masked.write(to: Self.golden, atomically: true, encoding: .utf8)
-        }
-        let recorded = try String(contentsOf: Self.golden, encoding: .utf8)
-        let got = masked.split(separator: "\n", omittingEmptySubsequences: false)
-        let want = recorded.split(separator: "\n", omittingEmptySubsequences: false)
-        for (index, (line, expected)) in zip(got, want).enumerated() where line != expected {
-            Issue.record("transcript line \(index + 1) differs:\n got: \(line)\nwant: \(expected)")
-            break
-        }
-        #expect(got.count == want.count)
-    }
-
-    /// A JSON body with sorted keys, so that the transcript's request lines are the same every run.
-    static func canonical(_ body: Data) -> String {
-        let object = try! JSONSerialization.jsonObject(with: body)
-        return String(decoding: try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
-    }
-
-    /// Numbers each distinct uuid, timestamp and hex hash by first appearance.
-    static func mask(_ text: String) -> String {
-        var result = text
-        for (pattern, label) in [
-            (#"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"#, "uuid"),
-            (#"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})"#, "time"),
-            (#"[0-9a-f]{64}"#, "sha256"),
-        ] {
-            let regex = try! NSRegularExpression(pattern: pattern)
-            var seen: [String: Int] = [:]
-            let matches = regex.matches(in: result, range: NSRange(result.startIndex..., in: result))
-            var out = ""
-            var cursor = result.startIndex
-            for match in matches {
-                let range = Range(match.range, in: result)!
-                let value = String(result[range])
-                let number = seen[value] ?? (seen.count + 1)
-                seen[value] = number
-                out += result[cursor..<range.lowerBound] + "<\(label)-\(number)>"
-                cursor = range.upperBound
-            }
-            result = out + result[cursor...]
-        }
-        return result
+        try Transcript.expectMatches(transcript.withLock { $0 }, golden: Self.golden)
     }
 }
