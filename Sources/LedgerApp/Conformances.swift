@@ -2,8 +2,9 @@ import LedgerHTTP
 import LedgerPostgres
 import LedgerServices
 
-// The routes' seams (LedgerHTTP's protocols), filled by the use cases. Declared here, in the wiring,
-// so that neither module needs to know the other's concrete types.
+// The routes' seams (LedgerHTTP's protocols), filled by the use cases and the read-model stores.
+// Declared here, in the wiring: the routes depend on the protocols, never on a concrete service or
+// on LedgerPostgres.
 extension PaymentService: PaymentProcessor {}
 extension HoldService: HoldOperator {}
 extension SettlementService: SettlementOperator {}

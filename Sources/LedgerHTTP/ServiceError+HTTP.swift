@@ -4,7 +4,7 @@ import LedgerServices
 
 /// The one place where the services' errors become HTTP answers: the kind picks the status, the code,
 /// message and field pass through unchanged (`{"error": {"code", "message", "field"?}}`) — except for our
-/// own failures, whose detail goes to the log only: the caller gets the opaque ``internalError``.
+/// own failures, whose detail goes to the log only: the caller gets the opaque ``internalFailure``.
 extension APIError {
     public init(_ error: ServiceError) {
         if error.kind == .internalFailure {
