@@ -120,6 +120,14 @@ CREATE FUNCTION ledger.read_model_timestamp(p_at timestamptz) RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE
 RETURN to_char(p_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"');
 
+-- The lapse, stated once: a hold (a `holds` read-model row, or the `hold` object of an `orders` row)
+-- that is still open and whose expiry is at or before p_at (read-model text, see above) has lapsed:
+-- reads treat it as the expiry sweeper will record it, and the sweeper takes it as due. A plain
+-- expression function, so PostgreSQL inlines it and the open-holds index (sql/0004) still applies.
+CREATE FUNCTION ledger.hold_lapsed(p_hold jsonb, p_at text) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN p_hold ->> 'state' = 'open' AND p_hold ->> 'expires_at' <= p_at;
+
 -- The `orders` read-model rows as a read at p_now shows them. An order whose hold is still open
 -- but expired at or before p_now, and whose status is `authorized` or `partially_captured`, reads
 -- as the sweeper will record it: status `expired` (nothing was captured) or `captured` (part was),
@@ -129,8 +137,7 @@ CREATE FUNCTION ledger.order_rows_at(p_now timestamptz)
 RETURNS TABLE (key text, created_position bigint, "row" jsonb)
 LANGUAGE sql STABLE AS $$
     SELECT r.key, r.created_position,
-           CASE WHEN r.row -> 'hold' ->> 'state' = 'open'
-                 AND r.row -> 'hold' ->> 'expires_at' <= ledger.read_model_timestamp(p_now)
+           CASE WHEN ledger.hold_lapsed(r.row -> 'hold', ledger.read_model_timestamp(p_now))
                  AND r.row ->> 'status' IN ('authorized', 'partially_captured')
                 THEN jsonb_set(jsonb_set(r.row, '{status}',
                                          to_jsonb(CASE r.row ->> 'status' WHEN 'authorized' THEN 'expired' ELSE 'captured' END)),
@@ -152,8 +159,7 @@ LANGUAGE sql STABLE AS $$
     WITH lapsed AS (
         SELECT l ->> 'product_id' AS product, sum((l ->> 'quantity')::bigint) AS quantity
         FROM ledger.projection_rows h, jsonb_array_elements(h.row -> 'released_on_expiry') AS l
-        WHERE h.projection = 'holds' AND h.row ->> 'state' = 'open'
-          AND h.row ->> 'expires_at' <= ledger.read_model_timestamp(p_now)
+        WHERE h.projection = 'holds' AND ledger.hold_lapsed(h.row, ledger.read_model_timestamp(p_now))
         GROUP BY 1
     )
     SELECT p.key, p.created_position,
@@ -171,4 +177,5 @@ DROP INDEX ledger.events_settlement_items;
 GRANT EXECUTE ON FUNCTION
     ledger.settlement_batch_takes(ledger.settlement_open_items, text, bigint, timestamptz),
     ledger.settlement_batch_candidates(text, bigint, timestamptz), ledger.read_model_timestamp(timestamptz),
+    ledger.hold_lapsed(jsonb, text),
     ledger.order_rows_at(timestamptz), ledger.inventory_rows_at(timestamptz) TO ledger_app, ledger_auditor;

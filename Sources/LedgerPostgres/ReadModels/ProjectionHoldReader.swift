@@ -41,14 +41,13 @@ public struct ProjectionHoldReader: PostgresStore {
         return nil
     }
 
-    /// Orders whose hold is open at `now` past its expiry, soonest first (the `holds` read model's index):
+    /// Orders whose hold has lapsed at `now` (`ledger.hold_lapsed`, sql/0010), soonest first (the `holds` read model's index):
     /// the expiry sweeper's work.
     package func dueHolds(now: Date, limit: Int) async throws -> [OrderID] {
         let rows = try await client.query(
             """
             SELECT key FROM ledger.projection_rows
-            WHERE projection = \(HoldReadModel.projection) AND row ->> 'state' = 'open'
-              AND row ->> 'expires_at' <= \(OrderReadModel.timestamp(now))
+            WHERE projection = \(HoldReadModel.projection) AND ledger.hold_lapsed(row, \(OrderReadModel.timestamp(now)))
             ORDER BY row ->> 'expires_at', key LIMIT \(Int64(limit))
             """,
             logger: logger
