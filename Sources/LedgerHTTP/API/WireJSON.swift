@@ -3,15 +3,13 @@ import Hummingbird
 import LedgerCore
 import LedgerServices
 
-/// The API's JSON form: keys sorted, slashes unescaped (the form the read models store, so typed
-/// replies and stored rows read alike). Every typed reply is encoded here, and the CLI and the tests
+/// The API's JSON form: LedgerCore's one JSON form (``LedgerJSON``: keys sorted, slashes unescaped, the
+/// form the read models store, so typed replies and stored rows read alike). Every typed reply is encoded here, and the CLI and the tests
 /// decode the same ``Codable`` types from `LedgerHTTP/API`.
 public enum WireJSON {
     /// Encodes `value` in the API's form.
     public static func encode(_ value: some Encodable) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
+        try LedgerJSON.string(value)
     }
 
     /// Decodes a reply of the API (for the CLI and the tests).
@@ -21,7 +19,7 @@ public enum WireJSON {
 
     /// Decodes a reply of the API from its bytes.
     public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
-        try JSONDecoder().decode(type, from: data)
+        try LedgerJSON.decode(type, from: data)
     }
 }
 
