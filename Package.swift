@@ -1,4 +1,5 @@
 // swift-tools-version:6.1
+import CompilerPluginSupport
 import PackageDescription
 
 /// OrderLedger: `ledgerd`, an event-sourced order ledger on PostgreSQL.
@@ -27,20 +28,31 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
+        .package(url: "https://github.com/swiftlang/swift-syntax.git", "602.0.0"..<"604.0.0"),
     ],
     targets: [
-        // Pure domain: money, ids, events, the canonical event layout. No dependencies, no I/O.
+        // `@MemberwiseInit`: the public memberwise initializer Swift synthesizes only internally (compile time only).
+        .macro(
+            name: "LedgerMacrosPlugin",
+            dependencies: [
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+            ]
+        ),
+        .target(name: "LedgerMacros", dependencies: ["LedgerMacrosPlugin"]),
+        // Pure domain: money, ids, events, the canonical event layout. No I/O; its only dependencies are a collection and a
+        // compile-time macro.
         // Persistent (structurally shared) dictionaries keep a hot product's reservation table cheap to copy.
-        .target(name: "LedgerCore", dependencies: [.product(name: "HashTreeCollections", package: "swift-collections")]),
+        .target(name: "LedgerCore", dependencies: ["LedgerMacros", .product(name: "HashTreeCollections", package: "swift-collections")]),
         // The deterministic acquirer model: authorization holds, settlement batches, reports. Pure.
-        .target(name: "LedgerAcquirer", dependencies: ["LedgerCore"]),
+        .target(name: "LedgerAcquirer", dependencies: ["LedgerCore", "LedgerMacros"]),
         // Everything that speaks SQL: the event store (migrator, group-commit writer, chain verifier, embedded launcher),
         // the read models and their queries, the domain committer, idempotency probes, shipping contacts and settlement's
         // items, stored reports and reconciliation lookups.
         .target(
             name: "LedgerPostgres",
             dependencies: [
-                "LedgerCore",
+                "LedgerCore", "LedgerMacros",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -52,6 +64,7 @@ let package = Package(
         .target(
             name: "LedgerPayments",
             dependencies: [
+                "LedgerMacros",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -74,7 +87,7 @@ let package = Package(
         .target(
             name: "LedgerServices",
             dependencies: [
-                "LedgerCore", "LedgerAcquirer", "LedgerPostgres", "LedgerPayments",
+                "LedgerCore", "LedgerAcquirer", "LedgerPostgres", "LedgerPayments", "LedgerMacros",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -87,7 +100,7 @@ let package = Package(
         .target(
             name: "LedgerHTTP",
             dependencies: [
-                "LedgerCore", "LedgerServices",
+                "LedgerCore", "LedgerServices", "LedgerMacros",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -114,6 +127,7 @@ let package = Package(
             name: "LedgerBench",
             dependencies: [
                 "LedgerCore", "LedgerAcquirer", "LedgerPostgres", "LedgerServices", "LedgerApp", "LedgerPayments", "LedgerPaymentsTesting",
+                "LedgerMacros",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -147,6 +161,13 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             path: "Tests/LedgerTestSupport"
+        ),
+        .testTarget(
+            name: "LedgerMacrosTests",
+            dependencies: [
+                "LedgerMacrosPlugin",
+                .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
+            ]
         ),
         .testTarget(name: "LedgerCoreTests", dependencies: ["LedgerCore", "LedgerAcquirer", "LedgerCoreTestSupport"]),
         // Golden/: report files the tests compare against, read by path.

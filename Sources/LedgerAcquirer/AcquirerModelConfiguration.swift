@@ -1,26 +1,16 @@
 import LedgerCore
+import LedgerMacros
 
 import struct Foundation.Date
 
 /// How long an uncaptured hold lives, per network, initiator and authorization type.
 /// The first rule that matches wins; a `nil` field matches anything.
+@MemberwiseInit
 public struct HoldLifetimeRule: Hashable, Sendable, Codable {
     public var network: CardNetwork?
     public var initiator: TransactionInitiator?
     public var authorizationType: AuthorizationType?
     public var lifetimeSeconds: Int64
-
-    public init(
-        network: CardNetwork? = nil,
-        initiator: TransactionInitiator? = nil,
-        authorizationType: AuthorizationType? = nil,
-        lifetimeSeconds: Int64
-    ) {
-        self.network = network
-        self.initiator = initiator
-        self.authorizationType = authorizationType
-        self.lifetimeSeconds = lifetimeSeconds
-    }
 
     func matches(_ network: CardNetwork?, _ initiator: TransactionInitiator, _ type: AuthorizationType) -> Bool {
         (self.network == nil || self.network == network) && (self.initiator == nil || self.initiator == initiator)
@@ -53,60 +43,33 @@ public enum UnknownOutcomeBehaviour: String, Hashable, Sendable, Codable {
 
 /// Everything that shapes the model's behaviour besides the seed and the commands.
 /// Documented field by field because the daemon reads it from its configuration file.
+@MemberwiseInit
 public struct AcquirerModelConfiguration: Hashable, Sendable, Codable {
     /// The "Company Account" column.
-    public var companyAccount: String
+    public var companyAccount: String = "OrderLedgerCompany"
     /// The "Merchant Account" column and the payout's merchant.
-    public var merchantAccount: String
+    public var merchantAccount: String = "OrderLedgerStore"
     /// The test cards the issuer side knows (tokens not listed answer 14).
-    public var testCards: [TestCard]
+    public var testCards: [TestCard] = TestCard.standard
     /// Open-to-buy of a card without an override; the card account's currency is this one's.
     /// Authorizations in another currency are declined with 57 (the model does no FX).
-    public var defaultCreditLimit: Money
+    public var defaultCreditLimit: Money = Money(minorUnits: 1_000_000, currency: .usd)
     /// Per-token credit limits (token → limit), looked up in order.
-    public var creditLimits: [CreditLimit]
+    public var creditLimits: [CreditLimit] = []
     /// Hold lifetimes; first match wins. A hold expires at authorization time + lifetime.
-    public var holdLifetimes: [HoldLifetimeRule]
+    public var holdLifetimes: [HoldLifetimeRule] = HoldLifetimeRule.standard
     /// What a 91/96 card means for the hold.
-    public var unknownOutcome: UnknownOutcomeBehaviour
+    public var unknownOutcome: UnknownOutcomeBehaviour = .notPlaced
     /// Price lists per settlement currency; a batch in a currency without one is refused.
-    public var pricing: [PricingSchedule]
+    public var pricing: [PricingSchedule] = [.demo(currency: .usd)]
     /// Daily batch cut-off (also the time zone of report dates).
-    public var cutOff: CutOff
+    public var cutOff: CutOff = CutOff()
     /// Weekends and holidays.
-    public var calendar: BusinessCalendar
+    public var calendar: BusinessCalendar = BusinessCalendar()
     /// Payout value date = batch business date + this many business days (T+1 by default).
-    public var fundingLagBusinessDays: Int
+    public var fundingLagBusinessDays: Int = 1
     /// Seeded misbehaviours; all off by default.
-    public var faults: FaultConfiguration
-
-    public init(
-        companyAccount: String = "OrderLedgerCompany",
-        merchantAccount: String = "OrderLedgerStore",
-        testCards: [TestCard] = TestCard.standard,
-        defaultCreditLimit: Money = Money(minorUnits: 1_000_000, currency: .usd),
-        creditLimits: [CreditLimit] = [],
-        holdLifetimes: [HoldLifetimeRule] = HoldLifetimeRule.standard,
-        unknownOutcome: UnknownOutcomeBehaviour = .notPlaced,
-        pricing: [PricingSchedule] = [.demo(currency: .usd)],
-        cutOff: CutOff = CutOff(),
-        calendar: BusinessCalendar = BusinessCalendar(),
-        fundingLagBusinessDays: Int = 1,
-        faults: FaultConfiguration = .none
-    ) {
-        self.companyAccount = companyAccount
-        self.merchantAccount = merchantAccount
-        self.testCards = testCards
-        self.defaultCreditLimit = defaultCreditLimit
-        self.creditLimits = creditLimits
-        self.holdLifetimes = holdLifetimes
-        self.unknownOutcome = unknownOutcome
-        self.pricing = pricing
-        self.cutOff = cutOff
-        self.calendar = calendar
-        self.fundingLagBusinessDays = fundingLagBusinessDays
-        self.faults = faults
-    }
+    public var faults: FaultConfiguration = .none
 
     /// At least one second: a hold must outlive the instant it is placed (an immediate capture happens then).
     func holdLifetime(network: CardNetwork?, initiator: TransactionInitiator, type: AuthorizationType) -> Int64 {
@@ -119,12 +82,8 @@ public struct AcquirerModelConfiguration: Hashable, Sendable, Codable {
 }
 
 /// A per-card credit limit override (the issuer-side open-to-buy of a test card).
+@MemberwiseInit
 public struct CreditLimit: Hashable, Sendable, Codable {
     public var token: String
     public var limit: Money
-
-    public init(token: String, limit: Money) {
-        self.token = token
-        self.limit = limit
-    }
 }

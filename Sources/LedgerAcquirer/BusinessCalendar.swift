@@ -1,4 +1,5 @@
 import LedgerCore
+import LedgerMacros
 
 import struct Foundation.Date
 
@@ -12,14 +13,10 @@ public enum Weekday: Int, Hashable, Sendable, Codable, CaseIterable {
 ///
 /// Holidays are configuration (a list of dates), not a rule engine: acquirers publish their
 /// holiday calendars per year, and the model only needs to roll dates forward over them.
+@MemberwiseInit
 public struct BusinessCalendar: Hashable, Sendable, Codable {
-    public var weekendDays: [Weekday]
-    public var holidays: [BusinessDate]
-
-    public init(weekendDays: [Weekday] = [.saturday, .sunday], holidays: [BusinessDate] = []) {
-        self.weekendDays = weekendDays
-        self.holidays = holidays
-    }
+    public var weekendDays: [Weekday] = [.saturday, .sunday]
+    public var holidays: [BusinessDate] = []
 
     public func isBusinessDay(_ date: BusinessDate) -> Bool {
         !weekendDays.contains { $0.rawValue == date.isoWeekday } && !holidays.contains(date)
@@ -45,14 +42,10 @@ public struct BusinessCalendar: Hashable, Sendable, Codable {
 /// The time zone a report's times are written in: a name for the "TimeZone" column and a fixed
 /// offset. Fixed on purpose: an offset that changes with daylight saving would make the same
 /// instant print differently depending on the machine's tz database, and the model must be deterministic.
+@MemberwiseInit
 public struct ReportTimeZone: Hashable, Sendable, Codable {
     public var name: String
     public var secondsFromGMT: Int
-
-    public init(name: String, secondsFromGMT: Int) {
-        self.name = name
-        self.secondsFromGMT = secondsFromGMT
-    }
 
     public static let utc = ReportTimeZone(name: "UTC", secondsFromGMT: 0)
 
@@ -87,15 +80,11 @@ public struct ReportTimeZone: Hashable, Sendable, Codable {
 
 /// The daily batch cut-off: captures submitted at or after this local time belong to the next
 /// business day's batch.
+@MemberwiseInit
 public struct CutOff: Hashable, Sendable, Codable {
-    public var timeZone: ReportTimeZone
+    public var timeZone: ReportTimeZone = .utc
     /// Seconds after local midnight (e.g. 22:00 = 79 200).
-    public var secondsAfterMidnight: Int64
-
-    public init(timeZone: ReportTimeZone = .utc, secondsAfterMidnight: Int64 = 22 * 3600) {
-        self.timeZone = timeZone
-        self.secondsAfterMidnight = secondsAfterMidnight
-    }
+    public var secondsAfterMidnight: Int64 = 22 * 3600
 
     /// The business date of a batch closed at `instant`.
     func businessDate(closingAt instant: Date, calendar: BusinessCalendar) -> BusinessDate {

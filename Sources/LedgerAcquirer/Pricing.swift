@@ -1,19 +1,16 @@
 import LedgerCore
+import LedgerMacros
 
 /// One fee component: a percentage of the gross amount plus a fixed amount, e.g. 1.40 % + 0.00.
 ///
 /// The percentage is an exact ``Rate`` of the *percent* figure divided by 100 — configure
 /// `Rate(decimal: "0.014")` for 1.4 %. The product is rounded once, by the schedule's named rule,
 /// before the fixed part is added: fees are rounded per component per line.
+@MemberwiseInit
 public struct FeeComponent: Hashable, Sendable, Codable {
     public var rate: Rate
     /// Minor units of the settlement currency (fixed parts are per currency; see ``PricingSchedule``).
-    public var fixedMinorUnits: Int64
-
-    public init(rate: Rate, fixedMinorUnits: Int64 = 0) {
-        self.rate = rate
-        self.fixedMinorUnits = fixedMinorUnits
-    }
+    public var fixedMinorUnits: Int64 = 0
 
     public static let zero = FeeComponent(rate: Rate(numerator: 0, denominator: 1))
 
@@ -23,18 +20,12 @@ public struct FeeComponent: Hashable, Sendable, Codable {
 }
 
 /// Interchange and scheme fee for one network × funding type (interchange++ pricing).
+@MemberwiseInit
 public struct InterchangeRule: Hashable, Sendable, Codable {
     public var network: CardNetwork
     public var fundingType: FundingType
     public var interchange: FeeComponent
     public var schemeFee: FeeComponent
-
-    public init(network: CardNetwork, fundingType: FundingType, interchange: FeeComponent, schemeFee: FeeComponent) {
-        self.network = network
-        self.fundingType = fundingType
-        self.interchange = interchange
-        self.schemeFee = schemeFee
-    }
 }
 
 /// How the acquirer charges: interchange++ (interchange + scheme fee + acquirer markup, each its own
@@ -64,21 +55,15 @@ public struct FeeBreakdown: Hashable, Sendable, Codable {
 }
 
 /// The price list for one settlement currency: model, rounding rule, and whether refunds carry fees.
+@MemberwiseInit
 public struct PricingSchedule: Hashable, Sendable, Codable {
     public var currency: Currency
     public var model: PricingModel
     /// Rounding of each percentage component; half-up by default (the commercial rule).
-    public var rounding: RoundingRule
+    public var rounding: RoundingRule = .halfUp
     /// Whether refunds are charged the same fees as sales (some acquirers keep interchange on refunds).
     /// Off by default: a refund line's net equals its gross.
-    public var feesOnRefunds: Bool
-
-    public init(currency: Currency, model: PricingModel, rounding: RoundingRule = .halfUp, feesOnRefunds: Bool = false) {
-        self.currency = currency
-        self.model = model
-        self.rounding = rounding
-        self.feesOnRefunds = feesOnRefunds
-    }
+    public var feesOnRefunds: Bool = false
 
     /// The fees on `gross` (a positive amount in ``currency``) for a card of `network` × `funding`.
     public func fees(on gross: Money, network: CardNetwork, funding: FundingType) throws(MoneyError) -> FeeBreakdown {

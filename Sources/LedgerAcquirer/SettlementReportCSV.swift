@@ -1,4 +1,5 @@
 import LedgerCore
+import LedgerMacros
 
 import struct Foundation.Date
 
@@ -8,6 +9,7 @@ import struct Foundation.Date
 /// holds a comma, a quote, CR or LF; quotes are doubled), CRLF line ends, amounts as exact decimal
 /// strings from ``Money``, times as `yyyy-MM-dd HH:mm:ss` in the line's time zone. Reading accepts
 /// what writing produces plus LF line ends, and returns typed lines for reconciliation.
+@MemberwiseInit
 public struct SettlementReportCSV: Sendable {
     /// The header row, in column order.
     public static let columns: [String] = [
@@ -19,11 +21,7 @@ public struct SettlementReportCSV: Sendable {
     ]
 
     /// Time zones the reader knows by the name in the "TimeZone" column.
-    public var timeZones: [ReportTimeZone]
-
-    public init(timeZones: [ReportTimeZone] = [.utc]) {
-        self.timeZones = timeZones
-    }
+    public var timeZones: [ReportTimeZone] = [.utc]
 
     /// A reader/writer for the reports of a model with `configuration` (UTC plus its cut-off zone).
     public init(for configuration: AcquirerModelConfiguration) {

@@ -1,10 +1,12 @@
 import LedgerCore
+import LedgerMacros
 
 /// A test card the model knows by its gateway token, with a fixed issuer answer.
 ///
 /// The tokens follow the names shoppers' developers know from gateway test modes. A card whose
 /// ``issuerResponse`` is approved still has an open-to-buy: an authorization above what is left
 /// is declined with 51, like a real credit line.
+@MemberwiseInit
 public struct TestCard: Hashable, Sendable, Codable {
     public var token: String
     public var network: CardNetwork
@@ -12,14 +14,6 @@ public struct TestCard: Hashable, Sendable, Codable {
     public var lastFour: String
     /// What the issuer answers for every authorization on this card (before the open-to-buy check).
     public var issuerResponse: ResponseCode
-
-    public init(token: String, network: CardNetwork, fundingType: FundingType, lastFour: String, issuerResponse: ResponseCode) {
-        self.token = token
-        self.network = network
-        self.fundingType = fundingType
-        self.lastFour = lastFour
-        self.issuerResponse = issuerResponse
-    }
 
     /// The built-in test cards. Declining cards are Visa credit cards, as in the usual gateway test sets.
     public static let standard: [TestCard] = [

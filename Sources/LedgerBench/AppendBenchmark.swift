@@ -2,6 +2,7 @@ import Foundation
 import Histogram
 import LedgerApp
 import LedgerCore
+import LedgerMacros
 import LedgerPostgres
 import LedgerServices
 import Logging
@@ -17,6 +18,7 @@ import PostgresNIO
 /// with no chain, no checks and no triggers, by plain multi-row INSERTs over the same pool.
 /// Runs on a durable (fsync on) cluster of its own under `--data-dir` (default `./.ledgerd-bench`),
 /// in a database it drops and recreates each run: never against a real ledger.
+@MemberwiseInit
 public struct AppendBenchmark: Sendable {
     public struct Options: Sendable {
         public var producers: Int = 64
@@ -63,12 +65,6 @@ public struct AppendBenchmark: Sendable {
     public let options: Options
     public let dataDirectory: URL
     public let logger: Logger
-
-    public init(options: Options, dataDirectory: URL, logger: Logger) {
-        self.options = options
-        self.dataDirectory = dataDirectory
-        self.logger = logger
-    }
 
     static let database = "ledger_bench"
 

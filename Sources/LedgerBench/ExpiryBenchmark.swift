@@ -2,6 +2,7 @@ import Foundation
 import LedgerAcquirer
 import LedgerApp
 import LedgerCore
+import LedgerMacros
 import LedgerPostgres
 import LedgerServices
 import Logging
@@ -14,18 +15,12 @@ import PostgresNIO
 /// ``HoldService/expireDue(now:batchSize:)`` from the first due hold to the last — reading the due
 /// holds, asking the acquirer about each, deciding, and appending hold expiry + order status + stock release.
 /// Runs on the same kind of private durable cluster as `bench append` (database dropped first).
+@MemberwiseInit
 public struct ExpiryBenchmark: Sendable {
     public var holds: Int
     public var sweepBatch: Int
     public let dataDirectory: URL
     public let logger: Logger
-
-    public init(holds: Int, sweepBatch: Int, dataDirectory: URL, logger: Logger) {
-        self.holds = holds
-        self.sweepBatch = sweepBatch
-        self.dataDirectory = dataDirectory
-        self.logger = logger
-    }
 
     public func run(migrations: [Migration]) async throws -> String {
         let logger = self.logger

@@ -3,6 +3,7 @@ import Foundation
 import LedgerAcquirer
 import LedgerApp
 import LedgerCore
+import LedgerMacros
 import LedgerPostgres
 import LedgerServices
 import Logging
@@ -23,16 +24,11 @@ import Synchronization
 /// and its peak during it (`VmHWM`, reset first through `/proc/self/clear_refs`), so setup's memory
 /// is not counted; the acquirer model lives in the same process and holds every capture before the
 /// run starts (its memory is in "before").
+@MemberwiseInit
 public struct SettlementBenchmark: Sendable {
     public var captures: Int
     public let dataDirectory: URL
     public let logger: Logger
-
-    public init(captures: Int, dataDirectory: URL, logger: Logger) {
-        self.captures = captures
-        self.dataDirectory = dataDirectory
-        self.logger = logger
-    }
 
     public func run(migrations: [Migration]) async throws -> String {
         let logger = self.logger

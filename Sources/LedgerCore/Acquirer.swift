@@ -1,3 +1,5 @@
+import LedgerMacros
+
 import struct Foundation.Date
 
 // MARK: - The interface
@@ -162,6 +164,7 @@ public enum CaptureIntent: String, Hashable, Sendable, Codable, CaseIterable {
 ///
 /// Cardholder data: not `Codable`, and its description is redacted, so it cannot end up in events
 /// or logs by accident. Keep ``lastFour`` and the network, never the number.
+@MemberwiseInit
 public struct NetworkTokenData: Hashable, Sendable, CustomStringConvertible {
     /// The network; `nil` lets the acquirer derive it from the number's prefix.
     public var network: CardNetwork?
@@ -173,14 +176,6 @@ public struct NetworkTokenData: Hashable, Sendable, CustomStringConvertible {
     public var cryptogram: String
     /// The electronic commerce indicator, if the token carried one.
     public var eci: String?
-
-    public init(network: CardNetwork? = nil, tokenNumber: String, expiration: String, cryptogram: String, eci: String? = nil) {
-        self.network = network
-        self.tokenNumber = tokenNumber
-        self.expiration = expiration
-        self.cryptogram = cryptogram
-        self.eci = eci
-    }
 
     public var lastFour: String { String(tokenNumber.suffix(4)) }
 
@@ -203,83 +198,47 @@ public enum PaymentMethodData: Hashable, Sendable, CustomStringConvertible {
 // MARK: - Requests
 
 /// A request to authorize (and possibly capture) an amount. `merchantReference` is our idempotency key.
+@MemberwiseInit
 public struct AuthorizationRequest: Hashable, Sendable {
     public var merchantReference: String
     public var amount: Money
     public var paymentMethod: PaymentMethodData
-    public var captureIntent: CaptureIntent
-    public var initiator: TransactionInitiator
-    public var authorizationType: AuthorizationType
-
-    public init(
-        merchantReference: String,
-        amount: Money,
-        paymentMethod: PaymentMethodData,
-        captureIntent: CaptureIntent = .manual,
-        initiator: TransactionInitiator = .customer,
-        authorizationType: AuthorizationType = .final
-    ) {
-        self.merchantReference = merchantReference
-        self.amount = amount
-        self.paymentMethod = paymentMethod
-        self.captureIntent = captureIntent
-        self.initiator = initiator
-        self.authorizationType = authorizationType
-    }
+    public var captureIntent: CaptureIntent = .manual
+    public var initiator: TransactionInitiator = .customer
+    public var authorizationType: AuthorizationType = .final
 }
 
 /// A request to add `amount` to the open hold of `authorizationReference` (incremental authorization).
+@MemberwiseInit
 public struct IncrementRequest: Hashable, Sendable, Codable {
     public var authorizationReference: String
     public var modificationReference: String
     public var amount: Money
-
-    public init(authorizationReference: String, modificationReference: String, amount: Money) {
-        self.authorizationReference = authorizationReference
-        self.modificationReference = modificationReference
-        self.amount = amount
-    }
 }
 
 /// A request to capture `amount` of an open hold. Several captures are allowed; `isFinal` releases the rest.
+@MemberwiseInit
 public struct CaptureRequest: Hashable, Sendable, Codable {
     public var authorizationReference: String
     public var modificationReference: String
     public var amount: Money
     public var isFinal: Bool
-
-    public init(authorizationReference: String, modificationReference: String, amount: Money, isFinal: Bool) {
-        self.authorizationReference = authorizationReference
-        self.modificationReference = modificationReference
-        self.amount = amount
-        self.isFinal = isFinal
-    }
 }
 
 /// A request to void / reverse part of a hold's open amount, or all of it when `amount` is `nil`.
+@MemberwiseInit
 public struct ReversalRequest: Hashable, Sendable, Codable {
     public var authorizationReference: String
     public var modificationReference: String
     public var amount: Money?
-
-    public init(authorizationReference: String, modificationReference: String, amount: Money? = nil) {
-        self.authorizationReference = authorizationReference
-        self.modificationReference = modificationReference
-        self.amount = amount
-    }
 }
 
 /// A request to refund `amount` of what was captured on `authorizationReference`.
+@MemberwiseInit
 public struct RefundRequest: Hashable, Sendable, Codable {
     public var authorizationReference: String
     public var modificationReference: String
     public var amount: Money
-
-    public init(authorizationReference: String, modificationReference: String, amount: Money) {
-        self.authorizationReference = authorizationReference
-        self.modificationReference = modificationReference
-        self.amount = amount
-    }
 }
 
 // MARK: - Responses
@@ -288,6 +247,7 @@ public struct RefundRequest: Hashable, Sendable, Codable {
 /// `authorized + incremented = captured + reversed + expired + open` (``satisfiesIdentity``).
 /// `reversed` includes the remainder released by a final capture. `refunded` is outside the identity:
 /// it is bounded by `captured` instead.
+@MemberwiseInit
 public struct HoldBalance: Hashable, Sendable, Codable {
     public var authorized: Money
     public var incremented: Money
@@ -296,16 +256,6 @@ public struct HoldBalance: Hashable, Sendable, Codable {
     public var expired: Money
     public var open: Money
     public var refunded: Money
-
-    public init(authorized: Money, incremented: Money, captured: Money, reversed: Money, expired: Money, open: Money, refunded: Money) {
-        self.authorized = authorized
-        self.incremented = incremented
-        self.captured = captured
-        self.reversed = reversed
-        self.expired = expired
-        self.open = open
-        self.refunded = refunded
-    }
 
     /// Checks the accounting identity in exact integer arithmetic (all amounts share one currency).
     public var satisfiesIdentity: Bool {
@@ -321,6 +271,7 @@ public struct HoldBalance: Hashable, Sendable, Codable {
 }
 
 /// The acquirer's answer to an authorization. Declines are answers too (see ``responseCode``).
+@MemberwiseInit
 public struct AuthorizationResponse: Hashable, Sendable, Codable {
     public var merchantReference: String
     /// The acquirer's reference for the payment; `nil` when the outcome is unknown (no answer came back).
@@ -337,32 +288,6 @@ public struct AuthorizationResponse: Hashable, Sendable, Codable {
     public var processedAt: Date
     /// The capture made at once when the request's capture intent was `.immediate` and it was approved.
     public var immediateCapture: ModificationResponse?
-
-    public init(
-        merchantReference: String,
-        pspReference: String?,
-        responseCode: ResponseCode,
-        authCode: String?,
-        amount: Money,
-        holdExpiresAt: Date?,
-        network: CardNetwork?,
-        fundingType: FundingType?,
-        lastFour: String?,
-        processedAt: Date,
-        immediateCapture: ModificationResponse? = nil
-    ) {
-        self.merchantReference = merchantReference
-        self.pspReference = pspReference
-        self.responseCode = responseCode
-        self.authCode = authCode
-        self.amount = amount
-        self.holdExpiresAt = holdExpiresAt
-        self.network = network
-        self.fundingType = fundingType
-        self.lastFour = lastFour
-        self.processedAt = processedAt
-        self.immediateCapture = immediateCapture
-    }
 }
 
 /// Which change to a hold a ``ModificationResponse`` answers.
@@ -372,6 +297,7 @@ public enum ModificationKind: String, Hashable, Sendable, Codable, CaseIterable 
 
 /// The acquirer's answer to an increment, capture, reversal or refund.
 /// Only increments can be declined (by the issuer); the others either apply or throw ``AcquirerError``.
+@MemberwiseInit
 public struct ModificationResponse: Hashable, Sendable, Codable {
     public var kind: ModificationKind
     public var authorizationReference: String
@@ -387,30 +313,6 @@ public struct ModificationResponse: Hashable, Sendable, Codable {
     public var processedAt: Date
     /// The hold after this modification.
     public var balance: HoldBalance
-
-    public init(
-        kind: ModificationKind,
-        authorizationReference: String,
-        modificationReference: String,
-        pspReference: String,
-        modificationPSPReference: String,
-        responseCode: ResponseCode,
-        amount: Money,
-        isFinal: Bool,
-        processedAt: Date,
-        balance: HoldBalance
-    ) {
-        self.kind = kind
-        self.authorizationReference = authorizationReference
-        self.modificationReference = modificationReference
-        self.pspReference = pspReference
-        self.modificationPSPReference = modificationPSPReference
-        self.responseCode = responseCode
-        self.amount = amount
-        self.isFinal = isFinal
-        self.processedAt = processedAt
-        self.balance = balance
-    }
 }
 
 /// Where a payment stands at the acquirer.
@@ -426,6 +328,7 @@ public enum PaymentStatus: String, Hashable, Sendable, Codable, CaseIterable {
 }
 
 /// What the acquirer knows about one payment: its authorization answer, state and modifications.
+@MemberwiseInit
 public struct PaymentDetails: Hashable, Sendable, Codable {
     public var authorization: AuthorizationResponse
     public var status: PaymentStatus
@@ -433,13 +336,6 @@ public struct PaymentDetails: Hashable, Sendable, Codable {
     public var balance: HoldBalance?
     /// Applied (and declined) modifications, oldest first.
     public var modifications: [ModificationResponse]
-
-    public init(authorization: AuthorizationResponse, status: PaymentStatus, balance: HoldBalance?, modifications: [ModificationResponse]) {
-        self.authorization = authorization
-        self.status = status
-        self.balance = balance
-        self.modifications = modifications
-    }
 }
 
 /// The answer to a query by our reference: the acquirer either knows the payment or does not.
@@ -554,35 +450,25 @@ public enum SettlementItemKind: String, Hashable, Sendable, Codable, CaseIterabl
 }
 
 /// One capture or refund we submit for settlement, by the references we sent when we made it.
+@MemberwiseInit
 public struct SettlementItem: Hashable, Sendable, Codable {
     public var kind: SettlementItemKind
     public var authorizationReference: String
     public var modificationReference: String
     public var amount: Money
-
-    public init(kind: SettlementItemKind, authorizationReference: String, modificationReference: String, amount: Money) {
-        self.kind = kind
-        self.authorizationReference = authorizationReference
-        self.modificationReference = modificationReference
-        self.amount = amount
-    }
 }
 
 /// What a settlement batch is, without its items: our reference (the idempotency key), its currency
 /// and, optionally, the business date the merchant closed it for (see ``SettlementBatchRequest``).
+@MemberwiseInit
 public struct SettlementBatchHeader: Hashable, Sendable, Codable {
     public var batchReference: String
     public var currency: Currency
     public var businessDate: BusinessDate?
-
-    public init(batchReference: String, currency: Currency, businessDate: BusinessDate? = nil) {
-        self.batchReference = batchReference
-        self.currency = currency
-        self.businessDate = businessDate
-    }
 }
 
 /// The acquirer's acknowledgement of a settled batch: its number, report length and payout.
+@MemberwiseInit
 public struct SettlementReceipt: Hashable, Sendable, Codable {
     public var batchReference: String
     public var batchNumber: Int
@@ -590,14 +476,6 @@ public struct SettlementReceipt: Hashable, Sendable, Codable {
     /// Lines of the report, the MerchantPayout line included.
     public var lineCount: Int
     public var payout: PayoutNotice
-
-    public init(batchReference: String, batchNumber: Int, businessDate: BusinessDate, lineCount: Int, payout: PayoutNotice) {
-        self.batchReference = batchReference
-        self.batchNumber = batchNumber
-        self.businessDate = businessDate
-        self.lineCount = lineCount
-        self.payout = payout
-    }
 
     public init(_ report: SettlementReport) {
         self.init(
@@ -612,6 +490,7 @@ public struct SettlementReceipt: Hashable, Sendable, Codable {
 
 /// A batch of captures and refunds in one currency, items included: what the acquirer settles once
 /// every page is in. `batchReference` is our idempotency key for the batch.
+@MemberwiseInit
 public struct SettlementBatchRequest: Hashable, Sendable, Codable {
     public var batchReference: String
     public var currency: Currency
@@ -621,13 +500,6 @@ public struct SettlementBatchRequest: Hashable, Sendable, Codable {
     /// next business day) — so a ledger that closes its day at the cut-off and submits right after
     /// names the date it closed.
     public var businessDate: BusinessDate?
-
-    public init(batchReference: String, currency: Currency, items: [SettlementItem], businessDate: BusinessDate? = nil) {
-        self.batchReference = batchReference
-        self.currency = currency
-        self.items = items
-        self.businessDate = businessDate
-    }
 
     public init(_ header: SettlementBatchHeader, items: [SettlementItem]) {
         self.init(batchReference: header.batchReference, currency: header.currency, items: items, businessDate: header.businessDate)
@@ -664,6 +536,7 @@ public struct SettlementLineType: Hashable, Sendable, Codable, CustomStringConve
 /// One row of a settlement report, in the widely used column layout (see domain §2).
 /// Amount columns are `nil` when the report leaves them empty; money in a column is never negative
 /// (debit and credit columns carry the sign).
+@MemberwiseInit
 public struct SettlementReportLine: Hashable, Sendable, Codable {
     public var companyAccount: String
     public var merchantAccount: String
@@ -690,56 +563,6 @@ public struct SettlementReportLine: Hashable, Sendable, Codable {
     public var modificationMerchantReference: String
     public var batchNumber: Int
 
-    public init(
-        companyAccount: String,
-        merchantAccount: String,
-        pspReference: String,
-        merchantReference: String,
-        paymentMethod: String,
-        creationDate: Date?,
-        timeZone: String,
-        type: SettlementLineType,
-        modificationReference: String,
-        grossCurrency: Currency?,
-        grossDebit: Money?,
-        grossCredit: Money?,
-        exchangeRate: Rate?,
-        netCurrency: Currency?,
-        netDebit: Money?,
-        netCredit: Money?,
-        commission: Money?,
-        markup: Money?,
-        schemeFees: Money?,
-        interchange: Money?,
-        paymentMethodVariant: String,
-        modificationMerchantReference: String,
-        batchNumber: Int
-    ) {
-        self.companyAccount = companyAccount
-        self.merchantAccount = merchantAccount
-        self.pspReference = pspReference
-        self.merchantReference = merchantReference
-        self.paymentMethod = paymentMethod
-        self.creationDate = creationDate
-        self.timeZone = timeZone
-        self.type = type
-        self.modificationReference = modificationReference
-        self.grossCurrency = grossCurrency
-        self.grossDebit = grossDebit
-        self.grossCredit = grossCredit
-        self.exchangeRate = exchangeRate
-        self.netCurrency = netCurrency
-        self.netDebit = netDebit
-        self.netCredit = netCredit
-        self.commission = commission
-        self.markup = markup
-        self.schemeFees = schemeFees
-        self.interchange = interchange
-        self.paymentMethodVariant = paymentMethodVariant
-        self.modificationMerchantReference = modificationMerchantReference
-        self.batchNumber = batchNumber
-    }
-
     /// Gross credit − gross debit in minor units of the gross currency (0 when both are empty).
     public var signedGrossMinorUnits: Int64 { (grossCredit?.minorUnits ?? 0) - (grossDebit?.minorUnits ?? 0) }
 
@@ -753,6 +576,7 @@ public struct SettlementReportLine: Hashable, Sendable, Codable {
 }
 
 /// The deposit the acquirer makes (or will make) to the merchant's bank account for one batch.
+@MemberwiseInit
 public struct PayoutNotice: Hashable, Sendable, Codable {
     public var payoutReference: String
     public var batchNumber: Int
@@ -761,18 +585,11 @@ public struct PayoutNotice: Hashable, Sendable, Codable {
     public var valueDate: BusinessDate
     /// Negative when refunds and fees exceed captures (the merchant owes the acquirer).
     public var amount: Money
-
-    public init(payoutReference: String, batchNumber: Int, merchantAccount: String, valueDate: BusinessDate, amount: Money) {
-        self.payoutReference = payoutReference
-        self.batchNumber = batchNumber
-        self.merchantAccount = merchantAccount
-        self.valueDate = valueDate
-        self.amount = amount
-    }
 }
 
 /// The acquirer's settlement report for one batch: its lines (ending with the MerchantPayout line)
 /// and the payout they lead to.
+@MemberwiseInit
 public struct SettlementReport: Hashable, Sendable, Codable {
     public var batchReference: String
     public var batchNumber: Int
@@ -783,28 +600,6 @@ public struct SettlementReport: Hashable, Sendable, Codable {
     public var currency: Currency
     public var lines: [SettlementReportLine]
     public var payout: PayoutNotice
-
-    public init(
-        batchReference: String,
-        batchNumber: Int,
-        companyAccount: String,
-        merchantAccount: String,
-        businessDate: BusinessDate,
-        closedAt: Date,
-        currency: Currency,
-        lines: [SettlementReportLine],
-        payout: PayoutNotice
-    ) {
-        self.batchReference = batchReference
-        self.batchNumber = batchNumber
-        self.companyAccount = companyAccount
-        self.merchantAccount = merchantAccount
-        self.businessDate = businessDate
-        self.closedAt = closedAt
-        self.currency = currency
-        self.lines = lines
-        self.payout = payout
-    }
 }
 
 // MARK: - Errors

@@ -1,3 +1,5 @@
+import LedgerMacros
+
 /// Reads RFC 4180 CSV into records of fields; shared by every CSV the ledger reads (settlement
 /// reports, catalog imports).
 public enum CSVReader {
@@ -76,14 +78,10 @@ public enum CSVReader {
 }
 
 /// Why a CSV text could not be read. Rows are 1-based.
+@MemberwiseInit
 public struct CSVReaderError: Error, Hashable, Sendable, CustomStringConvertible {
     public let row: Int
     public let reason: String
-
-    public init(row: Int, reason: String) {
-        self.row = row
-        self.reason = reason
-    }
 
     public var description: String { "CSV row \(row): \(reason)" }
 }

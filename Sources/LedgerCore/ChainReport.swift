@@ -1,4 +1,7 @@
+import LedgerMacros
+
 /// The outcome of verifying the hash chain over a range of positions.
+@MemberwiseInit
 public struct ChainReport: Sendable, Hashable, Codable, CustomStringConvertible {
     public var ok: Bool
     /// Events checked before the first failure (all of them when `ok`).
@@ -6,13 +9,6 @@ public struct ChainReport: Sendable, Hashable, Codable, CustomStringConvertible 
     /// The first position that does not verify.
     public var firstBadPosition: Int64?
     public var reason: String?
-
-    public init(ok: Bool, checked: Int64, firstBadPosition: Int64? = nil, reason: String? = nil) {
-        self.ok = ok
-        self.checked = checked
-        self.firstBadPosition = firstBadPosition
-        self.reason = reason
-    }
 
     public static func bad(_ position: Int64, checked: Int64, _ reason: String) -> ChainReport {
         ChainReport(ok: false, checked: checked, firstBadPosition: position, reason: reason)

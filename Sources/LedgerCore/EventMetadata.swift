@@ -1,5 +1,8 @@
+import LedgerMacros
+
 /// Who and what caused an event. Stored as the event's `metadata` (jsonb, snake_case keys) and
 /// covered by the hash chain. Never carries cardholder data.
+@MemberwiseInit
 public struct EventMetadata: Hashable, Sendable, Codable {
     /// Ties together every event caused by one external request (e.g. one `POST /payment`).
     public var correlationID: String?
@@ -11,20 +14,6 @@ public struct EventMetadata: Hashable, Sendable, Codable {
     public var command: String?
     /// The client's idempotency key, when the command carried one.
     public var idempotencyKey: String?
-
-    public init(
-        correlationID: String? = nil,
-        causationID: String? = nil,
-        actor: String? = nil,
-        command: String? = nil,
-        idempotencyKey: String? = nil
-    ) {
-        self.correlationID = correlationID
-        self.causationID = causationID
-        self.actor = actor
-        self.command = command
-        self.idempotencyKey = idempotencyKey
-    }
 
     enum CodingKeys: String, CodingKey {
         case correlationID = "correlation_id"

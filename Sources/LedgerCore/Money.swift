@@ -1,17 +1,15 @@
+import LedgerMacros
+
 /// An amount of money: integer minor units of one ISO 4217 currency. Never binary floating point.
 ///
 /// At the API edge amounts are decimal strings ("50.00"); ``init(decimal:currency:)`` parses them
 /// exactly and refuses more fraction digits than the currency has (no silent rounding).
 /// Arithmetic is checked: mixing currencies or overflowing Int64 is a ``MoneyError``, not a wrap.
 /// Rounding happens only where a rule is named (``RoundingRule``), e.g. when applying a tax rate.
+@MemberwiseInit
 public struct Money: Hashable, Sendable, Codable, CustomStringConvertible {
     public let minorUnits: Int64
     public let currency: Currency
-
-    public init(minorUnits: Int64, currency: Currency) {
-        self.minorUnits = minorUnits
-        self.currency = currency
-    }
 
     public static func zero(_ currency: Currency) -> Money { Money(minorUnits: 0, currency: currency) }
 

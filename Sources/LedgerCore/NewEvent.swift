@@ -1,3 +1,5 @@
+import LedgerMacros
+
 import struct Foundation.Data
 import struct Foundation.Date
 import struct Foundation.UUID
@@ -9,22 +11,15 @@ import struct Foundation.UUID
 /// ``DomainEvent/newEvent(eventID:effectiveAt:)``, …), which goes through the ``EventCatalogue``; the
 /// raw ``init(eventID:type:schemaVersion:data:effectiveAt:)`` is for fixtures and benchmarks whose events
 /// are not the ledger's.
+@MemberwiseInit
 public struct NewEvent: Sendable, Hashable {
-    public var eventID: UUID
+    public var eventID: UUID = UUID()
     public var type: String
-    public var schemaVersion: Int32
+    public var schemaVersion: Int32 = 1
     /// The payload as JSON text (an object). Stored as jsonb.
     public var data: String
     /// Business time of the fact; the ledger's commit time is recorded separately.
     public var effectiveAt: Date
-
-    public init(eventID: UUID = UUID(), type: String, schemaVersion: Int32 = 1, data: String, effectiveAt: Date) {
-        self.eventID = eventID
-        self.type = type
-        self.schemaVersion = schemaVersion
-        self.data = data
-        self.effectiveAt = effectiveAt
-    }
 
     /// Encodes a payload registered in the ``EventCatalogue``, in the one ``LedgerJSON`` form (sorted keys,
     /// so equal payloads give equal request hashes), with the type and schema version of its entry.

@@ -1,3 +1,5 @@
+import LedgerMacros
+
 import struct Foundation.Date
 import typealias Foundation.TimeInterval
 import struct Foundation.UUID
@@ -7,6 +9,7 @@ import struct Foundation.UUID
 /// `data` and `metadata` are PostgreSQL's canonical jsonb text, which is what the hash covers.
 /// Times are kept as microseconds since the Unix epoch, the unit the hash covers, so that no
 /// conversion through binary floating point can change a verified value.
+@MemberwiseInit
 public struct RecordedEvent: Sendable, Hashable {
     public var position: Int64
     public var streamID: StreamID
@@ -20,34 +23,6 @@ public struct RecordedEvent: Sendable, Hashable {
     public var recordedAtMicros: Int64
     public var prevHash: [UInt8]
     public var hash: [UInt8]
-
-    public init(
-        position: Int64,
-        streamID: StreamID,
-        streamVersion: Int64,
-        eventID: UUID,
-        type: String,
-        schemaVersion: Int32,
-        data: String,
-        metadata: String,
-        effectiveAtMicros: Int64,
-        recordedAtMicros: Int64,
-        prevHash: [UInt8],
-        hash: [UInt8]
-    ) {
-        self.position = position
-        self.streamID = streamID
-        self.streamVersion = streamVersion
-        self.eventID = eventID
-        self.type = type
-        self.schemaVersion = schemaVersion
-        self.data = data
-        self.metadata = metadata
-        self.effectiveAtMicros = effectiveAtMicros
-        self.recordedAtMicros = recordedAtMicros
-        self.prevHash = prevHash
-        self.hash = hash
-    }
 
     public var effectiveAt: Date { Date(epochMicroseconds: effectiveAtMicros) }
     public var recordedAt: Date { Date(epochMicroseconds: recordedAtMicros) }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import LedgerCore
+import LedgerMacros
 import LedgerServices
 
 /// What the history and verification endpoints read, without depending on the database module.
@@ -23,15 +24,12 @@ public protocol LedgerReader: Sendable {
 ///   `stream_prefix` e.g. `order-`, `from`/`to` RFC 3339 bounds on the recorded (ledger) time
 ///   (from inclusive, to exclusive), `correlation_id` one request's events;
 /// - `GET /audit/verify?from=&to=` — the hash chain recomputed over a range.
+@MemberwiseInit
 public struct AuditRoutes: Sendable {
     public typealias Context = LedgerRequestContext
     public static let maximumPageSize = 1_000
 
     let reader: any LedgerReader
-
-    public init(reader: any LedgerReader) {
-        self.reader = reader
-    }
 
     public func register(on group: RouterGroup<Context>) {
         group.get("/streams/:stream/events") { _, context -> Response in

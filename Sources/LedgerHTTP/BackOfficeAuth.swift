@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Hummingbird
 import LedgerCore
+import LedgerMacros
 import LedgerServices
 
 /// Who is calling a back-office endpoint: a role and a short, non-secret key id for the
@@ -48,6 +49,7 @@ public struct APIKeyring: Sendable {
 /// Guards back-office routes: `Authorization: Bearer <key>`. A missing or unknown key is 401
 /// (with `WWW-Authenticate`), a known key without the needed role is 403; either way the request
 /// never reaches its handler, so nothing changes.
+@MemberwiseInit
 public struct BackOfficeAuthMiddleware: RouterMiddleware {
     public typealias Context = LedgerRequestContext
 
@@ -56,11 +58,6 @@ public struct BackOfficeAuthMiddleware: RouterMiddleware {
 
     let keyring: APIKeyring
     let access: Access
-
-    public init(keyring: APIKeyring, access: Access) {
-        self.keyring = keyring
-        self.access = access
-    }
 
     public func handle(
         _ request: Request,

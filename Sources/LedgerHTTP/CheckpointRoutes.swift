@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import LedgerCore
+import LedgerMacros
 import LedgerServices
 
 /// Signs checkpoints of the ledger's head (see ``Checkpoint``).
@@ -15,14 +16,10 @@ public protocol CheckpointSigner: Sendable {
 ///   JSON (what `ledgerd audit verify --checkpoint FILE --public-key KEY` checks);
 /// - `GET /audit/checkpoints?after=&limit=` (operator or auditor key) — the checkpoints recorded in
 ///   the log (`CheckpointSigned` events), oldest first, cursor-paged like the feed.
+@MemberwiseInit
 public struct CheckpointRoutes: Sendable {
     let signer: (any CheckpointSigner)?
     let reader: any LedgerReader
-
-    public init(signer: (any CheckpointSigner)?, reader: any LedgerReader) {
-        self.signer = signer
-        self.reader = reader
-    }
 
     public func registerReads(on group: RouterGroup<LedgerRequestContext>) {
         group.get("/audit/checkpoints") { request, _ -> Response in

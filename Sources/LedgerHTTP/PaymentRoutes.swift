@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import LedgerCore
+import LedgerMacros
 import LedgerServices
 
 /// Takes a parsed payment through the ledger and the acquirer.
@@ -11,13 +12,10 @@ public protocol PaymentProcessor: Sendable {
 /// `POST /payment`, open like the rest of the storefront API. The body is read up to its size
 /// limit and parsed strictly before anything is decided; an `Idempotency-Key` header makes a
 /// retry return the first reply and authorize nothing twice.
+@MemberwiseInit
 public struct PaymentRoutes: Sendable {
     static let idempotencyKeyHeader = HTTPField.Name("Idempotency-Key")!
     let processor: any PaymentProcessor
-
-    public init(processor: any PaymentProcessor) {
-        self.processor = processor
-    }
 
     public func register(on router: Router<LedgerRequestContext>) {
         router.post("/payment") { request, _ -> Response in

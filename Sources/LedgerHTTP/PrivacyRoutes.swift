@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import LedgerCore
+import LedgerMacros
 import LedgerServices
 
 /// Erases shipping contacts (personal data) and reads them.
@@ -18,12 +19,9 @@ public protocol PrivacyOperator: Sendable {
 ///   event (no personal data in it) is appended; 200 with what was erased, 404 when nothing matches;
 /// - `GET /orders/{id}/contact` — the order's shipping contact: 200 with its fields, or 410
 ///   `contact_erased` once erased.
+@MemberwiseInit
 public struct PrivacyRoutes: Sendable {
     let privacy: any PrivacyOperator
-
-    public init(privacy: any PrivacyOperator) {
-        self.privacy = privacy
-    }
 
     public func register(on group: RouterGroup<LedgerRequestContext>) {
         group.post("/privacy/erasures") { request, context -> Response in

@@ -1,17 +1,15 @@
 import Hummingbird
 import LedgerCore
+import LedgerMacros
 import LedgerServices
 import Metrics
 
 /// Counts HTTP requests by route (the matched route pattern, not the raw path, so ids do not
 /// explode the label set), method and status, and times them. Metrics go to an injected
 /// factory so each application (and each test) has its own registry.
+@MemberwiseInit
 public struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
     let factory: any MetricsFactory
-
-    public init(factory: any MetricsFactory) {
-        self.factory = factory
-    }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import LedgerCore
+import LedgerMacros
 import LedgerServices
 
 extension StateAnswer {
@@ -38,12 +39,9 @@ public protocol StateReader: Sendable {
 /// by ``OrderRoutes``, ``StorefrontRoutes`` and ``SettlementRoutes`` through the same reader (the
 /// last two carry the point in `Ledger-As-Of-Position` / `Ledger-As-Of-Time` headers, their bodies
 /// being the live shape).
+@MemberwiseInit
 public struct StateRoutes: Sendable {
     let reader: any StateReader
-
-    public init(reader: any StateReader) {
-        self.reader = reader
-    }
 
     public func register(on group: RouterGroup<LedgerRequestContext>) {
         group.get("/authorizations/:id") { request, context -> Response in

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import LedgerCore
+import LedgerMacros
 import LedgerServices
 
 /// What `/health` needs to know about the ledger, without depending on the database module.
@@ -10,14 +11,10 @@ public protocol LedgerHealthProbe: Sendable {
 }
 
 /// `GET /health` and `GET /metrics`: for scripts that wait for the daemon and for Prometheus.
+@MemberwiseInit
 public struct SystemRoutes<Context: RequestContext>: Sendable {
     let probe: any LedgerHealthProbe
     let metricsText: @Sendable () -> String
-
-    public init(probe: any LedgerHealthProbe, metricsText: @escaping @Sendable () -> String) {
-        self.probe = probe
-        self.metricsText = metricsText
-    }
 
     struct Health: ResponseEncodable {
         struct Database: Encodable {

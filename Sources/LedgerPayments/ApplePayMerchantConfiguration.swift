@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import LedgerMacros
 import SwiftASN1
 import X509
 import _CryptoExtras
@@ -164,28 +165,18 @@ public struct ApplePayMerchantKey: Sendable, CustomStringConvertible, CustomRefl
 
 /// Everything a merchant configures to accept Apple Pay tokens: its processing keys, the roots it trusts,
 /// and how far the CMS signing time may be from the verification time.
+@MemberwiseInit
 public struct ApplePayMerchantConfiguration: Sendable {
     /// One or more processing keys; the token's `publicKeyHash` selects one (several keys allow rotation).
     public var merchantKeys: [ApplePayMerchantKey]
-    /// Trust anchors for the signing chain. Production: Apple Root CA - G3 only.
+    /// Trust anchors: the roots the signing chain must end at. Production: Apple Root CA - G3 only
+    /// (``ApplePayPEM/appleRootCAG3PEM`` carries a copy; see ``ApplePayPEM/appleRootCAG3()``).
     public var trustedRoots: [Certificate]
     /// Maximum allowed |now − signingTime|, in seconds. Apple recommends a few minutes; default 5 minutes.
-    public var signingTimeTolerance: TimeInterval
+    public var signingTimeTolerance: TimeInterval = ApplePayMerchantConfiguration.defaultSigningTimeTolerance
 
     /// The default tolerance: 5 minutes.
     public static let defaultSigningTimeTolerance: TimeInterval = 300
-
-    /// - Parameter trustedRoots: the roots the signing chain must end at. Callers normally load Apple Root CA - G3
-    ///   (``ApplePayPEM/appleRootCAG3PEM`` carries a copy; see ``ApplePayPEM/appleRootCAG3()``).
-    public init(
-        merchantKeys: [ApplePayMerchantKey],
-        trustedRoots: [Certificate],
-        signingTimeTolerance: TimeInterval = ApplePayMerchantConfiguration.defaultSigningTimeTolerance
-    ) {
-        self.merchantKeys = merchantKeys
-        self.trustedRoots = trustedRoots
-        self.signingTimeTolerance = signingTimeTolerance
-    }
 
     /// A configuration trusting only Apple Root CA - G3.
     public static func appleProduction(

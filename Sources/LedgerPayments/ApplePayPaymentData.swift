@@ -1,4 +1,5 @@
 import Foundation
+import LedgerMacros
 
 /// The decrypted Apple Pay payment data, typed, plus the token's transaction id.
 ///
@@ -7,6 +8,7 @@ import Foundation
 /// `debugDescription` and reflection (`dump`, `print`, string interpolation, logging) are redacted: PAN
 /// masked to its last four digits, cryptogram and EMV data omitted. What the ledger may store or print is
 /// ``redactedSummary``.
+@MemberwiseInit
 public struct ApplePayPaymentData: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
@@ -40,28 +42,6 @@ public struct ApplePayPaymentData: Sendable, Hashable, CustomStringConvertible, 
     public let details: Details
     /// The token header's transaction id as canonical lowercase hex; the ledger uses it to reject replays.
     public let transactionId: String
-
-    public init(
-        applicationPrimaryAccountNumber: String,
-        applicationExpirationDate: String,
-        currencyCode: String,
-        transactionAmount: Int,
-        cardholderName: String?,
-        deviceManufacturerIdentifier: String,
-        paymentDataType: PaymentDataType,
-        details: Details,
-        transactionId: String
-    ) {
-        self.applicationPrimaryAccountNumber = applicationPrimaryAccountNumber
-        self.applicationExpirationDate = applicationExpirationDate
-        self.currencyCode = currencyCode
-        self.transactionAmount = transactionAmount
-        self.cardholderName = cardholderName
-        self.deviceManufacturerIdentifier = deviceManufacturerIdentifier
-        self.paymentDataType = paymentDataType
-        self.details = details
-        self.transactionId = transactionId
-    }
 
     /// The last four digits of the device PAN.
     public var last4: String { String(applicationPrimaryAccountNumber.suffix(4)) }
@@ -116,6 +96,7 @@ public struct ApplePayPaymentData: Sendable, Hashable, CustomStringConvertible, 
     }
 
     /// The storable, printable projection of a payment: safe for events, logs and the inspect tool.
+    @MemberwiseInit
     public struct RedactedSummary: Sendable, Hashable, Codable {
         public var last4: String
         /// `YYMMDD`.
@@ -130,26 +111,6 @@ public struct ApplePayPaymentData: Sendable, Hashable, CustomStringConvertible, 
         public var transactionId: String
         /// `visa`, `mastercard`, … when derivable.
         public var network: String?
-
-        public init(
-            last4: String,
-            expirationDate: String,
-            currencyCode: String,
-            transactionAmount: Int,
-            paymentDataType: String,
-            eciIndicator: String?,
-            transactionId: String,
-            network: String?
-        ) {
-            self.last4 = last4
-            self.expirationDate = expirationDate
-            self.currencyCode = currencyCode
-            self.transactionAmount = transactionAmount
-            self.paymentDataType = paymentDataType
-            self.eciIndicator = eciIndicator
-            self.transactionId = transactionId
-            self.network = network
-        }
 
         /// Pretty, key-sorted JSON (stable output for the inspect tool and for golden tests).
         public func prettyJSON() -> String {

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import LedgerMacros
 
 /// An Apple Pay payment token: the `paymentData` object of a `PKPaymentToken`, exactly as the app sends it.
 ///
@@ -7,6 +8,7 @@ import Foundation
 /// or stored without loss; ``decodedFields()`` turns them into bytes, which is where malformed input is
 /// rejected. `version` is kept as a string so an unknown version is reported as `unsupported_version`
 /// rather than as a generic decoding failure.
+@MemberwiseInit
 public struct ApplePayToken: Sendable, Hashable, Codable {
     /// The token versions this module understands.
     public enum Version: String, Sendable, Hashable, Codable {
@@ -17,6 +19,7 @@ public struct ApplePayToken: Sendable, Hashable, Codable {
     }
 
     /// The token's `header` object.
+    @MemberwiseInit
     public struct Header: Sendable, Hashable, Codable {
         /// Base64 DER SubjectPublicKeyInfo of the ephemeral P-256 key (EC_v1 only).
         public var ephemeralPublicKey: String?
@@ -28,20 +31,6 @@ public struct ApplePayToken: Sendable, Hashable, Codable {
         public var transactionId: String
         /// Hex SHA-256 of the app's applicationData, when the app supplied some.
         public var applicationData: String?
-
-        public init(
-            ephemeralPublicKey: String? = nil,
-            wrappedKey: String? = nil,
-            publicKeyHash: String,
-            transactionId: String,
-            applicationData: String? = nil
-        ) {
-            self.ephemeralPublicKey = ephemeralPublicKey
-            self.wrappedKey = wrappedKey
-            self.publicKeyHash = publicKeyHash
-            self.transactionId = transactionId
-            self.applicationData = applicationData
-        }
     }
 
     /// `EC_v1` or `RSA_v1` as sent; see ``parsedVersion()``.
@@ -51,13 +40,6 @@ public struct ApplePayToken: Sendable, Hashable, Codable {
     /// Base64 detached CMS SignedData (PKCS #7).
     public var signature: String
     public var header: Header
-
-    public init(version: String, data: String, signature: String, header: Header) {
-        self.version = version
-        self.data = data
-        self.signature = signature
-        self.header = header
-    }
 
     // MARK: Parsing
 

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import LedgerMacros
 import SwiftASN1
 import Synchronization
 @_spi(FixedExpiryValidationTime) import X509
@@ -41,14 +42,11 @@ import Synchronization
 ///
 /// Replay (a `transactionId` seen before) is not checked here: the module is pure and has no memory of tokens.
 /// The ledger must reject a verified token whose ``VerifiedApplePayToken/transactionId`` it has already recorded.
+@MemberwiseInit
 public struct ApplePayTokenVerifier: Sendable {
     public var configuration: ApplePayMerchantConfiguration
     /// Shared by copies of this verifier; entries are checked against `configuration` on use.
     private let verifiedChains = VerifiedChains()
-
-    public init(configuration: ApplePayMerchantConfiguration) {
-        self.configuration = configuration
-    }
 
     /// Verifies `token` as of `now` and returns it with the merchant key that decrypts it.
     public func verify(_ token: ApplePayToken, now: Date) async throws(ApplePayError) -> VerifiedApplePayToken {

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerMacros
 import SwiftASN1
 import X509
 
@@ -9,6 +10,7 @@ import X509
 /// (`30 80 … 00 00`), then insists on DER where the signature depends on the exact bytes: the
 /// certificates (parsed by swift-certificates' DER parser) and the signed attributes (re-parsed as DER
 /// after re-tagging). Only what Apple sends is accepted: one signer, detached `id-data` content, SHA-256.
+@MemberwiseInit
 public struct CMSSignedData: Sendable, Hashable {
     /// Certificates carried in the SignedData, in the order they appear.
     public var certificates: [Certificate]
@@ -40,11 +42,6 @@ public struct CMSSignedData: Sendable, Hashable {
         public var signatureAlgorithm: ASN1ObjectIdentifier
         /// The raw signature bytes (DER ECDSA-Sig-Value for ECDSA).
         public var signature: [UInt8]
-    }
-
-    public init(certificates: [Certificate], signer: SignerInfo) {
-        self.certificates = certificates
-        self.signer = signer
     }
 
     /// The certificate the signer identifies, if the SignedData carries it.

@@ -1,32 +1,24 @@
 import Crypto
 import Foundation
 import LedgerCore
+import LedgerMacros
 
 /// Events for one stream inside an ``AppendRequest``, with the version the caller expects.
+@MemberwiseInit
 public struct StreamAppend: Sendable, Hashable {
     public var streamID: StreamID
     public var expectedVersion: ExpectedVersion
     public var events: [NewEvent]
-
-    public init(streamID: StreamID, expectedVersion: ExpectedVersion, events: [NewEvent]) {
-        self.streamID = streamID
-        self.expectedVersion = expectedVersion
-        self.events = events
-    }
 }
 
 /// A client's idempotency key and the hash of the request it was first used with.
+@MemberwiseInit
 public struct IdempotencyKey: Sendable, Hashable {
     public static let maximumByteLength = 255
 
     public var key: String
     /// SHA-256 of the request's canonical content (32 bytes).
     public var requestHash: [UInt8]
-
-    public init(key: String, requestHash: [UInt8]) {
-        self.key = key
-        self.requestHash = requestHash
-    }
 
     /// Keys a request by its content: same content, same hash (see ``AppendRequest/contentHash``).
     public init(key: String, for request: AppendRequest) {
@@ -36,6 +28,7 @@ public struct IdempotencyKey: Sendable, Hashable {
 
 /// A read-model row written in the same statement as its events (`ledger.projection_rows`):
 /// the aggregate's row in API shape, at the stream version the append produces.
+@MemberwiseInit
 public struct ProjectionRow: Sendable, Hashable {
     public var projection: String
     public var key: String
@@ -45,37 +38,18 @@ public struct ProjectionRow: Sendable, Hashable {
     public var version: Int64
     /// The row as a JSON object.
     public var json: String
-
-    public init(projection: String, key: String, stream: StreamID, version: Int64, json: String) {
-        self.projection = projection
-        self.key = key
-        self.stream = stream
-        self.version = version
-        self.json = json
-    }
 }
 
 /// One command's events, appended atomically across one or more streams: all or nothing.
+@MemberwiseInit
 public struct AppendRequest: Sendable, Hashable {
     public var streams: [StreamAppend]
-    public var metadata: EventMetadata
+    public var metadata: EventMetadata = .init()
     public var idempotency: IdempotencyKey?
     /// Read-model rows computed from the aggregates' states after these events. Only allowed when
     /// every stream has an exact (or no-stream) expectation: then the state the rows came from is
     /// the state the append is checked against.
-    public var projections: [ProjectionRow]
-
-    public init(
-        streams: [StreamAppend],
-        metadata: EventMetadata = .init(),
-        idempotency: IdempotencyKey? = nil,
-        projections: [ProjectionRow] = []
-    ) {
-        self.streams = streams
-        self.metadata = metadata
-        self.idempotency = idempotency
-        self.projections = projections
-    }
+    public var projections: [ProjectionRow] = []
 
     public init(
         stream: StreamID,
@@ -156,14 +130,10 @@ public struct AppendRequest: Sendable, Hashable {
 }
 
 /// A stream's version after an append.
+@MemberwiseInit
 public struct StreamVersion: Sendable, Hashable, Codable {
     public var streamID: StreamID
     public var version: Int64
-
-    public init(streamID: StreamID, version: Int64) {
-        self.streamID = streamID
-        self.version = version
-    }
 
     enum CodingKeys: String, CodingKey {
         case streamID = "stream_id"
@@ -172,20 +142,14 @@ public struct StreamVersion: Sendable, Hashable, Codable {
 }
 
 /// What an append produced: its positions in the global log and each stream's new version.
+@MemberwiseInit
 public struct AppendResult: Sendable, Hashable, Codable {
     public var firstPosition: Int64
     public var lastPosition: Int64
     public var streams: [StreamVersion]
     /// True when this is the stored result of an earlier request with the same idempotency key;
     /// nothing was appended this time.
-    public var replayed: Bool
-
-    public init(firstPosition: Int64, lastPosition: Int64, streams: [StreamVersion], replayed: Bool = false) {
-        self.firstPosition = firstPosition
-        self.lastPosition = lastPosition
-        self.streams = streams
-        self.replayed = replayed
-    }
+    public var replayed: Bool = false
 
     enum CodingKeys: String, CodingKey {
         case firstPosition = "first_position"

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerMacros
 
 /// The group-commit writer's decisions for one batch, as a pure state machine: requests and the
 /// database's answers in, actions out, no I/O.
@@ -376,6 +377,7 @@ package struct BatchStatement: Equatable, Sendable {
 
 /// One row of `ledger.append_batch`'s answer: `stale` (name = stream, version = actual),
 /// `key_exists` (name = key, request hash, stored result) or `appended` (first position).
+@MemberwiseInit
 package struct BatchAnswerRow: Equatable, Sendable {
     package var kind: String
     package var name: String?
@@ -383,20 +385,4 @@ package struct BatchAnswerRow: Equatable, Sendable {
     package var requestHash: [UInt8]?
     package var result: String?
     package var firstPosition: Int64?
-
-    package init(
-        kind: String,
-        name: String? = nil,
-        version: Int64? = nil,
-        requestHash: [UInt8]? = nil,
-        result: String? = nil,
-        firstPosition: Int64? = nil
-    ) {
-        self.kind = kind
-        self.name = name
-        self.version = version
-        self.requestHash = requestHash
-        self.result = result
-        self.firstPosition = firstPosition
-    }
 }

@@ -1,13 +1,11 @@
 import Foundation
 import LedgerCore
+import LedgerMacros
 
 /// Commits decided plans: the append request with the read-model rows the plan implies, and the
 /// states it produced remembered by the loader. The one way the services write domain events.
+@MemberwiseInit
 package struct DomainCommitter: Sendable {
-    package init(writer: LedgerWriter, loader: AggregateLoader) {
-        self.writer = writer
-        self.loader = loader
-    }
 
     let writer: LedgerWriter
     let loader: AggregateLoader

@@ -3,6 +3,7 @@ import Logging
 
 #if canImport(Glibc)
 import Glibc
+import LedgerMacros
 #endif
 
 /// A private PostgreSQL cluster for the embedded default and for the tests.
@@ -13,31 +14,19 @@ import Glibc
 /// directory is the access control, so keep it private (it is created mode 0700).
 /// PostgreSQL refuses to run as root, so when this process is root the cluster's files and
 /// processes belong to an unprivileged OS user (`postgres` by default) via `setpriv`.
+@MemberwiseInit
 public struct EmbeddedPostgres: Sendable {
+    @MemberwiseInit
     public struct Configuration: Sendable {
         public var dataDirectory: URL
         /// Directory holding `initdb`, `pg_ctl`, `postgres`; found automatically when nil.
         public var binDirectory: URL?
         /// The OS user that runs the cluster when this process is root.
-        public var osUser: String
+        public var osUser: String = "postgres"
         /// Durable (fsync) by default. Tests turn it off for speed; never a production setting.
-        public var durable: Bool
+        public var durable: Bool = true
         /// Extra `name = value` server settings.
-        public var settings: [String: String]
-
-        public init(
-            dataDirectory: URL,
-            binDirectory: URL? = nil,
-            osUser: String = "postgres",
-            durable: Bool = true,
-            settings: [String: String] = [:]
-        ) {
-            self.dataDirectory = dataDirectory
-            self.binDirectory = binDirectory
-            self.osUser = osUser
-            self.durable = durable
-            self.settings = settings
-        }
+        public var settings: [String: String] = [:]
     }
 
     /// Where to connect: the socket directory, the port that names the socket, the superuser.
@@ -51,11 +40,6 @@ public struct EmbeddedPostgres: Sendable {
 
     public let configuration: Configuration
     private let logger: Logger
-
-    public init(configuration: Configuration, logger: Logger) {
-        self.configuration = configuration
-        self.logger = logger
-    }
 
     public var clusterDirectory: URL { configuration.dataDirectory.appendingPathComponent("pg") }
     public var socketDirectory: URL { configuration.dataDirectory.appendingPathComponent("run") }

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerMacros
 import Logging
 import Metrics
 import PostgresNIO
@@ -29,13 +30,10 @@ import Synchronization
 /// If the server rejects a batch (e.g. a payload that is not JSON), its requests are retried one
 /// by one so that one bad request cannot fail its neighbours.
 public final class LedgerWriter: Service, Sendable {
+    @MemberwiseInit
     public struct Configuration: Sendable {
         /// Most events committed in one transaction.
-        public var maximumBatchEvents: Int
-
-        public init(maximumBatchEvents: Int = 2_000) {
-            self.maximumBatchEvents = maximumBatchEvents
-        }
+        public var maximumBatchEvents: Int = 2_000
     }
 
     private struct Pending: Sendable {

@@ -1,3 +1,4 @@
+import LedgerMacros
 import PostgresNIO
 import ServiceLifecycle
 import Synchronization
@@ -12,8 +13,9 @@ import Synchronization
 ///
 /// ``run()`` lets the waiters go as it calls `PostgresClient.run()`, which marks the pool as running before
 /// its first suspension point, so the waiters' first lease comes after it.
+@MemberwiseInit
 public final class PostgresPool: Service, Sendable {
-    /// The client; lease from it only after ``running()`` has returned.
+    /// The client, which must not be run elsewhere; lease from it only after ``running()`` has returned.
     public let client: PostgresClient
 
     private enum State {
@@ -22,11 +24,6 @@ public final class PostgresPool: Service, Sendable {
     }
 
     private let state = Mutex(State.waiting(next: 0, [:]))
-
-    /// Wraps `client`, which must not be run elsewhere.
-    public init(client: PostgresClient) {
-        self.client = client
-    }
 
     /// Runs the pool until the task is cancelled or the service group shuts down.
     public func run() async {

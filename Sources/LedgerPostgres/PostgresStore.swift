@@ -1,15 +1,12 @@
+import LedgerMacros
 import Logging
 import PostgresNIO
 
 /// What every store of this module runs on: the pool its statements use and the logger they log to.
+@MemberwiseInit
 public struct StoreConnection: Sendable {
     public let client: PostgresClient
     public let logger: Logger
-
-    public init(client: PostgresClient, logger: Logger) {
-        self.client = client
-        self.logger = logger
-    }
 }
 
 /// A store: a type whose methods are SQL statements (one each), in the style of swift-jobs-postgres'

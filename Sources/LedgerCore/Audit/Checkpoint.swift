@@ -1,3 +1,5 @@
+import LedgerMacros
+
 /// A signed statement "the ledger's event at `position` has chain hash `hash`": the anchor that
 /// lets an auditor prove later that the log still contains that prefix unaltered, even against a
 /// database superuser (who can rewrite rows, recompute hashes and move the head, but cannot sign).
@@ -15,6 +17,7 @@
 ///     public_key=<64 hex digits: the Ed25519 public key>
 ///
 /// (each line ends with a line feed, the last one included).
+@MemberwiseInit
 public struct Checkpoint: Codable, Sendable, Hashable {
     public static let format = "ledgerd-checkpoint-v1"
 
@@ -27,15 +30,6 @@ public struct Checkpoint: Codable, Sendable, Hashable {
     public var publicKey: String
     /// Hex of the 64-byte Ed25519 signature over ``signedMessage``.
     public var signature: String
-
-    public init(position: Int64, hash: String, recordedAt: String, signedAt: String, publicKey: String, signature: String) {
-        self.position = position
-        self.hash = hash
-        self.recordedAt = recordedAt
-        self.signedAt = signedAt
-        self.publicKey = publicKey
-        self.signature = signature
-    }
 
     /// The bytes the signature covers (everything but the signature).
     public var signedMessage: [UInt8] {

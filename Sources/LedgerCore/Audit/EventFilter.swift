@@ -1,8 +1,11 @@
+import LedgerMacros
+
 /// Which events of the global feed an auditor asks for. Every condition is optional; the ones
 /// given must all hold. Pure value: the HTTP layer parses it, the event store turns it into SQL.
+@MemberwiseInit
 public struct EventFilter: Sendable, Hashable {
     /// Event types (any of them); empty for every type.
-    public var types: [String]
+    public var types: [String] = []
     /// Streams whose id starts with this text (e.g. `order-`, `hold-`, `product-clock`).
     public var streamPrefix: String?
     /// Recorded (ledger time) at or after this instant, in microseconds since the epoch.
@@ -11,20 +14,6 @@ public struct EventFilter: Sendable, Hashable {
     public var toMicros: Int64?
     /// Events of one request (`metadata.correlation_id`).
     public var correlationID: String?
-
-    public init(
-        types: [String] = [],
-        streamPrefix: String? = nil,
-        fromMicros: Int64? = nil,
-        toMicros: Int64? = nil,
-        correlationID: String? = nil
-    ) {
-        self.types = types
-        self.streamPrefix = streamPrefix
-        self.fromMicros = fromMicros
-        self.toMicros = toMicros
-        self.correlationID = correlationID
-    }
 
     /// Whether `event` passes: the same rules the event store applies in SQL, for tests and
     /// for filtering pages that are already in memory.

@@ -1,3 +1,5 @@
+import LedgerMacros
+
 import struct Foundation.Date
 
 // Apple Pay tokens the ledger processes itself (domain.md §4). The cryptography is `LedgerPayments`'
@@ -18,6 +20,7 @@ import struct Foundation.Date
 // ``EventCatalogue`` and decode as ``LedgerEvent`` cases.
 
 /// A token was accepted for an order: the marker that makes its transaction id single-use.
+@MemberwiseInit
 public struct ApplePayTokenAccepted: LedgerEventPayload {
     public static let eventType = "ApplePayTokenAccepted"
     public static let schemaVersion: Int32 = 1
@@ -36,24 +39,6 @@ public struct ApplePayTokenAccepted: LedgerEventPayload {
     /// The CMS signing time of the token.
     @LedgerTimestamp public var signedAt: Date
 
-    public init(
-        orderID: OrderID,
-        transactionID: String,
-        network: String?,
-        lastFour: String,
-        paymentDataType: String,
-        amount: Money,
-        signedAt: Date
-    ) {
-        self.orderID = orderID
-        self.transactionID = transactionID
-        self.network = network
-        self.lastFour = lastFour
-        self.paymentDataType = paymentDataType
-        self.amount = amount
-        self.signedAt = signedAt
-    }
-
     enum CodingKeys: String, CodingKey {
         case orderID = "order_id"
         case transactionID = "transaction_id"
@@ -66,6 +51,7 @@ public struct ApplePayTokenAccepted: LedgerEventPayload {
 }
 
 /// A genuine (signature-verified) token was refused: the audit trace of the attempt.
+@MemberwiseInit
 public struct ApplePayTokenRejected: LedgerEventPayload {
     public static let eventType = "ApplePayTokenRejected"
     public static let schemaVersion: Int32 = 1
@@ -80,14 +66,6 @@ public struct ApplePayTokenRejected: LedgerEventPayload {
     /// The CMS signing time of the token.
     @LedgerTimestamp public var signedAt: Date
     @LedgerTimestamp public var rejectedAt: Date
-
-    public init(reason: String, message: String, transactionID: String, signedAt: Date, rejectedAt: Date) {
-        self.reason = reason
-        self.message = message
-        self.transactionID = transactionID
-        self.signedAt = signedAt
-        self.rejectedAt = rejectedAt
-    }
 
     enum CodingKeys: String, CodingKey {
         case reason, message

@@ -1,3 +1,5 @@
+import LedgerMacros
+
 import struct Foundation.Date
 
 // The authorization hold aggregate: one stream per order's hold (`hold-<order id>`).
@@ -8,6 +10,7 @@ import struct Foundation.Date
 
 /// The issuer approved and holds `amount` on the card until `expiresAt`.
 /// Never carries cardholder data: only the network, funding type and last four digits.
+@MemberwiseInit
 public struct AuthorizationHoldPlaced: LedgerEventPayload {
     public static let eventType = "AuthorizationHoldPlaced"
     public static let schemaVersion: Int32 = 1
@@ -23,30 +26,6 @@ public struct AuthorizationHoldPlaced: LedgerEventPayload {
     public var lastFour: String?
     @LedgerTimestamp public var expiresAt: Date
     @LedgerTimestamp public var authorizedAt: Date
-
-    public init(
-        orderID: OrderID,
-        merchantReference: String,
-        pspReference: String,
-        authCode: String,
-        amount: Money,
-        network: CardNetwork?,
-        fundingType: FundingType?,
-        lastFour: String?,
-        expiresAt: Date,
-        authorizedAt: Date
-    ) {
-        self.orderID = orderID
-        self.merchantReference = merchantReference
-        self.pspReference = pspReference
-        self.authCode = authCode
-        self.amount = amount
-        self.network = network
-        self.fundingType = fundingType
-        self.lastFour = lastFour
-        self.expiresAt = expiresAt
-        self.authorizedAt = authorizedAt
-    }
 
     enum CodingKeys: String, CodingKey {
         case orderID = "order_id"

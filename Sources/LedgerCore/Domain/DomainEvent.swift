@@ -1,3 +1,5 @@
+import LedgerMacros
+
 import struct Foundation.Data
 import struct Foundation.Date
 import struct Foundation.UUID
@@ -98,16 +100,11 @@ public enum DomainEvent: Hashable, Sendable {
 // MARK: - Appends
 
 /// Events for one stream, with the version the decider saw, to be appended together.
+@MemberwiseInit
 public struct PlannedAppend: Hashable, Sendable {
     public var streamID: StreamID
     public var expectedVersion: ExpectedVersion
     public var events: [DomainEvent]
-
-    public init(streamID: StreamID, expectedVersion: ExpectedVersion, events: [DomainEvent]) {
-        self.streamID = streamID
-        self.expectedVersion = expectedVersion
-        self.events = events
-    }
 
     /// The expectation for a stream whose state reflects `version` events (0: no stream yet).
     public static func expectation(forVersion version: Int64) -> ExpectedVersion {

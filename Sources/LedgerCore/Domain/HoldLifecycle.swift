@@ -1,3 +1,5 @@
+import LedgerMacros
+
 import struct Foundation.Date
 
 // The life of an authorization hold after it is placed (issue 4), as pure steps around one
@@ -22,6 +24,7 @@ import struct Foundation.Date
 // MARK: - Hold events
 
 /// The issuer added `amount` to the open hold (incremental authorization).
+@MemberwiseInit
 public struct HoldIncremented: LedgerEventPayload {
     public static let eventType = "HoldIncremented"
     public static let schemaVersion: Int32 = 1
@@ -35,14 +38,6 @@ public struct HoldIncremented: LedgerEventPayload {
     public var pspModificationReference: String
     @LedgerTimestamp public var incrementedAt: Date
 
-    public init(orderID: OrderID, amount: Money, modificationReference: String, pspModificationReference: String, incrementedAt: Date) {
-        self.orderID = orderID
-        self.amount = amount
-        self.modificationReference = modificationReference
-        self.pspModificationReference = pspModificationReference
-        self.incrementedAt = incrementedAt
-    }
-
     enum CodingKeys: String, CodingKey {
         case orderID = "order_id"
         case amount
@@ -54,6 +49,7 @@ public struct HoldIncremented: LedgerEventPayload {
 
 /// `amount` of the hold was captured (taken from the card). A final capture also released the
 /// rest of the open amount (`released`), which counts as reversed.
+@MemberwiseInit
 public struct HoldCaptured: LedgerEventPayload {
     public static let eventType = "HoldCaptured"
     public static let schemaVersion: Int32 = 1
@@ -67,24 +63,6 @@ public struct HoldCaptured: LedgerEventPayload {
     public var pspModificationReference: String
     @LedgerTimestamp public var capturedAt: Date
 
-    public init(
-        orderID: OrderID,
-        amount: Money,
-        isFinal: Bool,
-        released: Money,
-        modificationReference: String,
-        pspModificationReference: String,
-        capturedAt: Date
-    ) {
-        self.orderID = orderID
-        self.amount = amount
-        self.isFinal = isFinal
-        self.released = released
-        self.modificationReference = modificationReference
-        self.pspModificationReference = pspModificationReference
-        self.capturedAt = capturedAt
-    }
-
     enum CodingKeys: String, CodingKey {
         case orderID = "order_id"
         case amount
@@ -97,6 +75,7 @@ public struct HoldCaptured: LedgerEventPayload {
 }
 
 /// `amount` of the open hold was voided (reversed) at our request.
+@MemberwiseInit
 public struct HoldReversed: LedgerEventPayload {
     public static let eventType = "HoldReversed"
     public static let schemaVersion: Int32 = 1
@@ -108,14 +87,6 @@ public struct HoldReversed: LedgerEventPayload {
     public var pspModificationReference: String
     @LedgerTimestamp public var reversedAt: Date
 
-    public init(orderID: OrderID, amount: Money, modificationReference: String, pspModificationReference: String, reversedAt: Date) {
-        self.orderID = orderID
-        self.amount = amount
-        self.modificationReference = modificationReference
-        self.pspModificationReference = pspModificationReference
-        self.reversedAt = reversedAt
-    }
-
     enum CodingKeys: String, CodingKey {
         case orderID = "order_id"
         case amount
@@ -126,6 +97,7 @@ public struct HoldReversed: LedgerEventPayload {
 }
 
 /// The hold passed its expiry uncaptured: its open `amount` went back to the card's open-to-buy.
+@MemberwiseInit
 public struct HoldExpired: LedgerEventPayload {
     public static let eventType = "HoldExpired"
     public static let schemaVersion: Int32 = 1
@@ -136,12 +108,6 @@ public struct HoldExpired: LedgerEventPayload {
     /// The hold's expiry (when the issuer released it), not when the sweeper noticed.
     @LedgerTimestamp public var expiredAt: Date
 
-    public init(orderID: OrderID, amount: Money, expiredAt: Date) {
-        self.orderID = orderID
-        self.amount = amount
-        self.expiredAt = expiredAt
-    }
-
     enum CodingKeys: String, CodingKey {
         case orderID = "order_id"
         case amount
@@ -150,6 +116,7 @@ public struct HoldExpired: LedgerEventPayload {
 }
 
 /// `amount` of what was captured went back to the cardholder.
+@MemberwiseInit
 public struct HoldRefunded: LedgerEventPayload {
     public static let eventType = "HoldRefunded"
     public static let schemaVersion: Int32 = 1
@@ -161,22 +128,6 @@ public struct HoldRefunded: LedgerEventPayload {
     public var modificationReference: String
     public var pspModificationReference: String
     @LedgerTimestamp public var refundedAt: Date
-
-    public init(
-        orderID: OrderID,
-        amount: Money,
-        reason: String,
-        modificationReference: String,
-        pspModificationReference: String,
-        refundedAt: Date
-    ) {
-        self.orderID = orderID
-        self.amount = amount
-        self.reason = reason
-        self.modificationReference = modificationReference
-        self.pspModificationReference = pspModificationReference
-        self.refundedAt = refundedAt
-    }
 
     enum CodingKeys: String, CodingKey {
         case orderID = "order_id"

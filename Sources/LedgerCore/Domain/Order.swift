@@ -1,3 +1,5 @@
+import LedgerMacros
+
 import struct Foundation.Date
 
 // The order aggregate: one stream per order (`order-<id>`). It records what was bought at which
@@ -53,18 +55,12 @@ public enum OrderCancellationReason: String, Hashable, Sendable, Codable, CaseIt
 }
 
 /// The shipping method as chosen for an order, frozen at opening.
+@MemberwiseInit
 public struct ShippingSelection: Hashable, Sendable, Codable {
     public var shippingMethodID: ShippingMethodID
     public var name: String
     public var transitDays: Int
     @DecimalMoney public var price: Money
-
-    public init(shippingMethodID: ShippingMethodID, name: String, transitDays: Int, price: Money) {
-        self.shippingMethodID = shippingMethodID
-        self.name = name
-        self.transitDays = transitDays
-        self.price = price
-    }
 
     enum CodingKeys: String, CodingKey {
         case shippingMethodID = "shipping_method_id"
@@ -77,6 +73,7 @@ public struct ShippingSelection: Hashable, Sendable, Codable {
 // MARK: - Events
 
 /// An order was opened and is waiting for payment; its stock is reserved in the same append.
+@MemberwiseInit
 public struct OrderOpened: LedgerEventPayload {
     public static let eventType = "OrderOpened"
     public static let schemaVersion: Int32 = 1
@@ -92,24 +89,6 @@ public struct OrderOpened: LedgerEventPayload {
     public var contactRef: String
     @LedgerTimestamp public var openedAt: Date
 
-    public init(
-        orderID: OrderID,
-        merchantReference: String,
-        lines: [OrderLine],
-        shipping: ShippingSelection,
-        amounts: OrderAmounts,
-        contactRef: String,
-        openedAt: Date
-    ) {
-        self.orderID = orderID
-        self.merchantReference = merchantReference
-        self.lines = lines
-        self.shipping = shipping
-        self.amounts = amounts
-        self.contactRef = contactRef
-        self.openedAt = openedAt
-    }
-
     enum CodingKeys: String, CodingKey {
         case orderID = "order_id"
         case merchantReference = "merchant_reference"
@@ -120,6 +99,7 @@ public struct OrderOpened: LedgerEventPayload {
 }
 
 /// The issuer approved: the order is authorized (its hold is recorded on the hold stream in the same append).
+@MemberwiseInit
 public struct OrderAuthorized: LedgerEventPayload {
     public static let eventType = "OrderAuthorized"
     public static let schemaVersion: Int32 = 1
@@ -130,13 +110,6 @@ public struct OrderAuthorized: LedgerEventPayload {
     @DecimalMoney public var amount: Money
     @LedgerTimestamp public var authorizedAt: Date
 
-    public init(orderID: OrderID, pspReference: String, amount: Money, authorizedAt: Date) {
-        self.orderID = orderID
-        self.pspReference = pspReference
-        self.amount = amount
-        self.authorizedAt = authorizedAt
-    }
-
     enum CodingKeys: String, CodingKey {
         case orderID = "order_id"
         case pspReference = "psp_reference"
@@ -146,6 +119,7 @@ public struct OrderAuthorized: LedgerEventPayload {
 }
 
 /// The issuer declined (05, 51, 54, …): the order is declined; its stock is released in the same append.
+@MemberwiseInit
 public struct PaymentDeclined: LedgerEventPayload {
     public static let eventType = "PaymentDeclined"
     public static let schemaVersion: Int32 = 1
@@ -158,13 +132,6 @@ public struct PaymentDeclined: LedgerEventPayload {
     /// The acquirer's reference of the declined attempt, if it gave one.
     public var pspReference: String?
 
-    public init(orderID: OrderID, responseCode: ResponseCode, message: String, pspReference: String?) {
-        self.orderID = orderID
-        self.responseCode = responseCode
-        self.message = message
-        self.pspReference = pspReference
-    }
-
     enum CodingKeys: String, CodingKey {
         case orderID = "order_id"
         case responseCode = "response_code"
@@ -174,6 +141,7 @@ public struct PaymentDeclined: LedgerEventPayload {
 }
 
 /// The acquirer answered 91/96: nobody knows whether a hold exists. Stock stays reserved until recovery.
+@MemberwiseInit
 public struct PaymentOutcomeUnknown: LedgerEventPayload {
     public static let eventType = "PaymentOutcomeUnknown"
     public static let schemaVersion: Int32 = 1
@@ -183,12 +151,6 @@ public struct PaymentOutcomeUnknown: LedgerEventPayload {
     public var responseCode: ResponseCode
     public var message: String
 
-    public init(orderID: OrderID, responseCode: ResponseCode, message: String) {
-        self.orderID = orderID
-        self.responseCode = responseCode
-        self.message = message
-    }
-
     enum CodingKeys: String, CodingKey {
         case orderID = "order_id"
         case responseCode = "response_code"
@@ -197,6 +159,7 @@ public struct PaymentOutcomeUnknown: LedgerEventPayload {
 }
 
 /// The order was closed without a payment (recovery or operator); its stock is released in the same append.
+@MemberwiseInit
 public struct OrderCancelled: LedgerEventPayload {
     public static let eventType = "OrderCancelled"
     public static let schemaVersion: Int32 = 1
@@ -204,11 +167,6 @@ public struct OrderCancelled: LedgerEventPayload {
 
     public var orderID: OrderID
     public var reason: OrderCancellationReason
-
-    public init(orderID: OrderID, reason: OrderCancellationReason) {
-        self.orderID = orderID
-        self.reason = reason
-    }
 
     enum CodingKeys: String, CodingKey {
         case orderID = "order_id"
@@ -218,6 +176,7 @@ public struct OrderCancelled: LedgerEventPayload {
 
 /// A hold operation (capture, increment, void, expiry, refund) changed the order's payment; the
 /// money itself is on the hold stream, in the same append. `status` is the order's status after it.
+@MemberwiseInit
 public struct OrderPaymentUpdated: LedgerEventPayload {
     public static let eventType = "OrderPaymentUpdated"
     public static let schemaVersion: Int32 = 1
@@ -228,12 +187,6 @@ public struct OrderPaymentUpdated: LedgerEventPayload {
     public var operation: String
     public var status: OrderStatus
 
-    public init(orderID: OrderID, operation: String, status: OrderStatus) {
-        self.orderID = orderID
-        self.operation = operation
-        self.status = status
-    }
-
     enum CodingKeys: String, CodingKey {
         case orderID = "order_id"
         case operation, status
@@ -241,6 +194,7 @@ public struct OrderPaymentUpdated: LedgerEventPayload {
 }
 
 /// The goods left the warehouse (their reservation became a sale in the same append).
+@MemberwiseInit
 public struct OrderShipped: LedgerEventPayload {
     public static let eventType = "OrderShipped"
     public static let schemaVersion: Int32 = 1
@@ -252,14 +206,6 @@ public struct OrderShipped: LedgerEventPayload {
     @LedgerTimestamp public var shippedAt: Date
     /// The order's status after the shipment (normally `shipped`).
     public var status: OrderStatus
-
-    public init(orderID: OrderID, carrier: String?, tracking: String?, shippedAt: Date, status: OrderStatus) {
-        self.orderID = orderID
-        self.carrier = carrier
-        self.tracking = tracking
-        self.shippedAt = shippedAt
-        self.status = status
-    }
 
     enum CodingKeys: String, CodingKey {
         case orderID = "order_id"

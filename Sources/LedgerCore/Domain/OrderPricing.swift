@@ -1,3 +1,5 @@
+import LedgerMacros
+
 // Pricing of an order: Σ(price × quantity) + shipping + tax, in exact integer minor units.
 //
 // Tax is levied on the goods only, not on shipping, by default: that is what the storefront app
@@ -10,16 +12,11 @@
 
 /// How tax is computed: a rate, the named rounding rule that brings it to a whole minor unit, and
 /// whether shipping is taxed. Configuration, not code; ``storefront`` is the app's rule.
+@MemberwiseInit
 public struct TaxPolicy: Hashable, Sendable, Codable {
     @DecimalRate public var rate: Rate
     public var rounding: RoundingRule
-    public var appliesToShipping: Bool
-
-    public init(rate: Rate, rounding: RoundingRule, appliesToShipping: Bool = false) {
-        self.rate = rate
-        self.rounding = rounding
-        self.appliesToShipping = appliesToShipping
-    }
+    public var appliesToShipping: Bool = false
 
     /// 8 % of the goods, rounded half-up to the minor unit, shipping untaxed.
     public static let storefront = TaxPolicy(rate: Rate(numerator: 8, denominator: 100), rounding: .halfUp)
@@ -31,6 +28,7 @@ public struct TaxPolicy: Hashable, Sendable, Codable {
 }
 
 /// One priced line of an order, frozen at the moment the order is opened (later price changes do not touch it).
+@MemberwiseInit
 public struct OrderLine: Hashable, Sendable, Codable {
     public var productID: ProductID
     public var name: String
@@ -38,14 +36,6 @@ public struct OrderLine: Hashable, Sendable, Codable {
     public var quantity: Int64
     /// unitPrice × quantity, exact.
     @DecimalMoney public var lineTotal: Money
-
-    public init(productID: ProductID, name: String, unitPrice: Money, quantity: Int64, lineTotal: Money) {
-        self.productID = productID
-        self.name = name
-        self.unitPrice = unitPrice
-        self.quantity = quantity
-        self.lineTotal = lineTotal
-    }
 
     enum CodingKeys: String, CodingKey {
         case productID = "product_id"
@@ -58,6 +48,7 @@ public struct OrderLine: Hashable, Sendable, Codable {
 
 /// The money breakdown of an order, with the tax rule that produced it, so that an auditor can
 /// recompute the total from the event alone.
+@MemberwiseInit
 public struct OrderAmounts: Hashable, Sendable, Codable {
     /// Σ line totals.
     @DecimalMoney public var subtotal: Money
@@ -66,14 +57,6 @@ public struct OrderAmounts: Hashable, Sendable, Codable {
     /// subtotal + shipping + tax: the amount to authorize.
     @DecimalMoney public var total: Money
     public var taxPolicy: TaxPolicy
-
-    public init(subtotal: Money, shipping: Money, tax: Money, total: Money, taxPolicy: TaxPolicy) {
-        self.subtotal = subtotal
-        self.shipping = shipping
-        self.tax = tax
-        self.total = total
-        self.taxPolicy = taxPolicy
-    }
 
     public var currency: Currency { total.currency }
 
@@ -84,18 +67,12 @@ public struct OrderAmounts: Hashable, Sendable, Codable {
 }
 
 /// A line to price: the product's current catalog facts and the quantity wanted.
+@MemberwiseInit
 public struct PricingLine: Hashable, Sendable {
     public var productID: ProductID
     public var name: String
     public var unitPrice: Money
     public var quantity: Int64
-
-    public init(productID: ProductID, name: String, unitPrice: Money, quantity: Int64) {
-        self.productID = productID
-        self.name = name
-        self.unitPrice = unitPrice
-        self.quantity = quantity
-    }
 }
 
 /// Why an order could not be priced.

@@ -1,3 +1,5 @@
+import LedgerMacros
+
 import struct Foundation.Date
 import typealias Foundation.TimeInterval
 
@@ -17,28 +19,21 @@ import typealias Foundation.TimeInterval
 // reservation is checked against the product's state at the version the append expects.
 
 /// One line the shopper asks for.
+@MemberwiseInit
 public struct RequestedLine: Hashable, Sendable {
     public var productID: ProductID
-    public var quantity: Int64
-
-    public init(productID: ProductID, quantity: Int64 = 1) {
-        self.productID = productID
-        self.quantity = quantity
-    }
+    public var quantity: Int64 = 1
 }
 
 /// The amount the app says it will pay (`amount` in minor units, `currency` as sent).
+@MemberwiseInit
 public struct ClaimedAmount: Hashable, Sendable {
     public var minorUnits: Int64
     public var currencyCode: String
-
-    public init(minorUnits: Int64, currencyCode: String) {
-        self.minorUnits = minorUnits
-        self.currencyCode = currencyCode
-    }
 }
 
 /// Open an order for `lines` with `shippingMethodID`, reserving its stock. The caller chooses `orderID`.
+@MemberwiseInit
 public struct PlaceOrder: Hashable, Sendable {
     public var orderID: OrderID
     public var lines: [RequestedLine]
@@ -48,23 +43,7 @@ public struct PlaceOrder: Hashable, Sendable {
     /// When present, the server's total must equal it (the app's `amount`/`currency`); the server never
     /// trusts it as the amount to charge.
     public var claimedAmount: ClaimedAmount?
-    public var taxPolicy: TaxPolicy
-
-    public init(
-        orderID: OrderID,
-        lines: [RequestedLine],
-        shippingMethodID: ShippingMethodID,
-        contactRef: String,
-        claimedAmount: ClaimedAmount?,
-        taxPolicy: TaxPolicy = .storefront
-    ) {
-        self.orderID = orderID
-        self.lines = lines
-        self.shippingMethodID = shippingMethodID
-        self.contactRef = contactRef
-        self.claimedAmount = claimedAmount
-        self.taxPolicy = taxPolicy
-    }
+    public var taxPolicy: TaxPolicy = .storefront
 }
 
 /// Why a payment step was refused. Nothing is appended for a rejection.

@@ -1,4 +1,5 @@
 import HashTreeCollections
+import LedgerMacros
 
 // The product / stock aggregate: one stream per product (`product-<id>`).
 //
@@ -10,6 +11,7 @@ import HashTreeCollections
 // MARK: - Events
 
 /// A product entered the catalog. Carries everything `GET /inventory` shows except stock.
+@MemberwiseInit
 public struct ProductListed: LedgerEventPayload {
     public static let eventType = "ProductListed"
     public static let schemaVersion: Int32 = 1
@@ -24,15 +26,6 @@ public struct ProductListed: LedgerEventPayload {
     public var imageFile: String
     @DecimalMoney public var price: Money
 
-    public init(productID: ProductID, sku: String, name: String, description: String, imageFile: String, price: Money) {
-        self.productID = productID
-        self.sku = sku
-        self.name = name
-        self.description = description
-        self.imageFile = imageFile
-        self.price = price
-    }
-
     enum CodingKeys: String, CodingKey {
         case productID = "product_id"
         case sku, name, description
@@ -42,6 +35,7 @@ public struct ProductListed: LedgerEventPayload {
 }
 
 /// A product's unit price changed (same currency). Orders keep the price they were opened with.
+@MemberwiseInit
 public struct ProductPriceChanged: LedgerEventPayload {
     public static let eventType = "ProductPriceChanged"
     public static let schemaVersion: Int32 = 1
@@ -51,12 +45,6 @@ public struct ProductPriceChanged: LedgerEventPayload {
     @DecimalMoney public var previousPrice: Money
     @DecimalMoney public var price: Money
 
-    public init(productID: ProductID, previousPrice: Money, price: Money) {
-        self.productID = productID
-        self.previousPrice = previousPrice
-        self.price = price
-    }
-
     enum CodingKeys: String, CodingKey {
         case productID = "product_id"
         case previousPrice = "previous_price"
@@ -65,6 +53,7 @@ public struct ProductPriceChanged: LedgerEventPayload {
 }
 
 /// Goods arrived: on hand grows by `quantity` (> 0). The only event that changes on hand + sold.
+@MemberwiseInit
 public struct StockReceived: LedgerEventPayload {
     public static let eventType = "StockReceived"
     public static let schemaVersion: Int32 = 1
@@ -73,11 +62,6 @@ public struct StockReceived: LedgerEventPayload {
     public var productID: ProductID
     public var quantity: Int64
 
-    public init(productID: ProductID, quantity: Int64) {
-        self.productID = productID
-        self.quantity = quantity
-    }
-
     enum CodingKeys: String, CodingKey {
         case productID = "product_id"
         case quantity
@@ -85,6 +69,7 @@ public struct StockReceived: LedgerEventPayload {
 }
 
 /// `quantity` units are promised to `orderID`: reserved grows, available shrinks, on hand is unchanged.
+@MemberwiseInit
 public struct StockReserved: LedgerEventPayload {
     public static let eventType = "StockReserved"
     public static let schemaVersion: Int32 = 1
@@ -93,12 +78,6 @@ public struct StockReserved: LedgerEventPayload {
     public var productID: ProductID
     public var orderID: OrderID
     public var quantity: Int64
-
-    public init(productID: ProductID, orderID: OrderID, quantity: Int64) {
-        self.productID = productID
-        self.orderID = orderID
-        self.quantity = quantity
-    }
 
     enum CodingKeys: String, CodingKey {
         case productID = "product_id"
@@ -122,6 +101,7 @@ public enum ReservationReleaseReason: String, Hashable, Sendable, Codable, CaseI
 }
 
 /// `quantity` units reserved for `orderID` are available again.
+@MemberwiseInit
 public struct ReservationReleased: LedgerEventPayload {
     public static let eventType = "ReservationReleased"
     public static let schemaVersion: Int32 = 1
@@ -132,13 +112,6 @@ public struct ReservationReleased: LedgerEventPayload {
     public var quantity: Int64
     public var reason: ReservationReleaseReason
 
-    public init(productID: ProductID, orderID: OrderID, quantity: Int64, reason: ReservationReleaseReason) {
-        self.productID = productID
-        self.orderID = orderID
-        self.quantity = quantity
-        self.reason = reason
-    }
-
     enum CodingKeys: String, CodingKey {
         case productID = "product_id"
         case orderID = "order_id"
@@ -147,6 +120,7 @@ public struct ReservationReleased: LedgerEventPayload {
 }
 
 /// A reservation became a sale (capture or shipment): reserved and on hand both shrink by `quantity`.
+@MemberwiseInit
 public struct StockSold: LedgerEventPayload {
     public static let eventType = "StockSold"
     public static let schemaVersion: Int32 = 1
@@ -155,12 +129,6 @@ public struct StockSold: LedgerEventPayload {
     public var productID: ProductID
     public var orderID: OrderID
     public var quantity: Int64
-
-    public init(productID: ProductID, orderID: OrderID, quantity: Int64) {
-        self.productID = productID
-        self.orderID = orderID
-        self.quantity = quantity
-    }
 
     enum CodingKeys: String, CodingKey {
         case productID = "product_id"

@@ -1,3 +1,5 @@
+import LedgerMacros
+
 // Reconciliation of a settlement batch (issue 5): the acquirer's report against the batch's ledger
 // items, matched by our modification reference (the report's "Modification Merchant Reference")
 // and else by the acquirer's ("Modification Reference"). Pure: the caller reads the report and
@@ -59,6 +61,7 @@ public struct ExpectedFees: Hashable, Sendable {
 }
 
 /// A batch's reconciliation result.
+@MemberwiseInit
 public struct ReconciliationRecorded: LedgerEventPayload {
     public static let eventType = "ReconciliationRecorded"
     public static let schemaVersion: Int32 = 1
@@ -72,15 +75,6 @@ public struct ReconciliationRecorded: LedgerEventPayload {
     public var matched: Int
     public var breaks: [ReconciliationBreak]
 
-    public init(batchID: String, windowClosed: Bool, reportLines: Int, ledgerItems: Int, matched: Int, breaks: [ReconciliationBreak]) {
-        self.batchID = batchID
-        self.windowClosed = windowClosed
-        self.reportLines = reportLines
-        self.ledgerItems = ledgerItems
-        self.matched = matched
-        self.breaks = breaks
-    }
-
     enum CodingKeys: String, CodingKey {
         case batchID = "batch_id"
         case windowClosed = "window_closed"
@@ -92,6 +86,7 @@ public struct ReconciliationRecorded: LedgerEventPayload {
 
 /// A break found for the first time (appended with the result that lists it), so that each break
 /// is an event of its own an operator's resolution can follow.
+@MemberwiseInit
 public struct ReconciliationBreakFound: LedgerEventPayload {
     public static let eventType = "ReconciliationBreakFound"
     public static let schemaVersion: Int32 = 1
@@ -100,11 +95,6 @@ public struct ReconciliationBreakFound: LedgerEventPayload {
     public var batchID: String
     public var found: ReconciliationBreak
 
-    public init(batchID: String, found: ReconciliationBreak) {
-        self.batchID = batchID
-        self.found = found
-    }
-
     enum CodingKeys: String, CodingKey {
         case batchID = "batch_id"
         case found = "break"
@@ -112,6 +102,7 @@ public struct ReconciliationBreakFound: LedgerEventPayload {
 }
 
 /// An operator resolved a break, with a reason.
+@MemberwiseInit
 public struct ReconciliationBreakResolved: LedgerEventPayload {
     public static let eventType = "ReconciliationBreakResolved"
     public static let schemaVersion: Int32 = 1
@@ -121,13 +112,6 @@ public struct ReconciliationBreakResolved: LedgerEventPayload {
     public var breakID: String
     public var reason: String
     public var resolvedBy: String
-
-    public init(batchID: String, breakID: String, reason: String, resolvedBy: String) {
-        self.batchID = batchID
-        self.breakID = breakID
-        self.reason = reason
-        self.resolvedBy = resolvedBy
-    }
 
     enum CodingKeys: String, CodingKey {
         case batchID = "batch_id"

@@ -1,3 +1,5 @@
+import LedgerMacros
+
 import struct Foundation.Calendar
 import struct Foundation.Data
 import struct Foundation.Date
@@ -77,6 +79,7 @@ public struct SettlementCutOff: Hashable, Sendable {
 // MARK: - Items
 
 /// One capture or refund recorded in the ledger, as a batch holds it.
+@MemberwiseInit
 public struct SettlementBatchItem: Hashable, Sendable, Codable {
     public var kind: SettlementItemKind
     /// The order id: the authorization's merchant reference.
@@ -89,24 +92,6 @@ public struct SettlementBatchItem: Hashable, Sendable, Codable {
     @LedgerTimestamp public var recordedAt: Date
     /// The ledger position of the event that recorded it.
     public var position: Int64
-
-    public init(
-        kind: SettlementItemKind,
-        orderID: String,
-        modificationReference: String,
-        pspModificationReference: String,
-        amount: Money,
-        recordedAt: Date,
-        position: Int64
-    ) {
-        self.kind = kind
-        self.orderID = orderID
-        self.modificationReference = modificationReference
-        self.pspModificationReference = pspModificationReference
-        self.amount = amount
-        self.recordedAt = recordedAt
-        self.position = position
-    }
 
     /// The capture or refund a ledger hold event records, if it is one.
     public static func from(_ event: HoldEvent, position: Int64) -> SettlementBatchItem? {
@@ -162,6 +147,7 @@ public struct SettlementBatchItem: Hashable, Sendable, Codable {
 // MARK: - Events
 
 /// A batch was opened for a business date, pinned to a ledger position.
+@MemberwiseInit
 public struct SettlementBatchOpened: LedgerEventPayload {
     public static let eventType = "SettlementBatchOpened"
     public static let schemaVersion: Int32 = 1
@@ -174,15 +160,6 @@ public struct SettlementBatchOpened: LedgerEventPayload {
     @LedgerTimestamp public var cutOffAt: Date
     /// The ledger head when the batch opened: no item after it belongs to the batch.
     public var pinnedPosition: Int64
-
-    public init(batchID: String, merchantAccount: String, currency: Currency, businessDate: BusinessDate, cutOffAt: Date, pinnedPosition: Int64) {
-        self.batchID = batchID
-        self.merchantAccount = merchantAccount
-        self.currency = currency
-        self.businessDate = businessDate
-        self.cutOffAt = cutOffAt
-        self.pinnedPosition = pinnedPosition
-    }
 
     enum CodingKeys: String, CodingKey {
         case batchID = "batch_id"
@@ -201,6 +178,7 @@ public struct SettlementBatchOpened: LedgerEventPayload {
 /// exact items: the SHA-256 of their ``SettlementBatchItem/canonicalLine``s in ledger order.
 ///
 /// Schema 1 listed the items in the event (`items`); it decodes with `itemsSHA256` nil.
+@MemberwiseInit
 public struct SettlementBatchClosed: LedgerEventPayload {
     public static let eventType = "SettlementBatchClosed"
     public static let schemaVersion: Int32 = 2
@@ -218,24 +196,6 @@ public struct SettlementBatchClosed: LedgerEventPayload {
     /// Lowercase hex SHA-256 of the items' canonical lines, in ledger order (nil in schema 1).
     public var itemsSHA256: String?
 
-    public init(
-        batchID: String,
-        captureCount: Int,
-        refundCount: Int,
-        grossCredit: Money,
-        grossDebit: Money,
-        gross: Money,
-        itemsSHA256: String?
-    ) {
-        self.batchID = batchID
-        self.captureCount = captureCount
-        self.refundCount = refundCount
-        self.grossCredit = grossCredit
-        self.grossDebit = grossDebit
-        self.gross = gross
-        self.itemsSHA256 = itemsSHA256
-    }
-
     public var itemCount: Int { captureCount + refundCount }
 
     enum CodingKeys: String, CodingKey {
@@ -250,6 +210,7 @@ public struct SettlementBatchClosed: LedgerEventPayload {
 }
 
 /// The batch was submitted; the acquirer's report is stored with this digest.
+@MemberwiseInit
 public struct SettlementBatchSubmitted: LedgerEventPayload {
     public static let eventType = "SettlementBatchSubmitted"
     public static let schemaVersion: Int32 = 1
@@ -261,13 +222,6 @@ public struct SettlementBatchSubmitted: LedgerEventPayload {
     public var reportSHA256: String
     public var reportLineCount: Int
 
-    public init(batchID: String, batchNumber: Int, reportSHA256: String, reportLineCount: Int) {
-        self.batchID = batchID
-        self.batchNumber = batchNumber
-        self.reportSHA256 = reportSHA256
-        self.reportLineCount = reportLineCount
-    }
-
     enum CodingKeys: String, CodingKey {
         case batchID = "batch_id"
         case batchNumber = "batch_number"
@@ -278,6 +232,7 @@ public struct SettlementBatchSubmitted: LedgerEventPayload {
 
 /// The acquirer priced the batch: fee totals over the report's Settled/Refunded lines (each fee
 /// rounded per line by the acquirer) and the sum of their nets.
+@MemberwiseInit
 public struct SettlementBatchCleared: LedgerEventPayload {
     public static let eventType = "SettlementBatchCleared"
     public static let schemaVersion: Int32 = 1
@@ -292,17 +247,6 @@ public struct SettlementBatchCleared: LedgerEventPayload {
     @DecimalMoney public var commission: Money
     @DecimalMoney public var net: Money
 
-    public init(batchID: String, lineCount: Int, gross: Money, interchange: Money, schemeFees: Money, markup: Money, commission: Money, net: Money) {
-        self.batchID = batchID
-        self.lineCount = lineCount
-        self.gross = gross
-        self.interchange = interchange
-        self.schemeFees = schemeFees
-        self.markup = markup
-        self.commission = commission
-        self.net = net
-    }
-
     enum CodingKeys: String, CodingKey {
         case batchID = "batch_id"
         case lineCount = "line_count"
@@ -314,6 +258,7 @@ public struct SettlementBatchCleared: LedgerEventPayload {
 
 /// The acquirer announced the payout; `expectedValueDate` is the business date + the funding lag
 /// on our calendar (a difference from the acquirer's is for reconciliation to report).
+@MemberwiseInit
 public struct SettlementPayoutScheduled: LedgerEventPayload {
     public static let eventType = "SettlementPayoutScheduled"
     public static let schemaVersion: Int32 = 1
@@ -325,14 +270,6 @@ public struct SettlementPayoutScheduled: LedgerEventPayload {
     public var valueDate: BusinessDate
     public var expectedValueDate: BusinessDate
 
-    public init(batchID: String, payoutReference: String, amount: Money, valueDate: BusinessDate, expectedValueDate: BusinessDate) {
-        self.batchID = batchID
-        self.payoutReference = payoutReference
-        self.amount = amount
-        self.valueDate = valueDate
-        self.expectedValueDate = expectedValueDate
-    }
-
     enum CodingKeys: String, CodingKey {
         case batchID = "batch_id"
         case payoutReference = "payout_reference"
@@ -343,6 +280,7 @@ public struct SettlementPayoutScheduled: LedgerEventPayload {
 }
 
 /// The payout reached the merchant's bank account: the acquirer's deposit on its value date.
+@MemberwiseInit
 public struct SettlementPayoutPaid: LedgerEventPayload {
     public static let eventType = "SettlementPayoutPaid"
     public static let schemaVersion: Int32 = 1
@@ -352,13 +290,6 @@ public struct SettlementPayoutPaid: LedgerEventPayload {
     public var payoutReference: String
     @DecimalMoney public var amount: Money
     public var valueDate: BusinessDate
-
-    public init(batchID: String, payoutReference: String, amount: Money, valueDate: BusinessDate) {
-        self.batchID = batchID
-        self.payoutReference = payoutReference
-        self.amount = amount
-        self.valueDate = valueDate
-    }
 
     enum CodingKeys: String, CodingKey {
         case batchID = "batch_id"

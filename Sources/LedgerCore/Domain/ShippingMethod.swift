@@ -1,8 +1,11 @@
+import LedgerMacros
+
 // The shipping method aggregate: one stream per method (`shipping_method-<id>`).
 
 // MARK: - Events
 
 /// A shipping method entered the catalog, as `GET /shipping_methods` shows it.
+@MemberwiseInit
 public struct ShippingMethodListed: LedgerEventPayload {
     public static let eventType = "ShippingMethodListed"
     public static let schemaVersion: Int32 = 1
@@ -15,14 +18,6 @@ public struct ShippingMethodListed: LedgerEventPayload {
     public var transitDays: Int
     @DecimalMoney public var price: Money
 
-    public init(shippingMethodID: ShippingMethodID, name: String, description: String, transitDays: Int, price: Money) {
-        self.shippingMethodID = shippingMethodID
-        self.name = name
-        self.description = description
-        self.transitDays = transitDays
-        self.price = price
-    }
-
     enum CodingKeys: String, CodingKey {
         case shippingMethodID = "shipping_method_id"
         case name, description
@@ -32,6 +27,7 @@ public struct ShippingMethodListed: LedgerEventPayload {
 }
 
 /// A shipping method's price changed (same currency).
+@MemberwiseInit
 public struct ShippingMethodPriceChanged: LedgerEventPayload {
     public static let eventType = "ShippingMethodPriceChanged"
     public static let schemaVersion: Int32 = 1
@@ -40,12 +36,6 @@ public struct ShippingMethodPriceChanged: LedgerEventPayload {
     public var shippingMethodID: ShippingMethodID
     @DecimalMoney public var previousPrice: Money
     @DecimalMoney public var price: Money
-
-    public init(shippingMethodID: ShippingMethodID, previousPrice: Money, price: Money) {
-        self.shippingMethodID = shippingMethodID
-        self.previousPrice = previousPrice
-        self.price = price
-    }
 
     enum CodingKeys: String, CodingKey {
         case shippingMethodID = "shipping_method_id"

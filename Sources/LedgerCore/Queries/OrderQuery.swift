@@ -1,6 +1,9 @@
+import LedgerMacros
+
 import struct Foundation.Date
 
 /// A filter on the order list.
+@MemberwiseInit
 public struct OrderQuery: Sendable, Hashable {
     public var status: String?
     /// Orders opened at or after this instant (RFC 3339).
@@ -10,12 +13,4 @@ public struct OrderQuery: Sendable, Hashable {
     public var limit: Int
     /// Continue after this cursor (from the previous page's `next_cursor`).
     public var cursor: Int64
-
-    public init(status: String? = nil, from: Date? = nil, to: Date? = nil, limit: Int, cursor: Int64) {
-        self.status = status
-        self.from = from
-        self.to = to
-        self.limit = limit
-        self.cursor = cursor
-    }
 }

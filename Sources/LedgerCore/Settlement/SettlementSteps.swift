@@ -1,3 +1,5 @@
+import LedgerMacros
+
 import struct Foundation.Date
 
 /// Which step a settlement batch takes next, as a pure state machine: the settlement job tells it
@@ -52,16 +54,12 @@ public struct SettlementSteps: Hashable, Sendable {
     }
 
     /// How a batch ended up in this run.
+    @MemberwiseInit
     public struct Outcome: Hashable, Sendable {
         /// The batch's state at the end: payout scheduled or paid.
         public var state: SettlementBatchState
         /// The events this run appended to the batch's stream.
         public var appendedEvents: Int
-
-        public init(state: SettlementBatchState, appendedEvents: Int) {
-            self.state = state
-            self.appendedEvents = appendedEvents
-        }
     }
 
     /// Why a batch could not be settled.

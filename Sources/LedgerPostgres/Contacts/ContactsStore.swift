@@ -1,4 +1,5 @@
 import LedgerCore
+import LedgerMacros
 import Logging
 import PostgresNIO
 
@@ -73,6 +74,7 @@ package struct ContactsStore: PostgresStore {
 
 /// A shopper's shipping contact as the payment receives it, stored as a JSON object with the keys
 /// `name`, `email`, `street`, `city`, `state` and `zip`.
+@MemberwiseInit
 package struct ShippingContact: Sendable, Hashable, Codable {
     package var name: String
     package var email: String
@@ -80,13 +82,4 @@ package struct ShippingContact: Sendable, Hashable, Codable {
     package var city: String
     package var state: String
     package var zip: String
-
-    package init(name: String, email: String, street: String, city: String, state: String, zip: String) {
-        self.name = name
-        self.email = email
-        self.street = street
-        self.city = city
-        self.state = state
-        self.zip = zip
-    }
 }

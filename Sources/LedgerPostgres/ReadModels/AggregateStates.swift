@@ -1,25 +1,15 @@
 import Foundation
 import LedgerCore
+import LedgerMacros
 
 /// The aggregate states a plan was decided against. Applying the plan's events to them gives the
 /// states after the append, from which every touched aggregate's read-model row is computed.
+@MemberwiseInit
 package struct AggregateStates: Sendable {
     package var products: [ProductID: ProductState] = [:]
     package var shippingMethods: [ShippingMethodID: ShippingMethodState] = [:]
     package var orders: [OrderID: OrderState] = [:]
     package var holds: [OrderID: HoldState] = [:]
-
-    package init(
-        products: [ProductID: ProductState] = [:],
-        shippingMethods: [ShippingMethodID: ShippingMethodState] = [:],
-        orders: [OrderID: OrderState] = [:],
-        holds: [OrderID: HoldState] = [:]
-    ) {
-        self.products = products
-        self.shippingMethods = shippingMethods
-        self.orders = orders
-        self.holds = holds
-    }
 
     /// Folds one event into the state of its aggregate. Products fold in place (their reservation
     /// tables can be large; see ``ProductState/apply(_:)``).

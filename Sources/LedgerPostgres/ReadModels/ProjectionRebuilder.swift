@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerMacros
 import Logging
 import PostgresNIO
 
@@ -9,20 +10,13 @@ import PostgresNIO
 /// readers see the old rows until the new ones are committed.
 public struct ProjectionRebuilder: Sendable {
     /// One read-model row as a replay computes it.
+    @MemberwiseInit
     public struct Row: Sendable, Hashable {
         public let projection: String
         public let key: String
         public let version: Int64
         public let json: String
         public let createdPosition: Int64
-
-        public init(projection: String, key: String, version: Int64, json: String, createdPosition: Int64) {
-            self.projection = projection
-            self.key = key
-            self.version = version
-            self.json = json
-            self.createdPosition = createdPosition
-        }
     }
 
     /// The rows a replay of `events` (in position order) produces. Events of types the domain does

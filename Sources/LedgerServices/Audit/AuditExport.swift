@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerMacros
 import LedgerPostgres
 import Logging
 import PostgresNIO
@@ -36,13 +37,10 @@ public enum AuditExport {
     }
 
     /// A range of the log: positions (both inclusive) or recorded times (from inclusive, to exclusive).
+    @MemberwiseInit
     public struct Range: Sendable, Hashable {
         public var from: AsOf?
         public var to: AsOf?
-        public init(from: AsOf?, to: AsOf?) {
-            self.from = from
-            self.to = to
-        }
     }
 
     /// Writes every event in `range` (optionally only `stream`'s) to `output`, a page at a time;

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import LedgerCore
+import LedgerMacros
 import LedgerPostgres
 import Logging
 import PostgresNIO
@@ -134,6 +135,7 @@ public enum CheckpointKeys {
 /// Signs checkpoints of the ledger's head: Ed25519 over (position, hash, recorded time, signing
 /// time, public key) — see ``Checkpoint`` — then appends the checkpoint to the log (stream
 /// `checkpoints`, event `CheckpointSigned`) and writes it to `<data dir>/checkpoints/`.
+@MemberwiseInit
 public struct CheckpointService: Sendable {
     let key: CheckpointKey
     let writer: LedgerWriter
@@ -141,22 +143,6 @@ public struct CheckpointService: Sendable {
     let directory: URL
     let clock: @Sendable () -> Date
     let logger: Logger
-
-    public init(
-        key: CheckpointKey,
-        writer: LedgerWriter,
-        store: EventStore,
-        directory: URL,
-        clock: @escaping @Sendable () -> Date,
-        logger: Logger
-    ) {
-        self.key = key
-        self.writer = writer
-        self.store = store
-        self.directory = directory
-        self.clock = clock
-        self.logger = logger
-    }
 
     /// Signs the current head; returns the checkpoint and the file it was written to.
     public func sign(actor: String) async throws -> (checkpoint: Checkpoint, file: URL) {
@@ -261,18 +247,12 @@ public struct CheckpointService: Sendable {
 /// Signs a checkpoint every day at the business-day close (`LEDGERD_CHECKPOINT_TIME` in
 /// `LEDGERD_CHECKPOINT_TIME_ZONE`), unless nothing was appended since the last checkpoint. Every
 /// daemon runs it; two signing the same head is harmless (two statements of one fact).
+@MemberwiseInit
 public struct CheckpointScheduler: Service {
     let service: CheckpointService
     let time: (hour: Int, minute: Int)
     let timeZone: TimeZone
     let logger: Logger
-
-    public init(service: CheckpointService, time: (hour: Int, minute: Int), timeZone: TimeZone, logger: Logger) {
-        self.service = service
-        self.time = time
-        self.timeZone = timeZone
-        self.logger = logger
-    }
 
     /// The first instant after `now` at hour:minute in `timeZone`.
     public static func next(after now: Date, hour: Int, minute: Int, timeZone: TimeZone) -> Date {

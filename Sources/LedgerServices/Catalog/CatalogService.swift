@@ -1,19 +1,15 @@
 import Foundation
 import LedgerCore
+import LedgerMacros
 import LedgerPostgres
 import Logging
 
 /// Catalog commands: the demo catalog for a new ledger, and the pictures that go with it.
+@MemberwiseInit
 public struct CatalogService: Sendable {
     let writer: LedgerWriter
     let store: EventStore
     let logger: Logger
-
-    public init(writer: LedgerWriter, store: EventStore, logger: Logger) {
-        self.writer = writer
-        self.store = store
-        self.logger = logger
-    }
 
     /// On the first start of an empty ledger, lists the demo catalog (12 products with their
     /// stock, 3 shipping methods) as one atomic append. Returns false when the ledger already has

@@ -1,6 +1,8 @@
 import LedgerCore
+import LedgerMacros
 
 /// What a back-office hold operation came to: the order after it, and what the acquirer applied.
+@MemberwiseInit
 public struct HoldOperationOutcome: Sendable, Hashable {
     public enum Result: String, Sendable, Hashable {
         /// The acquirer applied it and the ledger recorded it.
@@ -23,26 +25,4 @@ public struct HoldOperationOutcome: Sendable, Hashable {
     public var balance: HoldBalance?
     public var declineCode: String?
     public var message: String?
-
-    public init(
-        orderID: OrderID,
-        operation: HoldOperationRequest.Kind,
-        result: Result,
-        orderStatus: OrderStatus,
-        amount: Money? = nil,
-        modificationReference: String? = nil,
-        balance: HoldBalance? = nil,
-        declineCode: String? = nil,
-        message: String? = nil
-    ) {
-        self.orderID = orderID
-        self.operation = operation
-        self.result = result
-        self.orderStatus = orderStatus
-        self.amount = amount
-        self.modificationReference = modificationReference
-        self.balance = balance
-        self.declineCode = declineCode
-        self.message = message
-    }
 }

@@ -1,6 +1,8 @@
 import LedgerCore
+import LedgerMacros
 
 /// What a storefront payment came to: the order's state once the acquirer answered (or could not).
+@MemberwiseInit
 public struct PaymentAnswer: Sendable, Hashable {
     public enum Result: Sendable, Hashable {
         /// The acquirer approved: a hold is placed (and, under automatic capture, captured).
@@ -21,24 +23,4 @@ public struct PaymentAnswer: Sendable, Hashable {
     public var authCode: String?
     public var declineCode: String?
     public var message: String?
-
-    public init(
-        result: Result,
-        reference: String,
-        orderID: OrderID,
-        orderStatus: OrderStatus,
-        amount: Money,
-        authCode: String? = nil,
-        declineCode: String? = nil,
-        message: String? = nil
-    ) {
-        self.result = result
-        self.reference = reference
-        self.orderID = orderID
-        self.orderStatus = orderStatus
-        self.amount = amount
-        self.authCode = authCode
-        self.declineCode = declineCode
-        self.message = message
-    }
 }

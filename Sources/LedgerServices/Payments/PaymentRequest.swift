@@ -1,8 +1,10 @@
 import LedgerCore
+import LedgerMacros
 
 /// The body of `POST /payment` exactly as the merchant's app sends it (domain.md §1), plus the
 /// optional extensions `product_id`, `quantity` and `application_data`, as the payment service takes
 /// it (LedgerHTTP parses and checks the body into this shape).
+@MemberwiseInit
 public struct PaymentRequest: Sendable, Hashable {
     /// Where `source` came from. `stripe` and `acquirer` both go to the configured acquirer;
     /// `applepay` carries an Apple Pay payment token to verify and decrypt.
@@ -31,7 +33,7 @@ public struct PaymentRequest: Sendable, Hashable {
     public var shippingZip: String
     public var shippingMethodName: String
     public var productID: String?
-    public var quantity: Int
+    public var quantity: Int = 1
     /// Base64 of the app's applicationData (Apple Pay), whose SHA-256 the token must carry.
     public var applicationData: String?
 
@@ -40,36 +42,4 @@ public struct PaymentRequest: Sendable, Hashable {
     public static let maximumQuantity = 1_000
     /// The longest `application_data` (base64 characters) accepted; the body limit bounds it anyway.
     public static let maximumApplicationDataLength = 16 * 1024
-
-    public init(
-        gateway: Gateway,
-        source: Source,
-        amount: Money,
-        description: String,
-        shippingContact: String,
-        shippingEmail: String,
-        shippingStreet: String,
-        shippingCity: String,
-        shippingState: String,
-        shippingZip: String,
-        shippingMethodName: String,
-        productID: String? = nil,
-        quantity: Int = 1,
-        applicationData: String? = nil
-    ) {
-        self.gateway = gateway
-        self.source = source
-        self.amount = amount
-        self.description = description
-        self.shippingContact = shippingContact
-        self.shippingEmail = shippingEmail
-        self.shippingStreet = shippingStreet
-        self.shippingCity = shippingCity
-        self.shippingState = shippingState
-        self.shippingZip = shippingZip
-        self.shippingMethodName = shippingMethodName
-        self.productID = productID
-        self.quantity = quantity
-        self.applicationData = applicationData
-    }
 }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import LedgerCore
+import LedgerMacros
 import LedgerPayments
 import LedgerPostgres
 import Logging
@@ -97,17 +98,12 @@ struct GenuineApplePayToken: Sendable, Hashable {
 /// An Apple Pay token the ledger refuses. `reason` is the stable code (the `LedgerPayments` code, or
 /// `amount_mismatch`, `currency_mismatch`, `replayed_transaction`, `unsupported_payment_data_type`); the
 /// client sees it as `applepay_<reason>`.
+@MemberwiseInit
 struct ApplePayRejection: Error, Sendable {
     let reason: String
     let message: String
     /// Set when the token is genuinely Apple's: the rejection is then recorded (once per token).
     let genuine: GenuineApplePayToken?
-
-    init(reason: String, message: String, genuine: GenuineApplePayToken?) {
-        self.reason = reason
-        self.message = message
-        self.genuine = genuine
-    }
 
     init(_ error: ApplePayError, genuine: GenuineApplePayToken?) {
         self.init(reason: error.code.rawValue, message: error.message, genuine: genuine)
@@ -134,14 +130,8 @@ struct ApplePayRejection: Error, Sendable {
 
 /// Parses, verifies and decrypts tokens with the merchant configuration; pure apart from the clock it is
 /// handed and the counters it bumps.
+@MemberwiseInit
 package struct ApplePayProcessor: Sendable {
-    package init(
-        verifier: ApplePayTokenVerifier,
-        metricsFactory: (any MetricsFactory)?
-    ) {
-        self.verifier = verifier
-        self.metricsFactory = metricsFactory
-    }
 
     let verifier: ApplePayTokenVerifier
     let metricsFactory: (any MetricsFactory)?

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerMacros
 import Logging
 import ServiceLifecycle
 
@@ -7,18 +8,12 @@ import ServiceLifecycle
 /// acquirer's answer) or "payment unknown": at start and then every `interval`, each such order old
 /// enough to judge is resolved by asking the acquirer about its reference (``PaymentService/resolve``).
 /// Several daemons may run it at once: their appends are version-checked, so an order is resolved once.
+@MemberwiseInit
 public struct RecoveryService: Service {
     let payments: PaymentService
     let interval: Duration
     let policy: RecoveryPolicy
     let logger: Logger
-
-    public init(payments: PaymentService, interval: Duration, policy: RecoveryPolicy, logger: Logger) {
-        self.payments = payments
-        self.interval = interval
-        self.policy = policy
-        self.logger = logger
-    }
 
     public func run() async throws {
         // Graceful shutdown cancels the loop, so a sleeping sweeper never holds up SIGTERM.

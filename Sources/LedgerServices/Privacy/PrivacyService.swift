@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerMacros
 import LedgerPostgres
 import Logging
 import PostgresNIO
@@ -45,18 +46,13 @@ public struct PrivacyService: Sendable {
     }
 
     /// One erased contact.
+    @MemberwiseInit
     public struct Erasure: Sendable, Hashable {
         public let contactRef: String
         /// The orders opened with the contact, oldest first.
         public let orderIDs: [String]
         /// The position of its `ContactErased` event.
         public let position: Int64
-
-        public init(contactRef: String, orderIDs: [String], position: Int64) {
-            self.contactRef = contactRef
-            self.orderIDs = orderIDs
-            self.position = position
-        }
     }
 
     /// Erases every contact that `customer` names: an e-mail address (case-insensitive) or a

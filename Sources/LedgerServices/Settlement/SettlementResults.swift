@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerMacros
 
 /// One step of a settlement run as it happens (`ledgerd settle` prints them; the daemon logs them).
 public struct SettlementProgress: Sendable, Hashable {
@@ -20,43 +21,30 @@ public struct SettlementProgress: Sendable, Hashable {
 
 /// What a settlement run did to one batch: where the batch stands now, and how many events this run
 /// appended to it (0 for a batch finished before).
+@MemberwiseInit
 public struct SettlementBatchOutcome: Sendable, Hashable {
     public let batch: SettlementBatchState
     public let appendedEvents: Int
-
-    public init(batch: SettlementBatchState, appendedEvents: Int) {
-        self.batch = batch
-        self.appendedEvents = appendedEvents
-    }
 }
 
 /// A settlement run of one business date: its cut-off and what happened to each batch (earlier days'
 /// batches first, when the run caught up with them).
+@MemberwiseInit
 public struct SettlementRunSummary: Sendable, Hashable {
     public let businessDate: BusinessDate
     /// The instant that closed the business date.
     public let cutOffAt: Date
     public let batches: [SettlementBatchOutcome]
-
-    public init(businessDate: BusinessDate, cutOffAt: Date, batches: [SettlementBatchOutcome]) {
-        self.businessDate = businessDate
-        self.cutOffAt = cutOffAt
-        self.batches = batches
-    }
 }
 
 /// A batch's latest reconciliation as the back office reads it: the result last recorded, each of its
 /// breaks with the operator's resolution if there is one.
 public struct ReconciliationView: Sendable, Hashable {
     /// A break of the latest result, and how it was resolved (nil while it is open).
+    @MemberwiseInit
     public struct Break: Sendable, Hashable {
         public let found: ReconciliationBreak
         public let resolution: ReconciliationBreakResolved?
-
-        public init(found: ReconciliationBreak, resolution: ReconciliationBreakResolved?) {
-            self.found = found
-            self.resolution = resolution
-        }
     }
 
     /// The result recorded last (its counts; its breaks are ``breaks``).

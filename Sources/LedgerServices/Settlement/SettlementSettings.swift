@@ -1,6 +1,7 @@
 import Foundation
 import LedgerAcquirer
 import LedgerCore
+import LedgerMacros
 
 /// The end-of-day settlement configuration (issue 5):
 ///
@@ -11,23 +12,12 @@ import LedgerCore
 /// | `LEDGERD_SETTLEMENT_HOLIDAYS` | — | comma-separated `YYYY-MM-DD` bank holidays (weekends are Saturday and Sunday) |
 /// | `LEDGERD_SETTLEMENT_FUNDING_LAG_DAYS` | `1` | payout value date = business date + this many business days |
 /// | `LEDGERD_SETTLEMENT_AUTO` | `false` | `serve` settles each business day itself once its cut-off has passed |
+@MemberwiseInit
 public struct SettlementSettings: Sendable {
-    public var cutOff: SettlementCutOff
-    public var calendar: BusinessCalendar
-    public var fundingLagBusinessDays: Int
-    public var runAtCutOff: Bool
-
-    public init(
-        cutOff: SettlementCutOff = SettlementCutOff(timeZoneIdentifier: "UTC", secondsAfterMidnight: 22 * 3600)!,
-        calendar: BusinessCalendar = BusinessCalendar(),
-        fundingLagBusinessDays: Int = 1,
-        runAtCutOff: Bool = false
-    ) {
-        self.cutOff = cutOff
-        self.calendar = calendar
-        self.fundingLagBusinessDays = fundingLagBusinessDays
-        self.runAtCutOff = runAtCutOff
-    }
+    public var cutOff: SettlementCutOff = SettlementCutOff(timeZoneIdentifier: "UTC", secondsAfterMidnight: 22 * 3600)!
+    public var calendar: BusinessCalendar = BusinessCalendar()
+    public var fundingLagBusinessDays: Int = 1
+    public var runAtCutOff: Bool = false
 
     /// The most recent business day whose cut-off has passed at `now` (what a nightly run settles).
     public func lastClosedBusinessDay(now: Date) -> BusinessDate {
