@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # End-to-end payments benchmark over HTTP on 127.0.0.1: a release ledgerd with its own durable
-# embedded cluster, a catalog with ample stock, then wrk at 16 and 64 connections.
-# Usage: bench/payments.sh [seconds per run] [runs per concurrency]   (needs wrk: apt-get install -y wrk)
+# embedded cluster, a catalog with ample stock, then wrk at 16 and 64 connections. Each wrk run is
+# followed, in the same run and on the same cluster, by the two-commit SQL floor
+# (bench/two-commit-payment.sql with pgbench, as many clients, as long), and the line ends with the
+# ledger's share of that floor.
+# Usage: bench/payments.sh [seconds per run] [runs per concurrency]
+#   (needs wrk and pgbench: apt-get install -y wrk postgresql-contrib or postgresql-15)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-10}
@@ -25,10 +29,18 @@ json.dump({"products": [{"name": n, "description": "", "price": p, "stock": 10_0
           open(sys.argv[1], "w"))
 PY
 "$bin" catalog import "$data/stock.json" > /dev/null
+# The floor's scratch database, on the ledger's own cluster (trust auth on its socket; see EmbeddedPostgres).
+pg=(-h "$data/d/run" -p 5432 -U postgres)
+psql "${pg[@]}" -qc "CREATE DATABASE floor" postgres
+psql "${pg[@]}" -qc "CREATE TABLE ev(id bigserial PRIMARY KEY, stream text, data jsonb, at timestamptz DEFAULT now())" floor
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; $(date -u +%FT%TZ)"
 for clients in 16 64; do
   for run in $(seq 1 "$runs"); do
-    printf "clients %-3s run %s: " "$clients" "$run"
-    wrk -t2 -c"$clients" -d"${seconds}s" -s bench/payments.lua "http://127.0.0.1:$port" | tail -1
+    printf "clients %-3s run %s (load %s): " "$clients" "$run" "$(cut -d' ' -f1 /proc/loadavg)"
+    ledger=$(wrk -t2 -c"$clients" -d"${seconds}s" -s bench/payments.lua "http://127.0.0.1:$port" | tail -1)
+    floor=$(pgbench "${pg[@]}" -n -c "$clients" -j 2 -T "$seconds" -f bench/two-commit-payment.sql floor 2>/dev/null \
+      | awk '/^tps =/ {printf "%.0f", $3}')
+    echo "$ledger  floor/s $floor  share of floor $(awk -v l="${ledger#payments/s }" -v f="$floor" \
+      'BEGIN {split(l, a, " "); printf "%.0f %%", 100 * a[1] / f}')"
   done
 done
