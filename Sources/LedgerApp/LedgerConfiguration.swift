@@ -43,6 +43,8 @@ import Logging
 /// | `LEDGERD_SETTLEMENT_CUT_OFF` | `22:00` | local cut-off `HH:MM`; captures recorded before it settle with that business day |
 /// | `LEDGERD_SETTLEMENT_HOLIDAYS` | — | comma-separated `YYYY-MM-DD` bank holidays (weekends: Saturday, Sunday) |
 /// | `LEDGERD_SETTLEMENT_FUNDING_LAG_DAYS` | `1` | payout value date = business date + this many business days |
+/// | `LEDGERD_SETTLEMENT_PAGE_SIZE` | `10000` | items per page sent to the acquirer in a settlement batch |
+/// | `LEDGERD_SETTLEMENT_REPORT_PART_LINES` | `10000` | report lines per page read back, and per stored report part |
 /// | `LEDGERD_SETTLEMENT_AUTO` | `false` | `serve` settles each business day itself once its cut-off has passed |
 ///
 /// The Apple Pay files are read when the configuration loads; see ``ApplePaySettings``.

@@ -16,17 +16,25 @@ public struct SettlementSettings: Sendable {
     public var calendar: BusinessCalendar
     public var fundingLagBusinessDays: Int
     public var runAtCutOff: Bool
+    /// Items per page sent to the acquirer (at least 1).
+    public var submissionPageSize: Int
+    /// Report lines per page read back from the acquirer and per stored report part (at least 1).
+    public var reportPartLines: Int
 
     public init(
         cutOff: SettlementCutOff = SettlementCutOff(timeZoneIdentifier: "UTC", secondsAfterMidnight: 22 * 3600)!,
         calendar: BusinessCalendar = BusinessCalendar(),
         fundingLagBusinessDays: Int = 1,
-        runAtCutOff: Bool = false
+        runAtCutOff: Bool = false,
+        submissionPageSize: Int = 10_000,
+        reportPartLines: Int = 10_000
     ) {
         self.cutOff = cutOff
         self.calendar = calendar
         self.fundingLagBusinessDays = fundingLagBusinessDays
         self.runAtCutOff = runAtCutOff
+        self.submissionPageSize = max(1, submissionPageSize)
+        self.reportPartLines = max(1, reportPartLines)
     }
 
     /// The most recent business day whose cut-off has passed at `now` (what a nightly run settles).
