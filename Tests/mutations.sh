@@ -94,7 +94,7 @@ if want stock-version; then
   if mutate Sources/LedgerCore/Domain/PaymentFlow.swift \
     "expectedVersion: PlannedAppend.expectation(forVersion: product.version)," \
     "expectedVersion: .any,"; then
-    run stock-version "$d" "PaymentFlowTests|StockInvariantPropertyTests"
+    run stock-version "$d" "PaymentFlowTests|StockInvariantPropertyTests|TwoDaemonsTests"
     restore
   else skip_not_applied stock-version "$d"; fi
 fi
