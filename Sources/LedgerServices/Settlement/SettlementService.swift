@@ -317,6 +317,7 @@ public struct SettlementService: Sendable {
                             metadata: EventMetadata(correlationID: state.opened.batchID, actor: Self.actor, command: "RecordPayout")
                         )
                     )
+                    FaultPoint.settlementPaid.crashIfConfigured(faultCrashAt, logger: logger)
                 } catch let error as AppendError where error == .versionConflict {
                     continue  // recorded by someone else meanwhile
                 }
