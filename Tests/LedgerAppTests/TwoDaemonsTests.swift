@@ -43,7 +43,7 @@ import FoundationNetworking
         }
     }
 
-    @Test(.timeLimit(.minutes(3))) func twoDaemonsOnOneDatabaseSellTheLastUnitsOnceAndReplayAKeyAfterARestart() async throws {
+    @Test(.timeLimit(.minutes(3))) func twoDaemonsOnOneDatabaseSellTheLastUnitsOnceDrainOnSIGTERMAndReplayAKeyAfterARestart() async throws {
         let db = try await TestDatabase.empty()
         let endpoint = db.endpoint
         let tag = UUID().uuidString.prefix(8).lowercased()
@@ -120,8 +120,34 @@ import FoundationNetworking
         let key = ["Idempotency-Key": "checkout-\(tag)"]
         let (firstStatus, firstReply) = try await Self.call(portA, "POST", "/payment", body, headers: key)
         #expect(firstStatus == 200, "\(firstReply)")
+        // SIGTERM while payments are in flight on A: every request answered is answered in full, every
+        // order acknowledged is in the log, authorized, and A exits cleanly.
+        let (replies, signalled) = AsyncStream<Void>.makeStream()
+        let inFlight = Task {
+            try await withThrowingTaskGroup(of: (Int, String)?.self) { group in
+                for _ in 0..<16 {
+                    group.addTask {
+                        defer { signalled.yield() }
+                        return try? await Self.call(portA, "POST", "/payment", StorefrontDriver.paymentBody(amount: 3200, product: "Pen"))
+                    }
+                }
+                return try await group.reduce(into: [(Int, String)?]()) { $0.append($1) }
+            }
+        }
+        for await _ in replies { break }
+        a.process.terminate()
+        let answered = try await inFlight.value.compactMap { $0 }
+        for _ in 0..<240 where a.process.isRunning { try await Task.sleep(for: .milliseconds(250)) }
+        #expect(!a.process.isRunning && a.process.terminationStatus == 0, "A did not drain and exit on SIGTERM:\n\(a.output())")
+        #expect(answered.allSatisfy { $0.0 == 200 || ($0.0 == 409 && isErrorBody($0.1)) }, "\(answered)")
+        let acknowledged = try answered.filter { $0.0 == 200 }.map { try JSONDecoder().decode(PaymentReply.self, from: Data($0.1.utf8)).order_id }
+        #expect(!acknowledged.isEmpty)
+        for order in acknowledged {
+            let (status, text) = try await Self.call(portB, "GET", "/orders/\(order)", headers: ["Authorization": "Bearer au-\(tag)"])
+            #expect(status == 200 && JSONValue.parse(text)?["order"]?["status"] == .string("authorized"), "\(order): \(text)")
+        }
+
         let opened = try await Self.eventCount(db, type: "OrderOpened")
-        try await a.stop()
         a = try await DaemonProcess.start(dataDirectory: root.appendingPathComponent("a"), port: portA, logFile: log, environment: second)
         #expect(a.health?.status == 200, "daemon A did not come back:\n\(a.output())")
         let (againStatus, again) = try await Self.call(portA, "POST", "/payment", body, headers: key)
