@@ -366,6 +366,16 @@ public struct SettlementService: Sendable {
     /// submission) is not stored again but checked: another digest means the acquirer's answer
     /// changed, and the run is refused.
     func submit(batchID: String, currency: Currency, businessDate: BusinessDate) async throws -> Submitted {
+        do {
+            return try await submitOnce(batchID: batchID, currency: currency, businessDate: businessDate)
+        } catch is SettlementReportStore.StoredConcurrently {
+            // Another daemon settling the same batch stored the report meanwhile: this time it is
+            // found stored, and checked against the acquirer's instead of stored again.
+            return try await submitOnce(batchID: batchID, currency: currency, businessDate: businessDate)
+        }
+    }
+
+    func submitOnce(batchID: String, currency: Currency, businessDate: BusinessDate) async throws -> Submitted {
         let receipt: SettlementReceipt
         let items = itemPages(ofBatch: batchID)
         defer { items.cancel() }
