@@ -43,6 +43,8 @@ import Logging
 /// | `LEDGERD_SETTLEMENT_CUT_OFF` | `22:00` | local cut-off `HH:MM`; captures recorded before it settle with that business day |
 /// | `LEDGERD_SETTLEMENT_HOLIDAYS` | — | comma-separated `YYYY-MM-DD` bank holidays (weekends: Saturday, Sunday) |
 /// | `LEDGERD_SETTLEMENT_FUNDING_LAG_DAYS` | `1` | payout value date = business date + this many business days |
+/// | `LEDGERD_SETTLEMENT_PAGE_SIZE` | `10000` | items per page sent to the acquirer in a settlement batch |
+/// | `LEDGERD_SETTLEMENT_REPORT_PART_LINES` | `10000` | report lines per page read back, and per stored report part |
 /// | `LEDGERD_SETTLEMENT_AUTO` | `false` | `serve` settles each business day itself once its cut-off has passed |
 ///
 /// The Apple Pay files are read when the configuration loads; see ``ApplePaySettings``.
@@ -55,7 +57,7 @@ import Logging
 /// | variable | default | meaning |
 /// |---|---|---|
 /// | `LEDGERD_CLOCK_START` | — | RFC 3339 instant the daemon's clock starts at; it then runs at wall-clock speed (rehearse a business day) |
-/// | `LEDGERD_FAULT_CRASH_AT` | — | a fault point where the daemon kills itself with SIGKILL: `settlement.opened`, `settlement.closed`, `settlement.accepted` (the acquirer answered, nothing recorded yet), `settlement.storing_report` (inside the report's transaction, part of it written), `settlement.submitted`, `settlement.cleared`, `settlement.payout_scheduled` |
+/// | `LEDGERD_FAULT_CRASH_AT` | — | a fault point where the daemon kills itself with SIGKILL: `settlement.opened`, `settlement.closed`, `settlement.accepted` (the acquirer answered, nothing recorded yet), `settlement.storing_report` (inside the report's transaction, part of it written), `settlement.submitted`, `settlement.cleared`, `settlement.payout_scheduled`, `settlement.reconciling`, `settlement.paid` |
 public struct LedgerConfiguration: Sendable {
     public var databaseURL: String?
     public var migrationDatabaseURL: String?

@@ -27,11 +27,19 @@ extension SettlementSettings {
         let lag = reader.int(forKey: "ledgerd.settlement.funding.lag.days", default: 1)
         guard (0...10).contains(lag) else { throw ConfigurationError("LEDGERD_SETTLEMENT_FUNDING_LAG_DAYS must be 0…10") }
         let auto = reader.bool(forKey: "ledgerd.settlement.auto", default: false)
+        let pageSize = reader.int(forKey: "ledgerd.settlement.page.size", default: 10_000)
+        guard (1...1_000_000).contains(pageSize) else { throw ConfigurationError("LEDGERD_SETTLEMENT_PAGE_SIZE must be 1…1000000") }
+        let partLines = reader.int(forKey: "ledgerd.settlement.report.part.lines", default: 10_000)
+        guard (1...1_000_000).contains(partLines) else {
+            throw ConfigurationError("LEDGERD_SETTLEMENT_REPORT_PART_LINES must be 1…1000000")
+        }
         return SettlementSettings(
             cutOff: cutOff,
             calendar: BusinessCalendar(holidays: holidays),
             fundingLagBusinessDays: lag,
-            runAtCutOff: auto
+            runAtCutOff: auto,
+            submissionPageSize: pageSize,
+            reportPartLines: partLines
         )
     }
 }

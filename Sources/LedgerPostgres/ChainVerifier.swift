@@ -4,9 +4,11 @@ import Logging
 import PostgresNIO
 
 /// Verifies the hash chain, in Swift (independently of the database's own function) or by asking
-/// the database to run `ledger.verify_chain`. Both follow the same rules and report the same
-/// first bad position: a missing position, a `prev_hash` that is not the previous hash, a hash
-/// that does not match the event's canonical bytes, or a head that disagrees with the last event.
+/// the database to run `ledger.verify_chain`. Both check every stored event (not only those up to
+/// `ledger.head`, which the app role may update), follow the same rules and report the same first
+/// bad position: a missing position, a `prev_hash` that is not the previous hash, a hash that does
+/// not match the event's canonical bytes, then a head that disagrees with the stored event at its
+/// position, then an event stored beyond the head (sql/0011).
 public struct ChainVerifier: Sendable {
     private let store: EventStore
     private let client: PostgresClient
@@ -23,7 +25,10 @@ public struct ChainVerifier: Sendable {
         Array(SHA256.hash(data: CanonicalEventLayout.hashInput(prevHash: prevHash, event: event)))
     }
 
-    /// Recomputes the chain over [from, to] (to defaults to the head) in Swift.
+    /// Recomputes the chain over [from, to] in Swift. `to` defaults to the last stored event (or the
+    /// head, when the head claims more than is stored) and is capped there: events beyond the head
+    /// are checked too and reported as tampering, since the append moves the head in the statement
+    /// that inserts.
     ///
     /// Rows are read a page at a time, each as one buffer of its stored fields (``WireRow``), and fed
     /// field by field straight into SHA-256 through the one definition of the layout,
@@ -45,8 +50,9 @@ public struct ChainVerifier: Sendable {
         minimumPartSize: Int64 = 50_000
     ) async throws -> ChainReport {
         let from = max(from, 1)
-        let head = try await store.head()
-        let to = min(to ?? head.position, head.position)
+        let (head, lastStored) = try await Self.bounds(client, logger: logger)
+        let end = max(head.position, lastStored)
+        let to = min(to ?? end, end)
         guard from <= to else { return ChainReport(ok: true, checked: 0) }
         let count = to - from + 1
         let parts = max(1, min(Int64(parallelism), count / max(1, minimumPartSize)))
@@ -66,10 +72,26 @@ public struct ChainVerifier: Sendable {
             let position = bad.firstBadPosition ?? from
             return .bad(position, checked: max(0, position - from), bad.reason ?? "")
         }
-        if to == head.position, try await store.hash(at: to) != head.hash {
+        if (from...to).contains(head.position), try await store.hash(at: head.position) != head.hash {
             return .bad(head.position, checked: count, "ledger head does not match the last event")
         }
+        if to > head.position {
+            return .bad(head.position + 1, checked: count, "event stored beyond the ledger head: the head was moved back")
+        }
         return ChainReport(ok: true, checked: count)
+    }
+
+    /// The head and the last stored position, read in one statement (one snapshot), so that an
+    /// append committing meanwhile cannot make a stored event look as if it lay beyond the head.
+    static func bounds(_ client: PostgresClient, logger: Logger) async throws -> (head: (position: Int64, hash: [UInt8]), lastStored: Int64) {
+        let rows = try await client.query(
+            "SELECT h.position, h.hash, (SELECT coalesce(max(e.position), 0) FROM ledger.events e) FROM ledger.head h WHERE h.singleton",
+            logger: logger
+        )
+        for try await (position, hash, last) in rows.decode((Int64, ByteBuffer, Int64).self) {
+            return ((position, Array(hash.readableBytesView)), last)
+        }
+        throw AppendError.storageFailure("the ledger head row is missing")
     }
 
     /// Verifies [from, to] (both ≤ the head) starting from the stored hash before `from`; returns

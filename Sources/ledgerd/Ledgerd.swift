@@ -88,7 +88,7 @@ struct Audit: AsyncParsableCommand {
         )
         @OptionGroup var common: CommonOptions
         @Option(help: "First position to verify.") var from: Int64 = 1
-        @Option(help: "Last position to verify (default: the head).") var to: Int64?
+        @Option(help: "Last position to verify (default: the last stored event; events beyond the head are tampering).") var to: Int64?
         @Flag(help: "Also run the database's own verifier (ledger.verify_chain / verify_prefix) and compare.") var sql = false
         @Option(help: "Verify this many parts of the range at once, each on its own connection (default: the cores, at most 4).")
         var parallel = min(4, ProcessInfo.processInfo.activeProcessorCount)

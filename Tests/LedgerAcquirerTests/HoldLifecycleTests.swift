@@ -50,7 +50,10 @@ struct HoldLifecycleTests {
         #expect(state == before)
         let all = try state.capture(capture(10_000, "c1"), now: monday)
         #expect(all.balance.open == usd(0))
-        guard case .found(let details) = state.query(merchantReference: "h", now: monday) else { return }
+        guard case .found(let details) = state.query(merchantReference: "h", now: monday) else {
+            Issue.record("the hold is not found")
+            return
+        }
         #expect(details.status == .closed)
     }
 
@@ -160,7 +163,10 @@ struct HoldLifecycleTests {
         )
         #expect(errorCode { try state.reverse(ReversalRequest(authorizationReference: "h", modificationReference: "v"), now: later) } == .holdExpired)
         _ = try state.refund(RefundRequest(authorizationReference: "h", modificationReference: "r", amount: usd(2500)), now: later)
-        guard case .found(let details) = state.query(merchantReference: "h", now: later) else { return }
+        guard case .found(let details) = state.query(merchantReference: "h", now: later) else {
+            Issue.record("the hold is not found")
+            return
+        }
         #expect(details.status == .expired)
         #expect(state.invariantViolations().isEmpty)
     }

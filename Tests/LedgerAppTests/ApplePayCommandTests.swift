@@ -1,5 +1,6 @@
 import Foundation
 import LedgerApp
+import LedgerCoreTestSupport
 import LedgerPayments
 import LedgerPaymentsTesting
 import LedgerServices
@@ -9,16 +10,14 @@ import Testing
 /// `ledgerd applepay inspect | check-config` and `ledgerd bench applepay` as processes, and the
 /// LEDGERD_APPLEPAY_* configuration they and the daemon load.
 @Suite struct ApplePayCommandTests {
-    /// `shared/vectors/applepay`, found by walking up from this file.
+    /// The Apple Pay vectors in the repository, `Tests/Vectors/applepay`.
     static var vectors: URL {
         get throws {
-            var directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            while directory.path != "/" {
-                let candidate = directory.appendingPathComponent("shared/vectors/applepay")
-                if FileManager.default.fileExists(atPath: candidate.appendingPathComponent("README.md").path) { return candidate }
-                directory = directory.deletingLastPathComponent()
+            let directory = TestVectors.applePay
+            guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("README.md").path) else {
+                throw FactoryError("\(directory.path) not found")
             }
-            throw FactoryError("shared/vectors/applepay not found")
+            return directory
         }
     }
 

@@ -65,10 +65,10 @@ import Testing
         try await TestApp.withApp(seed: true, database: db, clock: { clock.now }) { client, services in
             let id = try await storefront.placeOrder(client)
             _ = try await storefront.placeOrder(client)
-            _ = try await backOffice.capture(client, id, #"{"amount": "10.00"}"#)
-            _ = try await backOffice.ship(client, id)
+            expectReply(try await backOffice.capture(client, id, #"{"amount": "10.00"}"#))
+            expectReply(try await backOffice.ship(client, id))
             let asOfMicros = try #require(try await services.store.event(at: try await services.store.head().position)).recordedAtMicros
-            _ = try await backOffice.refund(client, id, #"{"amount": "1.00", "reason": "late"}"#)
+            expectReply(try await backOffice.refund(client, id, #"{"amount": "1.00", "reason": "late"}"#))
             clock.set(TestApp.instant("2030-06-19T22:00:01Z"))
             _ = try await backOffice.settle(client, "2030-06-19")
             let history = try await services.store.orderHistory(id)

@@ -112,8 +112,8 @@ import Testing
             let finalCaptured = try await storefront.placeOrder(client)
             let voided = try await storefront.placeOrder(client)
             let lapsing = try await storefront.placeOrder(client)
-            _ = try await backOffice.operate(client, finalCaptured, "capture", #"{"amount": "10.00", "final": true}"#)
-            _ = try await backOffice.operate(client, voided, "void")
+            expectReply(try await backOffice.operate(client, finalCaptured, "capture", #"{"amount": "10.00", "final": true}"#))
+            expectReply(try await backOffice.operate(client, voided, "void"))
             let cases: [(String, String, String, String?, Int, String)] = [
                 (open, "capture", #"{"amount": "59.01"}"#, nil, 422, "exceeds_open_amount"),
                 (open, "capture", #"{"amount": "0.00"}"#, nil, 422, "invalid_amount"),
@@ -179,8 +179,8 @@ import Testing
             let a = try await storefront.placeOrder(client)
             let b = try await storefront.placeOrder(client)
             let c = try await storefront.placeOrder(client)
-            _ = try await backOffice.operate(client, b, "void")
-            _ = try await backOffice.operate(client, c, "capture", #"{"amount": "1.00"}"#)
+            expectReply(try await backOffice.operate(client, b, "void"))
+            expectReply(try await backOffice.operate(client, c, "capture", #"{"amount": "1.00"}"#))
             let (status, open) = try await authorizations(client, "?state=open")
             #expect(status == .ok)
             #expect(open?.authorizations.map(\.order_id) == [a, c])
@@ -251,11 +251,17 @@ import Testing
             clock: { clock.now }
         )
         let database = try await TestDatabase.fresh()
-        try await TestApp.withApp(seed: true, database: database, acquirer: model, clock: { clock.now }) { client, services in
-            try await TestApp.withApp(database: database, acquirer: model, clock: { clock.now }) { _, other in
+        // Each sweeper's first acquirer query after arming waits for the other's: both have read the
+        // due holds' streams before either commits, so their appends race for the same versions.
+        let barrier = Barrier(parties: 2)
+        let (armedA, armedB) = (OneShot(), OneShot())
+        let acquirerA = InterposedAcquirer(model) { call in if call == .query, armedA.fire() { await barrier.arrive() } }
+        let acquirerB = InterposedAcquirer(model) { call in if call == .query, armedB.fire() { await barrier.arrive() } }
+        try await TestApp.withApp(seed: true, database: database, acquirer: acquirerA, clock: { clock.now }) { client, services in
+            try await TestApp.withApp(database: database, acquirer: acquirerB, clock: { clock.now }) { _, other in
                 var ids: [String] = []
                 for _ in 0..<3 { ids.append(try await storefront.placeOrder(client)) }
-                _ = try await backOffice.operate(client, ids[2], "capture", #"{"amount": "10.00"}"#)
+                expectReply(try await backOffice.operate(client, ids[2], "capture", #"{"amount": "10.00"}"#))
                 // The card's 200.00 of open-to-buy is used up: a fourth payment is declined.
                 #expect(try await storefront.pay(client, StorefrontDriver.paymentBody()).0.code == 402)
                 #expect(try await storefront.clockRow(client).available == 7)
@@ -267,10 +273,14 @@ import Testing
                 #expect(try await backOffice.order(client, ids[2]).status == "captured")
                 #expect(try await services.eventCount(type: "HoldExpired") == 0)
 
+                armedA.arm()
+                armedB.arm()
                 async let first = services.holds.expireDue()
                 async let second = other.holds.expireDue()
                 let (a, b) = try await (first, second)
-                #expect(a + b == 3)
+                #expect(barrier.arrivals == 2, "both sweepers decided before either committed")
+                // One append expires all three; the other sweeper's append conflicts, it reads again and finds nothing due.
+                #expect([a, b].sorted() == [0, 3])
                 #expect(try await services.eventCount(type: "HoldExpired") == 3)
                 #expect(try await services.holds.expireDue() == 0)
                 let clockRow = try await storefront.clockRow(client)
@@ -302,6 +312,22 @@ import Testing
                 let ids = OrderList()
                 for _ in 0..<10 { ids.append(try await storefront.placeOrder(a)) }
                 let amounts = ["0.01", "1.00", "5.00", "10.00", "20.00", "59.00", "60.00", "0.00", "-1.00", "abc", "100.00"]
+                let invalidAmounts: Set<String> = ["0.00", "-1.00", "abc"]
+                // Every reply is checked: 200 (or 402 for a declined increment), or a 4xx with the error body;
+                // never a 5xx, and never a 200 for an amount that is not a positive decimal.
+                let problems = Findings()
+                func check(_ reply: (HTTPResponse.Status, String), _ what: String, invalidInput: Bool = false) {
+                    let (status, text) = reply
+                    let fine: Bool
+                    if status == .ok {
+                        fine = !invalidInput
+                    } else if status.code == 402 && what.hasPrefix("increment") {
+                        fine = !invalidInput && JSONValue.parse(text)?["result"] == .string("declined")  // the issuer's answer, not an error
+                    } else {
+                        fine = (400..<500).contains(status.code) && isErrorBody(text)
+                    }
+                    if !fine { problems.list.withLock { $0.append("\(what) → \(status.code) \(text)") } }
+                }
                 // Four workers, each with its own generator derived from the seed.
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for worker in 0..<4 {
@@ -314,22 +340,46 @@ import Testing
                                 let id = (Bool.random(using: &rng) ? all.suffix(4) : all[...]).randomElement(using: &rng)!
                                 let amount = amounts.randomElement(using: &rng)!
                                 let key: String? = Int.random(in: 0..<4, using: &rng) == 0 ? "k\(Int.random(in: 0..<20, using: &rng))" : nil
+                                let invalid = invalidAmounts.contains(amount)
                                 switch Int.random(in: 0..<100, using: &rng) {
                                 case 0..<25:
-                                    let body = Bool.random(using: &rng) ? "{}" : #"{"amount": "\#(amount)", "final": \#(Bool.random(using: &rng))}"#
-                                    _ = try await backOffice.operate(client, id, "capture", body, key: key)
-                                case 25..<37: _ = try await backOffice.operate(client, id, "increment", #"{"amount": "\#(amount)"}"#, key: key)
+                                    let whole = Bool.random(using: &rng)
+                                    let body = whole ? "{}" : #"{"amount": "\#(amount)", "final": \#(Bool.random(using: &rng))}"#
+                                    check(
+                                        try await backOffice.operate(client, id, "capture", body, key: key),
+                                        "capture \(id) \(body)",
+                                        invalidInput: !whole && invalid
+                                    )
+                                case 25..<37:
+                                    let body = #"{"amount": "\#(amount)"}"#
+                                    check(
+                                        try await backOffice.operate(client, id, "increment", body, key: key),
+                                        "increment \(id) \(body)",
+                                        invalidInput: invalid
+                                    )
                                 case 37..<50:
-                                    let body = Bool.random(using: &rng) ? "{}" : #"{"amount": "\#(amount)"}"#
-                                    _ = try await backOffice.operate(client, id, "void", body, key: key)
+                                    let whole = Bool.random(using: &rng)
+                                    let body = whole ? "{}" : #"{"amount": "\#(amount)"}"#
+                                    check(
+                                        try await backOffice.operate(client, id, "void", body, key: key),
+                                        "void \(id) \(body)",
+                                        invalidInput: !whole && invalid
+                                    )
                                 case 50..<75:
-                                    _ = try await backOffice.operate(client, id, "refund", #"{"amount": "\#(amount)", "reason": "test"}"#, key: key)
-                                case 75..<86: _ = try await backOffice.operate(client, id, "ship", "{}", key: key)
+                                    let body = #"{"amount": "\#(amount)", "reason": "test"}"#
+                                    check(
+                                        try await backOffice.operate(client, id, "refund", body, key: key),
+                                        "refund \(id) \(body)",
+                                        invalidInput: invalid
+                                    )
+                                case 75..<86: check(try await backOffice.operate(client, id, "ship", "{}", key: key), "ship \(id)")
                                 case 86..<90:
-                                    // A new order while pens last (out of stock is an expected answer here).
+                                    // A new order while pens last (out of stock, or a declined card, is an expected answer here).
                                     let (status, text) = try await storefront.pay(client, StorefrontDriver.paymentBody(amount: 3200, product: "Pen"))
-                                    if status == .ok, let reply = try? JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8)) {
-                                        ids.append(reply.order_id)
+                                    if status == .ok {
+                                        ids.append(try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8)).order_id)
+                                    } else if status.code >= 500 {
+                                        problems.list.withLock { $0.append("payment → \(status.code) \(text)") }
                                     }
                                 case 90..<91: clock.advance(by: Int64.random(in: 0...(86_400 / 4), using: &rng))
                                 default: try await (Bool.random(using: &rng) ? servicesA : servicesB).holds.expireDue()
@@ -346,7 +396,7 @@ import Testing
                 async let sweepB = servicesB.holds.expireDue()
                 _ = try await (sweepA, sweepB)
 
-                var found: [String] = []
+                var found: [String] = problems.list.withLock { $0 }
                 var products: [ProductID: ProductState] = [:]
                 var statuses = Set<String>()
                 for raw in ids.all {
@@ -367,7 +417,8 @@ import Testing
                     let balance = hold.balance
                     if !balance.satisfiesIdentity { found.append("\(id): identity \(balance)") }
                     if !hold.isClosed { found.append("\(id): still open after every expiry") }
-                    if order.status != HoldLifecycle.status(balance: balance, shipped: order.shipment != nil) { found.append("\(id): status") }
+                    if order.status != HoldOracle.status(balance, shipped: order.shipment != nil) { found.append("\(id): status \(order.status)") }
+                    if hold.isClosed && !balance.open.isZero { found.append("\(id): closed with \(balance.open) open") }
                     // The ledger and the acquirer agree on every hold's money.
                     if case .found(let details) = try await model.query(merchantReference: order.merchantReference), let theirs = details.balance {
                         if theirs != balance { found.append("\(id): ledger \(balance) ≠ acquirer \(theirs)") }
@@ -409,6 +460,11 @@ import Testing
             }
         }
     }
+}
+
+/// Problems found by concurrent workers.
+final class Findings: Sendable {
+    let list = Mutex<[String]>([])
 }
 
 /// Order ids shared by concurrent workers.

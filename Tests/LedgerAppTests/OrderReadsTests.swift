@@ -101,16 +101,18 @@ import Testing
         try await TestApp.withApp(seed: true, database: db) { client, services in
             _ = try await placeMixedOrders(client)
             _ = try await withThrowingTaskGroup(of: Void.self) { group in
-                for _ in 0..<20 { group.addTask { _ = try await storefront.pay(client, StorefrontDriver.paymentBody(amount: 3200, product: "Pen")) } }
+                for _ in 0..<20 {
+                    group.addTask { expectReply(try await storefront.pay(client, StorefrontDriver.paymentBody(amount: 3200, product: "Pen"))) }
+                }
                 try await group.waitForAll()
             }
             // Hold operations change order, hold and inventory rows too.
             let captured = try await storefront.placeOrder(client, product: "Pen", amount: 3200)
-            _ = try await backOffice.capture(client, captured, #"{"amount": "1.00"}"#)
-            _ = try await backOffice.ship(client, captured)
-            _ = try await backOffice.refund(client, captured, #"{"amount": "2.00", "reason": "late"}"#)
+            expectReply(try await backOffice.capture(client, captured, #"{"amount": "1.00"}"#))
+            expectReply(try await backOffice.ship(client, captured))
+            expectReply(try await backOffice.refund(client, captured, #"{"amount": "2.00", "reason": "late"}"#))
             let voided = try await storefront.placeOrder(client, product: "Pen", amount: 3200)
-            _ = try await backOffice.void(client, voided)
+            expectReply(try await backOffice.void(client, voided))
             let live = try await Self.table(services.client)
             let events = try await services.store.read(from: 1, limit: 100_000)
             let replayed = try ProjectionRebuilder.replay(events)

@@ -23,9 +23,14 @@ import FoundationNetworking
     static let points = [
         "settlement.opened", "settlement.closed", "settlement.accepted", "settlement.storing_report",
         "settlement.submitted", "settlement.cleared", "settlement.payout_scheduled",
+        // Reached on a day whose run also records the previous day's deposit (T+1), so not on the first.
+        "settlement.reconciling", "settlement.paid",
     ]
-    /// One business day per fault point (Monday 2026-06-15 onwards, weekends skipped).
-    static let days = ["2026-06-15", "2026-06-16", "2026-06-17", "2026-06-18", "2026-06-19", "2026-06-22", "2026-06-23", "2026-06-24"]
+    /// One business day per fault point (Monday 2026-06-15 onwards, weekends skipped), and one more.
+    static let days = [
+        "2026-06-15", "2026-06-16", "2026-06-17", "2026-06-18", "2026-06-19", "2026-06-22", "2026-06-23", "2026-06-24", "2026-06-25",
+        "2026-06-26",
+    ]
 
     let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-crash-\(UUID().uuidString.prefix(8))")
     let port = Int.random(in: 40_000..<50_000)
@@ -130,6 +135,10 @@ import FoundationNetworking
             references += lines.map(\.modificationMerchantReference)
             let (_, reconciliation) = try await daemon.request("GET", "/settlements/\(batch)/reconciliation")
             #expect(reconciliation.contains(#""breaks":[]"#), "\(batch): \(reconciliation)")
+            // Every payout whose value date came (T+1: all but the last day's) is recorded as paid.
+            let (viewStatus, view) = try await daemon.request("GET", "/settlements/\(batch)")
+            let stage = index < Self.days.count - 1 ? "paid" : "payout_scheduled"
+            #expect(viewStatus == 200 && JSONValue.parse(view)?["stage"] == .string(stage), "\(batch): \(view)")
         }
         // Every capture and refund in exactly one batch and one report line.
         #expect(references.count == expected.reduce(0, +) && Set(references).count == references.count)
@@ -139,7 +148,7 @@ import FoundationNetworking
         // The auditor's offline check: the chain, and every batch's items against its closed event.
         let audit = try DaemonProcess.run(["audit", "verify", "--settlements", "--data-dir", dataDirectory.path])
         #expect(
-            audit.status == 0 && audit.output.contains("settlements:    8 closed batches")
+            audit.status == 0 && audit.output.contains("settlements:    10 closed batches")
                 && audit.output.contains("every batch's items agree"),
             "\(audit.output)"
         )

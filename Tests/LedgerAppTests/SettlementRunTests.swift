@@ -134,6 +134,65 @@ import Testing
         #expect(status == .ok, "\(text)")
     }
 
+    /// One day of 8 captures and 2 refunds settled with the given page and part sizes: the batch, its
+    /// stored report's bytes and part count, and its reconciliation.
+    func settleTenItems(environment: [String: String]) async throws -> (SettlementRunReply.Batch, String, Int32, ReconciliationReply) {
+        let clock = SimulatedClock(Self.friday)
+        let acquirer = AcquirerModel(seed: 3, clock: clock.reading)
+        let result = Outcome()
+        try await TestApp.withApp(seed: true, acquirer: acquirer, clock: { clock.now }, environment: environment) { client, services in
+            var ids: [String] = []
+            for i in 0..<8 { ids.append(try await storefront.placeOrder(client, source: i % 2 == 0 ? "tok_visa" : "tok_mastercard")) }
+            for (i, id) in ids.enumerated() { try await capture(client, id, #"{"amount": "\#(10 + i).00"}"#) }
+            for id in ids.prefix(2) { expectReply(try await backOffice.refund(client, id, #"{"amount": "1.00", "reason": "dent"}"#)) }
+            clock.set(Self.instant("2026-06-19T22:00:01Z"))
+            let summary = try await settle(client, "2026-06-19")
+            let batch = try #require(summary.batches.first)
+            let (csvStatus, csv) = try await get(client, "/settlements/\(batch.batch_id)/report.csv")
+            #expect(csvStatus == .ok, "\(csv)")
+            let parts = try await services.client.withConnection { connection in
+                var parts: [Int32] = []
+                let rows = try await connection.query(
+                    "SELECT parts FROM ledger.settlement_reports WHERE batch_id = \(batch.batch_id)",
+                    logger: TestCluster.logger
+                )
+                for try await part in rows.decode(Int32.self) { parts.append(part) }
+                return parts
+            }
+            let settled = (batch, csv, try #require(parts.first), try await reconciliation(client, batch.batch_id))
+            result.value.withLock { $0 = settled }
+        }
+        return try #require(result.value.withLock { $0 })
+    }
+
+    final class Outcome: Sendable {
+        let value = Mutex<(SettlementRunReply.Batch, String, Int32, ReconciliationReply)?>(nil)
+    }
+
+    /// Pages of 3 items to the acquirer (4 pages for 10 items) and report parts of 3 lines (4 parts for
+    /// 11 lines): the batch settles and reconciles as with one page, and the stored parts joined are
+    /// the acquirer's whole report.
+    @Test func aBatchSpanningSeveralPagesAndReportPartsSettlesAndReconcilesLikeOnePage() async throws {
+        let small = try await settleTenItems(environment: [
+            "LEDGERD_SETTLEMENT_PAGE_SIZE": "3", "LEDGERD_SETTLEMENT_REPORT_PART_LINES": "3",
+        ])
+        let whole = try await settleTenItems(environment: [:])
+        #expect(small.0.captures == 8 && small.0.refunds == 2 && small.0.stage == "payout_scheduled", "\(small.0)")
+        #expect(small.0.gross == "106.00")  // 10 + 11 + … + 17 − 2 × 1.00
+        #expect(small.2 == 4 && whole.2 == 1, "parts: \(small.2) and \(whole.2)")
+        // The parts joined are the report the acquirer sent, whole: its digest, its lines, its money.
+        let digest = SHA256.hash(data: Array(small.1.utf8)).map { String(format: "%02x", $0) }.joined()
+        #expect(digest == small.0.report_sha256)
+        let lines = try SettlementReportCSV().parse(small.1)
+        let wholeLines = try SettlementReportCSV().parse(whole.1)
+        #expect(lines.count == 11 && wholeLines.count == 11)
+        #expect(lines.filter { $0.type != .merchantPayout }.reduce(Int64(0)) { $0 + $1.signedGrossMinorUnits } == 10_600)
+        #expect(small.0.gross == whole.0.gross && small.0.payout == whole.0.payout)
+        let rec = small.3
+        #expect(rec.report_lines == 11 && rec.ledger_items == 10 && rec.matched == 10 && rec.breaks.isEmpty, "\(rec)")
+        #expect(rec.matched == whole.3.matched && rec.report_lines == whole.3.report_lines)
+    }
+
     @Test func settlingADayConservesMoneyAndARerunAppendsNothingAndServesTheSameBytes() async throws {
         let clock = SimulatedClock(Self.friday)
         try await TestApp.withApp(seed: true, clock: { clock.now }) { client, services in

@@ -65,8 +65,8 @@ import Testing
                     ]
                 )
             )
-            try await client.execute(uri: "/health", method: .get) { _ in }
-            try await client.execute(uri: "/nowhere", method: .get) { _ in }
+            try await client.execute(uri: "/health", method: .get) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/nowhere", method: .get) { #expect($0.status == .notFound) }
             try await client.execute(uri: "/metrics", method: .get) { response in
                 #expect(response.status == .ok)
                 #expect(response.headers[.contentType]?.hasPrefix("text/plain") == true)

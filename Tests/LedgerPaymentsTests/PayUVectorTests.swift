@@ -6,7 +6,7 @@ import SwiftASN1
 import Testing
 import X509
 
-/// The public PayU EC_v1 sample token (Apache-2.0), see shared/vectors/applepay/README.md.
+/// The public PayU EC_v1 sample token (Apache-2.0), see Tests/Vectors/applepay/README.md.
 struct PayUVectorTests {
     let token: ApplePayToken
     let expected: [String: Any]

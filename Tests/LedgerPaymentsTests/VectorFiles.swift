@@ -1,23 +1,17 @@
 import Foundation
+import LedgerCoreTestSupport
 import LedgerPayments
 
-/// Locates `shared/vectors/applepay` by walking up from this file, so the tests work both in the
-/// standalone package and in the main repository (where `shared/` sits next to the repo).
+/// The Apple Pay vectors in the repository, `Tests/Vectors/applepay` (``TestVectors/applePay``).
 enum VectorFiles {
     struct Missing: Error, CustomStringConvertible {
-        var description: String { "shared/vectors/applepay not found above \(#filePath)" }
+        var description: String { "\(TestVectors.applePay.path) is missing or not what the tests expect" }
     }
 
-    static func directory(filePath: String = #filePath) throws -> URL {
-        var directory = URL(fileURLWithPath: filePath).deletingLastPathComponent()
-        while directory.path != "/" {
-            let candidate = directory.appendingPathComponent("shared/vectors/applepay")
-            if FileManager.default.fileExists(atPath: candidate.appendingPathComponent("README.md").path) {
-                return candidate
-            }
-            directory = directory.deletingLastPathComponent()
-        }
-        throw Missing()
+    static func directory() throws -> URL {
+        let directory = TestVectors.applePay
+        guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("README.md").path) else { throw Missing() }
+        return directory
     }
 
     static func data(_ relativePath: String) throws -> Data {

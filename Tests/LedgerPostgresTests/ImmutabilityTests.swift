@@ -87,6 +87,63 @@ import Testing
         }
     }
 
+    @Test func movingTheHeadBackOverAnEditedTailIsCaughtByBothVerifiers() async throws {
+        let db = try await TestDatabase.fresh()
+        try await seed(db, count: 10)
+        // The daemon's own role may update ledger.head (every append moves it): it moves the head
+        // back one event, with a hash that matches the event it now points at.
+        try await db.withApp { client in
+            try await client.query(
+                "UPDATE ledger.head SET position = 9, hash = (SELECT hash FROM ledger.events WHERE position = 9) WHERE singleton"
+            )
+        }
+        let beyond = "event stored beyond the ledger head: the head was moved back"
+        try await db.withOwner { client in
+            let verifier = ChainVerifier(client: client, logger: TestCluster.logger)
+            // The stored event 10 lies beyond the head: tampering in itself.
+            var swift = try await verifier.verify()
+            #expect(!swift.ok && swift.firstBadPosition == 10 && swift.reason == beyond, "\(swift)")
+            #expect(try await verifier.verifyInDatabase() == swift)
+            // An explicit range past the head is capped at the last stored event, not at the head.
+            #expect(try await verifier.verify(from: 5, to: 50).firstBadPosition == 10)
+            #expect(try await verifier.verifyInDatabase(from: 5, to: 50).firstBadPosition == 10)
+
+            // Now the tail event beyond the head is edited: reported at its position as an edit.
+            try await tamper(client, #"UPDATE ledger.events SET data = '{"n": 999}' WHERE position = 10"#)
+            swift = try await verifier.verify()
+            #expect(!swift.ok && swift.firstBadPosition == 10 && swift.reason == "hash does not match the event's contents", "\(swift)")
+            #expect(try await verifier.verifyInDatabase() == swift)
+            #expect(try await verifier.verify(parallelism: 4, minimumPartSize: 2) == swift)
+            #expect(try await verifier.verify(from: 10) == (try await verifier.verifyInDatabase(from: 10)))
+            #expect(try await verifier.verify(from: 10).firstBadPosition == 10)
+            // A range that ends before the head still verifies.
+            #expect(try await verifier.verify(from: 1, to: 9).ok)
+            #expect(try await verifier.verifyInDatabase(from: 1, to: 9).ok)
+        }
+        // The auditor's psql recipe (README) answers the same.
+        try await db.withAuditor { client in
+            let rows = try await client.query("SELECT ok, first_bad_position FROM ledger.verify_chain()")
+            var answers: [(Bool, Int64?)] = []
+            for try await row in rows.decode((Bool, Int64?).self) { answers.append(row) }
+            #expect(answers.count == 1 && answers.first?.0 == false && answers.first?.1 == 10)
+        }
+    }
+
+    @Test func aHeadThatClaimsLessOrOtherThanTheStoredEventsIsReported() async throws {
+        let db = try await TestDatabase.fresh()
+        try await seed(db, count: 6)
+        try await db.withApp { client in
+            // The head moved back, but its hash left as it was: the head disagrees with event 5.
+            try await client.query("UPDATE ledger.head SET position = 5 WHERE singleton")
+        }
+        try await db.withOwner { client in
+            let verifier = ChainVerifier(client: client, logger: TestCluster.logger)
+            let swift = try await verifier.verify()
+            #expect(!swift.ok && swift.firstBadPosition == 5 && swift.reason == "ledger head does not match the last event", "\(swift)")
+            #expect(try await verifier.verifyInDatabase() == swift)
+        }
+    }
+
     @Test func rewritingHashesToHideAnEditBreaksTheLinkAfterIt() async throws {
         let db = try await TestDatabase.fresh()
         try await seed(db, count: 10)

@@ -68,12 +68,26 @@ package struct SettlementReportStore: PostgresStore {
 
     /// Runs `body` in one transaction with a ``ReportTransaction`` to store a report's parts, index and
     /// summary through: all of them are stored, or none (a throw rolls back).
+    /// Throws ``StoredConcurrently`` when another writer (another daemon settling the same batch)
+    /// committed the same report's rows first.
     package func storeReport<Result: Sendable>(_ body: (ReportTransaction) async throws -> Result) async throws -> Result {
         let logger = self.logger
-        return try await client.withTransaction(logger: logger) { connection in
-            try await body(ReportTransaction(connection: connection, logger: logger))
+        do {
+            return try await client.withTransaction(logger: logger) { connection in
+                try await body(ReportTransaction(connection: connection, logger: logger))
+            }
+        } catch
+            where PostgresErrorMapping.sqlState(of: error) == "23505"
+            && Self.reportTables.contains(PostgresErrorMapping.serverError(in: error)?.serverInfo?[.tableName] ?? "")
+        {
+            throw StoredConcurrently()
         }
     }
+
+    /// Another writer stored the report first (its rows' keys are taken): read the stored report instead.
+    package struct StoredConcurrently: Error {}
+
+    static let reportTables: Set<String> = ["settlement_report_parts", "settlement_report_lines", "settlement_reports"]
 
     /// Stores an uploaded report (key `upload-<SHA-256 of its bytes>`) as it came: one part, its line
     /// index and its summary, in one transaction. A part already stored under the key is kept.

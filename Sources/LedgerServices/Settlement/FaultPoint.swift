@@ -11,6 +11,10 @@ public enum FaultPoint: String, Sendable, CaseIterable {
     case settlementSubmitted = "settlement.submitted"
     case settlementCleared = "settlement.cleared"
     case settlementPayoutScheduled = "settlement.payout_scheduled"
+    /// A reconciliation was worked out and is about to be recorded (nothing of it recorded yet).
+    case settlementReconciling = "settlement.reconciling"
+    /// A payout's deposit was just recorded (`SettlementPayoutPaid`).
+    case settlementPaid = "settlement.paid"
 
     /// Kills the process now if `configured` is this point.
     func crashIfConfigured(_ configured: FaultPoint?, logger: Logger) {

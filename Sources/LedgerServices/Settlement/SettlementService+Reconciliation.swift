@@ -88,6 +88,7 @@ extension SettlementService {
             let now = clock()
             let newBreaks = result.breaks.filter { !found.contains($0.breakID) }
                 .map { SettlementEvent.breakFound(ReconciliationBreakFound(batchID: batchID, found: $0)) }
+            FaultPoint.settlementReconciling.crashIfConfigured(faultCrashAt, logger: logger)
             do {
                 _ = try await writer.append(
                     AppendRequest(

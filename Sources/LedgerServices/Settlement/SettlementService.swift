@@ -18,7 +18,8 @@ import Synchronization
 ///   our batch reference, so re-submitting after a crash between submit and record returns the
 ///   same report. Runs in one daemon take turns; across daemons, the database refuses a closed
 ///   event whose items another batch took meanwhile (sql/0008), so no capture is in two batches.
-/// - Streams: items go to the acquirer and the report comes back in pages of ``pageSize``;
+/// - Streams: items go to the acquirer in pages of `settings.submissionPageSize` and the report comes
+///   back in pages of `settings.reportPartLines` (one stored part each);
 ///   reconciliation reads the stored report part by part. Memory holds pages, not batches.
 public struct SettlementService: Sendable {
     package init(
@@ -316,6 +317,7 @@ public struct SettlementService: Sendable {
                             metadata: EventMetadata(correlationID: state.opened.batchID, actor: Self.actor, command: "RecordPayout")
                         )
                     )
+                    FaultPoint.settlementPaid.crashIfConfigured(faultCrashAt, logger: logger)
                 } catch let error as AppendError where error == .versionConflict {
                     continue  // recorded by someone else meanwhile
                 }
@@ -351,9 +353,6 @@ public struct SettlementService: Sendable {
 
     // MARK: The acquirer and the stored report
 
-    /// Items per page sent to the acquirer, and report lines per page read back (and per stored part).
-    static let pageSize = 10_000
-
     struct Submitted {
         let receipt: SettlementReceipt
         let digest: String
@@ -367,6 +366,16 @@ public struct SettlementService: Sendable {
     /// submission) is not stored again but checked: another digest means the acquirer's answer
     /// changed, and the run is refused.
     func submit(batchID: String, currency: Currency, businessDate: BusinessDate) async throws -> Submitted {
+        do {
+            return try await submitOnce(batchID: batchID, currency: currency, businessDate: businessDate)
+        } catch is SettlementReportStore.StoredConcurrently {
+            // Another daemon settling the same batch stored the report meanwhile: this time it is
+            // found stored, and checked against the acquirer's instead of stored again.
+            return try await submitOnce(batchID: batchID, currency: currency, businessDate: businessDate)
+        }
+    }
+
+    func submitOnce(batchID: String, currency: Currency, businessDate: BusinessDate) async throws -> Submitted {
         let receipt: SettlementReceipt
         let items = itemPages(ofBatch: batchID)
         defer { items.cancel() }
@@ -388,7 +397,7 @@ public struct SettlementService: Sendable {
         // Page k + 1 is fetched and written as CSV while page k is stored: both cores busy.
         let acquirer = self.acquirer
         let number = receipt.batchNumber
-        let size = Self.pageSize
+        let size = settings.reportPartLines
         let total = receipt.lineCount
         @Sendable func formatted(_ part: Int) async throws -> (lines: [SettlementReportLine], text: String) {
             let from = part * size
@@ -419,7 +428,7 @@ public struct SettlementService: Sendable {
                 }
                 lineCount += lines.count
                 part += 1
-                if lineCount % (Self.pageSize * 10) == 0 { progress(batchID, "storing report", items: lineCount) }
+                if part % 10 == 0 { progress(batchID, "storing report", items: lineCount) }
             }
             guard lineCount == receipt.lineCount else {
                 throw ServiceError(
@@ -450,7 +459,7 @@ public struct SettlementService: Sendable {
     /// The batch's items for the acquirer in pages, in ledger order: one query, streamed.
     func itemPages(ofBatch batchID: String) -> PagedQuery<[SettlementItem]> {
         let items = itemsStore
-        let size = Self.pageSize
+        let size = settings.submissionPageSize
         return PagedQuery { emit in
             var page: [SettlementItem] = []
             page.reserveCapacity(size)

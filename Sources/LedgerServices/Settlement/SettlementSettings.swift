@@ -1,7 +1,6 @@
 import Foundation
 import LedgerAcquirer
 import LedgerCore
-import LedgerMacros
 
 /// The end-of-day settlement configuration (issue 5):
 ///
@@ -12,12 +11,31 @@ import LedgerMacros
 /// | `LEDGERD_SETTLEMENT_HOLIDAYS` | — | comma-separated `YYYY-MM-DD` bank holidays (weekends are Saturday and Sunday) |
 /// | `LEDGERD_SETTLEMENT_FUNDING_LAG_DAYS` | `1` | payout value date = business date + this many business days |
 /// | `LEDGERD_SETTLEMENT_AUTO` | `false` | `serve` settles each business day itself once its cut-off has passed |
-@MemberwiseInit
 public struct SettlementSettings: Sendable {
-    public var cutOff: SettlementCutOff = SettlementCutOff(timeZoneIdentifier: "UTC", secondsAfterMidnight: 22 * 3600)!
-    public var calendar: BusinessCalendar = BusinessCalendar()
-    public var fundingLagBusinessDays: Int = 1
-    public var runAtCutOff: Bool = false
+    public var cutOff: SettlementCutOff
+    public var calendar: BusinessCalendar
+    public var fundingLagBusinessDays: Int
+    public var runAtCutOff: Bool
+    /// Items per page sent to the acquirer (at least 1).
+    public var submissionPageSize: Int
+    /// Report lines per page read back from the acquirer and per stored report part (at least 1).
+    public var reportPartLines: Int
+
+    public init(
+        cutOff: SettlementCutOff = SettlementCutOff(timeZoneIdentifier: "UTC", secondsAfterMidnight: 22 * 3600)!,
+        calendar: BusinessCalendar = BusinessCalendar(),
+        fundingLagBusinessDays: Int = 1,
+        runAtCutOff: Bool = false,
+        submissionPageSize: Int = 10_000,
+        reportPartLines: Int = 10_000
+    ) {
+        self.cutOff = cutOff
+        self.calendar = calendar
+        self.fundingLagBusinessDays = fundingLagBusinessDays
+        self.runAtCutOff = runAtCutOff
+        self.submissionPageSize = max(1, submissionPageSize)
+        self.reportPartLines = max(1, reportPartLines)
+    }
 
     /// The most recent business day whose cut-off has passed at `now` (what a nightly run settles).
     public func lastClosedBusinessDay(now: Date) -> BusinessDate {

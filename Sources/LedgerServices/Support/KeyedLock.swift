@@ -18,6 +18,12 @@ final class KeyedLock: Sendable {
         return try await body()
     }
 
+    /// How many callers wait for `key` (not counting its holder); for tests of the order of entry.
+    func waiting(_ key: String) -> Int { entries.withLock { $0[key]?.waiters.count ?? 0 } }
+
+    /// Whether someone holds `key`; for tests.
+    func isHeld(_ key: String) -> Bool { entries.withLock { $0[key]?.held ?? false } }
+
     private func acquire(_ key: String) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let acquired = entries.withLock { entries -> Bool in

@@ -367,7 +367,10 @@ struct PaymentFlowTests {
             }
             #expect(plan.events.first == .order(.cancelled(OrderCancelled(orderID: order1, reason: .holdNotOpen))))
         }
-        guard case .append(let plan) = try recover(ledger, Responses.found(approved, status: .closed), now: later).get() else { return }
+        guard case .append(let plan) = try recover(ledger, Responses.found(approved, status: .closed), now: later).get() else {
+            Issue.record("expected an append")
+            return
+        }
         try ledger.commit(plan)
         #expect(ledger.products[clock]?.reserved == 0)
     }

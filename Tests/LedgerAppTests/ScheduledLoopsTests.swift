@@ -1,0 +1,92 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import LedgerAcquirer
+import LedgerCore
+import LedgerHTTP
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+@testable import LedgerServices
+
+/// The daemon's own loops, as `serve` wires them: the automatic settlement (`LEDGERD_SETTLEMENT_AUTO`)
+/// and the daily checkpoint (`LEDGERD_CHECKPOINT_TIME` with a key). Each is observed through the API
+/// until it has done its work (polled without a deadline of its own; the time limit fails a loop that
+/// never runs).
+@Suite struct ScheduledLoopsTests {
+    let storefront = StorefrontDriver()
+    let backOffice = BackOfficeDriver()
+
+    /// Polls `condition` (yielding 50 ms between tries) until it holds.
+    static func eventually(_ condition: () async throws -> Bool) async throws {
+        while try await !condition() { try await Task.sleep(for: .milliseconds(50)) }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func theAutomaticSettlementSettlesADayOnceItsCutOffPassed() async throws {
+        let clock = SimulatedClock(TestApp.instant("2026-06-19T10:00:00Z"))  // a Friday
+        let model = AcquirerModel(seed: 6, clock: clock.reading)
+        let database = try await TestDatabase.fresh()
+        // Friday's captures, by a daemon without the loop.
+        let orders = OrderList()
+        try await TestApp.withApp(seed: true, database: database, acquirer: model, clock: { clock.now }) { client, _ in
+            for _ in 0..<2 { orders.append(try await storefront.placeOrder(client)) }
+            for id in orders.all { expectReply(try await backOffice.capture(client, id, #"{"amount": "7.00"}"#)) }
+        }
+        let ids = orders.all
+        // Monday morning a daemon with the loop starts: it settles Friday by itself (the weekend has no batch).
+        clock.set(TestApp.instant("2026-06-22T08:00:00Z"))
+        try await TestApp.withApp(
+            database: database,
+            acquirer: model,
+            clock: { clock.now },
+            environment: ["LEDGERD_SETTLEMENT_AUTO": "true"]
+        ) { client, services in
+            let batch = "OrderLedgerStore-USD-2026-06-19"
+            try await Self.eventually {
+                let (status, text) = try await backOffice.get(client, "/settlements/\(batch)")
+                // Its payout's value date (Monday, T+1) is today: the same run records it paid.
+                return status == .ok && JSONValue.parse(text)?["stage"] == .string("paid")
+            }
+            let (_, text) = try await backOffice.get(client, "/settlements/\(batch)")
+            #expect(JSONValue.parse(text)?["gross"] == .string("14.00"), "\(text)")
+            #expect(try await services.eventCount(type: "SettlementBatchOpened") == 1)
+            let reconciliation = try await backOffice.reconciliation(client, batch)
+            #expect(reconciliation.matched == ids.count && reconciliation.breaks.isEmpty)
+            // The loop's due days: Friday only (Saturday and Sunday are no business days; Monday's cut-off is ahead).
+            let scheduler = SettlementScheduler(settlement: services.settlement, logger: TestCluster.logger)
+            #expect(scheduler.dueDates(now: clock.now).last?.description == "2026-06-19")
+            #expect(!scheduler.dueDates(now: clock.now).contains { $0.description == "2026-06-20" || $0.description == "2026-06-22" })
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func theDailyCheckpointIsSignedAtItsTime() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-checkpoint-loop-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // Half a second of wall time before the checkpoint's minute: the loop sleeps until then and signs.
+        let clock = SimulatedClock(TestApp.instant("2026-06-19T23:58:59Z").addingTimeInterval(0.5))
+        let key = CheckpointKey.generate()
+        try await TestApp.withApp(
+            seed: true,
+            clock: { clock.now },
+            environment: ["LEDGERD_DATA_DIR": directory.path, "LEDGERD_CHECKPOINT_TIME": "23:59", "LEDGERD_CHECKPOINT_TIME_ZONE": "UTC"],
+            checkpointKey: key
+        ) { client, services in
+            try await Self.eventually { try await services.eventCount(type: "CheckpointSigned") >= 1 }
+            let (status, list) = try await backOffice.get(client, "/audit/checkpoints")
+            #expect(status == .ok, "\(list)")
+            let head = try await services.store.head().position
+            let signed = try #require(try await services.store.event(at: head))
+            #expect(signed.type == "CheckpointSigned")
+            let files = try FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("checkpoints").path)
+            #expect(files.count == 1 && files[0].hasPrefix("checkpoint-"), "\(files)")
+            let file = try JSONDecoder().decode(
+                CheckpointFile.self,
+                from: Data(contentsOf: directory.appendingPathComponent("checkpoints/\(files[0])"))
+            )
+            #expect(file.checkpoint.position == head - 1 && file.checkpoint.publicKey == key.publicKeyHex)
+            // Nothing new since: the loop does not sign the same head again.
+            #expect(try await services.eventCount(type: "CheckpointSigned") == 1)
+        }
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import LedgerCore
+import LedgerHTTP
+import LedgerPostgres
+import LedgerTestSupport
+import PostgresNIO
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Two real `ledgerd serve` processes on one database, in production mode: `LEDGERD_DATABASE_URL` names
+/// an application login role (a member of `ledger_app`), and the first daemon applies the migrations
+/// with `LEDGERD_MIGRATION_DATABASE_URL`, a separate login role that owns the database. Each process has
+/// its own product locks, so the database alone stands between them and an oversell.
+@Suite struct TwoDaemonsTests {
+    /// `method path` on 127.0.0.1:`port` with `body` and `headers`; the status and the reply's text.
+    static func call(
+        _ port: Int,
+        _ method: String,
+        _ path: String,
+        _ body: Data? = nil,
+        headers: [String: String] = [:]
+    ) async throws -> (Int, String) {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = method
+        request.timeoutInterval = 120
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        if let body {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = body
+        }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+    }
+
+    static func eventCount(_ db: TestDatabase, type: String) async throws -> Int64 {
+        try await db.withOwner { client in
+            var count: Int64 = -1
+            for try await n in try await client.query("SELECT count(*) FROM ledger.events WHERE type = \(type)").decode(Int64.self) { count = n }
+            return count
+        }
+    }
+
+    @Test(.timeLimit(.minutes(3))) func twoDaemonsOnOneDatabaseSellTheLastUnitsOnceDrainOnSIGTERMAndReplayAKeyAfterARestart() async throws {
+        let db = try await TestDatabase.empty()
+        let endpoint = db.endpoint
+        let tag = UUID().uuidString.prefix(8).lowercased()
+        let (owner, app) = ("owner_\(tag)", "shop_\(tag)")
+        try await TestCluster.withClient(endpoint: endpoint, database: "postgres", user: endpoint.superuser) { client in
+            try await client.query("CREATE ROLE \(unescaped: owner) LOGIN")
+            try await client.query("CREATE ROLE \(unescaped: app) LOGIN IN ROLE ledger_app")
+            try await client.query("ALTER DATABASE \(unescaped: quoteIdentifier(db.name)) OWNER TO \(unescaped: owner)")
+        }
+        func url(_ user: String) -> String {
+            "postgres://\(user)@\(endpoint.port == 5432 ? "" : ":\(endpoint.port)")/\(db.name)?host=\(endpoint.socketDirectory)"
+        }
+        let root = URL(fileURLWithPath: "/tmp/ledgerd-two-\(tag)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let log = root.appendingPathComponent("daemons.log")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let common: [String: String?] = [
+            "LEDGERD_DATABASE_URL": url(app), "LEDGERD_OPERATOR_KEYS": "op-\(tag)", "LEDGERD_AUDITOR_KEYS": "au-\(tag)",
+            "LEDGERD_LOG_LEVEL": "warning",
+        ]
+        let portA = Int.random(in: 40_000..<50_000)
+        let portB = portA + 1
+        var first = common
+        first["LEDGERD_MIGRATION_DATABASE_URL"] = url(owner)
+        first["LEDGERD_SEED_DEMO_CATALOG"] = "true"
+        var second = common
+        second["LEDGERD_SEED_DEMO_CATALOG"] = "false"
+        var a = try await DaemonProcess.start(dataDirectory: root.appendingPathComponent("a"), port: portA, logFile: log, environment: first)
+        #expect(a.health?.status == 200, "daemon A did not come up:\n\(a.output())")
+        let b = try await DaemonProcess.start(dataDirectory: root.appendingPathComponent("b"), port: portB, logFile: log, environment: second)
+        #expect(b.health?.status == 200, "daemon B did not come up:\n\(b.output())")
+        defer {
+            a.process.terminate()
+            b.process.terminate()
+        }
+        try #require(a.health?.status == 200 && b.health?.status == 200)
+        // The migrations were applied by the owner: it owns the schema, the daemons' role does not.
+        let schemaOwner = try await db.withOwner { client in
+            var names: [String] = []
+            for try await name in try await client.query("SELECT nspowner::regrole::text FROM pg_namespace WHERE nspname = 'ledger'")
+                .decode(String.self)
+            {
+                names.append(name)
+            }
+            return names
+        }
+        #expect(schemaOwner == [owner])
+
+        // 7 of the demo's 10 clocks are sold first; then 30 shoppers race for the last 3, half on each daemon.
+        for _ in 0..<7 {
+            let (status, text) = try await Self.call(portA, "POST", "/payment", StorefrontDriver.paymentBody())
+            #expect(status == 200, "\(text)")
+        }
+        let statuses = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+            for i in 0..<30 {
+                group.addTask { try await Self.call(i % 2 == 0 ? portA : portB, "POST", "/payment", StorefrontDriver.paymentBody()) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(statuses.filter { $0.0 == 200 }.count == 3, "\(statuses.map(\.0))")
+        #expect(statuses.filter { $0.0 != 200 }.allSatisfy { $0.0 == 409 && isErrorBody($0.1) }, "\(statuses.filter { $0.0 != 200 })")
+        for port in [portA, portB] {
+            let (status, text) = try await Self.call(port, "GET", "/inventory")
+            #expect(status == 200, "\(text)")
+            let rows = try JSONDecoder().decode([StorefrontDriver.Product].self, from: Data(text.utf8))
+            let clock = try #require(rows.first { $0.id == "clock" })
+            #expect(clock.reserved == 10 && clock.available == 0 && clock.quantity_on_hand == 10, "\(clock)")
+        }
+        #expect(try await Self.eventCount(db, type: "OrderOpened") == 10)
+        #expect(try await Self.eventCount(db, type: "AuthorizationHoldPlaced") == 10)
+
+        // An Idempotency-Key answered by A is answered alike by A after a restart, and by B.
+        let body = StorefrontDriver.paymentBody(amount: 3200, product: "Pen")
+        let key = ["Idempotency-Key": "checkout-\(tag)"]
+        let (firstStatus, firstReply) = try await Self.call(portA, "POST", "/payment", body, headers: key)
+        #expect(firstStatus == 200, "\(firstReply)")
+        // SIGTERM while payments are in flight on A: every request answered is answered in full, every
+        // order acknowledged is in the log, authorized, and A exits cleanly.
+        let (replies, signalled) = AsyncStream<Void>.makeStream()
+        let inFlight = Task {
+            try await withThrowingTaskGroup(of: (Int, String)?.self) { group in
+                for _ in 0..<16 {
+                    group.addTask {
+                        defer { signalled.yield() }
+                        return try? await Self.call(portA, "POST", "/payment", StorefrontDriver.paymentBody(amount: 3200, product: "Pen"))
+                    }
+                }
+                return try await group.reduce(into: [(Int, String)?]()) { $0.append($1) }
+            }
+        }
+        for await _ in replies { break }
+        a.process.terminate()
+        let answered = try await inFlight.value.compactMap { $0 }
+        for _ in 0..<240 where a.process.isRunning { try await Task.sleep(for: .milliseconds(250)) }
+        #expect(!a.process.isRunning && a.process.terminationStatus == 0, "A did not drain and exit on SIGTERM:\n\(a.output())")
+        #expect(answered.allSatisfy { $0.0 == 200 || ($0.0 == 409 && isErrorBody($0.1)) }, "\(answered)")
+        let acknowledged = try answered.filter { $0.0 == 200 }.map { try JSONDecoder().decode(PaymentReply.self, from: Data($0.1.utf8)).order_id }
+        #expect(!acknowledged.isEmpty)
+        for order in acknowledged {
+            let (status, text) = try await Self.call(portB, "GET", "/orders/\(order)", headers: ["Authorization": "Bearer au-\(tag)"])
+            #expect(status == 200 && JSONValue.parse(text)?["order"]?["status"] == .string("authorized"), "\(order): \(text)")
+        }
+
+        let opened = try await Self.eventCount(db, type: "OrderOpened")
+        a = try await DaemonProcess.start(dataDirectory: root.appendingPathComponent("a"), port: portA, logFile: log, environment: second)
+        #expect(a.health?.status == 200, "daemon A did not come back:\n\(a.output())")
+        let (againStatus, again) = try await Self.call(portA, "POST", "/payment", body, headers: key)
+        let (otherStatus, other) = try await Self.call(portB, "POST", "/payment", body, headers: key)
+        #expect(againStatus == 200 && JSONValue.sameObject(again, firstReply), "\(again) vs \(firstReply)")
+        #expect(otherStatus == 200 && JSONValue.sameObject(other, firstReply), "\(other) vs \(firstReply)")
+        var changed = try JSONSerialization.jsonObject(with: body) as? [String: Any] ?? [:]
+        changed["shipping_zip"] = "10001"
+        let (conflictStatus, conflict) = try await Self.call(
+            portB,
+            "POST",
+            "/payment",
+            try JSONSerialization.data(withJSONObject: changed),
+            headers: key
+        )
+        #expect(conflictStatus == 409 && conflict.contains("idempotency"), "\(conflict)")
+        #expect(try await Self.eventCount(db, type: "OrderOpened") == opened)
+
+        let chain = try await db.withAuditor { client in try await ChainVerifier(client: client, logger: TestCluster.logger).verify() }
+        #expect(chain.ok, "\(chain)")
+        try await a.stop()
+        try await b.stop()
+    }
+}

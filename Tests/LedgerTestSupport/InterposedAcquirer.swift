@@ -1,0 +1,109 @@
+import LedgerCore
+import Synchronization
+
+/// An acquirer that passes every call to `base` after awaiting `before(call)`: the test's way to hold a
+/// daemon at a chosen point (a ``Barrier`` there makes two daemons overlap for certain, without sleeps).
+public struct InterposedAcquirer: Acquirer {
+    /// The acquirer's operations, as `before` sees them.
+    public enum Call: Hashable, Sendable {
+        case authorize, increment, capture, reverse, refund, query, submitBatch, reportLines, payout
+    }
+
+    let base: any Acquirer
+    let before: @Sendable (Call) async -> Void
+
+    public init(_ base: any Acquirer, before: @escaping @Sendable (Call) async -> Void) {
+        self.base = base
+        self.before = before
+    }
+
+    public func authorize(_ request: AuthorizationRequest) async throws(AcquirerError) -> AuthorizationResponse {
+        await before(.authorize)
+        return try await base.authorize(request)
+    }
+
+    public func increment(_ request: IncrementRequest) async throws(AcquirerError) -> ModificationResponse {
+        await before(.increment)
+        return try await base.increment(request)
+    }
+
+    public func capture(_ request: CaptureRequest) async throws(AcquirerError) -> ModificationResponse {
+        await before(.capture)
+        return try await base.capture(request)
+    }
+
+    public func reverse(_ request: ReversalRequest) async throws(AcquirerError) -> ModificationResponse {
+        await before(.reverse)
+        return try await base.reverse(request)
+    }
+
+    public func refund(_ request: RefundRequest) async throws(AcquirerError) -> ModificationResponse {
+        await before(.refund)
+        return try await base.refund(request)
+    }
+
+    public func query(merchantReference: String) async throws(AcquirerError) -> PaymentQueryResult {
+        await before(.query)
+        return try await base.query(merchantReference: merchantReference)
+    }
+
+    public func submitBatch(
+        _ header: SettlementBatchHeader,
+        pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?
+    ) async throws(AcquirerError) -> SettlementReceipt {
+        await before(.submitBatch)
+        return try await base.submitBatch(header, pages: pages)
+    }
+
+    public func reportLines(batchNumber: Int, from: Int, count: Int) async throws(AcquirerError) -> [SettlementReportLine] {
+        await before(.reportLines)
+        return try await base.reportLines(batchNumber: batchNumber, from: from, count: count)
+    }
+
+    public func payout(batchNumber: Int) async throws(AcquirerError) -> PayoutNotice {
+        await before(.payout)
+        return try await base.payout(batchNumber: batchNumber)
+    }
+}
+
+/// A one-shot meeting point for `parties` tasks: each ``arrive()`` waits until all have arrived, then
+/// all go on together. Arrivals after that pass at once.
+public final class Barrier: Sendable {
+    private struct State {
+        var arrived = 0
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let parties: Int
+    private let state = Mutex(State())
+
+    public init(parties: Int) { self.parties = parties }
+
+    /// How many tasks arrived so far.
+    public var arrivals: Int { state.withLock { $0.arrived } }
+
+    public func arrive() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let release = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.arrived += 1
+                if state.arrived < parties {
+                    state.waiting.append(continuation)
+                    return []
+                }
+                defer { state.waiting = [] }
+                return state.waiting + [continuation]
+            }
+            for waiter in release { waiter.resume() }
+        }
+    }
+}
+
+/// A switch a test turns on once and a hook turns off the first time it passes: "do this once, from now".
+public final class OneShot: Sendable {
+    private let armed = Atomic<Bool>(false)
+    public init() {}
+    /// From now on, the next ``fire()`` returns true (once).
+    public func arm() { armed.store(true, ordering: .sequentiallyConsistent) }
+    /// True exactly once after each ``arm()``.
+    public func fire() -> Bool { armed.compareExchange(expected: true, desired: false, ordering: .sequentiallyConsistent).exchanged }
+}
