@@ -42,6 +42,8 @@ let package = Package(
             dependencies: [
                 "LedgerCore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                // Only to recognise the pool's ConnectionPoolError (its circuit breaker) as "database unavailable".
+                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -35,9 +35,9 @@ public struct LedgerMetrics: Sendable {
 
 /// The ledger's parts that the HTTP routes and background services share.
 public struct ServiceContainer: Sendable {
-    public let client: PostgresClient
-    /// Runs `client` as the application's first service; what queries at start waits for it.
-    public let pool: PostgresPool
+    public let client: DatabaseClient
+    /// `client`, run as the application's first service; what queries at start waits for it.
+    public var pool: DatabaseClient { client }
     public let writer: LedgerWriter
     public let store: EventStore
     public let verifier: ChainVerifier
@@ -64,7 +64,7 @@ public struct ServiceContainer: Sendable {
     ///     with `LEDGERD_ACQUIRER_SEED` on the wall clock.
     ///   - checkpointKey: signs checkpoints (the daemon reads it from `LEDGERD_CHECKPOINT_KEY`); nil: none.
     public init(
-        client: PostgresClient,
+        client: DatabaseClient,
         configuration: LedgerConfiguration,
         metrics: LedgerMetrics,
         keyring: APIKeyring,
@@ -75,7 +75,6 @@ public struct ServiceContainer: Sendable {
         logger: Logger
     ) throws {
         self.client = client
-        self.pool = PostgresPool(client: client)
         self.metrics = metrics
         self.keyring = keyring
         let writer = LedgerWriter(
@@ -252,7 +251,7 @@ public func buildApplication(
 /// Runs `service` once the pool has started, so that its first query does not race the pool's start.
 /// Graceful shutdown and cancellation reach `service` as if it ran alone.
 struct StartsAfterPool: Service, CustomStringConvertible {
-    let pool: PostgresPool
+    let pool: DatabaseClient
     let service: any Service
 
     func run() async throws {

@@ -20,6 +20,8 @@ import Logging
 /// | `LEDGERD_MIGRATIONS_DIR` | found | directory of `NNNN_*.sql` migrations |
 /// | `LEDGERD_DB_POOL_SIZE` | `20` | most connections to PostgreSQL |
 /// | `LEDGERD_WRITER_MAX_BATCH` | `2000` | most events committed in one transaction |
+/// | `LEDGERD_DB_CONNECT_TIMEOUT_SECONDS` | `2` | most seconds to open a connection to PostgreSQL |
+/// | `LEDGERD_DB_STATEMENT_TIMEOUT_SECONDS` | `30` | most seconds one statement of the daemon may run (`statement_timeout`) |
 /// | `LEDGERD_OPERATOR_KEYS` | generated (embedded) | comma-separated operator API keys. **Secret.** |
 /// | `LEDGERD_AUDITOR_KEYS` | generated (embedded) | comma-separated auditor (read-only) API keys. **Secret.** |
 /// | `LEDGERD_SEED_DEMO_CATALOG` | `true` | list the demo catalog (and write its pictures) on the first start of an empty ledger |
@@ -67,6 +69,10 @@ public struct LedgerConfiguration: Sendable {
     public var migrationsDirectory: String?
     public var databasePoolSize: Int
     public var writerMaximumBatchEvents: Int
+    /// Most time to open a connection to PostgreSQL.
+    public var databaseConnectTimeout: Duration
+    /// Most time one statement of the daemon's pool may run (PostgreSQL's `statement_timeout`).
+    public var databaseStatementTimeout: Duration
     public var logLevel: Logger.Level
     public var productImagesDirectory: String?
     public var operatorKeys: [String]
@@ -107,6 +113,12 @@ public struct LedgerConfiguration: Sendable {
         migrationsDirectory = reader.string(forKey: "ledgerd.migrations.dir")
         databasePoolSize = reader.int(forKey: "ledgerd.db.pool.size", default: 20)
         writerMaximumBatchEvents = reader.int(forKey: "ledgerd.writer.max.batch", default: 2_000)
+        let connectSeconds = reader.int(forKey: "ledgerd.db.connect.timeout.seconds", default: 2)
+        guard connectSeconds >= 1 else { throw ConfigurationError("LEDGERD_DB_CONNECT_TIMEOUT_SECONDS must be at least 1") }
+        databaseConnectTimeout = .seconds(connectSeconds)
+        let statementSeconds = reader.int(forKey: "ledgerd.db.statement.timeout.seconds", default: 30)
+        guard statementSeconds >= 1 else { throw ConfigurationError("LEDGERD_DB_STATEMENT_TIMEOUT_SECONDS must be at least 1") }
+        databaseStatementTimeout = .seconds(statementSeconds)
         productImagesDirectory = reader.string(forKey: "ledgerd.product.images.dir")
         seedDemoCatalog = reader.bool(forKey: "ledgerd.seed.demo.catalog", default: true)
         guard let seed = UInt64(reader.string(forKey: "ledgerd.acquirer.seed", default: "1")) else {

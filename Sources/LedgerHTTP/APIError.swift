@@ -63,8 +63,8 @@ public struct APIError: HTTPResponseError, Sendable, Equatable {
 }
 
 /// Turns every error into the JSON error shape: API errors as they are, the router's own
-/// errors (unknown route, wrong method) by status, anything else as an opaque 500 that is
-/// logged here with its detail.
+/// errors (unknown route, wrong method) by status, an unavailable database as 503 `database_unavailable`
+/// (``ServiceError/interpreting(_:)``), anything else as an opaque 500 that is logged here with its detail.
 public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     public init() {}
 
@@ -91,6 +91,10 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             let message = error.status == .notFound ? "no such endpoint: \(request.uri.path)" : error.status.reasonPhrase
             throw APIError(status: error.status, code: code, message: message)
         } catch {
+            if let meaning = ServiceError.interpreting(error) {
+                context.logger.warning("request failed", metadata: ["code": "\(meaning.code)"])
+                throw APIError(meaning)
+            }
             context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: error))"])
             throw APIError.internalFailure
         }

@@ -9,10 +9,10 @@ import PostgresNIO
 /// that does not match the event's canonical bytes, or a head that disagrees with the last event.
 public struct ChainVerifier: Sendable {
     private let store: EventStore
-    private let client: PostgresClient
+    private let client: DatabaseClient
     private let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: DatabaseClient, logger: Logger) {
         self.client = client
         self.store = EventStore(client: client, logger: logger)
         self.logger = logger
@@ -211,7 +211,7 @@ public struct ChainVerifier: Sendable {
         }
     }
 
-    static func page(_ client: PostgresClient, from: Int64, through: Int64, limit: Int, logger: Logger) async throws -> WirePage {
+    static func page(_ client: DatabaseClient, from: Int64, through: Int64, limit: Int, logger: Logger) async throws -> WirePage {
         let rows = try await client.query(
             """
             SELECT count(*), coalesce(max(p.position), 0), coalesce(string_agg(p.framed, ''::bytea ORDER BY p.position), ''::bytea)

@@ -148,13 +148,14 @@ public struct EmbeddedPostgres: Sendable {
         return (endpoint, false)
     }
 
-    /// Stops the cluster (fast shutdown: open sessions are rolled back) and waits for it to exit.
-    public func stop() throws {
+    /// Stops the cluster and waits for it to exit: `fast` (the default) rolls open sessions back and
+    /// checkpoints; `immediate` aborts like a crash (tests of outages).
+    public func stop(mode: String = "fast") throws {
         let bin = try resolveBinDirectory()
         let owner = try runAsUser()
         let pgctl = bin.appendingPathComponent("pg_ctl")
         guard isRunning(pgctl: pgctl, owner: owner) else { return }
-        try run(pgctl, ["stop", "-D", clusterDirectory.path, "-m", "fast", "-w", "-t", "60"], as: owner)
+        try run(pgctl, ["stop", "-D", clusterDirectory.path, "-m", mode, "-w", "-t", "60"], as: owner)
         logger.info("embedded PostgreSQL stopped")
     }
 

@@ -3,10 +3,10 @@ import PostgresNIO
 
 /// What every store of this module runs on: the pool its statements use and the logger they log to.
 public struct StoreConnection: Sendable {
-    public let client: PostgresClient
+    public let client: DatabaseClient
     public let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: DatabaseClient, logger: Logger) {
         self.client = client
         self.logger = logger
     }
@@ -20,10 +20,10 @@ public protocol PostgresStore: Sendable {
 }
 
 extension PostgresStore {
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: DatabaseClient, logger: Logger) {
         self.init(connection: StoreConnection(client: client, logger: logger))
     }
 
-    var client: PostgresClient { connection.client }
+    var client: DatabaseClient { connection.client }
     var logger: Logger { connection.logger }
 }

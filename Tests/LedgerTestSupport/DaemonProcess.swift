@@ -121,11 +121,12 @@ public struct DaemonProcess {
     /// Everything the daemon wrote so far.
     public func output() -> String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
 
-    /// `method path` with `body` (JSON) and the daemon's operator key; the status and the reply's text.
-    public func request(_ method: String, _ path: String, _ body: String? = nil) async throws -> (Int, String) {
+    /// `method path` with `body` (JSON) and the daemon's operator key; the status and the reply's text. Throws
+    /// when no answer came within `timeout` seconds.
+    public func request(_ method: String, _ path: String, _ body: String? = nil, timeout: TimeInterval = 120) async throws -> (Int, String) {
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
         request.httpMethod = method
-        request.timeoutInterval = 120
+        request.timeoutInterval = timeout
         if let operatorKey { request.setValue("Bearer \(operatorKey)", forHTTPHeaderField: "Authorization") }
         if let body {
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")

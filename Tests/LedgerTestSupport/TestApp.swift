@@ -51,7 +51,7 @@ public enum TestApp {
         environment["LEDGERD_PRODUCT_IMAGES_DIR"] = imagesDirectory
         environment.merge(extra) { $1 }
         let configuration = try LedgerConfiguration.load(environment: environment)
-        let client = PostgresClient(
+        let client = DatabaseClient(
             configuration: TestCluster.configuration(endpoint: db.endpoint, database: db.name, user: "ledger_app"),
             backgroundLogger: poolLogger
         )

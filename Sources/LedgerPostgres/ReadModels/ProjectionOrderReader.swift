@@ -7,10 +7,10 @@ import PostgresNIO
 /// UTC with microseconds (fixed width), so time filters compare it as text. An order whose open
 /// hold passed its expiry reads as the sweeper will record it (expired, or captured when part was).
 public struct ProjectionOrderReader: Sendable {
-    let client: PostgresClient
+    let client: DatabaseClient
     let clock: @Sendable () -> Date
     let logger: Logger
-    public init(client: PostgresClient, clock: @escaping @Sendable () -> Date, logger: Logger) {
+    public init(client: DatabaseClient, clock: @escaping @Sendable () -> Date, logger: Logger) {
         self.client = client
         self.clock = clock
         self.logger = logger

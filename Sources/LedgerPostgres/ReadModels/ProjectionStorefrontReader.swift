@@ -8,10 +8,10 @@ import PostgresNIO
 /// its expiry that the sweeper has not recorded yet no longer reserves stock: its reservation counts
 /// as available.
 public struct ProjectionStorefrontReader: Sendable {
-    let client: PostgresClient
+    let client: DatabaseClient
     let clock: @Sendable () -> Date
     let logger: Logger
-    public init(client: PostgresClient, clock: @escaping @Sendable () -> Date, logger: Logger) {
+    public init(client: DatabaseClient, clock: @escaping @Sendable () -> Date, logger: Logger) {
         self.client = client
         self.clock = clock
         self.logger = logger

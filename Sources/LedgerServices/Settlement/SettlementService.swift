@@ -24,7 +24,7 @@ public struct SettlementService: Sendable {
     package init(
         writer: LedgerWriter,
         store: EventStore,
-        client: PostgresClient,
+        client: DatabaseClient,
         acquirer: any Acquirer,
         settings: SettlementSettings,
         merchantAccount: String,
@@ -49,7 +49,7 @@ public struct SettlementService: Sendable {
 
     let writer: LedgerWriter
     let store: EventStore
-    let client: PostgresClient
+    let client: DatabaseClient
     let acquirer: any Acquirer
     let settings: SettlementSettings
     let merchantAccount: String
