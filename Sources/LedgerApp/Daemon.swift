@@ -11,6 +11,7 @@ public enum Daemon {
     public static func serve(configuration: LedgerConfiguration, logger: Logger) async throws {
         // A configured key that cannot be read stops the daemon before anything starts.
         let checkpointKey = try configuration.checkpointKeyPath.map(CheckpointKey.init(contentsOf:))
+        let tls = try configuration.tlsCertificatePath.map { try TLSCertificateStore(certificatePath: $0, keyPath: configuration.tlsKeyPath ?? "") }
         let database = try await LedgerDatabase.prepare(configuration, logger: logger, ownEmbedded: true)
         logger.info("ledger database ready", metadata: ["database": "\(database.location)"])
         do {
@@ -43,8 +44,11 @@ public enum Daemon {
                 acquirerSnapshot: configuration.dataDirectoryURL.appendingPathComponent("acquirer-model.json"),
                 logger: logger
             )
-            let app = buildApplication(configuration: configuration, services: services, logger: logger)
-            logger.info("ledgerd serving", metadata: ["address": "\(configuration.host):\(configuration.port)"])
+            let app = try buildApplication(configuration: configuration, services: services, tls: tls, logger: logger)
+            logger.info(
+                "ledgerd serving",
+                metadata: ["address": "\(configuration.host):\(configuration.port)", "scheme": "\(tls == nil ? "http" : "https")"]
+            )
             try await app.runService()
         } catch {
             database.stop()

@@ -218,16 +218,21 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
 ///
 /// A service group starts its services concurrently, so each one that uses the database (and the
 /// work before the server starts: seeding, then the server itself) first waits for the pool to run.
+///
+/// `tls`: serve HTTPS with this certificate (reloaded on SIGHUP); nil: plain HTTP.
 public func buildApplication(
     configuration: LedgerConfiguration,
     services: ServiceContainer,
+    tls: TLSCertificateStore? = nil,
     logger: Logger
-) -> some ApplicationProtocol {
+) throws -> some ApplicationProtocol {
     var app = Application(
         router: buildRouter(services: services, configuration: configuration),
+        server: try httpServer(configuration: configuration, tls: tls, logger: logger),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ledgerd"),
         logger: logger
     )
+    if let tls { app.addServices(CertificateReloader(store: tls, logger: logger)) }
     let pool = services.pool
     func afterPool(_ service: any Service) -> any Service { StartsAfterPool(pool: pool, service: service) }
     app.addServices(pool, afterPool(services.writer), afterPool(services.recovery), afterPool(services.expiry))

@@ -12,7 +12,11 @@ import Logging
 /// |---|---|---|
 /// | `LEDGERD_DATABASE_URL` | — | PostgreSQL URL of the app role; unset = embedded cluster. **Secret.** |
 /// | `LEDGERD_MIGRATION_DATABASE_URL` | the database URL | URL of the schema owner for migrations. **Secret.** |
-/// | `LEDGERD_HOST` | `0.0.0.0` | address the HTTP server binds |
+/// | `LEDGERD_HOST` | `0.0.0.0` with TLS, else `127.0.0.1` | address the HTTP server binds |
+/// | `LEDGERD_TLS_CERTIFICATE` | — | PEM certificate chain for HTTPS (with `LEDGERD_TLS_KEY`); reloaded on SIGHUP |
+/// | `LEDGERD_TLS_KEY` | — | PEM private key of that certificate. **Secret file.** |
+/// | `LEDGERD_HTTP_IDLE_TIMEOUT_SECONDS` | `30` | a connection idle (or stuck in its request head) this long is closed |
+/// | `LEDGERD_HTTP_MAX_CONNECTIONS` | `1024` | HTTP connections open at once; more are closed at once |
 /// | `LEDGERD_PORT` | `12345` | HTTP port (the storefront app's) |
 /// | `LEDGERD_DATA_DIR` | `./.ledgerd` | embedded cluster and daemon state |
 /// | `LEDGERD_PG_BINDIR` | found | PostgreSQL server binaries for the embedded cluster |
@@ -62,6 +66,13 @@ public struct LedgerConfiguration: Sendable {
     public var databaseURL: String?
     public var migrationDatabaseURL: String?
     public var host: String
+    /// PEM certificate chain and key for HTTPS; nil: plain HTTP (then bound to 127.0.0.1 unless told otherwise).
+    public var tlsCertificatePath: String?
+    public var tlsKeyPath: String?
+    /// An idle HTTP connection (or one stuck in its request head) is closed after this long.
+    public var httpIdleTimeout: Duration
+    /// Most HTTP connections open at once; beyond it a new connection is closed at once.
+    public var httpMaxConnections: Int
     public var port: Int
     public var dataDirectory: String
     public var postgresBinDirectory: String?
@@ -105,7 +116,18 @@ public struct LedgerConfiguration: Sendable {
     public init(reader: ConfigReader) throws {
         databaseURL = reader.string(forKey: "ledgerd.database.url", isSecret: true)
         migrationDatabaseURL = reader.string(forKey: "ledgerd.migration.database.url", isSecret: true)
-        host = reader.string(forKey: "ledgerd.host", default: "0.0.0.0")
+        tlsCertificatePath = reader.string(forKey: "ledgerd.tls.certificate").flatMap { $0.isEmpty ? nil : $0 }
+        tlsKeyPath = reader.string(forKey: "ledgerd.tls.key").flatMap { $0.isEmpty ? nil : $0 }
+        guard (tlsCertificatePath == nil) == (tlsKeyPath == nil) else {
+            throw ConfigurationError("LEDGERD_TLS_CERTIFICATE and LEDGERD_TLS_KEY go together: set both or neither")
+        }
+        // Plain HTTP carries bearer keys and shipping contacts in clear: only on the loopback unless asked.
+        host = reader.string(forKey: "ledgerd.host", default: tlsCertificatePath == nil ? "127.0.0.1" : "0.0.0.0")
+        let idleSeconds = reader.int(forKey: "ledgerd.http.idle.timeout.seconds", default: 30)
+        guard idleSeconds >= 1 else { throw ConfigurationError("LEDGERD_HTTP_IDLE_TIMEOUT_SECONDS must be at least 1") }
+        httpIdleTimeout = .seconds(idleSeconds)
+        httpMaxConnections = reader.int(forKey: "ledgerd.http.max.connections", default: 1024)
+        guard httpMaxConnections >= 1 else { throw ConfigurationError("LEDGERD_HTTP_MAX_CONNECTIONS must be at least 1") }
         port = reader.int(forKey: "ledgerd.port", default: 12345)
         dataDirectory = reader.string(forKey: "ledgerd.data.dir", default: "./.ledgerd")
         postgresBinDirectory = reader.string(forKey: "ledgerd.pg.bindir")

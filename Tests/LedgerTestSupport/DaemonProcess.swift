@@ -77,14 +77,15 @@ public struct DaemonProcess {
     }
 
     /// Starts `ledgerd serve` on 127.0.0.1:`port` with its data in `dataDirectory` and its output appended to
-    /// `logFile`, then polls `/health` every 250 ms until it answers 200, the process exits, or `attempts` polls
+    /// `logFile`, then polls `/health` (or `probe`, given the port) every 250 ms until it answers 200, the process exits, or `attempts` polls
     /// went by. Check ``health`` or `process.isRunning` for how it came up.
     public static func start(
         dataDirectory: URL,
         port: Int,
         logFile: URL,
         environment extra: [String: String?] = [:],
-        attempts: Int = 240
+        attempts: Int = 240,
+        probe: (@Sendable (Int) async -> (Int, String)?)? = nil
     ) async throws -> DaemonProcess {
         let process = Process()
         process.executableURL = binary
@@ -99,7 +100,8 @@ public struct DaemonProcess {
         try handle.close()  // the child has its own descriptor
         var health: (status: Int, body: String)?
         for _ in 0..<attempts {
-            if let answer = await get(URL(string: "http://127.0.0.1:\(port)/health")!), answer.0 == 200 {
+            let answer = if let probe { await probe(port) } else { await get(URL(string: "http://127.0.0.1:\(port)/health")!) }
+            if let answer, answer.0 == 200 {
                 health = answer
                 break
             }
@@ -160,7 +162,7 @@ public struct DaemonProcess {
     }
 
     /// `GET url` with a 2 s timeout; nil when nothing answered.
-    static func get(_ url: URL) async -> (Int, String)? {
+    public static func get(_ url: URL) async -> (Int, String)? {
         var request = URLRequest(url: url)
         request.timeoutInterval = 2
         guard let (data, response) = try? await URLSession.shared.data(for: request),

@@ -66,7 +66,7 @@ public enum TestApp {
             logger: logger
         )
         // The application runs the pool first and serves only once it runs (see `buildApplication`).
-        let app = buildApplication(configuration: configuration, services: services, logger: logger)
+        let app = try buildApplication(configuration: configuration, services: services, logger: logger)
         try await app.test(.router) { testClient in try await body(testClient, services) }
     }
 
