@@ -25,11 +25,14 @@ public struct LedgerMetrics: Sendable {
         self.factory = factory
     }
 
-    /// The Prometheus text exposition of everything recorded so far.
-    public func exposition() -> String {
+    /// The Prometheus text exposition of everything recorded so far, each metric with its `# HELP`, then the process
+    /// metrics and whether the database is up.
+    public func exposition(databaseUp: Bool = true) -> String {
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)
-        return String(decoding: buffer, as: UTF8.self)
+        var text = MetricsHelp.withHelp(String(decoding: buffer, as: UTF8.self))
+        if !text.isEmpty && !text.hasSuffix("\n") { text += "\n" }
+        return text + MetricsHelp.processAndDatabase(databaseUp: databaseUp)
     }
 }
 
@@ -180,7 +183,8 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     router.add(middleware: RequestMetricsMiddleware(factory: services.metrics.factory))
     router.add(middleware: ErrorMiddleware())
     let metrics = services.metrics
-    SystemRoutes(probe: EventStoreHealthProbe(store: services.store), metricsText: { metrics.exposition() })
+    let database = services.client
+    SystemRoutes(probe: EventStoreHealthProbe(store: services.store), metricsText: { metrics.exposition(databaseUp: database.isAvailable) })
         .register(on: router)
     ProductImageRoutes(directory: configuration.productImagesDirectoryURL).register(on: router)
     StorefrontRoutes(
