@@ -9,7 +9,9 @@ public struct EventStoreReader: Sendable {
         self.store = store
         self.verifier = verifier
     }
-    public func events(stream: StreamID) async throws -> [RecordedEvent] { try await store.readStream(stream) }
+    public func events(stream: StreamID, afterVersion version: Int64, limit: Int) async throws -> [RecordedEvent] {
+        try await store.readStream(stream, after: version, limit: limit)
+    }
     public func events(after position: Int64, matching filter: EventFilter, limit: Int) async throws -> [RecordedEvent] {
         try await store.events(after: position, matching: filter, limit: limit)
     }
