@@ -182,9 +182,12 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     let router = Router(context: LedgerRequestContext.self)
     router.add(middleware: RequestMetricsMiddleware(factory: services.metrics.factory))
     router.add(middleware: ErrorMiddleware())
+    router.add(middleware: ExpensiveRequestLimitMiddleware(limit: configuration.expensiveRequestLimit))
     let metrics = services.metrics
     let database = services.client
-    SystemRoutes(probe: EventStoreHealthProbe(store: services.store), metricsText: { metrics.exposition(databaseUp: database.isAvailable) })
+    // The daemon's watched pool answers at once during an outage; the deadline covers the moment before it notices.
+    let probe = EventStoreHealthProbe(store: services.store, deadline: database.isWatched ? .milliseconds(1900) : nil)
+    SystemRoutes(probe: probe, metricsText: { metrics.exposition(databaseUp: database.isAvailable) })
         .register(on: router)
     ProductImageRoutes(directory: configuration.productImagesDirectoryURL).register(on: router)
     StorefrontRoutes(

@@ -17,6 +17,7 @@ import Logging
 /// | `LEDGERD_TLS_KEY` | — | PEM private key of that certificate. **Secret file.** |
 /// | `LEDGERD_HTTP_IDLE_TIMEOUT_SECONDS` | `30` | a connection idle (or stuck in its request head) this long is closed |
 /// | `LEDGERD_HTTP_MAX_CONNECTIONS` | `1024` | HTTP connections open at once; more are closed at once |
+/// | `LEDGERD_EXPENSIVE_REQUEST_LIMIT` | `4` | chain verifications, report uploads and as-of reads running at once; more are 429 |
 /// | `LEDGERD_PORT` | `12345` | HTTP port (the storefront app's) |
 /// | `LEDGERD_DATA_DIR` | `./.ledgerd` | embedded cluster and daemon state |
 /// | `LEDGERD_PG_BINDIR` | found | PostgreSQL server binaries for the embedded cluster |
@@ -73,6 +74,8 @@ public struct LedgerConfiguration: Sendable {
     public var httpIdleTimeout: Duration
     /// Most HTTP connections open at once; beyond it a new connection is closed at once.
     public var httpMaxConnections: Int
+    /// Most expensive requests (verify, report upload, as-of) at once; more are refused with 429.
+    public var expensiveRequestLimit: Int
     public var port: Int
     public var dataDirectory: String
     public var postgresBinDirectory: String?
@@ -128,6 +131,8 @@ public struct LedgerConfiguration: Sendable {
         httpIdleTimeout = .seconds(idleSeconds)
         httpMaxConnections = reader.int(forKey: "ledgerd.http.max.connections", default: 1024)
         guard httpMaxConnections >= 1 else { throw ConfigurationError("LEDGERD_HTTP_MAX_CONNECTIONS must be at least 1") }
+        expensiveRequestLimit = reader.int(forKey: "ledgerd.expensive.request.limit", default: 4)
+        guard expensiveRequestLimit >= 1 else { throw ConfigurationError("LEDGERD_EXPENSIVE_REQUEST_LIMIT must be at least 1") }
         port = reader.int(forKey: "ledgerd.port", default: 12345)
         dataDirectory = reader.string(forKey: "ledgerd.data.dir", default: "./.ledgerd")
         postgresBinDirectory = reader.string(forKey: "ledgerd.pg.bindir")

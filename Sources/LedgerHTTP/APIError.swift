@@ -12,6 +12,8 @@ public struct APIError: HTTPResponseError, Sendable, Equatable {
     public let code: String
     public let message: String
     public let field: String?
+    /// Sent as `Retry-After` (a 429 or 503 the caller should retry).
+    public var retryAfterSeconds: Int?
 
     public init(status: HTTPResponse.Status, code: String, message: String, field: String? = nil) {
         self.status = status
@@ -58,6 +60,7 @@ public struct APIError: HTTPResponseError, Sendable, Equatable {
         var headers = HTTPFields()
         headers[.contentType] = "application/json; charset=utf-8"
         if status == .unauthorized { headers[.wwwAuthenticate] = "Bearer" }
+        if let retryAfterSeconds { headers[.retryAfter] = "\(retryAfterSeconds)" }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }

@@ -62,6 +62,9 @@ public final class DatabaseClient: Service, Sendable {
     /// False while the watcher finds the database unreachable.
     public var isAvailable: Bool { state.withLock { $0.available } }
 
+    /// True when a watcher runs (the daemon's pool).
+    public var isWatched: Bool { watch != nil }
+
     // MARK: - Statements
 
     /// The pool to use now; throws ``DatabaseUnavailableError`` while the database is unreachable.
