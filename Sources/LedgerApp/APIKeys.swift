@@ -7,7 +7,9 @@ import Logging
 ///
 /// `LEDGERD_OPERATOR_KEYS` / `LEDGERD_AUDITOR_KEYS` (comma-separated) when set. Otherwise, in the
 /// embedded default, one key of each role is generated on first run and kept in
-/// `<data dir>/api-keys.json` (mode 0600); the daemon logs where. With a database URL and no keys
+/// `<data dir>/api-keys.json` (mode 0600 from creation, see ``SecretFile``); the daemon logs where. When the daemon
+/// runs as root the data directory belongs to root (the cluster's OS user owns only `pg/` and `run/`), so that user
+/// can neither read nor replace the file. With a database URL and no keys
 /// configured, the back office is closed (every call is 401) and the daemon says so.
 public enum APIKeys {
     struct File: Codable {
@@ -36,15 +38,8 @@ public enum APIKeys {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             try FileManager.default.createDirectory(at: configuration.dataDirectoryURL, withIntermediateDirectories: true)
-            guard
-                FileManager.default.createFile(
-                    atPath: url.path,
-                    contents: try encoder.encode(file),
-                    attributes: [.posixPermissions: 0o600]
-                )
-            else {
-                throw ConfigurationError("cannot write \(url.path)")
-            }
+            // 0600 from creation, in the data directory that (as root) belongs to root, not to the cluster's user.
+            try SecretFile.write(try encoder.encode(file), to: url)
         }
         logger.notice("back-office API keys (operator and auditor) are in \(url.path)")
         return APIKeyring(operatorKeys: file.operatorKeys, auditorKeys: file.auditorKeys)

@@ -11,10 +11,18 @@ public enum Daemon {
     public static func serve(configuration: LedgerConfiguration, logger: Logger) async throws {
         // A configured key that cannot be read stops the daemon before anything starts.
         let checkpointKey = try configuration.checkpointKeyPath.map(CheckpointKey.init(contentsOf:))
+        let tls = try configuration.tlsCertificatePath.map { try TLSCertificateStore(certificatePath: $0, keyPath: configuration.tlsKeyPath ?? "") }
         let database = try await LedgerDatabase.prepare(configuration, logger: logger, ownEmbedded: true)
         logger.info("ledger database ready", metadata: ["database": "\(database.location)"])
         do {
-            let client = PostgresClient(configuration: database.appConfiguration, backgroundLogger: logger)
+            // Watched: while the database is unreachable statements fail at once (503), and the pool is renewed
+            // as soon as it is back.
+            // The daemon's statements are bounded (`statement_timeout`, a run-time setting sent at connection start);
+            // offline commands (`audit verify --sql` on a large ledger, `rebuild`) are not.
+            var appConfiguration = database.appConfiguration
+            let statementMilliseconds = configuration.databaseStatementTimeout.components.seconds * 1000
+            appConfiguration.options.additionalStartupParameters.append(("statement_timeout", "\(statementMilliseconds)"))
+            let client = DatabaseClient(configuration: appConfiguration, backgroundLogger: logger, watch: .init())
             let keyring = try APIKeys.keyring(for: configuration, logger: logger)
             var clock: @Sendable () -> Date = { Date() }
             if let start = configuration.clockStart {
@@ -36,8 +44,11 @@ public enum Daemon {
                 acquirerSnapshot: configuration.dataDirectoryURL.appendingPathComponent("acquirer-model.json"),
                 logger: logger
             )
-            let app = buildApplication(configuration: configuration, services: services, logger: logger)
-            logger.info("ledgerd serving", metadata: ["address": "\(configuration.host):\(configuration.port)"])
+            let app = try buildApplication(configuration: configuration, services: services, tls: tls, logger: logger)
+            logger.info(
+                "ledgerd serving",
+                metadata: ["address": "\(configuration.host):\(configuration.port)", "scheme": "\(tls == nil ? "http" : "https")"]
+            )
             try await app.runService()
         } catch {
             database.stop()
@@ -53,7 +64,7 @@ public enum Daemon {
         configuration: LedgerConfiguration,
         logger: Logger,
         asOwner: Bool = false,
-        _ body: @Sendable (PostgresClient) async throws -> T
+        _ body: @Sendable (DatabaseClient) async throws -> T
     ) async throws -> T {
         let database = try await LedgerDatabase.prepare(configuration, logger: logger, ownEmbedded: false)
         do {

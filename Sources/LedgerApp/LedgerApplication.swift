@@ -25,19 +25,22 @@ public struct LedgerMetrics: Sendable {
         self.factory = factory
     }
 
-    /// The Prometheus text exposition of everything recorded so far.
-    public func exposition() -> String {
+    /// The Prometheus text exposition of everything recorded so far, each metric with its `# HELP`, then the process
+    /// metrics and whether the database is up.
+    public func exposition(databaseUp: Bool = true) -> String {
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)
-        return String(decoding: buffer, as: UTF8.self)
+        var text = MetricsHelp.withHelp(String(decoding: buffer, as: UTF8.self))
+        if !text.isEmpty && !text.hasSuffix("\n") { text += "\n" }
+        return text + MetricsHelp.processAndDatabase(databaseUp: databaseUp)
     }
 }
 
 /// The ledger's parts that the HTTP routes and background services share.
 public struct ServiceContainer: Sendable {
-    public let client: PostgresClient
-    /// Runs `client` as the application's first service; what queries at start waits for it.
-    public let pool: PostgresPool
+    public let client: DatabaseClient
+    /// `client`, run as the application's first service; what queries at start waits for it.
+    public var pool: DatabaseClient { client }
     public let writer: LedgerWriter
     public let store: EventStore
     public let verifier: ChainVerifier
@@ -64,7 +67,7 @@ public struct ServiceContainer: Sendable {
     ///     with `LEDGERD_ACQUIRER_SEED` on the wall clock.
     ///   - checkpointKey: signs checkpoints (the daemon reads it from `LEDGERD_CHECKPOINT_KEY`); nil: none.
     public init(
-        client: PostgresClient,
+        client: DatabaseClient,
         configuration: LedgerConfiguration,
         metrics: LedgerMetrics,
         keyring: APIKeyring,
@@ -75,7 +78,6 @@ public struct ServiceContainer: Sendable {
         logger: Logger
     ) throws {
         self.client = client
-        self.pool = PostgresPool(client: client)
         self.metrics = metrics
         self.keyring = keyring
         let writer = LedgerWriter(
@@ -180,8 +182,12 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     let router = Router(context: LedgerRequestContext.self)
     router.add(middleware: RequestMetricsMiddleware(factory: services.metrics.factory))
     router.add(middleware: ErrorMiddleware())
+    router.add(middleware: ExpensiveRequestLimitMiddleware(limit: configuration.expensiveRequestLimit))
     let metrics = services.metrics
-    SystemRoutes(probe: EventStoreHealthProbe(store: services.store), metricsText: { metrics.exposition() })
+    let database = services.client
+    // The daemon's watched pool answers at once during an outage; the deadline covers the moment before it notices.
+    let probe = EventStoreHealthProbe(store: services.store, deadline: database.isWatched ? .milliseconds(1900) : nil)
+    SystemRoutes(probe: probe, metricsText: { metrics.exposition(databaseUp: database.isAvailable) })
         .register(on: router)
     ProductImageRoutes(directory: configuration.productImagesDirectoryURL).register(on: router)
     StorefrontRoutes(
@@ -219,16 +225,21 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
 ///
 /// A service group starts its services concurrently, so each one that uses the database (and the
 /// work before the server starts: seeding, then the server itself) first waits for the pool to run.
+///
+/// `tls`: serve HTTPS with this certificate (reloaded on SIGHUP); nil: plain HTTP.
 public func buildApplication(
     configuration: LedgerConfiguration,
     services: ServiceContainer,
+    tls: TLSCertificateStore? = nil,
     logger: Logger
-) -> some ApplicationProtocol {
+) throws -> some ApplicationProtocol {
     var app = Application(
         router: buildRouter(services: services, configuration: configuration),
+        server: try httpServer(configuration: configuration, tls: tls, logger: logger),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ledgerd"),
         logger: logger
     )
+    if let tls { app.addServices(CertificateReloader(store: tls, logger: logger)) }
     let pool = services.pool
     func afterPool(_ service: any Service) -> any Service { StartsAfterPool(pool: pool, service: service) }
     app.addServices(pool, afterPool(services.writer), afterPool(services.recovery), afterPool(services.expiry))
@@ -252,7 +263,7 @@ public func buildApplication(
 /// Runs `service` once the pool has started, so that its first query does not race the pool's start.
 /// Graceful shutdown and cancellation reach `service` as if it ran alone.
 struct StartsAfterPool: Service, CustomStringConvertible {
-    let pool: PostgresPool
+    let pool: DatabaseClient
     let service: any Service
 
     func run() async throws {

@@ -12,7 +12,12 @@ import Logging
 /// |---|---|---|
 /// | `LEDGERD_DATABASE_URL` | — | PostgreSQL URL of the app role; unset = embedded cluster. **Secret.** |
 /// | `LEDGERD_MIGRATION_DATABASE_URL` | the database URL | URL of the schema owner for migrations. **Secret.** |
-/// | `LEDGERD_HOST` | `0.0.0.0` | address the HTTP server binds |
+/// | `LEDGERD_HOST` | `0.0.0.0` with TLS, else `127.0.0.1` | address the HTTP server binds |
+/// | `LEDGERD_TLS_CERTIFICATE` | — | PEM certificate chain for HTTPS (with `LEDGERD_TLS_KEY`); reloaded on SIGHUP |
+/// | `LEDGERD_TLS_KEY` | — | PEM private key of that certificate. **Secret file.** |
+/// | `LEDGERD_HTTP_IDLE_TIMEOUT_SECONDS` | `30` | a connection idle (or stuck in its request head) this long is closed |
+/// | `LEDGERD_HTTP_MAX_CONNECTIONS` | `1024` | HTTP connections open at once; more are closed at once |
+/// | `LEDGERD_EXPENSIVE_REQUEST_LIMIT` | `4` | chain verifications, report uploads and as-of reads running at once; more are 429 |
 /// | `LEDGERD_PORT` | `12345` | HTTP port (the storefront app's) |
 /// | `LEDGERD_DATA_DIR` | `./.ledgerd` | embedded cluster and daemon state |
 /// | `LEDGERD_PG_BINDIR` | found | PostgreSQL server binaries for the embedded cluster |
@@ -20,6 +25,8 @@ import Logging
 /// | `LEDGERD_MIGRATIONS_DIR` | found | directory of `NNNN_*.sql` migrations |
 /// | `LEDGERD_DB_POOL_SIZE` | `20` | most connections to PostgreSQL |
 /// | `LEDGERD_WRITER_MAX_BATCH` | `2000` | most events committed in one transaction |
+/// | `LEDGERD_DB_CONNECT_TIMEOUT_SECONDS` | `2` | most seconds to open a connection to PostgreSQL |
+/// | `LEDGERD_DB_STATEMENT_TIMEOUT_SECONDS` | `30` | most seconds one statement of the daemon may run (`statement_timeout`) |
 /// | `LEDGERD_OPERATOR_KEYS` | generated (embedded) | comma-separated operator API keys. **Secret.** |
 /// | `LEDGERD_AUDITOR_KEYS` | generated (embedded) | comma-separated auditor (read-only) API keys. **Secret.** |
 /// | `LEDGERD_SEED_DEMO_CATALOG` | `true` | list the demo catalog (and write its pictures) on the first start of an empty ledger |
@@ -62,6 +69,15 @@ public struct LedgerConfiguration: Sendable {
     public var databaseURL: String?
     public var migrationDatabaseURL: String?
     public var host: String
+    /// PEM certificate chain and key for HTTPS; nil: plain HTTP (then bound to 127.0.0.1 unless told otherwise).
+    public var tlsCertificatePath: String?
+    public var tlsKeyPath: String?
+    /// An idle HTTP connection (or one stuck in its request head) is closed after this long.
+    public var httpIdleTimeout: Duration
+    /// Most HTTP connections open at once; beyond it a new connection is closed at once.
+    public var httpMaxConnections: Int
+    /// Most expensive requests (verify, report upload, as-of) at once; more are refused with 429.
+    public var expensiveRequestLimit: Int
     public var port: Int
     public var dataDirectory: String
     public var postgresBinDirectory: String?
@@ -69,6 +85,10 @@ public struct LedgerConfiguration: Sendable {
     public var migrationsDirectory: String?
     public var databasePoolSize: Int
     public var writerMaximumBatchEvents: Int
+    /// Most time to open a connection to PostgreSQL.
+    public var databaseConnectTimeout: Duration
+    /// Most time one statement of the daemon's pool may run (PostgreSQL's `statement_timeout`).
+    public var databaseStatementTimeout: Duration
     public var logLevel: Logger.Level
     public var productImagesDirectory: String?
     public var operatorKeys: [String]
@@ -101,7 +121,20 @@ public struct LedgerConfiguration: Sendable {
     public init(reader: ConfigReader) throws {
         databaseURL = reader.string(forKey: "ledgerd.database.url", isSecret: true)
         migrationDatabaseURL = reader.string(forKey: "ledgerd.migration.database.url", isSecret: true)
-        host = reader.string(forKey: "ledgerd.host", default: "0.0.0.0")
+        tlsCertificatePath = reader.string(forKey: "ledgerd.tls.certificate").flatMap { $0.isEmpty ? nil : $0 }
+        tlsKeyPath = reader.string(forKey: "ledgerd.tls.key").flatMap { $0.isEmpty ? nil : $0 }
+        guard (tlsCertificatePath == nil) == (tlsKeyPath == nil) else {
+            throw ConfigurationError("LEDGERD_TLS_CERTIFICATE and LEDGERD_TLS_KEY go together: set both or neither")
+        }
+        // Plain HTTP carries bearer keys and shipping contacts in clear: only on the loopback unless asked.
+        host = reader.string(forKey: "ledgerd.host", default: tlsCertificatePath == nil ? "127.0.0.1" : "0.0.0.0")
+        let idleSeconds = reader.int(forKey: "ledgerd.http.idle.timeout.seconds", default: 30)
+        guard idleSeconds >= 1 else { throw ConfigurationError("LEDGERD_HTTP_IDLE_TIMEOUT_SECONDS must be at least 1") }
+        httpIdleTimeout = .seconds(idleSeconds)
+        httpMaxConnections = reader.int(forKey: "ledgerd.http.max.connections", default: 1024)
+        guard httpMaxConnections >= 1 else { throw ConfigurationError("LEDGERD_HTTP_MAX_CONNECTIONS must be at least 1") }
+        expensiveRequestLimit = reader.int(forKey: "ledgerd.expensive.request.limit", default: 4)
+        guard expensiveRequestLimit >= 1 else { throw ConfigurationError("LEDGERD_EXPENSIVE_REQUEST_LIMIT must be at least 1") }
         port = reader.int(forKey: "ledgerd.port", default: 12345)
         dataDirectory = reader.string(forKey: "ledgerd.data.dir", default: "./.ledgerd")
         postgresBinDirectory = reader.string(forKey: "ledgerd.pg.bindir")
@@ -109,6 +142,12 @@ public struct LedgerConfiguration: Sendable {
         migrationsDirectory = reader.string(forKey: "ledgerd.migrations.dir")
         databasePoolSize = reader.int(forKey: "ledgerd.db.pool.size", default: 20)
         writerMaximumBatchEvents = reader.int(forKey: "ledgerd.writer.max.batch", default: 2_000)
+        let connectSeconds = reader.int(forKey: "ledgerd.db.connect.timeout.seconds", default: 2)
+        guard connectSeconds >= 1 else { throw ConfigurationError("LEDGERD_DB_CONNECT_TIMEOUT_SECONDS must be at least 1") }
+        databaseConnectTimeout = .seconds(connectSeconds)
+        let statementSeconds = reader.int(forKey: "ledgerd.db.statement.timeout.seconds", default: 30)
+        guard statementSeconds >= 1 else { throw ConfigurationError("LEDGERD_DB_STATEMENT_TIMEOUT_SECONDS must be at least 1") }
+        databaseStatementTimeout = .seconds(statementSeconds)
         productImagesDirectory = reader.string(forKey: "ledgerd.product.images.dir")
         seedDemoCatalog = reader.bool(forKey: "ledgerd.seed.demo.catalog", default: true)
         guard let seed = UInt64(reader.string(forKey: "ledgerd.acquirer.seed", default: "1")) else {

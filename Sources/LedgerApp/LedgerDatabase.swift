@@ -124,6 +124,7 @@ public struct LedgerDatabase: Sendable {
     ) -> PostgresClient.Configuration {
         var configuration = configuration
         configuration.options.maximumConnections = ledger.databasePoolSize
+        configuration.options.connectTimeout = ledger.databaseConnectTimeout
         return configuration
     }
 

@@ -10,7 +10,7 @@ enum BenchLedger {
         dataDirectory: URL,
         migrations: [Migration],
         logger: Logger,
-        _ body: @escaping @Sendable (PostgresClient, LedgerWriter) async throws -> String
+        _ body: @escaping @Sendable (DatabaseClient, LedgerWriter) async throws -> String
     ) async throws -> String {
         let (embedded, alreadyRunning, config) = try await AppendBenchmark.prepareCluster(
             dataDirectory: dataDirectory,

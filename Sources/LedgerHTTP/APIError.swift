@@ -12,6 +12,8 @@ public struct APIError: HTTPResponseError, Sendable, Equatable {
     public let code: String
     public let message: String
     public let field: String?
+    /// Sent as `Retry-After` (a 429 or 503 the caller should retry).
+    public var retryAfterSeconds: Int?
 
     public init(status: HTTPResponse.Status, code: String, message: String, field: String? = nil) {
         self.status = status
@@ -58,13 +60,14 @@ public struct APIError: HTTPResponseError, Sendable, Equatable {
         var headers = HTTPFields()
         headers[.contentType] = "application/json; charset=utf-8"
         if status == .unauthorized { headers[.wwwAuthenticate] = "Bearer" }
+        if let retryAfterSeconds { headers[.retryAfter] = "\(retryAfterSeconds)" }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }
 
 /// Turns every error into the JSON error shape: API errors as they are, the router's own
-/// errors (unknown route, wrong method) by status, anything else as an opaque 500 that is
-/// logged here with its detail.
+/// errors (unknown route, wrong method) by status, an unavailable database as 503 `database_unavailable`
+/// (``ServiceError/interpreting(_:)``), anything else as an opaque 500 that is logged here with its detail.
 public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     public init() {}
 
@@ -91,6 +94,10 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             let message = error.status == .notFound ? "no such endpoint: \(request.uri.path)" : error.status.reasonPhrase
             throw APIError(status: error.status, code: code, message: message)
         } catch {
+            if let meaning = ServiceError.interpreting(error) {
+                context.logger.warning("request failed", metadata: ["code": "\(meaning.code)"])
+                throw APIError(meaning)
+            }
             context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: error))"])
             throw APIError.internalFailure
         }

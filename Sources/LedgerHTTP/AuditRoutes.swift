@@ -6,7 +6,8 @@ import LedgerServices
 
 /// What the history and verification endpoints read, without depending on the database module.
 public protocol LedgerReader: Sendable {
-    func events(stream: StreamID) async throws -> [RecordedEvent]
+    /// Up to `limit` of the stream's events after `version`, in version order.
+    func events(stream: StreamID, afterVersion version: Int64, limit: Int) async throws -> [RecordedEvent]
     /// Up to `limit` events after `position` that pass `filter`, in position order.
     func events(after position: Int64, matching filter: EventFilter, limit: Int) async throws -> [RecordedEvent]
     /// The order's, its hold's and every event naming the order, in position order.
@@ -15,7 +16,9 @@ public protocol LedgerReader: Sendable {
 }
 
 /// Back-office reads of the log (operator or auditor key):
-/// - `GET /streams/{stream}/events` — one stream's events in version order;
+/// - `GET /streams/{stream}/events?after_version=&limit=` — one stream's events in version order, paged: at most
+///   `limit` (default 100, at most 1000) after `after_version` (default 0), and `next_after_version` (the last
+///   version of a full page, else null) for the next page — a hot product's stream grows with every order;
 /// - `GET /orders/{id}/history` — the order with its hold, its stock reservations, sales and
 ///   releases, and anything else that names it (settlement lines, a contact erasure), merged in
 ///   position order;
@@ -23,23 +26,49 @@ public protocol LedgerReader: Sendable {
 ///   cursor-paged by position (`next_after`): `type` one or more comma-separated types,
 ///   `stream_prefix` e.g. `order-`, `from`/`to` RFC 3339 bounds on the recorded (ledger) time
 ///   (from inclusive, to exclusive), `correlation_id` one request's events;
-/// - `GET /audit/verify?from=&to=` — the hash chain recomputed over a range.
-@MemberwiseInit
+/// - `GET /audit/verify?from=&to=` — the hash chain recomputed over a range, at most ``maximumVerifyWindow``
+///   positions per request: a longer range is verified from `from` through the window's end and the reply's
+///   `next_from` says where to continue.
 public struct AuditRoutes: Sendable {
     public typealias Context = LedgerRequestContext
     public static let maximumPageSize = 1_000
+    /// The most positions one `GET /audit/verify` re-hashes (`ledgerd audit verify` has no such bound).
+    public static let maximumVerifyWindow: Int64 = 250_000
 
     let reader: any LedgerReader
+    let verifyWindow: Int64
+
+    public init(reader: any LedgerReader, verifyWindow: Int64 = maximumVerifyWindow) {
+        self.reader = reader
+        self.verifyWindow = verifyWindow
+    }
 
     public func register(on group: RouterGroup<Context>) {
-        group.get("/streams/:stream/events") { _, context -> Response in
+        group.get("/streams/:stream/events") { request, context -> Response in
             let raw = try context.parameters.require("stream")
             guard let stream = StreamID(raw) else {
                 throw APIError.badRequest("invalid_stream", "a stream id is 1…200 bytes", field: "stream")
             }
-            let events = try await reader.events(stream: stream)
-            guard !events.isEmpty else { throw APIError.notFound("no stream \(raw)") }
-            return jsonResponse(.object(["stream": .string(stream.rawValue), "events": RawJSON(stored: EventJSON.render(events))]))
+            let query = request.uri.queryParameters
+            for (name, _) in query where !["after_version", "limit"].contains(String(name)) {
+                throw APIError.badRequest("unknown_parameter", "a stream's events take after_version and limit, not \(name)", field: String(name))
+            }
+            let after = try Self.integer(query["after_version"].map(String.init), name: "after_version", default: 0, range: 0...Int64.max)
+            let limit = try Self.integer(
+                query["limit"].map(String.init),
+                name: "limit",
+                default: 100,
+                range: 1...Int64(Self.maximumPageSize)
+            )
+            let events = try await reader.events(stream: stream, afterVersion: after, limit: Int(limit))
+            guard !events.isEmpty || after > 0 else { throw APIError.notFound("no stream \(raw)") }
+            let next = events.count == Int(limit) ? events.last?.streamVersion : nil
+            return jsonResponse(
+                .object([
+                    "stream": .string(stream.rawValue), "events": RawJSON(stored: EventJSON.render(events)),
+                    "next_after_version": .integer(next),
+                ])
+            )
         }
         group.get("/orders/:id/history") { _, context -> Response in
             let id = try context.parameters.require("id")
@@ -67,8 +96,14 @@ public struct AuditRoutes: Sendable {
         group.get("/audit/verify") { request, _ -> Response in
             let query = request.uri.queryParameters
             let from = try Self.integer(query["from"].map(String.init), name: "from", default: 1, range: 1...Int64.max)
-            let to: Int64? = try query["to"].map { try Self.integer(String($0), name: "to", default: 0, range: 1...Int64.max) }
-            let report = try await reader.verifyChain(from: from, to: to)
+            let requested: Int64? = try query["to"].map { try Self.integer(String($0), name: "to", default: 0, range: 1...Int64.max) }
+            // One request re-hashes at most a window of the log; the reply says where to continue.
+            let (windowEnd, overflow) = from.addingReportingOverflow(verifyWindow - 1)
+            let to = min(requested ?? Int64.max, overflow ? Int64.max : windowEnd)
+            var report = try await reader.verifyChain(from: from, to: to)
+            if report.ok, report.checked == verifyWindow, requested.map({ $0 > to }) ?? true {
+                report.nextFrom = to + 1
+            }
             // Encoded as it always was (keys sorted, slashes escaped), not by WireJSON: the report's bytes stay as they were.
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]

@@ -185,6 +185,11 @@ extension PaymentRequest {
             guard case .string(let text) = value else { throw invalid(field, "\(field) must be a string") }
             let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
             guard !trimmed.isEmpty else { throw invalid(field, "\(field) must not be empty") }
+            // NUL (which PostgreSQL's text and jsonb cannot hold) and every other control character: refused here,
+            // naming the field, before anything is stored or logged.
+            guard !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw invalid(field, "\(field) must not contain control characters")
+            }
             guard trimmed.count <= maximumLength else { throw invalid(field, "\(field) is longer than \(maximumLength) characters") }
             return trimmed
         }

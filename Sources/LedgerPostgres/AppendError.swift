@@ -7,6 +7,7 @@ import LedgerCore
 public struct AppendError: Error, Hashable, CustomStringConvertible, Sendable {
     private enum Code: Hashable, Sendable {
         case versionConflict, idempotencyConflict, invalidAppend, settlementItemsMismatch, writerStopped, storageFailure
+        case databaseUnavailable
     }
 
     private let code: Code
@@ -47,7 +48,13 @@ public struct AppendError: Error, Hashable, CustomStringConvertible, Sendable {
     /// The writer is shutting down and takes no more appends.
     public static let writerStopped = AppendError(.writerStopped, "the ledger writer has stopped")
     /// The database failed; the append did not happen (its transaction rolled back).
-    public static let storageFailure = AppendError(.storageFailure, "the ledger database is unavailable")
+    public static let storageFailure = AppendError(.storageFailure, "the ledger database failed")
+    /// The database could not be reached or went away. Nothing was appended — unless the connection broke
+    /// while the transaction committed, when the outcome is unknown: retry with the same idempotency key.
+    public static let databaseUnavailable = AppendError(
+        .databaseUnavailable,
+        "the ledger database is unavailable; retry (with the same idempotency key)"
+    )
 
     public static func versionConflict(stream: StreamID, expected: ExpectedVersion, actual: Int64) -> AppendError {
         AppendError(

@@ -11,10 +11,10 @@ import PostgresNIO
 /// position, then an event stored beyond the head (sql/0011).
 public struct ChainVerifier: Sendable {
     private let store: EventStore
-    private let client: PostgresClient
+    private let client: DatabaseClient
     private let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: DatabaseClient, logger: Logger) {
         self.client = client
         self.store = EventStore(client: client, logger: logger)
         self.logger = logger
@@ -83,7 +83,7 @@ public struct ChainVerifier: Sendable {
 
     /// The head and the last stored position, read in one statement (one snapshot), so that an
     /// append committing meanwhile cannot make a stored event look as if it lay beyond the head.
-    static func bounds(_ client: PostgresClient, logger: Logger) async throws -> (head: (position: Int64, hash: [UInt8]), lastStored: Int64) {
+    static func bounds(_ client: DatabaseClient, logger: Logger) async throws -> (head: (position: Int64, hash: [UInt8]), lastStored: Int64) {
         let rows = try await client.query(
             "SELECT h.position, h.hash, (SELECT coalesce(max(e.position), 0) FROM ledger.events e) FROM ledger.head h WHERE h.singleton",
             logger: logger
@@ -233,7 +233,7 @@ public struct ChainVerifier: Sendable {
         }
     }
 
-    static func page(_ client: PostgresClient, from: Int64, through: Int64, limit: Int, logger: Logger) async throws -> WirePage {
+    static func page(_ client: DatabaseClient, from: Int64, through: Int64, limit: Int, logger: Logger) async throws -> WirePage {
         let rows = try await client.query(
             """
             SELECT count(*), coalesce(max(p.position), 0), coalesce(string_agg(p.framed, ''::bytea ORDER BY p.position), ''::bytea)

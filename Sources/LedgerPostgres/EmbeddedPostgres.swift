@@ -65,16 +65,19 @@ public struct EmbeddedPostgres: Sendable {
             withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o700]
         )
-        try fm.createDirectory(
-            at: socketDirectory,
-            withIntermediateDirectories: true,
-            attributes: [.posixPermissions: 0o700]
-        )
+        for directory in [clusterDirectory, socketDirectory] {
+            try fm.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
         if let owner {
-            // The unprivileged user must be able to reach the data directory.
+            // The cluster's user owns only the cluster (`pg/`) and its socket directory (`run/`). The data
+            // directory stays root's — mode 0711, so that user can reach its two directories but can neither
+            // list nor change the daemon's own files (API keys, the acquirer model): a daemon started as root
+            // keeps its secrets out of reach of the database's OS user. (Older data directories were the
+            // cluster user's; they are taken back here.)
+            chown(configuration.dataDirectory.path, 0, 0)
+            chmod(configuration.dataDirectory.path, 0o711)
             try checkTraversable(configuration.dataDirectory, by: owner)
-            chown(configuration.dataDirectory.path, owner.uid, owner.gid)
-            chown(socketDirectory.path, owner.uid, owner.gid)
+            for directory in [clusterDirectory, socketDirectory] { chown(directory.path, owner.uid, owner.gid) }
         }
 
         let versionFile = clusterDirectory.appendingPathComponent("PG_VERSION")
@@ -132,13 +135,14 @@ public struct EmbeddedPostgres: Sendable {
         return (endpoint, false)
     }
 
-    /// Stops the cluster (fast shutdown: open sessions are rolled back) and waits for it to exit.
-    public func stop() throws {
+    /// Stops the cluster and waits for it to exit: `fast` (the default) rolls open sessions back and
+    /// checkpoints; `immediate` aborts like a crash (tests of outages).
+    public func stop(mode: String = "fast") throws {
         let bin = try resolveBinDirectory()
         let owner = try runAsUser()
         let pgctl = bin.appendingPathComponent("pg_ctl")
         guard isRunning(pgctl: pgctl, owner: owner) else { return }
-        try run(pgctl, ["stop", "-D", clusterDirectory.path, "-m", "fast", "-w", "-t", "60"], as: owner)
+        try run(pgctl, ["stop", "-D", clusterDirectory.path, "-m", mode, "-w", "-t", "60"], as: owner)
         logger.info("embedded PostgreSQL stopped")
     }
 
@@ -197,7 +201,7 @@ public struct EmbeddedPostgres: Sendable {
     }
 
     private func checkTraversable(_ url: URL, by user: OSUser) throws {
-        var path = url.standardizedFileURL.deletingLastPathComponent()
+        var path = url.standardizedFileURL
         while path.path != "/" {
             var info = stat()
             if stat(path.path, &info) == 0 {
@@ -253,7 +257,11 @@ public struct EmbeddedPostgres: Sendable {
         let argv: [UnsafeMutablePointer<CChar>?] = ([env, "--chdir=/", executable.path] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, env, &actions, nil, argv, environ)
+        // Not our environment: it may hold secrets (API keys, database URLs), and the server's processes — readable
+        // by its OS user and, through pg_read_binary_file('/proc/…/environ'), by any superuser session — inherit it.
+        let environment: [UnsafeMutablePointer<CChar>?] = Self.serverEnvironment().map { strdup($0) } + [nil]
+        defer { for pointer in environment { free(pointer) } }
+        let spawned = posix_spawn(&pid, env, &actions, nil, argv, environment)
         guard spawned == 0 else {
             throw EmbeddedPostgresError("cannot run \(executable.path): \(String(cString: strerror(spawned)))")
         }
@@ -269,6 +277,18 @@ public struct EmbeddedPostgres: Sendable {
             throw EmbeddedPostgresError("\(executable.lastPathComponent) \(arguments.joined(separator: " ")) \(how): \(text)")
         }
         return text
+    }
+}
+
+extension EmbeddedPostgres {
+    /// The environment the cluster's programs get: the search path, the locale and time zone, the temporary
+    /// directory — nothing else of this process's environment.
+    static func serverEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+        environment.filter { name, _ in
+            ["PATH", "LANG", "TZ", "TMPDIR"].contains(name) || name.hasPrefix("LC_")
+        }
+        .sorted { $0.key < $1.key }
+        .map { "\($0.key)=\($0.value)" }
     }
 }
 

@@ -28,6 +28,16 @@ public struct EventStore: PostgresStore {
         )
     }
 
+    /// Up to `limit` of a stream's events after `version`, in version order: one page of the stream.
+    public func readStream(_ streamID: StreamID, after version: Int64, limit: Int) async throws -> [RecordedEvent] {
+        try await Self.decode(
+            client.query(
+                "\(unescaped: Self.columns) WHERE stream_id = \(streamID.rawValue) AND stream_version > \(version) ORDER BY stream_version LIMIT \(limit)",
+                logger: logger
+            )
+        )
+    }
+
     /// A stream's events after `version`, in version order: the tail a cached state has not seen.
     public func readStream(_ streamID: StreamID, after version: Int64) async throws -> [RecordedEvent] {
         try await Self.decode(

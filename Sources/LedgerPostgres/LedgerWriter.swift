@@ -25,7 +25,8 @@ import Synchronization
 ///    if not (another process wrote a stream or used a key) it appends nothing and returns the
 ///    truth, and the loop decides the batch again.
 ///
-/// One round trip per batch in the common case, and no per-request SQL. While one batch commits,
+/// One statement per batch in the common case (in an explicit transaction, acknowledged on its COMMIT), and no
+/// per-request SQL. While one batch commits,
 /// the next one queues up: throughput comes from batching, not from concurrency on the head row.
 /// If the server rejects a batch (e.g. a payload that is not JSON), its requests are retried one
 /// by one so that one bad request cannot fail its neighbours.
@@ -48,7 +49,7 @@ public final class LedgerWriter: Service, Sendable {
         var stopped = false
     }
 
-    private let client: PostgresClient
+    private let client: DatabaseClient
     private let configuration: Configuration
     private let logger: Logger
     private let metrics: WriterMetrics
@@ -57,7 +58,7 @@ public final class LedgerWriter: Service, Sendable {
     private let versionCache = Mutex(VersionCache(limit: 100_000))
 
     public init(
-        client: PostgresClient,
+        client: DatabaseClient,
         configuration: Configuration = .init(),
         logger: Logger,
         metricsFactory: any MetricsFactory = MetricsSystem.factory
@@ -224,42 +225,48 @@ public final class LedgerWriter: Service, Sendable {
         }
     }
 
-    /// Runs the planned `ledger.append_batch` call and collects its answer (a few rows at most).
+    /// Runs the planned `ledger.append_batch` call in an explicit transaction and collects its answer (a few rows
+    /// at most). It returns only once COMMIT has returned: the batch's callers are acknowledged on the commit, not
+    /// on the statement's completion (an implicit transaction would commit at the protocol's Sync, after the rows
+    /// have been read, and a failure there would not reach the row stream).
     private func execute(_ statement: BatchStatement) async throws -> [BatchAnswerRow] {
         let keys = statement.keys
         let events = statement.events
         let rows = statement.rows
-        let answer = try await client.query(
-            """
-            SELECT kind, name, version, request_hash, result, first_position FROM ledger.append_batch(
-                \(statement.checkStreams)::text[], \(statement.checkVersions)::bigint[], \(statement.probeKeys)::text[],
-                \(keys.keys)::text[], \(keys.hashes.map { ByteBuffer(bytes: $0) })::bytea[], \(keys.first)::integer[],
-                \(keys.last)::integer[], \(keys.streams)::text[],
-                \(events.streamIDs)::text[], \(events.versions)::bigint[], \(events.eventIDs)::uuid[],
-                \(events.types)::text[], \(events.schemaVersions)::integer[], \(events.data)::text[],
-                \(events.metadata)::text[], \(events.effectiveMicros)::bigint[],
-                \(rows.projections)::text[], \(rows.keys)::text[],
-                \(rows.versions)::bigint[], \(rows.json)::text[],
-                \(rows.ordinals)::integer[])
-            """,
-            logger: logger
-        )
-        var answerRows: [BatchAnswerRow] = []
-        for try await (kind, name, version, hash, result, first) in answer.decode(
-            (String, String?, Int64?, ByteBuffer?, String?, Int64?).self
-        ) {
-            answerRows.append(
-                BatchAnswerRow(
-                    kind: kind,
-                    name: name,
-                    version: version,
-                    requestHash: hash.map { Array($0.readableBytesView) },
-                    result: result,
-                    firstPosition: first
-                )
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection -> [BatchAnswerRow] in
+            let answer = try await connection.query(
+                """
+                SELECT kind, name, version, request_hash, result, first_position FROM ledger.append_batch(
+                    \(statement.checkStreams)::text[], \(statement.checkVersions)::bigint[], \(statement.probeKeys)::text[],
+                    \(keys.keys)::text[], \(keys.hashes.map { ByteBuffer(bytes: $0) })::bytea[], \(keys.first)::integer[],
+                    \(keys.last)::integer[], \(keys.streams)::text[],
+                    \(events.streamIDs)::text[], \(events.versions)::bigint[], \(events.eventIDs)::uuid[],
+                    \(events.types)::text[], \(events.schemaVersions)::integer[], \(events.data)::text[],
+                    \(events.metadata)::text[], \(events.effectiveMicros)::bigint[],
+                    \(rows.projections)::text[], \(rows.keys)::text[],
+                    \(rows.versions)::bigint[], \(rows.json)::text[],
+                    \(rows.ordinals)::integer[])
+                """,
+                logger: logger
             )
+            var answerRows: [BatchAnswerRow] = []
+            for try await (kind, name, version, hash, result, first) in answer.decode(
+                (String, String?, Int64?, ByteBuffer?, String?, Int64?).self
+            ) {
+                answerRows.append(
+                    BatchAnswerRow(
+                        kind: kind,
+                        name: name,
+                        version: version,
+                        requestHash: hash.map { Array($0.readableBytesView) },
+                        result: result,
+                        firstPosition: first
+                    )
+                )
+            }
+            return answerRows
         }
-        return answerRows
     }
 
     /// Current versions of streams, read without the lock (append_batch re-checks them under it).

@@ -79,7 +79,7 @@ public struct Migrator: Sendable {
 
     /// Applies every pending migration. Run with a role that owns the schema (not `ledger_app`).
     @discardableResult
-    public func migrate(client: PostgresClient) async throws -> Report {
+    public func migrate(client: DatabaseClient) async throws -> Report {
         let logger = self.logger
         return try await client.withConnection { connection in
             try await connection.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
@@ -106,7 +106,7 @@ public struct Migrator: Sendable {
 
     /// Checks, without changing anything, that every migration is applied and unchanged: what a
     /// daemon connected as `ledger_app` (which may not run DDL) does at start.
-    public func verifyApplied(client: PostgresClient) async throws {
+    public func verifyApplied(client: DatabaseClient) async throws {
         let logger = self.logger
         let applied = try await client.withConnection { connection in
             try await Self.applied(connection: connection, logger: logger)

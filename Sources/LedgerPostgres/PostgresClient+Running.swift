@@ -4,18 +4,18 @@ import PostgresNIO
 /// Runs `body` with a connection pool that is running; the pool shuts down when `body` returns.
 /// For commands and tests; the daemon runs its pool as a service instead.
 ///
-/// `body` starts only once the pool's `run()` has begun (see ``PostgresPool``), so its first query
+/// `body` starts only once the pool's `run()` has begun (see ``DatabaseClient``), so its first query
 /// does not race the pool's start.
 public func withPostgresClient<T: Sendable>(
     configuration: PostgresClient.Configuration,
     logger: Logger,
-    _ body: @Sendable (PostgresClient) async throws -> T
+    _ body: @Sendable (DatabaseClient) async throws -> T
 ) async throws -> T {
-    let pool = PostgresPool(client: PostgresClient(configuration: configuration, backgroundLogger: logger))
+    let pool = DatabaseClient(configuration: configuration, backgroundLogger: logger)
     return try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { await pool.run() }
         defer { group.cancelAll() }
         await pool.running()
-        return try await body(pool.client)
+        return try await body(pool)
     }
 }

@@ -20,14 +20,15 @@ enum PostgresErrorMapping {
 
     /// True when the server rejected a statement (as opposed to the connection failing).
     static func isStatementRejected(_ error: any Error) -> Bool {
-        serverError(in: error) != nil
+        serverError(in: error) != nil && !DatabaseFailure.isUnavailable(error)
     }
 
     /// Maps a failed append transaction to the error its caller sees.
     static func appendError(from error: any Error) -> AppendError {
         if let appendError = error as? AppendError { return appendError }
+        if DatabaseFailure.isUnavailable(error) { return .databaseUnavailable }
         guard let psql = serverError(in: error), let state = psql.serverInfo?[.sqlState] else {
-            return .storageFailure("the ledger database is unavailable")
+            return .storageFailure("the ledger database failed")
         }
         let constraint = psql.serverInfo?[.constraintName]
         switch state {

@@ -3,10 +3,14 @@ import Logging
 import PostgresNIO
 
 /// What every store of this module runs on: the pool its statements use and the logger they log to.
-@MemberwiseInit
 public struct StoreConnection: Sendable {
-    public let client: PostgresClient
+    public let client: DatabaseClient
     public let logger: Logger
+
+    public init(client: DatabaseClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
 }
 
 /// A store: a type whose methods are SQL statements (one each), in the style of swift-jobs-postgres'
@@ -17,10 +21,10 @@ public protocol PostgresStore: Sendable {
 }
 
 extension PostgresStore {
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: DatabaseClient, logger: Logger) {
         self.init(connection: StoreConnection(client: client, logger: logger))
     }
 
-    var client: PostgresClient { connection.client }
+    var client: DatabaseClient { connection.client }
     var logger: Logger { connection.logger }
 }

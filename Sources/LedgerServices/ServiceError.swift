@@ -86,6 +86,14 @@ public struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible {
         ServiceError(.dependencyFailed, code: code, message: message)
     }
 
+    /// The ledger database cannot be reached (or went away mid-request): 503, retry later with the same
+    /// idempotency key.
+    public static let databaseUnavailable = ServiceError(
+        .unavailable,
+        code: "database_unavailable",
+        message: "the ledger database is unavailable; retry shortly (with the same Idempotency-Key)"
+    )
+
     public static let internalFailure = ServiceError(
         .internalFailure,
         code: "internal_error",

@@ -181,8 +181,10 @@ extension Audit {
         func run() throws {
             guard !FileManager.default.fileExists(atPath: out) else { throw ValidationError("\(out) exists; not overwriting a key") }
             let key = CheckpointKey.generate()
-            guard FileManager.default.createFile(atPath: out, contents: Data(key.privateKeyPEM.utf8), attributes: [.posixPermissions: 0o600]) else {
-                throw ValidationError("cannot write \(out)")
+            do {
+                try SecretFile.write(Data(key.privateKeyPEM.utf8), to: URL(fileURLWithPath: out))
+            } catch {
+                throw ValidationError("\(error)")
             }
             try Data(key.publicKeyPEM.utf8).write(to: URL(fileURLWithPath: out + ".pub"))
             print(

@@ -45,7 +45,7 @@ struct CommonOptions: ParsableArguments {
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the daemon (HTTP on port 12345 by default).")
     @OptionGroup var common: CommonOptions
-    @Option(help: "HTTP bind address (LEDGERD_HOST, default 0.0.0.0).") var host: String?
+    @Option(help: "HTTP bind address (LEDGERD_HOST; default 127.0.0.1, or 0.0.0.0 with LEDGERD_TLS_CERTIFICATE).") var host: String?
     @Option(help: "HTTP port (LEDGERD_PORT, default 12345).") var port: Int?
 
     func run() async throws {

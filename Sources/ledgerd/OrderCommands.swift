@@ -20,7 +20,8 @@ struct Order: AsyncParsableCommand {
 
     struct Connection: ParsableArguments {
         @OptionGroup var common: CommonOptions
-        @Option(help: "The daemon's base URL.") var url = "http://127.0.0.1:12345"
+        @Option(help: "The daemon's base URL (default: LEDGERD_URL, else http(s)://LEDGERD_HOST:LEDGERD_PORT, 127.0.0.1:12345).")
+        var url: String?
         @Option(help: "Operator API key (default: LEDGERD_OPERATOR_KEYS, or the embedded daemon's api-keys.json).") var apiKey: String?
         @Option(help: "Idempotency key: the same key and arguments apply once.") var idempotencyKey: String?
 
@@ -39,14 +40,52 @@ struct Order: AsyncParsableCommand {
 
         /// POSTs raw bytes to `path` with the operator key; returns the status and the reply.
         func post(_ path: String, data body: Data, contentType: String) async throws -> (status: Int, body: Data) {
-            let (data, response) = try await URLSession.shared.data(for: try request(path, data: body, contentType: contentType))
+            let request = try request(path, data: body, contentType: contentType)
+            let (data, response) = try await Self.reaching(request) { try await URLSession.shared.data(for: request) }
             return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+        }
+
+        /// The daemon's base URL: `--url`, else `LEDGERD_URL`, else `http://` (`https://` when
+        /// `LEDGERD_TLS_CERTIFICATE` is set) + `LEDGERD_HOST` (a wildcard bind means this machine) + `:LEDGERD_PORT`.
+        func baseURL() throws -> String {
+            if let url, !url.isEmpty { return url }
+            if let url = ProcessInfo.processInfo.environment["LEDGERD_URL"], !url.isEmpty { return url }
+            let configuration = try common.configuration()
+            let host = ["0.0.0.0", "::", ""].contains(configuration.host) ? "127.0.0.1" : configuration.host
+            let shown = host.contains(":") ? "[\(host)]" : host
+            return "\(configuration.tlsCertificatePath == nil ? "http" : "https")://\(shown):\(configuration.port)"
+        }
+
+        /// Runs `body`; a failure to reach the daemon at all becomes one line on standard error and exit 1.
+        static func reaching<T>(_ request: URLRequest, _ body: () async throws -> T) async throws -> T {
+            do {
+                return try await body()
+            } catch let error as URLError {
+                let base = request.url.map { "\($0.scheme ?? "http")://\($0.host ?? "")\($0.port.map { ":\($0)" } ?? "")" } ?? "?"
+                let reason: String
+                switch error.code {
+                case .cannotConnectToHost: reason = "connection refused"
+                case .timedOut: reason = "no answer (timed out)"
+                case .cannotFindHost, .dnsLookupFailed: reason = "unknown host"
+                case .networkConnectionLost: reason = "the connection was closed"
+                case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasUnknownRoot:
+                    reason = "TLS failed (plain http to an https daemon, or a certificate this machine does not trust)"
+                default: reason = "network error \(error.code.rawValue)"
+                }
+                FileHandle.standardError.write(
+                    Data(
+                        "ledgerd: cannot reach the daemon at \(base): \(reason). Is `ledgerd serve` running there? (--url, LEDGERD_URL, LEDGERD_PORT)\n"
+                            .utf8
+                    )
+                )
+                throw ExitCode(1)
+            }
         }
 
         /// A POST of `body` to `path` with the operator key (and the idempotency key, if any).
         func request(_ path: String, data body: Data, contentType: String) throws -> URLRequest {
             let key = try apiKey ?? APIKeys.operatorKey(for: common.configuration())
-            guard let target = URL(string: url + path) else { throw ValidationError("invalid URL") }
+            guard let target = URL(string: try baseURL() + path) else { throw ValidationError("invalid URL") }
             var request = URLRequest(url: target)
             request.httpMethod = "POST"
             request.setValue(contentType, forHTTPHeaderField: "Content-Type")

@@ -26,7 +26,12 @@ struct Settle: AsyncParsableCommand {
     func run() async throws {
         let settings = try connection.common.configuration().settlement
         let date = businessDate ?? settings.lastClosedBusinessDay(now: Date()).description
-        FileHandle.standardError.write(Data("settling \(date) …\n".utf8))
+        let cutOff = String(format: "%02d:%02d", settings.cutOff.secondsAfterMidnight / 3600, settings.cutOff.secondsAfterMidnight % 3600 / 60)
+        let why =
+            businessDate == nil
+            ? "the last business day whose cut-off (\(cutOff) \(settings.cutOff.timeZoneIdentifier)) has passed; --business-date picks another"
+            : "as given"
+        FileHandle.standardError.write(Data("settling \(date) (\(why)) …\n".utf8))
         var request = try connection.request(
             "/settlements/run",
             data: try JSONSerialization.data(withJSONObject: ["business_date": date]),
@@ -36,15 +41,17 @@ struct Settle: AsyncParsableCommand {
         request.timeoutInterval = 24 * 3600
         let started = Date()
         let reply = Reply()
-        let status = try await LineReader.read(request) { line in
-            guard let step = (try? WireJSON.decode(SettlementRunLine.self, from: line))?.progress else {
-                reply.append(line)
-                return
+        let status = try await Order.Connection.reaching(request) {
+            try await LineReader.read(request) { line in
+                guard let step = (try? WireJSON.decode(SettlementRunLine.self, from: line))?.progress else {
+                    reply.append(line)
+                    return
+                }
+                let elapsed = String(format: "%7.1fs", Date().timeIntervalSince(started))
+                let items = step.items.map { " \($0) items" } ?? ""
+                let detail = step.detail.map { " \($0)" } ?? ""
+                FileHandle.standardError.write(Data("\(elapsed)  \(step.batch_id)  \(step.step)\(items)\(detail)\n".utf8))
             }
-            let elapsed = String(format: "%7.1fs", Date().timeIntervalSince(started))
-            let items = step.items.map { " \($0) items" } ?? ""
-            let detail = step.detail.map { " \($0)" } ?? ""
-            FileHandle.standardError.write(Data("\(elapsed)  \(step.batch_id)  \(step.step)\(items)\(detail)\n".utf8))
         }
         let lines = reply.lines
         // The last line is the summary, or why the run failed (an error reply has the same `error` member).

@@ -22,15 +22,15 @@ import Testing
     }
 
     /// Runs `ledgerd` with `environment` added and returns its status and combined output.
-    func ledgerd(_ arguments: [String], environment extra: [String: String] = [:]) throws -> (status: Int32, output: String) {
+    func ledgerd(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> (status: Int32, output: String) {
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LEDGERD_") }
         environment.merge(extra) { $1 }
-        return try DaemonProcess.run(arguments, environment: environment)
+        return try await DaemonProcess.run(arguments, environment: environment)
     }
 
-    func inspectPayU(_ extra: [String]) throws -> (status: Int32, output: String) {
+    func inspectPayU(_ extra: [String]) async throws -> (status: Int32, output: String) {
         let vectors = try Self.vectors
-        return try ledgerd(
+        return try await ledgerd(
             [
                 "applepay", "inspect", "--token", vectors.appendingPathComponent("payu-ec-v1/token.json").path,
                 "--private-key", vectors.appendingPathComponent("payu-ec-v1/private_key.pem").path,
@@ -50,8 +50,8 @@ import Testing
         let error: Detail
     }
 
-    @Test func inspectDecryptsThePayUVectorAtItsSigningTimeWithThePANMasked() throws {
-        let (status, output) = try inspectPayU(["--merchant-id", "merchant.sandbox.payu", "--at", "2018-01-26T13:55:18Z"])
+    @Test func inspectDecryptsThePayUVectorAtItsSigningTimeWithThePANMasked() async throws {
+        let (status, output) = try await inspectPayU(["--merchant-id", "merchant.sandbox.payu", "--at", "2018-01-26T13:55:18Z"])
         #expect(status == 0, "\(output)")
         let inspected = try JSONDecoder().decode(Inspected.self, from: Data(output.utf8))
         #expect(inspected.last4 == "0010" && inspected.currencyCode == "643" && inspected.transactionAmount == 100_000)
@@ -59,7 +59,7 @@ import Testing
         #expect(!output.contains("5204242750270010") && !output.contains("520424") && !output.contains("AOm+7lPDSbobAGVT7hmNAoABFA=="))
         // The bundled Apple root is the default.
         let vectors = try Self.vectors
-        let bundled = try ledgerd([
+        let bundled = try await ledgerd([
             "applepay", "inspect", "--token", vectors.appendingPathComponent("payu-ec-v1/token.json").path,
             "--private-key", vectors.appendingPathComponent("payu-ec-v1/private_key.pem").path,
             "--merchant-id", "merchant.sandbox.payu", "--at", "2018-01-26T13:57:00Z",
@@ -73,36 +73,36 @@ import Testing
         (["--at", "2018-01-26T13:45:00Z"], "signing_time_in_future"),
         (["--at", "2018-01-26T13:55:18Z", "--max-signature-age", "1", "--application-data", "b3JkZXIgNDI="], "application_data_missing"),
     ])
-    func inspectNamesThePreciseReasonAndExitsNonZero(extra: [String], code: String) throws {
-        let (status, output) = try inspectPayU(["--merchant-id", "merchant.sandbox.payu"] + extra)
+    func inspectNamesThePreciseReasonAndExitsNonZero(extra: [String], code: String) async throws {
+        let (status, output) = try await inspectPayU(["--merchant-id", "merchant.sandbox.payu"] + extra)
         #expect(status == 1, "\(output)")
         let refused = try JSONDecoder().decode(Refused.self, from: Data(output.utf8))
         #expect(refused.error.code == code, "\(output)")
         #expect(!output.contains("5204242750270010"))
     }
 
-    @Test func inspectWithTheWrongMerchantIdentifierCannotDecrypt() throws {
-        let (status, output) = try inspectPayU(["--merchant-id", "merchant.sandbox.other", "--at", "2018-01-26T13:55:18Z"])
+    @Test func inspectWithTheWrongMerchantIdentifierCannotDecrypt() async throws {
+        let (status, output) = try await inspectPayU(["--merchant-id", "merchant.sandbox.other", "--at", "2018-01-26T13:55:18Z"])
         #expect(status == 1)
         #expect(try JSONDecoder().decode(Refused.self, from: Data(output.utf8)).error.code == "decryption_failed", "\(output)")
     }
 
-    @Test func inspectRefusesUnusableArguments() throws {
+    @Test func inspectRefusesUnusableArguments() async throws {
         let vectors = try Self.vectors
-        let missing = try ledgerd([
+        let missing = try await ledgerd([
             "applepay", "inspect", "--token", "/nonexistent/token.json", "--merchant-id", "m",
             "--private-key", vectors.appendingPathComponent("payu-ec-v1/private_key.pem").path,
         ])
         #expect(missing.status == 1 && missing.output.contains("unreadable_file"), "\(missing.output)")
-        let noIdentity = try inspectPayU([])
+        let noIdentity = try await inspectPayU([])
         #expect(noIdentity.status != 0 && noIdentity.output.contains("--merchant-id"), "\(noIdentity.output)")
-        let badTime = try inspectPayU(["--merchant-id", "m", "--at", "yesterday"])
+        let badTime = try await inspectPayU(["--merchant-id", "m", "--at", "yesterday"])
         #expect(badTime.status != 0 && badTime.output.contains("ISO 8601"), "\(badTime.output)")
     }
 
-    @Test func checkConfigSaysWhatItFoundAndNothingSecret() throws {
+    @Test func checkConfigSaysWhatItFoundAndNothingSecret() async throws {
         let fixture = try ApplePayPaymentTests.Fixture(merchants: [try TestMerchant.ec(), try TestMerchant.rsa()])
-        let (status, output) = try ledgerd(["applepay", "check-config"], environment: fixture.environment)
+        let (status, output) = try await ledgerd(["applepay", "check-config"], environment: fixture.environment)
         #expect(status == 0, "\(output)")
         for merchant in fixture.merchants {
             let hash = try ApplePayMerchantKey(privateKey: merchant.privateKey, certificate: merchant.certificate).publicKeyHash
@@ -117,10 +117,10 @@ import Testing
         #expect(output.contains("max signature age: 300 s") && output.hasSuffix("ok\n"))
     }
 
-    @Test func checkConfigFailsWhenNotConfiguredOrUnusable() throws {
-        let none = try ledgerd(["applepay", "check-config"])
+    @Test func checkConfigFailsWhenNotConfiguredOrUnusable() async throws {
+        let none = try await ledgerd(["applepay", "check-config"])
         #expect(none.status == 1 && none.output.contains("not configured"), "\(none.output)")
-        let missing = try ledgerd(
+        let missing = try await ledgerd(
             ["applepay", "check-config"],
             environment: [
                 "LEDGERD_APPLEPAY_PRIVATE_KEYS": "/nonexistent/key.pem", "LEDGERD_APPLEPAY_MERCHANT_ID": "merchant.com.example",
@@ -132,8 +132,8 @@ import Testing
         )
     }
 
-    @Test func benchApplePayReportsAThroughput() throws {
-        let (status, output) = try ledgerd(["bench", "applepay", "--seconds", "1"])
+    @Test func benchApplePayReportsAThroughput() async throws {
+        let (status, output) = try await ledgerd(["bench", "applepay", "--seconds", "1"])
         #expect(status == 0 && output.contains("tokens/s"), "\(output)")
     }
 

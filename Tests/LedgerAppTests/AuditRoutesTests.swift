@@ -112,6 +112,79 @@ import Testing
         }
     }
 
+    /// A stream's events come in pages: `limit` after `after_version`, with `next_after_version` while pages are full.
+    @Test func aStreamsEventsArePaged() async throws {
+        struct Page: Decodable {
+            struct Event: Decodable { let version: Int64 }
+            let events: [Event]
+            let next_after_version: Int64?
+        }
+        try await TestApp.withApp { client, services in
+            for n in 0..<5 {
+                _ = try await services.writer.append(
+                    AppendRequest(
+                        stream: StreamID("sample-paged")!,
+                        expectedVersion: .any,
+                        events: [NewEvent(type: "SampleRecorded", data: #"{"n": \#(n)}"#, effectiveAt: Date())]
+                    )
+                )
+            }
+            var versions: [Int64] = []
+            var after: Int64 = 0
+            var pages = 0
+            while true {
+                let uri = "/streams/sample-paged/events?limit=2&after_version=\(after)"
+                let page = try await client.execute(uri: uri, method: .get, headers: bearer(TestApp.auditorKey)) { response in
+                    #expect(response.status == .ok)
+                    return try JSONDecoder().decode(Page.self, from: Data(buffer: response.body))
+                }
+                pages += 1
+                #expect(page.events.count <= 2)
+                versions += page.events.map(\.version)
+                guard let next = page.next_after_version else { break }
+                after = next
+            }
+            #expect(versions == [1, 2, 3, 4, 5] && pages == 3)
+            for bad in ["limit=0", "limit=1001", "after_version=-1", "offset=3"] {
+                try await client.execute(uri: "/streams/sample-paged/events?\(bad)", method: .get, headers: bearer(TestApp.auditorKey)) {
+                    #expect($0.status == .badRequest, "\(bad)")
+                }
+            }
+        }
+    }
+
+    /// `/audit/verify` re-hashes at most its window per request and says where to continue (`next_from`).
+    @Test func verifyIsBoundedToItsWindowAndSaysWhereToContinue() async throws {
+        try await TestApp.withApp { _, services in
+            try await seed(services, count: 7)
+            let head = try await services.store.head().position
+            let router = Router(context: LedgerRequestContext.self)
+            AuditRoutes(reader: EventStoreReader(store: services.store, verifier: services.verifier), verifyWindow: 3)
+                .register(on: router.group())
+            try await Application(router: router).test(.router) { client in
+                var from: Int64 = 1
+                var checked: Int64 = 0
+                var requests = 0
+                while true {
+                    let report = try await client.execute(uri: "/audit/verify?from=\(from)", method: .get) { response in
+                        try JSONDecoder().decode(ChainReport.self, from: Data(buffer: response.body))
+                    }
+                    requests += 1
+                    #expect(report.ok && report.checked <= 3)
+                    checked += report.checked
+                    guard let next = report.nextFrom else { break }
+                    from = next
+                }
+                #expect(checked == head && requests == Int(head / 3) + 1)
+                // A range inside the window is verified whole, with nothing to continue.
+                let inside = try await client.execute(uri: "/audit/verify?from=2&to=4", method: .get) { response in
+                    try JSONDecoder().decode(ChainReport.self, from: Data(buffer: response.body))
+                }
+                #expect(inside.ok && inside.checked == 3 && inside.nextFrom == nil)
+            }
+        }
+    }
+
     @Test func verifyReportsTheChainAndRefusesBadRanges() async throws {
         try await TestApp.withApp { client, services in
             try await seed(services, count: 5)

@@ -37,25 +37,18 @@ import Testing
     }
 
     /// Runs `sql` through psql as `user`; returns the exit status and the output (CSV, one header per query).
-    func psql(_ sql: String, database: TestDatabase, user: String, variables: [String: String]) throws -> (Int32, String) {
+    func psql(_ sql: String, database: TestDatabase, user: String, variables: [String: String]) async throws -> (Int32, String) {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("auditor-\(UUID().uuidString).sql")
         try Data(sql.utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try #require(Self.psql, "psql is not installed (apt-get install -y postgresql-client)"))
-        process.arguments =
+        let arguments =
             [
                 "-X", "--csv", "-v", "ON_ERROR_STOP=1", "-h", database.endpoint.socketDirectory,
                 "-p", String(database.endpoint.port), "-U", user, "-d", database.name, "-f", file.path,
             ]
             + variables.sorted { $0.key < $1.key }.flatMap { ["-v", "\($0.key)=\($0.value)"] }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let psql = URL(fileURLWithPath: try #require(Self.psql, "psql is not installed (apt-get install -y postgresql-client)"))
+        return try await ChildProcess.run(psql, arguments)
     }
 
     @Test func theDocumentedQueriesRunAsTheAuditorRoleAndAnswerRight() async throws {
@@ -79,7 +72,7 @@ import Testing
                 "checkpoint_position": "20", "checkpoint_hash": Hex.encode(signed.hash),
             ]
 
-            let (status, output) = try psql(sql, database: db, user: "ledger_auditor", variables: variables)
+            let (status, output) = try await psql(sql, database: db, user: "ledger_auditor", variables: variables)
             #expect(status == 0, "\(output)")
             let lines = output.split(separator: "\n").map(String.init)
             // verify_chain(), verify_chain(1, 20), verify_prefix: three "ok" rows.
@@ -94,7 +87,7 @@ import Testing
             #expect(lines.contains("20,t,t"), "\(output)")
 
             // A tampered event is named by the same queries (and the auditor could not have done it).
-            let (refused, denied) = try psql(
+            let (refused, denied) = try await psql(
                 "UPDATE ledger.events SET data = '{}' WHERE position = 20;",
                 database: db,
                 user: "ledger_auditor",
@@ -102,7 +95,7 @@ import Testing
             )
             #expect(refused != 0 && denied.contains("permission denied"), "\(denied)")
             try await db.tamper(#"UPDATE ledger.events SET metadata = '{"actor": "mallory"}' WHERE position = 7"#)
-            let (_, after) = try psql(sql, database: db, user: "ledger_auditor", variables: variables)
+            let (_, after) = try await psql(sql, database: db, user: "ledger_auditor", variables: variables)
             #expect(after.contains("f,6,7,hash does not match the event's contents"), "\(after)")
         }
     }

@@ -10,6 +10,12 @@ import Testing
         #expect(configuration.dataDirectory == "./.ledgerd")
         #expect(configuration.usesEmbeddedDatabase)
         #expect(configuration.databasePoolSize == 20)
+        // Plain HTTP binds the loopback only; with a certificate, every interface.
+        #expect(configuration.host == "127.0.0.1")
+        #expect(configuration.httpIdleTimeout == .seconds(30) && configuration.httpMaxConnections == 1024)
+        let tls = try LedgerConfiguration.load(environment: ["LEDGERD_TLS_CERTIFICATE": "/c.pem", "LEDGERD_TLS_KEY": "/k.pem"])
+        #expect(tls.host == "0.0.0.0")
+        #expect(try LedgerConfiguration.load(environment: ["LEDGERD_HOST": "0.0.0.0"]).host == "0.0.0.0")
     }
 
     @Test func environmentVariablesAreRead() throws {
@@ -37,5 +43,7 @@ import Testing
     @Test func badValuesAreRefusedWithTheKeyNamed() {
         #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_PORT": "70000"]) }
         #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_LOG_LEVEL": "loud"]) }
+        #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_TLS_CERTIFICATE": "/c.pem"]) }
+        #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_HTTP_MAX_CONNECTIONS": "0"]) }
     }
 }

@@ -20,7 +20,7 @@ import FoundationNetworking
         // A checkpoint key, as the README says to make one.
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
         let keyFile = dataDirectory.appendingPathComponent("checkpoint.pem")
-        let keygen = try DaemonProcess.run(["audit", "keygen", "--out", keyFile.path])
+        let keygen = try await DaemonProcess.run(["audit", "keygen", "--out", keyFile.path])
         #expect(keygen.status == 0 && keygen.output.contains("BEGIN PUBLIC KEY"), "\(keygen.output)")
         let log = dataDirectory.deletingLastPathComponent().appendingPathComponent("\(dataDirectory.lastPathComponent).log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
@@ -49,25 +49,25 @@ import FoundationNetworking
         let (paid, _) = try await URLSession.shared.data(for: payment)
         let orderID = try #require(try JSONDecoder().decode(PaymentReply.self, from: paid).order_id as String?)
         let base = ["--url", "http://127.0.0.1:\(port)", "--data-dir", dataDirectory.path]
-        let capture = try DaemonProcess.run(["order", "capture", orderID, "--amount", "10.00", "--idempotency-key", "k1"] + base)
+        let capture = try await DaemonProcess.run(["order", "capture", orderID, "--amount", "10.00", "--idempotency-key", "k1"] + base)
         #expect(capture.status == 0 && capture.output.contains("partially_captured"), "\(capture.output)")
-        let again = try DaemonProcess.run(["order", "capture", orderID, "--amount", "10.00", "--idempotency-key", "k1"] + base)
+        let again = try await DaemonProcess.run(["order", "capture", orderID, "--amount", "10.00", "--idempotency-key", "k1"] + base)
         #expect(again.status == 0 && again.output.contains("replayed"), "\(again.output)")
-        let refused = try DaemonProcess.run(["order", "refund", orderID, "--amount", "10.01", "--reason", "too much"] + base)
+        let refused = try await DaemonProcess.run(["order", "refund", orderID, "--amount", "10.01", "--reason", "too much"] + base)
         #expect(refused.status != 0 && refused.output.contains("exceeds_refundable"), "\(refused.output)")
         // Settlement runs in the daemon too: the last closed business day (nothing, or a finished batch),
         // a weekend day refused, and a report naming no batch of this ledger refused.
-        let settle = try DaemonProcess.run(["settle"] + base)
+        let settle = try await DaemonProcess.run(["settle"] + base)
         #expect(
             settle.status == 0 && (settle.output.contains("nothing to settle") || settle.output.contains("payout_scheduled")),
             "\(settle.output)"
         )
-        let weekend = try DaemonProcess.run(["settle", "--business-date", "2026-06-20"] + base)
+        let weekend = try await DaemonProcess.run(["settle", "--business-date", "2026-06-20"] + base)
         #expect(weekend.status != 0 && weekend.output.contains("not_a_business_day"), "\(weekend.output)")
         let report = dataDirectory.deletingLastPathComponent().appendingPathComponent("\(dataDirectory.lastPathComponent)-report.csv")
         defer { try? FileManager.default.removeItem(at: report) }
         try "Company Account\r\n".write(to: report, atomically: true, encoding: .utf8)
-        let reconcile = try DaemonProcess.run(["reconcile", "--report", report.path] + base)
+        let reconcile = try await DaemonProcess.run(["reconcile", "--report", report.path] + base)
         #expect(reconcile.status != 0 && reconcile.output.contains("invalid_report"), "\(reconcile.output)")
 
         // A signed checkpoint on demand, with the operator key the daemon generated.
@@ -92,7 +92,7 @@ import FoundationNetworking
         // authorized before it can still be captured after it.
         #expect(FileManager.default.fileExists(atPath: dataDirectory.appendingPathComponent("acquirer-model.json").path))
         let again2 = try await DaemonProcess.start(dataDirectory: dataDirectory, port: port, logFile: log, environment: environment).process
-        let afterRestart = try DaemonProcess.run(["order", "capture", orderID, "--amount", "1.00"] + base)
+        let afterRestart = try await DaemonProcess.run(["order", "capture", orderID, "--amount", "1.00"] + base)
         #expect(afterRestart.status == 0 && afterRestart.output.contains("\"captured\":\"11.00\""), "\(afterRestart.output)\n\(output())")
         again2.terminate()
         for _ in 0..<120 where again2.isRunning { try await Task.sleep(for: .milliseconds(250)) }
@@ -100,50 +100,50 @@ import FoundationNetworking
 
         // Offline commands on the same data directory start the cluster, do their work, and stop
         // what they started.
-        let migrate = try DaemonProcess.run(["migrate", "--data-dir", dataDirectory.path])
+        let migrate = try await DaemonProcess.run(["migrate", "--data-dir", dataDirectory.path])
         #expect(migrate.status == 0 && migrate.output.contains("migrations up to date"), "\(migrate.output)")
-        let verify = try DaemonProcess.run(["audit", "verify", "--sql", "--data-dir", dataDirectory.path])
+        let verify = try await DaemonProcess.run(["audit", "verify", "--sql", "--data-dir", dataDirectory.path])
         #expect(verify.status == 0, "\(verify.output)")
         #expect(verify.output.contains("swift verifier: chain verified") && verify.output.contains("sql verifier:   chain verified"))
         #expect(DaemonProcess.processes(mentioning: dataDirectory.path).isEmpty, "an offline command left PostgreSQL running")
 
         // The auditor's offline tools on the same ledger.
         let data = ["--data-dir", dataDirectory.path]
-        let proved = try DaemonProcess.run(
+        let proved = try await DaemonProcess.run(
             ["audit", "verify", "--checkpoint", checkpointFile.path, "--public-key", keyFile.path + ".pub", "--sql"] + data
         )
         #expect(proved.status == 0 && proved.output.contains("checkpoint signature: valid"), "\(proved.output)")
         let strangerKey = dataDirectory.appendingPathComponent("stranger.pem")
-        _ = try DaemonProcess.run(["audit", "keygen", "--out", strangerKey.path])
-        let forged = try DaemonProcess.run(
+        _ = try await DaemonProcess.run(["audit", "keygen", "--out", strangerKey.path])
+        let forged = try await DaemonProcess.run(
             ["audit", "verify", "--checkpoint", checkpointFile.path, "--public-key", strangerKey.path + ".pub"] + data
         )
         #expect(forged.status == 1 && forged.output.contains("INVALID"), "\(forged.output)")
         let csvFile = dataDirectory.appendingPathComponent("export.csv")
-        let export = try DaemonProcess.run(["audit", "export", "--format", "csv", "--from", "2", "--to", "6", "--output", csvFile.path] + data)
+        let export = try await DaemonProcess.run(["audit", "export", "--format", "csv", "--from", "2", "--to", "6", "--output", csvFile.path] + data)
         #expect(export.status == 0, "\(export.output)")
         let records = try CSVReader.records(String(contentsOf: csvFile, encoding: .utf8))
         #expect(
             records.first == AuditExport.csvColumns && records.dropFirst().filter { $0 != [""] }.map { $0[0] } == ["2", "3", "4", "5", "6"],
             "\(records.prefix(3))"
         )
-        let history = try DaemonProcess.run(["audit", "history", "--order", orderID] + data)
+        let history = try await DaemonProcess.run(["audit", "history", "--order", orderID] + data)
         #expect(
             history.status == 0 && history.output.contains(#""type":"HoldCaptured""#) && history.output.contains("StockReserved"),
             "\(history.output)"
         )
-        let stream = try DaemonProcess.run(["audit", "history", "hold-\(orderID)", "--format", "csv"] + data)
+        let stream = try await DaemonProcess.run(["audit", "history", "hold-\(orderID)", "--format", "csv"] + data)
         #expect(stream.status == 0 && stream.output.contains("AuthorizationHoldPlaced"), "\(stream.output)")
         let checkpointPosition = try JSONDecoder().decode(CheckpointFile.self, from: signed).checkpoint.position
-        let asOf = try DaemonProcess.run(["audit", "as-of", "--order", orderID, "--at", "\(checkpointPosition)"] + data)
+        let asOf = try await DaemonProcess.run(["audit", "as-of", "--order", orderID, "--at", "\(checkpointPosition)"] + data)
         #expect(asOf.status == 0 && asOf.output.contains(#""status":"partially_captured""#), "\(asOf.output)")
-        let erased = try DaemonProcess.run(["privacy", "erase", "--customer", "jane@example.com"] + data)
+        let erased = try await DaemonProcess.run(["privacy", "erase", "--customer", "jane@example.com"] + data)
         #expect(erased.status == 0 && erased.output.contains("erased contact-"), "\(erased.output)")
-        let erasedAgain = try DaemonProcess.run(["privacy", "erase", "--customer", "jane@example.com"] + data)
+        let erasedAgain = try await DaemonProcess.run(["privacy", "erase", "--customer", "jane@example.com"] + data)
         #expect(erasedAgain.status == 1, "\(erasedAgain.output)")
-        let offlineCheckpoint = try DaemonProcess.run(["audit", "checkpoint", "--key", keyFile.path] + data)
+        let offlineCheckpoint = try await DaemonProcess.run(["audit", "checkpoint", "--key", keyFile.path] + data)
         #expect(offlineCheckpoint.status == 0 && offlineCheckpoint.output.contains("ledgerd-checkpoint-v1"), "\(offlineCheckpoint.output)")
-        let stillProved = try DaemonProcess.run(
+        let stillProved = try await DaemonProcess.run(
             ["audit", "verify", "--checkpoint", checkpointFile.path, "--public-key", keyFile.path + ".pub"] + data
         )
         #expect(stillProved.status == 0, "\(stillProved.output)")
@@ -154,7 +154,7 @@ import FoundationNetworking
         try FileManager.default.copyItem(at: TestCluster.migrationsDirectory, to: edited)
         let first = edited.appendingPathComponent("0001_create_event_log.sql")
         try (String(contentsOf: first, encoding: .utf8) + "\n-- edited after it was applied\n").write(to: first, atomically: true, encoding: .utf8)
-        let stopped = try DaemonProcess.run(
+        let stopped = try await DaemonProcess.run(
             ["serve", "--port", "\(port)", "--data-dir", dataDirectory.path],
             migrationsDirectory: edited
         )

@@ -135,7 +135,7 @@ import Testing
         }
     }
 
-    static func table(_ client: PostgresClient) async throws -> [ProjectionRebuilder.Row] {
+    static func table(_ client: DatabaseClient) async throws -> [ProjectionRebuilder.Row] {
         var rows: [ProjectionRebuilder.Row] = []
         for try await (p, k, v, j, c) in try await client.query(
             "SELECT projection, key, version, row::text, created_position FROM ledger.projection_rows ORDER BY projection, created_position, key"

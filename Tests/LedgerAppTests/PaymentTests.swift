@@ -9,6 +9,7 @@ import LedgerHTTP
 import LedgerPostgres
 import LedgerServices
 import LedgerTestSupport
+import Logging
 import Synchronization
 import Testing
 
@@ -115,6 +116,9 @@ import Testing
                 (StorefrontDriver.paymentBody(extra: ["amount": 1e30]), "application/json", 422, "amount"),
                 (StorefrontDriver.paymentBody(extra: ["quantity": 0]), "application/json", 422, "quantity"),
                 (StorefrontDriver.paymentBody(extra: ["shipping_zip": 95014]), "application/json", 422, "shipping_zip"),
+                (StorefrontDriver.paymentBody(extra: ["shipping_zip": "9\u{0}"]), "application/json", 422, "shipping_zip"),
+                (StorefrontDriver.paymentBody(extra: ["shipping_street": "1 Infinite\u{0} Loop"]), "application/json", 422, "shipping_street"),
+                (StorefrontDriver.paymentBody(extra: ["shipping_city": "Cuper\u{7}tino"]), "application/json", 422, "shipping_city"),
                 (Data("{\"gateway\": ".utf8), "application/json", 400, nil),
                 (StorefrontDriver.paymentBody(), "text/plain", 415, nil),
                 (Data(repeating: 0x20, count: 70_000), "application/json", 413, nil),
@@ -132,6 +136,22 @@ import Testing
             #expect(try await storefront.pay(client, StorefrontDriver.paymentBody()).0 == .ok)
             #expect(try await services.shippingContactCount() == 1)
         }
+    }
+
+    /// A NUL in a shipping field is refused as input (422 naming the field), appends nothing, and nothing of
+    /// the address reaches the log, at any level.
+    @Test func aNulInAShippingFieldIsA422AndNothingOfTheAddressIsLogged() async throws {
+        let lines = LogLines()
+        let logger = Logger(label: "ledger.tests.nul") { _ in LogLines.Handler(lines: lines) }
+        try await TestApp.withApp(seed: true, logger: logger, poolLogger: logger) { client, services in
+            let before = try await services.store.head().position
+            let body = StorefrontDriver.paymentBody(extra: ["shipping_street": "77 Piistreet\u{0} Rd", "shipping_zip": "9\u{0}"])
+            let (status, text) = try await storefront.pay(client, body)
+            #expect(status.code == 422 && text.contains(#""field":"shipping_"#), "\(text)")
+            #expect(try await services.store.head().position == before)
+            #expect(try await services.shippingContactCount() == 0)
+        }
+        #expect(!lines.all.contains { $0.contains("Piistreet") }, "\(lines.all)")
     }
 
     @Test func aRetryWithTheSameKeyReturnsTheSameReplyAndAuthorizesOnce() async throws {
@@ -220,6 +240,28 @@ import Testing
                 }
                 #expect(row.reserved == 0 && row.available == 10)
             }
+        }
+    }
+}
+
+/// Every line a logger received, at every level, with its metadata.
+final class LogLines: Sendable {
+    private let lines = Mutex<[String]>([])
+    var all: [String] { lines.withLock { $0 } }
+
+    struct Handler: LogHandler {
+        let lines: LogLines
+        var logLevel: Logger.Level = .trace
+        var metadata: Logger.Metadata = [:]
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let all = metadata.merging(event.metadata ?? [:]) { $1 }
+            lines.lines.withLock { $0.append("\(event.level) \(event.message) \(all)") }
         }
     }
 }

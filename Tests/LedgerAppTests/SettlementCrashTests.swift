@@ -116,7 +116,7 @@ import FoundationNetworking
         let last = Self.days[Self.points.count]
         daemon = try await start(clock: "\(last)T22:01:00Z")
         // Through the CLI: progress as the run goes, then the summary table.
-        let settle = try DaemonProcess.run(
+        let settle = try await DaemonProcess.run(
             ["settle", "--business-date", last, "--url", "http://127.0.0.1:\(port)", "--data-dir", dataDirectory.path])
         #expect(settle.status == 0, "\(settle.output)")
         for expected in [
@@ -146,7 +146,7 @@ import FoundationNetworking
         #expect(verify.contains("\"ok\":true"), "\(verify)")
         try await daemon.stop()
         // The auditor's offline check: the chain, and every batch's items against its closed event.
-        let audit = try DaemonProcess.run(["audit", "verify", "--settlements", "--data-dir", dataDirectory.path])
+        let audit = try await DaemonProcess.run(["audit", "verify", "--settlements", "--data-dir", dataDirectory.path])
         #expect(
             audit.status == 0 && audit.output.contains("settlements:    10 closed batches")
                 && audit.output.contains("every batch's items agree"),

@@ -296,7 +296,7 @@ import Testing
     }
 
     /// The items a batch took, as the database assigned them (sql/0008), in ledger order.
-    static func assigned(_ client: PostgresClient) async throws -> [String: [SettlementBatchItem]] {
+    static func assigned(_ client: DatabaseClient) async throws -> [String: [SettlementBatchItem]] {
         let rows = try await client.query(
             """
             SELECT a.batch_id, s.position, s.kind, s.order_id, s.modification_reference, s.psp_modification_reference, s.currency,

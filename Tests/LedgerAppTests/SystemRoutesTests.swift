@@ -82,6 +82,39 @@ import Testing
         }
     }
 
+    /// Every metric has its `# HELP` (none the generic fallback), the process metrics and the database's state are
+    /// there, and `promtool check metrics` (when installed) accepts the page.
+    @Test func everyMetricHasHelpAndPromtoolAcceptsThePage() async throws {
+        try await TestApp.withApp(seed: true) { client, _ in
+            #expect(try await StorefrontDriver().pay(client, StorefrontDriver.paymentBody()).0 == .ok)
+            try await client.execute(uri: "/metrics", method: .get) { response in
+                let text = String(buffer: response.body)
+                let lines = text.split(separator: "\n").map(String.init)
+                var types = 0
+                for (index, line) in lines.enumerated() where line.hasPrefix("# TYPE ") {
+                    types += 1
+                    let name = line.split(separator: " ")[2]
+                    let help = index > 0 ? lines[index - 1] : ""
+                    #expect(help.hasPrefix("# HELP \(name) ") && !help.contains("ledgerd metric"), "\(line) has no help: \(help)")
+                }
+                #expect(types >= 10)
+                #expect(text.contains("ledger_database_up 1"))
+                #expect(text.contains("process_resident_memory_bytes ") && text.contains("process_open_fds "))
+                let promtool = "/usr/bin/promtool"
+                if FileManager.default.isExecutableFile(atPath: promtool) {
+                    let page = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID().uuidString).txt")
+                    try text.write(to: page, atomically: true, encoding: .utf8)
+                    defer { try? FileManager.default.removeItem(at: page) }
+                    let (status, output) = try await ChildProcess.run(
+                        URL(fileURLWithPath: "/bin/sh"),
+                        ["-c", "\(promtool) check metrics < '\(page.path)'"]
+                    )
+                    #expect(status == 0 && output.isEmpty, "promtool check metrics: \(output)")
+                }
+            }
+        }
+    }
+
     /// Its services start together, so each waits for the pool; PostgresNIO would warn of a lease before `run()`.
     @Test func nothingLeasesAConnectionBeforeThePoolRuns() async throws {
         let logs = CapturedLogs()

@@ -51,7 +51,8 @@ import Testing
     }
 
     /// The same business day settled on both daemons at once: one batch, each capture and refund in it
-    /// once, both answers naming the same batch and report, and a clean reconciliation.
+    /// once, every answer that names a batch naming the same batch and report (a run that starts after the
+    /// other finished finds nothing left to do), and a clean reconciliation.
     @Test(.timeLimit(.minutes(2))) func aSettlementStartedOnBothDaemonsAtOnceSettlesEachItemOnce() async throws {
         let clock = SimulatedClock(TestApp.instant("2026-06-19T10:00:00Z"))
         let model = AcquirerModel(seed: 4, clock: clock.reading)
@@ -68,8 +69,9 @@ import Testing
                 let replies = try await [onA, onB]
                 for reply in replies { #expect(reply.0 == .ok, "\(reply.1)") }
                 let summaries = try replies.map { try WireJSON.decode(BackOfficeDriver.SettlementSummary.self, from: $0.1) }
-                #expect(summaries.allSatisfy { $0.batches.count == 1 })
-                let batches = summaries.compactMap(\.batches.first)
+                #expect(summaries.allSatisfy { $0.batches.count <= 1 }, "\(summaries)")
+                let batches = summaries.flatMap(\.batches)
+                #expect(!batches.isEmpty)
                 #expect(Set(batches.map(\.batch_id)).count == 1 && Set(batches.map(\.report_sha256)).count == 1)
                 #expect(batches.allSatisfy { $0.stage == "payout_scheduled" && $0.captures == 4 && $0.refunds == 1 && $0.gross == "19.00" })
                 // Every event of the batch appended once, by one daemon or the other.

@@ -14,19 +14,19 @@ func sampleEvent(_ n: Int, type: String = "SampleRecorded") -> NewEvent {
 func stream(_ name: String) -> StreamID { StreamID(name)! }
 
 /// Rows of a single-column query.
-func column<T: PostgresDecodable & Sendable>(_ client: PostgresClient, _ query: PostgresQuery, as: T.Type) async throws -> [T] {
+func column<T: PostgresDecodable & Sendable>(_ client: DatabaseClient, _ query: PostgresQuery, as: T.Type) async throws -> [T] {
     var values: [T] = []
     for try await value in try await client.query(query).decode(T.self) { values.append(value) }
     return values
 }
 
-func eventCount(_ client: PostgresClient) async throws -> Int64 {
+func eventCount(_ client: DatabaseClient) async throws -> Int64 {
     try await column(client, "SELECT count(*) FROM ledger.events", as: Int64.self).first ?? -1
 }
 
 /// Expects the statement to be refused with the given SQLSTATE.
 func expectRejected(
-    _ client: PostgresClient,
+    _ client: DatabaseClient,
     _ query: PostgresQuery,
     sqlState expected: String,
     sourceLocation: SourceLocation = #_sourceLocation
@@ -45,7 +45,7 @@ func expectRejected(
 
 /// Runs SQL as a superuser with triggers off (session_replication_role = replica), on one
 /// connection: how a malicious DBA would alter history.
-func tamper(_ client: PostgresClient, _ sql: String) async throws {
+func tamper(_ client: DatabaseClient, _ sql: String) async throws {
     try await client.withConnection { connection in
         try await Migrator.run(
             script: "SET session_replication_role = replica; \(sql); RESET session_replication_role;",

@@ -13,7 +13,7 @@ import Testing
     static let expiry = "2030-06-26T10:00:00.000000Z"
     static var expiryMicros: Int64 { RFC3339.micros(expiry)! }
 
-    func insert(_ client: PostgresClient, _ projection: String, _ key: String, _ row: String, position: Int64) async throws {
+    func insert(_ client: DatabaseClient, _ projection: String, _ key: String, _ row: String, position: Int64) async throws {
         try await client.query(
             """
             INSERT INTO ledger.projection_rows (projection, key, version, row, created_position)
@@ -23,7 +23,7 @@ import Testing
     }
 
     /// The function's rows at `micros` (key → row as JSON), in the function's order.
-    func rows(_ client: PostgresClient, _ function: String, at micros: Int64) async throws -> [(String, [String: JSONValue])] {
+    func rows(_ client: DatabaseClient, _ function: String, at micros: Int64) async throws -> [(String, [String: JSONValue])] {
         let query: PostgresQuery = """
             SELECT key, row::text FROM \(unescaped: function)(timestamptz 'epoch' + \(micros) * interval '1 microsecond')
             ORDER BY created_position

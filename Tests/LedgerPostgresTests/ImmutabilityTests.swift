@@ -92,7 +92,7 @@ import Testing
         try await seed(db, count: 10)
         // The daemon's own role may update ledger.head (every append moves it): it moves the head
         // back one event, with a hash that matches the event it now points at.
-        try await db.withApp { client in
+        _ = try await db.withApp { client in
             try await client.query(
                 "UPDATE ledger.head SET position = 9, hash = (SELECT hash FROM ledger.events WHERE position = 9) WHERE singleton"
             )
@@ -132,7 +132,7 @@ import Testing
     @Test func aHeadThatClaimsLessOrOtherThanTheStoredEventsIsReported() async throws {
         let db = try await TestDatabase.fresh()
         try await seed(db, count: 6)
-        try await db.withApp { client in
+        _ = try await db.withApp { client in
             // The head moved back, but its hash left as it was: the head disagrees with event 5.
             try await client.query("UPDATE ledger.head SET position = 5 WHERE singleton")
         }

@@ -211,3 +211,37 @@ import Testing
 func outcome<T>(_ body: () async throws -> T) async -> Result<T, any Error> {
     do { return .success(try await body()) } catch { return .failure(error) }
 }
+
+/// An append is acknowledged on its transaction's COMMIT, not on the statement's completion: a deferred
+/// constraint trigger that refuses only at COMMIT fails the append, and the log holds nothing of it.
+@Suite struct LedgerWriterCommitTests {
+    @Test func anAppendWhoseCommitFailsIsRefusedAndLeavesNothing() async throws {
+        let db = try await TestDatabase.fresh()
+        try await db.withOwner { owner in
+            try await owner.withConnection { connection in
+                try await Migrator.run(
+                    script: """
+                        CREATE FUNCTION public.refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+                        BEGIN
+                            IF NEW.stream_id LIKE 'doomed-%' THEN RAISE EXCEPTION 'refused at commit'; END IF;
+                            RETURN NULL;
+                        END $$;
+                        CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT ON ledger.events
+                            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.refuse_at_commit();
+                        """,
+                    connection: connection,
+                    logger: TestCluster.logger
+                )
+            }
+        }
+        try await db.withWriter { writer, client in
+            await #expect(throws: AppendError.self) {
+                try await writer.append(AppendRequest(stream: stream("doomed-1"), expectedVersion: .any, events: [sampleEvent(1)]))
+            }
+            #expect(try await eventCount(client) == 0)
+            let next = try await writer.append(AppendRequest(stream: stream("fine-1"), expectedVersion: .any, events: [sampleEvent(2)]))
+            #expect(next.firstPosition == 1)
+            #expect(try await eventCount(client) == 1)
+        }
+    }
+}

@@ -46,11 +46,10 @@ import Testing
 
     @Test func runningReturnsOnceTheRunHasStartedOrTheWaiterIsCancelled() async throws {
         let db = try await TestDatabase.fresh()
-        let client = PostgresClient(
+        let pool = DatabaseClient(
             configuration: TestCluster.configuration(endpoint: db.endpoint, database: db.name, user: "ledger_app"),
             backgroundLogger: TestCluster.logger
         )
-        let pool = PostgresPool(client: client)
         let cancelled = Task { await pool.running() }
         cancelled.cancel()
         await cancelled.value
@@ -67,7 +66,7 @@ import Testing
             await waiter.value
             #expect(released.withLock { $0 })
             await pool.running()  // at once, now that it runs
-            let one = try await column(client, "SELECT 1", as: Int32.self)
+            let one = try await column(pool, "SELECT 1", as: Int32.self)
             #expect(one == [1])
         }
     }

@@ -50,16 +50,16 @@ import Testing
 
     /// Runs an append to its end: a trigger's error arrives after the row description, so a query
     /// whose rows are not read would not report it.
-    func run(_ client: PostgresClient, _ query: PostgresQuery) async throws {
+    func run(_ client: DatabaseClient, _ query: PostgresQuery) async throws {
         #expect(try await column(client, query, as: Int64.self).count == 1)
     }
 
     @discardableResult
-    func append(_ client: PostgresClient, _ stream: String, version: Int64, type: String, schema: Int32 = 1, data: String) async throws -> Int64 {
+    func append(_ client: DatabaseClient, _ stream: String, version: Int64, type: String, schema: Int32 = 1, data: String) async throws -> Int64 {
         try #require(try await column(client, appendQuery(stream, version: version, type: type, schema: schema, data: data), as: Int64.self).first)
     }
 
-    func openBatch(_ client: PostgresClient, _ batch: String, currency: String, pinned: Int64, cutOff: String = cutOff) async throws {
+    func openBatch(_ client: DatabaseClient, _ batch: String, currency: String, pinned: Int64, cutOff: String = cutOff) async throws {
         try await append(
             client,
             "settlement-\(batch)",
@@ -108,7 +108,7 @@ import Testing
         )
     }
 
-    func candidates(_ client: PostgresClient, currency: String, pinned: Int64, cutOffMicros: Int64) async throws -> [Int64] {
+    func candidates(_ client: DatabaseClient, currency: String, pinned: Int64, cutOffMicros: Int64) async throws -> [Int64] {
         try await column(
             client,
             """
@@ -120,18 +120,18 @@ import Testing
         )
     }
 
-    func assigned(_ client: PostgresClient, _ batch: String) async throws -> [Int64] {
+    func assigned(_ client: DatabaseClient, _ batch: String) async throws -> [Int64] {
         try await column(client, "SELECT position FROM ledger.settlement_assignments WHERE batch_id = \(batch) ORDER BY position", as: Int64.self)
     }
 
-    func openPositions(_ client: PostgresClient) async throws -> [Int64] {
+    func openPositions(_ client: DatabaseClient) async throws -> [Int64] {
         try await column(client, "SELECT position FROM ledger.settlement_open_items ORDER BY position", as: Int64.self)
     }
 
     /// Every combination of currency, pinned position and cut-off around the items' own values
     /// (each item just inside and just outside each bound) gives the oracle's items.
     func expectCandidatesFollowTheRule(
-        _ client: PostgresClient,
+        _ client: DatabaseClient,
         _ items: [Item],
         taken: Set<Int64>,
         sourceLocation: SourceLocation = #_sourceLocation

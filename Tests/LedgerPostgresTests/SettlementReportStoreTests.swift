@@ -42,7 +42,7 @@ import Testing
     struct Interrupted: Error {}
 
     /// The report's line index as (line, type, our reference, the acquirer's reference), by line.
-    static func index(_ client: PostgresClient, _ key: String) async throws -> [String] {
+    static func index(_ client: DatabaseClient, _ key: String) async throws -> [String] {
         try await column(
             client,
             """

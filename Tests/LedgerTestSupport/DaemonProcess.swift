@@ -54,37 +54,25 @@ public struct DaemonProcess {
     public static func run(
         _ arguments: [String],
         migrationsDirectory: URL = TestCluster.migrationsDirectory
-    ) throws -> (status: Int32, output: String) {
-        try run(arguments, environment: environment(migrationsDirectory: migrationsDirectory, ["LEDGERD_LOG_LEVEL": "warning"]))
+    ) async throws -> (status: Int32, output: String) {
+        try await run(arguments, environment: environment(migrationsDirectory: migrationsDirectory, ["LEDGERD_LOG_LEVEL": "warning"]))
     }
 
     /// Runs `ledgerd` with exactly `environment` to completion; its exit status and combined output.
-    public static func run(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        process.environment = environment
-        let outputURL = FileManager.default.temporaryDirectory.appendingPathComponent("ledgerd-cmd-\(UUID().uuidString).log")
-        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: outputURL) }
-        let handle = try FileHandle(forWritingTo: outputURL)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        process.waitUntilExit()
-        try handle.close()
-        return (process.terminationStatus, (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "")
+    public static func run(_ arguments: [String], environment: [String: String]) async throws -> (status: Int32, output: String) {
+        try await ChildProcess.run(binary, arguments, environment: environment)
     }
 
     /// Starts `ledgerd serve` on 127.0.0.1:`port` with its data in `dataDirectory` and its output appended to
-    /// `logFile`, then polls `/health` every 250 ms until it answers 200, the process exits, or `attempts` polls
+    /// `logFile`, then polls `/health` (or `probe`, given the port) every 250 ms until it answers 200, the process exits, or `attempts` polls
     /// went by. Check ``health`` or `process.isRunning` for how it came up.
     public static func start(
         dataDirectory: URL,
         port: Int,
         logFile: URL,
         environment extra: [String: String?] = [:],
-        attempts: Int = 240
+        attempts: Int = 240,
+        probe: (@Sendable (Int) async -> (Int, String)?)? = nil
     ) async throws -> DaemonProcess {
         let process = Process()
         process.executableURL = binary
@@ -99,7 +87,8 @@ public struct DaemonProcess {
         try handle.close()  // the child has its own descriptor
         var health: (status: Int, body: String)?
         for _ in 0..<attempts {
-            if let answer = await get(URL(string: "http://127.0.0.1:\(port)/health")!), answer.0 == 200 {
+            let answer = if let probe { await probe(port) } else { await get(URL(string: "http://127.0.0.1:\(port)/health")!) }
+            if let answer, answer.0 == 200 {
                 health = answer
                 break
             }
@@ -121,11 +110,12 @@ public struct DaemonProcess {
     /// Everything the daemon wrote so far.
     public func output() -> String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
 
-    /// `method path` with `body` (JSON) and the daemon's operator key; the status and the reply's text.
-    public func request(_ method: String, _ path: String, _ body: String? = nil) async throws -> (Int, String) {
+    /// `method path` with `body` (JSON) and the daemon's operator key; the status and the reply's text. Throws
+    /// when no answer came within `timeout` seconds.
+    public func request(_ method: String, _ path: String, _ body: String? = nil, timeout: TimeInterval = 120) async throws -> (Int, String) {
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
         request.httpMethod = method
-        request.timeoutInterval = 120
+        request.timeoutInterval = timeout
         if let operatorKey { request.setValue("Bearer \(operatorKey)", forHTTPHeaderField: "Authorization") }
         if let body {
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -159,7 +149,7 @@ public struct DaemonProcess {
     }
 
     /// `GET url` with a 2 s timeout; nil when nothing answered.
-    static func get(_ url: URL) async -> (Int, String)? {
+    public static func get(_ url: URL) async -> (Int, String)? {
         var request = URLRequest(url: url)
         request.timeoutInterval = 2
         guard let (data, response) = try? await URLSession.shared.data(for: request),

@@ -51,7 +51,7 @@ public enum TestApp {
         environment["LEDGERD_PRODUCT_IMAGES_DIR"] = imagesDirectory
         environment.merge(extra) { $1 }
         let configuration = try LedgerConfiguration.load(environment: environment)
-        let client = PostgresClient(
+        let client = DatabaseClient(
             configuration: TestCluster.configuration(endpoint: db.endpoint, database: db.name, user: "ledger_app"),
             backgroundLogger: poolLogger
         )
@@ -66,7 +66,7 @@ public enum TestApp {
             logger: logger
         )
         // The application runs the pool first and serves only once it runs (see `buildApplication`).
-        let app = buildApplication(configuration: configuration, services: services, logger: logger)
+        let app = try buildApplication(configuration: configuration, services: services, logger: logger)
         try await app.test(.router) { testClient in try await body(testClient, services) }
     }
 

@@ -101,7 +101,7 @@ public actor TestCluster {
         endpoint: EmbeddedPostgres.Endpoint,
         database: String,
         user: String,
-        _ body: @Sendable (PostgresClient) async throws -> T
+        _ body: @Sendable (DatabaseClient) async throws -> T
     ) async throws -> T {
         try await withPostgresClient(
             configuration: configuration(endpoint: endpoint, database: database, user: user),

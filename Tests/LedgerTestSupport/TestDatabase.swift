@@ -9,24 +9,24 @@ public struct TestDatabase: Sendable {
     public let endpoint: EmbeddedPostgres.Endpoint
 
     /// Connects as the superuser (owner of the schema).
-    public func withOwner<T: Sendable>(_ body: @Sendable (PostgresClient) async throws -> T) async throws -> T {
+    public func withOwner<T: Sendable>(_ body: @Sendable (DatabaseClient) async throws -> T) async throws -> T {
         try await TestCluster.withClient(endpoint: endpoint, database: name, user: endpoint.superuser, body)
     }
 
     /// Connects as the application role (INSERT and SELECT on the log).
-    public func withApp<T: Sendable>(_ body: @Sendable (PostgresClient) async throws -> T) async throws -> T {
+    public func withApp<T: Sendable>(_ body: @Sendable (DatabaseClient) async throws -> T) async throws -> T {
         try await TestCluster.withClient(endpoint: endpoint, database: name, user: "ledger_app", body)
     }
 
     /// Connects as the auditor role (SELECT only).
-    public func withAuditor<T: Sendable>(_ body: @Sendable (PostgresClient) async throws -> T) async throws -> T {
+    public func withAuditor<T: Sendable>(_ body: @Sendable (DatabaseClient) async throws -> T) async throws -> T {
         try await TestCluster.withClient(endpoint: endpoint, database: name, user: "ledger_auditor", body)
     }
 
     /// Runs `body` with a running writer connected as `ledger_app`, as the daemon runs it.
     public func withWriter<T: Sendable>(
         configuration: LedgerWriter.Configuration = .init(),
-        _ body: @Sendable (LedgerWriter, PostgresClient) async throws -> T
+        _ body: @Sendable (LedgerWriter, DatabaseClient) async throws -> T
     ) async throws -> T {
         try await withApp { client in
             let writer = LedgerWriter(client: client, configuration: configuration, logger: TestCluster.logger)

@@ -7,11 +7,15 @@ import PostgresNIO
 /// The `orders` read model's queries: the order endpoints' reads and recovery's waiting orders. `opened_at` is stored as RFC 3339
 /// UTC with microseconds (fixed width), so time filters compare it as text. An order whose open
 /// hold passed its expiry reads as the sweeper will record it (expired, or captured when part was).
-@MemberwiseInit
 public struct ProjectionOrderReader: Sendable {
-    let client: PostgresClient
+    let client: DatabaseClient
     let clock: @Sendable () -> Date
     let logger: Logger
+    public init(client: DatabaseClient, clock: @escaping @Sendable () -> Date, logger: Logger) {
+        self.client = client
+        self.clock = clock
+        self.logger = logger
+    }
 
     /// The rows with the lapse applied at the reader's clock (`ledger.order_rows_at`, sql/0010), as a
     /// FROM item to alias `o` (`o.row`, `o.created_position`, `o.key`).

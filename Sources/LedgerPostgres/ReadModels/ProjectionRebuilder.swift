@@ -64,7 +64,7 @@ public struct ProjectionRebuilder: Sendable {
     /// Replays the log and swaps the read models; returns the number of rows written. Run as the
     /// schema owner (the application role may not delete read-model rows).
     @discardableResult
-    public static func rebuild(client: PostgresClient, logger: Logger) async throws -> Int {
+    public static func rebuild(client: DatabaseClient, logger: Logger) async throws -> Int {
         try await client.withTransaction(logger: logger) { connection in
             try await connection.query("SELECT position FROM ledger.head WHERE singleton FOR UPDATE", logger: logger)
             var events: [RecordedEvent] = []

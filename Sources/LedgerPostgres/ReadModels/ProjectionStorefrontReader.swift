@@ -8,11 +8,15 @@ import PostgresNIO
 /// the storefront's reads, and the look-up of a product or shipping method by its name. A hold past
 /// its expiry that the sweeper has not recorded yet no longer reserves stock: its reservation counts
 /// as available.
-@MemberwiseInit
 public struct ProjectionStorefrontReader: Sendable {
-    let client: PostgresClient
+    let client: DatabaseClient
     let clock: @Sendable () -> Date
     let logger: Logger
+    public init(client: DatabaseClient, clock: @escaping @Sendable () -> Date, logger: Logger) {
+        self.client = client
+        self.clock = clock
+        self.logger = logger
+    }
     public func inventoryJSON() async throws -> String {
         let rows = try await client.query(inventoryQuery(key: nil), logger: logger)
         for try await json in rows.decode(String.self) { return json }

@@ -102,7 +102,7 @@ public enum CheckpointVerification {
     ///    position, and the event there must still have the signed hash (Swift, and with `sql` also
     ///    `ledger.verify_prefix`). 3. The chain must verify on from there to the head.
     public static func run(
-        client: PostgresClient,
+        client: DatabaseClient,
         checkpointFile: String,
         publicKeyFile: String,
         sql: Bool,

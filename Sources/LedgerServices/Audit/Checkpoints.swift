@@ -205,7 +205,7 @@ public struct CheckpointService: Sendable {
     /// `ledgerd audit checkpoint`: signs on an offline client, with a writer of its own.
     public static func signOffline(
         key: CheckpointKey,
-        client: PostgresClient,
+        client: DatabaseClient,
         directory: URL,
         logger: Logger
     ) async throws

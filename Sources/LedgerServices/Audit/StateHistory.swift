@@ -22,7 +22,7 @@ public struct StateHistory: Sendable {
     package init(
         store: EventStore,
         storefront: ProjectionStorefrontReader,
-        client: PostgresClient,
+        client: DatabaseClient,
         clock: @escaping @Sendable () -> Date,
         logger: Logger
     ) {
@@ -39,7 +39,7 @@ public struct StateHistory: Sendable {
     let clock: @Sendable () -> Date
     let logger: Logger
 
-    public init(client: PostgresClient, clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger) {
+    public init(client: DatabaseClient, clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger) {
         self.init(
             store: EventStore(client: client, logger: logger),
             storefront: ProjectionStorefrontReader(client: client, clock: clock, logger: logger),

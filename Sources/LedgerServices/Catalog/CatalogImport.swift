@@ -302,7 +302,7 @@ public struct CatalogImport: Sendable {
 
 extension CatalogImport {
     /// Imports into a ledger through a writer of its own (for the `ledgerd catalog import` command).
-    public func run(client: PostgresClient, now: Date, logger: Logger) async throws -> Report {
+    public func run(client: DatabaseClient, now: Date, logger: Logger) async throws -> Report {
         let writer = LedgerWriter(client: client, logger: logger)
         let loader = AggregateLoader(store: EventStore(client: client, logger: logger))
         return try await withThrowingTaskGroup(of: Void.self) { group in

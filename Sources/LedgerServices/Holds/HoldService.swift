@@ -27,7 +27,7 @@ public struct HoldService: Sendable {
     package init(
         committer: DomainCommitter,
         loader: AggregateLoader,
-        client: PostgresClient,
+        client: DatabaseClient,
         acquirer: any Acquirer,
         clock: @escaping @Sendable () -> Date,
         logger: Logger

@@ -27,7 +27,7 @@ public struct PaymentService: Sendable {
     package init(
         writer: LedgerWriter,
         loader: AggregateLoader,
-        client: PostgresClient,
+        client: DatabaseClient,
         acquirer: any Acquirer,
         clock: @escaping @Sendable () -> Date,
         taxPolicy: TaxPolicy,

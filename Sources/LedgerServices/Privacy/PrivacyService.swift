@@ -22,7 +22,7 @@ import PostgresNIO
 /// forget too.
 public struct PrivacyService: Sendable {
     package init(
-        client: PostgresClient,
+        client: DatabaseClient,
         writer: LedgerWriter,
         store: EventStore,
         clock: @escaping @Sendable () -> Date,
@@ -41,7 +41,7 @@ public struct PrivacyService: Sendable {
     let clock: @Sendable () -> Date
     let logger: Logger
 
-    public init(client: PostgresClient, writer: LedgerWriter, clock: @escaping @Sendable () -> Date, logger: Logger) {
+    public init(client: DatabaseClient, writer: LedgerWriter, clock: @escaping @Sendable () -> Date, logger: Logger) {
         self.init(client: client, writer: writer, store: EventStore(client: client, logger: logger), clock: clock, logger: logger)
     }
 
@@ -106,7 +106,7 @@ public struct PrivacyService: Sendable {
     }
 
     /// `ledgerd privacy erase`: the erasure on an offline client, with a writer of its own.
-    public static func eraseOffline(customer: String, client: PostgresClient, logger: Logger) async throws -> [Erasure] {
+    public static func eraseOffline(customer: String, client: DatabaseClient, logger: Logger) async throws -> [Erasure] {
         let writer = LedgerWriter(client: client, logger: logger)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await writer.run() }

@@ -19,7 +19,7 @@ extension SettlementService {
         public var ok: Bool { problems.isEmpty }
     }
 
-    public static func auditItems(client: PostgresClient, logger: Logger) async throws -> ItemsAudit {
+    public static func auditItems(client: DatabaseClient, logger: Logger) async throws -> ItemsAudit {
         var audit = ItemsAudit()
         let items = SettlementItemsStore(client: client, logger: logger)
         var batches: [(SettlementBatchOpened, SettlementBatchClosed)] = []

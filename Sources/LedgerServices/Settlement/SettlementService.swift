@@ -25,7 +25,7 @@ public struct SettlementService: Sendable {
     package init(
         writer: LedgerWriter,
         store: EventStore,
-        client: PostgresClient,
+        client: DatabaseClient,
         acquirer: any Acquirer,
         settings: SettlementSettings,
         merchantAccount: String,
@@ -50,7 +50,7 @@ public struct SettlementService: Sendable {
 
     let writer: LedgerWriter
     let store: EventStore
-    let client: PostgresClient
+    let client: DatabaseClient
     let acquirer: any Acquirer
     let settings: SettlementSettings
     let merchantAccount: String
@@ -115,7 +115,12 @@ public struct SettlementService: Sendable {
         }
         let cutOff = settings.cutOff.instant(closing: date)
         guard clock() >= cutOff else {
-            throw ServiceError.conflict("cut_off_not_reached", SettlementRejection.cutOffNotReached(date).description)
+            let local = String(format: "%02d:%02d", settings.cutOff.secondsAfterMidnight / 3600, settings.cutOff.secondsAfterMidnight % 3600 / 60)
+            throw ServiceError.conflict(
+                "cut_off_not_reached",
+                SettlementRejection.cutOffNotReached(date).description
+                    + ": its cut-off is \(RFC3339.format(cutOff.epochMicroseconds)) (\(local) \(settings.cutOff.timeZoneIdentifier)); settle it after that"
+            )
         }
         return try await lock.withLock("settlement") {
             // Earlier business days with unsettled items first, in order: a missed night is caught

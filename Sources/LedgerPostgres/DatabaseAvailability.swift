@@ -1,0 +1,85 @@
+import PostgresNIO
+import Synchronization
+import _ConnectionPoolModule
+
+/// The database could not be reached, or did not answer in time: nothing was done, or — for a statement in
+/// flight when the connection broke — its outcome is unknown (an append made with an idempotency key is safe
+/// to retry with the same key).
+public struct DatabaseUnavailableError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+
+    /// The watcher found the database unreachable; the statement was not sent.
+    public static let unreachable = DatabaseUnavailableError(description: "the ledger database is unreachable")
+    /// The database did not answer within the deadline.
+    public static let timedOut = DatabaseUnavailableError(description: "the ledger database did not answer in time")
+}
+
+/// The one reading of "the database is unavailable" (as opposed to "the database refused this statement").
+public enum DatabaseFailure {
+    /// True when `error` says the database could not be reached or went away (connection refused or lost, pool
+    /// shut down, server shutting down or starting up, too many connections, statement timeout) — a 503, not a 500.
+    public static func isUnavailable(_ error: any Error) -> Bool {
+        if error is DatabaseUnavailableError { return true }
+        if let append = error as? AppendError { return append == .databaseUnavailable }
+        if let transaction = error as? PostgresTransactionError {
+            return [transaction.closureError, transaction.commitError, transaction.beginError].contains { inner in
+                inner.map(isUnavailable) ?? false
+            }
+        }
+        if error is ConnectionPoolError { return true }
+        if let psql = error as? PSQLError {
+            switch psql.code {
+            case .server:
+                let state = psql.serverInfo?[.sqlState] ?? ""
+                // 08: connection exception; 57P01-03: admin/crash shutdown, cannot connect now;
+                // 53300: too many connections; 57014: canceled (statement_timeout).
+                return state.hasPrefix("08") || state.hasPrefix("57P") || state == "53300" || state == "57014"
+            case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .poolClosed,
+                .queryCancelled, .sslUnsupported, .failedToAddSSLHandler:
+                return true
+            default:
+                return false
+            }
+        }
+        return false
+    }
+}
+
+/// `operation`'s result, or ``DatabaseUnavailableError/timedOut`` once `timeout` has passed — then without
+/// waiting for `operation` (it is cancelled, and a statement stuck on a dead connection ends when the pool
+/// retires that connection). Cancelling the caller cancels `operation`.
+public func withDeadline<T: Sendable>(
+    _ timeout: Duration,
+    _ operation: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    let work = Task { try await operation() }
+    return try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let pending = Once(continuation)
+            let timer = Task {
+                try? await Task.sleep(for: timeout)
+                if let waiting = pending.take() {
+                    work.cancel()
+                    waiting.resume(throwing: DatabaseUnavailableError.timedOut)
+                }
+            }
+            Task {
+                let result: Result<T, any Error>
+                do { result = .success(try await work.value) } catch { result = .failure(error) }
+                if let waiting = pending.take() {
+                    timer.cancel()
+                    waiting.resume(with: result)
+                }
+            }
+        }
+    } onCancel: {
+        work.cancel()
+    }
+}
+
+/// A continuation resumed by whichever comes first.
+private final class Once<T: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<T, any Error>?>
+    init(_ continuation: CheckedContinuation<T, any Error>) { self.continuation = Mutex(continuation) }
+    func take() -> CheckedContinuation<T, any Error>? { continuation.withLock { $0.take() } }
+}

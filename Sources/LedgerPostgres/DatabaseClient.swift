@@ -1,0 +1,223 @@
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+import Synchronization
+
+/// The ledger's connection pool: a PostgresNIO `PostgresClient`, run as a service, that fails fast while the
+/// database is unreachable and comes back as soon as the database does.
+///
+/// **Start.** PostgresNIO logs a warning for every connection leased before `PostgresClient.run()` has begun,
+/// and a service group starts its services concurrently, so whatever may query at start awaits ``running()``
+/// first; ``run()`` lets the waiters go as it starts the pool.
+///
+/// **Outages** (with a ``Watch``, as the daemon runs it). PostgresNIO's pool queues leases while it cannot
+/// connect — up to its 60 s circuit breaker — and then retries with a backoff that grows to a minute, so on its
+/// own a request waits about a minute during an outage and the service resumes up to a minute after the
+/// database's return. Here a watcher runs `SELECT 1` on a connection of its own every ``Watch/interval``, each
+/// with a deadline of ``Watch/timeout``:
+/// - when a probe fails, the database is *unavailable*: every statement fails at once with
+///   ``DatabaseUnavailableError``, and the pool is replaced by a fresh one — the old one shuts down, which fails
+///   the leases it queued and closes its connections (statements in flight on them fail);
+/// - when a probe succeeds again, another fresh pool (no backoff history) takes over and statements flow.
+///
+/// Without a watch (commands, most tests) this is the plain pool.
+public final class DatabaseClient: Service, Sendable {
+    /// How the database is watched: a probe every `interval`, failing after `timeout`.
+    public struct Watch: Sendable {
+        public var interval: Duration
+        public var timeout: Duration
+
+        public init(interval: Duration = .milliseconds(500), timeout: Duration = .seconds(1)) {
+            self.interval = interval
+            self.timeout = timeout
+        }
+    }
+
+    private struct State {
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter = 0
+        var started = false
+        var stopped = false
+        /// The pool statements use.
+        var current: PostgresClient
+        /// Each pool's `run()`, by generation; a retired pool's task is cancelled (its pool shuts down).
+        var runs: [Int: Task<Void, Never>] = [:]
+        var generation = 0
+        var available = true
+    }
+
+    private let configuration: PostgresClient.Configuration
+    private let watch: Watch?
+    private let logger: Logger
+    private let state: Mutex<State>
+
+    /// A pool for `configuration`; with `watch`, it also watches the database (see the type's notes).
+    public init(configuration: PostgresClient.Configuration, backgroundLogger: Logger, watch: Watch? = nil) {
+        self.configuration = configuration
+        self.watch = watch
+        self.logger = backgroundLogger
+        self.state = Mutex(State(current: PostgresClient(configuration: configuration, backgroundLogger: backgroundLogger)))
+    }
+
+    /// False while the watcher finds the database unreachable.
+    public var isAvailable: Bool { state.withLock { $0.available } }
+
+    /// True when a watcher runs (the daemon's pool).
+    public var isWatched: Bool { watch != nil }
+
+    // MARK: - Statements
+
+    /// The pool to use now; throws ``DatabaseUnavailableError`` while the database is unreachable.
+    private func pool() throws -> PostgresClient {
+        try state.withLock { state in
+            guard state.available else { throw DatabaseUnavailableError.unreachable }
+            return state.current
+        }
+    }
+
+    /// Runs one statement (PostgresNIO's `PostgresClient.query`).
+    @discardableResult
+    public func query(
+        _ query: PostgresQuery,
+        logger: Logger? = nil,
+        file: String = #fileID,
+        line: Int = #line
+    ) async throws -> PostgresRowSequence {
+        try await pool().query(query, logger: logger, file: file, line: line)
+    }
+
+    /// Leases a connection for `closure`'s lifetime (PostgresNIO's `PostgresClient.withConnection`).
+    public func withConnection<Result>(
+        isolation: isolated (any Actor)? = #isolation,
+        _ closure: (PostgresConnection) async throws -> sending Result
+    ) async throws -> sending Result {
+        try await pool().withConnection(isolation: isolation, closure)
+    }
+
+    /// Runs `closure` in a transaction and returns once its COMMIT has returned (PostgresNIO's
+    /// `PostgresClient.withTransaction`).
+    public func withTransaction<Result>(
+        logger: Logger,
+        file: String = #file,
+        line: Int = #line,
+        isolation: isolated (any Actor)? = #isolation,
+        _ closure: (PostgresConnection) async throws -> sending Result
+    ) async throws -> sending Result {
+        try await pool().withTransaction(logger: logger, file: file, line: line, isolation: isolation, closure)
+    }
+
+    // MARK: - Running
+
+    /// Runs the pool (and the watcher) until graceful shutdown or cancellation.
+    public func run() async {
+        let first = state.withLock { $0.current }
+        startGeneration(first, becomeAvailable: false)
+        if let watch {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await self.watchDatabase(watch) }
+                try? await gracefulShutdown()
+                group.cancelAll()
+            }
+        } else {
+            try? await gracefulShutdown()
+        }
+        let runs = state.withLock { state -> [Task<Void, Never>] in
+            state.stopped = true
+            return Array(state.runs.values)
+        }
+        for run in runs { run.cancel() }
+        for run in runs { await run.value }
+    }
+
+    /// Returns once ``run()`` has started the pool (at once if it has), or when the task is cancelled.
+    public func running() async {
+        let id = state.withLock { state -> Int? in
+            guard !state.started else { return nil }
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+        guard let id else { return }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    guard !state.started, !Task.isCancelled else { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+        }
+    }
+
+    /// Runs `client` as the pool statements use from now on; the pools before it shut down. With
+    /// `becomeAvailable`, statements flow again once it is in place.
+    private func startGeneration(_ client: PostgresClient, becomeAvailable: Bool) {
+        let generation = state.withLock { state -> Int in
+            state.generation += 1
+            return state.generation
+        }
+        let run = Task {
+            let (retired, waiters, stopped) = state.withLock { state in
+                guard !state.stopped else { return ([Task<Void, Never>](), [CheckedContinuation<Void, Never>](), true) }
+                state.current = client
+                if becomeAvailable { state.available = true }
+                state.started = true
+                let waiters = Array(state.waiters.values)
+                state.waiters = [:]
+                return (state.runs.filter { $0.key < generation }.map(\.value), waiters, false)
+            }
+            for task in retired { task.cancel() }
+            for waiter in waiters { waiter.resume() }
+            if !stopped { await client.run() }
+            state.withLock { _ = $0.runs.removeValue(forKey: generation) }
+        }
+        // (If it already finished — only when stopped — the entry is a finished task: harmless.)
+        state.withLock { $0.runs[generation] = run }
+    }
+
+    /// Probes the database every ``Watch/interval``; replaces the pool when it goes and when it comes back.
+    private func watchDatabase(_ watch: Watch) async {
+        var probe: (client: PostgresClient, run: Task<Void, Never>)?
+        defer { probe?.run.cancel() }
+        while !Task.isCancelled {
+            do {
+                try await Task.sleep(for: watch.interval)
+            } catch {
+                return
+            }
+            if probe == nil {
+                var options = configuration
+                options.options.maximumConnections = 1
+                options.options.connectTimeout = watch.timeout
+                options.options.keepAliveBehavior = nil
+                let client = PostgresClient(configuration: options, backgroundLogger: Self.quiet)
+                probe = (client, Task { await client.run() })
+            }
+            let client = probe!.client
+            var healthy = true
+            do {
+                _ = try await withDeadline(watch.timeout) {
+                    try await client.query("SELECT 1")
+                }
+            } catch {
+                healthy = false
+                probe?.run.cancel()
+                probe = nil
+            }
+            let wasAvailable = isAvailable
+            if wasAvailable && !healthy {
+                logger.warning("the database is unreachable; statements fail at once until it is back")
+                state.withLock { $0.available = false }
+                startGeneration(PostgresClient(configuration: configuration, backgroundLogger: logger), becomeAvailable: false)
+            } else if !wasAvailable && healthy {
+                logger.notice("the database is back; statements flow again")
+                startGeneration(PostgresClient(configuration: configuration, backgroundLogger: logger), becomeAvailable: true)
+            }
+        }
+    }
+
+    /// The probe's pool logs nothing: the watcher says what matters once per transition.
+    private static let quiet = Logger(label: "ledger.database.probe", factory: { _ in SwiftLogNoOpLogHandler() })
+}

@@ -1,0 +1,95 @@
+import Foundation
+import LedgerTestSupport
+import Testing
+
+/// The README's quick start, executed as written — command by command, in one shell (its variables carry from
+/// line to line), each command's status and output checked — against a real daemon whose data directory is
+/// `./.ledgerd` of the shell's working directory. Only `swift run ledgerd` becomes the built binary, and the
+/// daemon's port comes in as `LEDGERD_PORT` (which the walk and `ledgerd settle` honour).
+@Suite struct QuickStartTests {
+    /// The commands of the README's "Quick start" shell block (comments and blank lines dropped, `\` lines joined).
+    static func commands() throws -> [String] {
+        let readme = try String(contentsOf: TestCluster.repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        guard let section = readme.range(of: "## Quick start"),
+            let open = readme.range(of: "```sh\n", range: section.upperBound..<readme.endIndex),
+            let close = readme.range(of: "\n```", range: open.upperBound..<readme.endIndex)
+        else { return [] }
+        var commands: [String] = []
+        var pending = ""
+        for line in readme[open.upperBound..<close.lowerBound].split(separator: "\n") {
+            let text = line.trimmingCharacters(in: .whitespaces)
+            if pending.isEmpty && (text.isEmpty || text.hasPrefix("#")) { continue }
+            if text.hasSuffix("\\") {
+                pending += text.dropLast() + " "
+            } else {
+                commands.append(pending + text)
+                pending = ""
+            }
+        }
+        return commands
+    }
+
+    @Test(.timeLimit(.minutes(4))) func theReadmesQuickStartRunsCommandByCommand() async throws {
+        let commands = try Self.commands()
+        #expect(commands.count >= 10, "\(commands)")
+        let root = URL(fileURLWithPath: "/tmp/ledgerd-qs-\(UUID().uuidString.prefix(8))")
+        let log = URL(fileURLWithPath: "\(root.path).log")
+        defer {
+            for url in [root, log] { try? FileManager.default.removeItem(at: url) }
+        }
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let daemon = try await DaemonProcess.start(
+            dataDirectory: root.appendingPathComponent(".ledgerd"),
+            port: Int.random(in: 20_000..<40_000),
+            logFile: log
+        )
+        guard daemon.health != nil else {
+            daemon.process.terminate()
+            Issue.record("no /health answer; daemon output:\n\(daemon.output())")
+            return
+        }
+        var script = "cd '\(root.path)'\n"
+        for (index, command) in commands.enumerated() {
+            let runnable = command.replacingOccurrences(of: "swift run ledgerd", with: "'\(DaemonProcess.binary.path)'")
+            script += "{ \(runnable)\n} > '\(root.path)/out.\(index)' 2>&1; echo $? > '\(root.path)/rc.\(index)'\n"
+        }
+        _ = try await ChildProcess.run(
+            URL(fileURLWithPath: "/bin/bash"),
+            ["-c", script],
+            environment: DaemonProcess.environment(["LEDGERD_PORT": "\(daemon.port)", "LEDGERD_LOG_LEVEL": "warning"])
+        )
+
+        var outputs: [String] = []
+        for (index, command) in commands.enumerated() {
+            let status = (try? String(contentsOfFile: "\(root.path)/rc.\(index)", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+            let output = (try? String(contentsOfFile: "\(root.path)/out.\(index)", encoding: .utf8)) ?? ""
+            outputs.append(output)
+            #expect(status == "0", "README command \(index + 1) failed (\(status ?? "not run")): \(command)\n\(output)")
+        }
+        let all = outputs.joined(separator: "\n")
+        #expect(all.contains(#""status":"up""#) || all.contains(#""status": "up""#), "health")
+        #expect(all.contains("Clock"), "the inventory lists the demo catalog")
+        #expect(all.contains("shipped"), "the order shipped")
+        #expect(all.contains("OrderShipped"), "the history shows the shipment")
+        #expect(all.contains("settling "), "ledgerd settle says which day it picked")
+        #expect(all.contains("rows)"), "psql answered")
+        #expect(!all.contains("internal_error"))
+        try await daemon.stop()
+    }
+
+    /// With no daemon at `LEDGERD_PORT`, a back-office command says so in one line (no raw error dump) and exits 1.
+    @Test func withTheDaemonDownTheCLISaysSoInOneLine() async throws {
+        let port = Int.random(in: 40_000..<50_000)
+        let result = try await DaemonProcess.run(
+            ["order", "capture", "3f0c0a36-0000-4000-8000-000000000000", "--api-key", "k"],
+            environment: DaemonProcess.environment(["LEDGERD_PORT": "\(port)", "LEDGERD_LOG_LEVEL": "warning"])
+        )
+        let lines = result.output.split(separator: "\n")
+        #expect(result.status == 1)
+        #expect(
+            lines.count == 1 && lines[0].contains("cannot reach the daemon at http://127.0.0.1:\(port): connection refused"),
+            "\(result.output)"
+        )
+        #expect(!result.output.contains("NSURLErrorDomain") && !result.output.contains("Error Domain"))
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import LedgerApp
+import LedgerTestSupport
+import Testing
+
+/// Secrets in embedded mode as root: the cluster's processes do not inherit the daemon's environment (API keys,
+/// URLs), the generated `api-keys.json` is 0600 in a root-owned directory, and the `postgres` OS user — trying for
+/// real, as that user — can neither read nor replace it.
+@Suite struct SecretsTests {
+    static var rootWithPostgresUser: Bool { geteuid() == 0 && getpwnam("postgres") != nil }
+
+    /// Runs `script` with `sh -c` as the `postgres` OS user; its exit status and output.
+    static func asPostgres(_ script: String) async throws -> (status: Int32, output: String) {
+        try await ChildProcess.run(
+            URL(fileURLWithPath: "/usr/bin/setpriv"),
+            ["--reuid=postgres", "--regid=postgres", "--init-groups", "--", "/bin/sh", "-c", script],
+            currentDirectory: URL(fileURLWithPath: "/")
+        )
+    }
+
+    @Test(.enabled(if: rootWithPostgresUser), .timeLimit(.minutes(3)))
+    func thePostgresUserCannotReadOrReplaceTheDaemonsSecrets() async throws {
+        let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-sec-\(UUID().uuidString.prefix(8))")
+        let log = URL(fileURLWithPath: "\(dataDirectory.path).log")
+        defer {
+            for url in [dataDirectory, log] { try? FileManager.default.removeItem(at: url) }
+        }
+        let marker = "secret-marker-\(UUID().uuidString)"
+        let daemon = try await DaemonProcess.start(
+            dataDirectory: dataDirectory,
+            port: Int.random(in: 20_000..<40_000),
+            logFile: log,
+            // A secret in the daemon's environment (as a database URL or keys would be); no keys: they are generated.
+            environment: ["LEDGERD_TEST_SECRET": marker, "LEDGERD_OPERATOR_KEYS": nil, "LEDGERD_AUDITOR_KEYS": nil]
+        )
+        guard daemon.health != nil, let operatorKey = daemon.operatorKey else {
+            daemon.process.terminate()
+            Issue.record("the daemon did not come up with generated keys:\n\(daemon.output())")
+            return
+        }
+        let keys = dataDirectory.appendingPathComponent("api-keys.json")
+        let original = try Data(contentsOf: keys)
+
+        // The server's processes carry none of the daemon's environment.
+        let postmaster =
+            try String(contentsOf: dataDirectory.appendingPathComponent("pg/postmaster.pid"), encoding: .utf8)
+            .split(separator: "\n").first.map(String.init) ?? ""
+        let environ = try String(decoding: Data(contentsOf: URL(fileURLWithPath: "/proc/\(postmaster)/environ")), as: UTF8.self)
+        #expect(!environ.contains(marker) && !environ.contains("LEDGERD_"), "postmaster environment: \(environ)")
+
+        // The files and the directory: root's, the key file 0600.
+        let attributes = try FileManager.default.attributesOfItem(atPath: keys.path)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600 && (attributes[.ownerAccountID] as? Int) == 0)
+        let directory = try FileManager.default.attributesOfItem(atPath: dataDirectory.path)
+        #expect((directory[.ownerAccountID] as? Int) == 0 && (directory[.posixPermissions] as? Int) == 0o711)
+
+        // As postgres: read, replace, plant, rename — each refused.
+        let path = keys.path
+        let attempts = [
+            "cat '\(path)'",
+            "cp /dev/null '\(path)'",
+            "printf '{\"operator_keys\":[\"planted\"],\"auditor_keys\":[]}' > '\(path).new' && mv '\(path).new' '\(path)'",
+            "mv '\(path)' '\(path).orig'",
+            "rm -f '\(path)'",
+            "ls '\(dataDirectory.path)'",
+            "grep -a LEDGERD_ /proc/\(postmaster)/environ",
+        ]
+        for attempt in attempts {
+            let outcome = try await Self.asPostgres(attempt)
+            #expect(outcome.status != 0, "as postgres, `\(attempt)` succeeded: \(outcome.output)")
+            #expect(!outcome.output.contains("olk_"), "as postgres, `\(attempt)` showed a key")
+        }
+        // The cluster itself still works for that user (its own directories), and nothing changed.
+        #expect(try await Self.asPostgres("test -O '\(dataDirectory.path)/pg/PG_VERSION'").status == 0)
+        #expect(try Data(contentsOf: keys) == original)
+        let (status, _) = try await daemon.request("GET", "/orders?limit=1", timeout: 10)
+        #expect(status == 200 && !operatorKey.isEmpty)
+        try await daemon.stop()
+    }
+
+    @Test func secretFilesAre0600WhateverTheUmaskAndNeverOverwritten() throws {
+        let directory = URL(fileURLWithPath: "/tmp/ledgerd-secretfile-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("key.pem")
+        let previous = umask(0)
+        defer { umask(previous) }
+        try SecretFile.write(Data("first".utf8), to: file)
+        #expect((try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int) == 0o600)
+        #expect(throws: SecretFileError.self) { try SecretFile.write(Data("second".utf8), to: file) }
+        #expect(try String(contentsOf: file, encoding: .utf8) == "first")
+        try SecretFile.write(Data("third".utf8), to: file, overwrite: true)
+        #expect(try String(contentsOf: file, encoding: .utf8) == "third")
+        #expect((try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int) == 0o600)
+        // No temporary file is left behind.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["key.pem"])
+    }
+}
