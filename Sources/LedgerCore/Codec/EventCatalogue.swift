@@ -171,7 +171,7 @@ public enum EventCatalogue {
         case .settlementPayoutPaid: entry(kind, SettlementPayoutPaid.self, .settlementBatch) { .settlement(.paid($0)) }
         // Reconciliation: `reconciliation-<batch id>`.
         case .reconciliationRecorded:
-            entry(kind, ReconciliationRecorded.self, .reconciliation) { .settlement(.reconciled($0)) }
+            entry(kind, ReconciliationRecorded.self, .reconciliation, alsoReads: [1]) { .settlement(.reconciled($0)) }
         case .reconciliationBreakFound:
             entry(kind, ReconciliationBreakFound.self, .reconciliation) { .settlement(.breakFound($0)) }
         case .reconciliationBreakResolved:

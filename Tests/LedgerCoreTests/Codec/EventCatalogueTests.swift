@@ -276,7 +276,29 @@ struct EventCatalogueTests {
 
     @Test func aSchemaOneClosedBatchIsStillReadable() {
         #expect(EventKind.settlementBatchClosed.entry.readableSchemaVersions == [1, 2])
-        #expect(EventCatalogue.entries.filter { $0.readableSchemaVersions.count > 1 }.map(\.kind) == [.settlementBatchClosed])
+        #expect(
+            EventCatalogue.entries.filter { $0.readableSchemaVersions.count > 1 }.map(\.kind) == [
+                .settlementBatchClosed, .reconciliationRecorded,
+            ]
+        )
+    }
+
+    /// Schema 2 of ReconciliationRecorded added `report` (an upload's key); a schema 1 result, written
+    /// before uploads were reconciliations of their own, reads as the acquirer's.
+    @Test func aSchemaOneReconciliationReadsAsTheAcquirers() throws {
+        #expect(EventKind.reconciliationRecorded.entry.readableSchemaVersions == [1, 2])
+        let v1 = #"{"batch_id":"b","breaks":[],"ledger_items":1,"matched":1,"report_lines":2,"window_closed":false}"#
+        let decoded = try EventCatalogue.decode(type: "ReconciliationRecorded", schemaVersion: 1, data: Data(v1.utf8))
+        guard case .settlement(.reconciled(let result)) = decoded else {
+            Issue.record("decoded \(decoded)")
+            return
+        }
+        #expect(result.report == nil && result.matched == 1)
+        // The acquirer's result is written without `report`, an upload's with it.
+        #expect(try String(decoding: LedgerJSON.encode(result), as: UTF8.self) == v1)
+        var upload = result
+        upload.report = "upload-00"
+        #expect(try String(decoding: LedgerJSON.encode(upload), as: UTF8.self).contains(#""report":"upload-00""#))
     }
 
     @Test func newEventWritesOnlyRegisteredPayloadsUnderTheirOwnName() throws {
