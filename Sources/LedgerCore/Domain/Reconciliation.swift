@@ -258,6 +258,15 @@ public struct ReconciliationTally: Sendable {
             return
         }
         netUnits += line.signedNetMinorUnits
+        if SettlementRecordKind(adyenType: line.type) == .unmapped {
+            add(
+                .unmappedRecord,
+                line.modificationReference.isEmpty ? line.pspReference : line.modificationReference,
+                actual: String(line.signedNetMinorUnits),
+                "a \(line.type) record no mapping knows"
+            )
+            return
+        }
         guard line.type == .settled || line.type == .refunded else {
             add(
                 .unmatchedAdjustment,
