@@ -146,6 +146,24 @@ public struct EmbeddedPostgres: Sendable {
         logger.info("embedded PostgreSQL stopped")
     }
 
+    /// ``start()`` for async code that runs beside other work (tests, mostly): `initdb` and `pg_ctl -w`
+    /// take seconds, and waiting for them must not hold one of Swift concurrency's cooperative threads
+    /// (as many as cores), so this waits on a Dispatch thread.
+    public func startOffPool() async throws -> (endpoint: Endpoint, alreadyRunning: Bool) {
+        try await Self.offCooperativePool { try self.start() }
+    }
+
+    /// ``stop(mode:)``, waiting on a Dispatch thread (see ``startOffPool()``).
+    public func stopOffPool(mode: String = "fast") async throws {
+        try await Self.offCooperativePool { try self.stop(mode: mode) }
+    }
+
+    static func offCooperativePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
     /// True while a postmaster runs for this cluster.
     public var isRunning: Bool {
         guard let bin = try? resolveBinDirectory(), let owner = try? runAsUser() else { return false }

@@ -41,7 +41,7 @@ import Testing
         }
         for _ in 0..<3 { #expect(try await pay().0 == 200) }
 
-        try cluster.stop(mode: "immediate")
+        try await cluster.stopOffPool(mode: "immediate")
         // At once, and again after the daemon has noticed.
         for round in 0..<2 {
             let (health, healthBody) = try await daemon.request("GET", "/health", timeout: 2)
@@ -53,7 +53,7 @@ import Testing
             try await Task.sleep(for: .seconds(2))
         }
 
-        try cluster.start()
+        _ = try await cluster.startOffPool()
         let back = ContinuousClock.now
         var healthy = false
         while ContinuousClock.now - back < .seconds(5) {

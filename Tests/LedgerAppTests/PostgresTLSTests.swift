@@ -47,8 +47,10 @@ import Testing
                 ),
                 logger: TestCluster.logger
             )
-            try cluster.start()
         }
+
+        /// Starts the cluster, waiting off the cooperative pool (``EmbeddedPostgres/startOffPool()``).
+        func start() async throws { _ = try await cluster.startOffPool() }
 
         func shutdown() {
             try? cluster.stop()
@@ -81,6 +83,7 @@ import Testing
     @Test func eachSSLModeBehavesAsLibpqDocuments() async throws {
         let cluster = try Cluster()
         defer { cluster.shutdown() }
+        try await cluster.start()
         let right = "sslrootcert=\(cluster.rightCA)"
         let wrong = "sslrootcert=\(cluster.wrongCA)"
         // No verification: disable is plain; allow, prefer (the TCP default) and require encrypt without checking.

@@ -564,7 +564,11 @@ import Testing
             var (status, text) = try await postReport(client, csv)
             #expect(status == .ok, "\(text)")
             #expect(try JSONDecoder().decode(ReconciliationReply.self, from: Data(text.utf8)).breaks.isEmpty)
-            #expect(try await services.store.head().position == head)  // the same result: nothing new recorded
+            head += 1  // the upload's own reconciliation, beside the acquirer's
+            #expect(try await services.store.head().position == head)
+            (status, text) = try await postReport(client, csv)
+            #expect(status == .ok, "\(text)")
+            #expect(try await services.store.head().position == head)  // the same upload, the same result: nothing new
 
             // The same report with the capture's gross and net one cent higher and the payout to match.
             var lines = try SettlementReportCSV().parse(csv)
@@ -588,6 +592,67 @@ import Testing
             (status, _) = try await postReport(client, try SettlementReportCSV().write(lines))
             #expect(status == .notFound)
             #expect(try await services.store.head().position == head)
+        }
+    }
+
+    /// Issue 17: every upload is its own reconciliation, kept beside the acquirer's; an edited upload
+    /// leaves the acquirer's reconciliation as it was, re-uploading the real report leaves the edited
+    /// upload's resolved break in view, and break amounts are decimal strings.
+    @Test func anEditedUploadLeavesTheAcquirersReconciliationAndEveryResolutionInView() async throws {
+        let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))
+        try await TestApp.withApp(seed: true, clock: { clock.now }) { client, services in
+            let id = try await storefront.placeOrder(client)
+            try await capture(client, id)
+            clock.set(Self.instant("2026-06-17T22:00:01Z"))
+            let batchID = try #require(try await settle(client, "2026-06-17").batches.first?.batch_id)
+            let acquirers = try await reconciliation(client, batchID)
+            #expect(acquirers.report == "acquirer" && acquirers.breaks.isEmpty && acquirers.reconciliations.count == 1)
+            let (_, csv) = try await get(client, "/settlements/\(batchID)/report.csv")
+
+            // An edited report: the capture's gross and net one cent higher, the payout to match.
+            var lines = try SettlementReportCSV().parse(csv)
+            let i = try #require(lines.firstIndex { $0.type == .settled })
+            let gross = try #require(lines[i].grossCredit)
+            lines[i].grossCredit = Money(minorUnits: gross.minorUnits + 1, currency: .usd)
+            lines[i].netCredit = Money(minorUnits: lines[i].netCredit!.minorUnits + 1, currency: .usd)
+            let p = lines.count - 1
+            lines[p].netDebit = Money(minorUnits: lines[p].netDebit!.minorUnits + 1, currency: .usd)
+            let editedCSV = try SettlementReportCSV().write(lines)
+            var (status, text) = try await postReport(client, editedCSV)
+            #expect(status == .ok, "\(text)")
+            let edited = try WireJSON.decode(ReconciliationReply.self, from: text)
+            let uploadKey = "upload-" + SHA256.hash(data: Array(editedCSV.utf8)).map { String(format: "%02x", $0) }.joined()
+            #expect(edited.report == uploadKey && edited.currency == "USD")
+            let found = try #require(edited.breaks.first)
+            #expect(edited.breaks.map(\.class) == ["amount_mismatch"])
+            // Amounts as decimal strings, like the rest of the API.
+            #expect(found.expected == gross.decimalString && found.actual == Money(minorUnits: gross.minorUnits + 1, currency: .usd).decimalString)
+            #expect(found.break_id == "\(batchID).\(uploadKey).amount_mismatch.\(found.reference)")
+
+            // The batch's view still reflects the acquirer's reconciliation, unchanged, with the upload beside it.
+            var view = try await reconciliation(client, batchID)
+            #expect(view.report == "acquirer" && view.breaks.isEmpty && view.matched == acquirers.matched)
+            #expect(view.reconciliations.map(\.report) == ["acquirer", uploadKey])
+            #expect(view.reconciliations.first == acquirers.reconciliations.first)
+
+            (status, text) = try await resolve(client, found.break_id, #"{"reason": "our edit, not the acquirer's"}"#)
+            #expect(status == .ok, "\(text)")
+            #expect(try WireJSON.decode(ReconciliationReply.self, from: text).report == uploadKey)
+
+            // Re-uploading the real report: its own clean reconciliation; the resolution stays in view.
+            (status, text) = try await postReport(client, csv)
+            #expect(status == .ok, "\(text)")
+            #expect(try WireJSON.decode(ReconciliationReply.self, from: text).breaks.isEmpty)
+            view = try await reconciliation(client, batchID)
+            #expect(view.report == "acquirer" && view.reconciliations.count == 3)
+            #expect(view.reconciliations.first == acquirers.reconciliations.first)
+            let editedView = try #require(view.reconciliations.first { $0.report == uploadKey })
+            #expect(editedView.breaks.map(\.resolved) == [true] && editedView.open_breaks == 0)
+            #expect(view.resolutions.map(\.break_id) == [found.break_id])
+            #expect(view.resolutions.first?.resolution_reason == "our edit, not the acquirer's")
+            let recorded = try await services.store.readStream(Reconciliation.streamID(batchID: batchID)).map { try SettlementEvent.decode($0) }
+            let acquirerResults = recorded.filter { if case .reconciled(let e) = $0 { e.report == nil } else { false } }
+            #expect(acquirerResults.count == 1)
         }
     }
 

@@ -101,7 +101,12 @@ import Testing
             reason: "acquirer ticket 42",
             resolvedBy: "operator:0ff86987"
         )
-        return ReconciliationView(result, resolutions: [resolved.breakID: resolved])
+        let events: [SettlementEvent] = [.reconciled(result)] + found.map { .breakFound(ReconciliationBreakFound(batchID: batchID, found: $0)) }
+        return ReconciliationView(
+            currency: .usd,
+            events: (events + [.breakResolved(resolved)]).map { ($0, cutOff) },
+            reflecting: nil
+        )!
     }()
 
     static func roundTrips<T: Codable & Hashable>(_ value: T) throws -> Bool {
@@ -202,14 +207,24 @@ import Testing
 
         let reply = ReconciliationReply(Self.reconciliation)
         #expect(reply.open_breaks == 1 && reply.breaks.map(\.resolved) == [false, true])
+        // Amounts as decimal strings in the batch's currency; the view lists every report's
+        // reconciliation and every resolution.
+        let amountBreak =
+            #"{"actual":"59.01","break_id":"OrderLedgerStore-USD-2026-06-17.amount_mismatch.o-1-capture-1","class":"amount_mismatch","#
+            + #""detail":"gross differs from the ledger","expected":"59.00","reference":"o-1-capture-1","resolved":false}"#
+        let resolvedBreak =
+            #"{"break_id":"OrderLedgerStore-USD-2026-06-17.missing_at_acquirer.o-2-capture-1","class":"missing_at_acquirer","#
+            + #""detail":"absent from this report and the next","expected":"10.00","reference":"o-2-capture-1","#
+            + #""resolution_reason":"acquirer ticket 42","resolved":true,"resolved_by":"operator:0ff86987"}"#
+        let breaks = "[\(amountBreak),\(resolvedBreak)]"
+        let acquirers =
+            #"{"breaks":\#(breaks),"ledger_items":3,"matched":1,"open_breaks":1,"recorded_at":"2026-06-17T22:00:00.000000Z","#
+            + #""report":"acquirer","report_lines":4,"window_closed":true}"#
         #expect(
-            try WireJSON.encode(reply) == #"{"batch_id":"OrderLedgerStore-USD-2026-06-17","breaks":[{"actual":"5901","#
-                + #""break_id":"OrderLedgerStore-USD-2026-06-17.amount_mismatch.o-1-capture-1","class":"amount_mismatch","#
-                + #""detail":"gross differs from the ledger","expected":"5900","reference":"o-1-capture-1","resolved":false},"#
-                + #"{"break_id":"OrderLedgerStore-USD-2026-06-17.missing_at_acquirer.o-2-capture-1","class":"missing_at_acquirer","#
-                + #""detail":"absent from this report and the next","expected":"1000","reference":"o-2-capture-1","#
-                + #""resolution_reason":"acquirer ticket 42","resolved":true,"resolved_by":"operator:0ff86987"}],"ledger_items":3,"#
-                + #""matched":1,"open_breaks":1,"report_lines":4,"window_closed":true}"#
+            try WireJSON.encode(reply)
+                == #"{"batch_id":"OrderLedgerStore-USD-2026-06-17","breaks":\#(breaks),"currency":"USD","ledger_items":3,"#
+                + #""matched":1,"open_breaks":1,"reconciliations":[\#(acquirers)],"report":"acquirer","report_lines":4,"#
+                + #""resolutions":[\#(resolvedBreak)],"window_closed":true}"#
         )
 
         let erased = [

@@ -47,7 +47,7 @@ public actor TestCluster {
     )
 
     private static func startCluster() async throws -> EmbeddedPostgres.Endpoint {
-        let endpoint = try embedded.start().endpoint
+        let endpoint = try await embedded.startOffPool().endpoint
         atexit { try? TestCluster.embedded.stop() }
         try await withClient(endpoint: endpoint, database: "postgres", user: endpoint.superuser) { client in
             // Leftovers of earlier runs go; the template is rebuilt from the current sql/.

@@ -171,11 +171,21 @@ public enum EventCatalogue {
         case .settlementPayoutPaid: entry(kind, SettlementPayoutPaid.self, .settlementBatch) { .settlement(.paid($0)) }
         // Reconciliation: `reconciliation-<batch id>`.
         case .reconciliationRecorded:
-            entry(kind, ReconciliationRecorded.self, .reconciliation) { .settlement(.reconciled($0)) }
+            entry(kind, ReconciliationRecorded.self, .reconciliation, alsoReads: [1]) { .settlement(.reconciled($0)) }
         case .reconciliationBreakFound:
             entry(kind, ReconciliationBreakFound.self, .reconciliation) { .settlement(.breakFound($0)) }
         case .reconciliationBreakResolved:
             entry(kind, ReconciliationBreakResolved.self, .reconciliation) { .settlement(.breakResolved($0)) }
+        // Disputes: `dispute-<id>`, folded into `DisputeState`.
+        case .disputeInquiryRaised: entry(kind, DisputeInquiryRaised.self, .dispute) { .dispute(.inquiryRaised($0)) }
+        case .chargebackReceived: entry(kind, ChargebackReceived.self, .dispute) { .dispute(.chargeback($0)) }
+        case .disputeDefenseSubmitted: entry(kind, DisputeDefenseSubmitted.self, .dispute) { .dispute(.defenseSubmitted($0)) }
+        case .disputeSecondPresentment: entry(kind, DisputeSecondPresentment.self, .dispute) { .dispute(.secondPresentment($0)) }
+        case .chargebackReversed: entry(kind, ChargebackReversed.self, .dispute) { .dispute(.reversed($0)) }
+        case .disputePreArbitrationOpened:
+            entry(kind, DisputePreArbitrationOpened.self, .dispute) { .dispute(.preArbitration($0)) }
+        case .secondChargebackReceived: entry(kind, SecondChargebackReceived.self, .dispute) { .dispute(.secondChargeback($0)) }
+        case .disputeClosed: entry(kind, DisputeClosed.self, .dispute) { .dispute(.closed($0)) }
         // Apple Pay markers: `applepay-<digest>`, `applepay_rejected-<digest>`.
         case .applePayTokenAccepted:
             entry(kind, ApplePayTokenAccepted.self, .applePayMarker) { .applePayTokenAccepted($0) }
@@ -199,6 +209,8 @@ public enum EventKind: CaseIterable, Hashable, Sendable {
     case settlementBatchOpened, settlementBatchClosed, settlementBatchSubmitted, settlementBatchCleared
     case settlementPayoutScheduled, settlementPayoutPaid
     case reconciliationRecorded, reconciliationBreakFound, reconciliationBreakResolved
+    case disputeInquiryRaised, chargebackReceived, disputeDefenseSubmitted, disputeSecondPresentment, chargebackReversed
+    case disputePreArbitrationOpened, secondChargebackReceived, disputeClosed
     case applePayTokenAccepted, applePayTokenRejected
     case checkpointSigned
     case contactErased
@@ -221,6 +233,8 @@ public enum EventCategory: String, CaseIterable, Hashable, Sendable {
     case settlementBatch = "settlement_batch"
     /// A batch's reconciliation results and break resolutions.
     case reconciliation
+    /// A dispute (`DisputeState`): inquiry, chargeback, defense, …, its close.
+    case dispute
     /// Single-use markers and audit traces of Apple Pay tokens; no aggregate folds them.
     case applePayMarker = "apple_pay_marker"
     /// Signed checkpoints of the chain.
@@ -233,6 +247,7 @@ public enum EventCategory: String, CaseIterable, Hashable, Sendable {
         switch self {
         case .product, .shippingMethod, .order, .hold: .domain
         case .settlementBatch, .reconciliation: .settlement
+        case .dispute: .dispute
         case .applePayMarker, .checkpoint, .privacy: .standalone
         }
     }
@@ -247,6 +262,7 @@ public enum EventCategory: String, CaseIterable, Hashable, Sendable {
         case .hold: "hold"
         case .settlementBatch: "settlement"
         case .reconciliation: "reconciliation"
+        case .dispute: "dispute"
         case .applePayMarker: "applepay"
         case .checkpoint: CheckpointSigned.stream.rawValue
         case .privacy: "privacy"
@@ -260,6 +276,8 @@ public enum EventFamily: String, CaseIterable, Hashable, Sendable {
     case domain
     /// ``SettlementEvent``: settlement batches and their reconciliation.
     case settlement
+    /// ``DisputeEvent``: a dispute's lifecycle.
+    case dispute
     /// Its own case of ``LedgerEvent``; replays of the domain skip it.
     case standalone
 }

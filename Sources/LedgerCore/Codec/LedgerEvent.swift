@@ -9,6 +9,8 @@ public enum LedgerEvent: Hashable, Sendable {
     case domain(DomainEvent)
     /// Settlement batch and reconciliation events.
     case settlement(SettlementEvent)
+    /// A dispute's events (`dispute-<id>`).
+    case dispute(DisputeEvent)
     /// An Apple Pay token's single-use marker.
     case applePayTokenAccepted(ApplePayTokenAccepted)
     /// The audit trace of a refused genuine Apple Pay token.
@@ -23,6 +25,7 @@ public enum LedgerEvent: Hashable, Sendable {
         switch self {
         case .domain(let e): return e.payload
         case .settlement(let e): return e.payload
+        case .dispute(let e): return e.payload
         case .applePayTokenAccepted(let e): return e
         case .applePayTokenRejected(let e): return e
         case .checkpointSigned(let e): return e

@@ -500,9 +500,16 @@ public enum HoldLifecycle {
         order.holdsStock && order.shipment == nil && hold.refundable.isZero
     }
 
-    /// The order's status given its hold's money and its shipment. One function, used by the
-    /// deciders (to record it) and by tests (to check it).
-    public static func status(balance b: HoldBalance, shipped: Bool) -> OrderStatus {
+    /// The order's status given its hold's money, its shipment and its dispute (if any). One
+    /// function, used by the deciders (to record it) and by tests (to check it).
+    ///
+    /// A dispute decides first (issue 17): while its funds are debited, and once it is accepted or
+    /// lost, the order is `charged_back`; while it is open with its funds not debited, `disputed`; a
+    /// won dispute leaves the status its money and shipment give.
+    public static func status(balance b: HoldBalance, shipped: Bool, dispute: DisputeState? = nil) -> OrderStatus {
+        if let dispute, dispute.status != .won {
+            return dispute.debited || dispute.status.isClosed ? .chargedBack : .disputed
+        }
         if b.refunded.minorUnits > 0 {
             return b.refunded == b.captured && b.open.isZero ? .refunded : .partiallyRefunded
         }

@@ -29,6 +29,11 @@ public enum OrderStatus: String, Hashable, Sendable, Codable, CaseIterable {
     /// Closed without a hold: the acquirer never saw the payment, or it was reversed after an unknown
     /// outcome. Not in the issue's list; a separate status because "declined" would blame the issuer.
     case cancelled
+    /// A dispute is open on the payment and its funds are not debited (an inquiry, a reversed chargeback
+    /// awaiting the issuer) (issue 17).
+    case disputed
+    /// The payment was charged back: a dispute's funds are debited, or it was accepted or lost (issue 17).
+    case chargedBack = "charged_back"
 
     /// Whether the acquirer's answer is still awaited (the order is a recovery candidate).
     public var awaitsPayment: Bool { self == .pendingPayment || self == .paymentUnknown }
@@ -267,7 +272,8 @@ public struct OrderState: Hashable, Sendable {
     public var holdsStock: Bool {
         switch status {
         case .pendingPayment, .paymentUnknown, .authorized, .partiallyCaptured, .captured: return true
-        case .partiallyRefunded: return shipment == nil
+        // A dispute leaves the stock as it was: reserved until shipped (only a recorded return moves it).
+        case .partiallyRefunded, .disputed, .chargedBack: return shipment == nil
         case .shipped, .refunded, .voided, .expired, .declined, .cancelled: return false
         }
     }
@@ -335,7 +341,7 @@ public struct OrderState: Hashable, Sendable {
             return .failed(code: lastResponseCode, message: "payment not completed")
         case .voided, .expired:
             return .failed(code: nil, message: status.rawValue)
-        case .authorized, .partiallyCaptured, .captured, .shipped, .partiallyRefunded, .refunded:
+        case .authorized, .partiallyCaptured, .captured, .shipped, .partiallyRefunded, .refunded, .disputed, .chargedBack:
             return .succeeded(pspReference: pspReference ?? "")
         }
     }

@@ -21,9 +21,17 @@ public enum BreakClass: String, Hashable, Sendable, Codable, CaseIterable {
     case timing
     case unmatchedAdjustment = "unmatched_adjustment"
     case payoutMismatch = "payout_mismatch"
+    /// A report record of a type no mapping knows: kept as a break of its own, never dropped.
+    case unmappedRecord = "unmapped_record"
 }
 
-/// One break. `breakID` is stable for the same finding: `<batch id>.<class>.<reference>`.
+/// One break. `breakID` is stable for the same finding of the same report: `<batch id>.<class>.<reference>`
+/// for the acquirer's own report, `<batch id>.<report key>.<class>.<reference>` for an uploaded one (each
+/// upload is a reconciliation of its own, with its own breaks and resolutions).
+///
+/// `expected` and `actual` are recorded as the tally states them: minor units for the classes that
+/// compare money (``carriesAmounts``), counts, currency codes or line types for the others. The API
+/// shows money as decimal strings through ``figure(_:in:)``.
 public struct ReconciliationBreak: Hashable, Sendable, Codable {
     public var breakID: String
     public var breakClass: BreakClass
@@ -33,8 +41,16 @@ public struct ReconciliationBreak: Hashable, Sendable, Codable {
     public var actual: String?
     public var detail: String
 
-    public init(batchID: String, breakClass: BreakClass, reference: String, expected: String?, actual: String?, detail: String) {
-        self.breakID = "\(batchID).\(breakClass.rawValue).\(reference)"
+    public init(
+        batchID: String,
+        report: String? = nil,
+        breakClass: BreakClass,
+        reference: String,
+        expected: String?,
+        actual: String?,
+        detail: String
+    ) {
+        self.breakID = "\(batchID).\(report.map { $0 + "." } ?? "")\(breakClass.rawValue).\(reference)"
         self.breakClass = breakClass
         self.reference = reference
         self.expected = expected
@@ -46,6 +62,23 @@ public struct ReconciliationBreak: Hashable, Sendable, Codable {
         case breakID = "break_id"
         case breakClass = "class"
         case reference, expected, actual, detail
+    }
+
+    /// Whether `expected` and `actual` are amounts in minor units (else counts, codes or line types).
+    public var carriesAmounts: Bool {
+        switch breakClass {
+        case .missingInLedger, .missingAtAcquirer, .amountMismatch, .feeMismatch, .timing, .unmatchedAdjustment, .payoutMismatch,
+            .unmappedRecord:
+            true
+        case .currencyMismatch, .duplicate, .statusMismatch: false
+        }
+    }
+
+    /// `expected` or `actual` as the API shows it: an amount as a decimal string in `currency`
+    /// (``Money/decimalString``), anything else as recorded.
+    public func figure(_ value: String?, in currency: Currency) -> String? {
+        guard let value, carriesAmounts, let units = Int64(value) else { return value }
+        return Money(minorUnits: units, currency: currency).decimalString
     }
 }
 
@@ -60,11 +93,13 @@ public struct ExpectedFees: Hashable, Sendable {
     }
 }
 
-/// A batch's reconciliation result.
+/// A batch's reconciliation result against one report: the acquirer's own (`report` nil) or an
+/// operator's upload (`report` its key, `upload-<SHA-256 of the bytes>`). Schema 2 added `report`;
+/// schema 1 results are the acquirer's.
 @MemberwiseInit
 public struct ReconciliationRecorded: LedgerEventPayload {
     public static let eventType = "ReconciliationRecorded"
-    public static let schemaVersion: Int32 = 1
+    public static let schemaVersion: Int32 = 2
     public static let eventKind = EventKind.reconciliationRecorded
 
     public var batchID: String
@@ -74,13 +109,15 @@ public struct ReconciliationRecorded: LedgerEventPayload {
     public var ledgerItems: Int
     public var matched: Int
     public var breaks: [ReconciliationBreak]
+    /// The uploaded report's key; nil for the acquirer's own report.
+    public var report: String?
 
     enum CodingKeys: String, CodingKey {
         case batchID = "batch_id"
         case windowClosed = "window_closed"
         case reportLines = "report_lines"
         case ledgerItems = "ledger_items"
-        case matched, breaks
+        case matched, breaks, report
     }
 }
 
@@ -169,6 +206,8 @@ public enum Reconciliation {
 public struct ReconciliationTally: Sendable {
     public let batchID: String
     public let currency: Currency
+    /// The uploaded report's key (nil: the acquirer's own report); it scopes the break ids.
+    public let report: String?
     private var breaks: [ReconciliationBreak] = []
     private var breakIDs: Set<String> = []
     private var matched = 0
@@ -177,13 +216,22 @@ public struct ReconciliationTally: Sendable {
     private var payoutUnits: Int64 = 0
     private var netUnits: Int64 = 0
 
-    public init(batchID: String, currency: Currency) {
+    public init(batchID: String, currency: Currency, report: String? = nil) {
         self.batchID = batchID
         self.currency = currency
+        self.report = report
     }
 
     private mutating func add(_ c: BreakClass, _ reference: String, expected: String? = nil, actual: String? = nil, _ detail: String) {
-        let b = ReconciliationBreak(batchID: batchID, breakClass: c, reference: reference, expected: expected, actual: actual, detail: detail)
+        let b = ReconciliationBreak(
+            batchID: batchID,
+            report: report,
+            breakClass: c,
+            reference: reference,
+            expected: expected,
+            actual: actual,
+            detail: detail
+        )
         if breakIDs.insert(b.breakID).inserted { breaks.append(b) }
     }
 
@@ -210,6 +258,15 @@ public struct ReconciliationTally: Sendable {
             return
         }
         netUnits += line.signedNetMinorUnits
+        if SettlementRecordKind(adyenType: line.type) == .unmapped {
+            add(
+                .unmappedRecord,
+                line.modificationReference.isEmpty ? line.pspReference : line.modificationReference,
+                actual: String(line.signedNetMinorUnits),
+                "a \(line.type) record no mapping knows"
+            )
+            return
+        }
         guard line.type == .settled || line.type == .refunded else {
             add(
                 .unmatchedAdjustment,
@@ -312,7 +369,8 @@ public struct ReconciliationTally: Sendable {
             reportLines: reportLines,
             ledgerItems: ledgerItems,
             matched: matched,
-            breaks: tally.breaks
+            breaks: tally.breaks,
+            report: report
         )
     }
 

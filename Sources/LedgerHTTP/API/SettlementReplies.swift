@@ -153,42 +153,81 @@ public struct SettlementRunLine: Codable, Sendable, Hashable {
 }
 
 /// `GET /settlements/{id}/reconciliation`, and the answer to resolving a break and to uploading a report:
-/// the batch's latest reconciliation, its breaks with their resolutions.
+/// the reconciliation the reply reflects (`report`: `acquirer` for the acquirer's own report, else the
+/// upload's key, `upload-<SHA-256>`) at the top level, every report's reconciliation in `reconciliations`
+/// (the acquirer's first, then each upload), and every resolution ever recorded in `resolutions`.
+/// Break amounts are decimal strings in the batch's `currency`, like the rest of the API.
 public struct ReconciliationReply: Codable, Sendable, Hashable {
     /// A break and, once an operator resolved it, why and by whom.
     public struct Break: Codable, Sendable, Hashable {
         public let break_id, `class`, reference, detail: String
+        /// Amounts (the classes that compare money) are decimal strings; counts, codes and line types as they are.
         public let expected, actual: String?
         public let resolved: Bool
         public let resolution_reason, resolved_by: String?
 
-        public init(_ b: ReconciliationView.Break) {
+        public init(_ b: ReconciliationView.Break, currency: Currency) {
             break_id = b.found.breakID
             `class` = b.found.breakClass.rawValue
             reference = b.found.reference
             detail = b.found.detail
-            expected = b.found.expected
-            actual = b.found.actual
+            expected = b.found.figure(b.found.expected, in: currency)
+            actual = b.found.figure(b.found.actual, in: currency)
             resolved = b.resolution != nil
             resolution_reason = b.resolution?.reason
             resolved_by = b.resolution?.resolvedBy
         }
     }
 
-    public let batch_id: String
+    /// One report's reconciliation: its latest result.
+    public struct Report: Codable, Sendable, Hashable {
+        /// `acquirer` or the upload's key.
+        public let report: String
+        public let recorded_at: String
+        public let window_closed: Bool
+        public let report_lines, ledger_items, matched: Int
+        public let breaks: [Break]
+        public let open_breaks: Int
+
+        public init(_ r: ReconciliationView.Report, currency: Currency) {
+            report = r.report ?? ReconciliationReply.acquirer
+            recorded_at = EventJSON.timestamp(r.recordedAt.epochMicroseconds)
+            window_closed = r.result.windowClosed
+            report_lines = r.result.reportLines
+            ledger_items = r.result.ledgerItems
+            matched = r.result.matched
+            breaks = r.breaks.map { Break($0, currency: currency) }
+            open_breaks = r.openBreaks
+        }
+    }
+
+    /// The name of the acquirer's own report in `report`.
+    public static let acquirer = "acquirer"
+
+    public let batch_id, currency: String
+    /// Which report the top-level figures reflect: `acquirer` or an upload's key.
+    public let report: String
     /// Whether the next batch's report was known (absent items are then final breaks, not timing).
     public let window_closed: Bool
     public let report_lines, ledger_items, matched: Int
     public let breaks: [Break]
     public let open_breaks: Int
+    /// Every report's reconciliation of the batch.
+    public let reconciliations: [Report]
+    /// Every resolution recorded on the batch, with its break, whether or not a later result still lists it.
+    public let resolutions: [Break]
 
     public init(_ view: ReconciliationView) {
         batch_id = view.result.batchID
+        currency = view.currency.code
+        report = view.reflected.report ?? Self.acquirer
         window_closed = view.result.windowClosed
         report_lines = view.result.reportLines
         ledger_items = view.result.ledgerItems
         matched = view.result.matched
-        breaks = view.breaks.map(Break.init)
+        breaks = view.breaks.map { Break($0, currency: view.currency) }
         open_breaks = view.openBreaks
+        reconciliations = view.reports.map { Report($0, currency: view.currency) }
+        resolutions = view.resolutions.map { Break($0, currency: view.currency) }
     }
 }

@@ -37,27 +37,81 @@ public struct SettlementRunSummary: Sendable, Hashable {
     public let batches: [SettlementBatchOutcome]
 }
 
-/// A batch's latest reconciliation as the back office reads it: the result last recorded, each of its
-/// breaks with the operator's resolution if there is one.
+/// A batch's reconciliations as the back office reads them (issue 17: every upload is its own
+/// reconciliation, kept beside the acquirer's; a resolution stays visible forever): one entry per
+/// report (the acquirer's first, then uploads in the order they were first reconciled), each its
+/// latest result with its breaks and their resolutions, and every resolution ever recorded. The view
+/// *reflects* one of them (``reflected``): the one an upload or a resolution concerned, else the
+/// acquirer's.
 public struct ReconciliationView: Sendable, Hashable {
-    /// A break of the latest result, and how it was resolved (nil while it is open).
+    /// A break of a result, and how it was resolved (nil while it is open).
     @MemberwiseInit
     public struct Break: Sendable, Hashable {
         public let found: ReconciliationBreak
         public let resolution: ReconciliationBreakResolved?
     }
 
-    /// The result recorded last (its counts; its breaks are ``breaks``).
-    public let result: ReconciliationRecorded
-    /// The result's breaks, in its order.
-    public let breaks: [Break]
+    /// One report's reconciliation: its latest result and that result's breaks.
+    public struct Report: Sendable, Hashable {
+        /// The result recorded last for this report (its counts; its breaks are ``breaks``).
+        public let result: ReconciliationRecorded
+        /// When that result was recorded.
+        public let recordedAt: Date
+        /// The result's breaks, in its order.
+        public let breaks: [Break]
+        /// The uploaded report's key; nil for the acquirer's own report.
+        public var report: String? { result.report }
+        /// Breaks no one resolved yet.
+        public var openBreaks: Int { breaks.filter { $0.resolution == nil }.count }
+    }
 
-    /// Breaks no one resolved yet.
-    public var openBreaks: Int { breaks.filter { $0.resolution == nil }.count }
+    /// The batch's currency (break amounts are shown in it).
+    public let currency: Currency
+    /// Every report's reconciliation: the acquirer's first, then uploads by first reconciliation.
+    public let reports: [Report]
+    /// The reconciliation this view reflects.
+    public let reflected: Report
+    /// Every resolution recorded on the batch, in order, with the break it resolved.
+    public let resolutions: [Break]
 
-    /// The view of `result` with the resolutions recorded for its breaks (by break id).
-    public init(_ result: ReconciliationRecorded, resolutions: [String: ReconciliationBreakResolved]) {
-        self.result = result
-        breaks = result.breaks.map { Break(found: $0, resolution: resolutions[$0.breakID]) }
+    /// The reflected result (its counts).
+    public var result: ReconciliationRecorded { reflected.result }
+    /// The reflected result's breaks.
+    public var breaks: [Break] { reflected.breaks }
+    /// The reflected result's breaks no one resolved yet.
+    public var openBreaks: Int { reflected.openBreaks }
+
+    /// Folds a reconciliation stream's events. `reflecting`: the report key to reflect (nil: the
+    /// acquirer's, else the latest upload's). Nil when the stream holds no result.
+    public init?(currency: Currency, events: [(event: SettlementEvent, recordedAt: Date)], reflecting: String?) {
+        var latest: [String?: (ReconciliationRecorded, Date)] = [:]
+        var order: [String?] = []
+        var found: [String: ReconciliationBreak] = [:]
+        var resolved: [ReconciliationBreakResolved] = []
+        var lastUpload: String?
+        for (event, recordedAt) in events {
+            switch event {
+            case .reconciled(let e):
+                if latest[e.report] == nil { order.append(e.report) }
+                latest[e.report] = (e, recordedAt)
+                if e.report != nil { lastUpload = e.report }
+            case .breakFound(let e): found[e.found.breakID] = e.found
+            case .breakResolved(let e): resolved.append(e)
+            default: break
+            }
+        }
+        let byID = Dictionary(resolved.map { ($0.breakID, $0) }, uniquingKeysWith: { first, _ in first })
+        func report(_ key: String?) -> Report? {
+            latest[key].map { result, at in
+                Report(result: result, recordedAt: at, breaks: result.breaks.map { Break(found: $0, resolution: byID[$0.breakID]) })
+            }
+        }
+        let keys = order.filter { $0 == nil } + order.filter { $0 != nil }
+        let reports = keys.compactMap(report)
+        guard let reflected = (reflecting.flatMap(report) ?? report(nil) ?? report(lastUpload)) else { return nil }
+        self.currency = currency
+        self.reports = reports
+        self.reflected = reflected
+        self.resolutions = resolved.compactMap { r in found[r.breakID].map { Break(found: $0, resolution: r) } }
     }
 }

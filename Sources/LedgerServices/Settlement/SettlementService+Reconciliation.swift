@@ -28,7 +28,7 @@ extension SettlementService {
             laterKey = next.opened.batchID
         }
         let schedule = pricing.first { $0.currency == state.opened.currency }
-        var tally = ReconciliationTally(batchID: batchID, currency: state.opened.currency)
+        var tally = ReconciliationTally(batchID: batchID, currency: state.opened.currency, report: reportKey)
         var lineNumber = 0
         let repeated = try await repeatedReferences(in: key)
         func classify(_ lines: [SettlementReportLine], _ found: [String: (item: SettlementBatchItem, batchID: String?)]) {
@@ -79,7 +79,7 @@ extension SettlementService {
             var found: Set<String> = []
             for recorded in events {
                 switch try SettlementEvent.decode(recorded) {
-                case .reconciled(let e): last = e
+                case .reconciled(let e) where e.report == reportKey: last = e
                 case .breakFound(let e): found.insert(e.found.breakID)
                 default: break
                 }
@@ -215,46 +215,55 @@ extension SettlementService {
             try await reports.storeUpload(key: key, csv: csv, lines: lines, digest: digest)
         }
         _ = try await lock.withLock("settlement") { try await reconcile(batchID: batchID, reportKey: key) }
-        return try await recordedReconciliation(batchID)
+        return try await recordedReconciliation(batchID, reflecting: key)
     }
 
     // MARK: Reads and resolutions
 
-    /// The batch's latest reconciliation with its breaks and their resolutions, or nil when none is recorded.
+    /// The batch's reconciliations — the acquirer's report's and each upload's, each its latest result
+    /// with its breaks and their resolutions — and every resolution ever recorded; nil when none is
+    /// recorded. The view reflects the acquirer's reconciliation when there is one, else the latest upload's.
     public func reconciliation(id: String) async throws -> ReconciliationView? {
+        try await reconciliationView(id, reflecting: nil)
+    }
+
+    /// The view reflecting the reconciliation of report `reflecting` (nil: the acquirer's, else the latest upload's).
+    func reconciliationView(_ id: String, reflecting: String?) async throws -> ReconciliationView? {
         guard let stream = StreamID("reconciliation-" + id) else { return nil }
-        let events = try await store.readStream(stream).map { try SettlementEvent.decode($0) }
-        var latest: ReconciliationRecorded?
-        var resolutions: [String: ReconciliationBreakResolved] = [:]
-        for event in events {
-            if case .reconciled(let e) = event { latest = e }
-            if case .breakResolved(let e) = event { resolutions[e.breakID] = e }
-        }
-        return latest.map { ReconciliationView($0, resolutions: resolutions) }
+        let events = try await store.readStream(stream)
+        guard !events.isEmpty, let batch = try await load(SettlementBatch.streamID(batchID: id)) else { return nil }
+        return ReconciliationView(
+            currency: batch.opened.currency,
+            events: try events.map { (try SettlementEvent.decode($0), $0.recordedAt) },
+            reflecting: reflecting
+        )
     }
 
     /// The reconciliation just recorded for `batchID` (one always is once a report was reconciled).
-    func recordedReconciliation(_ batchID: String) async throws -> ReconciliationView {
-        guard let view = try await reconciliation(id: batchID) else {
+    func recordedReconciliation(_ batchID: String, reflecting: String? = nil) async throws -> ReconciliationView {
+        guard let view = try await reconciliationView(batchID, reflecting: reflecting) else {
             throw ServiceError(.internalFailure, code: "reconciliation_missing", message: "no reconciliation of \(batchID) is recorded")
         }
         return view
     }
 
-    /// Records an operator's resolution of an open break; returns the reconciliation with it.
+    /// Records an operator's resolution of a break any reconciliation of the batch ever found;
+    /// returns the reconciliation of the report that found it.
     public func resolveBreak(id: String, reason: String, actor: String) async throws -> ReconciliationView {
         let batchID = String(id.prefix { $0 != "." })
         guard !batchID.isEmpty, let stream = StreamID("reconciliation-" + batchID) else { throw ServiceError.notFound("no break \(id)") }
         for _ in 0..<Self.maximumAttempts {
             let recorded = try await store.readStream(stream)
             let events = try recorded.map { try SettlementEvent.decode($0) }
-            var latest: ReconciliationRecorded?
+            var found: ReconciliationBreakFound?
             var resolved = false
+            var report: String?
             for event in events {
-                if case .reconciled(let e) = event { latest = e }
+                if case .reconciled(let e) = event, e.breaks.contains(where: { $0.breakID == id }) { report = e.report }
+                if case .breakFound(let e) = event, e.found.breakID == id { found = e }
                 if case .breakResolved(let e) = event, e.breakID == id { resolved = true }
             }
-            guard let latest, latest.breaks.contains(where: { $0.breakID == id }) else { throw ServiceError.notFound("no open break \(id)") }
+            guard found != nil else { throw ServiceError.notFound("no break \(id)") }
             if resolved { throw ServiceError.conflict("already_resolved", "break \(id) is already resolved") }
             let event = SettlementEvent.breakResolved(ReconciliationBreakResolved(batchID: batchID, breakID: id, reason: reason, resolvedBy: actor))
             do {
@@ -266,7 +275,7 @@ extension SettlementService {
                         metadata: EventMetadata(correlationID: batchID, actor: actor, command: "ResolveBreak")
                     )
                 )
-                return try await recordedReconciliation(batchID)
+                return try await recordedReconciliation(batchID, reflecting: report)
             } catch let error as AppendError where error == .versionConflict {
                 continue
             }

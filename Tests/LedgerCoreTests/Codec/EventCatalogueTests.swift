@@ -103,7 +103,51 @@ enum CatalogueSamples {
         .contactErased(ContactErased(contactRef: "contact-1", orderIDs: ["o-1", "o-2"], erasedAt: t0, reason: "data_subject_request")),
     ]
 
-    static let all: [LedgerEvent] = EventSamples.all.map(LedgerEvent.domain) + settlement.map(LedgerEvent.settlement) + standalone
+    static let disputeID = "d-PSP1-1"
+    static let disputeAmount = Money(minorUnits: 5900, currency: .usd)
+    static let dispute: [DisputeEvent] = [
+        .inquiryRaised(
+            DisputeInquiryRaised(
+                disputeID: disputeID,
+                orderID: OrderID("o-1")!,
+                pspReference: "PSP1",
+                reason: .visaNotReceived,
+                amount: disputeAmount,
+                raisedAt: t0,
+                dueAt: t0.addingTimeInterval(30 * 86_400)
+            )
+        ),
+        .chargeback(
+            ChargebackReceived(
+                disputeID: disputeID,
+                orderID: OrderID("o-1")!,
+                pspReference: "PSP1",
+                reason: .visaFraudCardAbsent,
+                amount: disputeAmount,
+                raisedAt: t0,
+                dueAt: t0.addingTimeInterval(30 * 86_400)
+            )
+        ),
+        .defenseSubmitted(DisputeDefenseSubmitted(disputeID: disputeID, evidenceRefs: ["ev-1"], submittedBy: "operator:k", submittedAt: t0)),
+        .secondPresentment(DisputeSecondPresentment(disputeID: disputeID, presentedAt: t0)),
+        .reversed(ChargebackReversed(disputeID: disputeID, amount: disputeAmount, reversedAt: t0)),
+        .preArbitration(DisputePreArbitrationOpened(disputeID: disputeID, openedAt: t0, dueAt: t0.addingTimeInterval(30 * 86_400))),
+        .secondChargeback(
+            SecondChargebackReceived(disputeID: disputeID, amount: disputeAmount, raisedAt: t0, dueAt: t0.addingTimeInterval(30 * 86_400))
+        ),
+        .closed(
+            DisputeClosed(
+                disputeID: disputeID,
+                outcome: .lost,
+                credited: Money(minorUnits: 0, currency: .usd),
+                debited: Money(minorUnits: 0, currency: .usd),
+                closedBy: "acquirer",
+                closedAt: t0
+            )
+        ),
+    ]
+    static let all: [LedgerEvent] =
+        EventSamples.all.map(LedgerEvent.domain) + settlement.map(LedgerEvent.settlement) + standalone + dispute.map(LedgerEvent.dispute)
 
     /// The stream a sample is written to, by the production code that names streams.
     static func stream(of event: LedgerEvent) -> StreamID {
@@ -116,6 +160,7 @@ enum CatalogueSamples {
         case .applePayTokenAccepted: return ApplePayLedger.markerStream(transactionDigest: digest)
         case .applePayTokenRejected: return ApplePayLedger.rejectionStream(transactionDigest: digest)
         case .checkpointSigned: return CheckpointSigned.stream
+        case .dispute(let e): return e.streamID
         case .contactErased(let e): return ContactErased.stream(for: e.contactRef)!
         }
     }
@@ -144,6 +189,8 @@ struct EventCatalogueTests {
         "SettlementPayoutScheduled", "SettlementPayoutPaid",
         "ReconciliationRecorded", "ReconciliationBreakFound", "ReconciliationBreakResolved",
         "ApplePayTokenAccepted", "ApplePayTokenRejected", "CheckpointSigned", "ContactErased",
+        "DisputeInquiryRaised", "ChargebackReceived", "DisputeDefenseSubmitted", "DisputeSecondPresentment", "ChargebackReversed",
+        "DisputePreArbitrationOpened", "SecondChargebackReceived", "DisputeClosed",
     ]
 
     @Test func everyKindHasOneEntryThatNamesItsPayloadBack() {
@@ -239,6 +286,25 @@ struct EventCatalogueTests {
             #expect(try decodeSettlement() == e)
             #expect(try e.newEvent(eventID: UUID(), effectiveAt: t0).data == json)
             #expect(throws: EventCodingError(.unknownType, type: event.type, "unknown event type")) { try decodeDomain() }
+        case .dispute(let e):
+            #expect(entry.category.family == .dispute)
+            let recorded = RecordedEvent(
+                position: 1,
+                streamID: e.streamID,
+                streamVersion: 1,
+                eventID: UUID(),
+                type: event.type,
+                schemaVersion: event.schemaVersion,
+                data: json,
+                metadata: "{}",
+                effectiveAtMicros: t0.epochMicroseconds,
+                recordedAtMicros: t0.epochMicroseconds,
+                prevHash: [],
+                hash: []
+            )
+            #expect(try DisputeEvent.decode(recorded) == e)
+            #expect(throws: EventCodingError(.unknownType, type: event.type, "unknown event type")) { try decodeDomain() }
+            #expect(throws: EventCodingError(.unknownType, type: event.type, "not a settlement event")) { try decodeSettlement() }
         case .applePayTokenAccepted, .applePayTokenRejected, .checkpointSigned, .contactErased:
             #expect(entry.category.family == .standalone)
             #expect(throws: EventCodingError(.unknownType, type: event.type, "unknown event type")) { try decodeDomain() }
@@ -276,7 +342,29 @@ struct EventCatalogueTests {
 
     @Test func aSchemaOneClosedBatchIsStillReadable() {
         #expect(EventKind.settlementBatchClosed.entry.readableSchemaVersions == [1, 2])
-        #expect(EventCatalogue.entries.filter { $0.readableSchemaVersions.count > 1 }.map(\.kind) == [.settlementBatchClosed])
+        #expect(
+            EventCatalogue.entries.filter { $0.readableSchemaVersions.count > 1 }.map(\.kind) == [
+                .settlementBatchClosed, .reconciliationRecorded,
+            ]
+        )
+    }
+
+    /// Schema 2 of ReconciliationRecorded added `report` (an upload's key); a schema 1 result, written
+    /// before uploads were reconciliations of their own, reads as the acquirer's.
+    @Test func aSchemaOneReconciliationReadsAsTheAcquirers() throws {
+        #expect(EventKind.reconciliationRecorded.entry.readableSchemaVersions == [1, 2])
+        let v1 = #"{"batch_id":"b","breaks":[],"ledger_items":1,"matched":1,"report_lines":2,"window_closed":false}"#
+        let decoded = try EventCatalogue.decode(type: "ReconciliationRecorded", schemaVersion: 1, data: Data(v1.utf8))
+        guard case .settlement(.reconciled(let result)) = decoded else {
+            Issue.record("decoded \(decoded)")
+            return
+        }
+        #expect(result.report == nil && result.matched == 1)
+        // The acquirer's result is written without `report`, an upload's with it.
+        #expect(try String(decoding: LedgerJSON.encode(result), as: UTF8.self) == v1)
+        var upload = result
+        upload.report = "upload-00"
+        #expect(try String(decoding: LedgerJSON.encode(upload), as: UTF8.self).contains(#""report":"upload-00""#))
     }
 
     @Test func newEventWritesOnlyRegisteredPayloadsUnderTheirOwnName() throws {
@@ -321,6 +409,11 @@ struct EventCatalogueTests {
             try json(CatalogueSamples.standalone[1]) == #"{"message":"the token's amount 5800 is not the order total","#
                 + #""reason":"amount_mismatch","rejected_at":"2025-06-15T15:06:41.250000Z","signed_at":"2025-06-15T15:06:40.000000Z","#
                 + #""transaction_id":"c0ffee"}"#
+        )
+        #expect(
+            try json(.dispute(CatalogueSamples.dispute[1])) == #"{"amount":{"amount":"59.00","currency":"USD"},"dispute_id":"d-PSP1-1","#
+                + #""due_at":"2025-07-15T15:06:40.000000Z","order_id":"o-1","psp_reference":"PSP1","raised_at":"2025-06-15T15:06:40.000000Z","#
+                + #""reason":{"code":"10.4","network":"visa"}}"#
         )
         let checkpoint = try json(CatalogueSamples.standalone[2])
         #expect(checkpoint.hasPrefix(#"{"hash":"abab"#) && checkpoint.contains(#""position":42,"public_key":"cdcd"#))

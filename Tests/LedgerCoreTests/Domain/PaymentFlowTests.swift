@@ -423,7 +423,7 @@ struct PaymentFlowTests {
         #expect(
             OrderStatus.allCases.map(\.rawValue) == [
                 "pending_payment", "payment_unknown", "authorized", "partially_captured", "captured", "shipped",
-                "partially_refunded", "refunded", "voided", "expired", "declined", "cancelled",
+                "partially_refunded", "refunded", "voided", "expired", "declined", "cancelled", "disputed", "charged_back",
             ]
         )
         #expect(OrderStatus.allCases.filter(\.isPaid) == [.authorized, .partiallyCaptured, .captured, .partiallyRefunded])

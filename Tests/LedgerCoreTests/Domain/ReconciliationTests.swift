@@ -118,6 +118,22 @@ import Testing
             classes([item(.capture, "a", 500)], [line(.settled, "a", 500), line(SettlementLineType(rawValue: "Fee"), "f", 100)])
                 == [.unmatchedAdjustment]
         )
+        // A record type no mapping knows is its own break, once, never dropped.
+        #expect(
+            classes([item(.capture, "a", 500)], [line(.settled, "a", 500), line(SettlementLineType(rawValue: "BrandNewType"), "n", 100)])
+                == [.unmappedRecord]
+        )
+        #expect(SettlementRecordKind(adyenType: .chargeback) == .chargeback && SettlementRecordKind(adyenType: .merchantPayout) == .payout)
+        for type in [
+            "Settled", "Refunded", "Chargeback", "SecondChargeback", "ChargebackReversed", "RefundedReversed", "Fee", "MiscCosts",
+            "MerchantPayout", "DepositCorrection", "InvoiceDeduction",
+        ] {
+            #expect(SettlementRecordKind(adyenType: SettlementLineType(rawValue: type)) != .unmapped, "\(type)")
+        }
+        for category in ["charge", "refund", "dispute", "dispute_reversal", "fee", "payout"] {
+            #expect(SettlementRecordKind(stripeCategory: category) != .unmapped, "\(category)")
+        }
+        #expect(SettlementRecordKind(stripeCategory: "brand_new_category") == .unmapped)
         let lines = [line(.settled, "a", 500)]
         let short = Reconciliation.reconcile(
             batchID: batch,
