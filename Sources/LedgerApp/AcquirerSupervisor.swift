@@ -19,6 +19,8 @@ import ServiceLifecycle
 /// `kill -9` — the pipe closes and the child exits, so no orphan keeps serving an old journal.
 public final class AcquirerSupervisor: Service, @unchecked Sendable {
     private let arguments: [String]
+    /// `<data dir>/acquirer/endpoint`: where the child serves now (not secret; operators and tests read it).
+    private let endpointFile: URL
     private let acquirer: HTTPAcquirer
     private let logger: Logger
     private let lock = NSLock()
@@ -26,8 +28,9 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
     private var stopping = false
     private var port: Int
 
-    private init(arguments: [String], acquirer: HTTPAcquirer, port: Int, logger: Logger) {
+    private init(arguments: [String], acquirer: HTTPAcquirer, port: Int, endpointFile: URL, logger: Logger) {
         self.arguments = arguments
+        self.endpointFile = endpointFile
         self.acquirer = acquirer
         self.port = port
         self.logger = logger
@@ -74,11 +77,14 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
             "--log-level", configuration.logLevel.rawValue,
             "--announce", "--exit-with-stdin",
         ]
-        if let clockOffsetMicroseconds { arguments += ["--clock-offset-microseconds", String(clockOffsetMicroseconds)] }
+        // "=": the offset may be negative, and "-…" alone would read as a flag.
+        if let clockOffsetMicroseconds { arguments += ["--clock-offset-microseconds=\(clockOffsetMicroseconds)"] }
         if let faults = configuration.acquirerWireFaults { arguments += ["--wire-faults", faults] }
         let first = try launch(arguments: arguments, port: 0, logger: logger)
         let client = acquirer("http://127.0.0.1:\(first.port)")
-        let supervisor = AcquirerSupervisor(arguments: arguments, acquirer: client, port: first.port, logger: logger)
+        let endpointFile = directory.appendingPathComponent("endpoint")
+        try Data("http://127.0.0.1:\(first.port)\n".utf8).write(to: endpointFile, options: .atomic)
+        let supervisor = AcquirerSupervisor(arguments: arguments, acquirer: client, port: first.port, endpointFile: endpointFile, logger: logger)
         supervisor.process = first.process
         logger.info("acquirer service started", metadata: ["port": "\(first.port)", "pid": "\(first.process.processIdentifier)"])
         return (supervisor, client)
@@ -105,6 +111,7 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
                             self.port = started.port
                         }
                         acquirer.setBaseURL("http://127.0.0.1:\(started.port)")
+                        try? Data("http://127.0.0.1:\(started.port)\n".utf8).write(to: endpointFile, options: .atomic)
                         logger.info("acquirer service restarted", metadata: ["port": "\(started.port)"])
                         break
                     } catch {
