@@ -49,6 +49,32 @@ let package = Package(
         .target(name: "LedgerCore", dependencies: ["LedgerMacros", .product(name: "HashTreeCollections", package: "swift-collections")]),
         // The deterministic acquirer model: authorization holds, settlement batches, reports. Pure.
         .target(name: "LedgerAcquirer", dependencies: ["LedgerCore", "LedgerMacros"]),
+        // The ledger's side of the acquirer's wire API: the wire types (shared with the service) and the adapter
+        // (AsyncHTTPClient: timeouts, retries under one idempotency key, a circuit breaker, metrics).
+        .target(
+            name: "LedgerAcquirerClient",
+            dependencies: [
+                "LedgerCore", "LedgerMacros",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        // `ledgerd acquirer serve`: the acquirer model as its own service — its journal in PostgreSQL (schema
+        // `acquirer`, sql/acquirer/), the wire API on Hummingbird, seeded wire faults. Another system than the
+        // ledger, so its SQL lives here, not in LedgerPostgres.
+        .target(
+            name: "LedgerAcquirerService",
+            dependencies: [
+                "LedgerCore", "LedgerAcquirer", "LedgerAcquirerClient", "LedgerPostgres", "LedgerMacros",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // Everything that speaks SQL: the event store (migrator, group-commit writer, chain verifier, embedded launcher),
         // the read models and their queries, the domain committer, idempotency probes, shipping contacts and settlement's
         // items, stored reports and reconciliation lookups.
@@ -117,6 +143,7 @@ let package = Package(
             name: "LedgerApp",
             dependencies: [
                 "LedgerCore", "LedgerAcquirer", "LedgerPostgres", "LedgerServices", "LedgerHTTP", "LedgerPayments",
+                "LedgerAcquirerClient", "LedgerAcquirerService",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -148,7 +175,7 @@ let package = Package(
         .executableTarget(
             name: "ledgerd",
             dependencies: [
-                "LedgerApp", "LedgerServices", "LedgerHTTP", "LedgerBench",
+                "LedgerApp", "LedgerServices", "LedgerHTTP", "LedgerBench", "LedgerAcquirer", "LedgerAcquirerService", "LedgerCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -211,7 +238,7 @@ let package = Package(
             name: "LedgerAppTests",
             dependencies: [
                 "LedgerApp", "LedgerServices", "LedgerHTTP", "LedgerTestSupport", "LedgerCoreTestSupport", "ledgerd", "LedgerPayments",
-                "LedgerPaymentsTesting",
+                "LedgerPaymentsTesting", "LedgerAcquirer", "LedgerAcquirerClient", "LedgerAcquirerService", "LedgerPostgres",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 // HTTPS tests: a client that trusts the test CA, the CA and certificates, raw sockets.

@@ -100,6 +100,17 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
 
     // MARK: Expiry
 
+    /// True when an operation at `now` would first expire at least one hold (a state change even for a query).
+    public func expiryDue(at now: Date) -> Bool {
+        guard let next = nextExpiry else { return false }
+        return next <= now
+    }
+
+    /// The acquirer's reference of the payment authorized under our `merchantReference` (placed or declined).
+    public func pspReference(of merchantReference: String) -> String? {
+        holds[merchantReference]?.pspReference ?? declined[merchantReference]?.response.pspReference
+    }
+
     /// Releases every open hold whose expiry time is at or before `now`: its open amount moves to
     /// `expired` and back to the card's open-to-buy. Applied once per hold (the hold leaves the
     /// open index), so calling it again, or with an earlier time, changes nothing.
@@ -130,14 +141,33 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
     /// the first answer and consumes nothing; a different request under a used reference throws
     /// `duplicateReference`. A 91/96 card answers with an unknown outcome and (by default) places nothing.
     public mutating func authorize(_ request: AuthorizationRequest, now: Date) throws(AcquirerError) -> AuthorizationResponse {
+        try authorize(command(for: request, now: now), now: now)
+    }
+
+    /// The authorization `request` stands for at `now`, its payment method resolved to the card the
+    /// issuer side sees (no card number): what a durable acquirer records, so that replaying it at the
+    /// same time gives the same answer.
+    public func command(for request: AuthorizationRequest, now: Date) -> AuthorizationCommand {
+        let today = configuration.cutOff.timeZone.localDayAndSecond(of: now).day
+        return AuthorizationCommand(
+            merchantReference: request.merchantReference,
+            amount: request.amount,
+            card: ResolvedCard.resolve(request.paymentMethod, cards: configuration.testCards, today: today),
+            captureIntent: request.captureIntent,
+            initiator: request.initiator,
+            authorizationType: request.authorizationType
+        )
+    }
+
+    /// Authorizes a resolved ``AuthorizationCommand`` at `now` (see ``authorize(_:now:)``).
+    public mutating func authorize(_ request: AuthorizationCommand, now: Date) throws(AcquirerError) -> AuthorizationResponse {
         expireHolds(now: now)
         let reference = request.merchantReference
         guard !reference.isEmpty else { throw AcquirerError(.invalidRequest, "empty merchant reference") }
         guard request.amount.minorUnits > 0 else {
             throw AcquirerError(.invalidAmount, reference: reference, "authorization amount must be positive")
         }
-        let today = configuration.cutOff.timeZone.localDayAndSecond(of: now).day
-        let card = ResolvedCard.resolve(request.paymentMethod, cards: configuration.testCards, today: today)
+        let card = request.card
         let summary = AuthorizationSummary(request: request, accountKey: card.accountKey)
 
         if let hold = holds[reference] {
@@ -488,7 +518,7 @@ struct AuthorizationSummary: Hashable, Sendable, Codable {
     var initiator: TransactionInitiator
     var authorizationType: AuthorizationType
 
-    init(request: AuthorizationRequest, accountKey: String) {
+    init(request: AuthorizationCommand, accountKey: String) {
         merchantReference = request.merchantReference
         amount = request.amount
         self.accountKey = accountKey

@@ -1,6 +1,18 @@
 import LedgerCore
 import LedgerMacros
 
+/// An authorization with its payment method resolved (``ResolvedCard``): what the durable acquirer
+/// service journals instead of the request, so that no device PAN or cryptogram is ever stored.
+@MemberwiseInit
+public struct AuthorizationCommand: Hashable, Sendable, Codable {
+    public var merchantReference: String
+    public var amount: Money
+    public var card: ResolvedCard
+    public var captureIntent: CaptureIntent
+    public var initiator: TransactionInitiator
+    public var authorizationType: AuthorizationType
+}
+
 /// A test card the model knows by its gateway token, with a fixed issuer answer.
 ///
 /// The tokens follow the names shoppers' developers know from gateway test modes. A card whose
@@ -68,15 +80,16 @@ public struct TestCard: Hashable, Sendable, Codable {
 }
 
 /// The card an authorization resolves to: the model's view of the payment method, without the PAN.
-struct ResolvedCard: Hashable, Sendable {
+@MemberwiseInit
+public struct ResolvedCard: Hashable, Sendable, Codable {
     /// The open-to-buy account key. For network tokens it is network + last four + expiry, because
     /// the model's state is persisted and must never hold a device PAN.
-    var accountKey: String
-    var network: CardNetwork?
-    var fundingType: FundingType?
-    var lastFour: String?
+    public var accountKey: String
+    public var network: CardNetwork?
+    public var fundingType: FundingType?
+    public var lastFour: String?
     /// The issuer's answer before the open-to-buy check.
-    var issuerResponse: ResponseCode
+    public var issuerResponse: ResponseCode
 
     /// Resolves a payment method against the configured test cards. Unknown tokens and numbers that
     /// fail the Luhn check answer 14; an expired network token answers 54; a token without a

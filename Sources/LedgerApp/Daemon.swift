@@ -25,31 +25,50 @@ public enum Daemon {
             let client = DatabaseClient(configuration: appConfiguration, backgroundLogger: logger, watch: .init())
             let keyring = try APIKeys.keyring(for: configuration, logger: logger)
             var clock: @Sendable () -> Date = { Date() }
+            var offsetMicroseconds: Int64?
             if let start = configuration.clockStart {
                 // Rehearsal time: starts at the configured instant, runs at wall speed.
                 let offset = start.timeIntervalSince(Date())
+                offsetMicroseconds = Int64((offset * 1_000_000).rounded())
                 clock = { Date().addingTimeInterval(offset) }
                 logger.warning("the daemon's clock is simulated (LEDGERD_CLOCK_START)", metadata: ["start": "\(start)"])
             }
             if let point = configuration.faultCrashAt {
                 logger.warning("a crash-test fault point is armed (LEDGERD_FAULT_CRASH_AT)", metadata: ["point": "\(point.rawValue)"])
             }
-            let services = try ServiceContainer(
-                client: client,
+            let metrics = LedgerMetrics()
+            let (acquirer, supervisor) = try await AcquirerConnection.open(
                 configuration: configuration,
-                metrics: LedgerMetrics(),
-                keyring: keyring,
-                clock: clock,
-                checkpointKey: checkpointKey,
-                acquirerSnapshot: configuration.dataDirectoryURL.appendingPathComponent("acquirer-model.json"),
+                database: database,
+                clockOffsetMicroseconds: offsetMicroseconds,
+                metrics: metrics,
                 logger: logger
             )
-            let app = try buildApplication(configuration: configuration, services: services, tls: tls, logger: logger)
-            logger.info(
-                "ledgerd serving",
-                metadata: ["address": "\(configuration.host):\(configuration.port)", "scheme": "\(tls == nil ? "http" : "https")"]
-            )
-            try await app.runService()
+            do {
+                let services = try ServiceContainer(
+                    client: client,
+                    configuration: configuration,
+                    metrics: metrics,
+                    keyring: keyring,
+                    acquirer: acquirer,
+                    clock: clock,
+                    checkpointKey: checkpointKey,
+                    acquirerSupervisor: supervisor,
+                    logger: logger
+                )
+                let app = try buildApplication(configuration: configuration, services: services, tls: tls, logger: logger)
+                logger.info(
+                    "ledgerd serving",
+                    metadata: ["address": "\(configuration.host):\(configuration.port)", "scheme": "\(tls == nil ? "http" : "https")"]
+                )
+                try await app.runService()
+            } catch {
+                supervisor?.stop()
+                try? await acquirer.shutdown()
+                throw error
+            }
+            supervisor?.stop()
+            try? await acquirer.shutdown()
         } catch {
             database.stop()
             throw error

@@ -51,8 +51,8 @@ public struct ServiceContainer: Sendable {
     public let recovery: RecoveryService
     public let holds: HoldService
     public let expiry: ExpirySweeper
-    /// Saves the daemon's acquirer model (nil when the acquirer is injected or not persisted).
-    public let acquirerStore: AcquirerModelStore?
+    /// Supervises the acquirer service the daemon runs as its child (nil: an external or injected acquirer).
+    public let acquirerSupervisor: AcquirerSupervisor?
     public let settlement: SettlementService
     /// Signs checkpoints; nil when no key is configured.
     public let checkpoints: CheckpointService?
@@ -63,8 +63,9 @@ public struct ServiceContainer: Sendable {
     let logger: Logger
 
     /// - Parameters:
-    ///   - acquirer: the acquirer to authorize against; by default the deterministic model seeded
-    ///     with `LEDGERD_ACQUIRER_SEED` on the wall clock.
+    ///   - acquirer: the acquirer to authorize against; by default an in-process deterministic model
+    ///     seeded with `LEDGERD_ACQUIRER_SEED` (the daemon passes its ``HTTPAcquirer``).
+    ///   - acquirerSupervisor: the child acquirer service, run first and stopped last.
     ///   - checkpointKey: signs checkpoints (the daemon reads it from `LEDGERD_CHECKPOINT_KEY`); nil: none.
     public init(
         client: DatabaseClient,
@@ -74,10 +75,11 @@ public struct ServiceContainer: Sendable {
         acquirer: (any Acquirer)? = nil,
         clock: @escaping @Sendable () -> Date = { Date() },
         checkpointKey: CheckpointKey? = nil,
-        acquirerSnapshot: URL? = nil,
+        acquirerSupervisor: AcquirerSupervisor? = nil,
         logger: Logger
     ) throws {
         self.client = client
+        self.acquirerSupervisor = acquirerSupervisor
         self.metrics = metrics
         self.keyring = keyring
         let writer = LedgerWriter(
@@ -92,32 +94,9 @@ public struct ServiceContainer: Sendable {
         self.verifier = ChainVerifier(client: client, logger: logger)
         self.catalog = CatalogService(writer: writer, store: store, logger: logger)
         let loader = AggregateLoader(store: store)
-        let fresh = {
-            AcquirerModel(
-                seed: configuration.acquirerSeed,
-                configuration: AcquirerModelConfiguration(
-                    defaultCreditLimit: configuration.acquirerCreditLimit,
-                    holdLifetimes: configuration.holdLifetimes.sorted { $0.key.rawValue < $1.key.rawValue }
-                        .map { HoldLifetimeRule(network: $0.key, lifetimeSeconds: $0.value) } + HoldLifetimeRule.standard,
-                    calendar: configuration.settlement.calendar,
-                    fundingLagBusinessDays: configuration.settlement.fundingLagBusinessDays
-                ),
-                clock: clock
-            )
-        }
-        // The daemon's own model persists in its data directory; an injected acquirer is the caller's.
-        if acquirer == nil, let acquirerSnapshot {
-            self.acquirerStore = try AcquirerModelStore.open(
-                at: acquirerSnapshot,
-                interval: configuration.acquirerSnapshotInterval,
-                logger: logger,
-                fresh: fresh,
-                clock: clock
-            )
-        } else {
-            self.acquirerStore = nil
-        }
-        let acquirer: any Acquirer = acquirer ?? acquirerStore.map { DurableAcquirer(store: $0) } ?? fresh()
+        // Without one (tests, benchmarks), an in-process model; the daemon passes its HTTP adapter.
+        let acquirer: any Acquirer =
+            acquirer ?? AcquirerModel(seed: configuration.acquirerSeed, configuration: configuration.acquirerModelConfiguration, clock: clock)
         let holds = HoldService(
             committer: DomainCommitter(writer: writer, loader: loader),
             loader: loader,
@@ -242,8 +221,9 @@ public func buildApplication(
     if let tls { app.addServices(CertificateReloader(store: tls, logger: logger)) }
     let pool = services.pool
     func afterPool(_ service: any Service) -> any Service { StartsAfterPool(pool: pool, service: service) }
+    // The child acquirer first, so that it stops last (after the server drained and the services stopped).
+    if let supervisor = services.acquirerSupervisor { app.addServices(supervisor) }
     app.addServices(pool, afterPool(services.writer), afterPool(services.recovery), afterPool(services.expiry))
-    if let store = services.acquirerStore { app.addServices(store) }
     if configuration.settlement.runAtCutOff {
         app.addServices(afterPool(SettlementScheduler(settlement: services.settlement, logger: logger)))
     }

@@ -35,7 +35,11 @@ import Logging
 /// | `LEDGERD_TAX_RATE` | `0.08` | sales tax on the goods (not shipping), a decimal fraction |
 /// | `LEDGERD_TAX_ROUNDING` | `half_up` | half_up, half_even, down or up: tax is rounded once per order to the minor unit |
 /// | `LEDGERD_RECOVERY_INTERVAL_SECONDS` | `30` | how often orders left pending are resolved with the acquirer |
-/// | `LEDGERD_ACQUIRER_SNAPSHOT_SECONDS` | `10` | how often the daemon saves its acquirer model (when changed) to `<data dir>/acquirer-model.json`; also at shutdown |
+/// | `LEDGERD_ACQUIRER_URL` | — | `http://host:port` of the acquirer service (`ledgerd acquirer serve`); unset = `serve` runs it as a supervised child on the embedded cluster |
+/// | `LEDGERD_ACQUIRER_API_KEY_FILE` | — | file holding the acquirer service's API key (with `LEDGERD_ACQUIRER_URL`; must not be readable by others). **Secret file.** Unset with a child: generated |
+/// | `LEDGERD_ACQUIRER_TIMEOUT_MS` | `10000` | read timeout of one acquirer call attempt (connect: 1000) |
+/// | `LEDGERD_ACQUIRER_ATTEMPTS` | `3` | attempts per acquirer call, all with the same idempotency key |
+/// | `LEDGERD_ACQUIRER_WIRE_FAULTS` | — | crash tests only: JSON `WireFaults` passed to the child acquirer service |
 /// | `LEDGERD_CAPTURE_POLICY` | `on_shipment` | `on_shipment`: capture what is open when the order ships; `automatic`: capture at authorization |
 /// | `LEDGERD_EXPIRY_INTERVAL_SECONDS` | `30` | how often the sweeper expires holds past their expiry |
 /// | `LEDGERD_HOLD_LIFETIMES` | network rules | acquirer model hold lifetime per network in seconds, e.g. `visa=604800,mastercard=2592000` (others keep the standard rules) |
@@ -99,7 +103,14 @@ public struct LedgerConfiguration: Sendable {
     public var recoveryInterval: Duration
     public var auditorKeys: [String]
     public var capturePolicy: CapturePolicy
-    public var acquirerSnapshotInterval: Duration
+    /// The acquirer service; nil: run it as a supervised child.
+    public var acquirerURL: String?
+    /// The file with the acquirer service's API key (external service).
+    public var acquirerAPIKeyFile: String?
+    public var acquirerTimeout: Duration
+    public var acquirerAttempts: Int
+    /// Seeded wire faults for the child acquirer (JSON `WireFaults`); nil: none.
+    public var acquirerWireFaults: String?
     public var expiryInterval: Duration
     /// Hold lifetime (seconds) per network, overriding the acquirer model's standard rules.
     public var holdLifetimes: [CardNetwork: Int64]
@@ -176,9 +187,20 @@ public struct LedgerConfiguration: Sendable {
             throw ConfigurationError("LEDGERD_CAPTURE_POLICY must be one of \(CapturePolicy.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         capturePolicy = policy
-        let snapshotSeconds = reader.int(forKey: "ledgerd.acquirer.snapshot.seconds", default: 10)
-        guard snapshotSeconds >= 1 else { throw ConfigurationError("LEDGERD_ACQUIRER_SNAPSHOT_SECONDS must be at least 1") }
-        acquirerSnapshotInterval = .seconds(snapshotSeconds)
+        acquirerURL = reader.string(forKey: "ledgerd.acquirer.url").flatMap { $0.isEmpty ? nil : $0 }
+        if let url = acquirerURL, !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
+            throw ConfigurationError("LEDGERD_ACQUIRER_URL must be an http:// or https:// URL, got \(url)")
+        }
+        acquirerAPIKeyFile = reader.string(forKey: "ledgerd.acquirer.api.key.file").flatMap { $0.isEmpty ? nil : $0 }
+        if acquirerURL != nil && acquirerAPIKeyFile == nil {
+            throw ConfigurationError("LEDGERD_ACQUIRER_URL needs LEDGERD_ACQUIRER_API_KEY_FILE (the service's API key)")
+        }
+        let timeoutMilliseconds = reader.int(forKey: "ledgerd.acquirer.timeout.ms", default: 10_000)
+        guard timeoutMilliseconds >= 10 else { throw ConfigurationError("LEDGERD_ACQUIRER_TIMEOUT_MS must be at least 10") }
+        acquirerTimeout = .milliseconds(timeoutMilliseconds)
+        acquirerAttempts = reader.int(forKey: "ledgerd.acquirer.attempts", default: 3)
+        guard (1...10).contains(acquirerAttempts) else { throw ConfigurationError("LEDGERD_ACQUIRER_ATTEMPTS must be 1…10") }
+        acquirerWireFaults = reader.string(forKey: "ledgerd.acquirer.wire.faults").flatMap { $0.isEmpty ? nil : $0 }
         let expirySeconds = reader.int(forKey: "ledgerd.expiry.interval.seconds", default: 30)
         guard expirySeconds >= 1 else { throw ConfigurationError("LEDGERD_EXPIRY_INTERVAL_SECONDS must be at least 1") }
         expiryInterval = .seconds(expirySeconds)

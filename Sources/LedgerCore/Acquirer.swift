@@ -620,6 +620,12 @@ public struct AcquirerError: Error, Hashable, Sendable, CustomStringConvertible 
         private let base: Base
         private init(_ base: Base) { self.base = base }
 
+        /// The code named `name` (its ``description``), as an adapter reads it back off the wire.
+        public init?(name: String) {
+            guard let base = Base(rawValue: name) else { return nil }
+            self.base = base
+        }
+
         /// No authorization, modification or batch with that reference.
         public static let unknownReference = Code(.unknownReference)
         /// The reference was already used for a different request (idempotency conflict).

@@ -34,15 +34,24 @@ public struct MigrationError: Error, CustomStringConvertible, Sendable {
 /// advisory lock.
 public struct Migrator: Sendable {
     public let migrations: [Migration]
+    /// The schema whose `schema_migrations` table records what is applied: `ledger` for the ledger's
+    /// set (sql/), `acquirer` for the acquirer service's own set (sql/acquirer/), which may live in
+    /// another database.
+    public let schema: String
     private let logger: Logger
 
     /// Arbitrary, fixed key for `pg_advisory_lock`.
     static let lockKey: Int64 = 0x4C45_4447_4D49_4752  // "LEDGMIGR"
 
-    public init(migrations: [Migration], logger: Logger) {
+    public init(migrations: [Migration], schema: String = "ledger", logger: Logger) {
+        precondition(schema.allSatisfy { $0.isASCII && ($0.isLowercase || $0 == "_") }, "a schema name is a constant identifier")
         self.migrations = migrations.sorted { $0.version < $1.version }
+        self.schema = schema
         self.logger = logger
     }
+
+    /// One advisory lock per migration set, so the ledger's and the acquirer's may run side by side.
+    private var lock: Int64 { schema == "ledger" ? Self.lockKey : Self.lockKey &+ 1 }
 
     /// Loads `NNNN_name.sql` files from a directory; other files are ignored.
     public static func load(from directory: URL) throws -> [Migration] {
@@ -82,23 +91,23 @@ public struct Migrator: Sendable {
     public func migrate(client: DatabaseClient) async throws -> Report {
         let logger = self.logger
         return try await client.withConnection { connection in
-            try await connection.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
+            try await connection.query("SELECT pg_advisory_lock(\(lock))", logger: logger)
             do {
-                let applied = try await Self.applied(connection: connection, logger: logger)
+                let applied = try await Self.applied(schema: schema, connection: connection, logger: logger)
                 try check(applied: applied)
                 var report = Report(applied: [], alreadyApplied: applied.count)
                 let pending = migrations.filter { applied[$0.version] == nil }
                 // Nothing pending: no DDL at all, so a role without DDL rights (ledger_app) may run this.
-                if !pending.isEmpty { try await Self.ensureTable(connection: connection, logger: logger) }
+                if !pending.isEmpty { try await Self.ensureTable(schema: schema, connection: connection, logger: logger) }
                 for migration in pending {
                     logger.info("applying migration", metadata: ["migration": "\(migration.name)"])
                     try await apply(migration, connection: connection)
                     report.applied.append(migration.name)
                 }
-                try await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+                try await connection.query("SELECT pg_advisory_unlock(\(lock))", logger: logger)
                 return report
             } catch {
-                _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger).collect()
+                _ = try? await connection.query("SELECT pg_advisory_unlock(\(lock))", logger: logger).collect()
                 throw error
             }
         }
@@ -109,7 +118,7 @@ public struct Migrator: Sendable {
     public func verifyApplied(client: DatabaseClient) async throws {
         let logger = self.logger
         let applied = try await client.withConnection { connection in
-            try await Self.applied(connection: connection, logger: logger)
+            try await Self.applied(schema: schema, connection: connection, logger: logger)
         }
         try check(applied: applied)
         let pending = migrations.filter { applied[$0.version] == nil }.map(\.name)
@@ -144,7 +153,7 @@ public struct Migrator: Sendable {
             try await Self.run(script: migration.sql, connection: connection, logger: logger)
             try await connection.query(
                 """
-                INSERT INTO ledger.schema_migrations (version, name, checksum, applied_at)
+                INSERT INTO \(unescaped: schema).schema_migrations (version, name, checksum, applied_at)
                 VALUES (\(migration.version), \(migration.name), \(migration.checksum), now())
                 """,
                 logger: logger
@@ -164,12 +173,12 @@ public struct Migrator: Sendable {
         }
     }
 
-    private static func ensureTable(connection: PostgresConnection, logger: Logger) async throws {
+    private static func ensureTable(schema: String, connection: PostgresConnection, logger: Logger) async throws {
         try await run(
             script:
                 """
-                CREATE SCHEMA IF NOT EXISTS ledger;
-                CREATE TABLE IF NOT EXISTS ledger.schema_migrations (
+                CREATE SCHEMA IF NOT EXISTS \(schema);
+                CREATE TABLE IF NOT EXISTS \(schema).schema_migrations (
                     version    integer     PRIMARY KEY,
                     name       text        NOT NULL,
                     checksum   text        NOT NULL,
@@ -181,15 +190,19 @@ public struct Migrator: Sendable {
         )
     }
 
-    private static func applied(connection: PostgresConnection, logger: Logger) async throws -> [Int: (name: String, checksum: String)] {
+    private static func applied(
+        schema: String,
+        connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> [Int: (name: String, checksum: String)] {
         let exists = try await connection.query(
-            "SELECT to_regclass('ledger.schema_migrations') IS NOT NULL",
+            "SELECT to_regclass(\(schema + ".schema_migrations")) IS NOT NULL",
             logger: logger
         )
         for try await present in exists.decode(Bool.self) where !present { return [:] }
         var applied: [Int: (name: String, checksum: String)] = [:]
         let rows = try await connection.query(
-            "SELECT version, name, checksum FROM ledger.schema_migrations ORDER BY version",
+            "SELECT version, name, checksum FROM \(unescaped: schema).schema_migrations ORDER BY version",
             logger: logger
         )
         for try await (version, name, checksum) in rows.decode((Int, String, String).self) {

@@ -88,9 +88,11 @@ import FoundationNetworking
         #expect(DaemonProcess.processes(mentioning: dataDirectory.path).isEmpty, "PostgreSQL processes were left behind")
         #expect(!FileManager.default.fileExists(atPath: dataDirectory.appendingPathComponent("pg/postmaster.pid").path))
 
-        // The acquirer model survives the restart (its snapshot is in the data directory): the hold
-        // authorized before it can still be captured after it.
-        #expect(FileManager.default.fileExists(atPath: dataDirectory.appendingPathComponent("acquirer-model.json").path))
+        // The acquirer service (the daemon's child, its journal in the embedded cluster) survives the
+        // restart: the hold authorized before it can still be captured after it. Its secrets are in a
+        // file only the daemon's user can read.
+        let secrets = try FileManager.default.attributesOfItem(atPath: dataDirectory.appendingPathComponent("acquirer/secrets.json").path)
+        #expect((secrets[.posixPermissions] as? NSNumber)?.intValue == 0o600)
         let again2 = try await DaemonProcess.start(dataDirectory: dataDirectory, port: port, logFile: log, environment: environment).process
         let afterRestart = try await DaemonProcess.run(["order", "capture", orderID, "--amount", "1.00"] + base)
         #expect(afterRestart.status == 0 && afterRestart.output.contains("\"captured\":\"11.00\""), "\(afterRestart.output)\n\(output())")

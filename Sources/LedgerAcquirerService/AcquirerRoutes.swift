@@ -1,0 +1,205 @@
+import Crypto
+import HTTPTypes
+import Hummingbird
+import LedgerAcquirer
+import LedgerAcquirerClient
+import LedgerCore
+import Logging
+import NIOCore
+import Synchronization
+
+import struct Foundation.Data
+
+/// The acquirer service's request context: Hummingbird's storage plus the connection, so that the
+/// reset fault can close it without an answer.
+public struct AcquirerRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    let channel: any Channel
+
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.channel = source.channel
+    }
+}
+
+/// The routes of ``AcquirerWire``: each decodes its request, hands it to the durable model and sends
+/// the model's reply bytes (or, under a wire fault, misbehaves as configured).
+struct AcquirerRoutes: Sendable {
+    let model: DurableAcquirerModel
+    let journal: AcquirerJournal
+    /// SHA-256 of the API key.
+    let apiKeyDigest: Data
+    let faults: FaultDecider
+    /// The last answer sent to a changing request (for the earlier-answer fault).
+    let lastAnswer = LastAnswer()
+
+    func register(on router: Router<AcquirerRequestContext>) {
+        router.get("/health") { _, _ in "ok" }
+        let api = router.group(RouterPath(AcquirerWire.version))
+        api.post("payments") { request, context in
+            try await self.change(request, context) { body throws(AcquirerError) in
+                let wire = try Self.decode(AuthorisationBody.self, body)
+                let command = await model.resolve(wire.request)
+                return (.command(.authorize(command), psp: nil, items: []), "authorise")
+            }
+        }
+        api.post("payments/:psp/captures") { request, context in
+            try await self.modification(request, context, CaptureRequest.self) { .capture($0) }
+        }
+        api.post("payments/:psp/amountUpdates") { request, context in
+            try await self.modification(request, context, IncrementRequest.self) { .increment($0) }
+        }
+        api.post("payments/:psp/cancels") { request, context in
+            try await self.modification(request, context, ReversalRequest.self) { .reverse($0) }
+        }
+        api.post("payments/:psp/refunds") { request, context in
+            try await self.modification(request, context, RefundRequest.self) { .refund($0) }
+        }
+        api.post("cancels") { request, context in
+            try await self.change(request, context) { body throws(AcquirerError) in
+                (.command(.reverse(try Self.decode(ReversalRequest.self, body)), psp: nil, items: []), "cancel")
+            }
+        }
+        api.get("payments") { request, context in
+            try self.authenticate(request)
+            guard let reference = request.uri.queryParameters.get("merchantReference"), !reference.isEmpty else {
+                return Self.response(.refusal(AcquirerError(.invalidRequest, "merchantReference is required")))
+            }
+            let plan = faults.plan()
+            if plan.delayMilliseconds > 0 { try await Task.sleep(for: .milliseconds(plan.delayMilliseconds)) }
+            return Self.response(await model.perform(.query(merchantReference: reference), key: nil))
+        }
+        api.put("settlement/batches/:batch/pages/:page") { request, context in
+            try self.authenticate(request)
+            let batch = try context.parameters.require("batch")
+            guard let page = context.parameters.get("page", as: Int.self), page >= 0 else {
+                return Self.response(.refusal(AcquirerError(.invalidRequest, "a page number is 0 or more")))
+            }
+            let body = try await request.body.collect(upTo: 64 << 20)
+            let items: [SettlementItem]
+            do throws(AcquirerError) { items = try Self.decode([SettlementItem].self, Data(buffer: body)) } catch {
+                return Self.response(.refusal(error))
+            }
+            guard items.count <= AcquirerWire.maximumPageItems else {
+                return Self.response(.refusal(AcquirerError(.invalidRequest, "at most \(AcquirerWire.maximumPageItems) items per page")))
+            }
+            guard try await journal.storePage(batchReference: batch, page: page, items: items) else {
+                return Self.response(.refusal(AcquirerError(.duplicateReference, reference: batch, "page \(page) was uploaded with other items")))
+            }
+            return Self.response(.noContent)
+        }
+        api.post("settlement/batches") { request, context in
+            try await self.change(request, context) { body throws(AcquirerError) in
+                let submission = try Self.decode(BatchSubmissionBody.self, body)
+                guard submission.pages >= 0 else { throw AcquirerError(.invalidRequest, "pages is 0 or more") }
+                let items: [SettlementItem]
+                do { items = try await journal.items(of: submission.header.batchReference, pages: submission.pages) } catch let error as AcquirerError
+                {
+                    throw error
+                } catch {
+                    throw AcquirerError(.unavailable, "the batch pages could not be read")
+                }
+                return (.command(.settle(submission.header, pages: submission.pages), psp: nil, items: items), "settle")
+            }
+        }
+        api.get("settlement/reports/:number") { request, context in
+            try self.authenticate(request)
+            guard let number = context.parameters.get("number", as: Int.self) else {
+                return Self.response(.refusal(AcquirerError(.invalidRequest, "a batch number is an integer")))
+            }
+            let from = request.uri.queryParameters.get("from", as: Int.self) ?? 0
+            let count = min(request.uri.queryParameters.get("count", as: Int.self) ?? 1_000, AcquirerWire.maximumReportLines)
+            return Self.response(await model.perform(.reportLines(batchNumber: number, from: from, count: count), key: nil))
+        }
+        api.get("payouts/:number") { request, context in
+            try self.authenticate(request)
+            guard let number = context.parameters.get("number", as: Int.self) else {
+                return Self.response(.refusal(AcquirerError(.invalidRequest, "a batch number is an integer")))
+            }
+            return Self.response(await model.perform(.payout(batchNumber: number), key: nil))
+        }
+    }
+
+    private func modification<Body: Decodable & Sendable>(
+        _ request: Request,
+        _ context: AcquirerRequestContext,
+        _ type: Body.Type,
+        _ make: @escaping @Sendable (Body) -> JournalCommand
+    ) async throws -> Response {
+        let psp = context.parameters.get("psp")
+        return try await change(request, context) { body throws(AcquirerError) in
+            (.command(make(try Self.decode(Body.self, body)), psp: psp, items: []), "modify")
+        }
+    }
+
+    /// A request that changes something: key required, faults applied around the durable model.
+    private func change(
+        _ request: Request,
+        _ context: AcquirerRequestContext,
+        _ operation: @Sendable (Data) async throws(AcquirerError) -> (DurableAcquirerModel.Operation, String)
+    ) async throws -> Response {
+        try authenticate(request)
+        guard let key = request.headers[HTTPField.Name(AcquirerWire.idempotencyKeyHeader)!], !key.isEmpty, key.utf8.count <= 200 else {
+            return Self.response(.refusal(AcquirerError(.invalidRequest, "the Idempotency-Key header (1–200 bytes) is required")))
+        }
+        let body = Data(buffer: try await request.body.collect(upTo: 1 << 20))
+        let plan = faults.plan()
+        if plan.delayMilliseconds > 0 { try await Task.sleep(for: .milliseconds(plan.delayMilliseconds)) }
+        if plan.serverErrorBeforeApplying {
+            return Response(
+                status: .internalServerError,
+                body: .init(byteBuffer: ByteBuffer(string: "{\"error\":{\"code\":\"unavailable\",\"message\":\"injected\"}}"))
+            )
+        }
+        let resolved: DurableAcquirerModel.Operation
+        do { resolved = try await operation(body).0 } catch { return Self.response(.refusal(error)) }
+        var reply = await model.perform(resolved, key: key)
+        if plan.applyTwice { reply = await model.perform(resolved, key: key) }
+        if plan.hangMillisecondsAfterApplying > 0 { try await Task.sleep(for: .milliseconds(plan.hangMillisecondsAfterApplying)) }
+        if plan.resetAfterApplying {
+            try? await context.channel.close()
+            throw HTTPError(.internalServerError)  // never sent: the connection is gone
+        }
+        let earlier = lastAnswer.exchange(reply)
+        if plan.answerEarlier, let earlier { return Self.response(earlier) }
+        return Self.response(reply)
+    }
+
+    /// Checks `X-API-Key` in constant time (digests compared, so the key's length is not revealed either).
+    private func authenticate(_ request: Request) throws {
+        guard let presented = request.headers[HTTPField.Name(AcquirerWire.apiKeyHeader)!],
+            Data(SHA256.hash(data: Data(presented.utf8))) == apiKeyDigest
+        else {
+            throw HTTPError(.unauthorized, message: "a valid X-API-Key is required")
+        }
+    }
+
+    static func decode<Value: Decodable>(_ type: Value.Type, _ data: Data) throws(AcquirerError) -> Value {
+        do { return try LedgerJSON.decode(Value.self, from: data) } catch {
+            throw AcquirerError(.invalidRequest, "the body is not a valid \(Value.self)")
+        }
+    }
+
+    static func response(_ reply: AcquirerReply) -> Response {
+        var headers = HTTPFields()
+        if !reply.body.isEmpty { headers[.contentType] = "application/json" }
+        return Response(
+            status: HTTPResponse.Status(code: reply.status),
+            headers: headers,
+            body: .init(byteBuffer: ByteBuffer(bytes: reply.body))
+        )
+    }
+}
+
+/// The last answer the service sent to a changing request.
+final class LastAnswer: Sendable {
+    private let value = Mutex<AcquirerReply?>(nil)
+
+    /// Stores `reply`; returns the one before it.
+    func exchange(_ reply: AcquirerReply) -> AcquirerReply? {
+        value.withLock { last in
+            defer { last = reply }
+            return last
+        }
+    }
+}

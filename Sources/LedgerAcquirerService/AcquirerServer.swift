@@ -1,0 +1,174 @@
+import Crypto
+import Foundation
+import Hummingbird
+import LedgerAcquirer
+import LedgerAcquirerClient
+import LedgerCore
+import LedgerPostgres
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+/// What the acquirer service's secrets file holds (mode 0600, never in an environment or a command line).
+public struct AcquirerSecrets: Hashable, Sendable, Codable {
+    /// The API key clients must send as `X-API-Key`.
+    public var apiKey: String
+    /// The PostgreSQL URL of the service's own role and database.
+    public var databaseURL: String
+    /// The URL migrations run with (the schema owner); nil: `databaseURL`.
+    public var migrationDatabaseURL: String?
+
+    public init(apiKey: String, databaseURL: String, migrationDatabaseURL: String? = nil) {
+        self.apiKey = apiKey
+        self.databaseURL = databaseURL
+        self.migrationDatabaseURL = migrationDatabaseURL
+    }
+
+    /// Reads the file, refusing one that other OS users could read.
+    public static func read(from path: String) throws -> AcquirerSecrets {
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        if let mode = attributes[.posixPermissions] as? NSNumber, mode.intValue & 0o077 != 0 {
+            throw JournalError("\(path) must not be readable by group or others (chmod 600)")
+        }
+        return try LedgerJSON.decode(AcquirerSecrets.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+
+    /// Writes the file with mode 0600 (created so, never readable by others even for an instant).
+    public func write(to path: String) throws {
+        let data = try LedgerJSON.encode(self)
+        _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.truncate(atOffset: 0)
+        try handle.write(contentsOf: data)
+        try handle.close()
+    }
+}
+
+/// Everything `ledgerd acquirer serve` is told (see the README's acquirer section).
+public struct AcquirerServiceConfiguration: Sendable {
+    public var secrets: AcquirerSecrets
+    public var host: String
+    /// 0: any free port (announced on standard output).
+    public var port: Int
+    public var seed: UInt64
+    public var model: AcquirerModelConfiguration
+    public var faults: WireFaults
+    /// Added to the wall clock (rehearsals: the supervising ledger passes its own `LEDGERD_CLOCK_START` offset).
+    public var clockOffsetMicroseconds: Int64?
+    /// Directory of the acquirer's migrations (sql/acquirer).
+    public var migrationsDirectory: URL
+    /// Print `acquirer listening on port N` on standard output once serving (the supervising ledger reads it).
+    public var announce: Bool
+    /// Exit when standard input reaches its end (the supervising ledger died: no orphan keeps serving).
+    public var exitWithStandardInput: Bool
+
+    public init(
+        secrets: AcquirerSecrets,
+        host: String = "127.0.0.1",
+        port: Int = 12346,
+        seed: UInt64 = 1,
+        model: AcquirerModelConfiguration = AcquirerModelConfiguration(),
+        faults: WireFaults = .none,
+        clockOffsetMicroseconds: Int64? = nil,
+        migrationsDirectory: URL,
+        announce: Bool = false,
+        exitWithStandardInput: Bool = false
+    ) {
+        self.secrets = secrets
+        self.host = host
+        self.port = port
+        self.seed = seed
+        self.model = model
+        self.faults = faults
+        self.clockOffsetMicroseconds = clockOffsetMicroseconds
+        self.migrationsDirectory = migrationsDirectory
+        self.announce = announce
+        self.exitWithStandardInput = exitWithStandardInput
+    }
+}
+
+/// `ledgerd acquirer serve`: migrates the acquirer's schema, replays its journal, serves the wire API
+/// until SIGINT/SIGTERM.
+public enum AcquirerServer {
+    public static func run(_ configuration: AcquirerServiceConfiguration, logger: Logger) async throws {
+        if configuration.exitWithStandardInput {
+            Thread.detachNewThread {
+                _ = FileHandle.standardInput.readDataToEndOfFile()
+                exit(0)  // every answer given was committed first: nothing is lost by stopping here
+            }
+        }
+        let migrations = try Migrator.load(from: configuration.migrationsDirectory)
+        let owner = try DatabaseURL(configuration.secrets.migrationDatabaseURL ?? configuration.secrets.databaseURL)
+        try await withPostgresClient(configuration: owner.configuration, logger: logger) { client in
+            let report = try await Migrator(migrations: migrations, schema: "acquirer", logger: logger).migrate(client: client)
+            if !report.applied.isEmpty { logger.info("acquirer migrations applied", metadata: ["applied": "\(report.applied)"]) }
+        }
+        var database = try DatabaseURL(configuration.secrets.databaseURL).configuration
+        database.options.maximumConnections = 8
+        let client = DatabaseClient(configuration: database, backgroundLogger: logger)
+        var clock: @Sendable () -> Date = { Date() }
+        if let micros = configuration.clockOffsetMicroseconds {
+            let offset = Double(micros) / 1_000_000
+            clock = { Date().addingTimeInterval(offset) }
+            logger.warning("the acquirer's clock is offset (rehearsal)", metadata: ["seconds": "\(offset)"])
+        }
+        let clientTask = Task { await client.run() }
+        await client.running()
+        defer { clientTask.cancel() }
+        let model = try await DurableAcquirerModel.open(
+            client: client,
+            seed: configuration.seed,
+            configuration: configuration.model,
+            clock: clock,
+            logger: logger
+        )
+        if !configuration.faults.isOff {
+            logger.warning("wire faults are armed on the acquirer service", metadata: ["faults": "\(configuration.faults)"])
+        }
+        let announce = configuration.announce
+        let app = application(
+            model: model,
+            client: client,
+            apiKey: configuration.secrets.apiKey,
+            faults: configuration.faults,
+            host: configuration.host,
+            port: configuration.port,
+            onServerRunning: { port in
+                if announce { FileHandle.standardOutput.write(Data("acquirer listening on port \(port)\n".utf8)) }
+            },
+            logger: logger
+        )
+        try await app.runService()
+    }
+
+    /// The service's HTTP application on an opened model (the daemon's `run` and the tests use it).
+    public static func application(
+        model: DurableAcquirerModel,
+        client: DatabaseClient,
+        apiKey: String,
+        faults: WireFaults,
+        host: String = "127.0.0.1",
+        port: Int = 0,
+        onServerRunning: @escaping @Sendable (Int) -> Void = { _ in },
+        logger: Logger
+    ) -> some ApplicationProtocol {
+        let router = Router(context: AcquirerRequestContext.self)
+        AcquirerRoutes(
+            model: model,
+            journal: AcquirerJournal(client: client, logger: logger),
+            apiKeyDigest: Data(SHA256.hash(data: Data(apiKey.utf8))),
+            faults: FaultDecider(faults)
+        ).register(on: router)
+        return Application(
+            router: router,
+            configuration: .init(address: .hostname(host, port: port), serverName: "ledgerd-acquirer"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                logger.info("acquirer serving", metadata: ["port": "\(port)"])
+                onServerRunning(port)
+            },
+            logger: logger
+        )
+    }
+}

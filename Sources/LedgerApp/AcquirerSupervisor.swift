@@ -1,0 +1,265 @@
+import Foundation
+import LedgerAcquirer
+import LedgerAcquirerClient
+import LedgerAcquirerService
+import LedgerCore
+import LedgerPostgres
+import LedgerServices
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+/// The acquirer service as a child of `ledgerd serve` (no `LEDGERD_ACQUIRER_URL`): started on the
+/// ledger's embedded cluster (database `acquirer`, role `acquirer_app`) before the ledger serves, and
+/// restarted whenever it dies, on the same port.
+///
+/// Nothing secret reaches the child through its environment or its command line: its API key and
+/// database URL are in a file only the daemon's OS user can read (`<data dir>/acquirer/secrets.json`,
+/// 0600). Its standard input is a pipe the daemon never writes: when the daemon dies — even by
+/// `kill -9` — the pipe closes and the child exits, so no orphan keeps serving an old journal.
+public final class AcquirerSupervisor: Service, @unchecked Sendable {
+    private let arguments: [String]
+    /// `<data dir>/acquirer/endpoint`: where the child serves now (not secret; operators and tests read it).
+    private let endpointFile: URL
+    private let acquirer: HTTPAcquirer
+    private let logger: Logger
+    private let lock = NSLock()
+    private var process: Process?
+    private var stopping = false
+    private var port: Int
+
+    private init(arguments: [String], acquirer: HTTPAcquirer, port: Int, endpointFile: URL, logger: Logger) {
+        self.arguments = arguments
+        self.endpointFile = endpointFile
+        self.acquirer = acquirer
+        self.port = port
+        self.logger = logger
+    }
+
+    /// Prepares the child's database and files, starts it, and waits until it serves.
+    public static func start(
+        configuration: LedgerConfiguration,
+        database: LedgerDatabase,
+        apiKey: String,
+        clockOffsetMicroseconds: Int64?,
+        acquirer: @escaping (String) -> HTTPAcquirer,
+        logger: Logger
+    ) async throws -> (AcquirerSupervisor, HTTPAcquirer) {
+        let directory = configuration.dataDirectoryURL.appendingPathComponent("acquirer")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let migrations = try configuration.resolvedMigrationsDirectory().appendingPathComponent("acquirer")
+        let secrets: AcquirerSecrets
+        if let embedded = database.embedded {
+            let endpoint = embedded.endpoint
+            try await prepareEmbedded(endpoint: endpoint, migrations: migrations, logger: logger)
+            secrets = AcquirerSecrets(
+                apiKey: apiKey,
+                databaseURL: "postgres://acquirer_app@localhost:\(endpoint.port)/acquirer?host=\(endpoint.socketDirectory)"
+            )
+        } else {
+            // A configured ledger database: the child keeps its schema in it, as the migration (owner) role.
+            guard let owner = configuration.migrationDatabaseURL ?? configuration.databaseURL else {
+                throw ConfigurationError("no database for the acquirer service")
+            }
+            secrets = AcquirerSecrets(apiKey: apiKey, databaseURL: owner)
+        }
+        let secretsFile = directory.appendingPathComponent("secrets.json").path
+        try secrets.write(to: secretsFile)
+        let modelFile = directory.appendingPathComponent("model.json")
+        try LedgerJSON.encode(configuration.acquirerModelConfiguration).write(to: modelFile, options: .atomic)
+        var arguments = [
+            "acquirer", "serve",
+            "--secrets-file", secretsFile,
+            "--model-configuration", modelFile.path,
+            "--seed", String(configuration.acquirerSeed),
+            "--host", "127.0.0.1",
+            "--migrations-dir", migrations.path,
+            "--log-level", configuration.logLevel.rawValue,
+            "--announce", "--exit-with-stdin",
+        ]
+        // "=": the offset may be negative, and "-…" alone would read as a flag.
+        if let clockOffsetMicroseconds { arguments += ["--clock-offset-microseconds=\(clockOffsetMicroseconds)"] }
+        if let faults = configuration.acquirerWireFaults { arguments += ["--wire-faults", faults] }
+        let first = try launch(arguments: arguments, port: 0, logger: logger)
+        let client = acquirer("http://127.0.0.1:\(first.port)")
+        let endpointFile = directory.appendingPathComponent("endpoint")
+        try Data("http://127.0.0.1:\(first.port)\n".utf8).write(to: endpointFile, options: .atomic)
+        let supervisor = AcquirerSupervisor(arguments: arguments, acquirer: client, port: first.port, endpointFile: endpointFile, logger: logger)
+        supervisor.process = first.process
+        logger.info("acquirer service started", metadata: ["port": "\(first.port)", "pid": "\(first.process.processIdentifier)"])
+        return (supervisor, client)
+    }
+
+    /// The child's process id (tests kill it).
+    public var childProcessIdentifier: Int32? { lock.withLock { process?.processIdentifier } }
+
+    public func run() async throws {
+        await withGracefulShutdownHandler {
+            while true {
+                guard let child = lock.withLock({ stopping ? nil : process }) else { break }
+                await Self.waitForExit(child)
+                if lock.withLock({ stopping }) { break }
+                logger.error("the acquirer service exited; restarting it", metadata: ["status": "\(child.terminationStatus)"])
+                while !lock.withLock({ stopping }) {
+                    do {
+                        let port = lock.withLock { self.port }
+                        var started = try? Self.launch(arguments: arguments, port: port, logger: logger)
+                        if started == nil { started = try Self.launch(arguments: arguments, port: 0, logger: logger) }
+                        guard let started else { break }
+                        lock.withLock {
+                            self.process = started.process
+                            self.port = started.port
+                        }
+                        acquirer.setBaseURL("http://127.0.0.1:\(started.port)")
+                        try? Data("http://127.0.0.1:\(started.port)\n".utf8).write(to: endpointFile, options: .atomic)
+                        logger.info("acquirer service restarted", metadata: ["port": "\(started.port)"])
+                        break
+                    } catch {
+                        logger.error("restarting the acquirer service failed", metadata: ["error": "\(error)"])
+                        try? await Task.sleep(for: .seconds(1))
+                    }
+                }
+            }
+        } onGracefulShutdown: {
+            self.stop()
+        }
+        stop()
+        if let child = lock.withLock({ process }) { await Self.waitForExit(child) }
+    }
+
+    /// Stops the child (SIGTERM: it drains and exits).
+    public func stop() {
+        let child = lock.withLock { () -> Process? in
+            stopping = true
+            return process
+        }
+        if let child, child.isRunning { child.terminate() }
+    }
+
+    private static func waitForExit(_ process: Process) async {
+        while process.isRunning { try? await Task.sleep(for: .milliseconds(100)) }
+    }
+
+    /// Starts `ledgerd acquirer serve` and reads its announced port.
+    private static func launch(arguments: [String], port: Int, logger: Logger) throws -> (process: Process, port: Int) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = arguments + ["--port", String(port)]
+        let output = Pipe()
+        let input = Pipe()
+        process.standardOutput = output
+        process.standardInput = input
+        process.standardError = FileHandle.standardError
+        try process.run()
+        // Keep the write end of stdin open for the child's life (it exits when it closes).
+        Keeper.shared.keep(input, for: process.processIdentifier)
+        var buffer = Data()
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty {
+                break  // the child closed its output: it died
+            }
+            buffer += chunk
+            if let text = String(data: buffer, encoding: .utf8),
+                let line = text.split(separator: "\n").first(where: { $0.hasPrefix("acquirer listening on port ") }),
+                let announced = Int(line.dropFirst("acquirer listening on port ".count))
+            {
+                return (process, announced)
+            }
+        }
+        if process.isRunning { process.terminate() }
+        throw ConfigurationError("the acquirer service did not start: \(String(decoding: buffer, as: UTF8.self))")
+    }
+
+    /// Creates the `acquirer` database, migrates it as the superuser and lets `acquirer_app` log in.
+    private static func prepareEmbedded(endpoint: EmbeddedPostgres.Endpoint, migrations: URL, logger: Logger) async throws {
+        func socket(_ database: String) -> PostgresClient.Configuration {
+            PostgresClient.Configuration(unixSocketPath: endpoint.socketPath, username: endpoint.superuser, password: nil, database: database)
+        }
+        try await withPostgresClient(configuration: socket("postgres"), logger: logger) { client in
+            var exists = false
+            for try await count in try await client.query("SELECT count(*) FROM pg_database WHERE datname = 'acquirer'", logger: logger)
+                .decode(Int64.self)
+            {
+                exists = count > 0
+            }
+            if !exists { try await client.query("CREATE DATABASE acquirer", logger: logger) }
+        }
+        let set = try Migrator.load(from: migrations)
+        try await withPostgresClient(configuration: socket("acquirer"), logger: logger) { client in
+            try await Migrator(migrations: set, schema: "acquirer", logger: logger).migrate(client: client)
+            try await client.query("ALTER ROLE acquirer_app LOGIN", logger: logger)
+        }
+    }
+}
+
+/// Holds the stdin pipes of children for their whole life (dropping one would close it and stop the child).
+private final class Keeper: @unchecked Sendable {
+    static let shared = Keeper()
+    private let lock = NSLock()
+    private var pipes: [Int32: Pipe] = [:]
+
+    func keep(_ pipe: Pipe, for pid: Int32) { lock.withLock { pipes[pid] = pipe } }
+}
+
+extension LedgerConfiguration {
+    /// The acquirer model's configuration as the ledger's settings shape it (credit limit, hold
+    /// lifetimes, calendar, funding lag): what an in-process model and the child service both use.
+    public var acquirerModelConfiguration: AcquirerModelConfiguration {
+        AcquirerModelConfiguration(
+            defaultCreditLimit: acquirerCreditLimit,
+            holdLifetimes: holdLifetimes.sorted { $0.key.rawValue < $1.key.rawValue }
+                .map { HoldLifetimeRule(network: $0.key, lifetimeSeconds: $0.value) } + HoldLifetimeRule.standard,
+            calendar: settlement.calendar,
+            fundingLagBusinessDays: settlement.fundingLagBusinessDays
+        )
+    }
+}
+
+/// How `ledgerd serve` reaches its acquirer: the service at `LEDGERD_ACQUIRER_URL` with the key in
+/// `LEDGERD_ACQUIRER_API_KEY_FILE`, or a supervised child with a freshly generated key.
+public enum AcquirerConnection {
+    public static func open(
+        configuration: LedgerConfiguration,
+        database: LedgerDatabase,
+        clockOffsetMicroseconds: Int64?,
+        metrics: LedgerMetrics,
+        logger: Logger
+    ) async throws -> (HTTPAcquirer, AcquirerSupervisor?) {
+        func adapter(_ url: String, _ key: String) -> HTTPAcquirer {
+            HTTPAcquirer(
+                configuration: HTTPAcquirerConfiguration(
+                    baseURL: url,
+                    apiKey: key,
+                    readTimeout: configuration.acquirerTimeout,
+                    attempts: configuration.acquirerAttempts
+                ),
+                logger: logger,
+                metricsFactory: metrics.factory
+            )
+        }
+        if let url = configuration.acquirerURL, let keyFile = configuration.acquirerAPIKeyFile {
+            let attributes = try FileManager.default.attributesOfItem(atPath: keyFile)
+            if let mode = attributes[.posixPermissions] as? NSNumber, mode.intValue & 0o077 != 0 {
+                throw ConfigurationError("\(keyFile) must not be readable by group or others (chmod 600)")
+            }
+            let key = try String(contentsOfFile: keyFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !key.isEmpty else { throw ConfigurationError("\(keyFile) is empty") }
+            let trimmed = url.hasSuffix("/") ? String(url.dropLast()) : url
+            logger.info("acquirer service configured", metadata: ["url": "\(trimmed)"])
+            return (adapter(trimmed, key), nil)
+        }
+        var generator = SystemRandomNumberGenerator()
+        let key = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        let (supervisor, acquirer) = try await AcquirerSupervisor.start(
+            configuration: configuration,
+            database: database,
+            apiKey: key,
+            clockOffsetMicroseconds: clockOffsetMicroseconds,
+            acquirer: { adapter($0, key) },
+            logger: logger
+        )
+        return (acquirer, supervisor)
+    }
+}

@@ -1,0 +1,258 @@
+import Foundation
+import LedgerCore
+import LedgerHTTP
+import LedgerTestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// SIGKILL of the ledger, of its acquirer service, or of both, at 21 points of a mixed load (payments,
+/// captures, voids, refunds and a settlement), on real processes and the embedded cluster. After a
+/// restart, recovery and reconciliation: every order resolved, every hold the same in the ledger and at
+/// the acquirer (so nothing was captured twice), and every payment the storefront was told succeeded is
+/// a hold on both sides.
+@Suite(.serialized) struct AcquirerKillTests {
+    static let killPoints = 21
+    /// The rehearsal day starts ten seconds before the 22:00 UTC cut-off, so the settlement of
+    /// 2026-06-17 can run part way through the load.
+    static let dayStart = TestApp.instant("2026-06-17T21:59:50Z")
+
+    final class Run: @unchecked Sendable {
+        let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-kill-\(UUID().uuidString.prefix(8))")
+        let port = Int.random(in: 20_000..<40_000)
+        var log: URL { dataDirectory.deletingLastPathComponent().appendingPathComponent("\(dataDirectory.lastPathComponent).log") }
+        let started = Date()
+        var daemon: DaemonProcess?
+        var orders: Set<String> = []
+        var succeeded: Set<String> = []
+        var captured: [String] = []
+        /// Requests that got no answer or a 5xx: the client retries them with their key (as the API says).
+        var unanswered: [(method: String, path: String, body: String, key: String)] = []
+
+        /// Starts (or restarts) the daemon with its clock continuing where the rehearsal is, plus `skip` seconds.
+        func start(skip: TimeInterval = 0) async throws {
+            let now = AcquirerKillTests.dayStart.addingTimeInterval(Date().timeIntervalSince(started) + skip)
+            let daemon = try await DaemonProcess.start(
+                dataDirectory: dataDirectory,
+                port: port,
+                logFile: log,
+                environment: [
+                    "LEDGERD_CLOCK_START": RFC3339.format(now.epochMicroseconds),
+                    "LEDGERD_RECOVERY_INTERVAL_SECONDS": "1",
+                    "LEDGERD_ACQUIRER_TIMEOUT_MS": "3000",
+                    "LEDGERD_ACQUIRER_ATTEMPTS": "2",
+                    "LEDGERD_LOG_LEVEL": "warning",
+                ]
+            )
+            try #require(daemon.health != nil, "the daemon did not come up:\n\(daemon.output().suffix(3_000))")
+            self.daemon = daemon
+        }
+
+        /// The acquirer child's pid (its command line names this data directory and `acquirer serve`).
+        var acquirerPIDs: [Int32] {
+            DaemonProcess.processes(mentioning: dataDirectory.appendingPathComponent("acquirer").path).filter { pid in
+                let line = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline").map { String(decoding: $0, as: UTF8.self) } ?? ""
+                return line.contains("serve")
+            }
+        }
+
+        func request(_ method: String, _ path: String, _ body: String? = nil, key: String? = nil) async -> (Int, String)? {
+            guard let daemon else { return nil }
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+            request.httpMethod = method
+            request.timeoutInterval = 30
+            if let key = daemon.operatorKey { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
+            if let key { request.setValue(key, forHTTPHeaderField: "Idempotency-Key") }
+            if let body {
+                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+                request.httpBody = Data(body.utf8)
+            }
+            guard let (data, response) = try? await URLSession.shared.data(for: request),
+                let status = (response as? HTTPURLResponse)?.statusCode, status < 500
+            else {
+                if let key, let body { unanswered.append((method, path, body, key)) }
+                return nil
+            }
+            return (status, String(decoding: data, as: UTF8.self))
+        }
+
+        /// One step of load: two payments, and a capture, a void and a refund on earlier orders.
+        func load(step: Int) async {
+            for index in 0..<2 {
+                let body = String(decoding: StorefrontDriver.paymentBody(), as: UTF8.self)
+                guard let (status, text) = await request("POST", "/payment", body, key: "pay-\(step)-\(index)"),
+                    let reply = try? WireJSON.decode(PaymentReply.self, from: text)
+                else { continue }
+                orders.insert(reply.order_id)
+                if status == 200 && reply.status == "succeeded" { succeeded.insert(reply.order_id) }
+            }
+            let known = succeeded.sorted()
+            guard known.count >= 3 else { return }
+            let pick = { (offset: Int) in known[(step * 7 + offset) % known.count] }
+            if let (status, _) = await request("POST", "/orders/\(pick(0))/capture", #"{"amount":"10.00"}"#, key: "cap-\(step)"), status == 200 {
+                captured.append(pick(0))
+            }
+            _ = await request("POST", "/orders/\(pick(1))/void", "{}", key: "void-\(step)")
+            if let target = captured.last {
+                _ = await request("POST", "/orders/\(target)/refund", #"{"amount":"1.00","reason":"damaged"}"#, key: "refund-\(step)")
+            }
+        }
+    }
+
+    @Test(.timeLimit(.minutes(6))) func killsDuringMixedLoadLoseNothing() async throws {
+        let run = Run()
+        defer {
+            try? FileManager.default.removeItem(at: run.dataDirectory)
+            try? FileManager.default.removeItem(at: run.log)
+        }
+        try await run.start()
+        var settled = false
+        for point in 0..<Self.killPoints {
+            // The load runs while the kill lands (after a seeded 0–300 ms).
+            var generator = SeededGenerator(seed: UInt64(point) &* 0x9E37_79B9_7F4A_7C15 &+ 1)
+            let delay = Int(generator.next() % 300)
+            async let step: Void = run.load(step: point)
+            if point == 10 {
+                // The settlement of the day, killed part way (it resumes when run again).
+                async let settlement = run.request("POST", "/settlements/run", #"{"business_date":"2026-06-17"}"#)
+                try await Task.sleep(for: .milliseconds(delay))
+                strike(point: point, run)
+                settled = (await settlement)?.0 == 200
+            } else {
+                try await Task.sleep(for: .milliseconds(delay))
+                strike(point: point, run)
+            }
+            await step
+            if point % 3 != 1 {
+                // The ledger died (alone or with its acquirer, which follows it when its stdin closes).
+                _ = run.daemon?.process.waitUntilExit()
+                try await run.start()
+            } else {
+                try await Task.sleep(for: .milliseconds(500))  // the supervisor restarts the acquirer
+            }
+        }
+        // Recovery: a restart whose clock is past recovery's minimum age of every pending order.
+        try await run.daemon?.terminate()
+        try await run.start(skip: 900)
+        var stuck: [String] = []
+        for _ in 0..<60 {
+            stuck = []
+            for status in ["pending_payment", "payment_unknown"] {
+                if let (_, text) = await run.request("GET", "/orders?status=\(status)&limit=500") { stuck += Self.ids(text) }
+            }
+            if stuck.isEmpty { break }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        #expect(stuck.isEmpty, "orders stuck: \(stuck)")
+        // The client's retries of what it never got an answer to, each with its own key (a few rounds:
+        // a retry may meet a busy order). A payment answered 5xx is an answer (not a success).
+        for _ in 0..<3 where !run.unanswered.isEmpty {
+            let retries = run.unanswered
+            run.unanswered = []
+            for retry in retries {
+                if let (status, text) = await run.request(retry.method, retry.path, retry.body, key: retry.key), retry.path == "/payment",
+                    let reply = try? WireJSON.decode(PaymentReply.self, from: text)
+                {
+                    run.orders.insert(reply.order_id)
+                    if status == 200 && reply.status == "succeeded" { run.succeeded.insert(reply.order_id) }
+                }
+            }
+            if !run.unanswered.isEmpty { try await Task.sleep(for: .seconds(1)) }
+        }
+        let holdOperations = run.unanswered.filter { $0.path != "/payment" }
+        #expect(holdOperations.isEmpty, "hold operations still unanswered: \(holdOperations.map(\.key))")
+        // The settlement completes (run again after its kill) and reconciles without a break.
+        let (status, text) = try #require(await run.request("POST", "/settlements/run", #"{"business_date":"2026-06-17"}"#))
+        #expect(status == 200, "\(text)")
+        let summary = try WireJSON.decode(BackOfficeDriver.SettlementSummary.self, from: text)
+        for batch in summary.batches {
+            #expect(batch.stage == "payout_scheduled" || batch.stage == "reconciled", "\(batch)")
+            if let (_, reconciliation) = await run.request("GET", "/settlements/\(batch.batch_id)/reconciliation") {
+                let parsed = try? WireJSON.decode(BackOfficeDriver.Reconciliation.self, from: reconciliation)
+                #expect(parsed?.open_breaks == 0, "\(reconciliation)")
+            }
+        }
+        _ = settled
+
+        // Every order the ledger has, against the acquirer.
+        let secrets =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: run.dataDirectory.appendingPathComponent("acquirer/secrets.json"))
+            ) as? [String: Any]
+        let apiKey = try #require(secrets?["apiKey"] as? String)
+        let endpoint = try String(contentsOf: run.dataDirectory.appendingPathComponent("acquirer/endpoint"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        var all = Set(run.orders)
+        if let (_, text) = await run.request("GET", "/orders?limit=500") { all.formUnion(Self.ids(text)) }
+        #expect(all.count >= 10, "too few orders to judge: \(all.count)")
+        for id in all.sorted() {
+            let (orderStatus, orderText) = try #require(await run.request("GET", "/orders/\(id)"))
+            try #require(orderStatus == 200, "GET /orders/\(id): \(orderStatus) \(orderText)")
+            let order = try WireJSON.decode(OrderBody.self, from: orderText).order
+            var inquiry = URLRequest(url: URL(string: "\(endpoint)/v1/payments?merchantReference=\(id)")!)
+            inquiry.setValue(apiKey, forHTTPHeaderField: "X-API-Key")
+            let (data, _) = try await URLSession.shared.data(for: inquiry)
+            let result = try LedgerJSON.decode(PaymentQueryResult.self, from: data)
+            switch result {
+            case .found(let details):
+                if let balance = details.balance, balance.authorized.minorUnits > 0, details.status != .declined {
+                    if let payment = order.payment {
+                        #expect(payment == HoldFigures(balance), "\(id): ledger \(payment) ≠ acquirer \(HoldFigures(balance))")
+                    } else {
+                        #expect(balance.open.minorUnits == 0 && balance.captured.minorUnits == 0, "\(id): held at the acquirer only: \(balance)")
+                    }
+                    #expect(balance.captured.minorUnits <= balance.authorized.minorUnits + balance.incremented.minorUnits, "\(id): over-captured")
+                }
+            case .notFound:
+                #expect(order.payment == nil, "\(id): a hold the acquirer does not know")
+            }
+        }
+        for id in run.succeeded {
+            let (_, orderText) = try #require(await run.request("GET", "/orders/\(id)"))
+            let order = try WireJSON.decode(OrderBody.self, from: orderText).order
+            #expect(order.payment != nil, "\(id): the storefront saw success, the ledger has no hold")
+        }
+        try await run.daemon?.stop()
+    }
+
+    /// Kill point `point`: the ledger (0), the acquirer (1), both (2), in turn.
+    static func target(_ point: Int) -> Int { point % 3 }
+
+    private func strike(point: Int, _ run: Run) {
+        let acquirers = run.acquirerPIDs
+        switch Self.target(point) {
+        case 0: if let pid = run.daemon?.process.processIdentifier { _ = kill(pid, SIGKILL) }
+        case 1: for pid in acquirers { _ = kill(pid, SIGKILL) }
+        default:
+            for pid in acquirers { _ = kill(pid, SIGKILL) }
+            if let pid = run.daemon?.process.processIdentifier { _ = kill(pid, SIGKILL) }
+        }
+    }
+
+    static func ids(_ text: String) -> [String] {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+            let orders = object["orders"] as? [[String: Any]]
+        else { return [] }
+        return orders.compactMap { ($0["id"] ?? $0["order_id"]) as? String }
+    }
+}
+
+/// `GET /orders/{id}`'s body.
+struct OrderBody: Decodable {
+    let order: BackOfficeDriver.Order
+}
+
+/// SplitMix64 for the kill delays (seeded, so a failing run can be replayed).
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,271 @@
+import Foundation
+import HummingbirdTesting
+import LedgerAcquirer
+import LedgerAcquirerClient
+import LedgerAcquirerService
+import LedgerApp
+import LedgerCore
+import LedgerHTTP
+import LedgerPostgres
+import LedgerTestSupport
+import Logging
+import Metrics
+import PostgresNIO
+import Testing
+
+/// The acquirer service in process, on the test's database (schema `acquirer`), reached over real HTTP
+/// by the ledger's adapter.
+enum AcquirerHarness {
+    static let apiKey = "test-acquirer-key"
+
+    static var migrations: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../sql/acquirer").standardizedFileURL
+    }
+
+    /// Runs `body` with an adapter to a running service on `database` and the service's model.
+    static func withService(
+        database: TestDatabase,
+        seed: UInt64 = 7,
+        faults: WireFaults = .none,
+        clock: @escaping @Sendable () -> Date,
+        readTimeout: Duration = .seconds(5),
+        metrics: LedgerMetrics = LedgerMetrics(),
+        _ body: @escaping @Sendable (HTTPAcquirer, DurableAcquirerModel) async throws -> Void
+    ) async throws {
+        let set = try Migrator.load(from: migrations)
+        _ = try await database.withOwner { client in
+            try await Migrator(migrations: set, schema: "acquirer", logger: TestCluster.logger).migrate(client: client)
+        }
+        try await database.withOwner { client in
+            let model = try await DurableAcquirerModel.open(
+                client: client,
+                seed: seed,
+                configuration: AcquirerModelConfiguration(),
+                clock: clock,
+                logger: TestCluster.logger
+            )
+            let app = AcquirerServer.application(model: model, client: client, apiKey: apiKey, faults: faults, logger: TestCluster.logger)
+            try await app.test(.live) { live in
+                let acquirer = HTTPAcquirer(
+                    configuration: HTTPAcquirerConfiguration(
+                        baseURL: "http://127.0.0.1:\(live.port ?? 0)",
+                        apiKey: apiKey,
+                        readTimeout: readTimeout,
+                        attempts: 4,
+                        backoff: .milliseconds(5),
+                        breakerThreshold: 1_000
+                    ),
+                    logger: TestCluster.logger,
+                    metricsFactory: metrics.factory
+                )
+                do {
+                    try await body(acquirer, model)
+                } catch {
+                    try? await acquirer.shutdown()
+                    throw error
+                }
+                try await acquirer.shutdown()
+            }
+        }
+    }
+
+    /// A mix of every operation, with the clock moving between them; returns the batch's receipt.
+    static func exercise(_ acquirer: any Acquirer, clock: SimulatedClock) async throws -> SettlementReceipt {
+        func usd(_ cents: Int64) -> Money { Money(minorUnits: cents, currency: .usd) }
+        for (index, token) in ["tok_visa", "tok_mastercard", "tok_chargeDeclined", "tok_chargeDeclinedProcessingError", "tok_amex"].enumerated() {
+            _ = try await acquirer.authorize(
+                AuthorizationRequest(merchantReference: "ord-\(index)", amount: usd(5_000), paymentMethod: .token(token))
+            )
+            clock.advance(by: 7)
+        }
+        _ = try await acquirer.capture(
+            CaptureRequest(authorizationReference: "ord-0", modificationReference: "ord-0-c1", amount: usd(2_000), isFinal: false)
+        )
+        _ = try await acquirer.increment(IncrementRequest(authorizationReference: "ord-1", modificationReference: "ord-1-i1", amount: usd(700)))
+        _ = try await acquirer.capture(
+            CaptureRequest(authorizationReference: "ord-1", modificationReference: "ord-1-c1", amount: usd(5_700), isFinal: true)
+        )
+        _ = try await acquirer.reverse(ReversalRequest(authorizationReference: "ord-4", modificationReference: "ord-4-v1", amount: nil))
+        clock.advance(by: 60)
+        _ = try await acquirer.refund(RefundRequest(authorizationReference: "ord-1", modificationReference: "ord-1-r1", amount: usd(1_000)))
+        _ = try await acquirer.query(merchantReference: "ord-3")
+        let items = [
+            SettlementItem(kind: .capture, authorizationReference: "ord-0", modificationReference: "ord-0-c1", amount: usd(2_000)),
+            SettlementItem(kind: .capture, authorizationReference: "ord-1", modificationReference: "ord-1-c1", amount: usd(5_700)),
+            SettlementItem(kind: .refund, authorizationReference: "ord-1", modificationReference: "ord-1-r1", amount: usd(1_000)),
+        ]
+        let receipt = try await acquirer.submitBatch(SettlementBatchHeader(batchReference: "B-1", currency: .usd)) { page in
+            page < items.count ? [items[page]] : nil
+        }
+        clock.advance(by: 8 * 86_400)  // ord-0's hold lapses; a query applies it
+        _ = try await acquirer.query(merchantReference: "ord-0")
+        return receipt
+    }
+}
+
+@Suite("The acquirer service: journal, wire API, adapter")
+struct AcquirerServiceTests {
+    /// Same seed and same requests → the same bytes: the service's state equals the in-process model's,
+    /// survives a restart (replay), and a second service on another database ends byte-identical.
+    @Test func durableAndDeterministic() async throws {
+        let start = TestApp.instant("2026-06-17T10:00:00Z")
+        let clock = SimulatedClock(start)
+        let reference = AcquirerModel(seed: 7, clock: clock.reading)
+        let expected = try await AcquirerHarness.exercise(reference, clock: clock)
+        let expectedSnapshot = try await reference.snapshot()
+
+        let first = try await TestDatabase.fresh()
+        let serviceClock = SimulatedClock(start)
+        try await AcquirerHarness.withService(database: first, clock: serviceClock.reading) { acquirer, model in
+            let receipt = try await AcquirerHarness.exercise(acquirer, clock: serviceClock)
+            #expect(receipt == expected)
+            let snapshot = try await model.snapshot()
+            #expect(snapshot == expectedSnapshot)
+            // Reads of the report and payout over the wire.
+            let lines = try await acquirer.reportLines(batchNumber: receipt.batchNumber, from: 0, count: 100)
+            #expect(lines.count == receipt.lineCount)
+            #expect(try await acquirer.payout(batchNumber: receipt.batchNumber) == receipt.payout)
+        }
+        // A restart replays the journal to the same bytes.
+        try await AcquirerHarness.withService(database: first, clock: serviceClock.reading) { _, model in
+            let snapshot = try await model.snapshot()
+            #expect(snapshot == expectedSnapshot)
+        }
+        let second = try await TestDatabase.fresh()
+        let secondClock = SimulatedClock(start)
+        try await AcquirerHarness.withService(database: second, clock: secondClock.reading) { acquirer, model in
+            _ = try await AcquirerHarness.exercise(acquirer, clock: secondClock)
+            let snapshot = try await model.snapshot()
+            #expect(snapshot == expectedSnapshot)
+        }
+        // Nothing in the journal is a card number or a cryptogram.
+        try await first.withOwner { client in
+            let rows = try await client.query("SELECT count(*) FROM acquirer.journal WHERE command LIKE '%cryptogram%'", logger: TestCluster.logger)
+            for try await count in rows.decode(Int64.self) { #expect(count == 0) }
+        }
+    }
+
+    /// The same idempotency key with the same body gets the first answer's bytes; with another body, 409.
+    @Test func idempotencyKeys() async throws {
+        let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))
+        try await AcquirerHarness.withService(database: try await TestDatabase.fresh(), clock: clock.reading) { acquirer, model in
+            let request = AuthorizationRequest(
+                merchantReference: "ord-a",
+                amount: Money(minorUnits: 100, currency: .usd),
+                paymentMethod: .token("tok_visa")
+            )
+            let first = try await acquirer.authorize(request)
+            clock.advance(by: 5)
+            #expect(try await acquirer.authorize(request) == first)
+            var other = request
+            other.amount = Money(minorUnits: 200, currency: .usd)
+            await #expect(throws: AcquirerError.self) { _ = try await acquirer.authorize(other) }
+            #expect(await model.journalLength == 1)
+        }
+    }
+}
+
+/// Each wire fault of the acquirer service, under a ledger doing payments, captures, voids and refunds
+/// through its HTTP adapter: afterwards (recovery included) every hold is the same on both sides.
+@Suite("Wire faults between the ledger and the acquirer service")
+struct AcquirerWireFaultTests {
+    enum Fault: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case latency, timeoutAfterApplying, serverErrorBeforeApplying, resetAfterApplying, duplicateAnswer, earlierAnswer
+
+        var faults: WireFaults {
+            let half = Rate(numerator: 1, denominator: 2)
+            var faults = WireFaults(seed: 42)
+            switch self {
+            case .latency:
+                faults.latency = half
+                faults.latencyMilliseconds = 30
+            case .timeoutAfterApplying:
+                faults.timeoutAfterApplying = half
+                faults.hangMilliseconds = 700
+            case .serverErrorBeforeApplying: faults.serverErrorBeforeApplying = half
+            case .resetAfterApplying: faults.resetAfterApplying = half
+            case .duplicateAnswer: faults.duplicateAnswer = half
+            case .earlierAnswer: faults.earlierAnswer = half
+            }
+            return faults
+        }
+
+        var testDescription: String { rawValue }
+    }
+
+    @Test(arguments: Fault.allCases)
+    func ledgerEndsConsistent(_ fault: Fault) async throws {
+        let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))
+        let database = try await TestDatabase.fresh()
+        let metrics = LedgerMetrics()
+        try await AcquirerHarness.withService(
+            database: database,
+            faults: fault.faults,
+            clock: clock.reading,
+            readTimeout: .milliseconds(250),
+            metrics: metrics
+        ) {
+            acquirer,
+            _ in
+            try await TestApp.withApp(seed: true, database: database, acquirer: acquirer, clock: clock.reading) { client, services in
+                let storefront = StorefrontDriver()
+                let office = BackOfficeDriver()
+                var orders: [String] = []
+                var succeeded: [String] = []
+                for index in 0..<6 {
+                    let source = index == 5 ? "tok_chargeDeclined" : "tok_visa"
+                    let (status, text) = try await storefront.pay(client, StorefrontDriver.paymentBody(source: source), key: "pay-\(index)")
+                    guard let reply = try? WireJSON.decode(PaymentReply.self, from: text) else { continue }
+                    orders.append(reply.order_id)
+                    if status == .ok && reply.status == "succeeded" { succeeded.append(reply.order_id) }
+                }
+                #expect(succeeded.count >= 3, "\(fault): too few payments went through to exercise the holds")
+                /// An operation retried with its key while the acquirer could not confirm it.
+                func operate(_ order: String, _ operation: String, _ body: String) async throws {
+                    for _ in 0..<4 {
+                        let (status, _) = try await office.operate(client, order, operation, body, key: "\(operation)-\(order)")
+                        if status != .serviceUnavailable && status != .badGateway { return }
+                    }
+                }
+                if succeeded.count > 0 { try await operate(succeeded[0], "capture", "{\"amount\":\"20.00\"}") }
+                if succeeded.count > 1 { try await operate(succeeded[1], "void", "{}") }
+                if succeeded.count > 2 {
+                    try await operate(succeeded[2], "capture", "{}")
+                    try await operate(succeeded[2], "refund", "{\"amount\":\"5.00\",\"reason\":\"damaged\"}")
+                }
+                clock.advance(by: 600)  // older than recovery's minimum age
+                _ = try await services.recovery.sweep()
+
+                for id in orders {
+                    let order = try #require(try await services.payments.loader.order(OrderID(validated: id)))
+                    #expect(!order.status.awaitsPayment, "\(fault): order \(id) is stuck in \(order.status)")
+                    let hold = try await services.payments.loader.hold(OrderID(validated: id))
+                    let query = try await acquirer.query(merchantReference: order.merchantReference)
+                    switch (hold, query) {
+                    case (let hold?, .found(let details)):
+                        #expect(
+                            details.balance == hold.balance,
+                            "\(fault): \(id) ledger \(hold.balance) ≠ acquirer \(String(describing: details.balance))"
+                        )
+                    case (nil, .found(let details)):
+                        // No hold in the ledger: the acquirer must hold nothing open for it either.
+                        #expect((details.balance?.open.minorUnits ?? 0) == 0, "\(fault): \(id) open at the acquirer only")
+                        #expect((details.balance?.captured.minorUnits ?? 0) == 0, "\(fault): \(id) captured at the acquirer only")
+                    case (let hold?, .notFound):
+                        Issue.record("\(fault): \(id) has a hold \(hold.balance) the acquirer does not know")
+                    case (nil, .notFound):
+                        break
+                    }
+                }
+                for id in succeeded {
+                    #expect(try await services.payments.loader.hold(OrderID(validated: id)) != nil, "\(fault): \(id) succeeded without a hold")
+                }
+                // The fault did happen: the adapter saw failed attempts (latency and a duplicated request are
+                // invisible to it by design).
+                if fault != .latency && fault != .duplicateAnswer {
+                    #expect(metrics.exposition().contains("ledger_acquirer_errors_total"), "\(fault): the adapter saw no failure")
+                }
+            }
+        }
+    }
+}
