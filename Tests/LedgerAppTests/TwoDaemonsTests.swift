@@ -1,4 +1,5 @@
 import Foundation
+import LedgerAcquirerService
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
@@ -73,6 +74,14 @@ import FoundationNetworking
         second["LEDGERD_SEED_DEMO_CATALOG"] = "false"
         var a = try await DaemonProcess.start(dataDirectory: root.appendingPathComponent("a"), port: portA, logFile: log, environment: first)
         #expect(a.health?.status == 200, "daemon A did not come up:\n\(a.output())")
+        // One acquirer for both, as real daemons share the real one: B talks to the service A supervises.
+        let acquirerDirectory = root.appendingPathComponent("a/acquirer")
+        let acquirerURL = try String(contentsOf: acquirerDirectory.appendingPathComponent("endpoint"), encoding: .utf8)
+        let secrets = try JSONDecoder().decode(AcquirerSecrets.self, from: Data(contentsOf: acquirerDirectory.appendingPathComponent("secrets.json")))
+        let keyFile = root.appendingPathComponent("acquirer.key").path
+        #expect(FileManager.default.createFile(atPath: keyFile, contents: Data(secrets.apiKey.utf8), attributes: [.posixPermissions: 0o600]))
+        second["LEDGERD_ACQUIRER_URL"] = acquirerURL.trimmingCharacters(in: .whitespacesAndNewlines)
+        second["LEDGERD_ACQUIRER_API_KEY_FILE"] = keyFile
         let b = try await DaemonProcess.start(dataDirectory: root.appendingPathComponent("b"), port: portB, logFile: log, environment: second)
         #expect(b.health?.status == 200, "daemon B did not come up:\n\(b.output())")
         defer {

@@ -148,10 +148,12 @@ public struct DaemonProcess {
         }
     }
 
-    /// `GET url` with a 2 s timeout; nil when nothing answered.
+    /// `GET url` with a 2 s timeout; nil when nothing answered. `Connection: close`: a probe must not keep
+    /// one of the daemon's connection slots in the client's pool (the connection-limit test counts them).
     public static func get(_ url: URL) async -> (Int, String)? {
         var request = URLRequest(url: url)
         request.timeoutInterval = 2
+        request.setValue("close", forHTTPHeaderField: "Connection")
         guard let (data, response) = try? await URLSession.shared.data(for: request),
             let http = response as? HTTPURLResponse
         else { return nil }
