@@ -51,6 +51,11 @@ import FoundationNetworking
         let (owner, app) = ("owner_\(tag)", "shop_\(tag)")
         try await TestCluster.withClient(endpoint: endpoint, database: "postgres", user: endpoint.superuser) { client in
             try await client.query("CREATE ROLE \(unescaped: owner) LOGIN")
+            // The acquirer's group role is created by a role that may create roles, as `ledger_app` is
+            // (sql/acquirer/0001 creates it only where it is missing); this owner may not.
+            try await client.query(
+                "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'acquirer_app') THEN CREATE ROLE acquirer_app NOLOGIN; END IF; END $$"
+            )
             try await client.query("CREATE ROLE \(unescaped: app) LOGIN IN ROLE ledger_app")
             try await client.query("ALTER DATABASE \(unescaped: quoteIdentifier(db.name)) OWNER TO \(unescaped: owner)")
         }
