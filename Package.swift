@@ -27,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // Pure domain: money, ids, events, the canonical event layout. No dependencies, no I/O.
@@ -70,11 +71,13 @@ let package = Package(
             ]
         ),
         // Use cases: payments, holds, settlement, reconciliation, audit and as-of, catalog, privacy, checkpoints,
-        // recovery, expiry. They speak the domain and throw one `ServiceError`; they never see HTTP.
+        // recovery, expiry, feeds (subscriptions, webhooks) and the journal. They speak the domain and throw one
+        // `ServiceError`; they never serve HTTP (the webhook dispatcher is an HTTP client: AsyncHTTPClient).
         .target(
             name: "LedgerServices",
             dependencies: [
                 "LedgerCore", "LedgerAcquirer", "LedgerPostgres", "LedgerPayments",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -126,6 +129,7 @@ let package = Package(
             dependencies: [
                 "LedgerApp", "LedgerServices", "LedgerHTTP", "LedgerBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
         // Pure test helpers: the decider given/when/then spec and the seeded property-test generator.
@@ -182,6 +186,8 @@ let package = Package(
                 "LedgerApp", "LedgerServices", "LedgerHTTP", "LedgerTestSupport", "LedgerCoreTestSupport", "ledgerd", "LedgerPayments",
                 "LedgerPaymentsTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             exclude: ["Golden"]

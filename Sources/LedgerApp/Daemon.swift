@@ -34,6 +34,7 @@ public enum Daemon {
                 clock: clock,
                 checkpointKey: checkpointKey,
                 acquirerSnapshot: configuration.dataDirectoryURL.appendingPathComponent("acquirer-model.json"),
+                webhookSecretsKey: try WebhookSecretsKeyFile.key(for: configuration, logger: logger),
                 logger: logger
             )
             let app = buildApplication(configuration: configuration, services: services, logger: logger)
