@@ -61,8 +61,13 @@ import Glibc
             environment: environmentB
         )
         #expect(b.health != nil, "daemon B did not come up:\n\(b.output())")
-        let (created, createdText) = try await a.request("POST", "/subscriptions", #"{"name": "acceptance", "from": 0}"#)
-        #expect(created == 201, "\(createdText)")
+        let (created, createdText) = try await Self.request(portA, .POST, "/subscriptions", #"{"name": "acceptance", "from": 0}"#)
+        guard created == 201 else {
+            Issue.record("the subscription was not created: \(createdText)")
+            kill(b.process.processIdentifier, SIGKILL)
+            try await a.stop()
+            return
+        }
 
         let finalHead = Shared<Int64?>(nil)
         let bKilled = Shared(false)
@@ -106,7 +111,10 @@ import Glibc
                 if let head = finalHead.value, checkpoint >= head { break }
                 guard let (status, text) = try? await Self.request(portA, .GET, "/subscriptions/acceptance/events?limit=1000&wait=5"), status == 200,
                     let page = try? JSONDecoder().decode(Page.self, from: Data(text.utf8))
-                else { continue }
+                else {
+                    try? await Task.sleep(for: .milliseconds(100))
+                    continue
+                }
                 seen += page.events.map(\.position)
                 if page.through > checkpoint {
                     _ = try? await Self.request(portA, .POST, "/subscriptions/acceptance/ack", #"{"position": \#(page.through)}"#)
