@@ -27,6 +27,13 @@ import Testing
         return try WireJSON.decode(WebhookReply.self, from: text)
     }
 
+    /// Waits until the endpoint's cursor (committed with its delivery history) reaches `position`.
+    func committed(_ client: any TestClientProtocol, _ id: String, through position: Int64?) async throws -> Bool {
+        try await eventually {
+            try WireJSON.decode(WebhookReply.self, from: try await call(client, .get, "/webhooks/\(id)").1).cursor >= (position ?? 0)
+        }
+    }
+
     func deliveries(_ client: any TestClientProtocol, _ id: String) async throws -> [WebhookDeliveryReply] {
         var all: [WebhookDeliveryReply] = []
         var after: Int64 = 0
@@ -63,6 +70,8 @@ import Testing
                 // The failures were all on the first event, which was then delivered before any other.
                 #expect(receiver.hits.prefix(6).allSatisfy { $0.position == want[0] })
 
+                // The receiver's 200s come before the dispatcher's commit of the history.
+                #expect(try await committed(client, hook.id, through: want.last))
                 let history = try await deliveries(client, hook.id)
                 let failed = history.filter { !$0.delivered }
                 #expect(failed.map(\.attempt) == [1, 2, 3, 4, 5])
@@ -106,6 +115,7 @@ import Testing
                 #expect(try await eventually { receiver.delivered.count >= want.count })
                 #expect(receiver.delivered == want)
                 #expect(receiver.hits.allSatisfy { $0.signatureValid })
+                #expect(try await committed(client, id, through: want.last))
                 let history = try await deliveries(client, id)
                 #expect(history.filter { !$0.delivered }.count == failedBefore)
                 #expect(history.filter(\.delivered).map(\.position) == want)
