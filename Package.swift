@@ -114,11 +114,13 @@ let package = Package(
             ]
         ),
         // Use cases: payments, holds, settlement, reconciliation, audit and as-of, catalog, privacy, checkpoints,
-        // recovery, expiry. They speak the domain and throw one `ServiceError`; they never see HTTP.
+        // recovery, expiry, feeds (subscriptions, webhooks) and the journal. They speak the domain and throw one
+        // `ServiceError`; they never serve HTTP (the webhook dispatcher is an HTTP client: AsyncHTTPClient).
         .target(
             name: "LedgerServices",
             dependencies: [
                 "LedgerCore", "LedgerAcquirer", "LedgerPostgres", "LedgerPayments", "LedgerMacros",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -177,6 +179,7 @@ let package = Package(
             dependencies: [
                 "LedgerApp", "LedgerServices", "LedgerHTTP", "LedgerBench", "LedgerAcquirer", "LedgerAcquirerService", "LedgerCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
         // Pure test helpers: the decider given/when/then spec and the seeded property-test generator.
@@ -190,7 +193,7 @@ let package = Package(
         .target(
             name: "LedgerTestSupport",
             dependencies: [
-                "LedgerCore", "LedgerPostgres", "LedgerServices", "LedgerHTTP", "LedgerApp",
+                "LedgerCore", "LedgerPostgres", "LedgerServices", "LedgerHTTP", "LedgerApp", "LedgerAcquirerService",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -241,7 +244,7 @@ let package = Package(
                 "LedgerPaymentsTesting", "LedgerAcquirer", "LedgerAcquirerClient", "LedgerAcquirerService", "LedgerPostgres",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-                // HTTPS tests: a client that trusts the test CA, the CA and certificates, raw sockets.
+                // HTTPS tests and webhook receivers: a client that trusts the test CA, the CA and certificates, raw sockets.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),

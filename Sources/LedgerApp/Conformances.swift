@@ -16,3 +16,7 @@ extension ProjectionOrderReader: OrderReader {}
 extension ProjectionHoldReader: HoldReader {}
 extension EventStoreReader: LedgerReader {}
 extension EventStoreHealthProbe: LedgerHealthProbe {}
+extension EventFeed: EventFollower {}
+extension SubscriptionService: SubscriptionOperator {}
+extension WebhookService: WebhookOperator {}
+extension JournalService: JournalReader {}

@@ -54,6 +54,7 @@ public enum Daemon {
                     clock: clock,
                     checkpointKey: checkpointKey,
                     acquirerSupervisor: supervisor,
+                    webhookSecretsKey: try WebhookSecretsKeyFile.key(for: configuration, logger: logger),
                     logger: logger
                 )
                 let app = try buildApplication(configuration: configuration, services: services, tls: tls, logger: logger)

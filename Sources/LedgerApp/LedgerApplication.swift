@@ -59,6 +59,13 @@ public struct ServiceContainer: Sendable {
     public let checkpointScheduler: CheckpointScheduler?
     public let privacy: PrivacyService
     public let state: StateHistory
+    /// Knows the head soon after each commit (LISTEN/NOTIFY, polling as the fallback).
+    public let watcher: HeadWatcher
+    public let feed: EventFeed
+    public let subscriptions: SubscriptionService
+    public let webhooks: WebhookService
+    public let dispatcher: WebhookDispatcher
+    public let journal: JournalService
     let clock: @Sendable () -> Date
     let logger: Logger
 
@@ -76,6 +83,8 @@ public struct ServiceContainer: Sendable {
         clock: @escaping @Sendable () -> Date = { Date() },
         checkpointKey: CheckpointKey? = nil,
         acquirerSupervisor: AcquirerSupervisor? = nil,
+        webhookSecretsKey: [UInt8]? = nil,
+        webhookTransport: any WebhookTransport = HTTPWebhookTransport(),
         logger: Logger
     ) throws {
         self.client = client
@@ -151,6 +160,24 @@ public struct ServiceContainer: Sendable {
         }
         self.privacy = PrivacyService(client: client, writer: writer, clock: clock, logger: logger)
         self.state = StateHistory(client: client, clock: clock, logger: logger)
+        let watcher = HeadWatcher(client: client, pollInterval: configuration.feedPollInterval, logger: logger)
+        self.watcher = watcher
+        let feed = EventFeed(store: store, watcher: watcher)
+        self.feed = feed
+        self.subscriptions = SubscriptionService(store: SubscriptionStore(client: client, logger: logger), feed: feed)
+        let box = try (webhookSecretsKey ?? configuration.webhookSecretsKey).map { try WebhookSecretBox(keyBytes: $0) }
+        let webhookStore = WebhookStore(client: client, logger: logger)
+        self.webhooks = WebhookService(store: webhookStore, box: box, clock: clock)
+        self.dispatcher = WebhookDispatcher(
+            store: webhookStore,
+            watcher: watcher,
+            transport: webhookTransport,
+            box: box,
+            settings: configuration.webhooks,
+            clock: clock,
+            logger: logger
+        )
+        self.journal = JournalService(store: store)
         self.clock = clock
         self.logger = logger
     }
@@ -196,6 +223,14 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     settlementRoutes.registerChanges(on: changes)
     checkpointRoutes.registerChanges(on: changes)
     PrivacyRoutes(privacy: services.privacy).register(on: changes)
+    let feedRoutes = FeedRoutes(
+        follower: services.feed,
+        subscriptions: services.subscriptions,
+        webhooks: services.webhooks,
+        journal: services.journal
+    )
+    feedRoutes.registerReads(on: reads)
+    feedRoutes.registerChanges(on: changes)
     return router
 }
 
@@ -224,6 +259,7 @@ public func buildApplication(
     // The child acquirer first, so that it stops last (after the server drained and the services stopped).
     if let supervisor = services.acquirerSupervisor { app.addServices(supervisor) }
     app.addServices(pool, afterPool(services.writer), afterPool(services.recovery), afterPool(services.expiry))
+    app.addServices(afterPool(services.watcher), afterPool(services.dispatcher))
     if configuration.settlement.runAtCutOff {
         app.addServices(afterPool(SettlementScheduler(settlement: services.settlement, logger: logger)))
     }

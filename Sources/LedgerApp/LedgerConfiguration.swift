@@ -57,6 +57,14 @@ import Logging
 /// | `LEDGERD_SETTLEMENT_PAGE_SIZE` | `10000` | items per page sent to the acquirer in a settlement batch |
 /// | `LEDGERD_SETTLEMENT_REPORT_PART_LINES` | `10000` | report lines per page read back, and per stored report part |
 /// | `LEDGERD_SETTLEMENT_AUTO` | `false` | `serve` settles each business day itself once its cut-off has passed |
+/// | `LEDGERD_FEED_POLL_MS` | `1000` | how often the live feed, subscriptions' long polls and webhooks poll the head when no NOTIFY arrives |
+/// | `LEDGERD_WEBHOOK_SECRETS_KEY` | generated (embedded) | base64 of 32 bytes: seals webhook secrets in the database (AES-GCM); unset with a database URL: webhooks cannot be registered. **Secret.** |
+/// | `LEDGERD_WEBHOOK_RETRY_BASE_MS` | `1000` | the first retry's delay (before jitter); each failure doubles it |
+/// | `LEDGERD_WEBHOOK_RETRY_MAX_SECONDS` | `3600` | the longest delay between two attempts |
+/// | `LEDGERD_WEBHOOK_GIVE_UP_SECONDS` | `86400` | an endpoint whose event has failed this long is paused |
+/// | `LEDGERD_WEBHOOK_RETRY_SEED` | `1` | seed of the retries' jitter |
+/// | `LEDGERD_WEBHOOK_CONCURRENCY` | `4` | endpoints this daemon delivers to at once |
+/// | `LEDGERD_WEBHOOK_TIMEOUT_SECONDS` | `10` | a delivery's request timeout |
 ///
 /// The Apple Pay files are read when the configuration loads; see ``ApplePaySettings``.
 /// | `LEDGERD_CHECKPOINT_KEY` | — | path of the Ed25519 private key that signs checkpoints (PEM PKCS #8 or 32 raw/hex/base64 bytes); unset: no checkpoints. The file is secret. |
@@ -127,6 +135,12 @@ public struct LedgerConfiguration: Sendable {
     public var clockStart: Date?
     /// A fault point where the daemon kills itself (crash tests); nil: none.
     public var faultCrashAt: FaultPoint?
+    /// How often the feeds poll the head without a notification.
+    public var feedPollInterval: Duration
+    /// Seals webhook secrets (32 bytes); nil: the embedded daemon's generated key, or none.
+    public var webhookSecretsKey: [UInt8]?
+    /// The webhook dispatcher's retries, concurrency and timeout.
+    public var webhooks: WebhookDispatcher.Settings
 
     /// Reads the configuration from a reader (see the table above for keys and defaults).
     public init(reader: ConfigReader) throws {
@@ -247,6 +261,42 @@ public struct LedgerConfiguration: Sendable {
         } else {
             faultCrashAt = nil
         }
+        let pollMilliseconds = reader.int(forKey: "ledgerd.feed.poll.ms", default: 1_000)
+        guard pollMilliseconds >= 10 else { throw ConfigurationError("LEDGERD_FEED_POLL_MS must be at least 10") }
+        feedPollInterval = .milliseconds(pollMilliseconds)
+        if let text = reader.string(forKey: "ledgerd.webhook.secrets.key", isSecret: true), !text.isEmpty {
+            guard let bytes = Data(base64Encoded: text), bytes.count == 32 else {
+                throw ConfigurationError("LEDGERD_WEBHOOK_SECRETS_KEY must be the base64 of 32 bytes")
+            }
+            webhookSecretsKey = Array(bytes)
+        } else {
+            webhookSecretsKey = nil
+        }
+        let retryBase = reader.int(forKey: "ledgerd.webhook.retry.base.ms", default: 1_000)
+        let retryMaximum = reader.int(forKey: "ledgerd.webhook.retry.max.seconds", default: 3_600)
+        let giveUp = reader.int(forKey: "ledgerd.webhook.give.up.seconds", default: 86_400)
+        guard retryBase >= 1, retryMaximum >= 1, giveUp >= 1 else {
+            throw ConfigurationError("LEDGERD_WEBHOOK_RETRY_BASE_MS, _RETRY_MAX_SECONDS and _GIVE_UP_SECONDS must be at least 1")
+        }
+        guard let retrySeed = UInt64(reader.string(forKey: "ledgerd.webhook.retry.seed", default: "1")) else {
+            throw ConfigurationError("LEDGERD_WEBHOOK_RETRY_SEED must be an unsigned integer")
+        }
+        let concurrency = reader.int(forKey: "ledgerd.webhook.concurrency", default: 4)
+        let timeout = reader.int(forKey: "ledgerd.webhook.timeout.seconds", default: 10)
+        guard (1...64).contains(concurrency), (1...300).contains(timeout) else {
+            throw ConfigurationError("LEDGERD_WEBHOOK_CONCURRENCY must be 1…64 and LEDGERD_WEBHOOK_TIMEOUT_SECONDS 1…300")
+        }
+        webhooks = WebhookDispatcher.Settings(
+            policy: WebhookRetryPolicy(
+                baseDelayMicros: Int64(retryBase) * 1_000,
+                maximumDelayMicros: Int64(retryMaximum) * 1_000_000,
+                giveUpAfterMicros: Int64(giveUp) * 1_000_000,
+                seed: retrySeed
+            ),
+            concurrency: concurrency,
+            requestTimeout: .seconds(timeout),
+            pollInterval: .milliseconds(pollMilliseconds)
+        )
         let level = reader.string(forKey: "ledgerd.log.level", default: "info")
         guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
             throw ConfigurationError("LEDGERD_LOG_LEVEL: unknown level \(level)")

@@ -33,11 +33,11 @@ extension EventStore {
     /// become position bounds first (`ledger.position_at`: recorded_at never decreases with
     /// position), so every page is a range scan in position order and a cursor never skips or
     /// repeats an event.
-    public func events(after position: Int64, matching filter: EventFilter, limit: Int) async throws -> [RecordedEvent] {
+    public func events(after position: Int64, through: Int64 = .max, matching filter: EventFilter, limit: Int) async throws -> [RecordedEvent] {
         var lower = position
-        var upper = Int64.max
+        var upper = through
         if let from = filter.fromMicros { lower = max(lower, try await self.position(atMicros: from - 1)) }
-        if let to = filter.toMicros { upper = try await self.position(atMicros: to - 1) }
+        if let to = filter.toMicros { upper = min(upper, try await self.position(atMicros: to - 1)) }
         guard lower < upper else { return [] }
         var query: PostgresQuery = "\(unescaped: Self.columns) WHERE position > \(lower) AND position <= \(upper)"
         if !filter.types.isEmpty {
@@ -48,6 +48,10 @@ extension EventStore {
             query.binds.append(Self.likePrefix(prefix))
             query.sql += " AND stream_id LIKE $\(query.binds.count)"
         }
+        if !filter.streamPrefixes.isEmpty {
+            query.binds.append(filter.streamPrefixes.map(Self.likePrefix))
+            query.sql += " AND stream_id LIKE ANY($\(query.binds.count)::text[])"
+        }
         if let correlation = filter.correlationID {
             query.binds.append(correlation)
             query.sql += " AND metadata ->> 'correlation_id' = $\(query.binds.count)"
@@ -55,6 +59,18 @@ extension EventStore {
         query.binds.append(Int64(limit))
         query.sql += " ORDER BY position LIMIT $\(query.binds.count)"
         return try await Self.decode(client.query(query, logger: logger))
+    }
+
+    /// A consumer's next page: the head first, then up to `limit` events in (position, head] that pass
+    /// `filter`. Gap-safe: positions are assigned under the head lock, held to commit, so transactions
+    /// commit in position order and every event at or before the head read here is already committed
+    /// (visible to the next statement); none can appear later below it. See ``FeedPage``.
+    public func feedPage(after position: Int64, matching filter: EventFilter, limit: Int) async throws -> FeedPage {
+        let (head, _) = try await head()
+        guard head > position else { return FeedPage(events: [], through: position) }
+        let events = try await events(after: position, through: head, matching: filter, limit: limit)
+        let through = events.count == limit ? events[events.count - 1].position : head
+        return FeedPage(events: events, through: through)
     }
 
     /// The last position recorded at or before the instant (0 when nothing was).

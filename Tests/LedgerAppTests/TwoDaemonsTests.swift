@@ -45,23 +45,10 @@ import FoundationNetworking
     }
 
     @Test(.timeLimit(.minutes(3))) func twoDaemonsOnOneDatabaseSellTheLastUnitsOnceDrainOnSIGTERMAndReplayAKeyAfterARestart() async throws {
-        let db = try await TestDatabase.empty()
-        let endpoint = db.endpoint
         let tag = UUID().uuidString.prefix(8).lowercased()
-        let (owner, app) = ("owner_\(tag)", "shop_\(tag)")
-        try await TestCluster.withClient(endpoint: endpoint, database: "postgres", user: endpoint.superuser) { client in
-            try await client.query("CREATE ROLE \(unescaped: owner) LOGIN")
-            // The acquirer's group role is created by a role that may create roles, as `ledger_app` is
-            // (sql/acquirer/0001 creates it only where it is missing); this owner may not.
-            try await client.query(
-                "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'acquirer_app') THEN CREATE ROLE acquirer_app NOLOGIN; END IF; END $$"
-            )
-            try await client.query("CREATE ROLE \(unescaped: app) LOGIN IN ROLE ledger_app")
-            try await client.query("ALTER DATABASE \(unescaped: quoteIdentifier(db.name)) OWNER TO \(unescaped: owner)")
-        }
-        func url(_ user: String) -> String {
-            "postgres://\(user)@\(endpoint.port == 5432 ? "" : ":\(endpoint.port)")/\(db.name)?host=\(endpoint.socketDirectory)"
-        }
+        let shared = try await SharedDatabase.make(tag: tag)
+        let (db, owner, app) = (shared.database, shared.owner, shared.app)
+        func url(_ user: String) -> String { shared.url(user) }
         let root = URL(fileURLWithPath: "/tmp/ledgerd-two-\(tag)")
         defer { try? FileManager.default.removeItem(at: root) }
         let log = root.appendingPathComponent("daemons.log")
@@ -80,13 +67,12 @@ import FoundationNetworking
         var a = try await DaemonProcess.start(dataDirectory: root.appendingPathComponent("a"), port: portA, logFile: log, environment: first)
         #expect(a.health?.status == 200, "daemon A did not come up:\n\(a.output())")
         // One acquirer for both, as real daemons share the real one: B talks to the service A supervises.
-        let acquirerDirectory = root.appendingPathComponent("a/acquirer")
-        let acquirerURL = try String(contentsOf: acquirerDirectory.appendingPathComponent("endpoint"), encoding: .utf8)
-        let secrets = try JSONDecoder().decode(AcquirerSecrets.self, from: Data(contentsOf: acquirerDirectory.appendingPathComponent("secrets.json")))
-        let keyFile = root.appendingPathComponent("acquirer.key").path
-        #expect(FileManager.default.createFile(atPath: keyFile, contents: Data(secrets.apiKey.utf8), attributes: [.posixPermissions: 0o600]))
-        second["LEDGERD_ACQUIRER_URL"] = acquirerURL.trimmingCharacters(in: .whitespacesAndNewlines)
-        second["LEDGERD_ACQUIRER_API_KEY_FILE"] = keyFile
+        second.merge(
+            try SharedDatabase.acquirerEnvironment(
+                supervisedBy: root.appendingPathComponent("a"),
+                keyFile: root.appendingPathComponent("acquirer.key")
+            )
+        ) { $1 }
         let b = try await DaemonProcess.start(dataDirectory: root.appendingPathComponent("b"), port: portB, logFile: log, environment: second)
         #expect(b.health?.status == 200, "daemon B did not come up:\n\(b.output())")
         defer {

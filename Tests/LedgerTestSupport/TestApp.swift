@@ -30,6 +30,8 @@ public enum TestApp {
     ///   - logger: the application's logger; by default the quiet ``TestCluster/logger``.
     ///   - poolLogger: the PostgreSQL pool's background logger; by default the quiet ``TestCluster/logger``.
     ///   - checkpointKey: signs checkpoints; nil: none.
+    ///   - webhookTransport: how webhook deliveries leave the app (AsyncHTTPClient by default).
+    ///   - live: serve on a real port (`client.port`) instead of the in-memory router, for streamed replies.
     public static func withApp(
         seed: Bool = false,
         imagesDirectory: String? = nil,
@@ -40,6 +42,8 @@ public enum TestApp {
         logger: Logger = TestCluster.logger,
         poolLogger: Logger = TestCluster.logger,
         checkpointKey: CheckpointKey? = nil,
+        webhookTransport: any WebhookTransport = HTTPWebhookTransport(),
+        live: Bool = false,
         _ body: @escaping @Sendable (any TestClientProtocol, ServiceContainer) async throws -> Void
     ) async throws {
         let db: TestDatabase
@@ -47,6 +51,7 @@ public enum TestApp {
         var environment = [
             "LEDGERD_OPERATOR_KEYS": operatorKey, "LEDGERD_AUDITOR_KEYS": "other-auditor, \(auditorKey)",
             "LEDGERD_SEED_DEMO_CATALOG": seed ? "true" : "false",
+            "LEDGERD_WEBHOOK_SECRETS_KEY": webhookSecretsKey, "LEDGERD_FEED_POLL_MS": "200",
         ]
         environment["LEDGERD_PRODUCT_IMAGES_DIR"] = imagesDirectory
         environment.merge(extra) { $1 }
@@ -63,12 +68,16 @@ public enum TestApp {
             acquirer: acquirer,
             clock: clock,
             checkpointKey: checkpointKey,
+            webhookTransport: webhookTransport,
             logger: logger
         )
         // The application runs the pool first and serves only once it runs (see `buildApplication`).
         let app = try buildApplication(configuration: configuration, services: services, logger: logger)
-        try await app.test(.router) { testClient in try await body(testClient, services) }
+        try await app.test(live ? .live : .router) { testClient in try await body(testClient, services) }
     }
+
+    /// The key that seals webhook secrets in every harness app (base64 of 32 bytes).
+    public static let webhookSecretsKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
     /// `Authorization: Bearer <key>`.
     public static func bearer(_ key: String) -> HTTPFields { [.authorization: "Bearer \(key)"] }

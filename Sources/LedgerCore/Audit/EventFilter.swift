@@ -8,6 +8,8 @@ public struct EventFilter: Sendable, Hashable {
     public var types: [String] = []
     /// Streams whose id starts with this text (e.g. `order-`, `hold-`, `product-clock`).
     public var streamPrefix: String?
+    /// Streams whose id starts with any of these (a subscription's prefixes); empty for every stream.
+    public var streamPrefixes: [String] = []
     /// Recorded (ledger time) at or after this instant, in microseconds since the epoch.
     public var fromMicros: Int64?
     /// Recorded before this instant (exclusive), in microseconds since the epoch.
@@ -20,6 +22,7 @@ public struct EventFilter: Sendable, Hashable {
     public func matches(_ event: RecordedEvent, correlationID eventCorrelation: String?) -> Bool {
         if !types.isEmpty && !types.contains(event.type) { return false }
         if let streamPrefix, !event.streamID.rawValue.hasPrefix(streamPrefix) { return false }
+        if !streamPrefixes.isEmpty && !streamPrefixes.contains(where: { event.streamID.rawValue.hasPrefix($0) }) { return false }
         if let fromMicros, event.recordedAtMicros < fromMicros { return false }
         if let toMicros, event.recordedAtMicros >= toMicros { return false }
         if let correlationID, eventCorrelation != correlationID { return false }

@@ -1,0 +1,257 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import LedgerCore
+import LedgerServices
+
+/// The live feed's source: pages after a position as they commit (see ``EventFeed``).
+public protocol EventFollower: Sendable {
+    func follow(after position: Int64, matching filter: EventFilter, keepAlive: Duration) -> EventFeed.Follow
+}
+
+/// Durable subscriptions (see ``SubscriptionService``).
+public protocol SubscriptionOperator: Sendable {
+    func create(name: String, types: [String], streamPrefixes: [String], from start: SubscriptionService.Start) async throws -> StoredSubscription
+    func all() async throws -> [StoredSubscription]
+    func events(_ name: String, limit: Int, wait: Duration) async throws -> SubscriptionService.SubscriptionPage
+    func acknowledge(_ name: String, through position: Int64) async throws -> StoredSubscription
+    func delete(_ name: String) async throws
+}
+
+/// Webhook endpoints (see ``WebhookService``).
+public protocol WebhookOperator: Sendable {
+    func register(url: String, secret: String, types: [String]) async throws -> WebhookView
+    func all() async throws -> [WebhookView]
+    func endpoint(_ id: UUID) async throws -> WebhookView
+    func deliveries(_ id: UUID, after: Int64, limit: Int) async throws -> [StoredDelivery]
+    func redeliver(_ id: UUID, from position: Int64) async throws -> WebhookView
+    func rotateSecret(_ id: UUID, secret: String, grace: Duration) async throws -> WebhookView
+}
+
+/// The accounting journal of a period (see ``JournalService``).
+public protocol JournalReader: Sendable {
+    func entries(fromMicros: Int64, toMicros: Int64) async throws -> [JournalEntry]
+}
+
+/// Feeds for the systems downstream (issue 16):
+/// - reads (operator or auditor key): `GET /events/stream?after=&type=&stream_prefix=` (Server-Sent
+///   Events, `id:` = position, resumable with `Last-Event-ID`), `GET /subscriptions`,
+///   `GET /subscriptions/{name}/events?limit=&wait=`, `GET /webhooks`, `GET /webhooks/{id}`,
+///   `GET /webhooks/{id}/deliveries?after=&limit=`, `GET /journal?from=&to=`;
+/// - changes (operator key): `POST /subscriptions`, `POST /subscriptions/{name}/ack`,
+///   `DELETE /subscriptions/{name}`, `POST /webhooks`, `POST /webhooks/{id}/redeliver`,
+///   `POST /webhooks/{id}/rotate-secret`.
+public struct FeedRoutes: Sendable {
+    public typealias Context = LedgerRequestContext
+
+    let follower: any EventFollower
+    let subscriptions: any SubscriptionOperator
+    let webhooks: any WebhookOperator
+    let journal: any JournalReader
+    let keepAlive: Duration
+
+    public init(
+        follower: any EventFollower,
+        subscriptions: any SubscriptionOperator,
+        webhooks: any WebhookOperator,
+        journal: any JournalReader,
+        keepAlive: Duration = .seconds(15)
+    ) {
+        self.follower = follower
+        self.subscriptions = subscriptions
+        self.webhooks = webhooks
+        self.journal = journal
+        self.keepAlive = keepAlive
+    }
+
+    public func registerReads(on group: RouterGroup<Context>) {
+        group.get("/events/stream") { request, _ -> Response in
+            let query = request.uri.queryParameters
+            try Self.onlyKnown(query, ["after", "type", "stream_prefix"], what: "the live feed")
+            var after = try AuditRoutes.integer(query["after"].map(String.init), name: "after", default: 0, range: 0...Int64.max)
+            if let header = request.headers[HTTPField.Name("Last-Event-ID")!] {
+                guard let position = ServerSentEvents.position(lastEventID: header) else {
+                    throw APIError.badRequest("invalid_last_event_id", "Last-Event-ID must be a position", field: "Last-Event-ID")
+                }
+                after = position
+            }
+            let filter = try AuditRoutes.filter(query)
+            let pages = follower.follow(after: after, matching: filter, keepAlive: keepAlive)
+            var headers = HTTPFields()
+            headers[.contentType] = "text/event-stream; charset=utf-8"
+            headers[.cacheControl] = "no-cache"
+            let body = ResponseBody { writer in
+                var iterator = pages.makeAsyncIterator()
+                // A comment first, so that the client sees the stream open before the first event.
+                try await writer.write(ByteBuffer(string: ServerSentEvents.keepAlive))
+                while let page = try await iterator.next() {
+                    let text = page.events.isEmpty ? ServerSentEvents.keepAlive : page.events.map(ServerSentEvents.frame).joined()
+                    try await writer.write(ByteBuffer(string: text))
+                }
+                try await writer.finish(nil)
+            }
+            return Response(status: .ok, headers: headers, body: body)
+        }
+        group.get("/subscriptions") { _, _ -> Response in
+            try jsonResponse(SubscriptionListReply(try await subscriptions.all()))
+        }
+        group.get("/subscriptions/:name/events") { request, context -> Response in
+            let name = try context.parameters.require("name")
+            let query = request.uri.queryParameters
+            try Self.onlyKnown(query, ["limit", "wait"], what: "a subscription's events")
+            let limit = try AuditRoutes.integer(
+                query["limit"].map(String.init),
+                name: "limit",
+                default: 100,
+                range: 1...Int64(SubscriptionService.maximumLimit)
+            )
+            let wait = try AuditRoutes.integer(query["wait"].map(String.init), name: "wait", default: 0, range: 0...60)
+            let page = try await subscriptions.events(name, limit: Int(limit), wait: .seconds(wait))
+            let reply: RawJSON = .object([
+                "subscription": RawJSON(stored: try WireJSON.encode(SubscriptionReply(page.subscription))),
+                "events": RawJSON(stored: EventJSON.render(page.events)),
+                "through": .integer(page.through),
+            ])
+            return jsonResponse(reply)
+        }
+        group.get("/webhooks") { _, _ -> Response in
+            try jsonResponse(WebhookListReply(try await webhooks.all()))
+        }
+        group.get("/webhooks/:id") { _, context -> Response in
+            try jsonResponse(WebhookReply(try await webhooks.endpoint(try Self.webhookID(context))))
+        }
+        group.get("/webhooks/:id/deliveries") { request, context -> Response in
+            let id = try Self.webhookID(context)
+            let query = request.uri.queryParameters
+            try Self.onlyKnown(query, ["after", "limit"], what: "deliveries")
+            let after = try AuditRoutes.integer(query["after"].map(String.init), name: "after", default: 0, range: 0...Int64.max)
+            let limit = try AuditRoutes.integer(query["limit"].map(String.init), name: "limit", default: 100, range: 1...1_000)
+            let deliveries = try await webhooks.deliveries(id, after: after, limit: Int(limit))
+            return try jsonResponse(WebhookDeliveryListReply(deliveries, limit: Int(limit)))
+        }
+        group.get("/journal") { request, _ -> Response in
+            let query = request.uri.queryParameters
+            try Self.onlyKnown(query, ["from", "to"], what: "the journal")
+            let from = try Self.instant(query["from"].map(String.init), name: "from")
+            let to = try Self.instant(query["to"].map(String.init), name: "to")
+            guard from < to else { throw APIError.badRequest("invalid_parameter", "from must be before to", field: "from") }
+            let entries = try await journal.entries(fromMicros: from, toMicros: to)
+            return try jsonResponse(JournalReply(fromMicros: from, toMicros: to, entries: entries))
+        }
+    }
+
+    public func registerChanges(on group: RouterGroup<Context>) {
+        group.post("/subscriptions") { request, _ -> Response in
+            let body = try await Self.object(request, allowed: ["name", "types", "stream_prefixes", "from"])
+            guard case .string(let name)? = body["name"] else {
+                throw APIError.badRequest("invalid_field", "name must be a string", field: "name")
+            }
+            let types = try Self.strings(body["types"], field: "types")
+            let prefixes = try Self.strings(body["stream_prefixes"], field: "stream_prefixes")
+            let start: SubscriptionService.Start
+            switch body["from"] {
+            case nil, .null?: start = .after(0)
+            case .string("now")?: start = .now
+            case .integer(let position)? where position >= 0: start = .after(position)
+            default: throw APIError.badRequest("invalid_field", "from must be a position ≥ 0 or \"now\"", field: "from")
+            }
+            let created = try await subscriptions.create(name: name, types: types, streamPrefixes: prefixes, from: start)
+            return try jsonResponse(SubscriptionReply(created), status: .created)
+        }
+        group.post("/subscriptions/:name/ack") { request, context -> Response in
+            let name = try context.parameters.require("name")
+            let body = try await Self.object(request, allowed: ["position"])
+            guard case .integer(let position)? = body["position"] else {
+                throw APIError.badRequest("invalid_field", "position must be an integer", field: "position")
+            }
+            return try jsonResponse(SubscriptionReply(try await subscriptions.acknowledge(name, through: position)))
+        }
+        group.delete("/subscriptions/:name") { _, context -> Response in
+            try await subscriptions.delete(try context.parameters.require("name"))
+            return Response(status: .noContent)
+        }
+        group.post("/webhooks") { request, _ -> Response in
+            let body = try await Self.object(request, allowed: ["url", "secret", "types"])
+            guard case .string(let url)? = body["url"] else { throw APIError.badRequest("invalid_field", "url must be a string", field: "url") }
+            guard case .string(let secret)? = body["secret"] else {
+                throw APIError.badRequest("invalid_field", "secret must be a string", field: "secret")
+            }
+            let types = try Self.strings(body["types"], field: "types")
+            return try jsonResponse(WebhookReply(try await webhooks.register(url: url, secret: secret, types: types)), status: .created)
+        }
+        group.post("/webhooks/:id/redeliver") { request, context -> Response in
+            let id = try Self.webhookID(context)
+            let body = try await Self.object(request, allowed: ["from"])
+            guard case .integer(let from)? = body["from"] else {
+                throw APIError.badRequest("invalid_field", "from must be a position", field: "from")
+            }
+            return try jsonResponse(WebhookReply(try await webhooks.redeliver(id, from: from)))
+        }
+        group.post("/webhooks/:id/rotate-secret") { request, context -> Response in
+            let id = try Self.webhookID(context)
+            let body = try await Self.object(request, allowed: ["secret", "grace_seconds"])
+            guard case .string(let secret)? = body["secret"] else {
+                throw APIError.badRequest("invalid_field", "secret must be a string", field: "secret")
+            }
+            var grace = WebhookService.defaultGrace
+            switch body["grace_seconds"] {
+            case nil, .null?: break
+            case .integer(let seconds)? where (0...2_592_000).contains(seconds): grace = .seconds(seconds)
+            default: throw APIError.badRequest("invalid_field", "grace_seconds must be 0…2592000", field: "grace_seconds")
+            }
+            return try jsonResponse(WebhookReply(try await webhooks.rotateSecret(id, secret: secret, grace: grace)))
+        }
+    }
+
+    static func onlyKnown(_ query: Hummingbird.Parameters, _ known: Set<String>, what: String) throws {
+        for (name, _) in query where !known.contains(String(name)) {
+            throw APIError.badRequest("unknown_parameter", "\(what) does not take \(name)", field: String(name))
+        }
+    }
+
+    static func webhookID(_ context: Context) throws -> UUID {
+        let raw = try context.parameters.require("id")
+        guard let id = UUID(uuidString: raw) else { throw APIError.notFound("no webhook \(raw)") }
+        return id
+    }
+
+    /// An RFC 3339 instant, or a date `YYYY-MM-DD` (its midnight UTC), in microseconds.
+    static func instant(_ text: String?, name: String) throws -> Int64 {
+        guard let text else { throw APIError.badRequest("missing_parameter", "\(name) is required", field: name) }
+        if let date = BusinessDate(text), let micros = RFC3339.micros("\(date)T00:00:00Z") { return micros }
+        guard let micros = RFC3339.micros(text) else {
+            throw APIError.badRequest("invalid_parameter", "\(name) must be a date YYYY-MM-DD or an RFC 3339 time", field: name)
+        }
+        return micros
+    }
+
+    /// The body as a JSON object with only `allowed` members.
+    static func object(_ request: Request, allowed: Set<String>) async throws -> [String: JSONValue] {
+        let bytes: ByteBuffer
+        do { bytes = try await request.body.collect(upTo: 16 * 1024) } catch {
+            throw APIError(status: .contentTooLarge, code: "payload_too_large", message: "the body is larger than 16 KiB")
+        }
+        guard case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes.readableBytesView)) else {
+            throw APIError.badRequest("invalid_json", "the body must be a JSON object")
+        }
+        for key in members.keys.sorted() where !allowed.contains(key) {
+            throw APIError.badRequest("unknown_field", "the body does not take \(key)", field: key)
+        }
+        return members
+    }
+
+    /// An optional array of strings (absent or null: empty).
+    static func strings(_ value: JSONValue?, field: String) throws -> [String] {
+        switch value {
+        case nil, .null?: return []
+        case .array(let elements)?:
+            return try elements.map {
+                guard case .string(let text) = $0, !text.isEmpty, text.utf8.count <= 200 else {
+                    throw APIError.badRequest("invalid_field", "\(field) must be an array of non-empty strings", field: field)
+                }
+                return text
+            }
+        default: throw APIError.badRequest("invalid_field", "\(field) must be an array of strings", field: field)
+        }
+    }
+}

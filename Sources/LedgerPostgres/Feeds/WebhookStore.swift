@@ -1,0 +1,300 @@
+import Foundation
+import LedgerCore
+import Logging
+import PostgresNIO
+
+/// A webhook endpoint as stored (`ledger.webhook_endpoints`, sql/0012). Its secrets are sealed: this
+/// module never sees them in clear.
+public struct StoredWebhook: Sendable, Hashable {
+    public var id: UUID
+    public var url: String
+    public var types: [String]
+    public var sealedSecret: [UInt8]
+    public var sealedPreviousSecret: [UInt8]?
+    public var previousSecretUntilMicros: Int64?
+    /// `active` or `paused`.
+    public var state: String
+    /// Every event at or before it was delivered or does not match.
+    public var cursor: Int64
+    /// Failed attempts at the event after the cursor.
+    public var attempts: Int
+    public var firstFailedAtMicros: Int64?
+    public var nextAttemptAtMicros: Int64
+    public var createdAtMicros: Int64
+    /// The ledger's head when this row was read.
+    public var head: Int64
+
+    public init(
+        id: UUID,
+        url: String,
+        types: [String],
+        sealedSecret: [UInt8],
+        sealedPreviousSecret: [UInt8]?,
+        previousSecretUntilMicros: Int64?,
+        state: String,
+        cursor: Int64,
+        attempts: Int,
+        firstFailedAtMicros: Int64?,
+        nextAttemptAtMicros: Int64,
+        createdAtMicros: Int64,
+        head: Int64
+    ) {
+        self.id = id
+        self.url = url
+        self.types = types
+        self.sealedSecret = sealedSecret
+        self.sealedPreviousSecret = sealedPreviousSecret
+        self.previousSecretUntilMicros = previousSecretUntilMicros
+        self.state = state
+        self.cursor = cursor
+        self.attempts = attempts
+        self.firstFailedAtMicros = firstFailedAtMicros
+        self.nextAttemptAtMicros = nextAttemptAtMicros
+        self.createdAtMicros = createdAtMicros
+        self.head = head
+    }
+}
+
+/// An endpoint's delivery state after an attempt, written back by the dispatcher.
+public struct WebhookProgress: Sendable, Hashable {
+    public var cursor: Int64
+    public var attempts: Int
+    public var firstFailedAtMicros: Int64?
+    public var nextAttemptAtMicros: Int64
+    public var paused: Bool
+
+    public init(cursor: Int64, attempts: Int, firstFailedAtMicros: Int64?, nextAttemptAtMicros: Int64, paused: Bool) {
+        self.cursor = cursor
+        self.attempts = attempts
+        self.firstFailedAtMicros = firstFailedAtMicros
+        self.nextAttemptAtMicros = nextAttemptAtMicros
+        self.paused = paused
+    }
+}
+
+/// The webhooks' SQL: endpoints, their delivery history, and the dispatcher's claim of a due endpoint.
+public struct WebhookStore: PostgresStore {
+    public let connection: StoreConnection
+
+    public init(connection: StoreConnection) { self.connection = connection }
+
+    /// Registers an endpoint whose first event is the one after `cursor` (nil: after the head now).
+    public func insert(id: UUID, url: String, types: [String], sealedSecret: [UInt8], cursor: Int64?, nowMicros: Int64) async throws -> StoredWebhook
+    {
+        try await client.query(
+            """
+            INSERT INTO ledger.webhook_endpoints (id, url, types, sealed_secret, cursor, next_attempt_at, created_at)
+            SELECT \(id), \(url), \(types)::text[], \(ByteBuffer(bytes: sealedSecret)), coalesce(\(cursor), h.position),
+                   timestamptz 'epoch' + \(nowMicros) * interval '1 microsecond', timestamptz 'epoch' + \(nowMicros) * interval '1 microsecond'
+            FROM ledger.head h WHERE h.singleton
+            """,
+            logger: logger
+        )
+        guard let stored = try await endpoint(id) else { throw AppendError.storageFailure("webhook \(id) vanished") }
+        return stored
+    }
+
+    public func endpoint(_ id: UUID) async throws -> StoredWebhook? {
+        try await Self.decode(client.query("\(unescaped: Self.columns) WHERE w.id = \(id)", logger: logger)).first
+    }
+
+    /// Every endpoint, oldest first.
+    public func all() async throws -> [StoredWebhook] {
+        try await Self.decode(client.query("\(unescaped: Self.columns) ORDER BY w.created_at, w.id", logger: logger))
+    }
+
+    /// Up to `limit` attempts of an endpoint after attempt `afterID`, oldest first.
+    public func deliveries(_ endpointID: UUID, after afterID: Int64, limit: Int) async throws -> [StoredDelivery] {
+        let rows = try await client.query(
+            """
+            SELECT id, endpoint_id, position, attempt, ledger.epoch_us(attempted_at), status_code, error, latency_us, delivered,
+                   CASE WHEN retry_at IS NULL THEN NULL ELSE ledger.epoch_us(retry_at) END
+            FROM ledger.webhook_deliveries WHERE endpoint_id = \(endpointID) AND id > \(afterID) ORDER BY id LIMIT \(Int64(limit))
+            """,
+            logger: logger
+        )
+        var out: [StoredDelivery] = []
+        for try await (id, endpoint, position, attempt, at, status, error, latency, delivered, retry) in rows.decode(
+            (Int64, UUID, Int64, Int32, Int64, Int32?, String?, Int64, Bool, Int64?).self
+        ) {
+            out.append(
+                StoredDelivery(
+                    id: id,
+                    endpointID: endpoint,
+                    position: position,
+                    attempt: Int(attempt),
+                    attemptedAtMicros: at,
+                    statusCode: status.map(Int.init),
+                    error: error,
+                    latencyMicros: latency,
+                    delivered: delivered,
+                    retryAtMicros: retry
+                )
+            )
+        }
+        return out
+    }
+
+    /// Delivers again from `position` (the cursor goes to the one before it), at once, and resumes a
+    /// paused endpoint. Waits for a dispatcher that is delivering to the endpoint (its row lock).
+    public func redeliver(_ id: UUID, from position: Int64, nowMicros: Int64) async throws -> StoredWebhook? {
+        try await client.query(
+            """
+            UPDATE ledger.webhook_endpoints SET cursor = \(max(0, position - 1)), attempts = 0, first_failed_at = NULL,
+                   next_attempt_at = timestamptz 'epoch' + \(nowMicros) * interval '1 microsecond', state = 'active'
+            WHERE id = \(id)
+            """,
+            logger: logger
+        )
+        return try await endpoint(id)
+    }
+
+    /// Installs a new sealed secret; the current one stays valid until `previousUntilMicros`.
+    public func rotate(_ id: UUID, sealedSecret: [UInt8], previousUntilMicros: Int64) async throws -> StoredWebhook? {
+        try await client.query(
+            """
+            UPDATE ledger.webhook_endpoints SET sealed_previous_secret = sealed_secret, sealed_secret = \(ByteBuffer(bytes: sealedSecret)),
+                   previous_secret_until = timestamptz 'epoch' + \(previousUntilMicros) * interval '1 microsecond'
+            WHERE id = \(id)
+            """,
+            logger: logger
+        )
+        return try await endpoint(id)
+    }
+
+    /// In one transaction: claims an active endpoint that has events after its cursor and is due at
+    /// `nowMicros` (row lock, `SKIP LOCKED`: another daemon's dispatcher takes another endpoint, never
+    /// this one), runs `body` with it, and commits what `body` recorded. Nil when no endpoint is due.
+    /// If the process dies in `body`, nothing of it is committed and the endpoint is due again.
+    public func withDueEndpoint<T: Sendable>(
+        nowMicros: Int64,
+        _ body: (StoredWebhook, WebhookTransaction) async throws -> T
+    ) async throws -> T? {
+        try await client.withTransaction(logger: logger) { connection -> T? in
+            let rows = try await connection.query(
+                """
+                \(unescaped: Self.columns)
+                WHERE w.state = 'active' AND w.next_attempt_at <= timestamptz 'epoch' + \(nowMicros) * interval '1 microsecond' AND w.cursor < h.position
+                ORDER BY w.next_attempt_at LIMIT 1 FOR UPDATE OF w SKIP LOCKED
+                """,
+                logger: logger
+            )
+            guard let endpoint = try await Self.decode(rows).first else { return nil }
+            return try await body(endpoint, WebhookTransaction(connection: connection, logger: logger))
+        }
+    }
+
+    /// The earliest next attempt of an active endpoint with events to deliver (nil: none).
+    public func nextDueMicros() async throws -> Int64? {
+        let rows = try await client.query(
+            """
+            SELECT ledger.epoch_us(min(w.next_attempt_at)) FROM ledger.webhook_endpoints w CROSS JOIN ledger.head h
+            WHERE w.state = 'active' AND w.cursor < h.position
+            """,
+            logger: logger
+        )
+        for try await micros in rows.decode(Int64?.self) { return micros }
+        return nil
+    }
+
+    static let columns = """
+        SELECT w.id, w.url, w.types, w.sealed_secret, w.sealed_previous_secret,
+               CASE WHEN w.previous_secret_until IS NULL THEN NULL ELSE ledger.epoch_us(w.previous_secret_until) END,
+               w.state, w.cursor, w.attempts,
+               CASE WHEN w.first_failed_at IS NULL THEN NULL ELSE ledger.epoch_us(w.first_failed_at) END,
+               ledger.epoch_us(w.next_attempt_at), ledger.epoch_us(w.created_at), h.position
+        FROM ledger.webhook_endpoints w CROSS JOIN ledger.head h
+        """
+
+    static func decode(_ rows: PostgresRowSequence) async throws -> [StoredWebhook] {
+        var out: [StoredWebhook] = []
+        for try await row in rows {
+            let (id, url, types, secret, previous, previousUntil, state, cursor, attempts, firstFailed, next, created, head) = try row.decode(
+                (UUID, String, [String], ByteBuffer, ByteBuffer?, Int64?, String, Int64, Int32, Int64?, Int64, Int64, Int64).self
+            )
+            out.append(
+                StoredWebhook(
+                    id: id,
+                    url: url,
+                    types: types,
+                    sealedSecret: Array(secret.readableBytesView),
+                    sealedPreviousSecret: previous.map { Array($0.readableBytesView) },
+                    previousSecretUntilMicros: previousUntil,
+                    state: state,
+                    cursor: cursor,
+                    attempts: Int(attempts),
+                    firstFailedAtMicros: firstFailed,
+                    nextAttemptAtMicros: next,
+                    createdAtMicros: created,
+                    head: head
+                )
+            )
+        }
+        return out
+    }
+}
+
+/// The dispatcher's statements inside the transaction that holds an endpoint's row lock.
+public struct WebhookTransaction: Sendable {
+    let connection: PostgresConnection
+    let logger: Logger
+
+    /// The endpoint's next events: up to `limit` in (after, head] of `types` (empty: all), and the
+    /// position through which that page is complete (see ``FeedPage``).
+    public func page(after position: Int64, types: [String], limit: Int) async throws -> FeedPage {
+        var head: Int64 = 0
+        for try await value in try await connection.query("SELECT position FROM ledger.head WHERE singleton", logger: logger)
+            .decode(Int64.self)
+        {
+            head = value
+        }
+        guard head > position else { return FeedPage(events: [], through: position) }
+        var query: PostgresQuery = "\(unescaped: EventStore.columns) WHERE position > \(position) AND position <= \(head)"
+        if !types.isEmpty {
+            query.binds.append(types)
+            query.sql += " AND type = ANY($\(query.binds.count)::text[])"
+        }
+        query.binds.append(Int64(limit))
+        query.sql += " ORDER BY position LIMIT $\(query.binds.count)"
+        let events = try await EventStore.decode(connection.query(query, logger: logger))
+        return FeedPage(events: events, through: events.count == limit ? events[events.count - 1].position : head)
+    }
+
+    /// Records one attempt.
+    public func record(
+        endpointID: UUID,
+        position: Int64,
+        attempt: Int,
+        attemptedAtMicros: Int64,
+        statusCode: Int?,
+        error: String?,
+        latencyMicros: Int64,
+        delivered: Bool,
+        retryAtMicros: Int64?
+    ) async throws {
+        try await connection.query(
+            """
+            INSERT INTO ledger.webhook_deliveries (endpoint_id, position, attempt, attempted_at, status_code, error, latency_us, delivered, retry_at)
+            VALUES (\(endpointID), \(position), \(Int32(attempt)), timestamptz 'epoch' + \(attemptedAtMicros) * interval '1 microsecond', \(statusCode.map { Int32($0) }),
+                    \(error), \(latencyMicros), \(delivered),
+                    CASE WHEN \(retryAtMicros)::bigint IS NULL THEN NULL ELSE timestamptz 'epoch' + \(retryAtMicros)::bigint * interval '1 microsecond' END)
+            """,
+            logger: logger
+        )
+    }
+
+    /// Writes the endpoint's delivery state back.
+    public func update(_ endpointID: UUID, _ progress: WebhookProgress) async throws {
+        try await connection.query(
+            """
+            UPDATE ledger.webhook_endpoints SET cursor = \(progress.cursor), attempts = \(Int32(progress.attempts)),
+                   first_failed_at = CASE WHEN \(progress.firstFailedAtMicros)::bigint IS NULL THEN NULL
+                                          ELSE timestamptz 'epoch' + \(progress.firstFailedAtMicros)::bigint * interval '1 microsecond' END,
+                   next_attempt_at = timestamptz 'epoch' + \(progress.nextAttemptAtMicros) * interval '1 microsecond',
+                   state = \(progress.paused ? "paused" : "active")
+            WHERE id = \(endpointID)
+            """,
+            logger: logger
+        )
+    }
+}

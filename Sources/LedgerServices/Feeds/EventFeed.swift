@@ -1,0 +1,81 @@
+import LedgerCore
+import LedgerPostgres
+import ServiceLifecycle
+
+/// The log as a feed that follows new commits: pages of events after a position, in position order,
+/// none skipped (``EventStore/feedPage(after:matching:limit:)`` says why) and none repeated.
+public struct EventFeed: Sendable {
+    public static let pageSize = 1_000
+
+    let store: EventStore
+    let watcher: HeadWatcher
+
+    public init(store: EventStore, watcher: HeadWatcher) {
+        self.store = store
+        self.watcher = watcher
+    }
+
+    /// The next page after `position`.
+    public func page(after position: Int64, matching filter: EventFilter, limit: Int = pageSize) async throws -> FeedPage {
+        try await store.feedPage(after: position, matching: filter, limit: limit)
+    }
+
+    /// The page after `position`, waiting up to `wait` for one when there is nothing yet (a long poll).
+    public func page(after position: Int64, matching filter: EventFilter, limit: Int, wait: Duration) async throws -> FeedPage {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: wait)
+        var cursor = position
+        while true {
+            let page = try await store.feedPage(after: cursor, matching: filter, limit: limit)
+            cursor = page.through
+            let remaining = clock.now.duration(to: deadline)
+            if !page.events.isEmpty || remaining <= .zero || Task.isCancelled || Task.isShuttingDownGracefully {
+                return FeedPage(events: page.events, through: page.through)
+            }
+            let watcher = self.watcher
+            let seen = cursor
+            _ = await cancelWhenGracefulShutdown { await watcher.wait(beyond: seen, timeout: remaining) }
+        }
+    }
+
+    /// Every event after `position` that passes `filter`, then each new one as it commits, page by page.
+    /// An empty page is a keep-alive: nothing arrived for `keepAlive`. Ends on cancellation or at the
+    /// daemon's graceful shutdown.
+    public func follow(after position: Int64, matching filter: EventFilter, keepAlive: Duration) -> Follow {
+        Follow(feed: self, cursor: position, filter: filter, keepAlive: keepAlive)
+    }
+
+    /// The pages of ``follow(after:matching:keepAlive:)``, read as they are asked for (a slow reader
+    /// slows the reads, nothing piles up in memory).
+    public struct Follow: AsyncSequence, Sendable {
+        public typealias Element = FeedPage
+        let feed: EventFeed
+        let cursor: Int64
+        let filter: EventFilter
+        let keepAlive: Duration
+
+        public func makeAsyncIterator() -> Iterator { Iterator(feed: feed, cursor: cursor, filter: filter, keepAlive: keepAlive) }
+
+        public struct Iterator: AsyncIteratorProtocol {
+            let feed: EventFeed
+            var cursor: Int64
+            let filter: EventFilter
+            let keepAlive: Duration
+
+            public mutating func next() async throws -> FeedPage? {
+                while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                    let page = try await feed.store.feedPage(after: cursor, matching: filter, limit: EventFeed.pageSize)
+                    cursor = page.through
+                    if !page.events.isEmpty { return page }
+                    let watcher = feed.watcher
+                    let (seen, keepAlive) = (cursor, keepAlive)
+                    let head = await cancelWhenGracefulShutdown { await watcher.wait(beyond: seen, timeout: keepAlive) }
+                    if head <= seen && !Task.isCancelled && !Task.isShuttingDownGracefully {
+                        return FeedPage(events: [], through: cursor)
+                    }
+                }
+                return nil
+            }
+        }
+    }
+}

@@ -1,0 +1,319 @@
+import Foundation
+import LedgerCore
+import LedgerPostgres
+import Logging
+import ServiceLifecycle
+
+/// An endpoint as the back office sees it: never its secrets.
+public struct WebhookView: Sendable, Hashable {
+    public var id: UUID
+    public var url: String
+    public var types: [String]
+    public var state: String
+    public var cursor: Int64
+    public var head: Int64
+    public var attempts: Int
+    public var nextAttemptAtMicros: Int64
+    public var previousSecretUntilMicros: Int64?
+    public var createdAtMicros: Int64
+
+    init(_ stored: StoredWebhook) {
+        id = stored.id
+        url = stored.url
+        types = stored.types
+        state = stored.state
+        cursor = stored.cursor
+        head = stored.head
+        attempts = stored.attempts
+        nextAttemptAtMicros = stored.nextAttemptAtMicros
+        previousSecretUntilMicros = stored.previousSecretUntilMicros
+        createdAtMicros = stored.createdAtMicros
+    }
+}
+
+/// Webhook endpoints (issue 16): registration, delivery history, redelivery and secret rotation. The
+/// deliveries themselves are the ``WebhookDispatcher``'s.
+public struct WebhookService: Sendable {
+    public static let defaultGrace: Duration = .seconds(86_400)
+
+    let store: WebhookStore
+    /// Nil when no secrets key is configured: endpoints cannot be registered.
+    let box: WebhookSecretBox?
+    let clock: @Sendable () -> Date
+
+    public init(store: WebhookStore, box: WebhookSecretBox?, clock: @escaping @Sendable () -> Date) {
+        self.store = store
+        self.box = box
+        self.clock = clock
+    }
+
+    /// Registers an endpoint; it receives the events committed after this call, in position order.
+    public func register(url: String, secret: String, types: [String]) async throws -> WebhookView {
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            parsed.host?.isEmpty == false, url.utf8.count <= 2_000
+        else {
+            throw ServiceError.invalid("invalid_url", "url must be an absolute http or https URL", field: "url")
+        }
+        try Self.checkSecret(secret)
+        guard types.allSatisfy({ EventCatalogue.entry(forType: $0) != nil }) else {
+            throw ServiceError.invalid("unknown_type", "types must name event types of the catalogue", field: "types")
+        }
+        let sealed = try sealer().seal(secret)
+        let stored = try await store.insert(
+            id: UUID(),
+            url: url,
+            types: types,
+            sealedSecret: sealed,
+            cursor: nil,
+            nowMicros: clock().epochMicroseconds
+        )
+        return WebhookView(stored)
+    }
+
+    public func all() async throws -> [WebhookView] { try await store.all().map(WebhookView.init) }
+
+    public func endpoint(_ id: UUID) async throws -> WebhookView {
+        guard let stored = try await store.endpoint(id) else { throw ServiceError.notFound("no webhook \(id.uuidString.lowercased())") }
+        return WebhookView(stored)
+    }
+
+    /// The endpoint's attempts after attempt `after`, oldest first.
+    public func deliveries(_ id: UUID, after: Int64, limit: Int) async throws -> [StoredDelivery] {
+        _ = try await endpoint(id)
+        return try await store.deliveries(id, after: after, limit: limit)
+    }
+
+    /// Delivers every matching event from `position` on again, in order, and resumes a paused endpoint.
+    public func redeliver(_ id: UUID, from position: Int64) async throws -> WebhookView {
+        let current = try await endpoint(id)
+        guard position >= 1, position <= current.head + 1 else {
+            throw ServiceError.invalid("invalid_position", "from must be a position 1…\(current.head + 1)", field: "from")
+        }
+        guard let stored = try await store.redeliver(id, from: position, nowMicros: clock().epochMicroseconds) else {
+            throw ServiceError.notFound("no webhook \(id.uuidString.lowercased())")
+        }
+        return WebhookView(stored)
+    }
+
+    /// Signs with `secret` from now on; the current secret still signs too (a second `v1`) for `grace`.
+    public func rotateSecret(_ id: UUID, secret: String, grace: Duration) async throws -> WebhookView {
+        try Self.checkSecret(secret)
+        _ = try await endpoint(id)
+        let until = clock().epochMicroseconds + grace.components.seconds * 1_000_000
+        guard let stored = try await store.rotate(id, sealedSecret: try sealer().seal(secret), previousUntilMicros: until) else {
+            throw ServiceError.notFound("no webhook \(id.uuidString.lowercased())")
+        }
+        return WebhookView(stored)
+    }
+
+    func sealer() throws -> WebhookSecretBox {
+        guard let box else {
+            throw ServiceError.conflict(
+                "webhooks_not_configured",
+                "webhooks need LEDGERD_WEBHOOK_SECRETS_KEY (or the embedded daemon's generated key) to store secrets"
+            )
+        }
+        return box
+    }
+
+    static func checkSecret(_ secret: String) throws {
+        guard (16...256).contains(secret.utf8.count) else {
+            throw ServiceError.invalid("invalid_secret", "secret must be 16…256 bytes", field: "secret")
+        }
+    }
+}
+
+/// Delivers webhook events: per endpoint in position order, one POST per event, retried with the
+/// ``WebhookRetryPolicy``'s backoff, the endpoint paused when an event has failed for its give-up time.
+///
+/// Exactly one daemon delivers to an endpoint at a time: a delivery runs inside the transaction that
+/// holds the endpoint's row lock (``WebhookStore/withDueEndpoint(nowMicros:_:)``, `FOR UPDATE SKIP LOCKED`),
+/// and its cursor, attempts and history commit with it. A daemon that dies mid-delivery commits nothing,
+/// so the event is delivered again (at least once; receivers deduplicate by `Ledger-Event-Position`).
+public final class WebhookDispatcher: Service, Sendable {
+    public struct Settings: Sendable {
+        public var policy: WebhookRetryPolicy
+        /// Endpoints delivered to at once by this daemon (each holds a database connection meanwhile).
+        public var concurrency: Int
+        public var requestTimeout: Duration
+        /// How often an idle worker looks for due endpoints when nothing wakes it.
+        public var pollInterval: Duration
+        /// Most events delivered to one endpoint per transaction.
+        public var batchSize: Int
+
+        public init(
+            policy: WebhookRetryPolicy = WebhookRetryPolicy(),
+            concurrency: Int = 4,
+            requestTimeout: Duration = .seconds(10),
+            pollInterval: Duration = .seconds(1),
+            batchSize: Int = 100
+        ) {
+            self.policy = policy
+            self.concurrency = concurrency
+            self.requestTimeout = requestTimeout
+            self.pollInterval = pollInterval
+            self.batchSize = batchSize
+        }
+    }
+
+    let store: WebhookStore
+    let watcher: HeadWatcher
+    let transport: any WebhookTransport
+    let box: WebhookSecretBox?
+    let settings: Settings
+    let clock: @Sendable () -> Date
+    let logger: Logger
+
+    public init(
+        store: WebhookStore,
+        watcher: HeadWatcher,
+        transport: any WebhookTransport,
+        box: WebhookSecretBox?,
+        settings: Settings,
+        clock: @escaping @Sendable () -> Date,
+        logger: Logger
+    ) {
+        self.store = store
+        self.watcher = watcher
+        self.transport = transport
+        self.box = box
+        self.settings = settings
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// The workers, until the daemon shuts down: a worker finishes the endpoint it is delivering to
+    /// (and commits) before it stops; an idle one stops at once.
+    public func run() async throws {
+        guard box != nil else {
+            try await gracefulShutdown()
+            return
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<max(1, settings.concurrency) { group.addTask { await self.work() } }
+        }
+    }
+
+    private func work() async {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            var idle = settings.pollInterval
+            do {
+                if try await deliverDue() { continue }
+                if let due = try await store.nextDueMicros() {
+                    let wait = max(0, due - clock().epochMicroseconds)
+                    idle = max(.milliseconds(20), min(idle, .microseconds(wait)))
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.warning("webhook delivery failed", metadata: ["error": "\(String(reflecting: error))"])
+            }
+            if idle > .zero {
+                let (watcher, head, wait) = (watcher, watcher.head, idle)
+                _ = await cancelWhenGracefulShutdown { await watcher.wait(beyond: head, timeout: wait) }
+            }
+        }
+    }
+
+    /// Claims one due endpoint and delivers its next events; false when none was due.
+    @discardableResult
+    public func deliverDue() async throws -> Bool {
+        guard let box else { return false }
+        let result: Bool? = try await store.withDueEndpoint(nowMicros: clock().epochMicroseconds) { endpoint, transaction in
+            try await self.deliver(endpoint, box: box, transaction)
+            return true
+        }
+        return result ?? false
+    }
+
+    private func deliver(_ endpoint: StoredWebhook, box: WebhookSecretBox, _ transaction: WebhookTransaction) async throws {
+        var secrets = [try box.open(endpoint.sealedSecret)]
+        if let previous = endpoint.sealedPreviousSecret, let until = endpoint.previousSecretUntilMicros, until > clock().epochMicroseconds {
+            secrets.append(try box.open(previous))
+        }
+        let endpointKey = endpoint.id.uuidString.lowercased()
+        var progress = WebhookProgress(
+            cursor: endpoint.cursor,
+            attempts: endpoint.attempts,
+            firstFailedAtMicros: endpoint.firstFailedAtMicros,
+            nextAttemptAtMicros: clock().epochMicroseconds,
+            paused: false
+        )
+        let page = try await transaction.page(after: endpoint.cursor, types: endpoint.types, limit: settings.batchSize)
+        var finished = true
+        let started = ContinuousClock.now
+        for event in page.events {
+            if ContinuousClock.now - started > .seconds(2) {
+                finished = false
+                break
+            }
+            let body = Array(EventJSON.render(event).utf8)
+            let attemptedAt = clock().epochMicroseconds
+            let headers = [
+                ("Content-Type", "application/json"),
+                (WebhookSignature.header, WebhookSignature.value(timestamp: attemptedAt / 1_000_000, body: body, secrets: secrets)),
+                (WebhookSignature.positionHeader, String(event.position)),
+                ("Ledger-Event-Type", event.type),
+            ]
+            let sent = ContinuousClock.now
+            let result = await transport.post(url: endpoint.url, body: body, headers: headers, timeout: settings.requestTimeout)
+            let elapsed = ContinuousClock.now - sent
+            let latency = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
+            let attempt = progress.attempts + 1
+            if result.delivered {
+                try await transaction.record(
+                    endpointID: endpoint.id,
+                    position: event.position,
+                    attempt: attempt,
+                    attemptedAtMicros: attemptedAt,
+                    statusCode: result.statusCode,
+                    error: nil,
+                    latencyMicros: latency,
+                    delivered: true,
+                    retryAtMicros: nil
+                )
+                progress = WebhookProgress(
+                    cursor: event.position,
+                    attempts: 0,
+                    firstFailedAtMicros: nil,
+                    nextAttemptAtMicros: attemptedAt,
+                    paused: false
+                )
+                continue
+            }
+            let firstFailure = progress.firstFailedAtMicros ?? attemptedAt
+            let pause = settings.policy.givesUp(firstFailureMicros: firstFailure, nowMicros: attemptedAt)
+            let retryAt =
+                pause
+                ? nil
+                : attemptedAt + settings.policy.delayMicros(afterFailedAttempts: attempt, endpoint: endpointKey, position: event.position)
+            try await transaction.record(
+                endpointID: endpoint.id,
+                position: event.position,
+                attempt: attempt,
+                attemptedAtMicros: attemptedAt,
+                statusCode: result.statusCode,
+                error: result.error ?? "status \(result.statusCode ?? 0)",
+                latencyMicros: latency,
+                delivered: false,
+                retryAtMicros: retryAt
+            )
+            progress = WebhookProgress(
+                cursor: progress.cursor,
+                attempts: attempt,
+                firstFailedAtMicros: firstFailure,
+                nextAttemptAtMicros: retryAt ?? attemptedAt,
+                paused: pause
+            )
+            if pause {
+                logger.warning(
+                    "webhook endpoint paused: its event failed for the give-up time",
+                    metadata: ["webhook": "\(endpointKey)", "position": "\(event.position)"]
+                )
+            }
+            finished = false
+            break
+        }
+        if finished { progress.cursor = max(progress.cursor, page.through) }
+        try await transaction.update(endpoint.id, progress)
+    }
+}

@@ -1,0 +1,214 @@
+import AsyncHTTPClient
+import Foundation
+import LedgerCore
+import LedgerServices
+import LedgerTestSupport
+import NIOCore
+import NIOHTTP1
+import PostgresNIO
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// No gap, ever: two `ledgerd` processes append concurrently to one database while one consumer follows
+/// the live feed and another a durable subscription; half-way one daemon is killed with SIGKILL (the
+/// feed's consumer was reading from it and resumes on the other with `Last-Event-ID`). Each consumer sees
+/// every position exactly once and in order.
+///
+/// `LEDGERD_TEST_FEED_EVENTS` sets how many events (default 4,000; the issue's 100,000 is run by hand:
+/// `LEDGERD_TEST_FEED_EVENTS=100000 swift test --filter FeedAcceptanceTests`).
+@Suite struct FeedAcceptanceTests {
+    static let operatorKey = "feed-acceptance-operator"
+
+    @Test(.timeLimit(.minutes(30))) func twoDaemonsOneKilledAndEveryConsumerSeesEveryPositionOnceInOrder() async throws {
+        let target = Int64(ProcessInfo.processInfo.environment["LEDGERD_TEST_FEED_EVENTS"] ?? "") ?? 4_000
+        let tag = UUID().uuidString.prefix(8).lowercased()
+        let shared = try await SharedDatabase.make(tag: tag)
+        let db = shared.database
+        let base = URL(fileURLWithPath: "/tmp/ledgerd-feed-\(tag)")
+        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: base) }
+        let environment: [String: String?] = [
+            "LEDGERD_DATABASE_URL": shared.url(shared.app), "LEDGERD_OPERATOR_KEYS": Self.operatorKey,
+            "LEDGERD_AUDITOR_KEYS": "feed-acceptance-auditor",
+            "LEDGERD_ACQUIRER_CREDIT_LIMIT": "1000000000.00", "LEDGERD_LOG_LEVEL": "warning", "LEDGERD_FEED_POLL_MS": "500",
+        ]
+        let portA = Int.random(in: 40_000..<45_000)
+        let portB = Int.random(in: 45_000..<50_000)
+        var environmentA = environment
+        environmentA["LEDGERD_SEED_DEMO_CATALOG"] = "true"
+        environmentA["LEDGERD_MIGRATION_DATABASE_URL"] = shared.url(shared.owner)
+        let a = try await DaemonProcess.start(
+            dataDirectory: base.appendingPathComponent("a"),
+            port: portA,
+            logFile: base.appendingPathComponent("a.log"),
+            environment: environmentA
+        )
+        #expect(a.health != nil, "daemon A did not come up:\n\(a.output())")
+        // Ample stock for every payment of the run.
+        let stock = base.appendingPathComponent("stock.json")
+        try Data(#"{"products": [{"name": "Clock", "description": "", "price": "50.00", "stock": 10000000}]}"#.utf8).write(to: stock)
+        var importEnvironment = DaemonProcess.environment(environment)
+        importEnvironment["LEDGERD_DATA_DIR"] = base.appendingPathComponent("import").path
+        let imported = try await DaemonProcess.run(["catalog", "import", stock.path], environment: importEnvironment)
+        #expect(imported.status == 0, "\(imported.output)")
+        var environmentB = environment
+        environmentB["LEDGERD_SEED_DEMO_CATALOG"] = "false"
+        // One acquirer for both, as real daemons share the real one: B talks to the service A supervises.
+        environmentB.merge(
+            try SharedDatabase.acquirerEnvironment(
+                supervisedBy: base.appendingPathComponent("a"),
+                keyFile: base.appendingPathComponent("acquirer.key")
+            )
+        ) { $1 }
+        let b = try await DaemonProcess.start(
+            dataDirectory: base.appendingPathComponent("b"),
+            port: portB,
+            logFile: base.appendingPathComponent("b.log"),
+            environment: environmentB
+        )
+        #expect(b.health != nil, "daemon B did not come up:\n\(b.output())")
+        let (created, createdText) = try await Self.request(portA, .POST, "/subscriptions", #"{"name": "acceptance", "from": 0}"#)
+        guard created == 201 else {
+            Issue.record("the subscription was not created: \(createdText)")
+            kill(b.process.processIdentifier, SIGKILL)
+            try await a.stop()
+            return
+        }
+
+        let finalHead = Shared<Int64?>(nil)
+        let bKilled = Shared(false)
+        let pidB = b.process.processIdentifier
+
+        // The live feed's consumer: daemon B's stream, then A's from the last id it saw.
+        let feed = Task { () -> [Int64] in
+            var seen: [Int64] = []
+            var port = portB
+            while true {
+                var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/events/stream?after=0")
+                request.headers.add(name: "Authorization", value: "Bearer \(Self.operatorKey)")
+                if let last = seen.last { request.headers.add(name: "Last-Event-ID", value: String(last)) }
+                do {
+                    let response = try await HTTPClient.shared.execute(request, timeout: .seconds(600))
+                    var parser = ServerSentEvents.Parser()
+                    for try await chunk in response.body {
+                        for message in parser.feed(chunk.readableBytesView) {
+                            if let id = message.id.flatMap(Int64.init) { seen.append(id) }
+                        }
+                        if let head = finalHead.value, seen.last ?? 0 >= head { return seen }
+                    }
+                } catch {
+                    if Task.isCancelled { return seen }
+                }
+                if let head = finalHead.value, seen.last ?? 0 >= head { return seen }
+                if bKilled.value { port = portA }
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        // The subscription's consumer: long polls on A, acknowledging each page after reading it.
+        let subscription = Task { () -> [Int64] in
+            struct Page: Decodable {
+                struct Event: Decodable { let position: Int64 }
+                let events: [Event]
+                let through: Int64
+            }
+            var seen: [Int64] = []
+            var checkpoint: Int64 = 0
+            while !Task.isCancelled {
+                if let head = finalHead.value, checkpoint >= head { break }
+                guard let (status, text) = try? await Self.request(portA, .GET, "/subscriptions/acceptance/events?limit=1000&wait=5"), status == 200,
+                    let page = try? JSONDecoder().decode(Page.self, from: Data(text.utf8))
+                else {
+                    try? await Task.sleep(for: .milliseconds(100))
+                    continue
+                }
+                seen += page.events.map(\.position)
+                if page.through > checkpoint {
+                    _ = try? await Self.request(portA, .POST, "/subscriptions/acceptance/ack", #"{"position": \#(page.through)}"#)
+                    checkpoint = page.through
+                }
+            }
+            return seen
+        }
+
+        // The load: payments on both daemons until the log holds `target` events; B dies half-way.
+        let accepted = Shared<Int64>(0)
+        let body = StorefrontDriver.paymentBody()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<16 {
+                group.addTask {
+                    while accepted.value * 4 < target {
+                        let port = worker % 2 == 1 && !bKilled.value ? portB : portA
+                        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/payment")
+                        request.method = .POST
+                        request.headers.add(name: "Content-Type", value: "application/json")
+                        request.body = .bytes(ByteBuffer(bytes: body))
+                        guard let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(60)) else { continue }
+                        _ = try? await response.body.collect(upTo: 1 << 20)
+                        if response.status.code == 200 { accepted.withLock { $0 += 1 } }
+                    }
+                }
+            }
+            group.addTask {
+                while accepted.value * 4 < target / 2 { try await Task.sleep(for: .milliseconds(20)) }
+                kill(pidB, SIGKILL)
+                bKilled.withLock { $0 = true }
+            }
+            try await group.waitForAll()
+        }
+        b.process.waitUntilExit()
+        #expect(b.process.terminationReason == .uncaughtSignal, "daemon B was killed")
+
+        let head = try await db.withOwner { client -> Int64 in
+            for try await position in try await client.query("SELECT position FROM ledger.head").decode(Int64.self) { return position }
+            return 0
+        }
+        #expect(head >= target)
+        finalHead.withLock { $0 = head }
+        let fed = await feed.value
+        let subscribed = await subscription.value
+        // The surviving daemon may append after `head` was read (recovery resolves the orders the killed one
+        // left pending): each consumer saw 1, 2, 3, … without a gap or a repeat, at least up to `head`.
+        #expect(
+            (fed.last ?? 0) >= head && fed == Array(1...(fed.last ?? 1)),
+            "the live feed: \(fed.count) positions, last \(fed.last ?? 0), head \(head), first wrong at \(Self.firstWrong(fed))"
+        )
+        #expect(
+            (subscribed.last ?? 0) >= head && subscribed == Array(1...(subscribed.last ?? 1)),
+            "the subscription: \(subscribed.count) positions, last \(subscribed.last ?? 0), head \(head), first wrong at \(Self.firstWrong(subscribed))"
+        )
+        let chainOK = try await TestCluster.withClient(endpoint: db.endpoint, database: db.name, user: "ledger_auditor") { client -> Bool in
+            for try await ok in try await client.query("SELECT ok FROM ledger.verify_chain()").decode(Bool.self) { return ok }
+            return false
+        }
+        #expect(chainOK)
+        try await a.stop()
+    }
+
+    /// `method path` on a daemon with the operator key; the status and the reply's text.
+    static func request(_ port: Int, _ method: HTTPMethod, _ path: String, _ body: String? = nil) async throws -> (Int, String) {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer \(operatorKey)")
+        request.headers.add(name: "Content-Type", value: "application/json")
+        if let body { request.body = .bytes(ByteBuffer(string: body)) }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(120))
+        let text = try await response.body.collect(upTo: 64 << 20)
+        return (Int(response.status.code), String(buffer: text))
+    }
+
+    static func firstWrong(_ positions: [Int64]) -> Int {
+        positions.enumerated().first { $0.element != Int64($0.offset + 1) }?.offset ?? -1
+    }
+}
+
+/// A value shared by the test's tasks.
+final class Shared<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    var value: Value { mutex.withLock { $0 } }
+    func withLock<T: Sendable>(_ body: (inout Value) -> T) -> T { mutex.withLock { body(&$0) } }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import LedgerCore
+import LedgerHTTP
+import LedgerTestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `ledgerd tail` against the real daemon: the feed from position 1, one JSON event per line; the daemon
+/// still stops cleanly (SIGTERM, exit 0) while a stream is open; the webhook secrets key is generated 0600.
+@Suite struct TailCommandTests {
+    @Test(.timeLimit(.minutes(3))) func tailPrintsTheFeedAndTheDaemonStopsWithAStreamOpen() async throws {
+        let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-tail-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: dataDirectory) }
+        try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
+        let port = Int.random(in: 20_000..<40_000)
+        let log = dataDirectory.appendingPathComponent("daemon.log")
+        let daemon = try await DaemonProcess.start(dataDirectory: dataDirectory.appendingPathComponent("d"), port: port, logFile: log)
+        guard daemon.health != nil else {
+            daemon.process.terminate()
+            Issue.record("no /health answer:\n\(daemon.output())")
+            return
+        }
+        let keyFile = dataDirectory.appendingPathComponent("d/webhook-secrets.key")
+        let attributes = try FileManager.default.attributesOfItem(atPath: keyFile.path)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+
+        let base = ["--url", "http://127.0.0.1:\(port)", "--data-dir", dataDirectory.appendingPathComponent("d").path]
+        let tail = try await DaemonProcess.run(["tail", "--after", "0", "--count", "5"] + base)
+        #expect(tail.status == 0, "\(tail.output)")
+        let lines = tail.output.split(separator: "\n").filter { $0.hasPrefix("{") }
+        let positions = try lines.map { line -> Int in
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            return try #require(object["position"] as? Int)
+        }
+        #expect(positions == [1, 2, 3, 4, 5], "\(tail.output)")
+        let typed = try await DaemonProcess.run(["tail", "--type", "ShippingMethodListed", "--count", "2"] + base)
+        #expect(typed.output.split(separator: "\n").filter { $0.contains(#""type":"ShippingMethodListed""#) }.count == 2, "\(typed.output)")
+
+        // A follower that stays connected, then SIGTERM: the daemon ends the stream and exits 0.
+        let follower = Process()
+        follower.executableURL = DaemonProcess.binary
+        follower.arguments = ["tail"] + base
+        follower.environment = DaemonProcess.environment()
+        follower.standardOutput = FileHandle.nullDevice
+        follower.standardError = FileHandle.nullDevice
+        try follower.run()
+        defer { if follower.isRunning { follower.terminate() } }
+        try await Task.sleep(for: .seconds(1))
+        try await daemon.stop()
+    }
+}
