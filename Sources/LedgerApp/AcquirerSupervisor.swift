@@ -93,8 +93,12 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
     /// The child's process id (tests kill it).
     public var childProcessIdentifier: Int32? { lock.withLock { process?.processIdentifier } }
 
+    /// Restarts the child whenever it dies, until graceful shutdown **or cancellation** (a service group
+    /// cancels its services when one of them fails): then the child gets SIGTERM (it drains and exits) and,
+    /// if it has not exited after ``stopGrace``, SIGKILL. A supervisor that only stopped on graceful shutdown
+    /// kept a cancelled daemon alive forever, relaunching its child.
     public func run() async throws {
-        await withGracefulShutdownHandler {
+        await withTaskCancellationOrGracefulShutdownHandler {
             while true {
                 guard let child = lock.withLock({ stopping ? nil : process }) else { break }
                 await Self.waitForExit(child)
@@ -116,16 +120,24 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
                         break
                     } catch {
                         logger.error("restarting the acquirer service failed", metadata: ["error": "\(error)"])
-                        try? await Task.sleep(for: .seconds(1))
+                        await Self.pause(.seconds(1))
                     }
                 }
             }
-        } onGracefulShutdown: {
+        } onCancelOrGracefulShutdown: {
             self.stop()
         }
         stop()
-        if let child = lock.withLock({ process }) { await Self.waitForExit(child) }
+        guard let child = lock.withLock({ process }) else { return }
+        if await !Self.waitForExit(child, upTo: Self.stopGrace) {
+            logger.error("the acquirer service did not exit after SIGTERM; killing it", metadata: ["pid": "\(child.processIdentifier)"])
+            kill(child.processIdentifier, SIGKILL)
+            await Self.waitForExit(child)
+        }
     }
+
+    /// How long a stopping child may drain before it is killed.
+    static let stopGrace: Duration = .seconds(15)
 
     /// Stops the child (SIGTERM: it drains and exits).
     public func stop() {
@@ -136,8 +148,27 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
         if let child, child.isRunning { child.terminate() }
     }
 
-    private static func waitForExit(_ process: Process) async {
-        while process.isRunning { try? await Task.sleep(for: .milliseconds(100)) }
+    /// Returns once `process` has exited (true) or `limit` has passed (false); polls every 100 ms, in a
+    /// cancelled task too.
+    @discardableResult
+    private static func waitForExit(_ process: Process, upTo limit: Duration? = nil) async -> Bool {
+        let clock = ContinuousClock()
+        let start = clock.now
+        while process.isRunning {
+            if let limit, clock.now - start >= limit { return false }
+            await pause(.milliseconds(100))
+        }
+        return true
+    }
+
+    /// A pause that a cancelled task takes too (`Task.sleep` returns at once when the task is cancelled,
+    /// which turned the loops above into busy loops).
+    private static func pause(_ duration: Duration) async {
+        let (seconds, attoseconds) = duration.components
+        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { continuation.resume() }
+        }
     }
 
     /// Starts `ledgerd acquirer serve` and reads its announced port.
