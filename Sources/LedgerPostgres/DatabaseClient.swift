@@ -15,21 +15,27 @@ import Synchronization
 /// own a request waits about a minute during an outage and the service resumes up to a minute after the
 /// database's return. Here a watcher runs `SELECT 1` on a connection of its own every ``Watch/interval``, each
 /// with a deadline of ``Watch/timeout``:
-/// - when a probe fails, the database is *unavailable*: every statement fails at once with
+/// - when ``Watch/failures`` probes in a row fail, the database is *unavailable*: every statement fails at once with
 ///   ``DatabaseUnavailableError``, and the pool is replaced by a fresh one — the old one shuts down, which fails
 ///   the leases it queued and closes its connections (statements in flight on them fail);
 /// - when a probe succeeds again, another fresh pool (no backoff history) takes over and statements flow.
 ///
 /// Without a watch (commands, most tests) this is the plain pool.
 public final class DatabaseClient: Service, Sendable {
-    /// How the database is watched: a probe every `interval`, failing after `timeout`.
+    /// How the database is watched: a probe every `interval`, failing after `timeout`; the database is
+    /// unreachable after `failures` failed probes in a row. One slow probe is not an outage: on a loaded host
+    /// a fresh connection can take longer than `timeout`, and declaring an outage then would fail every
+    /// statement in flight (a daemon starting up exits). A stopped server refuses at once, so an outage is
+    /// still found within about `failures` × `interval`.
     public struct Watch: Sendable {
         public var interval: Duration
         public var timeout: Duration
+        public var failures: Int
 
-        public init(interval: Duration = .milliseconds(500), timeout: Duration = .seconds(1)) {
+        public init(interval: Duration = .milliseconds(500), timeout: Duration = .seconds(1), failures: Int = 3) {
             self.interval = interval
             self.timeout = timeout
+            self.failures = max(1, failures)
         }
     }
 
@@ -180,6 +186,7 @@ public final class DatabaseClient: Service, Sendable {
     /// Probes the database every ``Watch/interval``; replaces the pool when it goes and when it comes back.
     private func watchDatabase(_ watch: Watch) async {
         var probe: (client: PostgresClient, run: Task<Void, Never>)?
+        var failedInARow = 0
         defer { probe?.run.cancel() }
         while !Task.isCancelled {
             do {
@@ -201,13 +208,15 @@ public final class DatabaseClient: Service, Sendable {
                 _ = try await withDeadline(watch.timeout) {
                     try await client.query("SELECT 1")
                 }
+                failedInARow = 0
             } catch {
                 healthy = false
+                failedInARow += 1
                 probe?.run.cancel()
                 probe = nil
             }
             let wasAvailable = isAvailable
-            if wasAvailable && !healthy {
+            if wasAvailable && !healthy && failedInARow >= watch.failures {
                 logger.warning("the database is unreachable; statements fail at once until it is back")
                 state.withLock { $0.available = false }
                 startGeneration(PostgresClient(configuration: configuration, backgroundLogger: logger), becomeAvailable: false)

@@ -127,7 +127,7 @@ import FoundationNetworking
             await step
             if point % 3 != 1 {
                 // The ledger died (alone or with its acquirer, which follows it when its stdin closes).
-                _ = run.daemon?.process.waitUntilExit()
+                if let daemon = run.daemon { try #require(try await daemon.exited(), "the killed ledger did not exit") }
                 try await run.start()
             } else {
                 try await Task.sleep(for: .milliseconds(500))  // the supervisor restarts the acquirer

@@ -181,7 +181,7 @@ struct AcquirerWireFaultTests {
                 faults.latencyMilliseconds = 30
             case .timeoutAfterApplying:
                 faults.timeoutAfterApplying = half
-                faults.hangMilliseconds = 700
+                faults.hangMilliseconds = 3_000
             case .serverErrorBeforeApplying: faults.serverErrorBeforeApplying = half
             case .resetAfterApplying: faults.resetAfterApplying = half
             case .duplicateAnswer: faults.duplicateAnswer = half
@@ -202,7 +202,8 @@ struct AcquirerWireFaultTests {
             database: database,
             faults: fault.faults,
             clock: clock.reading,
-            readTimeout: .milliseconds(250),
+            // Well above an answer's time on a loaded machine (a whole suite on two cores), well below the hang.
+            readTimeout: .milliseconds(1_500),
             metrics: metrics
         ) {
             acquirer,

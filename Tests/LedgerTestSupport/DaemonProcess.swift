@@ -129,6 +129,13 @@ public struct DaemonProcess {
     @discardableResult
     public func terminate(attempts: Int = 240) async throws -> Bool {
         process.terminate()
+        return try await exited(attempts: attempts)
+    }
+
+    /// Waits up to `attempts` × 250 ms for the process to exit (after a signal the test sent); true if it did.
+    /// Never `Process.waitUntilExit()`: it would hold a thread of the cooperative pool (see ``ChildProcess``).
+    @discardableResult
+    public func exited(attempts: Int = 240) async throws -> Bool {
         for _ in 0..<attempts where process.isRunning { try await Task.sleep(for: .milliseconds(250)) }
         return !process.isRunning
     }

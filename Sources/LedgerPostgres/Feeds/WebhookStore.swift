@@ -184,17 +184,18 @@ public struct WebhookStore: PostgresStore {
         }
     }
 
-    /// The earliest next attempt of an active endpoint with events to deliver (nil: none).
-    public func nextDueMicros() async throws -> Int64? {
+    /// How many endpoints are active, and the earliest next attempt of one with events to deliver (nil: none).
+    public func schedule() async throws -> (active: Int, nextDueMicros: Int64?) {
         let rows = try await client.query(
             """
-            SELECT ledger.epoch_us(min(w.next_attempt_at)) FROM ledger.webhook_endpoints w CROSS JOIN ledger.head h
-            WHERE w.state = 'active' AND w.cursor < h.position
+            SELECT count(*) FILTER (WHERE w.state = 'active'),
+                   ledger.epoch_us(min(w.next_attempt_at) FILTER (WHERE w.state = 'active' AND w.cursor < h.position))
+            FROM ledger.webhook_endpoints w CROSS JOIN ledger.head h
             """,
             logger: logger
         )
-        for try await micros in rows.decode(Int64?.self) { return micros }
-        return nil
+        for try await (active, due) in rows.decode((Int64, Int64?).self) { return (Int(active), due) }
+        return (0, nil)
     }
 
     static let columns = """

@@ -190,16 +190,23 @@ public final class WebhookDispatcher: Service, Sendable {
             return
         }
         await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<max(1, settings.concurrency) { group.addTask { await self.work() } }
+            for index in 0..<max(1, settings.concurrency) { group.addTask { await self.work(index) } }
         }
     }
 
-    private func work() async {
+    /// Worker `index` delivers while endpoints are due. Idle, it follows the ledger's head (a commit makes
+    /// a caught-up endpoint due) only while more than `index` endpoints are active: an endpoint is served by
+    /// one worker at a time, so worker `index` has nothing to do otherwise, and a daemon with no endpoints
+    /// (most of them) costs one small query per worker per poll interval, not a transaction per commit.
+    private func work(_ index: Int) async {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             var idle = settings.pollInterval
+            var followHead = false
             do {
                 if try await deliverDue() { continue }
-                if let due = try await store.nextDueMicros() {
+                let schedule = try await store.schedule()
+                followHead = schedule.active > index
+                if followHead, let due = schedule.nextDueMicros {
                     let wait = max(0, due - clock().epochMicroseconds)
                     idle = max(.milliseconds(20), min(idle, .microseconds(wait)))
                 }
@@ -207,9 +214,13 @@ public final class WebhookDispatcher: Service, Sendable {
                 if Task.isCancelled { return }
                 logger.warning("webhook delivery failed", metadata: ["error": "\(String(reflecting: error))"])
             }
-            if idle > .zero {
-                let (watcher, head, wait) = (watcher, watcher.head, idle)
-                _ = await cancelWhenGracefulShutdown { await watcher.wait(beyond: head, timeout: wait) }
+            let (watcher, head, wait, follow) = (watcher, watcher.head, idle, followHead)
+            _ = await cancelWhenGracefulShutdown {
+                if follow {
+                    await watcher.wait(beyond: head, timeout: wait)
+                } else {
+                    try? await Task.sleep(for: wait)
+                }
             }
         }
     }

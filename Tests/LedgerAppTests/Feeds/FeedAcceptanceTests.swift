@@ -159,7 +159,7 @@ import Glibc
             }
             try await group.waitForAll()
         }
-        b.process.waitUntilExit()
+        try #require(try await b.exited(), "daemon B did not die of SIGKILL")
         #expect(b.process.terminationReason == .uncaughtSignal, "daemon B was killed")
 
         let head = try await db.withOwner { client -> Int64 in
