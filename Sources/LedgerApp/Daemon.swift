@@ -25,6 +25,18 @@ public enum Daemon {
                 $0.options.additionalStartupParameters.append(("statement_timeout", "\(statementMilliseconds)"))
             }
             let client = DatabaseClient(hosts: appConfiguration, backgroundLogger: logger, watch: .init())
+            // Auditors' reads on a streaming replica, watched and bounded like the primary's pool.
+            let readClient = try configuration.readDatabaseURL.map { url in
+                DatabaseClient(
+                    hosts: try DatabaseURL(url).hosts.updating {
+                        $0.options.maximumConnections = configuration.databasePoolSize
+                        $0.options.connectTimeout = configuration.databaseConnectTimeout
+                        $0.options.additionalStartupParameters.append(("statement_timeout", "\(statementMilliseconds)"))
+                    },
+                    backgroundLogger: logger,
+                    watch: .init()
+                )
+            }
             let keyring = try APIKeys.keyring(for: configuration, logger: logger)
             var clock: @Sendable () -> Date = { Date() }
             var offsetMicroseconds: Int64?
@@ -49,6 +61,7 @@ public enum Daemon {
             do {
                 let services = try ServiceContainer(
                     client: client,
+                    readClient: readClient,
                     configuration: configuration,
                     metrics: metrics,
                     keyring: keyring,

@@ -59,6 +59,14 @@ public struct ServiceContainer: Sendable {
     public let checkpointScheduler: CheckpointScheduler?
     public let privacy: PrivacyService
     public let state: StateHistory
+    /// The replica auditors' reads use (`LEDGERD_READ_DATABASE_URL`); nil: they read the primary.
+    public let readClient: DatabaseClient?
+    /// What auditors' reads (history, feed and exports, verification, as-of) read: the replica, else the primary.
+    public let auditStore: EventStore
+    public let auditVerifier: ChainVerifier
+    public let auditState: StateHistory
+    /// The position those reads reflect, and waiting for one.
+    public let positions: LedgerPositions
     let clock: @Sendable () -> Date
     let logger: Logger
 
@@ -67,8 +75,10 @@ public struct ServiceContainer: Sendable {
     ///     seeded with `LEDGERD_ACQUIRER_SEED` (the daemon passes its ``HTTPAcquirer``).
     ///   - acquirerSupervisor: the child acquirer service, run first and stopped last.
     ///   - checkpointKey: signs checkpoints (the daemon reads it from `LEDGERD_CHECKPOINT_KEY`); nil: none.
+    ///   - readClient: a streaming replica for auditors' reads (run as a service by the application); nil: the primary.
     public init(
         client: DatabaseClient,
+        readClient: DatabaseClient? = nil,
         configuration: LedgerConfiguration,
         metrics: LedgerMetrics,
         keyring: APIKeyring,
@@ -150,7 +160,14 @@ public struct ServiceContainer: Sendable {
             CheckpointScheduler(service: $0, time: configuration.checkpointTime, timeZone: configuration.checkpointTimeZone, logger: logger)
         }
         self.privacy = PrivacyService(client: client, writer: writer, clock: clock, logger: logger)
-        self.state = StateHistory(client: client, clock: clock, logger: logger)
+        let state = StateHistory(client: client, clock: clock, logger: logger)
+        self.state = state
+        self.readClient = readClient
+        let reads = readClient ?? client
+        self.auditStore = EventStore(client: reads, logger: logger)
+        self.auditVerifier = ChainVerifier(client: reads, logger: logger)
+        self.auditState = readClient.map { StateHistory(client: $0, clock: clock, logger: logger) } ?? state
+        self.positions = LedgerPositions(store: auditStore, isReplica: readClient != nil, wait: configuration.readWait)
         self.clock = clock
         self.logger = logger
     }
@@ -177,13 +194,16 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     // Back office: reads need an operator or auditor key.
     let reads = router.group().add(middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .read))
     let ledgerReader = EventStoreReader(store: services.store, verifier: services.verifier)
-    AuditRoutes(reader: ledgerReader).register(on: reads)
+    // Auditors' reads — history, the feed and exports, verification, as-of — on the replica when there is one; each
+    // reply says the position it reflects and `min_position` waits for one.
+    let audited = reads.group().add(middleware: LedgerPositionMiddleware(positions: services.positions))
+    AuditRoutes(reader: EventStoreReader(store: services.auditStore, verifier: services.auditVerifier)).register(on: audited)
     OrderRoutes(
         reader: ProjectionOrderReader(client: services.client, clock: services.clock, logger: services.logger),
         statuses: Set(OrderStatus.allCases.map(\.rawValue)),
         state: services.state
     ).register(on: reads)
-    StateRoutes(reader: services.state).register(on: reads)
+    StateRoutes(reader: services.auditState).register(on: audited)
     let checkpointRoutes = CheckpointRoutes(signer: services.checkpoints, reader: ledgerReader)
     checkpointRoutes.registerReads(on: reads)
     let holdRoutes = HoldRoutes(operator: services.holds, reader: ProjectionHoldReader(client: services.client, logger: services.logger))
@@ -224,6 +244,10 @@ public func buildApplication(
     // The child acquirer first, so that it stops last (after the server drained and the services stopped).
     if let supervisor = services.acquirerSupervisor { app.addServices(supervisor) }
     app.addServices(pool, afterPool(services.writer), afterPool(services.recovery), afterPool(services.expiry))
+    if let replica = services.readClient {
+        app.addServices(replica)
+        app.beforeServerStarts { await replica.running() }
+    }
     if configuration.settlement.runAtCutOff {
         app.addServices(afterPool(SettlementScheduler(settlement: services.settlement, logger: logger)))
     }

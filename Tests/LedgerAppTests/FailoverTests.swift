@@ -17,64 +17,27 @@ import FoundationNetworking
 /// payment it acknowledged is, on a chain that verifies. (Deadlines are the client's bounds, not measurements.)
 @Suite struct FailoverTests {
     @Test(.timeLimit(.minutes(4))) func theDaemonFindsThePrimaryAnswers503WithoutOneAndFollowsThePromotedStandby() async throws {
-        let root = URL(fileURLWithPath: "/tmp/ledgerd-ha-\(UUID().uuidString.prefix(8).lowercased())")
-        let log = root.appendingPathComponent("daemon.log")
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        chmod(root.path, 0o755)
-        defer { try? FileManager.default.removeItem(at: root) }
-        let primary = EmbeddedPostgres(
-            configuration: .init(
-                dataDirectory: root.appendingPathComponent("primary"),
-                durable: false,
-                settings: ["synchronous_commit": "on", "synchronous_standby_names": "'standby'"]
-            ),
-            logger: TestCluster.logger
-        )
-        let primaryEndpoint = try await primary.startOffPool().endpoint
-        defer { try? primary.stop(mode: "immediate") }
-        let standby = EmbeddedPostgres(
-            configuration: .init(
-                dataDirectory: root.appendingPathComponent("standby"),
-                durable: false,
-                settings: EmbeddedPostgres.standbySettings(of: primaryEndpoint, applicationName: "standby")
-                    .merging(["synchronous_commit": "on"]) { $1 }
-            ),
-            logger: TestCluster.logger
-        )
-        try await Task.detached { try standby.createStandby(of: primaryEndpoint) }.value
-        let standbyEndpoint = try await standby.startOffPool().endpoint
-        defer { try? standby.stop(mode: "immediate") }
-
+        let clusters = try await ReplicatedClusters.start(synchronous: true)
+        defer { clusters.stop() }
+        let (primary, standby) = (clusters.primary, clusters.standby)
+        let (primaryEndpoint, standbyEndpoint) = (clusters.primaryEndpoint, clusters.standbyEndpoint)
+        let log = clusters.root.appendingPathComponent("daemon.log")
         func superuser(_ endpoint: EmbeddedPostgres.Endpoint, _ database: String) -> PostgresClient.Configuration {
-            PostgresClient.Configuration(unixSocketPath: endpoint.socketPath, username: "postgres", password: nil, database: database)
+            clusters.superuser(endpoint, database)
         }
-        // The standby streams synchronously before anything is written (else every commit would wait).
-        let synchronous = try await withPostgresClient(configuration: superuser(primaryEndpoint, "postgres"), logger: TestCluster.logger) {
-            client in
-            for _ in 0..<240 {
-                for try await state in try await client.query("SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby'")
-                    .decode(String.self)
-                where state == "sync" {
-                    try await client.query("CREATE DATABASE ledger")
-                    return true
-                }
-                try await Task.sleep(for: .milliseconds(250))
-            }
-            return false
-        }
-        try #require(synchronous, "the standby never became synchronous")
 
         func url(_ user: String) -> String {
             "postgres://\(user)@/ledger?host=\(standbyEndpoint.socketDirectory),\(primaryEndpoint.socketDirectory)&target_session_attrs=read-write"
         }
-        // Migrations as the owner through the same multi-host URL (they too must find the primary).
-        try await withPostgresClient(hosts: try DatabaseURL(url("postgres")).hosts, logger: TestCluster.logger) { client in
-            try await Migrator(migrations: try Migrator.load(from: TestCluster.migrationsDirectory), logger: TestCluster.logger)
-                .migrate(client: client)
-            try await client.query("ALTER ROLE ledger_app LOGIN")
+        // The owner's pool on the same URL skips the standby listed first and settles on the primary.
+        let inRecovery = try await withPostgresClient(hosts: try DatabaseURL(url("postgres")).hosts, logger: TestCluster.logger) { client in
+            var answer = true
+            for try await value in try await client.query("SELECT pg_is_in_recovery()").decode(Bool.self) { answer = value }
+            return (answer, client.currentHost)
         }
+        #expect(inRecovery.0 == false && inRecovery.1 == 1)
         let daemon = try await DaemonProcess.start(
-            dataDirectory: root.appendingPathComponent("daemon"),
+            dataDirectory: clusters.root.appendingPathComponent("daemon"),
             port: Int.random(in: 20_000..<40_000),
             logFile: log,
             environment: [
