@@ -94,7 +94,10 @@ public struct ServiceContainer: Sendable {
         self.keyring = keyring
         let writer = LedgerWriter(
             client: client,
-            configuration: .init(maximumBatchEvents: configuration.writerMaximumBatchEvents),
+            configuration: .init(
+                maximumBatchEvents: configuration.writerMaximumBatchEvents,
+                transactionDeadline: configuration.databaseStatementTimeout + .seconds(2)
+            ),
             logger: logger,
             metricsFactory: metrics.factory
         )

@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
 before=${1:-4}
-after=${2:-4}
+after=${2:-8}
 clients=${3:-4}
 sync=${DRILL_SYNC:-on}
 

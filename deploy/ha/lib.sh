@@ -94,7 +94,10 @@ CONF
 
   hosts="127.0.0.1:$p1,127.0.0.1:$p2"
   url() { echo "postgres://$1@$hosts/ledger?sslmode=disable&target_session_attrs=read-write"; }
+  # Statements bounded at 3 s (and the writer's transactions a little above): a transaction stranded on the killed
+  # primary's connection is given up within seconds (answered 503, safe to retry with its key), not after 30.
   export LEDGERD_MIGRATIONS_DIR="$repo/sql" LEDGERD_LOG_LEVEL=notice LEDGERD_ACQUIRER_CREDIT_LIMIT=1000000000.00
+  export LEDGERD_DB_STATEMENT_TIMEOUT_SECONDS=3
   op=drill-operator-$RANDOM$RANDOM
   export LEDGERD_DATA_DIR="$work/ledgerd" LEDGERD_MIGRATION_DATABASE_URL="$(url postgres)" LEDGERD_OPERATOR_KEYS=$op
   LEDGERD_DATABASE_URL="$(url postgres)" "$bin" migrate >/dev/null
