@@ -100,13 +100,17 @@ public enum AcquirerServer {
         }
         let migrations = try Migrator.load(from: configuration.migrationsDirectory)
         let owner = try DatabaseURL(configuration.secrets.migrationDatabaseURL ?? configuration.secrets.databaseURL)
-        try await withPostgresClient(configuration: owner.configuration, logger: logger) { client in
+        try await withPostgresClient(hosts: owner.hosts, logger: logger) { client in
             let report = try await Migrator(migrations: migrations, schema: "acquirer", logger: logger).migrate(client: client)
             if !report.applied.isEmpty { logger.info("acquirer migrations applied", metadata: ["applied": "\(report.applied)"]) }
         }
-        var database = try DatabaseURL(configuration.secrets.databaseURL).configuration
-        database.options.maximumConnections = 8
-        let client = DatabaseClient(configuration: database, backgroundLogger: logger)
+        let database = try DatabaseURL(configuration.secrets.databaseURL).hosts.updating { $0.options.maximumConnections = 8 }
+        // Several hosts (a failover pair): watched, so that the pool follows the primary as the ledger's does.
+        let client = DatabaseClient(
+            hosts: database,
+            backgroundLogger: logger,
+            watch: database.candidates.count > 1 ? .init() : nil
+        )
         var clock: @Sendable () -> Date = { Date() }
         if let micros = configuration.clockOffsetMicroseconds {
             let offset = Double(micros) / 1_000_000

@@ -12,6 +12,8 @@ import Logging
 /// |---|---|---|
 /// | `LEDGERD_DATABASE_URL` | — | PostgreSQL URL of the app role; unset = embedded cluster. **Secret.** |
 /// | `LEDGERD_MIGRATION_DATABASE_URL` | the database URL | URL of the schema owner for migrations. **Secret.** |
+/// | `LEDGERD_READ_DATABASE_URL` | — | a streaming replica for auditors' reads (history, as-of, feed and exports, verification); unset: the primary. **Secret.** |
+/// | `LEDGERD_READ_WAIT_MS` | `2000` | most a read with `min_position` waits for the replica to replay it before 503 `replica_behind` |
 /// | `LEDGERD_HOST` | `0.0.0.0` with TLS, else `127.0.0.1` | address the HTTP server binds |
 /// | `LEDGERD_TLS_CERTIFICATE` | — | PEM certificate chain for HTTPS (with `LEDGERD_TLS_KEY`); reloaded on SIGHUP |
 /// | `LEDGERD_TLS_KEY` | — | PEM private key of that certificate. **Secret file.** |
@@ -80,6 +82,10 @@ import Logging
 public struct LedgerConfiguration: Sendable {
     public var databaseURL: String?
     public var migrationDatabaseURL: String?
+    /// A streaming replica for auditors' reads; nil: they read the primary.
+    public var readDatabaseURL: String?
+    /// Most time a read waits for the replica to replay the position it asks for.
+    public var readWait: Duration
     public var host: String
     /// PEM certificate chain and key for HTTPS; nil: plain HTTP (then bound to 127.0.0.1 unless told otherwise).
     public var tlsCertificatePath: String?
@@ -146,6 +152,10 @@ public struct LedgerConfiguration: Sendable {
     public init(reader: ConfigReader) throws {
         databaseURL = reader.string(forKey: "ledgerd.database.url", isSecret: true)
         migrationDatabaseURL = reader.string(forKey: "ledgerd.migration.database.url", isSecret: true)
+        readDatabaseURL = reader.string(forKey: "ledgerd.read.database.url", isSecret: true).flatMap { $0.isEmpty ? nil : $0 }
+        let readWaitMilliseconds = reader.int(forKey: "ledgerd.read.wait.ms", default: 2_000)
+        guard (0...60_000).contains(readWaitMilliseconds) else { throw ConfigurationError("LEDGERD_READ_WAIT_MS must be 0…60000") }
+        readWait = .milliseconds(readWaitMilliseconds)
         tlsCertificatePath = reader.string(forKey: "ledgerd.tls.certificate").flatMap { $0.isEmpty ? nil : $0 }
         tlsKeyPath = reader.string(forKey: "ledgerd.tls.key").flatMap { $0.isEmpty ? nil : $0 }
         guard (tlsCertificatePath == nil) == (tlsKeyPath == nil) else {
@@ -321,7 +331,8 @@ public struct LedgerConfiguration: Sendable {
             EnvironmentVariablesProvider(
                 environmentVariables: environment,
                 secretsSpecifier: .specific([
-                    "LEDGERD_DATABASE_URL", "LEDGERD_MIGRATION_DATABASE_URL", "LEDGERD_OPERATOR_KEYS", "LEDGERD_AUDITOR_KEYS",
+                    "LEDGERD_DATABASE_URL", "LEDGERD_MIGRATION_DATABASE_URL", "LEDGERD_READ_DATABASE_URL", "LEDGERD_OPERATOR_KEYS",
+                    "LEDGERD_AUDITOR_KEYS",
                 ])
             ),
         ])

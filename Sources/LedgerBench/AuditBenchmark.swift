@@ -49,7 +49,7 @@ public struct AuditBenchmark: Sendable {
         defer { database.stop() }
         let options = self.options
         let logger = self.logger
-        try await withPostgresClient(configuration: database.appConfiguration, logger: logger) { client in
+        try await withPostgresClient(hosts: database.appConfiguration, logger: logger) { client in
             let store = EventStore(client: client, logger: logger)
             var head = try await store.head().position
             if head == 0 {
@@ -70,7 +70,7 @@ public struct AuditBenchmark: Sendable {
                     )
                 )
             }
-            _ = try await withPostgresClient(configuration: database.ownerConfiguration, logger: logger) { owner in
+            _ = try await withPostgresClient(hosts: database.ownerConfiguration, logger: logger) { owner in
                 try await owner.query("ANALYZE ledger.events", logger: logger)
             }
             head = try await store.head().position
