@@ -14,7 +14,8 @@ struct Ledgerd: AsyncParsableCommand {
         abstract: "OrderLedger: an event-sourced order ledger on PostgreSQL.",
         discussion: "Every option can also be set by its environment variable (see README.md); flags win.",
         subcommands: [
-            Serve.self, Migrate.self, Catalog.self, Order.self, Settle.self, Reconcile.self, Audit.self, Privacy.self, Rebuild.self, Bench.self,
+            Serve.self, Migrate.self, Catalog.self, Order.self, Disputes.self, Settle.self, Reconcile.self, Audit.self, Privacy.self, Rebuild.self,
+            Bench.self,
             ApplePay.self, AcquirerCommand.self,
         ],
         defaultSubcommand: Serve.self
