@@ -194,14 +194,21 @@ struct Bench: AsyncParsableCommand {
             discussion: "Runs on its own durable embedded cluster (default ./.ledgerd-bench); never on a real ledger."
         )
         @Option(help: "Captures to settle (every 100th also refunded in part).") var captures = 1_000_000
+        @Option(help: "Then import and reconcile the day's report this many times in the Adyen SDR layout (timed; median).")
+        var sdrUploads = 0
         @OptionGroup var cluster: BenchCluster
 
         func run() async throws {
             let (configuration, directory, migrations) = try cluster.prepare()
             print("bench settle: \(captures) captures, \(ProcessInfo.processInfo.activeProcessorCount) cores")
             print(
-                try await SettlementBenchmark(captures: captures, dataDirectory: directory, logger: makeLogger(configuration))
-                    .run(migrations: migrations)
+                try await SettlementBenchmark(
+                    captures: captures,
+                    sdrUploads: sdrUploads,
+                    dataDirectory: directory,
+                    logger: makeLogger(configuration)
+                )
+                .run(migrations: migrations)
             )
         }
     }

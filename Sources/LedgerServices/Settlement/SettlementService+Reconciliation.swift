@@ -363,12 +363,22 @@ extension SettlementService {
                 try await tx.insertSummary(reportKey: key, sha256: digest, lineCount: stored, parts: part)
                 return resolved.opened.batchID
             }
-        } catch let error as ReportImportError {
-            throw ServiceError(.invalidInput, code: "invalid_report", message: error.description)
-        } catch let error as SettlementReportCSVError {
-            throw ServiceError(.invalidInput, code: "invalid_report", message: "the report's lines cannot be stored: \(error)")
         } catch is SettlementReportStore.StoredConcurrently {
             return try await reconcileImportedBatch(key: key, named: named)
+        } catch {
+            // What the transaction's body threw comes back inside the transaction's error.
+            var inner: any Error = error
+            while let transaction = inner as? PostgresTransactionError, let thrown = transaction.closureError { inner = thrown }
+            switch inner {
+            case let refused as ServiceError: throw refused
+            case let unreadable as ReportImportError:
+                throw ServiceError(.invalidInput, code: "invalid_report", message: unreadable.description)
+            case let unwritable as SettlementReportCSVError:
+                throw ServiceError(.invalidInput, code: "invalid_report", message: "the report's lines cannot be stored: \(unwritable)")
+            case let malformed as CSVReaderError:
+                throw ServiceError(.invalidInput, code: "invalid_report", message: malformed.description)
+            default: throw error
+            }
         }
     }
 
