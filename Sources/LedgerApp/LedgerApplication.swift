@@ -54,6 +54,7 @@ public struct ServiceContainer: Sendable {
     /// Supervises the acquirer service the daemon runs as its child (nil: an external or injected acquirer).
     public let acquirerSupervisor: AcquirerSupervisor?
     public let settlement: SettlementService
+    public let disputes: DisputeService
     /// Signs checkpoints; nil when no key is configured.
     public let checkpoints: CheckpointService?
     public let checkpointScheduler: CheckpointScheduler?
@@ -128,6 +129,13 @@ public struct ServiceContainer: Sendable {
             logger: logger
         )
         self.holds = holds
+        self.disputes = DisputeService(
+            committer: DomainCommitter(writer: writer, loader: loader),
+            loader: loader,
+            client: client,
+            clock: clock,
+            logger: logger
+        )
         self.expiry = ExpirySweeper(holds: holds, interval: configuration.expiryInterval, logger: logger)
         let payments = PaymentService(
             writer: writer,
@@ -244,6 +252,9 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     let settlementRoutes = SettlementRoutes(settlement: services.settlement, state: services.state)
     settlementRoutes.registerReads(on: reads)
     settlementRoutes.registerChanges(on: changes)
+    let disputeRoutes = DisputeRoutes(disputes: services.disputes)
+    disputeRoutes.registerReads(on: reads)
+    disputeRoutes.registerChanges(on: changes)
     checkpointRoutes.registerChanges(on: changes)
     PrivacyRoutes(privacy: services.privacy).register(on: changes)
     let feedRoutes = FeedRoutes(

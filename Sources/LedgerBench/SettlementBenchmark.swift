@@ -27,6 +27,9 @@ import Synchronization
 @MemberwiseInit
 public struct SettlementBenchmark: Sendable {
     public var captures: Int
+    /// After the run: this many uploads of the day's report in the Adyen Settlement Details Report
+    /// layout (`POST /reconciliation/reports`'s import + reconcile), each timed with its peak memory.
+    public var sdrUploads: Int = 0
     public let dataDirectory: URL
     public let logger: Logger
 
@@ -128,8 +131,72 @@ public struct SettlementBenchmark: Sendable {
                     Double(peak - memoryBefore) / 1_048_576
                 )
             )
+            if sdrUploads > 0 {
+                lines.append(try await Self.timeSDRUploads(sdrUploads, service: service, batchID: batchID))
+            }
             return lines.joined(separator: "\n")
         }
+    }
+
+    /// Uploads the batch's report rewritten in the Adyen SDR layout (its 23 columns, then Reserved4 …
+    /// Reserved10, the last one differing per upload so that each is a new report) `count` times:
+    /// format detection, the streaming import stored in parts, and the reconciliation, timed with the
+    /// peak resident set over the one before the upload (the upload's text, as the HTTP route holds
+    /// it, is built before and counted in "before"). Prints each upload and the median.
+    static func timeSDRUploads(_ count: Int, service: SettlementService, batchID: String) async throws -> String {
+        let reserved = ",Reserved4,Reserved5,Reserved6,Reserved7,Reserved8,Reserved9,Reserved10"
+        var out = ["adyen sdr import + reconcile (\(count) uploads; load average \(loadAverage())):"]
+        var times: [Double] = []
+        var peaks: [Double] = []
+        for upload in 1...count {
+            let text = Mutex("")
+            let first = Mutex(true)
+            try await service.reportCSV(id: batchID)? { part in
+                var rows = part.split(separator: "\r\n", omittingEmptySubsequences: true)
+                var chunk = ""
+                chunk.reserveCapacity(part.utf8.count + rows.count * 16)
+                if first.withLock({
+                    let was = $0
+                    $0 = false
+                    return was
+                }) {
+                    chunk += rows.removeFirst() + reserved + "\r\n"
+                }
+                for row in rows { chunk += row + ",,,,,,,u\(upload)\r\n" }
+                let built = chunk
+                text.withLock { $0 += built }
+            }
+            let csv = text.withLock { $0 }
+            let lineCount = csv.utf8.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) } - 1
+            let before = memory().resident
+            resetPeak()
+            let started = ContinuousClock.now
+            let view = try await service.reconcileReport(csv: csv)
+            let elapsed = seconds(ContinuousClock.now - started)
+            let peak = memory().peak
+            let result: ReconciliationRecorded? = view.result
+            times.append(elapsed)
+            peaks.append(Double(max(0, peak - before)) / 1_048_576)
+            out.append(
+                String(
+                    format: "  upload %d: %d lines, %.2f s, peak +%.0f MiB (resident before %.0f MiB); %d matched, %d breaks",
+                    upload,
+                    lineCount,
+                    elapsed,
+                    peaks.last!,
+                    Double(before) / 1_048_576,
+                    result?.matched ?? -1,
+                    result?.breaks.count ?? -1
+                )
+            )
+        }
+        let median = { (values: [Double]) in values.sorted()[values.count / 2] }
+        out.append(String(format: "  median: %.2f s, peak +%.0f MiB; load average after: %@", median(times), median(peaks), loadAverage()))
+        return out.joined(separator: "\n")
+    }
+
+    static func loadAverage() -> String {
+        ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").prefix(3).joined(separator: " ")
     }
 
     /// Authorizes and captures every item at the acquirer, and appends the money events.

@@ -14,8 +14,8 @@ struct Ledgerd: AsyncParsableCommand {
         abstract: "OrderLedger: an event-sourced order ledger on PostgreSQL.",
         discussion: "Every option can also be set by its environment variable (see README.md); flags win.",
         subcommands: [
-            Serve.self, Migrate.self, Catalog.self, Order.self, Settle.self, Reconcile.self, Audit.self, Privacy.self, Rebuild.self, Bench.self,
-            ApplePay.self, AcquirerCommand.self, Tail.self, Journal.self,
+            Serve.self, Migrate.self, Catalog.self, Order.self, Disputes.self, Settle.self, Reconcile.self, Audit.self, Privacy.self,
+            Rebuild.self, Bench.self, ApplePay.self, AcquirerCommand.self, Tail.self, Journal.self,
         ],
         defaultSubcommand: Serve.self
     )
@@ -193,14 +193,21 @@ struct Bench: AsyncParsableCommand {
             discussion: "Runs on its own durable embedded cluster (default ./.ledgerd-bench); never on a real ledger."
         )
         @Option(help: "Captures to settle (every 100th also refunded in part).") var captures = 1_000_000
+        @Option(help: "Then import and reconcile the day's report this many times in the Adyen SDR layout (timed; median).")
+        var sdrUploads = 0
         @OptionGroup var cluster: BenchCluster
 
         func run() async throws {
             let (configuration, directory, migrations) = try cluster.prepare()
             print("bench settle: \(captures) captures, \(ProcessInfo.processInfo.activeProcessorCount) cores")
             print(
-                try await SettlementBenchmark(captures: captures, dataDirectory: directory, logger: makeLogger(configuration))
-                    .run(migrations: migrations)
+                try await SettlementBenchmark(
+                    captures: captures,
+                    sdrUploads: sdrUploads,
+                    dataDirectory: directory,
+                    logger: makeLogger(configuration)
+                )
+                .run(migrations: migrations)
             )
         }
     }
