@@ -59,6 +59,8 @@ public struct ServiceContainer: Sendable {
     public let checkpointScheduler: CheckpointScheduler?
     public let privacy: PrivacyService
     public let state: StateHistory
+    /// Writes the inventory snapshots as-of reads start from.
+    public let snapshotter: InventorySnapshotter
     let clock: @Sendable () -> Date
     let logger: Logger
 
@@ -150,7 +152,8 @@ public struct ServiceContainer: Sendable {
             CheckpointScheduler(service: $0, time: configuration.checkpointTime, timeZone: configuration.checkpointTimeZone, logger: logger)
         }
         self.privacy = PrivacyService(client: client, writer: writer, clock: clock, logger: logger)
-        self.state = StateHistory(client: client, clock: clock, logger: logger)
+        self.state = StateHistory(client: client, clock: clock, snapshotEvery: configuration.snapshotEveryEvents, logger: logger)
+        self.snapshotter = InventorySnapshotter(snapshots: self.state.snapshots, interval: configuration.snapshotInterval, logger: logger)
         self.clock = clock
         self.logger = logger
     }
@@ -223,7 +226,7 @@ public func buildApplication(
     func afterPool(_ service: any Service) -> any Service { StartsAfterPool(pool: pool, service: service) }
     // The child acquirer first, so that it stops last (after the server drained and the services stopped).
     if let supervisor = services.acquirerSupervisor { app.addServices(supervisor) }
-    app.addServices(pool, afterPool(services.writer), afterPool(services.recovery), afterPool(services.expiry))
+    app.addServices(pool, afterPool(services.writer), afterPool(services.recovery), afterPool(services.expiry), afterPool(services.snapshotter))
     if configuration.settlement.runAtCutOff {
         app.addServices(afterPool(SettlementScheduler(settlement: services.settlement, logger: logger)))
     }

@@ -1,0 +1,187 @@
+import Foundation
+import LedgerAcquirer
+import LedgerApp
+import LedgerCore
+import LedgerPostgres
+import LedgerServices
+import LedgerTestSupport
+import PostgresNIO
+import Testing
+
+/// As-of reads of the inventory and of products start from inventory snapshots (sql/0013): they
+/// must answer exactly what the fold from position 1 answers, at every position (before the first
+/// snapshot, on one, between two, after the last) and at instants when holds had lapsed; a snapshot
+/// whose bytes were changed is skipped; one forged with a matching digest is found by the audit.
+@Suite struct InventorySnapshotTests {
+    let storefront = StorefrontDriver()
+    let backOffice = BackOfficeDriver()
+
+    /// A day of orders on two products: payments, a partial capture, a void, a shipment (stock
+    /// sold), a refund, a decline, then holds left to lapse and swept, and more orders after.
+    /// Returns the instant past the lapse (before the sweep).
+    func day(
+        _ client: any TestClientProtocol,
+        _ services: ServiceContainer,
+        _ clock: SimulatedClock,
+        snapshotMidway: Bool
+    ) async throws -> Int64 {
+        func operate(_ id: String, _ operation: String, _ body: String = "{}") async throws {
+            let (status, text) = try await backOffice.operate(client, id, operation, body)
+            #expect(status == .ok, "\(operation) \(body): \(text)")
+        }
+        var orders: [String] = []
+        for i in 0..<6 {
+            orders.append(i % 2 == 0 ? try await storefront.placeOrder(client) : try await storefront.placeOrder(client, product: "Pen", amount: 3200))
+        }
+        try await operate(orders[0], "capture", #"{"amount": "20.00"}"#)
+        try await operate(orders[1], "void")
+        try await operate(orders[2], "capture", #"{"final": true}"#)
+        try await operate(orders[2], "ship")
+        if snapshotMidway { try await services.state.snapshots.catchUp() }
+        try await operate(orders[2], "refund", #"{"amount": "10.00", "reason": "scratched"}"#)
+        _ = try await storefront.pay(client, StorefrontDriver.paymentBody(source: "tok_chargeDeclined"))
+        orders.append(try await storefront.placeOrder(client, product: "Pen", amount: 3200))
+        // Past the holds' expiry; the sweeper has not run: reads lapse the open holds.
+        clock.advance(by: 8 * 86_400)
+        let lapsed = clock.now.epochMicroseconds
+        #expect(try await services.holds.expireDue() > 0)
+        for _ in 0..<3 { orders.append(try await storefront.placeOrder(client)) }
+        try await operate(orders.last!, "capture", #"{"final": true}"#)
+        return lapsed
+    }
+
+    @Test func snapshotAnswersEqualTheFoldFromPositionOneAtEveryPosition() async throws {
+        let clock = SimulatedClock(TestApp.instant("2030-06-19T10:00:00Z"))
+        let model = AcquirerModel(seed: 5, clock: { clock.now })
+        let environment = ["LEDGERD_SNAPSHOT_EVERY_EVENTS": "7"]
+        try await TestApp.withApp(seed: true, acquirer: model, clock: { clock.now }, environment: environment) { client, services in
+            let lapsed = try await day(client, services, clock, snapshotMidway: true)
+            try await services.state.snapshots.catchUp()
+            let head = try await services.store.head().position
+            let positions = try await services.state.snapshots.store.positions()
+            // Snapshots at 7, 14, …: positions before the first, on each, between two and after the last are all asked below.
+            #expect(positions == Array(stride(from: 7, through: head, by: 7)), "\(positions), head \(head)")
+            #expect(head % 7 != 0, "the last events lie after the last snapshot")
+            #expect(positions.count >= 10)
+
+            let state = services.state
+            var instants: [Int64] = []
+            for position in 0...head {
+                let snapshot = try await state.inventory(asOf: .position(position))
+                let full = try await state.inventoryByFullFold(asOf: .position(position))
+                #expect(snapshot.json == full.json, "inventory as of \(position)\n snapshot: \(snapshot.json)\n full:     \(full.json)")
+                #expect(snapshot.asOf == full.asOf)
+                for product in ["clock", "pen"] {
+                    let a = try await state.product(product, asOf: .position(position))
+                    let b = try await state.productByFullFold(product, asOf: .position(position))
+                    #expect(a?.json == b?.json, "\(product) as of \(position)")
+                }
+                if let micros = snapshot.asOf?.micros { instants.append(micros) }
+            }
+            // Instants: each event's recorded time, and the moment past the holds' expiry before the sweep.
+            for micros in instants + [lapsed - 1, lapsed] {
+                let snapshot = try await state.inventory(asOf: .time(micros: micros))
+                let full = try await state.inventoryByFullFold(asOf: .time(micros: micros))
+                #expect(snapshot.json == full.json, "inventory as of \(RFC3339.format(micros))")
+            }
+            // The lapse was exercised: at the lapsed instant, holds were due and the stock differs from just before.
+            let atLapse = try await state.inventory(asOf: .time(micros: lapsed))
+            let point = try #require(atLapse.asOf)
+            let history = try await state.snapshots.history(through: point.position)
+            #expect(!history.lapseCandidates(atMicros: lapsed).isEmpty)
+            let before = try await state.inventory(asOf: .position(point.position))
+            #expect(before.json != atLapse.json, "the lapse released stock")
+            // And the snapshots are the log's.
+            let report = try await state.snapshots.verify()
+            #expect(report.ok && report.checked == positions.count, "\(report)")
+        }
+    }
+
+    @Test func aChangedSnapshotIsSkippedAndAForgedOneIsFoundByTheAudit() async throws {
+        let clock = SimulatedClock(TestApp.instant("2030-06-19T10:00:00Z"))
+        let model = AcquirerModel(seed: 6, clock: { clock.now })
+        let database = try await TestDatabase.fresh()
+        let environment = ["LEDGERD_SNAPSHOT_EVERY_EVENTS": "10"]
+        try await TestApp.withApp(seed: true, database: database, acquirer: model, clock: { clock.now }, environment: environment) {
+            client,
+            services in
+            _ = try await day(client, services, clock, snapshotMidway: false)
+            let snapshots = services.state.snapshots
+            #expect(try await snapshots.catchUp() >= 4)
+            let positions = try await snapshots.store.positions()
+            let target = positions[positions.count / 2]
+            let reference = try await services.state.inventoryByFullFold(asOf: .position(target))
+            #expect(try await services.state.inventory(asOf: .position(target)).json == reference.json)
+            #expect(try await snapshots.verify().ok)
+
+            // The app role cannot change a snapshot.
+            await #expect(throws: (any Error).self) {
+                try await database.withApp { app in
+                    try await app.query("UPDATE ledger.inventory_snapshots SET state = state WHERE position = \(target)", logger: TestCluster.logger)
+                }
+            }
+
+            // 1. Bytes changed, digest left: the read skips it (an earlier snapshot and the events after it).
+            let forge = """
+                UPDATE ledger.inventory_snapshots
+                SET state = convert_to(regexp_replace(convert_from(state, 'UTF8'), '"on_hand":[0-9]+', '"on_hand":999999', 'g'), 'UTF8')
+                WHERE position = \(target)
+                """
+            try await database.tamper(forge)
+            #expect(try await services.state.inventory(asOf: .position(target)).json == reference.json, "the changed snapshot was skipped")
+            #expect(try await services.state.inventory(asOf: .position(target + 1)).json == (try await services.state.inventoryByFullFold(asOf: .position(target + 1))).json)
+            var report = try await snapshots.verify()
+            #expect(report.bad.map { $0.position } == [target], "\(report)")
+
+            // 2. The digest recomputed too: the read cannot tell (it shows the forged stock, which is how we
+            // know reads come from snapshots), and the audit's rebuild from the log finds it.
+            try await database.tamper("UPDATE ledger.inventory_snapshots SET state_sha256 = sha256(state) WHERE position = \(target)")
+            let forged = try await services.state.inventory(asOf: .position(target)).json
+            #expect(forged != reference.json && forged.contains("999999"))
+            report = try await snapshots.verify()
+            #expect(!report.ok && report.bad.map { $0.position } == [target], "\(report)")
+            #expect(report.bad.first?.reason == "its state is not the log's")
+
+            // 3. A snapshot moved to another position (its event_hash is no longer the log's there): skipped.
+            try await database.tamper(
+                """
+                UPDATE ledger.inventory_snapshots SET state = s.state, state_sha256 = s.state_sha256
+                FROM (SELECT state, state_sha256 FROM ledger.inventory_snapshots WHERE position = \(positions[0])) s
+                WHERE position = \(target);
+                UPDATE ledger.inventory_snapshots SET event_hash = (SELECT hash FROM ledger.events WHERE position = \(positions[0]))
+                WHERE position = \(positions[1])
+                """
+            )
+            #expect(try await services.state.inventory(asOf: .position(positions[1])).json == (try await services.state.inventoryByFullFold(asOf: .position(positions[1]))).json)
+            // (position `target` now holds position 1's bytes, which say another position: skipped too)
+            #expect(try await services.state.inventory(asOf: .position(target)).json == reference.json)
+            report = try await snapshots.verify()
+            #expect(Set(report.bad.map { $0.position }) == [positions[1], target], "\(report)")
+        }
+    }
+
+    /// The snapshot's bytes are canonical: a history restored from them gives the same bytes again,
+    /// and a fold resumed from the restored history equals the fold that never stopped.
+    @Test func snapshotBytesRoundTrip() throws {
+        let clock = ProductID("clock")!
+        let order = OrderID("o-1")!
+        var history = InventoryHistory()
+        let listed = ProductListed(
+            productID: clock,
+            sku: "CLK",
+            name: "Clock",
+            description: "A clock",
+            imageFile: "clock.png",
+            price: Money(minorUnits: 5_000, currency: .usd)
+        )
+        history.apply(.product(.listed(listed)), at: 3)
+        history.apply(.product(.stockReceived(StockReceived(productID: clock, quantity: 5))), at: 4)
+        history.apply(.product(.stockReserved(StockReserved(productID: clock, orderID: order, quantity: 2))), at: 9)
+        let bytes = try history.snapshotBytes()
+        let restored = try InventoryHistory(snapshot: bytes)
+        #expect(try restored.snapshotBytes() == bytes)
+        #expect(restored == history.asSnapshot)
+        #expect(restored.products[clock]?.available == 3 && restored.listed == [clock])
+        #expect(throws: SnapshotError.self) { try InventoryHistory(snapshot: Array(#"{"format":2,"position":1,"products":[],"first_positions":{},"hold_expiries":{}}"#.utf8)) }
+    }
+}
