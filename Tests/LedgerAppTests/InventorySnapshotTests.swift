@@ -1,4 +1,5 @@
 import Foundation
+import HummingbirdTesting
 import LedgerAcquirer
 import LedgerApp
 import LedgerCore
@@ -18,13 +19,14 @@ import Testing
 
     /// A day of orders on two products: payments, a partial capture, a void, a shipment (stock
     /// sold), a refund, a decline, then holds left to lapse and swept, and more orders after.
-    /// Returns the instant past the lapse (before the sweep).
+    /// `atLapse` runs past the holds' expiry, before the sweep, with that instant.
     func day(
         _ client: any TestClientProtocol,
         _ services: ServiceContainer,
         _ clock: SimulatedClock,
-        snapshotMidway: Bool
-    ) async throws -> Int64 {
+        snapshotMidway: Bool,
+        atLapse: (Int64) async throws -> Void = { _ in }
+    ) async throws {
         func operate(_ id: String, _ operation: String, _ body: String = "{}") async throws {
             let (status, text) = try await backOffice.operate(client, id, operation, body)
             #expect(status == .ok, "\(operation) \(body): \(text)")
@@ -43,19 +45,40 @@ import Testing
         orders.append(try await storefront.placeOrder(client, product: "Pen", amount: 3200))
         // Past the holds' expiry; the sweeper has not run: reads lapse the open holds.
         clock.advance(by: 8 * 86_400)
-        let lapsed = clock.now.epochMicroseconds
+        try await atLapse(clock.now.epochMicroseconds)
         #expect(try await services.holds.expireDue() > 0)
         for _ in 0..<3 { orders.append(try await storefront.placeOrder(client)) }
         try await operate(orders.last!, "capture", #"{"final": true}"#)
-        return lapsed
+        // End between two snapshots.
+        while try await services.store.head().position % 7 == 0 { orders.append(try await storefront.placeOrder(client)) }
     }
 
     @Test func snapshotAnswersEqualTheFoldFromPositionOneAtEveryPosition() async throws {
         let clock = SimulatedClock(TestApp.instant("2030-06-19T10:00:00Z"))
         let model = AcquirerModel(seed: 5, clock: { clock.now })
-        let environment = ["LEDGERD_SNAPSHOT_EVERY_EVENTS": "7"]
+        let environment = ["LEDGERD_SNAPSHOT_EVERY_EVENTS": "7", "LEDGERD_SNAPSHOT_INTERVAL_SECONDS": "3600"]
         try await TestApp.withApp(seed: true, acquirer: model, clock: { clock.now }, environment: environment) { client, services in
-            let lapsed = try await day(client, services, clock, snapshotMidway: true)
+            let state = services.state
+            try await day(client, services, clock, snapshotMidway: true) { lapsed in
+                // Holds past their expiry, not swept: the read at that instant lapses them (and
+                // releases their stock); from snapshots as from position 1.
+                try await state.snapshots.catchUp()
+                let atLapse = try await state.inventory(asOf: .time(micros: lapsed))
+                let full = try await state.inventoryByFullFold(asOf: .time(micros: lapsed))
+                #expect(atLapse.json == full.json, "inventory at the lapse\n snapshot: \(atLapse.json)\n full:     \(full.json)")
+                let point = try #require(atLapse.asOf)
+                let history = try await state.snapshots.history(through: point.position)
+                #expect(!history.lapseCandidates(atMicros: lapsed).isEmpty)
+                let recorded = try await state.inventory(asOf: .position(point.position))
+                #expect(recorded.json != atLapse.json, "the lapse released stock")
+                for micros in [lapsed - 1, lapsed] {
+                    for product in ["clock", "pen"] {
+                        let a = try await state.product(product, asOf: .time(micros: micros))
+                        let b = try await state.productByFullFold(product, asOf: .time(micros: micros))
+                        #expect(a?.json == b?.json, "\(product) at \(RFC3339.format(micros))")
+                    }
+                }
+            }
             try await services.state.snapshots.catchUp()
             let head = try await services.store.head().position
             let positions = try await services.state.snapshots.store.positions()
@@ -64,7 +87,6 @@ import Testing
             #expect(head % 7 != 0, "the last events lie after the last snapshot")
             #expect(positions.count >= 10)
 
-            let state = services.state
             var instants: [Int64] = []
             for position in 0...head {
                 let snapshot = try await state.inventory(asOf: .position(position))
@@ -78,19 +100,12 @@ import Testing
                 }
                 if let micros = snapshot.asOf?.micros { instants.append(micros) }
             }
-            // Instants: each event's recorded time, and the moment past the holds' expiry before the sweep.
-            for micros in instants + [lapsed - 1, lapsed] {
+            // Instants: each event's recorded time.
+            for micros in instants {
                 let snapshot = try await state.inventory(asOf: .time(micros: micros))
                 let full = try await state.inventoryByFullFold(asOf: .time(micros: micros))
                 #expect(snapshot.json == full.json, "inventory as of \(RFC3339.format(micros))")
             }
-            // The lapse was exercised: at the lapsed instant, holds were due and the stock differs from just before.
-            let atLapse = try await state.inventory(asOf: .time(micros: lapsed))
-            let point = try #require(atLapse.asOf)
-            let history = try await state.snapshots.history(through: point.position)
-            #expect(!history.lapseCandidates(atMicros: lapsed).isEmpty)
-            let before = try await state.inventory(asOf: .position(point.position))
-            #expect(before.json != atLapse.json, "the lapse released stock")
             // And the snapshots are the log's.
             let report = try await state.snapshots.verify()
             #expect(report.ok && report.checked == positions.count, "\(report)")
@@ -101,14 +116,15 @@ import Testing
         let clock = SimulatedClock(TestApp.instant("2030-06-19T10:00:00Z"))
         let model = AcquirerModel(seed: 6, clock: { clock.now })
         let database = try await TestDatabase.fresh()
-        let environment = ["LEDGERD_SNAPSHOT_EVERY_EVENTS": "10"]
+        let environment = ["LEDGERD_SNAPSHOT_EVERY_EVENTS": "10", "LEDGERD_SNAPSHOT_INTERVAL_SECONDS": "3600"]
         try await TestApp.withApp(seed: true, database: database, acquirer: model, clock: { clock.now }, environment: environment) {
             client,
             services in
-            _ = try await day(client, services, clock, snapshotMidway: false)
+            try await day(client, services, clock, snapshotMidway: false)
             let snapshots = services.state.snapshots
-            #expect(try await snapshots.catchUp() >= 4)
+            try await snapshots.catchUp()
             let positions = try await snapshots.store.positions()
+            try #require(positions.count >= 4)
             let target = positions[positions.count / 2]
             let reference = try await services.state.inventoryByFullFold(asOf: .position(target))
             #expect(try await services.state.inventory(asOf: .position(target)).json == reference.json)
