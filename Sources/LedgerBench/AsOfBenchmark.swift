@@ -114,7 +114,9 @@ public struct AsOfBenchmark: Sendable {
                 _ = try await state.inventory(asOf: .time(micros: micros))
                 _ = byTime.record(AuditBenchmark.micros(ContinuousClock.now - t0))
             }
-            output(AuditBenchmark.line("GET /inventory?as_of=<position> (snapshot + fold, in process)", byPosition) + ", \(points.count) random points")
+            output(
+                AuditBenchmark.line("GET /inventory?as_of=<position> (snapshot + fold, in process)", byPosition) + ", \(points.count) random points"
+            )
             output(AuditBenchmark.line("GET /inventory?as_of=<time>     (snapshot + fold, in process)", byTime))
             output(AuditBenchmark.line("GET /products/\(hot)?as_of=<position>", product))
 

@@ -50,7 +50,7 @@ public enum ApplePayDecryptor {
         let plaintext: [UInt8]
         do throws(ApplePayError) {
             plaintext = try open(ciphertextAndTag: fields.data, key: symmetricKey)
-        } catch where fields.version == .ecV1 && error.code == .decryptionFailed {
+        } catch  where fields.version == .ecV1 && error.code == .decryptionFailed {
             // The token names this key (header.publicKeyHash), so the ECDH secret is the right one; the only
             // other input of the key derivation is the merchant identifier's hash.
             throw ApplePayError(

@@ -172,7 +172,10 @@ public struct ApplePayMerchantKey: Sendable, CustomStringConvertible, CustomRefl
                 } else if open.hasSuffix("PRIVATE KEY") {
                     keys.append("-----BEGIN \(open)-----\n\(body)\n-----END \(open)-----\n")
                 } else {
-                    throw ApplePayError(.invalidPrivateKey, "The private key PEM holds a \(open) block; only the key (and EC PARAMETERS) may be there.")
+                    throw ApplePayError(
+                        .invalidPrivateKey,
+                        "The private key PEM holds a \(open) block; only the key (and EC PARAMETERS) may be there."
+                    )
                 }
                 label = nil
             } else if label != nil {

@@ -33,7 +33,9 @@ import Testing
         }
         var orders: [String] = []
         for i in 0..<6 {
-            orders.append(i % 2 == 0 ? try await storefront.placeOrder(client) : try await storefront.placeOrder(client, product: "Pen", amount: 3200))
+            orders.append(
+                i % 2 == 0 ? try await storefront.placeOrder(client) : try await storefront.placeOrder(client, product: "Pen", amount: 3200)
+            )
         }
         try await operate(orders[0], "capture", #"{"amount": "20.00"}"#)
         try await operate(orders[1], "void")
@@ -145,7 +147,10 @@ import Testing
                 """
             try await database.tamper(forge)
             #expect(try await services.state.inventory(asOf: .position(target)).json == reference.json, "the changed snapshot was skipped")
-            #expect(try await services.state.inventory(asOf: .position(target + 1)).json == (try await services.state.inventoryByFullFold(asOf: .position(target + 1))).json)
+            #expect(
+                try await services.state.inventory(asOf: .position(target + 1)).json
+                    == (try await services.state.inventoryByFullFold(asOf: .position(target + 1))).json
+            )
             var report = try await snapshots.verify()
             #expect(report.bad.map { $0.position } == [target], "\(report)")
 
@@ -168,7 +173,10 @@ import Testing
                 WHERE position = \(positions[1])
                 """
             )
-            #expect(try await services.state.inventory(asOf: .position(positions[1])).json == (try await services.state.inventoryByFullFold(asOf: .position(positions[1]))).json)
+            #expect(
+                try await services.state.inventory(asOf: .position(positions[1])).json
+                    == (try await services.state.inventoryByFullFold(asOf: .position(positions[1]))).json
+            )
             // (position `target` now holds position 1's bytes, which say another position: skipped too)
             #expect(try await services.state.inventory(asOf: .position(target)).json == reference.json)
             report = try await snapshots.verify()
@@ -198,6 +206,8 @@ import Testing
         #expect(try restored.snapshotBytes() == bytes)
         #expect(restored == history.asSnapshot)
         #expect(restored.products[clock]?.available == 3 && restored.listed == [clock])
-        #expect(throws: SnapshotError.self) { try InventoryHistory(snapshot: Array(#"{"format":2,"position":1,"products":[],"first_positions":{},"hold_expiries":{}}"#.utf8)) }
+        #expect(throws: SnapshotError.self) {
+            try InventoryHistory(snapshot: Array(#"{"format":2,"position":1,"products":[],"first_positions":{},"hold_expiries":{}}"#.utf8))
+        }
     }
 }

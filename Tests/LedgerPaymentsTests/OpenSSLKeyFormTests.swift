@@ -67,7 +67,10 @@ struct OpenSSLKeyFormTests {
         let verified = try await verifier.verify(token, now: testNow)
         let error = failure { () throws(ApplePayError) in try verified.decrypt() }
         #expect(error?.code == .decryptionFailed)
-        #expect(error?.message.contains("the merchant identifier is most likely not the one the token was made for") == true, "\(String(describing: error))")
+        #expect(
+            error?.message.contains("the merchant identifier is most likely not the one the token was made for") == true,
+            "\(String(describing: error))"
+        )
         #expect(error?.message.contains("LEDGERD_APPLEPAY_MERCHANT_ID") == true)
     }
 }

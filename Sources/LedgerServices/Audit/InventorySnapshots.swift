@@ -45,7 +45,10 @@ public struct InventorySnapshots: Sendable {
             do {
                 let history = try InventoryHistory(snapshot: stored.state)
                 guard history.position == stored.position else {
-                    logger.error("inventory snapshot skipped", metadata: ["position": "\(stored.position)", "reason": "it says position \(history.position)"])
+                    logger.error(
+                        "inventory snapshot skipped",
+                        metadata: ["position": "\(stored.position)", "reason": "it says position \(history.position)"]
+                    )
                     continue
                 }
                 return history
@@ -145,7 +148,7 @@ public struct InventorySnapshotter: Service {
                 do {
                     let written = try await snapshots.catchUp()
                     if written > 0 { logger.debug("inventory snapshots written", metadata: ["count": "\(written)"]) }
-                } catch where !Task.isCancelled {
+                } catch  where !Task.isCancelled {
                     logger.warning("inventory snapshot failed; retrying later", metadata: ["error": "\(String(reflecting: error))"])
                 }
                 try await Task.sleep(for: interval)
