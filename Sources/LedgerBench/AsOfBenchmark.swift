@@ -109,6 +109,22 @@ public struct AsOfBenchmark: Sendable {
                 _ = try await state.product(hot, asOf: .position(position))
                 _ = product.record(AuditBenchmark.micros(ContinuousClock.now - t0))
             }
+            // Where the time goes, at the same points: reading and decoding the nearest snapshot, and
+            // the whole history (that plus the fold of the events after it).
+            var snapshotRead = Histogram<UInt64>(highestTrackableValue: 600_000_000)
+            var historyFold = Histogram<UInt64>(highestTrackableValue: 600_000_000)
+            var snapshotBytes = 0
+            for position in points {
+                var t0 = ContinuousClock.now
+                if let stored = try await state.snapshots.store.snapshots(atOrBefore: position, limit: 1).first {
+                    _ = try InventoryHistory(snapshot: stored.state)
+                    snapshotBytes = max(snapshotBytes, stored.state.count)
+                }
+                _ = snapshotRead.record(AuditBenchmark.micros(ContinuousClock.now - t0))
+                t0 = ContinuousClock.now
+                _ = try await state.snapshots.history(through: position)
+                _ = historyFold.record(AuditBenchmark.micros(ContinuousClock.now - t0))
+            }
             for micros in times {
                 let t0 = ContinuousClock.now
                 _ = try await state.inventory(asOf: .time(micros: micros))
@@ -119,6 +135,8 @@ public struct AsOfBenchmark: Sendable {
             )
             output(AuditBenchmark.line("GET /inventory?as_of=<time>     (snapshot + fold, in process)", byTime))
             output(AuditBenchmark.line("GET /products/\(hot)?as_of=<position>", product))
+            output(AuditBenchmark.line("  of which: the nearest snapshot read and decoded", snapshotRead) + ", largest \(snapshotBytes) bytes")
+            output(AuditBenchmark.line("  of which: snapshot + fold of the events after it", historyFold))
 
             for position in points.prefix(options.check) {
                 started = ContinuousClock.now

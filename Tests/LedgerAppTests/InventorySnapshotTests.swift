@@ -207,7 +207,53 @@ import Testing
         #expect(restored == history.asSnapshot)
         #expect(restored.products[clock]?.available == 3 && restored.listed == [clock])
         #expect(throws: SnapshotError.self) {
-            try InventoryHistory(snapshot: Array(#"{"format":2,"position":1,"products":[],"first_positions":{},"hold_expiries":{}}"#.utf8))
+            try InventoryHistory(snapshot: Array((#"{"first_positions":{},"format":1,"position":1,"products":[]}"# + "\n").utf8))
         }
+    }
+
+    /// A read restores only the reservations that can lapse by its instant (holds not placed yet, or
+    /// expiring by then); every figure the rows show stays whole.
+    @Test func aReadRestoresOnlyTheReservationsThatCanLapseByItsInstant() throws {
+        let clock = ProductID("clock")!
+        let (early, late, unpaid) = (OrderID("o-early")!, OrderID("o-late")!, OrderID("o-unpaid")!)
+        func placed(_ order: OrderID, expiring micros: Int64) -> DomainEvent {
+            .hold(
+                .placed(
+                    AuthorizationHoldPlaced(
+                        orderID: order,
+                        merchantReference: order.rawValue,
+                        pspReference: "psp",
+                        authCode: "123456",
+                        amount: Money(minorUnits: 100, currency: .usd),
+                        network: .visa,
+                        fundingType: .credit,
+                        lastFour: "4242",
+                        expiresAt: Date(epochMicroseconds: micros),
+                        authorizedAt: Date(epochMicroseconds: 0)
+                    )
+                )
+            )
+        }
+        var history = InventoryHistory()
+        let price = Money(minorUnits: 5_000, currency: .usd)
+        history.apply(.product(.listed(ProductListed(productID: clock, sku: "C", name: "Clock", description: "", imageFile: "c.png", price: price))), at: 1)
+        history.apply(.product(.stockReceived(StockReceived(productID: clock, quantity: 9))), at: 2)
+        for (i, order) in [early, late, unpaid].enumerated() {
+            history.apply(.product(.stockReserved(StockReserved(productID: clock, orderID: order, quantity: 1))), at: Int64(3 + i))
+        }
+        history.apply(placed(early, expiring: 1_000), at: 6)
+        history.apply(placed(late, expiring: 5_000), at: 7)
+        let bytes = try history.snapshotBytes()
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").dropFirst()
+        #expect(lines == ["-:o-unpaid:clock:1", "1000:o-early:clock:1", "5000:o-late:clock:1"])
+        let partial = try InventoryHistory(snapshot: bytes, reservationsExpiringBy: 4_999)
+        #expect(partial.isPartial)
+        #expect(Set(partial.products[clock]!.reservations.keys) == [early, unpaid])
+        #expect(partial.products[clock]!.reserved == 3 && partial.products[clock]!.available == 6)
+        #expect(partial.lapseCandidates(atMicros: 4_999) == [early])
+        #expect(history.lapseCandidates(atMicros: 4_999) == [early])
+        #expect(throws: SnapshotError.self) { try partial.snapshotBytes() }
+        let whole = try InventoryHistory(snapshot: bytes, reservationsExpiringBy: 5_000)
+        #expect(Set(whole.products[clock]!.reservations.keys) == [early, late, unpaid])
     }
 }

@@ -30,7 +30,7 @@ public struct InventoryHistory: Sendable, Equatable {
     public init() {}
 
     /// The snapshot format ``snapshotBytes()`` writes and ``init(snapshot:)`` reads.
-    public static let format = 1
+    public static let format = 2
 
     /// The event types a history folds: every product stream's (from product streams only) and
     /// `AuthorizationHoldPlaced` (from hold streams only).
@@ -68,7 +68,9 @@ public struct InventoryHistory: Sendable, Equatable {
     /// The reserving orders whose hold (if placed) expires at or before `micros`, in id order: the
     /// only ones a read at that instant may lapse.
     public func lapseCandidates(atMicros micros: Int64) -> [OrderID] {
-        reservingOrders.filter { holdExpiries[$0].map { $0 <= micros } ?? false }.sorted()
+        holdExpiries.compactMap { order, expiry in
+            expiry <= micros && products.values.contains { $0.reservations[order] != nil } ? order : nil
+        }.sorted()
     }
 
     /// The products in the inventory's listing order: by first event, then id.
@@ -78,21 +80,20 @@ public struct InventoryHistory: Sendable, Equatable {
 
     // MARK: Snapshots
 
-    struct Wire: Codable {
+    /// The snapshot's first line: everything but the reservations, as sorted-key JSON.
+    struct Header: Codable {
         var format: Int
         var position: Int64
-        var products: [ProductWire]
+        var products: [ProductFigures]
         var firstPositions: [String: Int64]
-        var holdExpiries: [String: Int64]
 
         enum CodingKeys: String, CodingKey {
             case format, position, products
             case firstPositions = "first_positions"
-            case holdExpiries = "hold_expiries"
         }
     }
 
-    struct ProductWire: Codable {
+    struct ProductFigures: Codable {
         var id: ProductID
         var sku: String
         var name: String
@@ -100,84 +101,127 @@ public struct InventoryHistory: Sendable, Equatable {
         var imageFile: String
         var price: Money
         var onHand: Int64
-        var reservations: [String: Int64]
         var reserved: Int64
         var sold: Int64
         var received: Int64
         var version: Int64
 
         enum CodingKeys: String, CodingKey {
-            case id, sku, name, description, price, reservations, reserved, sold, received, version
+            case id, sku, name, description, price, reserved, sold, received, version
             case imageFile = "image_file"
             case onHand = "on_hand"
         }
     }
 
-    /// The canonical bytes of this history as a snapshot: sorted-key JSON of every field, the expiries
-    /// of orders that no longer reserve left out. The same log prefix always gives the same bytes.
+    /// The canonical bytes of this history as a snapshot. The first line is the header (``Header``:
+    /// sorted-key JSON of the products' figures and first positions); then one line per reservation,
+    /// `expiry:order:product:quantity`, where `expiry` is the order's hold expiry in epoch
+    /// microseconds or `-` when no hold is placed yet, ordered by expiry (`-` first), order and
+    /// product. Identifiers never contain `:` (``DomainIdentifierRules``). The expiries of orders that
+    /// no longer reserve are left out. The same log prefix always gives the same bytes.
+    ///
+    /// Ordered so that a read at an instant needs only a prefix: ``init(snapshot:reservationsExpiringBy:)``.
     public func snapshotBytes() throws -> [UInt8] {
-        let reserving = reservingOrders
-        var expiries: [String: Int64] = [:]
-        for (order, micros) in holdExpiries where reserving.contains(order) { expiries[order.rawValue] = micros }
-        let wire = Wire(
+        guard !isPartial else { throw SnapshotError("a partial history is not a snapshot") }
+        let header = Header(
             format: Self.format,
             position: position,
-            products: products.values.sorted { $0.id < $1.id }.map { state in
-                var reservations: [String: Int64] = [:]
-                for (order, quantity) in state.reservations { reservations[order.rawValue] = quantity }
-                return ProductWire(
-                    id: state.id,
-                    sku: state.sku,
-                    name: state.name,
-                    description: state.description,
-                    imageFile: state.imageFile,
-                    price: state.price,
-                    onHand: state.onHand,
-                    reservations: reservations,
-                    reserved: state.reserved,
-                    sold: state.sold,
-                    received: state.received,
-                    version: state.version
+            products: products.values.sorted { $0.id < $1.id }.map {
+                ProductFigures(
+                    id: $0.id,
+                    sku: $0.sku,
+                    name: $0.name,
+                    description: $0.description,
+                    imageFile: $0.imageFile,
+                    price: $0.price,
+                    onHand: $0.onHand,
+                    reserved: $0.reserved,
+                    sold: $0.sold,
+                    received: $0.received,
+                    version: $0.version
                 )
             },
-            firstPositions: Dictionary(uniqueKeysWithValues: firstPositions.map { ($0.key.rawValue, $0.value) }),
-            holdExpiries: expiries
+            firstPositions: Dictionary(uniqueKeysWithValues: firstPositions.map { ($0.key.rawValue, $0.value) })
         )
-        return Array(try LedgerJSON.encode(wire))
+        var lines: [(expiry: Int64?, order: String, product: String, quantity: Int64)] = []
+        for product in products.values {
+            for (order, quantity) in product.reservations {
+                lines.append((holdExpiries[order], order.rawValue, product.id.rawValue, quantity))
+            }
+        }
+        lines.sort { a, b in
+            if a.expiry != b.expiry { return (a.expiry == nil ? 0 : 1, a.expiry ?? 0) < (b.expiry == nil ? 0 : 1, b.expiry ?? 0) }
+            return (a.order, a.product) < (b.order, b.product)
+        }
+        var bytes = Array(try LedgerJSON.encode(header))
+        bytes.append(UInt8(ascii: "\n"))
+        for line in lines {
+            bytes.append(contentsOf: "\(line.expiry.map(String.init) ?? "-"):\(line.order):\(line.product):\(line.quantity)\n".utf8)
+        }
+        return bytes
     }
 
-    /// A history from a snapshot's bytes. Throws on another format or an identifier the domain refuses.
+    /// Whether this history was restored with only some reservations (``init(snapshot:reservationsExpiringBy:)``).
+    public private(set) var isPartial = false
+
+    /// A history from a snapshot's bytes. Throws on another format or a malformed line.
     public init(snapshot bytes: [UInt8]) throws {
-        let wire = try LedgerJSON.decode(Wire.self, from: Data(bytes))
-        guard wire.format == Self.format else { throw SnapshotError("snapshot format \(wire.format), expected \(Self.format)") }
-        func order(_ raw: String) throws -> OrderID {
-            guard let id = OrderID(raw) else { throw SnapshotError("invalid order id in snapshot") }
-            return id
+        try self.init(snapshot: bytes, reservationsExpiringBy: nil)
+    }
+
+    /// A history from a snapshot's bytes with only the reservations of orders whose hold is not placed
+    /// yet or expires at or before `micros` — every other figure complete. Enough for a read at the
+    /// instant `micros`, and much cheaper than the whole table: only those orders can lapse then
+    /// (``lapseCandidates(atMicros:)``), and the figures the rows show do not depend on the table.
+    /// Such a history is ``isPartial`` and is never written as a snapshot.
+    public init(snapshot bytes: [UInt8], reservationsExpiringBy micros: Int64?) throws {
+        guard let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) else { throw SnapshotError("a snapshot without its header line") }
+        let header = try LedgerJSON.decode(Header.self, from: Data(bytes[..<newline]))
+        guard header.format == Self.format else { throw SnapshotError("snapshot format \(header.format), expected \(Self.format)") }
+        position = header.position
+        var tables: [ProductID: TreeDictionary<OrderID, Int64>] = [:]
+        var index = newline + 1
+        while index < bytes.endIndex {
+            guard let end = bytes[index...].firstIndex(of: UInt8(ascii: "\n")) else { throw SnapshotError("a snapshot line without its end") }
+            let fields = bytes[index..<end].split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false)
+            index = end + 1
+            guard fields.count == 4 else { throw SnapshotError("a malformed reservation line in snapshot") }
+            func text(_ field: ArraySlice<UInt8>) -> String { String(decoding: field, as: UTF8.self) }
+            let expiry: Int64?
+            if fields[0].elementsEqual("-".utf8) {
+                expiry = nil
+            } else {
+                guard let value = Int64(text(fields[0])) else { throw SnapshotError("a malformed expiry in snapshot") }
+                expiry = value
+            }
+            if let micros, let expiry, expiry > micros { break }  // the rest expire later still
+            guard let order = OrderID(text(fields[1])), let product = ProductID(text(fields[2])), let quantity = Int64(text(fields[3])) else {
+                throw SnapshotError("a malformed reservation line in snapshot")
+            }
+            tables[product, default: [:]][order] = quantity
+            if let expiry { holdExpiries[order] = expiry }
         }
-        position = wire.position
-        for product in wire.products {
-            var reservations = TreeDictionary<OrderID, Int64>()
-            for (raw, quantity) in product.reservations { reservations[try order(raw)] = quantity }
-            products[product.id] = ProductState(
-                id: product.id,
-                sku: product.sku,
-                name: product.name,
-                description: product.description,
-                imageFile: product.imageFile,
-                price: product.price,
-                onHand: product.onHand,
-                reservations: reservations,
-                reserved: product.reserved,
-                sold: product.sold,
-                received: product.received,
-                version: product.version
+        isPartial = micros != nil
+        for figures in header.products {
+            products[figures.id] = ProductState(
+                id: figures.id,
+                sku: figures.sku,
+                name: figures.name,
+                description: figures.description,
+                imageFile: figures.imageFile,
+                price: figures.price,
+                onHand: figures.onHand,
+                reservations: tables[figures.id] ?? [:],
+                reserved: figures.reserved,
+                sold: figures.sold,
+                received: figures.received,
+                version: figures.version
             )
         }
-        for (raw, first) in wire.firstPositions {
+        for (raw, first) in header.firstPositions {
             guard let id = ProductID(raw) else { throw SnapshotError("invalid product id in snapshot") }
             firstPositions[id] = first
         }
-        for (raw, micros) in wire.holdExpiries { holdExpiries[try order(raw)] = micros }
     }
 
     /// This history as a snapshot would restore it: the expiries of orders that no longer reserve dropped.

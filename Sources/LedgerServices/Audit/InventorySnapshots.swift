@@ -28,22 +28,28 @@ public struct InventorySnapshots: Sendable {
     /// How many defective snapshots a read skips before it folds from position 1.
     static let skipLimit = 8
 
-    /// The inventory's history after the event at `position`.
-    public func history(through position: Int64) async throws -> InventoryHistory {
-        var history = try await start(atOrBefore: position)
+    /// The inventory's history after the event at `position`. With `lapsingBy`, a read's instant: only
+    /// the reservations that can lapse by then are restored from the snapshot (a partial history,
+    /// ``InventoryHistory/init(snapshot:reservationsExpiringBy:)``), which is all a read needs.
+    public func history(through position: Int64, lapsingBy micros: Int64? = nil) async throws -> InventoryHistory {
+        var history = try await start(atOrBefore: position, lapsingBy: micros)
         try await fold(&history, through: position)
         return history
     }
 
     /// The nearest sound snapshot at or before `position`, restored (an empty history when none is).
-    func start(atOrBefore position: Int64) async throws -> InventoryHistory {
-        for stored in try await store.snapshots(atOrBefore: position, limit: Self.skipLimit) {
+    func start(atOrBefore position: Int64, lapsingBy micros: Int64?) async throws -> InventoryHistory {
+        var below = position
+        for _ in 0..<Self.skipLimit {
+            // One at a time: a snapshot can be megabytes, and the nearest is almost always sound.
+            guard let stored = try await store.snapshots(atOrBefore: below, limit: 1).first else { break }
+            below = stored.position - 1
             if let defect = stored.defect {
                 logger.error("inventory snapshot skipped", metadata: ["position": "\(stored.position)", "reason": "\(defect)"])
                 continue
             }
             do {
-                let history = try InventoryHistory(snapshot: stored.state)
+                let history = try InventoryHistory(snapshot: stored.state, reservationsExpiringBy: micros)
                 guard history.position == stored.position else {
                     logger.error(
                         "inventory snapshot skipped",

@@ -163,8 +163,8 @@ public struct StateHistory: Sendable {
     /// holds of the reservations whose hold may have lapsed by then
     /// (``InventoryHistory/lapseCandidates(atMicros:)``) — the only ones the lapse can change.
     func products(through point: StateAnswer.Point) async throws -> (AggregateStates, [ProductID]) {
-        let history = try await snapshots.history(through: point.position)
         let instant = Date(epochMicroseconds: point.micros)
+        let history = try await snapshots.history(through: point.position, lapsingBy: instant.epochMicroseconds)
         var states = AggregateStates(products: history.products)
         let candidates = history.lapseCandidates(atMicros: instant.epochMicroseconds)
         if !candidates.isEmpty {
