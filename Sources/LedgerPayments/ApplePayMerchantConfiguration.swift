@@ -155,11 +155,14 @@ public struct ApplePayMerchantKey: Sendable, CustomStringConvertible, CustomRefl
         var parameters: [[UInt8]] = []
         var label: String?
         var body = ""
+        var blockLines: [String] = []
         for rawLine in text.split(omittingEmptySubsequences: true, whereSeparator: \.isNewline) {
             let line = rawLine.trimmingCharacters(in: .whitespaces)
+            blockLines.append(line)
             if line.hasPrefix("-----BEGIN "), line.hasSuffix("-----") {
                 label = String(line.dropFirst(11).dropLast(5))
                 body = ""
+                blockLines = [line]
             } else if line.hasPrefix("-----END "), line.hasSuffix("-----"), let open = label {
                 guard String(line.dropFirst(9).dropLast(5)) == open else {
                     throw ApplePayError(.invalidPrivateKey, "The private key PEM has a BEGIN \(open) block without its END line.")
@@ -170,7 +173,8 @@ public struct ApplePayMerchantKey: Sendable, CustomStringConvertible, CustomRefl
                     }
                     parameters.append(Array(der))
                 } else if open.hasSuffix("PRIVATE KEY") {
-                    keys.append("-----BEGIN \(open)-----\n\(body)\n-----END \(open)-----\n")
+                    // The block as written (the parsers want its 64-column lines).
+                    keys.append(blockLines.joined(separator: "\n") + "\n")
                 } else {
                     throw ApplePayError(
                         .invalidPrivateKey,

@@ -236,7 +236,10 @@ import Testing
         }
         var history = InventoryHistory()
         let price = Money(minorUnits: 5_000, currency: .usd)
-        history.apply(.product(.listed(ProductListed(productID: clock, sku: "C", name: "Clock", description: "", imageFile: "c.png", price: price))), at: 1)
+        history.apply(
+            .product(.listed(ProductListed(productID: clock, sku: "C", name: "Clock", description: "", imageFile: "c.png", price: price))),
+            at: 1
+        )
         history.apply(.product(.stockReceived(StockReceived(productID: clock, quantity: 9))), at: 2)
         for (i, order) in [early, late, unpaid].enumerated() {
             history.apply(.product(.stockReserved(StockReserved(productID: clock, orderID: order, quantity: 1))), at: Int64(3 + i))
