@@ -75,6 +75,8 @@ public struct ServiceContainer: Sendable {
     public let auditState: StateHistory
     /// The position those reads reflect, and waiting for one.
     public let positions: LedgerPositions
+    /// Writes the inventory snapshots as-of reads start from.
+    public let snapshotter: InventorySnapshotter
     let clock: @Sendable () -> Date
     let logger: Logger
 
@@ -180,13 +182,14 @@ public struct ServiceContainer: Sendable {
             CheckpointScheduler(service: $0, time: configuration.checkpointTime, timeZone: configuration.checkpointTimeZone, logger: logger)
         }
         self.privacy = PrivacyService(client: client, writer: writer, clock: clock, logger: logger)
-        let state = StateHistory(client: client, clock: clock, logger: logger)
+        let state = StateHistory(client: client, clock: clock, snapshotEvery: configuration.snapshotEveryEvents, logger: logger)
         self.state = state
         self.readClient = readClient
         let reads = readClient ?? client
         self.auditStore = EventStore(client: reads, logger: logger)
         self.auditVerifier = ChainVerifier(client: reads, logger: logger)
-        self.auditState = readClient.map { StateHistory(client: $0, clock: clock, logger: logger) } ?? state
+        self.auditState =
+            readClient.map { StateHistory(client: $0, clock: clock, snapshotEvery: configuration.snapshotEveryEvents, logger: logger) } ?? state
         self.positions = LedgerPositions(store: auditStore, isReplica: readClient != nil, wait: configuration.readWait)
         let watcher = HeadWatcher(client: client, pollInterval: configuration.feedPollInterval, logger: logger)
         self.watcher = watcher
@@ -206,6 +209,7 @@ public struct ServiceContainer: Sendable {
             logger: logger
         )
         self.journal = JournalService(store: auditStore)
+        self.snapshotter = InventorySnapshotter(snapshots: state.snapshots, interval: configuration.snapshotInterval, logger: logger)
         self.clock = clock
         self.logger = logger
     }
@@ -292,7 +296,7 @@ public func buildApplication(
     func afterPool(_ service: any Service) -> any Service { StartsAfterPool(pool: pool, service: service) }
     // The child acquirer first, so that it stops last (after the server drained and the services stopped).
     if let supervisor = services.acquirerSupervisor { app.addServices(supervisor) }
-    app.addServices(pool, afterPool(services.writer), afterPool(services.recovery), afterPool(services.expiry))
+    app.addServices(pool, afterPool(services.writer), afterPool(services.recovery), afterPool(services.expiry), afterPool(services.snapshotter))
     app.addServices(afterPool(services.watcher), afterPool(services.dispatcher))
     if let replica = services.readClient {
         app.addServices(replica)

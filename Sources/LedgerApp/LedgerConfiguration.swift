@@ -44,6 +44,8 @@ import Logging
 /// | `LEDGERD_ACQUIRER_WIRE_FAULTS` | — | crash tests only: JSON `WireFaults` passed to the child acquirer service |
 /// | `LEDGERD_CAPTURE_POLICY` | `on_shipment` | `on_shipment`: capture what is open when the order ships; `automatic`: capture at authorization |
 /// | `LEDGERD_EXPIRY_INTERVAL_SECONDS` | `30` | how often the sweeper expires holds past their expiry |
+/// | `LEDGERD_SNAPSHOT_EVERY_EVENTS` | `10000` | events between inventory snapshots (an as-of inventory or product read folds at most this many events past the last one, plus the snapshotter's lag) |
+/// | `LEDGERD_SNAPSHOT_INTERVAL_SECONDS` | `5` | how often the daemon writes the inventory snapshots the log has grown past |
 /// | `LEDGERD_HOLD_LIFETIMES` | network rules | acquirer model hold lifetime per network in seconds, e.g. `visa=604800,mastercard=2592000` (others keep the standard rules) |
 /// | `LEDGERD_PRODUCT_IMAGES_DIR` | `<data dir>/product_images` | directory `GET /product_image/<file>` serves |
 /// | `LEDGERD_LOG_LEVEL` | `info` | trace, debug, info, notice, warning, error, critical |
@@ -126,6 +128,10 @@ public struct LedgerConfiguration: Sendable {
     /// Seeded wire faults for the child acquirer (JSON `WireFaults`); nil: none.
     public var acquirerWireFaults: String?
     public var expiryInterval: Duration
+    /// Events between inventory snapshots (sql/0013).
+    public var snapshotEveryEvents: Int64
+    /// How often the snapshotter looks for snapshots to write.
+    public var snapshotInterval: Duration
     /// Hold lifetime (seconds) per network, overriding the acquirer model's standard rules.
     public var holdLifetimes: [CardNetwork: Int64]
     /// Apple Pay tokens processed by the ledger itself; nil when no processing key is configured.
@@ -228,6 +234,11 @@ public struct LedgerConfiguration: Sendable {
         let expirySeconds = reader.int(forKey: "ledgerd.expiry.interval.seconds", default: 30)
         guard expirySeconds >= 1 else { throw ConfigurationError("LEDGERD_EXPIRY_INTERVAL_SECONDS must be at least 1") }
         expiryInterval = .seconds(expirySeconds)
+        snapshotEveryEvents = Int64(reader.int(forKey: "ledgerd.snapshot.every.events", default: 10_000))
+        guard snapshotEveryEvents >= 1 else { throw ConfigurationError("LEDGERD_SNAPSHOT_EVERY_EVENTS must be at least 1") }
+        let snapshotSeconds = reader.int(forKey: "ledgerd.snapshot.interval.seconds", default: 5)
+        guard snapshotSeconds >= 1 else { throw ConfigurationError("LEDGERD_SNAPSHOT_INTERVAL_SECONDS must be at least 1") }
+        snapshotInterval = .seconds(snapshotSeconds)
         holdLifetimes = [:]
         for rule in reader.stringArray(forKey: "ledgerd.hold.lifetimes", default: []) {
             let parts = rule.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1).map(String.init)
