@@ -26,6 +26,8 @@ public struct HTTPAcquirerConfiguration: Sendable {
     public var breakerThreshold: Int
     /// How long an open breaker refuses calls before it lets one trial through.
     public var breakerOpenFor: Duration
+    /// Connections kept to the service at most (calls beyond wait for one).
+    public var maximumConnections: Int
 
     public init(
         baseURL: String,
@@ -35,7 +37,8 @@ public struct HTTPAcquirerConfiguration: Sendable {
         attempts: Int = 3,
         backoff: Duration = .milliseconds(50),
         breakerThreshold: Int = 5,
-        breakerOpenFor: Duration = .seconds(2)
+        breakerOpenFor: Duration = .seconds(2),
+        maximumConnections: Int = 16
     ) {
         self.baseURL = baseURL
         self.apiKey = apiKey
@@ -45,6 +48,7 @@ public struct HTTPAcquirerConfiguration: Sendable {
         self.backoff = backoff
         self.breakerThreshold = max(1, breakerThreshold)
         self.breakerOpenFor = breakerOpenFor
+        self.maximumConnections = max(1, maximumConnections)
     }
 }
 
@@ -81,7 +85,7 @@ public final class HTTPAcquirer: Acquirer {
             connect: .nanoseconds(Self.nanos(configuration.connectTimeout)),
             read: .nanoseconds(Self.nanos(configuration.readTimeout))
         )
-        http.connectionPool = .init(idleTimeout: .seconds(30))
+        http.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.maximumConnections)
         self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: http)
         self.configuration = configuration
         self.base = Mutex(configuration.baseURL)

@@ -103,7 +103,8 @@ public struct ServiceContainer: Sendable {
             client: client,
             acquirer: acquirer,
             clock: clock,
-            logger: logger
+            logger: logger,
+            faultCrashAt: configuration.faultCrashAt
         )
         self.holds = holds
         self.expiry = ExpirySweeper(holds: holds, interval: configuration.expiryInterval, logger: logger)

@@ -189,7 +189,7 @@ struct Bench: AsyncParsableCommand {
     struct SettleBench: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "settle",
-            abstract: "Time settling and reconciling one business day of N captures, and the memory it takes.",
+            abstract: "Time settling and reconciling one business day of N captures with the acquirer service, and both processes' memory.",
             discussion: "Runs on its own durable embedded cluster (default ./.ledgerd-bench); never on a real ledger."
         )
         @Option(help: "Captures to settle (every 100th also refunded in part).") var captures = 1_000_000
@@ -199,8 +199,14 @@ struct Bench: AsyncParsableCommand {
             let (configuration, directory, migrations) = try cluster.prepare()
             print("bench settle: \(captures) captures, \(ProcessInfo.processInfo.activeProcessorCount) cores")
             print(
-                try await SettlementBenchmark(captures: captures, dataDirectory: directory, logger: makeLogger(configuration))
-                    .run(migrations: migrations)
+                try await SettlementBenchmark(
+                    captures: captures,
+                    dataDirectory: directory,
+                    acquirerMigrations: try configuration.resolvedMigrationsDirectory().appendingPathComponent("acquirer"),
+                    logLevel: cluster.logLevel,
+                    logger: makeLogger(configuration)
+                )
+                .run(migrations: migrations)
             )
         }
     }
