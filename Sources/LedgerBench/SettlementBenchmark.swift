@@ -68,7 +68,11 @@ public struct SettlementBenchmark: Sendable {
                         configuration: HTTPAcquirerConfiguration(
                             baseURL: url,
                             apiKey: apiKey,
+                            // Generous: the set-up's hundreds of calls in flight on two shared cores wait
+                            // behind the acquirer's snapshots (a pause while it copies its state).
+                            connectTimeout: .seconds(60),
                             readTimeout: .seconds(900),
+                            attempts: 5,
                             maximumConnections: 32
                         ),
                         logger: logger,
