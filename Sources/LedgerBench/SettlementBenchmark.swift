@@ -340,7 +340,8 @@ public struct SettlementBenchmark: Sendable {
         guard let status = try? String(contentsOfFile: "/proc/\(process)/status", encoding: .utf8) else { return (0, 0) }
         func kib(_ key: String) -> Int {
             guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(key + ":") }) else { return 0 }
-            return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
+            // "VmRSS:\t  123456 kB": a tab, then the number right-aligned in 8 columns (no space once it has 8 digits).
+            return (Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first ?? "0") ?? 0) * 1024
         }
         return (kib("VmRSS"), kib("VmHWM"))
     }
