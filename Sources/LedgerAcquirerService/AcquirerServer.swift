@@ -62,6 +62,9 @@ public struct AcquirerServiceConfiguration: Sendable {
     public var announce: Bool
     /// Exit when standard input reaches its end (the supervising ledger died: no orphan keeps serving).
     public var exitWithStandardInput: Bool
+    /// Journal growth (commands) after which a snapshot of the model is stored (0: never); see
+    /// ``DurableAcquirerModel/open(client:seed:configuration:clock:logger:snapshotEvery:useSnapshots:)``.
+    public var snapshotEvery: Int64
 
     public init(
         secrets: AcquirerSecrets,
@@ -73,7 +76,8 @@ public struct AcquirerServiceConfiguration: Sendable {
         clockOffsetMicroseconds: Int64? = nil,
         migrationsDirectory: URL,
         announce: Bool = false,
-        exitWithStandardInput: Bool = false
+        exitWithStandardInput: Bool = false,
+        snapshotEvery: Int64 = 100_000
     ) {
         self.secrets = secrets
         self.host = host
@@ -85,10 +89,12 @@ public struct AcquirerServiceConfiguration: Sendable {
         self.migrationsDirectory = migrationsDirectory
         self.announce = announce
         self.exitWithStandardInput = exitWithStandardInput
+        self.snapshotEvery = snapshotEvery
     }
 }
 
-/// `ledgerd acquirer serve`: migrates the acquirer's schema, replays its journal, serves the wire API
+/// `ledgerd acquirer serve`: migrates the acquirer's schema, loads its newest snapshot and replays the
+/// journal after it, serves the wire API
 /// until SIGINT/SIGTERM.
 public enum AcquirerServer {
     public static func run(_ configuration: AcquirerServiceConfiguration, logger: Logger) async throws {
@@ -125,7 +131,8 @@ public enum AcquirerServer {
             seed: configuration.seed,
             configuration: configuration.model,
             clock: clock,
-            logger: logger
+            logger: logger,
+            snapshotEvery: configuration.snapshotEvery
         )
         if !configuration.faults.isOff {
             logger.warning("wire faults are armed on the acquirer service", metadata: ["faults": "\(configuration.faults)"])

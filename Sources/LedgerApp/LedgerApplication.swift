@@ -128,7 +128,8 @@ public struct ServiceContainer: Sendable {
             client: client,
             acquirer: acquirer,
             clock: clock,
-            logger: logger
+            logger: logger,
+            faultCrashAt: configuration.faultCrashAt
         )
         self.holds = holds
         self.disputes = DisputeService(

@@ -230,12 +230,10 @@ struct Bench: AsyncParsableCommand {
     struct SettleBench: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "settle",
-            abstract: "Time settling and reconciling one business day of N captures, and the memory it takes.",
+            abstract: "Time settling and reconciling one business day of N captures with the acquirer service, and both processes' memory.",
             discussion: "Runs on its own durable embedded cluster (default ./.ledgerd-bench); never on a real ledger."
         )
         @Option(help: "Captures to settle (every 100th also refunded in part).") var captures = 1_000_000
-        @Option(help: "Then import and reconcile the day's report this many times in the Adyen SDR layout (timed; median).")
-        var sdrUploads = 0
         @OptionGroup var cluster: BenchCluster
 
         func run() async throws {
@@ -244,8 +242,9 @@ struct Bench: AsyncParsableCommand {
             print(
                 try await SettlementBenchmark(
                     captures: captures,
-                    sdrUploads: sdrUploads,
                     dataDirectory: directory,
+                    acquirerMigrations: try configuration.resolvedMigrationsDirectory().appendingPathComponent("acquirer"),
+                    logLevel: cluster.logLevel,
                     logger: makeLogger(configuration)
                 )
                 .run(migrations: migrations)

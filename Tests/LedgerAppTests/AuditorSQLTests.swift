@@ -100,7 +100,7 @@ import Testing
         }
     }
 
-    /// `ledger.verify_prefix` refuses a hash that is not 32 bytes (sql/0016) instead of reporting a
+    /// `ledger.verify_prefix` refuses a hash that is not 32 bytes (sql/0014) instead of reporting a
     /// rewritten history: the usual slip is the checkpoint's hex passed as text bytes (64 of them).
     @Test func verifyPrefixRefusesAHashThatIsNot32Bytes() async throws {
         let db = try await TestDatabase.fresh()

@@ -1,4 +1,4 @@
--- 0016: ledger.verify_prefix refuses a checkpoint hash that is not 32 bytes.
+-- 0014: ledger.verify_prefix refuses a checkpoint hash that is not 32 bytes.
 --
 -- Until now a hash of the wrong length (a hex string passed as text bytes, a truncated copy) was
 -- compared with the event's hash, differed, and was reported as "history up to it was rewritten":
