@@ -166,9 +166,10 @@ let package = Package(
             name: "LedgerBench",
             dependencies: [
                 "LedgerCore", "LedgerAcquirer", "LedgerPostgres", "LedgerServices", "LedgerApp", "LedgerPayments", "LedgerPaymentsTesting",
-                "LedgerMacros",
+                "LedgerMacros", "LedgerAcquirerClient",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]

@@ -18,6 +18,9 @@ public struct HTTPAcquirerConfiguration: Sendable {
     public var connectTimeout: Duration
     /// Most time one attempt may wait for its whole answer.
     public var readTimeout: Duration
+    /// The same for a settlement batch submission, which the acquirer prices line by line before it
+    /// answers (a million items take it a while).
+    public var settlementTimeout: Duration
     /// Attempts per call (the first included), each with the same idempotency key.
     public var attempts: Int
     /// Pause before the second attempt; doubled before each further one.
@@ -26,25 +29,31 @@ public struct HTTPAcquirerConfiguration: Sendable {
     public var breakerThreshold: Int
     /// How long an open breaker refuses calls before it lets one trial through.
     public var breakerOpenFor: Duration
+    /// Connections kept to the service at most (calls beyond wait for one).
+    public var maximumConnections: Int
 
     public init(
         baseURL: String,
         apiKey: String,
         connectTimeout: Duration = .seconds(1),
         readTimeout: Duration = .seconds(10),
+        settlementTimeout: Duration = .seconds(900),
         attempts: Int = 3,
         backoff: Duration = .milliseconds(50),
         breakerThreshold: Int = 5,
-        breakerOpenFor: Duration = .seconds(2)
+        breakerOpenFor: Duration = .seconds(2),
+        maximumConnections: Int = 16
     ) {
         self.baseURL = baseURL
         self.apiKey = apiKey
         self.connectTimeout = connectTimeout
         self.readTimeout = readTimeout
+        self.settlementTimeout = max(readTimeout, settlementTimeout)
         self.attempts = max(1, attempts)
         self.backoff = backoff
         self.breakerThreshold = max(1, breakerThreshold)
         self.breakerOpenFor = breakerOpenFor
+        self.maximumConnections = max(1, maximumConnections)
     }
 }
 
@@ -79,9 +88,11 @@ public final class HTTPAcquirer: Acquirer {
         var http = HTTPClient.Configuration()
         http.timeout = .init(
             connect: .nanoseconds(Self.nanos(configuration.connectTimeout)),
-            read: .nanoseconds(Self.nanos(configuration.readTimeout))
+            // Each attempt's own deadline bounds it (the read timeout, longer for a settlement); the
+            // connection's idle-read limit is only the longest of them.
+            read: .nanoseconds(Self.nanos(configuration.settlementTimeout))
         )
-        http.connectionPool = .init(idleTimeout: .seconds(30))
+        http.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.maximumConnections)
         self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: http)
         self.configuration = configuration
         self.base = Mutex(configuration.baseURL)
@@ -260,7 +271,8 @@ public final class HTTPAcquirer: Acquirer {
                 let pause = configuration.backoff * (1 << (attempt - 1))
                 try? await Task.sleep(for: pause)
             }
-            switch await send(method, path, payload, key: key) {
+            let deadline = operation == "submit_batch" ? configuration.settlementTimeout : configuration.readTimeout
+            switch await send(method, path, payload, key: key, deadline: deadline) {
             case .failed(let kind, let detail):
                 countError(operation, kind)
                 lastFailure = "\(kind): \(detail)"
@@ -294,7 +306,7 @@ public final class HTTPAcquirer: Acquirer {
         throw AcquirerError(.unavailable, "the acquirer did not confirm \(operation) after \(configuration.attempts) attempts (\(lastFailure))")
     }
 
-    private func send(_ method: HTTPMethod, _ path: String, _ payload: Data?, key: String?) async -> Attempt {
+    private func send(_ method: HTTPMethod, _ path: String, _ payload: Data?, key: String?, deadline: Duration) async -> Attempt {
         var request = HTTPClientRequest(url: baseURL + "/" + AcquirerWire.version + path)
         request.method = method
         request.headers.add(name: AcquirerWire.apiKeyHeader, value: configuration.apiKey)
@@ -304,7 +316,7 @@ public final class HTTPAcquirer: Acquirer {
             request.body = .bytes(ByteBuffer(bytes: payload))
         }
         do {
-            let response = try await client.execute(request, timeout: .nanoseconds(Self.nanos(configuration.readTimeout)), logger: logger)
+            let response = try await client.execute(request, timeout: .nanoseconds(Self.nanos(deadline)), logger: logger)
             let buffer = try await response.body.collect(upTo: 256 << 20)
             return .answered(status: Int(response.status.code), body: Data(buffer.readableBytesView))
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {

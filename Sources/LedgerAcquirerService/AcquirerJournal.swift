@@ -1,3 +1,4 @@
+import Crypto
 import LedgerAcquirer
 import LedgerCore
 import LedgerPostgres
@@ -45,7 +46,8 @@ struct AcquirerJournal: Sendable {
         try await replay(into: &state, after: 0)
     }
 
-    private func replay(into state: inout AcquirerModelState, after start: Int64) async throws -> Int64 {
+    /// Replays the journal rows after `start` into `state` (a snapshot taken after row `start`).
+    func replay(into state: inout AcquirerModelState, after start: Int64) async throws -> Int64 {
         var last = start
         while true {
             var pendingSettlement: (Date, JournalCommand)?
@@ -66,6 +68,57 @@ struct AcquirerJournal: Sendable {
             guard let (now, command) = pendingSettlement, case .settle(let header, let pages) = command else { return last }
             _ = state.apply(command, items: try await items(of: header.batchReference, pages: pages), now: now)
         }
+    }
+
+    /// Bytes per stored snapshot part.
+    static let snapshotPartBytes = 8 << 20
+
+    /// Stores `snapshot` (the state after journal row `seq`) and its parts in one transaction, then
+    /// deletes the older snapshots.
+    func storeSnapshot(_ snapshot: Data, seq: Int64) async throws {
+        let parts = max(1, (snapshot.count + Self.snapshotPartBytes - 1) / Self.snapshotPartBytes)
+        let digest = ByteBuffer(bytes: SHA256.hash(data: snapshot))
+        let logger = self.logger
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query(
+                "INSERT INTO acquirer.snapshots (seq, parts, sha256) VALUES (\(seq), \(parts), \(digest)) ON CONFLICT (seq) DO NOTHING",
+                logger: logger
+            )
+            for part in 0..<parts {
+                let start = part * Self.snapshotPartBytes
+                let bytes = ByteBuffer(
+                    bytes: snapshot[(snapshot.startIndex + start)..<(snapshot.startIndex + min(snapshot.count, start + Self.snapshotPartBytes))]
+                )
+                try await connection.query(
+                    "INSERT INTO acquirer.snapshot_parts (seq, part, data) VALUES (\(seq), \(part), \(bytes)) ON CONFLICT DO NOTHING",
+                    logger: logger
+                )
+            }
+            try await connection.query("DELETE FROM acquirer.snapshots WHERE seq < \(seq)", logger: logger)
+        }
+    }
+
+    /// The newest snapshot whose parts are whole and hash to its digest, with its journal position;
+    /// nil when there is none (a damaged one is logged and skipped: the journal is replayed instead).
+    func latestSnapshot() async throws -> (seq: Int64, data: Data)? {
+        let headers = try await client.query("SELECT seq, parts, sha256 FROM acquirer.snapshots ORDER BY seq DESC", logger: logger)
+        var candidates: [(Int64, Int, [UInt8])] = []
+        for try await (seq, parts, digest) in headers.decode((Int64, Int, ByteBuffer).self) {
+            candidates.append((seq, parts, Array(digest.readableBytesView)))
+        }
+        for (seq, parts, digest) in candidates {
+            var data = Data()
+            var next = 0
+            let rows = try await client.query("SELECT part, data FROM acquirer.snapshot_parts WHERE seq = \(seq) ORDER BY part", logger: logger)
+            for try await (part, bytes) in rows.decode((Int, ByteBuffer).self) {
+                guard part == next else { break }
+                data.append(contentsOf: bytes.readableBytesView)
+                next += 1
+            }
+            if next == parts, Array(SHA256.hash(data: data)) == digest { return (seq, data) }
+            logger.error("an acquirer snapshot is damaged; replaying from an older one or the journal", metadata: ["seq": "\(seq)"])
+        }
+        return nil
     }
 
     /// Appends `rows` in one statement (one transaction): all or none.

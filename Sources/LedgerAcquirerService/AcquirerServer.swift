@@ -62,6 +62,9 @@ public struct AcquirerServiceConfiguration: Sendable {
     public var announce: Bool
     /// Exit when standard input reaches its end (the supervising ledger died: no orphan keeps serving).
     public var exitWithStandardInput: Bool
+    /// Journal growth (commands) after which a snapshot of the model is stored (0: never); see
+    /// ``DurableAcquirerModel/open(client:seed:configuration:clock:logger:snapshotEvery:useSnapshots:)``.
+    public var snapshotEvery: Int64
 
     public init(
         secrets: AcquirerSecrets,
@@ -73,7 +76,8 @@ public struct AcquirerServiceConfiguration: Sendable {
         clockOffsetMicroseconds: Int64? = nil,
         migrationsDirectory: URL,
         announce: Bool = false,
-        exitWithStandardInput: Bool = false
+        exitWithStandardInput: Bool = false,
+        snapshotEvery: Int64 = 100_000
     ) {
         self.secrets = secrets
         self.host = host
@@ -85,10 +89,12 @@ public struct AcquirerServiceConfiguration: Sendable {
         self.migrationsDirectory = migrationsDirectory
         self.announce = announce
         self.exitWithStandardInput = exitWithStandardInput
+        self.snapshotEvery = snapshotEvery
     }
 }
 
-/// `ledgerd acquirer serve`: migrates the acquirer's schema, replays its journal, serves the wire API
+/// `ledgerd acquirer serve`: migrates the acquirer's schema, loads its newest snapshot and replays the
+/// journal after it, serves the wire API
 /// until SIGINT/SIGTERM.
 public enum AcquirerServer {
     public static func run(_ configuration: AcquirerServiceConfiguration, logger: Logger) async throws {
@@ -100,13 +106,17 @@ public enum AcquirerServer {
         }
         let migrations = try Migrator.load(from: configuration.migrationsDirectory)
         let owner = try DatabaseURL(configuration.secrets.migrationDatabaseURL ?? configuration.secrets.databaseURL)
-        try await withPostgresClient(configuration: owner.configuration, logger: logger) { client in
+        try await withPostgresClient(hosts: owner.hosts, logger: logger) { client in
             let report = try await Migrator(migrations: migrations, schema: "acquirer", logger: logger).migrate(client: client)
             if !report.applied.isEmpty { logger.info("acquirer migrations applied", metadata: ["applied": "\(report.applied)"]) }
         }
-        var database = try DatabaseURL(configuration.secrets.databaseURL).configuration
-        database.options.maximumConnections = 8
-        let client = DatabaseClient(configuration: database, backgroundLogger: logger)
+        let database = try DatabaseURL(configuration.secrets.databaseURL).hosts.updating { $0.options.maximumConnections = 8 }
+        // Several hosts (a failover pair): watched, so that the pool follows the primary as the ledger's does.
+        let client = DatabaseClient(
+            hosts: database,
+            backgroundLogger: logger,
+            watch: database.candidates.count > 1 ? .init() : nil
+        )
         var clock: @Sendable () -> Date = { Date() }
         if let micros = configuration.clockOffsetMicroseconds {
             let offset = Double(micros) / 1_000_000
@@ -121,7 +131,8 @@ public enum AcquirerServer {
             seed: configuration.seed,
             configuration: configuration.model,
             clock: clock,
-            logger: logger
+            logger: logger,
+            snapshotEvery: configuration.snapshotEvery
         )
         if !configuration.faults.isOff {
             logger.warning("wire faults are armed on the acquirer service", metadata: ["faults": "\(configuration.faults)"])

@@ -43,31 +43,73 @@ public actor DurableAcquirerModel {
     private var pending: [Pending] = []
     private var draining = false
     private var needsReload = false
+    /// The journal position of the newest snapshot (0: none).
+    private var snapshotSeq: Int64
+    private let snapshotEvery: Int64
+    private let useSnapshots: Bool
+    private var snapshotting = false
 
     /// Opens the journal in `client`'s database and replays it. The journal's recorded seed and
     /// configuration win over the given ones (replaying with others would give another state); a
     /// difference is logged.
+    ///
+    /// Boot cost is bounded by snapshots (acquirer 0002): the newest snapshot is loaded and only the
+    /// journal after it replayed (`useSnapshots: false`: the whole journal, as a check). A snapshot is
+    /// taken in the background once the journal has grown by `snapshotEvery` commands and by at least
+    /// as many as the last snapshot covered, so replay after a start covers at most about half the
+    /// journal (or `snapshotEvery` commands) while snapshots cost O(journal) in total. 0: never.
     public static func open(
         client: DatabaseClient,
         seed: UInt64,
         configuration: AcquirerModelConfiguration,
         clock: @escaping @Sendable () -> Date,
-        logger: Logger
+        logger: Logger,
+        snapshotEvery: Int64 = 100_000,
+        useSnapshots: Bool = true
     ) async throws -> DurableAcquirerModel {
         let journal = AcquirerJournal(client: client, logger: logger)
         let recorded = try await journal.model(seed: seed, configuration: configuration)
         if recorded.seed != seed || recorded.configuration != configuration {
             logger.warning("the acquirer journal was started with another seed or configuration; using the journal's")
         }
+        let (state, snapshotSeq, last) = try await Self.load(journal: journal, recorded: recorded, useSnapshots: useSnapshots, logger: logger)
+        return DurableAcquirerModel(
+            state: state,
+            lastSeq: last,
+            snapshotSeq: snapshotSeq,
+            snapshotEvery: snapshotEvery,
+            useSnapshots: useSnapshots,
+            journal: journal,
+            clock: clock,
+            logger: logger,
+            recorded: recorded
+        )
+    }
+
+    /// The state as the newest snapshot and the journal after it give it (or the whole journal).
+    private static func load(
+        journal: AcquirerJournal,
+        recorded: (seed: UInt64, configuration: AcquirerModelConfiguration),
+        useSnapshots: Bool,
+        logger: Logger
+    ) async throws -> (state: AcquirerModelState, snapshotSeq: Int64, lastSeq: Int64) {
         var state = AcquirerModelState(seed: recorded.seed, configuration: recorded.configuration)
-        let last = try await journal.replay(into: &state)
-        logger.info("acquirer journal replayed", metadata: ["commands": "\(last)"])
-        return DurableAcquirerModel(state: state, lastSeq: last, journal: journal, clock: clock, logger: logger, recorded: recorded)
+        var from: Int64 = 0
+        if useSnapshots, let snapshot = try await journal.latestSnapshot() {
+            state = try AcquirerModelState(snapshot: snapshot.data)
+            from = snapshot.seq
+        }
+        let last = try await journal.replay(into: &state, after: from)
+        logger.info("acquirer journal replayed", metadata: ["snapshot": "\(from)", "commands": "\(last - from)", "last": "\(last)"])
+        return (state, from, last)
     }
 
     private init(
         state: AcquirerModelState,
         lastSeq: Int64,
+        snapshotSeq: Int64,
+        snapshotEvery: Int64,
+        useSnapshots: Bool,
         journal: AcquirerJournal,
         clock: @escaping @Sendable () -> Date,
         logger: Logger,
@@ -75,6 +117,9 @@ public actor DurableAcquirerModel {
     ) {
         self.state = state
         self.lastSeq = lastSeq
+        self.snapshotSeq = snapshotSeq
+        self.snapshotEvery = snapshotEvery
+        self.useSnapshots = useSnapshots
         self.journal = journal
         self.clock = clock
         self.logger = logger
@@ -90,6 +135,45 @@ public actor DurableAcquirerModel {
 
     /// Commands journalled so far.
     public var journalLength: Int64 { lastSeq }
+
+    /// The journal position of the newest snapshot taken or loaded (0: none).
+    public var snapshotPosition: Int64 { snapshotSeq }
+
+    /// Stores a snapshot of the state now (with its journal position) and waits for it.
+    public func takeSnapshot() async throws {
+        let (copy, seq) = (state, lastSeq)
+        guard seq > snapshotSeq else { return }
+        try await Self.write(copy, seq: seq, journal: journal)
+        snapshotSeq = max(snapshotSeq, seq)
+    }
+
+    /// Encodes and stores `state` off the actor (the state is a value: the copy does not move).
+    private static func write(_ state: AcquirerModelState, seq: Int64, journal: AcquirerJournal) async throws {
+        let data = try await Task.detached { try state.snapshot() }.value
+        try await journal.storeSnapshot(data, seq: seq)
+    }
+
+    /// Starts a background snapshot when the journal has grown enough since the last one.
+    private func snapshotIfDue() {
+        guard snapshotEvery > 0, !snapshotting, lastSeq - snapshotSeq >= max(snapshotEvery, snapshotSeq) else { return }
+        snapshotting = true
+        let (copy, seq, journal, logger) = (state, lastSeq, journal, logger)
+        Task.detached {
+            do {
+                try await Self.write(copy, seq: seq, journal: journal)
+                await self.snapshotDone(seq)
+                logger.info("acquirer snapshot stored", metadata: ["seq": "\(seq)"])
+            } catch {
+                await self.snapshotDone(nil)
+                logger.error("acquirer snapshot failed; the journal is still whole", metadata: ["error": "\(String(reflecting: error))"])
+            }
+        }
+    }
+
+    private func snapshotDone(_ seq: Int64?) {
+        snapshotting = false
+        if let seq { snapshotSeq = max(snapshotSeq, seq) }
+    }
 
     /// The resolved authorisation for `request` at the time it will be applied (no card number).
     public func resolve(_ request: AuthorizationRequest) -> AuthorizationCommand {
@@ -119,6 +203,7 @@ public actor DurableAcquirerModel {
                 }
             }
             await run(batch)
+            snapshotIfDue()
         }
         draining = false
     }
@@ -199,9 +284,9 @@ public actor DurableAcquirerModel {
     }
 
     private func reload() async throws {
-        var fresh = AcquirerModelState(seed: seed, configuration: configuration)
-        lastSeq = try await journal.replay(into: &fresh)
-        state = fresh
+        let loaded = try await Self.load(journal: journal, recorded: (seed, configuration), useSnapshots: useSnapshots, logger: logger)
+        (state, lastSeq) = (loaded.state, loaded.lastSeq)
+        snapshotSeq = max(snapshotSeq, loaded.snapshotSeq)
         needsReload = false
     }
 

@@ -48,38 +48,95 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
         let directory = configuration.dataDirectoryURL.appendingPathComponent("acquirer")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let migrations = try configuration.resolvedMigrationsDirectory().appendingPathComponent("acquirer")
-        let secrets: AcquirerSecrets
+        let databaseURL: String
         if let embedded = database.embedded {
             let endpoint = embedded.endpoint
             try await prepareEmbedded(endpoint: endpoint, migrations: migrations, logger: logger)
-            secrets = AcquirerSecrets(
-                apiKey: apiKey,
-                databaseURL: "postgres://acquirer_app@localhost:\(endpoint.port)/acquirer?host=\(endpoint.socketDirectory)"
-            )
+            databaseURL = "postgres://acquirer_app@localhost:\(endpoint.port)/acquirer?host=\(endpoint.socketDirectory)"
         } else {
             // A configured ledger database: the child keeps its schema in it, as the migration (owner) role.
             guard let owner = configuration.migrationDatabaseURL ?? configuration.databaseURL else {
                 throw ConfigurationError("no database for the acquirer service")
             }
-            secrets = AcquirerSecrets(apiKey: apiKey, databaseURL: owner)
+            databaseURL = owner
         }
+        return try launchChild(
+            directory: directory,
+            secrets: AcquirerSecrets(apiKey: apiKey, databaseURL: databaseURL),
+            model: configuration.acquirerModelConfiguration,
+            seed: configuration.acquirerSeed,
+            migrations: migrations,
+            logLevel: configuration.logLevel.rawValue,
+            clockOffsetMicroseconds: clockOffsetMicroseconds,
+            wireFaults: configuration.acquirerWireFaults,
+            acquirer: acquirer,
+            logger: logger
+        )
+    }
+
+    /// Starts the child on an embedded cluster the caller runs (`ledgerd bench settle`): its database
+    /// `acquirer` is created (or, with `fresh`, dropped and created) and migrated first.
+    public static func start(
+        embedded endpoint: EmbeddedPostgres.Endpoint,
+        directory: URL,
+        migrations: URL,
+        model: AcquirerModelConfiguration,
+        seed: UInt64,
+        logLevel: String,
+        apiKey: String,
+        clockOffsetMicroseconds: Int64?,
+        fresh: Bool,
+        acquirer: @escaping (String) -> HTTPAcquirer,
+        logger: Logger
+    ) async throws -> (AcquirerSupervisor, HTTPAcquirer) {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try await prepareEmbedded(endpoint: endpoint, migrations: migrations, fresh: fresh, logger: logger)
+        return try launchChild(
+            directory: directory,
+            secrets: AcquirerSecrets(
+                apiKey: apiKey,
+                databaseURL: "postgres://acquirer_app@localhost:\(endpoint.port)/acquirer?host=\(endpoint.socketDirectory)"
+            ),
+            model: model,
+            seed: seed,
+            migrations: migrations,
+            logLevel: logLevel,
+            clockOffsetMicroseconds: clockOffsetMicroseconds,
+            wireFaults: nil,
+            acquirer: acquirer,
+            logger: logger
+        )
+    }
+
+    private static func launchChild(
+        directory: URL,
+        secrets: AcquirerSecrets,
+        model: AcquirerModelConfiguration,
+        seed: UInt64,
+        migrations: URL,
+        logLevel: String,
+        clockOffsetMicroseconds: Int64?,
+        wireFaults: String?,
+        acquirer: @escaping (String) -> HTTPAcquirer,
+        logger: Logger
+    ) throws -> (AcquirerSupervisor, HTTPAcquirer) {
         let secretsFile = directory.appendingPathComponent("secrets.json").path
         try secrets.write(to: secretsFile)
         let modelFile = directory.appendingPathComponent("model.json")
-        try LedgerJSON.encode(configuration.acquirerModelConfiguration).write(to: modelFile, options: .atomic)
+        try LedgerJSON.encode(model).write(to: modelFile, options: .atomic)
         var arguments = [
             "acquirer", "serve",
             "--secrets-file", secretsFile,
             "--model-configuration", modelFile.path,
-            "--seed", String(configuration.acquirerSeed),
+            "--seed", String(seed),
             "--host", "127.0.0.1",
             "--migrations-dir", migrations.path,
-            "--log-level", configuration.logLevel.rawValue,
+            "--log-level", logLevel,
             "--announce", "--exit-with-stdin",
         ]
         // "=": the offset may be negative, and "-…" alone would read as a flag.
         if let clockOffsetMicroseconds { arguments += ["--clock-offset-microseconds=\(clockOffsetMicroseconds)"] }
-        if let faults = configuration.acquirerWireFaults { arguments += ["--wire-faults", faults] }
+        if let wireFaults { arguments += ["--wire-faults", wireFaults] }
         let first = try launch(arguments: arguments, port: 0, logger: logger)
         let client = acquirer("http://127.0.0.1:\(first.port)")
         let endpointFile = directory.appendingPathComponent("endpoint")
@@ -204,7 +261,7 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
     }
 
     /// Creates the `acquirer` database, migrates it as the superuser and lets `acquirer_app` log in.
-    private static func prepareEmbedded(endpoint: EmbeddedPostgres.Endpoint, migrations: URL, logger: Logger) async throws {
+    private static func prepareEmbedded(endpoint: EmbeddedPostgres.Endpoint, migrations: URL, fresh: Bool = false, logger: Logger) async throws {
         func socket(_ database: String) -> PostgresClient.Configuration {
             PostgresClient.Configuration(unixSocketPath: endpoint.socketPath, username: endpoint.superuser, password: nil, database: database)
         }
@@ -215,7 +272,8 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
             {
                 exists = count > 0
             }
-            if !exists { try await client.query("CREATE DATABASE acquirer", logger: logger) }
+            if exists && fresh { try await client.query("DROP DATABASE acquirer WITH (FORCE)", logger: logger) }
+            if !exists || fresh { try await client.query("CREATE DATABASE acquirer", logger: logger) }
         }
         let set = try Migrator.load(from: migrations)
         try await withPostgresClient(configuration: socket("acquirer"), logger: logger) { client in

@@ -8,6 +8,7 @@ import LedgerServices
 extension PaymentService: PaymentProcessor {}
 extension HoldService: HoldOperator {}
 extension SettlementService: SettlementOperator {}
+extension DisputeService: DisputeOperator {}
 extension StateHistory: StateReader {}
 extension PrivacyService: PrivacyOperator {}
 extension CheckpointService: CheckpointSigner {}

@@ -19,10 +19,24 @@ public enum Daemon {
             // as soon as it is back.
             // The daemon's statements are bounded (`statement_timeout`, a run-time setting sent at connection start);
             // offline commands (`audit verify --sql` on a large ledger, `rebuild`) are not.
-            var appConfiguration = database.appConfiguration
+            // With several hosts (`target_session_attrs=read-write`) the watched pool follows the primary.
             let statementMilliseconds = configuration.databaseStatementTimeout.components.seconds * 1000
-            appConfiguration.options.additionalStartupParameters.append(("statement_timeout", "\(statementMilliseconds)"))
-            let client = DatabaseClient(configuration: appConfiguration, backgroundLogger: logger, watch: .init())
+            let appConfiguration = database.appConfiguration.updating {
+                $0.options.additionalStartupParameters.append(("statement_timeout", "\(statementMilliseconds)"))
+            }
+            let client = DatabaseClient(hosts: appConfiguration, backgroundLogger: logger, watch: .init())
+            // Auditors' reads on a streaming replica, watched and bounded like the primary's pool.
+            let readClient = try configuration.readDatabaseURL.map { url in
+                DatabaseClient(
+                    hosts: try DatabaseURL(url).hosts.updating {
+                        $0.options.maximumConnections = configuration.databasePoolSize
+                        $0.options.connectTimeout = configuration.databaseConnectTimeout
+                        $0.options.additionalStartupParameters.append(("statement_timeout", "\(statementMilliseconds)"))
+                    },
+                    backgroundLogger: logger,
+                    watch: .init()
+                )
+            }
             let keyring = try APIKeys.keyring(for: configuration, logger: logger)
             var clock: @Sendable () -> Date = { Date() }
             var offsetMicroseconds: Int64?
@@ -47,6 +61,7 @@ public enum Daemon {
             do {
                 let services = try ServiceContainer(
                     client: client,
+                    readClient: readClient,
                     configuration: configuration,
                     metrics: metrics,
                     keyring: keyring,
@@ -89,7 +104,7 @@ public enum Daemon {
         let database = try await LedgerDatabase.prepare(configuration, logger: logger, ownEmbedded: false)
         do {
             let result = try await withPostgresClient(
-                configuration: asOwner ? database.ownerConfiguration : database.appConfiguration,
+                hosts: asOwner ? database.ownerConfiguration : database.appConfiguration,
                 logger: logger,
                 body
             )

@@ -54,6 +54,7 @@ public struct ServiceContainer: Sendable {
     /// Supervises the acquirer service the daemon runs as its child (nil: an external or injected acquirer).
     public let acquirerSupervisor: AcquirerSupervisor?
     public let settlement: SettlementService
+    public let disputes: DisputeService
     /// Signs checkpoints; nil when no key is configured.
     public let checkpoints: CheckpointService?
     public let checkpointScheduler: CheckpointScheduler?
@@ -66,6 +67,16 @@ public struct ServiceContainer: Sendable {
     public let webhooks: WebhookService
     public let dispatcher: WebhookDispatcher
     public let journal: JournalService
+    /// The replica auditors' reads use (`LEDGERD_READ_DATABASE_URL`); nil: they read the primary.
+    public let readClient: DatabaseClient?
+    /// What auditors' reads (history, feed and exports, verification, as-of) read: the replica, else the primary.
+    public let auditStore: EventStore
+    public let auditVerifier: ChainVerifier
+    public let auditState: StateHistory
+    /// The position those reads reflect, and waiting for one.
+    public let positions: LedgerPositions
+    /// Writes the inventory snapshots as-of reads start from.
+    public let snapshotter: InventorySnapshotter
     let clock: @Sendable () -> Date
     let logger: Logger
 
@@ -74,8 +85,10 @@ public struct ServiceContainer: Sendable {
     ///     seeded with `LEDGERD_ACQUIRER_SEED` (the daemon passes its ``HTTPAcquirer``).
     ///   - acquirerSupervisor: the child acquirer service, run first and stopped last.
     ///   - checkpointKey: signs checkpoints (the daemon reads it from `LEDGERD_CHECKPOINT_KEY`); nil: none.
+    ///   - readClient: a streaming replica for auditors' reads (run as a service by the application); nil: the primary.
     public init(
         client: DatabaseClient,
+        readClient: DatabaseClient? = nil,
         configuration: LedgerConfiguration,
         metrics: LedgerMetrics,
         keyring: APIKeyring,
@@ -93,7 +106,10 @@ public struct ServiceContainer: Sendable {
         self.keyring = keyring
         let writer = LedgerWriter(
             client: client,
-            configuration: .init(maximumBatchEvents: configuration.writerMaximumBatchEvents),
+            configuration: .init(
+                maximumBatchEvents: configuration.writerMaximumBatchEvents,
+                transactionDeadline: configuration.databaseStatementTimeout + .seconds(2)
+            ),
             logger: logger,
             metricsFactory: metrics.factory
         )
@@ -112,9 +128,17 @@ public struct ServiceContainer: Sendable {
             client: client,
             acquirer: acquirer,
             clock: clock,
-            logger: logger
+            logger: logger,
+            faultCrashAt: configuration.faultCrashAt
         )
         self.holds = holds
+        self.disputes = DisputeService(
+            committer: DomainCommitter(writer: writer, loader: loader),
+            loader: loader,
+            client: client,
+            clock: clock,
+            logger: logger
+        )
         self.expiry = ExpirySweeper(holds: holds, interval: configuration.expiryInterval, logger: logger)
         let payments = PaymentService(
             writer: writer,
@@ -159,10 +183,18 @@ public struct ServiceContainer: Sendable {
             CheckpointScheduler(service: $0, time: configuration.checkpointTime, timeZone: configuration.checkpointTimeZone, logger: logger)
         }
         self.privacy = PrivacyService(client: client, writer: writer, clock: clock, logger: logger)
-        self.state = StateHistory(client: client, clock: clock, logger: logger)
+        let state = StateHistory(client: client, clock: clock, snapshotEvery: configuration.snapshotEveryEvents, logger: logger)
+        self.state = state
+        self.readClient = readClient
+        let reads = readClient ?? client
+        self.auditStore = EventStore(client: reads, logger: logger)
+        self.auditVerifier = ChainVerifier(client: reads, logger: logger)
+        self.auditState =
+            readClient.map { StateHistory(client: $0, clock: clock, snapshotEvery: configuration.snapshotEveryEvents, logger: logger) } ?? state
+        self.positions = LedgerPositions(store: auditStore, isReplica: readClient != nil, wait: configuration.readWait)
         let watcher = HeadWatcher(client: client, pollInterval: configuration.feedPollInterval, logger: logger)
         self.watcher = watcher
-        let feed = EventFeed(store: store, watcher: watcher)
+        let feed = EventFeed(store: auditStore, watcher: watcher)
         self.feed = feed
         self.subscriptions = SubscriptionService(store: SubscriptionStore(client: client, logger: logger), feed: feed)
         let box = try (webhookSecretsKey ?? configuration.webhookSecretsKey).map { try WebhookSecretBox(keyBytes: $0) }
@@ -177,7 +209,8 @@ public struct ServiceContainer: Sendable {
             clock: clock,
             logger: logger
         )
-        self.journal = JournalService(store: store)
+        self.journal = JournalService(store: auditStore)
+        self.snapshotter = InventorySnapshotter(snapshots: state.snapshots, interval: configuration.snapshotInterval, logger: logger)
         self.clock = clock
         self.logger = logger
     }
@@ -204,13 +237,16 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     // Back office: reads need an operator or auditor key.
     let reads = router.group().add(middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .read))
     let ledgerReader = EventStoreReader(store: services.store, verifier: services.verifier)
-    AuditRoutes(reader: ledgerReader).register(on: reads)
+    // Auditors' reads — history, the feed and exports, verification, as-of — on the replica when there is one; each
+    // reply says the position it reflects and `min_position` waits for one.
+    let audited = reads.group().add(middleware: LedgerPositionMiddleware(positions: services.positions))
+    AuditRoutes(reader: EventStoreReader(store: services.auditStore, verifier: services.auditVerifier)).register(on: audited)
     OrderRoutes(
         reader: ProjectionOrderReader(client: services.client, clock: services.clock, logger: services.logger),
         statuses: Set(OrderStatus.allCases.map(\.rawValue)),
         state: services.state
     ).register(on: reads)
-    StateRoutes(reader: services.state).register(on: reads)
+    StateRoutes(reader: services.auditState).register(on: audited)
     let checkpointRoutes = CheckpointRoutes(signer: services.checkpoints, reader: ledgerReader)
     checkpointRoutes.registerReads(on: reads)
     let holdRoutes = HoldRoutes(operator: services.holds, reader: ProjectionHoldReader(client: services.client, logger: services.logger))
@@ -221,6 +257,9 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     let settlementRoutes = SettlementRoutes(settlement: services.settlement, state: services.state)
     settlementRoutes.registerReads(on: reads)
     settlementRoutes.registerChanges(on: changes)
+    let disputeRoutes = DisputeRoutes(disputes: services.disputes)
+    disputeRoutes.registerReads(on: reads)
+    disputeRoutes.registerChanges(on: changes)
     checkpointRoutes.registerChanges(on: changes)
     PrivacyRoutes(privacy: services.privacy).register(on: changes)
     let feedRoutes = FeedRoutes(
@@ -258,8 +297,12 @@ public func buildApplication(
     func afterPool(_ service: any Service) -> any Service { StartsAfterPool(pool: pool, service: service) }
     // The child acquirer first, so that it stops last (after the server drained and the services stopped).
     if let supervisor = services.acquirerSupervisor { app.addServices(supervisor) }
-    app.addServices(pool, afterPool(services.writer), afterPool(services.recovery), afterPool(services.expiry))
+    app.addServices(pool, afterPool(services.writer), afterPool(services.recovery), afterPool(services.expiry), afterPool(services.snapshotter))
     app.addServices(afterPool(services.watcher), afterPool(services.dispatcher))
+    if let replica = services.readClient {
+        app.addServices(replica)
+        app.beforeServerStarts { await replica.running() }
+    }
     if configuration.settlement.runAtCutOff {
         app.addServices(afterPool(SettlementScheduler(settlement: services.settlement, logger: logger)))
     }

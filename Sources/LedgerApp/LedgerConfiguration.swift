@@ -12,6 +12,8 @@ import Logging
 /// |---|---|---|
 /// | `LEDGERD_DATABASE_URL` | — | PostgreSQL URL of the app role; unset = embedded cluster. **Secret.** |
 /// | `LEDGERD_MIGRATION_DATABASE_URL` | the database URL | URL of the schema owner for migrations. **Secret.** |
+/// | `LEDGERD_READ_DATABASE_URL` | — | a streaming replica for auditors' reads (history, as-of, feed and exports, verification); unset: the primary. **Secret.** |
+/// | `LEDGERD_READ_WAIT_MS` | `2000` | most a read with `min_position` waits for the replica to replay it before 503 `replica_behind` |
 /// | `LEDGERD_HOST` | `0.0.0.0` with TLS, else `127.0.0.1` | address the HTTP server binds |
 /// | `LEDGERD_TLS_CERTIFICATE` | — | PEM certificate chain for HTTPS (with `LEDGERD_TLS_KEY`); reloaded on SIGHUP |
 /// | `LEDGERD_TLS_KEY` | — | PEM private key of that certificate. **Secret file.** |
@@ -42,6 +44,8 @@ import Logging
 /// | `LEDGERD_ACQUIRER_WIRE_FAULTS` | — | crash tests only: JSON `WireFaults` passed to the child acquirer service |
 /// | `LEDGERD_CAPTURE_POLICY` | `on_shipment` | `on_shipment`: capture what is open when the order ships; `automatic`: capture at authorization |
 /// | `LEDGERD_EXPIRY_INTERVAL_SECONDS` | `30` | how often the sweeper expires holds past their expiry |
+/// | `LEDGERD_SNAPSHOT_EVERY_EVENTS` | `10000` | events between inventory snapshots (an as-of inventory or product read folds at most this many events past the last one, plus the snapshotter's lag) |
+/// | `LEDGERD_SNAPSHOT_INTERVAL_SECONDS` | `5` | how often the daemon writes the inventory snapshots the log has grown past |
 /// | `LEDGERD_HOLD_LIFETIMES` | network rules | acquirer model hold lifetime per network in seconds, e.g. `visa=604800,mastercard=2592000` (others keep the standard rules) |
 /// | `LEDGERD_PRODUCT_IMAGES_DIR` | `<data dir>/product_images` | directory `GET /product_image/<file>` serves |
 /// | `LEDGERD_LOG_LEVEL` | `info` | trace, debug, info, notice, warning, error, critical |
@@ -76,10 +80,14 @@ import Logging
 /// | variable | default | meaning |
 /// |---|---|---|
 /// | `LEDGERD_CLOCK_START` | — | RFC 3339 instant the daemon's clock starts at; it then runs at wall-clock speed (rehearse a business day) |
-/// | `LEDGERD_FAULT_CRASH_AT` | — | a fault point where the daemon kills itself with SIGKILL: `settlement.opened`, `settlement.closed`, `settlement.accepted` (the acquirer answered, nothing recorded yet), `settlement.storing_report` (inside the report's transaction, part of it written), `settlement.submitted`, `settlement.cleared`, `settlement.payout_scheduled`, `settlement.reconciling`, `settlement.paid` |
+/// | `LEDGERD_FAULT_CRASH_AT` | — | a fault point where the daemon kills itself with SIGKILL: `settlement.opened`, `settlement.closed`, `settlement.accepted` (the acquirer answered, nothing recorded yet), `settlement.storing_report` (inside the report's transaction, part of it written), `settlement.submitted`, `settlement.cleared`, `settlement.payout_scheduled`, `settlement.reconciling`, `settlement.paid`; `hold.capture.applied`, `hold.increment.applied`, `hold.void.applied`, `hold.refund.applied` (the acquirer applied the hold operation and answered, nothing recorded yet) |
 public struct LedgerConfiguration: Sendable {
     public var databaseURL: String?
     public var migrationDatabaseURL: String?
+    /// A streaming replica for auditors' reads; nil: they read the primary.
+    public var readDatabaseURL: String?
+    /// Most time a read waits for the replica to replay the position it asks for.
+    public var readWait: Duration
     public var host: String
     /// PEM certificate chain and key for HTTPS; nil: plain HTTP (then bound to 127.0.0.1 unless told otherwise).
     public var tlsCertificatePath: String?
@@ -120,6 +128,10 @@ public struct LedgerConfiguration: Sendable {
     /// Seeded wire faults for the child acquirer (JSON `WireFaults`); nil: none.
     public var acquirerWireFaults: String?
     public var expiryInterval: Duration
+    /// Events between inventory snapshots (sql/0013).
+    public var snapshotEveryEvents: Int64
+    /// How often the snapshotter looks for snapshots to write.
+    public var snapshotInterval: Duration
     /// Hold lifetime (seconds) per network, overriding the acquirer model's standard rules.
     public var holdLifetimes: [CardNetwork: Int64]
     /// Apple Pay tokens processed by the ledger itself; nil when no processing key is configured.
@@ -146,6 +158,10 @@ public struct LedgerConfiguration: Sendable {
     public init(reader: ConfigReader) throws {
         databaseURL = reader.string(forKey: "ledgerd.database.url", isSecret: true)
         migrationDatabaseURL = reader.string(forKey: "ledgerd.migration.database.url", isSecret: true)
+        readDatabaseURL = reader.string(forKey: "ledgerd.read.database.url", isSecret: true).flatMap { $0.isEmpty ? nil : $0 }
+        let readWaitMilliseconds = reader.int(forKey: "ledgerd.read.wait.ms", default: 2_000)
+        guard (0...60_000).contains(readWaitMilliseconds) else { throw ConfigurationError("LEDGERD_READ_WAIT_MS must be 0…60000") }
+        readWait = .milliseconds(readWaitMilliseconds)
         tlsCertificatePath = reader.string(forKey: "ledgerd.tls.certificate").flatMap { $0.isEmpty ? nil : $0 }
         tlsKeyPath = reader.string(forKey: "ledgerd.tls.key").flatMap { $0.isEmpty ? nil : $0 }
         guard (tlsCertificatePath == nil) == (tlsKeyPath == nil) else {
@@ -218,6 +234,11 @@ public struct LedgerConfiguration: Sendable {
         let expirySeconds = reader.int(forKey: "ledgerd.expiry.interval.seconds", default: 30)
         guard expirySeconds >= 1 else { throw ConfigurationError("LEDGERD_EXPIRY_INTERVAL_SECONDS must be at least 1") }
         expiryInterval = .seconds(expirySeconds)
+        snapshotEveryEvents = Int64(reader.int(forKey: "ledgerd.snapshot.every.events", default: 10_000))
+        guard snapshotEveryEvents >= 1 else { throw ConfigurationError("LEDGERD_SNAPSHOT_EVERY_EVENTS must be at least 1") }
+        let snapshotSeconds = reader.int(forKey: "ledgerd.snapshot.interval.seconds", default: 5)
+        guard snapshotSeconds >= 1 else { throw ConfigurationError("LEDGERD_SNAPSHOT_INTERVAL_SECONDS must be at least 1") }
+        snapshotInterval = .seconds(snapshotSeconds)
         holdLifetimes = [:]
         for rule in reader.stringArray(forKey: "ledgerd.hold.lifetimes", default: []) {
             let parts = rule.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1).map(String.init)
@@ -321,7 +342,8 @@ public struct LedgerConfiguration: Sendable {
             EnvironmentVariablesProvider(
                 environmentVariables: environment,
                 secretsSpecifier: .specific([
-                    "LEDGERD_DATABASE_URL", "LEDGERD_MIGRATION_DATABASE_URL", "LEDGERD_OPERATOR_KEYS", "LEDGERD_AUDITOR_KEYS",
+                    "LEDGERD_DATABASE_URL", "LEDGERD_MIGRATION_DATABASE_URL", "LEDGERD_READ_DATABASE_URL", "LEDGERD_OPERATOR_KEYS",
+                    "LEDGERD_AUDITOR_KEYS",
                 ])
             ),
         ])

@@ -15,10 +15,11 @@ import PostgresNIO
 public struct LedgerDatabase: Sendable {
     public static let embeddedDatabaseName = "ledger"
 
-    /// The application's connection (the `ledger_app` role).
-    public let appConfiguration: PostgresClient.Configuration
+    /// The application's connection (the `ledger_app` role): one host, or several to choose from (a
+    /// multi-host URL with `target_session_attrs`).
+    public let appConfiguration: DatabaseHosts
     /// The schema owner's connection, for migrations.
-    public let ownerConfiguration: PostgresClient.Configuration
+    public let ownerConfiguration: DatabaseHosts
     public let embedded: EmbeddedPostgres?
     /// Where the data is, safe to print.
     public let location: String
@@ -43,8 +44,8 @@ public struct LedgerDatabase: Sendable {
             let app = try DatabaseURL(url)
             let owner = try configuration.migrationDatabaseURL.map(DatabaseURL.init) ?? app
             database = LedgerDatabase(
-                appConfiguration: pooled(app.configuration, configuration),
-                ownerConfiguration: owner.configuration,
+                appConfiguration: app.hosts.updating { pool(&$0, configuration) },
+                ownerConfiguration: owner.hosts,
                 embedded: nil,
                 location: app.redacted,
                 ownsEmbedded: false
@@ -75,8 +76,8 @@ public struct LedgerDatabase: Sendable {
                 )
             }
             database = LedgerDatabase(
-                appConfiguration: pooled(socket("ledger_app"), configuration),
-                ownerConfiguration: socket(endpoint.superuser),
+                appConfiguration: DatabaseHosts(socket("ledger_app")).updating { pool(&$0, configuration) },
+                ownerConfiguration: DatabaseHosts(socket(endpoint.superuser)),
                 embedded: embedded,
                 location: "embedded cluster in \(configuration.dataDirectoryURL.path)",
                 ownsEmbedded: owns
@@ -96,7 +97,7 @@ public struct LedgerDatabase: Sendable {
     /// Applies pending migrations as the owner; in embedded mode also lets the roles log in.
     public func migrate(_ migrations: [Migration], logger: Logger) async throws {
         let embedded = self.embedded != nil
-        try await withPostgresClient(configuration: ownerConfiguration, logger: logger) { client in
+        try await withPostgresClient(hosts: ownerConfiguration, logger: logger) { client in
             let report = try await Migrator(migrations: migrations, logger: logger).migrate(client: client)
             if !report.applied.isEmpty {
                 logger.info("migrations applied", metadata: ["applied": "\(report.applied.joined(separator: ", "))"])
@@ -118,14 +119,9 @@ public struct LedgerDatabase: Sendable {
         }
     }
 
-    private static func pooled(
-        _ configuration: PostgresClient.Configuration,
-        _ ledger: LedgerConfiguration
-    ) -> PostgresClient.Configuration {
-        var configuration = configuration
+    private static func pool(_ configuration: inout PostgresClient.Configuration, _ ledger: LedgerConfiguration) {
         configuration.options.maximumConnections = ledger.databasePoolSize
         configuration.options.connectTimeout = ledger.databaseConnectTimeout
-        return configuration
     }
 
     private static func createDatabaseIfMissing(endpoint: EmbeddedPostgres.Endpoint, logger: Logger) async throws {

@@ -49,7 +49,7 @@ public struct AuditBenchmark: Sendable {
         defer { database.stop() }
         let options = self.options
         let logger = self.logger
-        try await withPostgresClient(configuration: database.appConfiguration, logger: logger) { client in
+        try await withPostgresClient(hosts: database.appConfiguration, logger: logger) { client in
             let store = EventStore(client: client, logger: logger)
             var head = try await store.head().position
             if head == 0 {
@@ -70,7 +70,7 @@ public struct AuditBenchmark: Sendable {
                     )
                 )
             }
-            _ = try await withPostgresClient(configuration: database.ownerConfiguration, logger: logger) { owner in
+            _ = try await withPostgresClient(hosts: database.ownerConfiguration, logger: logger) { owner in
                 try await owner.query("ANALYZE ledger.events", logger: logger)
             }
             head = try await store.head().position
@@ -186,9 +186,9 @@ public struct AuditBenchmark: Sendable {
         let capture: [Event]  // HoldCaptured, OrderPaymentUpdated
         let ship: [Event]  // OrderShipped, StockSold
 
-        init(product: DemoProduct) throws {
+        /// Orders authorized at `at`, their holds expiring 7 days later.
+        init(product: DemoProduct, at: Date = Date(timeIntervalSince1970: 1_790_000_000)) throws {
             let id = OrderID("XORDERX")!
-            let at = Date(timeIntervalSince1970: 1_790_000_000)
             let tax = TaxPolicy(rate: try Rate(decimal: "0.08"), rounding: .halfUp)
             let shipping = Money(minorUnits: 500, currency: .usd)
             let taxAmount = Money(minorUnits: product.price.minorUnits * 8 / 100, currency: .usd)
@@ -273,9 +273,15 @@ public struct AuditBenchmark: Sendable {
     /// Appends steps until the head reaches `target`. Step `t` opens order `t`, captures order
     /// `t − 5,000` and ships order `t − 20,000`; a batch holds whole steps, so a run stopped half way
     /// resumes at the next step (the number of orders opened).
-    func generate(client: DatabaseClient, store: EventStore, until target: Int64, output: (String) -> Void) async throws -> Int64 {
+    func generate(
+        client: DatabaseClient,
+        store: EventStore,
+        until target: Int64,
+        authorizedAt: Date = Date(timeIntervalSince1970: 1_790_000_000),
+        output: (String) -> Void
+    ) async throws -> Int64 {
         let products = DemoCatalog.products
-        let templates = try products.map(Templates.init)
+        let templates = try products.map { try Templates(product: $0, at: authorizedAt) }
         var productVersions: [Int64] = []
         for product in products {
             let rows = try await client.query(

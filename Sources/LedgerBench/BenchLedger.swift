@@ -12,6 +12,18 @@ enum BenchLedger {
         logger: Logger,
         _ body: @escaping @Sendable (DatabaseClient, LedgerWriter) async throws -> String
     ) async throws -> String {
+        try await withWriter(dataDirectory: dataDirectory, migrations: migrations, logger: logger) { client, writer, _ in
+            try await body(client, writer)
+        }
+    }
+
+    /// The same, with the cluster's endpoint (a benchmark that starts the acquirer service on it).
+    static func withWriter(
+        dataDirectory: URL,
+        migrations: [Migration],
+        logger: Logger,
+        _ body: @escaping @Sendable (DatabaseClient, LedgerWriter, EmbeddedPostgres.Endpoint) async throws -> String
+    ) async throws -> String {
         let (embedded, alreadyRunning, config) = try await AppendBenchmark.prepareCluster(
             dataDirectory: dataDirectory,
             migrations: migrations,
@@ -27,7 +39,7 @@ enum BenchLedger {
                     return ""
                 }
                 defer { group.cancelAll() }
-                return try await body(client, writer)
+                return try await body(client, writer, embedded.endpoint)
             }
         }
     }

@@ -50,8 +50,12 @@ public struct AuditRoutes: Sendable {
                 throw APIError.badRequest("invalid_stream", "a stream id is 1…200 bytes", field: "stream")
             }
             let query = request.uri.queryParameters
-            for (name, _) in query where !["after_version", "limit"].contains(String(name)) {
-                throw APIError.badRequest("unknown_parameter", "a stream's events take after_version and limit, not \(name)", field: String(name))
+            for (name, _) in query where !["after_version", "limit", "min_position"].contains(String(name)) {
+                throw APIError.badRequest(
+                    "unknown_parameter",
+                    "a stream's events take after_version, limit and min_position, not \(name)",
+                    field: String(name)
+                )
             }
             let after = try Self.integer(query["after_version"].map(String.init), name: "after_version", default: 0, range: 0...Int64.max)
             let limit = try Self.integer(
@@ -78,7 +82,7 @@ public struct AuditRoutes: Sendable {
         }
         group.get("/events") { request, _ -> Response in
             let query = request.uri.queryParameters
-            let known: Set<String> = ["after", "limit", "type", "stream_prefix", "from", "to", "correlation_id"]
+            let known: Set<String> = ["after", "limit", "type", "stream_prefix", "from", "to", "correlation_id", "min_position"]
             for (name, _) in query where !known.contains(String(name)) {
                 throw APIError.badRequest("unknown_parameter", "the feed does not take \(name)", field: String(name))
             }

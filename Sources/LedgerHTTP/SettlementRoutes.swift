@@ -22,7 +22,8 @@ public protocol SettlementOperator: Sendable {
     /// Records an operator's resolution of a break; returns the reconciliation.
     func resolveBreak(id: String, reason: String, actor: String) async throws -> ReconciliationView
     /// Reconciles a settlement report CSV against the batch it names; returns the reconciliation.
-    func reconcileReport(csv: String) async throws -> ReconciliationView
+    /// `format` nil: the header's; `batchID` nil: the batch the report names.
+    func reconcileReport(csv: String, format: SettlementReportFormat?, batchID: String?) async throws -> ReconciliationView
 }
 
 /// - operator key: `POST /settlements/run {"business_date": "YYYY-MM-DD"}`,
@@ -122,7 +123,20 @@ public struct SettlementRoutes: Sendable {
             guard let csv = String(validating: body.readableBytesView, as: UTF8.self) else {
                 throw APIError.badRequest("invalid_report", "the report must be UTF-8 CSV text")
             }
-            return try jsonResponse(ReconciliationReply(try await settlement.reconcileReport(csv: csv)))
+            let parameters = request.uri.queryParameters
+            var format: SettlementReportFormat?
+            if let text = parameters["format"].map(String.init) {
+                guard let named = SettlementReportFormat(rawValue: text) else {
+                    let known = SettlementReportFormat.allCases.map(\.rawValue).joined(separator: ", ")
+                    throw APIError.badRequest("invalid_parameter", "format must be one of \(known)", field: "format")
+                }
+                format = named
+            }
+            let batch = parameters["batch"].map(String.init)
+            if let batch, batch.isEmpty || batch.utf8.count > 100 {
+                throw APIError.badRequest("invalid_parameter", "batch must be a settlement batch id", field: "batch")
+            }
+            return try jsonResponse(ReconciliationReply(try await settlement.reconcileReport(csv: csv, format: format, batchID: batch)))
         }
         group.post("/reconciliation/breaks/:id/resolve") { request, context -> Response in
             let id = try context.parameters.require("id")

@@ -47,7 +47,21 @@ public enum ApplePayDecryptor {
         case (.ecV1, .rsa), (.rsaV1, .ec):
             throw ApplePayError(.merchantKeyTypeMismatch, "The merchant key type does not match the token version \(fields.version.rawValue).")
         }
-        let plaintext = try open(ciphertextAndTag: fields.data, key: symmetricKey)
+        let plaintext: [UInt8]
+        do throws(ApplePayError) {
+            plaintext = try open(ciphertextAndTag: fields.data, key: symmetricKey)
+        } catch  where fields.version == .ecV1 && error.code == .decryptionFailed {
+            // The token names this key (header.publicKeyHash), so the ECDH secret is the right one; the only
+            // other input of the key derivation is the merchant identifier's hash.
+            throw ApplePayError(
+                .decryptionFailed,
+                "AES-GCM authentication failed although the token was encrypted to this key: the merchant identifier "
+                    + "is most likely not the one the token was made for (the key derivation uses the SHA-256 of the "
+                    + "merchant identifier; this key uses \(Hex.encode(key.merchantIdentifierHash))). Check "
+                    + "LEDGERD_APPLEPAY_MERCHANT_ID, or the payment processing certificate configured with the key. "
+                    + "If the identifier is right, the token's data was altered."
+            )
+        }
         return try ApplePayPaymentData.parse(plaintext: plaintext, transactionId: fields.canonicalTransactionId)
     }
 

@@ -129,7 +129,12 @@ public struct ApplePayMerchantKey: Sendable, CustomStringConvertible, CustomRefl
     }
 
     /// Parses a PEM private key, trying P-256 first, then RSA. Errors never echo the PEM.
-    public static func loadPrivateKey(pem: String) throws(ApplePayError) -> PrivateKey {
+    ///
+    /// Apple's instructions make the key with `openssl ecparam -name prime256v1 -genkey`, which writes an
+    /// `EC PARAMETERS` block (the curve's OID) before the `EC PRIVATE KEY` block: the parameters are checked to
+    /// name P-256 and the key block is read on its own.
+    public static func loadPrivateKey(pem text: String) throws(ApplePayError) -> PrivateKey {
+        let pem = try keyBlock(text)
         if let ec = try? P256.KeyAgreement.PrivateKey(pemRepresentation: pem) {
             return .ec(ec)
         }
@@ -137,6 +142,60 @@ public struct ApplePayMerchantKey: Sendable, CustomStringConvertible, CustomRefl
             return .rsa(rsa)
         }
         throw ApplePayError(.invalidPrivateKey, "The private key PEM is not a P-256 (PKCS#8 or SEC1) or RSA (PKCS#8 or PKCS#1) key.")
+    }
+
+    /// DER of the OID prime256v1 (1.2.840.10045.3.1.7), what `openssl ecparam -name prime256v1` writes.
+    static let prime256v1Parameters: [UInt8] = [0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07]
+
+    /// The PEM's private key block alone. An `EC PARAMETERS` block must name prime256v1; any other block
+    /// besides one `… PRIVATE KEY` block is refused. A PEM without such a block is returned as it is (the
+    /// parsers then say it is not a key).
+    static func keyBlock(_ text: String) throws(ApplePayError) -> String {
+        var keys: [String] = []
+        var parameters: [[UInt8]] = []
+        var label: String?
+        var body = ""
+        var blockLines: [String] = []
+        for rawLine in text.split(omittingEmptySubsequences: true, whereSeparator: \.isNewline) {
+            let line = rawLine.trimmingCharacters(in: .whitespaces)
+            blockLines.append(line)
+            if line.hasPrefix("-----BEGIN "), line.hasSuffix("-----") {
+                label = String(line.dropFirst(11).dropLast(5))
+                body = ""
+                blockLines = [line]
+            } else if line.hasPrefix("-----END "), line.hasSuffix("-----"), let open = label {
+                guard String(line.dropFirst(9).dropLast(5)) == open else {
+                    throw ApplePayError(.invalidPrivateKey, "The private key PEM has a BEGIN \(open) block without its END line.")
+                }
+                if open == "EC PARAMETERS" {
+                    guard let der = Data(base64Encoded: body) else {
+                        throw ApplePayError(.invalidPrivateKey, "The EC PARAMETERS block of the private key PEM is not base64.")
+                    }
+                    parameters.append(Array(der))
+                } else if open.hasSuffix("PRIVATE KEY") {
+                    // The block as written (the parsers want its 64-column lines).
+                    keys.append(blockLines.joined(separator: "\n") + "\n")
+                } else {
+                    throw ApplePayError(
+                        .invalidPrivateKey,
+                        "The private key PEM holds a \(open) block; only the key (and EC PARAMETERS) may be there."
+                    )
+                }
+                label = nil
+            } else if label != nil {
+                body += line
+            }
+        }
+        for parameter in parameters where parameter != prime256v1Parameters {
+            throw ApplePayError(
+                .invalidPrivateKey,
+                "The EC PARAMETERS block does not name prime256v1 (P-256), the only curve Apple Pay uses: make the key with `openssl ecparam -name prime256v1 -genkey`."
+            )
+        }
+        guard keys.count <= 1 else {
+            throw ApplePayError(.invalidPrivateKey, "The private key PEM holds \(keys.count) keys; put each key in its own file.")
+        }
+        return keys.first ?? text
     }
 
     /// The extension value is, as Apple issues it, a DER string (UTF8String or IA5String) holding the hash as

@@ -240,6 +240,11 @@ public struct TestMerchant: Sendable {
         try TestMerchant(kind: .ec, keyBytes: Array(P256.KeyAgreement.PrivateKey().rawRepresentation), identifier: identifier)
     }
 
+    /// An EC merchant with the given P-256 key (its 32-byte raw representation).
+    public static func ec(keyBytes: [UInt8], _ identifier: String = "merchant.com.example.ledger") throws -> TestMerchant {
+        try TestMerchant(kind: .ec, keyBytes: keyBytes, identifier: identifier)
+    }
+
     public static func rsa(_ identifier: String = "merchant.com.example.ledger", second: Bool = false) throws -> TestMerchant {
         guard let der = second ? RSAKeys.merchantB : RSAKeys.merchantA else { throw FactoryError("RSA key generation failed") }
         return try TestMerchant(kind: .rsa, keyBytes: der, identifier: identifier)

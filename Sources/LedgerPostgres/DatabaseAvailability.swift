@@ -17,7 +17,8 @@ public struct DatabaseUnavailableError: Error, Sendable, CustomStringConvertible
 /// The one reading of "the database is unavailable" (as opposed to "the database refused this statement").
 public enum DatabaseFailure {
     /// True when `error` says the database could not be reached or went away (connection refused or lost, pool
-    /// shut down, server shutting down or starting up, too many connections, statement timeout) — a 503, not a 500.
+    /// shut down, server shutting down or starting up, too many connections, statement timeout, a read-only
+    /// server) — a 503, not a 500.
     public static func isUnavailable(_ error: any Error) -> Bool {
         if error is DatabaseUnavailableError { return true }
         if let append = error as? AppendError { return append == .databaseUnavailable }
@@ -32,8 +33,10 @@ public enum DatabaseFailure {
             case .server:
                 let state = psql.serverInfo?[.sqlState] ?? ""
                 // 08: connection exception; 57P01-03: admin/crash shutdown, cannot connect now;
-                // 53300: too many connections; 57014: canceled (statement_timeout).
+                // 53300: too many connections; 57014: canceled (statement_timeout); 25006: read-only transaction —
+                // the server is a standby (a primary demoted, or a failover under way), never the request's fault.
                 return state.hasPrefix("08") || state.hasPrefix("57P") || state == "53300" || state == "57014"
+                    || state == "25006"
             case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .poolClosed,
                 .queryCancelled, .sslUnsupported, .failedToAddSSLHandler:
                 return true

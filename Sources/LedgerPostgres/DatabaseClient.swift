@@ -21,6 +21,14 @@ import Synchronization
 /// - when a probe succeeds again, another fresh pool (no backoff history) takes over and statements flow.
 ///
 /// Without a watch (commands, most tests) this is the plain pool.
+///
+/// **Several hosts** (``DatabaseHosts``: a multi-host URL, `target_session_attrs`). ``run()`` asks the hosts in
+/// order — `pg_is_in_recovery()` and `transaction_read_only` — and starts the pool on the first acceptable one.
+/// Watched, the probe asks the same question of the host in use: when it stops answering or stops being
+/// acceptable (a primary demoted, or dead and its standby promoted), statements fail at once
+/// (``DatabaseUnavailableError``) while the watcher asks the hosts in order again, and a fresh pool on the first
+/// acceptable one takes over. With `read-write`, the pool thus follows the primary after a failover; it never
+/// writes to a standby.
 public final class DatabaseClient: Service, Sendable {
     /// How the database is watched: a probe every `interval`, failing after `timeout`; the database is
     /// unreachable after `failures` failed probes in a row. One slow probe is not an outage: on a loaded host
@@ -50,20 +58,30 @@ public final class DatabaseClient: Service, Sendable {
         var runs: [Int: Task<Void, Never>] = [:]
         var generation = 0
         var available = true
+        /// The host (index into ``DatabaseHosts/candidates``) the pool talks to.
+        var host = 0
     }
 
-    private let configuration: PostgresClient.Configuration
+    private let hosts: DatabaseHosts
     private let watch: Watch?
     private let logger: Logger
     private let state: Mutex<State>
 
     /// A pool for `configuration`; with `watch`, it also watches the database (see the type's notes).
-    public init(configuration: PostgresClient.Configuration, backgroundLogger: Logger, watch: Watch? = nil) {
-        self.configuration = configuration
+    public convenience init(configuration: PostgresClient.Configuration, backgroundLogger: Logger, watch: Watch? = nil) {
+        self.init(hosts: DatabaseHosts(configuration), backgroundLogger: backgroundLogger, watch: watch)
+    }
+
+    /// A pool on the first acceptable host of `hosts` (see the type's notes); with `watch`, it also watches it.
+    public init(hosts: DatabaseHosts, backgroundLogger: Logger, watch: Watch? = nil) {
+        self.hosts = hosts
         self.watch = watch
         self.logger = backgroundLogger
-        self.state = Mutex(State(current: PostgresClient(configuration: configuration, backgroundLogger: backgroundLogger)))
+        self.state = Mutex(State(current: PostgresClient(configuration: hosts.first, backgroundLogger: backgroundLogger)))
     }
+
+    /// The index of the host in use, in the URL's order.
+    public var currentHost: Int { state.withLock { $0.host } }
 
     /// False while the watcher finds the database unreachable.
     public var isAvailable: Bool { state.withLock { $0.available } }
@@ -116,6 +134,24 @@ public final class DatabaseClient: Service, Sendable {
 
     /// Runs the pool (and the watcher) until graceful shutdown or cancellation.
     public func run() async {
+        if hosts.needsSelection {
+            // The first acceptable host; none: the first host (unwatched — its statements say what is wrong), or
+            // unavailable until the watcher finds one.
+            let timeout = watch?.timeout ?? hosts.first.options.connectTimeout
+            let chosen = await firstAcceptableHost(timeout: timeout)
+            if chosen == nil {
+                logger.warning(
+                    "no database host is acceptable yet",
+                    metadata: ["target_session_attrs": "\(hosts.sessionAttributes.rawValue)", "hosts": "\(hosts.candidates.count)"]
+                )
+            }
+            state.withLock { state in
+                let index = chosen ?? 0
+                if index != 0 { state.current = PostgresClient(configuration: hosts.candidates[index], backgroundLogger: logger) }
+                state.host = index
+                if chosen == nil && watch != nil { state.available = false }
+            }
+        }
         let first = state.withLock { $0.current }
         startGeneration(first, becomeAvailable: false)
         if let watch {
@@ -183,48 +219,112 @@ public final class DatabaseClient: Service, Sendable {
         state.withLock { $0.runs[generation] = run }
     }
 
-    /// Probes the database every ``Watch/interval``; replaces the pool when it goes and when it comes back.
+    /// Probes the database every ``Watch/interval``; replaces the pool when it goes, when it comes back, and when
+    /// another host has become the acceptable one.
     private func watchDatabase(_ watch: Watch) async {
-        var probe: (client: PostgresClient, run: Task<Void, Never>)?
         var failedInARow = 0
-        defer { probe?.run.cancel() }
+        var probes: [Int: (client: PostgresClient, run: Task<Void, Never>)] = [:]
+        defer { for probe in probes.values { probe.run.cancel() } }
+        func acceptable(_ index: Int) async -> Bool {
+            let probe: PostgresClient
+            if let existing = probes[index] {
+                probe = existing.client
+            } else {
+                var options = hosts.candidates[index]
+                options.options.maximumConnections = 1
+                options.options.connectTimeout = watch.timeout
+                options.options.keepAliveBehavior = nil
+                let client = PostgresClient(configuration: options, backgroundLogger: Self.quiet)
+                probes[index] = (client, Task { await client.run() })
+                probe = client
+            }
+            if await accepts(probe, timeout: watch.timeout) { return true }
+            probes.removeValue(forKey: index)?.run.cancel()
+            return false
+        }
         while !Task.isCancelled {
             do {
                 try await Task.sleep(for: watch.interval)
             } catch {
                 return
             }
-            if probe == nil {
-                var options = configuration
-                options.options.maximumConnections = 1
-                options.options.connectTimeout = watch.timeout
-                options.options.keepAliveBehavior = nil
-                let client = PostgresClient(configuration: options, backgroundLogger: Self.quiet)
-                probe = (client, Task { await client.run() })
-            }
-            let client = probe!.client
-            var healthy = true
-            do {
-                _ = try await withDeadline(watch.timeout) {
-                    try await client.query("SELECT 1")
+            let (wasAvailable, current) = state.withLock { ($0.available, $0.host) }
+            var chosen: Int?
+            if wasAvailable {
+                if await acceptable(current) {
+                    chosen = current
+                    failedInARow = 0
+                } else {
+                    failedInARow += 1
+                    // Statements keep going to the host in use until it has failed enough probes in a row.
+                    if failedInARow < watch.failures { continue }
                 }
-                failedInARow = 0
-            } catch {
-                healthy = false
-                failedInARow += 1
-                probe?.run.cancel()
-                probe = nil
             }
-            let wasAvailable = isAvailable
-            if wasAvailable && !healthy && failedInARow >= watch.failures {
-                logger.warning("the database is unreachable; statements fail at once until it is back")
+            if chosen == nil {
+                // Unavailable: the hosts in their order, as at the start.
+                for index in hosts.candidates.indices {
+                    if await acceptable(index) {
+                        chosen = index
+                        break
+                    }
+                }
+            }
+            if chosen != nil { failedInARow = 0 }
+            if wasAvailable && chosen != current {
+                logger.warning(
+                    hosts.candidates.count > 1
+                        ? "the database host in use is unreachable or no longer acceptable; statements fail at once until one is"
+                        : "the database is unreachable; statements fail at once until it is back",
+                    metadata: ["host": "\(current)"]
+                )
                 state.withLock { $0.available = false }
-                startGeneration(PostgresClient(configuration: configuration, backgroundLogger: logger), becomeAvailable: false)
-            } else if !wasAvailable && healthy {
-                logger.notice("the database is back; statements flow again")
-                startGeneration(PostgresClient(configuration: configuration, backgroundLogger: logger), becomeAvailable: true)
+                if chosen == nil {
+                    startGeneration(
+                        PostgresClient(configuration: hosts.candidates[current], backgroundLogger: logger),
+                        becomeAvailable: false
+                    )
+                }
+            }
+            if let chosen, !wasAvailable || chosen != current {
+                logger.notice(
+                    chosen == current ? "the database is back; statements flow again" : "switched to another database host; statements flow again",
+                    metadata: ["host": "\(chosen)"]
+                )
+                state.withLock { $0.host = chosen }
+                startGeneration(PostgresClient(configuration: hosts.candidates[chosen], backgroundLogger: logger), becomeAvailable: true)
             }
         }
+    }
+
+    /// True when `client`'s server answers the probe within `timeout` and its state is acceptable.
+    private func accepts(_ client: PostgresClient, timeout: Duration) async -> Bool {
+        let attributes = hosts.sessionAttributes
+        do {
+            return try await withDeadline(timeout) {
+                let rows = try await client.query(attributes == .any ? "SELECT false, false" : DatabaseHosts.probeQuery)
+                for try await (inRecovery, readOnly) in rows.decode((Bool, Bool).self) {
+                    return attributes.accepts(inRecovery: inRecovery, readOnly: readOnly)
+                }
+                return false
+            }
+        } catch {
+            return false
+        }
+    }
+
+    /// The index of the first host, in order, that answers and is acceptable; nil when none is.
+    private func firstAcceptableHost(timeout: Duration) async -> Int? {
+        for index in hosts.candidates.indices {
+            var options = hosts.candidates[index]
+            options.options.maximumConnections = 1
+            options.options.connectTimeout = timeout
+            let client = PostgresClient(configuration: options, backgroundLogger: Self.quiet)
+            let run = Task { await client.run() }
+            let accepted = await accepts(client, timeout: timeout)
+            run.cancel()
+            if accepted { return index }
+        }
+        return nil
     }
 
     /// The probe's pool logs nothing: the watcher says what matters once per transition.

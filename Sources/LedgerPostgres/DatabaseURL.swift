@@ -19,8 +19,16 @@ import PostgresNIO
 /// given, `~/.postgresql/root.crt` if it exists (libpq's default); `verify-ca` and `verify-full` refuse to start
 /// without one. One difference from libpq: `allow` tries TLS first (as `prefer` does) where libpq tries plain first —
 /// it connects wherever libpq would, and encrypts when it can.
+///
+/// **Several hosts** (libpq's multi-host form): `postgres://u:p@h1:5432,h2:5433/db?target_session_attrs=read-write`,
+/// or for Unix sockets `?host=/run/a,/run/b`. Every host shares the user, password, database and TLS settings;
+/// `target_session_attrs` (`any` by default, `read-write`, `read-only`, `primary`, `standby`) says which server
+/// to keep — see ``DatabaseHosts``.
 public struct DatabaseURL: Sendable, CustomStringConvertible {
+    /// The first host's configuration.
     public let configuration: PostgresClient.Configuration
+    /// Every host, in order, and the session attribute that chooses among them.
+    public let hosts: DatabaseHosts
     /// The URL with its password replaced by `***`, safe to log.
     public let redacted: String
 
@@ -36,6 +44,83 @@ public struct DatabaseURL: Sendable, CustomStringConvertible {
     let tlsMode: TLSMode
 
     public init(_ string: String) throws {
+        let variants = try Self.oneURLPerHost(string)
+        let parsed = try variants.map(Self.parseOne)
+        let query = parsed[0].query
+        let attributes: DatabaseHosts.SessionAttributes
+        if let named = query["target_session_attrs"], !named.isEmpty {
+            guard let known = DatabaseHosts.SessionAttributes(rawValue: named) else {
+                throw DatabaseURLError(
+                    "unsupported target_session_attrs \(named): use \(DatabaseHosts.SessionAttributes.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
+            }
+            attributes = known
+        } else {
+            attributes = .any
+        }
+        configuration = parsed[0].configuration
+        tlsMode = parsed[0].tlsMode
+        hosts = DatabaseHosts(candidates: parsed.map(\.configuration), sessionAttributes: attributes)
+        redacted = variants.count == 1 ? parsed[0].redacted : Self.redact(string)
+    }
+
+    /// `string` as one URL per host: the authority's comma-separated hosts (`h1:5432,h2:5433`), or the `host`
+    /// query parameter's comma-separated socket directories.
+    static func oneURLPerHost(_ string: String) throws -> [String] {
+        guard let schemeEnd = string.range(of: "://") else { return [string] }
+        let rest = string[schemeEnd.upperBound...]
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        let at = authority.lastIndex(of: "@")
+        let userInfo = at.map { String(authority[...$0]) } ?? ""
+        let hostList = at.map { authority[authority.index(after: $0)...] } ?? authority
+        let prefix = String(string[..<schemeEnd.upperBound])
+        let tail = rest[authorityEnd...]
+        var urls: [String] =
+            hostList.contains(",")
+            ? hostList.split(separator: ",", omittingEmptySubsequences: false).map { prefix + userInfo + $0 + tail }
+            : [string]
+        // `?host=/a,/b`: one URL per socket directory.
+        urls = urls.flatMap { url -> [String] in
+            guard var components = URLComponents(string: url),
+                let items = components.queryItems,
+                let index = items.firstIndex(where: { $0.name == "host" }),
+                let value = items[index].value, value.contains(",")
+            else { return [url] }
+            return value.split(separator: ",", omittingEmptySubsequences: false).map { directory in
+                var copy = items
+                copy[index].value = String(directory)
+                components.queryItems = copy
+                return components.string ?? url
+            }
+        }
+        if urls.count > 1, urls.contains(where: { $0.contains("://") && URLComponents(string: $0) == nil }) {
+            throw DatabaseURLError("database URL: cannot read its list of hosts")
+        }
+        return urls
+    }
+
+    /// The URL with the password of its user info replaced by `***` (for URLs URLComponents cannot read).
+    static func redact(_ string: String) -> String {
+        guard let schemeEnd = string.range(of: "://") else { return "postgres://***" }
+        let rest = string[schemeEnd.upperBound...]
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
+        guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return string }
+        let userInfo = rest[..<at]
+        guard let colon = userInfo.firstIndex(of: ":") else { return string }
+        return String(string[..<schemeEnd.upperBound]) + userInfo[..<colon] + ":***" + rest[at...]
+    }
+
+    private struct Parsed {
+        var configuration: PostgresClient.Configuration
+        var tlsMode: TLSMode
+        var redacted: String
+        var query: [String: String]
+    }
+
+    private static func parseOne(_ string: String) throws -> Parsed {
+        let configuration: PostgresClient.Configuration
+        let tlsMode: TLSMode
         guard let components = URLComponents(string: string),
             let scheme = components.scheme, ["postgres", "postgresql"].contains(scheme)
         else {
@@ -80,7 +165,7 @@ public struct DatabaseURL: Sendable, CustomStringConvertible {
         }
         var shown = components
         if shown.password != nil { shown.password = "***" }
-        redacted = shown.string ?? "postgres://***"
+        return Parsed(configuration: configuration, tlsMode: tlsMode, redacted: shown.string ?? "postgres://***", query: query)
     }
 
     /// The same connection as one `PostgresConnection` (tools and tests that want the connection's own error).

@@ -146,6 +146,53 @@ public struct EmbeddedPostgres: Sendable {
         logger.info("embedded PostgreSQL stopped")
     }
 
+    /// Makes this (not yet initialised) cluster a streaming standby of the cluster at `primary`: a base backup
+    /// taken with `pg_basebackup` over the primary's socket (as the cluster's OS user), and `standby.signal`. The
+    /// standby follows the primary once started with `primary_conninfo` among its ``Configuration/settings`` —
+    /// ``standbySettings(of:applicationName:)``; the primary's `synchronous_standby_names` may name it by
+    /// `applicationName`. For failover tests and drills on one machine.
+    public func createStandby(of primary: Endpoint) throws {
+        let fm = FileManager.default
+        let bin = try resolveBinDirectory()
+        let owner = try runAsUser()
+        guard !fm.fileExists(atPath: clusterDirectory.appendingPathComponent("PG_VERSION").path) else {
+            throw EmbeddedPostgresError("\(clusterDirectory.path) already holds a cluster")
+        }
+        try fm.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try fm.createDirectory(at: clusterDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        if let owner {
+            chown(configuration.dataDirectory.path, 0, 0)
+            chmod(configuration.dataDirectory.path, 0o711)
+            chown(clusterDirectory.path, owner.uid, owner.gid)
+        }
+        try run(
+            bin.appendingPathComponent("pg_basebackup"),
+            [
+                "-D", clusterDirectory.path, "-h", primary.socketDirectory, "-p", "\(primary.port)", "-U", primary.superuser,
+                "-X", "stream", "-c", "fast",
+            ],
+            as: owner
+        )
+        let signal = clusterDirectory.appendingPathComponent("standby.signal")
+        try Data().write(to: signal)
+        if let owner { chown(signal.path, owner.uid, owner.gid) }
+    }
+
+    /// The settings that make a standby made by ``createStandby(of:)`` stream from `primary` as `applicationName`.
+    public static func standbySettings(of primary: Endpoint, applicationName: String) -> [String: String] {
+        [
+            "primary_conninfo":
+                "'host=\(primary.socketDirectory) port=\(primary.port) user=\(primary.superuser) application_name=\(applicationName)'"
+        ]
+    }
+
+    /// Promotes this standby to a primary (`pg_ctl promote -w`: returns once it accepts writes).
+    public func promote() throws {
+        let bin = try resolveBinDirectory()
+        try run(bin.appendingPathComponent("pg_ctl"), ["promote", "-D", clusterDirectory.path, "-w", "-t", "60"], as: try runAsUser())
+        logger.info("PostgreSQL standby promoted", metadata: ["directory": "\(clusterDirectory.path)"])
+    }
+
     /// ``start()`` for async code that runs beside other work (tests, mostly): `initdb` and `pg_ctl -w`
     /// take seconds, and waiting for them must not hold one of Swift concurrency's cooperative threads
     /// (as many as cores), so this waits on a Dispatch thread.

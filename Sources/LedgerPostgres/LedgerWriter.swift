@@ -35,6 +35,11 @@ public final class LedgerWriter: Service, Sendable {
     public struct Configuration: Sendable {
         /// Most events committed in one transaction.
         public var maximumBatchEvents: Int = 2_000
+        /// Most time one batch's transaction may take before its callers are answered "database unavailable"
+        /// (outcome unknown: a retry with the same idempotency key is safe) and the writer goes on with the next
+        /// batch; nil: no bound. The daemon sets it a little above its `statement_timeout`: a transaction whose
+        /// connection died under it (the primary killed during a failover) must not hold every later append.
+        public var transactionDeadline: Duration? = nil
     }
 
     private struct Pending: Sendable {
@@ -159,7 +164,13 @@ public final class LedgerWriter: Service, Sendable {
     private func commit(_ batch: [Pending]) async {
         let started = ContinuousClock.now
         do {
-            let outcomes = try await commitTransaction(batch.map(\.request))
+            let requests = batch.map(\.request)
+            let outcomes: [Result<AppendResult, AppendError>]
+            if let deadline = configuration.transactionDeadline {
+                outcomes = try await withDeadline(deadline) { try await self.commitTransaction(requests) }
+            } else {
+                outcomes = try await commitTransaction(requests)
+            }
             let finished = ContinuousClock.now
             metrics.commitDuration.recordNanoseconds((finished - started).nanoseconds)
             metrics.batchSize.record(batch.reduce(0) { $0 + $1.request.eventCount })

@@ -11,7 +11,16 @@ public func withPostgresClient<T: Sendable>(
     logger: Logger,
     _ body: @Sendable (DatabaseClient) async throws -> T
 ) async throws -> T {
-    let pool = DatabaseClient(configuration: configuration, backgroundLogger: logger)
+    try await withPostgresClient(hosts: DatabaseHosts(configuration), logger: logger, body)
+}
+
+/// ``withPostgresClient(configuration:logger:_:)`` on the first acceptable host of `hosts`.
+public func withPostgresClient<T: Sendable>(
+    hosts: DatabaseHosts,
+    logger: Logger,
+    _ body: @Sendable (DatabaseClient) async throws -> T
+) async throws -> T {
+    let pool = DatabaseClient(hosts: hosts, backgroundLogger: logger)
     return try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { await pool.run() }
         defer { group.cancelAll() }

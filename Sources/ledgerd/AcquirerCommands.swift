@@ -32,6 +32,8 @@ struct AcquirerCommand: AsyncParsableCommand {
         @Option(help: "Log level (default info).") var logLevel: String = "info"
         @Option(help: "Seeded wire faults, JSON WireFaults (LEDGERD_ACQUIRER_WIRE_FAULTS; tests only).") var wireFaults: String?
         @Option(help: "Microseconds added to the wall clock (rehearsals; the supervising ledger sets it).") var clockOffsetMicroseconds: Int64?
+        @Option(help: "Journal growth (commands) after which a snapshot of the model is stored, so a start replays only the tail; 0 = never.")
+        var snapshotEvery: Int64 = 100_000
         @Flag(help: "Print the port once serving (for a supervising ledger).") var announce = false
         @Flag(help: "Exit when standard input closes (the supervising ledger died).") var exitWithStdin = false
 
@@ -66,7 +68,8 @@ struct AcquirerCommand: AsyncParsableCommand {
                 clockOffsetMicroseconds: clockOffsetMicroseconds,
                 migrationsDirectory: migrations,
                 announce: announce,
-                exitWithStandardInput: exitWithStdin
+                exitWithStandardInput: exitWithStdin,
+                snapshotEvery: snapshotEvery
             )
             try await AcquirerServer.run(configuration, logger: logger)
         }

@@ -14,8 +14,8 @@ struct Ledgerd: AsyncParsableCommand {
         abstract: "OrderLedger: an event-sourced order ledger on PostgreSQL.",
         discussion: "Every option can also be set by its environment variable (see README.md); flags win.",
         subcommands: [
-            Serve.self, Migrate.self, Catalog.self, Order.self, Settle.self, Reconcile.self, Audit.self, Privacy.self, Rebuild.self, Bench.self,
-            ApplePay.self, AcquirerCommand.self, Tail.self, Journal.self,
+            Serve.self, Migrate.self, Catalog.self, Order.self, Disputes.self, Settle.self, Reconcile.self, Audit.self, Privacy.self,
+            Rebuild.self, Bench.self, ApplePay.self, AcquirerCommand.self, Tail.self, Journal.self,
         ],
         defaultSubcommand: Serve.self
     )
@@ -96,6 +96,8 @@ struct Audit: AsyncParsableCommand {
         @Option(help: "The Ed25519 public key the checkpoint must be signed with (PEM, raw, hex or base64).") var publicKey: String?
         @Flag(help: "Also check every closed settlement batch's items (ledger.settlement_items) against its closed event.")
         var settlements = false
+        @Flag(help: "Also rebuild every inventory snapshot (ledger.inventory_snapshots) from the log and compare its bytes.")
+        var snapshots = false
 
         func validate() throws {
             if (checkpoint == nil) != (publicKey == nil) { throw ValidationError("--checkpoint and --public-key go together") }
@@ -120,15 +122,17 @@ struct Audit: AsyncParsableCommand {
                 if !outcome.ok { throw ExitCode(1) }
                 return
             }
-            let (from, to, sql, parallel, settlements) = (from, to, sql, parallel, settlements)
+            let (from, to, sql, parallel, settlements, snapshots) = (from, to, sql, parallel, settlements, snapshots)
             let reports = try await Daemon.withLedgerClient(configuration: configuration, logger: logger) { client in
                 let verifier = ChainVerifier(client: client, logger: logger)
                 let swift = try await verifier.verify(from: from, to: to, parallelism: parallel)
                 return (
                     swift, sql ? try await verifier.verifyInDatabase(from: from, to: to) : nil,
-                    settlements ? try await SettlementService.auditItems(client: client, logger: logger) : nil
+                    settlements ? try await SettlementService.auditItems(client: client, logger: logger) : nil,
+                    snapshots ? try await InventorySnapshots(client: client, every: 1, logger: logger).verify() : nil
                 )
             }
+            if let snapshotReport = reports.3 { print("snapshots:      \(snapshotReport)") }
             print("swift verifier: \(reports.0)")
             if let database = reports.1 { print("sql verifier:   \(database)") }
             if let items = reports.2 {
@@ -138,7 +142,7 @@ struct Audit: AsyncParsableCommand {
                 )
                 for problem in items.problems { print("  " + problem) }
             }
-            if !reports.0.ok || reports.1?.ok == false || reports.2?.ok == false { throw ExitCode(1) }
+            if !reports.0.ok || reports.1?.ok == false || reports.2?.ok == false || reports.3?.ok == false { throw ExitCode(1) }
         }
     }
 }
@@ -146,7 +150,7 @@ struct Audit: AsyncParsableCommand {
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmarks.",
-        subcommands: [Append.self, Expiry.self, ApplePayBench.self, AuditReads.self, SettleBench.self]
+        subcommands: [Append.self, Expiry.self, ApplePayBench.self, AuditReads.self, AsOfBench.self, SettleBench.self]
     )
 
     struct AuditReads: AsyncParsableCommand {
@@ -186,10 +190,47 @@ struct Bench: AsyncParsableCommand {
         }
     }
 
+    struct AsOfBench: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "asof",
+            abstract: "Inventory and product as-of latency from the inventory snapshots, on a ledger of N events.",
+            discussion: """
+                Builds the ledger once in its own durable embedded cluster (default ./.ledgerd-bench-asof; later runs reuse \
+                it and only add what is missing), writes the snapshots the daemon would, then measures in process and \
+                compares some answers with the fold from position 1. Never run it on a real ledger's data directory.
+                """
+        )
+        @Option(help: "Events in the ledger.") var events = 10_000_000
+        @Option(help: "Events between snapshots (LEDGERD_SNAPSHOT_EVERY_EVENTS).") var every: Int64 = 10_000
+        @Option(help: "Random points to time.") var samples = 100
+        @Option(help: "Points whose answer is compared with the fold from position 1.") var check = 2
+        @Option(help: "Events per ledger.append_events call while generating.") var batch = 2_000
+        @Option(help: "Data directory of the benchmark ledger.") var dataDir = "./.ledgerd-bench-asof"
+        @Option(help: "Log level.") var logLevel = "warning"
+
+        func run() async throws {
+            var environment = ProcessInfo.processInfo.environment
+            environment.removeValue(forKey: "LEDGERD_DATABASE_URL")
+            environment.removeValue(forKey: "LEDGERD_MIGRATION_DATABASE_URL")
+            environment["LEDGERD_DATA_DIR"] = dataDir
+            environment["LEDGERD_LOG_LEVEL"] = logLevel
+            let configuration = try LedgerConfiguration.load(environment: environment)
+            var options = AsOfBenchmark.Options()
+            options.events = events
+            options.every = every
+            options.samples = samples
+            options.check = check
+            options.batchEvents = batch
+            print("bench asof: \(events) events, snapshots every \(every), \(samples) points, data dir \(configuration.dataDirectoryURL.path)")
+            try await AsOfBenchmark(options: options, configuration: configuration, logger: makeLogger(configuration))
+                .run(output: { print($0) })
+        }
+    }
+
     struct SettleBench: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "settle",
-            abstract: "Time settling and reconciling one business day of N captures, and the memory it takes.",
+            abstract: "Time settling and reconciling one business day of N captures with the acquirer service, and both processes' memory.",
             discussion: "Runs on its own durable embedded cluster (default ./.ledgerd-bench); never on a real ledger."
         )
         @Option(help: "Captures to settle (every 100th also refunded in part).") var captures = 1_000_000
@@ -199,8 +240,14 @@ struct Bench: AsyncParsableCommand {
             let (configuration, directory, migrations) = try cluster.prepare()
             print("bench settle: \(captures) captures, \(ProcessInfo.processInfo.activeProcessorCount) cores")
             print(
-                try await SettlementBenchmark(captures: captures, dataDirectory: directory, logger: makeLogger(configuration))
-                    .run(migrations: migrations)
+                try await SettlementBenchmark(
+                    captures: captures,
+                    dataDirectory: directory,
+                    acquirerMigrations: try configuration.resolvedMigrationsDirectory().appendingPathComponent("acquirer"),
+                    logLevel: cluster.logLevel,
+                    logger: makeLogger(configuration)
+                )
+                .run(migrations: migrations)
             )
         }
     }

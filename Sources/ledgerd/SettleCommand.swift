@@ -92,7 +92,8 @@ struct Settle: AsyncParsableCommand {
     }
 }
 
-/// `ledgerd reconcile --report FILE`: reconciles a settlement report CSV against the ledger through
+/// `ledgerd reconcile --report FILE [--format F] [--batch ID]`: reconciles a settlement report CSV
+/// (the model's layout, an Adyen SDR or PAR, a Stripe itemized payout reconciliation) against the ledger through
 /// a running daemon (`POST /reconciliation/reports`); the result and its breaks are recorded there.
 /// Prints a summary; `--json-out` writes the reconciliation as JSON, `--csv-out` its breaks as CSV.
 /// Exits 3 when open breaks remain.
@@ -100,13 +101,22 @@ struct Reconcile: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Reconcile a settlement report CSV with the ledger through a running daemon.")
 
     @Option(help: "The settlement report CSV.") var report: String
+    @Option(help: "The report's format: ledger, adyen_sdr, adyen_par, stripe_itemized (default: from its header).") var format: String?
+    @Option(help: "The settlement batch the report is for (default: the one it names).") var batch: String?
     @Option(help: "Write the reconciliation as JSON to this file.") var jsonOut: String?
     @Option(help: "Write the breaks as CSV to this file.") var csvOut: String?
     @OptionGroup var connection: Order.Connection
 
     func run() async throws {
         let data = try Data(contentsOf: URL(fileURLWithPath: report))
-        let (status, reply) = try await connection.post("/reconciliation/reports", data: data, contentType: "text/csv")
+        var query: [URLQueryItem] = []
+        if let format { query.append(URLQueryItem(name: "format", value: format)) }
+        if let batch { query.append(URLQueryItem(name: "batch", value: batch)) }
+        var components = URLComponents()
+        components.path = "/reconciliation/reports"
+        components.queryItems = query.isEmpty ? nil : query
+        let path = components.string ?? "/reconciliation/reports"
+        let (status, reply) = try await connection.post(path, data: data, contentType: "text/csv")
         guard (200..<300).contains(status), let result = try? WireJSON.decode(ReconciliationReply.self, from: reply) else {
             print(String(decoding: reply, as: UTF8.self))
             throw ExitCode(1)

@@ -32,8 +32,10 @@ import FoundationNetworking
         var unanswered: [(method: String, path: String, body: String, key: String)] = []
 
         /// Starts (or restarts) the daemon with its clock continuing where the rehearsal is, plus `skip` seconds.
-        func start(skip: TimeInterval = 0) async throws {
+        func start(skip: TimeInterval = 0, crashAt point: String? = nil) async throws {
             let now = AcquirerKillTests.dayStart.addingTimeInterval(Date().timeIntervalSince(started) + skip)
+            var extra: [String: String] = [:]
+            if let point { extra["LEDGERD_FAULT_CRASH_AT"] = point }
             let daemon = try await DaemonProcess.start(
                 dataDirectory: dataDirectory,
                 port: port,
@@ -44,7 +46,7 @@ import FoundationNetworking
                     "LEDGERD_ACQUIRER_TIMEOUT_MS": "3000",
                     "LEDGERD_ACQUIRER_ATTEMPTS": "2",
                     "LEDGERD_LOG_LEVEL": "warning",
-                ]
+                ].merging(extra) { $1 }
             )
             try #require(daemon.health != nil, "the daemon did not come up:\n\(daemon.output().suffix(3_000))")
             self.daemon = daemon
@@ -215,6 +217,96 @@ import FoundationNetworking
             #expect(order.payment != nil, "\(id): the storefront saw success, the ledger has no hold")
         }
         try await run.daemon?.stop()
+    }
+
+    /// The ledger killed right after the acquirer applied a capture, a void and a refund and answered
+    /// (`LEDGERD_FAULT_CRASH_AT=hold.<kind>.applied`), before anything of them was recorded: on a
+    /// restart, recovery finds each noted operation, asks the acquirer and records what it applied,
+    /// with no operator action. Both sides then agree, and the client's retry with its key is a replay
+    /// that changes nothing at the acquirer.
+    @Test(.timeLimit(.minutes(4))) func operationsAppliedButUnrecordedAreRecoveredOnRestart() async throws {
+        let run = Run()
+        defer {
+            try? FileManager.default.removeItem(at: run.dataDirectory)
+            try? FileManager.default.removeItem(at: run.log)
+        }
+        try await run.start()
+        var paid: [String] = []
+        for index in 0..<3 {
+            let body = String(decoding: StorefrontDriver.paymentBody(), as: UTF8.self)
+            let (status, text) = try #require(await run.request("POST", "/payment", body, key: "pay-\(index)"))
+            let reply = try WireJSON.decode(PaymentReply.self, from: text)
+            try #require(status == 200 && reply.status == "succeeded", "\(text)")
+            paid.append(reply.order_id)
+        }
+        let (captureOrder, voidOrder, refundOrder) = (paid[0], paid[1], paid[2])
+        let (captured, _) = try #require(await run.request("POST", "/orders/\(refundOrder)/capture", #"{"amount":"10.00"}"#, key: "cap-r"))
+        try #require(captured == 200)
+        let operations: [(point: String, path: String, body: String, key: String)] = [
+            ("hold.capture.applied", "/orders/\(captureOrder)/capture", #"{"amount":"10.00"}"#, "cap-1"),
+            ("hold.void.applied", "/orders/\(voidOrder)/void", "{}", "void-1"),
+            ("hold.refund.applied", "/orders/\(refundOrder)/refund", #"{"amount":"1.00","reason":"damaged"}"#, "refund-1"),
+        ]
+        var before: [String: HoldFigures] = [:]
+        for id in paid { before[id] = try await Self.ledgerFigures(run, id) }
+        for operation in operations {
+            try await run.daemon?.terminate()
+            try await run.start(crashAt: operation.point)
+            let answer = await run.request("POST", operation.path, operation.body, key: operation.key)
+            #expect(answer == nil, "\(operation.point): the ledger answered instead of dying: \(String(describing: answer))")
+            _ = run.daemon?.process.waitUntilExit()
+            #expect(run.daemon?.process.terminationReason == .uncaughtSignal, "\(operation.point): the daemon did not die by its fault point")
+        }
+        // A restart past recovery's minimum age of the noted operations; nobody retries anything.
+        try await run.start(skip: 900)
+        let expected: [String: (HoldFigures) -> Bool] = [
+            captureOrder: { $0.captured == "10.00" },
+            voidOrder: { $0.open == "0.00" && $0.reversed != "0.00" },
+            refundOrder: { $0.refunded == "1.00" },
+        ]
+        var recovered: [String: HoldFigures] = [:]
+        for _ in 0..<60 {
+            for id in paid { recovered[id] = try await Self.ledgerFigures(run, id) }
+            if expected.allSatisfy({ id, check in recovered[id].map(check) ?? false }) { break }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        for (id, check) in expected {
+            let figures = try #require(recovered[id])
+            #expect(check(figures), "\(id): not recovered: before \(String(describing: before[id])), now \(figures)")
+            #expect(figures == (try await Self.acquirerFigures(run, id)), "\(id): the ledger and the acquirer differ")
+        }
+        // The client's retries with their keys are replays: nothing changes on either side.
+        for operation in operations {
+            let (status, text) = try #require(await run.request("POST", operation.path, operation.body, key: operation.key))
+            #expect(status == 200 && text.contains("\"replayed\""), "\(operation.key): \(status) \(text)")
+        }
+        for id in paid {
+            #expect(try await Self.ledgerFigures(run, id) == recovered[id], "\(id) changed in the ledger on a retry")
+            #expect(try await Self.acquirerFigures(run, id) == recovered[id], "\(id) changed at the acquirer on a retry")
+        }
+        try await run.daemon?.stop()
+    }
+
+    /// The order's hold figures as the ledger reports them.
+    static func ledgerFigures(_ run: Run, _ id: String) async throws -> HoldFigures? {
+        let (status, text) = try #require(await run.request("GET", "/orders/\(id)"))
+        try #require(status == 200, "GET /orders/\(id): \(status) \(text)")
+        return try WireJSON.decode(OrderBody.self, from: text).order.payment
+    }
+
+    /// The payment's hold figures as the acquirer service reports them (its status inquiry).
+    static func acquirerFigures(_ run: Run, _ id: String) async throws -> HoldFigures? {
+        let secrets =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: run.dataDirectory.appendingPathComponent("acquirer/secrets.json")))
+            as? [String: Any]
+        let apiKey = try #require(secrets?["apiKey"] as? String)
+        let endpoint = try String(contentsOf: run.dataDirectory.appendingPathComponent("acquirer/endpoint"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        var inquiry = URLRequest(url: URL(string: "\(endpoint)/v1/payments?merchantReference=\(id)")!)
+        inquiry.setValue(apiKey, forHTTPHeaderField: "X-API-Key")
+        let (data, _) = try await URLSession.shared.data(for: inquiry)
+        guard case .found(let details) = try LedgerJSON.decode(PaymentQueryResult.self, from: data) else { return nil }
+        return details.balance.map(HoldFigures.init)
     }
 
     /// Kill point `point`: the ledger (0), the acquirer (1), both (2), in turn.

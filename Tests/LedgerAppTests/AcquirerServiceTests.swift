@@ -11,6 +11,7 @@ import LedgerTestSupport
 import Logging
 import Metrics
 import PostgresNIO
+import Synchronization
 import Testing
 
 /// The acquirer service in process, on the test's database (schema `acquirer`), reached over real HTTP
@@ -30,6 +31,7 @@ enum AcquirerHarness {
         clock: @escaping @Sendable () -> Date,
         readTimeout: Duration = .seconds(5),
         metrics: LedgerMetrics = LedgerMetrics(),
+        snapshotEvery: Int64 = 100_000,
         _ body: @escaping @Sendable (HTTPAcquirer, DurableAcquirerModel) async throws -> Void
     ) async throws {
         let set = try Migrator.load(from: migrations)
@@ -42,7 +44,8 @@ enum AcquirerHarness {
                 seed: seed,
                 configuration: AcquirerModelConfiguration(),
                 clock: clock,
-                logger: TestCluster.logger
+                logger: TestCluster.logger,
+                snapshotEvery: snapshotEvery
             )
             let app = AcquirerServer.application(model: model, client: client, apiKey: apiKey, faults: faults, logger: TestCluster.logger)
             try await app.test(.live) { live in
@@ -142,6 +145,66 @@ struct AcquirerServiceTests {
         try await first.withOwner { client in
             let rows = try await client.query("SELECT count(*) FROM acquirer.journal WHERE command LIKE '%cryptogram%'", logger: TestCluster.logger)
             for try await count in rows.decode(Int64.self) { #expect(count == 0) }
+        }
+    }
+
+    /// Boot replays only the journal after the newest snapshot: the snapshot is taken in the background
+    /// as the journal grows, and the state it and the tail give equals a full replay of the journal and
+    /// the live model's, byte for byte.
+    @Test func snapshotPlusTailEqualsFullReplay() async throws {
+        let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))
+        let database = try await TestDatabase.fresh()
+        try await AcquirerHarness.withService(database: database, clock: clock.reading, snapshotEvery: 4) { acquirer, model in
+            _ = try await AcquirerHarness.exercise(acquirer, clock: clock)
+            for _ in 0..<100 where await model.snapshotPosition == 0 { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(await model.snapshotPosition > 0, "no snapshot was taken in the background")
+        }
+        // The tail: commands after the snapshot (this service takes none), and the live state after them.
+        let live = Mutex<(Data, Int64)>((Data(), 0))
+        try await AcquirerHarness.withService(database: database, clock: clock.reading, snapshotEvery: 0) { acquirer, model in
+            #expect(await model.snapshotPosition > 0, "the start did not load the snapshot")
+            for index in 0..<4 {
+                let amount = Money(minorUnits: 1_000 + Int64(index), currency: .usd)
+                _ = try await acquirer.authorize(
+                    AuthorizationRequest(merchantReference: "tail-\(index)", amount: amount, paymentMethod: .token("tok_visa"))
+                )
+                clock.advance(by: 3)
+                _ = try await acquirer.capture(
+                    CaptureRequest(authorizationReference: "tail-\(index)", modificationReference: "tail-\(index)-c", amount: amount, isFinal: true)
+                )
+            }
+            let state = try await model.snapshot()
+            let length = await model.journalLength
+            live.withLock { $0 = (state, length) }
+        }
+        let (expected, length) = live.withLock { $0 }
+        try await database.withOwner { client in
+            let fromSnapshot = try await DurableAcquirerModel.open(
+                client: client,
+                seed: 7,
+                configuration: AcquirerModelConfiguration(),
+                clock: clock.reading,
+                logger: TestCluster.logger,
+                snapshotEvery: 0
+            )
+            let position = await fromSnapshot.snapshotPosition
+            #expect(position > 0 && position < length, "snapshot at \(position) of \(length): no tail to replay")
+            #expect(await fromSnapshot.journalLength == length)
+            #expect(try await fromSnapshot.snapshot() == expected)
+            let full = try await DurableAcquirerModel.open(
+                client: client,
+                seed: 7,
+                configuration: AcquirerModelConfiguration(),
+                clock: clock.reading,
+                logger: TestCluster.logger,
+                snapshotEvery: 0,
+                useSnapshots: false
+            )
+            #expect(await full.snapshotPosition == 0)
+            #expect(try await full.snapshot() == expected)
+            // Only the newest snapshot is kept, whole.
+            let rows = try await client.query("SELECT count(*) FROM acquirer.snapshots", logger: TestCluster.logger)
+            for try await count in rows.decode(Int64.self) { #expect(count == 1) }
         }
     }
 

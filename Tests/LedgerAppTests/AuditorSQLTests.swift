@@ -99,4 +99,32 @@ import Testing
             #expect(after.contains("f,6,7,hash does not match the event's contents"), "\(after)")
         }
     }
+
+    /// `ledger.verify_prefix` refuses a hash that is not 32 bytes (sql/0014) instead of reporting a
+    /// rewritten history: the usual slip is the checkpoint's hex passed as text bytes (64 of them).
+    @Test func verifyPrefixRefusesAHashThatIsNot32Bytes() async throws {
+        let db = try await TestDatabase.fresh()
+        try await TestApp.withApp(seed: true, database: db) { _, services in
+            let signed = try #require(try await services.store.event(at: 5))
+            let hex = Hex.encode(signed.hash)
+            let right = "SELECT ok, checked FROM ledger.verify_prefix(5, decode(:'hash', 'hex'));"
+            let (status, output) = try await psql(right, database: db, user: "ledger_auditor", variables: ["hash": hex])
+            #expect(status == 0 && output.contains("t,5"), "\(output)")
+            for wrong in ["convert_to(:'hash', 'UTF8')", "substring(decode(:'hash', 'hex') from 1 for 31)", "''::bytea"] {
+                let (refused, message) = try await psql(
+                    "SELECT * FROM ledger.verify_prefix(5, \(wrong));",
+                    database: db,
+                    user: "ledger_auditor",
+                    variables: ["hash": hex]
+                )
+                #expect(refused != 0, "\(wrong): \(message)")
+                #expect(message.contains("the checkpoint hash must be 32 bytes"), "\(wrong): \(message)")
+                #expect(!message.contains("rewritten"), "\(wrong): \(message)")
+            }
+            // A 32-byte hash that differs is still what it was: history rewritten.
+            let other = String(repeating: "00", count: 32)
+            let (_, mismatch) = try await psql(right, database: db, user: "ledger_auditor", variables: ["hash": other])
+            #expect(mismatch.contains("f,5"), "\(mismatch)")
+        }
+    }
 }

@@ -32,10 +32,12 @@ public enum TestApp {
     ///   - checkpointKey: signs checkpoints; nil: none.
     ///   - webhookTransport: how webhook deliveries leave the app (AsyncHTTPClient by default).
     ///   - live: serve on a real port (`client.port`) instead of the in-memory router, for streamed replies.
+    ///   - readDatabase: a streaming replica of `database` for auditors' reads (`LEDGERD_READ_DATABASE_URL`); nil: none.
     public static func withApp(
         seed: Bool = false,
         imagesDirectory: String? = nil,
         database: TestDatabase? = nil,
+        readDatabase: TestDatabase? = nil,
         acquirer: (any Acquirer)? = nil,
         clock: @escaping @Sendable () -> Date = { Date() },
         environment extra: [String: String] = [:],
@@ -60,8 +62,15 @@ public enum TestApp {
             configuration: TestCluster.configuration(endpoint: db.endpoint, database: db.name, user: "ledger_app"),
             backgroundLogger: poolLogger
         )
+        let readClient = readDatabase.map {
+            DatabaseClient(
+                configuration: TestCluster.configuration(endpoint: $0.endpoint, database: $0.name, user: "ledger_app"),
+                backgroundLogger: poolLogger
+            )
+        }
         let services = try ServiceContainer(
             client: client,
+            readClient: readClient,
             configuration: configuration,
             metrics: LedgerMetrics(),
             keyring: try APIKeys.keyring(for: configuration, logger: logger),

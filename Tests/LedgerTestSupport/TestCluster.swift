@@ -42,7 +42,7 @@ public actor TestCluster {
 
     /// Tests run in parallel, each with its own pools (two daemons in some): room for all of them.
     static let embedded = EmbeddedPostgres(
-        configuration: .init(dataDirectory: dataDirectory, durable: false, settings: ["max_connections": "800"]),
+        configuration: .init(dataDirectory: dataDirectory, durable: false, settings: ["max_connections": "1500"]),
         logger: logger
     )
 
@@ -93,6 +93,10 @@ public actor TestCluster {
             database: database
         )
         configuration.options.maximumConnections = 16
+        // Hundreds of apps run side by side, each with background services (feeds, snapshots, sweeps) on its
+        // pool: connections opened for a burst go back after 5 s idle rather than PostgresNIO's 60 s, so the
+        // shared cluster's slots are not all held by idle connections.
+        configuration.options.connectionIdleTimeout = .seconds(5)
         return configuration
     }
 

@@ -519,6 +519,23 @@ public enum HoldLifecycle {
         return b.expired.minorUnits > 0 ? .expired : .voided
     }
 
+    /// The order's status across all its disputes: a dispute charged back (debited, accepted or lost)
+    /// decides first, then one still open (`disputed`); won disputes and none leave the status its
+    /// money and shipment give (``status(balance:shipped:dispute:)`` for each, the gravest kept).
+    public static func status(balance b: HoldBalance, shipped: Bool, disputes: [DisputeState]) -> OrderStatus {
+        let each = disputes.map { status(balance: b, shipped: shipped, dispute: $0) }
+        if each.contains(.chargedBack) { return .chargedBack }
+        if each.contains(.disputed) { return .disputed }
+        return status(balance: b, shipped: shipped)
+    }
+
+    /// The status a hold operation records: a dispute's status (`disputed`, `charged_back`) stays
+    /// until the dispute service changes it (a hold operation does not read disputes, so it must
+    /// not recompute it away); otherwise the status the hold's money gives.
+    public static func keepingDispute(_ current: OrderStatus, else computed: OrderStatus) -> OrderStatus {
+        current == .disputed || current == .chargedBack ? current : computed
+    }
+
     /// Assembles the append: hold events, the order's event (shipment or payment update), and the
     /// stock's sale (at shipment) or release (when the order ends with nothing to ship).
     private static func plan(
@@ -532,7 +549,7 @@ public enum HoldLifecycle {
     ) -> Result<AppendPlan, HoldRejection> {
         let after = holdEvents.reduce(hold) { HoldState.evolve($0, $1)! }
         let shipped = order.shipment != nil || shipment != nil
-        let status = status(balance: after.balance, shipped: shipped)
+        let status = keepingDispute(order.status, else: status(balance: after.balance, shipped: shipped))
         let orderEvent: OrderEvent
         if var shipment {
             shipment.status = status

@@ -252,6 +252,38 @@ public struct ProductState: Hashable, Sendable {
     }
 }
 
+extension ProductState {
+    /// A state exactly as a snapshot recorded it (``InventoryHistory``): every figure the fold keeps,
+    /// given back as it was (`reserved` too, not recomputed, so that a restored state is the folded one).
+    public init(
+        id: ProductID,
+        sku: String,
+        name: String,
+        description: String,
+        imageFile: String,
+        price: Money,
+        onHand: Int64,
+        reservations: TreeDictionary<OrderID, Int64>,
+        reserved: Int64,
+        sold: Int64,
+        received: Int64,
+        version: Int64
+    ) {
+        self.id = id
+        self.sku = sku
+        self.name = name
+        self.description = description
+        self.imageFile = imageFile
+        self.price = price
+        self.onHand = onHand
+        self.reservations = reservations
+        self.reserved = reserved
+        self.sold = sold
+        self.received = received
+        self.version = version
+    }
+}
+
 // MARK: - Commands
 
 /// What can be asked of a product stream.

@@ -82,6 +82,42 @@ public struct ReconciliationBreak: Hashable, Sendable, Codable {
     }
 }
 
+/// The money the ledger's disputes on one payment moved, in minor units (each positive): what
+/// the report's chargeback lines (debits) and reversal lines (credits) are matched against.
+public struct DisputeMoney: Hashable, Sendable {
+    public var debits: [Int64]
+    public var credits: [Int64]
+
+    public init(debits: [Int64] = [], credits: [Int64] = []) {
+        self.debits = debits
+        self.credits = credits
+    }
+
+    /// The movements of the disputes' events, keyed by the disputed payment's acquirer reference.
+    public static func of(_ events: [DisputeEvent]) -> [String: DisputeMoney] {
+        var psp: [String: String] = [:]
+        var money: [String: DisputeMoney] = [:]
+        for event in events {
+            switch event {
+            case .inquiryRaised(let e): psp[e.disputeID] = e.pspReference
+            case .chargeback(let e):
+                psp[e.disputeID] = e.pspReference
+                money[e.pspReference, default: DisputeMoney()].debits.append(e.amount.minorUnits)
+            case .secondChargeback(let e):
+                if let p = psp[e.disputeID] { money[p, default: DisputeMoney()].debits.append(e.amount.minorUnits) }
+            case .reversed(let e):
+                if let p = psp[e.disputeID] { money[p, default: DisputeMoney()].credits.append(e.amount.minorUnits) }
+            case .closed(let e):
+                guard let p = psp[e.disputeID] else { continue }
+                if !e.debited.isZero { money[p, default: DisputeMoney()].debits.append(e.debited.minorUnits) }
+                if !e.credited.isZero { money[p, default: DisputeMoney()].credits.append(e.credited.minorUnits) }
+            case .defenseSubmitted, .secondPresentment, .preArbitration: continue
+            }
+        }
+        return money
+    }
+}
+
 /// The fees the merchant's contract expects on a line, in minor units (nil: the component is not priced).
 public struct ExpectedFees: Hashable, Sendable {
     public var interchange, schemeFees, markup, commission: Int64?
@@ -176,9 +212,11 @@ public enum Reconciliation {
         lines: [SettlementReportLine],
         laterLines: [SettlementReportLine]?,
         settledElsewhere: Set<String>,
+        disputes: [String: DisputeMoney] = [:],
+        report: String? = nil,
         expectedFees: (SettlementReportLine, SettlementBatchItem) -> ExpectedFees?
     ) -> ReconciliationRecorded {
-        var tally = ReconciliationTally(batchID: batchID, currency: currency)
+        var tally = ReconciliationTally(batchID: batchID, currency: currency, report: report)
         let byOurs = Dictionary(items.map { ($0.modificationReference, $0) }, uniquingKeysWith: { a, _ in a })
         let byPSP = Dictionary(items.map { ($0.pspModificationReference, $0) }, uniquingKeysWith: { a, _ in a })
         var seen: Set<String> = []
@@ -190,7 +228,8 @@ public enum Reconciliation {
                 item: item,
                 duplicate: duplicate,
                 settledElsewhere: settledElsewhere.contains(line.modificationMerchantReference),
-                expectedFees: item.flatMap { expectedFees(line, $0) }
+                expectedFees: item.flatMap { expectedFees(line, $0) },
+                dispute: disputes[line.pspReference]
             )
         }
         let later = laterLines.map { Set($0.map(\.modificationMerchantReference)) }
@@ -246,7 +285,8 @@ public struct ReconciliationTally: Sendable {
         item: SettlementBatchItem?,
         duplicate: Bool,
         settledElsewhere: Bool,
-        expectedFees: ExpectedFees?
+        expectedFees: ExpectedFees?,
+        dispute: DisputeMoney? = nil
     ) {
         reportLines += 1
         if line.type == .merchantPayout {
@@ -258,7 +298,16 @@ public struct ReconciliationTally: Sendable {
             return
         }
         netUnits += line.signedNetMinorUnits
-        if SettlementRecordKind(adyenType: line.type) == .unmapped {
+        let kind = SettlementRecordKind(adyenType: line.type)
+        if kind == .lifecycle {
+            matched += 1  // a status record: nothing settled, nothing to match
+            return
+        }
+        if kind == .chargeback || kind == .secondChargeback || kind == .chargebackReversed {
+            addDispute(line, kind: kind, recorded: dispute)
+            return
+        }
+        if kind == .unmapped {
             add(
                 .unmappedRecord,
                 line.modificationReference.isEmpty ? line.pspReference : line.modificationReference,
@@ -267,7 +316,7 @@ public struct ReconciliationTally: Sendable {
             )
             return
         }
-        guard line.type == .settled || line.type == .refunded else {
+        guard kind == .capture || kind == .refund else {
             add(
                 .unmatchedAdjustment,
                 line.modificationReference.isEmpty ? line.pspReference : line.modificationReference,
@@ -300,7 +349,7 @@ public struct ReconciliationTally: Sendable {
             return
         }
         let expectedType: SettlementLineType = item.kind == .capture ? .settled : .refunded
-        if line.type != expectedType {
+        if kind != (item.kind == .capture ? .capture : .refund) {
             add(
                 .statusMismatch,
                 reference,
@@ -337,6 +386,46 @@ public struct ReconciliationTally: Sendable {
         }
         matched += 1
     }
+
+    /// A chargeback, second chargeback or reversal line against the money the ledger's disputes on
+    /// the line's payment (`Psp Reference`) moved: matched when the ledger recorded a movement of
+    /// that direction and amount not already matched by an earlier line of this report.
+    private mutating func addDispute(_ line: SettlementReportLine, kind: SettlementRecordKind, recorded: DisputeMoney?) {
+        let reference = line.modificationReference.isEmpty ? line.pspReference : line.modificationReference
+        let credit = kind == .chargebackReversed
+        let gross = line.signedGrossMinorUnits
+        guard let recorded, !(credit ? recorded.credits : recorded.debits).isEmpty else {
+            add(
+                .missingInLedger,
+                reference,
+                actual: String(gross),
+                "the report has a \(line.type) on payment \(line.pspReference) the ledger has no dispute for"
+            )
+            return
+        }
+        let amounts = credit ? recorded.credits : recorded.debits
+        let key = (credit ? "+" : "-") + line.pspReference
+        let used = disputeLinesMatched[key, default: 0]
+        let expected = credit ? amounts[min(used, amounts.count - 1)] : -amounts[min(used, amounts.count - 1)]
+        if used >= amounts.count {
+            add(
+                .duplicate,
+                reference,
+                expected: String(amounts.count),
+                actual: String(used + 1),
+                "more \(line.type) lines than the ledger's dispute recorded"
+            )
+            return
+        }
+        if gross != expected {
+            add(.amountMismatch, reference, expected: String(expected), actual: String(gross), "the \(line.type) differs from the ledger's dispute")
+            return
+        }
+        disputeLinesMatched[key] = used + 1
+        matched += 1
+    }
+
+    private var disputeLinesMatched: [String: Int] = [:]
 
     /// A ledger item of the batch that no report line names; `inLaterReport` is nil while the next
     /// batch's report is unknown (the window is open).

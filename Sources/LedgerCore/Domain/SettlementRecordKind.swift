@@ -22,6 +22,9 @@ public enum SettlementRecordKind: String, Hashable, Sendable, CaseIterable {
     case adjustment
     /// The payout of the batch (Adyen `MerchantPayout`, Stripe `payout`).
     case payout
+    /// A payment's status record that moves no settled money (the Adyen Payment Accounting Report's
+    /// `Received`, `Authorised`, `SentForSettle`, …): counted, never a break.
+    case lifecycle
     /// A record type no mapping knows.
     case unmapped
 
@@ -39,6 +42,15 @@ public enum SettlementRecordKind: String, Hashable, Sendable, CaseIterable {
         "MerchantPayout": .payout, "AcquirerPayout": .payout,
     ]
 
+    /// The Adyen Payment Accounting Report's status record types (its `Record Type` column), which
+    /// move no settled money.
+    public static let adyenLifecycle: Set<String> = [
+        "Received", "Authorised", "Refused", "Cancelled", "CancelledExternally", "SentForSettle", "SentForRefund", "Expired",
+        "Error", "Retried", "CaptureFailed", "RefundFailed", "RefusedReversed", "AuthorisedPending", "SentForPayout",
+        "NotificationOfChargeback", "RequestForInformation", "InformationSupplied", "NotificationOfFraud",
+        "PrearbitrationWon", "PrearbitrationLost", "DisputeDefended", "ChargebackDefended",
+    ]
+
     /// Stripe's itemized payout reconciliation report's `reporting_category` values, as documented.
     public static let stripe: [String: SettlementRecordKind] = [
         "charge": .capture, "payment": .capture,
@@ -53,7 +65,9 @@ public enum SettlementRecordKind: String, Hashable, Sendable, CaseIterable {
     ]
 
     /// The kind of an Adyen SDR `Type` (this ledger's own report uses the same record types).
-    public init(adyenType type: SettlementLineType) { self = Self.adyen[type.rawValue] ?? .unmapped }
+    public init(adyenType type: SettlementLineType) {
+        self = Self.adyen[type.rawValue] ?? (Self.adyenLifecycle.contains(type.rawValue) ? .lifecycle : .unmapped)
+    }
 
     /// The kind of a Stripe `reporting_category`.
     public init(stripeCategory category: String) { self = Self.stripe[category] ?? .unmapped }

@@ -23,12 +23,14 @@ public struct StateHistory: Sendable {
         store: EventStore,
         storefront: ProjectionStorefrontReader,
         client: DatabaseClient,
+        snapshots: InventorySnapshots,
         clock: @escaping @Sendable () -> Date,
         logger: Logger
     ) {
         self.store = store
         self.storefront = storefront
         self.holdRows = ProjectionHoldReader(client: client, logger: logger)
+        self.snapshots = snapshots
         self.clock = clock
         self.logger = logger
     }
@@ -36,14 +38,18 @@ public struct StateHistory: Sendable {
     let store: EventStore
     let storefront: ProjectionStorefrontReader
     let holdRows: ProjectionHoldReader
+    /// Where the inventory's and the products' as-of reads start from (sql/0013).
+    public let snapshots: InventorySnapshots
     let clock: @Sendable () -> Date
     let logger: Logger
 
-    public init(client: DatabaseClient, clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger) {
+    /// - Parameter snapshotEvery: events between inventory snapshots (``InventorySnapshots``).
+    public init(client: DatabaseClient, clock: @escaping @Sendable () -> Date = { Date() }, snapshotEvery: Int64 = 10_000, logger: Logger) {
         self.init(
             store: EventStore(client: client, logger: logger),
             storefront: ProjectionStorefrontReader(client: client, clock: clock, logger: logger),
             client: client,
+            snapshots: InventorySnapshots(client: client, every: snapshotEvery, logger: logger),
             clock: clock,
             logger: logger
         )
@@ -111,17 +117,37 @@ public struct StateHistory: Sendable {
         guard let id = ProductID(raw) else { return nil }
         guard let asOf else { return try await storefront.productJSON(id: id.rawValue).map { StateAnswer(json: $0, asOf: nil) } }
         let point = try await point(asOf)
-        let (states, _) = try await products([id.streamID], through: point)
+        let (states, _) = try await products(through: point)
         guard let product = states.products[id] else { return nil }
         return StateAnswer(json: try CatalogReadModel.row(product).json, asOf: point)
     }
 
     public func inventory(asOf: AsOf) async throws -> StateAnswer {
         let point = try await point(asOf)
-        let (states, listed) = try await products(nil, through: point)
+        let (states, listed) = try await products(through: point)
+        return StateAnswer(json: try Self.inventoryJSON(states, listed), asOf: point)
+    }
+
+    /// ``product(_:asOf:)`` folded from position 1, without snapshots: what the snapshots must agree with.
+    public func productByFullFold(_ raw: String, asOf: AsOf) async throws -> StateAnswer? {
+        guard let id = ProductID(raw) else { return nil }
+        let point = try await point(asOf)
+        let (states, _) = try await productsByFullFold([id.streamID], through: point)
+        guard let product = states.products[id] else { return nil }
+        return StateAnswer(json: try CatalogReadModel.row(product).json, asOf: point)
+    }
+
+    /// ``inventory(asOf:)`` folded from position 1, without snapshots: what the snapshots must agree with.
+    public func inventoryByFullFold(asOf: AsOf) async throws -> StateAnswer {
+        let point = try await point(asOf)
+        let (states, listed) = try await productsByFullFold(nil, through: point)
+        return StateAnswer(json: try Self.inventoryJSON(states, listed), asOf: point)
+    }
+
+    static func inventoryJSON(_ states: AggregateStates, _ listed: [ProductID]) throws -> String {
         var rows: [String] = []
         for id in listed { if let product = states.products[id] { rows.append(try CatalogReadModel.row(product).json) } }
-        return StateAnswer(json: "[" + rows.joined(separator: ",") + "]", asOf: point)
+        return "[" + rows.joined(separator: ",") + "]"
     }
 
     /// The settlement batch as of the point (the live read's fold, up to the point), with the point.
@@ -131,10 +157,28 @@ public struct StateHistory: Sendable {
         return try SettlementService.batch(try await store.readStreams([stream], through: point.position)).map { ($0, point) }
     }
 
-    /// Products (the given streams, or every product) folded up to the point, with the orders and
-    /// holds of their open reservations, lapsed at the point's instant. Also the products in
-    /// listing order (as the live inventory lists them: by first event, then id).
-    func products(_ streams: [StreamID]?, through point: StateAnswer.Point) async throws -> (AggregateStates, [ProductID]) {
+    /// Every product as of the point, lapsed at the point's instant, and the products in listing
+    /// order (as the live inventory lists them: by first event, then id): the nearest snapshot and
+    /// the product events after it (``InventorySnapshots/history(through:)``), then the orders and
+    /// holds of the reservations whose hold may have lapsed by then
+    /// (``InventoryHistory/lapseCandidates(atMicros:)``) — the only ones the lapse can change.
+    func products(through point: StateAnswer.Point) async throws -> (AggregateStates, [ProductID]) {
+        let instant = Date(epochMicroseconds: point.micros)
+        let history = try await snapshots.history(through: point.position, lapsingBy: instant.epochMicroseconds)
+        var states = AggregateStates(products: history.products)
+        let candidates = history.lapseCandidates(atMicros: instant.epochMicroseconds)
+        if !candidates.isEmpty {
+            let others = try await fold(candidates.flatMap { [$0.streamID, $0.holdStreamID] }, through: point.position)
+            states.orders = others.orders
+            states.holds = others.holds
+        }
+        return (states.lapsed(at: instant), history.listed)
+    }
+
+    /// Products (the given streams, or every product) folded from position 1 up to the point, with
+    /// the orders and holds of all their open reservations, lapsed at the point's instant, and the
+    /// products in listing order. The reference ``products(through:)`` is tested against.
+    func productsByFullFold(_ streams: [StreamID]?, through point: StateAnswer.Point) async throws -> (AggregateStates, [ProductID]) {
         let events: [RecordedEvent]
         if let streams {
             events = try await store.readStreams(streams, through: point.position)

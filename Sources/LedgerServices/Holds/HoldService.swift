@@ -30,8 +30,11 @@ public struct HoldService: Sendable {
         client: DatabaseClient,
         acquirer: any Acquirer,
         clock: @escaping @Sendable () -> Date,
-        logger: Logger
+        logger: Logger,
+        faultCrashAt: FaultPoint? = nil
     ) {
+        self.faultCrashAt = faultCrashAt
+        self.intents = HoldIntentStore(client: client, logger: logger)
         self.committer = committer
         self.loader = loader
         self.idempotency = IdempotencyStore(client: client, logger: logger)
@@ -50,6 +53,10 @@ public struct HoldService: Sendable {
     let acquirer: any Acquirer
     let clock: @Sendable () -> Date
     let logger: Logger
+    /// Operations noted before the acquirer is called, deleted once recorded (``recoverUnrecorded(minimumAge:limit:)``).
+    let intents: HoldIntentStore
+    /// A crash test's fault point (`LEDGERD_FAULT_CRASH_AT`), nil in normal operation.
+    let faultCrashAt: FaultPoint?
     /// Operations on one order take turns in this process (prepare → acquirer → record), so their
     /// answers are recorded in the order the acquirer gave them.
     let orderTurns = KeyedLock()
@@ -99,7 +106,24 @@ public struct HoldService: Sendable {
         case .failure(let rejection): throw Self.serviceError(rejection)
         case .success(let decided): call = decided
         }
-        let response = try await send(call)
+        // Noted (committed) before the call: if this process dies, or never learns the outcome, after
+        // the acquirer applied it, recovery finds the note and records what the acquirer did.
+        let intent = Self.intent(
+            for: call,
+            orderID: orderID,
+            ledgerKey: request.kind == .ship ? nil : ledgerKey,
+            idempotencyKey: idempotencyKey,
+            actor: actor,
+            now: clock()
+        )
+        if let intent { try await intents.note(intent) }
+        let response: ModificationResponse?
+        do { response = try await send(call) } catch let error as ServiceError where error.code != "acquirer_unavailable" {
+            // A refusal is a definite answer: nothing was applied, nothing is left to recover.
+            if let intent { try? await intents.delete(intent.modificationReference) }
+            throw error
+        }
+        if let response { Self.appliedPoint(response.kind).crashIfConfigured(faultCrashAt, logger: logger) }
         let metadata = EventMetadata(
             correlationID: UUID().uuidString.lowercased(),
             actor: actor,
@@ -121,6 +145,7 @@ public struct HoldService: Sendable {
         } catch let error as AppendError where error == .idempotencyConflict {
             throw ServiceError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different \(request.kind.rawValue)")
         }
+        if let intent { try? await intents.delete(intent.modificationReference) }
         if recorded.result == nil, let response, response.kind == .increment, !response.responseCode.isApproved {
             return Self.declined(recorded.order, recorded.hold, response)
         }
@@ -438,13 +463,7 @@ public struct HoldService: Sendable {
         }
         let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: "acquirer-sync", command: "RecordFromAcquirer")
         for modification in missing {
-            let operation: HoldOperation
-            switch modification.kind {
-            case .capture: operation = .capture(amount: modification.amount, isFinal: modification.isFinal)
-            case .increment: operation = .increment(amount: modification.amount)
-            case .reversal: operation = .void(amount: modification.amount)
-            case .refund: operation = .refund(amount: modification.amount, reason: "recorded from the acquirer")
-            }
+            let operation = Self.operation(of: modification)
             logger.notice(
                 "recording a modification the acquirer applied before the ledger heard of it",
                 metadata: [
@@ -453,5 +472,106 @@ public struct HoldService: Sendable {
             )
             try await record(operation, response: modification, orderID: orderID, metadata: metadata, idempotency: nil, catchingUp: false)
         }
+    }
+
+    /// The operation a modification the acquirer applied records.
+    static func operation(of modification: ModificationResponse) -> HoldOperation {
+        switch modification.kind {
+        case .capture: return .capture(amount: modification.amount, isFinal: modification.isFinal)
+        case .increment: return .increment(amount: modification.amount)
+        case .reversal: return .void(amount: modification.amount)
+        case .refund: return .refund(amount: modification.amount, reason: "recorded from the acquirer")
+        }
+    }
+
+    // MARK: Operations applied at the acquirer and not recorded
+
+    /// The note an acquirer call leaves until its answer is recorded; nil when nothing is sent.
+    static func intent(
+        for call: HoldAcquirerCall,
+        orderID: OrderID,
+        ledgerKey: IdempotencyKey?,
+        idempotencyKey: String?,
+        actor: String,
+        now: Date
+    ) -> HoldIntentStore.Intent? {
+        let (kind, reference): (String, String)
+        switch call {
+        case .capture(let r): (kind, reference) = ("capture", r.modificationReference)
+        case .increment(let r): (kind, reference) = ("increment", r.modificationReference)
+        case .reverse(let r): (kind, reference) = ("void", r.modificationReference)
+        case .refund(let r): (kind, reference) = ("refund", r.modificationReference)
+        case .none: return nil
+        }
+        return HoldIntentStore.Intent(
+            modificationReference: reference,
+            orderID: orderID.rawValue,
+            kind: kind,
+            ledgerKey: ledgerKey?.key,
+            requestHash: ledgerKey?.requestHash,
+            idempotencyKey: idempotencyKey,
+            actor: actor,
+            notedAt: now
+        )
+    }
+
+    /// The crash test's point right after the acquirer applied a modification of `kind`.
+    static func appliedPoint(_ kind: ModificationKind) -> FaultPoint {
+        switch kind {
+        case .capture: return .holdCaptureApplied
+        case .increment: return .holdIncrementApplied
+        case .reversal: return .holdVoidApplied
+        case .refund: return .holdRefundApplied
+        }
+    }
+
+    /// Resolves the hold operations noted at least `minimumAge` ago and never recorded — the ledger
+    /// died after calling the acquirer, or never heard its answer: each is looked up at the acquirer
+    /// by our payment reference (its status inquiry) and, when the acquirer applied it, recorded from
+    /// the acquirer's answer with the original request's idempotency key and actor (earlier
+    /// modifications the ledger lacks first). One the acquirer never applied is dropped (the client's
+    /// retry with its key applies it). Each note is deleted once resolved; an acquirer that cannot be
+    /// reached leaves it for the next pass. Returns how many operations were recorded.
+    @discardableResult
+    public func recoverUnrecorded(minimumAge: TimeInterval, limit: Int = 500) async throws -> Int {
+        let due = try await intents.due(before: clock().addingTimeInterval(-minimumAge), limit: limit)
+        var recorded = 0
+        for intent in due {
+            if let orderID = OrderID(intent.orderID),
+                try await orderTurns.withLock(orderID.rawValue, { try await recover(intent, orderID: orderID) })
+            {
+                recorded += 1
+            }
+            try await intents.delete(intent.modificationReference)
+        }
+        return recorded
+    }
+
+    /// Records `intent`'s modification if the acquirer applied it and the ledger lacks it.
+    private func recover(_ intent: HoldIntentStore.Intent, orderID: OrderID) async throws -> Bool {
+        guard let hold = try await loader.hold(orderID), !hold.modificationReferences.contains(intent.modificationReference),
+            case .found(let details) = try await acquirer.query(merchantReference: hold.merchantReference),
+            let modification = details.modifications.first(where: { $0.modificationReference == intent.modificationReference }),
+            modification.responseCode.isApproved
+        else { return false }
+        try await catchUp(orderID, before: intent.modificationReference)
+        logger.notice(
+            "recording a hold operation the acquirer applied and the ledger had not recorded",
+            metadata: ["order": "\(orderID)", "modification": "\(intent.modificationReference)", "kind": "\(intent.kind)"]
+        )
+        let idempotency = intent.ledgerKey.flatMap { key in intent.requestHash.map { IdempotencyKey(key: key, requestHash: $0) } }
+        try await record(
+            Self.operation(of: modification),
+            response: modification,
+            orderID: orderID,
+            metadata: EventMetadata(
+                correlationID: UUID().uuidString.lowercased(),
+                actor: intent.actor,
+                command: intent.kind.capitalized + "Hold",
+                idempotencyKey: intent.idempotencyKey
+            ),
+            idempotency: idempotency
+        )
+        return true
     }
 }

@@ -15,6 +15,11 @@ public enum FaultPoint: String, Sendable, CaseIterable {
     case settlementReconciling = "settlement.reconciling"
     /// A payout's deposit was just recorded (`SettlementPayoutPaid`).
     case settlementPaid = "settlement.paid"
+    /// The acquirer applied a hold operation and answered; nothing of it is recorded in the ledger yet.
+    case holdCaptureApplied = "hold.capture.applied"
+    case holdIncrementApplied = "hold.increment.applied"
+    case holdVoidApplied = "hold.void.applied"
+    case holdRefundApplied = "hold.refund.applied"
 
     /// Kills the process now if `configured` is this point.
     func crashIfConfigured(_ configured: FaultPoint?, logger: Logger) {

@@ -29,6 +29,7 @@ extension SettlementService {
         }
         let schedule = pricing.first { $0.currency == state.opened.currency }
         var tally = ReconciliationTally(batchID: batchID, currency: state.opened.currency, report: reportKey)
+        let disputes = try await disputeMoney()
         var lineNumber = 0
         let repeated = try await repeatedReferences(in: key)
         func classify(_ lines: [SettlementReportLine], _ found: [String: (item: SettlementBatchItem, batchID: String?)]) {
@@ -51,7 +52,8 @@ extension SettlementService {
                     item: item,
                     duplicate: duplicate,
                     settledElsewhere: elsewhere,
-                    expectedFees: item.flatMap { Self.expectedFees(line, $0, schedule) }
+                    expectedFees: item.flatMap { Self.expectedFees(line, $0, schedule) },
+                    dispute: disputes[line.pspReference]
                 )
             }
         }
@@ -193,11 +195,38 @@ extension SettlementService {
         )
     }
 
-    /// `ledgerd reconcile --report FILE`: reconciles a settlement report CSV (e.g. one the acquirer
-    /// delivered) against the batch its MerchantPayout line names; records the result if it changed.
-    /// The upload is stored as it came (key `upload-<SHA-256 of the bytes>`, one part) with its
-    /// line index, then reconciled like the batch's own report.
-    public func reconcileReport(csv: String) async throws -> ReconciliationView {
+    /// The money the ledger's disputes moved, by the disputed payment's acquirer reference: what
+    /// chargeback and reversal lines are matched against.
+    func disputeMoney() async throws -> [String: DisputeMoney] {
+        let reader = DisputeReader(client: client, logger: logger)
+        return DisputeMoney.of(try await reader.allDisputeEvents().map { try DisputeEvent.decode($0) })
+    }
+
+    /// `ledgerd reconcile --report FILE [--format F] [--batch ID]`: reconciles a settlement report
+    /// against the batch it names and records the result if it changed. The format is the header's
+    /// (``SettlementReportFormat/detect(header:ledgerColumns:)``) unless named. The model's own layout
+    /// is stored as it came (key `upload-<SHA-256 of the bytes>`, one part); an acquirer's format is
+    /// read line by line and stored normalized, in parts (``reconcileImported(csv:format:batchID:)``).
+    public func reconcileReport(
+        csv: String,
+        format: SettlementReportFormat? = nil,
+        batchID named: String? = nil
+    ) async throws
+        -> ReconciliationView
+    {
+        var header: [String] = []
+        var stream = CSVRecordStream()
+        do {
+            let firstLine = csv.utf8.prefix { $0 != 0x0A && $0 != 0x0D }
+            try stream.feed(firstLine) { _ in }
+            try stream.finish { header = $0 }
+        } catch {
+            throw ServiceError(.invalidInput, code: "invalid_report", message: "the report's header does not parse: \(error)")
+        }
+        guard let chosen = format ?? SettlementReportFormat.detect(header: header, ledgerColumns: SettlementReportCSV.columns) else {
+            throw ServiceError(.invalidInput, code: "invalid_report", message: ReportImportError.unknownFormat(header).description)
+        }
+        if chosen != .ledger { return try await reconcileImported(csv: csv, format: chosen, batchID: named) }
         let lines: [SettlementReportLine]
         do { lines = try SettlementReportCSV().parse(csv) } catch {
             throw ServiceError(.invalidInput, code: "invalid_report", message: "the report does not parse: \(error)")
@@ -216,6 +245,182 @@ extension SettlementService {
         }
         _ = try await lock.withLock("settlement") { try await reconcile(batchID: batchID, reportKey: key) }
         return try await recordedReconciliation(batchID, reflecting: key)
+    }
+
+    /// Imports an acquirer's report (Adyen SDR, Adyen PAR, Stripe itemized payout reconciliation):
+    /// read in 64 KiB chunks, each record normalized (``SettlementReportImporter``) and stored as the
+    /// model's layout in parts of ``importPageSize`` lines with their line index, in one transaction;
+    /// memory holds one chunk and one page. The batch is the one the report names — the SDR's
+    /// MerchantPayout line (its batch id, else its Batch Number), Stripe's `automatic_payout_id` (the
+    /// batch's payout reference), the PAR's optional Batch Number — or `batchID` when given. A format
+    /// without a payout line of its own gets the batch's scheduled payout as its last line, so the
+    /// payout check compares the report's nets with what the acquirer announced.
+    func reconcileImported(csv: String, format: SettlementReportFormat, batchID named: String?) async throws -> ReconciliationView {
+        let digest = Array(SHA256.hash(data: Array(csv.utf8)))
+        let key = "upload-" + Self.hex(digest)
+        var batchID: String
+        if try await storedReport(key) != nil {
+            var found: String?
+            try await forEachStoredPage(key) { lines in
+                if found == nil, let payout = lines.first(where: { $0.type == .merchantPayout }) { found = payout.modificationMerchantReference }
+            }
+            guard let id = named ?? found, !id.isEmpty else {
+                throw ServiceError(.invalidInput, code: "invalid_report", message: "the report names no batch; name it with batch=")
+            }
+            batchID = id
+        } else {
+            batchID = try await storeImported(csv: csv, format: format, key: key, digest: digest, named: named)
+        }
+        guard StreamID("settlement-" + batchID) != nil, let state = try await load(SettlementBatch.streamID(batchID: batchID)), state.closed != nil
+        else {
+            throw ServiceError.notFound("no closed settlement batch \(batchID)")
+        }
+        _ = try await lock.withLock("settlement") { try await reconcile(batchID: batchID, reportKey: key) }
+        return try await recordedReconciliation(batchID, reflecting: key)
+    }
+
+    static let importPageSize = 10_000
+
+    /// Stores an imported report under `key`; returns the batch it names.
+    private func storeImported(csv: String, format: SettlementReportFormat, key: String, digest: [UInt8], named: String?) async throws -> String {
+        let batches = try await allBatches()
+        func batch(number: Int) -> SettlementBatchState? { batches.first { $0.submitted?.batchNumber == number } }
+        func batch(id: String) -> SettlementBatchState? { batches.first { $0.opened.batchID == id } }
+        do {
+            return try await reports.storeReport { tx in
+                let writer = SettlementReportCSV()
+                var importer: SettlementReportImporter?
+                var stream = CSVRecordStream()
+                var page: [SettlementReportLine] = []
+                page.reserveCapacity(Self.importPageSize)
+                var part = 0
+                var stored = 0
+                var row = 0
+                var payoutBatch: SettlementBatchState?
+                func flush() async throws {
+                    guard !page.isEmpty || part == 0 else { return }
+                    let text = (part == 0 ? SettlementReportCSV.header : "") + (try writer.rows(page, firstRow: stored + 2))
+                    try await tx.insertPart(reportKey: key, part: part, csv: text)
+                    try await tx.indexLines(page, reportKey: key, firstLine: stored + 1)
+                    stored += page.count
+                    part += 1
+                    page.removeAll(keepingCapacity: true)
+                }
+                var records: [[String]] = []
+                func take(_ records: [[String]]) async throws {
+                    for record in records {
+                        row += 1
+                        guard var current = importer else {
+                            importer = try SettlementReportImporter(header: record, format: format, ledgerColumns: SettlementReportCSV.columns)
+                            continue
+                        }
+                        let lines = try current.lines(record, row: row)
+                        importer = current
+                        for var line in lines {
+                            if line.type == .merchantPayout, payoutBatch == nil {
+                                payoutBatch = batch(id: line.modificationMerchantReference) ?? batch(number: line.batchNumber)
+                                // The stored line names the batch, as the model's own payout line does.
+                                if let found = payoutBatch { line.modificationMerchantReference = named ?? found.opened.batchID }
+                            }
+                            page.append(line)
+                            if page.count == Self.importPageSize { try await flush() }
+                        }
+                    }
+                }
+                let bytes = csv.utf8
+                var start = bytes.startIndex
+                while start != bytes.endIndex {
+                    let end = bytes.index(start, offsetBy: 64 * 1024, limitedBy: bytes.endIndex) ?? bytes.endIndex
+                    try stream.feed(bytes[start..<end]) { records.append($0) }
+                    try await take(records)
+                    records.removeAll(keepingCapacity: true)
+                    start = end
+                }
+                try stream.finish { records.append($0) }
+                try await take(records)
+                guard let importer else { throw ReportImportError.missingHeader }
+                var resolved: SettlementBatchState?
+                if let named {
+                    resolved = batch(id: named)
+                } else if let payoutBatch {
+                    resolved = payoutBatch
+                } else if let payoutID = importer.payoutID {
+                    resolved = batches.first { $0.payout?.payoutReference == payoutID }
+                } else if let number = importer.batchNumber {
+                    resolved = batch(number: number)
+                }
+                guard let resolved else {
+                    throw ServiceError(
+                        .invalidInput,
+                        code: "invalid_report",
+                        message: "the report names no settlement batch of this ledger (payout line, payout id or batch number); name it with batch="
+                    )
+                }
+                if !format.hasPayoutLine, let payout = resolved.payout {
+                    page.append(Self.payoutLine(payout, batchNumber: resolved.submitted?.batchNumber ?? 0))
+                }
+                try await flush()
+                try await tx.insertSummary(reportKey: key, sha256: digest, lineCount: stored, parts: part)
+                return resolved.opened.batchID
+            }
+        } catch is SettlementReportStore.StoredConcurrently {
+            return try await reconcileImportedBatch(key: key, named: named)
+        } catch {
+            // What the transaction's body threw comes back inside the transaction's error.
+            var inner: any Error = error
+            while let transaction = inner as? PostgresTransactionError, let thrown = transaction.closureError { inner = thrown }
+            switch inner {
+            case let refused as ServiceError: throw refused
+            case let unreadable as ReportImportError:
+                throw ServiceError(.invalidInput, code: "invalid_report", message: unreadable.description)
+            case let unwritable as SettlementReportCSVError:
+                throw ServiceError(.invalidInput, code: "invalid_report", message: "the report's lines cannot be stored: \(unwritable)")
+            case let malformed as CSVReaderError:
+                throw ServiceError(.invalidInput, code: "invalid_report", message: malformed.description)
+            default: throw error
+            }
+        }
+    }
+
+    /// The batch a stored imported report names (another request stored it first).
+    private func reconcileImportedBatch(key: String, named: String?) async throws -> String {
+        var found: String?
+        try await forEachStoredPage(key) { lines in
+            if found == nil, let payout = lines.first(where: { $0.type == .merchantPayout }) { found = payout.modificationMerchantReference }
+        }
+        guard let id = named ?? found else { throw ServiceError(.invalidInput, code: "invalid_report", message: "the report names no batch") }
+        return id
+    }
+
+    /// The MerchantPayout line of a format without one: the batch's scheduled payout.
+    static func payoutLine(_ payout: SettlementPayoutScheduled, batchNumber: Int) -> SettlementReportLine {
+        let amount = payout.amount
+        let magnitude = Money(minorUnits: abs(amount.minorUnits), currency: amount.currency)
+        return SettlementReportLine(
+            companyAccount: "",
+            merchantAccount: "",
+            pspReference: "",
+            merchantReference: "",
+            paymentMethod: "",
+            creationDate: nil,
+            timeZone: "",
+            type: .merchantPayout,
+            modificationReference: payout.payoutReference,
+            grossCurrency: nil,
+            grossDebit: nil,
+            grossCredit: nil,
+            exchangeRate: nil,
+            netCurrency: amount.currency,
+            netDebit: amount.isNegative ? nil : magnitude,
+            netCredit: amount.isNegative ? magnitude : nil,
+            commission: nil,
+            markup: nil,
+            schemeFees: nil,
+            interchange: nil,
+            paymentMethodVariant: "",
+            modificationMerchantReference: payout.batchID,
+            batchNumber: batchNumber
+        )
     }
 
     // MARK: Reads and resolutions

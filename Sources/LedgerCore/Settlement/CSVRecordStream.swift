@@ -1,0 +1,96 @@
+/// RFC 4180 records read incrementally: bytes are fed in chunks of any size (a chunk may end inside
+/// a quoted field or between CR and LF) and each complete record is handed over as soon as its line
+/// ends, so a report of any length is read with memory for one record. The same rules as
+/// ``CSVReader`` (quoted fields may hold commas, doubled quotes and line breaks; CR LF, CR and LF end
+/// a record), which reads a whole text at once.
+public struct CSVRecordStream: Sendable {
+    private var record: [String] = []
+    private var field: [UInt8] = []
+    private var inQuotes = false
+    private var fieldWasQuoted = false
+    /// The previous chunk ended with CR: an LF starting this one belongs to it.
+    private var pendingCR = false
+    /// Records handed over so far (the row number of errors).
+    public private(set) var records = 0
+
+    public init() {}
+
+    /// Feeds the next bytes; calls `onRecord` for each record they complete.
+    public mutating func feed<Bytes: Sequence>(
+        _ bytes: Bytes,
+        _ onRecord: ([String]) throws -> Void
+    ) throws where Bytes.Element == UInt8 {
+        let quote = UInt8(ascii: "\"")
+        let comma = UInt8(ascii: ",")
+        let cr = UInt8(ascii: "\r")
+        let lf = UInt8(ascii: "\n")
+        for byte in bytes {
+            if pendingCR {
+                pendingCR = false
+                if byte == lf { continue }
+            }
+            if inQuotes {
+                if afterQuote {
+                    afterQuote = false
+                    if byte == quote {
+                        field.append(quote)
+                        continue
+                    }
+                    inQuotes = false  // the closing quote; this byte is read outside the quotes below
+                } else if byte == quote {
+                    afterQuote = true
+                    continue
+                } else {
+                    field.append(byte)
+                    continue
+                }
+            }
+            switch byte {
+            case quote:
+                guard field.isEmpty, !fieldWasQuoted else {
+                    throw CSVReaderError(row: records + 1, reason: "quote inside an unquoted field")
+                }
+                inQuotes = true
+                fieldWasQuoted = true
+            case comma:
+                endField()
+            case cr, lf:
+                endField()
+                let done = record
+                record = []
+                records += 1
+                pendingCR = byte == cr
+                try onRecord(done)
+            default:
+                guard !fieldWasQuoted else { throw CSVReaderError(row: records + 1, reason: "text after a closing quote") }
+                field.append(byte)
+            }
+        }
+    }
+
+    /// A quote seen inside a quoted field: a doubled quote or the closing one (the next byte says,
+    /// which may come in the next chunk).
+    private var afterQuote = false
+
+    /// Ends the input: a last record without its line break is handed over.
+    public mutating func finish(_ onRecord: ([String]) throws -> Void) throws {
+        if afterQuote {
+            afterQuote = false
+            inQuotes = false
+        }
+        if inQuotes { throw CSVReaderError(row: records + 1, reason: "unterminated quoted field") }
+        if !field.isEmpty || fieldWasQuoted || !record.isEmpty {
+            endField()
+            let done = record
+            record = []
+            records += 1
+            try onRecord(done)
+        }
+    }
+
+    private mutating func endField() {
+        record.append(String(decoding: field, as: UTF8.self))
+        field.removeAll(keepingCapacity: true)
+        fieldWasQuoted = false
+    }
+}

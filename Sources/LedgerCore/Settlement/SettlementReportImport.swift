@@ -1,0 +1,376 @@
+import LedgerMacros
+
+// Importers of the acquirers' own settlement report formats (issue 17): the Adyen Settlement
+// Details Report, the Adyen Payment Accounting Report and Stripe's itemized payout reconciliation
+// report, read line by line (``CSVRecordStream``) into the ledger's normalized report line
+// (``SettlementReportLine``), whose `type` is the Adyen record type (Stripe's reporting categories
+// are mapped to theirs). Columns are found by their header names, so optional and reserved columns
+// may be present in any order. The columns read and their sources are in docs/report-formats.md.
+// A record type no mapping knows is kept with its own name, and reconciliation reports it as an
+// `unmapped_record` break: never dropped.
+
+/// A settlement report's layout.
+public enum SettlementReportFormat: String, Hashable, Sendable, CaseIterable {
+    /// The ledger's acquirer model's 23-column layout (exactly its header, in order).
+    case ledger
+    /// Adyen's Settlement Details Report (`settlement_detail_report_batch_N.csv`).
+    case adyenSettlementDetails = "adyen_sdr"
+    /// Adyen's Payment Accounting Report (`payments_accounting_report_YYYY_MM_DD.csv`).
+    case adyenPaymentAccounting = "adyen_par"
+    /// Stripe's itemized payout reconciliation report (`payout_reconciliation.itemized.5`).
+    case stripeItemizedPayout = "stripe_itemized"
+
+    /// The columns a report of this format must have (by name; others may come too).
+    public var requiredColumns: [String] {
+        switch self {
+        case .ledger, .adyenSettlementDetails:
+            [
+                "Merchant Account", "Psp Reference", "Merchant Reference", "Payment Method", "Type", "Modification Reference",
+                "Gross Currency", "Gross Debit (GC)", "Gross Credit (GC)", "Net Currency", "Net Debit (NC)", "Net Credit (NC)",
+                "Batch Number",
+            ]
+        case .adyenPaymentAccounting:
+            ["Merchant Account", "Psp Reference", "Merchant Reference", "Record Type", "Settlement Currency", "Payable (SC)"]
+        case .stripeItemizedPayout:
+            ["balance_transaction_id", "currency", "gross", "fee", "net", "reporting_category", "source_id", "automatic_payout_id"]
+        }
+    }
+
+    /// Whether the format has a payout line of its own (Adyen SDR's MerchantPayout); the others'
+    /// payout is the batch's (the ledger adds it when reconciling).
+    public var hasPayoutLine: Bool { self == .ledger || self == .adyenSettlementDetails }
+
+    /// The format a header row names: `ledger` for exactly the model's header, else the first format
+    /// whose required columns are all present; nil when none fits.
+    public static func detect(header: [String], ledgerColumns: [String]) -> SettlementReportFormat? {
+        let trimmed = header.map(SettlementReportImporter.trim)
+        if trimmed == ledgerColumns { return .ledger }
+        let names = Set(trimmed)
+        return [.adyenSettlementDetails, .adyenPaymentAccounting, .stripeItemizedPayout].first { format in
+            format.requiredColumns.allSatisfy(names.contains)
+        }
+    }
+}
+
+/// Why a report could not be imported. Rows are 1-based, the header is row 1.
+public enum ReportImportError: Error, Hashable, Sendable, CustomStringConvertible {
+    case missingHeader
+    case unknownFormat([String])
+    case missingColumns(SettlementReportFormat, [String])
+    case invalidField(row: Int, column: String, String)
+    case malformed(row: Int, String)
+    case severalPayouts(String, String)
+
+    public var description: String {
+        switch self {
+        case .missingHeader: "the report is empty"
+        case .unknownFormat(let header):
+            "the header names no known format (Adyen SDR, Adyen PAR, Stripe itemized payout reconciliation): \(header.prefix(6).joined(separator: ","))…"
+        case .missingColumns(let format, let columns): "a \(format.rawValue) report needs the columns \(columns.joined(separator: ", "))"
+        case .invalidField(let row, let column, let value): "row \(row): \(column) \(value.debugDescription) is not valid"
+        case .malformed(let row, let reason): "row \(row): \(reason)"
+        case .severalPayouts(let a, let b): "the report covers payouts \(a) and \(b): upload one payout at a time"
+        }
+    }
+}
+
+/// Turns one report's rows into normalized lines, one row at a time.
+public struct SettlementReportImporter: Sendable {
+    public let format: SettlementReportFormat
+    private let index: [String: Int]
+    private let width: Int
+    /// Stripe: the payout every row belongs to (the first row's), to find the batch.
+    public private(set) var payoutID: String?
+    /// Adyen PAR: a batch number when the report carries the optional column.
+    public private(set) var batchNumber: Int?
+
+    /// Reads the header; `format` nil: detected from it.
+    public init(header: [String], format: SettlementReportFormat? = nil, ledgerColumns: [String]) throws(ReportImportError) {
+        let names = header.map(Self.trim)
+        guard let chosen = format ?? SettlementReportFormat.detect(header: names, ledgerColumns: ledgerColumns) else {
+            throw .unknownFormat(names)
+        }
+        let missing = chosen.requiredColumns.filter { !names.contains($0) }
+        guard missing.isEmpty else { throw .missingColumns(chosen, missing) }
+        var index: [String: Int] = [:]
+        for (i, name) in names.enumerated() where index[name] == nil { index[name] = i }
+        self.format = chosen
+        self.index = index
+        self.width = names.count
+    }
+
+    /// A header cell without a byte order mark or surrounding spaces.
+    static func trim(_ name: String) -> String {
+        var text = Substring(name)
+        if text.hasPrefix("\u{FEFF}") { text = text.dropFirst() }
+        return String(text.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+    }
+
+    /// The row as normalized lines: none for an empty row (a blank line), one for a record, two for
+    /// a Stripe row whose fee was given back (the fee's return is a line of its own). `row` is
+    /// 1-based (the header is 1).
+    public mutating func lines(_ fields: [String], row: Int) throws(ReportImportError) -> [SettlementReportLine] {
+        if fields.allSatisfy(\.isEmpty) { return [] }
+        guard fields.count == width else { throw .malformed(row: row, "\(fields.count) fields, the header has \(width)") }
+        switch format {
+        case .ledger, .adyenSettlementDetails: return [try settlementDetails(fields, row: row)]
+        case .adyenPaymentAccounting: return [try paymentAccounting(fields, row: row)]
+        case .stripeItemizedPayout: return try stripe(fields, row: row)
+        }
+    }
+
+    // MARK: Field access
+
+    private func text(_ f: [String], _ column: String) -> String { index[column].map { f[$0] } ?? "" }
+
+    private func currency(_ f: [String], _ column: String, row: Int) throws(ReportImportError) -> Currency? {
+        let code = text(f, column).uppercased()
+        if code.isEmpty { return nil }
+        guard let currency = Currency(code: code) else { throw .invalidField(row: row, column: column, code) }
+        return currency
+    }
+
+    /// An amount column: empty is nil; `signed` allows a leading minus.
+    private func money(_ f: [String], _ column: String, _ currency: Currency?, row: Int, signed: Bool = false) throws(ReportImportError) -> Money? {
+        let value = text(f, column)
+        if value.isEmpty { return nil }
+        guard let currency, let money = try? Money(decimal: value, currency: currency), signed || !money.isNegative else {
+            throw .invalidField(row: row, column: column, value)
+        }
+        return money
+    }
+
+    /// A signed amount as (debit, credit) columns: a negative amount is a debit.
+    private static func split(_ signed: Money?) -> (debit: Money?, credit: Money?) {
+        guard let signed else { return (nil, nil) }
+        let magnitude = Money(minorUnits: signed.minorUnits.magnitude > UInt64(Int64.max) ? .max : abs(signed.minorUnits), currency: signed.currency)
+        return signed.isNegative ? (magnitude, nil) : (nil, magnitude)
+    }
+
+    // MARK: Adyen Settlement Details Report
+
+    private func settlementDetails(_ f: [String], row: Int) throws(ReportImportError) -> SettlementReportLine {
+        let gross = try currency(f, "Gross Currency", row: row)
+        let net = try currency(f, "Net Currency", row: row)
+        var rate: Rate?
+        let rateText = text(f, "Exchange Rate")
+        if !rateText.isEmpty {
+            guard let parsed = try? Rate(decimal: rateText) else { throw .invalidField(row: row, column: "Exchange Rate", rateText) }
+            rate = parsed
+        }
+        let batchText = text(f, "Batch Number")
+        guard let batch = Int(batchText) else { throw .invalidField(row: row, column: "Batch Number", batchText) }
+        return SettlementReportLine(
+            companyAccount: text(f, "Company Account"),
+            merchantAccount: text(f, "Merchant Account"),
+            pspReference: text(f, "Psp Reference"),
+            merchantReference: text(f, "Merchant Reference"),
+            paymentMethod: text(f, "Payment Method"),
+            creationDate: nil,
+            timeZone: text(f, "TimeZone"),
+            type: SettlementLineType(rawValue: text(f, "Type")),
+            modificationReference: text(f, "Modification Reference"),
+            grossCurrency: gross,
+            grossDebit: try money(f, "Gross Debit (GC)", gross, row: row),
+            grossCredit: try money(f, "Gross Credit (GC)", gross, row: row),
+            exchangeRate: rate,
+            netCurrency: net,
+            netDebit: try money(f, "Net Debit (NC)", net, row: row),
+            netCredit: try money(f, "Net Credit (NC)", net, row: row),
+            commission: try money(f, "Commission (NC)", net, row: row),
+            markup: try money(f, "Markup (NC)", net, row: row),
+            schemeFees: try money(f, "Scheme Fees (NC)", net, row: row),
+            interchange: try money(f, "Interchange (NC)", net, row: row),
+            paymentMethodVariant: text(f, "Payment Method Variant"),
+            modificationMerchantReference: text(f, "Modification Merchant Reference"),
+            batchNumber: batch
+        )
+    }
+
+    // MARK: Adyen Payment Accounting Report
+
+    /// The direction of a record's money for the merchant: +1 credited, −1 debited, 0 none.
+    static func direction(_ kind: SettlementRecordKind) -> Int64 {
+        switch kind {
+        case .capture, .refundReversed, .chargebackReversed: 1
+        case .refund, .chargeback, .secondChargeback: -1
+        case .adjustment, .payout, .unmapped, .lifecycle: 0
+        }
+    }
+
+    private mutating func paymentAccounting(_ f: [String], row: Int) throws(ReportImportError) -> SettlementReportLine {
+        let type = SettlementLineType(rawValue: text(f, "Record Type"))
+        let kind = SettlementRecordKind(adyenType: type)
+        let settlement = try currency(f, "Settlement Currency", row: row)
+        // PAR amounts are given as the booking shows them; the record type says which way the money went.
+        let payable = try money(f, "Payable (SC)", settlement, row: row, signed: true)
+        var fees: [Money?] = []
+        for column in ["Commission (SC)", "Markup (SC)", "Scheme Fees (SC)", "Interchange (SC)"] {
+            let fee = try money(f, column, settlement, row: row, signed: true)
+            fees.append(fee.map { Money(minorUnits: abs($0.minorUnits), currency: $0.currency) })
+        }
+        let feeTotal = fees.reduce(Int64(0)) { $0 + ($1?.minorUnits ?? 0) }
+        var net = payable
+        var gross: Money?
+        let direction = Self.direction(kind)
+        if let payable, direction != 0 {
+            net = Money(minorUnits: direction * abs(payable.minorUnits), currency: payable.currency)
+            gross = Money(minorUnits: net!.minorUnits + feeTotal, currency: payable.currency)
+        } else if let payable {
+            gross = Money(minorUnits: payable.minorUnits + feeTotal, currency: payable.currency)
+        }
+        let batchText = text(f, "Batch Number")
+        if let batch = Int(batchText), batchNumber == nil { batchNumber = batch }
+        let (grossDebit, grossCredit) = Self.split(gross)
+        let (netDebit, netCredit) = Self.split(net)
+        let modification = text(f, "Modification Reference")
+        return SettlementReportLine(
+            companyAccount: text(f, "Company Account"),
+            merchantAccount: text(f, "Merchant Account"),
+            pspReference: text(f, "Psp Reference"),
+            merchantReference: text(f, "Merchant Reference"),
+            paymentMethod: text(f, "Payment Method"),
+            creationDate: nil,
+            timeZone: text(f, "TimeZone"),
+            type: type,
+            // The PAR names the payment (Psp Reference), not the modification: lines are matched by ours
+            // (Modification Merchant Reference), or by a Modification Reference column when the report has one.
+            // A status record names neither, so it never counts as a second line of a capture or refund.
+            modificationReference: kind == .lifecycle ? "" : modification,
+            grossCurrency: gross == nil ? nil : settlement,
+            grossDebit: grossDebit,
+            grossCredit: grossCredit,
+            exchangeRate: nil,
+            netCurrency: net == nil ? nil : settlement,
+            netDebit: netDebit,
+            netCredit: netCredit,
+            commission: fees[0],
+            markup: fees[1],
+            schemeFees: fees[2],
+            interchange: fees[3],
+            paymentMethodVariant: text(f, "Payment Method Variant"),
+            modificationMerchantReference: kind == .lifecycle ? "" : text(f, "Modification Merchant Reference"),
+            batchNumber: Int(batchText) ?? 0
+        )
+    }
+
+    // MARK: Stripe itemized payout reconciliation
+
+    /// Stripe's `reporting_category` → the Adyen record type the tally reads (documented mapping:
+    /// ``SettlementRecordKind/stripe``). A category no mapping knows keeps its own name.
+    public static func adyenType(stripeCategory category: String) -> SettlementLineType {
+        switch SettlementRecordKind(stripeCategory: category) {
+        case .capture: .settled
+        case .refund: .refunded
+        case .refundReversed: SettlementLineType(rawValue: "RefundedReversed")
+        case .chargeback: .chargeback
+        case .secondChargeback: SettlementLineType(rawValue: "SecondChargeback")
+        case .chargebackReversed: SettlementLineType(rawValue: "ChargebackReversed")
+        case .adjustment: SettlementLineType(rawValue: "MiscCosts")
+        case .payout: .merchantPayout
+        case .lifecycle: SettlementLineType(rawValue: "Received")
+        case .unmapped: SettlementLineType(rawValue: category.isEmpty ? "(empty reporting_category)" : category)
+        }
+    }
+
+    private mutating func stripe(_ f: [String], row: Int) throws(ReportImportError) -> [SettlementReportLine] {
+        let payout = text(f, "automatic_payout_id")
+        if let payoutID, !payout.isEmpty, payout != payoutID { throw .severalPayouts(payoutID, payout) }
+        if payoutID == nil, !payout.isEmpty { payoutID = payout }
+        let currency = try currency(f, "currency", row: row)
+        guard let gross = try money(f, "gross", currency, row: row, signed: true),
+            let net = try money(f, "net", currency, row: row, signed: true)
+        else { throw .invalidField(row: row, column: "gross", text(f, "gross")) }
+        var fee = try money(f, "fee", currency, row: row, signed: true)
+        var netUsed = net
+        var feeReturned: Money?
+        if let charged = fee, charged.isNegative {
+            // A fee given back: the record's line carries no fee, and the fee's return is a line of its own.
+            feeReturned = Money(minorUnits: -charged.minorUnits, currency: charged.currency)
+            netUsed = gross
+            fee = nil
+        }
+        let (grossDebit, grossCredit) = Self.split(gross)
+        let (netDebit, netCredit) = Self.split(netUsed)
+        let category = text(f, "reporting_category")
+        // Ours, when the charge carried it in its metadata (the ledger sends its modification reference).
+        let ours = text(f, "payment_metadata[modification_reference]")
+        let line = SettlementReportLine(
+            companyAccount: "",
+            merchantAccount: text(f, "connected_account_id"),
+            pspReference: text(f, "charge_id").isEmpty ? text(f, "source_id") : text(f, "charge_id"),
+            merchantReference: text(f, "payment_metadata[order_id]"),
+            // Stripe prices in one fee, not the contract's interchange++ split: a payment method the
+            // contract does not name, so the line's fee is checked for conservation only.
+            paymentMethod: text(f, "card_brand").isEmpty ? "stripe" : "stripe:" + text(f, "card_brand"),
+            creationDate: nil,
+            timeZone: "",
+            type: Self.adyenType(stripeCategory: category),
+            modificationReference: text(f, "source_id"),
+            grossCurrency: currency,
+            grossDebit: grossDebit,
+            grossCredit: grossCredit,
+            exchangeRate: nil,
+            netCurrency: currency,
+            netDebit: netDebit,
+            netCredit: netCredit,
+            commission: fee,
+            markup: nil,
+            schemeFees: nil,
+            interchange: nil,
+            paymentMethodVariant: text(f, "card_funding"),
+            modificationMerchantReference: ours,
+            batchNumber: 0
+        )
+        guard let feeReturned else { return [line] }
+        var returned = line
+        returned.type = SettlementLineType(rawValue: "MiscCosts")
+        returned.modificationReference = line.modificationReference + ".fee"
+        returned.modificationMerchantReference = ""
+        (returned.grossDebit, returned.grossCredit) = (nil, feeReturned)
+        (returned.netDebit, returned.netCredit) = (nil, feeReturned)
+        returned.commission = nil
+        return [line, returned]
+    }
+}
+
+/// Reads a whole report text line by line through ``CSVRecordStream`` and ``SettlementReportImporter``,
+/// handing each normalized line to `body` with its row number.
+public enum SettlementReportImport {
+    /// Imports `bytes` (fed in chunks of `chunk` bytes); returns the importer (format, Stripe payout,
+    /// PAR batch) after the last line.
+    @discardableResult
+    public static func read<Bytes: Collection>(
+        _ bytes: Bytes,
+        format: SettlementReportFormat? = nil,
+        ledgerColumns: [String],
+        chunk: Int = 64 * 1024,
+        _ body: (SettlementReportLine, Int) throws -> Void
+    ) throws -> SettlementReportImporter where Bytes.Element == UInt8 {
+        var stream = CSVRecordStream()
+        var importer: SettlementReportImporter?
+        var row = 0
+        func take(_ record: [String]) throws {
+            row += 1
+            guard var current = importer else {
+                importer = try SettlementReportImporter(header: record, format: format, ledgerColumns: ledgerColumns)
+                return
+            }
+            for line in try current.lines(record, row: row) { try body(line, row) }
+            importer = current
+        }
+        var start = bytes.startIndex
+        do {
+            while start != bytes.endIndex {
+                let end = bytes.index(start, offsetBy: chunk, limitedBy: bytes.endIndex) ?? bytes.endIndex
+                try stream.feed(bytes[start..<end], take)
+                start = end
+            }
+            try stream.finish(take)
+        } catch let error as CSVReaderError {
+            throw ReportImportError.malformed(row: error.row, error.reason)
+        }
+        guard let importer else { throw ReportImportError.missingHeader }
+        return importer
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import LedgerCore
+import LedgerPostgres
+import Logging
+import ServiceLifecycle
+
+/// The inventory's history at any position, from the nearest sound snapshot and the events after
+/// it; the writing of snapshots every `every` events; and their audit (each rebuilt from the log).
+///
+/// A snapshot is used only when its bytes hash to its stored digest and it names the log's event at
+/// its position (``InventorySnapshotStore/Stored/defect``); otherwise the read goes on from an
+/// earlier one (or from position 1) and logs why. A forged snapshot with a recomputed digest passes
+/// that check; ``verify()`` (`ledgerd audit snapshots`) finds it by rebuilding.
+public struct InventorySnapshots: Sendable {
+    public let store: InventorySnapshotStore
+    /// Events between snapshots (the bound of an as-of read's fold, plus the snapshotter's lag).
+    public let every: Int64
+    let events: EventStore
+    let logger: Logger
+
+    public init(client: DatabaseClient, every: Int64, logger: Logger) {
+        self.store = InventorySnapshotStore(client: client, logger: logger)
+        self.events = EventStore(client: client, logger: logger)
+        self.every = max(1, every)
+        self.logger = logger
+    }
+
+    /// How many defective snapshots a read skips before it folds from position 1.
+    static let skipLimit = 8
+
+    /// The inventory's history after the event at `position`. With `lapsingBy`, a read's instant: only
+    /// the reservations that can lapse by then are restored from the snapshot (a partial history,
+    /// ``InventoryHistory/init(snapshot:reservationsExpiringBy:)``), which is all a read needs.
+    public func history(through position: Int64, lapsingBy micros: Int64? = nil) async throws -> InventoryHistory {
+        var history = try await start(atOrBefore: position, lapsingBy: micros)
+        try await fold(&history, through: position)
+        return history
+    }
+
+    /// The nearest sound snapshot at or before `position`, restored (an empty history when none is).
+    func start(atOrBefore position: Int64, lapsingBy micros: Int64?) async throws -> InventoryHistory {
+        var below = position
+        for _ in 0..<Self.skipLimit {
+            // One at a time: a snapshot can be megabytes, and the nearest is almost always sound.
+            guard let stored = try await store.snapshots(atOrBefore: below, limit: 1).first else { break }
+            below = stored.position - 1
+            if let defect = stored.defect {
+                logger.error("inventory snapshot skipped", metadata: ["position": "\(stored.position)", "reason": "\(defect)"])
+                continue
+            }
+            do {
+                let history = try InventoryHistory(snapshot: stored.state, reservationsExpiringBy: micros)
+                guard history.position == stored.position else {
+                    logger.error(
+                        "inventory snapshot skipped",
+                        metadata: ["position": "\(stored.position)", "reason": "it says position \(history.position)"]
+                    )
+                    continue
+                }
+                return history
+            } catch {
+                logger.error("inventory snapshot skipped", metadata: ["position": "\(stored.position)", "reason": "\(error)"])
+            }
+        }
+        return InventoryHistory()
+    }
+
+    /// Folds the history's events after its position, through `position`, one window of `every` at a time.
+    func fold(_ history: inout InventoryHistory, through position: Int64) async throws {
+        while history.position < position {
+            let upper = min(position, history.position + max(every, 10_000))
+            for (at, event) in try await store.historyEvents(after: history.position, through: upper) { history.apply(event, at: at) }
+            history.advance(to: upper)
+        }
+    }
+
+    /// The history folded from position 1, ignoring every snapshot (what an auditor rebuilds).
+    public func fullFold(through position: Int64) async throws -> InventoryHistory {
+        var history = InventoryHistory()
+        try await fold(&history, through: position)
+        return history
+    }
+
+    /// Writes the snapshots missing up to the head (at multiples of ``every`` after the last one).
+    /// Returns how many it wrote.
+    @discardableResult
+    public func catchUp() async throws -> Int {
+        let head = try await events.head().position
+        let last = try await store.lastPosition()
+        guard head - last >= every else { return 0 }
+        var history = try await history(through: last)
+        var written = 0
+        while history.position + every <= head {
+            let next = history.position + every
+            for (at, event) in try await store.historyEvents(after: history.position, through: next) { history.apply(event, at: at) }
+            history.advance(to: next)
+            if try await store.insert(history) { written += 1 }
+            history = history.asSnapshot
+        }
+        return written
+    }
+
+    /// Every stored snapshot rebuilt from the log, in order, and compared byte for byte.
+    public struct Report: Sendable, CustomStringConvertible {
+        public var checked = 0
+        /// Positions whose stored snapshot differs from the rebuild, or fails its own checks, with why.
+        public var bad: [(position: Int64, reason: String)] = []
+        public var ok: Bool { bad.isEmpty }
+        public var description: String {
+            ok
+                ? "ok: \(checked) inventory snapshots rebuilt from the log and identical"
+                : "NOT OK: \(bad.count) of \(checked) inventory snapshots differ from the log: "
+                    + bad.prefix(10).map { "\($0.position) (\($0.reason))" }.joined(separator: ", ")
+        }
+    }
+
+    public func verify() async throws -> Report {
+        var report = Report()
+        var history = InventoryHistory()
+        for position in try await store.positions() {
+            try await fold(&history, through: position)
+            report.checked += 1
+            let rebuilt = try history.snapshotBytes()
+            guard let stored = try await store.snapshots(atOrBefore: position, limit: 1).first, stored.position == position else {
+                report.bad.append((position, "missing"))
+                continue
+            }
+            if let defect = stored.defect {
+                report.bad.append((position, defect))
+            } else if stored.state != rebuilt {
+                report.bad.append((position, "its state is not the log's"))
+            }
+            history = history.asSnapshot
+        }
+        return report
+    }
+}
+
+/// Writes inventory snapshots as the log grows: at start and then every `interval`.
+public struct InventorySnapshotter: Service {
+    public init(snapshots: InventorySnapshots, interval: Duration, logger: Logger) {
+        self.snapshots = snapshots
+        self.interval = interval
+        self.logger = logger
+    }
+
+    let snapshots: InventorySnapshots
+    let interval: Duration
+    let logger: Logger
+
+    public func run() async throws {
+        try? await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                do {
+                    let written = try await snapshots.catchUp()
+                    if written > 0 { logger.debug("inventory snapshots written", metadata: ["count": "\(written)"]) }
+                } catch  where !Task.isCancelled {
+                    logger.warning("inventory snapshot failed; retrying later", metadata: ["error": "\(String(reflecting: error))"])
+                }
+                try await Task.sleep(for: interval)
+            }
+        }
+    }
+}

@@ -1,0 +1,285 @@
+import Foundation
+import LedgerCore
+import LedgerPostgres
+import Logging
+
+/// What the acquirer reports about a dispute (its notification): the stage the network reached.
+/// The ledger records it through ``DisputeDecider`` like an operator's answer.
+public struct DisputeNotification: Sendable, Hashable {
+    public enum Stage: String, Sendable, Hashable, CaseIterable {
+        case inquiry
+        case chargeback
+        case secondPresentment = "second_presentment"
+        case chargebackReversed = "chargeback_reversed"
+        case preArbitration = "pre_arbitration"
+        case secondChargeback = "second_chargeback"
+        case won, lost
+    }
+
+    public var disputeID: String
+    public var stage: Stage
+    /// The order (our merchant reference) and the acquirer's reference of the disputed payment:
+    /// needed when the notification opens the dispute (inquiry, chargeback).
+    public var orderID: String?
+    public var pspReference: String?
+    public var reason: DisputeReason?
+    public var amount: Money?
+
+    public init(
+        disputeID: String,
+        stage: Stage,
+        orderID: String? = nil,
+        pspReference: String? = nil,
+        reason: DisputeReason? = nil,
+        amount: Money? = nil
+    ) {
+        self.disputeID = disputeID
+        self.stage = stage
+        self.orderID = orderID
+        self.pspReference = pspReference
+        self.reason = reason
+        self.amount = amount
+    }
+}
+
+/// One event of a dispute's history, as `GET /disputes/{id}` shows it.
+public struct DisputeHistoryEntry: Sendable, Hashable {
+    public var position: Int64
+    public var type: String
+    public var recordedAt: Date
+    public var actor: String?
+    /// The event's stored JSON (canonical jsonb text).
+    public var data: String
+
+    public init(position: Int64, type: String, recordedAt: Date, actor: String?, data: String) {
+        self.position = position
+        self.type = type
+        self.recordedAt = recordedAt
+        self.actor = actor
+        self.data = data
+    }
+}
+
+/// A dispute with its history and the order's status now.
+public struct DisputeView: Sendable, Hashable {
+    public var state: DisputeState
+    public var history: [DisputeHistoryEntry]
+    public var orderStatus: OrderStatus?
+
+    public init(state: DisputeState, history: [DisputeHistoryEntry], orderStatus: OrderStatus?) {
+        self.state = state
+        self.history = history
+        self.orderStatus = orderStatus
+    }
+}
+
+/// The dispute lifecycle as use cases (issue 17): each dispute on its own stream (`dispute-<id>`),
+/// decided by ``DisputeDecider`` on the dispute's folded state and the injected clock. An append
+/// carries the dispute's events and, when the order's status changes, the order's
+/// `OrderPaymentUpdated` (operation `dispute`) — one append through the ``DomainCommitter``, whose
+/// version checks on both streams make a concurrent hold operation or dispute answer decide again.
+///
+/// Money: a dispute's debits and credits are on its stream (``DisputeState/chargedBack``,
+/// ``DisputeState/reversed``); the hold's money is untouched, so captured − refunded − charged back
+/// + reversed is what the merchant keeps of an order (``DisputeService/netKept(hold:disputes:)``).
+/// Stock is never moved by a dispute.
+public struct DisputeService: Sendable {
+    package init(committer: DomainCommitter, loader: AggregateLoader, client: DatabaseClient, clock: @escaping @Sendable () -> Date, logger: Logger) {
+        self.committer = committer
+        self.loader = loader
+        self.store = loader.store
+        self.reader = DisputeReader(client: client, logger: logger)
+        self.clock = clock
+        self.logger = logger
+    }
+
+    let committer: DomainCommitter
+    let loader: AggregateLoader
+    let store: EventStore
+    let reader: DisputeReader
+    let clock: @Sendable () -> Date
+    let logger: Logger
+    /// Answers on one dispute take turns in this process.
+    let turns = KeyedLock()
+
+    static let maximumAttempts = 20
+
+    // MARK: Commands
+
+    /// Records what the acquirer reports (a new dispute, or the network's next stage).
+    @discardableResult
+    public func receive(_ notification: DisputeNotification, actor: String = "acquirer") async throws -> DisputeView {
+        let command: DisputeCommand
+        switch notification.stage {
+        case .inquiry, .chargeback:
+            guard let raw = notification.orderID, let orderID = OrderID(raw) else {
+                throw ServiceError.invalid("invalid_order", "a new dispute names its order", field: "order_id")
+            }
+            guard let reason = notification.reason else { throw ServiceError.invalid("missing_field", "a new dispute has a reason", field: "reason") }
+            guard let amount = notification.amount else {
+                throw ServiceError.invalid("missing_field", "a new dispute has an amount", field: "amount")
+            }
+            let psp = notification.pspReference ?? ""
+            command =
+                notification.stage == .inquiry
+                ? .raiseInquiry(disputeID: notification.disputeID, orderID: orderID, pspReference: psp, reason: reason, amount: amount)
+                : .chargeback(disputeID: notification.disputeID, orderID: orderID, pspReference: psp, reason: reason, amount: amount)
+        case .secondPresentment: command = .secondPresentment
+        case .chargebackReversed: command = .reverse
+        case .preArbitration: command = .preArbitration
+        case .secondChargeback: command = .secondChargeback
+        case .won: command = .decide(.won, by: actor)
+        case .lost: command = .decide(.lost, by: actor)
+        }
+        return try await perform(command, disputeID: notification.disputeID, actor: actor, commandName: "RecordDispute")
+    }
+
+    /// An operator's defense: references to evidence kept elsewhere (never the documents).
+    @discardableResult
+    public func defend(id: String, evidenceRefs: [String], actor: String) async throws -> DisputeView {
+        try await perform(.defend(evidenceRefs: evidenceRefs, by: actor), disputeID: id, actor: actor, commandName: "DefendDispute")
+    }
+
+    /// An operator accepts liability: the amount stays with the cardholder.
+    @discardableResult
+    public func accept(id: String, actor: String) async throws -> DisputeView {
+        try await perform(.accept(by: actor), disputeID: id, actor: actor, commandName: "AcceptDispute")
+    }
+
+    private func perform(_ command: DisputeCommand, disputeID: String, actor: String, commandName: String) async throws -> DisputeView {
+        guard DisputeDecider.isReference(disputeID), disputeID.utf8.count <= 100, let stream = StreamID("dispute-" + disputeID) else {
+            throw ServiceError.notFound("no dispute \(disputeID)")
+        }
+        return try await turns.withLock(disputeID) {
+            for attempt in 0..<Self.maximumAttempts {
+                let recorded = try await store.readStream(stream)
+                let events = try recorded.map { try DisputeEvent.decode($0) }
+                let state = DisputeState.fold(events)
+                let orderID: OrderID
+                switch (state, command) {
+                case (let state?, _): orderID = state.orderID
+                case (nil, .raiseInquiry(_, let order, _, _, _)), (nil, .chargeback(_, let order, _, _, _)): orderID = order
+                default: throw ServiceError.notFound("no dispute \(disputeID)")
+                }
+                guard let order = try await loader.order(orderID, fresh: attempt > 0) else {
+                    throw ServiceError.invalid("unknown_order", "no order \(orderID)", field: "order_id")
+                }
+                guard let hold = try await loader.hold(orderID, fresh: attempt > 0) else {
+                    throw ServiceError.conflict("not_captured", "order \(orderID) has no payment to dispute")
+                }
+                let others = try await reader.disputes().values.filter { $0.orderID == orderID && $0.disputeID != disputeID }
+                let now = clock()
+                let decided: [DisputeEvent]
+                switch DisputeDecider.decide(command, state: state, disputable: Self.disputable(hold: hold, others: others), now: now) {
+                case .failure(let rejection): throw Self.serviceError(rejection, disputeID: disputeID)
+                case .success(let events): decided = events
+                }
+                guard let after = DisputeState.fold(events + decided) else { throw ServiceError.internalFailure }
+                let status = HoldLifecycle.status(balance: hold.balance, shipped: order.shipment != nil, disputes: others + [after])
+                var appends: [PlannedAppend] = []
+                if status != order.status {
+                    appends.append(
+                        PlannedAppend(
+                            streamID: order.id.streamID,
+                            expectedVersion: .exact(order.version),
+                            events: [.order(.paymentUpdated(OrderPaymentUpdated(orderID: order.id, operation: "dispute", status: status)))]
+                        )
+                    )
+                }
+                let disputeAppend = StreamAppend(
+                    streamID: stream,
+                    expectedVersion: PlannedAppend.expectation(forVersion: Int64(recorded.count)),
+                    events: try decided.map { try $0.ledgerEvent.newEvent(eventID: UUID(), effectiveAt: now) }
+                )
+                let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: actor, command: commandName)
+                let states = AggregateStates(orders: [orderID: order], holds: [orderID: hold])
+                guard
+                    let committed = try await committer.commit(
+                        AppendPlan(appends),
+                        on: states,
+                        now: now,
+                        metadata: metadata,
+                        alsoAppending: [disputeAppend]
+                    )
+                else { continue }  // the order or the dispute moved: decide again on fresh reads
+                let orderAfter = committed.states?.orders[orderID]?.status ?? status
+                guard let view = try await dispute(id: disputeID, orderStatus: orderAfter) else { throw ServiceError.internalFailure }
+                return view
+            }
+            throw ServiceError.unavailable("the dispute \(disputeID) is too busy right now; retry")
+        }
+    }
+
+    // MARK: Reads
+
+    /// The disputes with `status` (nil: any) whose deadline is before `dueBefore` (nil: any), by
+    /// deadline then id (disputes awaiting nothing last).
+    public func list(status: DisputeStatus? = nil, dueBefore: Date? = nil) async throws -> [DisputeState] {
+        try await reader.disputes().values
+            .filter { d in status.map { d.status == $0 } ?? true }
+            .filter { d in dueBefore.map { limit in d.dueAt.map { $0 < limit } ?? false } ?? true }
+            .sorted { a, b in
+                switch (a.dueAt, b.dueAt) {
+                case (let x?, let y?) where x != y: return x < y
+                case (.some, nil): return true
+                case (nil, .some): return false
+                default: return a.disputeID < b.disputeID
+                }
+            }
+    }
+
+    /// One dispute with its history (nil: none with that id).
+    public func dispute(id: String) async throws -> DisputeView? {
+        try await dispute(id: id, orderStatus: nil)
+    }
+
+    private func dispute(id: String, orderStatus: OrderStatus?) async throws -> DisputeView? {
+        guard DisputeDecider.isReference(id), let stream = StreamID("dispute-" + id) else { return nil }
+        let recorded = try await store.readStream(stream)
+        guard let state = DisputeState.fold(try recorded.map { try DisputeEvent.decode($0) }) else { return nil }
+        let decoder = JSONDecoder()
+        let history = recorded.map { event in
+            DisputeHistoryEntry(
+                position: event.position,
+                type: event.type,
+                recordedAt: Date(timeIntervalSince1970: Double(event.recordedAtMicros) / 1_000_000),
+                actor: (try? decoder.decode(EventMetadata.self, from: Data(event.metadata.utf8)))?.actor,
+                data: event.data
+            )
+        }
+        var status = orderStatus
+        if status == nil { status = try await loader.order(state.orderID, fresh: true)?.status }
+        return DisputeView(state: state, history: history, orderStatus: status)
+    }
+
+    // MARK: Rules
+
+    /// What a new dispute on the order may claim: captured − refunded − what its other disputes
+    /// (not won) claim.
+    static func disputable(hold: HoldState, others: [DisputeState]) -> Money {
+        let claimed = others.filter { $0.status != .won }.reduce(Int64(0)) { $0 + $1.amount.minorUnits }
+        let b = hold.balance
+        return Money(minorUnits: b.captured.minorUnits - b.refunded.minorUnits - claimed, currency: b.captured.currency)
+    }
+
+    /// What the merchant keeps of an order: captured − refunded − charged back + reversed.
+    public static func netKept(hold: HoldState, disputes: [DisputeState]) -> Money {
+        let b = hold.balance
+        let net = disputes.reduce(b.captured.minorUnits - b.refunded.minorUnits) { $0 - $1.chargedBack.minorUnits + $1.reversed.minorUnits }
+        return Money(minorUnits: net, currency: b.captured.currency)
+    }
+
+    static func serviceError(_ rejection: DisputeRejection, disputeID: String) -> ServiceError {
+        let message = rejection.description
+        switch rejection {
+        case .unknownDispute: return ServiceError.notFound("no dispute \(disputeID)")
+        case .alreadyExists: return ServiceError.conflict("dispute_exists", message)
+        case .illegalTransition: return ServiceError.conflict("illegal_transition", message)
+        case .deadlinePassed: return ServiceError.conflict("deadline_passed", message)
+        case .unknownReason: return ServiceError.invalid("unknown_reason", message, field: "reason")
+        case .nonPositiveAmount: return ServiceError.invalid("invalid_amount", message, field: "amount")
+        case .exceedsDisputable: return ServiceError.invalid("exceeds_disputable", message, field: "amount")
+        case .missingEvidence, .invalidEvidenceReference: return ServiceError.invalid("invalid_evidence", message, field: "evidence_refs")
+        }
+    }
+}

@@ -1,0 +1,229 @@
+import Foundation
+import LedgerAcquirer
+import LedgerCore
+import Testing
+
+/// The acquirers' report formats (issue 17): golden sample files built from the documented layouts
+/// (docs/report-formats.md) imported line by line and reconciled against one batch's ledger items and
+/// disputes, with exactly the expected outcomes; every documented record type has its outcome; an
+/// unknown record type is exactly one `unmapped_record` break.
+@Suite struct ReportFormatGoldenTests {
+    static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden/report-formats")
+    static let t0 = Date(timeIntervalSince1970: 1_781_690_400)
+    static let batch = "S-USD-2026-06-17"
+
+    static func item(_ kind: SettlementItemKind, _ ours: String, _ order: String, _ units: Int64) -> SettlementBatchItem {
+        SettlementBatchItem(
+            kind: kind,
+            orderID: order,
+            modificationReference: ours,
+            pspModificationReference: "ledger-psp-\(ours)",
+            amount: Money(minorUnits: units, currency: .usd),
+            recordedAt: t0,
+            position: 1
+        )
+    }
+
+    /// The batch's ledger items: two captures and a refund of order o-1 … o-3.
+    static let items = [
+        item(.capture, "mod-c1", "o-1", 10_000), item(.capture, "mod-c2", "o-2", 5900), item(.refund, "mod-r1", "o-1", 1000),
+        item(.capture, "mod-c3", "o-3", 2500),
+    ]
+
+    /// The ledger's disputes: o-2 charged back 59.00; o-3 charged back 25.00 and reversed.
+    static func disputes(o2: String, o3: String) -> [String: DisputeMoney] {
+        [o2: DisputeMoney(debits: [5900]), o3: DisputeMoney(debits: [2500], credits: [2500])]
+    }
+
+    struct Imported {
+        var format: SettlementReportFormat
+        var lines: [SettlementReportLine]
+        var importer: SettlementReportImporter
+    }
+
+    /// Imports a golden file in small chunks (so records straddle chunk boundaries).
+    func load(_ name: String, chunk: Int = 37) throws -> Imported {
+        let bytes = Array(try Data(contentsOf: Self.folder.appendingPathComponent(name)))
+        var lines: [SettlementReportLine] = []
+        let importer = try SettlementReportImport.read(bytes, ledgerColumns: SettlementReportCSV.columns, chunk: chunk) { line, _ in
+            lines.append(line)
+        }
+        return Imported(format: importer.format, lines: lines, importer: importer)
+    }
+
+    func reconcile(_ lines: [SettlementReportLine], disputes: [String: DisputeMoney]) -> ReconciliationRecorded {
+        Reconciliation.reconcile(
+            batchID: Self.batch,
+            currency: .usd,
+            items: Self.items,
+            lines: lines,
+            laterLines: [],
+            settledElsewhere: [],
+            disputes: disputes,
+            report: "upload-golden",
+            expectedFees: { _, _ in nil }
+        )
+    }
+
+    func classes(_ result: ReconciliationRecorded) -> [String] { result.breaks.map { "\($0.breakClass.rawValue) \($0.reference)" } }
+
+    /// The payout line the ledger adds to a format without one: the batch's announced payout.
+    func payout(_ units: Int64) -> SettlementReportLine {
+        SettlementReportLine(
+            companyAccount: "",
+            merchantAccount: "",
+            pspReference: "",
+            merchantReference: "",
+            paymentMethod: "",
+            creationDate: nil,
+            timeZone: "",
+            type: .merchantPayout,
+            modificationReference: "payout",
+            grossCurrency: nil,
+            grossDebit: nil,
+            grossCredit: nil,
+            exchangeRate: nil,
+            netCurrency: .usd,
+            netDebit: Money(minorUnits: units, currency: .usd),
+            netCredit: nil,
+            commission: nil,
+            markup: nil,
+            schemeFees: nil,
+            interchange: nil,
+            paymentMethodVariant: "",
+            modificationMerchantReference: Self.batch,
+            batchNumber: 7
+        )
+    }
+
+    @Test func anAdyenSettlementDetailsReportReconcilesWithExactlyTheExpectedOutcomes() throws {
+        let imported = try load("adyen-sdr-batch-7.csv")
+        #expect(imported.format == .adyenSettlementDetails)
+        #expect(imported.lines.count == 9 && imported.lines.allSatisfy { $0.batchNumber == 7 })
+        #expect(imported.lines[0].merchantAccount == "Ledger, Inc. US" && imported.lines[0].markup?.minorUnits == 50)
+        let result = reconcile(imported.lines, disputes: Self.disputes(o2: "8816178952380002", o3: "8816178952380003"))
+        // Three captures, a refund, two chargebacks and a reversal match; the chargeback fee is the ledger's to book.
+        #expect(result.reportLines == 9 && result.ledgerItems == 4 && result.matched == 7)
+        #expect(classes(result) == ["unmatched_adjustment Chargeback handling fee 8836178952380201"])
+        // Without the ledger's disputes the chargebacks are lines the ledger has not recorded.
+        let without = reconcile(imported.lines, disputes: [:])
+        #expect(
+            classes(without) == [
+                "missing_in_ledger 8836178952380201", "missing_in_ledger 8836178952380202", "missing_in_ledger 8836178952380203",
+                "unmatched_adjustment Chargeback handling fee 8836178952380201",
+            ]
+        )
+        // A second chargeback line for the same dispute would move the money twice: refused as a duplicate.
+        var twice = imported.lines
+        twice.insert(imported.lines[4], at: 5)
+        twice[twice.count - 1].netDebit = Money(minorUnits: 9567 - 5900, currency: .usd)
+        #expect(
+            classes(reconcile(twice, disputes: Self.disputes(o2: "8816178952380002", o3: "8816178952380003"))).contains("duplicate 8836178952380201")
+        )
+    }
+
+    @Test func anUnknownRecordTypeIsExactlyOneUnmappedRecordBreak() throws {
+        let imported = try load("adyen-sdr-batch-7-unknown-type.csv")
+        let result = reconcile(imported.lines, disputes: Self.disputes(o2: "8816178952380002", o3: "8816178952380003"))
+        #expect(result.reportLines == 10 && result.matched == 7)
+        #expect(result.breaks.filter { $0.breakClass == .unmappedRecord }.map(\.reference) == ["8846178952380301"])
+        #expect(classes(result) == ["unmatched_adjustment Chargeback handling fee 8836178952380201", "unmapped_record 8846178952380301"])
+        #expect(result.breaks.last?.actual == "100")  // the line is kept with its money, never dropped
+    }
+
+    @Test func anAdyenPaymentAccountingReportReconcilesWithExactlyTheExpectedOutcomes() throws {
+        let imported = try load("adyen-par-2026-06-17.csv")
+        #expect(imported.format == .adyenPaymentAccounting)
+        #expect(imported.lines.count == 19)
+        let kinds = imported.lines.map { SettlementRecordKind(adyenType: $0.type) }
+        #expect(kinds.filter { $0 == .lifecycle }.count == 11)
+        // The announced payout: Σ of the settled records' payable amounts.
+        let lines = imported.lines + [payout(9567)]
+        let result = reconcile(lines, disputes: Self.disputes(o2: "8816178952380002", o3: "8816178952380003"))
+        // 11 status records (nothing to match), 4 items, 2 chargebacks and a reversal matched; the Fee is the ledger's to book.
+        #expect(result.reportLines == 20 && result.matched == 18)
+        #expect(classes(result) == ["unmatched_adjustment 8856178952380401"])
+        // Refunded and Chargeback records are debits whatever sign the booking shows.
+        let refund = try #require(imported.lines.first { $0.type == .refunded })
+        #expect(refund.signedGrossMinorUnits == -1000 && refund.signedNetMinorUnits == -1000)
+        let settled = try #require(imported.lines.first { $0.type == .settled })
+        #expect(settled.signedGrossMinorUnits == 10_000 && settled.signedNetMinorUnits == 9770)
+    }
+
+    @Test func aStripeItemizedPayoutReconciliationReportReconcilesWithExactlyTheExpectedOutcomes() throws {
+        let imported = try load("stripe-itemized-payout-po_1PgR2u2eZvKYlo2C0abcDEF.csv")
+        #expect(imported.format == .stripeItemizedPayout)
+        #expect(imported.importer.payoutID == "po_1PgR2u2eZvKYlo2C0abcDEF")
+        // 8 rows; the reversal's returned dispute fee is a line of its own.
+        #expect(imported.lines.count == 9)
+        #expect(
+            imported.lines.map(\.type.rawValue) == [
+                "Settled", "Settled", "Refunded", "Settled", "Chargeback", "Chargeback", "ChargebackReversed", "MiscCosts", "MiscCosts",
+            ]
+        )
+        let result = reconcile(imported.lines + [payout(9176)], disputes: Self.disputes(o2: "ch_3PgA02", o3: "ch_3PgA04"))
+        #expect(result.reportLines == 10 && result.matched == 7)
+        #expect(classes(result) == ["unmatched_adjustment du_1PgA06.fee", "unmatched_adjustment fee_1PgA08"])
+        // A payout other than the rows' nets is a payout mismatch.
+        let short = reconcile(imported.lines + [payout(9000)], disputes: Self.disputes(o2: "ch_3PgA02", o3: "ch_3PgA04"))
+        #expect(short.breaks.last?.breakClass == .payoutMismatch)
+    }
+
+    @Test func theHeaderChoosesTheFormat() throws {
+        #expect(SettlementReportFormat.detect(header: SettlementReportCSV.columns, ledgerColumns: SettlementReportCSV.columns) == .ledger)
+        let reordered = ["\u{FEFF}Batch Number"] + SettlementReportCSV.columns.dropLast() + ["Reserved4"]
+        #expect(SettlementReportFormat.detect(header: reordered, ledgerColumns: SettlementReportCSV.columns) == .adyenSettlementDetails)
+        #expect(SettlementReportFormat.detect(header: ["a", "b"], ledgerColumns: SettlementReportCSV.columns) == nil)
+        #expect(throws: ReportImportError.self) {
+            try SettlementReportImport.read(Array("x,y\r\n1,2\r\n".utf8), ledgerColumns: SettlementReportCSV.columns) { _, _ in }
+        }
+        // A named format whose columns are missing is refused with the columns it needs.
+        #expect(
+            throws: ReportImportError.missingColumns(
+                .stripeItemizedPayout,
+                ["gross", "fee", "net", "reporting_category", "source_id", "automatic_payout_id"]
+            )
+        ) {
+            try SettlementReportImport.read(
+                Array("balance_transaction_id,currency\r\n".utf8),
+                format: .stripeItemizedPayout,
+                ledgerColumns: SettlementReportCSV.columns
+            ) { _, _ in }
+        }
+    }
+
+    /// Every record type the mappings document reaches an outcome: captures and refunds are matched
+    /// against items, chargebacks and reversals against disputes, status records are counted,
+    /// adjustments are `unmatched_adjustment`; nothing documented is `unmapped_record`.
+    @Test func everyDocumentedRecordTypeHasItsOutcome() {
+        for (type, kind) in SettlementRecordKind.adyen {
+            #expect(kind != .unmapped && SettlementRecordKind(adyenType: SettlementLineType(rawValue: type)) == kind, "\(type)")
+        }
+        for type in SettlementRecordKind.adyenLifecycle {
+            #expect(SettlementRecordKind(adyenType: SettlementLineType(rawValue: type)) == .lifecycle, "\(type)")
+        }
+        for (category, kind) in SettlementRecordKind.stripe {
+            let type = SettlementReportImporter.adyenType(stripeCategory: category)
+            #expect(SettlementRecordKind(adyenType: type) == kind, "\(category) → \(type)")
+        }
+        #expect(SettlementRecordKind(adyenType: SettlementLineType(rawValue: "SuperNewRecordType")) == .unmapped)
+        #expect(SettlementRecordKind(stripeCategory: "climate_order_purchase") == .unmapped)
+    }
+
+    /// The stream reader agrees with the whole-text reader however the bytes are cut.
+    @Test(arguments: [1, 2, 3, 7, 64]) func theStreamingReaderAgreesWithTheWholeTextReader(chunk: Int) throws {
+        let text = "a,\"b,\"\"c\"\"\r\nd\",e\r\n\"\",f\rg,h\n\"i\"\r\n"
+        let whole = try CSVReader.records(text)
+        var streamed: [[String]] = []
+        var stream = CSVRecordStream()
+        let bytes = Array(text.utf8)
+        var start = 0
+        while start < bytes.count {
+            let end = min(start + chunk, bytes.count)
+            try stream.feed(bytes[start..<end]) { streamed.append($0) }
+            start = end
+        }
+        try stream.finish { streamed.append($0) }
+        #expect(streamed == whole)
+    }
+}

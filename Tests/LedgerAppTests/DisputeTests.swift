@@ -1,0 +1,347 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import LedgerAcquirer
+import LedgerApp
+import LedgerCore
+import LedgerCoreTestSupport
+import LedgerHTTP
+import LedgerPostgres
+import LedgerServices
+import LedgerTestSupport
+import Testing
+
+/// Disputes through the real router and database (issue 17): the acquirer's notifications recorded
+/// on each dispute's stream, the operator's defense and acceptance, the order's status, deadlines on
+/// the injected clock, and refusals that append nothing.
+@Suite struct DisputeTests {
+    let storefront = StorefrontDriver()
+    let backOffice = BackOfficeDriver()
+    static let start = TestApp.instant("2026-06-17T10:00:00Z")
+
+    struct Detail: Decodable {
+        struct Entry: Decodable {
+            let position: Int64
+            let type, recorded_at: String
+            let actor: String?
+        }
+        let dispute: DisputeReply
+        let history: [Entry]
+    }
+
+    struct ErrorBody: Decodable {
+        struct Body: Decodable {
+            let code, message: String
+            let field: String?
+        }
+        let error: Body
+    }
+
+    func post(
+        _ client: any TestClientProtocol,
+        _ uri: String,
+        _ body: String,
+        key: String? = TestApp.operatorKey
+    ) async throws -> (
+        HTTPResponse.Status, String
+    ) {
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if let key { headers[.authorization] = "Bearer \(key)" }
+        return try await client.execute(uri: uri, method: .post, headers: headers, body: ByteBuffer(string: body)) {
+            ($0.status, String(buffer: $0.body))
+        }
+    }
+
+    func head(_ services: ServiceContainer) async throws -> Int64 { try await services.store.head().position }
+
+    /// A captured, shipped order of 59.00 USD and its psp reference.
+    func shippedOrder(_ client: any TestClientProtocol, source: String = "tok_visa") async throws -> String {
+        let id = try await storefront.placeOrder(client, source: source)
+        let (status, text) = try await backOffice.ship(client, id, "{}")
+        #expect(status == .ok, "\(text)")
+        return id
+    }
+
+    func chargeback(_ id: String, order: String, amount: Int64 = 5900, reason: DisputeReason = .visaFraudCardAbsent) -> DisputeNotification {
+        DisputeNotification(
+            disputeID: id,
+            stage: .chargeback,
+            orderID: order,
+            pspReference: "PSP-\(order)",
+            reason: reason,
+            amount: Money(minorUnits: amount, currency: .usd)
+        )
+    }
+
+    @Test func aChargebackDefendedReversedAndWonWalksTheOrderThroughItsStatuses() async throws {
+        let clock = SimulatedClock(Self.start)
+        try await TestApp.withApp(seed: true, clock: clock.reading) { client, services in
+            let order = try await shippedOrder(client)
+            let view = try await services.disputes.receive(chargeback("dp-1", order: order))
+            #expect(view.state.status == .chargedBack && view.orderStatus == .chargedBack)
+            #expect(try await backOffice.order(client, order).status == "charged_back")
+            // The operator surface: the list by status and deadline, one dispute with its history.
+            var (status, text) = try await backOffice.get(client, "/disputes?status=charged_back")
+            #expect(status == .ok, "\(text)")
+            var list = try WireJSON.decode(DisputeListReply.self, from: text)
+            #expect(list.disputes.map(\.dispute_id) == ["dp-1"])
+            #expect(list.disputes.first?.due_at == "2026-07-17T10:00:00.000000Z" && list.disputes.first?.net_debited == "59.00")
+            (status, text) = try await backOffice.get(client, "/disputes?due_before=2026-07-01T00:00:00Z")
+            #expect(try WireJSON.decode(DisputeListReply.self, from: text).disputes.isEmpty, "\(text)")
+            (status, text) = try await backOffice.get(client, "/disputes?status=defended")
+            #expect(try WireJSON.decode(DisputeListReply.self, from: text).disputes.isEmpty)
+            clock.advance(by: 3 * 86_400)
+            (status, text) = try await post(
+                client,
+                "/disputes/dp-1/defend",
+                #"{"evidence_refs": ["evidence://dp-1/receipt", "evidence://dp-1/tracking"]}"#
+            )
+            #expect(status == .ok, "\(text)")
+            var detail = try WireJSON.decode(Detail.self, from: text)
+            #expect(detail.dispute.status == "defended" && detail.dispute.evidence_refs.count == 2 && detail.dispute.due_at == nil)
+            #expect(detail.history.map(\.type) == ["ChargebackReceived", "DisputeDefenseSubmitted"])
+            #expect(detail.history.last?.actor?.hasPrefix("operator") == true)
+            // The network's stages come from the acquirer.
+            try await services.disputes.receive(DisputeNotification(disputeID: "dp-1", stage: .secondPresentment))
+            let reversed = try await services.disputes.receive(DisputeNotification(disputeID: "dp-1", stage: .chargebackReversed))
+            #expect(reversed.state.netDebited.isZero && reversed.orderStatus == .disputed)
+            let won = try await services.disputes.receive(DisputeNotification(disputeID: "dp-1", stage: .won))
+            #expect(won.state.status == .won && won.orderStatus == .shipped && won.state.netDebited.isZero)
+            #expect(try await backOffice.order(client, order).status == "shipped")
+            (status, text) = try await backOffice.get(client, "/disputes/dp-1")
+            detail = try WireJSON.decode(Detail.self, from: text)
+            #expect(
+                detail.history.map(\.type) == [
+                    "ChargebackReceived", "DisputeDefenseSubmitted", "DisputeSecondPresentment", "ChargebackReversed", "DisputeClosed",
+                ]
+            )
+            #expect(detail.dispute.order_status == "shipped")
+            list = try WireJSON.decode(DisputeListReply.self, from: try await backOffice.get(client, "/disputes").1)
+            #expect(list.disputes.map(\.status) == ["won"])
+            // Stock is not touched by a dispute: one sold at shipment, none returned.
+            let clockRow = try await storefront.clockRow(client)
+            #expect(clockRow.quantity_on_hand == 9 && clockRow.reserved == 0)
+            #expect(try await ChainVerifier(client: services.client, logger: TestCluster.logger).verify().ok)
+        }
+    }
+
+    @Test func illegalAnswersAndBadBodiesAreRefusedWithTheErrorShapeAndAppendNothing() async throws {
+        let clock = SimulatedClock(Self.start)
+        try await TestApp.withApp(seed: true, clock: clock.reading) { client, services in
+            let order = try await shippedOrder(client)
+            try await services.disputes.receive(chargeback("dp-2", order: order))
+            let cases: [(String, String, HTTPResponse.Status, String, String?)] = [
+                ("/disputes/dp-2/defend", #"{"evidence_refs": []}"#, .unprocessableContent, "invalid_evidence", "evidence_refs"),
+                ("/disputes/dp-2/defend", #"{"evidence_refs": ["has space"]}"#, .unprocessableContent, "invalid_evidence", "evidence_refs"),
+                ("/disputes/dp-2/defend", #"{"evidence_refs": "x"}"#, .unprocessableContent, "invalid_evidence", "evidence_refs"),
+                ("/disputes/dp-2/defend", #"{}"#, .unprocessableContent, "missing_field", "evidence_refs"),
+                ("/disputes/dp-2/defend", #"{"evidence_refs": ["a"], "documents": "x"}"#, .badRequest, "unknown_field", "documents"),
+                ("/disputes/dp-2/defend", #"not json"#, .badRequest, "invalid_json", nil),
+                ("/disputes/dp-2/accept", #"{"why": 1}"#, .badRequest, "unknown_field", "why"),
+                ("/disputes/nope/accept", "", .notFound, "not_found", nil),
+                ("/disputes/nope/defend", #"{"evidence_refs": ["a"]}"#, .notFound, "not_found", nil),
+            ]
+            for (uri, body, expected, code, field) in cases {
+                let before = try await head(services)
+                let (status, text) = try await post(client, uri, body)
+                #expect(status == expected, "\(uri) \(body): \(text)")
+                let error = try? WireJSON.decode(ErrorBody.self, from: text).error
+                #expect(error?.code == code && error?.field == field, "\(uri) \(body): \(text)")
+                #expect(try await head(services) == before, "\(uri) \(body) appended")
+            }
+            // An auditor reads but does not answer.
+            var (status, _) = try await post(client, "/disputes/dp-2/accept", "", key: TestApp.auditorKey)
+            #expect(status == .forbidden)
+            (status, _) = try await backOffice.get(client, "/disputes?status=lost_in_space")
+            #expect(status == .badRequest)
+            (status, _) = try await backOffice.get(client, "/disputes?due_before=tomorrow")
+            #expect(status == .badRequest)
+            // Accepted: the dispute is closed, and every further answer is an illegal transition.
+            var text: String
+            (status, text) = try await post(client, "/disputes/dp-2/accept", "")
+            #expect(status == .ok, "\(text)")
+            #expect(try WireJSON.decode(Detail.self, from: text).dispute.status == "accepted")
+            #expect(try await backOffice.order(client, order).status == "charged_back")
+            for (uri, body) in [("/disputes/dp-2/accept", ""), ("/disputes/dp-2/defend", #"{"evidence_refs": ["a"]}"#)] {
+                let before = try await head(services)
+                (status, text) = try await post(client, uri, body)
+                #expect(status == .conflict && (try? WireJSON.decode(ErrorBody.self, from: text).error.code) == "illegal_transition", "\(text)")
+                #expect(try await head(services) == before)
+            }
+            let before = try await head(services)
+            await #expect(throws: ServiceError.conflict("illegal_transition", "")) {
+                try await services.disputes.receive(DisputeNotification(disputeID: "dp-2", stage: .chargebackReversed))
+            }
+            // A second dispute may not claim more than the order has left to dispute.
+            await #expect(throws: ServiceError.invalid("exceeds_disputable", "")) {
+                try await services.disputes.receive(chargeback("dp-3", order: order, amount: 100))
+            }
+            await #expect(throws: ServiceError.invalid("unknown_reason", "")) {
+                try await services.disputes.receive(chargeback("dp-4", order: order, reason: DisputeReason(network: .visa, code: "99.9")))
+            }
+            #expect(try await head(services) == before)
+        }
+    }
+
+    @Test func deadlinesAreKeptOnTheInjectedClock() async throws {
+        let clock = SimulatedClock(Self.start)
+        try await TestApp.withApp(seed: true, clock: clock.reading) { client, services in
+            let visa = try await shippedOrder(client)
+            let mastercard = try await shippedOrder(client, source: "tok_mastercard")
+            try await services.disputes.receive(chargeback("dp-v", order: visa))
+            try await services.disputes.receive(chargeback("dp-m", order: mastercard, reason: .mastercardNoAuthorization))
+            // Visa's 30 days, Mastercard's 45: due_before between them finds only Visa's.
+            var (status, text) = try await backOffice.get(client, "/disputes?due_before=2026-08-01T00:00:00Z")
+            #expect(try WireJSON.decode(DisputeListReply.self, from: text).disputes.map(\.dispute_id) == ["dp-v"], "\(text)")
+            (status, text) = try await backOffice.get(client, "/disputes")
+            #expect(try WireJSON.decode(DisputeListReply.self, from: text).disputes.map(\.dispute_id) == ["dp-v", "dp-m"])
+            // Exactly at the deadline is on time; one second after is refused, and nothing is appended.
+            clock.set(Self.start.addingTimeInterval(30 * 86_400 + 1))
+            let before = try await head(services)
+            (status, text) = try await post(client, "/disputes/dp-v/defend", #"{"evidence_refs": ["evidence://late"]}"#)
+            #expect(status == .conflict && (try? WireJSON.decode(ErrorBody.self, from: text).error.code) == "deadline_passed", "\(text)")
+            (status, text) = try await post(client, "/disputes/dp-v/accept", "")
+            #expect(status == .conflict && (try? WireJSON.decode(ErrorBody.self, from: text).error.code) == "deadline_passed", "\(text)")
+            #expect(try await head(services) == before)
+            clock.set(Self.start.addingTimeInterval(45 * 86_400))
+            (status, text) = try await post(client, "/disputes/dp-m/defend", #"{"evidence_refs": ["evidence://on-time"]}"#)
+            #expect(status == .ok, "\(text)")
+        }
+    }
+
+    @Test func holdOperationsKeepTheDisputeStatus() async throws {
+        try await TestApp.withApp(seed: true) { client, services in
+            let order = try await shippedOrder(client)
+            try await services.disputes.receive(
+                DisputeNotification(
+                    disputeID: "dp-i",
+                    stage: .inquiry,
+                    orderID: order,
+                    pspReference: "PSP",
+                    reason: .visaNotReceived,
+                    amount: Money(minorUnits: 2000, currency: .usd)
+                )
+            )
+            #expect(try await backOffice.order(client, order).status == "disputed")
+            // A refund recomputes the order's status from its money: the dispute's status stays.
+            var (status, text) = try await backOffice.refund(client, order, #"{"amount": "10.00", "reason": "goodwill"}"#)
+            #expect(status == .ok && (try? JSONDecoder().decode(HoldOperationReply.self, from: Data(text.utf8)))?.status == "disputed", "\(text)")
+            // The inquiry turns into a chargeback: charged back; a refund still leaves it so.
+            try await services.disputes.receive(chargeback("dp-i", order: order, amount: 2000, reason: .visaNotReceived))
+            (status, text) = try await backOffice.refund(client, order, #"{"amount": "5.00", "reason": "goodwill"}"#)
+            #expect(status == .ok && (try? JSONDecoder().decode(HoldOperationReply.self, from: Data(text.utf8)))?.status == "charged_back", "\(text)")
+            // Won with the funds back: the status its money gives.
+            try await services.disputes.receive(DisputeNotification(disputeID: "dp-i", stage: .won))
+            #expect(try await backOffice.order(client, order).status == "partially_refunded")
+            // What is left to dispute: 59.00 − 15.00 refunded (the won dispute claims nothing).
+            await #expect(throws: ServiceError.invalid("exceeds_disputable", "")) {
+                try await services.disputes.receive(chargeback("dp-j", order: order, amount: 4401))
+            }
+            try await services.disputes.receive(chargeback("dp-j", order: order, amount: 4400))
+            #expect(try await backOffice.order(client, order).status == "charged_back")
+        }
+    }
+
+    /// Random lifecycles (seeded) over real orders: for every order, captured − refunded − charged
+    /// back + reversed equals what an independent tally of each accepted step says the merchant keeps;
+    /// no dispute moves money twice; answers after their deadline and illegal ones are refused with
+    /// nothing appended; the order's status is the one its disputes give.
+    @Test(.seeded()) func randomLifecyclesKeepTheMoneyIdentity() async throws {
+        let seed = PropertySeed.current
+        let clock = SimulatedClock(Self.start)
+        try await TestApp.withApp(seed: true, clock: clock.reading) { client, services in
+            var random = SeededRandom(seed: seed)
+            var orders: [String] = []
+            for _ in 0..<6 { orders.append(try await shippedOrder(client)) }
+            var refunded: [String: Int64] = [:]
+            var kept: [String: Int64] = [:]  // the independent tally: what each order's merchant keeps
+            var disputeOf: [String: String] = [:]
+            for (index, order) in orders.enumerated() {
+                kept[order] = 5900
+                if random.chance(numerator: 1, denominator: 2) {
+                    let amount = 100 * random.int(in: 1...20)
+                    let (status, text) = try await backOffice.refund(client, order, #"{"amount": "\#(amount / 100).00", "reason": "r"}"#)
+                    #expect(status == .ok, "\(text)")
+                    refunded[order] = amount
+                    kept[order]! -= amount
+                }
+                let id = "dp-r\(index)"
+                disputeOf[order] = id
+                let amount = 5900 - (refunded[order] ?? 0) - random.int(in: 0...1000)
+                let stage: DisputeNotification.Stage = random.chance(numerator: 1, denominator: 3) ? .inquiry : .chargeback
+                var n = chargeback(
+                    id,
+                    order: order,
+                    amount: amount,
+                    reason: random.chance(numerator: 1, denominator: 2) ? .visaNotReceived : .mastercardCardholderDispute
+                )
+                n.stage = stage
+                try await services.disputes.receive(n)
+                if stage == .chargeback { kept[order]! -= amount }
+            }
+            enum Step: CaseIterable { case chargeback, defend, accept, represent, reverse, preArbitration, secondChargeback, won, lost, wait }
+            for _ in 0..<120 {
+                let order = orders[Int(random.next(below: UInt64(orders.count)))]
+                let id = disputeOf[order]!
+                let step = Step.allCases[Int(random.next(below: UInt64(Step.allCases.count)))]
+                guard let before = try await services.disputes.dispute(id: id)?.state else {
+                    Issue.record("dispute \(id) vanished")
+                    return
+                }
+                let position = try await head(services)
+                let result: Result<DisputeView, any Error>
+                do {
+                    switch step {
+                    case .wait:
+                        clock.advance(by: random.int(in: 0...(20 * 86_400)))
+                        continue
+                    case .chargeback:
+                        result = .success(try await services.disputes.receive(chargeback(id, order: order, amount: before.amount.minorUnits)))
+                    case .defend: result = .success(try await services.disputes.defend(id: id, evidenceRefs: ["ev-1"], actor: "op"))
+                    case .accept: result = .success(try await services.disputes.accept(id: id, actor: "op"))
+                    case .represent: result = .success(try await services.disputes.receive(.init(disputeID: id, stage: .secondPresentment)))
+                    case .reverse: result = .success(try await services.disputes.receive(.init(disputeID: id, stage: .chargebackReversed)))
+                    case .preArbitration: result = .success(try await services.disputes.receive(.init(disputeID: id, stage: .preArbitration)))
+                    case .secondChargeback: result = .success(try await services.disputes.receive(.init(disputeID: id, stage: .secondChargeback)))
+                    case .won: result = .success(try await services.disputes.receive(.init(disputeID: id, stage: .won)))
+                    case .lost: result = .success(try await services.disputes.receive(.init(disputeID: id, stage: .lost)))
+                    }
+                } catch {
+                    result = .failure(error)
+                }
+                switch result {
+                case .failure(let error):
+                    let code = (error as? ServiceError)?.code
+                    #expect(code == "illegal_transition" || code == "deadline_passed" || code == "dispute_exists", "\(step): \(error)")
+                    if code == "deadline_passed" { #expect(before.dueAt.map { clock.now > $0 } == true) }
+                    #expect(try await head(services) == position, "a refused \(step) appended")
+                case .success(let view):
+                    if step == .defend || step == .accept, let due = before.dueAt { #expect(clock.now <= due, "\(step) after its deadline") }
+                    // Money moves once each way in turn.
+                    let delta = view.state.netDebited.minorUnits - before.netDebited.minorUnits
+                    #expect(delta == 0 || abs(delta) == before.amount.minorUnits)
+                    #expect(!(before.debited && delta > 0) && !(!before.debited && delta < 0), "\(step) moved money twice")
+                    kept[order]! -= delta
+                }
+            }
+            for order in orders {
+                let id = disputeOf[order]!
+                guard let hold = try await services.holds.loader.hold(OrderID(order)!, fresh: true),
+                    let dispute = try await services.disputes.dispute(id: id)
+                else {
+                    Issue.record("order \(order) lost")
+                    continue
+                }
+                let b = hold.balance
+                #expect(b.captured.minorUnits == 5900 && b.refunded.minorUnits == (refunded[order] ?? 0))
+                let net = b.captured.minorUnits - b.refunded.minorUnits - dispute.state.chargedBack.minorUnits + dispute.state.reversed.minorUnits
+                #expect(net == kept[order], "order \(order): \(net) ≠ \(kept[order] ?? -1)")
+                #expect(DisputeService.netKept(hold: hold, disputes: [dispute.state]).minorUnits == net)
+                let expectedStatus = HoldLifecycle.status(balance: b, shipped: true, disputes: [dispute.state])
+                #expect(dispute.orderStatus == expectedStatus, "order \(order) \(dispute.state.status)")
+            }
+            #expect(try await ChainVerifier(client: services.client, logger: TestCluster.logger).verify().ok)
+        }
+    }
+}
