@@ -77,16 +77,7 @@ public actor AcquirerModel: Acquirer {
         pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?
     ) async throws(AcquirerError) -> SettlementReceipt {
         var items: [SettlementItem] = []
-        var index = 0
-        while true {
-            let page: [SettlementItem]?
-            do { page = try await pages(index) } catch {
-                throw AcquirerError(.unavailable, reference: header.batchReference, "the batch upload failed at page \(index): \(error)")
-            }
-            guard let page else { break }
-            items += page
-            index += 1
-        }
+        _ = try await header.forEachPage(pages) { (page, _) throws(AcquirerError) in items += page }
         return SettlementReceipt(try submitBatch(SettlementBatchRequest(header, items: items)))
     }
 

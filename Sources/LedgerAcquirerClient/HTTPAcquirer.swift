@@ -163,22 +163,15 @@ public final class HTTPAcquirer: Acquirer {
         _ header: SettlementBatchHeader,
         pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?
     ) async throws(AcquirerError) -> SettlementReceipt {
-        var index = 0
-        while true {
-            let page: [SettlementItem]?
-            do { page = try await pages(index) } catch {
-                throw AcquirerError(.unavailable, reference: header.batchReference, "the batch upload failed at page \(index): \(error)")
-            }
-            guard let page else { break }
+        let count = try await header.forEachPage(pages) { (page, index) throws(AcquirerError) in
             let reference = "\(Self.escape(header.batchReference))/pages/\(index)"
             let _: NoContent = try await call("batch_page", .PUT, "/settlement/batches/" + reference, body: page, key: nil) { _ in true }
-            index += 1
         }
         return try await call(
             "submit_batch",
             .POST,
             "/settlement/batches",
-            body: BatchSubmissionBody(header: header, pages: index),
+            body: BatchSubmissionBody(header: header, pages: count),
             key: "batch:" + header.batchReference
         ) { $0.batchReference == header.batchReference }
     }

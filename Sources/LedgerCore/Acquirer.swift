@@ -674,3 +674,25 @@ public struct AcquirerError: Error, Hashable, Sendable, CustomStringConvertible 
         "AcquirerError.\(code)" + (reference.map { " [\($0)]" } ?? "") + ": \(message)"
     }
 }
+
+extension SettlementBatchHeader {
+    /// Walks a batch's pages as ``Acquirer/submitBatch(_:pages:)`` defines them — page 0, 1, … once each, in
+    /// order, until `pages` returns nil — handing each to `take` with its index; returns how many there were.
+    /// A page that cannot be read fails the upload as `.unavailable` (nothing is settled yet, so the batch may
+    /// be submitted again with the same reference).
+    public func forEachPage(
+        _ pages: @Sendable (Int) async throws -> [SettlementItem]?,
+        _ take: ([SettlementItem], Int) async throws(AcquirerError) -> Void
+    ) async throws(AcquirerError) -> Int {
+        var index = 0
+        while true {
+            let page: [SettlementItem]?
+            do { page = try await pages(index) } catch {
+                throw AcquirerError(.unavailable, reference: batchReference, "the batch upload failed at page \(index): \(error)")
+            }
+            guard let page else { return index }
+            try await take(page, index)
+            index += 1
+        }
+    }
+}
