@@ -261,31 +261,26 @@ public struct WebhookTransaction: Sendable {
         return FeedPage(events: events, through: events.count == limit ? events[events.count - 1].position : head)
     }
 
-    /// Records one attempt.
-    public func record(
-        endpointID: UUID,
-        position: Int64,
-        attempt: Int,
-        attemptedAtMicros: Int64,
-        statusCode: Int?,
-        error: String?,
-        latencyMicros: Int64,
-        delivered: Bool,
-        retryAtMicros: Int64?
-    ) async throws {
-        try await connection.query(
-            """
-            INSERT INTO ledger.webhook_deliveries (endpoint_id, position, attempt, attempted_at, status_code, error, latency_us, delivered, retry_at)
-            VALUES (\(endpointID), \(position), \(Int32(attempt)), timestamptz 'epoch' + \(attemptedAtMicros) * interval '1 microsecond', \(statusCode.map { Int32($0) }),
-                    \(error), \(latencyMicros), \(delivered),
-                    CASE WHEN \(retryAtMicros)::bigint IS NULL THEN NULL ELSE timestamptz 'epoch' + \(retryAtMicros)::bigint * interval '1 microsecond' END)
-            """,
-            logger: logger
-        )
-    }
-
-    /// Writes the endpoint's delivery state back.
-    public func update(_ endpointID: UUID, _ progress: WebhookProgress) async throws {
+    /// Writes what this transaction did back: the attempts made (one multi-row INSERT into the delivery
+    /// history) and the endpoint's delivery state. One round trip per event would halve a fast receiver's rate.
+    public func finish(_ endpointID: UUID, attempts: [WebhookAttempt], progress: WebhookProgress) async throws {
+        if !attempts.isEmpty {
+            // NULLs travel as sentinels (-1, ""), arrays of optionals being awkward to bind.
+            try await connection.query(
+                """
+                INSERT INTO ledger.webhook_deliveries (endpoint_id, position, attempt, attempted_at, status_code, error, latency_us, delivered, retry_at)
+                SELECT \(endpointID), a.position, a.attempt, timestamptz 'epoch' + a.attempted_us * interval '1 microsecond',
+                       NULLIF(a.status_code, -1), NULLIF(a.error, ''), a.latency_us, a.delivered,
+                       CASE WHEN a.retry_us < 0 THEN NULL ELSE timestamptz 'epoch' + a.retry_us * interval '1 microsecond' END
+                FROM unnest(\(attempts.map(\.position))::bigint[], \(attempts.map { Int32($0.attempt) })::int[],
+                            \(attempts.map(\.attemptedAtMicros))::bigint[], \(attempts.map { Int32($0.statusCode ?? -1) })::int[],
+                            \(attempts.map { $0.error ?? "" })::text[], \(attempts.map(\.latencyMicros))::bigint[],
+                            \(attempts.map(\.delivered))::bool[], \(attempts.map { $0.retryAtMicros ?? -1 })::bigint[])
+                     AS a(position, attempt, attempted_us, status_code, error, latency_us, delivered, retry_us)
+                """,
+                logger: logger
+            )
+        }
         try await connection.query(
             """
             UPDATE ledger.webhook_endpoints SET cursor = \(progress.cursor), attempts = \(Int32(progress.attempts)),
@@ -297,5 +292,37 @@ public struct WebhookTransaction: Sendable {
             """,
             logger: logger
         )
+    }
+}
+
+/// One delivery attempt, as the history keeps it.
+public struct WebhookAttempt: Sendable, Hashable {
+    public var position: Int64
+    public var attempt: Int
+    public var attemptedAtMicros: Int64
+    public var statusCode: Int?
+    public var error: String?
+    public var latencyMicros: Int64
+    public var delivered: Bool
+    public var retryAtMicros: Int64?
+
+    public init(
+        position: Int64,
+        attempt: Int,
+        attemptedAtMicros: Int64,
+        statusCode: Int?,
+        error: String?,
+        latencyMicros: Int64,
+        delivered: Bool,
+        retryAtMicros: Int64?
+    ) {
+        self.position = position
+        self.attempt = attempt
+        self.attemptedAtMicros = attemptedAtMicros
+        self.statusCode = statusCode
+        self.error = error
+        self.latencyMicros = latencyMicros
+        self.delivered = delivered
+        self.retryAtMicros = retryAtMicros
     }
 }

@@ -250,6 +250,7 @@ public final class WebhookDispatcher: Service, Sendable {
             paused: false
         )
         let page = try await transaction.page(after: endpoint.cursor, types: endpoint.types, limit: settings.batchSize)
+        var attempts: [WebhookAttempt] = []
         var finished = true
         let started = ContinuousClock.now
         for event in page.events {
@@ -271,16 +272,17 @@ public final class WebhookDispatcher: Service, Sendable {
             let latency = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
             let attempt = progress.attempts + 1
             if result.delivered {
-                try await transaction.record(
-                    endpointID: endpoint.id,
-                    position: event.position,
-                    attempt: attempt,
-                    attemptedAtMicros: attemptedAt,
-                    statusCode: result.statusCode,
-                    error: nil,
-                    latencyMicros: latency,
-                    delivered: true,
-                    retryAtMicros: nil
+                attempts.append(
+                    WebhookAttempt(
+                        position: event.position,
+                        attempt: attempt,
+                        attemptedAtMicros: attemptedAt,
+                        statusCode: result.statusCode,
+                        error: nil,
+                        latencyMicros: latency,
+                        delivered: true,
+                        retryAtMicros: nil
+                    )
                 )
                 progress = WebhookProgress(
                     cursor: event.position,
@@ -297,16 +299,17 @@ public final class WebhookDispatcher: Service, Sendable {
                 pause
                 ? nil
                 : attemptedAt + settings.policy.delayMicros(afterFailedAttempts: attempt, endpoint: endpointKey, position: event.position)
-            try await transaction.record(
-                endpointID: endpoint.id,
-                position: event.position,
-                attempt: attempt,
-                attemptedAtMicros: attemptedAt,
-                statusCode: result.statusCode,
-                error: result.error ?? "status \(result.statusCode ?? 0)",
-                latencyMicros: latency,
-                delivered: false,
-                retryAtMicros: retryAt
+            attempts.append(
+                WebhookAttempt(
+                    position: event.position,
+                    attempt: attempt,
+                    attemptedAtMicros: attemptedAt,
+                    statusCode: result.statusCode,
+                    error: result.error ?? "status \(result.statusCode ?? 0)",
+                    latencyMicros: latency,
+                    delivered: false,
+                    retryAtMicros: retryAt
+                )
             )
             progress = WebhookProgress(
                 cursor: progress.cursor,
@@ -325,6 +328,6 @@ public final class WebhookDispatcher: Service, Sendable {
             break
         }
         if finished { progress.cursor = max(progress.cursor, page.through) }
-        try await transaction.update(endpoint.id, progress)
+        try await transaction.finish(endpoint.id, attempts: attempts, progress: progress)
     }
 }
