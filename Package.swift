@@ -85,6 +85,8 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 // Only to recognise the pool's ConnectionPoolError (its circuit breaker) as "database unavailable".
                 .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
+                // Only for the watcher's plain TCP connect (is a silent database host down, or slow?).
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

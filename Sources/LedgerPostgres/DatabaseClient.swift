@@ -1,4 +1,6 @@
 import Logging
+import NIOCore
+import NIOPosix
 import PostgresNIO
 import ServiceLifecycle
 import Synchronization
@@ -33,8 +35,9 @@ public final class DatabaseClient: Service, Sendable {
     /// How the database is watched: a probe every `interval`, failing after `timeout`; the database is
     /// unreachable after `failures` failed probes in a row. One slow probe is not an outage: on a loaded host
     /// a fresh connection can take longer than `timeout`, and declaring an outage then would fail every
-    /// statement in flight (a daemon starting up exits). A stopped server refuses at once, so an outage is
-    /// still found within about `failures` × `interval`.
+    /// statement in flight (a daemon starting up exits). So an outage is found at the first failed probe when
+    /// the host's port refuses connections (a stopped or killed server), and after `failures` probes in a row
+    /// otherwise.
     public struct Watch: Sendable {
         public var interval: Duration
         public var timeout: Duration
@@ -256,8 +259,9 @@ public final class DatabaseClient: Service, Sendable {
                     failedInARow = 0
                 } else {
                     failedInARow += 1
-                    // Statements keep going to the host in use until it has failed enough probes in a row.
-                    if failedInARow < watch.failures { continue }
+                    // Statements keep going to the host in use until it has failed enough probes in a row, or
+                    // refuses connections (its server is down: no reason to wait for more probes).
+                    if failedInARow < watch.failures, await !Self.refuses(hosts.candidates[current], timeout: watch.timeout) { continue }
                 }
             }
             if chosen == nil {
@@ -325,6 +329,30 @@ public final class DatabaseClient: Service, Sendable {
             if accepted { return index }
         }
         return nil
+    }
+
+    /// True when `configuration`'s address (TCP or Unix socket) refuses a connection (or cannot be reached) before `timeout`:
+    /// no server listens there. A server that accepts the connection, however slow to answer, is not refused;
+    /// neither is a connect that times out (a loaded or partitioned host: the probes in a row decide).
+    static func refuses(_ configuration: PostgresClient.Configuration, timeout: Duration) async -> Bool {
+        let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connectTimeout(.milliseconds(Int64(timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)))
+        do {
+            let channel: any Channel
+            if let path = configuration.unixSocketPath {
+                channel = try await bootstrap.connect(unixDomainSocketPath: path).get()
+            } else if let host = configuration.host, let port = configuration.port {
+                channel = try await bootstrap.connect(host: host, port: port).get()
+            } else {
+                return false
+            }
+            try? await channel.close()
+            return false
+        } catch ChannelError.connectTimeout {
+            return false
+        } catch {
+            return true
+        }
     }
 
     /// The probe's pool logs nothing: the watcher says what matters once per transition.

@@ -8,6 +8,8 @@
 # missing or a check fails. Cleans up after itself; every wait is bounded.
 #
 # Usage: deploy/ha/drill.sh [seconds of load before the kill] [seconds of load after the promotion] [clients]
+#   DRILL_DAEMONS: how many `ledgerd serve` share the ledger behind one address (default 2: round robin by
+#   deploy/ha/balance.py, which needs python3; 1: one daemon, no balancer).
 #   LEDGERD_BIN: the ledgerd binary (default: the newer of .build/release/ledgerd and .build/debug/ledgerd, else built).
 #   DRILL_SYNC=off: the same drill with an asynchronous standby (to compare; may lose payments — that is the point).
 #   Needs the PostgreSQL 15 server binaries (initdb, pg_ctl, pg_basebackup, psql), curl and setpriv when root.
@@ -18,6 +20,7 @@ before=${1:-4}
 after=${2:-8}
 clients=${3:-4}
 sync=${DRILL_SYNC:-on}
+daemons=${DRILL_DAEMONS:-2}
 
 . deploy/ha/lib.sh
 work=$(mktemp -d /tmp/ledgerd-drill.XXXXXX)
@@ -50,7 +53,11 @@ client() {
     fi
   done
 }
-for n in $(seq 1 "$clients"); do client "$n" & done
+client_pids=
+for n in $(seq 1 "$clients"); do
+  client "$n" &
+  client_pids="$client_pids $!"
+done
 sleep "$before"
 
 primary_pid=$(head -1 "$work/primary/postmaster.pid")
@@ -68,7 +75,7 @@ as_pg "$pgbin/pg_ctl" -D "$work/standby" -w -t 60 promote >/dev/null
 step "standby promoted ($(( $(now_ms) - killed )) ms after the kill)"
 sleep "$after"
 touch "$work/stop"
-wait $(jobs -p | grep -v "^$serve_pid\$") 2>/dev/null || true
+wait $client_pids 2>/dev/null || true
 
 cat "$work"/attempts.* | sort -n >"$work/attempts"
 cat "$work"/acked.* 2>/dev/null | sort -u >"$work/acked" || true
@@ -104,11 +111,20 @@ statuses=$(awk '$3 == "pay" {print $4}' "$work/attempts" | sort | uniq -c | awk 
 step "payments attempted: $(awk '$3 == "pay"' "$work/attempts" | wc -l) ($statuses), acknowledged: $acked, captures acknowledged: $captured"
 step "after the kill: $after_kill attempts, $refused refused (503 or no answer); /health now: $health; new primary in recovery: $recovery"
 step "chain on the new primary (ok, checked, reason): $chain"
+# Every daemon served: the payments each one answered (its own /metrics).
+served= idle=
+for port in $ports; do
+  count=$(curl -s -m 5 "http://127.0.0.1:$port/metrics" | awk '/^http_requests_total\{/ && /route="\/payment"/ && /method="POST"/ {s += $NF} END {print s + 0}')
+  served="$served${served:+, }:$port $count"
+  [ "$count" -gt 0 ] || idle="$idle :$port"
+done
+step "payments answered by each daemon: $served"
 failed=0
+[ -z "$idle" ] || { echo "daemons that answered no payment:$idle (the load was not spread)"; failed=1; }
 [ "${lost:-x}" = 0 ] || failed=1
 [ "${lost_captures:-x}" = 0 ] || { echo "acknowledged captures lost: ${lost_captures:-unknown}"; failed=1; }
 [ "${chain%% *}" = true ] || { echo "the chain does not verify: $chain"; failed=1; }
-[ "$health" = 200 ] && [ -n "$resumed_at" ] || { echo "service did not resume"; tail -20 "$work/serve.log"; failed=1; }
+[ "$health" = 200 ] && [ -n "$resumed_at" ] || { echo "service did not resume"; tail -20 "$work"/serve-*.log; failed=1; }
 [ "$recovery" = false ] || { echo "the new primary is still in recovery"; failed=1; }
 if [ -n "$resumed_at" ]; then
   unavailable=$(awk -v a="$killed" -v b="$resumed_at" 'BEGIN {printf "%.2f", (b - a) / 1000}')

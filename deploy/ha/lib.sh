@@ -1,7 +1,9 @@
 # Shared by deploy/ha/drill.sh and bench/replication.sh (sourced, not run): a primary and a streaming standby as
 # local clusters on 127.0.0.1 and `ledgerd serve` on a two-host URL with target_session_attrs=read-write.
 # ha_setup needs: repo, work (an empty directory), sync (on: the primary's synchronous_standby_names names the
-# standby). It sets: bin, pgbin, p1, p2, http, op, serve_pid. ha_cleanup stops everything (bounded) and removes $work.
+# standby), daemons (how many `ledgerd serve`, default 1; more run behind deploy/ha/balance.py, which needs python3).
+# It sets: bin, pgbin, p1, p2, http (the one address clients use), op, ports (the daemons' own), serve_pids, balancer_pid. ha_cleanup stops
+# everything (bounded) and removes $work.
 
 ha_find_binaries() {
   bin=${LEDGERD_BIN:-}
@@ -27,14 +29,15 @@ sql() {  # sql PORT DATABASE STATEMENT: one value, unaligned
 ha_cleanup() {
   set +e
   [ -n "$(jobs -p)" ] && kill $(jobs -p) 2>/dev/null
-  if [ -n "$serve_pid" ] && kill -TERM "$serve_pid" 2>/dev/null; then
-    for _ in $(seq 1 100); do kill -0 "$serve_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$serve_pid" 2>/dev/null
-    wait "$serve_pid" 2>/dev/null
-  fi
+  for pid in $serve_pids $balancer_pid; do
+    kill -TERM "$pid" 2>/dev/null || continue
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
   if [ "${failed:-1}" != 0 ] && [ -d "$work" ]; then  # what a failed drill leaves for a look
     rm -rf /tmp/ledgerd-drill-last && mkdir -p /tmp/ledgerd-drill-last
-    cp "$work"/serve.log "$work"/attempts* "$work"/check.txt /tmp/ledgerd-drill-last/ 2>/dev/null
+    cp "$work"/serve*.log "$work"/attempts* "$work"/check.txt /tmp/ledgerd-drill-last/ 2>/dev/null
     cp "$work"/run1/server.log /tmp/ledgerd-drill-last/primary.log 2>/dev/null
     cp "$work"/run2/server.log /tmp/ledgerd-drill-last/standby.log 2>/dev/null
     echo "drill: logs kept in /tmp/ledgerd-drill-last" >&2
@@ -54,7 +57,7 @@ ha_setup() {
   ha_find_binaries
   local base=$((20000 + RANDOM % 20000))
   p1=$base p2=$((base + 1)) http=$((base + 2))
-  serve_pid=
+  serve_pids= balancer_pid=
   step "clusters in $work (primary :$p1, standby :$p2, synchronous_commit with a synchronous standby: $sync)"
   mkdir -m 700 "$work/run1" "$work/run2" "$work/primary" "$work/standby"
   if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$work/run1" "$work/run2" "$work/primary" "$work/standby"; fi
@@ -99,14 +102,37 @@ CONF
   export LEDGERD_MIGRATIONS_DIR="$repo/sql" LEDGERD_LOG_LEVEL=notice LEDGERD_ACQUIRER_CREDIT_LIMIT=1000000000.00
   export LEDGERD_DB_STATEMENT_TIMEOUT_SECONDS=3
   op=drill-operator-$RANDOM$RANDOM
-  export LEDGERD_DATA_DIR="$work/ledgerd" LEDGERD_MIGRATION_DATABASE_URL="$(url postgres)" LEDGERD_OPERATOR_KEYS=$op
-  LEDGERD_DATABASE_URL="$(url postgres)" "$bin" migrate >/dev/null
+  export LEDGERD_MIGRATION_DATABASE_URL="$(url postgres)" LEDGERD_OPERATOR_KEYS=$op
+  LEDGERD_DATA_DIR="$work/ledgerd-1" LEDGERD_DATABASE_URL="$(url postgres)" "$bin" migrate >/dev/null
   sql "$p1" ledger "ALTER ROLE ledger_app LOGIN" >/dev/null
   export LEDGERD_DATABASE_URL="$(url ledger_app)"
-  "$bin" serve --host 127.0.0.1 --port "$http" >"$work/serve.log" 2>&1 &
-  serve_pid=$!
-  for _ in $(seq 1 240); do curl -sf "http://127.0.0.1:$http/health" >/dev/null && break; sleep 0.25; done
-  curl -sf "http://127.0.0.1:$http/health" >/dev/null || { echo "drill: ledgerd did not start:" >&2; tail -20 "$work/serve.log" >&2; exit 1; }
+  # $daemons daemons on :$http+1… behind one address (:$http, deploy/ha/balance.py, round robin). The first
+  # supervises the acquirer service; the others talk to that one, as daemons share a real acquirer.
+  local n port
+  ports= daemons=${daemons:-1}
+  for n in $(seq 1 "$daemons"); do
+    port=$((http + 10 + n))
+    ports="$ports $port"
+    if [ "$n" -gt 1 ]; then
+      printf '%s' "$(sed -n 's/.*"apiKey" *: *"\([^"]*\)".*/\1/p' "$work/ledgerd-1/acquirer/secrets.json")" >"$work/acquirer.key"
+      chmod 600 "$work/acquirer.key"
+      LEDGERD_ACQUIRER_URL=$(cat "$work/ledgerd-1/acquirer/endpoint") LEDGERD_ACQUIRER_API_KEY_FILE="$work/acquirer.key" \
+        LEDGERD_DATA_DIR="$work/ledgerd-$n" "$bin" serve --host 127.0.0.1 --port "$port" >"$work/serve-$n.log" 2>&1 &
+    else
+      LEDGERD_DATA_DIR="$work/ledgerd-$n" "$bin" serve --host 127.0.0.1 --port "$port" >"$work/serve-$n.log" 2>&1 &
+    fi
+    serve_pids="$serve_pids $!"
+    for _ in $(seq 1 240); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.25; done
+    curl -sf "http://127.0.0.1:$port/health" >/dev/null || { echo "drill: ledgerd $n did not start:" >&2; tail -20 "$work/serve-$n.log" >&2; exit 1; }
+  done
+  if [ "$daemons" -gt 1 ]; then
+    python3 "$repo/deploy/ha/balance.py" "$http" $ports &
+    balancer_pid=$!
+  else
+    http=$((http + 11))
+  fi
+  for _ in $(seq 1 40); do curl -sf "http://127.0.0.1:$http/health" >/dev/null && break; sleep 0.25; done
+  curl -sf "http://127.0.0.1:$http/health" >/dev/null || { echo "drill: nothing answers on :$http" >&2; exit 1; }
   # Ample stock of every demo product (the benchmark's wrk script buys any of them).
   local name price products=
   while read -r price name; do
@@ -126,6 +152,6 @@ CONF
 5.00 Whiteboard Eraser
 CATALOG
   printf '{"products": [%s]}' "$products" >"$work/stock.json"
-  "$bin" catalog import "$work/stock.json" >/dev/null
-  step "ledgerd serving on :$http ($bin)"
+  LEDGERD_DATA_DIR="$work/ledgerd-1" "$bin" catalog import "$work/stock.json" >/dev/null
+  step "$daemons ledgerd serving behind :$http (ports$ports; $bin)"
 }
