@@ -254,8 +254,11 @@ import FoundationNetworking
             try await run.start(crashAt: operation.point)
             let answer = await run.request("POST", operation.path, operation.body, key: operation.key)
             #expect(answer == nil, "\(operation.point): the ledger answered instead of dying: \(String(describing: answer))")
-            _ = run.daemon?.process.waitUntilExit()
-            #expect(run.daemon?.process.terminationReason == .uncaughtSignal, "\(operation.point): the daemon did not die by its fault point")
+            let died = try await run.daemon?.exited() ?? false
+            try #require(
+                died && run.daemon?.process.terminationReason == .uncaughtSignal,
+                "\(operation.point): the daemon did not die by its fault point"
+            )
         }
         // A restart past recovery's minimum age of the noted operations; nobody retries anything.
         try await run.start(skip: 900)
