@@ -198,6 +198,9 @@ let package = Package(
             dependencies: [
                 "LedgerCore", "LedgerPostgres", "LedgerServices", "LedgerHTTP", "LedgerApp", "LedgerAcquirerService",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -71,7 +71,7 @@ import FoundationNetworking
                 request.setValue("application/json", forHTTPHeaderField: "Content-Type")
                 request.httpBody = Data(body.utf8)
             }
-            guard let (data, response) = try? await URLSession.shared.data(for: request),
+            guard let (data, response) = try? await TestHTTP.data(for: request),
                 let status = (response as? HTTPURLResponse)?.statusCode, status < 500
             else {
                 if let key, let body { unanswered.append((method, path, body, key)) }
@@ -195,7 +195,7 @@ import FoundationNetworking
             let order = try WireJSON.decode(OrderBody.self, from: orderText).order
             var inquiry = URLRequest(url: URL(string: "\(endpoint)/v1/payments?merchantReference=\(id)")!)
             inquiry.setValue(apiKey, forHTTPHeaderField: "X-API-Key")
-            let (data, _) = try await URLSession.shared.data(for: inquiry)
+            let (data, _) = try await TestHTTP.data(for: inquiry)
             let result = try LedgerJSON.decode(PaymentQueryResult.self, from: data)
             switch result {
             case .found(let details):
@@ -307,7 +307,7 @@ import FoundationNetworking
             .trimmingCharacters(in: .whitespacesAndNewlines)
         var inquiry = URLRequest(url: URL(string: "\(endpoint)/v1/payments?merchantReference=\(id)")!)
         inquiry.setValue(apiKey, forHTTPHeaderField: "X-API-Key")
-        let (data, _) = try await URLSession.shared.data(for: inquiry)
+        let (data, _) = try await TestHTTP.data(for: inquiry)
         guard case .found(let details) = try LedgerJSON.decode(PaymentQueryResult.self, from: data) else { return nil }
         return details.balance.map(HoldFigures.init)
     }

@@ -46,7 +46,7 @@ import FoundationNetworking
         payment.httpMethod = "POST"
         payment.setValue("application/json", forHTTPHeaderField: "Content-Type")
         payment.httpBody = StorefrontDriver.paymentBody()
-        let (paid, _) = try await URLSession.shared.data(for: payment)
+        let (paid, _) = try await TestHTTP.data(for: payment)
         let orderID = try #require(try JSONDecoder().decode(PaymentReply.self, from: paid).order_id as String?)
         let base = ["--url", "http://127.0.0.1:\(port)", "--data-dir", dataDirectory.path]
         let capture = try await DaemonProcess.run(["order", "capture", orderID, "--amount", "10.00", "--idempotency-key", "k1"] + base)
@@ -76,7 +76,7 @@ import FoundationNetworking
         var sign = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/audit/checkpoints")!)
         sign.httpMethod = "POST"
         sign.setValue("Bearer \(operatorKey)", forHTTPHeaderField: "Authorization")
-        let (signed, signedResponse) = try await URLSession.shared.data(for: sign)
+        let (signed, signedResponse) = try await TestHTTP.data(for: sign)
         #expect((signedResponse as? HTTPURLResponse)?.statusCode == 201, "\(String(decoding: signed, as: UTF8.self))")
         let checkpointFile = dataDirectory.appendingPathComponent("auditor-copy.json")
         try signed.write(to: checkpointFile)

@@ -59,7 +59,7 @@ import FoundationNetworking
                 request.setValue("application/json", forHTTPHeaderField: "Content-Type")
                 request.httpBody = Data(body.utf8)
             }
-            let (data, response) = try await URLSession.shared.data(for: request)
+            let (data, response) = try await TestHTTP.data(for: request)
             return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
         }
         let payment = String(decoding: StorefrontDriver.paymentBody(amount: 3200, product: "Pen"), as: UTF8.self)

@@ -59,7 +59,7 @@ import FoundationNetworking
             payment.httpMethod = "POST"
             payment.setValue("application/json", forHTTPHeaderField: "Content-Type")
             payment.httpBody = StorefrontDriver.paymentBody(amount: 3200, product: "Pen")
-            let (paid, _) = try await URLSession.shared.data(for: payment)
+            let (paid, _) = try await TestHTTP.data(for: payment)
             let order = try JSONDecoder().decode(PaymentReply.self, from: paid).order_id
             let (status, text) = try await daemon.request("POST", "/orders/\(order)/capture", "{}")
             #expect(status == 200, "\(text)")

@@ -121,7 +121,7 @@ public struct DaemonProcess {
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
             request.httpBody = Data(body.utf8)
         }
-        let (data, response) = try await URLSession.shared.data(for: request)
+        let (data, response) = try await TestHTTP.data(for: request)
         return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
     }
 
@@ -161,7 +161,7 @@ public struct DaemonProcess {
         var request = URLRequest(url: url)
         request.timeoutInterval = 2
         request.setValue("close", forHTTPHeaderField: "Connection")
-        guard let (data, response) = try? await URLSession.shared.data(for: request),
+        guard let (data, response) = try? await TestHTTP.data(for: request),
             let http = response as? HTTPURLResponse
         else { return nil }
         return (http.statusCode, String(decoding: data, as: UTF8.self))

@@ -92,10 +92,11 @@ public actor TestCluster {
             password: nil,
             database: database
         )
-        configuration.options.maximumConnections = 16
-        // Hundreds of apps run side by side, each with background services (feeds, snapshots, sweeps) on its
-        // pool: connections opened for a burst go back after 5 s idle rather than PostgresNIO's 60 s, so the
-        // shared cluster's slots are not all held by idle connections.
+        // Hundreds of apps run side by side in one test process, each with background services (feeds,
+        // snapshots, sweeps) on its pool: at most 8 connections each, and connections opened for a burst go back
+        // after 5 s idle rather than PostgresNIO's 60 s (the cluster has 1500 slots). HTTP goes through
+        // ``TestHTTP``, not URLSession, which cannot use a descriptor above 1024.
+        configuration.options.maximumConnections = 8
         configuration.options.connectionIdleTimeout = .seconds(5)
         return configuration
     }
