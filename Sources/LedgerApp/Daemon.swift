@@ -4,10 +4,15 @@ import LedgerPostgres
 import LedgerServices
 import Logging
 import PostgresNIO
+import ServiceLifecycle
 
 /// `ledgerd serve`: database up (embedded or configured), migrated, HTTP and background services
 /// running until SIGINT/SIGTERM, then a graceful drain and the embedded cluster stopped.
 public enum Daemon {
+    /// How long a stopping daemon may drain before what is still running is cancelled (systemd's own stop
+    /// timeout, 90 s by default, is longer).
+    static let shutdownGrace: Duration = .seconds(30)
+
     public static func serve(configuration: LedgerConfiguration, logger: Logger) async throws {
         // A configured key that cannot be read stops the daemon before anything starts.
         let checkpointKey = try configuration.checkpointKeyPath.map(CheckpointKey.init(contentsOf:))
@@ -77,7 +82,12 @@ public enum Daemon {
                     "ledgerd serving",
                     metadata: ["address": "\(configuration.host):\(configuration.port)", "scheme": "\(tls == nil ? "http" : "https")"]
                 )
-                try await app.runService()
+                // SIGTERM/SIGINT drain the daemon (the server, then its services in reverse order); a drain that
+                // has not finished after `shutdownGrace` is cancelled, so a stop always ends (a service stuck in its
+                // graceful path kept a daemon alive after an outage, its acquirer child with it).
+                var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+                group.maximumGracefulShutdownDuration = Self.shutdownGrace
+                try await ServiceGroup(configuration: group).run()
             } catch {
                 supervisor?.stop()
                 try? await acquirer.shutdown()

@@ -212,7 +212,9 @@ public final class WebhookDispatcher: Service, Sendable {
                 }
             } catch {
                 if Task.isCancelled { return }
-                logger.warning("webhook delivery failed", metadata: ["error": "\(String(reflecting: error))"])
+                // An outage is reported once by the database watcher, not by every worker every poll.
+                let level: Logger.Level = DatabaseFailure.isUnavailable(error) ? .debug : .warning
+                logger.log(level: level, "webhook delivery failed", metadata: ["error": "\(String(reflecting: error))"])
             }
             let (watcher, head, wait, follow) = (watcher, watcher.head, idle, followHead)
             _ = await cancelWhenGracefulShutdown {
