@@ -54,6 +54,9 @@ public enum TestApp {
             "LEDGERD_OPERATOR_KEYS": operatorKey, "LEDGERD_AUDITOR_KEYS": "other-auditor, \(auditorKey)",
             "LEDGERD_SEED_DEMO_CATALOG": seed ? "true" : "false",
             "LEDGERD_WEBHOOK_SECRETS_KEY": webhookSecretsKey, "LEDGERD_FEED_POLL_MS": "200",
+            // Tests sweep expired holds themselves (`services.holds.expireDue()`, on their simulated clocks); the
+            // daemon's own sweep every 30 s raced them when a loaded machine made a test last longer than that.
+            "LEDGERD_EXPIRY_INTERVAL_SECONDS": "86400",
         ]
         environment["LEDGERD_PRODUCT_IMAGES_DIR"] = imagesDirectory
         environment.merge(extra) { $1 }
