@@ -6,7 +6,8 @@ import ServiceLifecycle
 /// `LEDGERD_SETTLEMENT_AUTO`: settles each business day once its cut-off has passed, from `serve`.
 /// Checks every minute; the last business day whose cut-off passed is settled (a finished batch
 /// appends nothing, so checking again is harmless), and so is every business day of the past week
-/// a stopped daemon missed.
+/// a stopped daemon missed. A run that fails (the database or the acquirer briefly away) is tried
+/// again after 1 s, then 2 s, 4 s, … up to the interval, not only a whole interval later.
 public struct SettlementScheduler: Service {
     package init(
         settlement: SettlementService,
@@ -24,20 +25,29 @@ public struct SettlementScheduler: Service {
 
     public func run() async throws {
         try? await cancelWhenGracefulShutdown {
+            var retry = Duration.seconds(1)
             while !Task.isCancelled {
+                var failed = false
                 for date in dueDates(now: settlement.clock()) {
                     do {
                         let summary = try await settlement.run(businessDate: date)
                         let appended = summary.batches.reduce(0) { $0 + $1.appendedEvents }
                         if appended > 0 { logger.info("settled", metadata: ["business_date": "\(date)", "events": "\(appended)"]) }
                     } catch  where !Task.isCancelled {
+                        failed = true
                         logger.warning(
                             "settlement run failed; retrying later",
                             metadata: ["business_date": "\(date)", "error": "\(String(reflecting: error))"]
                         )
                     }
                 }
-                try await Task.sleep(for: interval)
+                if failed {
+                    try await Task.sleep(for: min(retry, interval))
+                    retry = min(retry * 2, interval)
+                } else {
+                    retry = .seconds(1)
+                    try await Task.sleep(for: interval)
+                }
             }
         }
     }
