@@ -293,6 +293,7 @@ public func buildApplication(
         logger: logger
     )
     if let tls { app.addServices(CertificateReloader(store: tls, logger: logger)) }
+    if let url = APIKeys.keyringURL(for: configuration) { app.addServices(APIKeys.Watcher(keyring: services.keyring, url: url, logger: logger)) }
     let pool = services.pool
     func afterPool(_ service: any Service) -> any Service { StartsAfterPool(pool: pool, service: service) }
     // The child acquirer first, so that it stops last (after the server drained and the services stopped).

@@ -29,8 +29,10 @@ import Logging
 /// | `LEDGERD_WRITER_MAX_BATCH` | `2000` | most events committed in one transaction |
 /// | `LEDGERD_DB_CONNECT_TIMEOUT_SECONDS` | `2` | most seconds to open a connection to PostgreSQL |
 /// | `LEDGERD_DB_STATEMENT_TIMEOUT_SECONDS` | `30` | most seconds one statement of the daemon may run (`statement_timeout`) |
-/// | `LEDGERD_OPERATOR_KEYS` | generated (embedded) | comma-separated operator API keys. **Secret.** |
-/// | `LEDGERD_AUDITOR_KEYS` | generated (embedded) | comma-separated auditor (read-only) API keys. **Secret.** |
+/// | `LEDGERD_API_KEYRING` | `<data dir>/api-keyring.json` (embedded) | keyring file of API key verifiers (salted hashes with ids; `ledgerd keys`), reread when it changes |
+/// | `LEDGERD_OPERATOR_KEYS` | — | comma-separated operator API keys, in force beside the keyring's. **Secret.** |
+/// | `LEDGERD_AUDITOR_KEYS` | — | comma-separated auditor (read-only) API keys, likewise. **Secret.** |
+/// | `LEDGERD_API_KEY` | — | the key the command line (`ledgerd orders`, `settle`, `tail`, …) sends. **Secret.** |
 /// | `LEDGERD_SEED_DEMO_CATALOG` | `true` | list the demo catalog (and write its pictures) on the first start of an empty ledger |
 /// | `LEDGERD_ACQUIRER_SEED` | `1` | seed of the acquirer model (every id it issues derives from it) |
 /// | `LEDGERD_ACQUIRER_CREDIT_LIMIT` | `10000.00` | open-to-buy of each test card in the acquirer model (USD) |
@@ -118,6 +120,10 @@ public struct LedgerConfiguration: Sendable {
     public var taxPolicy: TaxPolicy
     public var recoveryInterval: Duration
     public var auditorKeys: [String]
+    /// `LEDGERD_API_KEYRING`: the keyring file of key verifiers (``APIKeys``).
+    public var apiKeyringPath: String?
+    /// `LEDGERD_API_KEY`: the key the command line sends to a running daemon.
+    public var clientAPIKey: String?
     public var capturePolicy: CapturePolicy
     /// The acquirer service; nil: run it as a supervised child.
     public var acquirerURL: String?
@@ -253,6 +259,8 @@ public struct LedgerConfiguration: Sendable {
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         auditorKeys = reader.stringArray(forKey: "ledgerd.auditor.keys", isSecret: true, default: [])
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        apiKeyringPath = reader.string(forKey: "ledgerd.api.keyring").flatMap { $0.isEmpty ? nil : $0 }
+        clientAPIKey = reader.string(forKey: "ledgerd.api.key", isSecret: true).flatMap { $0.isEmpty ? nil : $0 }
         checkpointKeyPath = reader.string(forKey: "ledgerd.checkpoint.key")
         if checkpointKeyPath?.isEmpty == true { checkpointKeyPath = nil }
         let timeText = reader.string(forKey: "ledgerd.checkpoint.time", default: "23:59")
@@ -343,7 +351,7 @@ public struct LedgerConfiguration: Sendable {
                 environmentVariables: environment,
                 secretsSpecifier: .specific([
                     "LEDGERD_DATABASE_URL", "LEDGERD_MIGRATION_DATABASE_URL", "LEDGERD_READ_DATABASE_URL", "LEDGERD_OPERATOR_KEYS",
-                    "LEDGERD_AUDITOR_KEYS",
+                    "LEDGERD_AUDITOR_KEYS", "LEDGERD_API_KEY",
                 ])
             ),
         ])

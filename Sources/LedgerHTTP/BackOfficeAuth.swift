@@ -1,14 +1,13 @@
-import Crypto
 import Foundation
 import Hummingbird
 import LedgerCore
 import LedgerMacros
 import LedgerServices
 
-/// Who is calling a back-office endpoint: a role and a short, non-secret key id for the
-/// event metadata's `actor` (`operator:3f9a1c2e`).
+/// Who is calling a back-office endpoint: a role and the key's id (``APIKeyVerifier``), for the
+/// event metadata's `actor` (`operator:op-1`).
 public struct Principal: Sendable, Hashable {
-    public enum Role: String, Sendable, Hashable {
+    public enum Role: String, Sendable, Hashable, Codable, CaseIterable {
         /// Reads and changes (capture, void, refund, …).
         case `operator`
         /// Reads only.
@@ -19,31 +18,6 @@ public struct Principal: Sendable, Hashable {
     public let keyID: String
 
     public var actor: String { "\(role.rawValue):\(keyID)" }
-}
-
-/// The configured API keys. Only SHA-256 digests of the keys are kept in memory; a presented key
-/// is hashed and looked up, so no comparison leaks how much of a key matched.
-public struct APIKeyring: Sendable {
-    private let principals: [String: Principal]
-
-    public init(operatorKeys: [String], auditorKeys: [String]) {
-        var principals: [String: Principal] = [:]
-        for (keys, role) in [(auditorKeys, Principal.Role.auditor), (operatorKeys, .operator)] {
-            for key in keys where !key.isEmpty {
-                let digest = Self.digest(key)
-                principals[digest] = Principal(role: role, keyID: String(digest.prefix(8)))
-            }
-        }
-        self.principals = principals
-    }
-
-    public var isEmpty: Bool { principals.isEmpty }
-
-    public func principal(forKey key: String) -> Principal? { principals[Self.digest(key)] }
-
-    static func digest(_ key: String) -> String {
-        EventJSON.hex(Array(SHA256.hash(data: Array(key.utf8))))
-    }
 }
 
 /// Guards back-office routes: `Authorization: Bearer <key>`. A missing or unknown key is 401

@@ -45,7 +45,7 @@ public struct CheckpointRoutes: Sendable {
             guard let signer else {
                 throw APIError.conflict("checkpoint_key_missing", "no signing key is configured (LEDGERD_CHECKPOINT_KEY)")
             }
-            let checkpoint = try await signer.signCheckpoint(actor: context.principal?.actor ?? "operator")
+            let checkpoint = try await signer.signCheckpoint(actor: context.actor)
             // The reply is the checkpoint file itself (``CheckpointFile``, pretty-printed as on disk).
             return jsonResponse(RawJSON(stored: try CheckpointService.fileJSON(checkpoint)), status: .created)
         }

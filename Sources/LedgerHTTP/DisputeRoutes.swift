@@ -72,18 +72,14 @@ public struct DisputeRoutes: Sendable {
                 }
                 refs.append(text)
             }
-            let view = try await disputes.defend(id: id, evidenceRefs: refs, actor: Self.actor(context))
+            let view = try await disputes.defend(id: id, evidenceRefs: refs, actor: context.actor)
             return jsonResponse(try view.reply())
         }
         group.post("/disputes/:id/accept") { request, context -> Response in
             let id = try context.parameters.require("id")
             _ = try await Self.body(request, allowed: [])
-            return jsonResponse(try await disputes.accept(id: id, actor: Self.actor(context)).reply())
+            return jsonResponse(try await disputes.accept(id: id, actor: context.actor).reply())
         }
-    }
-
-    static func actor(_ context: LedgerRequestContext) -> String {
-        context.principal.map { "\($0.role.rawValue):\($0.keyID)" } ?? "operator"
     }
 
     /// A JSON object body (an empty body is `{}`) with only `allowed` members.

@@ -89,7 +89,7 @@ public struct HoldRoutes: Sendable {
                 if let key, !(1...200).contains(key.utf8.count) {
                     throw APIError.badRequest("invalid_idempotency_key", "Idempotency-Key must be 1…200 bytes", field: "Idempotency-Key")
                 }
-                let actor = context.principal.map { "\($0.role.rawValue):\($0.keyID)" } ?? "operator"
+                let actor = context.actor
                 let outcome = try await holdOperator.perform(orderID: id, operation, idempotencyKey: key, actor: actor)
                 return try jsonResponse(HoldOperationReply(outcome), status: outcome.result.status)
             }

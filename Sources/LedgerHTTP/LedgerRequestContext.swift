@@ -12,4 +12,8 @@ public struct LedgerRequestContext: RequestContext {
         self.coreContext = .init(source: source)
         self.principal = nil
     }
+
+    /// The event metadata's `actor` for a change this request makes: its key's role and id
+    /// (`operator:op-1`); `operator` where no key is configured to check.
+    public var actor: String { principal?.actor ?? "operator" }
 }

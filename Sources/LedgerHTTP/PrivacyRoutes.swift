@@ -36,7 +36,7 @@ public struct PrivacyRoutes: Sendable {
                 throw APIError.badRequest("unknown_field", "an erasure does not take \(key)", field: key)
             }
             let customer = try PaymentRequest.Fields(object).string("customer", maximumLength: 320)
-            let actor = context.principal?.actor ?? "operator"
+            let actor = context.actor
             let erased = try await privacy.erase(customer: customer, actor: actor)
             guard !erased.isEmpty else {
                 throw APIError.notFound("no shipping contact matches that customer (or it was erased already)")

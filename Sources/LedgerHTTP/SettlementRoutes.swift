@@ -151,7 +151,7 @@ public struct SettlementRoutes: Sendable {
                 throw APIError.badRequest("unknown_field", "a resolution does not take \(key)", field: key)
             }
             let reason = try PaymentRequest.Fields(object).string("reason", maximumLength: 500)
-            let actor = context.principal.map { "\($0.role.rawValue):\($0.keyID)" } ?? "operator"
+            let actor = context.actor
             return try jsonResponse(ReconciliationReply(try await settlement.resolveBreak(id: id, reason: reason, actor: actor)))
         }
     }

@@ -14,7 +14,8 @@ struct Tail: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Print the live event feed of a running daemon, one JSON event per line.")
     @OptionGroup var common: CommonOptions
     @Option(help: "The daemon's base URL.") var url = "http://127.0.0.1:12345"
-    @Option(help: "API key (default: LEDGERD_OPERATOR_KEYS, or the embedded daemon's api-keys.json).") var apiKey: String?
+    @Option(help: "API key (default: LEDGERD_API_KEY, the first of LEDGERD_OPERATOR_KEYS, or the embedded daemon's api-keys.json).") var apiKey:
+        String?
     @Option(help: "Start after this position (0: from the first event).") var after: Int64 = 0
     @Option(help: "Only events of this type (repeat or comma-separate for several).") var type: [String] = []
     @Option(help: "Only events of streams whose id starts with this.") var streamPrefix: String?

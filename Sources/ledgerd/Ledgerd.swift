@@ -15,7 +15,7 @@ struct Ledgerd: AsyncParsableCommand {
         discussion: "Every option can also be set by its environment variable (see README.md); flags win.",
         subcommands: [
             Serve.self, Migrate.self, Catalog.self, Order.self, Disputes.self, Settle.self, Reconcile.self, Audit.self, Privacy.self,
-            Rebuild.self, Bench.self, ApplePay.self, AcquirerCommand.self, Tail.self, Journal.self,
+            Rebuild.self, Bench.self, ApplePay.self, AcquirerCommand.self, Tail.self, Journal.self, Keys.self,
         ],
         defaultSubcommand: Serve.self
     )

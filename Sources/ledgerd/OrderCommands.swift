@@ -22,7 +22,8 @@ struct Order: AsyncParsableCommand {
         @OptionGroup var common: CommonOptions
         @Option(help: "The daemon's base URL (default: LEDGERD_URL, else http(s)://LEDGERD_HOST:LEDGERD_PORT, 127.0.0.1:12345).")
         var url: String?
-        @Option(help: "Operator API key (default: LEDGERD_OPERATOR_KEYS, or the embedded daemon's api-keys.json).") var apiKey: String?
+        @Option(help: "Operator API key (default: LEDGERD_API_KEY, the first of LEDGERD_OPERATOR_KEYS, or the embedded daemon's api-keys.json).")
+        var apiKey: String?
         @Option(help: "Idempotency key: the same key and arguments apply once.") var idempotencyKey: String?
 
         /// POSTs `body` to `/orders/{id}/{operation}`, prints the reply, and fails on a non-2xx status.

@@ -207,7 +207,7 @@ import Testing
 /// Operator-only routes refuse auditor keys with 403 before their handler runs.
 @Suite struct BackOfficeAuthMiddlewareTests {
     @Test func auditorsCannotChangeAnything() async throws {
-        let keyring = APIKeyring(operatorKeys: ["op"], auditorKeys: ["au"])
+        let keyring = try APIKeyring(operatorKeys: ["op"], auditorKeys: ["au"])
         let router = Router(context: LedgerRequestContext.self)
         router.add(middleware: ErrorMiddleware())
         let calls = Counter()

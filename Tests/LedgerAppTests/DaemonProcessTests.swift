@@ -85,7 +85,8 @@ import FoundationNetworking
         for _ in 0..<120 where process.isRunning { try await Task.sleep(for: .milliseconds(250)) }
         #expect(!process.isRunning, "ledgerd did not exit after SIGTERM")
         #expect(process.terminationStatus == 0, "exit status \(process.terminationStatus); output:\n\(output())")
-        #expect(DaemonProcess.processes(mentioning: dataDirectory.path).isEmpty, "PostgreSQL processes were left behind")
+        let left1 = DaemonProcess.processes(mentioning: dataDirectory.path)
+        #expect(left1.isEmpty, "PostgreSQL processes were left behind: \(DaemonProcess.describe(left1))")
         #expect(!FileManager.default.fileExists(atPath: dataDirectory.appendingPathComponent("pg/postmaster.pid").path))
 
         // The acquirer service (the daemon's child, its journal in the embedded cluster) survives the
@@ -107,7 +108,8 @@ import FoundationNetworking
         let verify = try await DaemonProcess.run(["audit", "verify", "--sql", "--data-dir", dataDirectory.path])
         #expect(verify.status == 0, "\(verify.output)")
         #expect(verify.output.contains("swift verifier: chain verified") && verify.output.contains("sql verifier:   chain verified"))
-        #expect(DaemonProcess.processes(mentioning: dataDirectory.path).isEmpty, "an offline command left PostgreSQL running")
+        let left2 = DaemonProcess.processes(mentioning: dataDirectory.path)
+        #expect(left2.isEmpty, "an offline command left PostgreSQL running: \(DaemonProcess.describe(left2))")
 
         // The auditor's offline tools on the same ledger.
         let data = ["--data-dir", dataDirectory.path]
@@ -149,7 +151,8 @@ import FoundationNetworking
             ["audit", "verify", "--checkpoint", checkpointFile.path, "--public-key", keyFile.path + ".pub"] + data
         )
         #expect(stillProved.status == 0, "\(stillProved.output)")
-        #expect(DaemonProcess.processes(mentioning: dataDirectory.path).isEmpty, "an audit command left PostgreSQL running")
+        let left3 = DaemonProcess.processes(mentioning: dataDirectory.path)
+        #expect(left3.isEmpty, "an audit command left PostgreSQL running: \(DaemonProcess.describe(left3))")
 
         // An applied migration edited afterwards stops the daemon at start, naming the file.
         let edited = dataDirectory.appendingPathComponent("edited-sql")
@@ -162,6 +165,7 @@ import FoundationNetworking
         )
         #expect(stopped.status != 0)
         #expect(stopped.output.contains("0001_create_event_log.sql was changed after it was applied"), "\(stopped.output)")
-        #expect(DaemonProcess.processes(mentioning: dataDirectory.path).isEmpty, "a refused start left PostgreSQL running")
+        let left4 = DaemonProcess.processes(mentioning: dataDirectory.path)
+        #expect(left4.isEmpty, "a refused start left PostgreSQL running: \(DaemonProcess.describe(left4))")
     }
 }

@@ -4,7 +4,7 @@ import LedgerTestSupport
 import Testing
 
 /// Secrets in embedded mode as root: the cluster's processes do not inherit the daemon's environment (API keys,
-/// URLs), the generated `api-keys.json` is 0600 in a root-owned directory, and the `postgres` OS user — trying for
+/// URLs), the generated `api-keys.json` and `api-keyring.json` are 0600 in a root-owned directory, and the `postgres` OS user — trying for
 /// real, as that user — can neither read nor replace it.
 @Suite struct SecretsTests {
     static var rootWithPostgresUser: Bool { geteuid() == 0 && getpwnam("postgres") != nil }
@@ -39,7 +39,8 @@ import Testing
             return
         }
         let keys = dataDirectory.appendingPathComponent("api-keys.json")
-        let original = try Data(contentsOf: keys)
+        let keyring = dataDirectory.appendingPathComponent("api-keyring.json")
+        let originals = try [keys, keyring].map { try Data(contentsOf: $0) }
 
         // The server's processes carry none of the daemon's environment.
         let postmaster =
@@ -48,31 +49,35 @@ import Testing
         let environ = try String(decoding: Data(contentsOf: URL(fileURLWithPath: "/proc/\(postmaster)/environ")), as: UTF8.self)
         #expect(!environ.contains(marker) && !environ.contains("LEDGERD_"), "postmaster environment: \(environ)")
 
-        // The files and the directory: root's, the key file 0600.
-        let attributes = try FileManager.default.attributesOfItem(atPath: keys.path)
-        #expect((attributes[.posixPermissions] as? Int) == 0o600 && (attributes[.ownerAccountID] as? Int) == 0)
+        // The files and the directory: root's, the key files 0600.
+        for file in [keys, keyring] {
+            let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
+            #expect((attributes[.posixPermissions] as? Int) == 0o600 && (attributes[.ownerAccountID] as? Int) == 0, "\(file.lastPathComponent)")
+        }
         let directory = try FileManager.default.attributesOfItem(atPath: dataDirectory.path)
         #expect((directory[.ownerAccountID] as? Int) == 0 && (directory[.posixPermissions] as? Int) == 0o711)
 
-        // As postgres: read, replace, plant, rename — each refused.
-        let path = keys.path
-        let attempts = [
-            "cat '\(path)'",
-            "cp /dev/null '\(path)'",
-            "printf '{\"operator_keys\":[\"planted\"],\"auditor_keys\":[]}' > '\(path).new' && mv '\(path).new' '\(path)'",
-            "mv '\(path)' '\(path).orig'",
-            "rm -f '\(path)'",
-            "ls '\(dataDirectory.path)'",
-            "grep -a LEDGERD_ /proc/\(postmaster)/environ",
-        ]
+        // As postgres: read, replace, plant, rename — each refused, for the keys and for the keyring.
+        let planted =
+            #"{"keys":[{"id":"evil","role":"operator","salt":"00000000000000000000000000000000","hash":"\#(String(repeating: "0", count: 64))","created_at":"2026-01-01T00:00:00Z"}]}"#
+        var attempts = ["ls '\(dataDirectory.path)'", "grep -a LEDGERD_ /proc/\(postmaster)/environ"]
+        for path in [keys.path, keyring.path] {
+            attempts += [
+                "cat '\(path)'",
+                "cp /dev/null '\(path)'",
+                "printf '%s' '\(planted)' > '\(path).new' && mv '\(path).new' '\(path)'",
+                "mv '\(path)' '\(path).orig'",
+                "rm -f '\(path)'",
+            ]
+        }
         for attempt in attempts {
             let outcome = try await Self.asPostgres(attempt)
             #expect(outcome.status != 0, "as postgres, `\(attempt)` succeeded: \(outcome.output)")
-            #expect(!outcome.output.contains("olk_"), "as postgres, `\(attempt)` showed a key")
+            #expect(!outcome.output.contains("olk_") && !outcome.output.contains("\"hash\""), "as postgres, `\(attempt)` showed a key")
         }
         // The cluster itself still works for that user (its own directories), and nothing changed.
         #expect(try await Self.asPostgres("test -O '\(dataDirectory.path)/pg/PG_VERSION'").status == 0)
-        #expect(try Data(contentsOf: keys) == original)
+        #expect(try [keys, keyring].map { try Data(contentsOf: $0) } == originals)
         let (status, _) = try await daemon.request("GET", "/orders?limit=1", timeout: 10)
         #expect(status == 200 && !operatorKey.isEmpty)
         try await daemon.stop()

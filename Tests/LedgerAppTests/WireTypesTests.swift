@@ -99,7 +99,7 @@ import Testing
             batchID: batchID,
             breakID: found[1].breakID,
             reason: "acquirer ticket 42",
-            resolvedBy: "operator:0ff86987"
+            resolvedBy: "operator:env-operator-1"
         )
         let events: [SettlementEvent] = [.reconciled(result)] + found.map { .breakFound(ReconciliationBreakFound(batchID: batchID, found: $0)) }
         return ReconciliationView(
@@ -215,7 +215,7 @@ import Testing
         let resolvedBreak =
             #"{"break_id":"OrderLedgerStore-USD-2026-06-17.missing_at_acquirer.o-2-capture-1","class":"missing_at_acquirer","#
             + #""detail":"absent from this report and the next","expected":"10.00","reference":"o-2-capture-1","#
-            + #""resolution_reason":"acquirer ticket 42","resolved":true,"resolved_by":"operator:0ff86987"}"#
+            + #""resolution_reason":"acquirer ticket 42","resolved":true,"resolved_by":"operator:env-operator-1"}"#
         let breaks = "[\(amountBreak),\(resolvedBreak)]"
         let acquirers =
             #"{"breaks":\#(breaks),"ledger_items":3,"matched":1,"open_breaks":1,"recorded_at":"2026-06-17T22:00:00.000000Z","#

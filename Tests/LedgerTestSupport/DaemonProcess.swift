@@ -147,6 +147,16 @@ public struct DaemonProcess {
     }
 
     /// PIDs of the processes whose command line mentions `path` (the embedded PostgreSQL of a data directory).
+    /// Each process's id and command line, for a failure message.
+    public static func describe(_ pids: [Int32]) -> String {
+        pids.map { pid in
+            let line = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline").map {
+                String(decoding: $0, as: UTF8.self).replacingOccurrences(of: "\0", with: " ")
+            }
+            return "\(pid): \(line ?? "(gone)")"
+        }.joined(separator: "\n")
+    }
+
     public static func processes(mentioning path: String) -> [Int32] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.compactMap(Int32.init).filter { pid in
