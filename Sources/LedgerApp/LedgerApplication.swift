@@ -254,7 +254,7 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     // Changes need an operator key.
     let changes = router.group().add(middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .change))
     holdRoutes.registerChanges(on: changes)
-    let settlementRoutes = SettlementRoutes(settlement: services.settlement, state: services.state)
+    let settlementRoutes = SettlementRoutes(settlement: services.settlement, state: services.state, reportLimit: configuration.reportMaxBytes)
     settlementRoutes.registerReads(on: reads)
     settlementRoutes.registerChanges(on: changes)
     let disputeRoutes = DisputeRoutes(disputes: services.disputes)

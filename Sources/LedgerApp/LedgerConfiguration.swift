@@ -20,6 +20,7 @@ import Logging
 /// | `LEDGERD_HTTP_IDLE_TIMEOUT_SECONDS` | `30` | a connection idle (or stuck in its request head) this long is closed |
 /// | `LEDGERD_HTTP_MAX_CONNECTIONS` | `1024` | HTTP connections open at once; more are closed at once |
 /// | `LEDGERD_EXPENSIVE_REQUEST_LIMIT` | `4` | chain verifications, report uploads and as-of reads running at once; more are 429 |
+/// | `LEDGERD_REPORT_MAX_BYTES` | `268435456` | the largest settlement report upload (streamed to a 0600 spool file as it arrives; larger is 413 at once) |
 /// | `LEDGERD_PORT` | `12345` | HTTP port (the storefront app's) |
 /// | `LEDGERD_DATA_DIR` | `./.ledgerd` | embedded cluster and daemon state |
 /// | `LEDGERD_PG_BINDIR` | found | PostgreSQL server binaries for the embedded cluster |
@@ -100,6 +101,8 @@ public struct LedgerConfiguration: Sendable {
     public var httpMaxConnections: Int
     /// Most expensive requests (verify, report upload, as-of) at once; more are refused with 429.
     public var expensiveRequestLimit: Int
+    /// `LEDGERD_REPORT_MAX_BYTES`: the largest settlement report upload.
+    public var reportMaxBytes: Int
     public var port: Int
     public var dataDirectory: String
     public var postgresBinDirectory: String?
@@ -181,6 +184,8 @@ public struct LedgerConfiguration: Sendable {
         httpMaxConnections = reader.int(forKey: "ledgerd.http.max.connections", default: 1024)
         guard httpMaxConnections >= 1 else { throw ConfigurationError("LEDGERD_HTTP_MAX_CONNECTIONS must be at least 1") }
         expensiveRequestLimit = reader.int(forKey: "ledgerd.expensive.request.limit", default: 4)
+        reportMaxBytes = reader.int(forKey: "ledgerd.report.max.bytes", default: 256 * 1024 * 1024)
+        guard reportMaxBytes >= 1024 else { throw ConfigurationError("LEDGERD_REPORT_MAX_BYTES must be at least 1024") }
         guard expensiveRequestLimit >= 1 else { throw ConfigurationError("LEDGERD_EXPENSIVE_REQUEST_LIMIT must be at least 1") }
         port = reader.int(forKey: "ledgerd.port", default: 12345)
         dataDirectory = reader.string(forKey: "ledgerd.data.dir", default: "./.ledgerd")

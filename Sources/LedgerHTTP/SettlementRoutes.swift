@@ -21,9 +21,9 @@ public protocol SettlementOperator: Sendable {
     func reconciliation(id: String) async throws -> ReconciliationView?
     /// Records an operator's resolution of a break; returns the reconciliation.
     func resolveBreak(id: String, reason: String, actor: String) async throws -> ReconciliationView
-    /// Reconciles a settlement report CSV against the batch it names; returns the reconciliation.
-    /// `format` nil: the header's; `batchID` nil: the batch the report names.
-    func reconcileReport(csv: String, format: SettlementReportFormat?, batchID: String?) async throws -> ReconciliationView
+    /// Reconciles a settlement report CSV (spooled to a file as it arrived) against the batch it names;
+    /// returns the reconciliation. `format` nil: the header's; `batchID` nil: the batch the report names.
+    func reconcileReport(_ upload: ReportUpload, format: SettlementReportFormat?, batchID: String?) async throws -> ReconciliationView
 }
 
 /// - operator key: `POST /settlements/run {"business_date": "YYYY-MM-DD"}`,
@@ -35,10 +35,14 @@ public struct SettlementRoutes: Sendable {
     let settlement: any SettlementOperator
     /// Answers `GET /settlements/{id}?as_of=` (without it, `as_of` is refused).
     let state: (any StateReader)?
+    /// The largest report upload (`LEDGERD_REPORT_MAX_BYTES`); a larger one is refused (413) as soon as
+    /// its bytes pass it.
+    let reportLimit: Int
 
-    public init(settlement: any SettlementOperator, state: (any StateReader)? = nil) {
+    public init(settlement: any SettlementOperator, state: (any StateReader)? = nil, reportLimit: Int = 256 * 1024 * 1024) {
         self.settlement = settlement
         self.state = state
+        self.reportLimit = reportLimit
     }
 
     /// The run as newline-delimited JSON (`Accept: application/x-ndjson`), one ``SettlementRunLine``
@@ -115,14 +119,7 @@ public struct SettlementRoutes: Sendable {
             }
             return try await Self.streamingRun(settlement, date: date)
         }
-        group.post("/reconciliation/reports") { request, _ -> Response in
-            let body: ByteBuffer
-            do { body = try await request.body.collect(upTo: 256 * 1024 * 1024) } catch {
-                throw APIError(status: .contentTooLarge, code: "payload_too_large", message: "the report is larger than 256 MiB")
-            }
-            guard let csv = String(validating: body.readableBytesView, as: UTF8.self) else {
-                throw APIError.badRequest("invalid_report", "the report must be UTF-8 CSV text")
-            }
+        group.post("/reconciliation/reports") { [reportLimit] request, _ -> Response in
             let parameters = request.uri.queryParameters
             var format: SettlementReportFormat?
             if let text = parameters["format"].map(String.init) {
@@ -136,7 +133,18 @@ public struct SettlementRoutes: Sendable {
             if let batch, batch.isEmpty || batch.utf8.count > 100 {
                 throw APIError.badRequest("invalid_parameter", "batch must be a settlement batch id", field: "batch")
             }
-            return try jsonResponse(ReconciliationReply(try await settlement.reconcileReport(csv: csv, format: format, batchID: batch)))
+            // Streamed to a 0600 spool file as it arrives (memory holds a chunk), refused once past the limit.
+            let upload: ReportUpload
+            do { upload = try await ReportUpload.spool(request.body.map { $0.readableBytesView }, limit: reportLimit) } catch is ReportUpload.TooLarge
+            {
+                throw APIError(
+                    status: .contentTooLarge,
+                    code: "payload_too_large",
+                    message: "the report is larger than \(reportLimit) bytes (LEDGERD_REPORT_MAX_BYTES)"
+                )
+            }
+            defer { upload.remove() }
+            return try jsonResponse(ReconciliationReply(try await settlement.reconcileReport(upload, format: format, batchID: batch)))
         }
         group.post("/reconciliation/breaks/:id/resolve") { request, context -> Response in
             let id = try context.parameters.require("id")

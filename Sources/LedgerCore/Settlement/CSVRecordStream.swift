@@ -2,7 +2,8 @@
 /// a quoted field or between CR and LF) and each complete record is handed over as soon as its line
 /// ends, so a report of any length is read with memory for one record. The same rules as
 /// ``CSVReader`` (quoted fields may hold commas, doubled quotes and line breaks; CR LF, CR and LF end
-/// a record), which reads a whole text at once.
+/// a record), which reads a whole text at once. Each field must be UTF-8 (a chunk may end inside a
+/// character; a field is checked when it is complete).
 public struct CSVRecordStream: Sendable {
     private var record: [String] = []
     private var field: [UInt8] = []
@@ -53,9 +54,9 @@ public struct CSVRecordStream: Sendable {
                 inQuotes = true
                 fieldWasQuoted = true
             case comma:
-                endField()
+                try endField()
             case cr, lf:
-                endField()
+                try endField()
                 let done = record
                 record = []
                 records += 1
@@ -80,7 +81,7 @@ public struct CSVRecordStream: Sendable {
         }
         if inQuotes { throw CSVReaderError(row: records + 1, reason: "unterminated quoted field") }
         if !field.isEmpty || fieldWasQuoted || !record.isEmpty {
-            endField()
+            try endField()
             let done = record
             record = []
             records += 1
@@ -88,8 +89,11 @@ public struct CSVRecordStream: Sendable {
         }
     }
 
-    private mutating func endField() {
-        record.append(String(decoding: field, as: UTF8.self))
+    private mutating func endField() throws {
+        guard let text = String(validating: field, as: UTF8.self) else {
+            throw CSVReaderError(row: records + 1, reason: "a field is not UTF-8 text")
+        }
+        record.append(text)
         field.removeAll(keepingCapacity: true)
         fieldWasQuoted = false
     }

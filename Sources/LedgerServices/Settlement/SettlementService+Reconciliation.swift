@@ -206,9 +206,9 @@ extension SettlementService {
     /// against the batch it names and records the result if it changed. The format is the header's
     /// (``SettlementReportFormat/detect(header:ledgerColumns:)``) unless named. The model's own layout
     /// is stored as it came (key `upload-<SHA-256 of the bytes>`, one part); an acquirer's format is
-    /// read line by line and stored normalized, in parts (``reconcileImported(csv:format:batchID:)``).
+    /// read line by line and stored normalized, in parts (``reconcileImported(_:format:batchID:)``). `upload` arrived spooled to a file (``ReportUpload``).
     public func reconcileReport(
-        csv: String,
+        _ upload: ReportUpload,
         format: SettlementReportFormat? = nil,
         batchID named: String? = nil
     ) async throws
@@ -217,8 +217,7 @@ extension SettlementService {
         var header: [String] = []
         var stream = CSVRecordStream()
         do {
-            let firstLine = csv.utf8.prefix { $0 != 0x0A && $0 != 0x0D }
-            try stream.feed(firstLine) { _ in }
+            try stream.feed(try upload.firstLine()) { _ in }
             try stream.finish { header = $0 }
         } catch {
             throw ServiceError(.invalidInput, code: "invalid_report", message: "the report's header does not parse: \(error)")
@@ -226,7 +225,10 @@ extension SettlementService {
         guard let chosen = format ?? SettlementReportFormat.detect(header: header, ledgerColumns: SettlementReportCSV.columns) else {
             throw ServiceError(.invalidInput, code: "invalid_report", message: ReportImportError.unknownFormat(header).description)
         }
-        if chosen != .ledger { return try await reconcileImported(csv: csv, format: chosen, batchID: named) }
+        if chosen != .ledger { return try await reconcileImported(upload, format: chosen, batchID: named) }
+        guard let csv = try upload.text() else {
+            throw ServiceError(.invalidInput, code: "invalid_report", message: "the report must be UTF-8 CSV text")
+        }
         let lines: [SettlementReportLine]
         do { lines = try SettlementReportCSV().parse(csv) } catch {
             throw ServiceError(.invalidInput, code: "invalid_report", message: "the report does not parse: \(error)")
@@ -238,7 +240,7 @@ extension SettlementService {
         else {
             throw ServiceError.notFound("no closed settlement batch \(batchID)")
         }
-        let digest = Array(SHA256.hash(data: Array(csv.utf8)))
+        let digest = upload.digest
         let key = "upload-" + Self.hex(digest)
         if try await storedReport(key) == nil {
             try await reports.storeUpload(key: key, csv: csv, lines: lines, digest: digest)
@@ -248,15 +250,15 @@ extension SettlementService {
     }
 
     /// Imports an acquirer's report (Adyen SDR, Adyen PAR, Stripe itemized payout reconciliation):
-    /// read in 64 KiB chunks, each record normalized (``SettlementReportImporter``) and stored as the
+    /// read from its spool file in 64 KiB chunks, each record normalized (``SettlementReportImporter``) and stored as the
     /// model's layout in parts of ``importPageSize`` lines with their line index, in one transaction;
     /// memory holds one chunk and one page. The batch is the one the report names — the SDR's
     /// MerchantPayout line (its batch id, else its Batch Number), Stripe's `automatic_payout_id` (the
     /// batch's payout reference), the PAR's optional Batch Number — or `batchID` when given. A format
     /// without a payout line of its own gets the batch's scheduled payout as its last line, so the
     /// payout check compares the report's nets with what the acquirer announced.
-    func reconcileImported(csv: String, format: SettlementReportFormat, batchID named: String?) async throws -> ReconciliationView {
-        let digest = Array(SHA256.hash(data: Array(csv.utf8)))
+    func reconcileImported(_ upload: ReportUpload, format: SettlementReportFormat, batchID named: String?) async throws -> ReconciliationView {
+        let digest = upload.digest
         let key = "upload-" + Self.hex(digest)
         var batchID: String
         if try await storedReport(key) != nil {
@@ -269,7 +271,7 @@ extension SettlementService {
             }
             batchID = id
         } else {
-            batchID = try await storeImported(csv: csv, format: format, key: key, digest: digest, named: named)
+            batchID = try await storeImported(upload, format: format, key: key, digest: digest, named: named)
         }
         guard StreamID("settlement-" + batchID) != nil, let state = try await load(SettlementBatch.streamID(batchID: batchID)), state.closed != nil
         else {
@@ -282,7 +284,13 @@ extension SettlementService {
     static let importPageSize = 10_000
 
     /// Stores an imported report under `key`; returns the batch it names.
-    private func storeImported(csv: String, format: SettlementReportFormat, key: String, digest: [UInt8], named: String?) async throws -> String {
+    private func storeImported(
+        _ upload: ReportUpload,
+        format: SettlementReportFormat,
+        key: String,
+        digest: [UInt8],
+        named: String?
+    ) async throws -> String {
         let batches = try await allBatches()
         func batch(number: Int) -> SettlementBatchState? { batches.first { $0.submitted?.batchNumber == number } }
         func batch(id: String) -> SettlementBatchState? { batches.first { $0.opened.batchID == id } }
@@ -327,14 +335,10 @@ extension SettlementService {
                         }
                     }
                 }
-                let bytes = csv.utf8
-                var start = bytes.startIndex
-                while start != bytes.endIndex {
-                    let end = bytes.index(start, offsetBy: 64 * 1024, limitedBy: bytes.endIndex) ?? bytes.endIndex
-                    try stream.feed(bytes[start..<end]) { records.append($0) }
+                try await upload.forEachChunk { chunk in
+                    try stream.feed(chunk) { records.append($0) }
                     try await take(records)
                     records.removeAll(keepingCapacity: true)
-                    start = end
                 }
                 try stream.finish { records.append($0) }
                 try await take(records)
