@@ -47,9 +47,11 @@ for run in $(seq 1 "$runs"); do
   pgctl stop -m immediate
   # The three at once, side by side: each one's own time to its answer.
   probe "$base/health" >"$data/h1" &
+  j1=$!
   pay >"$data/p1" &
+  j2=$!
   probe -H "$op" "$base/orders?limit=1" >"$data/r1" &
-  wait
+  wait $j1 $! $j2
   h1=$(cat "$data/h1"); p1=$(cat "$data/p1"); r1=$(cat "$data/r1")
   sleep 3
   h2=$(probe "$base/health"); p2=$(pay)
