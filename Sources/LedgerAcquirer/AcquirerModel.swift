@@ -93,6 +93,10 @@ public actor AcquirerModel: Acquirer {
     public func payout(batchNumber: Int) throws(AcquirerError) -> PayoutNotice {
         try state.payout(batchNumber: batchNumber)
     }
+
+    public func disputeNotifications(after: Int, limit: Int) throws(AcquirerError) -> [AcquirerDisputeNotification] {
+        try state.disputeNotifications(after: after, limit: limit, now: clock())
+    }
 }
 
 /// An acquirer that hands every call to a model except those it implements itself: the daemon's
@@ -121,4 +125,7 @@ extension AcquirerModelWrapper {
         try await model.reportLines(batchNumber: batchNumber, from: from, count: count)
     }
     public func payout(batchNumber: Int) async throws(AcquirerError) -> PayoutNotice { try await model.payout(batchNumber: batchNumber) }
+    public func disputeNotifications(after: Int, limit: Int) async throws(AcquirerError) -> [AcquirerDisputeNotification] {
+        try await model.disputeNotifications(after: after, limit: limit)
+    }
 }

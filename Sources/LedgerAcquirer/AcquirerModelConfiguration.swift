@@ -70,10 +70,20 @@ public struct AcquirerModelConfiguration: Hashable, Sendable, Codable {
     public var fundingLagBusinessDays: Int = 1
     /// Seeded misbehaviours; all off by default.
     public var faults: FaultConfiguration = .none
+    /// Cardholders' disputes: per settled capture, a chargeback fires for the captures whose
+    /// modification reference is a target and otherwise with the probability (`ledgerd acquirer serve
+    /// --dispute-rate`, per mille), on Visa and Mastercard payments only; off by default. Test cards
+    /// with a ``TestCard/dispute`` always draw theirs. A payment draws at most one dispute.
+    public var disputes: FaultKnob = .off
 
     /// At least one second: a hold must outlive the instant it is placed (an immediate capture happens then).
     func holdLifetime(network: CardNetwork?, initiator: TransactionInitiator, type: AuthorizationType) -> Int64 {
         max(1, holdLifetimes.first { $0.matches(network, initiator, type) }?.lifetimeSeconds ?? 7 * HoldLifetimeRule.day)
+    }
+
+    /// The dispute a test card always draws, by the hold's account key.
+    func alwaysDisputes(accountKey: String) -> DisputeReason? {
+        testCards.first { "token:" + $0.token == accountKey }?.dispute
     }
 
     func creditLimit(forAccount key: String) -> Money {

@@ -71,6 +71,10 @@ extension AcquirerModelState {
             }
         }
 
+        let businessDate =
+            request.businessDate.map { configuration.calendar.businessDay(onOrAfter: $0) }
+            ?? configuration.cutOff.businessDate(closingAt: now, calendar: configuration.calendar)
+
         // Lines held back from earlier batches first, then this batch's, each through the fault knobs.
         counters.batch = batchCounter
         var lines: [SettlementReportLine] = []
@@ -113,7 +117,10 @@ extension AcquirerModelState {
                 lines.append(line)
             }
             modifications[reference]?.settledInBatch = batchNumber
+            drawDispute(for: item, businessDate: businessDate)
         }
+        // The chargebacks raised by now are debited in this batch.
+        lines += chargebackLines(batchNumber: batchNumber, currency: request.currency, now: now)
 
         var payoutUnits = lines.reduce(Int64(0)) { $0 + $1.signedNetMinorUnits }
         if faults.shortPayPayout.fires(for: batchReference, random: &random) {
@@ -121,9 +128,6 @@ extension AcquirerModelState {
             payoutUnits -= faults.shortPaymentMinorUnits
         }
         counters.payout += 1
-        let businessDate =
-            request.businessDate.map { configuration.calendar.businessDay(onOrAfter: $0) }
-            ?? configuration.cutOff.businessDate(closingAt: now, calendar: configuration.calendar)
         let payout = PayoutNotice(
             payoutReference: DerivedIdentifier.payoutReference.hex(seed: seed, counter: counters.payout),
             batchNumber: batchNumber,

@@ -38,6 +38,9 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
     var carriedOver: [CarriedLine] = []
     /// Every fault injected so far.
     public internal(set) var injectedFaults: [InjectedFault] = []
+    /// The disputes decided at settlement, in feed order (nil until the first: a snapshot without
+    /// disputes keeps its bytes).
+    var disputeFeed: [ModelDispute]?
 
     public init(seed: UInt64, configuration: AcquirerModelConfiguration = AcquirerModelConfiguration()) {
         self.seed = seed

@@ -15,6 +15,11 @@ public struct FaultKnob: Hashable, Sendable, Codable {
 
     public static let off = FaultKnob()
 
+    /// Fires with probability `rate` / 1000 (0: ``off``).
+    public static func perMille(_ rate: Int) -> FaultKnob {
+        rate <= 0 ? .off : FaultKnob(probability: Rate(numerator: Int64(rate), denominator: 1_000))
+    }
+
     func fires(for reference: String, random: inout SeededRandom) -> Bool {
         if targets.contains(reference) { return true }
         return random.chance(numerator: probability.numerator, denominator: probability.denominator)

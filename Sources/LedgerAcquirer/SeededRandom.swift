@@ -63,6 +63,7 @@ enum DerivedIdentifier: UInt64 {
     case authCode = 0x4155_5448_434F_0003
     case batchNumber = 0x4241_5443_484E_0004
     case payoutReference = 0x5041_594F_5554_0005
+    case disputeReference = 0x4449_5350_5554_0006
 
     func value(seed: UInt64, counter: UInt64) -> UInt64 {
         let key = SeededRandom.mix(seed ^ rawValue)

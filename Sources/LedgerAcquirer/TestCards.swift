@@ -26,6 +26,8 @@ public struct TestCard: Hashable, Sendable, Codable {
     public var lastFour: String
     /// What the issuer answers for every authorization on this card (before the open-to-buy check).
     public var issuerResponse: ResponseCode
+    /// The dispute the cardholder always raises once a capture on this card settles (nil: none).
+    public var dispute: DisputeReason? = nil
 
     /// The built-in test cards. Declining cards are Visa credit cards, as in the usual gateway test sets.
     public static let standard: [TestCard] = [
@@ -35,6 +37,16 @@ public struct TestCard: Hashable, Sendable, Codable {
         TestCard(token: "tok_mastercard_prepaid", network: .mastercard, fundingType: .prepaid, lastFour: "5100", issuerResponse: .approved),
         TestCard(token: "tok_amex", network: .amex, fundingType: .credit, lastFour: "8431", issuerResponse: .approved),
         TestCard(token: "tok_discover", network: .discover, fundingType: .credit, lastFour: "1117", issuerResponse: .approved),
+        // Authorises and captures normally, then always draws a Visa 10.4 chargeback (fraud, card absent)
+        // raised on the business day after its capture settles.
+        TestCard(
+            token: "tok_visa_chargeback_fraud",
+            network: .visa,
+            fundingType: .credit,
+            lastFour: "0259",
+            issuerResponse: .approved,
+            dispute: .visaFraudCardAbsent
+        ),
         TestCard(token: "tok_chargeDeclined", network: .visa, fundingType: .credit, lastFour: "0002", issuerResponse: .doNotHonor),
         TestCard(
             token: "tok_chargeDeclinedInsufficientFunds",

@@ -20,6 +20,7 @@ import struct Foundation.Data
 /// | `POST /v1/settlement/batches` | ``BatchSubmissionBody`` | `SettlementReceipt` |
 /// | `GET /v1/settlement/reports/{batchNumber}?from=F&count=C` | — | `[SettlementReportLine]` |
 /// | `GET /v1/payouts/{batchNumber}` | — | `PayoutNotice` |
+/// | `GET /v1/disputes/notifications?after=N&limit=L` | — | `[AcquirerDisputeNotification]` (the feed after position N) |
 /// | `GET /health` (no key) | — | `ok` |
 ///
 /// Every request but `/health` carries `X-API-Key`; every request that changes something carries
@@ -33,6 +34,8 @@ public enum AcquirerWire {
     public static let maximumPageItems = 10_000
     /// Most report lines one page request returns.
     public static let maximumReportLines = 10_000
+    /// Most dispute notifications one feed request returns.
+    public static let maximumDisputeNotifications = 1_000
 }
 
 /// The body of an authorisation. Card data travels only here, never into the service's journal or logs.

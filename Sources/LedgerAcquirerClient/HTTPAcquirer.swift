@@ -190,6 +190,16 @@ public final class HTTPAcquirer: Acquirer {
         try await call("payout", .GET, "/payouts/\(batchNumber)", body: NoContent?.none, key: nil) { $0.batchNumber == batchNumber }
     }
 
+    public func disputeNotifications(after: Int, limit: Int) async throws(AcquirerError) -> [AcquirerDisputeNotification] {
+        try await call(
+            "dispute_notifications",
+            .GET,
+            "/disputes/notifications?after=\(after)&limit=\(limit)",
+            body: NoContent?.none,
+            key: nil
+        ) { page in page.count <= limit && page.enumerated().allSatisfy { $1.sequence == after + $0 + 1 } }
+    }
+
     // MARK: Modifications by psp reference
 
     private func modify<Body: Encodable & Sendable>(

@@ -118,6 +118,15 @@ struct AcquirerRoutes: Sendable {
             }
             return Self.response(await model.perform(.payout(batchNumber: number), key: nil))
         }
+        api.get("disputes/notifications") { request, context in
+            try self.authenticate(request)
+            let after: Int? = request.uri.queryParameters.get("after").map { Int(String($0)) } ?? 0
+            guard let after, after >= 0 else {
+                return Self.response(.refusal(AcquirerError(.invalidRequest, "after is a feed position, 0 or more")))
+            }
+            let limit = min(request.uri.queryParameters.get("limit", as: Int.self) ?? 100, AcquirerWire.maximumDisputeNotifications)
+            return Self.response(await model.perform(.disputeNotifications(after: after, limit: limit), key: nil))
+        }
     }
 
     private func modification<Body: Decodable & Sendable>(

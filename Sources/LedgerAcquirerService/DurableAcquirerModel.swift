@@ -25,6 +25,8 @@ public actor DurableAcquirerModel {
         case query(merchantReference: String)
         case reportLines(batchNumber: Int, from: Int, count: Int)
         case payout(batchNumber: Int)
+        /// The dispute feed after a position (a read: the feed is decided by journalled settlements).
+        case disputeNotifications(after: Int, limit: Int)
     }
 
     private struct Pending {
@@ -269,6 +271,10 @@ public actor DurableAcquirerModel {
                 do throws(AcquirerError) { replies.append(.answer(try state.payout(batchNumber: number))) } catch {
                     replies.append(.refusal(error))
                 }
+            case .disputeNotifications(let after, let limit):
+                do throws(AcquirerError) {
+                    replies.append(.answer(try state.disputeNotifications(after: after, limit: limit, now: now)))
+                } catch { replies.append(.refusal(error)) }
             }
         }
         do {

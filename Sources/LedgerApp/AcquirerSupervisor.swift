@@ -301,7 +301,8 @@ extension LedgerConfiguration {
             holdLifetimes: holdLifetimes.sorted { $0.key.rawValue < $1.key.rawValue }
                 .map { HoldLifetimeRule(network: $0.key, lifetimeSeconds: $0.value) } + HoldLifetimeRule.standard,
             calendar: settlement.calendar,
-            fundingLagBusinessDays: settlement.fundingLagBusinessDays
+            fundingLagBusinessDays: settlement.fundingLagBusinessDays,
+            disputes: .perMille(acquirerDisputeRatePerMille)
         )
     }
 }

@@ -55,6 +55,8 @@ public struct ServiceContainer: Sendable {
     public let acquirerSupervisor: AcquirerSupervisor?
     public let settlement: SettlementService
     public let disputes: DisputeService
+    /// Records the acquirer's dispute notifications (run as a service when `LEDGERD_DISPUTE_POLL_INTERVAL_SECONDS` > 0).
+    public let disputePoller: DisputePoller
     /// Signs checkpoints; nil when no key is configured.
     public let checkpoints: CheckpointService?
     public let checkpointScheduler: CheckpointScheduler?
@@ -132,12 +134,21 @@ public struct ServiceContainer: Sendable {
             faultCrashAt: configuration.faultCrashAt
         )
         self.holds = holds
-        self.disputes = DisputeService(
+        let disputes = DisputeService(
             committer: DomainCommitter(writer: writer, loader: loader),
             loader: loader,
             client: client,
             clock: clock,
             logger: logger
+        )
+        self.disputes = disputes
+        self.disputePoller = DisputePoller(
+            disputes: disputes,
+            acquirer: acquirer,
+            client: client,
+            clock: clock,
+            logger: logger,
+            interval: configuration.disputePollInterval ?? .seconds(60)
         )
         self.expiry = ExpirySweeper(holds: holds, interval: configuration.expiryInterval, logger: logger)
         let payments = PaymentService(
@@ -307,6 +318,7 @@ public func buildApplication(
     if configuration.settlement.runAtCutOff {
         app.addServices(afterPool(SettlementScheduler(settlement: services.settlement, logger: logger)))
     }
+    if configuration.disputePollInterval != nil { app.addServices(afterPool(services.disputePoller)) }
     if let scheduler = services.checkpointScheduler { app.addServices(afterPool(scheduler)) }
     app.beforeServerStarts { await pool.running() }
     if configuration.seedDemoCatalog {

@@ -47,6 +47,8 @@ import Logging
 /// | `LEDGERD_ACQUIRER_WIRE_FAULTS` | — | crash tests only: JSON `WireFaults` passed to the child acquirer service |
 /// | `LEDGERD_CAPTURE_POLICY` | `on_shipment` | `on_shipment`: capture what is open when the order ships; `automatic`: capture at authorization |
 /// | `LEDGERD_EXPIRY_INTERVAL_SECONDS` | `30` | how often the sweeper expires holds past their expiry |
+/// | `LEDGERD_DISPUTE_POLL_INTERVAL_SECONDS` | `60` | how often the daemon reads the acquirer's dispute notifications and records them; 0 = never |
+/// | `LEDGERD_ACQUIRER_DISPUTE_RATE` | `0` | per mille of settled Visa/Mastercard captures on which the acquirer model raises a chargeback (seeded) |
 /// | `LEDGERD_SNAPSHOT_EVERY_EVENTS` | `10000` | events between inventory snapshots (an as-of inventory or product read folds at most this many events past the last one, plus the snapshotter's lag) |
 /// | `LEDGERD_SNAPSHOT_INTERVAL_SECONDS` | `5` | how often the daemon writes the inventory snapshots the log has grown past |
 /// | `LEDGERD_HOLD_LIFETIMES` | network rules | acquirer model hold lifetime per network in seconds, e.g. `visa=604800,mastercard=2592000` (others keep the standard rules) |
@@ -137,6 +139,10 @@ public struct LedgerConfiguration: Sendable {
     /// Seeded wire faults for the child acquirer (JSON `WireFaults`); nil: none.
     public var acquirerWireFaults: String?
     public var expiryInterval: Duration
+    /// How often the dispute poller reads the acquirer's notifications; nil: it does not run.
+    public var disputePollInterval: Duration?
+    /// Chargebacks per mille of settled Visa/Mastercard captures in the acquirer model.
+    public var acquirerDisputeRatePerMille: Int
     /// Events between inventory snapshots (sql/0013).
     public var snapshotEveryEvents: Int64
     /// How often the snapshotter looks for snapshots to write.
@@ -245,6 +251,13 @@ public struct LedgerConfiguration: Sendable {
         let expirySeconds = reader.int(forKey: "ledgerd.expiry.interval.seconds", default: 30)
         guard expirySeconds >= 1 else { throw ConfigurationError("LEDGERD_EXPIRY_INTERVAL_SECONDS must be at least 1") }
         expiryInterval = .seconds(expirySeconds)
+        let disputePollSeconds = reader.int(forKey: "ledgerd.dispute.poll.interval.seconds", default: 60)
+        guard disputePollSeconds >= 0 else { throw ConfigurationError("LEDGERD_DISPUTE_POLL_INTERVAL_SECONDS must be 0 (off) or more") }
+        disputePollInterval = disputePollSeconds == 0 ? nil : .seconds(disputePollSeconds)
+        acquirerDisputeRatePerMille = reader.int(forKey: "ledgerd.acquirer.dispute.rate", default: 0)
+        guard (0...1_000).contains(acquirerDisputeRatePerMille) else {
+            throw ConfigurationError("LEDGERD_ACQUIRER_DISPUTE_RATE must be 0…1000 (per mille)")
+        }
         snapshotEveryEvents = Int64(reader.int(forKey: "ledgerd.snapshot.every.events", default: 10_000))
         guard snapshotEveryEvents >= 1 else { throw ConfigurationError("LEDGERD_SNAPSHOT_EVERY_EVENTS must be at least 1") }
         let snapshotSeconds = reader.int(forKey: "ledgerd.snapshot.interval.seconds", default: 5)

@@ -45,6 +45,44 @@ public protocol Acquirer: Sendable {
     func reportLines(batchNumber: Int, from: Int, count: Int) async throws(AcquirerError) -> [SettlementReportLine]
     /// The bank deposit (payout) for a settled batch.
     func payout(batchNumber: Int) async throws(AcquirerError) -> PayoutNotice
+    /// The acquirer's dispute notifications after feed position `after` (0: from the start), at most
+    /// `limit`, in feed order. The feed only grows: a notification keeps its position for ever, so a
+    /// reader that remembers the last position it recorded reads each notification at least once.
+    func disputeNotifications(after: Int, limit: Int) async throws(AcquirerError) -> [AcquirerDisputeNotification]
+}
+
+// MARK: - Dispute notifications
+
+/// The network's stage a dispute notification reports.
+public enum DisputeStage: String, Hashable, Sendable, Codable, CaseIterable {
+    case inquiry
+    case chargeback
+    case secondPresentment = "second_presentment"
+    case chargebackReversed = "chargeback_reversed"
+    case preArbitration = "pre_arbitration"
+    case secondChargeback = "second_chargeback"
+    case won, lost
+}
+
+/// One entry of the acquirer's dispute notification feed (`GET /v1/disputes/notifications`), as
+/// acquirers report disputes: which dispute, which stage, on which payment.
+@MemberwiseInit
+public struct AcquirerDisputeNotification: Hashable, Sendable, Codable {
+    /// The notification's position in the feed (1, 2, …): the reader's cursor.
+    public var sequence: Int
+    /// The acquirer's reference of the dispute (the settlement report's "Modification Reference" of its lines).
+    public var disputeID: String
+    public var stage: DisputeStage
+    /// The stage's number among this dispute's notifications (1 for the notification that opens it):
+    /// what makes recording a notification twice a no-op.
+    public var stageNumber: Int
+    /// Our reference of the disputed payment (the authorization's merchant reference: the order).
+    public var merchantReference: String
+    /// The acquirer's reference of the disputed payment.
+    public var pspReference: String
+    public var reason: DisputeReason
+    public var amount: Money
+    public var raisedAt: Date
 }
 
 // MARK: - Response codes

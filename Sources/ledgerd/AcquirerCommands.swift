@@ -26,6 +26,11 @@ struct AcquirerCommand: AsyncParsableCommand {
         var secretsFile: String?
         @Option(help: "JSON AcquirerModelConfiguration (default: the standard model).") var modelConfiguration: String?
         @Option(help: "Seed of the model (LEDGERD_ACQUIRER_SEED, default 1).") var seed: UInt64?
+        @Option(
+            help:
+                "Chargebacks per mille of settled Visa/Mastercard captures, seeded (LEDGERD_ACQUIRER_DISPUTE_RATE; default: the model configuration's)."
+        )
+        var disputeRate: Int?
         @Option(help: "Bind address (LEDGERD_ACQUIRER_HOST, default 127.0.0.1).") var host: String?
         @Option(help: "Port; 0 = any free one (LEDGERD_ACQUIRER_PORT, default 12346).") var port: Int?
         @Option(help: "Directory of the acquirer's migrations (default: sql/acquirer).") var migrationsDir: String?
@@ -44,10 +49,14 @@ struct AcquirerCommand: AsyncParsableCommand {
             guard let secretsPath = secretsFile ?? environment["LEDGERD_ACQUIRER_SECRETS_FILE"] else {
                 throw ValidationError("--secrets-file (or LEDGERD_ACQUIRER_SECRETS_FILE) is required")
             }
-            let model =
+            var model =
                 try modelConfiguration.map {
                     try LedgerJSON.decode(AcquirerModelConfiguration.self, from: Data(contentsOf: URL(fileURLWithPath: $0)))
                 } ?? AcquirerModelConfiguration()
+            if let rate = disputeRate ?? environment["LEDGERD_ACQUIRER_DISPUTE_RATE"].flatMap({ Int($0) }) {
+                guard (0...1_000).contains(rate) else { throw ValidationError("--dispute-rate is per mille, 0…1000") }
+                model.disputes = .perMille(rate)
+            }
             let faults =
                 try (wireFaults ?? environment["LEDGERD_ACQUIRER_WIRE_FAULTS"]).map {
                     try LedgerJSON.decode(WireFaults.self, from: Data($0.utf8))

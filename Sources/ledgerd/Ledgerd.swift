@@ -150,7 +150,7 @@ struct Audit: AsyncParsableCommand {
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmarks.",
-        subcommands: [Append.self, Expiry.self, ApplePayBench.self, AuditReads.self, AsOfBench.self, SettleBench.self]
+        subcommands: [Append.self, Expiry.self, ApplePayBench.self, AuditReads.self, AsOfBench.self, SettleBench.self, SDRBench.self]
     )
 
     struct AuditReads: AsyncParsableCommand {
@@ -248,6 +248,26 @@ struct Bench: AsyncParsableCommand {
                     logger: makeLogger(configuration)
                 )
                 .run(migrations: migrations)
+            )
+        }
+    }
+
+    struct SDRBench: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "sdr",
+            abstract: "Time importing and reconciling an Adyen Settlement Details Report of one batch (N captures), and the peak memory.",
+            discussion: "Runs on its own durable embedded cluster (default ./.ledgerd-bench); never on a real ledger."
+        )
+        @Option(help: "Captures in the batch (every 100th also refunded in part); the report has about 1.01 N + 1 lines.")
+        var captures = 990_000
+        @OptionGroup var cluster: BenchCluster
+
+        func run() async throws {
+            let (configuration, directory, migrations) = try cluster.prepare()
+            print("bench sdr: \(captures) captures, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+            print(
+                try await ReportImportBenchmark(captures: captures, dataDirectory: directory, logger: makeLogger(configuration))
+                    .run(migrations: migrations)
             )
         }
     }

@@ -6,7 +6,7 @@ import Synchronization
 public struct InterposedAcquirer: Acquirer {
     /// The acquirer's operations, as `before` sees them.
     public enum Call: Hashable, Sendable {
-        case authorize, increment, capture, reverse, refund, query, submitBatch, reportLines, payout
+        case authorize, increment, capture, reverse, refund, query, submitBatch, reportLines, payout, disputeNotifications
     }
 
     let base: any Acquirer
@@ -63,6 +63,11 @@ public struct InterposedAcquirer: Acquirer {
     public func payout(batchNumber: Int) async throws(AcquirerError) -> PayoutNotice {
         await before(.payout)
         return try await base.payout(batchNumber: batchNumber)
+    }
+
+    public func disputeNotifications(after: Int, limit: Int) async throws(AcquirerError) -> [AcquirerDisputeNotification] {
+        await before(.disputeNotifications)
+        return try await base.disputeNotifications(after: after, limit: limit)
     }
 }
 

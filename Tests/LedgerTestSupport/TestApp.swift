@@ -57,6 +57,8 @@ public enum TestApp {
             // Tests sweep expired holds themselves (`services.holds.expireDue()`, on their simulated clocks); the
             // daemon's own sweep every 30 s raced them when a loaded machine made a test last longer than that.
             "LEDGERD_EXPIRY_INTERVAL_SECONDS": "86400",
+            // Likewise the dispute poller: tests poll (`services.disputePoller.pollOnce()`) or turn it on.
+            "LEDGERD_DISPUTE_POLL_INTERVAL_SECONDS": "0",
         ]
         environment["LEDGERD_PRODUCT_IMAGES_DIR"] = imagesDirectory
         environment.merge(extra) { $1 }

@@ -290,6 +290,20 @@ public enum DisputeEvent: Hashable, Sendable {
 
     public var streamID: StreamID { Dispute.streamID(disputeID: disputeID) }
 
+    /// Whether the event records a stage the network reported through the acquirer (every event but
+    /// the merchant's defense and acceptance).
+    public var isAcquirerStage: Bool {
+        switch self {
+        case .defenseSubmitted: false
+        case .closed(let e): e.outcome != .accepted
+        default: true
+        }
+    }
+
+    /// How many of `events` (one dispute's stream) record the acquirer's stages: an acquirer
+    /// notification whose stage number is at most this one is already recorded.
+    public static func acquirerStages(_ events: [DisputeEvent]) -> Int { events.reduce(0) { $0 + ($1.isAcquirerStage ? 1 : 0) } }
+
     /// The event as a ``LedgerEvent``.
     public var ledgerEvent: LedgerEvent { .dispute(self) }
 

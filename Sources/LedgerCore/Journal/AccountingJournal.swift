@@ -12,6 +12,12 @@
 /// | `SettlementBatchCleared` | 6100–6130 fees, 6190 differences | 1200 acquirer clearing |
 /// | `SettlementPayoutScheduled` | 1300 payouts in transit | 1200 acquirer clearing |
 /// | `SettlementPayoutPaid` | 1000 bank | 1300 payouts in transit |
+/// | `ChargebackReceived`, `SecondChargebackReceived`, `DisputeClosed` (debited) | 4950 chargebacks | 1200 acquirer clearing |
+/// | `ChargebackReversed`, `DisputeClosed` (credited) | 1200 acquirer clearing | 4950 chargebacks |
+///
+/// A chargeback is debited by the acquirer in a settlement report (its Chargeback line lowers the
+/// batch's payout), so it comes out of acquirer clearing; a reversal puts it back. A `DisputeClosed`
+/// that moves no money posts nothing.
 ///
 /// A capture is split by the order's amounts cumulatively: after captures totalling C of an order with
 /// total T, tax ⌊min(C,T)·tax/T⌋ and shipping ⌊min(C,T)·shipping/T⌋ are recognised, goods the rest of
@@ -35,7 +41,8 @@ public struct AccountingJournal: Sendable {
     /// The event types that can post an entry.
     public static let postingTypes: [String] = [
         HoldCaptured.eventType, HoldRefunded.eventType, SettlementBatchClosed.eventType, SettlementBatchCleared.eventType,
-        SettlementPayoutScheduled.eventType, SettlementPayoutPaid.eventType,
+        SettlementPayoutScheduled.eventType, SettlementPayoutPaid.eventType, ChargebackReceived.eventType,
+        SecondChargebackReceived.eventType, ChargebackReversed.eventType, DisputeClosed.eventType,
     ]
     /// The event types the fold also needs to see before those (the orders' amounts).
     public static let contextTypes: [String] = [OrderOpened.eventType]
@@ -104,6 +111,20 @@ public struct AccountingJournal: Sendable {
             currency = paid.amount.currency
             builder.debit(.bank, paid.amount.minorUnits)
             builder.credit(.payoutsInTransit, paid.amount.minorUnits)
+        case .dispute(let dispute):
+            let debited: Money
+            switch dispute {
+            case .chargeback(let e): debited = e.amount
+            case .secondChargeback(let e): debited = e.amount
+            case .reversed(let e): debited = Money(minorUnits: -e.amount.minorUnits, currency: e.amount.currency)
+            case .closed(let e): debited = Money(minorUnits: e.debited.minorUnits - e.credited.minorUnits, currency: e.debited.currency)
+            default: return nil
+            }
+            guard !debited.isZero else { return nil }
+            reference = dispute.disputeID
+            currency = debited.currency
+            builder.debit(.chargebacks, debited.minorUnits)
+            builder.credit(.acquirerClearing, debited.minorUnits)
         default:
             return nil
         }

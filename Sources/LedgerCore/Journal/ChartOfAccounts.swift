@@ -20,6 +20,8 @@ public enum JournalAccount: String, CaseIterable, Sendable, Hashable, Codable {
     case otherIncome = "4200"
     /// Refunds to customers, net of the tax they return (contra-income).
     case refunds = "4900"
+    /// Chargebacks: disputed payments the issuers took back, less what came back (contra-income).
+    case chargebacks = "4950"
     /// Interchange fees charged by the card issuers.
     case interchangeFees = "6100"
     /// Card scheme (network) fees.
@@ -46,6 +48,7 @@ public enum JournalAccount: String, CaseIterable, Sendable, Hashable, Codable {
         case .shippingIncome: "Shipping income"
         case .otherIncome: "Other income"
         case .refunds: "Refunds"
+        case .chargebacks: "Chargebacks"
         case .interchangeFees: "Interchange fees"
         case .schemeFees: "Scheme fees"
         case .acquirerMarkup: "Acquirer markup"
@@ -79,7 +82,7 @@ public struct JournalEntry: Sendable, Hashable {
     public var recordedAtMicros: Int64
     /// When it took effect (the application's time), microseconds since the epoch.
     public var effectiveAtMicros: Int64
-    /// The order id or the settlement batch id the entry belongs to.
+    /// The order id, the settlement batch id or the dispute id the entry belongs to.
     public var reference: String
     public var currency: Currency
     public var lines: [JournalLine]

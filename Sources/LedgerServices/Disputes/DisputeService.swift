@@ -6,15 +6,7 @@ import Logging
 /// What the acquirer reports about a dispute (its notification): the stage the network reached.
 /// The ledger records it through ``DisputeDecider`` like an operator's answer.
 public struct DisputeNotification: Sendable, Hashable {
-    public enum Stage: String, Sendable, Hashable, CaseIterable {
-        case inquiry
-        case chargeback
-        case secondPresentment = "second_presentment"
-        case chargebackReversed = "chargeback_reversed"
-        case preArbitration = "pre_arbitration"
-        case secondChargeback = "second_chargeback"
-        case won, lost
-    }
+    public typealias Stage = DisputeStage
 
     public var disputeID: String
     public var stage: Stage
@@ -24,6 +16,9 @@ public struct DisputeNotification: Sendable, Hashable {
     public var pspReference: String?
     public var reason: DisputeReason?
     public var amount: Money?
+    /// The stage's number among the dispute's acquirer notifications (1: the one that opened it), when
+    /// the acquirer numbers them: a notification whose stage is already recorded is a no-op.
+    public var stageNumber: Int?
 
     public init(
         disputeID: String,
@@ -31,7 +26,8 @@ public struct DisputeNotification: Sendable, Hashable {
         orderID: String? = nil,
         pspReference: String? = nil,
         reason: DisputeReason? = nil,
-        amount: Money? = nil
+        amount: Money? = nil,
+        stageNumber: Int? = nil
     ) {
         self.disputeID = disputeID
         self.stage = stage
@@ -39,6 +35,20 @@ public struct DisputeNotification: Sendable, Hashable {
         self.pspReference = pspReference
         self.reason = reason
         self.amount = amount
+        self.stageNumber = stageNumber
+    }
+
+    /// The acquirer's feed entry as a notification to record.
+    public init(_ notification: AcquirerDisputeNotification) {
+        self.init(
+            disputeID: notification.disputeID,
+            stage: notification.stage,
+            orderID: notification.merchantReference,
+            pspReference: notification.pspReference,
+            reason: notification.reason,
+            amount: notification.amount,
+            stageNumber: notification.stageNumber
+        )
     }
 }
 
@@ -131,7 +141,11 @@ public struct DisputeService: Sendable {
         case .won: command = .decide(.won, by: actor)
         case .lost: command = .decide(.lost, by: actor)
         }
-        return try await perform(command, disputeID: notification.disputeID, actor: actor, commandName: "RecordDispute")
+        var recorded: (@Sendable ([DisputeEvent]) -> Bool)?
+        if let number = notification.stageNumber {
+            recorded = { events in DisputeEvent.acquirerStages(events) >= number }
+        }
+        return try await perform(command, disputeID: notification.disputeID, actor: actor, commandName: "RecordDispute", recorded: recorded)
     }
 
     /// An operator's defense: references to evidence kept elsewhere (never the documents).
@@ -146,7 +160,16 @@ public struct DisputeService: Sendable {
         try await perform(.accept(by: actor), disputeID: id, actor: actor, commandName: "AcceptDispute")
     }
 
-    private func perform(_ command: DisputeCommand, disputeID: String, actor: String, commandName: String) async throws -> DisputeView {
+    /// - Parameter recorded: whether the dispute's events already record what the command reports (a
+    ///   repeated notification): then nothing is appended and the dispute is answered as it is. Asked
+    ///   on every attempt, so a notification two daemons record at once is appended once.
+    private func perform(
+        _ command: DisputeCommand,
+        disputeID: String,
+        actor: String,
+        commandName: String,
+        recorded alreadyRecorded: (@Sendable ([DisputeEvent]) -> Bool)? = nil
+    ) async throws -> DisputeView {
         guard DisputeDecider.isReference(disputeID), disputeID.utf8.count <= 100, let stream = StreamID("dispute-" + disputeID) else {
             throw ServiceError.notFound("no dispute \(disputeID)")
         }
@@ -154,6 +177,7 @@ public struct DisputeService: Sendable {
             for attempt in 0..<Self.maximumAttempts {
                 let recorded = try await store.readStream(stream)
                 let events = try recorded.map { try DisputeEvent.decode($0) }
+                if let alreadyRecorded, alreadyRecorded(events), let view = try await dispute(id: disputeID) { return view }
                 let state = DisputeState.fold(events)
                 let orderID: OrderID
                 switch (state, command) {

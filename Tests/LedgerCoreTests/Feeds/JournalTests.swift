@@ -25,6 +25,10 @@ import Testing
         var posted: Set<String> = []
         for (index, event) in CatalogueSamples.all.enumerated() {
             let entry = journal.post(event, position: Int64(index + 1), recordedAtMicros: 0, effectiveAtMicros: 0)
+            if case .dispute(.closed(let closed)) = event, closed.credited.isZero, closed.debited.isZero {
+                #expect(entry == nil, "a close that moves no money posts nothing")
+                continue
+            }
             if AccountingJournal.postingTypes.contains(event.type) {
                 guard let entry else {
                     Issue.record("\(event.type) posted nothing")
@@ -39,7 +43,7 @@ import Testing
                 #expect(entry == nil, "\(event.type) moves no money but posted \(String(describing: entry))")
             }
         }
-        #expect(posted == Set(AccountingJournal.postingTypes))
+        #expect(posted == Set(AccountingJournal.postingTypes).subtracting([DisputeClosed.eventType]))
     }
 
     /// Captures in parts recognise exactly the order's subtotal, shipping and tax once it is all captured,
