@@ -15,9 +15,10 @@ import Logging
 /// columns followed by the SDR's Reserved4 … Reserved10, so the header is detected as `adyen_sdr` and
 /// every line goes through the importer.
 ///
-/// Timed: ``SettlementService/reconcileReport(csv:format:batchID:)`` — detect, read line by line,
+/// Timed: hashing the report file as an upload's spool is (``ReportUpload/existing(_:)``), then
+/// ``SettlementService/reconcileReport(_:format:batchID:)`` — detect, read the file in chunks,
 /// normalize and store in parts, reconcile against the batch, record. Memory: the process's resident
-/// set before it and its peak during it (`VmHWM`, reset first); the report's text is already in memory.
+/// set before it and its peak during it (`VmHWM`, reset first); the report is on disk, not in memory.
 @MemberwiseInit
 public struct ReportImportBenchmark: Sendable {
     public var captures: Int
@@ -72,10 +73,14 @@ public struct ReportImportBenchmark: Sendable {
                 )
             )
 
+            let file = dataDirectory.appendingPathComponent("report-sdr.csv")
+            try Data(csv.utf8).write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
+            csv = ""
             _ = SettlementBenchmark.resetPeak(of: "self")
             let before = SettlementBenchmark.memory(of: "self").resident
             let started = ContinuousClock.now
-            let view = try await service.reconcileReport(csv: csv, format: nil, batchID: nil)
+            let view = try await service.reconcileReport(try ReportUpload.existing(file), format: nil, batchID: nil)
             let elapsed = ContinuousClock.now - started
             let peak = SettlementBenchmark.memory(of: "self").peak
             func mib(_ bytes: Int) -> String { String(format: "%.0f MiB", Double(bytes) / 1_048_576) }

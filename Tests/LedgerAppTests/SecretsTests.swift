@@ -71,11 +71,13 @@ import Testing
             ]
         }
         // Every other file of the daemon's own (outside the cluster's pg/ and run/): the acquirer's secrets, keys…
-        let others = FileManager.default.enumerator(at: dataDirectory, includingPropertiesForKeys: [.isRegularFileKey])?
+        let others =
+            FileManager.default.enumerator(at: dataDirectory, includingPropertiesForKeys: [.isRegularFileKey])?
             .compactMap { $0 as? URL }
             .filter { url in
                 let relative = url.path.dropFirst(dataDirectory.path.count + 1)
-                return ["pg/", "run/", "product_images/", "checkpoints/"].allSatisfy { !relative.hasPrefix($0) } && (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true
+                return ["pg/", "run/", "product_images/", "checkpoints/"].allSatisfy { !relative.hasPrefix($0) }
+                    && (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true
             } ?? []
         #expect(others.contains { $0.lastPathComponent == "secrets.json" }, "\(others)")
         for file in others where ![keys, keyring].contains(file) { attempts.append("cat '\(file.path)'") }
