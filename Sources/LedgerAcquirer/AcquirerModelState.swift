@@ -236,6 +236,7 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
         newAccount.used += request.amount.minorUnits
         accounts[card.accountKey] = newAccount
         holds[reference] = Hold(
+            HoldFields(
             summary: summary,
             response: response,
             pspReference: pspReference,
@@ -247,6 +248,7 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
             expiresAt: expiresAt,
             authorized: request.amount.minorUnits,
             open: request.amount.minorUnits
+            )
         )
         openHolds.append(reference)
         nextExpiry = min(nextExpiry ?? expiresAt, expiresAt)
@@ -459,7 +461,7 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
         hold.modificationReferences.append(record.modificationReference)
         holds[reference] = hold
         accounts[original.accountKey] = account
-        modifications[record.modificationReference] = StoredModification(record: record, response: response)
+        modifications[record.modificationReference] = StoredModification(StoredModificationFields(record: record, response: response))
         return response
     }
 
@@ -521,9 +523,12 @@ struct StoredAuthorization: Hashable, Sendable, Codable {
     var response: AuthorizationResponse
 }
 
+/// A placed hold, its fields behind one reference (see ``CopyOnWrite``).
+typealias Hold = CopyOnWrite<HoldFields>
+
 /// A placed hold; amounts in minor units of `currency`. `open` is kept, not derived, so that the
 /// accounting identity is a checked invariant rather than a tautology.
-struct Hold: Hashable, Sendable, Codable {
+struct HoldFields: Hashable, Sendable, Codable {
     var summary: AuthorizationSummary
     var response: AuthorizationResponse
     var pspReference: String
@@ -566,7 +571,10 @@ struct ModificationRecord: Hashable, Sendable, Codable {
     var isFinal: Bool
 }
 
-struct StoredModification: Hashable, Sendable, Codable {
+/// A modification as remembered, its fields behind one reference (see ``CopyOnWrite``).
+typealias StoredModification = CopyOnWrite<StoredModificationFields>
+
+struct StoredModificationFields: Hashable, Sendable, Codable {
     var record: ModificationRecord
     var response: ModificationResponse
     /// The batch a capture or refund was settled in (nil while unsettled).
