@@ -237,17 +237,17 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
         accounts[card.accountKey] = newAccount
         holds[reference] = Hold(
             HoldFields(
-            summary: summary,
-            response: response,
-            pspReference: pspReference,
-            accountKey: card.accountKey,
-            network: card.network ?? .visa,
-            fundingType: card.fundingType ?? .credit,
-            currency: request.amount.currency,
-            authorizedAt: now,
-            expiresAt: expiresAt,
-            authorized: request.amount.minorUnits,
-            open: request.amount.minorUnits
+                summary: summary,
+                response: response,
+                pspReference: pspReference,
+                accountKey: card.accountKey,
+                network: card.network ?? .visa,
+                fundingType: card.fundingType ?? .credit,
+                currency: request.amount.currency,
+                authorizedAt: now,
+                expiresAt: expiresAt,
+                authorized: request.amount.minorUnits,
+                open: request.amount.minorUnits
             )
         )
         openHolds.append(reference)
