@@ -15,6 +15,11 @@ struct ModelDispute: Hashable, Sendable, Codable {
     var raiseAt: Date
     /// The batch whose report debits it (nil until then).
     var debitedInBatch: Int?
+    /// The card's network and funding, kept with the dispute: its Chargeback line is written after the
+    /// payment may have left memory (a finished payment of the acquirer service is read back only when
+    /// a command names it). Nil in a snapshot from before they were kept: then the hold's.
+    var network: CardNetwork?
+    var fundingType: FundingType?
 }
 
 extension AcquirerModelState {
@@ -47,7 +52,9 @@ extension AcquirerModelState {
                 pspReference: hold.pspReference,
                 reason: reason,
                 amount: Money(minorUnits: disputable, currency: item.amount.currency),
-                raiseAt: Date(timeIntervalSince1970: Double(midnight))
+                raiseAt: Date(timeIntervalSince1970: Double(midnight)),
+                network: hold.network,
+                fundingType: hold.fundingType
             )
         )
         disputeFeed = feed
@@ -66,7 +73,9 @@ extension AcquirerModelState {
         var lines: [SettlementReportLine] = []
         for index in 0..<raisedDisputes(at: now) where feed[index].debitedInBatch == nil && feed[index].amount.currency == currency {
             let dispute = feed[index]
-            guard let hold = holds[dispute.holdReference] else { continue }
+            guard let network = dispute.network ?? holds[dispute.holdReference]?.network,
+                let funding = dispute.fundingType ?? holds[dispute.holdReference]?.fundingType
+            else { continue }
             feed[index].debitedInBatch = batchNumber
             lines.append(
                 SettlementReportLine(
@@ -74,7 +83,7 @@ extension AcquirerModelState {
                     merchantAccount: configuration.merchantAccount,
                     pspReference: dispute.pspReference,
                     merchantReference: dispute.holdReference,
-                    paymentMethod: SettlementLines.paymentMethod(hold.network),
+                    paymentMethod: SettlementLines.paymentMethod(network),
                     creationDate: SettlementLines.wholeSecond(dispute.raiseAt),
                     timeZone: configuration.cutOff.timeZone.name,
                     type: .chargeback,
@@ -90,7 +99,7 @@ extension AcquirerModelState {
                     markup: nil,
                     schemeFees: nil,
                     interchange: nil,
-                    paymentMethodVariant: SettlementLines.paymentMethodVariant(hold.network, hold.fundingType),
+                    paymentMethodVariant: SettlementLines.paymentMethodVariant(network, funding),
                     modificationMerchantReference: "",
                     batchNumber: batchNumber
                 )

@@ -2,8 +2,6 @@ import LedgerCore
 
 import struct Foundation.Data
 import struct Foundation.Date
-import class Foundation.JSONDecoder
-import class Foundation.JSONEncoder
 
 /// The whole acquirer model as a pure value: configuration, seed, generator, counters, card accounts,
 /// holds, modifications and settled batches.
@@ -51,17 +49,7 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
 
     // MARK: Snapshot
 
-    /// The state as canonical JSON (sorted keys): byte-identical for equal states, and restorable
-    /// with ``init(snapshot:)`` so the daemon can persist the model and survive restarts.
-    public func snapshot() throws -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return try encoder.encode(self)
-    }
-
-    public init(snapshot: Data) throws {
-        self = try JSONDecoder().decode(AcquirerModelState.self, from: snapshot)
-    }
+    // The snapshot (canonical bytes, restorable) is AcquirerModelState+Snapshot.swift.
 
     // MARK: Reading
 
@@ -251,17 +239,19 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
         newAccount.used += request.amount.minorUnits
         accounts[card.accountKey] = newAccount
         holds[reference] = Hold(
-            summary: summary,
-            response: response,
-            pspReference: pspReference,
-            accountKey: card.accountKey,
-            network: card.network ?? .visa,
-            fundingType: card.fundingType ?? .credit,
-            currency: request.amount.currency,
-            authorizedAt: now,
-            expiresAt: expiresAt,
-            authorized: request.amount.minorUnits,
-            open: request.amount.minorUnits
+            HoldFields(
+                summary: summary,
+                response: response,
+                pspReference: pspReference,
+                accountKey: card.accountKey,
+                network: card.network ?? .visa,
+                fundingType: card.fundingType ?? .credit,
+                currency: request.amount.currency,
+                authorizedAt: now,
+                expiresAt: expiresAt,
+                authorized: request.amount.minorUnits,
+                open: request.amount.minorUnits
+            )
         )
         openHolds.append(reference)
         nextExpiry = min(nextExpiry ?? expiresAt, expiresAt)
@@ -474,7 +464,7 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
         hold.modificationReferences.append(record.modificationReference)
         holds[reference] = hold
         accounts[original.accountKey] = account
-        modifications[record.modificationReference] = StoredModification(record: record, response: response)
+        modifications[record.modificationReference] = StoredModification(StoredModificationFields(record: record, response: response))
         return response
     }
 
@@ -536,9 +526,12 @@ struct StoredAuthorization: Hashable, Sendable, Codable {
     var response: AuthorizationResponse
 }
 
+/// A placed hold, its fields behind one reference (see ``CopyOnWrite``).
+typealias Hold = CopyOnWrite<HoldFields>
+
 /// A placed hold; amounts in minor units of `currency`. `open` is kept, not derived, so that the
 /// accounting identity is a checked invariant rather than a tautology.
-struct Hold: Hashable, Sendable, Codable {
+struct HoldFields: Hashable, Sendable, Codable {
     var summary: AuthorizationSummary
     var response: AuthorizationResponse
     var pspReference: String
@@ -581,7 +574,10 @@ struct ModificationRecord: Hashable, Sendable, Codable {
     var isFinal: Bool
 }
 
-struct StoredModification: Hashable, Sendable, Codable {
+/// A modification as remembered, its fields behind one reference (see ``CopyOnWrite``).
+typealias StoredModification = CopyOnWrite<StoredModificationFields>
+
+struct StoredModificationFields: Hashable, Sendable, Codable {
     var record: ModificationRecord
     var response: ModificationResponse
     /// The batch a capture or refund was settled in (nil while unsettled).
@@ -591,16 +587,30 @@ struct StoredModification: Hashable, Sendable, Codable {
 }
 
 /// A settled batch: its request as a fingerprint (to answer a repeated submission the same way and
-/// refuse a different one under the same reference) and its report.
+/// refuse a different one under the same reference) and its report — with its lines, unless they are
+/// kept outside the state (the acquirer service's tables), when `releasedLineCount` says how many.
 struct StoredBatch: Hashable, Sendable, Codable {
     var header: SettlementBatchHeader
     var itemCount: Int
     var itemsFingerprint: UInt64
     var report: SettlementReport
+    /// nil: `report.lines` is the whole report; else the report's line count, its lines kept elsewhere.
+    var releasedLineCount: Int?
 
-    /// FNV-1a (64-bit) over each item's kind, references, amount and currency, in order.
-    static func fingerprint(_ items: [SettlementItem]) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    /// The answer to the batch's submission.
+    var receipt: SettlementReceipt {
+        var receipt = SettlementReceipt(report)
+        if let releasedLineCount { receipt.lineCount = releasedLineCount }
+        return receipt
+    }
+
+    /// The FNV-1a offset basis: the fingerprint of no items.
+    static let fingerprintBasis: UInt64 = 0xcbf2_9ce4_8422_2325
+
+    /// FNV-1a (64-bit) over each item's kind, references, amount and currency, in order; continued
+    /// from `hash` (the fingerprint of the items before them), so pages fingerprint as one list does.
+    static func fingerprint(_ items: [SettlementItem], from hash: UInt64 = fingerprintBasis) -> UInt64 {
+        var hash = hash
         for item in items {
             for byte
                 in "\(item.kind.rawValue)|\(item.authorizationReference)|\(item.modificationReference)|\(item.amount.minorUnits)|\(item.amount.currency.code)\n"

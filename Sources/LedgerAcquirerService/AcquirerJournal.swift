@@ -40,82 +40,82 @@ struct AcquirerJournal: Sendable {
         throw JournalError("acquirer.model is empty")
     }
 
-    /// Replays the journal into `state`, in order; returns the last sequence number (0 when empty).
-    /// A settlement's items are read on their own query, so the row stream stops at each settlement.
-    func replay(into state: inout AcquirerModelState) async throws -> Int64 {
-        try await replay(into: &state, after: 0)
-    }
-
-    /// Replays the journal rows after `start` into `state` (a snapshot taken after row `start`).
-    func replay(into state: inout AcquirerModelState, after start: Int64) async throws -> Int64 {
-        var last = start
-        while true {
-            var pendingSettlement: (Date, JournalCommand)?
-            let rows = try await client.query(
-                "SELECT seq, at_us, command FROM acquirer.journal WHERE seq > \(last) ORDER BY seq",
-                logger: logger
-            )
-            for try await (seq, at, text) in rows.decode((Int64, Int64, String).self) {
-                guard seq == last + 1 else { throw JournalError("acquirer.journal has a gap before \(seq)") }
-                let command = try LedgerJSON.decode(JournalCommand.self, from: text)
-                last = seq
-                if case .settle = command {
-                    pendingSettlement = (Date(epochMicroseconds: at), command)
-                    break
-                }
-                _ = state.apply(command, items: [], now: Date(epochMicroseconds: at))
-            }
-            guard let (now, command) = pendingSettlement, case .settle(let header, let pages) = command else { return last }
-            _ = state.apply(command, items: try await items(of: header.batchReference, pages: pages), now: now)
+    /// Up to `limit` journal rows after `start`, in order: sequence number, time, command.
+    func commands(after start: Int64, limit: Int) async throws -> [(seq: Int64, at: Date, command: JournalCommand)] {
+        let rows = try await client.query(
+            "SELECT seq, at_us, command FROM acquirer.journal WHERE seq > \(start) ORDER BY seq LIMIT \(limit)",
+            logger: logger
+        )
+        var commands: [(seq: Int64, at: Date, command: JournalCommand)] = []
+        for try await (seq, at, text) in rows.decode((Int64, Int64, String).self) {
+            commands.append((seq, Date(epochMicroseconds: at), try LedgerJSON.decode(JournalCommand.self, from: text)))
         }
+        return commands
     }
 
     /// Bytes per stored snapshot part.
     static let snapshotPartBytes = 8 << 20
 
-    /// Stores `snapshot` (the state after journal row `seq`) and its parts in one transaction, then
-    /// deletes the older snapshots.
-    func storeSnapshot(_ snapshot: Data, seq: Int64) async throws {
-        let parts = max(1, (snapshot.count + Self.snapshotPartBytes - 1) / Self.snapshotPartBytes)
-        let digest = ByteBuffer(bytes: SHA256.hash(data: snapshot))
+    /// Stores a snapshot of `state` (the state after journal row `seq`) in one transaction: encoded a
+    /// part at a time, each part inserted as it is made, the header with the part count and digest last
+    /// (acquirer 0003 defers the parts' reference to it to COMMIT); then deletes the older snapshots.
+    /// Memory holds one part, never the whole encoding.
+    func storeSnapshot(of state: AcquirerModelState, seq: Int64) async throws {
         let logger = self.logger
         try await client.withTransaction(logger: logger) { connection in
+            var encoder = SnapshotEncoder(state)
+            var hasher = SHA256()
+            var parts = 0
+            while let part = try encoder.next(maximumBytes: Self.snapshotPartBytes) {
+                hasher.update(data: part)
+                try await connection.query(
+                    "INSERT INTO acquirer.snapshot_parts (seq, part, data) VALUES (\(seq), \(parts), \(ByteBuffer(bytes: part))) ON CONFLICT DO NOTHING",
+                    logger: logger
+                )
+                parts += 1
+            }
+            let digest = ByteBuffer(bytes: hasher.finalize())
             try await connection.query(
                 "INSERT INTO acquirer.snapshots (seq, parts, sha256) VALUES (\(seq), \(parts), \(digest)) ON CONFLICT (seq) DO NOTHING",
                 logger: logger
             )
-            for part in 0..<parts {
-                let start = part * Self.snapshotPartBytes
-                let bytes = ByteBuffer(
-                    bytes: snapshot[(snapshot.startIndex + start)..<(snapshot.startIndex + min(snapshot.count, start + Self.snapshotPartBytes))]
-                )
-                try await connection.query(
-                    "INSERT INTO acquirer.snapshot_parts (seq, part, data) VALUES (\(seq), \(part), \(bytes)) ON CONFLICT DO NOTHING",
-                    logger: logger
-                )
-            }
             try await connection.query("DELETE FROM acquirer.snapshots WHERE seq < \(seq)", logger: logger)
         }
     }
 
-    /// The newest snapshot whose parts are whole and hash to its digest, with its journal position;
-    /// nil when there is none (a damaged one is logged and skipped: the journal is replayed instead).
-    func latestSnapshot() async throws -> (seq: Int64, data: Data)? {
+    /// The state of the newest snapshot whose parts are whole and hash to its digest, with its journal
+    /// position; nil when there is none (a damaged one is logged and skipped: the journal is replayed
+    /// instead). Parts are decoded as they arrive.
+    func latestSnapshot() async throws -> (seq: Int64, state: AcquirerModelState)? {
         let headers = try await client.query("SELECT seq, parts, sha256 FROM acquirer.snapshots ORDER BY seq DESC", logger: logger)
         var candidates: [(Int64, Int, [UInt8])] = []
         for try await (seq, parts, digest) in headers.decode((Int64, Int, ByteBuffer).self) {
             candidates.append((seq, parts, Array(digest.readableBytesView)))
         }
         for (seq, parts, digest) in candidates {
-            var data = Data()
+            var decoder = SnapshotDecoder()
+            var hasher = SHA256()
             var next = 0
-            let rows = try await client.query("SELECT part, data FROM acquirer.snapshot_parts WHERE seq = \(seq) ORDER BY part", logger: logger)
-            for try await (part, bytes) in rows.decode((Int, ByteBuffer).self) {
-                guard part == next else { break }
-                data.append(contentsOf: bytes.readableBytesView)
-                next += 1
+            var state: AcquirerModelState?
+            do {
+                let rows = try await client.query(
+                    "SELECT part, data FROM acquirer.snapshot_parts WHERE seq = \(seq) ORDER BY part",
+                    logger: logger
+                )
+                for try await (part, bytes) in rows.decode((Int, ByteBuffer).self) {
+                    guard part == next else { break }
+                    let data = Data(bytes.readableBytesView)
+                    hasher.update(data: data)
+                    try decoder.feed(data)
+                    next += 1
+                }
+                if next == parts, Array(hasher.finalize()) == digest { state = try decoder.finish() }
+            } catch let error as AcquirerSnapshotError {
+                logger.error("an acquirer snapshot is unreadable", metadata: ["seq": "\(seq)", "error": "\(error)"])
+            } catch let error as DecodingError {
+                logger.error("an acquirer snapshot is unreadable", metadata: ["seq": "\(seq)", "error": "\(error)"])
             }
-            if next == parts, Array(SHA256.hash(data: data)) == digest { return (seq, data) }
+            if let state { return (seq, state) }
             logger.error("an acquirer snapshot is damaged; replaying from an older one or the journal", metadata: ["seq": "\(seq)"])
         }
         return nil
@@ -124,16 +124,23 @@ struct AcquirerJournal: Sendable {
     /// Appends `rows` in one statement (one transaction): all or none.
     func append(_ rows: [Row]) async throws {
         guard !rows.isEmpty else { return }
-        try await client.query(
-            """
-            INSERT INTO acquirer.journal (seq, at_us, idempotency_key, command, status, response)
-            SELECT s, a, NULLIF(k, ''), c, st::smallint, r
-            FROM unnest(\(rows.map(\.seq))::bigint[], \(rows.map(\.atMicros))::bigint[], \(rows.map { $0.key ?? "" })::text[],
-                        \(rows.map(\.command))::text[], \(rows.map { Int64($0.status) })::bigint[], \(rows.map(\.response))::text[])
-                 AS t(s, a, k, c, st, r)
-            """,
-            logger: logger
-        )
+        try await client.query(Self.appendQuery(rows), logger: logger)
+    }
+
+    /// Appends `rows` on `connection` (inside its transaction).
+    func append(_ rows: [Row], on connection: PostgresConnection) async throws {
+        guard !rows.isEmpty else { return }
+        try await connection.query(Self.appendQuery(rows), logger: logger)
+    }
+
+    static func appendQuery(_ rows: [Row]) -> PostgresQuery {
+        """
+        INSERT INTO acquirer.journal (seq, at_us, idempotency_key, command, status, response)
+        SELECT s, a, NULLIF(k, ''), c, st::smallint, r
+        FROM unnest(\(rows.map(\.seq))::bigint[], \(rows.map(\.atMicros))::bigint[], \(rows.map { $0.key ?? "" })::text[],
+                    \(rows.map(\.command))::text[], \(rows.map { Int64($0.status) })::bigint[], \(rows.map(\.response))::text[])
+             AS t(s, a, k, c, st, r)
+        """
     }
 
     /// The journalled commands and answers under `keys`.
@@ -169,23 +176,158 @@ struct AcquirerJournal: Sendable {
         return false
     }
 
-    /// The items of pages `0 ..< pages` of a batch, in order; throws when one is missing.
-    func items(of batchReference: String, pages: Int) async throws -> [SettlementItem] {
-        var items: [SettlementItem] = []
-        var next = 0
+    /// True when pages `0 ..< pages` of the batch are all uploaded (pages are never removed).
+    func hasPages(of batchReference: String, pages: Int) async throws -> Bool {
         let rows = try await client.query(
-            "SELECT page, items FROM acquirer.batch_pages WHERE batch_reference = \(batchReference) AND page < \(pages) ORDER BY page",
+            "SELECT count(*) FROM acquirer.batch_pages WHERE batch_reference = \(batchReference) AND page < \(pages)",
             logger: logger
         )
-        for try await (page, text) in rows.decode((Int, String).self) {
-            guard page == next else { break }
-            items += try LedgerJSON.decode([SettlementItem].self, from: text)
-            next += 1
+        for try await count in rows.decode(Int64.self) { return count == Int64(pages) }
+        return false
+    }
+
+    /// Page `page` of a batch's uploaded items; throws when it is missing.
+    func page(_ page: Int, of batchReference: String) async throws -> [SettlementItem] {
+        let rows = try await client.query(
+            "SELECT items FROM acquirer.batch_pages WHERE batch_reference = \(batchReference) AND page = \(page)",
+            logger: logger
+        )
+        for try await text in rows.decode(String.self) { return try LedgerJSON.decode([SettlementItem].self, from: text) }
+        throw AcquirerError(.invalidRequest, reference: batchReference, "page \(page) of the batch was not uploaded")
+    }
+
+    // MARK: Report lines (acquirer 0003)
+
+    /// Inserts a settlement's report lines `first ..< first + lines.count` on `connection` (the
+    /// transaction that journals the settlement).
+    func insertReportLines(_ lines: [SettlementReportLine], batchNumber: Int, first: Int, on connection: PostgresConnection) async throws {
+        guard !lines.isEmpty else { return }
+        let bodies = try lines.map { try LedgerJSON.string($0) }
+        let numbers = (0..<lines.count).map { Int64(first + $0) }
+        try await connection.query(
+            """
+            INSERT INTO acquirer.report_lines (batch_number, line, body)
+            SELECT \(Int64(batchNumber)), n, b FROM unnest(\(numbers)::bigint[], \(bodies)::text[]) AS t(n, b)
+            """,
+            logger: logger
+        )
+    }
+
+    /// Inserts report lines as replay recomputes them, when the batch has none stored (a journal
+    /// written before acquirer 0003), each page in its own statement.
+    func insertReportLinesIfAbsent(_ lines: [SettlementReportLine], batchNumber: Int, first: Int) async throws {
+        guard !lines.isEmpty else { return }
+        let bodies = try lines.map { try LedgerJSON.string($0) }
+        let numbers = (0..<lines.count).map { Int64(first + $0) }
+        try await client.query(
+            """
+            INSERT INTO acquirer.report_lines (batch_number, line, body)
+            SELECT \(Int64(batchNumber)), n, b FROM unnest(\(numbers)::bigint[], \(bodies)::text[]) AS t(n, b)
+            ON CONFLICT DO NOTHING
+            """,
+            logger: logger
+        )
+    }
+
+    /// How many report lines of batch `batchNumber` are stored.
+    func reportLineCount(batchNumber: Int) async throws -> Int {
+        let rows = try await client.query(
+            "SELECT count(*) FROM acquirer.report_lines WHERE batch_number = \(Int64(batchNumber))",
+            logger: logger
+        )
+        for try await count in rows.decode(Int64.self) { return Int(count) }
+        return 0
+    }
+
+    /// Report lines `from ..< from + count` of batch `batchNumber` (fewer at the report's end).
+    func reportLines(batchNumber: Int, from: Int, count: Int) async throws -> [SettlementReportLine] {
+        let rows = try await client.query(
+            """
+            SELECT body FROM acquirer.report_lines
+            WHERE batch_number = \(Int64(batchNumber)) AND line >= \(from) ORDER BY line LIMIT \(count)
+            """,
+            logger: logger
+        )
+        var lines: [SettlementReportLine] = []
+        for try await body in rows.decode(String.self) { lines.append(try LedgerJSON.decode(SettlementReportLine.self, from: body)) }
+        return lines
+    }
+
+    // MARK: Finished payments (acquirer 0004)
+
+    /// True when any finished payment is stored.
+    func hasFinishedPayments() async throws -> Bool {
+        let rows = try await client.query("SELECT EXISTS (SELECT 1 FROM acquirer.finished_payments)", logger: logger)
+        for try await exists in rows.decode(Bool.self) { return exists }
+        return false
+    }
+
+    /// True when the settlement journalled at `seq` stored finished payments.
+    func hasFinishedPayments(at seq: Int64) async throws -> Bool {
+        let rows = try await client.query("SELECT EXISTS (SELECT 1 FROM acquirer.finished_payments WHERE seq = \(seq))", logger: logger)
+        for try await exists in rows.decode(Bool.self) { return exists }
+        return false
+    }
+
+    /// Inserts the payments a settlement (journal row `seq`) finished, in pages, on `connection` (the
+    /// transaction that journals it) or, when replaying (nil), on their own where absent.
+    func insertFinished(_ payments: [FinishedPayment], seq: Int64, on connection: PostgresConnection?) async throws {
+        let page = 5_000
+        for start in stride(from: 0, to: payments.count, by: page) {
+            let slice = payments[start..<min(payments.count, start + page)]
+            let references = slice.map(\.reference)
+            let bodies = try slice.map { try LedgerJSON.string($0) }
+            let modifications = slice.flatMap { payment in payment.modificationReferences.map { ($0, payment.reference) } }
+            let payments: PostgresQuery = """
+                INSERT INTO acquirer.finished_payments (reference, seq, body)
+                SELECT r, \(seq), b FROM unnest(\(references)::text[], \(bodies)::text[]) AS t(r, b) ON CONFLICT DO NOTHING
+                """
+            let owners: PostgresQuery = """
+                INSERT INTO acquirer.finished_modifications (modification_reference, seq, reference)
+                SELECT m, \(seq), r FROM unnest(\(modifications.map(\.0))::text[], \(modifications.map(\.1))::text[]) AS t(m, r)
+                ON CONFLICT DO NOTHING
+                """
+            if let connection {
+                try await connection.query(payments, logger: logger)
+                try await connection.query(owners, logger: logger)
+            } else {
+                try await client.query(payments, logger: logger)
+                try await client.query(owners, logger: logger)
+            }
         }
-        guard next == pages else {
-            throw AcquirerError(.invalidRequest, reference: batchReference, "page \(next) of the batch was not uploaded")
-        }
-        return items
+    }
+
+    /// The newest stored version before journal row `seq` of each finished payment named by one of
+    /// `references` or owning one of `modifications` (on `connection` when inside a transaction).
+    func finishedPayments(
+        references: [String],
+        modifications: [String],
+        before seq: Int64,
+        on connection: PostgresConnection?
+    ) async throws -> [FinishedPayment] {
+        let query: PostgresQuery = """
+            SELECT DISTINCT ON (f.reference) f.body FROM acquirer.finished_payments f
+            WHERE f.seq < \(seq) AND (f.reference = ANY(\(references)::text[]) OR f.reference IN (
+                SELECT m.reference FROM acquirer.finished_modifications m
+                WHERE m.modification_reference = ANY(\(modifications)::text[]) AND m.seq < \(seq)))
+            ORDER BY f.reference, f.seq DESC
+            """
+        let rows: PostgresRowSequence
+        if let connection { rows = try await connection.query(query, logger: logger) } else { rows = try await client.query(query, logger: logger) }
+        var found: [FinishedPayment] = []
+        for try await body in rows.decode(String.self) { found.append(try LedgerJSON.decode(FinishedPayment.self, from: body)) }
+        return found
+    }
+
+    /// The newest stored version of every finished payment (tests: the whole state).
+    func allFinishedPayments() async throws -> [FinishedPayment] {
+        let rows = try await client.query(
+            "SELECT DISTINCT ON (reference) body FROM acquirer.finished_payments ORDER BY reference, seq DESC",
+            logger: logger
+        )
+        var found: [FinishedPayment] = []
+        for try await body in rows.decode(String.self) { found.append(try LedgerJSON.decode(FinishedPayment.self, from: body)) }
+        return found
     }
 }
 

@@ -40,7 +40,7 @@ struct AcquirerRoutes: Sendable {
             try await self.change(request, context) { body throws(AcquirerError) in
                 let wire = try Self.decode(AuthorisationBody.self, body)
                 let command = await model.resolve(wire.request)
-                return (.command(.authorize(command), psp: nil, items: []), "authorise")
+                return (.command(.authorize(command), psp: nil), "authorise")
             }
         }
         api.post("payments/:psp/captures") { request, context in
@@ -57,7 +57,7 @@ struct AcquirerRoutes: Sendable {
         }
         api.post("cancels") { request, context in
             try await self.change(request, context) { body throws(AcquirerError) in
-                (.command(.reverse(try Self.decode(ReversalRequest.self, body)), psp: nil, items: []), "cancel")
+                (.command(.reverse(try Self.decode(ReversalRequest.self, body)), psp: nil), "cancel")
             }
         }
         api.get("payments") { request, context in
@@ -92,14 +92,14 @@ struct AcquirerRoutes: Sendable {
             try await self.change(request, context) { body throws(AcquirerError) in
                 let submission = try Self.decode(BatchSubmissionBody.self, body)
                 guard submission.pages >= 0 else { throw AcquirerError(.invalidRequest, "pages is 0 or more") }
-                let items: [SettlementItem]
-                do { items = try await journal.items(of: submission.header.batchReference, pages: submission.pages) } catch let error as AcquirerError
-                {
-                    throw error
-                } catch {
+                let complete: Bool
+                do { complete = try await journal.hasPages(of: submission.header.batchReference, pages: submission.pages) } catch {
                     throw AcquirerError(.unavailable, "the batch pages could not be read")
                 }
-                return (.command(.settle(submission.header, pages: submission.pages), psp: nil, items: items), "settle")
+                guard complete else {
+                    throw AcquirerError(.invalidRequest, reference: submission.header.batchReference, "a page of the batch was not uploaded")
+                }
+                return (.command(.settle(submission.header, pages: submission.pages), psp: nil), "settle")
             }
         }
         api.get("settlement/reports/:number") { request, context in
@@ -137,7 +137,7 @@ struct AcquirerRoutes: Sendable {
     ) async throws -> Response {
         let psp = context.parameters.get("psp")
         return try await change(request, context) { body throws(AcquirerError) in
-            (.command(make(try Self.decode(Body.self, body)), psp: psp, items: []), "modify")
+            (.command(make(try Self.decode(Body.self, body)), psp: psp), "modify")
         }
     }
 

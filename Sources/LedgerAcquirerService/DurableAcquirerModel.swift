@@ -7,6 +7,10 @@ import PostgresNIO
 import struct Foundation.Data
 import struct Foundation.Date
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The acquirer model made durable: the pure ``AcquirerModelState`` in memory, its journal in
 /// PostgreSQL (``AcquirerJournal``), and the rule that no answer leaves before its command is committed.
 ///
@@ -20,8 +24,8 @@ public actor DurableAcquirerModel {
     /// What a queued request asks for.
     public enum Operation: Sendable {
         /// A command to apply and journal; `psp`: the psp reference the request named, which must be
-        /// the payment's; `items`: a settlement's items (read from the uploaded pages).
-        case command(JournalCommand, psp: String?, items: [SettlementItem])
+        /// the payment's. A settlement reads its items from the uploaded pages, a page at a time.
+        case command(JournalCommand, psp: String?)
         case query(merchantReference: String)
         case reportLines(batchNumber: Int, from: Int, count: Int)
         case payout(batchNumber: Int)
@@ -50,6 +54,9 @@ public actor DurableAcquirerModel {
     private let snapshotEvery: Int64
     private let useSnapshots: Bool
     private var snapshotting = false
+    /// True once any finished payment is stored (acquirer 0004): only then can a name the state does not
+    /// know be one to put back.
+    private var finishedStored = false
 
     /// Opens the journal in `client`'s database and replays it. The journal's recorded seed and
     /// configuration win over the given ones (replaying with others would give another state); a
@@ -74,10 +81,10 @@ public actor DurableAcquirerModel {
         if recorded.seed != seed || recorded.configuration != configuration {
             logger.warning("the acquirer journal was started with another seed or configuration; using the journal's")
         }
-        let (state, snapshotSeq, last) = try await Self.load(journal: journal, recorded: recorded, useSnapshots: useSnapshots, logger: logger)
-        return DurableAcquirerModel(
+        let (state, snapshotSeq) = try await Self.load(journal: journal, recorded: recorded, useSnapshots: useSnapshots)
+        let model = DurableAcquirerModel(
             state: state,
-            lastSeq: last,
+            lastSeq: snapshotSeq,
             snapshotSeq: snapshotSeq,
             snapshotEvery: snapshotEvery,
             useSnapshots: useSnapshots,
@@ -86,24 +93,144 @@ public actor DurableAcquirerModel {
             logger: logger,
             recorded: recorded
         )
+        try await model.replayJournal(finishedStored: try await journal.hasFinishedPayments())
+        return model
     }
 
-    /// The state as the newest snapshot and the journal after it give it (or the whole journal).
+    /// The state the newest snapshot gives (or the initial one), with its journal position.
     private static func load(
         journal: AcquirerJournal,
         recorded: (seed: UInt64, configuration: AcquirerModelConfiguration),
-        useSnapshots: Bool,
-        logger: Logger
-    ) async throws -> (state: AcquirerModelState, snapshotSeq: Int64, lastSeq: Int64) {
-        var state = AcquirerModelState(seed: recorded.seed, configuration: recorded.configuration)
-        var from: Int64 = 0
+        useSnapshots: Bool
+    ) async throws -> (state: AcquirerModelState, snapshotSeq: Int64) {
         if useSnapshots, let snapshot = try await journal.latestSnapshot() {
-            state = try AcquirerModelState(snapshot: snapshot.data)
-            from = snapshot.seq
+            return (snapshot.state, snapshot.seq)
         }
-        let last = try await journal.replay(into: &state, after: from)
-        logger.info("acquirer journal replayed", metadata: ["snapshot": "\(from)", "commands": "\(last - from)", "last": "\(last)"])
-        return (state, from, last)
+        return (AcquirerModelState(seed: recorded.seed, configuration: recorded.configuration), 0)
+    }
+
+    /// Commands read per replay query.
+    static let replayChunk = 10_000
+
+    /// Applies the journal after `lastSeq` to the state, in order, at the recorded times; a settlement
+    /// page by page as it was applied live (its report lines are stored already, unless the journal
+    /// predates acquirer 0003).
+    private func replayJournal(finishedStored: Bool) async throws {
+        self.finishedStored = finishedStored
+        let from = lastSeq
+        while true {
+            let commands = try await journal.commands(after: lastSeq, limit: Self.replayChunk)
+            var restoredUpTo = 0
+            for (index, (seq, at, command)) in commands.enumerated() {
+                guard seq == lastSeq + 1 else { throw JournalError("acquirer.journal has a gap before \(seq)") }
+                if index >= restoredUpTo {
+                    // The payments the commands up to the next settlement name, as they were before this one.
+                    restoredUpTo = commands[index...].firstIndex { $0.command.isSettlement }.map { $0 + 1 } ?? commands.count
+                    try await restoreNamed(commands[index..<restoredUpTo].map { $0.command.named }, before: seq, on: nil)
+                }
+                if case .settle(let header, let pages) = command {
+                    _ = try await settle(header, pages: pages, now: at, seq: seq, storingOn: nil)
+                } else {
+                    _ = state.apply(command, now: at)
+                }
+                lastSeq = seq
+            }
+            if commands.count < Self.replayChunk { break }
+        }
+        logger.info("acquirer journal replayed", metadata: ["snapshot": "\(from)", "commands": "\(lastSeq - from)", "last": "\(lastSeq)"])
+    }
+
+    /// Puts back the finished payments `names` name that the state does not hold: their newest versions
+    /// before journal row `seq` (on `connection` inside a transaction, which sees its own rows).
+    private func restoreNamed(
+        _ names: [(payments: [String], modifications: [String])],
+        before seq: Int64,
+        on connection: PostgresConnection?
+    ) async throws {
+        guard finishedStored else { return }
+        let payments = names.flatMap(\.payments).filter { !state.knows(payment: $0) }
+        let modifications = names.flatMap(\.modifications).filter { !state.knows(modification: $0) }
+        guard !payments.isEmpty || !modifications.isEmpty else { return }
+        for payment in try await journal.finishedPayments(references: payments, modifications: modifications, before: seq, on: connection) {
+            state.restore(payment)
+        }
+    }
+
+    /// Settles the batch `header` names from its uploaded pages `0 ..< pages`, a page at a time: every
+    /// page checked first, then settled, its report lines inserted on `connection` (the transaction that
+    /// journals the settlement) or, when replaying (nil), only if the batch has none stored. A refusal
+    /// is an answer (journalled like any); a thrown error leaves the state part-way (the caller reloads).
+    private func settle(
+        _ header: SettlementBatchHeader,
+        pages: Int,
+        now: Date,
+        seq: Int64,
+        storingOn connection: PostgresConnection?
+    ) async throws -> AcquirerReply {
+        var settlement: BatchSettlement
+        do throws(AcquirerError) { settlement = try state.beginSettlement(header, now: now) } catch { return .refusal(error) }
+        for index in 0..<pages {
+            let items = try await journal.page(index, of: header.batchReference)
+            // An item of a finished payment is back in the state to be checked (and refused: it is settled).
+            try await restoreNamed([(items.map(\.authorizationReference), items.map(\.modificationReference))], before: seq, on: connection)
+            do throws(AcquirerError) { try state.check(items, in: &settlement) } catch { return .refusal(error) }
+        }
+        let carried: [SettlementReportLine]
+        do throws(AcquirerError) {
+            switch try state.startSettling(&settlement) {
+            case .settledBefore(let receipt): return .answer(receipt)
+            case .settling(let lines): carried = lines
+            }
+        } catch { return .refusal(error) }
+        let number = settlement.batchNumber
+        var store = connection != nil
+        if !store { store = try await journal.reportLineCount(batchNumber: number) == 0 }
+        var stored = 0
+        try await keep(carried, batchNumber: number, first: stored, storing: store, on: connection)
+        stored += carried.count
+        for index in 0..<pages {
+            let items = try await journal.page(index, of: header.batchReference)
+            let lines = state.settlePage(items, in: &settlement)
+            try await keep(lines, batchNumber: number, first: stored, storing: store, on: connection)
+            stored += lines.count
+        }
+        let (receipt, payoutLine) = state.finishSettling(settlement, keeping: nil)
+        try await keep([payoutLine], batchNumber: number, first: stored, storing: store, on: connection)
+        try await takeFinishedPayments(seq: seq, storingOn: connection)
+        return .answer(receipt)
+    }
+
+    /// Inserts report lines `first ...` of batch `batchNumber` on `connection`, or, replaying (nil),
+    /// on their own when `storing` (the batch has none stored).
+    private func keep(
+        _ lines: [SettlementReportLine],
+        batchNumber: Int,
+        first: Int,
+        storing: Bool,
+        on connection: PostgresConnection?
+    ) async throws {
+        guard storing else { return }
+        if let connection {
+            try await journal.insertReportLines(lines, batchNumber: batchNumber, first: first, on: connection)
+        } else {
+            try await journal.insertReportLinesIfAbsent(lines, batchNumber: batchNumber, first: first)
+        }
+    }
+
+    /// Takes the finished payments out of the state after the settlement journalled at `seq` and stores
+    /// them (acquirer 0004) on `connection`, or, when replaying (nil), unless they are stored.
+    private func takeFinishedPayments(seq: Int64, storingOn connection: PostgresConnection?) async throws {
+        let references = state.finishedPaymentReferences()
+        guard !references.isEmpty else { return }
+        var store = connection != nil
+        if !store { store = try await !journal.hasFinishedPayments(at: seq) }
+        for start in stride(from: 0, to: references.count, by: 10_000) {
+            let taken = state.takeFinishedPayments(references[start..<min(references.count, start + 10_000)])
+            if store { try await journal.insertFinished(taken, seq: seq, on: connection) }
+        }
+        state.compactStorage()
+        finishedStored = true
+        Self.returnFreedMemory()
     }
 
     private init(
@@ -132,8 +259,23 @@ public actor DurableAcquirerModel {
     /// The model's configuration (the journal's).
     public var modelConfiguration: AcquirerModelConfiguration { configuration }
 
-    /// The whole state as canonical JSON (tests: same seed and requests → same bytes).
-    public func snapshot() throws -> Data { try state.snapshot() }
+    /// The whole state as canonical JSON (tests: same seed and requests → same bytes), the finished
+    /// payments and the report lines read back from their tables into it: what the in-process model,
+    /// which keeps them, would give.
+    public func snapshot() async throws -> Data {
+        var whole = state
+        for payment in try await journal.allFinishedPayments() { whole.restore(payment) }
+        for number in whole.batchesWithReleasedLines {
+            whole.restoreReportLines(batchNumber: number, try await journal.reportLines(batchNumber: number, from: 0, count: Int(Int32.max)))
+        }
+        return try whole.snapshot()
+    }
+
+    /// How many payments (placed holds) and modifications the state holds in memory, and report lines.
+    public var resident: (holds: Int, modifications: Int, reportLines: Int) {
+        let counts = state.residentCounts
+        return (counts.holds, counts.modifications, state.reportLinesHeld)
+    }
 
     /// Commands journalled so far.
     public var journalLength: Int64 { lastSeq }
@@ -149,10 +291,10 @@ public actor DurableAcquirerModel {
         snapshotSeq = max(snapshotSeq, seq)
     }
 
-    /// Encodes and stores `state` off the actor (the state is a value: the copy does not move).
+    /// Encodes and stores `state` off the actor (the state is a value: the copy does not move), a part
+    /// at a time.
     private static func write(_ state: AcquirerModelState, seq: Int64, journal: AcquirerJournal) async throws {
-        let data = try await Task.detached { try state.snapshot() }.value
-        try await journal.storeSnapshot(data, seq: seq)
+        try await Task.detached { try await journal.storeSnapshot(of: state, seq: seq) }.value
     }
 
     /// Starts a background snapshot when the journal has grown enough since the last one.
@@ -221,16 +363,61 @@ public actor DurableAcquirerModel {
             for request in batch { request.continuation.resume(returning: Self.unavailable) }
             return
         }
+        let settles = batch.contains { request in
+            if case .command(.settle, _) = request.operation { return true }
+            return false
+        }
+        let replies: [AcquirerReply]
+        do {
+            if settles {
+                // A settlement's report lines are inserted in the transaction that journals it.
+                replies = try await journal.client.withTransaction(logger: logger) { connection in
+                    let (rows, replies) = try await self.apply(batch, stored: stored, connection: connection)
+                    try await self.journal.append(rows, on: connection)
+                    self.lastSeq += Int64(rows.count)
+                    return replies
+                }
+            } else {
+                let (rows, answers) = try await apply(batch, stored: stored, connection: nil)
+                try await journal.append(rows)
+                lastSeq += Int64(rows.count)
+                replies = answers
+            }
+        } catch {
+            logger.error("acquirer journal commit failed; rebuilding from the journal", metadata: ["error": "\(String(reflecting: error))"])
+            needsReload = true
+            for request in batch { request.continuation.resume(returning: Self.unavailable) }
+            return
+        }
+        for (request, reply) in zip(batch, replies) { request.continuation.resume(returning: reply) }
+    }
+
+    /// Applies `batch` to the state in order: its journal rows and its replies. `connection`: the
+    /// transaction a settlement's report lines go into (nil when the batch has none).
+    private func apply(
+        _ batch: [Pending],
+        stored: [String: (command: JournalCommand, reply: AcquirerReply)],
+        connection: PostgresConnection?
+    ) async throws -> (rows: [AcquirerJournal.Row], replies: [AcquirerReply]) {
         let micros = clock().epochMicroseconds
         let now = Date(epochMicroseconds: micros)
         var rows: [AcquirerJournal.Row] = []
         var replies: [AcquirerReply] = []
         var inBatch: [String: (fingerprint: String, reply: AcquirerReply)] = [:]
+        let first = lastSeq
+        let operations = batch.map(\.operation)
+        /// Puts back what the operations from `index` up to the next settlement name.
+        func restore(from index: Int, before seq: Int64) async throws {
+            guard index < operations.count else { return }
+            let end = operations[index...].firstIndex { $0.isSettlement }.map { $0 + 1 } ?? operations.count
+            try await restoreNamed(operations[index..<end].map(\.named), before: seq, on: connection)
+        }
+        try await restore(from: 0, before: first + 1)
         func journalled(_ command: JournalCommand, key: String?, _ reply: AcquirerReply) {
             let text = (try? LedgerJSON.string(command)) ?? ""
             rows.append(
                 .init(
-                    seq: lastSeq + Int64(rows.count) + 1,
+                    seq: first + Int64(rows.count) + 1,
                     atMicros: micros,
                     key: key,
                     command: text,
@@ -239,9 +426,9 @@ public actor DurableAcquirerModel {
                 )
             )
         }
-        for request in batch {
+        for (index, request) in batch.enumerated() {
             switch request.operation {
-            case .command(let command, let psp, let items):
+            case .command(let command, let psp):
                 if let key = request.key {
                     if let (earlier, reply) = stored[key] {
                         replies.append(earlier.fingerprint == command.fingerprint ? reply : Self.conflict(key))
@@ -256,17 +443,22 @@ public actor DurableAcquirerModel {
                     replies.append(.refusal(AcquirerError(.unknownReference, reference: psp, "no payment \(psp) with reference \(reference)")))
                     continue
                 }
-                let reply = state.apply(command, items: items, now: now)
+                let reply: AcquirerReply
+                if case .settle(let header, let pages) = command, let connection {
+                    let seq = first + Int64(rows.count) + 1
+                    reply = try await settle(header, pages: pages, now: now, seq: seq, storingOn: connection)
+                    try await restore(from: index + 1, before: seq + 1)
+                } else {
+                    reply = state.apply(command, now: now)
+                }
                 journalled(command, key: request.key, reply)
                 if let key = request.key { inBatch[key] = (command.fingerprint, reply) }
                 replies.append(reply)
             case .query(let reference):
-                if state.expiryDue(at: now) { journalled(.expire, key: nil, state.apply(.expire, items: [], now: now)) }
+                if state.expiryDue(at: now) { journalled(.expire, key: nil, state.apply(.expire, now: now)) }
                 replies.append(.answer(state.query(merchantReference: reference, now: now)))
             case .reportLines(let number, let from, let count):
-                do throws(AcquirerError) {
-                    replies.append(.answer(try state.reportLines(batchNumber: number, from: from, count: count)))
-                } catch { replies.append(.refusal(error)) }
+                replies.append(await reportLines(batchNumber: number, from: from, count: count))
             case .payout(let number):
                 do throws(AcquirerError) { replies.append(.answer(try state.payout(batchNumber: number))) } catch {
                     replies.append(.refusal(error))
@@ -277,24 +469,45 @@ public actor DurableAcquirerModel {
                 } catch { replies.append(.refusal(error)) }
             }
         }
-        do {
-            try await journal.append(rows)
-            lastSeq += Int64(rows.count)
-        } catch {
-            logger.error("acquirer journal commit failed; rebuilding from the journal", metadata: ["error": "\(String(reflecting: error))"])
-            needsReload = true
-            for request in batch { request.continuation.resume(returning: Self.unavailable) }
-            return
+        return (rows, replies)
+    }
+
+    /// Report lines of a settled batch: from the state, or from acquirer.report_lines when the state
+    /// keeps only their count (every batch the service settled since acquirer 0003).
+    private func reportLines(batchNumber: Int, from: Int, count: Int) async -> AcquirerReply {
+        do throws(AcquirerError) {
+            guard state.reportLinesReleased(batchNumber: batchNumber) == true, from >= 0, count >= 0 else {
+                return .answer(try state.reportLines(batchNumber: batchNumber, from: from, count: count))
+            }
+        } catch { return .refusal(error) }
+        do { return .answer(try await journal.reportLines(batchNumber: batchNumber, from: from, count: count)) } catch {
+            logger.error("acquirer report lines unreadable", metadata: ["error": "\(String(reflecting: error))"])
+            return Self.unavailable
         }
-        for (request, reply) in zip(batch, replies) { request.continuation.resume(returning: reply) }
     }
 
     private func reload() async throws {
-        let loaded = try await Self.load(journal: journal, recorded: (seed, configuration), useSnapshots: useSnapshots, logger: logger)
-        (state, lastSeq) = (loaded.state, loaded.lastSeq)
+        let loaded = try await Self.load(journal: journal, recorded: (seed, configuration), useSnapshots: useSnapshots)
+        (state, lastSeq) = (loaded.state, loaded.snapshotSeq)
+        try await replayJournal(finishedStored: finishedStored)
         snapshotSeq = max(snapshotSeq, loaded.snapshotSeq)
         needsReload = false
     }
+
+    /// Hands the allocator's free pages back to the system (glibc keeps freed small blocks — a million
+    /// finished payments' records — in its arenas otherwise, and the resident set would not shrink).
+    static func returnFreedMemory() {
+        #if canImport(Glibc)
+        // malloc.h is not in Swift's Glibc module: looked up once (RTLD_DEFAULT), absent on other C libraries.
+        if let trim = Self.mallocTrim { _ = trim(0) }
+        #endif
+    }
+
+    #if canImport(Glibc)
+    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = dlsym(nil, "malloc_trim").map {
+        unsafeBitCast($0, to: (@convention(c) (Int) -> Int32).self)
+    }
+    #endif
 
     static func truncated(_ date: Date) -> Date { Date(epochMicroseconds: date.epochMicroseconds) }
 
@@ -314,6 +527,42 @@ extension JournalCommand {
         case .reverse(let r): return r.authorizationReference
         case .refund(let r): return r.authorizationReference
         case .authorize, .expire, .settle: return nil
+        }
+    }
+}
+
+extension DurableAcquirerModel.Operation {
+    var isSettlement: Bool {
+        if case .command(let command, _) = self { return command.isSettlement }
+        return false
+    }
+
+    /// The payments and modifications the operation names (to be in the state before it is applied).
+    var named: (payments: [String], modifications: [String]) {
+        switch self {
+        case .command(let command, _): return command.named
+        case .query(let reference): return ([reference], [])
+        case .reportLines, .payout, .disputeNotifications: return ([], [])
+        }
+    }
+}
+
+extension JournalCommand {
+    var isSettlement: Bool {
+        if case .settle = self { return true }
+        return false
+    }
+
+    /// The payments and modifications the command names; a settlement's items are read with its pages.
+    var named: (payments: [String], modifications: [String]) {
+        switch self {
+        // A sale captures under the payment's reference.
+        case .authorize(let c): return ([c.merchantReference], [c.merchantReference])
+        case .increment(let r): return ([r.authorizationReference], [r.modificationReference])
+        case .capture(let r): return ([r.authorizationReference], [r.modificationReference])
+        case .reverse(let r): return ([r.authorizationReference], [r.modificationReference])
+        case .refund(let r): return ([r.authorizationReference], [r.modificationReference])
+        case .expire, .settle: return ([], [])
         }
     }
 }

@@ -57,8 +57,9 @@ public struct AcquirerReply: Hashable, Sendable {
 
 extension AcquirerModelState {
     /// Applies one journalled command at `now` (pure: the same state, command and time give the same
-    /// state and reply, which is what makes replay exact).
-    mutating func apply(_ command: JournalCommand, items: [SettlementItem], now: Date) -> AcquirerReply {
+    /// state and reply, which is what makes replay exact). A settlement is applied page by page by
+    /// ``DurableAcquirerModel`` (its items are in acquirer.batch_pages), never here.
+    mutating func apply(_ command: JournalCommand, now: Date) -> AcquirerReply {
         do throws(AcquirerError) {
             switch command {
             case .authorize(let c): return .answer(try authorize(c, now: now))
@@ -70,7 +71,7 @@ extension AcquirerModelState {
                 expireHolds(now: now)
                 return .noContent
             case .settle(let header, _):
-                return .answer(SettlementReceipt(try submitBatch(SettlementBatchRequest(header, items: items), now: now)))
+                throw AcquirerError(.invalidRequest, reference: header.batchReference, "a settlement is applied from its pages")
             }
         } catch {
             return .refusal(error)

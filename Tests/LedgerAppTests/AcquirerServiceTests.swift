@@ -208,6 +208,86 @@ struct AcquirerServiceTests {
         }
     }
 
+    /// After a settlement the service holds neither the report's lines nor the payments it finished
+    /// (acquirer 0003, 0004): the lines are read from their table in pages, and a finished payment is
+    /// put back from its table when named — a status inquiry, a refund, a repeated capture, an item
+    /// settled again — with the in-process model's answers byte for byte; and a restart replays to the
+    /// same state.
+    @Test func finishedPaymentsAndReportLinesLeaveMemory() async throws {
+        let start = TestApp.instant("2026-06-17T10:00:00Z")
+        let clock = SimulatedClock(start)
+        let reference = AcquirerModel(seed: 7, clock: clock.reading)
+        let database = try await TestDatabase.fresh()
+        let serviceClock = SimulatedClock(start)
+        @Sendable func usd(_ cents: Int64) -> Money { Money(minorUnits: cents, currency: .usd) }
+        /// The same steps on both sides, each answer (or refusal) compared.
+        @Sendable func both<T: Equatable & Sendable>(
+            _ acquirer: any Acquirer,
+            _ step: @Sendable (any Acquirer) async throws -> T
+        ) async throws {
+            let expected: Result<T, AcquirerError>
+            do { expected = .success(try await step(reference)) } catch let error as AcquirerError { expected = .failure(error) }
+            let actual: Result<T, AcquirerError>
+            do { actual = .success(try await step(acquirer)) } catch let error as AcquirerError { actual = .failure(error) }
+            switch (expected, actual) {
+            case (.success(let a), .success(let b)): #expect(a == b)
+            case (.failure(let a), .failure(let b)): #expect(a.code == b.code)
+            default: Issue.record("the model answered \(expected), the service \(actual)")
+            }
+        }
+        let expectedReceipt = try await AcquirerHarness.exercise(reference, clock: clock)
+        try await AcquirerHarness.withService(database: database, clock: serviceClock.reading) { acquirer, model in
+            let receipt = try await AcquirerHarness.exercise(acquirer, clock: serviceClock)
+            #expect(receipt == expectedReceipt)
+            let resident = await model.resident
+            #expect(resident.reportLines == 0)
+            // ord-1 (captured, refunded, both settled) and ord-4 (cancelled: nothing to settle) are finished;
+            // ord-0 (open at the settlement) stays.
+            #expect(resident.holds == 1, "\(resident)")
+            // Report lines in pages from the table, equal to the model's.
+            var lines: [SettlementReportLine] = []
+            for from in stride(from: 0, to: receipt.lineCount, by: 2) {
+                lines += try await acquirer.reportLines(batchNumber: receipt.batchNumber, from: from, count: 2)
+            }
+            #expect(lines == (try await reference.reportLines(batchNumber: receipt.batchNumber, from: 0, count: 100)))
+            try await both(acquirer) { try await $0.query(merchantReference: "ord-1") }
+            try await both(acquirer) {
+                try await $0.capture(
+                    CaptureRequest(authorizationReference: "ord-1", modificationReference: "ord-1-c1", amount: usd(5_700), isFinal: true)
+                )
+            }
+            let item = SettlementItem(kind: .capture, authorizationReference: "ord-1", modificationReference: "ord-1-c1", amount: usd(5_700))
+            try await both(acquirer) { acquirer in
+                try await acquirer.submitBatch(SettlementBatchHeader(batchReference: "B-again", currency: .usd)) { $0 == 0 ? [item] : nil }
+            }
+            clock.advance(by: 30)
+            serviceClock.advance(by: 30)
+            try await both(acquirer) {
+                try await $0.refund(RefundRequest(authorizationReference: "ord-1", modificationReference: "ord-1-r2", amount: usd(500)))
+            }
+            let refund = SettlementItem(kind: .refund, authorizationReference: "ord-1", modificationReference: "ord-1-r2", amount: usd(500))
+            try await both(acquirer) { acquirer in
+                try await acquirer.submitBatch(SettlementBatchHeader(batchReference: "B-2", currency: .usd)) { $0 == 0 ? [refund] : nil }
+            }
+            try await both(acquirer) { try await $0.query(merchantReference: "ord-1") }
+            #expect(try await model.snapshot() == (try await reference.snapshot()))
+        }
+        // A restart: the journal replayed (finished payments put back where they were named), same state.
+        try await database.withOwner { client in
+            let replayed = try await DurableAcquirerModel.open(
+                client: client,
+                seed: 7,
+                configuration: AcquirerModelConfiguration(),
+                clock: serviceClock.reading,
+                logger: TestCluster.logger,
+                snapshotEvery: 0,
+                useSnapshots: false
+            )
+            #expect(try await replayed.snapshot() == (try await reference.snapshot()))
+            #expect(await replayed.resident.reportLines == 0)
+        }
+    }
+
     /// The same idempotency key with the same body gets the first answer's bytes; with another body, 409.
     @Test func idempotencyKeys() async throws {
         let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))

@@ -1,0 +1,73 @@
+import LedgerCore
+
+/// A payment the model no longer needs in memory: its hold is not open and every approved capture and
+/// refund of it is settled, so nothing but a later refund, a repeated request or a status inquiry can
+/// touch it again. A host that keeps the model durable may take these out of the state
+/// (``AcquirerModelState/takeFinishedPayments()``), store them, and put one back
+/// (``AcquirerModelState/restore(_:)``) before applying anything that names it — the answers are the
+/// same bytes as if it had never left.
+public struct FinishedPayment: Hashable, Sendable, Codable {
+    /// Our authorization (merchant) reference.
+    public let reference: String
+    var hold: Hold
+    /// The payment's modifications, in the order they were made.
+    var modifications: [StoredModification]
+
+    /// Our references of the payment's modifications.
+    public var modificationReferences: [String] { modifications.map(\.record.modificationReference) }
+}
+
+extension AcquirerModelState {
+    /// The references of the finished payments (see ``FinishedPayment``), in order.
+    public func finishedPaymentReferences() -> [String] {
+        var finished: [String] = []
+        for (reference, hold) in holds where hold.status != .open {
+            let done = hold.modificationReferences.allSatisfy { modificationReference in
+                guard let modification = modifications[modificationReference] else { return true }
+                let settles = modification.record.kind == .capture || modification.record.kind == .refund
+                return !settles || !modification.response.responseCode.isApproved
+                    || (modification.settledInBatch != nil && !modification.carriedOver)
+            }
+            if done { finished.append(reference) }
+        }
+        return finished.sorted()
+    }
+
+    /// Takes these finished payments (from ``finishedPaymentReferences()``) out of the state, in order.
+    public mutating func takeFinishedPayments(_ references: some Sequence<String>) -> [FinishedPayment] {
+        var taken: [FinishedPayment] = []
+        for reference in references {
+            guard let hold = holds.removeValue(forKey: reference) else { continue }
+            let stored = hold.modificationReferences.compactMap { modifications.removeValue(forKey: $0) }
+            taken.append(FinishedPayment(reference: reference, hold: hold, modifications: stored))
+        }
+        return taken
+    }
+
+    /// Gives back the storage of payments taken out (a dictionary keeps its capacity when emptied).
+    public mutating func compactStorage() {
+        if holds.capacity > 2 * holds.count + 1_024 { holds = Dictionary(uniqueKeysWithValues: holds.map { ($0.key, $0.value) }) }
+        if modifications.capacity > 2 * modifications.count + 1_024 {
+            modifications = Dictionary(uniqueKeysWithValues: modifications.map { ($0.key, $0.value) })
+        }
+    }
+
+    /// Puts a payment taken out by ``takeFinishedPayments()`` back (nothing when it is in the state).
+    public mutating func restore(_ payment: FinishedPayment) {
+        guard holds[payment.reference] == nil else { return }
+        holds[payment.reference] = payment.hold
+        for modification in payment.modifications { modifications[modification.record.modificationReference] = modification }
+    }
+
+    /// True when the state knows `reference` as a payment (placed or declined).
+    public func knows(payment reference: String) -> Bool { holds[reference] != nil || declined[reference] != nil }
+
+    /// True when the state knows `reference` as a modification.
+    public func knows(modification reference: String) -> Bool { modifications[reference] != nil }
+
+    /// How many payments (placed holds) and modifications the state holds.
+    public var residentCounts: (holds: Int, modifications: Int) { (holds.count, modifications.count) }
+
+    /// How many report lines the state holds (the service keeps them in its tables instead).
+    public var reportLinesHeld: Int { batches.reduce(0) { $0 + $1.report.lines.count } }
+}
