@@ -120,9 +120,26 @@ public final class APIKeyring: Sendable {
         var whole: Bool { verifier.wholeKey == true }
     }
 
+    /// The keys in force and what a presented key is looked up in, built once per change.
     private struct Entries: Sendable {
-        var environment: [Entry]
-        var file: [Entry]
+        let environment: [Entry]
+        let file: [Entry]
+        /// The `olk_<id>.` keys by id.
+        let byID: [String: Entry]
+        /// The keys given whole, matched by their secret alone.
+        let whole: [Entry]
+
+        /// Throws when an id is used twice.
+        init(environment: [Entry], file: [Entry]) throws {
+            var all: [String: Entry] = [:]
+            for entry in environment + file where all.updateValue(entry, forKey: entry.verifier.id) != nil {
+                throw APIKeyringError("API key id \(entry.verifier.id) is used twice")
+            }
+            self.environment = environment
+            self.file = file
+            self.byID = all.filter { !$0.value.whole }
+            self.whole = (environment + file).filter(\.whole)
+        }
     }
 
     private let entries: Mutex<Entries>
@@ -142,9 +159,7 @@ public final class APIKeyring: Sendable {
                 environment.append(Self.entry(APIKeyVerifier.make(id: id, role: role, key: key, createdAt: now()))!)
             }
         }
-        let file = try Self.entries(fileVerifiers)
-        try Self.checkUnique(environment + file)
-        self.entries = Mutex(Entries(environment: environment, file: file))
+        self.entries = Mutex(try Entries(environment: environment, file: try Self.entries(fileVerifiers)))
         self.now = now
     }
 
@@ -152,10 +167,7 @@ public final class APIKeyring: Sendable {
     /// when a verifier is malformed or an id is used twice.
     public func replace(fileVerifiers: [APIKeyVerifier]) throws {
         let file = try Self.entries(fileVerifiers)
-        try entries.withLock {
-            try Self.checkUnique($0.environment + file)
-            $0.file = file
-        }
+        try entries.withLock { $0 = try Entries(environment: $0.environment, file: file) }
     }
 
     public var isEmpty: Bool { entries.withLock { $0.environment.isEmpty && $0.file.isEmpty } }
@@ -169,11 +181,7 @@ public final class APIKeyring: Sendable {
     public func principal(forKey key: String) -> Principal? {
         let token = APIKeyToken(key)
         let now = self.now()
-        let candidates = entries.withLock { entries in
-            (entries.environment + entries.file).filter { entry in
-                if let token { entry.verifier.id == token.id && !entry.whole } else { entry.whole }
-            }
-        }
+        let candidates = entries.withLock { entries in token.map { entries.byID[$0.id].map { [$0] } ?? [] } ?? entries.whole }
         for entry in candidates where entry.verifier.isLive(at: now) {
             let digest = APIKeyVerifier.digest(salt: entry.salt, secret: token?.secret ?? key)
             if Self.constantTimeEqual(digest, entry.hash) { return Principal(role: entry.verifier.role, keyID: entry.verifier.id) }
@@ -193,13 +201,6 @@ public final class APIKeyring: Sendable {
             let hash = Hex.decode(verifier.hash), hash.count == 32
         else { return nil }
         return Entry(verifier: verifier, salt: salt, hash: hash)
-    }
-
-    private static func checkUnique(_ entries: [Entry]) throws {
-        var seen: Set<String> = []
-        for entry in entries where !seen.insert(entry.verifier.id).inserted {
-            throw APIKeyringError("API key id \(entry.verifier.id) is used twice")
-        }
     }
 
     static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
