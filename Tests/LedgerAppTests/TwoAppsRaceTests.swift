@@ -18,7 +18,7 @@ import Testing
     /// Both daemons capture from one hold at once: each first capture call waits at a barrier until the
     /// other's arrived, so both decided on the same hold version and both reached the acquirer before
     /// either recorded. Both captures are recorded, once each, and the ledger agrees with the acquirer.
-    @Test(.timeLimit(.minutes(1))) func capturesOnOneOrderFromBothDaemonsAreBothRecordedOnce() async throws {
+    @Test(.timeLimit(.minutes(3))) func capturesOnOneOrderFromBothDaemonsAreBothRecordedOnce() async throws {
         let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))
         let model = AcquirerModel(seed: 9, clock: clock.reading)
         let barrier = Barrier(parties: 2)
