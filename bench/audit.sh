@@ -8,8 +8,11 @@ cd "$(dirname "$0")/.."
 seconds=${1:-10}
 data=$(realpath "${2:-./.ledgerd-bench-audit}")
 port=23459
-swift build -c release --product ledgerd >/dev/null
-bin=.build/release/ledgerd
+# LEDGERD_BIN: a ledgerd binary to measure instead of building this checkout (e.g. a before/after pair).
+if [ -n "${LEDGERD_BIN:-}" ]; then bin=$LEDGERD_BIN; else
+  [ -n "${LEDGERD_BENCH_SKIP_BUILD:-}" ] || swift build -c release --product ledgerd >/dev/null
+  bin=.build/release/ledgerd
+fi
 [ -f "$data/orders.lua" ] || { echo "no $data/orders.lua: run $bin bench audit --data-dir $data first" >&2; exit 1; }
 export LEDGERD_DATA_DIR="$data" LEDGERD_LOG_LEVEL=warning LEDGERD_SEED_DEMO_CATALOG=false
 unset LEDGERD_DATABASE_URL LEDGERD_CHECKPOINT_KEY

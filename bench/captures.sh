@@ -12,8 +12,11 @@ orders=${3:-4000}
 port=23458
 data=$(mktemp -d /tmp/ledgerd-bench-captures.XXXXXX)
 chmod 755 "$data"
-swift build -c release --product ledgerd >/dev/null
-bin=.build/release/ledgerd
+# LEDGERD_BIN: a ledgerd binary to measure instead of building this checkout (e.g. a before/after pair).
+if [ -n "${LEDGERD_BIN:-}" ]; then bin=$LEDGERD_BIN; else
+  [ -n "${LEDGERD_BENCH_SKIP_BUILD:-}" ] || swift build -c release --product ledgerd >/dev/null
+  bin=.build/release/ledgerd
+fi
 export LEDGERD_DATA_DIR="$data/d" LEDGERD_LOG_LEVEL=warning LEDGERD_ACQUIRER_CREDIT_LIMIT=1000000000.00
 "$bin" serve --host 127.0.0.1 --port $port > "$data/serve.log" 2>&1 &
 pid=$!

@@ -15,8 +15,11 @@ port=23467
 hookport=23468
 data=$(mktemp -d /tmp/ledgerd-bench-feeds.XXXXXX)
 chmod 755 "$data"
-[ -n "${LEDGERD_BENCH_SKIP_BUILD:-}" ] || swift build -c release --product ledgerd >/dev/null
-bin=.build/release/ledgerd
+# LEDGERD_BIN: a ledgerd binary to measure instead of building this checkout (e.g. a before/after pair).
+if [ -n "${LEDGERD_BIN:-}" ]; then bin=$LEDGERD_BIN; else
+  [ -n "${LEDGERD_BENCH_SKIP_BUILD:-}" ] || swift build -c release --product ledgerd >/dev/null
+  bin=.build/release/ledgerd
+fi
 export LEDGERD_DATA_DIR="$data/d" LEDGERD_LOG_LEVEL=warning LEDGERD_ACQUIRER_CREDIT_LIMIT=1000000000.00 LEDGERD_FEED_POLL_MS=1000
 "$bin" serve --host 127.0.0.1 --port $port > "$data/serve.log" 2>&1 &
 pid=$!
