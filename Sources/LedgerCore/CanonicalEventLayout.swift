@@ -1,14 +1,14 @@
 /// The canonical byte layout of an event that the hash chain covers (layout version 1).
 ///
 /// `hash = SHA-256(prev_hash ‖ canonicalBytes(event))`. The same layout is implemented in SQL by
-/// `ledger.event_hash` (sql/0001_create_event_log.sql), so an auditor can recompute the chain with
+/// `ledger.event_hash` (sql/0017_chain_stored_text.sql), so an auditor can recompute the chain with
 /// psql alone; the two implementations are checked against each other in the tests.
 ///
 /// All integers are big-endian; `z(x)` is x's UTF-8 bytes followed by one 0x00 byte, which is
-/// unambiguous because PostgreSQL text never contains NUL (jsonb text escapes it as `\u0000`):
+/// unambiguous because PostgreSQL text never contains NUL (JSON text escapes it as `\u0000`):
 ///
 ///     0x01 ‖ int8(position) ‖ z(stream_id) ‖ int8(stream_version) ‖ uuid(event_id)
-///     ‖ z(type) ‖ int4(schema_version) ‖ z(data jsonb text) ‖ z(metadata jsonb text)
+///     ‖ z(type) ‖ int4(schema_version) ‖ z(data_text) ‖ z(metadata_text)
 ///     ‖ int8(effective_at µs since epoch) ‖ int8(recorded_at µs since epoch)
 public enum CanonicalEventLayout {
     public static let version: UInt8 = 1

@@ -6,7 +6,8 @@ import struct Foundation.UUID
 
 /// An event as the ledger holds it: a row of `ledger.events`.
 ///
-/// `data` and `metadata` are PostgreSQL's canonical jsonb text, which is what the hash covers.
+/// `data` and `metadata` are the JSON texts stored with the event (`data_text`, `metadata_text`,
+/// sql/0017), byte for byte what the hash covers; the jsonb columns are their parse.
 /// Times are kept as microseconds since the Unix epoch, the unit the hash covers, so that no
 /// conversion through binary floating point can change a verified value.
 @MemberwiseInit

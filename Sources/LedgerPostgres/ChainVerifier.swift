@@ -39,8 +39,8 @@ public struct ChainVerifier: Sendable {
     /// `parallelism` > 1 splits the range into that many contiguous parts verified at once on as many
     /// connections (each part starts from the stored hash before it, and the part before checks
     /// that stored hash against its own recomputation, so the links between parts are checked too);
-    /// the first bad position is the smallest any part reports. The database converts jsonb to
-    /// text for every row, so one connection is bound by one server core.
+    /// the first bad position is the smallest any part reports. The database parses each row's
+    /// stored texts to compare them with its jsonb, so one connection is bound by one server core.
     /// Parts are at least `minimumPartSize` events.
     public func verify(
         from: Int64 = 1,
@@ -129,6 +129,8 @@ public struct ChainVerifier: Sendable {
                         return .bad(position, checked: checked, "prev_hash is not the hash of the previous event")
                     case .hashMismatch:
                         return .bad(position, checked: checked, "hash does not match the event's contents")
+                    case .jsonbMismatch:
+                        return .bad(position, checked: checked, "the stored jsonb is not the hashed text")
                     }
                     offset = end
                     expected += 1
@@ -149,11 +151,12 @@ public struct ChainVerifier: Sendable {
     ///     int8 position ‖ int8 stream_version ‖ uuid event_id ‖ int4 schema_version
     ///     ‖ timestamptz effective_at ‖ timestamptz recorded_at
     ///     ‖ int4 n ‖ prev_hash (n) ‖ int4 n ‖ hash (n) ‖ int4 n ‖ stream_id (n) ‖ int4 n ‖ type (n)
-    ///     ‖ int4 n ‖ jsonb data (n) ‖ int4 n ‖ jsonb metadata (n)
+    ///     ‖ int4 n ‖ data_text (n) ‖ int4 n ‖ metadata_text (n) ‖ 1 byte: the jsonb is the text (1) or not (0)
     ///
     /// (every variable field carries its length, so even a row whose hash a superuser shortened
     /// behind a dropped constraint is framed right and reported at its own position). The send forms are the layout's own: int8/int4 big-endian, text as UTF-8, uuid as 16 bytes;
-    /// jsonb is a version byte (1) and then exactly the text `data::text` gives; timestamptz is
+    /// the JSON fields are the stored texts the hash covers (sql/0017), and the database says whether
+    /// each row's jsonb is what its texts parse to (the one check done there); timestamptz is
     /// microseconds since 2000-01-01, shifted here to the Unix epoch. The canonical layout is
     /// assembled in Swift (``WireRow``), independently of the SQL verifier's.
     struct WirePage: Sendable {
@@ -168,7 +171,7 @@ public struct ChainVerifier: Sendable {
         static let postgresEpochMicros: Int64 = 946_684_800_000_000
         static let fixedLength = 8 + 8 + 16 + 4 + 8 + 8
 
-        enum Check { case linked, prevHashMismatch, hashMismatch }
+        enum Check { case linked, prevHashMismatch, hashMismatch, jsonbMismatch }
 
         /// Checks the row at `start` against `prev` and, when its links hold, moves `prev` to its
         /// hash. Returns its position (−1 when the frame is cut short), the outcome and where the
@@ -208,10 +211,11 @@ public struct ChainVerifier: Sendable {
                 }
                 offset += 4 + length
             }
-            let end = start + offset
+            guard start + offset + 1 <= raw.count else { return (position, .hashMismatch, raw.count) }
+            let jsonbIsText = raw[start + offset] == 1
+            let end = start + offset + 1
             let (prevHash, hash, stream, type, data, metadata) = fields
             guard prevHash.elementsEqual(prev) else { return (position, .prevHashMismatch, end) }
-            guard data.first == 1, metadata.first == 1 else { return (position, .hashMismatch, end) }
             var hasher = SHA256()
             hasher.update(bufferPointer: prevHash)
             CanonicalEventLayout.write(
@@ -221,13 +225,14 @@ public struct ChainVerifier: Sendable {
                 eventID: slice(16, 32),
                 type: type,
                 schemaVersion: int(32, Int32.self),
-                data: UnsafeRawBufferPointer(rebasing: data.dropFirst()),
-                metadata: UnsafeRawBufferPointer(rebasing: metadata.dropFirst()),
+                data: data,
+                metadata: metadata,
                 effectiveAtMicros: int(36, Int64.self) &+ postgresEpochMicros,
                 recordedAtMicros: int(44, Int64.self) &+ postgresEpochMicros
             ) { hasher.update(bufferPointer: $0) }
             let link = hasher.finalize()
             guard link.elementsEqual(hash) else { return (position, .hashMismatch, end) }
+            guard jsonbIsText else { return (position, .jsonbMismatch, end) }
             prev = Array(link)
             return (position, .linked, end)
         }
@@ -243,8 +248,11 @@ public struct ChainVerifier: Sendable {
                        || int4send(octet_length(e.prev_hash)) || e.prev_hash || int4send(octet_length(e.hash)) || e.hash
                        || int4send(octet_length(e.stream_id)) || textsend(e.stream_id)
                        || int4send(octet_length(e.type)) || textsend(e.type)
-                       || int4send(octet_length(j.data)) || j.data || int4send(octet_length(j.metadata)) || j.metadata AS framed
-                FROM ledger.events e CROSS JOIN LATERAL (SELECT jsonb_send(e.data) AS data, jsonb_send(e.metadata) AS metadata) j
+                       || int4send(octet_length(e.data_text)) || textsend(e.data_text)
+                       || int4send(octet_length(e.metadata_text)) || textsend(e.metadata_text)
+                       || CASE WHEN e.data_text::jsonb = e.data AND e.metadata_text::jsonb = e.metadata
+                               THEN '\\x01'::bytea ELSE '\\x00'::bytea END AS framed
+                FROM ledger.events e
                 WHERE e.position >= \(from) AND e.position <= \(through) ORDER BY e.position LIMIT \(Int64(limit))
             ) p
             """,

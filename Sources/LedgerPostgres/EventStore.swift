@@ -89,9 +89,9 @@ public struct EventStore: PostgresStore {
         return nil
     }
 
-    /// Times as whole microseconds and jsonb as its canonical text: exactly what the hash covers.
+    /// Times as whole microseconds and the stored JSON texts: exactly what the hash covers (sql/0017).
     static let columns = """
-        SELECT position, stream_id, stream_version, event_id, type, schema_version, data::text, metadata::text,
+        SELECT position, stream_id, stream_version, event_id, type, schema_version, data_text, metadata_text,
                ledger.epoch_us(effective_at), ledger.epoch_us(recorded_at), prev_hash, hash
         FROM ledger.events
         """

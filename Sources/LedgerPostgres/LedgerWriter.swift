@@ -20,8 +20,9 @@ import Synchronization
 /// 2. `append_batch` takes the head lock — every writer of every process serialises there, so
 ///    positions are gapless and in commit order — and verifies those beliefs set-based: every
 ///    stream's version is what the loop believed, no key is already stored;
-/// 3. if so it chains and inserts the accepted events (`ledger.append_events`) and stores the
-///    idempotency records, in the same statement, so the batch commits whole or not at all;
+/// 3. if so, and if the head is the one the loop linked the batch onto (``ChainLinks``: positions,
+///    `recorded_at` and hashes computed here, sql/0017), it inserts the accepted events and stores
+///    the idempotency records, in the same statement, so the batch commits whole or not at all;
 ///    if not (another process wrote a stream or used a key) it appends nothing and returns the
 ///    truth, and the loop decides the batch again.
 ///
@@ -61,6 +62,8 @@ public final class LedgerWriter: Service, Sendable {
     private let state = Mutex(State())
     /// Touched only by the commit loop; a Mutex keeps the class Sendable at no contention cost.
     private let versionCache = Mutex(VersionCache(limit: 100_000))
+    /// The head this writer's last commit left (nil: not known; read under the lock).
+    private let chainHead = Mutex<ChainHead?>(nil)
 
     public init(
         client: DatabaseClient,
@@ -236,48 +239,108 @@ public final class LedgerWriter: Service, Sendable {
         }
     }
 
-    /// Runs the planned `ledger.append_batch` call in an explicit transaction and collects its answer (a few rows
-    /// at most). It returns only once COMMIT has returned: the batch's callers are acknowledged on the commit, not
-    /// on the statement's completion (an implicit transaction would commit at the protocol's Sync, after the rows
-    /// have been read, and a failure there would not reach the row stream).
+    /// Runs the planned `ledger.append_batch` call and returns its answer (a few rows at most).
+    ///
+    /// The writer links the batch itself (``ChainLinks``, sql/0017) onto the head it believes: the
+    /// head its own last commit left, so with one daemon a batch is one statement. When no head is
+    /// believed (the first batch, after a failure, after another process wrote) or the statement
+    /// answers that the head moved, the batch is linked onto the head read under its lock, in the
+    /// same transaction, which cannot be overtaken: at most one extra attempt.
     private func execute(_ statement: BatchStatement) async throws -> [BatchAnswerRow] {
+        let believed = statement.events.count > 0 ? chainHead.withLock { $0 } : nil
+        if let believed {
+            let rows = try await executeLinked(statement, onto: believed)
+            guard rows.contains(where: { $0.kind == "head" }) else { return rows }
+            metrics.outcome("relinked").increment()
+        }
+        return try await executeLinked(statement, onto: nil)
+    }
+
+    /// One `ledger.append_batch` transaction, its events linked onto `head`, or (nil) onto the head
+    /// read with `FOR UPDATE` first. It returns only once COMMIT has returned: the batch's callers
+    /// are acknowledged on the commit, not on the statement's completion (an implicit transaction
+    /// would commit at the protocol's Sync, after the rows have been read, and a failure there would
+    /// not reach the row stream). The believed head moves only on a commit that appended; anything
+    /// else (a refusal, an error, an unknown outcome) forgets it.
+    private func executeLinked(_ statement: BatchStatement, onto head: ChainHead?) async throws -> [BatchAnswerRow] {
         let keys = statement.keys
         let events = statement.events
         let rows = statement.rows
         let logger = self.logger
-        return try await client.withTransaction(logger: logger) { connection -> [BatchAnswerRow] in
-            let answer = try await connection.query(
-                """
-                SELECT kind, name, version, request_hash, result, first_position FROM ledger.append_batch(
-                    \(statement.checkStreams)::text[], \(statement.checkVersions)::bigint[], \(statement.probeKeys)::text[],
-                    \(keys.keys)::text[], \(keys.hashes.map { ByteBuffer(bytes: $0) })::bytea[], \(keys.first)::integer[],
-                    \(keys.last)::integer[], \(keys.streams)::text[],
-                    \(events.streamIDs)::text[], \(events.versions)::bigint[], \(events.eventIDs)::uuid[],
-                    \(events.types)::text[], \(events.schemaVersions)::integer[], \(events.data)::text[],
-                    \(events.metadata)::text[], \(events.effectiveMicros)::bigint[],
-                    \(rows.projections)::text[], \(rows.keys)::text[],
-                    \(rows.versions)::bigint[], \(rows.json)::text[],
-                    \(rows.ordinals)::integer[])
-                """,
-                logger: logger
-            )
-            var answerRows: [BatchAnswerRow] = []
-            for try await (kind, name, version, hash, result, first) in answer.decode(
-                (String, String?, Int64?, ByteBuffer?, String?, Int64?).self
-            ) {
-                answerRows.append(
-                    BatchAnswerRow(
-                        kind: kind,
-                        name: name,
-                        version: version,
-                        requestHash: hash.map { Array($0.readableBytesView) },
-                        result: result,
-                        firstPosition: first
-                    )
+        do {
+            let (answer, links) = try await client.withTransaction(logger: logger) { connection -> ([BatchAnswerRow], ChainLinks?) in
+                var links: ChainLinks?
+                if events.count > 0 {
+                    let onto: ChainHead
+                    if let head { onto = head } else { onto = try await Self.lockedHead(connection, logger: logger) }
+                    links = ChainLinks(events: events, onto: onto, nowMicros: Self.wallClockMicros())
+                }
+                let answer = try await connection.query(
+                    """
+                    SELECT kind, name, version, request_hash, result, first_position FROM ledger.append_batch(
+                        \(statement.checkStreams)::text[], \(statement.checkVersions)::bigint[], \(statement.probeKeys)::text[],
+                        \(keys.keys)::text[], \(keys.hashes.map { ByteBuffer(bytes: $0) })::bytea[], \(keys.first)::integer[],
+                        \(keys.last)::integer[], \(keys.streams)::text[],
+                        \(events.streamIDs)::text[], \(events.versions)::bigint[], \(events.eventIDs)::uuid[],
+                        \(events.types)::text[], \(events.schemaVersions)::integer[], \(events.data)::text[],
+                        \(events.metadata)::text[], \(events.effectiveMicros)::bigint[],
+                        \(rows.projections)::text[], \(rows.keys)::text[],
+                        \(rows.versions)::bigint[], \(rows.json)::text[],
+                        \(rows.ordinals)::integer[],
+                        \(links?.head.position)::bigint, \(links.map { ByteBuffer(bytes: $0.head.hash) })::bytea,
+                        \(links?.recordedAtMicros)::bigint, \((links?.prevHashes ?? []).map { ByteBuffer(bytes: $0) })::bytea[],
+                        \((links?.hashes ?? []).map { ByteBuffer(bytes: $0) })::bytea[])
+                    """,
+                    logger: logger
                 )
+                var answerRows: [BatchAnswerRow] = []
+                for try await (kind, name, version, hash, result, first) in answer.decode(
+                    (String, String?, Int64?, ByteBuffer?, String?, Int64?).self
+                ) {
+                    answerRows.append(
+                        BatchAnswerRow(
+                            kind: kind,
+                            name: name,
+                            version: version,
+                            requestHash: hash.map { Array($0.readableBytesView) },
+                            result: result,
+                            firstPosition: first
+                        )
+                    )
+                }
+                return (answerRows, links)
             }
-            return answerRows
+            let appended = answer.contains { $0.kind == "appended" }
+            if let links, appended {
+                chainHead.withLock { $0 = links.newHead }
+            } else if !answer.isEmpty && !appended {
+                chainHead.withLock { $0 = nil }
+            }
+            return answer
+        } catch {
+            chainHead.withLock { $0 = nil }
+            throw error
         }
+    }
+
+    /// The head, locked until the transaction ends.
+    private static func lockedHead(_ connection: PostgresConnection, logger: Logger) async throws -> ChainHead {
+        let rows = try await connection.query(
+            "SELECT position, hash, ledger.epoch_us(recorded_at) FROM ledger.head WHERE singleton FOR UPDATE",
+            logger: logger
+        )
+        for try await (position, hash, recorded) in rows.decode((Int64, ByteBuffer, Int64).self) {
+            return ChainHead(position: position, hash: Array(hash.readableBytesView), recordedAtMicros: recorded)
+        }
+        throw AppendError.storageFailure("the ledger head row is missing")
+    }
+
+    /// Microseconds since 1970 on this machine's wall clock: a batch's `recorded_at` (the ledger's
+    /// own time of record; the domain's clocks set `effective_at`).
+    private static func wallClockMicros() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1_000
     }
 
     /// Current versions of streams, read without the lock (append_batch re-checks them under it).

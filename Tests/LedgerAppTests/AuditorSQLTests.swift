@@ -83,8 +83,8 @@ import Testing
             // As of the time before the refund: the fold's events stop before it.
             let asOfPosition = try await services.store.position(atMicros: asOfMicros)
             #expect(lines.contains(String(asOfPosition)), "\(output)")
-            // The link check: t,t for position 20.
-            #expect(lines.contains("20,t,t"), "\(output)")
+            // The link check: link, jsonb and previous link all true for position 20.
+            #expect(lines.contains("20,t,t,t"), "\(output)")
 
             // A tampered event is named by the same queries (and the auditor could not have done it).
             let (refused, denied) = try await psql(
@@ -94,7 +94,13 @@ import Testing
                 variables: [:]
             )
             #expect(refused != 0 && denied.contains("permission denied"), "\(denied)")
-            try await db.tamper(#"UPDATE ledger.events SET metadata = '{"actor": "mallory"}' WHERE position = 7"#)
+            // The jsonb alone (the hashed text untouched): the verifier and the link check both say so.
+            try await db.tamper(#"UPDATE ledger.events SET metadata = '{"actor": "mallory"}' WHERE position = 20"#)
+            let (_, jsonb) = try await psql(sql, database: db, user: "ledger_auditor", variables: variables)
+            #expect(jsonb.contains("f,19,20,the stored jsonb is not the hashed text"), "\(jsonb)")
+            #expect(jsonb.split(separator: "\n").contains("20,t,f,t"), "\(jsonb)")
+            // The hashed text: the link no longer matches.
+            try await db.tamper(#"UPDATE ledger.events SET metadata_text = '{"actor": "mallory"}' WHERE position = 7"#)
             let (_, after) = try await psql(sql, database: db, user: "ledger_auditor", variables: variables)
             #expect(after.contains("f,6,7,hash does not match the event's contents"), "\(after)")
         }

@@ -196,7 +196,7 @@ import Testing
             try await both(40, "does not have the signed hash")
 
             // An edit inside the prefix is named where it is.
-            try await tamper(client, #"UPDATE ledger.events SET data = '{"n": -1}' WHERE position = 12"#)
+            try await tamper(client, #"UPDATE ledger.events SET data = '{"n": -1}', data_text = '{"n": -1}' WHERE position = 12"#)
             try await both(12, "hash does not match")
 
             // Everything gone, head reset: the chain says "0 events, fine"; the checkpoint does not.

@@ -109,7 +109,7 @@ import Testing
             #expect(try await verifier.verifyInDatabase(from: 5, to: 50).firstBadPosition == 10)
 
             // Now the tail event beyond the head is edited: reported at its position as an edit.
-            try await tamper(client, #"UPDATE ledger.events SET data = '{"n": 999}' WHERE position = 10"#)
+            try await tamper(client, #"UPDATE ledger.events SET data = '{"n": 999}', data_text = '{"n": 999}' WHERE position = 10"#)
             swift = try await verifier.verify()
             #expect(!swift.ok && swift.firstBadPosition == 10 && swift.reason == "hash does not match the event's contents", "\(swift)")
             #expect(try await verifier.verifyInDatabase() == swift)
@@ -153,9 +153,9 @@ import Testing
             try await tamper(
                 client,
                 #"""
-                UPDATE ledger.events SET data = '{"n": 5, "note": "forged"}' WHERE position = 5;
+                UPDATE ledger.events SET data = '{"n": 5, "note": "forged"}', data_text = '{"n": 5, "note": "forged"}' WHERE position = 5;
                 UPDATE ledger.events e SET hash = ledger.event_hash(e.prev_hash, e.position, e.stream_id, e.stream_version,
-                    e.event_id, e.type, e.schema_version, e.data, e.metadata, e.effective_at, e.recorded_at)
+                    e.event_id, e.type, e.schema_version, e.data_text, e.metadata_text, e.effective_at, e.recorded_at)
                 WHERE position = 5
                 """#
             )
@@ -163,6 +163,113 @@ import Testing
             let swift = try await verifier.verify()
             #expect(swift.firstBadPosition == 6)
             #expect(try await verifier.verifyInDatabase() == swift)
+        }
+    }
+
+    /// The chain covers the stored texts (sql/0017), and the jsonb is their parse: what the writer
+    /// hashed in Swift is what SQL recomputes from the row, for every event; then an edit of the
+    /// jsonb alone, of the text alone (even to an equal JSON value), or of the metadata text is
+    /// named at its position by both verifiers, each with its own reason.
+    @Test func theStoredHashedTextIsWhatTheJsonbSaysAndAnEditOfEitherIsCaught() async throws {
+        let db = try await TestDatabase.fresh()
+        try await seed(db, count: 10)
+        // Two texts whose jsonb output differs from them (key order, spacing): the hash covers these bytes.
+        try await db.withWriter { writer, _ in
+            for n in 11...12 {
+                let event = NewEvent(type: "SampleRecorded", data: #"{"z":\#(n),  "a":[1,2.50]}"#, effectiveAt: testEpoch)
+                _ = try await writer.append(AppendRequest(stream: stream("sample-text"), expectedVersion: .any, events: [event]))
+            }
+        }
+        try await db.withOwner { client in
+            // Every row: the stored hash is SHA-256 over the stored text, recomputed in SQL and in Swift,
+            // and the jsonb columns are exactly the parse of the texts.
+            let rows = try await client.query(
+                """
+                SELECT count(*) FILTER (WHERE hash = ledger.event_hash(prev_hash, position, stream_id, stream_version, event_id,
+                           type, schema_version, data_text, metadata_text, effective_at, recorded_at)),
+                       count(*) FILTER (WHERE data_text::jsonb = data AND metadata_text::jsonb = metadata),
+                       count(*) FILTER (WHERE data_text <> data::text), count(*)
+                FROM ledger.events
+                """
+            )
+            for try await (linked, parsed, notJsonbText, all) in rows.decode((Int64, Int64, Int64, Int64).self) {
+                #expect(all == 12 && linked == 12 && parsed == 12, "\(linked) \(parsed) of \(all)")
+                // The last two texts are not jsonb's output: the hash really is over the stored text.
+                #expect(notJsonbText == 2)
+            }
+            let store = EventStore(client: client, logger: TestCluster.logger)
+            var prev = CanonicalEventLayout.genesisHash
+            for position in Int64(1)...12 {
+                let event = try #require(try await store.event(at: position))
+                #expect(ChainVerifier.linkHash(prevHash: prev, event: event) == event.hash, "position \(position)")
+                prev = event.hash
+            }
+
+            let verifier = ChainVerifier(client: client, logger: TestCluster.logger)
+            func both(_ position: Int64, _ reason: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+                let swift = try await verifier.verify()
+                #expect(!swift.ok && swift.firstBadPosition == position && swift.reason == reason, "\(swift)", sourceLocation: sourceLocation)
+                #expect(try await verifier.verifyInDatabase() == swift, sourceLocation: sourceLocation)
+                #expect(try await verifier.verify(pageSize: 3, parallelism: 3, minimumPartSize: 2) == swift, sourceLocation: sourceLocation)
+            }
+            // 1. The jsonb alone: the hash still matches the text, the jsonb is not its parse.
+            try await tamper(client, #"UPDATE ledger.events SET data = '{"n": 1000000}' WHERE position = 11"#)
+            try await both(11, "the stored jsonb is not the hashed text")
+            // 2. The text alone, to the same JSON value with other spacing: the jsonb still equals its parse,
+            //    the hash does not.
+            try await tamper(client, "UPDATE ledger.events SET data_text = ' ' || data_text WHERE position = 8")
+            try await both(8, "hash does not match the event's contents")
+            // 3. The metadata text, to another value.
+            try await tamper(client, #"UPDATE ledger.events SET metadata_text = '{"actor": "mallory"}' WHERE position = 5"#)
+            try await both(5, "hash does not match the event's contents")
+            // 4. The metadata jsonb alone.
+            try await tamper(client, #"UPDATE ledger.events SET metadata = '{"actor": "mallory"}' WHERE position = 3"#)
+            try await both(3, "the stored jsonb is not the hashed text")
+        }
+    }
+
+    /// Two writers on one database (two daemons): each links its batches onto the head its own last
+    /// commit left, so each time the other has appended in between, its belief is stale. The
+    /// statement appends nothing and says so, the writer links the batch again under the head lock,
+    /// and the chain stays whole and gapless.
+    @Test func aWriterWhoseHeadMovedLinksItsBatchAgainOntoTheRealHead() async throws {
+        let db = try await TestDatabase.fresh()
+        try await db.withWriter { a, _ in
+            try await db.withWriter { b, _ in
+                for n in 1...10 {
+                    let writer = n % 2 == 0 ? a : b
+                    let result = try await writer.append(
+                        AppendRequest(stream: stream("relink-\(n % 3)"), expectedVersion: .any, events: [sampleEvent(n), sampleEvent(n + 100)])
+                    )
+                    #expect(result.firstPosition == Int64(2 * n - 1) && result.lastPosition == Int64(2 * n))
+                }
+                // Both at once, many times: every append lands once, in one gapless chain.
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for n in 11...60 {
+                        let writer = n % 2 == 0 ? a : b
+                        group.addTask {
+                            _ = try await writer.append(
+                                AppendRequest(stream: stream("relink-\(n)"), expectedVersion: .noStream, events: [sampleEvent(n)])
+                            )
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+        }
+        try await db.withOwner { client in
+            let verifier = ChainVerifier(client: client, logger: TestCluster.logger)
+            #expect(try await verifier.verify() == ChainReport(ok: true, checked: 70))
+            #expect(try await verifier.verifyInDatabase() == ChainReport(ok: true, checked: 70))
+            for try await (position, recordedOrdered) in try await client.query(
+                """
+                SELECT max(position), bool_and(recorded_at >= prev_at) FROM (
+                    SELECT position, recorded_at, coalesce(lag(recorded_at) OVER (ORDER BY position), recorded_at) AS prev_at
+                    FROM ledger.events) t
+                """
+            ).decode((Int64, Bool).self) {
+                #expect(position == 70 && recordedOrdered)
+            }
         }
     }
 }

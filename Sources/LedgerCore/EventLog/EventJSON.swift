@@ -1,7 +1,7 @@
 import Foundation
 
 /// Renders recorded events as JSON for the history endpoints. `data` and `metadata` are inserted
-/// as the database's own jsonb text (already valid JSON), never decoded and re-encoded, so what
+/// as the stored JSON texts (already valid JSON), never decoded and re-encoded, so what
 /// an auditor reads is byte for byte what the hash covers.
 public enum EventJSON {
     public static func render(_ event: RecordedEvent) -> String {

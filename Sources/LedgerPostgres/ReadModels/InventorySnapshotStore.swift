@@ -96,7 +96,7 @@ public struct InventorySnapshotStore: PostgresStore {
         guard through > after else { return [] }
         let rows = try await client.query(
             """
-            SELECT position, type, schema_version, data::text FROM ledger.events
+            SELECT position, type, schema_version, data_text FROM ledger.events
             WHERE position > \(after) AND position <= \(through)
               AND ((type = ANY(\(InventoryHistory.productEventTypes)::text[]) AND stream_id LIKE 'product-%')
                 OR (type = \(InventoryHistory.holdPlacedType) AND stream_id LIKE 'hold-%'))

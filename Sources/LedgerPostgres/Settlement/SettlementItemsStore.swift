@@ -103,7 +103,7 @@ package struct SettlementItemsStore: PostgresStore {
     package func closedBatches() async throws -> [(stream: String, schemaVersion: Int32, closedJSON: String, openedJSON: String)] {
         let closedEvents = try await client.query(
             """
-            SELECT c.stream_id, c.schema_version, c.data::text, o.data::text FROM ledger.events c
+            SELECT c.stream_id, c.schema_version, c.data_text, o.data_text FROM ledger.events c
             JOIN ledger.events o ON o.stream_id = c.stream_id AND o.stream_version = 1
             WHERE c.type = \(SettlementBatchClosed.eventType) ORDER BY c.position
             """,

@@ -58,7 +58,7 @@ public struct DisputeHistoryEntry: Sendable, Hashable {
     public var type: String
     public var recordedAt: Date
     public var actor: String?
-    /// The event's stored JSON (canonical jsonb text).
+    /// The event's stored JSON text (what its hash covers).
     public var data: String
 
     public init(position: Int64, type: String, recordedAt: Date, actor: String?, data: String) {
