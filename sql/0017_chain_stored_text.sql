@@ -19,11 +19,12 @@
 --   'head'); the writer then links the batch again with the head read under the lock.
 -- * ledger.append_events (benchmarks, tests) still links in SQL, now over the texts it is given.
 -- * ledger.verify_chain recomputes every link with PostgreSQL's sha256() over the stored bytes
---   (set-based: one scan, no jsonb→text), and checks that the jsonb is the hashed text
---   (data_text::jsonb = data, likewise metadata). Tampering with the text breaks the hash; tampering
---   with the jsonb breaks the second check ('the stored jsonb is not the hashed text'). The reasons are
---   reported in this order for the first bad position: missing event, prev_hash, hash, jsonb; then, as
---   before (0011), a head that disagrees with its event and an event stored beyond the head.
+--   (set-based: one scan, no jsonb→text). That the jsonb is the hashed text is a CHECK constraint
+--   (below); when it has been dropped or invalidated, verify_chain compares every row's jsonb with its
+--   text instead. Tampering with the text breaks the hash; tampering with the jsonb is refused by the
+--   constraint, or, once it is gone, reported ('the stored jsonb is not the hashed text'). The reasons
+--   are reported in this order for the first bad position: missing event, prev_hash, hash, jsonb;
+--   then, as before (0011), a head that disagrees with its event and an event stored beyond the head.
 
 ALTER TABLE ledger.events ADD COLUMN data_text text, ADD COLUMN metadata_text text;
 -- Filling the new columns is the only UPDATE the log ever sees: the owner lifts the append-only
@@ -32,6 +33,25 @@ ALTER TABLE ledger.events DISABLE TRIGGER events_append_only;
 UPDATE ledger.events SET data_text = data::text, metadata_text = metadata::text;
 ALTER TABLE ledger.events ENABLE TRIGGER events_append_only;
 ALTER TABLE ledger.events ALTER COLUMN data_text SET NOT NULL, ALTER COLUMN metadata_text SET NOT NULL;
+
+-- The jsonb is the parse of the hashed text, for every row, enforced by PostgreSQL on every INSERT and
+-- on every UPDATE (even a superuser's with the append-only trigger disabled). To make them differ one
+-- has to drop (or invalidate) this constraint first, and that shows in the catalog:
+-- ledger.events_jsonb_guarded() says whether it stands, validated and as written here. While it does,
+-- the verifiers need not parse every row's text again; when it does not, they compare each row's jsonb
+-- with its text and name the first that differs.
+ALTER TABLE ledger.events ADD CONSTRAINT events_jsonb_is_hashed_text
+    CHECK (data = data_text::jsonb AND metadata = metadata_text::jsonb);
+
+CREATE FUNCTION ledger.events_jsonb_guarded() RETURNS boolean
+LANGUAGE sql STABLE
+RETURN EXISTS (
+    SELECT 1 FROM pg_catalog.pg_constraint c
+    WHERE c.conrelid = 'ledger.events'::regclass AND c.conname = 'events_jsonb_is_hashed_text'
+      AND c.contype = 'c' AND c.convalidated
+      AND pg_catalog.pg_get_constraintdef(c.oid)
+          = 'CHECK (((data = (data_text)::jsonb) AND (metadata = (metadata_text)::jsonb)))'
+);
 
 -- One chain link over the stored texts; an inlinable SQL expression as before.
 CREATE FUNCTION ledger.event_hash(
@@ -237,6 +257,7 @@ DECLARE
     v_stored    bytea;
     v_reached   bigint;
     v_bad       record;
+    v_guarded   boolean := ledger.events_jsonb_guarded();
 BEGIN
     SELECT h.position, h.hash INTO v_head_pos, v_head_hash FROM ledger.head h WHERE h.singleton;
     SELECT coalesce(max(e.position), 0) INTO v_last FROM ledger.events e;
@@ -268,7 +289,7 @@ BEGIN
                                           l.schema_version, l.data_text, l.metadata_text, l.effective_at,
                                           l.recorded_at) <> l.hash
                        THEN 'hash does not match the event''s contents'
-                   WHEN l.data_text::jsonb <> l.data OR l.metadata_text::jsonb <> l.metadata
+                   WHEN NOT v_guarded AND (l.data_text::jsonb <> l.data OR l.metadata_text::jsonb <> l.metadata)
                        THEN 'the stored jsonb is not the hashed text'
                END AS reason
         FROM (

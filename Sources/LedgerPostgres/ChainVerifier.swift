@@ -39,8 +39,8 @@ public struct ChainVerifier: Sendable {
     /// `parallelism` > 1 splits the range into that many contiguous parts verified at once on as many
     /// connections (each part starts from the stored hash before it, and the part before checks
     /// that stored hash against its own recomputation, so the links between parts are checked too);
-    /// the first bad position is the smallest any part reports. The database parses each row's
-    /// stored texts to compare them with its jsonb, so one connection is bound by one server core.
+    /// the first bad position is the smallest any part reports. The database frames each row (and,
+    /// without the jsonb constraint, parses its texts), so one connection is bound by one server core.
     /// Parts are at least `minimumPartSize` events.
     public func verify(
         from: Int64 = 1,
@@ -110,13 +110,18 @@ public struct ChainVerifier: Sendable {
         var checked: Int64 = 0
         let client = self.client
         let logger = self.logger
-        var next: Task<WirePage, any Error>? = Task { try await Self.page(client, from: from, through: to, limit: pageSize, logger: logger) }
+        let guarded = try await Self.jsonbGuarded(client, logger: logger)
+        var next: Task<WirePage, any Error>? = Task {
+            try await Self.page(client, from: from, through: to, limit: pageSize, jsonbGuarded: guarded, logger: logger)
+        }
         defer { next?.cancel() }
         while let fetching = next {
             let page = try await fetching.value
             next = nil
             if page.count == pageSize, page.last < to {
-                next = Task { try await Self.page(client, from: page.last + 1, through: to, limit: pageSize, logger: logger) }
+                next = Task {
+                    try await Self.page(client, from: page.last + 1, through: to, limit: pageSize, jsonbGuarded: guarded, logger: logger)
+                }
             }
             let bad: ChainReport? = page.bytes.withUnsafeReadableBytes { raw in
                 var offset = 0
@@ -151,7 +156,8 @@ public struct ChainVerifier: Sendable {
     ///     int8 position ‖ int8 stream_version ‖ uuid event_id ‖ int4 schema_version
     ///     ‖ timestamptz effective_at ‖ timestamptz recorded_at
     ///     ‖ int4 n ‖ prev_hash (n) ‖ int4 n ‖ hash (n) ‖ int4 n ‖ stream_id (n) ‖ int4 n ‖ type (n)
-    ///     ‖ int4 n ‖ data_text (n) ‖ int4 n ‖ metadata_text (n) ‖ 1 byte: the jsonb is the text (1) or not (0)
+    ///     ‖ int4 n ‖ data_text (n) ‖ int4 n ‖ metadata_text (n) ‖ 1 byte: the jsonb is the text (1) or not (0;
+    ///       compared only when the constraint that guarantees it is gone, see ``jsonbGuarded(_:logger:)``)
     ///
     /// (every variable field carries its length, so even a row whose hash a superuser shortened
     /// behind a dropped constraint is framed right and reported at its own position). The send forms are the layout's own: int8/int4 big-endian, text as UTF-8, uuid as 16 bytes;
@@ -238,7 +244,25 @@ public struct ChainVerifier: Sendable {
         }
     }
 
-    static func page(_ client: DatabaseClient, from: Int64, through: Int64, limit: Int, logger: Logger) async throws -> WirePage {
+    /// Whether PostgreSQL itself guarantees that every row's jsonb is the parse of its hashed text: the
+    /// CHECK constraint of sql/0017 stands, validated and as written (`ledger.events_jsonb_guarded()`).
+    /// Then the pages skip that comparison; otherwise (the constraint was dropped to edit a jsonb) the
+    /// database compares every row and the verifier names the first that differs.
+    static func jsonbGuarded(_ client: DatabaseClient, logger: Logger) async throws -> Bool {
+        for try await guarded in try await client.query("SELECT ledger.events_jsonb_guarded()", logger: logger).decode(Bool.self) {
+            return guarded
+        }
+        return false
+    }
+
+    static func page(
+        _ client: DatabaseClient,
+        from: Int64,
+        through: Int64,
+        limit: Int,
+        jsonbGuarded: Bool,
+        logger: Logger
+    ) async throws -> WirePage {
         let rows = try await client.query(
             """
             SELECT count(*), coalesce(max(p.position), 0), coalesce(string_agg(p.framed, ''::bytea ORDER BY p.position), ''::bytea)
@@ -250,7 +274,7 @@ public struct ChainVerifier: Sendable {
                        || int4send(octet_length(e.type)) || textsend(e.type)
                        || int4send(octet_length(e.data_text)) || textsend(e.data_text)
                        || int4send(octet_length(e.metadata_text)) || textsend(e.metadata_text)
-                       || CASE WHEN e.data_text::jsonb = e.data AND e.metadata_text::jsonb = e.metadata
+                       || CASE WHEN \(jsonbGuarded) OR (e.data_text::jsonb = e.data AND e.metadata_text::jsonb = e.metadata)
                                THEN '\\x01'::bytea ELSE '\\x00'::bytea END AS framed
                 FROM ledger.events e
                 WHERE e.position >= \(from) AND e.position <= \(through) ORDER BY e.position LIMIT \(Int64(limit))

@@ -94,8 +94,14 @@ import Testing
                 variables: [:]
             )
             #expect(refused != 0 && denied.contains("permission denied"), "\(denied)")
-            // The jsonb alone (the hashed text untouched): the verifier and the link check both say so.
-            try await db.tamper(#"UPDATE ledger.events SET metadata = '{"actor": "mallory"}' WHERE position = 20"#)
+            // The jsonb alone (the hashed text untouched; PostgreSQL refuses that until its constraint is
+            // dropped): the verifier and the link check both say so.
+            try await db.tamper(
+                #"""
+                ALTER TABLE ledger.events DROP CONSTRAINT events_jsonb_is_hashed_text;
+                UPDATE ledger.events SET metadata = '{"actor": "mallory"}' WHERE position = 20
+                """#
+            )
             let (_, jsonb) = try await psql(sql, database: db, user: "ledger_auditor", variables: variables)
             #expect(jsonb.contains("f,19,20,the stored jsonb is not the hashed text"), "\(jsonb)")
             #expect(jsonb.split(separator: "\n").contains("20,t,f,t"), "\(jsonb)")

@@ -124,7 +124,7 @@ import Testing
             }
             #expect(try await same() == ChainReport(ok: true, checked: 60))
             #expect(try await same(17) == ChainReport(ok: true, checked: 44))
-            try await tamper(client, #"UPDATE ledger.events SET data = '{"n": 0}' WHERE position = 48"#)
+            try await tamper(client, #"UPDATE ledger.events SET data = '{"n": 0}', data_text = '{"n": 0}' WHERE position = 48"#)
             #expect(try await same().firstBadPosition == 48)
             try await tamper(client, "DELETE FROM ledger.events WHERE position = 30")
             #expect(try await same().firstBadPosition == 30)

@@ -57,7 +57,7 @@ import Testing
 
             // Edit one event's data with the trigger disabled.
             try await client.query("ALTER TABLE ledger.events DISABLE TRIGGER events_append_only")
-            try await client.query(#"UPDATE ledger.events SET data = '{"n": 1000000}' WHERE position = 7"#)
+            try await client.query(#"UPDATE ledger.events SET data = '{"n": 1000000}', data_text = '{"n": 1000000}' WHERE position = 7"#)
             try await client.query("ALTER TABLE ledger.events ENABLE TRIGGER events_append_only")
             var swift = try await verifier.verify()
             var sql = try await verifier.verifyInDatabase()
@@ -212,8 +212,23 @@ import Testing
                 #expect(try await verifier.verifyInDatabase() == swift, sourceLocation: sourceLocation)
                 #expect(try await verifier.verify(pageSize: 3, parallelism: 3, minimumPartSize: 2) == swift, sourceLocation: sourceLocation)
             }
-            // 1. The jsonb alone: the hash still matches the text, the jsonb is not its parse.
-            try await tamper(client, #"UPDATE ledger.events SET data = '{"n": 1000000}' WHERE position = 11"#)
+            // 1. The jsonb alone: PostgreSQL refuses it (the CHECK of sql/0017), even a superuser's with the
+            //    append-only trigger off …
+            #expect(try await column(client, "SELECT ledger.events_jsonb_guarded()", as: Bool.self) == [true])
+            await #expect(throws: PSQLError.self) {
+                try await tamper(client, #"UPDATE ledger.events SET data = '{"n": 1000000}' WHERE position = 11"#)
+            }
+            #expect(try await verifier.verify() == ChainReport(ok: true, checked: 12))
+            // … so it takes dropping the constraint first, which the catalog shows: then both verifiers
+            // compare every row's jsonb with its text and name the edited one.
+            try await tamper(
+                client,
+                #"""
+                ALTER TABLE ledger.events DROP CONSTRAINT events_jsonb_is_hashed_text;
+                UPDATE ledger.events SET data = '{"n": 1000000}' WHERE position = 11
+                """#
+            )
+            #expect(try await column(client, "SELECT ledger.events_jsonb_guarded()", as: Bool.self) == [false])
             try await both(11, "the stored jsonb is not the hashed text")
             // 2. The text alone, to the same JSON value with other spacing: the jsonb still equals its parse,
             //    the hash does not.
