@@ -49,10 +49,20 @@ public struct EventStore: PostgresStore {
     }
 
     /// Every event of `streams`, in position order (one query, for loading many short streams at once).
+    /// One index lookup per stream, whatever the planner's statistics say (`OFFSET 0` keeps the lateral subquery
+    /// from being flattened into a join the planner may hash): with `stream_id = ANY(…)` the few product streams
+    /// that hold most of the log make every stream look long, and on a large log the planner chose a parallel scan
+    /// of the whole table, 110–150 ms for the 1,000 streams of an expiry page of a 700,000-event ledger against
+    /// 10 ms by lookups.
     public func readStreams(_ streams: [StreamID]) async throws -> [RecordedEvent] {
         try await Self.decode(
             client.query(
-                "\(unescaped: Self.columns) WHERE stream_id = ANY(\(streams.map(\.rawValue))::text[]) ORDER BY position",
+                """
+                SELECT \(unescaped: Self.selectList)
+                FROM unnest(\(streams.map(\.rawValue))::text[]) AS wanted(stream)
+                CROSS JOIN LATERAL (SELECT * FROM ledger.events e WHERE e.stream_id = wanted.stream OFFSET 0) events
+                ORDER BY position
+                """,
                 logger: logger
             )
         )
@@ -90,11 +100,11 @@ public struct EventStore: PostgresStore {
     }
 
     /// Times as whole microseconds and the stored JSON texts: exactly what the hash covers (sql/0017).
-    static let columns = """
-        SELECT position, stream_id, stream_version, event_id, type, schema_version, data_text, metadata_text,
+    static let selectList = """
+        position, stream_id, stream_version, event_id, type, schema_version, data_text, metadata_text,
                ledger.epoch_us(effective_at), ledger.epoch_us(recorded_at), prev_hash, hash
-        FROM ledger.events
         """
+    static let columns = "SELECT \(selectList) FROM ledger.events"
 
     static func decode(_ rows: PostgresRowSequence) async throws -> [RecordedEvent] {
         var events: [RecordedEvent] = []

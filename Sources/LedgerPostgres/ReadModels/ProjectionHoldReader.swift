@@ -41,19 +41,46 @@ public struct ProjectionHoldReader: PostgresStore {
         return nil
     }
 
-    /// Orders whose hold has lapsed at `now` (`ledger.hold_lapsed`, sql/0010), soonest first (the `holds` read model's index):
-    /// the expiry sweeper's work.
-    package func dueHolds(now: Date, limit: Int) async throws -> [OrderID] {
-        let rows = try await client.query(
-            """
-            SELECT key FROM ledger.projection_rows
-            WHERE projection = \(HoldReadModel.projection) AND ledger.hold_lapsed(row, \(OrderReadModel.timestamp(now)))
-            ORDER BY row ->> 'expires_at', key LIMIT \(Int64(limit))
-            """,
-            logger: logger
-        )
+    /// Where a page of due holds ends: its last hold's expiry (read-model text) and key.
+    package struct DueCursor: Sendable, Hashable {
+        package var expiresAt: String
+        package var key: String
+    }
+
+    /// Orders whose hold has lapsed at `now` (`ledger.hold_lapsed`, sql/0010), soonest first (the `holds` read model's index),
+    /// after `cursor` when given: the expiry sweeper's work, a keyset page at a time. A sweep pages on from where the last
+    /// page ended, so the index entries of the holds it already closed (dead until vacuumed) are not walked again for
+    /// every page; returns the page and the cursor after it.
+    package func dueHolds(now: Date, limit: Int, after cursor: DueCursor? = nil) async throws -> (ids: [OrderID], next: DueCursor?) {
+        // The row comparison is an index condition (the index is on exactly that pair), so a page starts where the
+        // cursor points instead of filtering its way there.
+        let rows =
+            if let cursor {
+                try await client.query(
+                    """
+                    SELECT key, row ->> 'expires_at' FROM ledger.projection_rows
+                    WHERE projection = \(HoldReadModel.projection) AND ledger.hold_lapsed(row, \(OrderReadModel.timestamp(now)))
+                      AND (row ->> 'expires_at', key) > (\(cursor.expiresAt), \(cursor.key))
+                    ORDER BY row ->> 'expires_at', key LIMIT \(Int64(limit))
+                    """,
+                    logger: logger
+                )
+            } else {
+                try await client.query(
+                    """
+                    SELECT key, row ->> 'expires_at' FROM ledger.projection_rows
+                    WHERE projection = \(HoldReadModel.projection) AND ledger.hold_lapsed(row, \(OrderReadModel.timestamp(now)))
+                    ORDER BY row ->> 'expires_at', key LIMIT \(Int64(limit))
+                    """,
+                    logger: logger
+                )
+            }
         var ids: [OrderID] = []
-        for try await key in rows.decode(String.self) { if let id = OrderID(key) { ids.append(id) } }
-        return ids
+        var next = cursor
+        for try await (key, expiresAt) in rows.decode((String, String).self) {
+            if let id = OrderID(key) { ids.append(id) }
+            next = DueCursor(expiresAt: expiresAt, key: key)
+        }
+        return (ids, next)
     }
 }

@@ -372,15 +372,19 @@ public struct HoldService: Sendable {
     public func expireDue(now: Date? = nil, batchSize: Int = 500) async throws -> Int {
         var expired = 0
         var rounds = 0
+        var cursor: ProjectionHoldReader.DueCursor?
         while rounds <= Self.maximumAttempts {
             rounds += 1
             let now = now ?? clock()
-            let due = try await holdRows.dueHolds(now: now, limit: batchSize)
+            let (due, next) = try await holdRows.dueHolds(now: now, limit: batchSize, after: cursor)
             let decision = try await decideExpiry(due, now: now)
             for (orderID, _) in decision.unrecorded { try await catchUp(orderID) }
             if decision.count == 0 {
-                if decision.unrecorded.isEmpty { break }
-                continue  // those holds are due again, now with every modification recorded
+                if !decision.unrecorded.isEmpty { continue }  // this page again, now with every modification recorded
+                if due.count < batchSize { break }
+                cursor = next  // nothing the acquirer calls expired on this page: the next one
+                rounds = 0
+                continue
             }
             let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: "expiry-sweeper", command: "ExpireHolds")
             guard try await committer.commit(decision.plan, on: decision.states, now: now, metadata: metadata) != nil else {
@@ -389,6 +393,8 @@ public struct HoldService: Sendable {
             expired += decision.count
             rounds = 0
             if due.count < batchSize && decision.unrecorded.isEmpty { break }
+            // The next page starts after this one, unless some of it must be read again (modifications caught up).
+            if decision.unrecorded.isEmpty { cursor = next }
         }
         return expired
     }
