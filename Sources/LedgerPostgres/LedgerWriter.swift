@@ -26,8 +26,8 @@ import Synchronization
 ///    if not (another process wrote a stream or used a key) it appends nothing and returns the
 ///    truth, and the loop decides the batch again.
 ///
-/// One statement per batch in the common case (in an explicit transaction, acknowledged on its COMMIT), and no
-/// per-request SQL. While one batch commits,
+/// One round trip per batch in the common case (`CALL ledger.append_batch_committed`, which commits before it
+/// answers, sql/0018: callers are acknowledged on the commit), and no per-request SQL. While one batch commits,
 /// the next one queues up: throughput comes from batching, not from concurrency on the head row.
 /// If the server rejects a batch (e.g. a payload that is not JSON), its requests are retried one
 /// by one so that one bad request cannot fail its neighbours.
@@ -256,59 +256,68 @@ public final class LedgerWriter: Service, Sendable {
         return try await executeLinked(statement, onto: nil)
     }
 
-    /// One `ledger.append_batch` transaction, its events linked onto `head`, or (nil) onto the head
-    /// read with `FOR UPDATE` first. It returns only once COMMIT has returned: the batch's callers
-    /// are acknowledged on the commit, not on the statement's completion (an implicit transaction
-    /// would commit at the protocol's Sync, after the rows have been read, and a failure there would
-    /// not reach the row stream). The believed head moves only on a commit that appended; anything
-    /// else (a refusal, an error, an unknown outcome) forgets it.
+    /// Runs one batch, its events linked onto `head`: then in one round trip, `CALL ledger.append_batch_committed`
+    /// (sql/0018), which appends and commits before it answers. With no head (nil) it reads the head with
+    /// `FOR UPDATE` first, in an explicit transaction that calls `ledger.append_batch` and commits. Either way the
+    /// answer is returned only once the batch is committed: callers are acknowledged on the commit, never on a
+    /// statement's completion. The believed head moves only on a commit that appended; anything else (a
+    /// refusal, an error, an unknown outcome) forgets it.
     private func executeLinked(_ statement: BatchStatement, onto head: ChainHead?) async throws -> [BatchAnswerRow] {
-        let keys = statement.keys
         let events = statement.events
-        let rows = statement.rows
         let logger = self.logger
         do {
-            let (answer, links) = try await client.withTransaction(logger: logger) { connection -> ([BatchAnswerRow], ChainLinks?) in
-                var links: ChainLinks?
-                if events.count > 0 {
-                    let onto: ChainHead
-                    if let head { onto = head } else { onto = try await Self.lockedHead(connection, logger: logger) }
-                    links = ChainLinks(events: events, onto: onto, nowMicros: Self.wallClockMicros())
-                }
-                let answer = try await connection.query(
-                    """
-                    SELECT kind, name, version, request_hash, result, first_position FROM ledger.append_batch(
-                        \(statement.checkStreams)::text[], \(statement.checkVersions)::bigint[], \(statement.probeKeys)::text[],
-                        \(keys.keys)::text[], \(keys.hashes.map { ByteBuffer(bytes: $0) })::bytea[], \(keys.first)::integer[],
-                        \(keys.last)::integer[], \(keys.streams)::text[],
-                        \(events.streamIDs)::text[], \(events.versions)::bigint[], \(events.eventIDs)::uuid[],
-                        \(events.types)::text[], \(events.schemaVersions)::integer[], \(events.data)::text[],
-                        \(events.metadata)::text[], \(events.effectiveMicros)::bigint[],
-                        \(rows.projections)::text[], \(rows.keys)::text[],
-                        \(rows.versions)::bigint[], \(rows.json)::text[],
-                        \(rows.ordinals)::integer[],
-                        \(links?.head.position)::bigint, \(links.map { ByteBuffer(bytes: $0.head.hash) })::bytea,
-                        \(links?.recordedAtMicros)::bigint, \((links?.prevHashes ?? []).map { ByteBuffer(bytes: $0) })::bytea[],
-                        \((links?.hashes ?? []).map { ByteBuffer(bytes: $0) })::bytea[])
-                    """,
+            let answer: [BatchAnswerRow]
+            let links: ChainLinks?
+            if let head, events.count > 0 {
+                let linked = ChainLinks(events: events, onto: head, nowMicros: Self.wallClockMicros())
+                let arguments = try Self.arguments(statement, linked)
+                let rows = try await client.query(
+                    PostgresQuery(unsafeSQL: "CALL ledger.append_batch_committed(\(arguments.placeholders), NULL, NULL)", binds: arguments.binds),
                     logger: logger
                 )
-                var answerRows: [BatchAnswerRow] = []
-                for try await (kind, name, version, hash, result, first) in answer.decode(
-                    (String, String?, Int64?, ByteBuffer?, String?, Int64?).self
-                ) {
-                    answerRows.append(
-                        BatchAnswerRow(
-                            kind: kind,
-                            name: name,
-                            version: version,
-                            requestHash: hash.map { Array($0.readableBytesView) },
-                            result: result,
-                            firstPosition: first
+                var called: (Int64?, String?)?
+                for try await row in rows.decode((Int64?, String?).self) { called = row }
+                guard let (first, json) = called else { throw AppendError.storageFailure("ledger.append_batch_committed answered nothing") }
+                answer = try Self.answerRows(firstPosition: first, json: json)
+                links = linked
+            } else {
+                (answer, links) = try await client.withTransaction(logger: logger) { connection -> ([BatchAnswerRow], ChainLinks?) in
+                    var links: ChainLinks?
+                    if events.count > 0 {
+                        links = ChainLinks(
+                            events: events,
+                            onto: try await Self.lockedHead(connection, logger: logger),
+                            nowMicros: Self.wallClockMicros()
                         )
+                    }
+                    let arguments = try Self.arguments(statement, links)
+                    let rows = try await connection.query(
+                        PostgresQuery(
+                            unsafeSQL: """
+                                SELECT kind, name, version, request_hash, result, first_position
+                                FROM ledger.append_batch(\(arguments.placeholders))
+                                """,
+                            binds: arguments.binds
+                        ),
+                        logger: logger
                     )
+                    var answer: [BatchAnswerRow] = []
+                    for try await (kind, name, version, hash, result, first) in rows.decode(
+                        (String, String?, Int64?, ByteBuffer?, String?, Int64?).self
+                    ) {
+                        answer.append(
+                            BatchAnswerRow(
+                                kind: kind,
+                                name: name,
+                                version: version,
+                                requestHash: hash.map { Array($0.readableBytesView) },
+                                result: result,
+                                firstPosition: first
+                            )
+                        )
+                    }
+                    return (answer, links)
                 }
-                return (answerRows, links)
             }
             let appended = answer.contains { $0.kind == "appended" }
             if let links, appended {
@@ -320,6 +329,82 @@ public final class LedgerWriter: Service, Sendable {
         } catch {
             chainHead.withLock { $0 = nil }
             throw error
+        }
+    }
+
+    /// The 26 arguments of `ledger.append_batch` (and of `append_batch_committed` before its INOUT pair), in bind
+    /// order, with their casts.
+    private static func arguments(_ statement: BatchStatement, _ links: ChainLinks?) throws -> (placeholders: String, binds: PostgresBindings) {
+        let keys = statement.keys
+        let events = statement.events
+        let rows = statement.rows
+        var binds = PostgresBindings(capacity: 26)
+        var placeholders: [String] = []
+        func bind<Value: PostgresThrowingDynamicTypeEncodable>(_ value: Value?, _ type: String) throws {
+            try binds.append(value)
+            placeholders.append("$\(binds.count)::\(type)")
+        }
+        try bind(statement.checkStreams, "text[]")
+        try bind(statement.checkVersions, "bigint[]")
+        try bind(statement.probeKeys, "text[]")
+        try bind(keys.keys, "text[]")
+        try bind(keys.hashes.map { ByteBuffer(bytes: $0) }, "bytea[]")
+        try bind(keys.first, "integer[]")
+        try bind(keys.last, "integer[]")
+        try bind(keys.streams, "text[]")
+        try bind(events.streamIDs, "text[]")
+        try bind(events.versions, "bigint[]")
+        try bind(events.eventIDs, "uuid[]")
+        try bind(events.types, "text[]")
+        try bind(events.schemaVersions, "integer[]")
+        try bind(events.data, "text[]")
+        try bind(events.metadata, "text[]")
+        try bind(events.effectiveMicros, "bigint[]")
+        try bind(rows.projections, "text[]")
+        try bind(rows.keys, "text[]")
+        try bind(rows.versions, "bigint[]")
+        try bind(rows.json, "text[]")
+        try bind(rows.ordinals, "integer[]")
+        try bind(links?.head.position, "bigint")
+        try bind(links.map { ByteBuffer(bytes: $0.head.hash) }, "bytea")
+        try bind(links?.recordedAtMicros, "bigint")
+        try bind((links?.prevHashes ?? []).map { ByteBuffer(bytes: $0) }, "bytea[]")
+        try bind((links?.hashes ?? []).map { ByteBuffer(bytes: $0) }, "bytea[]")
+        return (placeholders.joined(separator: ", "), binds)
+    }
+
+    /// `append_batch_committed`'s INOUT pair as `append_batch`'s rows: only the first position when the batch was
+    /// appended and nothing else was said, else every row as JSON (sql/0018).
+    static func answerRows(firstPosition: Int64?, json: String?) throws -> [BatchAnswerRow] {
+        guard let json else {
+            guard let firstPosition else { throw AppendError.storageFailure("ledger.append_batch_committed answered neither a position nor rows") }
+            return [BatchAnswerRow(kind: "appended", name: nil, version: nil, requestHash: nil, result: nil, firstPosition: firstPosition)]
+        }
+        struct Row: Decodable {
+            var kind: String
+            var name: String?
+            var version: Int64?
+            var request_hash: String?
+            var result: String?
+            var first_position: Int64?
+        }
+        guard let rows = try? JSONDecoder().decode([Row].self, from: Data(json.utf8)) else {
+            throw AppendError.storageFailure("ledger.append_batch_committed answered rows that do not decode")
+        }
+        return try rows.map { row in
+            var hash: [UInt8]?
+            if let hex = row.request_hash {
+                guard let bytes = Hex.decode(hex) else { throw AppendError.storageFailure("a request hash that is not hex") }
+                hash = bytes
+            }
+            return BatchAnswerRow(
+                kind: row.kind,
+                name: row.name,
+                version: row.version,
+                requestHash: hash,
+                result: row.result,
+                firstPosition: row.first_position
+            )
         }
     }
 
