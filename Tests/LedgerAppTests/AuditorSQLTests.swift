@@ -75,8 +75,9 @@ import Testing
             let (status, output) = try await psql(sql, database: db, user: "ledger_auditor", variables: variables)
             #expect(status == 0, "\(output)")
             let lines = output.split(separator: "\n").map(String.init)
-            // verify_chain(), verify_chain(1, 20), verify_prefix: three "ok" rows.
+            // verify_chain(), verify_chain(1, 20), verify_prefix: three "ok" rows; the jsonb constraint stands.
             #expect(lines.filter { $0.hasPrefix("t,") }.count == 3, "\(output)")
+            #expect(lines.firstIndex(of: "jsonb_is_hashed_text").map { lines[$0 + 1] } == "t", "\(output)")
             // The order's history: every event, with its hash.
             for event in history { #expect(output.contains(Hex.encode(event.hash)), "position \(event.position) missing") }
             #expect(history.contains { $0.type == "StockSold" } && history.contains { $0.type == "HoldRefunded" })
@@ -104,6 +105,8 @@ import Testing
             )
             let (_, jsonb) = try await psql(sql, database: db, user: "ledger_auditor", variables: variables)
             #expect(jsonb.contains("f,19,20,the stored jsonb is not the hashed text"), "\(jsonb)")
+            let jsonbLines = jsonb.split(separator: "\n").map(String.init)
+            #expect(jsonbLines.firstIndex(of: "jsonb_is_hashed_text").map { jsonbLines[$0 + 1] } == "f", "\(jsonb)")
             #expect(jsonb.split(separator: "\n").contains("20,t,f,t"), "\(jsonb)")
             // The hashed text: the link no longer matches.
             try await db.tamper(#"UPDATE ledger.events SET metadata_text = '{"actor": "mallory"}' WHERE position = 7"#)
