@@ -242,15 +242,18 @@ func outcome<T>(_ body: () async throws -> T) async -> Result<T, any Error> {
             let next = try await writer.append(AppendRequest(stream: stream("fine-1"), expectedVersion: .any, events: [sampleEvent(2)]))
             #expect(next.firstPosition == 1)
             #expect(try await eventCount(client) == 1)
-            // Now the writer knows the head and commits in one call (sql/0018): a COMMIT that fails inside the
-            // procedure is still a refusal, and the head it believed is forgotten, not moved.
+            // Now the writer knows the head and commits in one call (sql/0018; an error there reaches the caller, so
+            // this append succeeding shows the call commits) …
+            let called = try await writer.append(AppendRequest(stream: stream("fine-1b"), expectedVersion: .any, events: [sampleEvent(3)]))
+            #expect(called.firstPosition == 2)
+            // … and a COMMIT that fails inside the procedure is still a refusal; the head it believed is forgotten.
             await #expect(throws: AppendError.self) {
-                try await writer.append(AppendRequest(stream: stream("doomed-2"), expectedVersion: .any, events: [sampleEvent(3)]))
+                try await writer.append(AppendRequest(stream: stream("doomed-2"), expectedVersion: .any, events: [sampleEvent(4)]))
             }
-            #expect(try await eventCount(client) == 1)
-            let last = try await writer.append(AppendRequest(stream: stream("fine-2"), expectedVersion: .any, events: [sampleEvent(4)]))
-            #expect(last.firstPosition == 2)
-            #expect(try await ChainVerifier(client: client, logger: TestCluster.logger).verify() == ChainReport(ok: true, checked: 2))
+            #expect(try await eventCount(client) == 2)
+            let last = try await writer.append(AppendRequest(stream: stream("fine-2"), expectedVersion: .any, events: [sampleEvent(5)]))
+            #expect(last.firstPosition == 3)
+            #expect(try await ChainVerifier(client: client, logger: TestCluster.logger).verify() == ChainReport(ok: true, checked: 3))
         }
     }
 }
