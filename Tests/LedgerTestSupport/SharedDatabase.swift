@@ -19,7 +19,14 @@ public struct SharedDatabase: Sendable {
         try await TestCluster.withClient(endpoint: database.endpoint, database: "postgres", user: database.endpoint.superuser) { client in
             try await client.query("CREATE ROLE \(unescaped: owner) LOGIN")
             try await client.query(
-                "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'acquirer_app') THEN CREATE ROLE acquirer_app NOLOGIN; END IF; END $$"
+                // Roles are the cluster's: a daemon of another test may be creating it at this moment (its migration
+                // allows for the race the same way).
+                """
+                DO $$ BEGIN
+                    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'acquirer_app') THEN CREATE ROLE acquirer_app NOLOGIN; END IF;
+                EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+                END $$
+                """
             )
             try await client.query("CREATE ROLE \(unescaped: app) LOGIN IN ROLE ledger_app")
             try await client.query("ALTER DATABASE \(unescaped: quoteIdentifier(database.name)) OWNER TO \(unescaped: owner)")
