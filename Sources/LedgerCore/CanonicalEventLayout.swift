@@ -1,3 +1,5 @@
+import struct Foundation.UUID
+
 /// The canonical byte layout of an event that the hash chain covers (layout version 1).
 ///
 /// `hash = SHA-256(prev_hash ‖ canonicalBytes(event))`. The same layout is implemented in SQL by
@@ -21,36 +23,60 @@ public enum CanonicalEventLayout {
             96 + event.streamID.rawValue.utf8.count + event.type.utf8.count
                 + event.data.utf8.count + event.metadata.utf8.count
         )
-        var stream = event.streamID.rawValue
-        var type = event.type
-        var data = event.data
-        var metadata = event.metadata
-        let u = event.eventID.uuid
-        withUnsafeBytes(of: u) { id in
+        write(
+            position: event.position,
+            streamID: event.streamID.rawValue,
+            streamVersion: event.streamVersion,
+            eventID: event.eventID,
+            type: event.type,
+            schemaVersion: event.schemaVersion,
+            data: event.data,
+            metadata: event.metadata,
+            effectiveAtMicros: event.effectiveAtMicros,
+            recordedAtMicros: event.recordedAtMicros
+        ) { out.append(contentsOf: $0) }
+        return out
+    }
+
+    /// The layout of an event given as strings (the writer's, before it is stored; a recorded event's),
+    /// handed to `sink` piece by piece through ``write(position:streamID:streamVersion:eventID:type:schemaVersion:data:metadata:effectiveAtMicros:recordedAtMicros:to:)``.
+    public static func write(
+        position: Int64,
+        streamID: String,
+        streamVersion: Int64,
+        eventID: UUID,
+        type: String,
+        schemaVersion: Int32,
+        data: String,
+        metadata: String,
+        effectiveAtMicros: Int64,
+        recordedAtMicros: Int64,
+        to sink: (UnsafeRawBufferPointer) -> Void
+    ) {
+        var (stream, type, data, metadata) = (streamID, type, data, metadata)
+        withUnsafeBytes(of: eventID.uuid) { id in
             stream.withUTF8 { stream in
                 type.withUTF8 { type in
                     data.withUTF8 { data in
                         metadata.withUTF8 { metadata in
                             write(
-                                position: event.position,
+                                position: position,
                                 streamID: UnsafeRawBufferPointer(stream),
-                                streamVersion: event.streamVersion,
+                                streamVersion: streamVersion,
                                 eventID: id,
                                 type: UnsafeRawBufferPointer(type),
-                                schemaVersion: event.schemaVersion,
+                                schemaVersion: schemaVersion,
                                 data: UnsafeRawBufferPointer(data),
                                 metadata: UnsafeRawBufferPointer(metadata),
-                                effectiveAtMicros: event.effectiveAtMicros,
-                                recordedAtMicros: event.recordedAtMicros
-                            ) {
-                                out.append(contentsOf: $0)
-                            }
+                                effectiveAtMicros: effectiveAtMicros,
+                                recordedAtMicros: recordedAtMicros,
+                                to: sink
+                            )
                         }
                     }
                 }
             }
         }
-        return out
     }
 
     /// The layout, handed to `sink` piece by piece (text fields without their terminator, which this

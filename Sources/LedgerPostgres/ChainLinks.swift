@@ -45,32 +45,18 @@ package struct ChainLinks: Sendable, Equatable {
         for i in 0..<events.count {
             var hasher = SHA256()
             hasher.update(data: prev)
-            var stream = events.streamIDs[i]
-            var type = events.types[i]
-            var data = events.data[i]
-            var metadata = events.metadata[i]
-            withUnsafeBytes(of: events.eventIDs[i].uuid) { id in
-                stream.withUTF8 { stream in
-                    type.withUTF8 { type in
-                        data.withUTF8 { data in
-                            metadata.withUTF8 { metadata in
-                                CanonicalEventLayout.write(
-                                    position: head.position + Int64(i + 1),
-                                    streamID: UnsafeRawBufferPointer(stream),
-                                    streamVersion: events.versions[i],
-                                    eventID: id,
-                                    type: UnsafeRawBufferPointer(type),
-                                    schemaVersion: events.schemaVersions[i],
-                                    data: UnsafeRawBufferPointer(data),
-                                    metadata: UnsafeRawBufferPointer(metadata),
-                                    effectiveAtMicros: events.effectiveMicros[i],
-                                    recordedAtMicros: recordedAtMicros
-                                ) { hasher.update(bufferPointer: $0) }
-                            }
-                        }
-                    }
-                }
-            }
+            CanonicalEventLayout.write(
+                position: head.position + Int64(i + 1),
+                streamID: events.streamIDs[i],
+                streamVersion: events.versions[i],
+                eventID: events.eventIDs[i],
+                type: events.types[i],
+                schemaVersion: events.schemaVersions[i],
+                data: events.data[i],
+                metadata: events.metadata[i],
+                effectiveAtMicros: events.effectiveMicros[i],
+                recordedAtMicros: recordedAtMicros
+            ) { hasher.update(bufferPointer: $0) }
             let hash = Array(hasher.finalize())
             prevHashes.append(prev)
             hashes.append(hash)

@@ -105,8 +105,7 @@ public struct EmbeddedPostgres: Sendable {
             "max_connections": "200",
             "shared_buffers": "'256MB'",
             "log_min_messages": "warning",
-            // The ledger's statements are short and many: JIT compilation (on by default once a plan's estimated cost passes
-            // 100,000, which a read of a few hundred streams does) costs 10–40 ms each and saves nothing here.
+            // No JIT, for every session of the cluster (benchmarks, the acquirer service): why in Daemon.sessionSettings.
             "jit": "off",
         ]
         if !configuration.durable {

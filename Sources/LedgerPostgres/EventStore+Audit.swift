@@ -88,14 +88,19 @@ extension EventStore {
         try await Self.decode(client.query("\(unescaped: Self.columns) WHERE position = \(position)", logger: logger)).first
     }
 
-    /// The events of `streams` up to and including `position`, in position order.
+    /// The events of `streams` up to and including `position`, in position order, looked up stream by stream
+    /// (see ``readStreams(_:)``).
     public func readStreams(_ streams: [StreamID], through position: Int64) async throws -> [RecordedEvent] {
         guard !streams.isEmpty else { return [] }
         return try await Self.decode(
             client.query(
                 """
-                \(unescaped: Self.columns)
-                WHERE stream_id = ANY(\(streams.map(\.rawValue))::text[]) AND position <= \(position) ORDER BY position
+                SELECT \(unescaped: Self.selectList)
+                FROM unnest(\(streams.map(\.rawValue))::text[]) AS wanted(stream)
+                CROSS JOIN LATERAL (
+                    SELECT * FROM ledger.events e WHERE e.stream_id = wanted.stream AND e.position <= \(position) OFFSET 0
+                ) events
+                ORDER BY position
                 """,
                 logger: logger
             )

@@ -422,11 +422,7 @@ public final class LedgerWriter: Service, Sendable {
 
     /// Microseconds since 1970 on this machine's wall clock: a batch's `recorded_at` (the ledger's
     /// own time of record; the domain's clocks set `effective_at`).
-    private static func wallClockMicros() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1_000
-    }
+    private static func wallClockMicros() -> Int64 { Date().epochMicroseconds }
 
     /// Current versions of streams, read without the lock (append_batch re-checks them under it).
     private func loadVersions(_ streams: [String]) async throws -> [String: Int64] {

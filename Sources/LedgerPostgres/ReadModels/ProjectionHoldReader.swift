@@ -53,28 +53,17 @@ public struct ProjectionHoldReader: PostgresStore {
     /// every page; returns the page and the cursor after it.
     package func dueHolds(now: Date, limit: Int, after cursor: DueCursor? = nil) async throws -> (ids: [OrderID], next: DueCursor?) {
         // The row comparison is an index condition (the index is on exactly that pair), so a page starts where the
-        // cursor points instead of filtering its way there.
-        let rows =
-            if let cursor {
-                try await client.query(
-                    """
-                    SELECT key, row ->> 'expires_at' FROM ledger.projection_rows
-                    WHERE projection = \(HoldReadModel.projection) AND ledger.hold_lapsed(row, \(OrderReadModel.timestamp(now)))
-                      AND (row ->> 'expires_at', key) > (\(cursor.expiresAt), \(cursor.key))
-                    ORDER BY row ->> 'expires_at', key LIMIT \(Int64(limit))
-                    """,
-                    logger: logger
-                )
-            } else {
-                try await client.query(
-                    """
-                    SELECT key, row ->> 'expires_at' FROM ledger.projection_rows
-                    WHERE projection = \(HoldReadModel.projection) AND ledger.hold_lapsed(row, \(OrderReadModel.timestamp(now)))
-                    ORDER BY row ->> 'expires_at', key LIMIT \(Int64(limit))
-                    """,
-                    logger: logger
-                )
-            }
+        // cursor points instead of filtering its way there; the first page starts before every row.
+        let after = cursor ?? DueCursor(expiresAt: "", key: "")
+        let rows = try await client.query(
+            """
+            SELECT key, row ->> 'expires_at' FROM ledger.projection_rows
+            WHERE projection = \(HoldReadModel.projection) AND ledger.hold_lapsed(row, \(OrderReadModel.timestamp(now)))
+              AND (row ->> 'expires_at', key) > (\(after.expiresAt), \(after.key))
+            ORDER BY row ->> 'expires_at', key LIMIT \(Int64(limit))
+            """,
+            logger: logger
+        )
         var ids: [OrderID] = []
         var next = cursor
         for try await (key, expiresAt) in rows.decode((String, String).self) {
