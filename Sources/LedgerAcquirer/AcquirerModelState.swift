@@ -459,7 +459,9 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
             amount: Money(minorUnits: amount, currency: original.currency),
             isFinal: record.isFinal,
             processedAt: now,
-            balance: hold.balance
+            balance: hold.balance,
+            released: record.kind == .capture && record.isFinal && code.isApproved
+                ? Money(minorUnits: original.open - amount, currency: original.currency) : nil
         )
         hold.modificationReferences.append(record.modificationReference)
         holds[reference] = hold

@@ -351,6 +351,12 @@ public struct ModificationResponse: Hashable, Sendable, Codable {
     public var processedAt: Date
     /// The hold after this modification.
     public var balance: HoldBalance
+    /// What an approved final capture released of the open amount (the open amount before it less
+    /// the captured amount); nil for every other modification. The balance alone cannot tell a
+    /// release from an earlier partial reversal (both count as `reversed`), so a recorder whose hold
+    /// lacks that reversal would compute the same balance with a larger release: this names the
+    /// release, and a ledger whose open amount does not give it knows it missed something.
+    public var released: Money? = nil
 }
 
 /// Where a payment stands at the acquirer.

@@ -227,6 +227,48 @@ import Testing
         }
     }
 
+    /// A's partial void reaches the acquirer first, but B's final capture is recorded before A's answer
+    /// comes back. B's balance then matches the acquirer's whether or not the void is in the ledger
+    /// (a void and a final capture's release both count as reversed), so only the release the acquirer
+    /// names tells B it missed the void: B records it first, and A's answer then finds it recorded.
+    @Test func aFinalCaptureRecordedBeforeAnotherDaemonsEarlierVoidReleasesOnlyWhatTheAcquirerReleased() async throws {
+        let model = AcquirerModel(seed: 7, clock: { Date() })
+        let applied = Barrier(parties: 2)
+        let answer = Barrier(parties: 2)
+        // Daemon A's acquirer applies the void, then holds its answer until the test lets it go.
+        let slowVoids = HeldAnswers(model, applied: applied, answer: answer)
+        let database = try await TestDatabase.fresh()
+        try await TestApp.withApp(seed: true, database: database, acquirer: slowVoids) { a, services in
+            try await TestApp.withApp(database: database, acquirer: model) { b, _ in
+                let id = try await storefront.placeOrder(a)
+                async let void = backOffice.operate(a, id, "void", #"{"amount": "10.00"}"#)
+                await applied.arrive()
+                let (status, text) = try await backOffice.operate(b, id, "capture", #"{"amount": "20.00", "final": true}"#)
+                #expect(status == .ok, "\(text)")
+                #expect(r(text)?.payment?.captured == "20.00" && r(text)?.payment?.reversed == "39.00", "\(text)")
+                await answer.arrive()
+                let (voidStatus, voidText) = try await void
+                #expect(voidStatus == .ok, "\(voidText)")
+                let events = try await services.store.readStream(OrderID(id)!.holdStreamID).map { try DomainEvent.decode($0) }
+                let released = events.compactMap { event -> Money? in
+                    if case .hold(.captured(let e)) = event { e.released } else { nil }
+                }
+                let voided = events.compactMap { event -> Money? in
+                    if case .hold(.reversed(let e)) = event { e.amount } else { nil }
+                }
+                #expect(released == [Money(minorUnits: 2_900, currency: .usd)] && voided == [Money(minorUnits: 1_000, currency: .usd)])
+                guard case .found(let details) = try await model.query(merchantReference: id) else {
+                    Issue.record("the acquirer does not know \(id)")
+                    return
+                }
+                let order = try await backOffice.order(b, id)
+                #expect(details.balance?.reversed.decimalString == order.payment?.reversed && order.payment?.open == "0.00")
+                #expect(try await services.eventCount(type: "HoldReversed") == 1)
+                #expect(try await services.eventCount(type: "HoldCaptured") == 1)
+            }
+        }
+    }
+
     @Test func theSameIdempotencyKeyReplaysAndAnotherBodyIsRefused() async throws {
         try await TestApp.withApp(seed: true) { client, services in
             let id = try await storefront.placeOrder(client)
@@ -472,4 +514,45 @@ final class OrderList: Sendable {
     private let ids = Mutex<[String]>([])
     func append(_ id: String) { ids.withLock { $0.append(id) } }
     var all: [String] { ids.withLock { $0 } }
+}
+
+/// The model behind every call; a reversal is applied, then its answer waits: `applied` is met once the
+/// acquirer has applied it, and the answer goes back only once `answer` is met.
+struct HeldAnswers: Acquirer {
+    let model: AcquirerModel
+    let applied: Barrier
+    let answer: Barrier
+
+    init(_ model: AcquirerModel, applied: Barrier, answer: Barrier) {
+        (self.model, self.applied, self.answer) = (model, applied, answer)
+    }
+
+    func authorize(_ request: AuthorizationRequest) async throws(AcquirerError) -> AuthorizationResponse {
+        try await model.authorize(request)
+    }
+    func increment(_ request: IncrementRequest) async throws(AcquirerError) -> ModificationResponse { try await model.increment(request) }
+    func capture(_ request: CaptureRequest) async throws(AcquirerError) -> ModificationResponse { try await model.capture(request) }
+    func reverse(_ request: ReversalRequest) async throws(AcquirerError) -> ModificationResponse {
+        let response = try await model.reverse(request)
+        await applied.arrive()
+        await answer.arrive()
+        return response
+    }
+    func refund(_ request: RefundRequest) async throws(AcquirerError) -> ModificationResponse { try await model.refund(request) }
+    func query(merchantReference: String) async throws(AcquirerError) -> PaymentQueryResult {
+        try await model.query(merchantReference: merchantReference)
+    }
+    func submitBatch(
+        _ header: SettlementBatchHeader,
+        pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?
+    ) async throws(AcquirerError) -> SettlementReceipt {
+        try await model.submitBatch(header, pages: pages)
+    }
+    func reportLines(batchNumber: Int, from: Int, count: Int) async throws(AcquirerError) -> [SettlementReportLine] {
+        try await model.reportLines(batchNumber: batchNumber, from: from, count: count)
+    }
+    func payout(batchNumber: Int) async throws(AcquirerError) -> PayoutNotice { try await model.payout(batchNumber: batchNumber) }
+    func disputeNotifications(after: Int, limit: Int) async throws(AcquirerError) -> [AcquirerDisputeNotification] {
+        try await model.disputeNotifications(after: after, limit: limit)
+    }
 }

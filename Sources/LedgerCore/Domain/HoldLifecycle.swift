@@ -385,6 +385,11 @@ public enum HoldLifecycle {
                 return .failure(.responseMismatch("captured \(response.amount) above open \(hold.balance.open)"))
             }
             let released = response.isFinal ? hold.balance.open.minus(response.amount) : .zero(response.amount.currency)
+            // A final capture's release must be what the acquirer released: a larger one means the
+            // acquirer reversed part of the hold before it, which this hold does not show yet.
+            if let stated = response.released, stated != released {
+                return .failure(.responseMismatch("released \(stated), but open less captured is \(released)"))
+            }
             holdEvents.append(
                 .captured(
                     HoldCaptured(
