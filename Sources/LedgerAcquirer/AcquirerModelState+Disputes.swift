@@ -60,6 +60,11 @@ extension AcquirerModelState {
         disputeFeed = feed
     }
 
+    /// What the raised chargebacks of the payment with our `reference` took back, in minor units.
+    func chargedBack(_ reference: String, at now: Date) -> Int64 {
+        disputeList.prefix(raisedDisputes(at: now)).reduce(0) { $0 + ($1.holdReference == reference ? $1.amount.minorUnits : 0) }
+    }
+
     /// How many disputes of the feed are raised at `now`: its longest prefix raised by then, so that a
     /// notification's position never changes once it was read.
     func raisedDisputes(at now: Date) -> Int {

@@ -386,12 +386,15 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
             amount: request.amount,
             isFinal: false
         )
+        // A raised chargeback already returned its amount to the cardholder: it is not refundable.
+        let chargedBack = chargedBack(request.authorizationReference, at: now)
         return try modify(record, now: now) { hold, account, amount throws(AcquirerError) in
-            guard amount <= hold.captured - hold.refunded else {
+            guard amount <= hold.captured - hold.refunded - chargedBack else {
                 throw AcquirerError(
                     .refundExceedsCaptured,
                     reference: request.authorizationReference,
-                    "refund of \(amount) exceeds captured − refunded \(hold.captured - hold.refunded) minor units"
+                    "refund of \(amount) exceeds captured − refunded − charged back "
+                        + "\(hold.captured - hold.refunded - chargedBack) minor units"
                 )
             }
             hold.refunded += amount

@@ -59,6 +59,26 @@ import Testing
         #expect(state.invariantViolations().isEmpty)
     }
 
+    /// Once a chargeback is raised its amount is back with the cardholder: a refund of it is refused
+    /// (what is left of the payment stays refundable); before the raise the payment refunds as usual.
+    @Test func aRaisedChargebackIsNotRefundableAgain() throws {
+        var state = AcquirerModelState(seed: 5)
+        let friday = at("2025-01-10", 10)
+        let fraud = try captured(&state, "ord-fraud", token: "tok_visa_chargeback_fraud", now: friday)
+        _ = try state.refund(RefundRequest(authorizationReference: "ord-fraud", modificationReference: "r-1", amount: usd(900)), now: friday)
+        _ = try settle(&state, "B-1", [fraud], day: "2025-01-10", now: at("2025-01-10", 22, 30))
+        // Drawn at settlement for what was captured less refunded; refundable until it is raised.
+        let saturday = at("2025-01-11", 12)
+        #expect(state.chargedBack("ord-fraud", at: saturday) == 0)
+        // Raised on Monday: 50.00 charged back, nothing of 59.00 − 9.00 is refundable any more.
+        let monday = at("2025-01-13", 9)
+        #expect(state.chargedBack("ord-fraud", at: monday) == 5_000)
+        #expect(throws: AcquirerError.self) {
+            try state.refund(RefundRequest(authorizationReference: "ord-fraud", modificationReference: "r-2", amount: usd(1)), now: monday)
+        }
+        #expect(state.invariantViolations().isEmpty)
+    }
+
     /// The rate knob: off draws nothing (and no random number), per mille 1000 disputes every Visa and
     /// Mastercard capture with one of its network's reason codes, never Amex or Discover.
     @Test func theDisputeRateIsSeededAndPerNetwork() throws {

@@ -6,6 +6,7 @@ import LedgerAcquirer
 import LedgerAcquirerClient
 import LedgerApp
 import LedgerCore
+import LedgerCoreTestSupport
 import LedgerHTTP
 import LedgerPostgres
 import LedgerServices
@@ -95,6 +96,114 @@ import Testing
             #expect(try balance("4950") == 5_900)
             #expect(try balance("1100") == 0)
             #expect(try balance("1200") == 0)
+        }
+    }
+
+    /// Random days (seeded), end to end through the router: orders on cards that draw chargebacks (a
+    /// test card that always does, and a seeded rate), partial and whole captures, refunds, the
+    /// operator defending or accepting, and each day settled. Refusals (an illegal step, a refund of a
+    /// charged-back order) are 4xx and append nothing. At the end every batch reconciles with zero
+    /// breaks, and for every order captured − refunded − charged back + reversed in the ledger equals
+    /// its net in the acquirer's own settlement reports — the acquirer keeps its books apart.
+    @Test(.seeded(), .timeLimit(.minutes(5))) func randomDaysWithDisputesSettleToWhatEveryOrderKeeps() async throws {
+        let seed = PropertySeed.current
+        let clock = SimulatedClock(TestApp.instant("2030-06-19T09:00:00Z"))  // a Wednesday
+        var configuration = AcquirerModelConfiguration()
+        configuration.disputes = .perMille(300)
+        let model = AcquirerModel(seed: seed, configuration: configuration, clock: { clock.now })
+        try await TestApp.withApp(seed: true, acquirer: model, clock: { clock.now }, environment: Self.noLoop) { client, services in
+            func head() async throws -> Int64 { try await services.store.head().position }
+            var random = SeededRandom(seed: seed)
+            var orders: [String] = []
+            var batches: [BackOfficeDriver.SettlementSummary.Batch] = []
+            /// A reply that is not 200 must be a 4xx error body that appended nothing.
+            func expectRefusalAppendedNothing(_ status: HTTPResponse.Status, _ text: String, before: Int64, _ what: String) async throws {
+                #expect((400..<500).contains(status.code) && isErrorBody(text), "\(what) → \(status.code) \(text)")
+                #expect(try await head() == before, "\(what) was refused but appended")
+            }
+            for day in ["2030-06-19", "2030-06-20", "2030-06-21", "2030-06-24"] {
+                clock.set(TestApp.instant("\(day)T09:00:00Z"))
+                _ = try await services.disputePoller.pollOnce()
+                // The operator answers some disputes; an illegal or late answer is refused.
+                for dispute in try await services.disputes.list() where random.chance(numerator: 1, denominator: 2) {
+                    let before = try await head()
+                    let accept = random.chance(numerator: 1, denominator: 3)
+                    let uri = "/disputes/\(dispute.disputeID)/\(accept ? "accept" : "defend")"
+                    let (status, text) = try await call(client, .post, uri, accept ? "{}" : #"{"evidence_refs": ["ev-\#(day)"]}"#)
+                    if status != 200 { try await expectRefusalAppendedNothing(.init(code: status), text, before: before, uri) }
+                }
+                // Refunds on earlier orders: a charged-back order refuses them.
+                for order in orders where random.chance(numerator: 1, denominator: 4) {
+                    let before = try await head()
+                    let status = try await backOffice.order(client, order).status
+                    let amount = random.int(in: 1...12)
+                    let (code, text) = try await backOffice.refund(client, order, #"{"amount": "\#(amount).00", "reason": "returned"}"#)
+                    if code == .ok { continue }
+                    try await expectRefusalAppendedNothing(code, text, before: before, "refund \(order) (\(status))")
+                    if status == "charged_back" {
+                        #expect(JSONValue.parse(text)?["error"]?["code"] == .string("charged_back"), "\(text)")
+                    }
+                }
+                // The day's sales, captured in part or whole, and shipped.
+                for _ in 0..<4 {
+                    let source = ["tok_visa", "tok_mastercard", "tok_visa_chargeback_fraud", "tok_visa_debit"][Int(random.next(below: 4))]
+                    let order = try await storefront.placeOrder(client, source: source, product: "Pen", amount: 3200)
+                    if random.chance(numerator: 1, denominator: 2) {
+                        let (status, text) = try await backOffice.capture(
+                            client,
+                            order,
+                            #"{"amount": "\#(random.int(in: 10...31)).00", "final": true}"#
+                        )
+                        #expect(status == .ok, "\(text)")
+                    }
+                    let (status, text) = try await backOffice.ship(client, order, "{}")
+                    #expect(status == .ok, "\(text)")
+                    orders.append(order)
+                }
+                clock.set(TestApp.instant("\(day)T22:00:01Z"))
+                batches.append(contentsOf: try await backOffice.settle(client, day).batches)
+            }
+            #expect(batches.count == 4)
+            for batch in batches {
+                let reconciled = try await backOffice.reconciliation(client, batch.batch_id)
+                #expect(reconciled.breaks.isEmpty, "\(batch.batch_id): \(reconciled.breaks.map { "\($0.class) \($0.reference)" })")
+            }
+            // The acquirer's books: every line of every batch's report, by our order reference.
+            var settled: [String: Int64] = [:]
+            var chargebackLines = 0
+            for batch in batches {
+                let number = try #require(batch.batch_number)
+                for line in try await model.reportLines(batchNumber: number, from: 0, count: 10_000) {
+                    let sign: Int64
+                    switch line.type {
+                    case .settled, SettlementLineType(rawValue: "ChargebackReversed"): sign = 1
+                    case .refunded, .chargeback: sign = -1
+                    default: continue
+                    }
+                    if line.type == .chargeback { chargebackLines += 1 }
+                    let amount = (line.grossCredit ?? line.grossDebit)?.minorUnits ?? 0
+                    settled[line.merchantReference, default: 0] += sign * amount
+                }
+            }
+            let disputes = try await services.disputes.list()
+            for order in orders {
+                let id = OrderID(order)!
+                guard let hold = try await services.holds.loader.hold(id, fresh: true) else {
+                    Issue.record("order \(order) has no hold")
+                    continue
+                }
+                let states = disputes.filter { $0.orderID == id }
+                let kept = DisputeService.netKept(hold: hold, disputes: states).minorUnits
+                let b = hold.balance
+                let identity = states.reduce(b.captured.minorUnits - b.refunded.minorUnits) {
+                    $0 - $1.chargedBack.minorUnits + $1.reversed.minorUnits
+                }
+                #expect(identity == kept && kept == settled[order, default: 0], "order \(order): ledger \(kept), acquirer \(settled[order] ?? 0)")
+                #expect(states.count <= 1, "order \(order) drew \(states.count) disputes")
+            }
+            // The seed must have drawn what the property is about.
+            #expect(chargebackLines > 0 && chargebackLines == disputes.filter(\.debited).count)
+            #expect(try await ChainVerifier(client: services.client, logger: TestCluster.logger).verify().ok)
         }
     }
 

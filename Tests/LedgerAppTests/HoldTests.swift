@@ -231,7 +231,7 @@ import Testing
     /// comes back. B's balance then matches the acquirer's whether or not the void is in the ledger
     /// (a void and a final capture's release both count as reversed), so only the release the acquirer
     /// names tells B it missed the void: B records it first, and A's answer then finds it recorded.
-    @Test func aFinalCaptureRecordedBeforeAnotherDaemonsEarlierVoidReleasesOnlyWhatTheAcquirerReleased() async throws {
+    @Test(.timeLimit(.minutes(3))) func aFinalCaptureRecordedBeforeAnotherDaemonsEarlierVoidReleasesOnlyWhatTheAcquirerReleased() async throws {
         let model = AcquirerModel(seed: 7, clock: { Date() })
         let applied = Barrier(parties: 2)
         let answer = Barrier(parties: 2)

@@ -31,6 +31,8 @@ public struct BackOfficeDriver: Sendable {
             public let batch_id, currency, stage, gross: String
             public let captures, refunds, appended_events: Int
             public let net, payout, value_date, report_sha256: String?
+            /// The acquirer's number for the batch, once submitted.
+            public let batch_number: Int?
         }
         public let business_date, cut_off_at: String
         public let batches: [Batch]

@@ -191,6 +191,9 @@ public enum HoldRejection: Error, Hashable, Sendable, CustomStringConvertible {
     case amountOutOfRange(Money)
     case missingReason
     case alreadyShipped(OrderID)
+    /// A refund of an order charged back (debited, accepted or lost): the money is already back with
+    /// the cardholder (as Stripe's `charge_disputed`). A won or reversed dispute allows refunds again.
+    case chargedBack(OrderID)
     /// Nothing was or can be captured, so there is nothing to ship.
     case nothingToShip(order: OrderID, status: OrderStatus)
     /// The acquirer's answer does not belong to this operation.
@@ -212,6 +215,8 @@ public enum HoldRejection: Error, Hashable, Sendable, CustomStringConvertible {
         case .amountOutOfRange(let m): return "amount \(m) is out of range"
         case .missingReason: return "a refund needs a reason"
         case .alreadyShipped(let id): return "order \(id) already shipped"
+        case .chargedBack(let id):
+            return "order \(id) is charged back: the cardholder's bank already returned the funds, so a refund would pay them twice"
         case .nothingToShip(let id, let status): return "order \(id) has nothing paid to ship (it is \(status.rawValue))"
         case .responseMismatch(let why): return "acquirer response does not fit the operation: \(why)"
         case .stockOutOfDate(let id): return "the stock of \(id) was read before a later change; read it again"
@@ -307,6 +312,8 @@ public enum HoldLifecycle {
                 )
             )
         case .refund(let amount, let reason):
+            // The cardholder's bank already took the funds back: a refund would return them twice.
+            if order.status == .chargedBack { return .failure(.chargedBack(order.id)) }
             guard !reason.allSatisfy(\.isWhitespace) else { return .failure(.missingReason) }
             if let rejection = check(amount) { return .failure(rejection) }
             guard amount.minorUnits <= hold.refundable.minorUnits else {

@@ -303,6 +303,7 @@ public struct HoldService: Sendable {
         case .holdClosed: return ServiceError.conflict("hold_closed", message)
         case .holdLapsed: return ServiceError.conflict("hold_expired", message)
         case .alreadyShipped: return ServiceError.conflict("already_shipped", message)
+        case .chargedBack: return ServiceError.conflict("charged_back", message)
         case .nothingToShip: return ServiceError.conflict("nothing_to_ship", message)
         case .nonPositiveAmount, .amountOutOfRange:
             return ServiceError(.invalidInput, code: "invalid_amount", message: message, field: "amount")
