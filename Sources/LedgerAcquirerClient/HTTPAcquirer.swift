@@ -83,8 +83,15 @@ public final class HTTPAcquirer: Acquirer {
     private let logger: Logger
     private let factory: any MetricsFactory
     private let breakerGauge: Gauge
+    /// The breaker's clock (tests pass one they move by hand, so the cool-down is deterministic).
+    private let now: @Sendable () -> ContinuousClock.Instant
 
-    public init(configuration: HTTPAcquirerConfiguration, logger: Logger, metricsFactory: any MetricsFactory) {
+    public init(
+        configuration: HTTPAcquirerConfiguration,
+        logger: Logger,
+        metricsFactory: any MetricsFactory,
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
+    ) {
         var http = HTTPClient.Configuration()
         http.timeout = .init(
             connect: .nanoseconds(Self.nanos(configuration.connectTimeout)),
@@ -100,6 +107,7 @@ public final class HTTPAcquirer: Acquirer {
         self.logger = logger
         self.factory = metricsFactory
         self.breakerGauge = Gauge(label: "ledger_acquirer_breaker_state", factory: metricsFactory)
+        self.now = now
         breakerGauge.record(0)
     }
 
@@ -258,7 +266,7 @@ public final class HTTPAcquirer: Acquirer {
             Metrics.Timer(label: "ledger_acquirer_request_seconds", dimensions: [("operation", operation)], factory: factory)
                 .recordNanoseconds(Self.nanos(ContinuousClock.now - started))
         }
-        let permitted = breaker.withLock { $0.permit(at: .now) }
+        let permitted = breaker.withLock { $0.permit(at: now()) }
         updateGauge()
         guard permitted else {
             countError(operation, "breaker_open")
@@ -300,7 +308,7 @@ public final class HTTPAcquirer: Acquirer {
                 throw AcquirerError(.invalidRequest, "the acquirer answered HTTP \(status)")
             }
         }
-        breaker.withLock { $0.recordFailure(at: .now) }
+        breaker.withLock { $0.recordFailure(at: now()) }
         updateGauge()
         logger.warning(
             "acquirer call not confirmed",

@@ -30,6 +30,8 @@ struct AcquirerRoutes: Sendable {
     /// SHA-256 of the API key.
     let apiKeyDigest: Data
     let faults: FaultDecider
+    /// Every fault injected, counted.
+    let injected: InjectedFaults
     /// The last answer sent to a changing request (for the earlier-answer fault).
     let lastAnswer = LastAnswer()
 
@@ -66,7 +68,7 @@ struct AcquirerRoutes: Sendable {
                 return Self.response(.refusal(AcquirerError(.invalidRequest, "merchantReference is required")))
             }
             let plan = faults.plan()
-            if plan.delayMilliseconds > 0 { try await Task.sleep(for: .milliseconds(plan.delayMilliseconds)) }
+            try await delay(plan)
             return Self.response(await model.perform(.query(merchantReference: reference), key: nil))
         }
         api.put("settlement/batches/:batch/pages/:page") { request, context in
@@ -153,8 +155,9 @@ struct AcquirerRoutes: Sendable {
         }
         let body = Data(buffer: try await request.body.collect(upTo: 1 << 20))
         let plan = faults.plan()
-        if plan.delayMilliseconds > 0 { try await Task.sleep(for: .milliseconds(plan.delayMilliseconds)) }
+        try await delay(plan)
         if plan.serverErrorBeforeApplying {
+            injected.record("serverErrorBeforeApplying")
             return Response(
                 status: .internalServerError,
                 body: .init(byteBuffer: ByteBuffer(string: "{\"error\":{\"code\":\"unavailable\",\"message\":\"injected\"}}"))
@@ -163,15 +166,32 @@ struct AcquirerRoutes: Sendable {
         let resolved: DurableAcquirerModel.Operation
         do { resolved = try await operation(body).0 } catch { return Self.response(.refusal(error)) }
         var reply = await model.perform(resolved, key: key)
-        if plan.applyTwice { reply = await model.perform(resolved, key: key) }
-        if plan.hangMillisecondsAfterApplying > 0 { try await Task.sleep(for: .milliseconds(plan.hangMillisecondsAfterApplying)) }
+        if plan.applyTwice {
+            reply = await model.perform(resolved, key: key)
+            injected.record("duplicateAnswer")
+        }
+        if plan.hangMillisecondsAfterApplying > 0 {
+            injected.record("timeoutAfterApplying")
+            try await Task.sleep(for: .milliseconds(plan.hangMillisecondsAfterApplying))
+        }
         if plan.resetAfterApplying {
+            injected.record("resetAfterApplying")
             try? await context.channel.close()
             throw HTTPError(.internalServerError)  // never sent: the connection is gone
         }
         let earlier = lastAnswer.exchange(reply)
-        if plan.answerEarlier, let earlier { return Self.response(earlier) }
+        if plan.answerEarlier, let earlier {
+            injected.record("earlierAnswer")
+            return Self.response(earlier)
+        }
         return Self.response(reply)
+    }
+
+    /// The latency fault, when the plan has it.
+    private func delay(_ plan: FaultPlan) async throws {
+        guard plan.delayMilliseconds > 0 else { return }
+        injected.record("latency")
+        try await Task.sleep(for: .milliseconds(plan.delayMilliseconds))
     }
 
     /// Checks `X-API-Key` in constant time (digests compared, so the key's length is not revealed either).

@@ -153,12 +153,14 @@ public enum AcquirerServer {
         try await app.runService()
     }
 
-    /// The service's HTTP application on an opened model (the daemon's `run` and the tests use it).
+    /// The service's HTTP application on an opened model (the daemon's `run` and the tests use it);
+    /// `injected` counts the wire faults it injects.
     public static func application(
         model: DurableAcquirerModel,
         client: DatabaseClient,
         apiKey: String,
         faults: WireFaults,
+        injected: InjectedFaults = InjectedFaults(),
         host: String = "127.0.0.1",
         port: Int = 0,
         onServerRunning: @escaping @Sendable (Int) -> Void = { _ in },
@@ -169,7 +171,8 @@ public enum AcquirerServer {
             model: model,
             journal: AcquirerJournal(client: client, logger: logger),
             apiKeyDigest: Data(SHA256.hash(data: Data(apiKey.utf8))),
-            faults: FaultDecider(faults)
+            faults: FaultDecider(faults),
+            injected: injected
         ).register(on: router)
         return Application(
             router: router,

@@ -38,6 +38,19 @@ extension Rate {
     public static let never = Rate(numerator: 0, denominator: 1)
 }
 
+/// How often the service actually misbehaved, by knob (the property names of ``WireFaults``): a test
+/// reads it to know its fault fired, whether or not the client could see it.
+public final class InjectedFaults: Sendable {
+    private let counts = Mutex<[String: Int]>([:])
+
+    public init() {}
+
+    /// Times the fault named `knob` (`latency`, `timeoutAfterApplying`, …) was injected.
+    public func count(_ knob: String) -> Int { counts.withLock { $0[knob] ?? 0 } }
+
+    func record(_ knob: String) { counts.withLock { $0[knob, default: 0] += 1 } }
+}
+
 /// What the service does to one request, decided before it is handled.
 struct FaultPlan: Sendable, Hashable {
     var delayMilliseconds = 0

@@ -14,6 +14,10 @@ enum MetricsHelp {
         "ledger_append_latency_seconds": "Time from an append's request to its commit",
         "applepay_tokens_accepted_total": "Apple Pay tokens verified and decrypted",
         "applepay_token_rejections_total": "Apple Pay tokens refused, by reason",
+        "ledger_acquirer_request_seconds": "Time of one call to the acquirer service, retries included, answered or not, by operation",
+        "ledger_acquirer_errors_total":
+            "Failed attempts of calls to the acquirer service, by operation and kind (timeout, transport, 5xx, mismatch, breaker_open)",
+        "ledger_acquirer_breaker_state": "State of the circuit breaker in front of the acquirer service: 0 closed, 1 half-open, 2 open",
         "ledger_database_up": "1 while the ledger database answers the daemon's probe, 0 during an outage",
         "process_start_time_seconds": "Start time of the process since the Unix epoch, in seconds",
         "process_cpu_seconds_total": "User and system CPU time spent, in seconds",

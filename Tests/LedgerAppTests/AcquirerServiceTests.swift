@@ -28,6 +28,7 @@ enum AcquirerHarness {
         database: TestDatabase,
         seed: UInt64 = 7,
         faults: WireFaults = .none,
+        injected: InjectedFaults = InjectedFaults(),
         clock: @escaping @Sendable () -> Date,
         readTimeout: Duration = .seconds(5),
         metrics: LedgerMetrics = LedgerMetrics(),
@@ -47,7 +48,14 @@ enum AcquirerHarness {
                 logger: TestCluster.logger,
                 snapshotEvery: snapshotEvery
             )
-            let app = AcquirerServer.application(model: model, client: client, apiKey: apiKey, faults: faults, logger: TestCluster.logger)
+            let app = AcquirerServer.application(
+                model: model,
+                client: client,
+                apiKey: apiKey,
+                faults: faults,
+                injected: injected,
+                logger: TestCluster.logger
+            )
             try await app.test(.live) { live in
                 let acquirer = HTTPAcquirer(
                     configuration: HTTPAcquirerConfiguration(
@@ -334,6 +342,18 @@ struct AcquirerWireFaultTests {
         }
 
         var testDescription: String { rawValue }
+
+        /// The ``WireFaults`` knob this case turns on (what ``InjectedFaults`` counts it under).
+        var knob: String {
+            switch self {
+            case .latency: "latency"
+            case .timeoutAfterApplying: "timeoutAfterApplying"
+            case .serverErrorBeforeApplying: "serverErrorBeforeApplying"
+            case .resetAfterApplying: "resetAfterApplying"
+            case .duplicateAnswer: "duplicateAnswer"
+            case .earlierAnswer: "earlierAnswer"
+            }
+        }
     }
 
     @Test(arguments: Fault.allCases)
@@ -341,9 +361,11 @@ struct AcquirerWireFaultTests {
         let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))
         let database = try await TestDatabase.fresh()
         let metrics = LedgerMetrics()
+        let injected = InjectedFaults()
         try await AcquirerHarness.withService(
             database: database,
             faults: fault.faults,
+            injected: injected,
             clock: clock.reading,
             // Well above an answer's time on a loaded machine (a whole suite on two cores), well below the hang.
             readTimeout: .milliseconds(1_500),
@@ -404,8 +426,9 @@ struct AcquirerWireFaultTests {
                 for id in succeeded {
                     #expect(try await services.payments.loader.hold(OrderID(validated: id)) != nil, "\(fault): \(id) succeeded without a hold")
                 }
-                // The fault did happen: the adapter saw failed attempts (latency and a duplicated request are
-                // invisible to it by design).
+                // The fault did happen: the service injected it (counted where it misbehaved), and the adapter
+                // saw failed attempts (latency and a duplicated request are invisible to it by design).
+                #expect(injected.count(fault.knob) > 0, "\(fault): the service never injected it")
                 if fault != .latency && fault != .duplicateAnswer {
                     #expect(metrics.exposition().contains("ledger_acquirer_errors_total"), "\(fault): the adapter saw no failure")
                 }
