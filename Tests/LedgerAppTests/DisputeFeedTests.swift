@@ -100,8 +100,9 @@ import Testing
     }
 
     /// Random days (seeded), end to end through the router: orders on cards that draw chargebacks (a
-    /// test card that always does, and a seeded rate), partial and whole captures, refunds, the
-    /// operator defending or accepting, and each day settled. Refusals (an illegal step, a refund of a
+    /// test card that always does, and a seeded rate), partial and whole captures, refunds (also between
+    /// the settlement that draws a dispute and its raise), the operator defending or accepting, and each
+    /// day settled. Refusals (an illegal step, a refund of a
     /// charged-back order) are 4xx and append nothing. At the end every batch reconciles with zero
     /// breaks, and for every order captured − refunded − charged back + reversed in the ledger equals
     /// its net in the acquirer's own settlement reports — the acquirer keeps its books apart.
@@ -121,7 +122,8 @@ import Testing
                 #expect((400..<500).contains(status.code) && isErrorBody(text), "\(what) → \(status.code) \(text)")
                 #expect(try await head() == before, "\(what) was refused but appended")
             }
-            for day in ["2030-06-19", "2030-06-20", "2030-06-21", "2030-06-24"] {
+            let days = ["2030-06-19", "2030-06-20", "2030-06-21", "2030-06-24"]
+            for day in days {
                 clock.set(TestApp.instant("\(day)T09:00:00Z"))
                 _ = try await services.disputePoller.pollOnce()
                 // The operator answers some disputes; an illegal or late answer is refused.
@@ -162,6 +164,15 @@ import Testing
                 }
                 clock.set(TestApp.instant("\(day)T22:00:01Z"))
                 batches.append(contentsOf: try await backOffice.settle(client, day).batches)
+                // Late refunds, after the settlement drew the day's disputes and before they are raised:
+                // the cardholder's bank charges such a payment back all the same, and the ledger records it.
+                // (They settle the next day: none after the last settlement.)
+                guard day != days.last else { continue }
+                clock.set(TestApp.instant("\(day)T23:00:00Z"))
+                for order in orders.suffix(4) where random.chance(numerator: 1, denominator: 3) {
+                    let (code, text) = try await backOffice.refund(client, order, #"{"amount": "\#(random.int(in: 1...5)).00", "reason": "late"}"#)
+                    #expect(code == .ok, "\(text)")
+                }
             }
             #expect(batches.count == 4)
             for batch in batches {

@@ -243,11 +243,12 @@ import Testing
                 status == .ok && (try? JSONDecoder().decode(HoldOperationReply.self, from: Data(text.utf8)))?.status == "partially_refunded",
                 "\(text)"
             )
-            // What is left to dispute: 59.00 − 15.00 refunded (the won dispute claims nothing).
+            // What is left to dispute: all 59.00 captured (the won dispute claims nothing; a refund does
+            // not stop the cardholder's bank from charging back, see DisputeService.disputable).
             await #expect(throws: ServiceError.invalid("exceeds_disputable", "")) {
-                try await services.disputes.receive(chargeback("dp-j", order: order, amount: 4401))
+                try await services.disputes.receive(chargeback("dp-j", order: order, amount: 5901))
             }
-            try await services.disputes.receive(chargeback("dp-j", order: order, amount: 4400))
+            try await services.disputes.receive(chargeback("dp-j", order: order, amount: 5900))
             #expect(try await backOffice.order(client, order).status == "charged_back")
         }
     }

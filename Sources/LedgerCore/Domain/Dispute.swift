@@ -513,8 +513,8 @@ public enum DisputeRejection: Error, Hashable, Sendable, CustomStringConvertible
 
 /// The pure decider: the dispute's state (nil: none yet), a command, the time → the events to append.
 public enum DisputeDecider {
-    /// - Parameter disputable: for a new dispute, what the order captured and has not refunded nor
-    ///   lost to another dispute (the caller reads it from the order's hold and disputes).
+    /// - Parameter disputable: for a new dispute, what the order captured and no other dispute claims
+    ///   (the caller reads it from the order's hold and disputes).
     public static func decide(
         _ command: DisputeCommand,
         state: DisputeState?,

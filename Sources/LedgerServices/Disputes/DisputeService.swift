@@ -278,12 +278,16 @@ public struct DisputeService: Sendable {
 
     // MARK: Rules
 
-    /// What a new dispute on the order may claim: captured − refunded − what its other disputes
-    /// (not won) claim.
+    /// What a new dispute on the order may claim: captured − what its other disputes (not won) claim.
+    /// Refunds are not taken off: a cardholder's bank may charge back a payment the merchant refunded in
+    /// part (the credit had not reached it), and the acquirer then debits the chargeback all the same.
+    /// That is money that moved, so the ledger records it as reported — refusing it would leave the
+    /// report's Chargeback line a break and the journal short — and the merchant defends it with the
+    /// refund as evidence. Two disputes still never claim the same captured money.
     static func disputable(hold: HoldState, others: [DisputeState]) -> Money {
         let claimed = others.filter { $0.status != .won }.reduce(Int64(0)) { $0 + $1.amount.minorUnits }
         let b = hold.balance
-        return Money(minorUnits: b.captured.minorUnits - b.refunded.minorUnits - claimed, currency: b.captured.currency)
+        return Money(minorUnits: b.captured.minorUnits - claimed, currency: b.captured.currency)
     }
 
     /// What the merchant keeps of an order: captured − refunded − charged back + reversed.
