@@ -171,4 +171,110 @@ import FoundationNetworking
         try await a.stop()
         try await b.stop()
     }
+
+    /// Two `ledgerd serve` processes on one database both start the same business day's settlement at
+    /// the same moment (issue 18): one batch, each capture and refund in it once, every batch event
+    /// appended once, and the report reconciles. Both daemons rehearse a day (`LEDGERD_CLOCK_START`
+    /// just before the 22:00 cut-off): the captures are recorded before it, the runs start after it.
+    @Test(.timeLimit(.minutes(4))) func twoDaemonProcessesSettlingOneDayAtOnceSettleEachCaptureOnce() async throws {
+        let tag = UUID().uuidString.prefix(8).lowercased()
+        let shared = try await SharedDatabase.make(tag: tag)
+        let db = shared.database
+        let root = URL(fileURLWithPath: "/tmp/ledgerd-settle2-\(tag)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let log = root.appendingPathComponent("daemons.log")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let clockStart = Date(timeIntervalSince1970: 1_908_136_760)  // 2030-06-19T21:59:20Z, a Wednesday
+        let cutOff = Date(timeIntervalSince1970: 1_908_136_800)  // 2030-06-19T22:00:00Z
+        let common: [String: String?] = [
+            "LEDGERD_DATABASE_URL": shared.url(shared.app), "LEDGERD_OPERATOR_KEYS": "op-\(tag)", "LEDGERD_AUDITOR_KEYS": "au-\(tag)",
+            "LEDGERD_LOG_LEVEL": "warning", "LEDGERD_CLOCK_START": "2030-06-19T21:59:20Z",
+        ]
+        let operatorKey = ["Authorization": "Bearer op-\(tag)"]
+        let portA = Int.random(in: 40_000..<50_000)
+        let portB = portA + 1
+        var first = common
+        first["LEDGERD_MIGRATION_DATABASE_URL"] = shared.url(shared.owner)
+        first["LEDGERD_SEED_DEMO_CATALOG"] = "true"
+        var second = common
+        second["LEDGERD_SEED_DEMO_CATALOG"] = "false"
+        // A's clock reads at most clockStart + (now − aLaunched); B's at least clockStart + (now − bUp).
+        let aLaunched = Date()
+        let a = try await DaemonProcess.start(dataDirectory: root.appendingPathComponent("a"), port: portA, logFile: log, environment: first)
+        second.merge(
+            try SharedDatabase.acquirerEnvironment(
+                supervisedBy: root.appendingPathComponent("a"),
+                keyFile: root.appendingPathComponent("acquirer.key")
+            )
+        ) { $1 }
+        let b = try await DaemonProcess.start(dataDirectory: root.appendingPathComponent("b"), port: portB, logFile: log, environment: second)
+        let bUp = Date()
+        defer {
+            a.process.terminate()
+            b.process.terminate()
+        }
+        try #require(a.health?.status == 200 && b.health?.status == 200, "the daemons did not come up:\n\(a.output())")
+
+        // Four orders paid and captured in part, half on each daemon, and one refund, before the cut-off.
+        var orders: [String] = []
+        for i in 0..<4 {
+            let (status, text) = try await Self.call(i % 2 == 0 ? portA : portB, "POST", "/payment", StorefrontDriver.paymentBody())
+            try #require(status == 200, "\(text)")
+            orders.append(try WireJSON.decode(PaymentReply.self, from: text).order_id)
+        }
+        for (i, order) in orders.enumerated() {
+            let (status, text) = try await Self.call(
+                i % 2 == 0 ? portB : portA,
+                "POST",
+                "/orders/\(order)/capture",
+                Data(#"{"amount": "5.00"}"#.utf8),
+                headers: operatorKey
+            )
+            #expect(status == 200, "\(text)")
+        }
+        let (refunded, refundText) = try await Self.call(
+            portB,
+            "POST",
+            "/orders/\(orders[0])/refund",
+            Data(#"{"amount": "1.00", "reason": "dent"}"#.utf8),
+            headers: operatorKey
+        )
+        #expect(refunded == 200, "\(refundText)")
+        // Everything so far was recorded before the cut-off, on either daemon's clock.
+        let elapsed = Date().timeIntervalSince(aLaunched)
+        try #require(clockStart.addingTimeInterval(elapsed) < cutOff, "the set-up took \(elapsed) s: longer than the rehearsal's 40 s")
+
+        let wait = cutOff.timeIntervalSince(clockStart) + 1 - Date().timeIntervalSince(bUp)
+        if wait > 0 { try await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
+        let run = Data(#"{"business_date": "2030-06-19"}"#.utf8)
+        async let onA = Self.call(portA, "POST", "/settlements/run", run, headers: operatorKey)
+        async let onB = Self.call(portB, "POST", "/settlements/run", run, headers: operatorKey)
+        let replies = try await [onA, onB]
+        for reply in replies { #expect(reply.0 == 200, "\(reply.1)") }
+        let summaries = try replies.map { try WireJSON.decode(BackOfficeDriver.SettlementSummary.self, from: $0.1) }
+        let batches = summaries.flatMap(\.batches)
+        #expect(summaries.allSatisfy { $0.batches.count <= 1 } && !batches.isEmpty, "\(summaries)")
+        #expect(Set(batches.map(\.batch_id)).count == 1 && Set(batches.map(\.report_sha256)).count == 1)
+        #expect(batches.allSatisfy { $0.captures == 4 && $0.refunds == 1 && $0.gross == "19.00" }, "\(batches)")
+        let (events, assigned, distinct) = try await db.withOwner { client in
+            var counts: (Int64, Int64, Int64) = (-1, -1, -1)
+            let rows = try await client.query(
+                """
+                SELECT (SELECT count(*) FROM ledger.events WHERE stream_id LIKE 'settlement-%'),
+                       (SELECT count(*) FROM ledger.settlement_assignments),
+                       (SELECT count(DISTINCT position) FROM ledger.settlement_assignments)
+                """
+            )
+            for try await row in rows.decode((Int64, Int64, Int64).self) { counts = row }
+            return counts
+        }
+        #expect(Int64(batches.map(\.appended_events).reduce(0, +)) == events && events >= 5)
+        #expect(assigned == 5 && distinct == 5)
+        #expect(try await Self.eventCount(db, type: "SettlementBatchOpened") == 1)
+        let batchID = try #require(batches.first?.batch_id)
+        let (status, text) = try await Self.call(portA, "GET", "/settlements/\(batchID)/reconciliation", headers: operatorKey)
+        #expect(status == 200 && JSONValue.parse(text)?["open_breaks"] == .int(0), "\(text)")
+        try await a.stop()
+        try await b.stop()
+    }
 }

@@ -152,4 +152,29 @@ import Testing
             #expect(try await Self.index(client, "upload-1").count == 2)
         }
     }
+
+    /// Each stored report leaves the line index analysed (sql/0019, run as the app role): reconciliation's
+    /// lookups are planned on statistics that count its lines. Never analysed, a table's `reltuples` is -1.
+    @Test func aStoredReportLeavesTheLineIndexAnalysed() async throws {
+        let db = try await TestDatabase.fresh()
+        try await db.withApp { client in
+            let store = SettlementReportStore(client: client, logger: TestCluster.logger)
+            func estimate() async throws -> [Int64] {
+                try await column(
+                    client,
+                    "SELECT reltuples::bigint FROM pg_class WHERE oid = 'ledger.settlement_report_lines'::regclass",
+                    as: Int64.self
+                )
+            }
+            #expect(try await estimate() == [-1])
+            try await store.storeUpload(key: "upload-1", csv: "header\nrow 1\n", lines: [Self.line(1)], digest: Self.digest)
+            #expect(try await estimate() == [1])
+            try await store.storeReport { transaction in
+                try await transaction.insertPart(reportKey: "batch-1", part: 0, csv: "header\nrow 1\nrow 2\n")
+                try await transaction.indexLines([Self.line(1), Self.line(2)], reportKey: "batch-1", firstLine: 1)
+                try await transaction.insertSummary(reportKey: "batch-1", sha256: Self.digest, lineCount: 2, parts: 1)
+            }
+            #expect(try await estimate() == [3])
+        }
+    }
 }

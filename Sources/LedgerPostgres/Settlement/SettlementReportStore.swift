@@ -73,15 +73,23 @@ package struct SettlementReportStore: PostgresStore {
     package func storeReport<Result: Sendable>(_ body: (ReportTransaction) async throws -> Result) async throws -> Result {
         let logger = self.logger
         do {
-            return try await client.withTransaction(logger: logger) { connection in
+            let result = try await client.withTransaction(logger: logger) { connection in
                 try await body(ReportTransaction(connection: connection, logger: logger))
             }
+            try await analyzeLines()
+            return result
         } catch
             where PostgresErrorMapping.sqlState(of: error) == "23505"
             && Self.reportTables.contains(PostgresErrorMapping.serverError(in: error)?.serverInfo?[.tableName] ?? "")
         {
             throw StoredConcurrently()
         }
+    }
+
+    /// Refreshes the line index's statistics once a report's lines are committed (sql/0019): planned on
+    /// statistics from before them, reconciliation's lookups scan the whole index once per item.
+    func analyzeLines() async throws {
+        try await client.query("SELECT ledger.analyze_settlement_report_lines()", logger: logger)
     }
 
     /// Another writer stored the report first (its rows' keys are taken): read the stored report instead.
@@ -107,6 +115,7 @@ package struct SettlementReportStore: PostgresStore {
                 logger: logger
             )
         }
+        try await analyzeLines()
     }
 
     /// Adds report lines to the report's line index (`ledger.settlement_report_lines`), numbered from `firstLine`.
