@@ -5,6 +5,7 @@ import HummingbirdTLS
 import LedgerServices
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOSSL
 import ServiceLifecycle
 import Synchronization
@@ -88,17 +89,21 @@ struct CertificateReloader: Service {
 }
 
 /// The HTTP server: HTTP/1.1 with an idle timeout (a connection that sends nothing, or stops in the middle of its
-/// request head, is closed after `LEDGERD_HTTP_IDLE_TIMEOUT_SECONDS`), a connection limit (connections beyond
-/// `LEDGERD_HTTP_MAX_CONNECTIONS` are closed at once), and TLS when a certificate is configured.
+/// request head, is closed after `LEDGERD_HTTP_IDLE_TIMEOUT_SECONDS`), a request-head deadline (a head not complete
+/// `LEDGERD_HTTP_HEADER_TIMEOUT_SECONDS` after its first byte closes the connection, however slowly it trickles in),
+/// a connection limit (connections beyond `LEDGERD_HTTP_MAX_CONNECTIONS` are closed at once), and TLS when a
+/// certificate is configured (the handlers work on the decrypted bytes, so they hold for HTTPS too).
 func httpServer(configuration: LedgerConfiguration, tls: TLSCertificateStore?, logger: Logger) throws -> HTTPServerBuilder {
     let limit = ConnectionLimit(maximum: configuration.httpMaxConnections, logger: logger)
-    let http = HTTP1Channel.Configuration(
+    let headTimeout = TimeAmount(configuration.httpHeaderTimeout)
+    var http = HTTP1Channel.Configuration(
         additionalChannelHandlers: [],
-        idleTimeout: .seconds(Int64(configuration.httpIdleTimeout.components.seconds))
+        idleTimeout: TimeAmount(configuration.httpIdleTimeout)
     )
-    var withLimit = http
-    withLimit.additionalChannelHandlers = { [ConnectionLimitHandler(limit: limit)] }
-    let base = HTTPServerBuilder.http1(configuration: withLimit)
+    http.additionalChannelHandlers = {
+        [ConnectionLimitHandler(limit: limit), RequestHeadTimeoutHandler(timeout: headTimeout, logger: logger)]
+    }
+    let base = HTTPServerBuilder.http1(configuration: http)
     guard let tls else { return base }
     return try .tls(base, tlsConfiguration: tls.tlsConfiguration)
 }
@@ -140,5 +145,110 @@ final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandl
             limit.logger.warning("connection refused: the HTTP connection limit is reached", metadata: ["limit": "\(limit.maximum)"])
             context.channel.close(promise: nil)
         }
+    }
+}
+
+/// `LEDGERD_HTTP_HEADER_TIMEOUT_SECONDS`: a request head must be complete within the timeout of its first byte.
+///
+/// The idle timeout alone does not bound a head: a client that sends a byte now and then is never idle. So a timer
+/// starts at the first byte of each request (``RequestBytesWatcher``, before the HTTP decoder) and stops when the
+/// decoder has the whole head (``RequestHeadWatcher``, after it); firing, it closes the connection. Between a
+/// request's head and its end (its body) and while no byte of the next request has come, nothing runs: the idle
+/// timeout covers those. Hummingbird adds this handler after its HTTP codec (its `additionalChannelHandlers`); it
+/// places the two watchers around NIO's request decoder, which sees decrypted bytes under TLS.
+final class RequestHeadTimeoutHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
+    let timeout: TimeAmount
+    let logger: Logger
+
+    init(timeout: TimeAmount, logger: Logger) {
+        self.timeout = timeout
+        self.logger = logger
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let deadline = RequestHeadDeadline(timeout: timeout, logger: logger)
+        do {
+            let pipeline = context.pipeline.syncOperations
+            let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            try pipeline.addHandler(RequestBytesWatcher(deadline: deadline), position: .before(decoder))
+            try pipeline.addHandler(RequestHeadWatcher(deadline: deadline), position: .after(decoder))
+        } catch {
+            logger.error("HTTP pipeline without a request decoder: the header timeout cannot run", metadata: ["error": "\(error)"])
+            context.close(promise: nil)
+        }
+    }
+}
+
+/// One connection's request-head timer, shared by its two watchers (both run on the connection's event loop).
+final class RequestHeadDeadline {
+    let timeout: TimeAmount
+    let logger: Logger
+    /// Between a request's head and its end: the bytes are its body.
+    var inRequest = false
+    var timer: Scheduled<Void>?
+
+    init(timeout: TimeAmount, logger: Logger) {
+        self.timeout = timeout
+        self.logger = logger
+    }
+
+    /// Bytes arrived: the first of a request head starts the timer.
+    func bytesArrived(context: ChannelHandlerContext) {
+        guard !inRequest, timer == nil else { return }
+        let (timeout, logger) = (timeout, logger)
+        timer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
+            logger.notice("connection closed: its request head was not complete in time", metadata: ["timeout": "\(timeout)"])
+            context.close(promise: nil)
+        }
+    }
+
+    func headComplete() {
+        inRequest = true
+        stop()
+    }
+
+    func requestEnded() { inRequest = false }
+
+    func stop() {
+        timer?.cancel()
+        timer = nil
+    }
+}
+
+/// Before the HTTP decoder: starts the request head's timer at its first byte.
+final class RequestBytesWatcher: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    let deadline: RequestHeadDeadline
+
+    init(deadline: RequestHeadDeadline) { self.deadline = deadline }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        deadline.bytesArrived(context: context)
+        context.fireChannelRead(data)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        deadline.stop()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { deadline.stop() }
+}
+
+/// After the HTTP decoder: stops the timer once the head is decoded; the request's end makes the next bytes a head.
+final class RequestHeadWatcher: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    let deadline: RequestHeadDeadline
+
+    init(deadline: RequestHeadDeadline) { self.deadline = deadline }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head: deadline.headComplete()
+        case .body: break
+        case .end: deadline.requestEnded()
+        }
+        context.fireChannelRead(data)
     }
 }

@@ -79,6 +79,8 @@ public struct ServiceContainer: Sendable {
     public let positions: LedgerPositions
     /// Writes the inventory snapshots as-of reads start from.
     public let snapshotter: InventorySnapshotter
+    /// Records the background jobs' runs (`ledger_job_*`) in ``metrics``.
+    public let jobs: JobMetrics
     let clock: @Sendable () -> Date
     let logger: Logger
 
@@ -106,6 +108,8 @@ public struct ServiceContainer: Sendable {
         self.acquirerSupervisor = acquirerSupervisor
         self.metrics = metrics
         self.keyring = keyring
+        let jobs = JobMetrics(factory: metrics.factory)
+        self.jobs = jobs
         let writer = LedgerWriter(
             client: client,
             configuration: .init(
@@ -148,9 +152,10 @@ public struct ServiceContainer: Sendable {
             client: client,
             clock: clock,
             logger: logger,
-            interval: configuration.disputePollInterval ?? .seconds(60)
+            interval: configuration.disputePollInterval ?? .seconds(60),
+            jobs: jobs
         )
-        self.expiry = ExpirySweeper(holds: holds, interval: configuration.expiryInterval, logger: logger)
+        self.expiry = ExpirySweeper(holds: holds, interval: configuration.expiryInterval, logger: logger, jobs: jobs)
         let payments = PaymentService(
             writer: writer,
             loader: loader,
@@ -191,7 +196,13 @@ public struct ServiceContainer: Sendable {
         }
         self.checkpoints = checkpoints
         self.checkpointScheduler = checkpoints.map {
-            CheckpointScheduler(service: $0, time: configuration.checkpointTime, timeZone: configuration.checkpointTimeZone, logger: logger)
+            CheckpointScheduler(
+                service: $0,
+                time: configuration.checkpointTime,
+                timeZone: configuration.checkpointTimeZone,
+                logger: logger,
+                jobs: jobs
+            )
         }
         self.privacy = PrivacyService(client: client, writer: writer, clock: clock, logger: logger)
         let state = StateHistory(client: client, clock: clock, snapshotEvery: configuration.snapshotEveryEvents, logger: logger)
@@ -218,10 +229,11 @@ public struct ServiceContainer: Sendable {
             box: box,
             settings: configuration.webhooks,
             clock: clock,
-            logger: logger
+            logger: logger,
+            jobs: jobs
         )
         self.journal = JournalService(store: auditStore)
-        self.snapshotter = InventorySnapshotter(snapshots: state.snapshots, interval: configuration.snapshotInterval, logger: logger)
+        self.snapshotter = InventorySnapshotter(snapshots: state.snapshots, interval: configuration.snapshotInterval, logger: logger, jobs: jobs)
         self.clock = clock
         self.logger = logger
     }
@@ -316,7 +328,7 @@ public func buildApplication(
         app.beforeServerStarts { await replica.running() }
     }
     if configuration.settlement.runAtCutOff {
-        app.addServices(afterPool(SettlementScheduler(settlement: services.settlement, logger: logger)))
+        app.addServices(afterPool(SettlementScheduler(settlement: services.settlement, logger: logger, jobs: services.jobs)))
     }
     if configuration.disputePollInterval != nil { app.addServices(afterPool(services.disputePoller)) }
     if let scheduler = services.checkpointScheduler { app.addServices(afterPool(scheduler)) }

@@ -18,6 +18,7 @@ import Logging
 /// | `LEDGERD_TLS_CERTIFICATE` | — | PEM certificate chain for HTTPS (with `LEDGERD_TLS_KEY`); reloaded on SIGHUP |
 /// | `LEDGERD_TLS_KEY` | — | PEM private key of that certificate. **Secret file.** |
 /// | `LEDGERD_HTTP_IDLE_TIMEOUT_SECONDS` | `30` | a connection idle (or stuck in its request head) this long is closed |
+/// | `LEDGERD_HTTP_HEADER_TIMEOUT_SECONDS` | `10` | a request head not complete this long after its first byte closes the connection, however slowly it trickles in |
 /// | `LEDGERD_HTTP_MAX_CONNECTIONS` | `1024` | HTTP connections open at once; more are closed at once |
 /// | `LEDGERD_EXPENSIVE_REQUEST_LIMIT` | `4` | chain verifications, report uploads and as-of reads running at once; more are 429 |
 /// | `LEDGERD_REPORT_MAX_BYTES` | `268435456` | the largest settlement report upload (streamed to a 0600 spool file as it arrives; larger is 413 at once) |
@@ -99,6 +100,8 @@ public struct LedgerConfiguration: Sendable {
     public var tlsKeyPath: String?
     /// An idle HTTP connection (or one stuck in its request head) is closed after this long.
     public var httpIdleTimeout: Duration
+    /// A request head must be complete this long after its first byte arrived, or the connection is closed.
+    public var httpHeaderTimeout: Duration
     /// Most HTTP connections open at once; beyond it a new connection is closed at once.
     public var httpMaxConnections: Int
     /// Most expensive requests (verify, report upload, as-of) at once; more are refused with 429.
@@ -187,6 +190,9 @@ public struct LedgerConfiguration: Sendable {
         let idleSeconds = reader.int(forKey: "ledgerd.http.idle.timeout.seconds", default: 30)
         guard idleSeconds >= 1 else { throw ConfigurationError("LEDGERD_HTTP_IDLE_TIMEOUT_SECONDS must be at least 1") }
         httpIdleTimeout = .seconds(idleSeconds)
+        let headerSeconds = reader.int(forKey: "ledgerd.http.header.timeout.seconds", default: 10)
+        guard headerSeconds >= 1 else { throw ConfigurationError("LEDGERD_HTTP_HEADER_TIMEOUT_SECONDS must be at least 1") }
+        httpHeaderTimeout = .seconds(headerSeconds)
         httpMaxConnections = reader.int(forKey: "ledgerd.http.max.connections", default: 1024)
         guard httpMaxConnections >= 1 else { throw ConfigurationError("LEDGERD_HTTP_MAX_CONNECTIONS must be at least 1") }
         expensiveRequestLimit = reader.int(forKey: "ledgerd.expensive.request.limit", default: 4)

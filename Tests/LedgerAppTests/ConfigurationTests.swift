@@ -13,6 +13,8 @@ import Testing
         // Plain HTTP binds the loopback only; with a certificate, every interface.
         #expect(configuration.host == "127.0.0.1")
         #expect(configuration.httpIdleTimeout == .seconds(30) && configuration.httpMaxConnections == 1024)
+        #expect(configuration.httpHeaderTimeout == .seconds(10))
+        #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_HTTP_HEADER_TIMEOUT_SECONDS": "0"]) }
         let tls = try LedgerConfiguration.load(environment: ["LEDGERD_TLS_CERTIFICATE": "/c.pem", "LEDGERD_TLS_KEY": "/k.pem"])
         #expect(tls.host == "0.0.0.0")
         #expect(try LedgerConfiguration.load(environment: ["LEDGERD_HOST": "0.0.0.0"]).host == "0.0.0.0")

@@ -282,6 +282,10 @@ import Testing
                 recorded = try await services.disputes.list()
             }
             #expect(recorded.count == 1 && recorded.first?.orderID.rawValue == order)
+            // The loop's runs are on the metrics page (counted once the run that recorded it returns).
+            let run = #"ledger_job_runs_total{name="dispute_poll",outcome="success"} "#
+            while !services.metrics.exposition().contains(run) { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(services.metrics.exposition().contains(#"ledger_job_last_success_timestamp_seconds{name="dispute_poll"} "#))
         }
     }
 

@@ -58,6 +58,8 @@ import Testing
             let scheduler = SettlementScheduler(settlement: services.settlement, logger: TestCluster.logger)
             #expect(scheduler.dueDates(now: clock.now).last?.description == "2026-06-19")
             #expect(!scheduler.dueDates(now: clock.now).contains { $0.description == "2026-06-20" || $0.description == "2026-06-22" })
+            // Its runs (one per due business date) are on the metrics page.
+            try await Self.eventually { services.metrics.exposition().contains(#"ledger_job_runs_total{name="settlement",outcome="success"} "#) }
         }
     }
 
@@ -88,6 +90,8 @@ import Testing
             #expect(file.checkpoint.position == head - 1 && file.checkpoint.publicKey == key.publicKeyHex)
             // Nothing new since: the loop does not sign the same head again.
             #expect(try await services.eventCount(type: "CheckpointSigned") == 1)
+            // The run is on the metrics page.
+            try await Self.eventually { services.metrics.exposition().contains(#"ledger_job_runs_total{name="checkpoint",outcome="success"} 1"#) }
         }
     }
 }

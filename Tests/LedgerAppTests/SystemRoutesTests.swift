@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import LedgerAcquirer
 import LedgerApp
 import LedgerCore
 import LedgerPostgres
@@ -112,6 +113,40 @@ import Testing
                     #expect(status == 0 && output.isEmpty, "promtool check metrics: \(output)")
                 }
             }
+        }
+    }
+
+    /// The background jobs are on `/metrics` with their help: every app runs the expiry sweeper (here each second; it
+    /// expires a hold lapsed on the simulated clock), the inventory snapshotter and the webhook dispatcher.
+    @Test(.timeLimit(.minutes(3))) func backgroundJobRunsAreOnTheMetricsPage() async throws {
+        let clock = SimulatedClock(Date(timeIntervalSince1970: 1_790_000_000))
+        let model = AcquirerModel(seed: 5, clock: { clock.now })
+        try await TestApp.withApp(
+            seed: true,
+            acquirer: model,
+            clock: { clock.now },
+            environment: ["LEDGERD_EXPIRY_INTERVAL_SECONDS": "1"]
+        ) { client, services in
+            _ = try await StorefrontDriver().placeOrder(client)
+            clock.advance(by: 8 * 86_400)
+            let jobs = ["expiry", "inventory_snapshot", "webhook_dispatch"]
+            var text = ""
+            while !(text.contains("ledger_holds_expired_total 1")
+                && jobs.allSatisfy({ text.contains(#"ledger_job_runs_total{name="\#($0)",outcome="success"} "#) }))
+            {
+                try await Task.sleep(for: .milliseconds(100))
+                text = try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
+            }
+            for job in jobs {
+                #expect(text.contains(#"ledger_job_last_success_timestamp_seconds{name="\#(job)"} "#))
+                #expect(text.contains(#"ledger_job_duration_seconds_count{name="\#(job)"} "#))
+            }
+            for name in [
+                "ledger_job_runs_total", "ledger_job_duration_seconds", "ledger_job_last_success_timestamp_seconds", "ledger_holds_expired_total",
+            ] {
+                #expect(text.contains("# HELP \(name) ") && !text.contains("# HELP \(name) ledgerd metric"), "\(name) has no help")
+            }
+            #expect(try await services.eventCount(type: "HoldExpired") == 1)
         }
     }
 

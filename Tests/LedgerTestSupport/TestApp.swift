@@ -33,6 +33,7 @@ public enum TestApp {
     ///   - webhookTransport: how webhook deliveries leave the app (AsyncHTTPClient by default).
     ///   - live: serve on a real port (`client.port`) instead of the in-memory router, for streamed replies.
     ///   - readDatabase: a streaming replica of `database` for auditors' reads (`LEDGERD_READ_DATABASE_URL`); nil: none.
+    ///   - tls: serve HTTPS with this certificate (with `live`; the harness's own client then cannot talk to it).
     public static func withApp(
         seed: Bool = false,
         imagesDirectory: String? = nil,
@@ -46,6 +47,7 @@ public enum TestApp {
         checkpointKey: CheckpointKey? = nil,
         webhookTransport: any WebhookTransport = HTTPWebhookTransport(),
         live: Bool = false,
+        tls: TLSCertificateStore? = nil,
         _ body: @escaping @Sendable (any TestClientProtocol, ServiceContainer) async throws -> Void
     ) async throws {
         let db: TestDatabase
@@ -86,7 +88,7 @@ public enum TestApp {
             logger: logger
         )
         // The application runs the pool first and serves only once it runs (see `buildApplication`).
-        let app = try buildApplication(configuration: configuration, services: services, logger: logger)
+        let app = try buildApplication(configuration: configuration, services: services, tls: tls, logger: logger)
         try await app.test(live ? .live : .router) { testClient in try await body(testClient, services) }
     }
 

@@ -253,6 +253,7 @@ public struct CheckpointScheduler: Service {
     let time: (hour: Int, minute: Int)
     let timeZone: TimeZone
     let logger: Logger
+    var jobs: JobMetrics = JobMetrics()
 
     /// The first instant after `now` at hour:minute in `timeZone`.
     public static func next(after now: Date, hour: Int, minute: Int, timeZone: TimeZone) -> Date {
@@ -272,9 +273,11 @@ public struct CheckpointScheduler: Service {
                 let due = Self.next(after: now, hour: time.hour, minute: time.minute, timeZone: timeZone)
                 try await Task.sleep(for: .milliseconds(Int64(max(0, due.timeIntervalSince(now)) * 1000)))
                 do {
-                    let head = try await service.store.head().position
-                    if head > 0, try await service.store.event(at: head)?.type != CheckpointSigned.eventType {
-                        _ = try await service.sign(actor: "system:checkpoint")
+                    try await jobs.run(.checkpoint) {
+                        let head = try await service.store.head().position
+                        if head > 0, try await service.store.event(at: head)?.type != CheckpointSigned.eventType {
+                            _ = try await service.sign(actor: "system:checkpoint")
+                        }
                     }
                 } catch  where !Task.isCancelled {
                     logger.error("daily checkpoint failed", metadata: ["error": "\(String(reflecting: error))"])

@@ -138,21 +138,23 @@ public struct InventorySnapshots: Sendable {
 
 /// Writes inventory snapshots as the log grows: at start and then every `interval`.
 public struct InventorySnapshotter: Service {
-    public init(snapshots: InventorySnapshots, interval: Duration, logger: Logger) {
+    public init(snapshots: InventorySnapshots, interval: Duration, logger: Logger, jobs: JobMetrics = JobMetrics()) {
         self.snapshots = snapshots
         self.interval = interval
         self.logger = logger
+        self.jobs = jobs
     }
 
     let snapshots: InventorySnapshots
     let interval: Duration
     let logger: Logger
+    let jobs: JobMetrics
 
     public func run() async throws {
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 do {
-                    let written = try await snapshots.catchUp()
+                    let written = try await jobs.run(.inventorySnapshot) { try await snapshots.catchUp() }
                     if written > 0 { logger.debug("inventory snapshots written", metadata: ["count": "\(written)"]) }
                 } catch  where !Task.isCancelled {
                     logger.warning("inventory snapshot failed; retrying later", metadata: ["error": "\(String(reflecting: error))"])

@@ -36,8 +36,10 @@ public struct DisputePoller: Service {
         client: DatabaseClient,
         clock: @escaping @Sendable () -> Date,
         logger: Logger,
-        interval: Duration
+        interval: Duration,
+        jobs: JobMetrics = JobMetrics()
     ) {
+        self.jobs = jobs
         self.disputes = disputes
         self.acquirer = acquirer
         self.cursors = AcquirerFeedCursorStore(client: client, logger: logger)
@@ -52,6 +54,7 @@ public struct DisputePoller: Service {
     let clock: @Sendable () -> Date
     let logger: Logger
     let interval: Duration
+    let jobs: JobMetrics
 
     static let feed = "disputes"
     static let pageSize = 100
@@ -99,7 +102,7 @@ public struct DisputePoller: Service {
             while !Task.isCancelled {
                 var failed = false
                 do {
-                    let summary = try await pollOnce()
+                    let summary = try await jobs.run(.disputePoll) { try await pollOnce() }
                     if summary.read > 0 {
                         logger.info("dispute notifications recorded", metadata: ["read": "\(summary.read)", "position": "\(summary.position)"])
                     }

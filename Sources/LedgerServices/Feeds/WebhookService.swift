@@ -163,6 +163,7 @@ public final class WebhookDispatcher: Service, Sendable {
     let settings: Settings
     let clock: @Sendable () -> Date
     let logger: Logger
+    let jobs: JobMetrics
 
     public init(
         store: WebhookStore,
@@ -171,8 +172,10 @@ public final class WebhookDispatcher: Service, Sendable {
         box: WebhookSecretBox?,
         settings: Settings,
         clock: @escaping @Sendable () -> Date,
-        logger: Logger
+        logger: Logger,
+        jobs: JobMetrics = JobMetrics()
     ) {
+        self.jobs = jobs
         self.store = store
         self.watcher = watcher
         self.transport = transport
@@ -203,8 +206,10 @@ public final class WebhookDispatcher: Service, Sendable {
             var idle = settings.pollInterval
             var followHead = false
             do {
-                if try await deliverDue() { continue }
-                let schedule = try await store.schedule()
+                let schedule = try await jobs.run(.webhookDispatch) { () async throws -> (active: Int, nextDueMicros: Int64?)? in
+                    try await deliverDue() ? nil : try await store.schedule()
+                }
+                guard let schedule else { continue }
                 followHead = schedule.active > index
                 if followHead, let due = schedule.nextDueMicros {
                     let wait = max(0, due - clock().epochMicroseconds)
@@ -270,6 +275,7 @@ public final class WebhookDispatcher: Service, Sendable {
             ]
             let sent = ContinuousClock.now
             let result = await transport.post(url: endpoint.url, body: body, headers: headers, timeout: settings.requestTimeout)
+            jobs.webhookDelivery(delivered: result.delivered)
             let elapsed = ContinuousClock.now - sent
             let latency = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
             let attempt = progress.attempts + 1

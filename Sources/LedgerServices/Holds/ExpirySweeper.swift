@@ -10,22 +10,26 @@ public struct ExpirySweeper: Service {
     package init(
         holds: HoldService,
         interval: Duration,
-        logger: Logger
+        logger: Logger,
+        jobs: JobMetrics = JobMetrics()
     ) {
         self.holds = holds
         self.interval = interval
         self.logger = logger
+        self.jobs = jobs
     }
 
     let holds: HoldService
     let interval: Duration
     let logger: Logger
+    let jobs: JobMetrics
 
     public func run() async throws {
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 do {
-                    let expired = try await holds.expireDue()
+                    let expired = try await jobs.run(.expiry) { try await holds.expireDue() }
+                    jobs.holdsExpired(expired)
                     if expired > 0 { logger.info("holds expired", metadata: ["count": "\(expired)"]) }
                 } catch  where !Task.isCancelled {
                     logger.warning("expiry sweep failed; retrying later", metadata: ["error": "\(String(reflecting: error))"])

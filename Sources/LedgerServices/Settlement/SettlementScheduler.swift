@@ -12,15 +12,18 @@ public struct SettlementScheduler: Service {
     package init(
         settlement: SettlementService,
         logger: Logger,
-        interval: Duration = .seconds(60)
+        interval: Duration = .seconds(60),
+        jobs: JobMetrics = JobMetrics()
     ) {
         self.settlement = settlement
         self.logger = logger
         self.interval = interval
+        self.jobs = jobs
     }
 
     let settlement: SettlementService
     let logger: Logger
+    let jobs: JobMetrics
     var interval: Duration = .seconds(60)
 
     public func run() async throws {
@@ -30,7 +33,7 @@ public struct SettlementScheduler: Service {
                 var failed = false
                 for date in dueDates(now: settlement.clock()) {
                     do {
-                        let summary = try await settlement.run(businessDate: date)
+                        let summary = try await jobs.run(.settlement) { try await settlement.run(businessDate: date) }
                         let appended = summary.batches.reduce(0) { $0 + $1.appendedEvents }
                         if appended > 0 { logger.info("settled", metadata: ["business_date": "\(date)", "events": "\(appended)"]) }
                     } catch  where !Task.isCancelled {

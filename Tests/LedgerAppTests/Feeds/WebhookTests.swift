@@ -69,6 +69,11 @@ import Testing
                 #expect(receiver.hits.allSatisfy { $0.signatureValid && $0.bodyPosition == $0.position })
                 // The failures were all on the first event, which was then delivered before any other.
                 #expect(receiver.hits.prefix(6).allSatisfy { $0.position == want[0] })
+                // Each POST is counted by its outcome (the five 500s answered before the first 200), and the workers' runs.
+                let page = services.metrics.exposition()
+                #expect(page.contains(#"ledger_webhook_deliveries_total{outcome="failed"} 5"#), "\(page)")
+                #expect(page.contains(#"ledger_webhook_deliveries_total{outcome="delivered"} "#))
+                #expect(page.contains(#"ledger_job_runs_total{name="webhook_dispatch",outcome="success"} "#))
 
                 // The receiver's 200s come before the dispatcher's commit of the history.
                 #expect(try await committed(client, hook.id, through: want.last))
