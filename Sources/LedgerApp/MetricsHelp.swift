@@ -19,9 +19,6 @@ enum MetricsHelp {
             "Failed attempts of calls to the acquirer service, by operation and kind (timeout, transport, 5xx, mismatch, breaker_open)",
         "ledger_acquirer_breaker_state": "State of the circuit breaker in front of the acquirer service: 0 closed, 1 half-open, 2 open",
         "ledger_database_up": "1 while the ledger database answers the daemon's probe, 0 during an outage",
-        "ledger_acquirer_breaker_state": "The acquirer client's circuit breaker: 0 closed, 1 half-open, 2 open",
-        "ledger_acquirer_request_seconds": "Time of a request to the acquirer service, by operation",
-        "ledger_acquirer_errors_total": "Failed requests to the acquirer service, by operation and kind",
         "ledger_job_runs_total":
             "Runs of a background job, by name (settlement, expiry, checkpoint, inventory_snapshot, webhook_dispatch, dispute_poll) and outcome (success, failure)",
         "ledger_job_duration_seconds": "Time one run of a background job took",
