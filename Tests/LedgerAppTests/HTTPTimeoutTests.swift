@@ -26,8 +26,8 @@ import Testing
                 }
                 // Closed within the timeout plus slack (an unconfigured server, 30 s, or none would keep it open) …
                 #expect(await connection.closed(within: .seconds(2 + 10)), "\(name): still open")
-                // … and not before about half of it, timed on the client's event loop from the last byte (or the
-                // connection) to the close: the test's own task may wake late on a loaded machine, the event loop not.
+                // … and not before about half of it, timed from the client's last byte sent (or the connection) to
+                // the close on the client's event loop: a reply that comes late on a loaded machine does not shorten it.
                 let idle = try #require(connection.quietBeforeClose)
                 #expect(idle >= .seconds(1) && idle <= .seconds(2 + 10), "\(name): closed after \(idle) of quiet")
             }
@@ -93,21 +93,22 @@ final class ByteClient: Sendable {
     let channel: any Channel
     private let collected: Collected
 
-    /// What arrived, when the connection was last active (opened, or a byte came), and when it closed.
+    /// What arrived, when the client last spoke (the connection opened, or its last byte was sent), and when it
+    /// closed. The server's idle timer runs from its last read, which is never earlier than the client's last byte
+    /// sent, so the quiet from there to the close is at least the server's timeout however late a reply arrives.
     final class Collected: ChannelInboundHandler, Sendable {
         typealias InboundIn = ByteBuffer
         let bytes = Mutex<[UInt8]>([])
-        let times = Mutex<(lastActive: ContinuousClock.Instant, closed: ContinuousClock.Instant?)>((.now, nil))
+        let times = Mutex<(lastSpoke: ContinuousClock.Instant, closed: ContinuousClock.Instant?)>((.now, nil))
 
         func channelActive(context: ChannelHandlerContext) {
-            times.withLock { $0.lastActive = .now }
+            times.withLock { $0.lastSpoke = .now }
             context.fireChannelActive()
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             let buffer = unwrapInboundIn(data)
             bytes.withLock { $0 += buffer.readableBytesView }
-            times.withLock { $0.lastActive = .now }
         }
 
         func channelInactive(context: ChannelHandlerContext) {
@@ -136,13 +137,16 @@ final class ByteClient: Sendable {
 
     deinit { channel.close(promise: nil) }
 
-    func send(_ text: String) async throws { try await channel.writeAndFlush(ByteBuffer(string: text)) }
+    func send(_ text: String) async throws {
+        collected.times.withLock { $0.lastSpoke = .now }
+        try await channel.writeAndFlush(ByteBuffer(string: text))
+    }
 
     var received: String { String(decoding: collected.bytes.withLock { $0 }, as: UTF8.self) }
 
-    /// From the connection's last activity (its opening, or the last byte received) to its close; nil while open.
+    /// From the client's last word (the connection's opening, or the last bytes sent) to the close; nil while open.
     var quietBeforeClose: Duration? {
-        collected.times.withLock { times in times.closed.map { $0 - times.lastActive } }
+        collected.times.withLock { times in times.closed.map { $0 - times.lastSpoke } }
     }
 
     /// Whether the server has closed the connection by the end of `duration` (true as soon as it has).
