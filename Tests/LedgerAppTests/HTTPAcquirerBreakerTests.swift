@@ -181,17 +181,7 @@ import Testing
             }
             #expect(text.contains(#"ledger_acquirer_errors_total{operation="authorize",kind="5xx"} "#), "\(text)")
             #expect(text.contains(#"ledger_acquirer_request_seconds_count{operation="authorize"} "#), "\(text)")
-            let promtool = "/usr/bin/promtool"
-            if FileManager.default.isExecutableFile(atPath: promtool) {
-                let page = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID().uuidString).txt")
-                try text.write(to: page, atomically: true, encoding: .utf8)
-                defer { try? FileManager.default.removeItem(at: page) }
-                let (checked, output) = try await ChildProcess.run(
-                    URL(fileURLWithPath: "/bin/sh"),
-                    ["-c", "\(promtool) check metrics < '\(page.path)'"]
-                )
-                #expect(checked == 0 && output.isEmpty, "promtool check metrics: \(output)")
-            }
+            try await expectPromtoolAccepts(text)
         } catch {
             _ = try? await daemon.terminate()
             throw error

@@ -181,13 +181,7 @@ final class RawConnection {
         var received: [UInt8] = []
         _ = await read(within: seconds) { bytes in
             received += bytes
-            let text = String(decoding: received, as: UTF8.self)
-            guard let end = text.range(of: "\r\n\r\n") else { return false }
-            let length =
-                text[..<end.lowerBound].split(separator: "\r\n")
-                .first { $0.lowercased().hasPrefix("content-length:") }
-                .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
-            return text[end.upperBound...].utf8.count >= length
+            return firstResponseLength(received) != nil
         }
         return String(decoding: received, as: UTF8.self)
     }
@@ -210,4 +204,17 @@ final class RawConnection {
         }
         return false
     }
+}
+
+/// The length in bytes of the first whole HTTP/1.1 response in `bytes` (its head and `Content-Length` body), or nil
+/// while it is incomplete.
+func firstResponseLength(_ bytes: [UInt8]) -> Int? {
+    let text = String(decoding: bytes, as: UTF8.self)
+    guard let end = text.range(of: "\r\n\r\n") else { return nil }
+    let length =
+        text[..<end.lowerBound].split(separator: "\r\n")
+        .first { $0.lowercased().hasPrefix("content-length:") }
+        .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+    let whole = text[..<end.upperBound].utf8.count + length
+    return bytes.count >= whole ? whole : nil
 }

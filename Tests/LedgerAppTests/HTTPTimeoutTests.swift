@@ -161,16 +161,9 @@ final class ByteClient: Sendable {
         let deadline = ContinuousClock.now + duration
         while ContinuousClock.now < deadline {
             let taken: String? = collected.bytes.withLock { bytes in
-                let text = String(decoding: bytes, as: UTF8.self)
-                guard let end = text.range(of: "\r\n\r\n") else { return nil }
-                let length =
-                    text[..<end.lowerBound].split(separator: "\r\n")
-                    .first { $0.lowercased().hasPrefix("content-length:") }
-                    .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
-                let headBytes = text[..<end.upperBound].utf8.count
-                guard bytes.count >= headBytes + length else { return nil }
-                let response = String(decoding: bytes[0..<(headBytes + length)], as: UTF8.self)
-                bytes.removeFirst(headBytes + length)
+                guard let whole = firstResponseLength(bytes) else { return nil }
+                let response = String(decoding: bytes[0..<whole], as: UTF8.self)
+                bytes.removeFirst(whole)
                 return response
             }
             if let taken { return taken }

@@ -236,7 +236,14 @@ import Testing
         let applied = Barrier(parties: 2)
         let answer = Barrier(parties: 2)
         // Daemon A's acquirer applies the void, then holds its answer until the test lets it go.
-        let slowVoids = HeldAnswers(model, applied: applied, answer: answer)
+        let slowVoids = InterposedAcquirer(
+            model,
+            after: { call in
+                guard call == .reverse else { return }
+                await applied.arrive()
+                await answer.arrive()
+            }
+        )
         let database = try await TestDatabase.fresh()
         try await TestApp.withApp(seed: true, database: database, acquirer: slowVoids) { a, services in
             try await TestApp.withApp(database: database, acquirer: model) { b, _ in
@@ -514,45 +521,4 @@ final class OrderList: Sendable {
     private let ids = Mutex<[String]>([])
     func append(_ id: String) { ids.withLock { $0.append(id) } }
     var all: [String] { ids.withLock { $0 } }
-}
-
-/// The model behind every call; a reversal is applied, then its answer waits: `applied` is met once the
-/// acquirer has applied it, and the answer goes back only once `answer` is met.
-struct HeldAnswers: Acquirer {
-    let model: AcquirerModel
-    let applied: Barrier
-    let answer: Barrier
-
-    init(_ model: AcquirerModel, applied: Barrier, answer: Barrier) {
-        (self.model, self.applied, self.answer) = (model, applied, answer)
-    }
-
-    func authorize(_ request: AuthorizationRequest) async throws(AcquirerError) -> AuthorizationResponse {
-        try await model.authorize(request)
-    }
-    func increment(_ request: IncrementRequest) async throws(AcquirerError) -> ModificationResponse { try await model.increment(request) }
-    func capture(_ request: CaptureRequest) async throws(AcquirerError) -> ModificationResponse { try await model.capture(request) }
-    func reverse(_ request: ReversalRequest) async throws(AcquirerError) -> ModificationResponse {
-        let response = try await model.reverse(request)
-        await applied.arrive()
-        await answer.arrive()
-        return response
-    }
-    func refund(_ request: RefundRequest) async throws(AcquirerError) -> ModificationResponse { try await model.refund(request) }
-    func query(merchantReference: String) async throws(AcquirerError) -> PaymentQueryResult {
-        try await model.query(merchantReference: merchantReference)
-    }
-    func submitBatch(
-        _ header: SettlementBatchHeader,
-        pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?
-    ) async throws(AcquirerError) -> SettlementReceipt {
-        try await model.submitBatch(header, pages: pages)
-    }
-    func reportLines(batchNumber: Int, from: Int, count: Int) async throws(AcquirerError) -> [SettlementReportLine] {
-        try await model.reportLines(batchNumber: batchNumber, from: from, count: count)
-    }
-    func payout(batchNumber: Int) async throws(AcquirerError) -> PayoutNotice { try await model.payout(batchNumber: batchNumber) }
-    func disputeNotifications(after: Int, limit: Int) async throws(AcquirerError) -> [AcquirerDisputeNotification] {
-        try await model.disputeNotifications(after: after, limit: limit)
-    }
 }

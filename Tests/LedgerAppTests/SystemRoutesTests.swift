@@ -101,17 +101,7 @@ import Testing
                 #expect(types >= 10)
                 #expect(text.contains("ledger_database_up 1"))
                 #expect(text.contains("process_resident_memory_bytes ") && text.contains("process_open_fds "))
-                let promtool = "/usr/bin/promtool"
-                if FileManager.default.isExecutableFile(atPath: promtool) {
-                    let page = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID().uuidString).txt")
-                    try text.write(to: page, atomically: true, encoding: .utf8)
-                    defer { try? FileManager.default.removeItem(at: page) }
-                    let (status, output) = try await ChildProcess.run(
-                        URL(fileURLWithPath: "/bin/sh"),
-                        ["-c", "\(promtool) check metrics < '\(page.path)'"]
-                    )
-                    #expect(status == 0 && output.isEmpty, "promtool check metrics: \(output)")
-                }
+                try await expectPromtoolAccepts(text)
             }
         }
     }

@@ -36,6 +36,26 @@ import FoundationNetworking
         return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
     }
 
+    /// Starts daemon A with `first` (in `root/a`), then daemon B with `second` (in `root/b`), which gets the
+    /// environment of the acquirer service A supervises: one acquirer for both, as real daemons share the real one.
+    static func startPair(
+        root: URL,
+        log: URL,
+        ports: (Int, Int),
+        first: [String: String?],
+        second: inout [String: String?]
+    ) async throws -> (DaemonProcess, DaemonProcess) {
+        let a = try await DaemonProcess.start(dataDirectory: root.appendingPathComponent("a"), port: ports.0, logFile: log, environment: first)
+        second.merge(
+            try SharedDatabase.acquirerEnvironment(
+                supervisedBy: root.appendingPathComponent("a"),
+                keyFile: root.appendingPathComponent("acquirer.key")
+            )
+        ) { $1 }
+        let b = try await DaemonProcess.start(dataDirectory: root.appendingPathComponent("b"), port: ports.1, logFile: log, environment: second)
+        return (a, b)
+    }
+
     static func eventCount(_ db: TestDatabase, type: String) async throws -> Int64 {
         try await db.withOwner { client in
             var count: Int64 = -1
@@ -64,16 +84,10 @@ import FoundationNetworking
         first["LEDGERD_SEED_DEMO_CATALOG"] = "true"
         var second = common
         second["LEDGERD_SEED_DEMO_CATALOG"] = "false"
-        var a = try await DaemonProcess.start(dataDirectory: root.appendingPathComponent("a"), port: portA, logFile: log, environment: first)
+        let pair = try await Self.startPair(root: root, log: log, ports: (portA, portB), first: first, second: &second)
+        var a = pair.0
+        let b = pair.1
         #expect(a.health?.status == 200, "daemon A did not come up:\n\(a.output())")
-        // One acquirer for both, as real daemons share the real one: B talks to the service A supervises.
-        second.merge(
-            try SharedDatabase.acquirerEnvironment(
-                supervisedBy: root.appendingPathComponent("a"),
-                keyFile: root.appendingPathComponent("acquirer.key")
-            )
-        ) { $1 }
-        let b = try await DaemonProcess.start(dataDirectory: root.appendingPathComponent("b"), port: portB, logFile: log, environment: second)
         #expect(b.health?.status == 200, "daemon B did not come up:\n\(b.output())")
         defer {
             a.process.terminate()
@@ -200,14 +214,7 @@ import FoundationNetworking
         second["LEDGERD_SEED_DEMO_CATALOG"] = "false"
         // A's clock reads at most clockStart + (now − aLaunched); B's at least clockStart + (now − bUp).
         let aLaunched = Date()
-        let a = try await DaemonProcess.start(dataDirectory: root.appendingPathComponent("a"), port: portA, logFile: log, environment: first)
-        second.merge(
-            try SharedDatabase.acquirerEnvironment(
-                supervisedBy: root.appendingPathComponent("a"),
-                keyFile: root.appendingPathComponent("acquirer.key")
-            )
-        ) { $1 }
-        let b = try await DaemonProcess.start(dataDirectory: root.appendingPathComponent("b"), port: portB, logFile: log, environment: second)
+        let (a, b) = try await Self.startPair(root: root, log: log, ports: (portA, portB), first: first, second: &second)
         let bUp = Date()
         defer {
             a.process.terminate()

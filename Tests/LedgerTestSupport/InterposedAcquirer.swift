@@ -1,8 +1,10 @@
 import LedgerCore
 import Synchronization
 
-/// An acquirer that passes every call to `base` after awaiting `before(call)`: the test's way to hold a
-/// daemon at a chosen point (a ``Barrier`` there makes two daemons overlap for certain, without sleeps).
+/// An acquirer that passes every call to `base` after awaiting `before(call)`, and hands back its answer after
+/// awaiting `after(call)`: the test's way to hold a daemon at a chosen point, before the acquirer applies a call
+/// or once it has applied it and before the daemon hears (a ``Barrier`` there makes two daemons overlap for
+/// certain, without sleeps).
 public struct InterposedAcquirer: Acquirer {
     /// The acquirer's operations, as `before` sees them.
     public enum Call: Hashable, Sendable {
@@ -11,63 +13,71 @@ public struct InterposedAcquirer: Acquirer {
 
     let base: any Acquirer
     let before: @Sendable (Call) async -> Void
+    let after: @Sendable (Call) async -> Void
 
-    public init(_ base: any Acquirer, before: @escaping @Sendable (Call) async -> Void) {
+    public init(
+        _ base: any Acquirer,
+        before: @escaping @Sendable (Call) async -> Void = { _ in },
+        after: @escaping @Sendable (Call) async -> Void = { _ in }
+    ) {
         self.base = base
         self.before = before
+        self.after = after
+    }
+
+    /// `call` between the two hooks.
+    private func interposed<T>(_ call: Call, _ body: () async throws(AcquirerError) -> T) async throws(AcquirerError) -> T {
+        await before(call)
+        let answer = try await body()
+        await after(call)
+        return answer
     }
 
     public func authorize(_ request: AuthorizationRequest) async throws(AcquirerError) -> AuthorizationResponse {
-        await before(.authorize)
-        return try await base.authorize(request)
+        try await interposed(.authorize) { () async throws(AcquirerError) in try await base.authorize(request) }
     }
 
     public func increment(_ request: IncrementRequest) async throws(AcquirerError) -> ModificationResponse {
-        await before(.increment)
-        return try await base.increment(request)
+        try await interposed(.increment) { () async throws(AcquirerError) in try await base.increment(request) }
     }
 
     public func capture(_ request: CaptureRequest) async throws(AcquirerError) -> ModificationResponse {
-        await before(.capture)
-        return try await base.capture(request)
+        try await interposed(.capture) { () async throws(AcquirerError) in try await base.capture(request) }
     }
 
     public func reverse(_ request: ReversalRequest) async throws(AcquirerError) -> ModificationResponse {
-        await before(.reverse)
-        return try await base.reverse(request)
+        try await interposed(.reverse) { () async throws(AcquirerError) in try await base.reverse(request) }
     }
 
     public func refund(_ request: RefundRequest) async throws(AcquirerError) -> ModificationResponse {
-        await before(.refund)
-        return try await base.refund(request)
+        try await interposed(.refund) { () async throws(AcquirerError) in try await base.refund(request) }
     }
 
     public func query(merchantReference: String) async throws(AcquirerError) -> PaymentQueryResult {
-        await before(.query)
-        return try await base.query(merchantReference: merchantReference)
+        try await interposed(.query) { () async throws(AcquirerError) in try await base.query(merchantReference: merchantReference) }
     }
 
     public func submitBatch(
         _ header: SettlementBatchHeader,
         pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?
     ) async throws(AcquirerError) -> SettlementReceipt {
-        await before(.submitBatch)
-        return try await base.submitBatch(header, pages: pages)
+        try await interposed(.submitBatch) { () async throws(AcquirerError) in try await base.submitBatch(header, pages: pages) }
     }
 
     public func reportLines(batchNumber: Int, from: Int, count: Int) async throws(AcquirerError) -> [SettlementReportLine] {
-        await before(.reportLines)
-        return try await base.reportLines(batchNumber: batchNumber, from: from, count: count)
+        try await interposed(.reportLines) { () async throws(AcquirerError) in
+            try await base.reportLines(batchNumber: batchNumber, from: from, count: count)
+        }
     }
 
     public func payout(batchNumber: Int) async throws(AcquirerError) -> PayoutNotice {
-        await before(.payout)
-        return try await base.payout(batchNumber: batchNumber)
+        try await interposed(.payout) { () async throws(AcquirerError) in try await base.payout(batchNumber: batchNumber) }
     }
 
     public func disputeNotifications(after: Int, limit: Int) async throws(AcquirerError) -> [AcquirerDisputeNotification] {
-        await before(.disputeNotifications)
-        return try await base.disputeNotifications(after: after, limit: limit)
+        try await interposed(.disputeNotifications) { () async throws(AcquirerError) in
+            try await base.disputeNotifications(after: after, limit: limit)
+        }
     }
 }
 
