@@ -43,10 +43,16 @@ let package = Package(
             ]
         ),
         .target(name: "LedgerMacros", dependencies: ["LedgerMacrosPlugin"]),
-        // Pure domain: money, ids, events, the canonical event layout. No I/O; its only dependencies are a collection and a
-        // compile-time macro.
+        // Pure domain: money, ids, events, the canonical event layout, the transparency log's Merkle tree, proofs and signed
+        // notes. No I/O; its only dependencies are a collection, a compile-time macro and swift-crypto (SHA-256, Ed25519).
         // Persistent (structurally shared) dictionaries keep a hot product's reservation table cheap to copy.
-        .target(name: "LedgerCore", dependencies: ["LedgerMacros", .product(name: "HashTreeCollections", package: "swift-collections")]),
+        .target(
+            name: "LedgerCore",
+            dependencies: [
+                "LedgerMacros", .product(name: "HashTreeCollections", package: "swift-collections"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // The deterministic acquirer model: authorization holds, settlement batches, reports. Pure.
         .target(name: "LedgerAcquirer", dependencies: ["LedgerCore", "LedgerMacros"]),
         // The ledger's side of the acquirer's wire API: the wire types (shared with the service) and the adapter

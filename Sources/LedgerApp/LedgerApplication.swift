@@ -60,6 +60,11 @@ public struct ServiceContainer: Sendable {
     /// Signs checkpoints; nil when no key is configured.
     public let checkpoints: CheckpointService?
     public let checkpointScheduler: CheckpointScheduler?
+    /// The transparency log over the events (Merkle tree, C2SP checkpoints, tiles, proofs); nil when `LEDGERD_LOG_TREE`
+    /// is false.
+    public let transparency: TransparencyLog?
+    /// Keeps the tree built and a checkpoint signed (and witnessed) for it.
+    public let transparencyBuilder: TransparencyLogBuilder?
     public let privacy: PrivacyService
     public let state: StateHistory
     /// Knows the head soon after each commit (LISTEN/NOTIFY, polling as the fallback).
@@ -204,6 +209,13 @@ public struct ServiceContainer: Sendable {
                 jobs: jobs
             )
         }
+        let transparency =
+            configuration.logTree ? try TransparencyLog(client: client, origin: configuration.logOrigin, key: checkpointKey, logger: logger) : nil
+        self.transparency = transparency
+        let witnesses: [any WitnessSubmitter] = try configuration.logWitnesses.map { try HTTPWitness(url: $0.url, verifierKey: $0.key) }
+        self.transparencyBuilder = transparency.map {
+            TransparencyLogBuilder(log: $0, witnesses: witnesses, interval: configuration.logInterval, logger: logger)
+        }
         self.privacy = PrivacyService(client: client, writer: writer, clock: clock, logger: logger)
         let state = StateHistory(client: client, clock: clock, snapshotEvery: configuration.snapshotEveryEvents, logger: logger)
         self.state = state
@@ -293,6 +305,10 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     )
     feedRoutes.registerReads(on: reads)
     feedRoutes.registerChanges(on: changes)
+    if let transparency = services.transparency {
+        let routes = TransparencyRoutes(log: transparency)
+        if configuration.logPublic { routes.register(on: router) } else { routes.register(on: reads) }
+    }
     return router
 }
 
@@ -323,6 +339,7 @@ public func buildApplication(
     if let supervisor = services.acquirerSupervisor { app.addServices(supervisor) }
     app.addServices(pool, afterPool(services.writer), afterPool(services.recovery), afterPool(services.expiry), afterPool(services.snapshotter))
     app.addServices(afterPool(services.watcher), afterPool(services.dispatcher))
+    if let builder = services.transparencyBuilder { app.addServices(afterPool(builder)) }
     if let replica = services.readClient {
         app.addServices(replica)
         app.beforeServerStarts { await replica.running() }

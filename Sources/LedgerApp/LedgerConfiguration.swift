@@ -80,6 +80,11 @@ import Logging
 /// | `LEDGERD_CHECKPOINT_KEY` | — | path of the Ed25519 private key that signs checkpoints (PEM PKCS #8 or 32 raw/hex/base64 bytes); unset: no checkpoints. The file is secret. |
 /// | `LEDGERD_CHECKPOINT_TIME` | `23:59` | daily checkpoint (business-day close), HH:MM |
 /// | `LEDGERD_CHECKPOINT_TIME_ZONE` | `UTC` | time zone of `LEDGERD_CHECKPOINT_TIME`, e.g. `America/New_York` |
+/// | `LEDGERD_LOG_ORIGIN` | `ledgerd.local/log` | the transparency log's origin: first line of its C2SP checkpoints and its key name |
+/// | `LEDGERD_LOG_PUBLIC` | `false` | serve `/log/` (checkpoint, tiles, proofs) without an API key; by default an auditor or operator key |
+/// | `LEDGERD_LOG_INTERVAL_MS` | `250` | how often the Merkle tree is extended to the head and a checkpoint signed when it grew |
+/// | `LEDGERD_LOG_TREE` | `true` | keep the Merkle tree and serve `/log/`; `false` turns both off (the tree is built from scratch when turned on) |
+/// | `LEDGERD_LOG_WITNESSES` | — | comma-separated `<add-checkpoint URL prefix> <witness verifier key>` pairs; each new checkpoint is submitted to each witness and served with their cosignatures |
 ///
 /// For rehearsals and crash tests only (the daemon logs a warning when either is set):
 ///
@@ -161,6 +166,16 @@ public struct LedgerConfiguration: Sendable {
     /// When the daily checkpoint is signed, in ``checkpointTimeZone``.
     public var checkpointTime: (hour: Int, minute: Int)
     public var checkpointTimeZone: TimeZone
+    /// The transparency log's origin line and key name.
+    public var logOrigin: String
+    /// Whether `/log/` is served without an API key.
+    public var logPublic: Bool
+    /// How often the tree is extended and a checkpoint signed.
+    public var logInterval: Duration
+    /// Whether the Merkle tree is kept at all.
+    public var logTree: Bool
+    /// Witnesses to submit checkpoints to: their URL prefix and verifier key.
+    public var logWitnesses: [(url: String, key: String)]
     /// The instant the daemon's clock starts at (rehearsals and tests); nil: the wall clock.
     public var clockStart: Date?
     /// A fault point where the daemon kills itself (crash tests); nil: none.
@@ -298,6 +313,18 @@ public struct LedgerConfiguration: Sendable {
             throw ConfigurationError("LEDGERD_CHECKPOINT_TIME_ZONE: unknown time zone \(zoneText)")
         }
         checkpointTimeZone = zone
+        logOrigin = reader.string(forKey: "ledgerd.log.origin", default: "ledgerd.local/log")
+        logPublic = reader.bool(forKey: "ledgerd.log.public", default: false)
+        logTree = reader.bool(forKey: "ledgerd.log.tree", default: true)
+        let logMillis = reader.int(forKey: "ledgerd.log.interval.ms", default: 250)
+        guard logMillis >= 10 else { throw ConfigurationError("LEDGERD_LOG_INTERVAL_MS must be at least 10") }
+        logInterval = .milliseconds(logMillis)
+        logWitnesses = try reader.stringArray(forKey: "ledgerd.log.witnesses", default: []).compactMap { entry in
+            let parts = entry.trimmingCharacters(in: .whitespaces).split(separator: " ", omittingEmptySubsequences: true)
+            if parts.isEmpty { return nil }
+            guard parts.count == 2 else { throw ConfigurationError("LEDGERD_LOG_WITNESSES: \(entry) is not \"<URL> <verifier key>\"") }
+            return (String(parts[0]), String(parts[1]))
+        }
         if let text = reader.string(forKey: "ledgerd.clock.start") {
             guard let micros = RFC3339.micros(text) else {
                 throw ConfigurationError("LEDGERD_CLOCK_START must be an RFC 3339 instant such as 2026-06-17T22:00:05Z, got \(text)")

@@ -25,6 +25,9 @@ enum MetricsHelp {
         "ledger_job_last_success_timestamp_seconds": "When a background job last ran successfully, in seconds since the Unix epoch",
         "ledger_holds_expired_total": "Holds the expiry sweeper expired",
         "ledger_webhook_deliveries_total": "Webhook POSTs by outcome (delivered, failed)",
+        "ledger_witness_cosignatures_total": "Checkpoints this witness cosigned",
+        "ledger_witness_refusals_total":
+            "Checkpoints this witness refused, by reason (malformed, unknown_origin, bad_signature, stale_old_size, split_view, inconsistent)",
         "process_start_time_seconds": "Start time of the process since the Unix epoch, in seconds",
         "process_cpu_seconds_total": "User and system CPU time spent, in seconds",
         "process_resident_memory_bytes": "Resident memory size, in bytes",

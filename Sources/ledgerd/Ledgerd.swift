@@ -15,7 +15,7 @@ struct Ledgerd: AsyncParsableCommand {
         discussion: "Every option can also be set by its environment variable (see README.md); flags win.",
         subcommands: [
             Serve.self, Migrate.self, Catalog.self, Order.self, Disputes.self, Settle.self, Reconcile.self, Audit.self, Privacy.self,
-            Rebuild.self, Bench.self, ApplePay.self, AcquirerCommand.self, Tail.self, Journal.self, Keys.self,
+            Rebuild.self, Bench.self, ApplePay.self, AcquirerCommand.self, WitnessCommand.self, Tail.self, Journal.self, Keys.self,
         ],
         defaultSubcommand: Serve.self
     )
@@ -74,7 +74,7 @@ struct Migrate: AsyncParsableCommand {
 struct Audit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Auditor tools.",
-        subcommands: [Verify.self, History.self, Export.self, AsOfState.self, Checkpoint.self, Keygen.self]
+        subcommands: [Verify.self, History.self, Export.self, AsOfState.self, Checkpoint.self, Keygen.self, Prove.self, VerifyProof.self]
     )
 
     struct Verify: AsyncParsableCommand {

@@ -1,0 +1,49 @@
+import AsyncHTTPClient
+import Foundation
+import LedgerCore
+import NIOCore
+
+/// A C2SP tlog-witness reached over HTTP: `POST <prefix>/add-checkpoint`, its answer read as the protocol says
+/// (200: cosignature lines, kept only when they verify with the witness's key; 409 `text/x.tlog.size`: the size it
+/// last cosigned; anything else: refused, with the body as the reason).
+public struct HTTPWitness: WitnessSubmitter {
+    public let url: String
+    public let key: NoteVerifier
+    let client: HTTPClient
+    let timeout: Duration
+
+    public var name: String { key.name }
+
+    public init(url: String, verifierKey: String, client: HTTPClient = .shared, timeout: Duration = .seconds(10)) throws {
+        do {
+            key = try NoteVerifier(vkey: verifierKey)
+        } catch let error as NoteError {
+            throw ConfigurationError("witness \(url): \(error.reason)")
+        }
+        guard key.kind == .cosignatureV1 else { throw ConfigurationError("witness \(url): the key is not a cosignature/v1 key (type 0x04)") }
+        self.url = url.hasSuffix("/") ? String(url.dropLast()) : url
+        self.client = client
+        self.timeout = timeout
+    }
+
+    public func addCheckpoint(_ request: AddCheckpointRequest) async throws -> WitnessAnswer {
+        var post = HTTPClientRequest(url: url + "/add-checkpoint")
+        post.method = .POST
+        post.headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
+        post.body = .bytes(ByteBuffer(string: request.body))
+        let response = try await client.execute(post, timeout: .seconds(timeout.components.seconds))
+        let body = String(buffer: try await response.body.collect(upTo: 64 * 1_024))
+        switch response.status.code {
+        case 200:
+            var cosigned = request.note
+            cosigned.signatures = try body.split(separator: "\n").map { try SignedNote.Signature(line: $0) }
+            let verified = try cosigned.verified(by: [key])
+            return .cosigned(verified.map(\.1))
+        case 409:
+            if let size = UInt64(body.trimmingCharacters(in: .whitespacesAndNewlines)) { return .conflict(latestSize: size) }
+            return .refused(status: 409, reason: String(body.prefix(500)))
+        default:
+            return .refused(status: Int(response.status.code), reason: String(body.prefix(500)))
+        }
+    }
+}

@@ -1,0 +1,252 @@
+import Crypto
+import Foundation
+import LedgerCore
+import LedgerPostgres
+import Logging
+import Metrics
+import ServiceLifecycle
+
+/// The transparency log over the event log: the RFC 9162 tree stored as tlog tiles (sql/0020), C2SP checkpoints
+/// signed with the checkpoint key, tiles and entry bundles as tlog-tiles serves them, and inclusion and
+/// consistency proofs. Every answer reads a few tiles; none recomputes the tree.
+///
+/// The tree can prove any size up to ``size()``: the head, as long as the stored full tiles reach its last
+/// partial tile (the builder keeps them there).
+public struct TransparencyLog: Sendable {
+    let tiles: MerkleTileStore
+    /// Signs checkpoints with the checkpoint key under the log's origin; nil: no key, no checkpoints.
+    let signer: NoteSigner?
+    public let origin: String
+    let latest: LatestCheckpoint
+    let logger: Logger
+
+    /// - Parameters:
+    ///   - origin: the checkpoint's origin line and the signature's key name (`LEDGERD_LOG_ORIGIN`).
+    ///   - key: the checkpoint key (`LEDGERD_CHECKPOINT_KEY`); the same Ed25519 key signs the `(position, hash)`
+    ///     checkpoints, whose message starts with `ledgerd-checkpoint-v1`, never a valid origin here.
+    public init(client: DatabaseClient, origin: String, key: CheckpointKey?, logger: Logger) throws {
+        guard origin != Checkpoint.format else {
+            throw ConfigurationError("the log origin cannot be \(Checkpoint.format) (the (position, hash) checkpoints' header)")
+        }
+        do {
+            signer = try key.map { try NoteSigner(name: origin, kind: .ed25519, key: $0.key) }
+            _ = try LogCheckpoint(origin: origin, size: 0, rootHash: Merkle.emptyRoot)
+        } catch let error as NoteError {
+            throw ConfigurationError("the log origin \(origin) is not a valid key name and origin line: \(error.reason)")
+        }
+        self.origin = origin
+        tiles = MerkleTileStore(client: client, logger: logger)
+        latest = LatestCheckpoint()
+        self.logger = logger
+    }
+
+    /// The verifier key auditors check checkpoints with (`<origin>+<key ID>+<base64 key>`).
+    public var verifierKey: String? { signer?.verifier.vkey }
+
+    /// The largest tree size the stored tiles can prove.
+    public func size() async throws -> UInt64 {
+        let (head, built) = try await tiles.extent()
+        return min(head, built + UInt64(LogTile.fullWidth - 1))
+    }
+
+    /// Extends the stored tree as far as the head (in transactions of at most `batch` tiles); returns the size
+    /// it can prove.
+    @discardableResult
+    public func build(batch: Int = 256) async throws -> UInt64 {
+        var covered = try await tiles.extend(maximumTiles: batch)
+        while true {
+            let next = try await tiles.extend(maximumTiles: batch)
+            if next == covered { break }
+            covered = next
+        }
+        return try await size()
+    }
+
+    var fetch: TiledMerkle.Fetch {
+        let tiles = self.tiles
+        return { try await tiles.tiles($0) }
+    }
+
+    /// The signed checkpoint of the current size: the one signed last if the size has not grown since.
+    public func checkpoint() async throws -> SignedNote {
+        guard let signer else {
+            throw ServiceError.conflict("checkpoint_key_missing", "no signing key is configured (LEDGERD_CHECKPOINT_KEY)")
+        }
+        // Signed on demand too: extend the tree to the head first (cheap when the builder keeps up).
+        let size = try await build()
+        if let note = await latest.note, let current = try? LogCheckpoint(text: note.text), current.size == size { return note }
+        let root = try await TiledMerkle.root(size: size, fetch: fetch)
+        let checkpoint = try LogCheckpoint(origin: origin, size: size, rootHash: root)
+        let note = SignedNote(text: checkpoint.text, signatures: [try signer.sign(checkpoint.text)])
+        await latest.replace(with: note, size: size)
+        return note
+    }
+
+    /// Adds witnesses' cosignature lines to the latest checkpoint if it is still the one they cosigned.
+    public func attach(_ cosignatures: [SignedNote.Signature], to note: SignedNote) async {
+        await latest.attach(cosignatures, to: note)
+    }
+
+    /// The inclusion proof of the event at `position` in the tree of `size` leaves (default: the current size).
+    public func inclusionProof(position: Int64, size: UInt64?) async throws -> InclusionProof {
+        let current = try await self.size()
+        let size = size ?? current
+        guard size <= current else {
+            throw ServiceError.conflict("tree_size_unavailable", "the tree can prove sizes up to \(current)", field: "size")
+        }
+        guard position >= 1, UInt64(position) <= size else {
+            throw ServiceError.invalid("position_outside_tree", "position must be between 1 and the tree size \(size)", field: "position")
+        }
+        let index = UInt64(position - 1)
+        let (proof, root) = try await TiledMerkle.inclusion(index: index, size: size, fetch: fetch)
+        guard let data = try await tiles.leafData(first: index, count: 1).first else { throw ServiceError.notFound("no event at \(position)") }
+        return InclusionProof(position: position, size: size, leafData: data, proof: proof, root: root)
+    }
+
+    /// The consistency proof from the tree of `from` leaves to the tree of `to` leaves.
+    public func consistencyProof(from: UInt64, to: UInt64) async throws -> ConsistencyProof {
+        let current = try await size()
+        guard to <= current else { throw ServiceError.conflict("tree_size_unavailable", "the tree can prove sizes up to \(current)", field: "to") }
+        guard from <= to else { throw ServiceError.invalid("sizes_out_of_order", "from must not exceed to", field: "from") }
+        let (proof, root1, root2) = try await TiledMerkle.consistency(from: from, to: to, fetch: fetch)
+        return ConsistencyProof(from: from, to: to, proof: proof, fromRoot: root1, toRoot: root2)
+    }
+
+    /// A hash tile's bytes (tlog-tiles), if the current tree has it at that width.
+    public func tile(_ tile: LogTile) async throws -> [UInt8] {
+        let size = try await size()
+        let available = LogTile.width(level: tile.level, index: tile.index, treeSize: size)
+        guard tile.width <= available else { throw ServiceError.notFound("the tree of size \(size) has no tile \(tile.path)") }
+        guard let bytes = try await tiles.tiles([tile])[tile] else { throw ServiceError.notFound("tile \(tile.path) is not built yet") }
+        return bytes
+    }
+
+    /// An entry bundle's bytes (tlog-tiles): each leaf's data, the event's 32-byte hash, after a uint16 length.
+    public func entryBundle(index: UInt64, width: Int) async throws -> [UInt8] {
+        let size = try await size()
+        let available = LogTile.width(level: 0, index: index, treeSize: size)
+        guard width <= available else { throw ServiceError.notFound("the tree of size \(size) has no entry bundle \(index) of width \(width)") }
+        let entries = try await tiles.leafData(first: index * UInt64(LogTile.fullWidth), count: width)
+        guard entries.count == width else { throw ServiceError.notFound("entry bundle \(index) is not available") }
+        return LogTile.entryBundle(entries)
+    }
+}
+
+/// An inclusion proof as the ledger serves it: leaf `position − 1` of the tree of `size` leaves, its data (the
+/// event's chain hash), the RFC 9162 audit path and the root it leads to.
+public struct InclusionProof: Sendable, Hashable {
+    public var position: Int64
+    public var size: UInt64
+    public var leafData: [UInt8]
+    public var proof: [[UInt8]]
+    public var root: [UInt8]
+}
+
+/// A consistency proof from the tree of `from` leaves to the tree of `to` leaves, with both roots.
+public struct ConsistencyProof: Sendable, Hashable {
+    public var from: UInt64
+    public var to: UInt64
+    public var proof: [[UInt8]]
+    public var fromRoot: [UInt8]
+    public var toRoot: [UInt8]
+}
+
+/// The checkpoint signed last (with the cosignatures witnesses returned for it), shared by the routes and the
+/// builder so that a size is signed once.
+actor LatestCheckpoint {
+    private(set) var note: SignedNote?
+    private var size: UInt64 = 0
+
+    func replace(with note: SignedNote, size: UInt64) {
+        // Never step back to a smaller tree (two signers racing).
+        guard self.note == nil || size >= self.size else { return }
+        if size == self.size, self.note != nil { return }
+        self.note = note
+        self.size = size
+    }
+
+    func attach(_ cosignatures: [SignedNote.Signature], to signed: SignedNote) {
+        guard var current = note, current.text == signed.text else { return }
+        for signature in cosignatures where !current.signatures.contains(signature) { current.signatures.append(signature) }
+        note = current
+    }
+}
+
+/// Keeps the tree built to the head and a checkpoint signed for it: every `interval`, extends the stored tree,
+/// signs a checkpoint when the tree grew and asks the witnesses to cosign it. At start it builds the tree of an
+/// existing ledger (resumably: each transaction adds whole tiles).
+public struct TransparencyLogBuilder: Service {
+    let log: TransparencyLog
+    let witnesses: [any WitnessSubmitter]
+    let interval: Duration
+    let logger: Logger
+
+    public init(log: TransparencyLog, witnesses: [any WitnessSubmitter] = [], interval: Duration, logger: Logger) {
+        self.log = log
+        self.witnesses = witnesses
+        self.interval = interval
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        try? await cancelWhenGracefulShutdown {
+            var signed: UInt64 = 0
+            var witnessed: [Int: UInt64] = [:]
+            while !Task.isCancelled {
+                do {
+                    let size = try await log.build()
+                    if log.signer != nil, size > signed {
+                        let note = try await log.checkpoint()
+                        signed = size
+                        for (i, witness) in witnesses.enumerated() {
+                            witnessed[i] = try await submit(note, to: witness, old: witnessed[i] ?? 0)
+                        }
+                    }
+                } catch where !Task.isCancelled {
+                    logger.warning("transparency log: building or signing failed; retrying", metadata: ["error": "\(String(reflecting: error))"])
+                }
+                try await Task.sleep(for: interval)
+            }
+        }
+    }
+
+    /// Submits `note` to `witness` from the size it last cosigned; returns the size it cosigned now (or still).
+    func submit(_ note: SignedNote, to witness: any WitnessSubmitter, old: UInt64) async throws -> UInt64 {
+        let checkpoint = try LogCheckpoint(text: note.text)
+        var old = old
+        for _ in 0..<2 {
+            let proof = old > 0 && old < checkpoint.size ? try await log.consistencyProof(from: old, to: checkpoint.size).proof : []
+            let request = try AddCheckpointRequest(oldSize: old, proof: proof, note: note)
+            switch try await witness.addCheckpoint(request) {
+            case .cosigned(let signatures):
+                await log.attach(signatures, to: note)
+                return checkpoint.size
+            case .conflict(let latest) where latest != old && latest <= checkpoint.size:
+                old = latest
+            case .conflict(let latest):
+                logger.error("witness refused the checkpoint", metadata: ["witness": "\(witness.name)", "size": "\(latest)"])
+                return old
+            case .refused(let status, let reason):
+                logger.error("witness refused the checkpoint", metadata: ["witness": "\(witness.name)", "status": "\(status)", "reason": "\(reason)"])
+                return old
+            }
+        }
+        return old
+    }
+}
+
+/// A witness the ledger submits checkpoints to (c2sp.org/tlog-witness `add-checkpoint`).
+public protocol WitnessSubmitter: Sendable {
+    var name: String { get }
+    func addCheckpoint(_ request: AddCheckpointRequest) async throws -> WitnessAnswer
+}
+
+/// A witness's answer to add-checkpoint.
+public enum WitnessAnswer: Sendable, Hashable {
+    /// 200: its cosignature lines.
+    case cosigned([SignedNote.Signature])
+    /// 409 with the size it last cosigned.
+    case conflict(latestSize: UInt64)
+    /// Any other refusal: status and body.
+    case refused(status: Int, reason: String)
+}
