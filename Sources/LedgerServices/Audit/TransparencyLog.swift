@@ -43,6 +43,11 @@ public struct TransparencyLog: Sendable {
     /// The verifier key auditors check checkpoints with (`<origin>+<key ID>+<base64 key>`).
     public var verifierKey: String? { signer?.verifier.vkey }
 
+    /// The verifier key of the log `origin` signed with `key` (what a witness's operator configures).
+    public static func verifierKey(origin: String, key: CheckpointKey) throws -> String {
+        try NoteSigner(name: origin, kind: .ed25519, key: key.key).verifier.vkey
+    }
+
     /// The largest tree size the stored tiles can prove.
     public func size() async throws -> UInt64 {
         let (head, built) = try await tiles.extent()
