@@ -223,7 +223,10 @@ let package = Package(
                 .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
             ]
         ),
-        .testTarget(name: "LedgerCoreTests", dependencies: ["LedgerCore", "LedgerAcquirer", "LedgerCoreTestSupport"]),
+        .testTarget(
+            name: "LedgerCoreTests",
+            dependencies: ["LedgerCore", "LedgerAcquirer", "LedgerCoreTestSupport", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         // Golden/: report files the tests compare against, read by path.
         .testTarget(name: "LedgerAcquirerTests", dependencies: ["LedgerAcquirer", "LedgerCore"], exclude: ["Golden"]),
         .testTarget(

@@ -26,6 +26,10 @@ public struct AppendBenchmark: Sendable {
         public var streams: Int = 1_000
         public var rawRowsPerInsert: Int = 100
         public var poolSize: Int = 20
+        /// Run the ledger phase a second time with the transparency log's builder extending the Merkle tree and signing
+        /// a checkpoint every `treeInterval` (after building the tree of the first phase's events, timed).
+        public var tree: Bool = false
+        public var treeInterval: Duration = .milliseconds(250)
         public init() {}
     }
 
@@ -46,6 +50,29 @@ public struct AppendBenchmark: Sendable {
         public var batchP99: Int
         public var batchMax: Int
         public var chainVerified: Bool
+        /// With `tree`: the ledger phase with the builder running, the time to build the tree of the first phase's
+        /// events, and the builder's cycles (extend + sign) in that phase.
+        public var withTree: PhaseResult? = nil
+        public var treeBuild: (leaves: UInt64, seconds: Double)? = nil
+        public var treeCycles: (count: Int, p50Millis: Double, p99Millis: Double, maxMillis: Double, interval: Duration)? = nil
+
+        public var treeText: String {
+            guard let withTree, let treeBuild, let treeCycles else { return "" }
+            let ratio = withTree.ratePerSecond / ledger.ratePerSecond * 100
+            let interval = Double(treeCycles.interval.components.attoseconds) / 1e15 + Double(treeCycles.interval.components.seconds) * 1e3
+            return """
+
+                tree build:    \(treeBuild.leaves) leaves of the first phase in \(String(format: "%.2f", treeBuild.seconds)) s \
+                = \(String(format: "%.0f", Double(treeBuild.leaves) / max(treeBuild.seconds, 1e-9))) leaves/s
+                with the tree: \(withTree.rows) events in \(String(format: "%.1f", withTree.seconds)) s = \
+                \(String(format: "%.0f", withTree.ratePerSecond)) events/s; append latency p50 \(withTree.p50Micros) µs, p99 \(withTree.p99Micros) µs
+                tree on / off: \(String(format: "%.1f", ratio)) %
+                checkpoints:   \(treeCycles.count) cycles (extend + sign) every \(String(format: "%.0f", interval)) ms, \
+                cycle p50 \(String(format: "%.1f", treeCycles.p50Millis)) ms, p99 \(String(format: "%.1f", treeCycles.p99Millis)) ms, \
+                max \(String(format: "%.1f", treeCycles.maxMillis)) ms: an acknowledged event is in a signed checkpoint within \
+                interval + cycle ≤ \(String(format: "%.0f", interval + treeCycles.p99Millis)) ms (p99)
+                """
+        }
 
         public var text: String {
             func f(_ rate: Double) -> String { String(format: "%.0f", rate) }
@@ -187,6 +214,57 @@ public struct AppendBenchmark: Sendable {
             }
         }
 
+        // Phase 1b: the ledger again, with the transparency log kept (the tree of phase 1 built first, timed).
+        var withTree: PhaseResult?
+        var treeBuild: (leaves: UInt64, seconds: Double)?
+        var treeCycles: (count: Int, p50Millis: Double, p99Millis: Double, maxMillis: Double, interval: Duration)?
+        if options.tree {
+            let interval = options.treeInterval
+            (withTree, treeBuild, treeCycles) = try await withPostgresClient(configuration: config("ledger_app", Self.database), logger: logger) {
+                client in
+                let log = try TransparencyLog(client: client, origin: "bench.ledgerd/log", key: CheckpointKey.generate(), logger: logger)
+                let clock = ContinuousClock()
+                let started = clock.now
+                let leaves = try await log.build()
+                let built = (leaves, Self.seconds(clock.now - started))
+                let writer = LedgerWriter(client: client, logger: logger)
+                return try await withThrowingTaskGroup(of: [Double].self) { group in
+                    group.addTask {
+                        try? await writer.run()
+                        return []
+                    }
+                    group.addTask {
+                        // The builder's loop (TransparencyLogBuilder), timed cycle by cycle.
+                        var cycles: [Double] = []
+                        while !Task.isCancelled {
+                            let began = clock.now
+                            do { _ = try await log.checkpoint() } catch { break }
+                            cycles.append(Self.seconds(clock.now - began) * 1_000)
+                            try? await Task.sleep(for: interval)
+                        }
+                        return cycles
+                    }
+                    let phase = try await Self.drive(producers: options.producers, seconds: options.seconds) { producer, i in
+                        let stream = StreamID("bench-tree-\((producer * 7919 + i) % options.streams)")!
+                        _ = try await writer.append(
+                            AppendRequest(
+                                stream: stream,
+                                expectedVersion: .any,
+                                events: [NewEvent(type: "BenchEventRecorded", data: Self.payload(producer, i), effectiveAt: Date())]
+                            )
+                        )
+                        return 1
+                    }
+                    group.cancelAll()
+                    var cycles: [Double] = []
+                    for try await result in group { cycles += result }
+                    let sorted = cycles.sorted()
+                    func pct(_ p: Int) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, sorted.count * p / 100)] }
+                    return (phase, built, (sorted.count, pct(50), pct(99), sorted.last ?? 0, interval))
+                }
+            }
+        }
+
         let sorted = batches.sorted()
         func pct(_ p: Int) -> Int { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, sorted.count * p / 100)] }
         return Report(
@@ -197,8 +275,15 @@ public struct AppendBenchmark: Sendable {
             batchP90: pct(90),
             batchP99: pct(99),
             batchMax: sorted.last ?? 0,
-            chainVerified: verified
+            chainVerified: verified,
+            withTree: withTree,
+            treeBuild: treeBuild,
+            treeCycles: treeCycles
         )
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     static func payload(_ producer: Int, _ i: Int) -> String {

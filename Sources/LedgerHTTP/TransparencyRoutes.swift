@@ -31,17 +31,20 @@ public struct TransparencyRoutes: Sendable {
         routes.get("/log/tile/**") { request, _ -> Response in
             let path = request.uri.path.dropFirst("/log/tile/".count)
             if path.hasPrefix("entries/") {
-                guard let (index, width) = LogTile.parseIndex(path.dropFirst("entries/".count)) else {
+                guard let bundle = LogTile.parseIndex(path.dropFirst("entries/".count)) else {
                     throw APIError.badRequest("invalid_tile_path", "an entry bundle is tile/entries/<N>[.p/<W>]", field: "path")
                 }
-                return Self.bytes(try await log.entryBundle(index: index, width: width), immutable: width == LogTile.fullWidth)
+                return Self.bytes(
+                    try await log.entryBundle(index: bundle.index, width: bundle.width),
+                    immutable: bundle.width == LogTile.fullWidth
+                )
             }
             guard let slash = path.firstIndex(of: "/"), let level = Int(path[..<slash]), (0...7).contains(level),
-                String(level) == path[..<slash], let (index, width) = LogTile.parseIndex(path[path.index(after: slash)...])
+                String(level) == path[..<slash], let parsed = LogTile.parseIndex(path[path.index(after: slash)...])
             else {
                 throw APIError.badRequest("invalid_tile_path", "a tile is tile/<L>/<N>[.p/<W>] (L from 0 to 7)", field: "path")
             }
-            let tile = LogTile(level: level, index: index, width: width)
+            let tile = LogTile(level: level, index: parsed.index, width: parsed.width)
             return Self.bytes(try await log.tile(tile), immutable: tile.isFull)
         }
         routes.get("/log/proof/inclusion") { request, _ -> Response in

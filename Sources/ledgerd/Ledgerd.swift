@@ -301,6 +301,9 @@ struct Bench: AsyncParsableCommand {
         @Option(help: "Distinct streams the events spread over.") var streams = 1_000
         @Option(help: "Rows per INSERT in the raw phase.") var rawRowsPerInsert = 100
         @Option(help: "Connection pool size.") var poolSize = 20
+        @Flag(help: "Also run the ledger phase with the transparency log's tree kept and checkpoints signed (tree on vs off).")
+        var tree = false
+        @Option(help: "With --tree: milliseconds between two extensions of the tree and checkpoints.") var treeIntervalMs = 250
         @Option(help: "Data directory of the benchmark cluster.") var dataDir = "./.ledgerd-bench"
         @Option(help: "Log level.") var logLevel = "warning"
 
@@ -311,6 +314,8 @@ struct Bench: AsyncParsableCommand {
             options.streams = streams
             options.rawRowsPerInsert = rawRowsPerInsert
             options.poolSize = poolSize
+            options.tree = tree
+            options.treeInterval = .milliseconds(treeIntervalMs)
             let configuration = try LedgerConfiguration.load(flags: ["ledgerd.log.level": .init(.string(logLevel), isSecret: false)])
             let logger = makeLogger(configuration)
             let directory = URL(fileURLWithPath: dataDir, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
@@ -320,7 +325,7 @@ struct Bench: AsyncParsableCommand {
                 "bench append: \(producers) producers, \(seconds) s per phase, \(streams) streams, raw \(rawRowsPerInsert) rows/INSERT, pool \(poolSize), \(ProcessInfo.processInfo.activeProcessorCount) cores"
             )
             let report = try await AppendBenchmark(options: options, dataDirectory: directory, logger: logger).run(migrations: migrations)
-            print(report.text)
+            print(report.text + report.treeText)
         }
     }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A C2SP `tlog-tiles` tile (c2sp.org/tlog-tiles): at `level` L, tile `index` N holds the hashes of the perfect
 /// subtrees of height 8·L numbered N·256 … N·256+255 (at level 0: leaf hashes), `width` of them (256: full).
 public struct LogTile: Sendable, Hashable, CustomStringConvertible {

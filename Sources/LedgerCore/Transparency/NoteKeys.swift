@@ -72,10 +72,12 @@ public struct NoteVerifier: Sendable, Hashable {
 /// witness's cosigning key (``NoteVerifier/Kind/cosignatureV1``). Its private half never leaves this value.
 public struct NoteSigner: Sendable {
     public let verifier: NoteVerifier
-    private let key: Curve25519.Signing.PrivateKey
+    /// The 32-byte seed (swift-crypto's key types are not Sendable).
+    private let seed: [UInt8]
+    private var key: Curve25519.Signing.PrivateKey { try! Curve25519.Signing.PrivateKey(rawRepresentation: seed) }
 
     public init(name: String, kind: NoteVerifier.Kind, key: Curve25519.Signing.PrivateKey) throws(NoteError) {
-        self.key = key
+        seed = Array(key.rawRepresentation)
         verifier = try NoteVerifier(name: name, kind: kind, publicKey: Array(key.publicKey.rawRepresentation))
     }
 

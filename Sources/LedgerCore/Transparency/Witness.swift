@@ -105,7 +105,7 @@ public enum WitnessDecider {
         do {
             _ = try request.note.verified(by: keys)
         } catch {
-            return .failure(WitnessRefusal(.badSignature, "the checkpoint is not signed by a trusted key: \(error.reason)"))
+            return .failure(WitnessRefusal(.badSignature, "the checkpoint is not signed by a trusted key: \(error)"))
         }
         guard request.oldSize <= checkpoint.size else {
             return .failure(WitnessRefusal(.malformed, "old size \(request.oldSize) is beyond the checkpoint's size \(checkpoint.size)"))

@@ -65,7 +65,7 @@ public actor WitnessService {
         do {
             request = try AddCheckpointRequest(body: body)
         } catch {
-            return refuse(WitnessRefusal(.malformed, "not an add-checkpoint request: \(error.reason)"), origin: nil)
+            return refuse(WitnessRefusal(.malformed, "not an add-checkpoint request: \(error)"), origin: nil)
         }
         let origin = request.checkpoint.origin
         switch WitnessDecider.decide(request, trustedKeys: trustedKeys, latest: state[origin]) {
