@@ -55,8 +55,8 @@ public struct TransparencyRoutes: Sendable {
                 UInt64(try AuditRoutes.integer(String($0), name: "size", default: 0, range: 1...Int64.max))
             }
             let proof = try await log.inclusionProof(position: position, size: size)
-            // The current checkpoint goes with a proof of its size, so the file checks offline by itself.
-            let note = try? await log.checkpoint()
+            // The checkpoint signed last goes with a proof of its size, so the file checks offline by itself.
+            let note = await log.latestCheckpoint()
             let checkpoint = note.flatMap { note in (try? LogCheckpoint(text: note.text))?.size == proof.size ? note.serialized : nil }
             return try jsonResponse(
                 InclusionProofFile(

@@ -89,7 +89,9 @@ import FoundationNetworking
             "LEDGERD_SEED_DEMO_CATALOG": "false", "LEDGERD_CHECKPOINT_KEY": keyFile.path, "LEDGERD_LOG_ORIGIN": origin,
             "LEDGERD_LOG_INTERVAL_MS": "20",
         ]
-        let start = { try await DaemonProcess.start(dataDirectory: root.appendingPathComponent("data"), port: port, logFile: log, environment: environment) }
+        let start = {
+            try await DaemonProcess.start(dataDirectory: root.appendingPathComponent("data"), port: port, logFile: log, environment: environment)
+        }
 
         // The daemon migrates the empty database, then stops: an existing ledger of 300,000 events is there before the
         // tree is (as after upgrading a ledger to this version).

@@ -198,7 +198,12 @@ import Testing
                     witnesses: 1
                 )
                 #expect(throws: NoteError.self) {
-                    try proof.verify(against: cosigned, verifiers: [try NoteVerifier(vkey: logVerifier)], witnessKeys: [witnessVerifier], witnesses: 2)
+                    try proof.verify(
+                        against: cosigned,
+                        verifiers: [try NoteVerifier(vkey: logVerifier)],
+                        witnessKeys: [witnessVerifier],
+                        witnesses: 2
+                    )
                 }
 
                 // A superuser rewrites event 290 after the checkpoint; the log grows; the witness refuses the rewrite.

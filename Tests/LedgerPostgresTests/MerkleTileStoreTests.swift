@@ -92,7 +92,13 @@ import Testing
                 #expect(try await TiledMerkle.root(size: size, fetch: fetch) == root, "root of \(size)")
                 let index = random.next(below: size)
                 let inclusion = try await TiledMerkle.inclusion(index: index, size: size, fetch: fetch)
-                try MerkleProof.verifyInclusion(leafHash: reference.levels[0][Int(index)], index: index, size: size, proof: inclusion.proof, root: root)
+                try MerkleProof.verifyInclusion(
+                    leafHash: reference.levels[0][Int(index)],
+                    index: index,
+                    size: size,
+                    proof: inclusion.proof,
+                    root: root
+                )
                 let older = random.next(below: size + 1)
                 let consistency = try await TiledMerkle.consistency(from: older, to: size, fetch: fetch)
                 try MerkleProof.verifyConsistency(
@@ -163,7 +169,9 @@ import Testing
         }
         // Every byte of a stored hash matters; forge a few of them (a superuser, triggers off).
         for offset in [0, 31, 32 * 45 + 7, 8_191] {
-            try await db.tamper("UPDATE ledger.merkle_tiles SET hashes = set_byte(hashes, \(offset), get_byte(hashes, \(offset)) # 1) WHERE tile_index = 1")
+            try await db.tamper(
+                "UPDATE ledger.merkle_tiles SET hashes = set_byte(hashes, \(offset), get_byte(hashes, \(offset)) # 1) WHERE tile_index = 1"
+            )
             try await db.withApp { client in
                 let fetch = Self.fetch(MerkleTileStore(client: client, logger: TestCluster.logger))
                 let (proof, root) = try await TiledMerkle.inclusion(index: 300, size: 1_000, fetch: fetch)
@@ -172,7 +180,9 @@ import Testing
                     try MerkleProof.verifyInclusion(leafHash: leaf, index: 300, size: 1_000, proof: proof, root: signedRoot)
                 }
             }
-            try await db.tamper("UPDATE ledger.merkle_tiles SET hashes = set_byte(hashes, \(offset), get_byte(hashes, \(offset)) # 1) WHERE tile_index = 1")
+            try await db.tamper(
+                "UPDATE ledger.merkle_tiles SET hashes = set_byte(hashes, \(offset), get_byte(hashes, \(offset)) # 1) WHERE tile_index = 1"
+            )
         }
     }
 

@@ -143,7 +143,11 @@ public enum TiledMerkle {
         var hashes: [MerkleNodeID: [UInt8]] = [:]
         for node in nodes {
             let source = LogTile.source(of: node)
-            let tile = LogTile(level: source.level, index: source.tileIndex, width: LogTile.width(level: source.level, index: source.tileIndex, treeSize: treeSize))
+            let tile = LogTile(
+                level: source.level,
+                index: source.tileIndex,
+                width: LogTile.width(level: source.level, index: source.tileIndex, treeSize: treeSize)
+            )
             guard let bytes = fetched[tile], bytes.count == tile.width * Merkle.hashSize else {
                 throw MerkleProofError("tile \(tile) is not stored (the tree is not built that far)")
             }

@@ -87,6 +87,9 @@ public struct TransparencyLog: Sendable {
         return note
     }
 
+    /// The checkpoint signed last, as served (nil before the first); never signs.
+    public func latestCheckpoint() async -> SignedNote? { await latest.note }
+
     /// Adds witnesses' cosignature lines to the latest checkpoint if it is still the one they cosigned.
     public func attach(_ cosignatures: [SignedNote.Signature], to note: SignedNote) async {
         await latest.attach(cosignatures, to: note)
@@ -207,7 +210,7 @@ public struct TransparencyLogBuilder: Service {
                             witnessed[i] = try await submit(note, to: witness, old: witnessed[i] ?? 0)
                         }
                     }
-                } catch where !Task.isCancelled {
+                } catch  where !Task.isCancelled {
                     logger.warning("transparency log: building or signing failed; retrying", metadata: ["error": "\(String(reflecting: error))"])
                 }
                 try await Task.sleep(for: interval)
@@ -232,7 +235,10 @@ public struct TransparencyLogBuilder: Service {
                 logger.error("witness refused the checkpoint", metadata: ["witness": "\(witness.name)", "size": "\(latest)"])
                 return old
             case .refused(let status, let reason):
-                logger.error("witness refused the checkpoint", metadata: ["witness": "\(witness.name)", "status": "\(status)", "reason": "\(reason)"])
+                logger.error(
+                    "witness refused the checkpoint",
+                    metadata: ["witness": "\(witness.name)", "status": "\(status)", "reason": "\(reason)"]
+                )
                 return old
             }
         }

@@ -129,7 +129,8 @@ struct SignedNoteTests {
         #expect(witness.verifier.vkey.split(separator: "+")[2].hasPrefix("B"))  // base64 of 0x04 ‖ key starts with "B"
         // The spec's example cosignature line carries that same timestamp after its key ID.
         let example = try SignedNote.Signature(
-            line: "\u{2014} witness.example.com/w1 jWbPPwAAAABkGFDLEZMHwSRaJNiIDoe9DYn/zXcrtPHeolMI5OWXEhZCB9dlrDJsX3b2oyin1nPZqhf5nNo0xUe+mbIUBkBIfZ+qnA==\n"
+            line:
+                "\u{2014} witness.example.com/w1 jWbPPwAAAABkGFDLEZMHwSRaJNiIDoe9DYn/zXcrtPHeolMI5OWXEhZCB9dlrDJsX3b2oyin1nPZqhf5nNo0xUe+mbIUBkBIfZ+qnA==\n"
         )
         #expect(example.name == "witness.example.com/w1")
         #expect(Cosignature.timestamp(of: example) == 1_679_315_147)

@@ -81,7 +81,9 @@ struct WitnessDeciderTests {
         let request = try a.request(old: 100)
         #expect(try AddCheckpointRequest(body: request.body) == request)
         #expect(request.body.hasPrefix("old 100\n"))
-        for bad in ["old 01\n\n" + request.note.serialized, "new 1\n\n" + request.note.serialized, "old 1\nAAAA\n\n" + request.note.serialized, "old 1\n"] {
+        for bad in [
+            "old 01\n\n" + request.note.serialized, "new 1\n\n" + request.note.serialized, "old 1\nAAAA\n\n" + request.note.serialized, "old 1\n",
+        ] {
             #expect(throws: NoteError.self) { try AddCheckpointRequest(body: bad) }
         }
     }
