@@ -11,7 +11,8 @@
 -- Protected like the log: rows are only ever inserted, and only by ledger.extend_merkle_tree, which runs as the
 -- table's owner (SECURITY DEFINER) and derives every hash from ledger.events itself. The application role may
 -- call it and read the tiles, never write them, so the daemon cannot forge a node; a superuser who edits a tile
--- is found out by the signed checkpoints (and by `ledgerd audit verify-tree`, which recomputes from the events).
+-- is found out by the signed checkpoints, and by ledger.verify_merkle_tree(), which recomputes every stored tile
+-- from the events (an auditor can run it in psql).
 --
 -- Built incrementally and resumably: each call extends the tree by at most p_max_tiles full level-0 tiles in
 -- the caller's transaction, inserting a parent tile in the same transaction as the tile that completes it, so
@@ -167,6 +168,46 @@ BEGIN
         RETURN NULL;
     END IF;
     RETURN v_r;
+END
+$$;
+
+-- Recomputes every stored tile from the events (level 0) or from the tiles below (their roots), and each tile's
+-- root from its hashes, in order: ok, or the first tile that differs or is missing (a gap in the indices).
+CREATE FUNCTION ledger.verify_merkle_tree(OUT ok boolean, OUT tiles_checked bigint, OUT first_bad_level integer, OUT first_bad_index bigint)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    r        record;
+    v_level  integer := -1;
+    v_expect bigint := 0;
+    v_from   bytea;
+BEGIN
+    ok := true;
+    tiles_checked := 0;
+    FOR r IN SELECT t.level, t.tile_index, t.hashes, t.root FROM ledger.merkle_tiles t ORDER BY t.level, t.tile_index LOOP
+        IF r.level <> v_level THEN
+            v_level := r.level;
+            v_expect := 0;
+        END IF;
+        IF r.level = 0 THEN
+            SELECT string_agg(sha256('\x00'::bytea || e.hash), ''::bytea ORDER BY e.position)
+              INTO v_from
+              FROM ledger.events e
+             WHERE e.position > r.tile_index * 256 AND e.position <= r.tile_index * 256 + 256;
+        ELSE
+            SELECT string_agg(c.root, ''::bytea ORDER BY c.tile_index)
+              INTO v_from
+              FROM ledger.merkle_tiles c
+             WHERE c.level = r.level - 1 AND c.tile_index >= r.tile_index * 256 AND c.tile_index < r.tile_index * 256 + 256;
+        END IF;
+        IF r.tile_index <> v_expect OR r.hashes IS DISTINCT FROM v_from OR r.root IS DISTINCT FROM ledger.merkle_fold(r.hashes) THEN
+            ok := false;
+            first_bad_level := r.level;
+            first_bad_index := least(r.tile_index, v_expect);
+            RETURN;
+        END IF;
+        v_expect := v_expect + 1;
+        tiles_checked := tiles_checked + 1;
+    END LOOP;
 END
 $$;
 

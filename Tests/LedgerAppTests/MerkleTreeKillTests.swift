@@ -142,6 +142,12 @@ import FoundationNetworking
             return mismatched
         }
         #expect(mismatched.isEmpty, "tiles unlike the events' tree: \(mismatched.prefix(10))")
+        let sqlCheck = try await db.withOwner { client in
+            var ok: [Bool] = []
+            for try await value in try await client.query("SELECT ok FROM ledger.verify_merkle_tree()").decode(Bool.self) { ok.append(value) }
+            return ok
+        }
+        #expect(sqlCheck == [true])
         // Proofs it serves verify against the signed checkpoint.
         for position in [1, 256, 65_536, 299_999, 300_000, 300_001, 359_999, 360_000] {
             let (status, text) = try await Self.call(daemon.port, "/log/proof/inclusion?position=\(position)", key: "au-\(tag)")

@@ -84,6 +84,7 @@ import Testing
                 stored += 1
             }
             #expect(stored == 260 + 1)
+            #expect(try await column(client, "SELECT ok FROM ledger.verify_merkle_tree()", as: Bool.self) == [true])
             // Roots, inclusion and consistency proofs read from the tiles verify against the recomputed tree.
             var random = SplitMix(state: 29)
             for size in [UInt64(1), 255, 256, 600, 65_536, 65_537, 66_599, 66_600] + (0..<20).map({ _ in 1 + random.next(below: 66_600) }) {
@@ -172,6 +173,13 @@ import Testing
             try await db.tamper(
                 "UPDATE ledger.merkle_tiles SET hashes = set_byte(hashes, \(offset), get_byte(hashes, \(offset)) # 1) WHERE tile_index = 1"
             )
+            try await db.withAuditor { client in
+                // The auditor's SQL check names the forged tile.
+                let report = try await client.query("SELECT ok, first_bad_level, first_bad_index FROM ledger.verify_merkle_tree()")
+                for try await (ok, level, index) in report.decode((Bool, Int32?, Int64?).self) {
+                    #expect(!ok && level == 0 && index == 1, "byte \(offset)")
+                }
+            }
             try await db.withApp { client in
                 let fetch = Self.fetch(MerkleTileStore(client: client, logger: TestCluster.logger))
                 let (proof, root) = try await TiledMerkle.inclusion(index: 300, size: 1_000, fetch: fetch)
