@@ -71,7 +71,7 @@ public struct TransparencyRoutes: Sendable {
         }
         routes.get("/log/proof/consistency") { request, _ -> Response in
             let query = request.uri.queryParameters
-            for name in ["from", "to"] where query[name] == nil {
+            for name in ["from", "to"] where query[name[...]] == nil {
                 throw APIError.badRequest("missing_parameter", "\(name) is required", field: name)
             }
             let from = try AuditRoutes.integer(query["from"].map(String.init), name: "from", default: 0, range: 0...Int64.max)

@@ -39,16 +39,8 @@ import Testing
                 get { metadata[key] }
                 set { metadata[key] = newValue }
             }
-            func log(
-                level: Logger.Level,
-                message: Logger.Message,
-                metadata: Logger.Metadata?,
-                source: String,
-                file: String,
-                function: String,
-                line: UInt
-            ) {
-                recorder.record("\(level) \(message) \(metadata ?? [:])")
+            func log(event: LogEvent) {
+                recorder.record("\(event.level) \(event.message) \(event.metadata ?? [:])")
             }
         }
     }
@@ -92,10 +84,10 @@ import Testing
         let stateFile = directory.appendingPathComponent("state.json")
         let recorder = LogRecorder()
         let metrics = LedgerMetrics()
-        let witnessKey = Curve25519.Signing.PrivateKey()
+        let witnessSeed = Curve25519.Signing.PrivateKey().rawRepresentation
         let service = try WitnessService(
             name: "witness.test/w1",
-            key: witnessKey,
+            key: Curve25519.Signing.PrivateKey(rawRepresentation: witnessSeed),
             trustedKeys: [logKey.verifier],
             stateFile: stateFile,
             clock: { Date(timeIntervalSince1970: 1_800_000_000) },
@@ -103,34 +95,41 @@ import Testing
             logger: recorder.logger
         )
         let witnessVerifier = try NoteVerifier(vkey: service.verifierKey)
+        // The bodies each ledger sends, made before the requests.
+        var prefix = a
+        prefix.tree = MerkleTree(leafHashes: a.tree.levels[0].prefix(300))
+        let prefixBody = try prefix.body(old: 0)
+        let extensionBody = try a.body(old: 300)
+        let againBody = try a.body(old: 340)
+        let splitBody = try b.body(old: 340)
+        b.append(3, count: 60)
+        let forkBody = try b.body(old: 340)
+        let staleBody = try b.body(old: 300)
         let app = WitnessServer.application(service: service, metrics: metrics, logger: TestCluster.logger)
         try await app.test(.router) { client in
             // The shared prefix: cosigned (a cosignature/v1 line by the witness's key, dated by its clock).
-            var prefix = a
-            prefix.tree = MerkleTree(leafHashes: a.tree.levels[0].prefix(300))
-            let (status, lines, _) = try await Self.post(client, try prefix.body(old: 0))
+            let (status, lines, _) = try await Self.post(client, prefixBody)
             #expect(status == 200, "\(lines)")
-            let note = try SignedNote(parsing: try AddCheckpointRequest(body: try prefix.body(old: 0)).note.text + "\n" + lines)
+            let note = try SignedNote(parsing: try AddCheckpointRequest(body: prefixBody).note.text + "\n" + lines)
             let cosigned = try note.verified(by: [witnessVerifier])
             #expect(Cosignature.timestamp(of: cosigned[0].1) == 1_800_000_000)
             // Ledger A extends it: cosigned, and the state file says so.
-            #expect(try await Self.post(client, try a.body(old: 300)).0 == 200)
+            #expect(try await Self.post(client, extensionBody).0 == 200)
             let state = try JSONDecoder().decode([String: WitnessedCheckpoint].self, from: Data(contentsOf: stateFile))
             #expect(state[Self.origin]?.size == 340)
 
             // Ledger B, same size, other root: a split view (409), with the reason.
-            let (splitStatus, splitReason, _) = try await Self.post(client, try b.body(old: 340))
+            let (splitStatus, splitReason, _) = try await Self.post(client, splitBody)
             #expect(splitStatus == 409 && splitReason.contains("split view"), "\(splitReason)")
             // Ledger B grown, proving from 340 with its own tree: does not extend what was cosigned (422).
-            b.append(3, count: 60)
-            let (forkStatus, forkReason, _) = try await Self.post(client, try b.body(old: 340))
+            let (forkStatus, forkReason, _) = try await Self.post(client, forkBody)
             #expect(forkStatus == 422 && forkReason.contains("does not extend"), "\(forkReason)")
             // B pretending the witness saw only the prefix: 409 text/x.tlog.size with the size it cosigned.
-            let (staleStatus, staleBody, staleType) = try await Self.post(client, try b.body(old: 300))
-            #expect(staleStatus == 409 && staleBody == "340\n" && staleType == "text/x.tlog.size")
+            let (staleStatus, staleAnswer, staleType) = try await Self.post(client, staleBody)
+            #expect(staleStatus == 409 && staleAnswer == "340\n" && staleType == "text/x.tlog.size")
             // Garbage and a forged signature.
             #expect(try await Self.post(client, "old 0\n\nnot a checkpoint\n").0 == 400)
-            var forged = try AddCheckpointRequest(body: try a.body(old: 340))
+            var forged = try AddCheckpointRequest(body: againBody)
             forged.note.signatures[0].bytes[0] ^= 1
             #expect(try await Self.post(client, forged.body).0 == 403)
 
@@ -148,13 +147,13 @@ import Testing
         // A restarted witness remembers what it cosigned (its own durable state).
         let restarted = try WitnessService(
             name: "witness.test/w1",
-            key: witnessKey,
+            key: Curve25519.Signing.PrivateKey(rawRepresentation: witnessSeed),
             trustedKeys: [logKey.verifier],
             stateFile: stateFile,
             logger: TestCluster.logger
         )
         #expect(await restarted.latest(origin: Self.origin)?.size == 340)
-        if case .success = await restarted.addCheckpoint(body: try b.body(old: 340)) { Issue.record("the restarted witness cosigned a fork") }
+        if case .success = await restarted.addCheckpoint(body: forkBody) { Issue.record("the restarted witness cosigned a fork") }
     }
 
     @Test func aLedgerIsWitnessedUntilItsLogIsRewritten() async throws {
@@ -185,7 +184,8 @@ import Testing
                 // The builder signs the tree of 300 and the witness cosigns it; the served checkpoint carries both.
                 let cosigned = try await Self.eventually {
                     let note = try SignedNote(parsing: try await TransparencyLogTests.text(client, "/log/checkpoint"))
-                    return (try? note.verified(by: [witnessVerifier])) != nil && (try LogCheckpoint(text: note.text)).size == 300 ? note : nil
+                    let size = try LogCheckpoint(text: note.text).size
+                    return (try? note.verified(by: [witnessVerifier])) != nil && size == 300 ? note : nil
                 }
                 let proof = try JSONDecoder().decode(
                     InclusionProofFile.self,

@@ -117,7 +117,7 @@ import Testing
         let db = try await TestDatabase.fresh()
         try await Self.append(db, count: 300)
         try await Self.bulkAppend(db, count: 1_000)
-        try await db.withApp { client in
+        try await db.withApp { client throws in
             let store = MerkleTileStore(client: client, logger: TestCluster.logger)
             // Each call is its own transaction of whole tiles: a kill between two calls loses nothing built.
             for expected in stride(from: UInt64(256), through: 1_280, by: 256) {
@@ -153,7 +153,7 @@ import Testing
             await expectRejected(client, "DELETE FROM ledger.merkle_tiles WHERE tile_index = 1", sqlState: "LDG01")
             await expectRejected(client, "TRUNCATE ledger.merkle_tiles", sqlState: "LDG01")
         }
-        try await db.withAuditor { client in
+        try await db.withAuditor { client throws in
             #expect(try await column(client, "SELECT count(*) FROM ledger.merkle_tiles", as: Int64.self) == [2])
             await expectRejected(client, "SELECT ledger.extend_merkle_tree(1)", sqlState: "42501")
         }

@@ -17,7 +17,7 @@ public struct HTTPWitness: WitnessSubmitter {
     public init(url: String, verifierKey: String, client: HTTPClient = .shared, timeout: Duration = .seconds(10)) throws {
         do {
             key = try NoteVerifier(vkey: verifierKey)
-        } catch let error as NoteError {
+        } catch {
             throw ConfigurationError("witness \(url): \(error.reason)")
         }
         guard key.kind == .cosignatureV1 else { throw ConfigurationError("witness \(url): the key is not a cosignature/v1 key (type 0x04)") }

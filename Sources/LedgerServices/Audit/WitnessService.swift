@@ -38,7 +38,7 @@ public actor WitnessService {
     ) throws {
         do {
             signer = try NoteSigner(name: name, kind: .cosignatureV1, key: key)
-        } catch let error as NoteError {
+        } catch {
             throw ConfigurationError("witness name \(name): \(error.reason)")
         }
         self.trustedKeys = trustedKeys
