@@ -46,8 +46,8 @@ package struct MerkleTileStore: PostgresStore {
             logger: logger
         )
         var answer: [LogTile: [UInt8]] = [:]
-        for try await (ordinal, bytes) in rows.decode((Int32, [UInt8]?).self) {
-            if let bytes { answer[tiles[Int(ordinal) - 1]] = bytes }
+        for try await (ordinal, bytes) in rows.decode((Int32, ByteBuffer?).self) {
+            if let bytes { answer[tiles[Int(ordinal) - 1]] = Array(bytes.readableBytesView) }
         }
         return answer
     }
@@ -62,7 +62,7 @@ package struct MerkleTileStore: PostgresStore {
             logger: logger
         )
         var hashes: [[UInt8]] = []
-        for try await hash in rows.decode([UInt8].self) { hashes.append(hash) }
+        for try await hash in rows.decode(ByteBuffer.self) { hashes.append(Array(hash.readableBytesView)) }
         return hashes
     }
 }

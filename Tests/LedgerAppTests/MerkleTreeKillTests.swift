@@ -125,8 +125,8 @@ import FoundationNetworking
         // The stored tree is the tree recomputed from the events, every tile and every root.
         let reference = try await db.withOwner { client in
             var hashes: [[UInt8]] = []
-            for try await hash in try await client.query("SELECT hash FROM ledger.events ORDER BY position").decode([UInt8].self) {
-                hashes.append(Merkle.leafHash(hash))
+            for try await hash in try await client.query("SELECT hash FROM ledger.events ORDER BY position").decode(ByteBuffer.self) {
+                hashes.append(Merkle.leafHash(hash.readableBytesView))
             }
             return MerkleTree(leafHashes: hashes)
         }
@@ -134,8 +134,9 @@ import FoundationNetworking
         let mismatched = try await db.withOwner { client in
             var mismatched: [String] = []
             for try await (level, index, hashes) in try await client.query("SELECT level, tile_index, hashes FROM ledger.merkle_tiles")
-                .decode((Int16, Int64, [UInt8]).self)
+                .decode((Int16, Int64, ByteBuffer).self)
             {
+                let hashes = Array(hashes.readableBytesView)
                 let tile = LogTile(level: Int(level), index: UInt64(index))
                 if hashes != reference.tile(tile) { mismatched.append(tile.path) }
             }

@@ -8,6 +8,7 @@ import LedgerHTTP
 import LedgerPostgres
 import LedgerServices
 import LedgerTestSupport
+import NIOCore
 import Testing
 
 /// The transparency log through the real router on the real database: C2SP checkpoints that verify with the
@@ -47,8 +48,8 @@ import Testing
 
     static func reference(_ services: ServiceContainer) async throws -> MerkleTree {
         var hashes: [[UInt8]] = []
-        for try await hash in try await services.client.query("SELECT hash FROM ledger.events ORDER BY position").decode([UInt8].self) {
-            hashes.append(Merkle.leafHash(hash))
+        for try await hash in try await services.client.query("SELECT hash FROM ledger.events ORDER BY position").decode(ByteBuffer.self) {
+            hashes.append(Merkle.leafHash(hash.readableBytesView))
         }
         return MerkleTree(leafHashes: hashes)
     }

@@ -43,7 +43,11 @@ import Testing
 
     /// The tree recomputed from the events, in memory.
     static func reference(_ client: DatabaseClient) async throws -> MerkleTree {
-        MerkleTree(leafHashes: try await column(client, "SELECT hash FROM ledger.events ORDER BY position", as: [UInt8].self).map(Merkle.leafHash))
+        MerkleTree(
+            leafHashes: try await column(client, "SELECT hash FROM ledger.events ORDER BY position", as: ByteBuffer.self).map {
+                Merkle.leafHash($0.readableBytesView)
+            }
+        )
     }
 
     /// The README's psql check for the event at position 42 in the tree of 820 leaves, the proof's hashes given as hex.
@@ -77,7 +81,8 @@ import Testing
             var stored = 0
             for try await (level, index, hashes, root) in try await client.query(
                 "SELECT level, tile_index, hashes, root FROM ledger.merkle_tiles ORDER BY level, tile_index"
-            ).decode((Int16, Int64, [UInt8], [UInt8]).self) {
+            ).decode((Int16, Int64, ByteBuffer, ByteBuffer).self) {
+                let (hashes, root) = (Array(hashes.readableBytesView), Array(root.readableBytesView))
                 let tile = LogTile(level: Int(level), index: UInt64(index))
                 #expect(hashes == reference.tile(tile), "tile \(tile)")
                 #expect(root == reference.node(MerkleNodeID(height: 8 * (Int(level) + 1), index: UInt64(index))), "root of \(tile)")
@@ -204,11 +209,11 @@ import Testing
             return try await TiledMerkle.inclusion(index: 41, size: 820, fetch: Self.fetch(store))
         }
         try await db.withAuditor { client in
-            let computed = try await column(client, Self.rootFromInclusion(proof), as: [UInt8].self)
+            let computed = try await column(client, Self.rootFromInclusion(proof), as: ByteBuffer.self).map { Array($0.readableBytesView) }
             #expect(computed == [root])
             var bad = proof
             bad[2][5] ^= 1
-            let refused = try await column(client, Self.rootFromInclusion(bad), as: [UInt8].self)
+            let refused = try await column(client, Self.rootFromInclusion(bad), as: ByteBuffer.self).map { Array($0.readableBytesView) }
             #expect(refused != [root])
             // Psql's partial-tile function answers the auditor too (the right edge: 820 − 768 = 52 leaves).
             #expect(try await column(client, "SELECT octet_length(ledger.merkle_tile(0, 3, 52))", as: Int32.self) == [52 * 32])
