@@ -187,8 +187,10 @@ import Testing
             }
             try await db.withApp { client in
                 let fetch = Self.fetch(MerkleTileStore(client: client, logger: TestCluster.logger))
+                // The root of 1,000 reads the tiles' stored roots, which are intact; the proof through the forged hashes
+                // does not lead to it.
                 let (proof, root) = try await TiledMerkle.inclusion(index: 300, size: 1_000, fetch: fetch)
-                #expect(root != signedRoot, "byte \(offset)")
+                #expect(root == signedRoot, "byte \(offset)")
                 #expect(throws: MerkleProofError.self) {
                     try MerkleProof.verifyInclusion(leafHash: leaf, index: 300, size: 1_000, proof: proof, root: signedRoot)
                 }
@@ -196,6 +198,13 @@ import Testing
             try await db.tamper(
                 "UPDATE ledger.merkle_tiles SET hashes = set_byte(hashes, \(offset), get_byte(hashes, \(offset)) # 1) WHERE tile_index = 1"
             )
+        }
+        // A forged stored root (a node of height 8) changes the root the tiles give: it is not the signed one.
+        try await db.tamper("UPDATE ledger.merkle_tiles SET root = set_byte(root, 9, get_byte(root, 9) # 4) WHERE tile_index = 1")
+        try await db.withApp { client in
+            let forged = try await TiledMerkle.root(size: 1_000, fetch: Self.fetch(MerkleTileStore(client: client, logger: TestCluster.logger)))
+            #expect(forged != signedRoot)
+            #expect(try await column(client, "SELECT ok FROM ledger.verify_merkle_tree()", as: Bool.self) == [false])
         }
     }
 

@@ -43,7 +43,7 @@ public struct NoteVerifier: Sendable, Hashable {
 
     /// Parses a verifier key, checking that its key ID is the one its name and key make.
     public init(vkey: String) throws(NoteError) {
-        let parts = vkey.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "+", omittingEmptySubsequences: false)
+        let parts = vkey.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "+", maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count == 3, parts[1].count == 8, let id = UInt32(parts[1], radix: 16),
             let material = Data(base64Encoded: String(parts[2])), material.count == 33,
             let kind = Kind(rawValue: material[material.startIndex])

@@ -33,6 +33,21 @@ struct SignedNoteTests {
         #expect(throws: NoteError.self) { try NoteVerifier(vkey: "Peter+Neumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW") }
     }
 
+    @Test func verifierKeysWhoseBase64HoldsAPlusRoundTrip() throws {
+        // Base64 uses "+": only the first two "+" separate the name and the key ID from the key.
+        var found = 0
+        for seed in 0..<200 where found < 5 {
+            let key = try Curve25519.Signing.PrivateKey(rawRepresentation: [UInt8](repeating: UInt8(seed), count: 32))
+            for kind in [NoteVerifier.Kind.ed25519, .cosignatureV1] {
+                let verifier = try NoteSigner(name: "log.example/plus", kind: kind, key: key).verifier
+                guard verifier.vkey.split(separator: "+").count > 3 else { continue }
+                #expect(try NoteVerifier(vkey: verifier.vkey) == verifier)
+                found += 1
+            }
+        }
+        #expect(found > 0)
+    }
+
     @Test func signingReproducesTheReferenceNoteByteForByte() throws {
         // Ed25519 (RFC 8032) is deterministic: the same key and text give the same signature line, em dash,
         // spaces, base64 and final newline included.
