@@ -1,4 +1,4 @@
-# Shared by deploy/patroni/drill.sh (sourced, not run): a Patroni cluster on 127.0.0.1 — three etcd members, two
+# Shared by deploy/patroni/drill.sh (sourced, not run): a Patroni cluster on 127.0.0.1 — three etcd members, three
 # PostgreSQL 15 nodes under Patroni (synchronous_mode, synchronous_mode_strict), HAProxy routing by Patroni's REST
 # checks — and `ledgerd serve` daemons behind HAProxy. Everything runs as the postgres OS user when root, except
 # HAProxy and ledgerd (ledgerd's own rule: it runs its children as LEDGERD_PG_USER).
@@ -12,7 +12,7 @@
 PHA_TTL=${PHA_TTL:-10}
 PHA_LOOP_WAIT=${PHA_LOOP_WAIT:-2}
 PHA_RETRY_TIMEOUT=${PHA_RETRY_TIMEOUT:-4}
-nodes="1 2"
+nodes=${PHA_NODES:-1 2 3}  # three: after a failover the third node is the new synchronous standby at once
 
 secret() { head -c 32 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 24; }
 psql_at() {  # psql_at PORT DATABASE STATEMENT: one value, unaligned, as the superuser (password in the environment)
@@ -63,13 +63,16 @@ cluster_json() {  # Patroni's view of the cluster, from the first node whose RES
 leader_node() {  # the leader's node number, empty when there is none
   cluster_json 2>/dev/null | jq -r '.members[] | select(.role == "leader" and .state == "running") | .name' 2>/dev/null | sed 's/^node//' | head -1
 }
-other_node() { [ "$1" = 1 ] && echo 2 || echo 1; }
-healthy() {  # a running leader and a running synchronous standby streaming to it (by the leader's own view)
-  local l
+sync_node() {  # the synchronous standby's node number
+  cluster_json 2>/dev/null | jq -r '.members[] | select(.role == "sync_standby" and .state == "running") | .name' 2>/dev/null | sed 's/^node//' | head -1
+}
+replica_nodes() { local n; for n in $nodes; do [ "$n" = "$1" ] || printf '%s ' "$n"; done; }
+healthy() {  # every node running: a leader, a synchronous standby, and every replica streaming (the leader's view)
+  local l count
   l=$(leader_node)
-  [ -n "$l" ] || return 1
-  cluster_json | jq -e '.members[] | select(.role == "sync_standby" and .state == "running")' >/dev/null 2>&1 || return 1
-  [ "$(psql_at "${pg_port[$l]}" postgres "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync' AND state = 'streaming'" 2>/dev/null)" = 1 ]
+  [ -n "$l" ] && [ -n "$(sync_node)" ] || return 1
+  count=$(echo $nodes | wc -w)
+  [ "$(psql_at "${pg_port[$l]}" postgres "SELECT count(*) FILTER (WHERE state = 'streaming') || ' ' || count(*) FILTER (WHERE sync_state = 'sync') FROM pg_stat_replication" 2>/dev/null)" = "$((count - 1)) 1" ]
 }
 wait_healthy() {  # wait_healthy SECONDS
   local deadline=$(($(date +%s) + $1))
@@ -87,10 +90,10 @@ pha_setup() {
   local n
   for n in 1 2 3; do etcd_client[$n]=$((base + n)); etcd_peer[$n]=$((base + 10 + n)); done
   for n in $nodes; do pg_port[$n]=$((base + 20 + n)); rest_port[$n]=$((base + 30 + n)); done
-  pg_primary=$((base + 40)) pg_replica=$((base + 41)) http=$((base + 42))
+  pg_primary=$((base + 40)) pg_replica=$((base + 41)) http=$((base + 42))  # nodes up to 9
   superuser_password=$(secret) replication_password=$(secret) app_password=$(secret)
   export PGPASSWORD=$superuser_password  # the drill's own psql, as the superuser, over TCP
-  step "Patroni cluster in $work: etcd :${etcd_client[1]},:${etcd_client[2]},:${etcd_client[3]}; PostgreSQL :${pg_port[1]},:${pg_port[2]}; REST :${rest_port[1]},:${rest_port[2]}; synchronous_mode_strict: $strict; ttl $PHA_TTL, loop_wait $PHA_LOOP_WAIT, retry_timeout $PHA_RETRY_TIMEOUT"
+  step "Patroni cluster in $work: etcd :${etcd_client[1]},:${etcd_client[2]},:${etcd_client[3]}; PostgreSQL $(for n in $nodes; do printf ':%s ' "${pg_port[$n]}"; done); REST $(for n in $nodes; do printf ':%s ' "${rest_port[$n]}"; done); synchronous_mode_strict: $strict; ttl $PHA_TTL, loop_wait $PHA_LOOP_WAIT, retry_timeout $PHA_RETRY_TIMEOUT"
   for n in 1 2 3; do mkdir -m 700 "$work/etcd$n"; done
   for n in $nodes; do mkdir -m 700 "$work/node$n" "$work/node$n/run"; done
   if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$work"/etcd? "$work"/node? "$work"/node?/run; fi
@@ -112,13 +115,13 @@ pha_setup() {
     [ "$(id -u)" = 0 ] && chown postgres:postgres "$work/node$n/patroni.yml"
   done
   printf 'scope: ledger\netcd3:\n  hosts: %s\n' "$hosts" >"$work/patronictl.yml"
-  # Node 1 bootstraps (initdb, post_bootstrap: the ledger database, migrations, ledger_app), then node 2 joins.
+  # Node 1 bootstraps (initdb, post_bootstrap: the ledger database, migrations, ledger_app), then the others join.
   patroni_start 1
   for _ in $(seq 1 240); do [ "$(leader_node)" = 1 ] && break; sleep 0.5; done
   [ "$(leader_node)" = 1 ] || { echo "drill: node1 did not bootstrap" >&2; tail -30 "$work/node1/patroni.log" >&2; exit 1; }
-  patroni_start 2
-  wait_healthy 180 || { echo "drill: node2 did not become the synchronous standby" >&2; tail -30 "$work/node2/patroni.log" >&2; exit 1; }
-  step "Patroni: node1 leader, node2 synchronous standby (bootstrap $(( $(date +%s) - setup_started )) s)"
+  for n in $(replica_nodes 1); do patroni_start "$n"; done
+  wait_healthy 180 || { echo "drill: the replicas did not join" >&2; for n in $(replica_nodes 1); do tail -20 "$work/node$n/patroni.log" >&2; done; exit 1; }
+  step "Patroni: node1 leader, node$(sync_node) synchronous standby, replicas: $(replica_nodes 1)(bootstrap $(( $(date +%s) - setup_started )) s)"
   # A scratch table for the fencing probes (drill only; not the ledger's schema).
   psql_at "${pg_port[1]}" ledger "CREATE TABLE public.drill_fence (id bigserial PRIMARY KEY, node text, at timestamptz DEFAULT now())" >/dev/null
 
@@ -144,7 +147,8 @@ pha_setup() {
   # ledgerd: the multi-host URL (route=url) or HAProxy's leader port (route=haproxy); auditors' reads on a replica.
   local db_hosts read_url
   if [ "$route" = url ]; then
-    db_hosts="127.0.0.1:${pg_port[1]},127.0.0.1:${pg_port[2]}"
+    db_hosts=$(for n in $nodes; do printf '127.0.0.1:%s,' "${pg_port[$n]}"; done)
+    db_hosts=${db_hosts%,}
     read_url="postgres://ledger_app:$app_password@$db_hosts/ledger?sslmode=disable&target_session_attrs=standby"
   else
     db_hosts="127.0.0.1:$pg_primary"
@@ -194,7 +198,7 @@ pha_setup() {
 CATALOG
   printf '{"products": [%s]}' "$products" >"$work/stock.json"
   LEDGERD_DATA_DIR="$work/ledgerd-1" "$bin" catalog import "$work/stock.json" >/dev/null
-  step "$daemons ledgerd behind HAProxy :$http (ports$ports), database via $([ "$route" = url ] && echo "the two-host URL" || echo "HAProxy :$pg_primary (GET /primary)")"
+  step "$daemons ledgerd behind HAProxy :$http (ports$ports), database via $([ "$route" = url ] && echo "the multi-host URL" || echo "HAProxy :$pg_primary (GET /primary)")"
 }
 
 pha_cleanup() {
