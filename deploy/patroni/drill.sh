@@ -93,7 +93,7 @@ feed_reader() {  # GET /events (an auditor's feed, on the replica by default): "
 }
 
 # --- measuring ---
-all_attempts() { cat "$work"/attempts.* 2>/dev/null | sort -n -k2; }
+all_attempts() { { cat "$work"/attempts.* 2>/dev/null || true; } | sort -n -k2; }
 unavailable_since() {  # unavailable_since T0_MS [T1_MS]: the longest time without an acknowledged payment in [T0, T1]
   all_attempts | awk -v t0="$1" -v t1="${2:-99999999999999}" '
     $3 == "pay" && $4 ~ /^2/ && $2 > t0 && $2 <= t1 { if ($2 - last > gap) gap = $2 - last; last = $2 }
@@ -122,7 +122,7 @@ check_ledger() {  # check_ledger LABEL
   [ -n "$l" ] || { echo "$label: no leader to check on"; failed=1; return; }
   cat "$work"/acked.* 2>/dev/null | sort -u >"$work/acked" || true
   cat "$work"/captured.* 2>/dev/null | sort -u >"$work/captured" || true
-  psql -h 127.0.0.1 -p "${pg_port[$l]}" -U postgres -d ledger -Xq <<SQL >"$work/check-$label.txt" 2>&1
+  psql -h 127.0.0.1 -p "${pg_port[$l]}" -U postgres -d ledger -Xq <<SQL >"$work/check-$label.txt" 2>&1 || true
 CREATE TEMP TABLE acked (id text PRIMARY KEY);
 CREATE TEMP TABLE captured (id text PRIMARY KEY);
 \copy acked FROM '$work/acked'
@@ -136,6 +136,7 @@ SELECT 'lost_captures ' || count(*) FROM captured c
                     WHERE e.stream_id LIKE 'hold-%' AND e.type = 'HoldCaptured' AND e.data->>'order_id' = c.id);
 SELECT 'chain ' || ok || ' ' || checked || ' ' || coalesce(reason, '') FROM ledger.verify_chain();
 SQL
+  [ -s "$work/check-$label.txt" ] || true
   local lost lost_captures chain
   lost=$(sed -n 's/^lost_payments //p' "$work/check-$label.txt")
   lost_captures=$(sed -n 's/^lost_captures //p' "$work/check-$label.txt")
@@ -201,7 +202,7 @@ scenario_kill() {  # scenario_kill node|pg LABEL
     patroni_kill_node "$l"
     step "$label: SIGKILL to node$l whole (Patroni and PostgreSQL), the leader, under load (load $(load))"
   else
-    kill -KILL "$(postmaster_pid "$l")"
+    kill -KILL "$(postmaster_pid "$l")" || true
     step "$label: SIGKILL to node$l's postmaster (the leader's PostgreSQL; Patroni alive), under load (load $(load))"
   fi
   for _ in $(seq 1 120); do o=$(leader_node); [ -n "$o" ] && [ "$o" != "$l" ] && break; sleep 0.25; done
@@ -351,7 +352,7 @@ scenario_throughput() {
       echo "throughput round $round $target: ${rate:-0} payments/s ($out; load $(load))" | tee -a "$work/throughput"
     done
   done
-  kill -TERM "$embedded_pid"; wait "$embedded_pid" 2>/dev/null || true; embedded_pid=
+  kill -TERM "$embedded_pid" || true; wait "$embedded_pid" 2>/dev/null || true; embedded_pid=
   p=$(awk '/ patroni: / {print $5}' "$work/throughput" | sort -n | sed -n 2p)
   e=$(awk '/ embedded: / {print $5}' "$work/throughput" | sort -n | sed -n 2p)
   echo "payments/s, median of 3: Patroni with a synchronous standby $p, embedded single node $e: $(awk -v p="$p" -v e="$e" 'BEGIN {printf "%.0f %%", (e > 0) ? 100 * p / e : 0}')"
@@ -393,8 +394,9 @@ wait $load_pids 2>/dev/null || true
 wait_healthy 60 || true
 check_ledger final
 l=$(leader_node)
+[ -n "$l" ] || { echo "no leader at the end"; failed=1; l=1; }
 sort -n -u "$work/feed" 2>/dev/null >"$work/feed.sorted" || : >"$work/feed.sorted"
-psql -h 127.0.0.1 -p "${pg_port[$l]}" -U postgres -d ledger -Xq <<SQL >"$work/check-feed.txt" 2>&1
+psql -h 127.0.0.1 -p "${pg_port[$l]}" -U postgres -d ledger -Xq <<SQL >"$work/check-feed.txt" 2>&1 || true
 CREATE TEMP TABLE served (position bigint, hash text);
 \copy served FROM '$work/feed.sorted' WITH (DELIMITER ' ')
 \pset tuples_only on

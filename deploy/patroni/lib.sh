@@ -31,7 +31,7 @@ etcd_start() {  # etcd_start N: start member N (its data directory is kept betwe
     --heartbeat-interval 100 --election-timeout 1000 --log-level warn >>"$work/etcd$n/etcd.log" 2>&1 &
   etcd_pid[$n]=$!
 }
-etcd_kill() { kill -KILL "${etcd_pid[$1]}" 2>/dev/null; wait "${etcd_pid[$1]}" 2>/dev/null; etcd_pid[$1]=; }
+etcd_kill() { kill -KILL "${etcd_pid[$1]}" 2>/dev/null || true; wait "${etcd_pid[$1]}" 2>/dev/null || true; etcd_pid[$1]=; }
 etcd_endpoints() { local m e=; for m in 1 2 3; do e="$e${e:+,}127.0.0.1:${etcd_client[$m]}"; done; echo "$e"; }
 
 # --- Patroni nodes ---
@@ -49,8 +49,8 @@ postmaster_pid() { head -1 "$work/node$1/data/postmaster.pid" 2>/dev/null || tru
 patroni_kill_node() {  # SIGKILL to node N whole: Patroni, the postmaster and its children
   local n=$1 pm
   pm=$(postmaster_pid "$n")
-  kill -KILL "${patroni_pid[$n]}" ${pm:+$pm $(pgrep -P "$pm" | tr '\n' ' ')} 2>/dev/null
-  wait "${patroni_pid[$n]}" 2>/dev/null
+  kill -KILL "${patroni_pid[$n]}" ${pm:+$pm $(pgrep -P "$pm" | tr '\n' ' ')} 2>/dev/null || true
+  wait "${patroni_pid[$n]}" 2>/dev/null || true
   patroni_pid[$n]=
 }
 cluster_json() {  # Patroni's view of the cluster, from the first node whose REST API answers
@@ -61,10 +61,10 @@ cluster_json() {  # Patroni's view of the cluster, from the first node whose RES
   return 1
 }
 leader_node() {  # the leader's node number, empty when there is none
-  cluster_json 2>/dev/null | jq -r '.members[] | select(.role == "leader" and .state == "running") | .name' 2>/dev/null | sed 's/^node//' | head -1
+  cluster_json 2>/dev/null | jq -r '.members[] | select(.role == "leader" and .state == "running") | .name' 2>/dev/null | sed 's/^node//' | head -1 || true
 }
 sync_node() {  # the synchronous standby's node number
-  cluster_json 2>/dev/null | jq -r '.members[] | select(.role == "sync_standby" and .state == "running") | .name' 2>/dev/null | sed 's/^node//' | head -1
+  cluster_json 2>/dev/null | jq -r '.members[] | select(.role == "sync_standby" and .state == "running") | .name' 2>/dev/null | sed 's/^node//' | head -1 || true
 }
 replica_nodes() { local n; for n in $nodes; do [ "$n" = "$1" ] || printf '%s ' "$n"; done; }
 healthy() {  # every node running: a leader, a synchronous standby, and every replica streaming (the leader's view)
