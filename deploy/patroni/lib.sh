@@ -90,7 +90,7 @@ pha_setup() {
   local n
   for n in 1 2 3; do etcd_client[$n]=$((base + n)); etcd_peer[$n]=$((base + 10 + n)); done
   for n in $nodes; do pg_port[$n]=$((base + 20 + n)); rest_port[$n]=$((base + 30 + n)); done
-  pg_primary=$((base + 40)) pg_replica=$((base + 41)) http=$((base + 42))  # nodes up to 9
+  pg_primary=$((base + 40)) pg_replica=$((base + 41)) http=$((base + 42)) pg_sync=$((base + 43))  # nodes up to 9
   superuser_password=$(secret) replication_password=$(secret) app_password=$(secret)
   export PGPASSWORD=$superuser_password  # the drill's own psql, as the superuser, over TCP
   step "Patroni cluster in $work: etcd :${etcd_client[1]},:${etcd_client[2]},:${etcd_client[3]}; PostgreSQL $(for n in $nodes; do printf ':%s ' "${pg_port[$n]}"; done); REST $(for n in $nodes; do printf ':%s ' "${rest_port[$n]}"; done); synchronous_mode_strict: $strict; ttl $PHA_TTL, loop_wait $PHA_LOOP_WAIT, retry_timeout $PHA_RETRY_TIMEOUT"
@@ -137,7 +137,7 @@ pha_setup() {
     ports="$ports $port"
     http_servers="$http_servers    server ledgerd$n 127.0.0.1:$port check\n"
   done
-  sed -e "s|@PG_PRIMARY_PORT@|$pg_primary|g; s|@PG_REPLICA_PORT@|$pg_replica|g; s|@HTTP_PORT@|$http|g" \
+  sed -e "s|@PG_PRIMARY_PORT@|$pg_primary|g; s|@PG_REPLICA_PORT@|$pg_replica|g; s|@PG_SYNC_PORT@|$pg_sync|g; s|@HTTP_PORT@|$http|g" \
       -e "s|@PG_PRIMARY_SERVERS@|$primary_servers|; s|@PG_REPLICA_SERVERS@|$replica_servers|; s|@HTTP_SERVERS@|$http_servers|" \
       "$repo/deploy/patroni/haproxy.cfg.in" >"$work/haproxy.cfg"
   haproxy -c -q -f "$work/haproxy.cfg" || { echo "drill: haproxy.cfg does not check" >&2; exit 1; }
@@ -152,10 +152,11 @@ pha_setup() {
     read_url="postgres://ledger_app:$app_password@$db_hosts/ledger?sslmode=disable&target_session_attrs=standby"
   else
     db_hosts="127.0.0.1:$pg_primary"
-    read_url="postgres://ledger_app:$app_password@127.0.0.1:$pg_replica/ledger?sslmode=disable&target_session_attrs=standby"
+    read_url="postgres://ledger_app:$app_password@127.0.0.1:$pg_sync/ledger?sslmode=disable&target_session_attrs=standby"
   fi
   export LEDGERD_DATABASE_URL="postgres://ledger_app:$app_password@$db_hosts/ledger?sslmode=disable&target_session_attrs=read-write"
-  # Auditors' reads (/events, history, verify) on the synchronous standby: DRILL_READS=primary keeps them on the leader.
+  # Auditors' reads (/events, history, verify) on the synchronous standby (HAProxy's GET /sync port; with the
+  # multi-host URL, any standby): DRILL_READS=primary keeps them on the leader.
   if [ "${reads:-replica}" = replica ]; then export LEDGERD_READ_DATABASE_URL=$read_url; else unset LEDGERD_READ_DATABASE_URL; fi
   export LEDGERD_MIGRATIONS_DIR="$repo/sql" LEDGERD_LOG_LEVEL=notice LEDGERD_ACQUIRER_CREDIT_LIMIT=1000000000.00
   export LEDGERD_DB_STATEMENT_TIMEOUT_SECONDS=3
