@@ -172,7 +172,11 @@ pha_setup() {
       LEDGERD_ACQUIRER_URL=$(cat "$work/ledgerd-1/acquirer/endpoint") LEDGERD_ACQUIRER_API_KEY_FILE="$work/acquirer.key" \
         LEDGERD_DATA_DIR="$work/ledgerd-$n" "$bin" serve --host 127.0.0.1 --port "$port" >"$work/serve-$n.log" 2>&1 &
     else
-      LEDGERD_DATA_DIR="$work/ledgerd-$n" "$bin" serve --host 127.0.0.1 --port "$port" >"$work/serve-$n.log" 2>&1 &
+      # The first daemon supervises the acquirer model (a test double standing in for the real acquirer), which
+      # creates its own schema, `acquirer`, at start: that needs the owner's URL. The ledger's schema came from
+      # the Patroni bootstrap; this daemon finds nothing of it pending.
+      LEDGERD_MIGRATION_DATABASE_URL="postgres://postgres:$superuser_password@$db_hosts/ledger?sslmode=disable&target_session_attrs=read-write" \
+        LEDGERD_DATA_DIR="$work/ledgerd-$n" "$bin" serve --host 127.0.0.1 --port "$port" >"$work/serve-$n.log" 2>&1 &
     fi
     serve_pids="$serve_pids $!"
     for _ in $(seq 1 240); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.25; done
