@@ -162,6 +162,7 @@ fence_probe() {  # fence_probe NODE LABEL: "start_ms end_ms verdict" per attempt
       *"read-only transaction"*) echo "$start $(now_ms) read-only" ;;
       *"starting up"* | *"shutting down"* | *"not yet accepting"* | *"recovery mode"*) echo "$start $(now_ms) starting-or-stopping" ;;
       *"Connection refused"* | *"No such file"* | *"timeout expired"* | *"could not connect"*) echo "$start $(now_ms) refused" ;;
+      *"closed the connection unexpectedly"* | *"terminating connection"*) echo "$start $(now_ms) cut-off" ;;
       *) echo "$start $(now_ms) other: $(printf '%s' "$out" | tr '\n' ' ' | cut -c1-120)" ;;
     esac
     [ "$last" = 1 ] && break
