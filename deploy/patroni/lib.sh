@@ -143,6 +143,10 @@ pha_setup() {
   haproxy -c -q -f "$work/haproxy.cfg" || { echo "drill: haproxy.cfg does not check" >&2; exit 1; }
   haproxy -db -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 &
   haproxy_pid=$!
+  # HAProxy counts every server up until its first checks fail (fall 2 × 500 ms): until then its leader port
+  # may reach a replica. Wait for them, then until the port answers from the leader.
+  sleep 1.5
+  for _ in $(seq 1 60); do [ "$(psql_at "$pg_primary" postgres 'SELECT pg_is_in_recovery()' 2>/dev/null)" = f ] && break; sleep 0.5; done
 
   # ledgerd: the multi-host URL (route=url) or HAProxy's leader port (route=haproxy); auditors' reads on a replica.
   local db_hosts read_url
