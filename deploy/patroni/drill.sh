@@ -103,8 +103,8 @@ unavailable_since() {  # unavailable_since T0_MS [T1_MS]: the longest time witho
 acks_between() {  # payments whose request started after T0 and was acknowledged before T1
   all_attempts | awk -v t0="$1" -v t1="$2" '$3 == "pay" && $4 ~ /^2/ && $1 > t0 && $2 < t1' | wc -l
 }
-statuses_between() {
-  all_attempts | awk -v t0="$1" -v t1="$2" '$3 == "pay" && $1 > t0 && $2 < t1 {print $4}' | sort | uniq -c | awk '{printf "%s×%s ", $2, $1}'
+statuses_between() {  # the answers to the payments begun in [T0, T1] (000: no answer within curl's 10 s)
+  all_attempts | awk -v t0="$1" -v t1="$2" '$3 == "pay" && $1 > t0 && $1 < t1 {print $4}' | sort | uniq -c | awk '{printf "%s×%s ", $2, $1}'
 }
 wait_acks_after() {  # wait (bounded) until a payment is acknowledged after T_MS
   local t=$1 deadline=$(($(date +%s) + $2))
@@ -181,6 +181,12 @@ fence_finish() {  # fence_finish LABEL OLD_NODE T_NEW_MS: stop the probe, then t
   [ "$accepted" = 0 ] || { echo "$label: the old leader ACCEPTED a write after another node took over"; failed=1; }
   [ "$(tail -1 "$work/fence-$label" | cut -d' ' -f3)" = read-only ] || { echo "$label: the old leader's last answer was not read-only"; failed=1; }
 }
+until_true() {  # until_true SECONDS COMMAND…: run it every 0.5 s until it succeeds (0) or the time is up (1)
+  local deadline=$(($(date +%s) + $1))
+  shift
+  while [ "$(date +%s)" -lt "$deadline" ]; do "$@" && return 0; sleep 0.5; done
+  return 1
+}
 rejoined() {  # node N is back as a replica, and every node is running and streaming from the leader
   local l
   l=$(leader_node)
@@ -214,8 +220,7 @@ scenario_kill() {  # scenario_kill node|pg LABEL
   step "$label: node$o is the leader ($(( t_new - t0 )) ms after the kill)"
   wait_acks_after "$t_new" 60 || { echo "$label: no payment acknowledged after the failover"; failed=1; }
   if [ "$kind" = node ]; then sleep 1; patroni_start "$l"; step "$label: Patroni restarted on node$l (it rejoins: pg_rewind)"; fi
-  for _ in $(seq 1 240); do rejoined "$l" && break; sleep 0.5; done
-  rejoined "$l" || { echo "$label: node$l did not rejoin as the synchronous standby"; failed=1; }
+  until_true 120 rejoined "$l" || { echo "$label: node$l did not rejoin as a replica"; failed=1; }
   step "$label: node$l rejoined as the synchronous standby ($(( $(now_ms) - t0 )) ms after the kill)"
   fence_finish "$label" "$l" "$t_new"
   failovers=$((failovers + 1))
@@ -235,8 +240,7 @@ scenario_switchover() {
   t_new=$(now_ms)
   [ "$(leader_node)" = "$o" ] || { echo "$label: node$o did not become the leader"; printf '%s\n' "$out"; failed=1; }
   wait_acks_after "$t_new" 60 || { echo "$label: no payment acknowledged after the switchover"; failed=1; }
-  for _ in $(seq 1 240); do rejoined "$l" && break; sleep 0.5; done
-  rejoined "$l" || { echo "$label: node$l did not rejoin as the synchronous standby"; failed=1; }
+  until_true 120 rejoined "$l" || { echo "$label: node$l did not rejoin as a replica"; failed=1; }
   step "$label: node$l rejoined as the synchronous standby ($(( $(now_ms) - t0 )) ms after the command)"
   fence_finish "$label" "$l" "$t_new"
   failovers=$((failovers + 1))
@@ -262,8 +266,7 @@ scenario_standby_loss() {
   alone=$(acks_between "$t_dead" "$t_back")
   step "$label: while no standby ran: payments $(statuses_between "$t_dead" "$t_back")"
   for s in $(replica_nodes "$l"); do patroni_start "$s"; done
-  for _ in $(seq 1 240); do healthy && break; sleep 0.5; done
-  healthy || { echo "$label: the standbys did not rejoin"; failed=1; }
+  until_true 120 healthy || { echo "$label: the standbys did not rejoin"; failed=1; }
   step "$label: standbys streaming again ($(( $(now_ms) - t_back )) ms after their restart)"
   wait_acks_after "$(now_ms)" 60 || { echo "$label: payments did not resume"; failed=1; }
   if [ "$strict" = true ]; then
@@ -325,8 +328,7 @@ scenario_etcd_quorum() {
   etcd_start 3
   step "$label: e2 and e3 restarted; payments while without quorum after the demotion: $after ($(statuses_between "$t_demoted" "$t_back"))"
   [ "$after" = 0 ] || { echo "$label: payments were acknowledged with no leader"; failed=1; }
-  for _ in $(seq 1 240); do healthy && break; sleep 0.5; done
-  healthy || { echo "$label: no healthy cluster after quorum returned"; failed=1; }
+  until_true 120 healthy || { echo "$label: no healthy cluster after quorum returned"; failed=1; }
   wait_acks_after "$t_back" 60 || { echo "$label: payments did not resume"; failed=1; }
   touch "$work/roles-stop"; wait "$sampler" 2>/dev/null || true
   both=$(awk '{ p = 0; for (i = 2; i <= NF; i++) if ($i == "f") p++; if (p > 1) print }' "$work/roles" | wc -l)
