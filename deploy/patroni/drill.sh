@@ -351,8 +351,7 @@ scenario_throughput() {
   env -u LEDGERD_DATABASE_URL -u LEDGERD_READ_DATABASE_URL LEDGERD_DATA_DIR="$work/embedded" "$bin" catalog import "$work/stock.json" >/dev/null
   for round in 1 2 3; do
     for target in patroni embedded; do
-      port=$([ "$target" = patroni ] && echo "${ports%% *}" || echo "$eport")
-      port=${port# }
+      port=$([ "$target" = patroni ] && echo $ports | cut -d' ' -f1 || echo "$eport")
       out=$(wrk -t2 -c8 -d"${seconds}s" --latency -s "$repo/bench/payments.lua" "http://127.0.0.1:$port" 2>&1 | grep '^payments/s' || true)
       # 2xx payments per second: the script's rate less its non-2xx share
       rate=$(printf '%s' "$out" | awk '{r = $2; n = $(NF - 2); t = $NF; printf "%.0f", (t > 0) ? r * (t - n) / t : 0}')
