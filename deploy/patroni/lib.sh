@@ -86,7 +86,7 @@ pha_setup() {
     echo "drill: needs patroni, etcd (etcd-server), haproxy, jq: apt-get install -y patroni etcd-server haproxy jq" >&2
     exit 2
   }
-  base=$((20000 + RANDOM % 20000))
+  base=$((10000 + RANDOM % 20000))  # the whole block below 32768, where Linux's ephemeral ports begin
   local n
   for n in 1 2 3; do etcd_client[$n]=$((base + n)); etcd_peer[$n]=$((base + 10 + n)); done
   for n in $nodes; do pg_port[$n]=$((base + 20 + n)); rest_port[$n]=$((base + 30 + n)); done
