@@ -330,11 +330,7 @@ public enum AcquirerConnection {
             )
         }
         if let url = configuration.acquirerURL, let keyFile = configuration.acquirerAPIKeyFile {
-            let attributes = try FileManager.default.attributesOfItem(atPath: keyFile)
-            if let mode = attributes[.posixPermissions] as? NSNumber, mode.intValue & 0o077 != 0 {
-                throw ConfigurationError("\(keyFile) must not be readable by group or others (chmod 600)")
-            }
-            let key = try String(contentsOfFile: keyFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            let key = String(decoding: try SecretFile.read(keyFile), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             guard !key.isEmpty else { throw ConfigurationError("\(keyFile) is empty") }
             let trimmed = url.hasSuffix("/") ? String(url.dropLast()) : url
             logger.info("acquirer service configured", metadata: ["url": "\(trimmed)"])

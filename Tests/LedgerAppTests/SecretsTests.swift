@@ -1,5 +1,6 @@
 import Foundation
 import LedgerApp
+import LedgerServices
 import LedgerTestSupport
 import Testing
 
@@ -110,5 +111,45 @@ import Testing
         #expect((try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int) == 0o600)
         // No temporary file is left behind.
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["key.pem"])
+    }
+
+    /// Review 3, N11: a keyring group or others can write (or read) is refused, at start and on every reload (the
+    /// watcher reads through the same `readKeyring`), so a local user cannot plant an operator verifier.
+    @Test func aKeyringGroupOrOthersCanWriteOrReadIsRefused() throws {
+        let directory = URL(fileURLWithPath: "/tmp/ledgerd-keyring-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("api-keyring.json")
+        _ = try APIKeys.add(role: .operator, id: nil, expiresAt: nil, keyring: url)
+        #expect(try APIKeys.readKeyring(url).keys.count == 1)
+        let configuration = try LedgerConfiguration.load(environment: [
+            "LEDGERD_DATABASE_URL": "postgres://ledger@127.0.0.1:1/ledger", "LEDGERD_API_KEYRING": url.path,
+        ])
+        #expect(try !APIKeys.keyring(for: configuration, logger: TestCluster.logger).isEmpty)
+        for mode: mode_t in [0o666, 0o620, 0o602, 0o640] {
+            #expect(chmod(url.path, mode) == 0)
+            #expect(throws: ConfigurationError.self, "mode \(String(mode, radix: 8))") { try APIKeys.readKeyring(url) }
+            #expect(throws: ConfigurationError.self, "mode \(String(mode, radix: 8))") {
+                try APIKeys.keyring(for: configuration, logger: TestCluster.logger)
+            }
+        }
+    }
+
+    /// Review 3, N10: the generated webhook secrets key is a secret file like the others — 0600 whatever the umask,
+    /// written through `SecretFile` — and one others can read is refused rather than used.
+    @Test func theWebhookSecretsKeyIsWrittenAndReadAsASecretFile() throws {
+        let directory = URL(fileURLWithPath: "/tmp/ledgerd-whkey-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let configuration = try LedgerConfiguration.load(environment: ["LEDGERD_DATA_DIR": directory.path])
+        let previous = umask(0)
+        let key = try WebhookSecretsKeyFile.key(for: configuration, logger: TestCluster.logger)
+        umask(previous)
+        let file = directory.appendingPathComponent("webhook-secrets.key")
+        #expect((try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int) == 0o600)
+        #expect(try WebhookSecretsKeyFile.key(for: configuration, logger: TestCluster.logger) == key)
+        // No temporary file is left behind.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["webhook-secrets.key"])
+        #expect(chmod(file.path, 0o644) == 0)
+        #expect(throws: (any Error).self) { try WebhookSecretsKeyFile.key(for: configuration, logger: TestCluster.logger) }
     }
 }
