@@ -289,7 +289,8 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
         follower: services.feed,
         subscriptions: services.subscriptions,
         webhooks: services.webhooks,
-        journal: services.journal
+        journal: services.journal,
+        streamsPerKey: configuration.feedStreamsPerKey
     )
     feedRoutes.registerReads(on: reads)
     feedRoutes.registerChanges(on: changes)

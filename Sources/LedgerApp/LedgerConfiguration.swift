@@ -71,6 +71,7 @@ import Logging
 /// | `LEDGERD_SETTLEMENT_REPORT_PART_LINES` | `10000` | report lines per page read back, and per stored report part |
 /// | `LEDGERD_SETTLEMENT_AUTO` | `false` | `serve` settles each business day itself once its cut-off has passed |
 /// | `LEDGERD_FEED_POLL_MS` | `1000` | how often the live feed, subscriptions' long polls and webhooks poll the head when no NOTIFY arrives |
+/// | `LEDGERD_FEED_STREAMS_PER_KEY` | `8` | `/events/stream` replies one API key may have open at once (catch-ups included); one more is 429 |
 /// | `LEDGERD_WEBHOOK_ALLOWED_ADDRESSES` | — | internal addresses or CIDR blocks webhooks may be delivered to (`127.0.0.1`, `10.1.0.0/16`); every other loopback, private, link-local, unique-local or unspecified address is refused at registration and at connection time |
 /// | `LEDGERD_WEBHOOK_SECRETS_KEY` | generated (embedded) | base64 of 32 bytes: seals webhook secrets in the database (AES-GCM); unset with a database URL: webhooks cannot be registered. **Secret.** |
 /// | `LEDGERD_WEBHOOK_RETRY_BASE_MS` | `1000` | the first retry's delay (before jitter); each failure doubles it |
@@ -181,6 +182,8 @@ public struct LedgerConfiguration: Sendable {
     public var webhookSecretsKey: [UInt8]?
     /// The webhook dispatcher's retries, concurrency and timeout.
     public var webhooks: WebhookDispatcher.Settings
+    /// Most `/events/stream` replies one API key has open at once; one more is 429 `busy`.
+    public var feedStreamsPerKey: Int
     /// Where webhooks may be delivered: public addresses, and the internal ones `LEDGERD_WEBHOOK_ALLOWED_ADDRESSES` names.
     public var webhookDestinations: WebhookDestinations
 
@@ -369,6 +372,8 @@ public struct LedgerConfiguration: Sendable {
             requestTimeout: .seconds(timeout),
             pollInterval: .milliseconds(pollMilliseconds)
         )
+        feedStreamsPerKey = reader.int(forKey: "ledgerd.feed.streams.per.key", default: 8)
+        guard feedStreamsPerKey >= 1 else { throw ConfigurationError("LEDGERD_FEED_STREAMS_PER_KEY must be at least 1") }
         let allowList = reader.string(forKey: "ledgerd.webhook.allowed.addresses", default: "")
         guard let destinations = WebhookDestinations(allowList: allowList) else {
             throw ConfigurationError("LEDGERD_WEBHOOK_ALLOWED_ADDRESSES must be comma-separated IP addresses or CIDR blocks")

@@ -19,6 +19,25 @@ import Testing
         )
     }
 
+    /// The process whose parent is `parent` and whose command line contains `text` (from /proc), if any.
+    static func child(of parent: Int32, commandContaining text: String) -> Int32? {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        for entry in entries {
+            guard let pid = Int32(entry),
+                let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { continue }
+            // After "pid (comm) ": the state, then the parent's pid.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 1, Int32(fields[1]) == parent,
+                let command = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline")),
+                String(decoding: command, as: UTF8.self).contains(text)
+            else { continue }
+            return pid
+        }
+        return nil
+    }
+
     @Test(.enabled(if: rootWithPostgresUser), .timeLimit(.minutes(3)))
     func thePostgresUserCannotReadOrReplaceTheDaemonsSecrets() async throws {
         let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-sec-\(UUID().uuidString.prefix(8))")
@@ -49,6 +68,10 @@ import Testing
             .split(separator: "\n").first.map(String.init) ?? ""
         let environ = try String(decoding: Data(contentsOf: URL(fileURLWithPath: "/proc/\(postmaster)/environ")), as: UTF8.self)
         #expect(!environ.contains(marker) && !environ.contains("LEDGERD_"), "postmaster environment: \(environ)")
+        // Nor does the acquirer child (review 3, N16: it inherited the daemon's whole environment, keys included).
+        let child = try #require(Self.child(of: daemon.process.processIdentifier, commandContaining: "acquirer"), "no acquirer child")
+        let childEnviron = try String(decoding: Data(contentsOf: URL(fileURLWithPath: "/proc/\(child)/environ")), as: UTF8.self)
+        #expect(!childEnviron.contains(marker) && !childEnviron.contains("LEDGERD_MIGRATIONS_DIR"), "acquirer environment: \(childEnviron)")
 
         // The files and the directory: root's, the key files 0600.
         for file in [keys, keyring] {
