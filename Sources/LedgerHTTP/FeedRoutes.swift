@@ -284,9 +284,7 @@ public struct FeedRoutes: Sendable {
     /// The body as a JSON object with only `allowed` members.
     static func object(_ request: Request, allowed: Set<String>) async throws -> [String: JSONValue] {
         let bytes: ByteBuffer
-        do { bytes = try await request.body.collect(upTo: 16 * 1024) } catch {
-            throw APIError(status: .contentTooLarge, code: "payload_too_large", message: "the body is larger than 16 KiB")
-        }
+        bytes = try await StrictJSON.body(of: request, limit: 16 * 1024)
         guard case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes.readableBytesView)) else {
             throw APIError.badRequest("invalid_json", "the body must be a JSON object")
         }

@@ -53,7 +53,9 @@ import Testing
         }
         let after = try #require(Self.memory("VmHWM", of: pid))
         let resident = Self.memory("VmRSS", of: pid) ?? 0
-        print("ledger-layout upload of \(length / 1_048_576) MiB: peak resident \(before / 1_024) → \(after / 1_024) MiB, now \(resident / 1_024) MiB")
+        print(
+            "ledger-layout upload of \(length / 1_048_576) MiB: peak resident \(before / 1_024) → \(after / 1_024) MiB, now \(resident / 1_024) MiB"
+        )
         #expect(status == 422 && text.contains("invalid_report"), "\(status) \(text)")
         // Before the fix the peak grew by more than the upload (its bytes and its text); now by a few chunks.
         #expect(after - before < 100 * 1_024, "peak resident memory grew by \((after - before) / 1_024) MiB")
