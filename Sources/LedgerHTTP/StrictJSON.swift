@@ -52,7 +52,7 @@ public enum StrictJSON {
     /// Nil when `bytes` are one JSON value (with surrounding white space) under the rules above.
     public static func check(_ bytes: [UInt8]) -> Problem? {
         var parser = Parser(bytes: bytes)
-        do {
+        do throws(Problem) {
             parser.skipSpace()
             try parser.value(depth: 0)
             parser.skipSpace()

@@ -18,6 +18,11 @@ import FoundationNetworking
 /// a loaded machine; afterwards SIGTERM must finish within the 30 s graceful bound and stop the embedded cluster.
 /// `LEDGER_OUTAGE_ROUNDS` sets the rounds (default 6); the figure is printed.
 @Suite struct OutageLoopTests {
+    /// Set once a round's workers are to stop.
+    final class Flag: Sendable {
+        let value = Mutex(false)
+    }
+
     /// What the workers saw.
     final class Tally: Sendable {
         let counts = Mutex<(answered: [Int: Int], unanswered: Int, slowest: Duration)>(([:], 0, .zero))
@@ -78,11 +83,11 @@ import FoundationNetworking
         let clientTimeout: TimeInterval = 7 + 23
         let tally = Tally()
         for round in 0..<rounds {
-            let stop = Mutex(false)
+            let stop = Flag()
             await withTaskGroup(of: Void.self) { group in
                 for _ in 0..<4 {
                     group.addTask {
-                        while !stop.withLock({ $0 }) {
+                        while !stop.value.withLock({ $0 }) {
                             let started = ContinuousClock.now
                             let status = try? await Self.request(port: port, "POST", "/payment", payment, timeout: clientTimeout)
                             tally.record(status: status, took: ContinuousClock.now - started)
@@ -111,7 +116,7 @@ import FoundationNetworking
                         try? await Task.sleep(for: .milliseconds(200))
                     }
                     try? await Task.sleep(for: .milliseconds(500))
-                    stop.withLock { $0 = true }
+                    stop.value.withLock { $0 = true }
                 }
             }
         }
