@@ -72,7 +72,7 @@ let package = Package(
         .target(
             name: "LedgerAcquirerService",
             dependencies: [
-                "LedgerCore", "LedgerAcquirer", "LedgerAcquirerClient", "LedgerPostgres", "LedgerMacros",
+                "LedgerCore", "LedgerAcquirer", "LedgerAcquirerClient", "LedgerPostgres", "LedgerMacros", "LedgerHTTPServer",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -121,6 +121,18 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
+        // The bounds every HTTP server of the project applies (ledger and acquirer service): idle, head and body
+        // deadlines, connection limits in all and per client, and the log throttle for repeated warnings.
+        .target(
+            name: "LedgerHTTPServer",
+            dependencies: [
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                // Only for the request timeouts' place around NIO's HTTP/1 request decoder.
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Use cases: payments, holds, settlement, reconciliation, audit and as-of, catalog, privacy, checkpoints,
         // recovery, expiry, feeds (subscriptions, webhooks) and the journal. They speak the domain and throw one
         // `ServiceError`; they never serve HTTP (the webhook dispatcher is an HTTP client: AsyncHTTPClient).
@@ -141,7 +153,7 @@ let package = Package(
         .target(
             name: "LedgerHTTP",
             dependencies: [
-                "LedgerCore", "LedgerServices", "LedgerMacros",
+                "LedgerCore", "LedgerServices", "LedgerMacros", "LedgerHTTPServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -153,7 +165,7 @@ let package = Package(
             name: "LedgerApp",
             dependencies: [
                 "LedgerCore", "LedgerAcquirer", "LedgerPostgres", "LedgerServices", "LedgerHTTP", "LedgerPayments",
-                "LedgerAcquirerClient", "LedgerAcquirerService",
+                "LedgerAcquirerClient", "LedgerAcquirerService", "LedgerHTTPServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -259,6 +271,7 @@ let package = Package(
             dependencies: [
                 "LedgerApp", "LedgerServices", "LedgerHTTP", "LedgerTestSupport", "LedgerCoreTestSupport", "ledgerd", "LedgerPayments",
                 "LedgerPaymentsTesting", "LedgerAcquirer", "LedgerAcquirerClient", "LedgerAcquirerService", "LedgerPostgres",
+                "LedgerHTTPServer",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 // HTTPS tests and webhook receivers: a client that trusts the test CA, the CA and certificates, raw sockets.

@@ -4,6 +4,7 @@ import Hummingbird
 import LedgerAcquirer
 import LedgerAcquirerClient
 import LedgerCore
+import LedgerHTTPServer
 import LedgerPostgres
 import Logging
 import PostgresNIO
@@ -137,6 +138,13 @@ public enum AcquirerServer {
         if !configuration.faults.isOff {
             logger.warning("wire faults are armed on the acquirer service", metadata: ["faults": "\(configuration.faults)"])
         }
+        // Plain HTTP carries the X-API-Key in clear (review 3, N7): the service listens on the loopback only.
+        guard Self.isLoopback(configuration.host) else {
+            throw JournalError(
+                "the acquirer service speaks plain HTTP and binds a loopback address only (127.0.0.1, ::1), not \(configuration.host): "
+                    + "run it on the ledger's host, or reach it through a TLS tunnel or proxy"
+            )
+        }
         let announce = configuration.announce
         let app = application(
             model: model,
@@ -153,8 +161,14 @@ public enum AcquirerServer {
         try await app.runService()
     }
 
+    /// Whether `host` is a loopback address (or `localhost`), the only kind the plain-HTTP service binds.
+    public static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.split(separator: ".").first == "127" && host.split(separator: ".").count == 4
+    }
+
     /// The service's HTTP application on an opened model (the daemon's `run` and the tests use it);
-    /// `injected` counts the wire faults it injects.
+    /// `injected` counts the wire faults it injects. Its server has the ledger's bounds (``HTTPConnectionPolicy``:
+    /// idle, head and body deadlines, connection limits in all and per client), which it lacked (review 3, N7).
     public static func application(
         model: DurableAcquirerModel,
         client: DatabaseClient,
@@ -163,6 +177,7 @@ public enum AcquirerServer {
         injected: InjectedFaults = InjectedFaults(),
         host: String = "127.0.0.1",
         port: Int = 0,
+        policy: HTTPConnectionPolicy = HTTPConnectionPolicy(),
         onServerRunning: @escaping @Sendable (Int) -> Void = { _ in },
         logger: Logger
     ) -> some ApplicationProtocol {
@@ -176,6 +191,7 @@ public enum AcquirerServer {
         ).register(on: router)
         return Application(
             router: router,
+            server: .http1(configuration: policy.http1Configuration(logger: logger)),
             configuration: .init(address: .hostname(host, port: port), serverName: "ledgerd-acquirer"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0

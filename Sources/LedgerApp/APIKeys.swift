@@ -96,7 +96,8 @@ public enum APIKeys {
     }
 
     public static func readKeyring(_ url: URL) throws -> KeyringFile {
-        do { return try KeyringFile.decode(try Data(contentsOf: url)) } catch {
+        // Through SecretFile: a keyring group or others can write is refused (review 3, N11), at start and on reload.
+        do { return try KeyringFile.decode(try SecretFile.read(url.path)) } catch {
             throw ConfigurationError("the API keyring \(url.path) does not read: \(error)")
         }
     }
@@ -107,8 +108,8 @@ public enum APIKeys {
         try FileManager.default.createDirectory(at: configuration.dataDirectoryURL, withIntermediateDirectories: true)
         let clientURL = clientFileURL(for: configuration)
         let client: ClientFile
-        if let data = FileManager.default.contents(atPath: clientURL.path) {
-            client = try JSONDecoder().decode(ClientFile.self, from: data)
+        if FileManager.default.fileExists(atPath: clientURL.path) {
+            client = try JSONDecoder().decode(ClientFile.self, from: try SecretFile.read(clientURL.path))
         } else {
             client = ClientFile(
                 operatorKeys: [APIKeyToken.generate(id: "op-1").text],
@@ -157,8 +158,8 @@ public enum APIKeys {
     public static func operatorKey(for configuration: LedgerConfiguration) throws -> String {
         if let key = configuration.clientAPIKey ?? configuration.operatorKeys.first { return key }
         let url = clientFileURL(for: configuration)
-        guard let data = FileManager.default.contents(atPath: url.path),
-            let key = try JSONDecoder().decode(ClientFile.self, from: data).operatorKeys.first
+        guard FileManager.default.fileExists(atPath: url.path),
+            let key = try JSONDecoder().decode(ClientFile.self, from: try SecretFile.read(url.path)).operatorKeys.first
         else {
             throw ConfigurationError("no operator key: set LEDGERD_API_KEY or pass --api-key (no \(url.path))")
         }

@@ -13,7 +13,7 @@ import ServiceLifecycle
 /// ledger's embedded cluster (database `acquirer`, role `acquirer_app`) before the ledger serves, and
 /// restarted whenever it dies, on the same port.
 ///
-/// Nothing secret reaches the child through its environment or its command line: its API key and
+/// Nothing secret reaches the child through its environment (``childEnvironment(_:)``) or its command line: its API key and
 /// database URL are in a file only the daemon's OS user can read (`<data dir>/acquirer/secrets.json`,
 /// 0600). Its standard input is a pipe the daemon never writes: when the daemon dies — even by
 /// `kill -9` — the pipe closes and the child exits, so no orphan keeps serving an old journal.
@@ -228,11 +228,23 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
         }
     }
 
+    /// The child's environment: only what a process needs to run (`PATH`, the locale, the time zone, `TMPDIR`) and the
+    /// acquirer's own `LEDGERD_ACQUIRER_*` settings — never the daemon's keys and URLs (`LEDGERD_OPERATOR_KEYS`,
+    /// `LEDGERD_DATABASE_URL`, …), which it inherited whole before (review 3, N16). Everything else it is told comes
+    /// by its arguments and its 0600 secrets file.
+    static func childEnvironment(_ environment: [String: String]) -> [String: String] {
+        let kept: Set<String> = ["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR"]
+        return environment.filter { name, _ in
+            kept.contains(name) || (name.hasPrefix("LEDGERD_ACQUIRER_") && name != "LEDGERD_ACQUIRER_API_KEY_FILE")
+        }
+    }
+
     /// Starts `ledgerd acquirer serve` and reads its announced port.
     private static func launch(arguments: [String], port: Int, logger: Logger) throws -> (process: Process, port: Int) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         process.arguments = arguments + ["--port", String(port)]
+        process.environment = childEnvironment(ProcessInfo.processInfo.environment)
         let output = Pipe()
         let input = Pipe()
         process.standardOutput = output
@@ -330,11 +342,7 @@ public enum AcquirerConnection {
             )
         }
         if let url = configuration.acquirerURL, let keyFile = configuration.acquirerAPIKeyFile {
-            let attributes = try FileManager.default.attributesOfItem(atPath: keyFile)
-            if let mode = attributes[.posixPermissions] as? NSNumber, mode.intValue & 0o077 != 0 {
-                throw ConfigurationError("\(keyFile) must not be readable by group or others (chmod 600)")
-            }
-            let key = try String(contentsOfFile: keyFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            let key = String(decoding: try SecretFile.read(keyFile), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             guard !key.isEmpty else { throw ConfigurationError("\(keyFile) is empty") }
             let trimmed = url.hasSuffix("/") ? String(url.dropLast()) : url
             logger.info("acquirer service configured", metadata: ["url": "\(trimmed)"])

@@ -2,18 +2,25 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
+import LedgerHTTPServer
 import LedgerServices
 import Logging
 import NIOCore
-import NIOHTTP1
 import NIOSSL
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
+import X509
 
 /// The daemon's TLS certificate and key (`LEDGERD_TLS_CERTIFICATE`, `LEDGERD_TLS_KEY`, PEM files), read at start and
 /// again on ``reload()`` (SIGHUP): each TLS handshake uses the pair loaded last, so a renewed certificate is served
 /// without a restart, and a pair that does not load keeps the previous one in service.
+///
+/// A pair loads only when the key is the certificate's (its public key is the leaf certificate's): a renewal that
+/// replaced the certificate before the key was accepted, and every handshake then failed (review 3, N6). The key is
+/// a secret file (``SecretFile``: refused when group or others may read or write it). TLS 1.2 offers only AEAD
+/// suites with forward secrecy (Mozilla's "intermediate" list: ECDHE with AES-GCM or ChaCha20-Poly1305); TLS 1.3's
+/// suites are all AEAD.
 public final class TLSCertificateStore: Sendable {
     public let certificatePath: String
     public let keyPath: String
@@ -40,6 +47,7 @@ public final class TLSCertificateStore: Sendable {
             privateKey: .privateKey(key)
         )
         configuration.minimumTLSVersion = .tlsv12
+        configuration.cipherSuites = Self.tls12CipherSuites
         configuration.sslContextCallback = { [self] _, promise in
             let (chain, key) = loaded.withLock { $0 }
             var override = NIOSSLContextConfigurationOverride()
@@ -50,6 +58,12 @@ public final class TLSCertificateStore: Sendable {
         return configuration
     }
 
+    /// The TLS 1.2 suites offered: AEAD with ECDHE only (no CBC, no SHA-1 MAC, no static RSA).
+    static let tls12CipherSuites = [
+        "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES256-GCM-SHA384",
+        "ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305",
+    ].joined(separator: ":")
+
     private static func load(certificatePath: String, keyPath: String) throws -> (chain: [NIOSSLCertificate], key: NIOSSLPrivateKey) {
         let chain: [NIOSSLCertificate]
         do {
@@ -58,11 +72,18 @@ public final class TLSCertificateStore: Sendable {
             throw ConfigurationError("LEDGERD_TLS_CERTIFICATE: \(certificatePath) is not a readable PEM certificate chain")
         }
         guard !chain.isEmpty else { throw ConfigurationError("LEDGERD_TLS_CERTIFICATE: \(certificatePath) holds no certificate") }
+        let pem: Data
+        do { pem = try SecretFile.read(keyPath) } catch { throw ConfigurationError("LEDGERD_TLS_KEY: \(error)") }
         let key: NIOSSLPrivateKey
+        let publicKey: Certificate.PublicKey
         do {
-            key = try NIOSSLPrivateKey(file: keyPath, format: .pem)
+            key = try NIOSSLPrivateKey(bytes: Array(pem), format: .pem)
+            publicKey = try Certificate.PrivateKey(pemEncoded: String(decoding: pem, as: UTF8.self)).publicKey
         } catch {
             throw ConfigurationError("LEDGERD_TLS_KEY: \(keyPath) is not a readable PEM private key")
+        }
+        guard let leaf = try? Certificate(derEncoded: chain[0].toDERBytes()), leaf.publicKey == publicKey else {
+            throw ConfigurationError("LEDGERD_TLS_KEY: \(keyPath) is not the key of the certificate in \(certificatePath)")
         }
         return (chain, key)
     }
@@ -81,174 +102,37 @@ struct CertificateReloader: Service {
                     try store.reload()
                     logger.notice("TLS certificate reloaded", metadata: ["certificate": "\(store.certificatePath)"])
                 } catch {
-                    logger.error("TLS certificate reload failed; the previous one stays in service", metadata: ["error": "\(error)"])
+                    logger.error("TLS certificate reload refused; the previous pair stays in service", metadata: ["error": "\(error)"])
                 }
             }
         }
     }
 }
 
-/// The HTTP server: HTTP/1.1 with an idle timeout (a connection that sends nothing, or stops in the middle of its
-/// request head, is closed after `LEDGERD_HTTP_IDLE_TIMEOUT_SECONDS`), a request-head deadline (a head not complete
-/// `LEDGERD_HTTP_HEADER_TIMEOUT_SECONDS` after its first byte closes the connection, however slowly it trickles in),
-/// a connection limit (connections beyond `LEDGERD_HTTP_MAX_CONNECTIONS` are closed at once), and TLS when a
-/// certificate is configured (the handlers work on the decrypted bytes, so they hold for HTTPS too).
+/// The HTTP server: HTTP/1.1 where every part of a request is bounded in time, and no client can take every slot.
+///
+/// - Idle: a connection that sends nothing this long is closed (`LEDGERD_HTTP_IDLE_TIMEOUT_SECONDS`).
+/// - Head: a request head not complete `LEDGERD_HTTP_HEADER_TIMEOUT_SECONDS` after its first byte closes the
+///   connection, however slowly it trickles in.
+/// - Body: Apache's `mod_reqtimeout` rule (`body=20,MinRate=500`): a body must end within
+///   `LEDGERD_HTTP_BODY_TIMEOUT_SECONDS` of its head, and every `LEDGERD_HTTP_BODY_MIN_RATE` bytes received extend that
+///   by a second, so a large upload at any honest speed finishes while a body trickled at a byte now and then does not
+///   hold its connection past the base timeout.
+/// - Connections: beyond `LEDGERD_HTTP_MAX_CONNECTIONS` in all, or `LEDGERD_HTTP_MAX_CONNECTIONS_PER_CLIENT` from one
+///   address, a new connection is closed at once (refusals are logged at most once per 10 s, with their count).
+///
+/// TLS when a certificate is configured: the handlers work on the decrypted bytes, so they hold for HTTPS too. The
+/// acquirer service builds its server with the same handlers (``HTTPConnectionPolicy``).
 func httpServer(configuration: LedgerConfiguration, tls: TLSCertificateStore?, logger: Logger) throws -> HTTPServerBuilder {
-    let limit = ConnectionLimit(maximum: configuration.httpMaxConnections, logger: logger)
-    let headTimeout = TimeAmount(configuration.httpHeaderTimeout)
-    var http = HTTP1Channel.Configuration(
-        additionalChannelHandlers: [],
-        idleTimeout: TimeAmount(configuration.httpIdleTimeout)
+    let policy = HTTPConnectionPolicy(
+        idleTimeout: configuration.httpIdleTimeout,
+        headerTimeout: configuration.httpHeaderTimeout,
+        bodyTimeout: configuration.httpBodyTimeout,
+        bodyMinimumBytesPerSecond: configuration.httpBodyMinimumRate,
+        maximumConnections: configuration.httpMaxConnections,
+        maximumConnectionsPerClient: configuration.httpMaxConnectionsPerClient
     )
-    http.additionalChannelHandlers = {
-        [ConnectionLimitHandler(limit: limit), RequestHeadTimeoutHandler(timeout: headTimeout, logger: logger)]
-    }
-    let base = HTTPServerBuilder.http1(configuration: http)
+    let base = HTTPServerBuilder.http1(configuration: policy.http1Configuration(logger: logger))
     guard let tls else { return base }
     return try .tls(base, tlsConfiguration: tls.tlsConfiguration)
-}
-
-/// How many HTTP connections are open, shared by every connection's ``ConnectionLimitHandler``.
-final class ConnectionLimit: Sendable {
-    let maximum: Int
-    let logger: Logger
-    private let open = Mutex(0)
-
-    init(maximum: Int, logger: Logger) {
-        self.maximum = maximum
-        self.logger = logger
-    }
-
-    /// Counts a new connection; false when it is one too many (it still counts until it closes).
-    func opened() -> Bool {
-        open.withLock { count in
-            count += 1
-            return count <= maximum
-        }
-    }
-
-    func closed() { open.withLock { $0 -= 1 } }
-}
-
-/// Counts its connection in a ``ConnectionLimit`` and closes it at once when the limit is exceeded.
-final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = NIOAny
-    let limit: ConnectionLimit
-
-    init(limit: ConnectionLimit) { self.limit = limit }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        let admitted = limit.opened()
-        let limit = self.limit
-        context.channel.closeFuture.whenComplete { _ in limit.closed() }
-        if !admitted {
-            limit.logger.warning("connection refused: the HTTP connection limit is reached", metadata: ["limit": "\(limit.maximum)"])
-            context.channel.close(promise: nil)
-        }
-    }
-}
-
-/// `LEDGERD_HTTP_HEADER_TIMEOUT_SECONDS`: a request head must be complete within the timeout of its first byte.
-///
-/// The idle timeout alone does not bound a head: a client that sends a byte now and then is never idle. So a timer
-/// starts at the first byte of each request (``RequestBytesWatcher``, before the HTTP decoder) and stops when the
-/// decoder has the whole head (``RequestHeadWatcher``, after it); firing, it closes the connection. Between a
-/// request's head and its end (its body) and while no byte of the next request has come, nothing runs: the idle
-/// timeout covers those. Hummingbird adds this handler after its HTTP codec (its `additionalChannelHandlers`); it
-/// places the two watchers around NIO's request decoder, which sees decrypted bytes under TLS.
-final class RequestHeadTimeoutHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = NIOAny
-    let timeout: TimeAmount
-    let logger: Logger
-
-    init(timeout: TimeAmount, logger: Logger) {
-        self.timeout = timeout
-        self.logger = logger
-    }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        let deadline = RequestHeadDeadline(timeout: timeout, logger: logger)
-        do {
-            let pipeline = context.pipeline.syncOperations
-            let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            try pipeline.addHandler(RequestBytesWatcher(deadline: deadline), position: .before(decoder))
-            try pipeline.addHandler(RequestHeadWatcher(deadline: deadline), position: .after(decoder))
-        } catch {
-            logger.error("HTTP pipeline without a request decoder: the header timeout cannot run", metadata: ["error": "\(error)"])
-            context.close(promise: nil)
-        }
-    }
-}
-
-/// One connection's request-head timer, shared by its two watchers (both run on the connection's event loop).
-final class RequestHeadDeadline {
-    let timeout: TimeAmount
-    let logger: Logger
-    /// Between a request's head and its end: the bytes are its body.
-    var inRequest = false
-    var timer: Scheduled<Void>?
-
-    init(timeout: TimeAmount, logger: Logger) {
-        self.timeout = timeout
-        self.logger = logger
-    }
-
-    /// Bytes arrived: the first of a request head starts the timer.
-    func bytesArrived(context: ChannelHandlerContext) {
-        guard !inRequest, timer == nil else { return }
-        let (timeout, logger) = (timeout, logger)
-        timer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
-            logger.notice("connection closed: its request head was not complete in time", metadata: ["timeout": "\(timeout)"])
-            context.close(promise: nil)
-        }
-    }
-
-    func headComplete() {
-        inRequest = true
-        stop()
-    }
-
-    func requestEnded() { inRequest = false }
-
-    func stop() {
-        timer?.cancel()
-        timer = nil
-    }
-}
-
-/// Before the HTTP decoder: starts the request head's timer at its first byte.
-final class RequestBytesWatcher: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = ByteBuffer
-    let deadline: RequestHeadDeadline
-
-    init(deadline: RequestHeadDeadline) { self.deadline = deadline }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        deadline.bytesArrived(context: context)
-        context.fireChannelRead(data)
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        deadline.stop()
-        context.fireChannelInactive()
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) { deadline.stop() }
-}
-
-/// After the HTTP decoder: stops the timer once the head is decoded; the request's end makes the next bytes a head.
-final class RequestHeadWatcher: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    let deadline: RequestHeadDeadline
-
-    init(deadline: RequestHeadDeadline) { self.deadline = deadline }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head: deadline.headComplete()
-        case .body: break
-        case .end: deadline.requestEnded()
-        }
-        context.fireChannelRead(data)
-    }
 }

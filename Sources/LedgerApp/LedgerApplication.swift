@@ -106,7 +106,7 @@ public struct ServiceContainer: Sendable {
         checkpointKey: CheckpointKey? = nil,
         acquirerSupervisor: AcquirerSupervisor? = nil,
         webhookSecretsKey: [UInt8]? = nil,
-        webhookTransport: any WebhookTransport = HTTPWebhookTransport(),
+        webhookTransport: (any WebhookTransport)? = nil,
         logger: Logger
     ) throws {
         self.client = client
@@ -233,11 +233,11 @@ public struct ServiceContainer: Sendable {
         self.subscriptions = SubscriptionService(store: SubscriptionStore(client: client, logger: logger), feed: feed)
         let box = try (webhookSecretsKey ?? configuration.webhookSecretsKey).map { try WebhookSecretBox(keyBytes: $0) }
         let webhookStore = WebhookStore(client: client, logger: logger)
-        self.webhooks = WebhookService(store: webhookStore, box: box, clock: clock)
+        self.webhooks = WebhookService(store: webhookStore, box: box, destinations: configuration.webhookDestinations, clock: clock)
         self.dispatcher = WebhookDispatcher(
             store: webhookStore,
             watcher: watcher,
-            transport: webhookTransport,
+            transport: webhookTransport ?? HTTPWebhookTransport(destinations: configuration.webhookDestinations),
             box: box,
             settings: configuration.webhooks,
             clock: clock,
@@ -301,7 +301,8 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
         follower: services.feed,
         subscriptions: services.subscriptions,
         webhooks: services.webhooks,
-        journal: services.journal
+        journal: services.journal,
+        streamsPerKey: configuration.feedStreamsPerKey
     )
     feedRoutes.registerReads(on: reads)
     feedRoutes.registerChanges(on: changes)

@@ -19,7 +19,10 @@ import Logging
 /// | `LEDGERD_TLS_KEY` | — | PEM private key of that certificate. **Secret file.** |
 /// | `LEDGERD_HTTP_IDLE_TIMEOUT_SECONDS` | `30` | a connection idle (or stuck in its request head) this long is closed |
 /// | `LEDGERD_HTTP_HEADER_TIMEOUT_SECONDS` | `10` | a request head not complete this long after its first byte closes the connection, however slowly it trickles in |
+/// | `LEDGERD_HTTP_BODY_TIMEOUT_SECONDS` | `20` | a request body must be complete this long after its head, plus a second per `LEDGERD_HTTP_BODY_MIN_RATE` bytes received |
+/// | `LEDGERD_HTTP_BODY_MIN_RATE` | `500` | bytes per second a body must keep up to earn more time than the body timeout |
 /// | `LEDGERD_HTTP_MAX_CONNECTIONS` | `1024` | HTTP connections open at once; more are closed at once |
+/// | `LEDGERD_HTTP_MAX_CONNECTIONS_PER_CLIENT` | `128` | HTTP connections open at once from one address; more are closed at once |
 /// | `LEDGERD_EXPENSIVE_REQUEST_LIMIT` | `4` | chain verifications, report uploads and as-of reads running at once; more are 429 |
 /// | `LEDGERD_REPORT_MAX_BYTES` | `268435456` | the largest settlement report upload (streamed to a 0600 spool file as it arrives; larger is 413 at once) |
 /// | `LEDGERD_PORT` | `12345` | HTTP port (the storefront app's) |
@@ -68,6 +71,8 @@ import Logging
 /// | `LEDGERD_SETTLEMENT_REPORT_PART_LINES` | `10000` | report lines per page read back, and per stored report part |
 /// | `LEDGERD_SETTLEMENT_AUTO` | `false` | `serve` settles each business day itself once its cut-off has passed |
 /// | `LEDGERD_FEED_POLL_MS` | `1000` | how often the live feed, subscriptions' long polls and webhooks poll the head when no NOTIFY arrives |
+/// | `LEDGERD_FEED_STREAMS_PER_KEY` | `8` | `/events/stream` replies one API key may have open at once (catch-ups included); one more is 429 |
+/// | `LEDGERD_WEBHOOK_ALLOWED_ADDRESSES` | — | internal addresses or CIDR blocks webhooks may be delivered to (`127.0.0.1`, `10.1.0.0/16`); every other loopback, private, link-local, unique-local or unspecified address is refused at registration and at connection time |
 /// | `LEDGERD_WEBHOOK_SECRETS_KEY` | generated (embedded) | base64 of 32 bytes: seals webhook secrets in the database (AES-GCM); unset with a database URL: webhooks cannot be registered. **Secret.** |
 /// | `LEDGERD_WEBHOOK_RETRY_BASE_MS` | `1000` | the first retry's delay (before jitter); each failure doubles it |
 /// | `LEDGERD_WEBHOOK_RETRY_MAX_SECONDS` | `3600` | the longest delay between two attempts |
@@ -107,8 +112,14 @@ public struct LedgerConfiguration: Sendable {
     public var httpIdleTimeout: Duration
     /// A request head must be complete this long after its first byte arrived, or the connection is closed.
     public var httpHeaderTimeout: Duration
+    /// A request body must end this long after its head, extended by a second per `httpBodyMinimumRate` bytes received.
+    public var httpBodyTimeout: Duration
+    /// Bytes per second of a body that earn it time beyond `httpBodyTimeout`.
+    public var httpBodyMinimumRate: Int
     /// Most HTTP connections open at once; beyond it a new connection is closed at once.
     public var httpMaxConnections: Int
+    /// Most HTTP connections open at once from one client address; beyond it a new one from there is closed at once.
+    public var httpMaxConnectionsPerClient: Int
     /// Most expensive requests (verify, report upload, as-of) at once; more are refused with 429.
     public var expensiveRequestLimit: Int
     /// `LEDGERD_REPORT_MAX_BYTES`: the largest settlement report upload.
@@ -186,6 +197,10 @@ public struct LedgerConfiguration: Sendable {
     public var webhookSecretsKey: [UInt8]?
     /// The webhook dispatcher's retries, concurrency and timeout.
     public var webhooks: WebhookDispatcher.Settings
+    /// Most `/events/stream` replies one API key has open at once; one more is 429 `busy`.
+    public var feedStreamsPerKey: Int
+    /// Where webhooks may be delivered: public addresses, and the internal ones `LEDGERD_WEBHOOK_ALLOWED_ADDRESSES` names.
+    public var webhookDestinations: WebhookDestinations
 
     /// Reads the configuration from a reader (see the table above for keys and defaults).
     public init(reader: ConfigReader) throws {
@@ -210,6 +225,13 @@ public struct LedgerConfiguration: Sendable {
         httpHeaderTimeout = .seconds(headerSeconds)
         httpMaxConnections = reader.int(forKey: "ledgerd.http.max.connections", default: 1024)
         guard httpMaxConnections >= 1 else { throw ConfigurationError("LEDGERD_HTTP_MAX_CONNECTIONS must be at least 1") }
+        httpMaxConnectionsPerClient = reader.int(forKey: "ledgerd.http.max.connections.per.client", default: 128)
+        guard httpMaxConnectionsPerClient >= 1 else { throw ConfigurationError("LEDGERD_HTTP_MAX_CONNECTIONS_PER_CLIENT must be at least 1") }
+        let bodySeconds = reader.int(forKey: "ledgerd.http.body.timeout.seconds", default: 20)
+        guard bodySeconds >= 1 else { throw ConfigurationError("LEDGERD_HTTP_BODY_TIMEOUT_SECONDS must be at least 1") }
+        httpBodyTimeout = .seconds(bodySeconds)
+        httpBodyMinimumRate = reader.int(forKey: "ledgerd.http.body.min.rate", default: 500)
+        guard httpBodyMinimumRate >= 1 else { throw ConfigurationError("LEDGERD_HTTP_BODY_MIN_RATE must be at least 1") }
         expensiveRequestLimit = reader.int(forKey: "ledgerd.expensive.request.limit", default: 4)
         reportMaxBytes = reader.int(forKey: "ledgerd.report.max.bytes", default: 256 * 1024 * 1024)
         guard reportMaxBytes >= 1024 else { throw ConfigurationError("LEDGERD_REPORT_MAX_BYTES must be at least 1024") }
@@ -377,6 +399,13 @@ public struct LedgerConfiguration: Sendable {
             requestTimeout: .seconds(timeout),
             pollInterval: .milliseconds(pollMilliseconds)
         )
+        feedStreamsPerKey = reader.int(forKey: "ledgerd.feed.streams.per.key", default: 8)
+        guard feedStreamsPerKey >= 1 else { throw ConfigurationError("LEDGERD_FEED_STREAMS_PER_KEY must be at least 1") }
+        let allowList = reader.string(forKey: "ledgerd.webhook.allowed.addresses", default: "")
+        guard let destinations = WebhookDestinations(allowList: allowList) else {
+            throw ConfigurationError("LEDGERD_WEBHOOK_ALLOWED_ADDRESSES must be comma-separated IP addresses or CIDR blocks")
+        }
+        webhookDestinations = destinations
         let level = reader.string(forKey: "ledgerd.log.level", default: "info")
         guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
             throw ConfigurationError("LEDGERD_LOG_LEVEL: unknown level \(level)")

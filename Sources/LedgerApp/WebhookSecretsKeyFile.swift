@@ -4,7 +4,7 @@ import Logging
 
 /// Where the key that seals webhook secrets comes from: `LEDGERD_WEBHOOK_SECRETS_KEY` when set;
 /// otherwise, for the embedded database, `<data dir>/webhook-secrets.key` (base64 of 32 random bytes,
-/// mode 0600), generated on first use. With a database URL and no key, webhooks cannot be registered
+/// mode 0600, written and read through ``SecretFile``), generated on first use. With a database URL and no key, webhooks cannot be registered
 /// (the daemon says so) and the dispatcher idles.
 public enum WebhookSecretsKeyFile {
     public static func key(for configuration: LedgerConfiguration, logger: Logger) throws -> [UInt8]? {
@@ -14,7 +14,8 @@ public enum WebhookSecretsKeyFile {
             return nil
         }
         let url = configuration.dataDirectoryURL.appendingPathComponent("webhook-secrets.key")
-        if let text = FileManager.default.contents(atPath: url.path).map({ String(decoding: $0, as: UTF8.self) }) {
+        if FileManager.default.fileExists(atPath: url.path) {
+            let text = String(decoding: try SecretFile.read(url.path), as: UTF8.self)
             guard let bytes = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)), bytes.count == WebhookSecretBox.keyByteCount
             else {
                 throw ConfigurationError("\(url.path) must hold the base64 of 32 bytes")
@@ -24,15 +25,9 @@ public enum WebhookSecretsKeyFile {
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<WebhookSecretBox.keyByteCount).map { _ in UInt8.random(in: 0...255, using: &generator) }
         try FileManager.default.createDirectory(at: configuration.dataDirectoryURL, withIntermediateDirectories: true)
-        guard
-            FileManager.default.createFile(
-                atPath: url.path,
-                contents: Data((Data(bytes).base64EncodedString() + "\n").utf8),
-                attributes: [.posixPermissions: 0o600]
-            )
-        else {
-            throw ConfigurationError("cannot write \(url.path)")
-        }
+        // 0600 from its creation (review 3, N10: `createFile(attributes:)` wrote it with the umask's mode, renamed it
+        // into place and only then narrowed it).
+        try SecretFile.write(Data((Data(bytes).base64EncodedString() + "\n").utf8), to: url)
         return bytes
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import LedgerCore
+import LedgerHTTPServer
 import LedgerServices
 
 /// The error every endpoint answers with: `{"error": {"code", "message", "field"?}}`.
@@ -65,9 +66,15 @@ public struct APIError: HTTPResponseError, Sendable, Equatable {
     }
 }
 
+/// The one throttle of ``ErrorMiddleware``'s "request failed" warnings (503 `database_unavailable` and the like).
+let requestFailures = LogThrottle()
+
 /// Turns every error into the JSON error shape: API errors as they are, the router's own
 /// errors (unknown route, wrong method) by status, an unavailable database as 503 `database_unavailable`
 /// (``ServiceError/interpreting(_:)``), anything else as an opaque 500 that is logged here with its detail.
+///
+/// Those interpreted failures (a database outage answers every request 503) are logged through one ``LogThrottle``
+/// for the process: a line per 10 s with the count left out, not one per request.
 public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     public init() {}
 
@@ -95,7 +102,7 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             throw APIError(status: error.status, code: code, message: message)
         } catch {
             if let meaning = ServiceError.interpreting(error) {
-                context.logger.warning("request failed", metadata: ["code": "\(meaning.code)"])
+                requestFailures.log(.warning, "request failed", metadata: ["code": "\(meaning.code)"], to: context.logger)
                 throw APIError(meaning)
             }
             context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: error))"])

@@ -85,9 +85,7 @@ public struct DisputeRoutes: Sendable {
     /// A JSON object body (an empty body is `{}`) with only `allowed` members.
     static func body(_ request: Request, allowed: Set<String>) async throws -> [String: JSONValue] {
         let buffer: ByteBuffer
-        do { buffer = try await request.body.collect(upTo: 16 * 1024) } catch {
-            throw APIError(status: .contentTooLarge, code: "payload_too_large", message: "the body is larger than 16 KiB")
-        }
+        buffer = try await StrictJSON.body(of: request, limit: 16 * 1024)
         let bytes = Data(buffer.readableBytesView)
         if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return [:] }
         guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: bytes) else {

@@ -1,7 +1,7 @@
 import Hummingbird
 import Synchronization
 
-/// At most `limit` expensive requests at once — a chain verification, a report upload, an as-of read (each can hold
+/// At most `limit` expensive requests at once — a chain verification, a report upload, an as-of read, a journal page (each can hold
 /// a pooled connection and memory for long): one more is refused at once with 429 `busy` and `Retry-After: 1`,
 /// so a burst of them cannot take every database connection from the payments.
 public struct ExpensiveRequestLimitMiddleware<Context: RequestContext>: RouterMiddleware {
@@ -20,7 +20,7 @@ public struct ExpensiveRequestLimitMiddleware<Context: RequestContext>: RouterMi
     /// True for the requests this limit applies to.
     public static func isExpensive(_ request: Request) -> Bool {
         let path = request.uri.path
-        if path == "/audit/verify" || path == "/reconciliation/reports" { return true }
+        if path == "/audit/verify" || path == "/reconciliation/reports" || path == "/journal" { return true }
         return request.uri.queryParameters["as_of"] != nil
     }
 

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import LedgerCore
 import LedgerServices
+import Synchronization
 
 /// The live feed's source: pages after a position as they commit (see ``EventFeed``).
 public protocol EventFollower: Sendable {
@@ -30,14 +31,15 @@ public protocol WebhookOperator: Sendable {
 
 /// The accounting journal of a period (see ``JournalService``).
 public protocol JournalReader: Sendable {
-    func entries(fromMicros: Int64, toMicros: Int64) async throws -> [JournalEntry]
+    func page(fromMicros: Int64, toMicros: Int64, after: Int64, limit: Int) async throws -> JournalService.Page
 }
 
 /// Feeds for the systems downstream (issue 16):
 /// - reads (operator or auditor key): `GET /events/stream?after=&type=&stream_prefix=` (Server-Sent
 ///   Events, `id:` = position, resumable with `Last-Event-ID`), `GET /subscriptions`,
 ///   `GET /subscriptions/{name}/events?limit=&wait=`, `GET /webhooks`, `GET /webhooks/{id}`,
-///   `GET /webhooks/{id}/deliveries?after=&limit=`, `GET /journal?from=&to=`;
+///   `GET /webhooks/{id}/deliveries?after=&limit=`, `GET /journal?from=&to=&after=&limit=` (cursor-paged: at most
+///   `limit` journal events per reply, `next_after` for the next; an expensive request);
 /// - changes (operator key): `POST /subscriptions`, `POST /subscriptions/{name}/ack`,
 ///   `DELETE /subscriptions/{name}`, `POST /webhooks`, `POST /webhooks/{id}/redeliver`,
 ///   `POST /webhooks/{id}/rotate-secret`.
@@ -49,23 +51,72 @@ public struct FeedRoutes: Sendable {
     let webhooks: any WebhookOperator
     let journal: any JournalReader
     let keepAlive: Duration
+    let streams: StreamLimit
 
     public init(
         follower: any EventFollower,
         subscriptions: any SubscriptionOperator,
         webhooks: any WebhookOperator,
         journal: any JournalReader,
-        keepAlive: Duration = .seconds(15)
+        keepAlive: Duration = .seconds(15),
+        streamsPerKey: Int = 8
     ) {
         self.follower = follower
         self.subscriptions = subscriptions
         self.webhooks = webhooks
         self.journal = journal
         self.keepAlive = keepAlive
+        self.streams = StreamLimit(perKey: streamsPerKey)
+    }
+
+    /// How many `/events/stream` replies each API key has open (review 3, N8: any auditor could open unlimited
+    /// catch-ups from position 0; 50 took payment latency from 30 ms to 2 s). One more than `perKey` is 429 `busy`.
+    /// A slot is held by a ``Slot`` the reply's body keeps: it is given back when the stream ends, however it ends
+    /// (finished, the client gone, the body never run).
+    final class StreamLimit: Sendable {
+        let perKey: Int
+        private let open = Mutex<[String: Int]>([:])
+
+        init(perKey: Int) { self.perKey = perKey }
+
+        final class Slot: Sendable {
+            let limit: StreamLimit
+            let key: String
+            init(limit: StreamLimit, key: String) {
+                self.limit = limit
+                self.key = key
+            }
+            deinit { limit.release(key) }
+        }
+
+        func take(_ key: String) throws -> Slot {
+            let taken = open.withLock { open -> Bool in
+                guard open[key, default: 0] < perKey else { return false }
+                open[key, default: 0] += 1
+                return true
+            }
+            guard taken else {
+                var error = APIError(
+                    status: .tooManyRequests,
+                    code: "busy",
+                    message: "this key has \(perKey) event streams open; close one first"
+                )
+                error.retryAfterSeconds = 1
+                throw error
+            }
+            return Slot(limit: self, key: key)
+        }
+
+        func release(_ key: String) {
+            open.withLock { open in
+                let left = open[key, default: 1] - 1
+                open[key] = left > 0 ? left : nil
+            }
+        }
     }
 
     public func registerReads(on group: RouterGroup<Context>) {
-        group.get("/events/stream") { request, _ -> Response in
+        group.get("/events/stream") { request, context -> Response in
             let query = request.uri.queryParameters
             try Self.onlyKnown(query, ["after", "type", "stream_prefix"], what: "the live feed")
             var after = try AuditRoutes.integer(query["after"].map(String.init), name: "after", default: 0, range: 0...Int64.max)
@@ -76,6 +127,7 @@ public struct FeedRoutes: Sendable {
                 after = position
             }
             let filter = try AuditRoutes.filter(query)
+            let slot = try streams.take(context.principal?.keyID ?? "")
             let pages = follower.follow(after: after, matching: filter, keepAlive: keepAlive)
             var headers = HTTPFields()
             headers[.contentType] = "text/event-stream; charset=utf-8"
@@ -89,6 +141,8 @@ public struct FeedRoutes: Sendable {
                     try await writer.write(ByteBuffer(string: text))
                 }
                 try await writer.finish(nil)
+                // The stream held its slot until here (the closure keeps it; released with the reply).
+                withExtendedLifetime(slot) {}
             }
             return Response(status: .ok, headers: headers, body: body)
         }
@@ -131,12 +185,14 @@ public struct FeedRoutes: Sendable {
         }
         group.get("/journal") { request, _ -> Response in
             let query = request.uri.queryParameters
-            try Self.onlyKnown(query, ["from", "to"], what: "the journal")
+            try Self.onlyKnown(query, ["from", "to", "after", "limit"], what: "the journal")
             let from = try Self.instant(query["from"].map(String.init), name: "from")
             let to = try Self.instant(query["to"].map(String.init), name: "to")
             guard from < to else { throw APIError.badRequest("invalid_parameter", "from must be before to", field: "from") }
-            let entries = try await journal.entries(fromMicros: from, toMicros: to)
-            return try jsonResponse(JournalReply(fromMicros: from, toMicros: to, entries: entries))
+            let after = try AuditRoutes.integer(query["after"].map(String.init), name: "after", default: 0, range: 0...Int64.max)
+            let limit = try AuditRoutes.integer(query["limit"].map(String.init), name: "limit", default: 1_000, range: 1...10_000)
+            let page = try await journal.page(fromMicros: from, toMicros: to, after: after, limit: Int(limit))
+            return try jsonResponse(JournalReply(fromMicros: from, toMicros: to, entries: page.entries, nextAfter: page.nextAfter))
         }
     }
 
@@ -228,9 +284,7 @@ public struct FeedRoutes: Sendable {
     /// The body as a JSON object with only `allowed` members.
     static func object(_ request: Request, allowed: Set<String>) async throws -> [String: JSONValue] {
         let bytes: ByteBuffer
-        do { bytes = try await request.body.collect(upTo: 16 * 1024) } catch {
-            throw APIError(status: .contentTooLarge, code: "payload_too_large", message: "the body is larger than 16 KiB")
-        }
+        bytes = try await StrictJSON.body(of: request, limit: 16 * 1024)
         guard case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes.readableBytesView)) else {
             throw APIError.badRequest("invalid_json", "the body must be a JSON object")
         }

@@ -81,9 +81,7 @@ public struct HoldRoutes: Sendable {
             group.post("/orders/:id/\(kind.rawValue)") { request, context -> Response in
                 let id = try context.parameters.require("id")
                 let body: ByteBuffer
-                do { body = try await request.body.collect(upTo: 16 * 1024) } catch {
-                    throw APIError(status: .contentTooLarge, code: "payload_too_large", message: "the body is larger than 16 KiB")
-                }
+                body = try await StrictJSON.body(of: request, limit: 16 * 1024)
                 let operation = try HoldOperationRequest.parse(kind: kind, body: body)
                 let key = request.headers[PaymentRoutes.idempotencyKeyHeader]
                 if let key, !(1...200).contains(key.utf8.count) {

@@ -25,6 +25,8 @@ extension PaymentRequest {
                 message: "the body is larger than \(maximumBodySize) bytes"
             )
         }
+        // Strict JSON: no duplicate member (the first won) and no trailing comma (review 3, input strictness).
+        try StrictJSON.checked(body)
         let decoded: PaymentBody
         do {
             decoded = try JSONDecoder().decode(PaymentBody.self, from: Data(body.readableBytesView))
@@ -34,6 +36,10 @@ extension PaymentRequest {
             throw APIError.badRequest("invalid_json", "the body is not valid JSON")
         }
         let typed = decoded.fields
+        // Every member is one the payment takes: a misspelled `quantitty` was silently ignored (one unit sold).
+        for name in typed.keys.sorted() where !knownFields.contains(name) {
+            throw APIError.badRequest("unknown_field", "a payment does not take \(name)", field: name)
+        }
         let fields = Fields(typed)
 
         let gatewayName = try fields.string("gateway")
@@ -98,6 +104,13 @@ extension PaymentRequest {
         }
         return request
     }
+
+    /// The members a payment body may have.
+    static let knownFields: Set<String> = [
+        "gateway", "source", "amount", "currency", "quantity", "description", "shipping_contact", "shipping_email",
+        "shipping_street", "shipping_city", "shipping_state", "shipping_zip", "shipping_method_name", "product_id",
+        "application_data",
+    ]
 
     /// A `source` that cannot be an Apple Pay token: the same code the token checks use for malformed tokens.
     static func malformedApplePayToken(_ message: String) -> APIError {

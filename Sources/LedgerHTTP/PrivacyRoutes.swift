@@ -26,9 +26,7 @@ public struct PrivacyRoutes: Sendable {
     public func register(on group: RouterGroup<LedgerRequestContext>) {
         group.post("/privacy/erasures") { request, context -> Response in
             let body: ByteBuffer
-            do { body = try await request.body.collect(upTo: 16 * 1024) } catch {
-                throw APIError(status: .contentTooLarge, code: "payload_too_large", message: "the body is larger than 16 KiB")
-            }
+            body = try await StrictJSON.body(of: request, limit: 16 * 1024)
             guard let object = try? JSONDecoder().decode([String: PaymentRequest.JSONField].self, from: Data(body.readableBytesView)) else {
                 throw APIError.badRequest("invalid_json", "the body must be a JSON object")
             }

@@ -96,9 +96,7 @@ public struct SettlementRoutes: Sendable {
     public func registerChanges(on group: RouterGroup<LedgerRequestContext>) {
         group.post("/settlements/run") { request, context -> Response in
             let body: ByteBuffer
-            do { body = try await request.body.collect(upTo: 16 * 1024) } catch {
-                throw APIError(status: .contentTooLarge, code: "payload_too_large", message: "the body is larger than 16 KiB")
-            }
+            body = try await StrictJSON.body(of: request, limit: 16 * 1024)
             guard let object = try? JSONDecoder().decode([String: PaymentRequest.JSONField].self, from: Data(body.readableBytesView)) else {
                 throw APIError.badRequest("invalid_json", "the body must be a JSON object")
             }
@@ -149,9 +147,7 @@ public struct SettlementRoutes: Sendable {
         group.post("/reconciliation/breaks/:id/resolve") { request, context -> Response in
             let id = try context.parameters.require("id")
             let body: ByteBuffer
-            do { body = try await request.body.collect(upTo: 16 * 1024) } catch {
-                throw APIError(status: .contentTooLarge, code: "payload_too_large", message: "the body is larger than 16 KiB")
-            }
+            body = try await StrictJSON.body(of: request, limit: 16 * 1024)
             guard let object = try? JSONDecoder().decode([String: PaymentRequest.JSONField].self, from: Data(body.readableBytesView)) else {
                 throw APIError.badRequest("invalid_json", "the body must be a JSON object")
             }

@@ -110,7 +110,9 @@ public final class DatabaseClient: Service, Sendable {
         file: String = #fileID,
         line: Int = #line
     ) async throws -> PostgresRowSequence {
-        try await pool().query(query, logger: logger, file: file, line: line)
+        let pool = try pool()
+        if let plans = StatementPlans.recording { try await plans.explain(query, on: pool, logger: logger) }
+        return try await pool.query(query, logger: logger, file: file, line: line)
     }
 
     /// Leases a connection for `closure`'s lifetime (PostgresNIO's `PostgresClient.withConnection`).

@@ -88,8 +88,9 @@ extension EventStore {
         try await Self.decode(client.query("\(unescaped: Self.columns) WHERE position = \(position)", logger: logger)).first
     }
 
-    /// The events of `streams` up to and including `position`, in position order, looked up stream by stream
-    /// (see ``readStreams(_:)``).
+    /// The events of `streams` up to and including `position`, in position order, looked up stream by stream:
+    /// one range of `events_by_stream_position` (sql/0020) each, so the cost is the events returned, not the log
+    /// below `position` (see ``readStreams(_:)``).
     public func readStreams(_ streams: [StreamID], through position: Int64) async throws -> [RecordedEvent] {
         guard !streams.isEmpty else { return [] }
         return try await Self.decode(

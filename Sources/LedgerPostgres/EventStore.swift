@@ -49,11 +49,13 @@ public struct EventStore: PostgresStore {
     }
 
     /// Every event of `streams`, in position order (one query, for loading many short streams at once).
-    /// One index lookup per stream, whatever the planner's statistics say (`OFFSET 0` keeps the lateral subquery
+    /// One index range per stream, whatever the planner's statistics say (`OFFSET 0` keeps the lateral subquery
     /// from being flattened into a join the planner may hash): with `stream_id = ANY(…)` the few product streams
     /// that hold most of the log make every stream look long, and on a large log the planner chose a parallel scan
     /// of the whole table, 110–150 ms for the 1,000 streams of an expiry page of a 700,000-event ledger against
-    /// 10 ms by lookups.
+    /// 10 ms by lookups. The range is `events_by_stream_position` (sql/0020), bounded here by the largest position:
+    /// without that index the bound made each lookup a BitmapAnd with every position of the log
+    /// (`StatementCostTests` guards it).
     public func readStreams(_ streams: [StreamID]) async throws -> [RecordedEvent] {
         try await readStreams(streams, through: .max)
     }

@@ -6,6 +6,7 @@ import LedgerAcquirerService
 import LedgerApp
 import LedgerCore
 import LedgerHTTP
+import LedgerHTTPServer
 import LedgerPostgres
 import LedgerTestSupport
 import Logging
@@ -431,6 +432,77 @@ struct AcquirerWireFaultTests {
                 #expect(injected.count(fault.knob) > 0, "\(fault): the service never injected it")
                 if fault != .latency && fault != .duplicateAnswer {
                     #expect(metrics.exposition().contains("ledger_acquirer_errors_total"), "\(fault): the adapter saw no failure")
+                }
+            }
+        }
+    }
+}
+
+/// Review 3, N7: the acquirer service had no idle or head timeout and no connection limit. Its server now has the
+/// ledger's bounds (here short): an idle connection, a trickled head and a trickled body are closed, and one address
+/// is held to its own connection limit.
+@Suite struct AcquirerServiceBoundsTests {
+    /// Plain HTTP on the loopback only: `acquirer serve --host 0.0.0.0` (the unit file's old setting) is refused.
+    @Test func theServiceBindsOnlyALoopbackAddress() {
+        for host in ["127.0.0.1", "127.0.0.2", "::1", "localhost"] { #expect(AcquirerServer.isLoopback(host), "\(host)") }
+        for host in ["0.0.0.0", "::", "10.0.0.1", "192.168.1.2", "acquirer.internal", "127.0.0.1.nip.io"] {
+            #expect(!AcquirerServer.isLoopback(host), "\(host)")
+        }
+        let unit = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../deploy/ledgerd-acquirer.service")
+        #expect((try? String(contentsOf: unit, encoding: .utf8))?.contains("LEDGERD_ACQUIRER_HOST=127.0.0.1") == true)
+    }
+
+    @Test(.timeLimit(.minutes(3))) func idleTrickledAndGreedyConnectionsAreClosed() async throws {
+        let database = try await TestDatabase.fresh()
+        let set = try Migrator.load(from: AcquirerHarness.migrations)
+        _ = try await database.withOwner { client in
+            try await Migrator(migrations: set, schema: "acquirer", logger: TestCluster.logger).migrate(client: client)
+        }
+        try await database.withOwner { client in
+            let model = try await DurableAcquirerModel.open(
+                client: client,
+                seed: 7,
+                configuration: AcquirerModelConfiguration(),
+                clock: { Date() },
+                logger: TestCluster.logger,
+                snapshotEvery: 100_000
+            )
+            let policy = HTTPConnectionPolicy(
+                idleTimeout: .seconds(2),
+                headerTimeout: .seconds(2),
+                bodyTimeout: .seconds(2),
+                maximumConnectionsPerClient: 3
+            )
+            let app = AcquirerServer.application(
+                model: model,
+                client: client,
+                apiKey: AcquirerHarness.apiKey,
+                faults: .none,
+                policy: policy,
+                logger: TestCluster.logger
+            )
+            try await app.test(.live) { live in
+                let port = try #require(live.port)
+                let idle = try await ByteClient.connect(port: port, from: "127.0.0.1")
+                let head = try await ByteClient.connect(port: port, from: "127.0.0.1")
+                let body = try await ByteClient.connect(port: port, from: "127.0.0.1")
+                try await body.send("POST /v1/payments HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n")
+                // The address holds its 3 connections: a fourth from it is closed unanswered, one from 127.0.0.2 served.
+                let fourth = try await ByteClient.connect(port: port, from: "127.0.0.1")
+                try? await fourth.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                #expect(await fourth.closed(within: .seconds(20)) && !fourth.received.contains("200"), "a fourth connection was served")
+                let other = try await ByteClient.connect(port: port, from: "127.0.0.2")
+                try await other.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                #expect(try await other.response(within: .seconds(20)).contains("200 OK"))
+                // A byte every 300 ms to the head and the body: never idle, never complete. Stops by itself.
+                let started = ContinuousClock.now
+                while ContinuousClock.now - started < .seconds(2 + 10), head.channel.isActive || body.channel.isActive {
+                    if head.channel.isActive { try? await head.send("a") }
+                    if body.channel.isActive { try? await body.send("{") }
+                    try await Task.sleep(for: .milliseconds(300))
+                }
+                for (name, connection) in [("idle", idle), ("trickled head", head), ("trickled body", body)] {
+                    #expect(await connection.closed(within: .seconds(2)), "\(name): still open after \(ContinuousClock.now - started)")
                 }
             }
         }

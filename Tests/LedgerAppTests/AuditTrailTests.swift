@@ -242,19 +242,23 @@ import Testing
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let key = CheckpointKey.generate()
         let pem = directory.appendingPathComponent("k.pem")
-        try Data(key.privateKeyPEM.utf8).write(to: pem)
+        // A private key file is a secret file: 0600 (one others can read is refused, below).
+        try SecretFile.write(Data(key.privateKeyPEM.utf8), to: pem)
         let fromPEM = try CheckpointKey(contentsOf: pem.path)
         #expect(fromPEM.publicKeyHex == key.publicKeyHex)
         // A PEM written by OpenSSL for RFC 8032's first test key (its seed 9d61…7f60, its public key d75a…511a).
         let openssl = directory.appendingPathComponent("openssl.pem")
-        try Data(
-            """
-            -----BEGIN PRIVATE KEY-----
-            MC4CAQAwBQYDK2VwBCIEIJ1hsZ3v/VpguoRK9JLsLMREScVpezJpGXA7rAMcrn9g
-            -----END PRIVATE KEY-----
+        try SecretFile.write(
+            Data(
+                """
+                -----BEGIN PRIVATE KEY-----
+                MC4CAQAwBQYDK2VwBCIEIJ1hsZ3v/VpguoRK9JLsLMREScVpezJpGXA7rAMcrn9g
+                -----END PRIVATE KEY-----
 
-            """.utf8
-        ).write(to: openssl)
+                """.utf8
+            ),
+            to: openssl
+        )
         #expect(try CheckpointKey(contentsOf: openssl.path).publicKeyHex == "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a")
         let hex = directory.appendingPathComponent("k.hex")
         try Data("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a\n".utf8).write(to: hex)
@@ -263,8 +267,13 @@ import Testing
         try Data(key.publicKeyPEM.utf8).write(to: pub)
         #expect(try CheckpointPublicKey(contentsOf: pub.path).hex == key.publicKeyHex)
         let junk = directory.appendingPathComponent("junk")
-        try Data("not a key".utf8).write(to: junk)
+        try SecretFile.write(Data("not a key".utf8), to: junk)
         #expect(throws: ConfigurationError.self) { try CheckpointKey(contentsOf: junk.path) }
+        // The same good key, readable by others: refused.
+        let open = directory.appendingPathComponent("open.pem")
+        try Data(key.privateKeyPEM.utf8).write(to: open)
+        #expect(chmod(open.path, 0o644) == 0)
+        #expect(throws: ConfigurationError.self) { try CheckpointKey(contentsOf: open.path) }
         #expect(throws: ConfigurationError.self) { try CheckpointKey(contentsOf: directory.appendingPathComponent("missing").path) }
     }
 

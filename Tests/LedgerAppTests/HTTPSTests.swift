@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import LedgerServices
 import LedgerTestSupport
 import NIOCore
 import NIOSSL
@@ -46,7 +47,7 @@ import FoundationNetworking
         let key = files.appendingPathComponent("server.key")
         let issued = try first.issue(commonName: "ledgerd", hosts: ["localhost", "127.0.0.1"])
         try issued.certificate.write(to: certificate, atomically: true, encoding: .utf8)
-        try issued.key.write(to: key, atomically: true, encoding: .utf8)
+        try SecretFile.write(Data(issued.key.utf8), to: key)
 
         let daemon = try await DaemonProcess.start(
             dataDirectory: dataDirectory,
@@ -69,7 +70,7 @@ import FoundationNetworking
         // Renew the certificate (another CA) and send SIGHUP: new handshakes present the new one.
         let renewed = try second.issue(commonName: "ledgerd", hosts: ["localhost", "127.0.0.1"])
         try renewed.certificate.write(to: certificate, atomically: true, encoding: .utf8)
-        try renewed.key.write(to: key, atomically: true, encoding: .utf8)
+        try SecretFile.write(Data(renewed.key.utf8), to: key, overwrite: true)
         kill(daemon.process.processIdentifier, SIGHUP)
         var reloaded = false
         for _ in 0..<40 where !reloaded {

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerApp
+import LedgerServices
 import LedgerTestSupport
 import NIOCore
 import NIOPosix
@@ -78,7 +79,8 @@ extension HTTPTimeoutTests {
         let certificate = directory.appendingPathComponent("server.pem")
         let key = directory.appendingPathComponent("server.key")
         try issued.certificate.write(to: certificate, atomically: true, encoding: .utf8)
-        try issued.key.write(to: key, atomically: true, encoding: .utf8)
+        try SecretFile.write(Data(issued.key.utf8), to: key)
+        try ca.pem.write(to: directory.appendingPathComponent("ca.pem"), atomically: true, encoding: .utf8)
         var configuration = TLSConfiguration.makeClientConfiguration()
         configuration.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(try ca.pem.utf8), format: .pem)])
         return (
@@ -122,16 +124,19 @@ final class ByteClient: Sendable {
         self.collected = collected
     }
 
-    static func connect(port: Int, tls: NIOSSLContext? = nil) async throws -> ByteClient {
+    /// Connects to the server on the loopback; `from` binds the client's end to another loopback address (127.0.0.2:
+    /// another client, as far as the server's per-client limit can tell).
+    static func connect(port: Int, tls: NIOSSLContext? = nil, from: String? = nil) async throws -> ByteClient {
         let collected = Collected()
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let tls { try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: "localhost")) }
                     try channel.pipeline.syncOperations.addHandler(collected)
                 }
             }
-            .connect(host: "localhost", port: port).get()
+        if let from { bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: from, port: 0)) }
+        let channel = try await bootstrap.connect(host: from == nil ? "localhost" : "127.0.0.1", port: port).get()
         return ByteClient(channel: channel, collected: collected)
     }
 

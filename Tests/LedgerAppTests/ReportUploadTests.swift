@@ -55,7 +55,7 @@ import Testing
             }
             let large = try await post(Array(repeating: UInt8(ascii: "a"), count: 4097))
             #expect(large.0 == .contentTooLarge && large.1.contains("payload_too_large"), "\(large.1)")
-            // The model's layout (read whole) and an Adyen SDR (read in chunks), each with a Latin-1 byte.
+            // The model's layout and an Adyen SDR (both read in chunks), each with a Latin-1 byte.
             let ledger = try await post(Array((SettlementReportCSV.columns.joined(separator: ",") + "\r\n").utf8) + [0xE9, 0x0D, 0x0A])
             #expect(ledger.0 == .unprocessableContent && ledger.1.contains("UTF-8"), "\(ledger.1)")
             let sdrHeader = (SettlementReportCSV.columns + SettlementRunTests.reserved).joined(separator: ",") + "\r\n"

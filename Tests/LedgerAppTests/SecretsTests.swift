@@ -1,5 +1,6 @@
 import Foundation
 import LedgerApp
+import LedgerServices
 import LedgerTestSupport
 import Testing
 
@@ -16,6 +17,25 @@ import Testing
             ["--reuid=postgres", "--regid=postgres", "--init-groups", "--", "/bin/sh", "-c", script],
             currentDirectory: URL(fileURLWithPath: "/")
         )
+    }
+
+    /// The process whose parent is `parent` and whose command line contains `text` (from /proc), if any.
+    static func child(of parent: Int32, commandContaining text: String) -> Int32? {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        for entry in entries {
+            guard let pid = Int32(entry),
+                let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { continue }
+            // After "pid (comm) ": the state, then the parent's pid.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 1, Int32(fields[1]) == parent,
+                let command = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline")),
+                String(decoding: command, as: UTF8.self).contains(text)
+            else { continue }
+            return pid
+        }
+        return nil
     }
 
     @Test(.enabled(if: rootWithPostgresUser), .timeLimit(.minutes(3)))
@@ -48,6 +68,10 @@ import Testing
             .split(separator: "\n").first.map(String.init) ?? ""
         let environ = try String(decoding: Data(contentsOf: URL(fileURLWithPath: "/proc/\(postmaster)/environ")), as: UTF8.self)
         #expect(!environ.contains(marker) && !environ.contains("LEDGERD_"), "postmaster environment: \(environ)")
+        // Nor does the acquirer child (review 3, N16: it inherited the daemon's whole environment, keys included).
+        let child = try #require(Self.child(of: daemon.process.processIdentifier, commandContaining: "acquirer"), "no acquirer child")
+        let childEnviron = try String(decoding: Data(contentsOf: URL(fileURLWithPath: "/proc/\(child)/environ")), as: UTF8.self)
+        #expect(!childEnviron.contains(marker) && !childEnviron.contains("LEDGERD_MIGRATIONS_DIR"), "acquirer environment: \(childEnviron)")
 
         // The files and the directory: root's, the key files 0600.
         for file in [keys, keyring] {
@@ -110,5 +134,45 @@ import Testing
         #expect((try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int) == 0o600)
         // No temporary file is left behind.
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["key.pem"])
+    }
+
+    /// Review 3, N11: a keyring group or others can write (or read) is refused, at start and on every reload (the
+    /// watcher reads through the same `readKeyring`), so a local user cannot plant an operator verifier.
+    @Test func aKeyringGroupOrOthersCanWriteOrReadIsRefused() throws {
+        let directory = URL(fileURLWithPath: "/tmp/ledgerd-keyring-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("api-keyring.json")
+        _ = try APIKeys.add(role: .operator, id: nil, expiresAt: nil, keyring: url)
+        #expect(try APIKeys.readKeyring(url).keys.count == 1)
+        let configuration = try LedgerConfiguration.load(environment: [
+            "LEDGERD_DATABASE_URL": "postgres://ledger@127.0.0.1:1/ledger", "LEDGERD_API_KEYRING": url.path,
+        ])
+        #expect(try !APIKeys.keyring(for: configuration, logger: TestCluster.logger).isEmpty)
+        for mode: mode_t in [0o666, 0o620, 0o602, 0o640] {
+            #expect(chmod(url.path, mode) == 0)
+            #expect(throws: ConfigurationError.self, "mode \(String(mode, radix: 8))") { try APIKeys.readKeyring(url) }
+            #expect(throws: ConfigurationError.self, "mode \(String(mode, radix: 8))") {
+                try APIKeys.keyring(for: configuration, logger: TestCluster.logger)
+            }
+        }
+    }
+
+    /// Review 3, N10: the generated webhook secrets key is a secret file like the others — 0600 whatever the umask,
+    /// written through `SecretFile` — and one others can read is refused rather than used.
+    @Test func theWebhookSecretsKeyIsWrittenAndReadAsASecretFile() throws {
+        let directory = URL(fileURLWithPath: "/tmp/ledgerd-whkey-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let configuration = try LedgerConfiguration.load(environment: ["LEDGERD_DATA_DIR": directory.path])
+        let previous = umask(0)
+        let key = try WebhookSecretsKeyFile.key(for: configuration, logger: TestCluster.logger)
+        umask(previous)
+        let file = directory.appendingPathComponent("webhook-secrets.key")
+        #expect((try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int) == 0o600)
+        #expect(try WebhookSecretsKeyFile.key(for: configuration, logger: TestCluster.logger) == key)
+        // No temporary file is left behind.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["webhook-secrets.key"])
+        #expect(chmod(file.path, 0o644) == 0)
+        #expect(throws: (any Error).self) { try WebhookSecretsKeyFile.key(for: configuration, logger: TestCluster.logger) }
     }
 }

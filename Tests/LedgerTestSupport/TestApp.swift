@@ -30,7 +30,9 @@ public enum TestApp {
     ///   - logger: the application's logger; by default the quiet ``TestCluster/logger``.
     ///   - poolLogger: the PostgreSQL pool's background logger; by default the quiet ``TestCluster/logger``.
     ///   - checkpointKey: signs checkpoints; nil: none.
-    ///   - webhookTransport: how webhook deliveries leave the app (AsyncHTTPClient by default).
+    ///   - webhookTransport: how webhook deliveries leave the app (by default AsyncHTTPClient behind the configured
+    ///     destinations rule; the harness allows 127.0.0.1, where its receivers listen, with
+    ///     `LEDGERD_WEBHOOK_ALLOWED_ADDRESSES`, which `environment` may override).
     ///   - live: serve on a real port (`client.port`) instead of the in-memory router, for streamed replies.
     ///   - readDatabase: a streaming replica of `database` for auditors' reads (`LEDGERD_READ_DATABASE_URL`); nil: none.
     ///   - tls: serve HTTPS with this certificate (with `live`; the harness's own client then cannot talk to it).
@@ -45,7 +47,7 @@ public enum TestApp {
         logger: Logger = TestCluster.logger,
         poolLogger: Logger = TestCluster.logger,
         checkpointKey: CheckpointKey? = nil,
-        webhookTransport: any WebhookTransport = HTTPWebhookTransport(),
+        webhookTransport: (any WebhookTransport)? = nil,
         live: Bool = false,
         tls: TLSCertificateStore? = nil,
         _ body: @escaping @Sendable (any TestClientProtocol, ServiceContainer) async throws -> Void
@@ -56,6 +58,8 @@ public enum TestApp {
             "LEDGERD_OPERATOR_KEYS": operatorKey, "LEDGERD_AUDITOR_KEYS": "other-auditor, \(auditorKey)",
             "LEDGERD_SEED_DEMO_CATALOG": seed ? "true" : "false",
             "LEDGERD_WEBHOOK_SECRETS_KEY": webhookSecretsKey, "LEDGERD_FEED_POLL_MS": "200",
+            // The test receivers listen on the loopback, which the webhook rule refuses unless the operator allows it.
+            "LEDGERD_WEBHOOK_ALLOWED_ADDRESSES": "127.0.0.1",
             // Tests sweep expired holds themselves (`services.holds.expireDue()`, on their simulated clocks); the
             // daemon's own sweep every 30 s raced them when a loaded machine made a test last longer than that.
             "LEDGERD_EXPIRY_INTERVAL_SECONDS": "86400",

@@ -135,11 +135,15 @@ public struct JournalTotalReply: Codable, Sendable, Hashable {
 public struct JournalReply: Codable, Sendable, Hashable {
     public let from, to: String
     public let entries: [JournalEntryReply]
+    /// The totals of this page's entries.
     public let totals: [JournalTotalReply]
+    /// Ask again with `after=` this for the next page; absent on the last.
+    public let next_after: Int64?
 
-    public init(fromMicros: Int64, toMicros: Int64, entries: [JournalEntry]) {
+    public init(fromMicros: Int64, toMicros: Int64, entries: [JournalEntry], nextAfter: Int64? = nil) {
         from = RFC3339.format(fromMicros)
         to = RFC3339.format(toMicros)
+        next_after = nextAfter
         self.entries = entries.map(JournalEntryReply.init)
         var sums: [String: [JournalAccount: (debit: Int64, credit: Int64)]] = [:]
         var currencies: [String: Currency] = [:]

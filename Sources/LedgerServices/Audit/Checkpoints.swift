@@ -56,7 +56,8 @@ public enum CheckpointKeys {
     static let spkiPrefix: [UInt8] = [0x30, 0x2A, 0x30, 0x05, 0x06, 0x03, 0x2B, 0x65, 0x70, 0x03, 0x21, 0x00]
 
     public static func privateKey(contentsOf path: String) throws -> Curve25519.Signing.PrivateKey {
-        let data = try read(path, what: "checkpoint key")
+        let data: Data
+        do { data = try SecretFile.read(path) } catch { throw ConfigurationError("the checkpoint key file: \(error)") }
         if let der = pemBody(data, label: "PRIVATE KEY") {
             guard der.count == pkcs8Prefix.count + 32, Array(der.prefix(pkcs8Prefix.count)) == pkcs8Prefix else {
                 throw ConfigurationError("\(path): the PEM private key is not an Ed25519 key")

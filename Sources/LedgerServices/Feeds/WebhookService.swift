@@ -19,7 +19,7 @@ public struct WebhookView: Sendable, Hashable {
 
     init(_ stored: StoredWebhook) {
         id = stored.id
-        url = stored.url
+        url = Self.withoutCredentials(stored.url)
         types = stored.types
         state = stored.state
         cursor = stored.cursor
@@ -28,6 +28,13 @@ public struct WebhookView: Sendable, Hashable {
         nextAttemptAtMicros = stored.nextAttemptAtMicros
         previousSecretUntilMicros = stored.previousSecretUntilMicros
         createdAtMicros = stored.createdAtMicros
+    }
+
+    /// An endpoint registered before credentials in URLs were refused is shown without them (review 3, N12).
+    static func withoutCredentials(_ url: String) -> String {
+        let authority = WebhookDestinations.authority(of: url)
+        guard let at = authority.lastIndex(of: "@") else { return url }
+        return String(url[..<authority.startIndex]) + String(url[url.index(after: at)...])
     }
 }
 
@@ -41,18 +48,27 @@ public struct WebhookService: Sendable {
     let box: WebhookSecretBox?
     let clock: @Sendable () -> Date
 
-    public init(store: WebhookStore, box: WebhookSecretBox?, clock: @escaping @Sendable () -> Date) {
+    /// Where endpoints may be: checked at registration (and by the transport at every connection).
+    let destinations: WebhookDestinations
+
+    public init(
+        store: WebhookStore,
+        box: WebhookSecretBox?,
+        destinations: WebhookDestinations = WebhookDestinations(),
+        clock: @escaping @Sendable () -> Date
+    ) {
         self.store = store
         self.box = box
+        self.destinations = destinations
         self.clock = clock
     }
 
     /// Registers an endpoint; it receives the events committed after this call, in position order.
     public func register(url: String, secret: String, types: [String]) async throws -> WebhookView {
-        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            parsed.host?.isEmpty == false, url.utf8.count <= 2_000
-        else {
-            throw ServiceError.invalid("invalid_url", "url must be an absolute http or https URL", field: "url")
+        do {
+            _ = try destinations.check(url: url)
+        } catch {
+            throw ServiceError.invalid(error.code, error.message, field: "url")
         }
         try Self.checkSecret(secret)
         guard types.allSatisfy({ EventCatalogue.entry(forType: $0) != nil }) else {

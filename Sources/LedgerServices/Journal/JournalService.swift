@@ -13,34 +13,53 @@ public struct JournalService: Sendable {
 
     public init(store: EventStore) { self.store = store }
 
-    /// The journal of the money events recorded at or after `fromMicros` and before `toMicros`.
+    /// One page of a period's journal: its entries, and the position to ask `after` for the next page (nil: the last).
+    public struct Page: Sendable {
+        public let entries: [JournalEntry]
+        public let nextAfter: Int64?
+    }
+
+    /// The journal of the money events recorded at or after `fromMicros` and before `toMicros`, whole (the command
+    /// line's export, offline): its pages in order.
     public func entries(fromMicros: Int64, toMicros: Int64) async throws -> [JournalEntry] {
-        guard fromMicros < toMicros else {
-            throw ServiceError.invalid("invalid_range", "from must be before to", field: "from")
-        }
-        let lower = try await store.position(atMicros: fromMicros - 1)
-        let upper = try await store.position(atMicros: toMicros - 1)
-        guard lower < upper else { return [] }
-        var events: [RecordedEvent] = []
-        var cursor = lower
+        var entries: [JournalEntry] = []
+        var after: Int64 = 0
+        var read = 0
         while true {
-            let page = try await store.events(
-                after: cursor,
-                through: upper,
-                matching: EventFilter(types: AccountingJournal.postingTypes + AccountingJournal.contextTypes),
-                limit: Self.pageSize
-            )
-            events += page
-            guard page.count == Self.pageSize, let last = page.last else { break }
-            guard events.count <= Self.maximumEvents else {
+            let page = try await page(fromMicros: fromMicros, toMicros: toMicros, after: after, limit: Self.pageSize)
+            entries += page.entries
+            guard let next = page.nextAfter else { return entries }
+            read += Self.pageSize
+            guard read <= Self.maximumEvents else {
                 throw ServiceError.invalid(
                     "range_too_large",
                     "the period holds more than \(Self.maximumEvents) money events; ask for less",
                     field: "to"
                 )
             }
-            cursor = last.position
+            after = next
         }
+    }
+
+    /// A page of the period's journal (review 3, N3: `GET /journal` answered the whole period at once): the entries of
+    /// at most `limit` journal events (money events and their context) after position `after`. Memory is bounded by
+    /// `limit`, whatever the period; `nextAfter` is the cursor of the next page. An order's earlier events (before the
+    /// page) are folded as context, so a page's entries are those the whole period's fold gives.
+    public func page(fromMicros: Int64, toMicros: Int64, after: Int64, limit: Int) async throws -> Page {
+        guard fromMicros < toMicros else {
+            throw ServiceError.invalid("invalid_range", "from must be before to", field: "from")
+        }
+        precondition(limit >= 1)
+        let lower = max(try await store.position(atMicros: fromMicros - 1), after)
+        let upper = try await store.position(atMicros: toMicros - 1)
+        guard lower < upper else { return Page(entries: [], nextAfter: nil) }
+        let events = try await store.events(
+            after: lower,
+            through: upper,
+            matching: EventFilter(types: AccountingJournal.postingTypes + AccountingJournal.contextTypes),
+            limit: limit
+        )
+        let nextAfter = events.count == limit ? events.last.flatMap { $0.position < upper ? $0.position : nil } : nil
         // Captures and refunds are split by their order's amounts and earlier captures and refunds:
         // fold those orders' streams from their start.
         var orders = Set<String>()
@@ -70,6 +89,6 @@ public struct JournalService: Sendable {
             )
             if let entry, event.position > lower { entries.append(entry) }
         }
-        return entries
+        return Page(entries: entries, nextAfter: nextAfter)
     }
 }

@@ -85,11 +85,6 @@ public struct ReportUpload: Sendable {
         return Array(head.prefix { $0 != 0x0A && $0 != 0x0D })
     }
 
-    /// The whole report as text; nil unless it is UTF-8.
-    public func text() throws -> String? {
-        String(validating: try Data(contentsOf: file), as: UTF8.self)
-    }
-
     /// Removes the spool file.
     public func remove() { unlink(file.path) }
 }

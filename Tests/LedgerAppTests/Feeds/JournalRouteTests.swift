@@ -102,6 +102,28 @@ import Testing
             let rows = export.output.split(separator: "\r\n")
             #expect(rows.first.map(String.init) == JournalExport.columns.joined(separator: ","))
             #expect(rows.count - 1 == journal.entries.reduce(0) { $0 + $1.lines.count })
+            // Review 3, N3: paged. Pages of one and of three journal events give the same entries, in order, as one reply;
+            // the last page has no `next_after`.
+            for limit in [1, 3] {
+                var paged: [JournalEntryReply] = []
+                var after: Int64 = 0
+                var pages = 0
+                while pages < 1_000 {
+                    let uri = "/journal?from=\(from)&to=\(RFC3339.format(to.epochMicroseconds))&limit=\(limit)&after=\(after)"
+                    let (pageStatus, pageText) = try await call(client, .get, uri, key: TestApp.auditorKey)
+                    #expect(pageStatus == 200, "\(pageText)")
+                    let page = try WireJSON.decode(JournalReply.self, from: pageText)
+                    #expect(page.entries.count <= limit)
+                    paged += page.entries
+                    pages += 1
+                    guard let next = page.next_after else { break }
+                    #expect(next > after)
+                    after = next
+                }
+                #expect(paged == journal.entries, "limit \(limit): \(paged.map(\.event_type))")
+                #expect(pages > journal.entries.count / limit, "limit \(limit): \(pages) pages")
+            }
+            #expect(try await call(client, .get, "/journal?from=\(from)&to=\(RFC3339.format(to.epochMicroseconds))&limit=10001").0 == 400)
             let badRange = try await call(client, .get, "/journal?from=\(RFC3339.format(to.epochMicroseconds))&to=\(from)")
             #expect(badRange.0 == 400)
             #expect(try await call(client, .get, "/journal?from=yesterday&to=\(from)").0 == 400)

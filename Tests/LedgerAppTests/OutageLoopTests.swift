@@ -1,0 +1,151 @@
+import Foundation
+import LedgerPostgres
+import LedgerTestSupport
+import Logging
+import PostgresNIO
+import Synchronization
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Security review 3, N5: after PostgreSQL was killed mid-load, one `POST /payment` was never answered and a later
+/// SIGTERM never finished. The daemon (a real process, its embedded cluster) takes payments from four workers while,
+/// round after round, PostgreSQL is stopped at once (`pg_ctl stop -m immediate`, then started again) or every one of
+/// the daemon's backends is terminated mid-statement (`pg_terminate_backend`). Every request must be answered (its
+/// outcome or 503) within the writer's deadline (the statement timeout, 5 s here, plus 2 s) and a generous margin for
+/// a loaded machine; afterwards SIGTERM must finish within the 30 s graceful bound and stop the embedded cluster.
+/// `LEDGER_OUTAGE_ROUNDS` sets the rounds (default 6); the figure is printed. It reproduces N5 (see the known issues
+/// below): the stuck continuation is not found yet.
+@Suite struct OutageLoopTests {
+    /// Set once a round's workers are to stop.
+    final class Flag: Sendable {
+        let value = Mutex(false)
+    }
+
+    /// What the workers saw.
+    final class Tally: Sendable {
+        let counts = Mutex<(answered: [Int: Int], unanswered: Int, slowest: Duration)>(([:], 0, .zero))
+        func record(status: Int?, took: Duration) {
+            counts.withLock { counts in
+                if let status { counts.answered[status, default: 0] += 1 } else { counts.unanswered += 1 }
+                counts.slowest = max(counts.slowest, took)
+            }
+        }
+    }
+
+    /// `method path` with a JSON `body`: the status; throws when no answer came within `timeout` seconds.
+    static func request(port: Int, _ method: String, _ path: String, _ body: String? = nil, timeout: TimeInterval) async throws -> Int {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = method
+        request.timeoutInterval = timeout
+        if let body {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(body.utf8)
+        }
+        let (_, response) = try await TestHTTP.data(for: request)
+        return (response as? HTTPURLResponse)?.statusCode ?? 0
+    }
+
+    @Test(.enabled(if: geteuid() == 0), .timeLimit(.minutes(10)))
+    func everyPaymentInFlightIsAnsweredAcrossRepeatedOutagesAndSIGTERMStopsTheCluster() async throws {
+        let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-loop-\(UUID().uuidString.prefix(8))")
+        let log = URL(fileURLWithPath: "\(dataDirectory.path).log")
+        defer {
+            try? FileManager.default.removeItem(at: dataDirectory)
+            try? FileManager.default.removeItem(at: log)
+        }
+        let daemon = try await DaemonProcess.start(
+            dataDirectory: dataDirectory,
+            port: Int.random(in: 20_000..<40_000),
+            logFile: log,
+            environment: ["LEDGERD_DB_STATEMENT_TIMEOUT_SECONDS": "5", "LEDGERD_LOG_LEVEL": "notice"]
+        )
+        guard daemon.health != nil else {
+            daemon.process.terminate()
+            Issue.record("no /health answer; daemon output:\n\(daemon.output())")
+            return
+        }
+        let cluster = EmbeddedPostgres(
+            configuration: .init(dataDirectory: dataDirectory, binDirectory: nil, osUser: "postgres"),
+            logger: TestCluster.logger
+        )
+        let superuser = PostgresClient.Configuration(
+            unixSocketPath: cluster.endpoint.socketPath,
+            username: cluster.endpoint.superuser,
+            password: nil,
+            database: "ledger"
+        )
+        let payment = String(decoding: StorefrontDriver.paymentBody(), as: UTF8.self)
+        let port = daemon.port
+        let rounds = ProcessInfo.processInfo.environment["LEDGER_OUTAGE_ROUNDS"].flatMap(Int.init) ?? 6
+        // The writer's deadline (5 s + 2 s) and then some: a request not answered by then is the hang.
+        let clientTimeout: TimeInterval = 7 + 23
+        let tally = Tally()
+        for round in 0..<rounds {
+            let stop = Flag()
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        while !stop.value.withLock({ $0 }) {
+                            let started = ContinuousClock.now
+                            let status = try? await Self.request(port: port, "POST", "/payment", payment, timeout: clientTimeout)
+                            tally.record(status: status, took: ContinuousClock.now - started)
+                        }
+                    }
+                }
+                group.addTask {
+                    try? await Task.sleep(for: .milliseconds(800))
+                    if round.isMultiple(of: 2) {
+                        try? await cluster.stopOffPool(mode: "immediate")
+                        try? await Task.sleep(for: .milliseconds(1_500))
+                        _ = try? await cluster.startOffPool()
+                    } else {
+                        // Every backend of the daemon's pool dropped, mid-append for some.
+                        _ = try? await withPostgresClient(configuration: superuser, logger: TestCluster.logger) { client -> Bool in
+                            try await client.query(
+                                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'ledger_app' AND pid <> pg_backend_pid()"
+                            )
+                            return true
+                        }
+                    }
+                    // Serving again (bounded), then a little more load before the round ends.
+                    let back = ContinuousClock.now
+                    while ContinuousClock.now - back < .seconds(60) {
+                        if let status = try? await Self.request(port: port, "GET", "/health", timeout: 2), status == 200 { break }
+                        try? await Task.sleep(for: .milliseconds(200))
+                    }
+                    try? await Task.sleep(for: .milliseconds(500))
+                    stop.value.withLock { $0 = true }
+                }
+            }
+        }
+        let counts = tally.counts.withLock { $0 }
+        let total = counts.answered.values.reduce(0, +) + counts.unanswered
+        print(
+            "outage loop: \(rounds) rounds, \(total) payments: \(counts.answered.sorted { $0.key < $1.key }) answered, \(counts.unanswered) unanswered, slowest \(counts.slowest)"
+        )
+        // N5 is reproduced here and not fixed yet (issue 33): after `pg_terminate_backend` of the pool's backends some
+        // payments are never answered, and a SIGTERM afterwards does not finish (the embedded cluster keeps running).
+        // Recorded as a known, intermittent issue so that the suite stays green and says so; when it is fixed, Swift
+        // Testing reports the known issue as no longer happening.
+        withKnownIssue("review 3, N5: payments unanswered after a backend is terminated; SIGTERM then hangs", isIntermittent: true) {
+            #expect(
+                counts.unanswered == 0,
+                "\(counts.unanswered) payments got no answer within \(Int(clientTimeout)) s:\n\(daemon.output().suffix(4_000))"
+            )
+        }
+        #expect(counts.answered[500, default: 0] == 0, "500s: \(counts.answered)")
+        // SIGTERM: finished within the graceful bound (30 s) and a margin, and the embedded cluster is stopped.
+        daemon.process.terminate()
+        let exited = try await daemon.exited(attempts: (30 + 30) * 4)
+        let postmaster = DaemonProcess.processes(mentioning: dataDirectory.appendingPathComponent("pg").path)
+        withKnownIssue("review 3, N5: SIGTERM after the outages does not finish", isIntermittent: true) {
+            #expect(exited, "the daemon did not finish on SIGTERM:\n\(daemon.output().suffix(4_000))")
+            #expect(exited && postmaster.isEmpty, "the embedded cluster still runs:\n\(DaemonProcess.describe(postmaster))")
+        }
+        if !exited { kill(daemon.process.processIdentifier, SIGKILL) }
+        if !postmaster.isEmpty { try? await cluster.stopOffPool(mode: "immediate") }
+    }
+}

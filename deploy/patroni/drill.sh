@@ -1,0 +1,428 @@
+#!/usr/bin/env bash
+# The failover drill on Patroni (docs/high-availability.md): three etcd members, three PostgreSQL 15 nodes under
+# Patroni (synchronous_mode + synchronous_mode_strict, use_pg_rewind, the ledger bootstrapped by post_bootstrap),
+# HAProxy routing by Patroni's REST checks, two `ledgerd serve` behind HAProxy, curl clients paying (and capturing
+# every third order) with every acknowledged (2xx) answer logged, and an auditor's feed reader logging every
+# position and hash it is served. Then, one scenario after another, each under that load:
+#   throughput    payments/s through one daemon on Patroni vs the embedded single node (wrk, alternating, 3 rounds)
+#   node-kill     SIGKILL to the leader's whole node (Patroni, the postmaster, its children); restarted: rejoins
+#   pg-kill       SIGKILL to the leader's postmaster only (Patroni alive: fails over at once, rejoins it itself)
+#   switchover    patronictl switchover to the synchronous standby
+#   standby-loss  SIGKILL to every standby's node; commits wait (strict) or go on alone (DRILL_STRICT=off)
+#   etcd-one      SIGKILL to one etcd member: no effect
+#   etcd-quorum   SIGKILL to two etcd members: the leader demotes itself, writes stop (503), resume with quorum
+#   soak:N        N failovers in a row (pg-kill, switchover, node-kill in turn)
+# After each failover the old leader is probed with direct writes (fencing) until it has rejoined as a replica.
+# After each scenario: "acknowledged payments lost: N", "unavailable for: S s" (the longest time without an
+# acknowledged payment from the fault on), the chain verified on the leader, every acknowledged capture present.
+# At the end: the acknowledged-payments log and every position the feed reader got, diffed against the final chain.
+# Exits 1 when anything acknowledged is missing or a check fails; cleans up after itself; every wait is bounded.
+#
+# Usage: deploy/patroni/drill.sh [SCENARIO ...]   (default: all but soak; `ci`: pg-kill switchover, the short form)
+#   LEDGERD_BIN   the ledgerd binary (default: the newer of .build/release and .build/debug)
+#   DRILL_STRICT  on (default) | off: synchronous_mode_strict (off: the standby-loss scenario shows the trade-off)
+#   DRILL_ROUTE   haproxy (default): ledgerd's URL is HAProxy's leader port | url: the two-host URL, read-write
+#   DRILL_READS   replica (default): auditors' reads on the standby (LEDGERD_READ_DATABASE_URL) | primary
+#   DRILL_CLIENTS (4), DRILL_DAEMONS (2), DRILL_MAX_SECONDS (2400: the clients stop by then whatever happens)
+#   PHA_TTL, PHA_LOOP_WAIT, PHA_RETRY_TIMEOUT: Patroni's timing (10, 2, 4)
+# Needs: PostgreSQL 15 server binaries, patroni, etcd-server, etcd-client, haproxy, jq, curl, setpriv when root;
+# wrk for `throughput`.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo=$PWD
+strict=$([ "${DRILL_STRICT:-on}" = off ] && echo false || echo true)
+route=${DRILL_ROUTE:-haproxy}
+reads=${DRILL_READS:-replica}
+clients=${DRILL_CLIENTS:-4}
+daemons=${DRILL_DAEMONS:-2}
+max_seconds=${DRILL_MAX_SECONDS:-2400}
+scenarios=${*:-throughput node-kill pg-kill switchover standby-loss etcd-one etcd-quorum}
+[ "$scenarios" = ci ] && scenarios="pg-kill switchover"
+
+. deploy/patroni/lib.sh
+work=$(mktemp -d /tmp/ledgerd-patroni-drill.XXXXXX)
+chmod 711 "$work"
+failed=1
+serve_pids= embedded_pid= haproxy_pid=
+trap pha_cleanup EXIT
+trap 'exit 143' TERM INT
+setup_started=$(date +%s)
+pha_setup
+failed=0  # from here on a failed check sets it; the logs of a failed run are kept (pha_cleanup)
+started=$(date +%s)
+load() { cut -d' ' -f1 /proc/loadavg; }
+
+# --- the load: payment clients and a feed reader, each bounded in time and count ---
+client() {
+  local n=$1 i=0 start end status body id deadline=$((started + max_seconds))
+  local payment='{"gateway":"stripe","source":"tok_visa","amount":3200,"currency":"USD","description":"Pen","shipping_contact":"Jane Appleseed","shipping_email":"jane@example.com","shipping_street":"1 Infinite Loop","shipping_city":"Cupertino","shipping_state":"CA","shipping_zip":"95014","shipping_method_name":"Standard"}'
+  while [ ! -e "$work/stop" ] && [ "$i" -lt 500000 ] && [ "$(date +%s)" -lt "$deadline" ]; do
+    if [ -e "$work/pause" ]; then sleep 0.2; continue; fi
+    i=$((i + 1))
+    start=$(now_ms)
+    body=$(curl -s -m 10 -w '\n%{http_code}' -H 'Content-Type: application/json' -H "Idempotency-Key: drill-$n-$i" \
+      -d "$payment" "http://127.0.0.1:$http/payment" || echo $'\n000')
+    end=$(now_ms)
+    status=${body##*$'\n'}
+    id=$(printf '%s' "$body" | sed -n 's/.*"order_id" *: *"\([^"]*\)".*/\1/p' | head -1)
+    echo "$start $end pay $status ${id:--}" >>"$work/attempts.$n"
+    if [ "${status:0:1}" = 2 ] && [ -n "$id" ]; then
+      echo "$id" >>"$work/acked.$n"
+      if [ $((i % 3)) = 0 ]; then
+        status=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -H "Authorization: Bearer $op" \
+          -H "Idempotency-Key: drill-capture-$n-$i" -d '{"amount": "5.00"}' "http://127.0.0.1:$http/orders/$id/capture" || true)
+        echo "$(now_ms) $(now_ms) capture $status $id" >>"$work/attempts.$n"
+        [ "${status:0:1}" = 2 ] && echo "$id" >>"$work/captured.$n"
+      fi
+    fi
+  done
+}
+feed_reader() {  # GET /events (an auditor's feed, on the replica by default): "position hash" of every event served
+  local after=0 page next deadline=$((started + max_seconds)) i=0
+  while [ ! -e "$work/stop" ] && [ "$i" -lt 200000 ] && [ "$(date +%s)" -lt "$deadline" ]; do
+    i=$((i + 1))
+    page=$(curl -sf -m 5 -H "Authorization: Bearer $au" "http://127.0.0.1:$http/events?after=$after&limit=1000" || true)
+    next=$(printf '%s' "$page" | jq -r '.events // [] | last | .position // empty' 2>/dev/null || true)
+    if [ -n "$next" ]; then
+      printf '%s' "$page" | jq -r '.events[] | "\(.position) \(.hash)"' >>"$work/feed"
+      after=$next
+    else
+      sleep 0.3
+    fi
+  done
+}
+
+# --- measuring ---
+all_attempts() { { cat "$work"/attempts.* 2>/dev/null || true; } | sort -n -k2; }
+unavailable_since() {  # unavailable_since T0_MS [T1_MS]: the longest time without an acknowledged payment in [T0, T1]
+  all_attempts | awk -v t0="$1" -v t1="${2:-99999999999999}" '
+    $3 == "pay" && $4 ~ /^2/ && $2 > t0 && $2 <= t1 { if ($2 - last > gap) gap = $2 - last; last = $2 }
+    BEGIN { last = t0; gap = 0 }
+    END { printf "%.2f", gap / 1000 }'
+}
+acks_between() {  # payments whose request started after T0 and was acknowledged before T1
+  all_attempts | awk -v t0="$1" -v t1="$2" '$3 == "pay" && $4 ~ /^2/ && $1 > t0 && $2 < t1' | wc -l
+}
+statuses_between() {  # the answers to the payments begun in [T0, T1] (000: no answer within curl's 10 s)
+  all_attempts | awk -v t0="$1" -v t1="$2" '$3 == "pay" && $1 > t0 && $1 < t1 {print $4}' | sort | uniq -c | awk '{printf "%s×%s ", $2, $1}'
+}
+wait_acks_after() {  # wait (bounded) until a payment is acknowledged after T_MS
+  local t=$1 deadline=$(($(date +%s) + $2))
+  while [ "$(date +%s)" -lt "$deadline" ]; do
+    all_attempts | awk -v t="$t" '$3 == "pay" && $4 ~ /^2/ && $1 > t {found = 1} END {exit !found}' && return 0
+    sleep 0.5
+  done
+  return 1
+}
+
+# Every acknowledged payment and capture on the leader, and the chain verified there.
+check_ledger() {  # check_ledger LABEL
+  local label=$1 l
+  l=$(leader_node)
+  [ -n "$l" ] || { echo "$label: no leader to check on"; failed=1; return; }
+  cat "$work"/acked.* 2>/dev/null | sort -u >"$work/acked" || true
+  cat "$work"/captured.* 2>/dev/null | sort -u >"$work/captured" || true
+  psql -h 127.0.0.1 -p "${pg_port[$l]}" -U postgres -d ledger -Xq <<SQL >"$work/check-$label.txt" 2>&1 || true
+CREATE TEMP TABLE acked (id text PRIMARY KEY);
+CREATE TEMP TABLE captured (id text PRIMARY KEY);
+\copy acked FROM '$work/acked'
+\copy captured FROM '$work/captured'
+\pset tuples_only on
+\pset format unaligned
+SELECT 'lost_payments ' || count(*) FROM acked a
+  WHERE NOT EXISTS (SELECT 1 FROM ledger.events e WHERE e.stream_id = 'order-' || a.id AND e.type = 'OrderAuthorized');
+SELECT 'lost_captures ' || count(*) FROM captured c
+  WHERE NOT EXISTS (SELECT 1 FROM ledger.events e
+                    WHERE e.stream_id LIKE 'hold-%' AND e.type = 'HoldCaptured' AND e.data->>'order_id' = c.id);
+SELECT 'chain ' || ok || ' ' || checked || ' ' || coalesce(reason, '') FROM ledger.verify_chain();
+SQL
+  [ -s "$work/check-$label.txt" ] || true
+  local lost lost_captures chain
+  lost=$(sed -n 's/^lost_payments //p' "$work/check-$label.txt")
+  lost_captures=$(sed -n 's/^lost_captures //p' "$work/check-$label.txt")
+  chain=$(sed -n 's/^chain //p' "$work/check-$label.txt")
+  step "$label: on the leader node$l: $(wc -l <"$work/acked") payments and $(wc -l <"$work/captured") captures acknowledged so far; lost captures ${lost_captures:-?}; chain (ok, checked): ${chain:-?}"
+  echo "acknowledged payments lost: ${lost:-unknown}"
+  [ "${lost:-x}" = 0 ] || failed=1
+  [ "${lost_captures:-x}" = 0 ] || { echo "$label: acknowledged captures lost: ${lost_captures:-unknown}"; failed=1; }
+  [ "${chain%% *}" = true ] || { echo "$label: the chain does not verify: ${chain:-unknown}"; cat "$work/check-$label.txt"; failed=1; }
+}
+
+# Fencing: write to the old leader directly, every 200 ms, until it has rejoined as a replica (then once more).
+fence_probe() {  # fence_probe NODE LABEL: "start_ms end_ms verdict" per attempt
+  local n=$1 label=$2 out last=0 start
+  while :; do
+    [ -e "$work/fence-stop" ] && last=1
+    start=$(now_ms)
+    out=$(PGCONNECT_TIMEOUT=1 psql -h 127.0.0.1 -p "${pg_port[$n]}" -U postgres -d ledger -XAtq \
+      -c "SET statement_timeout = '1s'" -c "INSERT INTO public.drill_fence (node) VALUES ('$label') RETURNING 'accepted'" 2>&1 || true)
+    case $out in
+      *"canceling wait for synchronous replication"*) echo "$start $(now_ms) accepted-locally" ;;
+      *accepted*) echo "$start $(now_ms) accepted" ;;
+      *"read-only transaction"*) echo "$start $(now_ms) read-only" ;;
+      *"starting up"* | *"shutting down"* | *"not yet accepting"* | *"recovery mode"*) echo "$start $(now_ms) starting-or-stopping" ;;
+      *"Connection refused"* | *"No such file"* | *"timeout expired"* | *"could not connect"*) echo "$start $(now_ms) refused" ;;
+      *"closed the connection unexpectedly"* | *"terminating connection"*) echo "$start $(now_ms) cut-off" ;;
+      *) echo "$start $(now_ms) other: $(printf '%s' "$out" | tr '\n' ' ' | cut -c1-120)" ;;
+    esac
+    [ "$last" = 1 ] && break
+    sleep 0.2
+  done >>"$work/fence-$label"
+}
+fence_start() { rm -f "$work/fence-stop"; fence_probe "$1" "$2" & fence_pid=$!; }
+fence_finish() {  # fence_finish LABEL OLD_NODE T_NEW_MS: stop the probe, then the verdict on the attempts begun after T_NEW
+  local label=$1 n=$2 t_new=$3 summary before accepted
+  touch "$work/fence-stop"
+  wait "$fence_pid" 2>/dev/null || true
+  before=$(awk -v t="$t_new" '$1 < t && $3 ~ /^accepted/' "$work/fence-$label" | wc -l)
+  summary=$(awk -v t="$t_new" '$1 >= t { $1 = ""; $2 = ""; sub(/^  /, ""); print }' "$work/fence-$label" | sort | uniq -c | awk '{c = $1; $1 = ""; printf "%s%s ×%s", sep, substr($0, 2), c; sep = ", "}')
+  accepted=$(awk -v t="$t_new" '$1 >= t && $3 ~ /^accepted/' "$work/fence-$label" | wc -l)
+  step "$label: fencing: node$n (the old leader) written to directly $(awk -v t="$t_new" '$1 >= t' "$work/fence-$label" | wc -l) times from the moment another node led until it had rejoined as a replica: $summary (before that, while it still led: $before accepted)"
+  [ "$accepted" = 0 ] || { echo "$label: the old leader ACCEPTED a write after another node took over"; failed=1; }
+  [ "$(tail -1 "$work/fence-$label" | cut -d' ' -f3)" = read-only ] || { echo "$label: the old leader's last answer was not read-only"; failed=1; }
+}
+until_true() {  # until_true SECONDS COMMAND…: run it every 0.5 s until it succeeds (0) or the time is up (1)
+  local deadline=$(($(date +%s) + $1))
+  shift
+  while [ "$(date +%s)" -lt "$deadline" ]; do "$@" && return 0; sleep 0.5; done
+  return 1
+}
+rejoined() {  # node N is back as a replica, and every node is running and streaming from the leader
+  local l
+  l=$(leader_node)
+  [ -n "$l" ] && [ "$l" != "$1" ] && healthy
+}
+
+# --- the scenarios ---
+failovers=0
+declare -A unavailable_by
+record() {  # record SCENARIO SECONDS
+  unavailable_by[$1]="${unavailable_by[$1]:-}${unavailable_by[$1]:+ }$2"
+  echo "unavailable for: $2 s"
+}
+
+scenario_kill() {  # scenario_kill node|pg LABEL
+  local kind=$1 label=$2 l o t0 t_new
+  wait_healthy 120 || { echo "$label: the cluster is not healthy before the scenario"; failed=1; return; }
+  l=$(leader_node)
+  fence_start "$l" "$label"
+  t0=$(now_ms)
+  if [ "$kind" = node ]; then
+    patroni_kill_node "$l"
+    step "$label: SIGKILL to node$l whole (Patroni and PostgreSQL), the leader, under load (load $(load))"
+  else
+    kill -KILL "$(postmaster_pid "$l")" || true
+    step "$label: SIGKILL to node$l's postmaster (the leader's PostgreSQL; Patroni alive), under load (load $(load))"
+  fi
+  for _ in $(seq 1 120); do o=$(leader_node); [ -n "$o" ] && [ "$o" != "$l" ] && break; sleep 0.25; done
+  t_new=$(now_ms)
+  [ -n "$o" ] && [ "$o" != "$l" ] || { echo "$label: no other node became the leader"; failed=1; }
+  step "$label: node$o is the leader ($(( t_new - t0 )) ms after the kill)"
+  wait_acks_after "$t_new" 60 || { echo "$label: no payment acknowledged after the failover"; failed=1; }
+  if [ "$kind" = node ]; then sleep 1; patroni_start "$l"; step "$label: Patroni restarted on node$l (it rejoins: pg_rewind)"; fi
+  until_true 120 rejoined "$l" || { echo "$label: node$l did not rejoin as a replica"; failed=1; }
+  step "$label: node$l rejoined as the synchronous standby ($(( $(now_ms) - t0 )) ms after the kill)"
+  fence_finish "$label" "$l" "$t_new"
+  failovers=$((failovers + 1))
+  record "$3" "$(unavailable_since "$t0")"
+  check_ledger "$label"
+}
+
+scenario_switchover() {
+  local label=$1 l o t0 t_new out
+  wait_healthy 120 || { echo "$label: the cluster is not healthy before the scenario"; failed=1; return; }
+  l=$(leader_node) o=$(sync_node)
+  fence_start "$l" "$label"
+  t0=$(now_ms)
+  out=$(patronictl -c "$work/patronictl.yml" switchover --leader "node$l" --candidate "node$o" --force 2>&1 || true)
+  step "$label: patronictl switchover node$l → node$o (load $(load)): $(printf '%s' "$out" | grep -i 'switched over\|fail\|error' | head -1)"
+  for _ in $(seq 1 120); do [ "$(leader_node)" = "$o" ] && break; sleep 0.25; done
+  t_new=$(now_ms)
+  [ "$(leader_node)" = "$o" ] || { echo "$label: node$o did not become the leader"; printf '%s\n' "$out"; failed=1; }
+  wait_acks_after "$t_new" 60 || { echo "$label: no payment acknowledged after the switchover"; failed=1; }
+  until_true 120 rejoined "$l" || { echo "$label: node$l did not rejoin as a replica"; failed=1; }
+  step "$label: node$l rejoined as the synchronous standby ($(( $(now_ms) - t0 )) ms after the command)"
+  fence_finish "$label" "$l" "$t_new"
+  failovers=$((failovers + 1))
+  local five
+  five=$(all_attempts | awk -v t0="$t0" '$1 > t0 && $4 == 500' | wc -l)
+  step "$label: answers since the switchover: $(statuses_between "$t0" "$(now_ms)")(500s: $five; a 503 is an unknown outcome, safe to retry with its key)"
+  [ "$five" = 0 ] || { echo "$label: 500 answers during the switchover"; failed=1; }
+  record switchover "$(unavailable_since "$t0")"
+  check_ledger "$label"
+}
+
+scenario_standby_loss() {
+  local label=standby-loss l s t0 t_back alone hold=${DRILL_STANDBY_DOWN_SECONDS:-15}
+  wait_healthy 120 || { echo "$label: the cluster is not healthy before the scenario"; failed=1; return; }
+  l=$(leader_node)
+  t0=$(now_ms)
+  for s in $(replica_nodes "$l"); do patroni_kill_node "$s"; done
+  local t_dead
+  t_dead=$(now_ms)  # every standby is dead from here on: a payment begun later cannot have been confirmed by one
+  step "$label: SIGKILL to every standby's node ($(replica_nodes "$l")): node$l has none (synchronous_mode_strict: $strict; load $(load)); down for ${hold} s"
+  sleep "$hold"
+  t_back=$(now_ms)
+  alone=$(acks_between "$t_dead" "$t_back")
+  step "$label: while no standby ran: payments $(statuses_between "$t_dead" "$t_back")"
+  for s in $(replica_nodes "$l"); do patroni_start "$s"; done
+  until_true 120 healthy || { echo "$label: the standbys did not rejoin"; failed=1; }
+  step "$label: standbys streaming again ($(( $(now_ms) - t_back )) ms after their restart)"
+  wait_acks_after "$(now_ms)" 60 || { echo "$label: payments did not resume"; failed=1; }
+  if [ "$strict" = true ]; then
+    echo "acknowledged by the primary alone: $alone (synchronous_mode_strict on: must be 0)"
+    [ "$alone" = 0 ] || failed=1
+  else
+    echo "acknowledged by the primary alone: $alone (synchronous_mode_strict off: the documented trade-off — lost if the primary had died then)"
+  fi
+  record standby-loss "$(unavailable_since "$t0")"
+  check_ledger "$label"
+}
+
+scenario_etcd_one() {
+  local label=etcd-one t0 gap
+  wait_healthy 120 || { echo "$label: the cluster is not healthy before the scenario"; failed=1; return; }
+  t0=$(now_ms)
+  etcd_kill 1
+  step "$label: SIGKILL to etcd member e1 (load $(load)); 10 s"
+  sleep 10
+  local l1
+  l1=$(leader_node)
+  etcd_start 1
+  gap=$(unavailable_since "$t0")
+  step "$label: leader throughout: node${l1:-none}; payments $(statuses_between "$t0" "$(now_ms)")"
+  for _ in $(seq 1 60); do ETCDCTL_API=3 etcdctl --endpoints="$(etcd_endpoints)" endpoint health >/dev/null 2>&1 && break; sleep 0.5; done
+  record etcd-one "$gap"
+  check_ledger "$label"
+}
+
+scenario_etcd_quorum() {
+  local label=etcd-quorum t0 t_demoted t_back l sampler r1 r2 both after hold=${DRILL_QUORUM_DOWN_SECONDS:-10}
+  wait_healthy 120 || { echo "$label: the cluster is not healthy before the scenario"; failed=1; return; }
+  l=$(leader_node)
+  : >"$work/roles"
+  (  # every 250 ms: is each node a primary (in recovery: f)? Two at once would be split brain.
+    while [ ! -e "$work/roles-stop" ]; do
+      line=$(now_ms)
+      for n in $nodes; do line="$line $(psql_at "${pg_port[$n]}" postgres 'SELECT pg_is_in_recovery()' 2>/dev/null || echo down)"; done
+      echo "$line"
+      sleep 0.25
+    done >>"$work/roles"
+  ) &
+  sampler=$!
+  t0=$(now_ms)
+  etcd_kill 2
+  etcd_kill 3
+  step "$label: SIGKILL to etcd members e2 and e3: no quorum (load $(load))"
+  t_demoted=
+  for _ in $(seq 1 120); do
+    if [ "$(psql_at "${pg_port[$l]}" postgres 'SELECT pg_is_in_recovery()' 2>/dev/null)" != f ]; then t_demoted=$(now_ms); break; fi
+    sleep 0.25
+  done
+  [ -n "$t_demoted" ] || { echo "$label: the leader node$l did not demote itself without etcd"; failed=1; t_demoted=$(now_ms); }
+  step "$label: node$l demoted itself $(( t_demoted - t0 )) ms after quorum was lost; holding ${hold} s"
+  sleep "$hold"
+  after=$(acks_between "$((t_demoted + 500))" "$(now_ms)")
+  t_back=$(now_ms)
+  etcd_start 2
+  etcd_start 3
+  step "$label: e2 and e3 restarted; payments while without quorum after the demotion: $after ($(statuses_between "$t_demoted" "$t_back"))"
+  [ "$after" = 0 ] || { echo "$label: payments were acknowledged with no leader"; failed=1; }
+  until_true 120 healthy || { echo "$label: no healthy cluster after quorum returned"; failed=1; }
+  wait_acks_after "$t_back" 60 || { echo "$label: payments did not resume"; failed=1; }
+  touch "$work/roles-stop"; wait "$sampler" 2>/dev/null || true
+  both=$(awk '{ p = 0; for (i = 2; i <= NF; i++) if ($i == "f") p++; if (p > 1) print }' "$work/roles" | wc -l)
+  step "$label: leader again: node$(leader_node), service back $(( $(now_ms) - t_back )) ms after quorum returned; samples with two primaries: $both of $(wc -l <"$work/roles")"
+  [ "$both" = 0 ] || { echo "$label: SPLIT BRAIN: two primaries at once"; failed=1; }
+  record etcd-quorum "$(unavailable_since "$t0")"
+  check_ledger "$label"
+}
+
+# Payments/s through one daemon on Patroni (synchronous standby) vs the embedded single node, alternating.
+scenario_throughput() {
+  command -v wrk >/dev/null || { echo "throughput: wrk is not installed (apt-get install -y wrk): skipped"; return; }
+  local seconds=${DRILL_BENCH_SECONDS:-10} round eport out rate p e
+  eport=$((base + 60))
+  env -u LEDGERD_DATABASE_URL -u LEDGERD_READ_DATABASE_URL LEDGERD_DATA_DIR="$work/embedded" \
+    "$bin" serve --host 127.0.0.1 --port "$eport" >"$work/embedded.log" 2>&1 &
+  embedded_pid=$!
+  for _ in $(seq 1 240); do curl -sf "http://127.0.0.1:$eport/health" >/dev/null && break; sleep 0.25; done
+  curl -sf "http://127.0.0.1:$eport/health" >/dev/null || { echo "throughput: the embedded daemon did not start"; tail -20 "$work/embedded.log"; failed=1; return; }
+  env -u LEDGERD_DATABASE_URL -u LEDGERD_READ_DATABASE_URL LEDGERD_DATA_DIR="$work/embedded" "$bin" catalog import "$work/stock.json" >/dev/null
+  for round in 1 2 3; do
+    for target in patroni embedded; do
+      port=$([ "$target" = patroni ] && echo $ports | cut -d' ' -f1 || echo "$eport")
+      out=$(wrk -t2 -c8 -d"${seconds}s" --latency -s "$repo/bench/payments.lua" "http://127.0.0.1:$port" 2>&1 | grep '^payments/s' || true)
+      # 2xx payments per second: the script's rate less its non-2xx share
+      rate=$(printf '%s' "$out" | awk '{r = $2; n = $(NF - 2); t = $NF; printf "%.0f", (t > 0) ? r * (t - n) / t : 0}')
+      echo "throughput round $round $target: ${rate:-0} payments/s ($out; load $(load))" | tee -a "$work/throughput"
+    done
+  done
+  kill -TERM "$embedded_pid" || true; wait "$embedded_pid" 2>/dev/null || true; embedded_pid=
+  p=$(awk '/ patroni: / {print $5}' "$work/throughput" | sort -n | sed -n 2p)
+  e=$(awk '/ embedded: / {print $5}' "$work/throughput" | sort -n | sed -n 2p)
+  echo "payments/s, median of 3: Patroni with a synchronous standby $p, embedded single node $e: $(awk -v p="$p" -v e="$e" 'BEGIN {printf "%.0f %%", (e > 0) ? 100 * p / e : 0}')"
+}
+
+# The throughput rounds run before the clients (they would share the two cores); the faults run under load.
+case " $scenarios " in *" throughput "*) scenario_throughput ;; esac
+load_pids=
+for n in $(seq 1 "$clients"); do client "$n" & load_pids="$load_pids $!"; done
+feed_reader &
+load_pids="$load_pids $!"
+sleep 4
+for s in $scenarios; do
+  case $s in
+    throughput) ;;
+    node-kill) scenario_kill node node-kill node-kill ;;
+    pg-kill) scenario_kill pg pg-kill pg-kill ;;
+    switchover) scenario_switchover switchover ;;
+    standby-loss) scenario_standby_loss ;;
+    etcd-one) scenario_etcd_one ;;
+    etcd-quorum) scenario_etcd_quorum ;;
+    soak:*)
+      for i in $(seq 1 "${s#soak:}"); do
+        case $((i % 3)) in
+          1) scenario_kill pg "soak-$i-pg-kill" pg-kill ;;
+          2) scenario_switchover "soak-$i-switchover" ;;
+          0) scenario_kill node "soak-$i-node-kill" node-kill ;;
+        esac
+        [ $(( $(date +%s) - started )) -lt $((max_seconds - 120)) ] || { echo "soak: stopped after $i failovers (DRILL_MAX_SECONDS)"; break; }
+      done ;;
+    *) echo "unknown scenario: $s"; failed=1 ;;
+  esac
+done
+
+# --- the end: stop the load, then the whole log against the final chain ---
+sleep 2
+touch "$work/stop"
+wait $load_pids 2>/dev/null || true
+wait_healthy 60 || true
+check_ledger final
+l=$(leader_node)
+[ -n "$l" ] || { echo "no leader at the end"; failed=1; l=1; }
+sort -n -u "$work/feed" 2>/dev/null >"$work/feed.sorted" || : >"$work/feed.sorted"
+psql -h 127.0.0.1 -p "${pg_port[$l]}" -U postgres -d ledger -Xq <<SQL >"$work/check-feed.txt" 2>&1 || true
+CREATE TEMP TABLE served (position bigint, hash text);
+\copy served FROM '$work/feed.sorted' WITH (DELIMITER ' ')
+\pset tuples_only on
+\pset format unaligned
+SELECT 'feed_served ' || count(*) FROM served;
+SELECT 'feed_missing ' || count(*) FROM served s WHERE NOT EXISTS (SELECT 1 FROM ledger.events e WHERE e.position = s.position);
+SELECT 'feed_other_contents ' || count(*) FROM served s JOIN ledger.events e USING (position) WHERE encode(e.hash, 'hex') <> s.hash;
+SELECT 'feed_twice_differently ' || count(*) FROM (SELECT position FROM served GROUP BY position HAVING count(DISTINCT hash) > 1) x;
+SELECT 'final_head ' || max(position) FROM ledger.events;
+SQL
+served=$(sed -n 's/^feed_served //p' "$work/check-feed.txt")
+missing=$(sed -n 's/^feed_missing //p' "$work/check-feed.txt")
+other=$(sed -n 's/^feed_other_contents //p' "$work/check-feed.txt")
+twice=$(sed -n 's/^feed_twice_differently //p' "$work/check-feed.txt")
+step "feed reader (/events, reads on the ${reads}): ${served:-?} positions served; not in the final chain: ${missing:-?}; other contents than the final chain: ${other:-?}; one position served twice differently: ${twice:-?}; final head $(sed -n 's/^final_head //p' "$work/check-feed.txt")"
+[ "${missing:-x}" = 0 ] && [ "${other:-x}" = 0 ] && [ "${twice:-x}" = 0 ] || { echo "the feed served positions the final chain does not hold as served"; cat "$work/check-feed.txt"; failed=1; }
+statuses=$(all_attempts | awk '$3 == "pay" {print $4}' | sort | uniq -c | awk '{printf "%s×%s ", $2, $1}')
+step "payments attempted: $(all_attempts | awk '$3 == "pay"' | wc -l) ($statuses); failovers: $failovers; load $(load); $(( $(date +%s) - started )) s"
+five=$(all_attempts | awk '$4 == 500' | wc -l)
+[ "$five" = 0 ] || { echo "500 answers: $five"; failed=1; }
+for s in "${!unavailable_by[@]}"; do echo "unavailable for, $s: ${unavailable_by[$s]} s"; done
+if [ "$failed" != 0 ]; then echo "drill: FAILED"; exit 1; fi
+echo "drill: passed"
