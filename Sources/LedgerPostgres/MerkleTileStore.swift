@@ -2,7 +2,7 @@ import LedgerCore
 import Logging
 import PostgresNIO
 
-/// `ledger.merkle_tiles` (sql/0020): the transparency log's Merkle tree as tlog tiles. The daemon only asks the
+/// `ledger.merkle_tiles` (sql/0021): the transparency log's Merkle tree as tlog tiles. The daemon only asks the
 /// database to extend it (`ledger.extend_merkle_tree`, run as the table's owner from the events themselves) and
 /// reads it; it never writes a hash.
 package struct MerkleTileStore: PostgresStore {

@@ -5,7 +5,7 @@ import LedgerTestSupport
 import PostgresNIO
 import Testing
 
-/// The stored Merkle tree (sql/0020) on the real database: built by the owner's function from the events, equal
+/// The stored Merkle tree (sql/0021) on the real database: built by the owner's function from the events, equal
 /// to the tree recomputed from them, append-only, unwritable by the application, resumable, and every proof read
 /// from its tiles verifies — or, once a stored node is forged, fails against the signed root.
 @Suite struct MerkleTileStoreTests {

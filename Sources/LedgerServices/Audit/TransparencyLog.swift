@@ -6,7 +6,7 @@ import Logging
 import Metrics
 import ServiceLifecycle
 
-/// The transparency log over the event log: the RFC 9162 tree stored as tlog tiles (sql/0020), C2SP checkpoints
+/// The transparency log over the event log: the RFC 9162 tree stored as tlog tiles (sql/0021), C2SP checkpoints
 /// signed with the checkpoint key, tiles and entry bundles as tlog-tiles serves them, and inclusion and
 /// consistency proofs. Every answer reads a few tiles; none recomputes the tree.
 ///

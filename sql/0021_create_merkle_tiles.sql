@@ -1,4 +1,4 @@
--- 0020: the transparency log's Merkle tree over the event log, stored as C2SP tlog-tiles.
+-- 0021: the transparency log's Merkle tree over the event log, stored as C2SP tlog-tiles.
 --
 -- The tree is RFC 9162's (§2.1): leaf i (0-based) is the event at position i + 1, its data that event's 32-byte
 -- chain `hash`, so the leaf hash is sha256('\x00' || hash); an interior node is sha256('\x01' || left || right).
