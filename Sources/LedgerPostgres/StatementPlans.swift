@@ -28,14 +28,6 @@ public final class StatementPlans: Sendable {
     /// The plans recorded so far, in the order their statements ran.
     public var all: [Plan] { plans.withLock { $0 } }
 
-    /// Takes the plans recorded so far, leaving none.
-    public func take() -> [Plan] {
-        plans.withLock { plans in
-            defer { plans = [] }
-            return plans
-        }
-    }
-
     func explain(_ query: PostgresQuery, on client: PostgresClient, logger: Logger?) async throws {
         guard query.sql.drop(while: \.isWhitespace).uppercased().hasPrefix("SELECT") else { return }
         var explained = query
