@@ -55,6 +55,9 @@ let package = Package(
         ),
         // The deterministic acquirer model: authorization holds, settlement batches, reports. Pure.
         .target(name: "LedgerAcquirer", dependencies: ["LedgerCore", "LedgerMacros"]),
+        // Starting and reaping child processes (posix_spawn) for the daemon and the tests: not Foundation's Process,
+        // whose run() can crash on Linux (ChildProcessHandle says why).
+        .target(name: "LedgerProcess"),
         // The ledger's side of the acquirer's wire API: the wire types (shared with the service) and the adapter
         // (AsyncHTTPClient: timeouts, retries under one idempotency key, a circuit breaker, metrics).
         .target(
@@ -87,7 +90,7 @@ let package = Package(
         .target(
             name: "LedgerPostgres",
             dependencies: [
-                "LedgerCore", "LedgerMacros",
+                "LedgerCore", "LedgerMacros", "LedgerProcess",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 // Only to recognise the pool's ConnectionPoolError (its circuit breaker) as "database unavailable".
                 .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
@@ -165,7 +168,7 @@ let package = Package(
             name: "LedgerApp",
             dependencies: [
                 "LedgerCore", "LedgerAcquirer", "LedgerPostgres", "LedgerServices", "LedgerHTTP", "LedgerPayments",
-                "LedgerAcquirerClient", "LedgerAcquirerService", "LedgerHTTPServer",
+                "LedgerAcquirerClient", "LedgerAcquirerService", "LedgerHTTPServer", "LedgerProcess",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -216,7 +219,7 @@ let package = Package(
         .target(
             name: "LedgerTestSupport",
             dependencies: [
-                "LedgerCore", "LedgerPostgres", "LedgerServices", "LedgerHTTP", "LedgerApp", "LedgerAcquirerService",
+                "LedgerCore", "LedgerPostgres", "LedgerServices", "LedgerHTTP", "LedgerApp", "LedgerAcquirerService", "LedgerProcess",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -271,7 +274,7 @@ let package = Package(
             dependencies: [
                 "LedgerApp", "LedgerServices", "LedgerHTTP", "LedgerTestSupport", "LedgerCoreTestSupport", "ledgerd", "LedgerPayments",
                 "LedgerPaymentsTesting", "LedgerAcquirer", "LedgerAcquirerClient", "LedgerAcquirerService", "LedgerPostgres",
-                "LedgerHTTPServer",
+                "LedgerHTTPServer", "LedgerProcess",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 // HTTPS tests and webhook receivers: a client that trusts the test CA, the CA and certificates, raw sockets.

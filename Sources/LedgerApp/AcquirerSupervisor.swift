@@ -4,6 +4,7 @@ import LedgerAcquirerClient
 import LedgerAcquirerService
 import LedgerCore
 import LedgerPostgres
+import LedgerProcess
 import LedgerServices
 import Logging
 import PostgresNIO
@@ -24,7 +25,7 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
     private let acquirer: HTTPAcquirer
     private let logger: Logger
     private let lock = NSLock()
-    private var process: Process?
+    private var process: ChildProcessHandle?
     private var stopping = false
     private var port: Int
 
@@ -177,7 +178,7 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
                         break
                     } catch {
                         logger.error("restarting the acquirer service failed", metadata: ["error": "\(error)"])
-                        await Self.pause(.seconds(1))
+                        await ChildProcessHandle.pause(.seconds(1))
                     }
                 }
             }
@@ -188,7 +189,7 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
         guard let child = lock.withLock({ process }) else { return }
         if await !Self.waitForExit(child, upTo: Self.stopGrace) {
             logger.error("the acquirer service did not exit after SIGTERM; killing it", metadata: ["pid": "\(child.processIdentifier)"])
-            kill(child.processIdentifier, SIGKILL)
+            child.send(SIGKILL)
             await Self.waitForExit(child)
         }
     }
@@ -198,7 +199,7 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
 
     /// Stops the child (SIGTERM: it drains and exits).
     public func stop() {
-        let child = lock.withLock { () -> Process? in
+        let child = lock.withLock { () -> ChildProcessHandle? in
             stopping = true
             return process
         }
@@ -208,24 +209,8 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
     /// Returns once `process` has exited (true) or `limit` has passed (false); polls every 100 ms, in a
     /// cancelled task too.
     @discardableResult
-    private static func waitForExit(_ process: Process, upTo limit: Duration? = nil) async -> Bool {
-        let clock = ContinuousClock()
-        let start = clock.now
-        while process.isRunning {
-            if let limit, clock.now - start >= limit { return false }
-            await pause(.milliseconds(100))
-        }
-        return true
-    }
-
-    /// A pause that a cancelled task takes too (`Task.sleep` returns at once when the task is cancelled,
-    /// which turned the loops above into busy loops).
-    private static func pause(_ duration: Duration) async {
-        let (seconds, attoseconds) = duration.components
-        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { continuation.resume() }
-        }
+    private static func waitForExit(_ process: ChildProcessHandle, upTo limit: Duration? = nil) async -> Bool {
+        await process.exited(within: limit, polling: .milliseconds(100)) != nil
     }
 
     /// The child's environment: only what a process needs to run (`PATH`, the locale, the time zone, `TMPDIR`) and the
@@ -240,29 +225,44 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
     }
 
     /// Starts `ledgerd acquirer serve` and reads its announced port.
-    private static func launch(arguments: [String], port: Int, logger: Logger) throws -> (process: Process, port: Int) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = arguments + ["--port", String(port)]
-        process.environment = childEnvironment(ProcessInfo.processInfo.environment)
-        let output = Pipe()
-        let input = Pipe()
-        process.standardOutput = output
-        process.standardInput = input
-        process.standardError = FileHandle.standardError
-        try process.run()
+    private static func launch(arguments: [String], port: Int, logger: Logger) throws -> (process: ChildProcessHandle, port: Int) {
+        let output = try ChildPipe()
+        let input = try ChildPipe()
+        let process: ChildProcessHandle
+        do {
+            process = try ChildProcessHandle.launch(
+                URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path,
+                arguments + ["--port", String(port)],
+                environment: childEnvironment(ProcessInfo.processInfo.environment),
+                standardInput: .descriptor(input.readEnd),
+                standardOutput: .descriptor(output.writeEnd),
+                standardError: .inherit
+            )
+        } catch {
+            for fd in [output.readEnd, output.writeEnd, input.readEnd, input.writeEnd] { close(fd) }
+            throw error
+        }
+        // The child has its own copies; ours of its ends would keep its output open after it died.
+        close(output.writeEnd)
+        close(input.readEnd)
+        defer { close(output.readEnd) }
         // Keep the write end of stdin open for the child's life (it exits when it closes).
-        Keeper.shared.keep(input, for: process.processIdentifier)
-        var buffer = Data()
+        Keeper.shared.keep(input.writeEnd, for: process.processIdentifier)
+        var buffer = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 4096)
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty {
+            var ready = pollfd(fd: output.readEnd, events: Int16(POLLIN), revents: 0)
+            let polled = poll(&ready, 1, 1_000)
+            if polled == 0 || (polled == -1 && errno == EINTR) { continue }
+            let count = chunk.withUnsafeMutableBytes { read(output.readEnd, $0.baseAddress, $0.count) }
+            if count == -1 && errno == EINTR { continue }
+            if count <= 0 {
                 break  // the child closed its output: it died
             }
-            buffer += chunk
-            if let text = String(data: buffer, encoding: .utf8),
-                let line = text.split(separator: "\n").first(where: { $0.hasPrefix("acquirer listening on port ") }),
+            buffer += chunk[0..<count]
+            if let line = String(decoding: buffer, as: UTF8.self).split(separator: "\n")
+                .first(where: { $0.hasPrefix("acquirer listening on port ") }),
                 let announced = Int(line.dropFirst("acquirer listening on port ".count))
             {
                 return (process, announced)
@@ -299,9 +299,9 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
 private final class Keeper: @unchecked Sendable {
     static let shared = Keeper()
     private let lock = NSLock()
-    private var pipes: [Int32: Pipe] = [:]
+    private var pipes: [Int32: Int32] = [:]
 
-    func keep(_ pipe: Pipe, for pid: Int32) { lock.withLock { pipes[pid] = pipe } }
+    func keep(_ writeEnd: Int32, for pid: Int32) { lock.withLock { pipes[pid] = writeEnd } }
 }
 
 extension LedgerConfiguration {

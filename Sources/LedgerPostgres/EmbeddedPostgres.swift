@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import LedgerProcess
 
 #if canImport(Glibc)
 import Glibc
@@ -301,46 +302,37 @@ public struct EmbeddedPostgres: Sendable {
     /// Runs a program to completion, output to a temporary file (never a pipe: the server that
     /// pg_ctl starts must not hold a pipe we wait on).
     ///
-    /// posix_spawn + waitpid rather than Foundation's Process: it needs no run loop, so it also
-    /// works in an atexit handler and while the process is shutting down, and the child closes
-    /// every inherited descriptor above stderr, so the postmaster never keeps our sockets open.
+    /// ``ChildProcessHandle`` and a blocking reap rather than Foundation's Process: it needs no run loop, so it also
+    /// works in an atexit handler and while the process is shutting down, and the child closes every inherited
+    /// descriptor above stderr, so the postmaster never keeps our sockets open.
     private func capture(_ executable: URL, _ arguments: [String]) throws -> String {
         let outputPath = FileManager.default.temporaryDirectory
             .appendingPathComponent("ledgerd-pg-\(UUID().uuidString).out").path
         defer { unlink(outputPath) }
-
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let inherited = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [])
-            .compactMap(Int32.init).filter { $0 > 2 }
-        for fd in inherited { posix_spawn_file_actions_addclose(&actions, fd) }
-
-        // Run from "/" (`env --chdir`): the unprivileged user may not be able to enter our cwd.
-        let env = "/usr/bin/env"
-        let argv: [UnsafeMutablePointer<CChar>?] = ([env, "--chdir=/", executable.path] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
+        // Run from "/": the unprivileged user may not be able to enter our cwd.
         // Not our environment: it may hold secrets (API keys, database URLs), and the server's processes — readable
         // by its OS user and, through pg_read_binary_file('/proc/…/environ'), by any superuser session — inherit it.
-        let environment: [UnsafeMutablePointer<CChar>?] = Self.serverEnvironment().map { strdup($0) } + [nil]
-        defer { for pointer in environment { free(pointer) } }
-        let spawned = posix_spawn(&pid, env, &actions, nil, argv, environment)
-        guard spawned == 0 else {
-            throw EmbeddedPostgresError("cannot run \(executable.path): \(String(cString: strerror(spawned)))")
+        let child: ChildProcessHandle
+        do {
+            child = try ChildProcessHandle.launch(
+                executable.path,
+                arguments,
+                environment: Self.serverEnvironment(),
+                directory: "/",
+                standardInput: .null,
+                standardOutput: .appending(outputPath),
+                standardError: .appending(outputPath)
+            )
+        } catch {
+            throw EmbeddedPostgresError("cannot run \(executable.path): \(error)")
         }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 {
-            guard errno == EINTR else { throw EmbeddedPostgresError("waitpid failed: \(String(cString: strerror(errno)))") }
-        }
+        let ended = child.reapBlocking()
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        let exited = status & 0x7f == 0
-        let code = (status >> 8) & 0xff
-        guard exited && code == 0 else {
-            let how = exited ? "exited with \(code)" : "was killed by signal \(status & 0x7f)"
+        guard ended == .exit(0) else {
+            let how = switch ended {
+            case .exit(let code): "exited with \(code)"
+            case .signal(let signal): "was killed by signal \(signal)"
+            }
             throw EmbeddedPostgresError("\(executable.lastPathComponent) \(arguments.joined(separator: " ")) \(how): \(text)")
         }
         return text
@@ -350,12 +342,10 @@ public struct EmbeddedPostgres: Sendable {
 extension EmbeddedPostgres {
     /// The environment the cluster's programs get: the search path, the locale and time zone, the temporary
     /// directory — nothing else of this process's environment.
-    static func serverEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+    static func serverEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> [String: String] {
         environment.filter { name, _ in
             ["PATH", "LANG", "TZ", "TMPDIR"].contains(name) || name.hasPrefix("LC_")
         }
-        .sorted { $0.key < $1.key }
-        .map { "\($0.key)=\($0.value)" }
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+@_exported import LedgerProcess
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -10,7 +11,7 @@ import FoundationNetworking
 /// with the migrations of this checkout.
 public struct DaemonProcess {
     /// The `ledgerd serve` process.
-    public let process: Process
+    public let process: ChildProcessHandle
     /// Its HTTP port on 127.0.0.1.
     public let port: Int
     /// Its `--data-dir`.
@@ -74,17 +75,13 @@ public struct DaemonProcess {
         attempts: Int = 240,
         probe: (@Sendable (Int) async -> (Int, String)?)? = nil
     ) async throws -> DaemonProcess {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = ["serve", "--port", "\(port)", "--host", "127.0.0.1", "--data-dir", dataDirectory.path]
-        process.environment = environment(extra)
-        if !FileManager.default.fileExists(atPath: logFile.path) { _ = FileManager.default.createFile(atPath: logFile.path, contents: nil) }
-        let handle = try FileHandle(forWritingTo: logFile)
-        try handle.seekToEnd()
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        try handle.close()  // the child has its own descriptor
+        let process = try ChildProcessHandle.launch(
+            binary.path,
+            ["serve", "--port", "\(port)", "--host", "127.0.0.1", "--data-dir", dataDirectory.path],
+            environment: environment(extra),
+            standardOutput: .appending(logFile.path),
+            standardError: .appending(logFile.path)
+        )
         var health: (status: Int, body: String)?
         for _ in 0..<attempts {
             let answer = if let probe { await probe(port) } else { await get(URL(string: "http://127.0.0.1:\(port)/health")!) }
@@ -136,8 +133,7 @@ public struct DaemonProcess {
     /// Never `Process.waitUntilExit()`: it would hold a thread of the cooperative pool (see ``ChildProcess``).
     @discardableResult
     public func exited(attempts: Int = 240) async throws -> Bool {
-        for _ in 0..<attempts where process.isRunning { try await Task.sleep(for: .milliseconds(250)) }
-        return !process.isRunning
+        await process.exited(within: .milliseconds(250 * attempts)) != nil
     }
 
     /// Stops the daemon with SIGTERM and expects a clean exit (status 0).

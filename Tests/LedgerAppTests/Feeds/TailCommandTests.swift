@@ -40,13 +40,9 @@ import FoundationNetworking
         #expect(typed.output.split(separator: "\n").filter { $0.contains(#""type":"ShippingMethodListed""#) }.count == 2, "\(typed.output)")
 
         // A follower that stays connected, then SIGTERM: the daemon ends the stream and exits 0.
-        let follower = Process()
-        follower.executableURL = DaemonProcess.binary
-        follower.arguments = ["tail"] + base
-        follower.environment = DaemonProcess.environment()
-        follower.standardOutput = FileHandle.nullDevice
-        follower.standardError = FileHandle.nullDevice
-        try follower.run()
+        let follower = try ChildProcessHandle.launch(
+            DaemonProcess.binary.path, ["tail"] + base, environment: DaemonProcess.environment(), standardOutput: .null, standardError: .null
+        )
         defer { if follower.isRunning { follower.terminate() } }
         try await Task.sleep(for: .seconds(1))
         try await daemon.stop()
