@@ -1,6 +1,6 @@
 import Foundation
-import Logging
 import LedgerProcess
+import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -329,10 +329,11 @@ public struct EmbeddedPostgres: Sendable {
         let ended = child.reapBlocking()
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         guard ended == .exit(0) else {
-            let how = switch ended {
-            case .exit(let code): "exited with \(code)"
-            case .signal(let signal): "was killed by signal \(signal)"
-            }
+            let how =
+                switch ended {
+                case .exit(let code): "exited with \(code)"
+                case .signal(let signal): "was killed by signal \(signal)"
+                }
             throw EmbeddedPostgresError("\(executable.lastPathComponent) \(arguments.joined(separator: " ")) \(how): \(text)")
         }
         return text

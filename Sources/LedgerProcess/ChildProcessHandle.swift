@@ -1,10 +1,11 @@
+import Dispatch
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import Dispatch
-import Synchronization
 
 /// A child process started with `posix_spawn`, and everything the daemon and the tests do with one: signal it, ask
 /// whether it still runs, wait for it without holding a thread.

@@ -41,7 +41,11 @@ import FoundationNetworking
 
         // A follower that stays connected, then SIGTERM: the daemon ends the stream and exits 0.
         let follower = try ChildProcessHandle.launch(
-            DaemonProcess.binary.path, ["tail"] + base, environment: DaemonProcess.environment(), standardOutput: .null, standardError: .null
+            DaemonProcess.binary.path,
+            ["tail"] + base,
+            environment: DaemonProcess.environment(),
+            standardOutput: .null,
+            standardError: .null
         )
         defer { if follower.isRunning { follower.terminate() } }
         try await Task.sleep(for: .seconds(1))
