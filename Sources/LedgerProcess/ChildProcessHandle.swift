@@ -16,7 +16,9 @@ import Musl
 /// process with many descriptors open — a daemon under load restarting its acquirer child, a test suite of servers —
 /// hits it: the full suite crashed in `Process.run()` from `DaemonProcess.start`. Here the child closes every
 /// inherited descriptor above the three standard ones with glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34),
-/// and no run loop or termination thread is involved: the exit is collected with `waitpid(pid, WNOHANG)`.
+/// and no run loop is involved: a small thread of its own per child waits for the exit (`waitid`) and reaps it at once.
+/// Reaping at once matters: Swift Testing's exit-test monitor waits for *any* child with `WNOWAIT` and spins while an
+/// exited child of someone else's stays a zombie — a child reaped only when asked about kept a core busy.
 ///
 /// The child gets its own process group, as `Process` gave it, so a terminal's Ctrl-C reaches only the parent,
 /// which then stops its children in order.
@@ -41,8 +43,48 @@ public final class ChildProcessHandle: Sendable {
 
     public let processIdentifier: Int32
     private let termination = Mutex<Termination?>(nil)
+    /// Signalled once the child is reaped (for ``reapBlocking()``).
+    private let reaped = DispatchSemaphore(value: 0)
 
     private init(pid: Int32) { processIdentifier = pid }
+
+    /// Starts the thread that waits for the child's exit without reaping it, then reaps it and records how it ended
+    /// under the lock ``send(_:)`` takes, so a signal never reaches a recycled pid.
+    private func startReaper() throws(SpawnError) {
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setstacksize(&attributes, 128 * 1024)
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let created = pthread_create(
+            &thread,
+            &attributes,
+            { context in
+                let handle = Unmanaged<ChildProcessHandle>.fromOpaque(context!).takeRetainedValue()
+                handle.waitAndReap()
+                return nil
+            },
+            context
+        )
+        guard created == 0 else {
+            Unmanaged<ChildProcessHandle>.fromOpaque(context).release()
+            throw SpawnError("cannot start the thread that reaps child \(processIdentifier): \(Self.describe(created))")
+        }
+    }
+
+    private func waitAndReap() {
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(processIdentifier), &info, WEXITED | WNOWAIT) == -1 && errno == EINTR {}
+        termination.withLock { known in
+            var status: Int32 = 0
+            while waitpid(processIdentifier, &status, 0) == -1 && errno == EINTR {}
+            let signal = status & 0x7f
+            known = signal == 0 ? .exit((status >> 8) & 0xff) : .signal(signal)
+        }
+        reaped.signal()
+    }
 
     /// Starts `executable` with `arguments` and exactly `environment`; `directory` is its working directory (the
     /// parent's when nil).
@@ -96,22 +138,18 @@ public final class ChildProcessHandle: Sendable {
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
         guard spawned == 0 else { throw SpawnError("cannot run \(executable): \(describe(spawned))") }
-        return ChildProcessHandle(pid: pid)
+        let child = ChildProcessHandle(pid: pid)
+        do { try child.startReaper() } catch {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+            throw error
+        }
+        return child
     }
 
-    /// How the child ended, once it has; nil while it runs. Collects its exit status the first time it is seen.
-    public var terminated: Termination? {
-        termination.withLock { known in
-            if let known { return known }
-            var status: Int32 = 0
-            var reaped: pid_t
-            repeat { reaped = waitpid(processIdentifier, &status, WNOHANG) } while reaped == -1 && errno == EINTR
-            guard reaped == processIdentifier else { return nil }
-            let signal = status & 0x7f
-            known = signal == 0 ? .exit((status >> 8) & 0xff) : .signal(signal)
-            return known
-        }
-    }
+    /// How the child ended, once it has been reaped; nil while it runs.
+    public var terminated: Termination? { termination.withLock { $0 } }
 
     public var isRunning: Bool { terminated == nil }
 
@@ -158,19 +196,14 @@ public final class ChildProcessHandle: Sendable {
         }
     }
 
-    /// Blocks the calling thread until the child has exited. Only for code that may not suspend (an `atexit`
+    /// Blocks the calling thread until the child has exited and been reaped. Only for code that may not suspend (an `atexit`
     /// handler, a synchronous launcher); async code uses ``exited(within:polling:)``.
     @discardableResult
     public func reapBlocking() -> Termination {
-        termination.withLock { known in
-            if let known { return known }
-            var status: Int32 = 0
-            while waitpid(processIdentifier, &status, 0) == -1 && errno == EINTR {}
-            let signal = status & 0x7f
-            let ended: Termination = signal == 0 ? .exit((status >> 8) & 0xff) : .signal(signal)
-            known = ended
-            return ended
-        }
+        if let terminated { return terminated }
+        reaped.wait()
+        reaped.signal()  // for the next caller
+        return terminated!
     }
 
     /// A pause that a cancelled task takes too (`Task.sleep` returns at once there, and the loop above would spin).

@@ -14,7 +14,8 @@ import Testing
 /// stream read that combined the stream index with a bitmap of every position at or below its bound touched
 /// about 300 buffers per stream here, whatever it returned).
 ///
-/// The reads are checked on fresh statistics (ANALYZE after the load). Not yet guarded: statistics older than the log
+/// The reads are checked on fresh statistics (ANALYZE after the load, every row sampled), and a second test shows
+/// the guard failing on the stream reads once their index is gone. Not yet guarded: statistics older than the log
 /// (ANALYZE when the ledger held 240 events, then the rest appended) still make the planner read a long stream
 /// whole through its version index when the bound is early (3,365 buffers for 83 rows here) — open in the
 /// stream-read issue's note.
@@ -35,6 +36,15 @@ import Testing
         try await db.withOwner { client in
             for table in ["events", "projection_rows", "idempotency_keys"] {
                 try await client.query("ALTER TABLE ledger.\(unescaped: table) SET (autovacuum_enabled = false)")
+            }
+            // ANALYZE samples 300 rows per unit of a column's statistics target: at 1,000 it reads all 120,000
+            // events, so the statistics — and the plans they choose — are the same on every run (a random sample
+            // made the guard flake).
+            for column in ["stream_id", "position", "stream_version", "recorded_at"] {
+                try await client.query("ALTER TABLE ledger.events ALTER COLUMN \(unescaped: column) SET STATISTICS 1000")
+            }
+            for (table, column) in [("projection_rows", "key"), ("projection_rows", "projection"), ("idempotency_keys", "key")] {
+                try await client.query("ALTER TABLE ledger.\(unescaped: table) ALTER COLUMN \(unescaped: column) SET STATISTICS 1000")
             }
             try await client.query(Self.eventRows(1...events))
             try await client.query(
@@ -155,6 +165,24 @@ import Testing
             try await client.query("ANALYZE ledger.idempotency_keys")
         }
         try await checkEveryRead(db, phase: "after ANALYZE")
+    }
+
+    /// The guard catches the regression it was written for: without `events_by_stream_position` (sql/0020) the
+    /// stream reads go back to the plans that walk far more of the log than they return, and the buffer bound fails.
+    @Test func withoutTheStreamPositionIndexTheStreamReadsExceedTheirBound() async throws {
+        let db = try await TestDatabase.fresh()
+        try await Self.load(db)
+        try await db.withOwner { client in
+            try await client.query("DROP INDEX ledger.events_by_stream_position")
+            try await client.query("ANALYZE ledger.events")
+            try await client.query("ANALYZE ledger.projection_rows")
+            try await client.query("ANALYZE ledger.idempotency_keys")
+        }
+        try await withKnownIssue("the stream reads without their index touch more buffers than their bound") {
+            try await checkEveryRead(db, phase: "without the stream-position index")
+        } matching: { issue in
+            issue.comments.contains { $0.rawValue.contains("buffers for") }
+        }
     }
 
     func checkEveryRead(_ db: TestDatabase, phase: String) async throws {
