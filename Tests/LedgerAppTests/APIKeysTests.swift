@@ -8,7 +8,7 @@ import LedgerTestSupport
 import Testing
 
 /// API keys with ids, stored as salted hashes, rotated without a restart (issue 15).
-@Suite struct APIKeysTests {
+@Suite(.machine(.shared)) struct APIKeysTests {
     let storefront = StorefrontDriver()
     let backOffice = BackOfficeDriver()
 

@@ -16,7 +16,7 @@ import FoundationNetworking
 /// exactly the distinct acknowledged ones plus those whose answer was lost); every payment the storefront
 /// was told succeeded is a hold on both sides, and every capture, void and refund it was told succeeded is
 /// recorded in the ledger and approved at the acquirer.
-@Suite(.serialized) struct AcquirerKillTests {
+@Suite(.serialized, .machine(.shared)) struct AcquirerKillTests {
     static let killPoints = 21
     /// The rehearsal day starts ten seconds before the 22:00 UTC cut-off; the restart before the
     /// settlement's kill point moves the clock past the cut-off (if the load has not got there yet), so the

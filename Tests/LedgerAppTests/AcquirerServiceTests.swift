@@ -115,7 +115,7 @@ enum AcquirerHarness {
     }
 }
 
-@Suite("The acquirer service: journal, wire API, adapter")
+@Suite("The acquirer service: journal, wire API, adapter", .machine(.shared))
 struct AcquirerServiceTests {
     /// Same seed and same requests → the same bytes: the service's state equals the in-process model's,
     /// survives a restart (replay), and a second service on another database ends byte-identical.
@@ -319,7 +319,7 @@ struct AcquirerServiceTests {
 
 /// Each wire fault of the acquirer service, under a ledger doing payments, captures, voids and refunds
 /// through its HTTP adapter: afterwards (recovery included) every hold is the same on both sides.
-@Suite("Wire faults between the ledger and the acquirer service")
+@Suite("Wire faults between the ledger and the acquirer service", .machine(.shared))
 struct AcquirerWireFaultTests {
     enum Fault: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case latency, timeoutAfterApplying, serverErrorBeforeApplying, resetAfterApplying, duplicateAnswer, earlierAnswer
@@ -441,7 +441,7 @@ struct AcquirerWireFaultTests {
 /// Review 3, N7: the acquirer service had no idle or head timeout and no connection limit. Its server now has the
 /// ledger's bounds (here short): an idle connection, a trickled head and a trickled body are closed, and one address
 /// is held to its own connection limit.
-@Suite struct AcquirerServiceBoundsTests {
+@Suite(.machine(.shared)) struct AcquirerServiceBoundsTests {
     /// Plain HTTP on the loopback only: `acquirer serve --host 0.0.0.0` (the unit file's old setting) is refused.
     @Test func theServiceBindsOnlyALoopbackAddress() {
         for host in ["127.0.0.1", "127.0.0.2", "::1", "localhost"] { #expect(AcquirerServer.isLoopback(host), "\(host)") }

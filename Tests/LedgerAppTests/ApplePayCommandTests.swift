@@ -9,7 +9,7 @@ import Testing
 
 /// `ledgerd applepay inspect | check-config` and `ledgerd bench applepay` as processes, and the
 /// LEDGERD_APPLEPAY_* configuration they and the daemon load.
-@Suite struct ApplePayCommandTests {
+@Suite(.machine(.shared)) struct ApplePayCommandTests {
     /// The Apple Pay vectors in the repository, `Tests/Vectors/applepay`.
     static var vectors: URL {
         get throws {

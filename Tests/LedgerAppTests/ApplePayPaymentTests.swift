@@ -20,7 +20,7 @@ import Testing
 /// `POST /payment` with `gateway: "applepay"` end to end: the real router and configuration loading (PEM
 /// files named by LEDGERD_APPLEPAY_*), a real database, the acquirer model behind a recorder, tokens made by
 /// the test PKI. The service's clock is fixed at the tokens' signing time.
-@Suite struct ApplePayPaymentTests {
+@Suite(.machine(.shared)) struct ApplePayPaymentTests {
     let storefront = StorefrontDriver()
 
     static let dpan = "4895370012003478"

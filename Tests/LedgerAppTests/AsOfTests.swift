@@ -14,7 +14,7 @@ import Testing
 /// As-of state against live state: a scripted day of payments, captures, voids, refunds,
 /// shipments, a decline and an expiry, with every live answer recorded after each step; then each
 /// is asked again as of that step's position and time. They must be equal.
-@Suite struct AsOfTests {
+@Suite(.machine(.shared)) struct AsOfTests {
     let storefront = StorefrontDriver()
     let backOffice = BackOfficeDriver()
 

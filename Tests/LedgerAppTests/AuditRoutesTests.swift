@@ -10,7 +10,7 @@ import LedgerTestSupport
 import Testing
 
 /// The back-office history endpoints through the real router, and the access rules on them.
-@Suite struct AuditRoutesTests {
+@Suite(.machine(.shared)) struct AuditRoutesTests {
     func bearer(_ key: String) -> HTTPFields { [.authorization: "Bearer \(key)"] }
 
     func seed(_ services: ServiceContainer, count: Int) async throws {
@@ -205,7 +205,7 @@ import Testing
 }
 
 /// Operator-only routes refuse auditor keys with 403 before their handler runs.
-@Suite struct BackOfficeAuthMiddlewareTests {
+@Suite(.machine(.shared)) struct BackOfficeAuthMiddlewareTests {
     @Test func auditorsCannotChangeAnything() async throws {
         let keyring = try APIKeyring(operatorKeys: ["op"], auditorKeys: ["au"])
         let router = Router(context: LedgerRequestContext.self)

@@ -13,7 +13,7 @@ import Testing
 
 /// An order's history and the filtered feed through the real router; signed checkpoints; privacy
 /// erasure.
-@Suite struct AuditTrailTests {
+@Suite(.machine(.shared)) struct AuditTrailTests {
     let storefront = StorefrontDriver()
     let backOffice = BackOfficeDriver()
 

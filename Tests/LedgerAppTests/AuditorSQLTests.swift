@@ -9,7 +9,7 @@ import Testing
 
 /// The README's SQL for auditors, run exactly as documented: the block between its
 /// `<!-- auditor-sql -->` markers, through psql, as `ledger_auditor`, on a ledger with real orders.
-@Suite struct AuditorSQLTests {
+@Suite(.machine(.shared)) struct AuditorSQLTests {
     let storefront = StorefrontDriver()
     let backOffice = BackOfficeDriver()
 

@@ -19,7 +19,7 @@ import Testing
 ///
 /// Recorded before the typed wire layer replaced the hand-built JSON strings; a change to it is a
 /// change of the public contract. Re-record with `LEDGERD_RECORD_GOLDEN=1 swift test --filter BackOfficeTranscript`.
-@Suite struct BackOfficeTranscriptTests {
+@Suite(.machine(.shared)) struct BackOfficeTranscriptTests {
     static let golden = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden/back-office.transcript")
 
     @Test func theBackOfficeAnswersExactlyAsRecorded() async throws {

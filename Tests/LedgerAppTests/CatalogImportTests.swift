@@ -7,7 +7,7 @@ import LedgerServices
 import LedgerTestSupport
 import Testing
 
-@Suite struct CatalogImportTests {
+@Suite(.machine(.shared)) struct CatalogImportTests {
     let storefront = StorefrontDriver()
 
     static let json = """

@@ -9,7 +9,7 @@ import LedgerTestSupport
 import Testing
 
 /// The demo catalog on a new ledger, served from the inline read models through the real router.
-@Suite struct CatalogTests {
+@Suite(.machine(.shared)) struct CatalogTests {
     let storefront = StorefrontDriver()
 
     typealias Product = StorefrontDriver.Product

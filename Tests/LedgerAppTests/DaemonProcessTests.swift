@@ -12,7 +12,7 @@ import FoundationNetworking
 
 /// The newcomer's path: `ledgerd serve` with no database configured brings up the embedded
 /// cluster and `/health`; SIGTERM shuts everything down and leaves no PostgreSQL behind.
-@Suite struct DaemonProcessTests {
+@Suite(.machine(.shared)) struct DaemonProcessTests {
     @Test(.timeLimit(.minutes(3))) func serveComesUpWithTheEmbeddedDatabaseAndShutsDownCleanly() async throws {
         let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-proc-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: dataDirectory) }

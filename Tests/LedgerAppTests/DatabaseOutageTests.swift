@@ -9,7 +9,7 @@ import Testing
 /// payment it acknowledged is in the ledger. The client's deadlines (10 s, 15 s, 20 s) are generous upper bounds
 /// for a whole suite on two cores, not the 2 s / 5 s / 5 s figures, which are measured on their own.
 /// (With the earlier 2 s deadline, a clean-clone CI run under full load missed `/health`'s 1.9 s reply.)
-@Suite struct DatabaseOutageTests {
+@Suite(.machine(.shared)) struct DatabaseOutageTests {
     @Test(.timeLimit(.minutes(4))) func anOutageIsA503AndTheDaemonResumesWhenTheDatabaseReturns() async throws {
         let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-out-\(UUID().uuidString.prefix(8))")
         let log = URL(fileURLWithPath: "\(dataDirectory.path).log")

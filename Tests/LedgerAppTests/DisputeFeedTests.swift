@@ -18,7 +18,7 @@ import Testing
 /// restart of its service, the ledger's poller recording each notification once (also with two
 /// daemons polling at once), and a scripted day with a chargeback that settles and reconciles with zero
 /// breaks while the journal balances.
-@Suite struct DisputeFeedTests {
+@Suite(.machine(.shared)) struct DisputeFeedTests {
     let storefront = StorefrontDriver()
     let backOffice = BackOfficeDriver()
     /// The poller runs only when a test asks (`pollOnce`): no background loop races the script.

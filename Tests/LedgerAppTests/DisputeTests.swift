@@ -15,7 +15,7 @@ import Testing
 /// Disputes through the real router and database (issue 17): the acquirer's notifications recorded
 /// on each dispute's stream, the operator's defense and acceptance, the order's status, deadlines on
 /// the injected clock, and refusals that append nothing.
-@Suite struct DisputeTests {
+@Suite(.machine(.shared)) struct DisputeTests {
     let storefront = StorefrontDriver()
     let backOffice = BackOfficeDriver()
     static let start = TestApp.instant("2026-06-17T10:00:00Z")

@@ -17,7 +17,7 @@ import Testing
 /// Apple Pay tokens accepted and refused), then every `type` in `ledger.events` must be registered, on the
 /// streams of its category, at a readable schema version, and every row must decode. Between them the two
 /// flows write every type of the catalogue.
-@Suite struct EventCatalogueCompletenessTests {
+@Suite(.machine(.shared)) struct EventCatalogueCompletenessTests {
     let storefront = StorefrontDriver()
     let backOffice = BackOfficeDriver()
 

@@ -15,7 +15,7 @@ import FoundationNetworking
 /// `target_session_attrs=read-write`: the daemon picks the writable host, answers 503 while no host is writable
 /// (primary stopped, standby not yet promoted), and after `pg_ctl promote` serves from the new primary, where every
 /// payment it acknowledged is, on a chain that verifies. (Deadlines are the client's bounds, not measurements.)
-@Suite struct FailoverTests {
+@Suite(.machine(.shared)) struct FailoverTests {
     @Test(.timeLimit(.minutes(4))) func theDaemonFindsThePrimaryAnswers503WithoutOneAndFollowsThePromotedStandby() async throws {
         let clusters = try await ReplicatedClusters.start(synchronous: true)
         defer { clusters.stop() }

@@ -17,7 +17,7 @@ import Testing
 ///
 /// The transcript was recorded before the services were moved out of the HTTP layer; a change to it is
 /// a change of the public contract. Re-record with `LEDGERD_RECORD_GOLDEN=1 swift test --filter GoldenTranscript`.
-@Suite struct GoldenTranscriptTests {
+@Suite(.machine(.shared)) struct GoldenTranscriptTests {
     static let golden = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden/book-flow.transcript")
 
     @Test func theBooksFlowAnswersExactlyAsRecorded() async throws {

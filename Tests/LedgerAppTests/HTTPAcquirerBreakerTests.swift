@@ -15,7 +15,7 @@ import Testing
 /// The HTTP adapter's circuit breaker against a real server listening on 127.0.0.1 (a small Hummingbird
 /// app that answers the status inquiry with 503 or with an answer, and counts what reaches it), and the
 /// acquirer metrics on a real daemon's `/metrics`.
-@Suite struct HTTPAcquirerBreakerTests {
+@Suite(.machine(.shared)) struct HTTPAcquirerBreakerTests {
     /// The breaker's clock, moved by hand.
     final class ManualClock: Sendable {
         let start = ContinuousClock.now

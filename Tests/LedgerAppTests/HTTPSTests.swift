@@ -12,7 +12,7 @@ import FoundationNetworking
 
 /// `ledgerd serve` over HTTPS with a certificate from a CA made in the test; plain HTTP to the TLS port gets no
 /// answer; SIGHUP makes the daemon serve a renewed certificate (from another CA) without a restart.
-@Suite struct HTTPSTests {
+@Suite(.machine(.shared)) struct HTTPSTests {
     /// `GET /health` over HTTPS trusting only `ca`, on a new connection each time; nil when no answer came.
     static func health(port: Int, trusting ca: String) async -> (Int, String)? {
         guard let root = try? NIOSSLCertificate(bytes: Array(ca.utf8), format: .pem) else { return nil }
@@ -90,7 +90,7 @@ import FoundationNetworking
 /// Slow clients and too many clients: a connection that sends nothing, or stops in its request head, is closed
 /// after the idle timeout; connections beyond the limit are closed at once; the daemon serves again once
 /// connections are freed. (Client-side deadlines are generous upper bounds, not performance assertions.)
-@Suite struct HTTPConnectionLimitTests {
+@Suite(.machine(.alone)) struct HTTPConnectionLimitTests {
     @Test(.timeLimit(.minutes(3))) func idleConnectionsAreClosedAndConnectionsBeyondTheLimitAreRefused() async throws {
         let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-lim-\(UUID().uuidString.prefix(8))")
         let log = URL(fileURLWithPath: "\(dataDirectory.path).log")

@@ -12,7 +12,7 @@ import Testing
 /// connection is closed after the idle timeout, and a request head trickled in byte by byte — never idle — is closed
 /// after the header timeout, over HTTP and HTTPS; a keep-alive connection serving whole requests is left alone.
 /// Bounds are generous (the setting plus 10 s for a loaded machine), and far below what the other timeout would give.
-@Suite struct HTTPTimeoutTests {
+@Suite(.machine(.shared)) struct HTTPTimeoutTests {
     static let health = "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n"
 
     @Test(.timeLimit(.minutes(3))) func anIdleConnectionIsClosedAfterTheConfiguredIdleTimeout() async throws {

@@ -15,7 +15,7 @@ import Testing
 
 /// The hold lifecycle through the real router and database: capture, increment, void, refund,
 /// ship and expiry, their refusals, idempotency, and the invariants across two daemons.
-@Suite struct HoldTests {
+@Suite(.machine(.shared)) struct HoldTests {
     let storefront = StorefrontDriver()
     let backOffice = BackOfficeDriver()
 
@@ -346,7 +346,7 @@ import Testing
 /// A few thousand random hold operations through HTTP, spread over two daemons on one database
 /// (sharing the acquirer, as two real daemons share the real one), concurrently, with clock jumps
 /// and sweeps by both; then every invariant is checked on what the database holds.
-@Suite struct HoldInvariantsThroughHTTPTests {
+@Suite(.machine(.shared)) struct HoldInvariantsThroughHTTPTests {
     let storefront = StorefrontDriver()
     let backOffice = BackOfficeDriver()
 

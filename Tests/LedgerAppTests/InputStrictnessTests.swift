@@ -7,7 +7,7 @@ import Testing
 
 /// Review 3, input strictness, through the router: a back-office body that is not `application/json` is 415 (a
 /// `text/plain` capture was applied), a payment with a misspelled member or a member twice is 400; nothing appended.
-@Suite struct InputStrictnessTests {
+@Suite(.machine(.shared)) struct InputStrictnessTests {
     let storefront = StorefrontDriver()
 
     @Test func nonJSONBackOfficeBodiesAndSloppyPaymentsAreRefusedAndAppendNothing() async throws {

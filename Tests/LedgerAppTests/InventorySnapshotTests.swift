@@ -13,7 +13,7 @@ import Testing
 /// must answer exactly what the fold from position 1 answers, at every position (before the first
 /// snapshot, on one, between two, after the last) and at instants when holds had lapsed; a snapshot
 /// whose bytes were changed is skipped; one forged with a matching digest is found by the audit.
-@Suite struct InventorySnapshotTests {
+@Suite(.machine(.shared)) struct InventorySnapshotTests {
     let storefront = StorefrontDriver()
     let backOffice = BackOfficeDriver()
 

@@ -15,7 +15,7 @@ import Testing
 /// The counts are deltas around one request, after a warm-up payment (so that name look-ups and the
 /// catalog cache are as in steady state). The background loops (recovery, expiry) sweep at start
 /// and then every 30 s: with no waiting orders or due holds, they load nothing in between.
-@Suite struct LoadCountTests {
+@Suite(.machine(.shared)) struct LoadCountTests {
     let storefront = StorefrontDriver()
     let backOffice = BackOfficeDriver()
 

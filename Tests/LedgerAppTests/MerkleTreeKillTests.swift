@@ -14,7 +14,7 @@ import FoundationNetworking
 /// an existing ledger, and again while it extends the tree as the log grows: after the restart the stored tree is
 /// the tree recomputed from the events, tile for tile, and every proof it serves verifies against its signed
 /// checkpoint.
-@Suite struct MerkleTreeKillTests {
+@Suite(.machine(.shared)) struct MerkleTreeKillTests {
     static func call(_ port: Int, _ path: String, key: String) async throws -> (Int, String) {
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
         request.timeoutInterval = 120

@@ -11,7 +11,7 @@ import PostgresNIO
 import Testing
 
 /// Back-office order reads, and the read models against a replay of the log.
-@Suite struct OrderReadsTests {
+@Suite(.machine(.shared)) struct OrderReadsTests {
     let storefront = StorefrontDriver()
     let backOffice = BackOfficeDriver()
 

@@ -18,7 +18,7 @@ import FoundationNetworking
 /// a loaded machine; afterwards SIGTERM must finish within the 30 s graceful bound and stop the embedded cluster.
 /// `LEDGER_OUTAGE_ROUNDS` sets the rounds (default 6); the figure is printed. It reproduces N5 (see the known issues
 /// below): the stuck continuation is not found yet.
-@Suite struct OutageLoopTests {
+@Suite(.machine(.shared)) struct OutageLoopTests {
     /// Set once a round's workers are to stop.
     final class Flag: Sendable {
         let value = Mutex(false)

@@ -14,7 +14,7 @@ import Synchronization
 import Testing
 
 /// `POST /payment` end to end through the real router: a real database, the acquirer model.
-@Suite struct PaymentTests {
+@Suite(.machine(.shared)) struct PaymentTests {
     let storefront = StorefrontDriver()
 
     struct Reply: Decodable {

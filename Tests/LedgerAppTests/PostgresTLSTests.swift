@@ -7,7 +7,7 @@ import Testing
 
 /// `sslmode` as libpq documents it, against a private-CA cluster started by the test (TCP on 127.0.0.1, `ssl = on`,
 /// a server certificate for `localhost` only, issued by a CA made here).
-@Suite struct PostgresTLSTests {
+@Suite(.machine(.shared)) struct PostgresTLSTests {
     /// One TLS cluster for the suite's cases.
     final class Cluster: Sendable {
         let directory: URL

@@ -6,7 +6,7 @@ import Testing
 /// line to line), each command's status and output checked — against a real daemon whose data directory is
 /// `./.ledgerd` of the shell's working directory. Only `swift run ledgerd` becomes the built binary, and the
 /// daemon's port comes in as `LEDGERD_PORT` (which the walk and `ledgerd settle` honour).
-@Suite struct QuickStartTests {
+@Suite(.machine(.shared)) struct QuickStartTests {
     /// The commands of the README's "Quick start" shell block (comments and blank lines dropped, `\` lines joined).
     static func commands() throws -> [String] {
         let readme = try String(contentsOf: TestCluster.repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)

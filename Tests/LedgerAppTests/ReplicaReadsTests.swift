@@ -10,7 +10,7 @@ import Testing
 /// Auditors' reads on a streaming replica (`LEDGERD_READ_DATABASE_URL`): a real primary and a real standby made
 /// with pg_basebackup. One application writes to the primary and reads history, the feed, verification and as-of
 /// from the standby; another reads everything from the primary, for comparison.
-@Suite struct ReplicaReadsTests {
+@Suite(.machine(.shared)) struct ReplicaReadsTests {
     let storefront = StorefrontDriver()
 
     /// `GET uri` as the auditor: status, `Ledger-Position`, body.

@@ -11,7 +11,7 @@ import Testing
 
 /// Report uploads are streamed to a spool file (0600, hashed on the way) and bounded while they stream
 /// (issue 15): a larger one is 413 and appends nothing; bytes that are not UTF-8 are 400.
-@Suite struct ReportUploadTests {
+@Suite(.machine(.shared)) struct ReportUploadTests {
     static func chunks(_ bytes: [UInt8], size: Int) -> AsyncStream<[UInt8]> {
         AsyncStream { continuation in
             var start = 0

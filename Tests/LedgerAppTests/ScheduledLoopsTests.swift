@@ -15,7 +15,7 @@ import Testing
 /// until it has done its work (polled without a deadline of its own; the time limit fails a loop that
 /// never runs: 3 minutes, because a whole suite on two cores made a 1-minute limit fail a loop that ran,
 /// slowly, behind the others' load).
-@Suite struct ScheduledLoopsTests {
+@Suite(.machine(.shared)) struct ScheduledLoopsTests {
     let storefront = StorefrontDriver()
     let backOffice = BackOfficeDriver()
 

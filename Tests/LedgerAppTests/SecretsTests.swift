@@ -7,7 +7,7 @@ import Testing
 /// Secrets in embedded mode as root: the cluster's processes do not inherit the daemon's environment (API keys,
 /// URLs), the generated `api-keys.json` and `api-keyring.json` are 0600 in a root-owned directory, and the `postgres` OS user — trying for
 /// real, as that user — can neither read nor replace it.
-@Suite struct SecretsTests {
+@Suite(.machine(.shared)) struct SecretsTests {
     static var rootWithPostgresUser: Bool { geteuid() == 0 && getpwnam("postgres") != nil }
 
     /// Runs `script` with `sh -c` as the `postgres` OS user; its exit status and output.

@@ -19,7 +19,7 @@ import FoundationNetworking
 /// one report line, every batch reconciles with zero breaks, and the chain verifies.
 ///
 /// Time is rehearsed (`LEDGERD_CLOCK_START`): each daemon starts at the instant the test needs.
-@Suite(.serialized) struct SettlementCrashTests {
+@Suite(.serialized, .machine(.shared)) struct SettlementCrashTests {
     static let points = [
         "settlement.opened", "settlement.closed", "settlement.accepted", "settlement.storing_report",
         "settlement.submitted", "settlement.cleared", "settlement.payout_scheduled",

@@ -17,7 +17,7 @@ import Testing
 
 /// End-of-day settlement through the real router, database and acquirer model: money conservation,
 /// the cut-off boundary, the funding calendar, re-runs, resuming a batch, and refusals.
-@Suite struct SettlementRunTests {
+@Suite(.machine(.shared)) struct SettlementRunTests {
     let storefront = StorefrontDriver()
     let backOffice = BackOfficeDriver()
 

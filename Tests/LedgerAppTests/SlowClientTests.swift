@@ -11,7 +11,7 @@ import Testing
 /// a trickled body is closed at the body timeout; a body sent above the minimum rate outlives it and is answered; one
 /// address is held to its own limit while another is served; and the probe's flood (1,030 connections sending a body
 /// at 1 B/5 s) leaves `/health` answering another client. Bounds are generous and every loop stops by itself.
-@Suite struct SlowClientTests {
+@Suite(.machine(.alone)) struct SlowClientTests {
     static let paymentHead = "POST /payment HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n"
     static let health = "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n"
 

@@ -12,7 +12,7 @@ import PostgresNIO
 import Testing
 
 /// Drives the real router (with its services: the pool and the writer) against a real database.
-@Suite struct SystemRoutesTests {
+@Suite(.machine(.shared)) struct SystemRoutesTests {
     struct HealthBody: Decodable {
         struct Database: Decodable {
             let status: String

@@ -10,7 +10,7 @@ import Testing
 /// Security review 3, N6 and N14, on a live app serving HTTPS: a reload whose key is not the certificate's (a renewal
 /// that replaced the certificate before the key) is refused and the previous pair keeps serving; a key file others may
 /// read is refused; TLS 1.2 offers no CBC suite.
-@Suite struct TLSReloadTests {
+@Suite(.machine(.shared)) struct TLSReloadTests {
     @Test(.timeLimit(.minutes(3))) func aMismatchedOrOpenPairIsRefusedOnReloadAndThePreviousPairKeepsServing() async throws {
         let files = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-tls-reload-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)

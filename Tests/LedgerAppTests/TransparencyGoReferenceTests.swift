@@ -11,7 +11,7 @@ import Testing
 /// installed by .ci/run) verify the served checkpoint's signature, read the tree through every served tile (which
 /// they check against the signed root), and accept the served inclusion and consistency proofs, equal to the ones
 /// they build themselves (Tests/GoReference/verify.go).
-@Suite struct TransparencyGoReferenceTests {
+@Suite(.machine(.shared)) struct TransparencyGoReferenceTests {
     static let goPath = "/usr/share/gocode"
     static var goAvailable: Bool {
         FileManager.default.isExecutableFile(atPath: "/usr/bin/go")

@@ -15,7 +15,7 @@ import Testing
 /// served verifier key alone, proofs that `verify-proof`'s checks accept, tlog tiles and entry bundles equal to
 /// the tree recomputed from the events, 4xx JSON errors for bad input, and the `(position, hash)` checkpoints
 /// unchanged beside it.
-@Suite struct TransparencyLogTests {
+@Suite(.machine(.shared)) struct TransparencyLogTests {
     static let auditor: HTTPFields = [.authorization: "Bearer \(TestApp.auditorKey)"]
     static let operatorKey: HTTPFields = [.authorization: "Bearer \(TestApp.operatorKey)"]
     static let origin = "ledger.test/transparency"

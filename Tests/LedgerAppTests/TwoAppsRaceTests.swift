@@ -11,7 +11,7 @@ import Testing
 
 /// Two applications (two daemons: each its own locks, caches and writer) on one database, sharing the
 /// acquirer as real daemons share the real one, racing over HTTP for the same order and the same day.
-@Suite struct TwoAppsRaceTests {
+@Suite(.machine(.shared)) struct TwoAppsRaceTests {
     let storefront = StorefrontDriver()
     let backOffice = BackOfficeDriver()
 

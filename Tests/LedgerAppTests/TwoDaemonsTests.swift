@@ -15,7 +15,7 @@ import FoundationNetworking
 /// an application login role (a member of `ledger_app`), and the first daemon applies the migrations
 /// with `LEDGERD_MIGRATION_DATABASE_URL`, a separate login role that owns the database. Each process has
 /// its own product locks, so the database alone stands between them and an oversell.
-@Suite struct TwoDaemonsTests {
+@Suite(.machine(.shared)) struct TwoDaemonsTests {
     /// `method path` on 127.0.0.1:`port` with `body` and `headers`; the status and the reply's text.
     static func call(
         _ port: Int,

@@ -9,7 +9,7 @@ import Testing
 /// one 250 MB upload took the daemon from 94 MB to 1.21 GB resident. Now every format is read from the spool file a
 /// chunk at a time. The daemon (a real process) takes the probe's upload — 250 MB with the ledger's header and a bad
 /// second row — and its peak resident memory (`VmHWM`) grows by far less than the upload.
-@Suite struct UploadMemoryTests {
+@Suite(.machine(.alone)) struct UploadMemoryTests {
     /// `VmRSS` or `VmHWM` of `pid` in KiB (/proc/pid/status).
     static func memory(_ field: String, of pid: Int32) -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }

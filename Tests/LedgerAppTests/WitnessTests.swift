@@ -16,7 +16,7 @@ import Testing
 /// checkpoints, refuses a split view and a fork with the protocol's status and a reason, logs and counts each
 /// refusal, and keeps its state in its own file. Then a ledger submits to it for real, and after its log is
 /// rewritten the witness refuses the next checkpoint.
-@Suite struct WitnessTests {
+@Suite(.machine(.shared)) struct WitnessTests {
     static let origin = "ledger.test/witnessed"
 
     /// What a logger was told, for tests that check a refusal is logged.

@@ -8,7 +8,7 @@ import Testing
 /// The auditor's queries on a real database: the position of a time, the filtered feed (every
 /// matching event exactly once, whatever the page size), an order's history, and the check
 /// against a signed checkpoint under a superuser's tampering.
-@Suite struct AuditQueriesTests {
+@Suite(.machine(.shared)) struct AuditQueriesTests {
     /// 60 events, one append each (so recorded times differ), over order, hold and product streams,
     /// three types, four correlation ids; product events name an order in `order_id`.
     func seed(_ db: TestDatabase) async throws {

@@ -6,7 +6,7 @@ import PostgresNIO
 import Testing
 
 /// `ContactsStore` against a real database, as the application role (the daemon's grants).
-@Suite struct ContactsStoreTests {
+@Suite(.machine(.shared)) struct ContactsStoreTests {
     static func contact(_ name: String, email: String) -> ShippingContact {
         ShippingContact(name: name, email: email, street: "1 Infinite Loop", city: "Cupertino", state: "CA", zip: "95014")
     }

@@ -11,7 +11,7 @@ import Glibc
 
 /// The watcher's question when a probe fails: is the server down (its address refuses connections: an outage at
 /// once), or only slow (a loaded host: probes in a row decide)?
-@Suite struct DatabaseWatchTests {
+@Suite(.machine(.shared)) struct DatabaseWatchTests {
     @Test func aRunningServerIsNotRefusedAndAClosedAddressIs() async throws {
         let endpoint = try await TestCluster.shared.endpoint()
         let running = TestCluster.configuration(endpoint: endpoint, database: "postgres", user: endpoint.superuser)

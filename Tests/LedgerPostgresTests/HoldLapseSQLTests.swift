@@ -9,7 +9,7 @@ import Testing
 /// `ledger.inventory_rows_at` show a hold past its expiry as the sweeper will record it, from the
 /// expiry instant itself (not a microsecond before), and change nothing else. That the rows agree
 /// with the Swift fold for the as-of reads is checked end to end in LedgerAppTests (AsOfTests).
-@Suite struct HoldLapseSQLTests {
+@Suite(.machine(.shared)) struct HoldLapseSQLTests {
     static let expiry = "2030-06-26T10:00:00.000000Z"
     static var expiryMicros: Int64 { RFC3339.micros(expiry)! }
 

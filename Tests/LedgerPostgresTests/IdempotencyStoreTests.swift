@@ -7,7 +7,7 @@ import Testing
 
 /// The idempotency probe (`IdempotencyStore`) against a real database: it sees exactly the keys that
 /// committed appends stored, with the hash of the request they were first used with.
-@Suite struct IdempotencyStoreTests {
+@Suite(.machine(.shared)) struct IdempotencyStoreTests {
     func request(_ n: Int, key: String) -> AppendRequest {
         var request = AppendRequest(stream: stream("order-\(n)"), expectedVersion: .noStream, events: [sampleEvent(n)])
         request.idempotency = IdempotencyKey(key: key, for: request)

@@ -5,7 +5,7 @@ import LedgerTestSupport
 import PostgresNIO
 import Testing
 
-@Suite struct IdempotencyTests {
+@Suite(.machine(.shared)) struct IdempotencyTests {
     func request(_ n: Int, key: String) -> AppendRequest {
         var request = AppendRequest(stream: stream("order-\(n)"), expectedVersion: .noStream, events: [sampleEvent(n)])
         request.idempotency = IdempotencyKey(key: key, for: request)

@@ -5,7 +5,7 @@ import LedgerTestSupport
 import PostgresNIO
 import Testing
 
-@Suite struct ImmutabilityTests {
+@Suite(.machine(.shared)) struct ImmutabilityTests {
     func seed(_ db: TestDatabase, count: Int) async throws {
         try await db.withWriter { writer, _ in
             for n in 1...count {

@@ -5,7 +5,7 @@ import LedgerTestSupport
 import PostgresNIO
 import Testing
 
-@Suite struct LedgerWriterTests {
+@Suite(.machine(.shared)) struct LedgerWriterTests {
     @Test func concurrentAppendsAreGaplessPerStreamOrderedAndChained() async throws {
         let db = try await TestDatabase.fresh()
         let tasks = 8
@@ -214,7 +214,7 @@ func outcome<T>(_ body: () async throws -> T) async -> Result<T, any Error> {
 
 /// An append is acknowledged on its transaction's COMMIT, not on the statement's completion: a deferred
 /// constraint trigger that refuses only at COMMIT fails the append, and the log holds nothing of it.
-@Suite struct LedgerWriterCommitTests {
+@Suite(.machine(.shared)) struct LedgerWriterCommitTests {
     @Test func anAppendWhoseCommitFailsIsRefusedAndLeavesNothing() async throws {
         let db = try await TestDatabase.fresh()
         try await db.withOwner { owner in

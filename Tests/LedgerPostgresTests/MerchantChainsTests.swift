@@ -7,7 +7,7 @@ import Testing
 /// The ledger distributed by merchant (docs/scale-out.md), simulated on one node with the schema shaped for Citus
 /// (docs/scale-out/merchant-chains.sql): one gapless hash chain per merchant, appends that lock only their merchant's
 /// head.
-@Suite struct MerchantChainsTests {
+@Suite(.machine(.shared)) struct MerchantChainsTests {
     static let schema = TestCluster.repositoryRoot.appendingPathComponent("docs/scale-out/merchant-chains.sql")
 
     /// A fresh database with the scale-out schema and two merchants.

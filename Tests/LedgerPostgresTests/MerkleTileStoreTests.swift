@@ -8,7 +8,7 @@ import Testing
 /// The stored Merkle tree (sql/0021) on the real database: built by the owner's function from the events, equal
 /// to the tree recomputed from them, append-only, unwritable by the application, resumable, and every proof read
 /// from its tiles verifies — or, once a stored node is forged, fails against the signed root.
-@Suite struct MerkleTileStoreTests {
+@Suite(.machine(.shared)) struct MerkleTileStoreTests {
     /// Appends `count` events through the real writer, in requests of up to 50.
     static func append(_ db: TestDatabase, count: Int) async throws {
         try await db.withWriter { writer, _ in

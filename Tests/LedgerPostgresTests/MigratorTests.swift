@@ -4,7 +4,7 @@ import LedgerTestSupport
 import PostgresNIO
 import Testing
 
-@Suite struct MigratorTests {
+@Suite(.machine(.shared)) struct MigratorTests {
     let migrations: [Migration]
     init() throws { migrations = try Migrator.load(from: TestCluster.migrationsDirectory) }
 

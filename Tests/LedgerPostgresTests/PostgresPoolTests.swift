@@ -8,7 +8,7 @@ import Testing
 
 /// Nothing leases a connection before the pool runs: PostgresNIO's warning "Trying to lease connection from
 /// `PostgresClient`, but `PostgresClient.run()` hasn't been called yet" never appears.
-@Suite struct PostgresPoolTests {
+@Suite(.machine(.shared)) struct PostgresPoolTests {
     /// The warnings a logger received.
     final class Warnings: Sendable {
         let lines = Mutex<[String]>([])

@@ -2,7 +2,7 @@ import LedgerPostgres
 import LedgerTestSupport
 import Testing
 
-@Suite struct SQLScriptTests {
+@Suite(.machine(.shared)) struct SQLScriptTests {
     @Test func splitsAtTopLevelSemicolonsOnly() {
         let script = """
             -- a comment; with a semicolon

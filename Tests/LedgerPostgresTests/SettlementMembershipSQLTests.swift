@@ -10,7 +10,7 @@ import Testing
 /// here, independently of the SQL — and the closed event's trigger takes exactly those items: a
 /// closed event whose counts or amounts differ from them is refused with LDG10, also when another
 /// batch took some of them after the counts were made.
-@Suite struct SettlementMembershipSQLTests {
+@Suite(.machine(.shared)) struct SettlementMembershipSQLTests {
     /// A capture or refund as the log records it (the fields sql/0008's `settlement_item_row` reads).
     struct Item {
         let name: String

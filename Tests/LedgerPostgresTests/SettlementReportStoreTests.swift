@@ -7,7 +7,7 @@ import Testing
 
 /// `SettlementReportStore` against a real database, as the application role (the daemon's grants):
 /// a report's parts, summary and line index stored in one transaction and read back in order.
-@Suite struct SettlementReportStoreTests {
+@Suite(.machine(.shared)) struct SettlementReportStoreTests {
     static func line(_ n: Int, type: SettlementLineType = .settled) -> SettlementReportLine {
         SettlementReportLine(
             companyAccount: "OrderLedger",

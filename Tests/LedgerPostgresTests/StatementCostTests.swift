@@ -19,7 +19,7 @@ import Testing
 /// (ANALYZE when the ledger held 240 events, then the rest appended) still make the planner read a long stream
 /// whole through its version index when the bound is early (3,365 buffers for 83 rows here) — open in the
 /// stream-read issue's note.
-@Suite struct StatementCostTests {
+@Suite(.machine(.shared)) struct StatementCostTests {
     /// Orders 0 ..< 20,000; order k owns positions 6k … 6k+5: its `order-o<k>` stream has 6k+1 and 6k+4, its
     /// `hold-o<k>` stream 6k+2 and 6k+5, and 6k and 6k+3 go to one of 12 product streams (3,333 or 3,334 events each).
     static let orders = 20_000

@@ -21,7 +21,7 @@ import Glibc
 ///
 /// `LEDGERD_TEST_FEED_EVENTS` sets how many events (default 4,000; the 100,000 is run by hand:
 /// `LEDGERD_TEST_FEED_EVENTS=100000 swift test --filter FeedAcceptanceTests`).
-@Suite struct FeedAcceptanceTests {
+@Suite(.machine(.shared)) struct FeedAcceptanceTests {
     static let operatorKey = "feed-acceptance-operator"
 
     @Test(.timeLimit(.minutes(30))) func twoDaemonsOneKilledAndEveryConsumerSeesEveryPositionOnceInOrder() async throws {

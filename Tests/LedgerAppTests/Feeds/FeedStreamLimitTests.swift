@@ -5,7 +5,7 @@ import Testing
 /// Security review 3, N8: any auditor could open unlimited `/events/stream?after=0` catch-ups. Each key may hold
 /// `LEDGERD_FEED_STREAMS_PER_KEY` streams; one more is 429 `busy`, another key is not affected, and a stream that
 /// ends gives its slot back.
-@Suite struct FeedStreamLimitTests {
+@Suite(.machine(.shared)) struct FeedStreamLimitTests {
     static func streamRequest(key: String) -> String {
         "GET /events/stream?after=0 HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\n\r\n"
     }

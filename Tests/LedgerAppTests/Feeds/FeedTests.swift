@@ -29,7 +29,7 @@ func call(
 }
 
 /// The live feed: `GET /events/stream` as Server-Sent Events.
-@Suite struct LiveFeedTests {
+@Suite(.machine(.shared)) struct LiveFeedTests {
     let storefront = StorefrontDriver()
 
     /// Every event from position 1 in order, `id:` = position; a reconnect with `Last-Event-ID` resumes
@@ -85,7 +85,7 @@ func call(
 }
 
 /// Durable subscriptions: create, read after the checkpoint, acknowledge, lag, long poll.
-@Suite struct SubscriptionTests {
+@Suite(.machine(.shared)) struct SubscriptionTests {
     let storefront = StorefrontDriver()
 
     struct Page: Decodable {

@@ -12,7 +12,7 @@ import Testing
 
 /// The accounting journal over the scripted day of the as-of tests (``AsOfTests``): every entry
 /// balances, and the day ties out to the settlement's net and the payout.
-@Suite struct JournalRouteTests {
+@Suite(.machine(.shared)) struct JournalRouteTests {
     let storefront = StorefrontDriver()
     let backOffice = BackOfficeDriver()
 

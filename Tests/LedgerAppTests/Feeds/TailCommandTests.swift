@@ -10,7 +10,7 @@ import FoundationNetworking
 
 /// `ledgerd tail` against the real daemon: the feed from position 1, one JSON event per line; the daemon
 /// still stops cleanly (SIGTERM, exit 0) while a stream is open; the webhook secrets key is generated 0600.
-@Suite struct TailCommandTests {
+@Suite(.machine(.shared)) struct TailCommandTests {
     @Test(.timeLimit(.minutes(3))) func tailPrintsTheFeedAndTheDaemonStopsWithAStreamOpen() async throws {
         let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-tail-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: dataDirectory) }

@@ -11,7 +11,7 @@ import Testing
 /// Security review 3, N2 (webhook SSRF), N9 (a URL's upper-case scheme reached the table's CHECK as a 500) and N12
 /// (credentials shown to auditors): every internal address is refused in every spelling, at registration and again
 /// after DNS at connection time, redirects are not followed, and a failure records no network detail.
-@Suite struct WebhookDestinationTests {
+@Suite(.machine(.shared)) struct WebhookDestinationTests {
     /// The probe's URLs, and more spellings of the same places.
     static let internalURLs = [
         "http://127.0.0.1:5432/", "http://127.1/", "http://2130706433/", "http://0x7f000001/", "http://0177.0.0.1/",

@@ -14,7 +14,7 @@ import Synchronization
 import Testing
 
 /// Webhooks against a receiver on 127.0.0.1: signatures, order, retries, restarts, several daemons.
-@Suite struct WebhookTests {
+@Suite(.machine(.shared)) struct WebhookTests {
     let storefront = StorefrontDriver()
     static let secret = "whsec_test_0123456789abcdef"
     /// Retries fast enough for a test: 50 ms doubling up to 1 s.
