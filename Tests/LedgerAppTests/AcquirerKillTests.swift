@@ -26,7 +26,7 @@ import FoundationNetworking
 
     final class Run: @unchecked Sendable {
         let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-kill-\(UUID().uuidString.prefix(8))")
-        let port = Int.random(in: 20_000..<40_000)
+        let port = TestPorts.free()
         var log: URL { dataDirectory.deletingLastPathComponent().appendingPathComponent("\(dataDirectory.lastPathComponent).log") }
         let started = Date()
         var daemon: DaemonProcess?

@@ -16,7 +16,7 @@ import FoundationNetworking
     @Test(.timeLimit(.minutes(3))) func serveComesUpWithTheEmbeddedDatabaseAndShutsDownCleanly() async throws {
         let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-proc-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: dataDirectory) }
-        let port = Int.random(in: 20_000..<40_000)
+        let port = TestPorts.free()
         // A checkpoint key, as the README says to make one.
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
         let keyFile = dataDirectory.appendingPathComponent("checkpoint.pem")

@@ -19,7 +19,7 @@ import Testing
         }
         let daemon = try await DaemonProcess.start(
             dataDirectory: dataDirectory,
-            port: Int.random(in: 20_000..<40_000),
+            port: TestPorts.free(),
             logFile: log,
             environment: ["LEDGERD_LOG_LEVEL": "info"]
         )

@@ -38,7 +38,7 @@ import FoundationNetworking
         #expect(inRecovery.0 == false && inRecovery.1 == 1)
         let daemon = try await DaemonProcess.start(
             dataDirectory: clusters.root.appendingPathComponent("daemon"),
-            port: Int.random(in: 20_000..<40_000),
+            port: TestPorts.free(),
             logFile: log,
             environment: [
                 "LEDGERD_DATABASE_URL": url("ledger_app"), "LEDGERD_MIGRATION_DATABASE_URL": url("postgres"),

@@ -156,7 +156,7 @@ import Testing
         faults.serverErrorBeforeApplying = Rate(numerator: 1, denominator: 1)
         let daemon = try await DaemonProcess.start(
             dataDirectory: dataDirectory,
-            port: Int.random(in: 20_000..<40_000),
+            port: TestPorts.free(),
             logFile: log,
             environment: [
                 "LEDGERD_ACQUIRER_WIRE_FAULTS": String(decoding: try LedgerJSON.encode(faults), as: UTF8.self),

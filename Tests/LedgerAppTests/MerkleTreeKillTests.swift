@@ -82,7 +82,7 @@ import FoundationNetworking
         let key = CheckpointKey.generate()
         try SecretFile.write(Data(key.privateKeyPEM.utf8), to: keyFile)
         let origin = "ledger.test/killed"
-        let port = Int.random(in: 50_000..<55_000)
+        let port = TestPorts.free()
         let environment: [String: String?] = [
             "LEDGERD_DATABASE_URL": shared.url(shared.app), "LEDGERD_MIGRATION_DATABASE_URL": shared.url(shared.owner),
             "LEDGERD_OPERATOR_KEYS": "op-\(tag)", "LEDGERD_AUDITOR_KEYS": "au-\(tag)", "LEDGERD_LOG_LEVEL": "warning",

@@ -58,7 +58,7 @@ import FoundationNetworking
         }
         let daemon = try await DaemonProcess.start(
             dataDirectory: dataDirectory,
-            port: Int.random(in: 20_000..<40_000),
+            port: TestPorts.free(),
             logFile: log,
             environment: ["LEDGERD_DB_STATEMENT_TIMEOUT_SECONDS": "5", "LEDGERD_LOG_LEVEL": "notice"]
         )

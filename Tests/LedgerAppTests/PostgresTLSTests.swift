@@ -18,7 +18,7 @@ import Testing
 
         init() throws {
             directory = URL(fileURLWithPath: "/tmp/ledgerd-pgtls-\(UUID().uuidString.prefix(8))")
-            port = Int.random(in: 40_000..<50_000)
+            port = TestPorts.free()
             let files = directory.appendingPathComponent("tls")
             try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
             let ca = try TestCA("ledgerd test PostgreSQL CA")

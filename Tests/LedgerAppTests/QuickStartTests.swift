@@ -40,7 +40,7 @@ import Testing
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         let daemon = try await DaemonProcess.start(
             dataDirectory: root.appendingPathComponent(".ledgerd"),
-            port: Int.random(in: 20_000..<40_000),
+            port: TestPorts.free(),
             logFile: log
         )
         guard daemon.health != nil else {
@@ -79,7 +79,7 @@ import Testing
 
     /// With no daemon at `LEDGERD_PORT`, a back-office command says so in one line (no raw error dump) and exits 1.
     @Test func withTheDaemonDownTheCLISaysSoInOneLine() async throws {
-        let port = Int.random(in: 40_000..<50_000)
+        let port = TestPorts.free()
         let result = try await DaemonProcess.run(
             ["order", "capture", "3f0c0a36-0000-4000-8000-000000000000", "--api-key", "k"],
             environment: DaemonProcess.environment(["LEDGERD_PORT": "\(port)", "LEDGERD_LOG_LEVEL": "warning"])

@@ -48,7 +48,7 @@ import Testing
         let marker = "secret-marker-\(UUID().uuidString)"
         let daemon = try await DaemonProcess.start(
             dataDirectory: dataDirectory,
-            port: Int.random(in: 20_000..<40_000),
+            port: TestPorts.free(),
             logFile: log,
             // A secret in the daemon's environment (as a database URL or keys would be); no keys: they are generated.
             environment: ["LEDGERD_TEST_SECRET": marker, "LEDGERD_OPERATOR_KEYS": nil, "LEDGERD_AUDITOR_KEYS": nil]

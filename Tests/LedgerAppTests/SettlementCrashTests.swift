@@ -33,7 +33,7 @@ import FoundationNetworking
     ]
 
     let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-crash-\(UUID().uuidString.prefix(8))")
-    let port = Int.random(in: 40_000..<50_000)
+    let port = TestPorts.free()
 
     func start(clock: String, crashAt: String? = nil) async throws -> DaemonProcess {
         let daemon = try await DaemonProcess.start(

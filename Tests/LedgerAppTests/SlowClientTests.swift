@@ -15,7 +15,7 @@ import Testing
     static let paymentHead = "POST /payment HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n"
     static let health = "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n"
 
-    @Test(.timeLimit(.minutes(3))) func aBodyTrickledBelowTheMinimumRateIsClosedAtTheBodyTimeout() async throws {
+    @Test(.timeLimit(.minutes(30))) func aBodyTrickledBelowTheMinimumRateIsClosedAtTheBodyTimeout() async throws {
         // The idle and head timeouts (60 s) would close nothing within the test's bound.
         let environment = [
             "LEDGERD_HTTP_BODY_TIMEOUT_SECONDS": "2", "LEDGERD_HTTP_IDLE_TIMEOUT_SECONDS": "60", "LEDGERD_HTTP_HEADER_TIMEOUT_SECONDS": "60",
@@ -40,7 +40,7 @@ import Testing
         }
     }
 
-    @Test(.timeLimit(.minutes(3))) func aBodyAboveTheMinimumRateOutlivesTheBodyTimeoutAndIsAnswered() async throws {
+    @Test(.timeLimit(.minutes(30))) func aBodyAboveTheMinimumRateOutlivesTheBodyTimeoutAndIsAnswered() async throws {
         // 2 s base, 100 B/s: 400 bytes every 500 ms earns 4 s per 500 ms, so a body sent for 5 s is never late.
         let environment = [
             "LEDGERD_HTTP_BODY_TIMEOUT_SECONDS": "2", "LEDGERD_HTTP_BODY_MIN_RATE": "100", "LEDGERD_HTTP_IDLE_TIMEOUT_SECONDS": "60",
@@ -63,7 +63,7 @@ import Testing
         }
     }
 
-    @Test(.timeLimit(.minutes(3))) func oneAddressIsHeldToItsOwnConnectionLimitWhileAnotherIsServed() async throws {
+    @Test(.timeLimit(.minutes(30))) func oneAddressIsHeldToItsOwnConnectionLimitWhileAnotherIsServed() async throws {
         let environment = ["LEDGERD_HTTP_MAX_CONNECTIONS_PER_CLIENT": "2", "LEDGERD_HTTP_IDLE_TIMEOUT_SECONDS": "60"]
         try await TestApp.withApp(environment: environment, live: true) { client, _ in
             let port = try #require(client.port)
@@ -102,7 +102,7 @@ import Testing
     /// and `/health` got no answer at all. Each probe is given 15 s (a two-core machine shared with three builds stalled a
     /// probe for 5 s now and then; the server and the flood share its event loops here); how
     /// many answered within 1 s, and the slowest, are printed: the figure.
-    @Test(.timeLimit(.minutes(4))) func healthAnswersAnotherClientWithin1sUnderTheSlowBodyFlood() async throws {
+    @Test(.timeLimit(.minutes(30))) func healthAnswersAnotherClientWithin1sUnderTheSlowBodyFlood() async throws {
         try await TestApp.withApp(live: true) { client, services in
             let port = try #require(client.port)
             let before = try await services.store.head().position

@@ -77,8 +77,8 @@ import FoundationNetworking
             "LEDGERD_DATABASE_URL": url(app), "LEDGERD_OPERATOR_KEYS": "op-\(tag)", "LEDGERD_AUDITOR_KEYS": "au-\(tag)",
             "LEDGERD_LOG_LEVEL": "warning",
         ]
-        let portA = Int.random(in: 40_000..<50_000)
-        let portB = portA + 1
+        let portA = TestPorts.free()
+        let portB = TestPorts.free()
         var first = common
         first["LEDGERD_MIGRATION_DATABASE_URL"] = url(owner)
         first["LEDGERD_SEED_DEMO_CATALOG"] = "true"
@@ -205,8 +205,8 @@ import FoundationNetworking
             "LEDGERD_LOG_LEVEL": "warning", "LEDGERD_CLOCK_START": "2030-06-19T21:59:20Z",
         ]
         let operatorKey = ["Authorization": "Bearer op-\(tag)"]
-        let portA = Int.random(in: 40_000..<50_000)
-        let portB = portA + 1
+        let portA = TestPorts.free()
+        let portB = TestPorts.free()
         var first = common
         first["LEDGERD_MIGRATION_DATABASE_URL"] = shared.url(shared.owner)
         first["LEDGERD_SEED_DEMO_CATALOG"] = "true"

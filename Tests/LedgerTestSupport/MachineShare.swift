@@ -9,7 +9,8 @@ import Testing
 /// every one of them while a flood ran; each passed alone). So the load tests run `.alone`: never beside one
 /// another nor beside a `.shared` test. `.shared` tests (daemons, in-process apps on the test cluster, anything
 /// with a deadline) run beside each other as before. Tests without the trait (pure computation) are not held.
-/// A test's wait for the machine may count against its time limit; `.alone` tests are short (under a minute each).
+/// A test's wait for the machine counts against its time limit: `.alone` tests, which wait for the shared ones to
+/// finish, have limits long enough for that wait.
 public struct MachineShare: TestTrait, SuiteTrait, TestScoping {
     public enum Kind: Sendable { case shared, alone }
     public let kind: Kind
@@ -32,13 +33,17 @@ extension Trait where Self == MachineShare {
     public static func machine(_ kind: MachineShare.Kind) -> MachineShare { MachineShare(kind: kind) }
 }
 
-/// A readers–writer gate that prefers the writer: once an `.alone` test waits, new `.shared` tests wait behind it.
+/// A readers–writer gate that prefers the readers: `.shared` tests wait only while an `.alone` test runs, and an
+/// `.alone` test starts only when no `.shared` test runs or waits — in a full run, typically once the shared tests are
+/// done. (Preferring the `.alone` tests made every shared test that arrived behind them wait out a long shared test,
+/// and time limits passed in a chain.)
 actor MachineGate {
     static let shared = MachineGate()
 
     private var sharing = 0
     private var alone = false
-    private var waiting: [(kind: MachineShare.Kind, continuation: CheckedContinuation<Void, Never>)] = []
+    private var waitingShared: [CheckedContinuation<Void, Never>] = []
+    private var waitingAlone: [CheckedContinuation<Void, Never>] = []
 
     func with(_ kind: MachineShare.Kind, _ body: @Sendable () async throws -> Void) async throws {
         await enter(kind)
@@ -51,25 +56,20 @@ actor MachineGate {
         leave(kind)
     }
 
-    private func mayEnter(_ kind: MachineShare.Kind) -> Bool {
-        switch kind {
-        case .shared: !alone && !waiting.contains { $0.kind == .alone }
-        case .alone: !alone && sharing == 0
-        }
-    }
-
     private func enter(_ kind: MachineShare.Kind) async {
-        if waiting.isEmpty && mayEnter(kind) {
-            take(kind)
-            return
-        }
-        await withCheckedContinuation { waiting.append((kind, $0)) }
-    }
-
-    private func take(_ kind: MachineShare.Kind) {
         switch kind {
-        case .shared: sharing += 1
-        case .alone: alone = true
+        case .shared:
+            if alone {
+                await withCheckedContinuation { waitingShared.append($0) }  // admitted (and counted) by leave
+            } else {
+                sharing += 1
+            }
+        case .alone:
+            if alone || sharing > 0 || !waitingAlone.isEmpty {
+                await withCheckedContinuation { waitingAlone.append($0) }
+            } else {
+                alone = true
+            }
         }
     }
 
@@ -78,18 +78,14 @@ actor MachineGate {
         case .shared: sharing -= 1
         case .alone: alone = false
         }
-        // Admit waiters in arrival order: an `.alone` one once the machine is free, `.shared` ones until an `.alone`
-        // one is first in line.
-        while let next = waiting.first {
-            let admitted: Bool =
-                switch next.kind {
-                case .shared: !alone
-                case .alone: !alone && sharing == 0
-                }
-            guard admitted else { break }
-            waiting.removeFirst()
-            take(next.kind)
-            next.continuation.resume()
+        guard !alone else { return }
+        if !waitingShared.isEmpty {
+            sharing += waitingShared.count
+            for waiter in waitingShared { waiter.resume() }
+            waitingShared = []
+        } else if sharing == 0, !waitingAlone.isEmpty {
+            alone = true
+            waitingAlone.removeFirst().resume()
         }
     }
 }

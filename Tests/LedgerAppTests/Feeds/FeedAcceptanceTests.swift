@@ -37,8 +37,8 @@ import Glibc
             "LEDGERD_AUDITOR_KEYS": "feed-acceptance-auditor",
             "LEDGERD_ACQUIRER_CREDIT_LIMIT": "1000000000.00", "LEDGERD_LOG_LEVEL": "warning", "LEDGERD_FEED_POLL_MS": "500",
         ]
-        let portA = Int.random(in: 40_000..<45_000)
-        let portB = Int.random(in: 45_000..<50_000)
+        let portA = TestPorts.free()
+        let portB = TestPorts.free()
         var environmentA = environment
         environmentA["LEDGERD_SEED_DEMO_CATALOG"] = "true"
         environmentA["LEDGERD_MIGRATION_DATABASE_URL"] = shared.url(shared.owner)

@@ -15,7 +15,7 @@ import FoundationNetworking
         let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-tail-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: dataDirectory) }
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
-        let port = Int.random(in: 20_000..<40_000)
+        let port = TestPorts.free()
         let log = dataDirectory.appendingPathComponent("daemon.log")
         let daemon = try await DaemonProcess.start(dataDirectory: dataDirectory.appendingPathComponent("d"), port: port, logFile: log)
         guard daemon.health != nil else {
