@@ -36,11 +36,20 @@ PY
 pg=(-h "$data/d/run" -p 5432 -U postgres)
 psql "${pg[@]}" -qc "CREATE DATABASE floor" postgres
 psql "${pg[@]}" -qc "CREATE TABLE ev(id bigserial PRIMARY KEY, stream text, data jsonb, at timestamptz DEFAULT now())" floor
+# CPU time (user + system, in clock ticks) of a process, and of every PostgreSQL process (the cluster's backends):
+# sampled around each wrk run, divided by the payments it made — stable on a noisy machine where throughput is not.
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+postgres_ticks() { local t=0 p; for p in $(pgrep -x postgres); do t=$((t + $(ticks "$p" 2>/dev/null || echo 0))); done; echo "$t"; }
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; $(date -u +%FT%TZ)"
 for clients in 16 64; do
   for run in $(seq 1 "$runs"); do
     printf "clients %-3s run %s (load %s): " "$clients" "$run" "$(cut -d' ' -f1 /proc/loadavg)"
+    before_cpu=$(ticks "$pid"); before_pg=$(postgres_ticks)
     ledger=$(wrk -t2 -c"$clients" -d"${seconds}s" -s bench/payments.lua "http://127.0.0.1:$port" | tail -1)
+    requests=$(echo "$ledger" | sed -n 's/.* of \([0-9]*\)$/\1/p')
+    cpu=$(awk -v a="$before_cpu" -v b="$(ticks "$pid")" -v p="$before_pg" -v q="$(postgres_ticks)" -v n="$requests" -v hz="$(getconf CLK_TCK)" \
+      'BEGIN {printf "CPU/payment ledgerd %.3f ms postgres %.3f ms", 1000 * (b - a) / hz / n, 1000 * (q - p) / hz / n}')
+    ledger="$ledger  $cpu"
     floor=$(pgbench "${pg[@]}" -n -c "$clients" -j 2 -T "$seconds" -f bench/two-commit-payment.sql floor 2>/dev/null \
       | awk '/^tps =/ {printf "%.0f", $3}')
     echo "$ledger  floor/s $floor  share of floor $(awk -v l="${ledger#payments/s }" -v f="$floor" \
