@@ -588,7 +588,9 @@ import Testing
             #expect(status == .unprocessableContent)
             (status, _) = try await postReport(client, try SettlementReportCSV().write(Array(lines.dropLast())))
             #expect(status == .unprocessableContent)
+            // A payout line names its batch by id, else by Batch Number (storeImported): an unknown batch is neither.
             lines[p].modificationMerchantReference = "OrderLedgerStore-USD-2030-01-01"
+            lines[p].batchNumber = 999_999
             (status, _) = try await postReport(client, try SettlementReportCSV().write(lines))
             #expect(status == .notFound)
             #expect(try await services.store.head().position == head)
