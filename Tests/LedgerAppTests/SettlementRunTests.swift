@@ -588,11 +588,12 @@ import Testing
             #expect(status == .unprocessableContent)
             (status, _) = try await postReport(client, try SettlementReportCSV().write(Array(lines.dropLast())))
             #expect(status == .unprocessableContent)
-            // A payout line names its batch by id, else by Batch Number (storeImported): an unknown batch is neither.
+            // A payout line names its batch by id, else by Batch Number (storeImported): a report whose payout line
+            // names neither a batch of this ledger is refused as naming none (422 invalid_report).
             lines[p].modificationMerchantReference = "OrderLedgerStore-USD-2030-01-01"
             lines[p].batchNumber = 999_999
-            (status, _) = try await postReport(client, try SettlementReportCSV().write(lines))
-            #expect(status == .notFound)
+            (status, text) = try await postReport(client, try SettlementReportCSV().write(lines))
+            #expect(status == .unprocessableContent && text.contains("invalid_report"), "\(text)")
             #expect(try await services.store.head().position == head)
         }
     }
