@@ -341,6 +341,52 @@ import Testing
             }
         }
     }
+
+    /// The sweep reads the next page while the previous one commits. Here that page is expired by
+    /// another daemon after it was read and before it was decided: the stale decision conflicts, the
+    /// page is read again and nothing is expired twice.
+    @Test func aSweepInPagesExpiresEachHoldOnceWhenAnotherDaemonExpiresAPageItHadAlreadyRead() async throws {
+        let clock = SimulatedClock(Date())
+        let model = AcquirerModel(
+            seed: 11,
+            configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: 10_000_000, currency: .usd)),
+            clock: { clock.now }
+        )
+        let database = try await TestDatabase.fresh()
+        // After the sweeper's fourth acquirer query (pages of two: the second page has been read), it
+        // waits while the other daemon sweeps.
+        let queries = Atomic<Int>(0)
+        let (secondPageRead, otherSwept) = (Barrier(parties: 2), Barrier(parties: 2))
+        let acquirer = InterposedAcquirer(model) { _ in
+        } after: { call in
+            guard call == .query, queries.add(1, ordering: .sequentiallyConsistent).newValue == 4 else { return }
+            await secondPageRead.arrive()
+            await otherSwept.arrive()
+        }
+        try await TestApp.withApp(seed: true, database: database, acquirer: acquirer, clock: { clock.now }) { client, services in
+            try await TestApp.withApp(database: database, acquirer: model, clock: { clock.now }) { _, other in
+                var ids: [String] = []
+                for _ in 0..<5 {
+                    ids.append(try await storefront.placeOrder(client))
+                    clock.advance(by: 1)  // one expiry after another: pages of two are [0, 1], [2, 3], [4]
+                }
+                clock.advance(by: 8 * 86_400)
+                async let ours = services.holds.expireDue(batchSize: 2)
+                await secondPageRead.arrive()
+                let theirs = try await other.holds.expireDue(batchSize: 2)
+                await otherSwept.arrive()
+                let expiredByUs = try await ours
+                // The other daemon expired at least the second and third pages (the first is ours or theirs, once).
+                #expect(theirs >= 3)
+                #expect(expiredByUs + theirs == 5)
+                #expect(try await services.eventCount(type: "HoldExpired") == 5)
+                #expect(try await services.holds.expireDue(batchSize: 2) == 0)
+                for id in ids { #expect(try await backOffice.order(client, id).status == "expired") }
+                #expect(try await storefront.clockRow(client).reserved == 0)
+                #expect(try await ChainVerifier(client: services.client, logger: TestCluster.logger).verify().ok)
+            }
+        }
+    }
 }
 
 /// A few thousand random hold operations through HTTP, spread over two daemons on one database

@@ -369,35 +369,81 @@ public struct HoldService: Sendable {
     /// recorded first from the acquirer's answer — so a void that beat the expiry at the acquirer is
     /// a reversal here too, never an expiry. Several sweepers may race: appends are version-checked,
     /// so each hold expires exactly once. Returns the number of holds this call expired.
+    ///
+    /// The sweep is a pipeline of two stages: while one page's append commits, the next page is read
+    /// (its due rows, its orders' and holds' streams, the acquirer's word on each). The pages hold
+    /// different orders, so that read does not depend on the commit; the products are taken at
+    /// decision time, after the previous page committed. A page that conflicts or must catch up is
+    /// read again, and the page read beside it is dropped.
     @discardableResult
     public func expireDue(now: Date? = nil, batchSize: Int = 500) async throws -> Int {
         var expired = 0
         var rounds = 0
         var cursor: ProjectionHoldReader.DueCursor?
+        var following: ExpiryPage?  // read while the previous page committed
         while rounds <= Self.maximumAttempts {
             rounds += 1
             let now = now ?? clock()
-            let (due, next) = try await holdRows.dueHolds(now: now, limit: batchSize, after: cursor)
-            let decision = try await decideExpiry(due, now: now)
+            let page: ExpiryPage
+            if let following {
+                page = following
+            } else {
+                page = try await readExpiryPage(now: now, limit: batchSize, after: cursor)
+            }
+            following = nil
+            let decision = try await decideExpiry(page, now: now)
             for (orderID, _) in decision.unrecorded { try await catchUp(orderID) }
             if decision.count == 0 {
                 if !decision.unrecorded.isEmpty { continue }  // this page again, now with every modification recorded
-                if due.count < batchSize { break }
-                cursor = next  // nothing the acquirer calls expired on this page: the next one
+                if page.isLast { break }
+                cursor = page.next  // nothing the acquirer calls expired on this page: the next one
                 rounds = 0
                 continue
             }
             let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: "expiry-sweeper", command: "ExpireHolds")
-            guard try await committer.commit(decision.plan, on: decision.states, now: now, metadata: metadata) != nil else {
-                continue  // another sweeper or an operator got there first: read again
+            let committed: Bool
+            if page.isLast || !decision.unrecorded.isEmpty {
+                committed = try await committer.commit(decision.plan, on: decision.states, now: now, metadata: metadata) != nil
+            } else {
+                async let next = readExpiryPage(now: now, limit: batchSize, after: page.next)
+                committed = try await committer.commit(decision.plan, on: decision.states, now: now, metadata: metadata) != nil
+                if committed { following = try await next }  // otherwise it is cancelled when this scope ends
             }
+            guard committed else { continue }  // another sweeper or an operator got there first: read again
             expired += decision.count
             rounds = 0
-            if due.count < batchSize && decision.unrecorded.isEmpty { break }
+            if page.isLast && decision.unrecorded.isEmpty { break }
             // The next page starts after this one, unless some of it must be read again (modifications caught up).
-            if decision.unrecorded.isEmpty { cursor = next }
+            if decision.unrecorded.isEmpty { cursor = page.next }
         }
         return expired
+    }
+
+    /// One page of the sweep as read: the due orders, their order and hold streams fresh from the
+    /// log, and the acquirer's word on each open hold.
+    struct ExpiryPage: Sendable {
+        var orders: [OrderID]
+        var next: ProjectionHoldReader.DueCursor?
+        /// Fewer rows than asked for: nothing is due after this page.
+        var isLast: Bool
+        var states: AggregateStates
+        var acquirerAnswers: [OrderID: PaymentQueryResult]
+    }
+
+    /// Reads one page of due holds after `cursor` (one query for the rows, one for the streams, one
+    /// acquirer query per open hold).
+    func readExpiryPage(now: Date, limit: Int, after cursor: ProjectionHoldReader.DueCursor?) async throws -> ExpiryPage {
+        let (orders, next) = try await holdRows.dueHolds(now: now, limit: limit, after: cursor)
+        var states = AggregateStates()
+        for recorded in try await loader.store.readStreams(orders.flatMap { [$0.streamID, $0.holdStreamID] }) {
+            states.apply(try DomainEvent.decode(recorded))
+        }
+        var answers: [OrderID: PaymentQueryResult] = [:]
+        for id in orders {
+            guard states.orders[id] != nil, let hold = states.holds[id], !hold.isClosed else { continue }
+            answers[id] = try await acquirer.query(merchantReference: hold.merchantReference)
+        }
+        return ExpiryPage(orders: orders, next: next, isLast: orders.count < limit, states: states, acquirerAnswers: answers)
     }
 
     struct ExpiryDecision {
@@ -408,13 +454,11 @@ public struct HoldService: Sendable {
         var unrecorded: [(OrderID, [ModificationResponse])]
     }
 
-    /// One append expiring what the acquirer reports expired among `orders`: their streams are read
-    /// fresh in one query, and each decision sees the stock as the previous ones left it (one product
-    /// stream gets all its releases).
-    func decideExpiry(_ orders: [OrderID], now: Date) async throws -> ExpiryDecision {
-        let streams = orders.flatMap { [$0.streamID, $0.holdStreamID] }
-        var states = AggregateStates()
-        for recorded in try await loader.store.readStreams(streams) { states.apply(try DomainEvent.decode(recorded)) }
+    /// One append expiring what the acquirer reports expired on `page`; each decision sees the stock
+    /// as the previous ones left it (one product stream gets all its releases). The products come
+    /// from the loader now, after any earlier page committed.
+    func decideExpiry(_ page: ExpiryPage, now: Date) async throws -> ExpiryDecision {
+        var states = page.states
         for order in states.orders.values {
             for line in order.lines where states.products[line.productID] == nil {
                 states.products[line.productID] = try await loader.product(line.productID)
@@ -425,10 +469,12 @@ public struct HoldService: Sendable {
         var count = 0
         var unrecorded: [(OrderID, [ModificationResponse])] = []
         let context = DecisionContext(now: now)
-        for id in orders {
-            guard let order = states.orders[id], let hold = states.holds[id], !hold.isClosed else { continue }
+        for id in page.orders {
+            guard let order = states.orders[id], let hold = states.holds[id], !hold.isClosed, let answer = page.acquirerAnswers[id] else {
+                continue
+            }
             let details: PaymentDetails
-            switch try await acquirer.query(merchantReference: hold.merchantReference) {
+            switch answer {
             case .found(let found): details = found
             case .notFound:
                 logger.error("the acquirer does not know an open hold; not expiring it", metadata: ["order": "\(id)"])
