@@ -155,6 +155,21 @@ import Testing
             await #expect(throws: AppendError.invalidAppend) {
                 try await writer.append(AppendRequest(stream: s, expectedVersion: .exact(0), events: [sampleEvent(1)]))
             }
+            let once = StreamAppend(streamID: s, expectedVersion: .noStream, events: [sampleEvent(1)])
+            let other = StreamAppend(streamID: stream("sample-2"), expectedVersion: .noStream, events: [sampleEvent(1)])
+            await #expect(throws: AppendError.invalidAppend) {  // a stream twice in one append
+                try await writer.append(AppendRequest(streams: [once, other, once]))
+            }
+            func row(_ stream: StreamID) -> ProjectionRow { ProjectionRow(projection: "p", key: "k", stream: stream, version: 1, json: "{}") }
+            await #expect(throws: AppendError.invalidAppend) {  // a row for a stream the append does not hold
+                try await writer.append(AppendRequest(streams: [once, other], projections: [row(other.streamID), row(stream("sample-3"))]))
+            }
+            await #expect(throws: AppendError.invalidAppend) {  // a row for a stream expected at any version
+                var loose = other
+                loose.expectedVersion = .any
+                try await writer.append(AppendRequest(streams: [once, loose], projections: [row(s), row(other.streamID)]))
+            }
+            #expect(try await eventCount(client) == 0)
             // Invalid JSON reaches the database; it fails alone, its batch neighbours succeed.
             let bad = NewEvent(type: "Broken", data: "{not json", effectiveAt: testEpoch)
             async let good1 = writer.append(AppendRequest(stream: s, expectedVersion: .any, events: [sampleEvent(1)]))

@@ -36,6 +36,7 @@ package struct AggregateStates: Sendable {
         var touchedProducts: [ProductID] = []
         var touchedMethods: [ShippingMethodID] = []
         var touchedOrders: [OrderID] = []
+        var seenOrders: Set<OrderID> = []  // an expiry page touches hundreds of orders: no linear search per event
         var streams: [StreamAppend] = []
         for planned in plan {
             streams.append(
@@ -53,9 +54,9 @@ package struct AggregateStates: Sendable {
                 case .shippingMethod(let e):
                     if !touchedMethods.contains(e.shippingMethodID) { touchedMethods.append(e.shippingMethodID) }
                 case .order(let e):
-                    if !touchedOrders.contains(e.orderID) { touchedOrders.append(e.orderID) }
+                    if seenOrders.insert(e.orderID).inserted { touchedOrders.append(e.orderID) }
                 case .hold(let e):
-                    if !touchedOrders.contains(e.orderID) { touchedOrders.append(e.orderID) }
+                    if seenOrders.insert(e.orderID).inserted { touchedOrders.append(e.orderID) }
                 }
             }
         }
