@@ -345,7 +345,8 @@ import Testing
     /// The sweep reads the next page while the previous one commits. Here that page is expired by
     /// another daemon after it was read and before it was decided: the stale decision conflicts, the
     /// page is read again and nothing is expired twice.
-    @Test func aSweepInPagesExpiresEachHoldOnceWhenAnotherDaemonExpiresAPageItHadAlreadyRead() async throws {
+    /// Bounded in time: a sweep that failed before its fourth query would leave the barrier waiting.
+    @Test(.timeLimit(.minutes(3))) func aSweepInPagesExpiresEachHoldOnceWhenAnotherDaemonExpiresAPageItHadAlreadyRead() async throws {
         let clock = SimulatedClock(Date())
         let model = AcquirerModel(
             seed: 11,
