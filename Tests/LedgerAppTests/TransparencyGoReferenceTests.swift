@@ -27,13 +27,14 @@ import Testing
             try await TransparencyLogTests.append(services, count: 66_000 - 700, tag: "more")
             // The builder signs on its own interval: wait (a readiness condition, generously bounded) until its
             // checkpoint covers every appended event, as a slow run may read it before the last tiles are built.
-            var checkpointText = try await TransparencyLogTests.text(client, "/log/checkpoint")
-            var size = try LogCheckpoint(text: try SignedNote(parsing: checkpointText).text).size
             let deadline = ContinuousClock.now + .seconds(120)
-            while size < 66_000, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(200))
+            var checkpointText: String
+            var size: UInt64
+            while true {
                 checkpointText = try await TransparencyLogTests.text(client, "/log/checkpoint")
                 size = try LogCheckpoint(text: try SignedNote(parsing: checkpointText).text).size
+                guard size < 66_000, ContinuousClock.now < deadline else { break }
+                try await Task.sleep(for: .milliseconds(200))
             }
             #expect(size == 66_000)
             // Every tile of the tree, as served.

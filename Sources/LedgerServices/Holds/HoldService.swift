@@ -401,14 +401,11 @@ public struct HoldService: Sendable {
                 continue
             }
             let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: "expiry-sweeper", command: "ExpireHolds")
-            let committed: Bool
-            if page.isLast || !decision.unrecorded.isEmpty {
-                committed = try await committer.commit(decision.plan, on: decision.states, now: now, metadata: metadata) != nil
-            } else {
-                async let next = readExpiryPage(now: now, limit: batchSize, after: page.next)
-                committed = try await committer.commit(decision.plan, on: decision.states, now: now, metadata: metadata) != nil
-                if committed { following = try await next }  // otherwise it is cancelled when this scope ends
-            }
+            // The next page is read beside this commit when it is the one that comes next.
+            let readsNext = !page.isLast && decision.unrecorded.isEmpty
+            async let next: ExpiryPage? = readsNext ? readExpiryPage(now: now, limit: batchSize, after: page.next) : nil
+            let committed = try await committer.commit(decision.plan, on: decision.states, now: now, metadata: metadata) != nil
+            if committed { following = try await next }  // otherwise it is cancelled when this scope ends
             guard committed else { continue }  // another sweeper or an operator got there first: read again
             expired += decision.count
             rounds = 0
