@@ -55,15 +55,24 @@ package struct BatchPlanner: Sendable {
         var result: String
     }
 
-    private let requests: [AppendRequest]
+    private var requests: [AppendRequest]
     /// Every stream the batch touches, once each, in queue order: the streams whose versions are
     /// believed, checked, and cached.
-    package let streams: [String]
+    package private(set) var streams: [String]
     private var state = State.waitingForCache(attemptsMade: 0)
     /// Survives re-decisions: once the database said a key is stored, its record decides the key.
     private var storedKeys: [String: StoredKey] = [:]
 
     package init(requests: [AppendRequest]) {
+        self.requests = requests
+        var seen = Set<String>()
+        streams = requests.flatMap(\.streams).map(\.streamID.rawValue).filter { seen.insert($0).inserted }
+    }
+
+    /// Replaces the batch's requests before the next attempt (after ``Action/redecide(learned:)``): the writer's
+    /// commands, decided again on what was learned. What the database said about keys still holds.
+    package mutating func restart(with requests: [AppendRequest]) {
+        guard case .waitingForCache = state else { preconditionFailure("BatchPlanner.restart(with:) in state \(state)") }
         self.requests = requests
         var seen = Set<String>()
         streams = requests.flatMap(\.streams).map(\.streamID.rawValue).filter { seen.insert($0).inserted }

@@ -2,13 +2,14 @@ import Foundation
 import LedgerCore
 import LedgerMacros
 
-/// Commits decided plans: the append request with the read-model rows the plan implies, and the
-/// states it produced remembered by the loader. The one way the services write domain events.
+/// The one way the services write domain events: commands the writer decides inside its batch (``run(_:beforeRetry:)``),
+/// and plans decided outside it (``commit(_:on:now:metadata:idempotency:alsoAppending:)``), each appended with the
+/// read-model rows it implies and the states it produced remembered by the loader.
 @MemberwiseInit
 package struct DomainCommitter: Sendable {
 
-    let writer: LedgerWriter
-    let loader: AggregateLoader
+    package let writer: LedgerWriter
+    package let loader: AggregateLoader
 
     /// What an append of a plan left behind.
     package struct Committed: Sendable {
@@ -19,6 +20,27 @@ package struct DomainCommitter: Sendable {
         /// of an earlier request (same idempotency key): this plan's events were not appended, so
         /// the states it implies are not the ledger's.
         package let states: AggregateStates?
+    }
+
+    /// Most decisions of one command: a command is decided again when another process moved a stream under it
+    /// (or a request ahead of it in its batch did).
+    package static let maximumAttempts = 20
+
+    /// Too many decisions of one command met a moved stream (a product others keep writing from other processes).
+    package struct Contended: Error, Sendable {}
+
+    /// Runs `command` through the writer (``LedgerWriter/decide(_:states:)``), deciding it again on a version
+    /// conflict, at most ``maximumAttempts`` times (then ``Contended``); `beforeRetry` may end it first by throwing
+    /// (an Apple Pay token whose marker another payment took). Refusals are `decide`'s errors, as thrown.
+    package func run(_ command: LedgerCommand, beforeRetry: (@Sendable () async throws -> Void)? = nil) async throws -> CommandOutcome {
+        for _ in 0..<Self.maximumAttempts {
+            do {
+                return try await writer.decide(command, states: loader)
+            } catch let error as AppendError where error == .versionConflict {
+                try await beforeRetry?()
+            }
+        }
+        throw Contended()
     }
 
     /// Returns nil on a version conflict (another writer moved a stream first: decide again on fresh state).

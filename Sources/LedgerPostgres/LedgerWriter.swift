@@ -43,10 +43,24 @@ public final class LedgerWriter: Service, Sendable {
         public var transactionDeadline: Duration? = nil
     }
 
+    /// What a caller queued: a request decided already, or a command the batch decides.
+    private enum Work: Sendable {
+        case append(AppendRequest)
+        case command(LedgerCommand, any CommandStateSource)
+    }
+
     private struct Pending: Sendable {
-        let request: AppendRequest
-        let continuation: CheckedContinuation<AppendResult, any Error>
+        let work: Work
+        let continuation: CheckedContinuation<WriterAnswer, any Error>
         let enqueuedAt: ContinuousClock.Instant
+
+        /// Events it appends (a command's, estimated before it is decided: one per stream it reads, and one).
+        var eventCount: Int {
+            switch work {
+            case .append(let request): request.eventCount
+            case .command(let command, _): command.reads.streams.count + 1
+            }
+        }
     }
 
     private struct State: Sendable {
@@ -84,10 +98,27 @@ public final class LedgerWriter: Service, Sendable {
     /// `.storageFailure`.
     public func append(_ request: AppendRequest) async throws -> AppendResult {
         try request.validate()
-        return try await withCheckedThrowingContinuation { continuation in
+        guard case .appended(let result) = try await enqueue(.append(request)) else { throw AppendError.storageFailure("unexpected answer") }
+        return result
+    }
+
+    /// Decides `command` inside the next batch, in queue order, on the states of what it reads as the batch has
+    /// left them (from `states`, checked against the versions this writer has seen committed), and appends what
+    /// it decided with the batch. Throws what `decide` threw (nothing appended), or an ``AppendError`` as
+    /// ``append(_:)`` does — `.versionConflict` when another process moved a stream under the decision, or a
+    /// request earlier in the batch did: deciding again is right.
+    package func decide(_ command: LedgerCommand, states: any CommandStateSource) async throws -> CommandOutcome {
+        guard case .decided(let outcome) = try await enqueue(.command(command, states)) else {
+            throw AppendError.storageFailure("unexpected answer")
+        }
+        return outcome
+    }
+
+    private func enqueue(_ work: Work) async throws -> WriterAnswer {
+        try await withCheckedThrowingContinuation { continuation in
             let accepted = state.withLock { state -> Bool in
                 guard !state.stopped else { return false }
-                state.queue.append(Pending(request: request, continuation: continuation, enqueuedAt: .now))
+                state.queue.append(Pending(work: work, continuation: continuation, enqueuedAt: .now))
                 if let waiter = state.waiter {
                     state.waiter = nil
                     waiter.resume()
@@ -137,7 +168,7 @@ public final class LedgerWriter: Service, Sendable {
                     var events = 0
                     var count = 0
                     for pending in state.queue {
-                        let n = pending.request.eventCount
+                        let n = pending.eventCount
                         if count > 0 && events + n > configuration.maximumBatchEvents { break }
                         events += n
                         count += 1
@@ -167,27 +198,39 @@ public final class LedgerWriter: Service, Sendable {
     private func commit(_ batch: [Pending]) async {
         let started = ContinuousClock.now
         do {
-            let requests = batch.map(\.request)
-            let outcomes: [Result<AppendResult, AppendError>]
+            let outcomes: [Result<WriterAnswer, any Error>]
             if let deadline = configuration.transactionDeadline {
-                outcomes = try await withDeadline(deadline) { try await self.commitTransaction(requests) }
+                outcomes = try await withDeadline(deadline) { try await self.commitTransaction(batch) }
             } else {
-                outcomes = try await commitTransaction(requests)
+                outcomes = try await commitTransaction(batch)
             }
             let finished = ContinuousClock.now
             metrics.commitDuration.recordNanoseconds((finished - started).nanoseconds)
-            metrics.batchSize.record(batch.reduce(0) { $0 + $1.request.eventCount })
+            var events = 0
             for (pending, outcome) in zip(batch, outcomes) {
                 metrics.appendLatency.recordNanoseconds((finished - pending.enqueuedAt).nanoseconds)
                 switch outcome {
-                case .success(let result):
-                    if !result.replayed { metrics.appendedEvents.increment(by: pending.request.eventCount) }
-                    metrics.outcome(result.replayed ? "replayed" : "appended").increment()
-                case .failure(let error):
+                case .success(let answer):
+                    let result: AppendResult?
+                    switch answer {
+                    case .appended(let appended): result = appended
+                    case .decided(let outcome): result = outcome.result
+                    }
+                    if let result {
+                        if !result.replayed { events += Int(result.lastPosition - result.firstPosition + 1) }
+                        metrics.outcome(result.replayed ? "replayed" : "appended").increment()
+                    } else {
+                        metrics.outcome("decided_nothing").increment()
+                    }
+                case .failure(let error as AppendError):
                     metrics.outcome(error == .versionConflict ? "version_conflict" : "idempotency_conflict").increment()
+                case .failure:
+                    metrics.outcome("refused").increment()
                 }
                 pending.continuation.resume(with: outcome)
             }
+            metrics.appendedEvents.increment(by: events)
+            metrics.batchSize.record(events)
         } catch {
             if batch.count > 1 && PostgresErrorMapping.isStatementRejected(error) {
                 logger.warning(
@@ -209,10 +252,13 @@ public final class LedgerWriter: Service, Sendable {
     /// (sql/0002) verifies those beliefs under the head lock and appends — one round trip, one
     /// statement, so all of it commits or none of it does. When a belief was wrong (another process
     /// wrote a stream, or a key was already used), nothing is appended: the planner learns the truth
-    /// from the answer and decides the batch again. This loop decides nothing itself: it runs the
-    /// SQL and keeps the version cache, which the planner gets as data.
-    private func commitTransaction(_ requests: [AppendRequest]) async throws -> [Result<AppendResult, AppendError>] {
-        var planner = BatchPlanner(requests: requests)
+    /// from the answer and decides the batch again — and the batch's commands are decided again first,
+    /// on states caught up with what was learned (``CommandDecisions``). This loop decides nothing
+    /// itself: it runs the SQL, loads states and keeps the version cache, which the planner gets as data.
+    private func commitTransaction(_ batch: [Pending]) async throws -> [Result<WriterAnswer, any Error>] {
+        var decisions = try await decideCommands(batch)
+        if decisions.requests.isEmpty { return decisions.answers([]).answers }  // commands that refused or decided nothing
+        var planner = BatchPlanner(requests: decisions.requests)
         var action = planner.startAttempt(cached: cachedVersions(of: planner.streams))
         while true {
             switch action {
@@ -223,14 +269,64 @@ public final class LedgerWriter: Service, Sendable {
             case .redecide(let learned):
                 metrics.outcome("redecided").increment()
                 versionCache.withLock { cache in for (stream, version) in learned { cache.store(stream, version) } }
+                if decisions.hasCommands {
+                    decisions = try await decideCommands(batch)
+                    if decisions.requests.isEmpty { return decisions.answers([]).answers }
+                    planner.restart(with: decisions.requests)
+                }
                 action = planner.startAttempt(cached: cachedVersions(of: planner.streams))
             case .complete(let results, let committed):
                 versionCache.withLock { cache in for (stream, version) in committed { cache.store(stream, version) } }
-                return results
+                let (answers, remembered) = decisions.answers(results)
+                for (source, states) in remembered { source.remember(states) }
+                return answers
             case .fail(let error):
                 throw error
             }
         }
+    }
+
+    /// Decides the batch's commands in queue order (see ``CommandDecisions``). A command's states come from its
+    /// source as remembered, except streams whose remembered version is not the one this writer last saw
+    /// committed or learned: those are caught up with the log first. A refusal decided on a remembered state is
+    /// decided again on a fresh one before it stands (stock may have come back through another process).
+    private func decideCommands(_ batch: [Pending]) async throws -> CommandDecisions {
+        var decisions = CommandDecisions()
+        for pending in batch {
+            switch pending.work {
+            case .append(let request): decisions.add(request)
+            case .command(let command, let source):
+                let unknown = decisions.unknown(command.reads)
+                if !unknown.streams.isEmpty {
+                    let seen = versionCache.withLock { cache in unknown.streams.map { cache[$0.rawValue] } }
+                    let current = { (states: AggregateStates, stream: StreamID, seen: Int64?) in
+                        seen.map { $0 == states.version(of: stream, keys: unknown) } ?? true
+                    }
+                    // What the caller holds, where it is current; the rest as the source remembers it; what is stale, fresh.
+                    let given = Set(
+                        zip(unknown.streams, seen).compactMap { stream, seen in
+                            command.given.has(stream, keys: unknown) && current(command.given, stream, seen) ? stream : nil
+                        }
+                    )
+                    if !given.isEmpty { decisions.loaded(command.given, for: unknown.filtered(given), fresh: []) }
+                    let missing = unknown.filtered(Set(unknown.streams).subtracting(given))
+                    if !missing.streams.isEmpty {
+                        var loaded = try await source.states(missing, fresh: [])
+                        let stale = Set(zip(unknown.streams, seen).compactMap { stream, seen in
+                            !given.contains(stream) && !current(loaded, stream, seen) ? stream : nil
+                        })
+                        if !stale.isEmpty { loaded = try await source.states(missing, fresh: stale) }
+                        decisions.loaded(loaded, for: missing, fresh: stale)
+                    }
+                }
+                if let refreshable = decisions.decide(command, source: source) {
+                    let all = Set(refreshable.streams)
+                    decisions.loaded(try await source.states(refreshable, fresh: all), for: refreshable, fresh: all)
+                    decisions.decideAgain(command, source: source)
+                }
+            }
+        }
+        return decisions
     }
 
     private func cachedVersions(of streams: [String]) -> [String: Int64] {

@@ -146,3 +146,14 @@ private final class LoadCounter: Sendable {
         )
     }
 }
+
+extension AggregateLoader: CommandStateSource {
+    package func states(_ keys: AggregateKeys, fresh: Set<StreamID>) async throws -> AggregateStates {
+        var states = AggregateStates()
+        for id in keys.products { states.products[id] = try await product(id, fresh: fresh.contains(id.streamID)) }
+        for id in keys.shippingMethods { states.shippingMethods[id] = try await shippingMethod(id, fresh: fresh.contains(id.streamID)) }
+        for id in keys.orders { states.orders[id] = try await order(id, fresh: fresh.contains(id.streamID)) }
+        for id in keys.holds { states.holds[id] = try await hold(id, fresh: fresh.contains(id.holdStreamID)) }
+        return states
+    }
+}

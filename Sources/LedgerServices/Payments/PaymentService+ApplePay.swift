@@ -279,7 +279,7 @@ extension PaymentService {
                 signedAt: genuine.signedAt,
                 rejectedAt: now
             )
-            _ = try await writer.append(
+            _ = try await committer.writer.append(
                 AppendRequest(
                     stream: genuine.rejectionStream,
                     expectedVersion: .noStream,

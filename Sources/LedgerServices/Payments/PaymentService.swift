@@ -9,8 +9,9 @@ import Synchronization
 /// `POST /payment`: the storefront payment, as appends around one acquirer call.
 ///
 /// 1. Reserve the stock and open the order (pending payment) — one append across the product and
-///    order streams, carrying the idempotency key; on a product version conflict (another order
-///    reserved first) the product is reloaded and the order decided again, so stock is never oversold.
+///    order streams, carrying the idempotency key, decided by the writer inside its batch on the product
+///    as the batch has left it: many payments for one product are many decisions and one commit, and
+///    stock is never oversold (another process's reservation makes the batch decide again).
 /// 2. Authorize at the acquirer, outside any transaction, with the order id as our reference (the
 ///    acquirer is idempotent by it, so a retry never authorizes twice).
 /// 3. Record the outcome — hold placed and order authorized, or decline recorded and reservation
@@ -36,7 +37,7 @@ public struct PaymentService: Sendable {
         logger: Logger,
         applePay: ApplePayProcessor? = nil
     ) {
-        self.writer = writer
+        self.committer = DomainCommitter(writer: writer, loader: loader)
         self.loader = loader
         self.contacts = ContactsStore(client: client, logger: logger)
         self.orderRows = ProjectionOrderReader(client: client, clock: clock, logger: logger)
@@ -50,7 +51,8 @@ public struct PaymentService: Sendable {
         self.applePay = applePay
     }
 
-    let writer: LedgerWriter
+    /// Runs the payment's commands through the writer.
+    let committer: DomainCommitter
     package let loader: AggregateLoader
     /// The shipping contacts, kept out of the log.
     let contacts: ContactsStore
@@ -69,8 +71,6 @@ public struct PaymentService: Sendable {
     var applePay: ApplePayProcessor? = nil
     /// Product and shipping-method ids by name (names of listed items never change).
     let names = NameIndex()
-    /// Step 1 for one product runs one payment at a time in this process (see ``KeyedLock``).
-    let productTurns = KeyedLock()
 
     static let maximumAttempts = 50
 
@@ -101,89 +101,56 @@ public struct PaymentService: Sendable {
             (paymentMethod, applePayToken) = (.networkToken(accepted.networkToken), accepted)
         }
 
-        // 1. Reserve and open, one payment per product at a time in this process.
+        // 1. Reserve and open: decided by the writer inside its batch, on the product as the batch has left it.
         try await storeContact(contactRef, request)
-        enum Opened: Sendable {
-            case opened
-            case replayedOrder(OrderID)
-            case busy
-        }
-        let openOrder: @Sendable () async throws -> Opened = {
-            try await productTurns.withLock(productID.rawValue) {
-                var fresh = false  // decide on the cached product first; after a conflict (another process), on a fresh read
-                for _ in 0..<Self.maximumAttempts {
-                    guard let product = try await loader.product(productID, fresh: fresh) else { throw Self.unknownProduct(request) }
-                    let now = clock()
-                    let command = PlaceOrder(
-                        orderID: orderID,
-                        lines: [RequestedLine(productID: productID, quantity: Int64(request.quantity))],
-                        shippingMethodID: method.id,
-                        contactRef: contactRef,
-                        claimedAmount: ClaimedAmount(minorUnits: request.amount.minorUnits, currencyCode: request.amount.currency.code),
-                        taxPolicy: taxPolicy
-                    )
-                    let plan: AppendPlan
-                    switch PaymentFlow.placeOrder(
-                        command,
-                        order: nil,
-                        products: [productID: product],
-                        shippingMethod: method,
-                        context: DecisionContext(now: now)
-                    ) {
-                    case .failure(let rejection):
-                        throw Self.serviceError(rejection, request: request)
-                    case .success(let decided): plan = decided
-                    }
-                    let marker = try applePayToken.map { [try $0.markerAppend(for: plan, orderID: orderID, now: now)] } ?? []
-                    do {
-                        guard
-                            let committed = try await commit(
-                                plan,
-                                on: AggregateStates(products: [productID: product], shippingMethods: [method.id: method]),
-                                now: now,
-                                metadata: metadata(correlation, "PlaceOrder", idempotencyKey),
-                                idempotency: idempotency,
-                                alsoAppending: marker
-                            )
-                        else {
-                            if let applePayToken, try await applePayTransactionUsed(applePayToken) { throw Self.replayed(applePayToken.genuine) }
-                            fresh = true
-                            continue
-                        }
-                        if committed.result.replayed {
-                            // A retry of an earlier request: carry on with (or answer for) that order.
-                            try? await eraseContact(contactRef)
-                            guard let first = committed.result.streams.first, first.streamID.rawValue.hasPrefix("order-"),
-                                let earlier = OrderID(String(first.streamID.rawValue.dropFirst("order-".count)))
-                            else {
-                                throw ServiceError.internalFailure
-                            }
-                            return .replayedOrder(earlier)
-                        }
-                        return .opened
-                    } catch let error as AppendError where error == .idempotencyConflict {
-                        throw ServiceError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different payment")
-                    }
-                }
-                return .busy
+        let now = clock()
+        let placeOrder = PlaceOrder(
+            orderID: orderID,
+            lines: [RequestedLine(productID: productID, quantity: Int64(request.quantity))],
+            shippingMethodID: method.id,
+            contactRef: contactRef,
+            claimedAmount: ClaimedAmount(minorUnits: request.amount.minorUnits, currencyCode: request.amount.currency.code),
+            taxPolicy: taxPolicy
+        )
+        let open = LedgerCommand(
+            reads: AggregateKeys(products: [productID]),
+            now: now,
+            metadata: metadata(correlation, "PlaceOrder", idempotencyKey),
+            idempotency: idempotency
+        ) { states in
+            guard states.products[productID] != nil else { throw Self.unknownProduct(request) }
+            switch PaymentFlow.placeOrder(placeOrder, order: nil, products: states.products, shippingMethod: method, context: DecisionContext(now: now)) {
+            case .failure(let rejection): throw Self.serviceError(rejection, request: request)
+            case .success(let plan):
+                return CommandPlan(plan: plan, alsoAppending: try applePayToken.map { [try $0.markerAppend(for: plan, orderID: orderID, now: now)] } ?? [])
             }
         }
-        let outcome: Opened
+        let opened: CommandOutcome
         do {
-            outcome = try await openOrder()
+            opened = try await committer.run(open) {
+                // Another payment took this Apple Pay token's marker: a replay, not a busy product.
+                if let applePayToken, try await applePayTransactionUsed(applePayToken) { throw Self.replayed(applePayToken.genuine) }
+            }
         } catch {
             try? await eraseContact(contactRef)  // nothing refers to it: the order was not opened
-            throw await applePayRefusal(error, correlation: correlation)
+            switch error {
+            case let error as AppendError where error == .idempotencyConflict:
+                throw ServiceError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different payment")
+            case is DomainCommitter.Contended:
+                throw ServiceError.unavailable("the product is too busy right now; please retry")
+            default:
+                throw await applePayRefusal(error, correlation: correlation)
+            }
         }
-        let opened: Bool
-        switch outcome {
-        case .opened: opened = true
-        case .replayedOrder(let earlier): return try await authorizeAndRecord(earlier, paymentMethod: paymentMethod, correlation: correlation)
-        case .busy: opened = false
-        }
-        guard opened else {
+        if let result = opened.result, result.replayed {
+            // A retry of an earlier request: carry on with (or answer for) that order.
             try? await eraseContact(contactRef)
-            throw ServiceError.unavailable("the product is too busy right now; please retry")
+            guard let first = result.streams.first, first.streamID.rawValue.hasPrefix("order-"),
+                let earlier = OrderID(String(first.streamID.rawValue.dropFirst("order-".count)))
+            else {
+                throw ServiceError.internalFailure
+            }
+            return try await authorizeAndRecord(earlier, paymentMethod: paymentMethod, correlation: correlation)
         }
         if applePayToken != nil { applePay?.countAcceptance() }
         return try await authorizeAndRecord(orderID, paymentMethod: paymentMethod, correlation: correlation)
@@ -288,70 +255,45 @@ public struct PaymentService: Sendable {
         try await orderRows.waitingOrders(limit: limit)
     }
 
-    /// Appends what the acquirer answered, re-deciding on conflicts (other orders move the product).
-    /// Decides first on `order` as the caller holds it, on a fresh read after a conflict. Returns the
-    /// order and its hold after the append (unchanged when there was nothing to append).
+    /// Appends what the acquirer answered: a command the writer decides on the order and its products as its
+    /// batch has them (other orders move the products). Returns the order and its hold after the append (as they
+    /// were when there was nothing to append: recorded already, by another process seen after a conflict).
     func record(
         _ response: AuthorizationResponse,
         for decidedOn: OrderState,
         correlation: String
     ) async throws -> (order: OrderState, hold: HoldState?) {
         let orderID = decidedOn.id
-        var fresh = false
-        for _ in 0..<Self.maximumAttempts {
-            let order: OrderState
-            if fresh {
-                guard let loaded = try await loader.order(orderID, fresh: true) else { throw ServiceError.internalFailure }
-                order = loaded
-            } else {
-                order = decidedOn
-            }
-            var products: [ProductID: ProductState] = [:]
-            for line in order.lines { products[line.productID] = try await loader.product(line.productID, fresh: fresh) }
-            let now = clock()
-            switch PaymentFlow.recordAuthorization(response, order: order, products: products, context: DecisionContext(now: now)) {
-            case .failure(let rejection):
-                logger.error("acquirer response could not be recorded", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
-                throw ServiceError.internalFailure
-            case .success(let plan):
-                // Recorded already (another process, seen after a conflict): its hold, if it placed one, is the answer's.
-                if plan.isEmpty { return (order, order.status.awaitsPayment ? nil : try await loader.hold(orderID, fresh: false)) }
-                if let committed = try await commit(
-                    plan,
-                    on: AggregateStates(products: products, orders: [orderID: order]),
-                    now: now,
-                    metadata: metadata(correlation, "RecordAuthorization", nil)
-                ) {
-                    // Without an idempotency key an append is never a replay, so its states are there.
-                    guard let after = committed.states, let orderAfter = after.orders[orderID] else {
-                        throw ServiceError.internalFailure
-                    }
-                    return (orderAfter, after.holds[orderID])
-                }
-                fresh = true
-            }
+        let now = clock()
+        let command = LedgerCommand(
+            reads: AggregateKeys(products: decidedOn.lines.map(\.productID), orders: [orderID]),
+            now: now,
+            metadata: metadata(correlation, "RecordAuthorization", nil),
+            given: AggregateStates(orders: [orderID: decidedOn])
+        ) { states in
+            guard let order = states.orders[orderID] else { throw ServiceError.internalFailure }
+            return CommandPlan(
+                plan: try PaymentFlow.recordAuthorization(response, order: order, products: states.products, context: DecisionContext(now: now)).get()
+            )
         }
-        throw ServiceError.unavailable("the order could not be recorded right now; it will be resolved")
+        let outcome: CommandOutcome
+        do {
+            outcome = try await committer.run(command)
+        } catch let rejection as PaymentFlowRejection {
+            logger.error("acquirer response could not be recorded", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
+            throw ServiceError.internalFailure
+        } catch is DomainCommitter.Contended {
+            throw ServiceError.unavailable("the order could not be recorded right now; it will be resolved")
+        }
+        // Without an idempotency key a command is never a replay, so its states are there.
+        guard let after = outcome.states, let order = after.orders[orderID] else { throw ServiceError.internalFailure }
+        guard outcome.result == nil else { return (order, after.holds[orderID]) }
+        return (order, order.status.awaitsPayment ? nil : try await loader.hold(orderID, fresh: false))
     }
 
-    /// Appends `plan` (see ``DomainCommitter``) with the streams in `alsoAppending` (e.g. an Apple Pay
-    /// marker) in the same append; nil on a version conflict.
-    func commit(
-        _ plan: AppendPlan,
-        on states: AggregateStates,
-        now: Date,
-        metadata: EventMetadata,
-        idempotency: IdempotencyKey? = nil,
-        alsoAppending extra: [StreamAppend] = []
-    ) async throws -> DomainCommitter.Committed? {
-        try await DomainCommitter(writer: writer, loader: loader).commit(
-            plan,
-            on: states,
-            now: now,
-            metadata: metadata,
-            idempotency: idempotency,
-            alsoAppending: extra
-        )
+    /// Appends `plan`, decided outside the writer's batch on `states` (see ``DomainCommitter``); nil on a version conflict.
+    func commit(_ plan: AppendPlan, on states: AggregateStates, now: Date, metadata: EventMetadata) async throws -> DomainCommitter.Committed? {
+        try await committer.commit(plan, on: states, now: now, metadata: metadata)
     }
 
     /// The outcome for an order as this process last saw it (after steps that may have moved it on

@@ -1,0 +1,155 @@
+import LedgerCore
+
+/// What a caller of the writer gets back: an append's result, or a command's outcome.
+enum WriterAnswer: Sendable {
+    case appended(AppendResult)
+    case decided(CommandOutcome)
+}
+
+/// One batch's commands decided in queue order, each on the states the batch has built so far — no I/O here.
+///
+/// ``LedgerWriter`` loads what a command reads that the batch does not know yet (``unknown(_:)`` →
+/// ``loaded(_:for:fresh:)``), then ``decide(_:source:)``. An accepted decision becomes an append request for the
+/// ``BatchPlanner`` (exact expectations: the versions of the states decided on) and its states are what the next
+/// command sees. A refusal decided on a remembered state that nothing in this batch has moved is not trusted
+/// yet: ``decide(_:source:)`` names those streams, the writer catches them up with the log and calls
+/// ``decideAgain(_:source:)``. Plain requests (``add(_:)``) go to the planner as they are; a command behind one
+/// that moved its stream is refused by the planner (`.versionConflict`) and decided again by its runner.
+struct CommandDecisions {
+    private enum Item {
+        /// The plain request at this index of ``requests``.
+        case request(Int)
+        /// A command's request at this index of ``requests``, the states after it, and the streams it appends to.
+        case command(Int, after: AggregateStates, appended: Set<StreamID>, source: any CommandStateSource)
+        /// A command that decided to append nothing, answered with the states it decided on.
+        case nothing(AggregateStates)
+        /// A command that refused (or whose request cannot be appended).
+        case refused(any Error)
+    }
+
+    private var items: [Item] = []
+    private(set) var requests: [AppendRequest] = []
+    private(set) var hasCommands = false
+    /// The states of every stream the batch knows, as its decisions so far left them.
+    private var states = AggregateStates()
+    /// Streams whose state is in ``states`` (a stream with no events has none, and is known all the same).
+    private var known: Set<StreamID> = []
+    /// Streams read fresh from the log in this batch, and streams this batch's decisions moved.
+    private var fresh: Set<StreamID> = []
+    private var moved: Set<StreamID> = []
+
+    mutating func add(_ request: AppendRequest) {
+        items.append(.request(requests.count))
+        requests.append(request)
+    }
+
+    /// The keys among `keys` whose state the batch does not know yet.
+    func unknown(_ keys: AggregateKeys) -> AggregateKeys {
+        keys.filtered(Set(keys.streams).subtracting(known))
+    }
+
+    /// States loaded for `keys` (those read fresh from the log in `freshStreams`); they replace what the batch knew.
+    mutating func loaded(_ loaded: AggregateStates, for keys: AggregateKeys, fresh freshStreams: Set<StreamID>) {
+        for id in keys.products { states.products[id] = loaded.products[id] }
+        for id in keys.shippingMethods { states.shippingMethods[id] = loaded.shippingMethods[id] }
+        for id in keys.orders { states.orders[id] = loaded.orders[id] }
+        for id in keys.holds { states.holds[id] = loaded.holds[id] }
+        known.formUnion(keys.streams)
+        fresh.formUnion(freshStreams)
+    }
+
+    /// Decides `command` on the batch's states. Returns the keys to catch up with the log when it refused on
+    /// remembered states nothing in this batch moved (then call ``decideAgain(_:source:)``); nil when decided.
+    mutating func decide(_ command: LedgerCommand, source: any CommandStateSource) -> AggregateKeys? {
+        hasCommands = true
+        let view = states.restricted(to: command.reads)
+        do {
+            record(try command.decide(view), of: command, on: view, source: source)
+            return nil
+        } catch {
+            let untrusted = command.reads.streams.filter { !fresh.contains($0) && !moved.contains($0) }
+            guard !untrusted.isEmpty else {
+                items.append(.refused(error))
+                return nil
+            }
+                return command.reads.filtered(Set(untrusted))
+        }
+    }
+
+    /// Decides `command` again after its streams were caught up; a refusal now stands.
+    mutating func decideAgain(_ command: LedgerCommand, source: any CommandStateSource) {
+        let view = states.restricted(to: command.reads)
+        do {
+            record(try command.decide(view), of: command, on: view, source: source)
+        } catch {
+            items.append(.refused(error))
+        }
+    }
+
+    private mutating func record(_ decided: CommandPlan, of command: LedgerCommand, on view: AggregateStates, source: any CommandStateSource) {
+        guard !decided.plan.isEmpty else {
+            items.append(.nothing(view))
+            return
+        }
+        do {
+            var (request, after) = try view.appendRequest(
+                for: decided.plan.appends,
+                now: command.now,
+                metadata: command.metadata,
+                idempotency: command.idempotency
+            )
+            request.streams += decided.alsoAppending
+            try request.validate()
+            let appended = Set(decided.plan.appends.map(\.streamID))
+            items.append(.command(requests.count, after: after, appended: appended, source: source))
+            requests.append(request)
+            states.merge(after)
+            known.formUnion(appended)
+            moved.formUnion(appended)
+        } catch {
+            items.append(.refused(error))
+        }
+    }
+
+    /// Every caller's answer, in queue order, from the planner's results for ``requests``, and the states of the
+    /// commands whose appends committed, for their sources to remember (in queue order: later states win).
+    func answers(
+        _ results: [Result<AppendResult, AppendError>]
+    ) -> (answers: [Result<WriterAnswer, any Error>], remember: [(any CommandStateSource, AggregateStates)]) {
+        var remember: [(any CommandStateSource, AggregateStates)] = []
+        let answers = items.map { item -> Result<WriterAnswer, any Error> in
+            switch item {
+            case .request(let index):
+                return results[index].map(WriterAnswer.appended).mapError { $0 }
+            case .command(let index, let after, let appended, let source):
+                switch results[index] {
+                case .failure(let error): return .failure(error)
+                case .success(let result) where result.replayed:
+                    return .success(.decided(CommandOutcome(result: result, states: nil)))
+                case .success(let result):
+                    // Only the appended streams: a state read but not appended may carry the effects of a refused
+                    // request earlier in the batch.
+                    remember.append((source, after.only(appended)))
+                    return .success(.decided(CommandOutcome(result: result, states: after)))
+                }
+            case .nothing(let states):
+                return .success(.decided(CommandOutcome(result: nil, states: states)))
+            case .refused(let error):
+                return .failure(error)
+            }
+        }
+        return (answers, remember)
+    }
+}
+
+extension AggregateStates {
+    /// The states of `streams` only.
+    func only(_ streams: Set<StreamID>) -> AggregateStates {
+        var kept = AggregateStates()
+        for (id, state) in products where streams.contains(id.streamID) { kept.products[id] = state }
+        for (id, state) in shippingMethods where streams.contains(id.streamID) { kept.shippingMethods[id] = state }
+        for (id, state) in orders where streams.contains(id.streamID) { kept.orders[id] = state }
+        for (id, state) in holds where streams.contains(id.holdStreamID) { kept.holds[id] = state }
+        return kept
+    }
+}

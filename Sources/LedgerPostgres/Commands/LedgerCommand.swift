@@ -1,0 +1,110 @@
+import Foundation
+import LedgerCore
+import LedgerMacros
+
+/// The aggregates a command decides on: the writer gives it their states as the batch has left them.
+@MemberwiseInit
+package struct AggregateKeys: Sendable, Hashable {
+    package var products: [ProductID] = []
+    package var shippingMethods: [ShippingMethodID] = []
+    package var orders: [OrderID] = []
+    package var holds: [OrderID] = []
+
+    /// The keys whose streams are in `streams`.
+    package func filtered(_ streams: Set<StreamID>) -> AggregateKeys {
+        AggregateKeys(
+            products: products.filter { streams.contains($0.streamID) },
+            shippingMethods: shippingMethods.filter { streams.contains($0.streamID) },
+            orders: orders.filter { streams.contains($0.streamID) },
+            holds: holds.filter { streams.contains($0.holdStreamID) }
+        )
+    }
+
+    /// Every stream named, once each, in a fixed order (products, methods, orders, holds).
+    package var streams: [StreamID] {
+        products.map(\.streamID) + shippingMethods.map(\.streamID) + orders.map(\.streamID) + holds.map(\.holdStreamID)
+    }
+}
+
+/// What a command decided: the plan to append, and streams outside the domain's aggregates committed with it
+/// (an Apple Pay token's marker). An empty plan appends nothing and answers with the states it was decided on.
+@MemberwiseInit
+package struct CommandPlan: Sendable {
+    package var plan: AppendPlan
+    package var alsoAppending: [StreamAppend] = []
+}
+
+/// A domain decision the writer makes inside its batch, in queue order, against the states of ``reads`` as the
+/// batch has built them so far: ten payments for one product in one batch are ten decisions on ten successive
+/// states and one commit. `decide` is pure and quick (it runs on the writer's loop); it throws to refuse (the
+/// error reaches the caller as it is, and nothing is appended). Streams the plan appends to but the command
+/// does not read (a new order: `.noStream`) are checked by the database as any append is.
+@MemberwiseInit
+package struct LedgerCommand: Sendable {
+    package var reads: AggregateKeys
+    /// The decision's time (the caller's injected clock): events' effective time, and the context of rules.
+    package var now: Date
+    package var metadata: EventMetadata
+    package var idempotency: IdempotencyKey? = nil
+    /// States of some of ``reads`` the caller holds already: used instead of loading them when the batch does not
+    /// know them yet and their versions are the ones this writer last saw committed (or it saw none).
+    package var given: AggregateStates = .init()
+    package var decide: @Sendable (AggregateStates) throws -> CommandPlan
+}
+
+/// A command's answer once its batch committed.
+@MemberwiseInit
+package struct CommandOutcome: Sendable {
+    /// The writer's answer; nil when the decision appended nothing.
+    package var result: AppendResult?
+    /// The states after the append as the plan's events made them (the states decided on when nothing was
+    /// appended); nil when the append was a replay of an earlier request with the same idempotency key.
+    package var states: AggregateStates?
+}
+
+/// Where the writer takes the states commands decide on, and tells what its commits produced.
+package protocol CommandStateSource: Sendable {
+    /// The states of `keys`: the remembered ones as they are, except the streams in `fresh`, which are caught up
+    /// with the log. A stream with no events has no state.
+    func states(_ keys: AggregateKeys, fresh: Set<StreamID>) async throws -> AggregateStates
+    /// States a commit produced, for the next decisions.
+    func remember(_ states: AggregateStates)
+}
+
+extension AggregateStates {
+    /// The version of a stream's state here (0: no state).
+    package func version(of stream: StreamID, keys: AggregateKeys) -> Int64 {
+        if let id = keys.products.first(where: { $0.streamID == stream }) { return products[id]?.version ?? 0 }
+        if let id = keys.shippingMethods.first(where: { $0.streamID == stream }) { return shippingMethods[id]?.version ?? 0 }
+        if let id = keys.orders.first(where: { $0.streamID == stream }) { return orders[id]?.version ?? 0 }
+        if let id = keys.holds.first(where: { $0.holdStreamID == stream }) { return holds[id]?.version ?? 0 }
+        return 0
+    }
+
+    /// Whether a state of `stream` (one of `keys`) is here.
+    package func has(_ stream: StreamID, keys: AggregateKeys) -> Bool {
+        if let id = keys.products.first(where: { $0.streamID == stream }) { return products[id] != nil }
+        if let id = keys.shippingMethods.first(where: { $0.streamID == stream }) { return shippingMethods[id] != nil }
+        if let id = keys.orders.first(where: { $0.streamID == stream }) { return orders[id] != nil }
+        if let id = keys.holds.first(where: { $0.holdStreamID == stream }) { return holds[id] != nil }
+        return false
+    }
+
+    /// The states of `keys` only (a command sees what it reads).
+    package func restricted(to keys: AggregateKeys) -> AggregateStates {
+        var view = AggregateStates()
+        for id in keys.products { view.products[id] = products[id] }
+        for id in keys.shippingMethods { view.shippingMethods[id] = shippingMethods[id] }
+        for id in keys.orders { view.orders[id] = orders[id] }
+        for id in keys.holds { view.holds[id] = holds[id] }
+        return view
+    }
+
+    /// Takes `other`'s states over these (the later states win).
+    package mutating func merge(_ other: AggregateStates) {
+        products.merge(other.products) { _, later in later }
+        shippingMethods.merge(other.shippingMethods) { _, later in later }
+        orders.merge(other.orders) { _, later in later }
+        holds.merge(other.holds) { _, later in later }
+    }
+}
