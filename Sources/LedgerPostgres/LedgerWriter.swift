@@ -312,9 +312,11 @@ public final class LedgerWriter: Service, Sendable {
                     let missing = unknown.filtered(Set(unknown.streams).subtracting(given))
                     if !missing.streams.isEmpty {
                         var loaded = try await source.states(missing, fresh: [])
-                        let stale = Set(zip(unknown.streams, seen).compactMap { stream, seen in
-                            !given.contains(stream) && !current(loaded, stream, seen) ? stream : nil
-                        })
+                        let stale = Set(
+                            zip(unknown.streams, seen).compactMap { stream, seen in
+                                !given.contains(stream) && !current(loaded, stream, seen) ? stream : nil
+                            }
+                        )
                         if !stale.isEmpty { loaded = try await source.states(missing, fresh: stale) }
                         decisions.loaded(loaded, for: missing, fresh: stale)
                     }

@@ -13,8 +13,8 @@ import FoundationNetworking
 
 /// Two real `ledgerd serve` processes on one database, in production mode: `LEDGERD_DATABASE_URL` names
 /// an application login role (a member of `ledger_app`), and the first daemon applies the migrations
-/// with `LEDGERD_MIGRATION_DATABASE_URL`, a separate login role that owns the database. Each process has
-/// its own product locks, so the database alone stands between them and an oversell.
+/// with `LEDGERD_MIGRATION_DATABASE_URL`, a separate login role that owns the database. Each process decides
+/// payments in its own writer's batches, so the database alone stands between them and an oversell.
 @Suite(.machine(.shared)) struct TwoDaemonsTests {
     /// `method path` on 127.0.0.1:`port` with `body` and `headers`; the status and the reply's text.
     static func call(
@@ -180,6 +180,57 @@ import FoundationNetworking
         #expect(conflictStatus == 409 && conflict.contains("idempotency"), "\(conflict)")
         #expect(try await Self.eventCount(db, type: "OrderOpened") == opened)
 
+        let chain = try await db.withAuditor { client in try await ChainVerifier(client: client, logger: TestCluster.logger).verify() }
+        #expect(chain.ok, "\(chain)")
+        try await a.stop()
+        try await b.stop()
+    }
+
+    /// A flash sale across two daemons: 64 shoppers at once, half on each, for the demo's 50 pens. Each daemon
+    /// decides its payments inside its writer's batches, on the pen as the batch has left it, with no lock per
+    /// product; the other daemon's reservations reach it only through the database's version check, which makes
+    /// the batch decide again. Exactly 50 are sold, the other 14 are told `out_of_stock`, and the pen's stream
+    /// and the read model agree.
+    @Test(.timeLimit(.minutes(3))) func sixtyFourShoppersOnTwoDaemonsBuyingOneProductNeverOversell() async throws {
+        let tag = UUID().uuidString.prefix(8).lowercased()
+        let shared = try await SharedDatabase.make(tag: tag)
+        let (db, owner, app) = (shared.database, shared.owner, shared.app)
+        let root = URL(fileURLWithPath: "/tmp/ledgerd-flash-\(tag)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let log = root.appendingPathComponent("daemons.log")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let common: [String: String?] = ["LEDGERD_DATABASE_URL": shared.url(app), "LEDGERD_LOG_LEVEL": "warning"]
+        var first = common
+        first["LEDGERD_MIGRATION_DATABASE_URL"] = shared.url(owner)
+        first["LEDGERD_SEED_DEMO_CATALOG"] = "true"
+        var second = common
+        second["LEDGERD_SEED_DEMO_CATALOG"] = "false"
+        let (portA, portB) = (TestPorts.free(), TestPorts.free())
+        let (a, b) = try await Self.startPair(root: root, log: log, ports: (portA, portB), first: first, second: &second)
+        defer {
+            a.process.terminate()
+            b.process.terminate()
+        }
+        try #require(a.health?.status == 200 && b.health?.status == 200, "\(a.output())\n\(b.output())")
+
+        let pen = StorefrontDriver.paymentBody(amount: 3200, product: "Pen")
+        let statuses = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+            for i in 0..<64 { group.addTask { try await Self.call(i % 2 == 0 ? portA : portB, "POST", "/payment", pen) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(statuses.filter { $0.0 == 200 }.count == 50, "\(statuses.map(\.0))")
+        let refused = statuses.filter { $0.0 != 200 }
+        #expect(refused.count == 14 && refused.allSatisfy { $0.0 == 409 && $0.1.contains("out_of_stock") }, "\(refused)")
+        for port in [portA, portB] {
+            let (status, text) = try await Self.call(port, "GET", "/inventory")
+            #expect(status == 200, "\(text)")
+            let rows = try JSONDecoder().decode([StorefrontDriver.Product].self, from: Data(text.utf8))
+            let row = try #require(rows.first { $0.id == "pen" })
+            #expect(row.reserved == 50 && row.available == 0 && row.quantity_on_hand == 50, "\(row)")
+        }
+        #expect(try await Self.eventCount(db, type: "OrderOpened") == 50)
+        #expect(try await Self.eventCount(db, type: "StockReserved") == 50)
+        #expect(try await Self.eventCount(db, type: "AuthorizationHoldPlaced") == 50)
         let chain = try await db.withAuditor { client in try await ChainVerifier(client: client, logger: TestCluster.logger).verify() }
         #expect(chain.ok, "\(chain)")
         try await a.stop()

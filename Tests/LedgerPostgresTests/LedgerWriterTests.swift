@@ -57,6 +57,44 @@ import Testing
         }
     }
 
+    /// A command decided in a writer's batch on a state another process has moved since: the database refuses the
+    /// batch's belief, the writer learns the version, reads the product fresh and decides again — the sale lands on
+    /// the true stock, and the next one is refused once that stock is gone.
+    @Test func aCommandDecidedOnAStaleCacheIsDecidedAgainOnTheStockAnotherProcessLeft() async throws {
+        let db = try await TestDatabase.fresh()
+        try await db.withWriter { first, client in
+            try await db.withWriter { second, _ in
+                let here = AggregateLoader(store: EventStore(client: client, logger: TestCluster.logger))
+                let there = AggregateLoader(store: EventStore(client: client, logger: TestCluster.logger))
+                let pen = CommandDecisionsTests.pen
+                let list = LedgerCommand(reads: AggregateKeys(products: [pen]), now: CommandDecisionsTests.t0, metadata: EventMetadata()) { states in
+                    #expect(states.products[pen] == nil)
+                    let listed = ProductListed(
+                        productID: pen,
+                        sku: "pen",
+                        name: "Pen",
+                        description: "",
+                        imageFile: "pen.png",
+                        price: Money(minorUnits: 2500, currency: .usd)
+                    )
+                    let events: [DomainEvent] = [.product(.listed(listed)), .product(.stockReceived(StockReceived(productID: pen, quantity: 2)))]
+                    return CommandPlan(plan: AppendPlan([PlannedAppend(streamID: pen.streamID, expectedVersion: .noStream, events: events)]))
+                }
+                _ = try await first.decide(list, states: here)
+                // The other process sells one: this writer's cache still says two are left.
+                _ = try await second.decide(CommandDecisionsTests.reserve("order-there"), states: there)
+                let sold = try await first.decide(CommandDecisionsTests.reserve("order-here"), states: here)
+                #expect(sold.result != nil)
+                #expect(sold.states?.products[pen]?.version == 4)
+                #expect(sold.states?.products[pen]?.available == 0)
+                await #expect(throws: ProductRejection.self) { try await first.decide(CommandDecisionsTests.reserve("order-late"), states: here) }
+                #expect(
+                    try await column(client, "SELECT count(*) FROM ledger.events WHERE stream_id = \(pen.streamID.rawValue)", as: Int64.self) == [4]
+                )
+            }
+        }
+    }
+
     @Test func twoWritersRacingOnOneStreamExactlyOneWins() async throws {
         let db = try await TestDatabase.fresh()
         // Two writers with separate pools stand for two daemons; each round both expect version n.

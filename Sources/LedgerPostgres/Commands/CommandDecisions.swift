@@ -1,7 +1,7 @@
 import LedgerCore
 
 /// What a caller of the writer gets back: an append's result, or a command's outcome.
-enum WriterAnswer: Sendable {
+package enum WriterAnswer: Sendable {
     case appended(AppendResult)
     case decided(CommandOutcome)
 }
@@ -15,7 +15,7 @@ enum WriterAnswer: Sendable {
 /// yet: ``decide(_:source:)`` names those streams, the writer catches them up with the log and calls
 /// ``decideAgain(_:source:)``. Plain requests (``add(_:)``) go to the planner as they are; a command behind one
 /// that moved its stream is refused by the planner (`.versionConflict`) and decided again by its runner.
-struct CommandDecisions {
+package struct CommandDecisions {
     private enum Item {
         /// The plain request at this index of ``requests``.
         case request(Int)
@@ -27,9 +27,11 @@ struct CommandDecisions {
         case refused(any Error)
     }
 
+    package init() {}
+
     private var items: [Item] = []
-    private(set) var requests: [AppendRequest] = []
-    private(set) var hasCommands = false
+    package private(set) var requests: [AppendRequest] = []
+    package private(set) var hasCommands = false
     /// The states of every stream the batch knows, as its decisions so far left them.
     private var states = AggregateStates()
     /// Streams whose state is in ``states`` (a stream with no events has none, and is known all the same).
@@ -38,18 +40,18 @@ struct CommandDecisions {
     private var fresh: Set<StreamID> = []
     private var moved: Set<StreamID> = []
 
-    mutating func add(_ request: AppendRequest) {
+    package mutating func add(_ request: AppendRequest) {
         items.append(.request(requests.count))
         requests.append(request)
     }
 
     /// The keys among `keys` whose state the batch does not know yet.
-    func unknown(_ keys: AggregateKeys) -> AggregateKeys {
+    package func unknown(_ keys: AggregateKeys) -> AggregateKeys {
         keys.filtered(Set(keys.streams).subtracting(known))
     }
 
     /// States loaded for `keys` (those read fresh from the log in `freshStreams`); they replace what the batch knew.
-    mutating func loaded(_ loaded: AggregateStates, for keys: AggregateKeys, fresh freshStreams: Set<StreamID>) {
+    package mutating func loaded(_ loaded: AggregateStates, for keys: AggregateKeys, fresh freshStreams: Set<StreamID>) {
         for id in keys.products { states.products[id] = loaded.products[id] }
         for id in keys.shippingMethods { states.shippingMethods[id] = loaded.shippingMethods[id] }
         for id in keys.orders { states.orders[id] = loaded.orders[id] }
@@ -60,7 +62,7 @@ struct CommandDecisions {
 
     /// Decides `command` on the batch's states. Returns the keys to catch up with the log when it refused on
     /// remembered states nothing in this batch moved (then call ``decideAgain(_:source:)``); nil when decided.
-    mutating func decide(_ command: LedgerCommand, source: any CommandStateSource) -> AggregateKeys? {
+    package mutating func decide(_ command: LedgerCommand, source: any CommandStateSource) -> AggregateKeys? {
         hasCommands = true
         let view = states.restricted(to: command.reads)
         do {
@@ -72,12 +74,12 @@ struct CommandDecisions {
                 items.append(.refused(error))
                 return nil
             }
-                return command.reads.filtered(Set(untrusted))
+            return command.reads.filtered(Set(untrusted))
         }
     }
 
     /// Decides `command` again after its streams were caught up; a refusal now stands.
-    mutating func decideAgain(_ command: LedgerCommand, source: any CommandStateSource) {
+    package mutating func decideAgain(_ command: LedgerCommand, source: any CommandStateSource) {
         let view = states.restricted(to: command.reads)
         do {
             record(try command.decide(view), of: command, on: view, source: source)
@@ -113,7 +115,7 @@ struct CommandDecisions {
 
     /// Every caller's answer, in queue order, from the planner's results for ``requests``, and the states of the
     /// commands whose appends committed, for their sources to remember (in queue order: later states win).
-    func answers(
+    package func answers(
         _ results: [Result<AppendResult, AppendError>]
     ) -> (answers: [Result<WriterAnswer, any Error>], remember: [(any CommandStateSource, AggregateStates)]) {
         var remember: [(any CommandStateSource, AggregateStates)] = []
@@ -144,7 +146,7 @@ struct CommandDecisions {
 
 extension AggregateStates {
     /// The states of `streams` only.
-    func only(_ streams: Set<StreamID>) -> AggregateStates {
+    package func only(_ streams: Set<StreamID>) -> AggregateStates {
         var kept = AggregateStates()
         for (id, state) in products where streams.contains(id.streamID) { kept.products[id] = state }
         for (id, state) in shippingMethods where streams.contains(id.streamID) { kept.shippingMethods[id] = state }

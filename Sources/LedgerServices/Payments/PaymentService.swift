@@ -119,10 +119,19 @@ public struct PaymentService: Sendable {
             idempotency: idempotency
         ) { states in
             guard states.products[productID] != nil else { throw Self.unknownProduct(request) }
-            switch PaymentFlow.placeOrder(placeOrder, order: nil, products: states.products, shippingMethod: method, context: DecisionContext(now: now)) {
+            switch PaymentFlow.placeOrder(
+                placeOrder,
+                order: nil,
+                products: states.products,
+                shippingMethod: method,
+                context: DecisionContext(now: now)
+            ) {
             case .failure(let rejection): throw Self.serviceError(rejection, request: request)
             case .success(let plan):
-                return CommandPlan(plan: plan, alsoAppending: try applePayToken.map { [try $0.markerAppend(for: plan, orderID: orderID, now: now)] } ?? [])
+                return CommandPlan(
+                    plan: plan,
+                    alsoAppending: try applePayToken.map { [try $0.markerAppend(for: plan, orderID: orderID, now: now)] } ?? []
+                )
             }
         }
         let opened: CommandOutcome
