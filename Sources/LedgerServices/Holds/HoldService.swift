@@ -160,11 +160,12 @@ public struct HoldService: Sendable {
         var hold: HoldState?
     }
 
-    /// Records the acquirer's answer to `operation` on the order's current state, re-deciding on fresh
-    /// state after a version conflict. The result is nil when there was nothing to append (a declined
-    /// increment, or a modification already recorded); the order and hold are the states after the
-    /// append (or the unchanged ones), so the caller answers without loading them again.
-    /// `decidedOn`: the order and hold the caller already holds, for the first attempt (else loaded).
+    /// Records the acquirer's answer to `operation`: a command the writer decides inside its batch on the
+    /// order, hold and products as the batch has them (``DomainCommitter/run(_:beforeRetry:)`` decides it again
+    /// after another process moved them; stock that is out of date is read fresh and decided again there). The
+    /// result is nil when there was nothing to append (a declined increment, or a modification already
+    /// recorded); the order and hold are the states after the append (or the unchanged ones), so the caller
+    /// answers without loading them again. `decidedOn`: the order and hold the caller already holds.
     ///
     /// Answers can reach the ledger out of the acquirer's order (another daemon's operation on the
     /// same hold still in flight): when ours does not fit the hold as recorded, the acquirer's earlier
@@ -179,71 +180,71 @@ public struct HoldService: Sendable {
         decidedOn: (order: OrderState, hold: HoldState)? = nil,
         catchingUp: Bool = true
     ) async throws -> Recorded {
+        var order = decidedOn?.order
+        if order == nil { order = try await loader.order(orderID, fresh: false) }
+        guard let lines = order?.lines else { throw ServiceError.internalFailure }
         var caughtUp = !catchingUp
-        for attempt in 0..<Self.maximumAttempts {
-            // Order and hold as this process last saw them first, fresh after a conflict; stock likewise
-            // (the append's version check catches anything stale).
-            let order: OrderState
-            let hold: HoldState
-            if attempt == 0, let decidedOn {
-                (order, hold) = decidedOn
-            } else {
-                guard let loadedOrder = try await loader.order(orderID, fresh: attempt > 0),
-                    let loadedHold = try await loader.hold(orderID, fresh: attempt > 0)
-                else { throw ServiceError.internalFailure }
-                (order, hold) = (loadedOrder, loadedHold)
-            }
-            var products: [ProductID: ProductState] = [:]
-            for line in order.lines { products[line.productID] = try await loader.product(line.productID, fresh: attempt > 0) }
+        while true {
+            let checksBalance = response != nil && !caughtUp
             let now = clock()
-            let plan: AppendPlan
-            switch HoldLifecycle.record(
-                operation,
-                response: response,
-                order: order,
-                hold: hold,
-                products: products,
-                context: DecisionContext(now: now)
-            ) {
-            case .failure(.stockOutOfDate) where attempt + 1 < Self.maximumAttempts:
-                continue  // another process moved the stock: decide again on fresh reads
-            case .failure(.responseMismatch) where !caughtUp && response != nil:
+            let command = LedgerCommand(
+                reads: AggregateKeys(products: lines.map(\.productID), orders: [orderID], holds: [orderID]),
+                now: now,
+                metadata: metadata,
+                idempotency: idempotency,
+                given: decidedOn.map { AggregateStates(orders: [orderID: $0.order], holds: [orderID: $0.hold]) } ?? .init()
+            ) { states in
+                guard let order = states.orders[orderID], let hold = states.holds[orderID] else { throw ServiceError.internalFailure }
+                let plan = try HoldLifecycle.record(
+                    operation,
+                    response: response,
+                    order: order,
+                    hold: hold,
+                    products: states.products,
+                    context: DecisionContext(now: now)
+                ).get()
+                // The acquirer's answer carries the hold's balance after it. If ours does not land the ledger
+                // there, the acquirer applied something before ours that the ledger lacks (another daemon's
+                // answer still on its way): those are recorded first. A difference that remains after catching
+                // up comes from later modifications already recorded (they commute).
+                if checksBalance, let response, !plan.isEmpty,
+                    plan.events.reduce(hold, { state, event in if case .hold(let e) = event { HoldState.evolve(state, e)! } else { state } })
+                        .balance != response.balance
+                {
+                    throw CatchUpFirst()
+                }
+                return CommandPlan(plan: plan)
+            }
+            let outcome: CommandOutcome
+            do {
+                outcome = try await committer.run(command)
+            } catch let rejection as HoldRejection {
+                if case .responseMismatch = rejection, checksBalance {
+                    caughtUp = true
+                    try await catchUp(orderID, before: response!.modificationReference)
+                    continue
+                }
+                logger.error("acquirer answer could not be recorded", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
+                throw Self.serviceError(rejection)
+            } catch is CatchUpFirst {
                 caughtUp = true
                 try await catchUp(orderID, before: response!.modificationReference)
                 continue
-            case .failure(let rejection):
-                logger.error("acquirer answer could not be recorded", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
-                throw Self.serviceError(rejection)
-            case .success(let decided): plan = decided
+            } catch is DomainCommitter.Contended {
+                throw ServiceError.unavailable("the order is too busy right now; retry with the same Idempotency-Key")
             }
-            if plan.isEmpty { return Recorded(result: nil, order: order, hold: hold) }
-            // The acquirer's answer carries the hold's balance after it. If ours does not land the ledger
-            // there, the acquirer applied something before ours that the ledger lacks (another daemon's
-            // answer still on its way): record those first, then decide ours again. A difference that
-            // remains after catching up comes from later modifications already recorded (they commute).
-            if let response, !caughtUp {
-                let after = plan.events.reduce(hold) { state, event in
-                    if case .hold(let e) = event { HoldState.evolve(state, e)! } else { state }
-                }
-                if after.balance != response.balance {
-                    caughtUp = true
-                    try await catchUp(orderID, before: response.modificationReference)
-                    continue
-                }
+            guard let after = outcome.states else {
+                // A replay: an earlier request with this key was recorded; answer with the states it left.
+                guard let current = try await loader.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
+                return Recorded(result: outcome.result, order: current, hold: try await loader.hold(orderID, fresh: false))
             }
-            let states = AggregateStates(products: products, orders: [orderID: order], holds: [orderID: hold])
-            if let committed = try await committer.commit(plan, on: states, now: now, metadata: metadata, idempotency: idempotency) {
-                guard let after = committed.states else {
-                    // A replay: an earlier request with this key was recorded; answer with the states it left.
-                    guard let current = try await loader.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
-                    return Recorded(result: committed.result, order: current, hold: try await loader.hold(orderID, fresh: false))
-                }
-                guard let orderAfter = after.orders[orderID] else { throw ServiceError.internalFailure }  // in `states`, so in `after`
-                return Recorded(result: committed.result, order: orderAfter, hold: after.holds[orderID])
-            }
+            guard let orderAfter = after.orders[orderID] else { throw ServiceError.internalFailure }  // read, so in `after`
+            return Recorded(result: outcome.result, order: orderAfter, hold: after.holds[orderID])
         }
-        throw ServiceError.unavailable("the order is too busy right now; retry with the same Idempotency-Key")
     }
+
+    /// The acquirer's answer does not land the hold where the acquirer says it is: record its earlier answers first.
+    struct CatchUpFirst: Error {}
 
     /// Turns the API's decimal strings into the order's money.
     static func operation(_ request: HoldOperationRequest, currency: Currency) throws -> HoldOperation {
