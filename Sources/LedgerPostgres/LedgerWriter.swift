@@ -286,6 +286,35 @@ public final class LedgerWriter: Service, Sendable {
         }
     }
 
+    /// The states of `keys` for `command`: what the caller gave where it is current, the rest as the source
+    /// remembers it, and what is older than the version this writer last saw committed or learned, fresh.
+    private func states(
+        of keys: AggregateKeys,
+        for command: LedgerCommand,
+        from source: any CommandStateSource
+    ) async throws -> (AggregateStates, AggregateKeys, fresh: Set<StreamID>) {
+        let streams = keys.streams
+        let seen = versionCache.withLock { cache in
+            Dictionary(streams.compactMap { stream in cache[stream.rawValue].map { (stream, $0) } }) { first, _ in first }
+        }
+        // Streams whose state here is current: this writer has seen no later version (no state: version 0).
+        func current(_ states: AggregateStates, _ keys: AggregateKeys) -> [StreamID] {
+            zip(keys.streams, states.versions(of: keys)).compactMap { stream, version in
+                version.map { $0 >= (seen[stream] ?? 0) } == true || (version == nil && seen[stream] == nil) ? stream : nil
+            }
+        }
+        let given = Set(zip(keys.streams, command.given.versions(of: keys)).compactMap { $1 == nil ? nil : $0 })
+            .intersection(current(command.given, keys))
+        var states = command.given.only(given)
+        let missing = keys.filtered(Set(streams).subtracting(given))
+        guard !missing.streams.isEmpty else { return (states, keys, []) }
+        var loaded = try await source.states(missing, fresh: [])
+        let stale = Set(missing.streams).subtracting(current(loaded, missing))
+        if !stale.isEmpty { loaded = try await source.states(missing, fresh: stale) }
+        states.merge(loaded)
+        return (states, keys, stale)
+    }
+
     /// Decides the batch's commands in queue order (see ``CommandDecisions``). A command's states come from its
     /// source as remembered, except streams whose remembered version is not the one this writer last saw
     /// committed or learned: those are caught up with the log first. A refusal decided on a remembered state is
@@ -298,28 +327,7 @@ public final class LedgerWriter: Service, Sendable {
             case .command(let command, let source):
                 let unknown = decisions.unknown(command.reads)
                 if !unknown.streams.isEmpty {
-                    let seen = versionCache.withLock { cache in unknown.streams.map { cache[$0.rawValue] } }
-                    let current = { (states: AggregateStates, stream: StreamID, seen: Int64?) in
-                        seen.map { $0 == states.version(of: stream, keys: unknown) } ?? true
-                    }
-                    // What the caller holds, where it is current; the rest as the source remembers it; what is stale, fresh.
-                    let given = Set(
-                        zip(unknown.streams, seen).compactMap { stream, seen in
-                            command.given.has(stream, keys: unknown) && current(command.given, stream, seen) ? stream : nil
-                        }
-                    )
-                    if !given.isEmpty { decisions.loaded(command.given, for: unknown.filtered(given), fresh: []) }
-                    let missing = unknown.filtered(Set(unknown.streams).subtracting(given))
-                    if !missing.streams.isEmpty {
-                        var loaded = try await source.states(missing, fresh: [])
-                        let stale = Set(
-                            zip(unknown.streams, seen).compactMap { stream, seen in
-                                !given.contains(stream) && !current(loaded, stream, seen) ? stream : nil
-                            }
-                        )
-                        if !stale.isEmpty { loaded = try await source.states(missing, fresh: stale) }
-                        decisions.loaded(loaded, for: missing, fresh: stale)
-                    }
+                    try await decisions.loaded(states(of: unknown, for: command, from: source))
                 }
                 if let refreshable = decisions.decide(command, source: source) {
                     let all = Set(refreshable.streams)

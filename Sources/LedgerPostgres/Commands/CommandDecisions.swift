@@ -20,7 +20,7 @@ package struct CommandDecisions {
         /// The plain request at this index of ``requests``.
         case request(Int)
         /// A command's request at this index of ``requests``, the states after it, and the streams it appends to.
-        case command(Int, after: AggregateStates, appended: Set<StreamID>, source: any CommandStateSource)
+        case command(Int, before: AggregateStates, after: AggregateStates, appended: Set<StreamID>, source: any CommandStateSource)
         /// A command that decided to append nothing, answered with the states it decided on.
         case nothing(AggregateStates)
         /// A command that refused (or whose request cannot be appended).
@@ -48,6 +48,11 @@ package struct CommandDecisions {
     /// The keys among `keys` whose state the batch does not know yet.
     package func unknown(_ keys: AggregateKeys) -> AggregateKeys {
         keys.filtered(Set(keys.streams).subtracting(known))
+    }
+
+    /// States loaded for `keys` (those read fresh from the log in `fresh`); they replace what the batch knew.
+    package mutating func loaded(_ loaded: (AggregateStates, AggregateKeys, fresh: Set<StreamID>)) {
+        self.loaded(loaded.0, for: loaded.1, fresh: loaded.fresh)
     }
 
     /// States loaded for `keys` (those read fresh from the log in `freshStreams`); they replace what the batch knew.
@@ -103,7 +108,7 @@ package struct CommandDecisions {
             request.streams += decided.alsoAppending
             try request.validate()
             let appended = Set(decided.plan.appends.map(\.streamID))
-            items.append(.command(requests.count, after: after, appended: appended, source: source))
+            items.append(.command(requests.count, before: view, after: after, appended: appended, source: source))
             requests.append(request)
             states.merge(after)
             known.formUnion(appended)
@@ -123,19 +128,19 @@ package struct CommandDecisions {
             switch item {
             case .request(let index):
                 return results[index].map(WriterAnswer.appended).mapError { $0 }
-            case .command(let index, let after, let appended, let source):
+            case .command(let index, let before, let after, let appended, let source):
                 switch results[index] {
                 case .failure(let error): return .failure(error)
                 case .success(let result) where result.replayed:
-                    return .success(.decided(CommandOutcome(result: result, states: nil)))
+                    return .success(.decided(CommandOutcome(result: result, states: nil, decidedOn: before)))
                 case .success(let result):
                     // Only the appended streams: a state read but not appended may carry the effects of a refused
                     // request earlier in the batch.
                     remember.append((source, after.only(appended)))
-                    return .success(.decided(CommandOutcome(result: result, states: after)))
+                    return .success(.decided(CommandOutcome(result: result, states: after, decidedOn: before)))
                 }
             case .nothing(let states):
-                return .success(.decided(CommandOutcome(result: nil, states: states)))
+                return .success(.decided(CommandOutcome(result: nil, states: states, decidedOn: states)))
             case .refused(let error):
                 return .failure(error)
             }

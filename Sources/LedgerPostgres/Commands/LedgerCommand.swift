@@ -60,6 +60,8 @@ package struct CommandOutcome: Sendable {
     /// The states after the append as the plan's events made them (the states decided on when nothing was
     /// appended); nil when the append was a replay of an earlier request with the same idempotency key.
     package var states: AggregateStates?
+    /// The states of what the command read, as the decision that was appended (or answered) saw them.
+    package var decidedOn: AggregateStates
 }
 
 /// Where the writer takes the states commands decide on, and tells what its commits produced.
@@ -72,22 +74,10 @@ package protocol CommandStateSource: Sendable {
 }
 
 extension AggregateStates {
-    /// The version of a stream's state here (0: no state).
-    package func version(of stream: StreamID, keys: AggregateKeys) -> Int64 {
-        if let id = keys.products.first(where: { $0.streamID == stream }) { return products[id]?.version ?? 0 }
-        if let id = keys.shippingMethods.first(where: { $0.streamID == stream }) { return shippingMethods[id]?.version ?? 0 }
-        if let id = keys.orders.first(where: { $0.streamID == stream }) { return orders[id]?.version ?? 0 }
-        if let id = keys.holds.first(where: { $0.holdStreamID == stream }) { return holds[id]?.version ?? 0 }
-        return 0
-    }
-
-    /// Whether a state of `stream` (one of `keys`) is here.
-    package func has(_ stream: StreamID, keys: AggregateKeys) -> Bool {
-        if let id = keys.products.first(where: { $0.streamID == stream }) { return products[id] != nil }
-        if let id = keys.shippingMethods.first(where: { $0.streamID == stream }) { return shippingMethods[id] != nil }
-        if let id = keys.orders.first(where: { $0.streamID == stream }) { return orders[id] != nil }
-        if let id = keys.holds.first(where: { $0.holdStreamID == stream }) { return holds[id] != nil }
-        return false
+    /// The version of each state of `keys` here, aligned with ``AggregateKeys/streams`` (nil: no state here).
+    package func versions(of keys: AggregateKeys) -> [Int64?] {
+        keys.products.map { products[$0]?.version } + keys.shippingMethods.map { shippingMethods[$0]?.version }
+            + keys.orders.map { orders[$0]?.version } + keys.holds.map { holds[$0]?.version }
     }
 
     /// The states of `keys` only (a command sees what it reads).

@@ -392,27 +392,33 @@ public struct HoldService: Sendable {
                 page = try await readExpiryPage(now: now, limit: batchSize, after: cursor)
             }
             following = nil
-            let decision = try await decideExpiry(page, now: now)
-            for (orderID, _) in decision.unrecorded { try await catchUp(orderID) }
-            if decision.count == 0 {
-                if !decision.unrecorded.isEmpty { continue }  // this page again, now with every modification recorded
+            let unrecorded = Self.unrecorded(on: page)
+            for (orderID, _) in unrecorded { try await catchUp(orderID) }
+            let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: "expiry-sweeper", command: "ExpireHolds")
+            // The next page is read beside this commit when it is the one that comes next.
+            let readsNext = !page.isLast && unrecorded.isEmpty
+            async let next: ExpiryPage? = readsNext ? readExpiryPage(now: now, limit: batchSize, after: page.next) : nil
+            let outcome: CommandOutcome
+            do {
+                outcome = try await committer.run(expiry(page, now: now, metadata: metadata))
+            } catch is DomainCommitter.Contended {
+                continue  // other sweepers and operators kept moving this page: read it again
+            }
+            let count = page.orders.filter { outcome.decidedOn.holds[$0]?.isClosed == false && outcome.states?.holds[$0]?.isClosed == true }.count
+            if count == 0 {
+                if !unrecorded.isEmpty { continue }  // this page again, now with every modification recorded
                 if page.isLast { break }
                 cursor = page.next  // nothing the acquirer calls expired on this page: the next one
+                following = try await next
                 rounds = 0
                 continue
             }
-            let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: "expiry-sweeper", command: "ExpireHolds")
-            // The next page is read beside this commit when it is the one that comes next.
-            let readsNext = !page.isLast && decision.unrecorded.isEmpty
-            async let next: ExpiryPage? = readsNext ? readExpiryPage(now: now, limit: batchSize, after: page.next) : nil
-            let committed = try await committer.commit(decision.plan, on: decision.states, now: now, metadata: metadata) != nil
-            if committed { following = try await next }  // otherwise it is cancelled when this scope ends
-            guard committed else { continue }  // another sweeper or an operator got there first: read again
-            expired += decision.count
+            following = try await next
+            expired += count
             rounds = 0
-            if page.isLast && decision.unrecorded.isEmpty { break }
+            if page.isLast && unrecorded.isEmpty { break }
             // The next page starts after this one, unless some of it must be read again (modifications caught up).
-            if decision.unrecorded.isEmpty { cursor = page.next }
+            if unrecorded.isEmpty { cursor = page.next }
         }
         return expired
     }
@@ -444,59 +450,58 @@ public struct HoldService: Sendable {
         return ExpiryPage(orders: orders, next: next, isLast: orders.count < limit, states: states, acquirerAnswers: answers)
     }
 
-    struct ExpiryDecision {
-        var plan: AppendPlan
-        var states: AggregateStates
-        var count: Int
-        /// Holds with modifications the acquirer applied and the ledger has not recorded, oldest first.
-        var unrecorded: [(OrderID, [ModificationResponse])]
-    }
-
-    /// One append expiring what the acquirer reports expired on `page`; each decision sees the stock
-    /// as the previous ones left it (one product stream gets all its releases). The products come
-    /// from the loader now, after any earlier page committed.
-    func decideExpiry(_ page: ExpiryPage, now: Date) async throws -> ExpiryDecision {
-        var states = page.states
-        for order in states.orders.values {
-            for line in order.lines where states.products[line.productID] == nil {
-                states.products[line.productID] = try await loader.product(line.productID)
-            }
-        }
-        let before = states
-        var builder = AppendPlanBuilder()
-        var count = 0
-        var unrecorded: [(OrderID, [ModificationResponse])] = []
-        let context = DecisionContext(now: now)
-        for id in page.orders {
-            guard let order = states.orders[id], let hold = states.holds[id], !hold.isClosed, let answer = page.acquirerAnswers[id] else {
-                continue
-            }
-            let details: PaymentDetails
-            switch answer {
-            case .found(let found): details = found
-            case .notFound:
-                logger.error("the acquirer does not know an open hold; not expiring it", metadata: ["order": "\(id)"])
-                continue
-            }
+    /// Holds on `page` with modifications the acquirer applied and the ledger has not recorded, oldest first.
+    static func unrecorded(on page: ExpiryPage) -> [(OrderID, [ModificationResponse])] {
+        page.orders.compactMap { id in
+            guard page.states.orders[id] != nil, let hold = page.states.holds[id], !hold.isClosed,
+                case .found(let details) = page.acquirerAnswers[id]
+            else { return nil }
             let missing = details.modifications.filter {
                 $0.responseCode.isApproved && !hold.modificationReferences.contains($0.modificationReference)
             }
-            if !missing.isEmpty {
-                unrecorded.append((id, missing))
-                continue
-            }
-            guard details.status == .expired else { continue }  // not lapsed at the acquirer (yet)
-            switch HoldLifecycle.expire(order: order, hold: hold, products: states.products, context: context) {
-            case .failure(let rejection):
-                logger.error("expiry refused", metadata: ["order": "\(id)", "why": "\(rejection)"])
-            case .success(let plan) where plan.isEmpty: continue
-            case .success(let plan):
-                count += 1
-                builder.add(plan)
-                for case .product(let e) in plan.events { states.products[e.productID]!.apply(e) }
-            }
+            return missing.isEmpty ? nil : (id, missing)
         }
-        return ExpiryDecision(plan: builder.plan, states: before, count: count, unrecorded: unrecorded)
+    }
+
+    /// The command expiring what the acquirer reports expired on `page`, in one append, decided by the writer on
+    /// the page's orders and holds (as read, unless it has seen them move since) and their products as its batch
+    /// has them; each expiry sees the stock as the previous ones left it (one product stream gets all its releases).
+    func expiry(_ page: ExpiryPage, now: Date, metadata: EventMetadata) -> LedgerCommand {
+        var products: [ProductID] = []
+        var seen = Set<ProductID>()
+        for id in page.orders {
+            for line in page.states.orders[id]?.lines ?? [] where seen.insert(line.productID).inserted { products.append(line.productID) }
+        }
+        let unrecorded = Set(Self.unrecorded(on: page).map(\.0))
+        let logger = self.logger
+        return LedgerCommand(
+            reads: AggregateKeys(products: products, orders: page.orders, holds: page.orders),
+            now: now,
+            metadata: metadata,
+            given: page.states
+        ) { states in
+            var states = states
+            var builder = AppendPlanBuilder()
+            let context = DecisionContext(now: now)
+            for id in page.orders where !unrecorded.contains(id) {
+                guard let order = states.orders[id], let hold = states.holds[id], !hold.isClosed, let answer = page.acquirerAnswers[id] else {
+                    continue
+                }
+                guard case .found(let details) = answer else {
+                    logger.error("the acquirer does not know an open hold; not expiring it", metadata: ["order": "\(id)"])
+                    continue
+                }
+                guard details.status == .expired else { continue }  // not lapsed at the acquirer (yet)
+                switch HoldLifecycle.expire(order: order, hold: hold, products: states.products, context: context) {
+                case .failure(let rejection):
+                    logger.error("expiry refused", metadata: ["order": "\(id)", "why": "\(rejection)"])
+                case .success(let plan):
+                    builder.add(plan)
+                    for case .product(let e) in plan.events { states.products[e.productID]!.apply(e) }
+                }
+            }
+            return CommandPlan(plan: builder.plan)
+        }
     }
 
     /// Records modifications the acquirer applied that the ledger lacks, in the acquirer's order and
