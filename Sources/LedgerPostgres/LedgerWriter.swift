@@ -286,33 +286,27 @@ public final class LedgerWriter: Service, Sendable {
         }
     }
 
-    /// The states of `keys` for `command`: what the caller gave where it is current, the rest as the source
-    /// remembers it, and what is older than the version this writer last saw committed or learned, fresh.
+    /// The states of `keys` for `command`: what the caller gave where it holds a state, the rest as the source
+    /// remembers it — unless any of them is older than the version this writer last saw committed or learned:
+    /// then all of them are read fresh, so that a decision never mixes a stream caught up with one left behind
+    /// (a shipment decided on a fresh order beside a hold missing its refund).
     private func states(
         of keys: AggregateKeys,
         for command: LedgerCommand,
         from source: any CommandStateSource
     ) async throws -> (AggregateStates, AggregateKeys, fresh: Set<StreamID>) {
         let streams = keys.streams
-        let seen = versionCache.withLock { cache in
-            Dictionary(streams.compactMap { stream in cache[stream.rawValue].map { (stream, $0) } }) { first, _ in first }
-        }
-        // Streams whose state here is current: this writer has seen no later version (no state: version 0).
-        func current(_ states: AggregateStates, _ keys: AggregateKeys) -> [StreamID] {
-            zip(keys.streams, states.versions(of: keys)).compactMap { stream, version in
-                version.map { $0 >= (seen[stream] ?? 0) } == true || (version == nil && seen[stream] == nil) ? stream : nil
-            }
-        }
-        let given = Set(zip(keys.streams, command.given.versions(of: keys)).compactMap { $1 == nil ? nil : $0 })
-            .intersection(current(command.given, keys))
+        let seen = versionCache.withLock { cache in streams.map { cache[$0.rawValue] } }
+        let givenVersions = command.given.versions(of: keys)
+        let given = Set(zip(streams, givenVersions).compactMap { $1 == nil ? nil : $0 })
         var states = command.given.only(given)
         let missing = keys.filtered(Set(streams).subtracting(given))
-        guard !missing.streams.isEmpty else { return (states, keys, []) }
-        var loaded = try await source.states(missing, fresh: [])
-        let stale = Set(missing.streams).subtracting(current(loaded, missing))
-        if !stale.isEmpty { loaded = try await source.states(missing, fresh: stale) }
-        states.merge(loaded)
-        return (states, keys, stale)
+        if !missing.streams.isEmpty { states.merge(try await source.states(missing, fresh: [])) }
+        // Current: no later version seen (no state is version 0).
+        let current = zip(states.versions(of: keys), seen).allSatisfy { version, seen in (version ?? 0) >= (seen ?? 0) }
+        guard !current else { return (states, keys, []) }
+        let all = Set(streams)
+        return (try await source.states(keys, fresh: all), keys, all)
     }
 
     /// Decides the batch's commands in queue order (see ``CommandDecisions``). A command's states come from its

@@ -513,7 +513,14 @@ import Testing
                     let balance = hold.balance
                     if !balance.satisfiesIdentity { found.append("\(id): identity \(balance)") }
                     if !hold.isClosed { found.append("\(id): still open after every expiry") }
-                    if order.status != HoldOracle.status(balance, shipped: order.shipment != nil) { found.append("\(id): status \(order.status)") }
+                    if order.status != HoldOracle.status(balance, shipped: order.shipment != nil) {
+                        var history: [String] = []
+                        for e in try await servicesA.store.read(from: 1, limit: 1_000_000)
+                        where e.streamID == id.streamID || e.streamID == id.holdStreamID {
+                            history.append("#\(e.position) \(e.streamID) v\(e.streamVersion) \(e.type) \(e.data) \(e.metadata)")
+                        }
+                        found.append("\(id): status \(order.status) balance \(balance) DEBUG \(history.joined(separator: "\n"))")
+                    }
                     if hold.isClosed && !balance.open.isZero { found.append("\(id): closed with \(balance.open) open") }
                     // The ledger and the acquirer agree on every hold's money.
                     if case .found(let details) = try await model.query(merchantReference: order.merchantReference), let theirs = details.balance {

@@ -95,6 +95,55 @@ import Testing
         }
     }
 
+    /// A command that reads two streams and appends to one: when another process moved both, the conflict on the
+    /// one it appends to makes the writer read *every* stream of the command fresh, so the decision never mixes a
+    /// stream caught up with one left behind (the read-only one would pass the database's check stale).
+    @Test func aStaleReadMakesEveryReadOfTheCommandFresh() async throws {
+        let db = try await TestDatabase.fresh()
+        try await db.withWriter { first, client in
+            try await db.withWriter { second, _ in
+                let here = AggregateLoader(store: EventStore(client: client, logger: TestCluster.logger))
+                let there = AggregateLoader(store: EventStore(client: client, logger: TestCluster.logger))
+                let (pen, cup) = (CommandDecisionsTests.pen, ProductID("cup")!)
+                let t0 = CommandDecisionsTests.t0
+                func list(_ id: ProductID) -> LedgerCommand {
+                    LedgerCommand(reads: AggregateKeys(products: [id]), now: t0, metadata: EventMetadata()) { _ in
+                        let listed = ProductListed(
+                            productID: id,
+                            sku: id.rawValue,
+                            name: id.rawValue,
+                            description: "",
+                            imageFile: "x.png",
+                            price: Money(minorUnits: 100, currency: .usd)
+                        )
+                        let events: [DomainEvent] = [.product(.listed(listed)), .product(.stockReceived(StockReceived(productID: id, quantity: 5)))]
+                        return CommandPlan(plan: AppendPlan([PlannedAppend(streamID: id.streamID, expectedVersion: .noStream, events: events)]))
+                    }
+                }
+                func receive(_ id: ProductID) -> LedgerCommand {
+                    LedgerCommand(reads: AggregateKeys(products: [id]), now: t0, metadata: EventMetadata()) { states in
+                        let version = states.products[id]!.version
+                        let event = DomainEvent.product(.stockReceived(StockReceived(productID: id, quantity: 1)))
+                        return CommandPlan(
+                            plan: AppendPlan([PlannedAppend(streamID: id.streamID, expectedVersion: .exact(version), events: [event])])
+                        )
+                    }
+                }
+                _ = try await first.decide(list(pen), states: here)
+                _ = try await first.decide(list(cup), states: here)
+                // The other process moves both: the cup (which the command below only reads), then the pen.
+                _ = try await second.decide(receive(cup), states: there)
+                _ = try await second.decide(receive(pen), states: there)
+                // Reads both, appends to the pen only.
+                var reserve = CommandDecisionsTests.reserve("order-here")
+                reserve.reads = AggregateKeys(products: [pen, cup])
+                let sold = try await first.decide(reserve, states: here)
+                #expect(sold.decidedOn.products[pen]?.version == 3)
+                #expect(sold.decidedOn.products[cup]?.version == 3, "the cup was decided on as this writer remembered it")
+            }
+        }
+    }
+
     @Test func twoWritersRacingOnOneStreamExactlyOneWins() async throws {
         let db = try await TestDatabase.fresh()
         // Two writers with separate pools stand for two daemons; each round both expect version n.

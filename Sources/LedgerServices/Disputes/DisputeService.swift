@@ -112,8 +112,6 @@ public struct DisputeService: Sendable {
     /// Answers on one dispute take turns in this process.
     let turns = KeyedLock()
 
-    static let maximumAttempts = 20
-
     // MARK: Commands
 
     /// Records what the acquirer reports (a new dispute, or the network's next stage).
@@ -174,7 +172,7 @@ public struct DisputeService: Sendable {
             throw ServiceError.notFound("no dispute \(disputeID)")
         }
         return try await turns.withLock(disputeID) {
-            for attempt in 0..<Self.maximumAttempts {
+            for attempt in 0..<DomainCommitter.maximumAttempts {
                 let recorded = try await store.readStream(stream)
                 let events = try recorded.map { try DisputeEvent.decode($0) }
                 if let alreadyRecorded, alreadyRecorded(events), let view = try await dispute(id: disputeID) { return view }

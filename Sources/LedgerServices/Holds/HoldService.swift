@@ -61,8 +61,6 @@ public struct HoldService: Sendable {
     /// answers are recorded in the order the acquirer gave them.
     let orderTurns = KeyedLock()
 
-    static let maximumAttempts = 50
-
     public func perform(
         orderID raw: String,
         _ request: HoldOperationRequest,
@@ -382,7 +380,7 @@ public struct HoldService: Sendable {
         var rounds = 0
         var cursor: ProjectionHoldReader.DueCursor?
         var following: ExpiryPage?  // read while the previous page committed
-        while rounds <= Self.maximumAttempts {
+        while rounds <= DomainCommitter.maximumAttempts {
             rounds += 1
             let now = now ?? clock()
             let page: ExpiryPage

@@ -72,8 +72,6 @@ public struct PaymentService: Sendable {
     /// Product and shipping-method ids by name (names of listed items never change).
     let names = NameIndex()
 
-    static let maximumAttempts = 50
-
     public func pay(_ request: PaymentRequest, idempotencyKey: String?) async throws -> PaymentAnswer {
         let productID = try await resolveProduct(request)
         // The shipping method is read fresh: its stream is not part of the order's append, so a
@@ -216,47 +214,61 @@ public struct PaymentService: Sendable {
     /// and a release if it does not know either. Returns false when the order is too young to judge.
     @discardableResult
     func resolve(_ orderID: OrderID, policy: RecoveryPolicy, correlation: String) async throws -> Bool {
-        for _ in 0..<Self.maximumAttempts {
-            guard let order = try await loader.order(orderID) else { return true }
-            guard order.status.awaitsPayment else { return true }
-            var products: [ProductID: ProductState] = [:]
-            for line in order.lines { products[line.productID] = try await loader.product(line.productID) }
-            let query = try await acquirer.query(merchantReference: order.merchantReference)
-            let now = clock()
-            let plan: AppendPlan
-            switch PaymentFlow.recover(order: order, query: query, products: products, policy: policy, context: DecisionContext(now: now)) {
-            case .failure(let rejection):
-                logger.error("recovery refused", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
-                return false
-            case .success(.nothingToDo): return true
-            case .success(.wait): return false
-            case .success(.append(let decided)): plan = decided
-            case .success(.reverseThenRelease(let reference)):
-                _ = try await acquirer.reverse(ReversalRequest(authorizationReference: reference, modificationReference: "\(reference)-reversal"))
-                switch PaymentFlow.releasePendingOrder(
-                    order: order,
-                    products: products,
-                    reason: .reversedAfterUnknownOutcome,
-                    context: DecisionContext(now: now)
-                ) {
-                case .failure(let rejection):
-                    logger.error("release after reversal refused", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
-                    return false
-                case .success(let decided): plan = decided
-                }
-            }
-            if plan.isEmpty { return true }
-            if try await commit(
-                plan,
-                on: AggregateStates(products: products, orders: [orderID: order]),
-                now: now,
-                metadata: metadata(correlation, "RecoverPayment", nil)
-            ) != nil {
-                logger.info("pending order resolved", metadata: ["order": "\(orderID)"])
-                return true
+        guard let order = try await loader.order(orderID) else { return true }
+        guard order.status.awaitsPayment else { return true }
+        let query = try await acquirer.query(merchantReference: order.merchantReference)
+        let now = clock()
+        let reads = AggregateKeys(products: order.lines.map(\.productID), orders: [orderID])
+        let metadata = metadata(correlation, "RecoverPayment", nil)
+        // The acquirer's answer decides, on the order as the writer's batch has it (another process may have
+        // recorded it since): an append, nothing, "too young", or a reversal before the release.
+        let recover = LedgerCommand(reads: reads, now: now, metadata: metadata, given: AggregateStates(orders: [orderID: order])) { states in
+            guard let order = states.orders[orderID] else { return CommandPlan(plan: AppendPlan([])) }
+            switch PaymentFlow.recover(order: order, query: query, products: states.products, policy: policy, context: DecisionContext(now: now)) {
+            case .failure(let rejection): throw rejection
+            case .success(.nothingToDo): return CommandPlan(plan: AppendPlan([]))
+            case .success(.wait): throw RecoveryWaits()
+            case .success(.append(let plan)): return CommandPlan(plan: plan)
+            case .success(.reverseThenRelease(let reference)): throw ReverseFirst(reference: reference)
             }
         }
-        return false
+        do {
+            do {
+                _ = try await committer.run(recover)
+            } catch let reverse as ReverseFirst {
+                _ = try await acquirer.reverse(
+                    ReversalRequest(authorizationReference: reverse.reference, modificationReference: "\(reverse.reference)-reversal")
+                )
+                let release = LedgerCommand(reads: reads, now: now, metadata: metadata) { states in
+                    guard let order = states.orders[orderID], order.status.awaitsPayment else { return CommandPlan(plan: AppendPlan([])) }
+                    return CommandPlan(
+                        plan: try PaymentFlow.releasePendingOrder(
+                            order: order,
+                            products: states.products,
+                            reason: .reversedAfterUnknownOutcome,
+                            context: DecisionContext(now: now)
+                        ).get()
+                    )
+                }
+                _ = try await committer.run(release)
+            }
+        } catch is RecoveryWaits {
+            return false
+        } catch let rejection as PaymentFlowRejection {
+            logger.error("recovery refused", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
+            return false
+        } catch is DomainCommitter.Contended {
+            return false
+        }
+        logger.info("pending order resolved", metadata: ["order": "\(orderID)"])
+        return true
+    }
+
+    /// Recovery's decision: the order is too young to judge.
+    struct RecoveryWaits: Error {}
+    /// Recovery's decision: the acquirer does not know either; reverse by this reference, then release.
+    struct ReverseFirst: Error {
+        var reference: String
     }
 
     /// Orders still waiting for payment, oldest first.
@@ -298,11 +310,6 @@ public struct PaymentService: Sendable {
         guard let after = outcome.states, let order = after.orders[orderID] else { throw ServiceError.internalFailure }
         guard outcome.result == nil else { return (order, after.holds[orderID]) }
         return (order, order.status.awaitsPayment ? nil : try await loader.hold(orderID, fresh: false))
-    }
-
-    /// Appends `plan`, decided outside the writer's batch on `states` (see ``DomainCommitter``); nil on a version conflict.
-    func commit(_ plan: AppendPlan, on states: AggregateStates, now: Date, metadata: EventMetadata) async throws -> DomainCommitter.Committed? {
-        try await committer.commit(plan, on: states, now: now, metadata: metadata)
     }
 
     /// The outcome for an order as this process last saw it (after steps that may have moved it on

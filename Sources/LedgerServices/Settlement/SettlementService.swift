@@ -72,7 +72,6 @@ public struct SettlementService: Sendable {
     /// How many times ``allBatches()`` read every batch stream (a run: once).
     let batchReads = ReadCounter()
 
-    static let maximumAttempts = 20
     static let actor = "system:settlement"
 
     // MARK: Running
@@ -181,7 +180,7 @@ public struct SettlementService: Sendable {
             pinnedPosition: pinned,
             fundingLagBusinessDays: settings.fundingLagBusinessDays,
             addingBusinessDays: settings.calendar.adding(businessDays:to:),
-            maximumAttempts: Self.maximumAttempts
+            maximumAttempts: DomainCommitter.maximumAttempts
         )
         let batchID = steps.batchID
         let stream = SettlementBatch.streamID(batchID: batchID)
