@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Mutation smoke check (on demand, not in CI): applies deliberate bugs one at a time, builds, runs the
+# Mutation smoke check (on demand and nightly, not in CI — eleven rebuilds take longer than the CI run itself): applies deliberate bugs one at a time, builds, runs the
 # tests that should notice, and prints for each whether the suite caught it. Every file it touches is
 # restored afterwards, also when it fails or is interrupted.
 #
@@ -121,12 +121,12 @@ if want verifier-prev-hash; then
   else skip_not_applied verifier-prev-hash "$d"; fi
 fi
 
-# 4. The SQL verifier no longer checks prev_hash either (sql/0011's ledger.verify_chain).
+# 4. The SQL verifier no longer checks prev_hash either (ledger.verify_chain as sql/0017 last defines it).
 if want sql-verifier-prev-hash; then
   d="skip the prev_hash check in the SQL chain verifier"
-  if mutate sql/0011_verify_events_beyond_head.sql \
-    "IF r.prev_hash <> v_prev THEN" \
-    "IF false THEN"; then
+  if mutate sql/0017_chain_stored_text.sql \
+    "WHEN l.prev_hash <> l.prev THEN 'prev_hash is not the hash of the previous event'" \
+    "WHEN false THEN 'prev_hash is not the hash of the previous event'"; then
     run sql-verifier-prev-hash "$d" "ImmutabilityTests|AuditQueriesTests"
     restore
   else skip_not_applied sql-verifier-prev-hash "$d"; fi
@@ -174,6 +174,58 @@ if want verifier-stops-at-head; then
     run verifier-stops-at-head "$d" "ImmutabilityTests"
     restore
   else skip_not_applied verifier-stops-at-head "$d"; fi
+fi
+
+# 8. The writer's batch decides each command on the states before the batch, not on what the commands ahead of
+#    it left: ten payments for one product in one batch would be one sale and nine conflicts (the hot-product
+#    throughput the batch decisions exist for), and the remembered states would skip sales.
+if want batch-decisions-successive; then
+  d="decide a batch's commands on the states before the batch"
+  if mutate Sources/LedgerPostgres/Commands/CommandDecisions.swift \
+    "            states.merge(after)" \
+    "            _ = after"; then
+    run batch-decisions-successive "$d" "CommandDecisionsTests|LedgerWriterTests"
+    restore
+  else skip_not_applied batch-decisions-successive "$d"; fi
+fi
+
+# 9. A refusal decided on a remembered state stands: a product restocked by another process stays "out of stock"
+#    here until something else refreshes it.
+if want refusal-on-remembered-state; then
+  d="let a refusal on a remembered state stand without a fresh read"
+  if mutate Sources/LedgerPostgres/Commands/CommandDecisions.swift \
+    "            guard !untrusted.isEmpty else {" \
+    "            guard untrusted.isEmpty && false else {"; then
+    run refusal-on-remembered-state "$d" "CommandDecisionsTests|LedgerWriterTests"
+    restore
+  else skip_not_applied refusal-on-remembered-state "$d"; fi
+fi
+
+# 10. After a conflict the writer reads fresh only the streams the database named, and decides on the others as
+#     remembered: a shipment decided on a fresh order beside a hold missing its refund (write skew on a stream
+#     the command reads but does not append to).
+if want command-reads-mixed; then
+  d="read fresh only the stale streams of a command, not all its reads"
+  if mutate Sources/LedgerPostgres/LedgerWriter.swift \
+    "        let all = Set(streams)
+        return (try await source.states(keys, fresh: all), keys, all)" \
+    "        let stale = Set(zip(streams, zip(states.versions(of: keys), seen)).compactMap { (\$1.0 ?? 0) < (\$1.1 ?? 0) ? \$0 : nil })
+        return (try await source.states(keys, fresh: stale), keys, stale)"; then
+    run command-reads-mixed "$d" "LedgerWriterTests"
+    restore
+  else skip_not_applied command-reads-mixed "$d"; fi
+fi
+
+# 11. The expiry sweep's command no longer skips holds with modifications the ledger has not recorded: a void the
+#     acquirer applied would be recorded as an expiry.
+if want expiry-over-unrecorded; then
+  d="expire holds whose acquirer modifications the ledger lacks"
+  if mutate Sources/LedgerServices/Holds/HoldService.swift \
+    "            for id in page.orders where !unrecorded.contains(id) {" \
+    "            for id in page.orders where unrecorded.contains(id) || true {"; then
+    run expiry-over-unrecorded "$d" "HoldTests"
+    restore
+  else skip_not_applied expiry-over-unrecorded "$d"; fi
 fi
 
 # Rebuild the unmutated tree, so that the next `swift test --skip-build` runs what is checked in.

@@ -153,6 +153,7 @@ func call(
         try await TestApp.withApp(seed: true) { client, services in
             _ = try await call(client, .post, "/subscriptions", #"{"name": "s"}"#)
             let head = try await services.store.head().position
+            let table = try await Self.subscriptionRows(services)
             let cases: [(HTTPRequest.Method, String, String?, Int)] = [
                 (.post, "/subscriptions", "{", 400),
                 (.post, "/subscriptions", #"{"name": "bad name"}"#, 422),
@@ -175,6 +176,20 @@ func call(
             // Changes need the operator key.
             #expect(try await call(client, .post, "/subscriptions", #"{"name": "y"}"#, key: TestApp.auditorKey).0 == 403)
             #expect(try await services.store.head().position == head)
+            // The routes write a table, not the log: it holds the one subscription, its checkpoint and filters as made.
+            #expect(try await Self.subscriptionRows(services) == table)
+            #expect(table.count == 1, "\(table)")
         }
+    }
+
+    /// Every subscription row as text (name, types, prefixes, checkpoint, acknowledged or not).
+    static func subscriptionRows(_ services: ServiceContainer) async throws -> [String] {
+        var rows: [String] = []
+        let query: PostgresQuery = """
+            SELECT concat_ws('|', name, types::text, stream_prefixes::text, checkpoint, acked_at IS NOT NULL)
+            FROM ledger.subscriptions ORDER BY name
+            """
+        for try await row in try await services.client.query(query).decode(String.self) { rows.append(row) }
+        return rows
     }
 }

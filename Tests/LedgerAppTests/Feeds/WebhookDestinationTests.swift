@@ -56,6 +56,8 @@ import Testing
             let (status, text) = try await call(client, .post, "/subscriptions", #"{"name": "a\n"}"#)
             #expect(status == 422 && text.contains("invalid_name"), "\(status) \(text)")
             #expect(try await services.store.head().position == head)
+            #expect(try await WebhookTests.rows(services, "ledger.webhook_endpoints") == 0)
+            #expect(try await WebhookTests.rows(services, "ledger.subscriptions") == 0)
         }
     }
 

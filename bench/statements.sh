@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# SQL statements and commits per payment, for one or more ledgerd binaries: each on its own durable embedded
+# cluster with pg_stat_statements loaded, the demo catalogue's 12 products with ample stock, wrk at 64 connections;
+# the deltas of pg_stat_statements (calls, by statement) and pg_stat_database (xact_commit) over the run, divided
+# by the payments made. The top statements per payment are listed.
+# Usage: bench/statements.sh [seconds] [NAME=BINARY ...]   (default: this checkout's release build; needs wrk)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-10}
+shift $(( $# < 1 ? $# : 1 ))
+if [ $# -eq 0 ]; then
+  [ -n "${LEDGERD_BENCH_SKIP_BUILD:-}" ] || swift build -c release --product ledgerd >/dev/null
+  set -- "this=.build/release/ledgerd"
+fi
+work=$(mktemp -d /tmp/ledgerd-bench-statements.XXXXXX)
+chmod 755 "$work"
+pid=
+trap '[ -z "$pid" ] || { kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }; rm -rf "$work"' EXIT
+python3 - "$work/stock.json" <<'PY'
+import json, sys
+names = {"Clock": "50.00", "Pen": "25.00", "Pencil": "0.50", "Stapler": "15.00", "Cup": "20.00", "Catpad": "12.00",
+         "Chocolate Hearts": "8.00", "White Eraser": "8.00", "Hammer": "7.00", "Red Scarf": "8.00", "T-Ruler": "14.00",
+         "Whiteboard Eraser": "5.00"}
+json.dump({"products": [{"name": n, "description": "", "price": p, "stock": 10_000_000} for n, p in names.items()]},
+          open(sys.argv[1], "w"))
+PY
+port=23470
+for spec in "$@"; do
+  name=${spec%%=*}; bin=${spec#*=}; dir="$work/$name"; mkdir -p "$dir"; chmod 755 "$dir"
+  export LEDGERD_DATA_DIR="$dir/d" LEDGERD_LOG_LEVEL=warning LEDGERD_ACQUIRER_CREDIT_LIMIT=1000000000.00
+  start() {
+    "$bin" serve --host 127.0.0.1 --port $port > "$dir/serve.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 240); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.25; done
+  }
+  pg=(-h "$dir/d/run" -p 5432 -U postgres)
+  start
+  "$bin" catalog import "$work/stock.json" > /dev/null
+  psql "${pg[@]}" -qc "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'" postgres
+  psql "${pg[@]}" -qc "ALTER SYSTEM SET pg_stat_statements.track = 'all'" postgres
+  kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; pid=
+  su postgres -s /bin/sh -c "pg_ctl=\$(ls /usr/lib/postgresql/*/bin/pg_ctl | tail -1); \$pg_ctl -D '$dir/d/pg' -m fast -w stop" >/dev/null 2>&1 || true
+  start
+  db=$(psql "${pg[@]}" -Atc "SELECT datname FROM pg_database WHERE datname NOT IN ('postgres', 'template0', 'template1') LIMIT 1" postgres)
+  psql "${pg[@]}" -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" "$db"
+  # A warm-up, then the measured run.
+  wrk -t2 -c64 -d3s -s bench/payments.lua "http://127.0.0.1:$port" > /dev/null
+  psql "${pg[@]}" -qc "SELECT pg_stat_statements_reset()" "$db" > /dev/null
+  commits0=$(psql "${pg[@]}" -Atc "SELECT xact_commit FROM pg_stat_database WHERE datname = '$db'" postgres)
+  line=$(wrk -t2 -c64 -d"${seconds}s" -s bench/payments.lua "http://127.0.0.1:$port" | tail -1)
+  sleep 1  # statistics reach pg_stat_database within PGSTAT_MIN_INTERVAL
+  commits1=$(psql "${pg[@]}" -Atc "SELECT xact_commit FROM pg_stat_database WHERE datname = '$db'" postgres)
+  n=$(echo "$line" | sed -n 's/.* of \([0-9]*\)$/\1/p')
+  calls=$(psql "${pg[@]}" -Atc "SELECT sum(calls) FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '$db') AND query NOT LIKE '%pg_stat%'" postgres)
+  echo "$name (load $(cut -d' ' -f1 /proc/loadavg)): $line"
+  awk -v c="$calls" -v a="$commits0" -v b="$commits1" -v n="$n" 'BEGIN {printf "  per payment: %.2f statements, %.2f commits\n", c / n, (b - a) / n}'
+  psql "${pg[@]}" -Atc "SELECT round(calls::numeric / $n, 2) || '  ' || left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+    FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '$db') AND query NOT LIKE '%pg_stat%'
+    ORDER BY calls DESC LIMIT 8" postgres | sed 's/^/    /'
+  kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; pid=
+  port=$((port + 1))
+done
