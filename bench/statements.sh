@@ -37,7 +37,6 @@ for spec in "$@"; do
   start
   "$bin" catalog import "$work/stock.json" > /dev/null
   psql "${pg[@]}" -qc "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'" postgres
-  psql "${pg[@]}" -qc "ALTER SYSTEM SET pg_stat_statements.track = 'all'" postgres
   kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; pid=
   su postgres -s /bin/sh -c "pg_ctl=\$(ls /usr/lib/postgresql/*/bin/pg_ctl | tail -1); \$pg_ctl -D '$dir/d/pg' -m fast -w stop" >/dev/null 2>&1 || true
   start
@@ -51,12 +50,12 @@ for spec in "$@"; do
   sleep 1  # statistics reach pg_stat_database within PGSTAT_MIN_INTERVAL
   commits1=$(psql "${pg[@]}" -Atc "SELECT xact_commit FROM pg_stat_database WHERE datname = '$db'" postgres)
   n=$(echo "$line" | sed -n 's/.* of \([0-9]*\)$/\1/p')
-  calls=$(psql "${pg[@]}" -Atc "SELECT sum(calls) FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '$db') AND query NOT LIKE '%pg_stat%'" postgres)
+  calls=$(psql "${pg[@]}" -Atc "SELECT sum(calls) FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '$db') AND query NOT LIKE '%pg_stat%'" "$db")
   echo "$name (load $(cut -d' ' -f1 /proc/loadavg)): $line"
   awk -v c="$calls" -v a="$commits0" -v b="$commits1" -v n="$n" 'BEGIN {printf "  per payment: %.2f statements, %.2f commits\n", c / n, (b - a) / n}'
   psql "${pg[@]}" -Atc "SELECT round(calls::numeric / $n, 2) || '  ' || left(regexp_replace(query, '\s+', ' ', 'g'), 110)
     FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '$db') AND query NOT LIKE '%pg_stat%'
-    ORDER BY calls DESC LIMIT 8" postgres | sed 's/^/    /'
+    ORDER BY calls DESC LIMIT 8" "$db" | sed 's/^/    /'
   kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; pid=
   port=$((port + 1))
 done
