@@ -216,18 +216,6 @@ if want command-reads-mixed; then
   else skip_not_applied command-reads-mixed "$d"; fi
 fi
 
-# 11. The expiry sweep's command no longer skips holds with modifications the ledger has not recorded: a void the
-#     acquirer applied would be recorded as an expiry.
-if want expiry-over-unrecorded; then
-  d="expire holds whose acquirer modifications the ledger lacks"
-  if mutate Sources/LedgerServices/Holds/HoldService.swift \
-    "            for id in page.orders where !unrecorded.contains(id) {" \
-    "            for id in page.orders where unrecorded.contains(id) || true {"; then
-    run expiry-over-unrecorded "$d" "HoldTests"
-    restore
-  else skip_not_applied expiry-over-unrecorded "$d"; fi
-fi
-
 # Rebuild the unmutated tree, so that the next `swift test --skip-build` runs what is checked in.
 restore
 swift build $flags --build-tests >"$backup/build.log" 2>&1 || echo "warning: the restored tree did not build" >&2

@@ -3,7 +3,6 @@ import Foundation
 import LedgerCore
 import LedgerPostgres
 import Logging
-import PostgresNIO
 
 /// When the money of an authorized order is captured.
 public enum CapturePolicy: String, Sendable, Hashable, CaseIterable {

@@ -3,7 +3,6 @@ import Foundation
 import LedgerCore
 import LedgerPostgres
 import Logging
-import PostgresNIO
 import Synchronization
 
 /// `POST /payment`: the storefront payment, as appends around one acquirer call.
