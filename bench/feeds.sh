@@ -37,14 +37,7 @@ receiver=$!
 trap 'kill -TERM $pid 2>/dev/null; kill $receiver 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
 for _ in $(seq 1 240); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.25; done
 key=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["operator_keys"][0])' "$data/d/api-keys.json")
-python3 - "$data/stock.json" <<'PY'
-import json, sys
-names = {"Clock": "50.00", "Pen": "25.00", "Pencil": "0.50", "Stapler": "15.00", "Cup": "20.00", "Catpad": "12.00",
-         "Chocolate Hearts": "8.00", "White Eraser": "8.00", "Hammer": "7.00", "Red Scarf": "8.00", "T-Ruler": "14.00",
-         "Whiteboard Eraser": "5.00"}
-json.dump({"products": [{"name": n, "description": "", "price": p, "stock": 10_000_000} for n, p in names.items()]},
-          open(sys.argv[1], "w"))
-PY
+python3 bench/demo-stock.py "$data/stock.json"
 "$bin" catalog import "$data/stock.json" > /dev/null
 psql_() { psql -h "$data/d/run" -U postgres -d ledger -At -c "$1"; }
 echo "machine: $(nproc) cores; $(date -u +%FT%TZ); load $(cut -d' ' -f1-3 /proc/loadavg)"

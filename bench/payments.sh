@@ -23,14 +23,7 @@ export LEDGERD_DATA_DIR="$data/d" LEDGERD_LOG_LEVEL=warning LEDGERD_ACQUIRER_CRE
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
 for _ in $(seq 1 240); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.25; done
-python3 - "$data/stock.json" <<'PY'
-import json, sys
-names = {"Clock": "50.00", "Pen": "25.00", "Pencil": "0.50", "Stapler": "15.00", "Cup": "20.00", "Catpad": "12.00",
-         "Chocolate Hearts": "8.00", "White Eraser": "8.00", "Hammer": "7.00", "Red Scarf": "8.00", "T-Ruler": "14.00",
-         "Whiteboard Eraser": "5.00"}
-json.dump({"products": [{"name": n, "description": "", "price": p, "stock": 10_000_000} for n, p in names.items()]},
-          open(sys.argv[1], "w"))
-PY
+python3 bench/demo-stock.py "$data/stock.json"
 "$bin" catalog import "$data/stock.json" > /dev/null
 # The floor's scratch database, on the ledger's own cluster (trust auth on its socket; see EmbeddedPostgres).
 pg=(-h "$data/d/run" -p 5432 -U postgres)

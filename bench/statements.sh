@@ -16,14 +16,7 @@ work=$(mktemp -d /tmp/ledgerd-bench-statements.XXXXXX)
 chmod 755 "$work"
 pid=
 trap '[ -z "$pid" ] || { kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }; rm -rf "$work"' EXIT
-python3 - "$work/stock.json" <<'PY'
-import json, sys
-names = {"Clock": "50.00", "Pen": "25.00", "Pencil": "0.50", "Stapler": "15.00", "Cup": "20.00", "Catpad": "12.00",
-         "Chocolate Hearts": "8.00", "White Eraser": "8.00", "Hammer": "7.00", "Red Scarf": "8.00", "T-Ruler": "14.00",
-         "Whiteboard Eraser": "5.00"}
-json.dump({"products": [{"name": n, "description": "", "price": p, "stock": 10_000_000} for n, p in names.items()]},
-          open(sys.argv[1], "w"))
-PY
+python3 bench/demo-stock.py "$work/stock.json"
 port=23470
 for spec in "$@"; do
   name=${spec%%=*}; bin=${spec#*=}; dir="$work/$name"; mkdir -p "$dir"; chmod 755 "$dir"

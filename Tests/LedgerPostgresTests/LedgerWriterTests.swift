@@ -57,41 +57,50 @@ import Testing
         }
     }
 
-    /// A command decided in a writer's batch on a state another process has moved since: the database refuses the
-    /// batch's belief, the writer learns the version, reads the product fresh and decides again — the sale lands on
-    /// the true stock, and the next one is refused once that stock is gone.
-    @Test func aCommandDecidedOnAStaleCacheIsDecidedAgainOnTheStockAnotherProcessLeft() async throws {
+    /// Two writers on one fresh database, each with its own loader: two daemons' write paths, in one test process.
+    static func withTwoProcesses(
+        _ body: @Sendable (LedgerWriter, AggregateLoader, LedgerWriter, AggregateLoader, DatabaseClient) async throws -> Void
+    ) async throws {
         let db = try await TestDatabase.fresh()
         try await db.withWriter { first, client in
             try await db.withWriter { second, _ in
                 let here = AggregateLoader(store: EventStore(client: client, logger: TestCluster.logger))
                 let there = AggregateLoader(store: EventStore(client: client, logger: TestCluster.logger))
-                let pen = CommandDecisionsTests.pen
-                let list = LedgerCommand(reads: AggregateKeys(products: [pen]), now: CommandDecisionsTests.t0, metadata: EventMetadata()) { states in
-                    #expect(states.products[pen] == nil)
-                    let listed = ProductListed(
-                        productID: pen,
-                        sku: "pen",
-                        name: "Pen",
-                        description: "",
-                        imageFile: "pen.png",
-                        price: Money(minorUnits: 2500, currency: .usd)
-                    )
-                    let events: [DomainEvent] = [.product(.listed(listed)), .product(.stockReceived(StockReceived(productID: pen, quantity: 2)))]
-                    return CommandPlan(plan: AppendPlan([PlannedAppend(streamID: pen.streamID, expectedVersion: .noStream, events: events)]))
-                }
-                _ = try await first.decide(list, states: here)
-                // The other process sells one: this writer's cache still says two are left.
-                _ = try await second.decide(CommandDecisionsTests.reserve("order-there"), states: there)
-                let sold = try await first.decide(CommandDecisionsTests.reserve("order-here"), states: here)
-                #expect(sold.result != nil)
-                #expect(sold.states?.products[pen]?.version == 4)
-                #expect(sold.states?.products[pen]?.available == 0)
-                await #expect(throws: ProductRejection.self) { try await first.decide(CommandDecisionsTests.reserve("order-late"), states: here) }
-                #expect(
-                    try await column(client, "SELECT count(*) FROM ledger.events WHERE stream_id = \(pen.streamID.rawValue)", as: Int64.self) == [4]
-                )
+                try await body(first, here, second, there, client)
             }
+        }
+    }
+
+    /// A command decided in a writer's batch on a state another process has moved since: the database refuses the
+    /// batch's belief, the writer learns the version, reads the product fresh and decides again — the sale lands on
+    /// the true stock, and the next one is refused once that stock is gone.
+    @Test func aCommandDecidedOnAStaleCacheIsDecidedAgainOnTheStockAnotherProcessLeft() async throws {
+        try await Self.withTwoProcesses { first, here, second, there, client in
+            let pen = CommandDecisionsTests.pen
+            let list = LedgerCommand(reads: AggregateKeys(products: [pen]), now: CommandDecisionsTests.t0, metadata: EventMetadata()) { states in
+                #expect(states.products[pen] == nil)
+                let listed = ProductListed(
+                    productID: pen,
+                    sku: "pen",
+                    name: "Pen",
+                    description: "",
+                    imageFile: "pen.png",
+                    price: Money(minorUnits: 2500, currency: .usd)
+                )
+                let events: [DomainEvent] = [.product(.listed(listed)), .product(.stockReceived(StockReceived(productID: pen, quantity: 2)))]
+                return CommandPlan(plan: AppendPlan([PlannedAppend(streamID: pen.streamID, expectedVersion: .noStream, events: events)]))
+            }
+            _ = try await first.decide(list, states: here)
+            // The other process sells one: this writer's cache still says two are left.
+            _ = try await second.decide(CommandDecisionsTests.reserve("order-there"), states: there)
+            let sold = try await first.decide(CommandDecisionsTests.reserve("order-here"), states: here)
+            #expect(sold.result != nil)
+            #expect(sold.states?.products[pen]?.version == 4)
+            #expect(sold.states?.products[pen]?.available == 0)
+            await #expect(throws: ProductRejection.self) { try await first.decide(CommandDecisionsTests.reserve("order-late"), states: here) }
+            #expect(
+                try await column(client, "SELECT count(*) FROM ledger.events WHERE stream_id = \(pen.streamID.rawValue)", as: Int64.self) == [4]
+            )
         }
     }
 
@@ -99,48 +108,43 @@ import Testing
     /// one it appends to makes the writer read *every* stream of the command fresh, so the decision never mixes a
     /// stream caught up with one left behind (the read-only one would pass the database's check stale).
     @Test func aStaleReadMakesEveryReadOfTheCommandFresh() async throws {
-        let db = try await TestDatabase.fresh()
-        try await db.withWriter { first, client in
-            try await db.withWriter { second, _ in
-                let here = AggregateLoader(store: EventStore(client: client, logger: TestCluster.logger))
-                let there = AggregateLoader(store: EventStore(client: client, logger: TestCluster.logger))
-                let (pen, cup) = (CommandDecisionsTests.pen, ProductID("cup")!)
-                let t0 = CommandDecisionsTests.t0
-                func list(_ id: ProductID) -> LedgerCommand {
-                    LedgerCommand(reads: AggregateKeys(products: [id]), now: t0, metadata: EventMetadata()) { _ in
-                        let listed = ProductListed(
-                            productID: id,
-                            sku: id.rawValue,
-                            name: id.rawValue,
-                            description: "",
-                            imageFile: "x.png",
-                            price: Money(minorUnits: 100, currency: .usd)
-                        )
-                        let events: [DomainEvent] = [.product(.listed(listed)), .product(.stockReceived(StockReceived(productID: id, quantity: 5)))]
-                        return CommandPlan(plan: AppendPlan([PlannedAppend(streamID: id.streamID, expectedVersion: .noStream, events: events)]))
-                    }
+        try await Self.withTwoProcesses { first, here, second, there, client in
+            let (pen, cup) = (CommandDecisionsTests.pen, ProductID("cup")!)
+            let t0 = CommandDecisionsTests.t0
+            func list(_ id: ProductID) -> LedgerCommand {
+                LedgerCommand(reads: AggregateKeys(products: [id]), now: t0, metadata: EventMetadata()) { _ in
+                    let listed = ProductListed(
+                        productID: id,
+                        sku: id.rawValue,
+                        name: id.rawValue,
+                        description: "",
+                        imageFile: "x.png",
+                        price: Money(minorUnits: 100, currency: .usd)
+                    )
+                    let events: [DomainEvent] = [.product(.listed(listed)), .product(.stockReceived(StockReceived(productID: id, quantity: 5)))]
+                    return CommandPlan(plan: AppendPlan([PlannedAppend(streamID: id.streamID, expectedVersion: .noStream, events: events)]))
                 }
-                func receive(_ id: ProductID) -> LedgerCommand {
-                    LedgerCommand(reads: AggregateKeys(products: [id]), now: t0, metadata: EventMetadata()) { states in
-                        let version = states.products[id]!.version
-                        let event = DomainEvent.product(.stockReceived(StockReceived(productID: id, quantity: 1)))
-                        return CommandPlan(
-                            plan: AppendPlan([PlannedAppend(streamID: id.streamID, expectedVersion: .exact(version), events: [event])])
-                        )
-                    }
-                }
-                _ = try await first.decide(list(pen), states: here)
-                _ = try await first.decide(list(cup), states: here)
-                // The other process moves both: the cup (which the command below only reads), then the pen.
-                _ = try await second.decide(receive(cup), states: there)
-                _ = try await second.decide(receive(pen), states: there)
-                // Reads both, appends to the pen only.
-                var reserve = CommandDecisionsTests.reserve("order-here")
-                reserve.reads = AggregateKeys(products: [pen, cup])
-                let sold = try await first.decide(reserve, states: here)
-                #expect(sold.decidedOn.products[pen]?.version == 3)
-                #expect(sold.decidedOn.products[cup]?.version == 3, "the cup was decided on as this writer remembered it")
             }
+            func receive(_ id: ProductID) -> LedgerCommand {
+                LedgerCommand(reads: AggregateKeys(products: [id]), now: t0, metadata: EventMetadata()) { states in
+                    let version = states.products[id]!.version
+                    let event = DomainEvent.product(.stockReceived(StockReceived(productID: id, quantity: 1)))
+                    return CommandPlan(
+                        plan: AppendPlan([PlannedAppend(streamID: id.streamID, expectedVersion: .exact(version), events: [event])])
+                    )
+                }
+            }
+            _ = try await first.decide(list(pen), states: here)
+            _ = try await first.decide(list(cup), states: here)
+            // The other process moves both: the cup (which the command below only reads), then the pen.
+            _ = try await second.decide(receive(cup), states: there)
+            _ = try await second.decide(receive(pen), states: there)
+            // Reads both, appends to the pen only.
+            var reserve = CommandDecisionsTests.reserve("order-here")
+            reserve.reads = AggregateKeys(products: [pen, cup])
+            let sold = try await first.decide(reserve, states: here)
+            #expect(sold.decidedOn.products[pen]?.version == 3)
+            #expect(sold.decidedOn.products[cup]?.version == 3, "the cup was decided on as this writer remembered it")
         }
     }
 
