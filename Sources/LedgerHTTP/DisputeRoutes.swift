@@ -12,7 +12,7 @@ public protocol DisputeOperator: Sendable {
     func accept(id: String, actor: String) async throws -> DisputeView
 }
 
-/// Back-office dispute routes (issue 17):
+/// Back-office dispute routes:
 /// - operator or auditor key: `GET /disputes?status=&due_before=`, `GET /disputes/{id}` (with its history);
 /// - operator key: `POST /disputes/{id}/defend {"evidence_refs": [...]}`, `POST /disputes/{id}/accept`.
 /// A refused answer (illegal in the dispute's stage, past its deadline) is a 4xx and appends nothing.

@@ -34,7 +34,7 @@ public protocol JournalReader: Sendable {
     func page(fromMicros: Int64, toMicros: Int64, after: Int64, limit: Int) async throws -> JournalService.Page
 }
 
-/// Feeds for the systems downstream (issue 16):
+/// Feeds for the systems downstream:
 /// - reads (operator or auditor key): `GET /events/stream?after=&type=&stream_prefix=` (Server-Sent
 ///   Events, `id:` = position, resumable with `Last-Event-ID`), `GET /subscriptions`,
 ///   `GET /subscriptions/{name}/events?limit=&wait=`, `GET /webhooks`, `GET /webhooks/{id}`,

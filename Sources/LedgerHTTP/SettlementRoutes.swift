@@ -4,7 +4,7 @@ import Hummingbird
 import LedgerCore
 import LedgerServices
 
-/// Runs and reads end-of-day settlement batches (issue 5).
+/// Runs and reads end-of-day settlement batches.
 public protocol SettlementOperator: Sendable {
     /// Settles a business date; returns the run's summary. Refusals throw ``ServiceError``.
     /// `progress`, when given, receives each step of a long run as it happens.

@@ -5,7 +5,7 @@ import struct Foundation.Date
 // The authorization hold aggregate: one stream per order's hold (`hold-<order id>`).
 //
 // Issue 3 only places holds. The state already carries the full money picture of ``HoldBalance``
-// (authorized + incremented = captured + reversed + expired + open), so that issue 4's capture,
+// (authorized + incremented = captured + reversed + expired + open), so that the hold operations' capture,
 // increment, void, expiry and refund events extend this stream and its evolve without reshaping it.
 
 /// The issuer approved and holds `amount` on the card until `expiresAt`.
@@ -148,6 +148,7 @@ public struct HoldState: Hashable, Sendable {
             state.balance.refunded = state.balance.refunded.plus(e.amount)
             state.modificationReferences.insert(e.modificationReference)
         }
+        assert(state.balance.satisfiesIdentity, "hold \(state.orderID): the money identity broke at version \(state.version + 1)")
         state.version += 1
         return state
     }

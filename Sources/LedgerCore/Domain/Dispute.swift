@@ -3,7 +3,7 @@ import LedgerMacros
 import struct Foundation.Date
 import struct Foundation.TimeInterval
 
-// The dispute lifecycle (issue 17): one stream per dispute (`dispute-<id>`), decided by
+// The dispute lifecycle: one stream per dispute (`dispute-<id>`), decided by
 // ``DisputeDecider`` from the dispute's state, a command and an injected clock. A dispute is raised
 // by the card network through the acquirer (an inquiry / retrieval request, or a chargeback), the
 // merchant defends with references to evidence kept elsewhere (never documents in the log), the

@@ -2,7 +2,7 @@ import LedgerMacros
 
 import struct Foundation.Date
 
-// The life of an authorization hold after it is placed (issue 4), as pure steps around one
+// The life of an authorization hold after it is placed, as pure steps around one
 // acquirer call, like the storefront payment:
 //
 //   prepare(operation) ──► the acquirer request to send (or a rejection: nothing is sent, nothing appended)
@@ -515,7 +515,7 @@ public enum HoldLifecycle {
     /// The order's status given its hold's money, its shipment and its dispute (if any). One
     /// function, used by the deciders (to record it) and by tests (to check it).
     ///
-    /// A dispute decides first (issue 17): while its funds are debited, and once it is accepted or
+    /// A dispute decides first: while its funds are debited, and once it is accepted or
     /// lost, the order is `charged_back`; while it is open with its funds not debited, `disputed`; a
     /// won dispute leaves the status its money and shipment give.
     public static func status(balance b: HoldBalance, shipped: Bool, dispute: DisputeState? = nil) -> OrderStatus {

@@ -8,7 +8,7 @@ import struct Foundation.Date
 
 // MARK: - Status
 
-/// Where an order stands, across the whole card lifecycle (issues 3 and 4).
+/// Where an order stands, across the whole card lifecycle.
 ///
 /// Issue 3's commands reach `pending_payment`, `payment_unknown`, `authorized`, `declined` and
 /// `cancelled`; the others are named now so that projections and the HTTP layer can be written once.
@@ -30,9 +30,9 @@ public enum OrderStatus: String, Hashable, Sendable, Codable, CaseIterable {
     /// outcome. Not in the issue's list; a separate status because "declined" would blame the issuer.
     case cancelled
     /// A dispute is open on the payment and its funds are not debited (an inquiry, a reversed chargeback
-    /// awaiting the issuer) (issue 17).
+    /// awaiting the issuer).
     case disputed
-    /// The payment was charged back: a dispute's funds are debited, or it was accepted or lost (issue 17).
+    /// The payment was charged back: a dispute's funds are debited, or it was accepted or lost.
     case chargedBack = "charged_back"
 
     /// Whether the acquirer's answer is still awaited (the order is a recovery candidate).

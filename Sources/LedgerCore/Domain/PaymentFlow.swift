@@ -208,7 +208,7 @@ public enum PaymentFlow {
             else {
                 return .failure(.responseMismatch("approval without psp reference, auth code or hold expiry"))
             }
-            // Capture at authorization is issue 4's policy; recording it as a plain hold would lose money facts.
+            // Capture at authorization is the capture policy's (HoldService, automatic capture); recording it as a plain hold would lose money facts.
             guard response.immediateCapture == nil else { return .failure(.responseMismatch("immediate capture is not handled yet")) }
             let hold = AuthorizationHoldPlaced(
                 orderID: order.id,

@@ -92,9 +92,9 @@ public enum ReservationReleaseReason: String, Hashable, Sendable, Codable, CaseI
     case paymentDeclined = "payment_declined"
     /// Recovery found no payment at the acquirer, or reversed one whose outcome stayed unknown.
     case paymentNotCompleted = "payment_not_completed"
-    /// The hold was voided in full (issue 4).
+    /// The hold was voided in full.
     case orderVoided = "order_voided"
-    /// The hold expired uncaptured (issue 4).
+    /// The hold expired uncaptured.
     case holdExpired = "hold_expired"
     /// An operator released it by hand.
     case operatorRequest = "operator_request"

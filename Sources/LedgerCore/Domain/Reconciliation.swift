@@ -1,6 +1,6 @@
 import LedgerMacros
 
-// Reconciliation of a settlement batch (issue 5): the acquirer's report against the batch's ledger
+// Reconciliation of a settlement batch: the acquirer's report against the batch's ledger
 // items, matched by our modification reference (the report's "Modification Merchant Reference")
 // and else by the acquirer's ("Modification Reference"). Pure: the caller reads the report and
 // the ledger, and records the result as an event on `reconciliation-<batch id>`.

@@ -7,7 +7,7 @@ import struct Foundation.DateComponents
 import struct Foundation.TimeZone
 import struct Foundation.UUID
 
-// End-of-day settlement (issue 5), as pure steps. One batch per merchant account, currency and
+// End-of-day settlement, as pure steps. One batch per merchant account, currency and
 // business date, its own stream `settlement-<merchant>-<currency>-<date>`:
 //
 //   opened (business date, cut-off instant, pinned ledger position)

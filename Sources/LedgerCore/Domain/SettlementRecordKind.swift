@@ -1,4 +1,4 @@
-// What each record type of a settlement report means to reconciliation (issue 17): the Adyen
+// What each record type of a settlement report means to reconciliation: the Adyen
 // Settlement Details Report's `Type` column and Stripe's itemized payout reconciliation report's
 // `reporting_category`, mapped to one normalized kind. A type no mapping knows is `unmapped`, which
 // reconciliation reports as its own break (`unmapped_record`), never dropping the line.

@@ -1,6 +1,6 @@
 import LedgerMacros
 
-// Importers of the acquirers' own settlement report formats (issue 17): the Adyen Settlement
+// Importers of the acquirers' own settlement report formats: the Adyen Settlement
 // Details Report, the Adyen Payment Accounting Report and Stripe's itemized payout reconciliation
 // report, read line by line (``CSVRecordStream``) into the ledger's normalized report line
 // (``SettlementReportLine``), whose `type` is the Adyen record type (Stripe's reporting categories

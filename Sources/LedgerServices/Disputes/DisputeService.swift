@@ -83,7 +83,7 @@ public struct DisputeView: Sendable, Hashable {
     }
 }
 
-/// The dispute lifecycle as use cases (issue 17): each dispute on its own stream (`dispute-<id>`),
+/// The dispute lifecycle as use cases: each dispute on its own stream (`dispute-<id>`),
 /// decided by ``DisputeDecider`` on the dispute's folded state and the injected clock. An append
 /// carries the dispute's events and, when the order's status changes, the order's
 /// `OrderPaymentUpdated` (operation `dispute`) — one append through the ``DomainCommitter``, whose

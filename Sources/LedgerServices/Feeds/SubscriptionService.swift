@@ -3,7 +3,7 @@ import LedgerCore
 import LedgerPostgres
 import Logging
 
-/// Durable subscriptions (issue 16): a named consumer's filter and checkpoint, stored in PostgreSQL.
+/// Durable subscriptions: a named consumer's filter and checkpoint, stored in PostgreSQL.
 ///
 /// At-least-once: ``events(_:limit:wait:)`` returns what follows the checkpoint and moves nothing; the
 /// consumer processes it, then acknowledges ``SubscriptionPage/through`` (or any position it finished).

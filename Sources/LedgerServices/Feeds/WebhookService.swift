@@ -38,7 +38,7 @@ public struct WebhookView: Sendable, Hashable {
     }
 }
 
-/// Webhook endpoints (issue 16): registration, delivery history, redelivery and secret rotation. The
+/// Webhook endpoints: registration, delivery history, redelivery and secret rotation. The
 /// deliveries themselves are the ``WebhookDispatcher``'s.
 public struct WebhookService: Sendable {
     public static let defaultGrace: Duration = .seconds(86_400)

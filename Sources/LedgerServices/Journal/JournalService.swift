@@ -2,7 +2,7 @@ import Foundation
 import LedgerCore
 import LedgerPostgres
 
-/// The accounting journal of a period (issue 16): the entries of the money events recorded in
+/// The accounting journal of a period: the entries of the money events recorded in
 /// [from, to) (ledger time), folded by ``AccountingJournal`` with the orders' earlier events as context.
 public struct JournalService: Sendable {
     /// Most money events one journal request folds (a day of a busy shop is far below).

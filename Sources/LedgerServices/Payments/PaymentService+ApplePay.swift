@@ -7,7 +7,7 @@ import LedgerPostgres
 import Logging
 import Metrics
 
-// `POST /payment` with `gateway: "applepay"` (issue 7): the ledger verifies and decrypts the token itself.
+// `POST /payment` with `gateway: "applepay"`: the ledger verifies and decrypts the token itself.
 //
 //   verify (signature, chain, markers, freshness, merchant key) → applicationData → decrypt
 //   → transaction id not used before (quick read of its marker stream)

@@ -37,7 +37,7 @@ public struct SettlementRunSummary: Sendable, Hashable {
     public let batches: [SettlementBatchOutcome]
 }
 
-/// A batch's reconciliations as the back office reads them (issue 17: every upload is its own
+/// A batch's reconciliations as the back office reads them (every upload is its own
 /// reconciliation, kept beside the acquirer's; a resolution stays visible forever): one entry per
 /// report (the acquirer's first, then uploads in the order they were first reconciled), each its
 /// latest result with its breaks and their resolutions, and every resolution ever recorded. The view

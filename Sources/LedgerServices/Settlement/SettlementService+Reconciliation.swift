@@ -5,7 +5,7 @@ import LedgerCore
 import LedgerPostgres
 import PostgresNIO
 
-/// Reconciliation of settled batches (issue 5, point 4): run after every settlement step that
+/// Reconciliation of settled batches: run after every settlement step that
 /// finishes a batch, for that batch and the one before it in the same currency (whose expected
 /// window the new report closes). A result is appended only when it differs from the last one
 /// recorded, so re-runs append nothing.

@@ -2,7 +2,7 @@ import Foundation
 import LedgerAcquirer
 import LedgerCore
 
-/// The end-of-day settlement configuration (issue 5):
+/// The end-of-day settlement configuration:
 ///
 /// | variable | default | meaning |
 /// |---|---|---|
