@@ -1,6 +1,7 @@
 import Foundation
 import HummingbirdTesting
 import LedgerApp
+import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
 import LedgerServices
@@ -38,6 +39,26 @@ import Testing
             // moved in between); the shipping method is read fresh for the price.
             #expect(loads.products == 2, "\(loads)")
             #expect(loads.shippingMethods == 1, "\(loads)")
+        }
+    }
+
+    /// The writer's fresh read of many orders and holds (an expiry page after a conflict) is one query; its states
+    /// are the ones a stream-by-stream read folds, and it leaves them remembered at their versions.
+    @Test func aFreshReadOfSeveralOrdersAndHoldsFoldsAsStreamByStream() async throws {
+        try await TestApp.withApp(seed: true) { client, services in
+            var ids: [OrderID] = []
+            for _ in 0..<3 { ids.append(OrderID(try await storefront.placeOrder(client))!) }
+            _ = try await backOffice.operate(client, ids[0].rawValue, "capture", key: "first")
+            let keys = AggregateKeys(orders: ids, holds: ids)
+            let together = try await services.payments.loader.states(keys, fresh: Set(keys.streams))
+            let alone = AggregateLoader(store: services.store)
+            for id in ids {
+                let (order, hold) = (try await alone.order(id), try await alone.hold(id))
+                #expect(together.orders[id] == order && together.holds[id] == hold, "\(id)")
+                #expect(try await services.payments.loader.order(id, fresh: false)?.version == order?.version)
+                #expect(try await services.payments.loader.hold(id, fresh: false)?.version == hold?.version)
+            }
+            #expect(together.holds[ids[0]]?.balance.captured.isZero == false)
         }
     }
 
