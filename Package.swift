@@ -53,17 +53,21 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        // The deterministic acquirer model: authorization holds, settlement batches, reports. Pure.
-        .target(name: "LedgerAcquirer", dependencies: ["LedgerCore", "LedgerMacros"]),
+        // The contract between the ledger and its acquirer, which both sides import: the wire API's paths and bodies,
+        // the settlement report's CSV, the business calendar and cut-off, the fee schedules. Pure.
+        .target(name: "LedgerAcquirerAPI", dependencies: ["LedgerCore", "LedgerMacros"]),
+        // The deterministic acquirer model (the simulator): authorization holds, settlement batches, reports. Pure.
+        // Only the acquirer service, its tests and the benchmarks import it; the ledger speaks LedgerAcquirerAPI.
+        .target(name: "LedgerAcquirer", dependencies: ["LedgerCore", "LedgerAcquirerAPI", "LedgerMacros"]),
         // Starting and reaping child processes (posix_spawn) for the daemon and the tests: not Foundation's Process,
         // whose run() can crash on Linux (ChildProcessHandle says why).
         .target(name: "LedgerProcess"),
-        // The ledger's side of the acquirer's wire API: the wire types (shared with the service) and the adapter
-        // (AsyncHTTPClient: timeouts, retries under one idempotency key, a circuit breaker, metrics).
+        // The ledger's side of the acquirer's wire API (LedgerAcquirerAPI): the adapter (AsyncHTTPClient: timeouts,
+        // retries under one idempotency key, a circuit breaker, metrics).
         .target(
             name: "LedgerAcquirerClient",
             dependencies: [
-                "LedgerCore", "LedgerMacros",
+                "LedgerCore", "LedgerAcquirerAPI", "LedgerMacros",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -75,7 +79,8 @@ let package = Package(
         .target(
             name: "LedgerAcquirerService",
             dependencies: [
-                "LedgerCore", "LedgerAcquirer", "LedgerAcquirerClient", "LedgerPostgres", "LedgerMacros", "LedgerHTTPServer",
+                "LedgerCore", "LedgerAcquirer", "LedgerAcquirerAPI", "LedgerAcquirerClient", "LedgerPostgres", "LedgerMacros",
+                "LedgerHTTPServer",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -142,7 +147,7 @@ let package = Package(
         .target(
             name: "LedgerServices",
             dependencies: [
-                "LedgerCore", "LedgerAcquirer", "LedgerPostgres", "LedgerPayments", "LedgerMacros",
+                "LedgerCore", "LedgerAcquirerAPI", "LedgerPostgres", "LedgerPayments", "LedgerMacros",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -167,7 +172,7 @@ let package = Package(
         .target(
             name: "LedgerApp",
             dependencies: [
-                "LedgerCore", "LedgerAcquirer", "LedgerPostgres", "LedgerServices", "LedgerHTTP", "LedgerPayments",
+                "LedgerCore", "LedgerAcquirerAPI", "LedgerPostgres", "LedgerServices", "LedgerHTTP", "LedgerPayments",
                 "LedgerAcquirerClient", "LedgerAcquirerService", "LedgerHTTPServer", "LedgerProcess",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -190,7 +195,8 @@ let package = Package(
         .target(
             name: "LedgerBench",
             dependencies: [
-                "LedgerCore", "LedgerAcquirer", "LedgerPostgres", "LedgerServices", "LedgerApp", "LedgerPayments", "LedgerPaymentsTesting",
+                "LedgerCore", "LedgerAcquirer", "LedgerAcquirerAPI", "LedgerPostgres", "LedgerServices", "LedgerApp", "LedgerPayments",
+                "LedgerPaymentsTesting", "LedgerAcquirerService",
                 "LedgerMacros", "LedgerAcquirerClient",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -203,7 +209,8 @@ let package = Package(
         .executableTarget(
             name: "ledgerd",
             dependencies: [
-                "LedgerApp", "LedgerServices", "LedgerHTTP", "LedgerBench", "LedgerAcquirer", "LedgerAcquirerService", "LedgerCore",
+                "LedgerApp", "LedgerServices", "LedgerHTTP", "LedgerBench", "LedgerAcquirer", "LedgerAcquirerAPI", "LedgerAcquirerService",
+                "LedgerCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
@@ -211,7 +218,7 @@ let package = Package(
         // Pure test helpers: the decider given/when/then spec and the seeded property-test generator.
         .target(
             name: "LedgerCoreTestSupport",
-            dependencies: ["LedgerCore", "LedgerAcquirer"],
+            dependencies: ["LedgerCore", "LedgerAcquirer", "LedgerAcquirerAPI"],
             path: "Tests/LedgerCoreTestSupport"
         ),
         // Test harness: one embedded cluster per test run, a fresh database per test, the application
@@ -219,7 +226,8 @@ let package = Package(
         .target(
             name: "LedgerTestSupport",
             dependencies: [
-                "LedgerCore", "LedgerPostgres", "LedgerServices", "LedgerHTTP", "LedgerApp", "LedgerAcquirerService", "LedgerProcess",
+                "LedgerCore", "LedgerPostgres", "LedgerServices", "LedgerHTTP", "LedgerApp", "LedgerAcquirer", "LedgerAcquirerService",
+                "LedgerProcess",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -240,10 +248,12 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerCoreTests",
-            dependencies: ["LedgerCore", "LedgerAcquirer", "LedgerCoreTestSupport", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "LedgerCore", "LedgerAcquirer", "LedgerAcquirerAPI", "LedgerCoreTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         // Golden/: report files the tests compare against, read by path.
-        .testTarget(name: "LedgerAcquirerTests", dependencies: ["LedgerAcquirer", "LedgerCore"], exclude: ["Golden"]),
+        .testTarget(name: "LedgerAcquirerTests", dependencies: ["LedgerAcquirer", "LedgerAcquirerAPI", "LedgerCore"], exclude: ["Golden"]),
         .testTarget(
             name: "LedgerPaymentsTests",
             dependencies: [
@@ -273,7 +283,7 @@ let package = Package(
             name: "LedgerAppTests",
             dependencies: [
                 "LedgerApp", "LedgerServices", "LedgerHTTP", "LedgerTestSupport", "LedgerCoreTestSupport", "ledgerd", "LedgerPayments",
-                "LedgerPaymentsTesting", "LedgerAcquirer", "LedgerAcquirerClient", "LedgerAcquirerService", "LedgerPostgres",
+                "LedgerPaymentsTesting", "LedgerAcquirer", "LedgerAcquirerAPI", "LedgerAcquirerClient", "LedgerAcquirerService", "LedgerPostgres",
                 "LedgerHTTPServer", "LedgerProcess",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

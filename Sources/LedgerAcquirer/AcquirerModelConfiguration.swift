@@ -1,3 +1,4 @@
+import LedgerAcquirerAPI
 import LedgerCore
 import LedgerMacros
 
@@ -96,4 +97,11 @@ public struct AcquirerModelConfiguration: Hashable, Sendable, Codable {
 public struct CreditLimit: Hashable, Sendable, Codable {
     public var token: String
     public var limit: Money
+}
+
+extension SettlementReportCSV {
+    /// A reader/writer for the reports of a model with `configuration` (UTC plus its cut-off zone).
+    public init(for configuration: AcquirerModelConfiguration) {
+        self.init(timeZones: [.utc, configuration.cutOff.timeZone])
+    }
 }

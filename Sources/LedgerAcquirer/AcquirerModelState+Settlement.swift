@@ -1,3 +1,4 @@
+import LedgerAcquirerAPI
 import LedgerCore
 
 import struct Foundation.Date

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import LedgerAcquirerAPI
 import LedgerCore
 import Logging
 import Metrics

@@ -2,6 +2,7 @@ import Crypto
 import HTTPTypes
 import Hummingbird
 import LedgerAcquirer
+import LedgerAcquirerAPI
 import LedgerAcquirerClient
 import LedgerCore
 import Logging

@@ -1,4 +1,5 @@
 import LedgerAcquirer
+import LedgerAcquirerAPI
 import LedgerAcquirerClient
 import LedgerCore
 

@@ -1,5 +1,5 @@
 import Foundation
-import LedgerAcquirer
+import LedgerAcquirerAPI
 import LedgerAcquirerClient
 import LedgerAcquirerService
 import LedgerCore
@@ -64,7 +64,7 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
         return try launchChild(
             directory: directory,
             secrets: AcquirerSecrets(apiKey: apiKey, databaseURL: databaseURL),
-            model: configuration.acquirerModelConfiguration,
+            settings: configuration.supervisedAcquirerSettings,
             seed: configuration.acquirerSeed,
             migrations: migrations,
             logLevel: configuration.logLevel.rawValue,
@@ -81,7 +81,7 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
         embedded endpoint: EmbeddedPostgres.Endpoint,
         directory: URL,
         migrations: URL,
-        model: AcquirerModelConfiguration,
+        settings: SupervisedAcquirerSettings,
         seed: UInt64,
         logLevel: String,
         apiKey: String,
@@ -98,7 +98,7 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
                 apiKey: apiKey,
                 databaseURL: "postgres://acquirer_app@localhost:\(endpoint.port)/acquirer?host=\(endpoint.socketDirectory)"
             ),
-            model: model,
+            settings: settings,
             seed: seed,
             migrations: migrations,
             logLevel: logLevel,
@@ -112,7 +112,7 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
     private static func launchChild(
         directory: URL,
         secrets: AcquirerSecrets,
-        model: AcquirerModelConfiguration,
+        settings: SupervisedAcquirerSettings,
         seed: UInt64,
         migrations: URL,
         logLevel: String,
@@ -123,12 +123,12 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
     ) throws -> (AcquirerSupervisor, HTTPAcquirer) {
         let secretsFile = directory.appendingPathComponent("secrets.json").path
         try secrets.write(to: secretsFile)
-        let modelFile = directory.appendingPathComponent("model.json")
-        try LedgerJSON.encode(model).write(to: modelFile, options: .atomic)
+        let settingsFile = directory.appendingPathComponent("settings.json")
+        try LedgerJSON.encode(settings).write(to: settingsFile, options: .atomic)
         var arguments = [
             "acquirer", "serve",
             "--secrets-file", secretsFile,
-            "--model-configuration", modelFile.path,
+            "--supervised-settings", settingsFile.path,
             "--seed", String(seed),
             "--host", "127.0.0.1",
             "--migrations-dir", migrations.path,
@@ -305,16 +305,18 @@ private final class Keeper: @unchecked Sendable {
 }
 
 extension LedgerConfiguration {
-    /// The acquirer model's configuration as the ledger's settings shape it (credit limit, hold
-    /// lifetimes, calendar, funding lag): what an in-process model and the child service both use.
-    public var acquirerModelConfiguration: AcquirerModelConfiguration {
-        AcquirerModelConfiguration(
-            defaultCreditLimit: acquirerCreditLimit,
-            holdLifetimes: holdLifetimes.sorted { $0.key.rawValue < $1.key.rawValue }
-                .map { HoldLifetimeRule(network: $0.key, lifetimeSeconds: $0.value) } + HoldLifetimeRule.standard,
+    /// What the ledger's settings say about its acquirer account (merchant account, fee schedules, calendar, funding
+    /// lag) and the test issuer (credit limit, hold lifetimes, dispute rate): what the child service and the tests'
+    /// in-process model are configured from.
+    public var supervisedAcquirerSettings: SupervisedAcquirerSettings {
+        SupervisedAcquirerSettings(
+            merchantAccount: settlement.merchantAccount,
+            pricing: settlement.pricing,
             calendar: settlement.calendar,
             fundingLagBusinessDays: settlement.fundingLagBusinessDays,
-            disputes: .perMille(acquirerDisputeRatePerMille)
+            defaultCreditLimit: acquirerCreditLimit,
+            holdLifetimes: holdLifetimes.sorted { $0.key.rawValue < $1.key.rawValue }.map { NetworkHoldLifetime(network: $0.key, seconds: $0.value) },
+            disputeRatePerMille: acquirerDisputeRatePerMille
         )
     }
 }

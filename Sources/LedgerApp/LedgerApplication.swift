@@ -1,6 +1,5 @@
 import Foundation
 import Hummingbird
-import LedgerAcquirer
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
@@ -90,8 +89,8 @@ public struct ServiceContainer: Sendable {
     let logger: Logger
 
     /// - Parameters:
-    ///   - acquirer: the acquirer to authorize against; by default an in-process deterministic model
-    ///     seeded with `LEDGERD_ACQUIRER_SEED` (the daemon passes its ``HTTPAcquirer``).
+    ///   - acquirer: the acquirer to authorize against: the daemon passes its ``HTTPAcquirer``, the tests and
+    ///     benchmarks an in-process model configured from ``LedgerConfiguration/supervisedAcquirerSettings``.
     ///   - acquirerSupervisor: the child acquirer service, run first and stopped last.
     ///   - checkpointKey: signs checkpoints (the daemon reads it from `LEDGERD_CHECKPOINT_KEY`); nil: none.
     ///   - readClient: a streaming replica for auditors' reads (run as a service by the application); nil: the primary.
@@ -101,7 +100,7 @@ public struct ServiceContainer: Sendable {
         configuration: LedgerConfiguration,
         metrics: LedgerMetrics,
         keyring: APIKeyring,
-        acquirer: (any Acquirer)? = nil,
+        acquirer: any Acquirer,
         clock: @escaping @Sendable () -> Date = { Date() },
         checkpointKey: CheckpointKey? = nil,
         acquirerSupervisor: AcquirerSupervisor? = nil,
@@ -130,9 +129,6 @@ public struct ServiceContainer: Sendable {
         self.verifier = ChainVerifier(client: client, logger: logger)
         self.catalog = CatalogService(writer: writer, store: store, logger: logger)
         let loader = AggregateLoader(store: store)
-        // Without one (tests, benchmarks), an in-process model; the daemon passes its HTTP adapter.
-        let acquirer: any Acquirer =
-            acquirer ?? AcquirerModel(seed: configuration.acquirerSeed, configuration: configuration.acquirerModelConfiguration, clock: clock)
         let holds = HoldService(
             committer: DomainCommitter(writer: writer, loader: loader),
             loader: loader,
@@ -182,8 +178,6 @@ public struct ServiceContainer: Sendable {
             client: client,
             acquirer: acquirer,
             settings: configuration.settlement,
-            merchantAccount: AcquirerModelConfiguration().merchantAccount,
-            pricing: AcquirerModelConfiguration().pricing,
             clock: clock,
             logger: logger,
             faultCrashAt: configuration.faultCrashAt

@@ -1,6 +1,6 @@
 import Configuration
 import Foundation
-import LedgerAcquirer
+import LedgerAcquirerAPI
 import LedgerCore
 import LedgerServices
 
@@ -33,13 +33,31 @@ extension SettlementSettings {
         guard (1...1_000_000).contains(partLines) else {
             throw ConfigurationError("LEDGERD_SETTLEMENT_REPORT_PART_LINES must be 1…1000000")
         }
+        let account = reader.string(forKey: "ledgerd.settlement.merchant.account", default: SettlementSettings.defaultMerchantAccount)
+            .trimmingCharacters(in: .whitespaces)
+        guard !account.isEmpty, account.count <= 80, account.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "," }) else {
+            throw ConfigurationError("LEDGERD_SETTLEMENT_MERCHANT_ACCOUNT must be 1…80 printable ASCII characters without spaces or commas")
+        }
+        var pricing: [PricingSchedule] = [.demo(currency: .usd)]
+        if let path = reader.string(forKey: "ledgerd.settlement.pricing.file").flatMap({ $0.isEmpty ? nil : $0 }) {
+            do {
+                pricing = try LedgerJSON.decode([PricingSchedule].self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+            } catch {
+                throw ConfigurationError("LEDGERD_SETTLEMENT_PRICING_FILE: \(path) is not a JSON list of fee schedules (\(error))")
+            }
+            guard !pricing.isEmpty, Set(pricing.map(\.currency)).count == pricing.count else {
+                throw ConfigurationError("LEDGERD_SETTLEMENT_PRICING_FILE: \(path) needs one fee schedule per currency, at least one")
+            }
+        }
         return SettlementSettings(
             cutOff: cutOff,
             calendar: BusinessCalendar(holidays: holidays),
             fundingLagBusinessDays: lag,
             runAtCutOff: auto,
             submissionPageSize: pageSize,
-            reportPartLines: partLines
+            reportPartLines: partLines,
+            merchantAccount: account,
+            pricing: pricing
         )
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerAcquirer
+import LedgerAcquirerAPI
 import LedgerCore
 import LedgerMacros
 import LedgerPostgres
@@ -44,8 +45,6 @@ public struct ReportImportBenchmark: Sendable {
                 client: client,
                 acquirer: acquirer,
                 settings: settings,
-                merchantAccount: model.merchantAccount,
-                pricing: model.pricing,
                 clock: { clock.now },
                 logger: logger
             )

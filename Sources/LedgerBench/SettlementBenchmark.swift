@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import LedgerAcquirer
+import LedgerAcquirerAPI
 import LedgerAcquirerClient
 import LedgerApp
 import LedgerCore
@@ -51,13 +52,21 @@ public struct SettlementBenchmark: Sendable {
             let settings = SettlementSettings()
             let setupInstant = settings.cutOff.instant(closing: day).addingTimeInterval(-6 * 3600)
             let clock = SimulatedClock(setupInstant)
-            let model = AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: Int64.max / 4, currency: .usd))
+            let acquirerSettings = SupervisedAcquirerSettings(
+                merchantAccount: settings.merchantAccount,
+                pricing: settings.pricing,
+                calendar: settings.calendar,
+                fundingLagBusinessDays: settings.fundingLagBusinessDays,
+                defaultCreditLimit: Money(minorUnits: Int64.max / 4, currency: .usd),
+                holdLifetimes: [],
+                disputeRatePerMille: 0
+            )
             let apiKey = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
             let (supervisor, acquirer) = try await AcquirerSupervisor.start(
                 embedded: endpoint,
                 directory: directory.appendingPathComponent("acquirer"),
                 migrations: acquirerMigrations,
-                model: model,
+                settings: acquirerSettings,
                 seed: 1,
                 logLevel: logLevel,
                 apiKey: apiKey,
@@ -90,7 +99,6 @@ public struct SettlementBenchmark: Sendable {
                     day: day,
                     settings: settings,
                     clock: clock,
-                    model: model,
                     acquirer: acquirer,
                     acquirerPID: child,
                     atStart: atStart,
@@ -112,7 +120,6 @@ public struct SettlementBenchmark: Sendable {
         day: BusinessDate,
         settings: SettlementSettings,
         clock: SimulatedClock,
-        model: AcquirerModelConfiguration,
         acquirer: HTTPAcquirer,
         acquirerPID child: String,
         atStart: Int,
@@ -141,8 +148,6 @@ public struct SettlementBenchmark: Sendable {
             client: client,
             acquirer: acquirer,
             settings: settings,
-            merchantAccount: model.merchantAccount,
-            pricing: model.pricing,
             clock: { clock.now },
             logger: logger,
             progressSink: { step in

@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import LedgerAcquirer
 import LedgerAcquirerService
 import LedgerApp
 import LedgerCore
@@ -25,6 +24,11 @@ struct AcquirerCommand: AsyncParsableCommand {
         @Option(help: "JSON file with apiKey, databaseURL and optionally migrationDatabaseURL, mode 0600 (LEDGERD_ACQUIRER_SECRETS_FILE).")
         var secretsFile: String?
         @Option(help: "JSON AcquirerModelConfiguration (default: the standard model).") var modelConfiguration: String?
+        @Option(
+            help:
+                "JSON SupervisedAcquirerSettings: the supervising ledger's merchant account, fees, calendar and test issuer (instead of --model-configuration)."
+        )
+        var supervisedSettings: String?
         @Option(help: "Seed of the model (LEDGERD_ACQUIRER_SEED, default 1).") var seed: UInt64?
         @Option(
             help:
@@ -49,14 +53,11 @@ struct AcquirerCommand: AsyncParsableCommand {
             guard let secretsPath = secretsFile ?? environment["LEDGERD_ACQUIRER_SECRETS_FILE"] else {
                 throw ValidationError("--secrets-file (or LEDGERD_ACQUIRER_SECRETS_FILE) is required")
             }
-            var model =
-                try modelConfiguration.map {
-                    try LedgerJSON.decode(AcquirerModelConfiguration.self, from: Data(contentsOf: URL(fileURLWithPath: $0)))
-                } ?? AcquirerModelConfiguration()
-            if let rate = disputeRate ?? environment["LEDGERD_ACQUIRER_DISPUTE_RATE"].flatMap({ Int($0) }) {
-                guard (0...1_000).contains(rate) else { throw ValidationError("--dispute-rate is per mille, 0…1000") }
-                model.disputes = .perMille(rate)
-            }
+            let model = try AcquirerServiceConfiguration.model(
+                modelFile: modelConfiguration,
+                supervisedSettingsFile: supervisedSettings,
+                disputeRatePerMille: disputeRate ?? environment["LEDGERD_ACQUIRER_DISPUTE_RATE"].flatMap { Int($0) }
+            )
             let faults =
                 try (wireFaults ?? environment["LEDGERD_ACQUIRER_WIRE_FAULTS"]).map {
                     try LedgerJSON.decode(WireFaults.self, from: Data($0.utf8))

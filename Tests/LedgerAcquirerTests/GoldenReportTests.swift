@@ -1,5 +1,6 @@
 import Foundation
 import LedgerAcquirer
+import LedgerAcquirerAPI
 import LedgerCore
 import Testing
 

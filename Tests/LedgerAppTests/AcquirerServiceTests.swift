@@ -1,6 +1,7 @@
 import Foundation
 import HummingbirdTesting
 import LedgerAcquirer
+import LedgerAcquirerAPI
 import LedgerAcquirerClient
 import LedgerAcquirerService
 import LedgerApp

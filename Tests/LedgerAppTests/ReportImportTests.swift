@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import LedgerAcquirer
+import LedgerAcquirerAPI
 import LedgerApp
 import LedgerCore
 import LedgerHTTP

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import LedgerAcquirer
+import LedgerAcquirerAPI
 import LedgerCore
 import LedgerServices
 import LedgerTestSupport

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import LedgerAcquirer
+import LedgerAcquirerAPI
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres

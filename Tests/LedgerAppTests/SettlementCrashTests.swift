@@ -1,5 +1,6 @@
 import Foundation
 import LedgerAcquirer
+import LedgerAcquirerAPI
 import LedgerApp
 import LedgerCore
 import LedgerHTTP

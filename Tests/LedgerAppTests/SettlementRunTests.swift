@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import LedgerAcquirer
+import LedgerAcquirerAPI
 import LedgerApp
 import LedgerCore
 import LedgerHTTP
@@ -191,6 +192,35 @@ import Testing
         let rec = small.3
         #expect(rec.report_lines == 11 && rec.ledger_items == 10 && rec.matched == 10 && rec.breaks.isEmpty, "\(rec)")
         #expect(rec.matched == whole.3.matched && rec.report_lines == whole.3.report_lines)
+    }
+
+    /// The merchant account and the fee schedule are the ledger's own settings, and the acquirer it runs is configured
+    /// from them (the harness builds its in-process model as the daemon's child is built: from
+    /// `supervisedAcquirerSettings`): an account "AcmeStore" with a 2 % blended commission settles under that account,
+    /// with those fees, and reconciles without a break. Before, the ledger took both from the simulator's defaults.
+    @Test func theMerchantAccountAndFeesAreTheLedgersOwnAndItsAcquirerFollowsThem() async throws {
+        let pricingFile = FileManager.default.temporaryDirectory.appendingPathComponent("pricing-\(UUID().uuidString).json")
+        let commission = FeeComponent(rate: Rate(numerator: 2, denominator: 100))
+        try LedgerJSON.encode([PricingSchedule(currency: .usd, model: .blended(commission: commission))]).write(to: pricingFile)
+        defer { try? FileManager.default.removeItem(at: pricingFile) }
+        let clock = SimulatedClock(Self.friday)
+        let environment = ["LEDGERD_SETTLEMENT_MERCHANT_ACCOUNT": "AcmeStore", "LEDGERD_SETTLEMENT_PRICING_FILE": pricingFile.path]
+        try await TestApp.withApp(seed: true, clock: { clock.now }, environment: environment) { client, _ in
+            let id = try await storefront.placeOrder(client)
+            try await capture(client, id, #"{"amount": "50.00"}"#)
+            clock.set(Self.instant("2026-06-19T22:00:01Z"))
+            let batch = try #require(try await settle(client, "2026-06-19").batches.first)
+            #expect(batch.gross == "50.00" && batch.net == "49.00", "\(batch)")
+            let (status, text) = try await get(client, "/settlements/\(batch.batch_id)")
+            #expect(status == .ok, "\(text)")
+            let reply = try JSONDecoder().decode(SettlementBatchReply.self, from: Data(text.utf8))
+            #expect(reply.merchant_account == "AcmeStore" && reply.commission == "1.00" && (reply.interchange ?? "0.00") == "0.00", "\(reply)")
+            let (_, csv) = try await get(client, "/settlements/\(batch.batch_id)/report.csv")
+            let lines = try SettlementReportCSV().parse(csv)
+            #expect(!lines.isEmpty && lines.allSatisfy { $0.merchantAccount == "AcmeStore" }, "\(csv)")
+            let rec = try await reconciliation(client, batch.batch_id)
+            #expect(rec.matched == 1 && rec.breaks.isEmpty, "\(rec)")
+        }
     }
 
     @Test func settlingADayConservesMoneyAndARerunAppendsNothingAndServesTheSameBytes() async throws {

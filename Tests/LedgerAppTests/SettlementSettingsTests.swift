@@ -1,5 +1,7 @@
 import Foundation
 import LedgerAcquirer
+import LedgerAcquirerAPI
+import LedgerAcquirerService
 import LedgerApp
 import LedgerCore
 import LedgerServices
@@ -23,6 +25,50 @@ import Testing
         for (key, value) in [
             ("LEDGERD_SETTLEMENT_TIME_ZONE", "Mars/Olympus"), ("LEDGERD_SETTLEMENT_CUT_OFF", "25:00"),
             ("LEDGERD_SETTLEMENT_HOLIDAYS", "christmas"), ("LEDGERD_SETTLEMENT_FUNDING_LAG_DAYS", "-1"),
+        ] {
+            #expect(throws: ConfigurationError.self, "\(key)=\(value)") { try LedgerConfiguration.load(environment: [key: value]) }
+        }
+    }
+
+    /// The merchant account and fee schedules are settings of the ledger; bad ones are named. What the daemon hands its
+    /// acquirer child (`--supervised-settings`) becomes the child's model: the same account and fees, the ledger's
+    /// hold lifetimes ahead of the standard rules, its calendar and dispute rate.
+    @Test func theMerchantAccountAndFeesAreReadAndTheAcquirerChildIsConfiguredFromThem() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("acquirer-settings-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let defaults = try LedgerConfiguration.load(environment: [:]).settlement
+        #expect(defaults.merchantAccount == "OrderLedgerStore" && defaults.pricing == [.demo(currency: .usd)])
+        let schedules = [
+            PricingSchedule(currency: .usd, model: .blended(commission: FeeComponent(rate: Rate(numerator: 2, denominator: 100)))),
+            PricingSchedule.demo(currency: .eur),
+        ]
+        let pricing = directory.appendingPathComponent("pricing.json")
+        try LedgerJSON.encode(schedules).write(to: pricing)
+        let configuration = try LedgerConfiguration.load(environment: [
+            "LEDGERD_SETTLEMENT_MERCHANT_ACCOUNT": "AcmeStore", "LEDGERD_SETTLEMENT_PRICING_FILE": pricing.path,
+            "LEDGERD_HOLD_LIFETIMES": "visa=3600", "LEDGERD_ACQUIRER_DISPUTE_RATE": "5", "LEDGERD_SETTLEMENT_HOLIDAYS": "2026-12-25",
+        ])
+        #expect(configuration.settlement.merchantAccount == "AcmeStore" && configuration.settlement.pricing == schedules)
+
+        let settingsFile = directory.appendingPathComponent("settings.json")
+        try LedgerJSON.encode(configuration.supervisedAcquirerSettings).write(to: settingsFile)
+        let model = try AcquirerServiceConfiguration.model(modelFile: nil, supervisedSettingsFile: settingsFile.path, disputeRatePerMille: nil)
+        #expect(model.merchantAccount == "AcmeStore" && model.pricing == schedules)
+        #expect(model.holdLifetimes.first == HoldLifetimeRule(network: .visa, lifetimeSeconds: 3600))
+        #expect(model.holdLifetimes.dropFirst().elementsEqual(HoldLifetimeRule.standard))
+        #expect(model.calendar.holidays == [BusinessDate("2026-12-25")!] && model.disputes == .perMille(5))
+        #expect(model.defaultCreditLimit == configuration.acquirerCreditLimit)
+        #expect(model == AcquirerModelConfiguration(supervised: configuration.supervisedAcquirerSettings))
+
+        let garbage = directory.appendingPathComponent("garbage.json")
+        try Data("[{\"currency\": \"USD\"}]".utf8).write(to: garbage)
+        let twice = directory.appendingPathComponent("twice.json")
+        try LedgerJSON.encode([PricingSchedule.demo(currency: .usd), .demo(currency: .usd)]).write(to: twice)
+        for (key, value) in [
+            ("LEDGERD_SETTLEMENT_MERCHANT_ACCOUNT", "Acme Store"), ("LEDGERD_SETTLEMENT_MERCHANT_ACCOUNT", "a,b"),
+            ("LEDGERD_SETTLEMENT_PRICING_FILE", garbage.path), ("LEDGERD_SETTLEMENT_PRICING_FILE", twice.path),
+            ("LEDGERD_SETTLEMENT_PRICING_FILE", directory.appendingPathComponent("absent.json").path),
         ] {
             #expect(throws: ConfigurationError.self, "\(key)=\(value)") { try LedgerConfiguration.load(environment: [key: value]) }
         }

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import LedgerAcquirer
+import LedgerAcquirerAPI
 import LedgerTestSupport
 import NIOCore
 import Testing

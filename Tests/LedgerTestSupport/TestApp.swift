@@ -2,6 +2,8 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import LedgerAcquirer
+import LedgerAcquirerService
 import LedgerApp
 import LedgerCore
 import LedgerHTTP
@@ -85,7 +87,12 @@ public enum TestApp {
             configuration: configuration,
             metrics: LedgerMetrics(),
             keyring: try APIKeys.keyring(for: configuration, logger: logger),
-            acquirer: acquirer,
+            acquirer: acquirer
+                ?? AcquirerModel(
+                    seed: configuration.acquirerSeed,
+                    configuration: AcquirerModelConfiguration(supervised: configuration.supervisedAcquirerSettings),
+                    clock: clock
+                ),
             clock: clock,
             checkpointKey: checkpointKey,
             webhookTransport: webhookTransport,

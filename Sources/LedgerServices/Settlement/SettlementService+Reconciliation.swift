@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import LedgerAcquirer
+import LedgerAcquirerAPI
 import LedgerCore
 import LedgerPostgres
 import PostgresNIO

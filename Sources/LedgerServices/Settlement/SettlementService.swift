@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import LedgerAcquirer
+import LedgerAcquirerAPI
 import LedgerCore
 import LedgerPostgres
 import Logging
@@ -28,8 +28,6 @@ public struct SettlementService: Sendable {
         client: DatabaseClient,
         acquirer: any Acquirer,
         settings: SettlementSettings,
-        merchantAccount: String,
-        pricing: [PricingSchedule],
         clock: @escaping @Sendable () -> Date,
         logger: Logger,
         faultCrashAt: FaultPoint? = nil,
@@ -40,8 +38,6 @@ public struct SettlementService: Sendable {
         self.client = client
         self.acquirer = acquirer
         self.settings = settings
-        self.merchantAccount = merchantAccount
-        self.pricing = pricing
         self.clock = clock
         self.logger = logger
         self.faultCrashAt = faultCrashAt
@@ -53,9 +49,9 @@ public struct SettlementService: Sendable {
     let client: DatabaseClient
     let acquirer: any Acquirer
     let settings: SettlementSettings
-    let merchantAccount: String
+    var merchantAccount: String { settings.merchantAccount }
     /// The contract's price lists, for the fees reconciliation expects.
-    let pricing: [PricingSchedule]
+    var pricing: [PricingSchedule] { settings.pricing }
     let clock: @Sendable () -> Date
     let logger: Logger
     /// A crash test's fault point (`LEDGERD_FAULT_CRASH_AT`), nil in normal operation.

@@ -1,5 +1,5 @@
 import Foundation
-import LedgerAcquirer
+import LedgerAcquirerAPI
 import LedgerCore
 
 /// The end-of-day settlement configuration:
@@ -11,6 +11,11 @@ import LedgerCore
 /// | `LEDGERD_SETTLEMENT_HOLIDAYS` | — | comma-separated `YYYY-MM-DD` bank holidays (weekends are Saturday and Sunday) |
 /// | `LEDGERD_SETTLEMENT_FUNDING_LAG_DAYS` | `1` | payout value date = business date + this many business days |
 /// | `LEDGERD_SETTLEMENT_AUTO` | `false` | `serve` settles each business day itself once its cut-off has passed |
+/// | `LEDGERD_SETTLEMENT_MERCHANT_ACCOUNT` | `OrderLedgerStore` | the merchant account at the acquirer: the batches' and payouts' account |
+/// | `LEDGERD_SETTLEMENT_PRICING_FILE` | — | JSON list of fee schedules (`PricingSchedule`) the contract sets; default: the demo schedule in USD |
+///
+/// The ledger's merchant account and fee schedules are the ledger's own settings (reconciliation expects fees from
+/// them); the acquirer service the daemon supervises is configured from them too (``SupervisedAcquirerSettings``).
 public struct SettlementSettings: Sendable {
     public var cutOff: SettlementCutOff
     public var calendar: BusinessCalendar
@@ -20,6 +25,13 @@ public struct SettlementSettings: Sendable {
     public var submissionPageSize: Int
     /// Report lines per page read back from the acquirer and per stored report part (at least 1).
     public var reportPartLines: Int
+    /// The merchant account at the acquirer: which batches and payouts are this ledger's.
+    public var merchantAccount: String
+    /// The contract's price lists per settlement currency, for the fees reconciliation expects.
+    public var pricing: [PricingSchedule]
+
+    /// The merchant account when none is configured.
+    public static let defaultMerchantAccount = "OrderLedgerStore"
 
     public init(
         cutOff: SettlementCutOff = SettlementCutOff(timeZoneIdentifier: "UTC", secondsAfterMidnight: 22 * 3600)!,
@@ -27,7 +39,9 @@ public struct SettlementSettings: Sendable {
         fundingLagBusinessDays: Int = 1,
         runAtCutOff: Bool = false,
         submissionPageSize: Int = 10_000,
-        reportPartLines: Int = 10_000
+        reportPartLines: Int = 10_000,
+        merchantAccount: String = SettlementSettings.defaultMerchantAccount,
+        pricing: [PricingSchedule] = [.demo(currency: .usd)]
     ) {
         self.cutOff = cutOff
         self.calendar = calendar
@@ -35,6 +49,8 @@ public struct SettlementSettings: Sendable {
         self.runAtCutOff = runAtCutOff
         self.submissionPageSize = max(1, submissionPageSize)
         self.reportPartLines = max(1, reportPartLines)
+        self.merchantAccount = merchantAccount
+        self.pricing = pricing
     }
 
     /// The most recent business day whose cut-off has passed at `now` (what a nightly run settles).

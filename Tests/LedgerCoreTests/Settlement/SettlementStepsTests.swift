@@ -1,4 +1,5 @@
 import Foundation
+import LedgerAcquirerAPI
 import LedgerCore
 import Testing
 

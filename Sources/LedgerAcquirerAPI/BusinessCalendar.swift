@@ -50,21 +50,21 @@ public struct ReportTimeZone: Hashable, Sendable, Codable {
     public static let utc = ReportTimeZone(name: "UTC", secondsFromGMT: 0)
 
     /// Whole seconds since the epoch, local to this zone, and split into day and second of day.
-    func localDayAndSecond(of instant: Date) -> (day: BusinessDate, secondOfDay: Int64) {
+    package func localDayAndSecond(of instant: Date) -> (day: BusinessDate, secondOfDay: Int64) {
         let local = wholeSeconds(instant) + Int64(secondsFromGMT)
         let (day, second) = floorDivide(local, 86_400)
         return (BusinessDate(daysSinceEpoch: day), second)
     }
 
     /// `yyyy-MM-dd HH:mm:ss` in this zone.
-    func format(_ instant: Date) -> String {
+    package func format(_ instant: Date) -> String {
         let (day, second) = localDayAndSecond(of: instant)
         func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
         return "\(day) \(two(second / 3600)):\(two(second / 60 % 60)):\(two(second % 60))"
     }
 
     /// Parses `yyyy-MM-dd HH:mm:ss` in this zone.
-    func parse(_ text: String) -> Date? {
+    package func parse(_ text: String) -> Date? {
         let parts = text.split(separator: " ", omittingEmptySubsequences: false)
         guard parts.count == 2, let day = BusinessDate(String(parts[0])) else { return nil }
         let clock = parts[1].split(separator: ":", omittingEmptySubsequences: false)
@@ -87,18 +87,18 @@ public struct CutOff: Hashable, Sendable, Codable {
     public var secondsAfterMidnight: Int64 = 22 * 3600
 
     /// The business date of a batch closed at `instant`.
-    func businessDate(closingAt instant: Date, calendar: BusinessCalendar) -> BusinessDate {
+    package func businessDate(closingAt instant: Date, calendar: BusinessCalendar) -> BusinessDate {
         let (day, second) = timeZone.localDayAndSecond(of: instant)
         return calendar.businessDay(onOrAfter: second >= secondsAfterMidnight ? day.adding(days: 1) : day)
     }
 }
 
 /// Seconds since the epoch, rounded down: report times have whole-second resolution.
-func wholeSeconds(_ instant: Date) -> Int64 {
+package func wholeSeconds(_ instant: Date) -> Int64 {
     Int64(instant.timeIntervalSince1970.rounded(.down))
 }
 
-func floorDivide(_ value: Int64, _ divisor: Int64) -> (quotient: Int64, remainder: Int64) {
+package func floorDivide(_ value: Int64, _ divisor: Int64) -> (quotient: Int64, remainder: Int64) {
     let q = value / divisor
     let r = value % divisor
     return r < 0 ? (q - 1, r + divisor) : (q, r)

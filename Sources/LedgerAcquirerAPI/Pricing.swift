@@ -14,7 +14,7 @@ public struct FeeComponent: Hashable, Sendable, Codable {
 
     public static let zero = FeeComponent(rate: Rate(numerator: 0, denominator: 1))
 
-    func fee(on gross: Money, rounding: RoundingRule) throws(MoneyError) -> Money {
+    package func fee(on gross: Money, rounding: RoundingRule) throws(MoneyError) -> Money {
         try gross.applying(rate, rounding: rounding).adding(Money(minorUnits: fixedMinorUnits, currency: gross.currency))
     }
 }
@@ -38,6 +38,7 @@ public enum PricingModel: Hashable, Sendable, Codable {
 }
 
 /// The fees of one settlement line, each already rounded. `nil` columns are not part of this pricing model.
+@MemberwiseInit
 public struct FeeBreakdown: Hashable, Sendable, Codable {
     public var interchange: Money?
     public var schemeFee: Money?

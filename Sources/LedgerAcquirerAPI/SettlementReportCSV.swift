@@ -23,11 +23,6 @@ public struct SettlementReportCSV: Sendable {
     /// Time zones the reader knows by the name in the "TimeZone" column.
     public var timeZones: [ReportTimeZone] = [.utc]
 
-    /// A reader/writer for the reports of a model with `configuration` (UTC plus its cut-off zone).
-    public init(for configuration: AcquirerModelConfiguration) {
-        self.timeZones = [.utc, configuration.cutOff.timeZone]
-    }
-
     // MARK: Writing
 
     /// The report as CSV text, header first. Fails only for a time zone this writer does not know
