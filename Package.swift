@@ -156,12 +156,14 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        // HTTP edge: routes, the Codable wire types (shared with the CLI and the tests), the one
-        // ServiceError → HTTP mapping, auth, request metrics.
+        // The ledger's API contract: the Codable wire types of its replies, in the API's one JSON form, which the
+        // routes encode and the CLI and the tests decode. No HTTP server: the CLI links this, not Hummingbird.
+        .target(name: "LedgerAPI", dependencies: ["LedgerCore", "LedgerServices"]),
+        // HTTP edge: routes, the one ServiceError → HTTP mapping, auth, request metrics.
         .target(
             name: "LedgerHTTP",
             dependencies: [
-                "LedgerCore", "LedgerServices", "LedgerMacros", "LedgerHTTPServer",
+                "LedgerCore", "LedgerAPI", "LedgerServices", "LedgerMacros", "LedgerHTTPServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -205,11 +207,11 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),
-        // The CLI; its back-office commands decode the daemon's replies as LedgerHTTP's wire types.
+        // The CLI; its back-office commands decode the daemon's replies as LedgerAPI's wire types (no Hummingbird here).
         .executableTarget(
             name: "ledgerd",
             dependencies: [
-                "LedgerApp", "LedgerServices", "LedgerHTTP", "LedgerBench", "LedgerAcquirer", "LedgerAcquirerAPI", "LedgerAcquirerService",
+                "LedgerApp", "LedgerServices", "LedgerAPI", "LedgerBench", "LedgerAcquirerService",
                 "LedgerCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -226,7 +228,7 @@ let package = Package(
         .target(
             name: "LedgerTestSupport",
             dependencies: [
-                "LedgerCore", "LedgerPostgres", "LedgerServices", "LedgerHTTP", "LedgerApp", "LedgerAcquirer", "LedgerAcquirerService",
+                "LedgerCore", "LedgerPostgres", "LedgerServices", "LedgerAPI", "LedgerHTTP", "LedgerApp", "LedgerAcquirer", "LedgerAcquirerService",
                 "LedgerProcess",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -272,7 +274,7 @@ let package = Package(
         .testTarget(
             name: "LedgerHTTPTests",
             dependencies: [
-                "LedgerHTTP", "LedgerServices", "LedgerCore",
+                "LedgerAPI", "LedgerHTTP", "LedgerServices", "LedgerCore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -282,7 +284,7 @@ let package = Package(
         .testTarget(
             name: "LedgerAppTests",
             dependencies: [
-                "LedgerApp", "LedgerServices", "LedgerHTTP", "LedgerTestSupport", "LedgerCoreTestSupport", "ledgerd", "LedgerPayments",
+                "LedgerApp", "LedgerServices", "LedgerAPI", "LedgerHTTP", "LedgerTestSupport", "LedgerCoreTestSupport", "ledgerd", "LedgerPayments",
                 "LedgerPaymentsTesting", "LedgerAcquirer", "LedgerAcquirerAPI", "LedgerAcquirerClient", "LedgerAcquirerService", "LedgerPostgres",
                 "LedgerHTTPServer", "LedgerProcess",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerAPI
 import LedgerHTTP
 import LedgerServices
 import Logging

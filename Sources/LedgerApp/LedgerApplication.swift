@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import LedgerAPI
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import LedgerAPI
 import LedgerCore
 import Synchronization
 

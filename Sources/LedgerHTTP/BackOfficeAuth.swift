@@ -1,24 +1,9 @@
 import Foundation
 import Hummingbird
+import LedgerAPI
 import LedgerCore
 import LedgerMacros
 import LedgerServices
-
-/// Who is calling a back-office endpoint: a role and the key's id (``APIKeyVerifier``), for the
-/// event metadata's `actor` (`operator:op-1`).
-public struct Principal: Sendable, Hashable {
-    public enum Role: String, Sendable, Hashable, Codable, CaseIterable {
-        /// Reads and changes (capture, void, refund, …).
-        case `operator`
-        /// Reads only.
-        case auditor
-    }
-
-    public let role: Role
-    public let keyID: String
-
-    public var actor: String { "\(role.rawValue):\(keyID)" }
-}
 
 /// Guards back-office routes: `Authorization: Bearer <key>`. A missing or unknown key is 401
 /// (with `WWW-Authenticate`), a known key without the needed role is 403; either way the request

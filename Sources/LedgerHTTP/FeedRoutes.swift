@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import LedgerAPI
 import LedgerCore
 import LedgerServices
 import Synchronization

@@ -1,4 +1,5 @@
 import Hummingbird
+import LedgerAPI
 import LedgerCore
 import LedgerServices
 

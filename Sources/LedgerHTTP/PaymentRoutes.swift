@@ -1,5 +1,6 @@
 import HTTPTypes
 import Hummingbird
+import LedgerAPI
 import LedgerCore
 import LedgerMacros
 import LedgerServices

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
+import LedgerAPI
 import LedgerApp
-import LedgerHTTP
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking

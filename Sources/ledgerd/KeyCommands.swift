@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
+import LedgerAPI
 import LedgerApp
-import LedgerHTTP
 
 /// `ledgerd keys add|list|revoke`: the back-office API keys in the keyring file (`LEDGERD_API_KEYRING`,
 /// embedded default `<data dir>/api-keyring.json`). The file holds verifiers only; `add` prints the new

@@ -1,9 +1,9 @@
 import ArgumentParser
 import Foundation
+import LedgerAPI
 import LedgerApp
 import LedgerBench
 import LedgerCore
-import LedgerHTTP
 import LedgerServices
 
 #if canImport(FoundationNetworking)

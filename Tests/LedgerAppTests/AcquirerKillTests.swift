@@ -1,4 +1,5 @@
 import Foundation
+import LedgerAPI
 import LedgerCore
 import LedgerHTTP
 import LedgerTestSupport

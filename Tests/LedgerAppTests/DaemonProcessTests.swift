@@ -1,4 +1,5 @@
 import Foundation
+import LedgerAPI
 import LedgerApp
 import LedgerCore
 import LedgerHTTP

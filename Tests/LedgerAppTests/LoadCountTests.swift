@@ -1,5 +1,6 @@
 import Foundation
 import HummingbirdTesting
+import LedgerAPI
 import LedgerApp
 import LedgerCore
 import LedgerHTTP

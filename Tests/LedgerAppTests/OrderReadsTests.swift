@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import LedgerAPI
 import LedgerApp
 import LedgerCore
 import LedgerHTTP

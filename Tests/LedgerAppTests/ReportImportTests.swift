@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import LedgerAPI
 import LedgerAcquirer
 import LedgerAcquirerAPI
 import LedgerApp

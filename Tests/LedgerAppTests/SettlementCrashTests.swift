@@ -1,4 +1,5 @@
 import Foundation
+import LedgerAPI
 import LedgerAcquirer
 import LedgerAcquirerAPI
 import LedgerApp

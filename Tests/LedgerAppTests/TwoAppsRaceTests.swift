@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
+import LedgerAPI
 import LedgerAcquirer
 import LedgerCore
 import LedgerHTTP

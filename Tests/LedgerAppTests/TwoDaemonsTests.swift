@@ -1,4 +1,5 @@
 import Foundation
+import LedgerAPI
 import LedgerAcquirerService
 import LedgerCore
 import LedgerHTTP

@@ -1,11 +1,12 @@
 import Foundation
 import Hummingbird
+import LedgerAPI
 import LedgerCore
 import LedgerHTTP
 import LedgerServices
 import Testing
 
-/// The wire types of `LedgerHTTP/API` (what the routes encode, and the CLI and the tests decode): each
+/// The wire types of `LedgerAPI` (what the routes encode, and the CLI and the tests decode): each
 /// round-trips through ``WireJSON``, a few have golden encodings (the bytes the golden transcripts
 /// recorded for them), and ``RawJSON`` keeps its members in the order given.
 @Suite struct WireTypesTests {

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import LedgerAPI
 import LedgerCore
 import LedgerHTTP
 import Testing

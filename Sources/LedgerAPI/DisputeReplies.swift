@@ -50,7 +50,7 @@ public struct DisputeListReply: Codable, Sendable, Hashable {
 extension DisputeView {
     /// `{"dispute": …, "history": [{"position", "type", "recorded_at", "actor", "data"}]}`: the
     /// history's `data` is each event as stored.
-    func reply() throws -> RawJSON {
+    package func reply() throws -> RawJSON {
         let entries = history.map { entry in
             RawJSON.object([
                 "position": .integer(entry.position),
