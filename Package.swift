@@ -149,7 +149,6 @@ let package = Package(
             dependencies: [
                 "LedgerCore", "LedgerAcquirerAPI", "LedgerPostgres", "LedgerPayments", "LedgerMacros",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

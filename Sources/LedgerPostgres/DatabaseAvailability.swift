@@ -16,6 +16,14 @@ public struct DatabaseUnavailableError: Error, Sendable, CustomStringConvertible
 
 /// The one reading of "the database is unavailable" (as opposed to "the database refused this statement").
 public enum DatabaseFailure {
+    /// What a transaction's body threw, unwrapped from the transaction's error (itself when it is not one): a caller
+    /// that refuses with its own errors inside a transaction sees them as thrown.
+    public static func thrownInside(_ error: any Error) -> any Error {
+        var inner = error
+        while let transaction = inner as? PostgresTransactionError, let thrown = transaction.closureError { inner = thrown }
+        return inner
+    }
+
     /// True when `error` says the database could not be reached or went away (connection refused or lost, pool
     /// shut down, server shutting down or starting up, too many connections, statement timeout, a read-only
     /// server) — a 503, not a 500.

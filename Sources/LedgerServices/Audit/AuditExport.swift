@@ -3,7 +3,6 @@ import LedgerCore
 import LedgerMacros
 import LedgerPostgres
 import Logging
-import PostgresNIO
 
 /// `ledgerd audit history` and `ledgerd audit export`: events as JSON lines (one event per line,
 /// the same object the HTTP history endpoints serve, `data`/`metadata` verbatim as stored) or as

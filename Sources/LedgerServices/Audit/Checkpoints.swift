@@ -4,7 +4,6 @@ import LedgerCore
 import LedgerMacros
 import LedgerPostgres
 import Logging
-import PostgresNIO
 import ServiceLifecycle
 
 /// The Ed25519 key that signs checkpoints, read from and written to files.

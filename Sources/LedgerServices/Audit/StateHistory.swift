@@ -2,7 +2,6 @@ import Foundation
 import LedgerCore
 import LedgerPostgres
 import Logging
-import PostgresNIO
 
 /// Aggregates' rows live (from the read models) and as of a point in the ledger.
 ///

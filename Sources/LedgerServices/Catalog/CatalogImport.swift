@@ -2,7 +2,6 @@ import Foundation
 import LedgerCore
 import LedgerPostgres
 import Logging
-import PostgresNIO
 
 /// `ledgerd catalog import FILE`: loads a catalog from JSON or CSV as events.
 ///

@@ -3,7 +3,6 @@ import LedgerCore
 import LedgerMacros
 import LedgerPostgres
 import Logging
-import PostgresNIO
 
 /// Erasure of shipping contacts (personal data) on a data subject's request, without touching the
 /// hash-chained log.

@@ -3,7 +3,6 @@ import Foundation
 import LedgerCore
 import LedgerPostgres
 import Logging
-import PostgresNIO
 
 /// The auditor's check of settlement membership: the hash chain proves the closed events were not
 /// altered; this proves the settlement projections (`ledger.settlement_assignments`: which batch took which capture)

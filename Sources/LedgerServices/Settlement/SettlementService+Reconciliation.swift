@@ -3,7 +3,6 @@ import Foundation
 import LedgerAcquirerAPI
 import LedgerCore
 import LedgerPostgres
-import PostgresNIO
 
 /// Reconciliation of settled batches: run after every settlement step that
 /// finishes a batch, for that batch and the one before it in the same currency (whose expected
@@ -352,10 +351,7 @@ extension SettlementService {
         } catch is SettlementReportStore.StoredConcurrently {
             return try await reconcileImportedBatch(key: key, named: named)
         } catch {
-            // What the transaction's body threw comes back inside the transaction's error.
-            var inner: any Error = error
-            while let transaction = inner as? PostgresTransactionError, let thrown = transaction.closureError { inner = thrown }
-            switch inner {
+            switch DatabaseFailure.thrownInside(error) {
             case let refused as ServiceError: throw refused
             case let unreadable as ReportImportError:
                 throw ServiceError(.invalidInput, code: "invalid_report", message: unreadable.description)

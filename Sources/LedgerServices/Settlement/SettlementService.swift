@@ -4,7 +4,6 @@ import LedgerAcquirerAPI
 import LedgerCore
 import LedgerPostgres
 import Logging
-import PostgresNIO
 import Synchronization
 
 /// The nightly settlement job, run inside the daemon (the acquirer model lives in its memory):
