@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Mutation smoke check (on demand and nightly, not in CI — eleven rebuilds take longer than the CI run itself): applies deliberate bugs one at a time, builds, runs the
+# Mutation smoke check (on demand and nightly, not in CI — twelve rebuilds take longer than the CI run itself): applies deliberate bugs one at a time, builds, runs the
 # tests that should notice, and prints for each whether the suite caught it. Every file it touches is
 # restored afterwards, also when it fails or is interrupted.
 #
@@ -214,6 +214,18 @@ if want command-reads-mixed; then
     run command-reads-mixed "$d" "LedgerWriterTests"
     restore
   else skip_not_applied command-reads-mixed "$d"; fi
+fi
+
+# 11. The dispute workflow forgets the order's other disputes when it says what is disputable: two chargebacks
+#     could claim the same captured money.
+if want dispute-claims-twice; then
+  d="let a dispute claim money another dispute of the order already claims"
+  if mutate Sources/LedgerCore/Domain/DisputeWorkflow.swift \
+    "        let claimed = others.filter { \$0.status != .won }" \
+    "        let claimed = others.filter { _ in false }"; then
+    run dispute-claims-twice "$d" "DisputeWorkflowTests|DisputeTests"
+    restore
+  else skip_not_applied dispute-claims-twice "$d"; fi
 fi
 
 # Rebuild the unmutated tree, so that the next `swift test --skip-build` runs what is checked in.

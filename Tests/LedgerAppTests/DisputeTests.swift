@@ -245,7 +245,7 @@ import Testing
                 "\(text)"
             )
             // What is left to dispute: all 59.00 captured (the won dispute claims nothing; a refund does
-            // not stop the cardholder's bank from charging back, see DisputeService.disputable).
+            // not stop the cardholder's bank from charging back, see DisputeWorkflow.disputable).
             await #expect(throws: ServiceError.invalid("exceeds_disputable", "")) {
                 try await services.disputes.receive(chargeback("dp-j", order: order, amount: 5901))
             }

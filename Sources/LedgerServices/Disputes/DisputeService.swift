@@ -83,8 +83,9 @@ public struct DisputeView: Sendable, Hashable {
     }
 }
 
-/// The dispute lifecycle as use cases: each dispute on its own stream (`dispute-<id>`),
-/// decided by ``DisputeDecider`` on the dispute's folded state and the injected clock. An append
+/// The dispute lifecycle as use cases: each dispute on its own stream (`dispute-<id>`), every step decided by
+/// ``DisputeWorkflow`` (its transition table; ``DisputeDecider`` on the dispute's folded state and the injected
+/// clock); this service only reads what a step asks for and commits what it decides. An append
 /// carries the dispute's events and, when the order's status changes, the order's
 /// `OrderPaymentUpdated` (operation `dispute`) — one append through the ``DomainCommitter``, whose
 /// version checks on both streams make a concurrent hold operation or dispute answer decide again.
@@ -175,37 +176,26 @@ public struct DisputeService: Sendable {
             for attempt in 0..<DomainCommitter.maximumAttempts {
                 let recorded = try await store.readStream(stream)
                 let events = try recorded.map { try DisputeEvent.decode($0) }
-                if let alreadyRecorded, alreadyRecorded(events), let view = try await dispute(id: disputeID) { return view }
-                let state = DisputeState.fold(events)
                 let orderID: OrderID
-                switch (state, command) {
-                case (let state?, _): orderID = state.orderID
-                case (nil, .raiseInquiry(_, let order, _, _, _)), (nil, .chargeback(_, let order, _, _, _)): orderID = order
-                default: throw ServiceError.notFound("no dispute \(disputeID)")
+                switch DisputeWorkflow.start(command, recorded: events, repeats: alreadyRecorded?(events) ?? false) {
+                case .loadOrder(let id): orderID = id
+                case .alreadyRecorded: if let view = try await dispute(id: disputeID) { return view } else { throw ServiceError.internalFailure }
+                case .refused(let refusal): throw Self.serviceError(refusal, disputeID: disputeID)
+                case .record: throw ServiceError.internalFailure
                 }
-                guard let order = try await loader.order(orderID, fresh: attempt > 0) else {
-                    throw ServiceError.invalid("unknown_order", "no order \(orderID)", field: "order_id")
-                }
-                guard let hold = try await loader.hold(orderID, fresh: attempt > 0) else {
-                    throw ServiceError.conflict("not_captured", "order \(orderID) has no payment to dispute")
-                }
+                let order = try await loader.order(orderID, fresh: attempt > 0)
+                let hold = try await loader.hold(orderID, fresh: attempt > 0)
                 let others = try await reader.disputes().values.filter { $0.orderID == orderID && $0.disputeID != disputeID }
                 let now = clock()
-                let decided: [DisputeEvent]
-                switch DisputeDecider.decide(command, state: state, disputable: Self.disputable(hold: hold, others: others), now: now) {
-                case .failure(let rejection): throw Self.serviceError(rejection, disputeID: disputeID)
-                case .success(let events): decided = events
+                let step = DisputeWorkflow.decide(command, recorded: events, order: order, hold: hold, otherDisputes: others, now: now)
+                guard case .record(let decided, let update) = step, let order, let hold else {
+                    if case .refused(let refusal) = step { throw Self.serviceError(refusal, disputeID: disputeID) }
+                    throw ServiceError.internalFailure
                 }
-                guard let after = DisputeState.fold(events + decided) else { throw ServiceError.internalFailure }
-                let status = HoldLifecycle.status(balance: hold.balance, shipped: order.shipment != nil, disputes: others + [after])
                 var appends: [PlannedAppend] = []
-                if status != order.status {
+                if let update {
                     appends.append(
-                        PlannedAppend(
-                            streamID: order.id.streamID,
-                            expectedVersion: .exact(order.version),
-                            events: [.order(.paymentUpdated(OrderPaymentUpdated(orderID: order.id, operation: "dispute", status: status)))]
-                        )
+                        PlannedAppend(streamID: order.id.streamID, expectedVersion: .exact(order.version), events: [.order(.paymentUpdated(update))])
                     )
                 }
                 let disputeAppend = StreamAppend(
@@ -224,7 +214,7 @@ public struct DisputeService: Sendable {
                         alsoAppending: [disputeAppend]
                     )
                 else { continue }  // the order or the dispute moved: decide again on fresh reads
-                let orderAfter = committed.states?.orders[orderID]?.status ?? status
+                let orderAfter = committed.states?.orders[orderID]?.status ?? update?.status ?? order.status
                 guard let view = try await dispute(id: disputeID, orderStatus: orderAfter) else { throw ServiceError.internalFailure }
                 return view
             }
@@ -276,23 +266,20 @@ public struct DisputeService: Sendable {
 
     // MARK: Rules
 
-    /// What a new dispute on the order may claim: captured − what its other disputes (not won) claim.
-    /// Refunds are not taken off: a cardholder's bank may charge back a payment the merchant refunded in
-    /// part (the credit had not reached it), and the acquirer then debits the chargeback all the same.
-    /// That is money that moved, so the ledger records it as reported — refusing it would leave the
-    /// report's Chargeback line a break and the journal short — and the merchant defends it with the
-    /// refund as evidence. Two disputes still never claim the same captured money.
-    static func disputable(hold: HoldState, others: [DisputeState]) -> Money {
-        let claimed = others.filter { $0.status != .won }.reduce(Int64(0)) { $0 + $1.amount.minorUnits }
-        let b = hold.balance
-        return Money(minorUnits: b.captured.minorUnits - claimed, currency: b.captured.currency)
-    }
-
     /// What the merchant keeps of an order: captured − refunded − charged back + reversed.
     public static func netKept(hold: HoldState, disputes: [DisputeState]) -> Money {
         let b = hold.balance
         let net = disputes.reduce(b.captured.minorUnits - b.refunded.minorUnits) { $0 - $1.chargedBack.minorUnits + $1.reversed.minorUnits }
         return Money(minorUnits: net, currency: b.captured.currency)
+    }
+
+    static func serviceError(_ refusal: DisputeRefusal, disputeID: String) -> ServiceError {
+        switch refusal {
+        case .unknownDispute: return ServiceError.notFound("no dispute \(disputeID)")
+        case .unknownOrder(let order): return ServiceError.invalid("unknown_order", "no order \(order)", field: "order_id")
+        case .notCaptured(let order): return ServiceError.conflict("not_captured", "order \(order) has no payment to dispute")
+        case .rejected(let rejection): return serviceError(rejection, disputeID: disputeID)
+        }
     }
 
     static func serviceError(_ rejection: DisputeRejection, disputeID: String) -> ServiceError {
