@@ -267,21 +267,16 @@ public struct CheckpointScheduler: Service {
     }
 
     public func run() async throws {
-        try? await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                let now = service.clock()
-                let due = Self.next(after: now, hour: time.hour, minute: time.minute, timeZone: timeZone)
-                try await Task.sleep(for: .milliseconds(Int64(max(0, due.timeIntervalSince(now)) * 1000)))
-                do {
-                    try await jobs.run(.checkpoint) {
-                        let head = try await service.store.head().position
-                        if head > 0, try await service.store.event(at: head)?.type != CheckpointSigned.eventType {
-                            _ = try await service.sign(actor: "system:checkpoint")
-                        }
-                    }
-                } catch  where !Task.isCancelled {
-                    logger.error("daily checkpoint failed", metadata: ["error": "\(String(reflecting: error))"])
-                }
+        let (service, time, timeZone) = (service, time, timeZone)
+        let wait = PeriodicJob.Wait.beforeEachPass {
+            let now = service.clock()
+            let due = Self.next(after: now, hour: time.hour, minute: time.minute, timeZone: timeZone)
+            return .milliseconds(Int64(max(0, due.timeIntervalSince(now)) * 1000))
+        }
+        await PeriodicJob("daily checkpoint", metric: .checkpoint, wait: wait, failureLevel: .error, jobs: jobs, logger: logger).run {
+            let head = try await service.store.head().position
+            if head > 0, try await service.store.event(at: head)?.type != CheckpointSigned.eventType {
+                _ = try await service.sign(actor: "system:checkpoint")
             }
         }
     }

@@ -151,16 +151,10 @@ public struct InventorySnapshotter: Service {
     let jobs: JobMetrics
 
     public func run() async throws {
-        try? await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                do {
-                    let written = try await jobs.run(.inventorySnapshot) { try await snapshots.catchUp() }
-                    if written > 0 { logger.debug("inventory snapshots written", metadata: ["count": "\(written)"]) }
-                } catch  where !Task.isCancelled {
-                    logger.warning("inventory snapshot failed; retrying later", metadata: ["error": "\(String(reflecting: error))"])
-                }
-                try await Task.sleep(for: interval)
-            }
+        let (snapshots, logger) = (snapshots, logger)
+        await PeriodicJob("inventory snapshot", metric: .inventorySnapshot, wait: .afterEachPass(interval), jobs: jobs, logger: logger).run {
+            let written = try await snapshots.catchUp()
+            if written > 0 { logger.debug("inventory snapshots written", metadata: ["count": "\(written)"]) }
         }
     }
 }

@@ -5,6 +5,7 @@ import LedgerPostgres
 import Logging
 import Metrics
 import ServiceLifecycle
+import Synchronization
 
 /// The transparency log over the event log: the RFC 9162 tree stored as tlog tiles (sql/0021), C2SP checkpoints
 /// signed with the checkpoint key, tiles and entry bundles as tlog-tiles serves them, and inclusion and
@@ -197,23 +198,23 @@ public struct TransparencyLogBuilder: Service {
     }
 
     public func run() async throws {
-        try? await cancelWhenGracefulShutdown {
-            var signed: UInt64 = 0
-            var witnessed: [Int: UInt64] = [:]
-            while !Task.isCancelled {
-                do {
-                    let size = try await log.build()
-                    if log.signer != nil, size > signed {
-                        let note = try await log.checkpoint()
-                        signed = size
-                        for (i, witness) in witnesses.enumerated() {
-                            witnessed[i] = try await submit(note, to: witness, old: witnessed[i] ?? 0)
-                        }
-                    }
-                } catch  where !Task.isCancelled {
-                    logger.warning("transparency log: building or signing failed; retrying", metadata: ["error": "\(String(reflecting: error))"])
-                }
-                try await Task.sleep(for: interval)
+        // What was signed, and what each witness cosigned, carried from pass to pass (one pass at a time).
+        let progress = Mutex<(signed: UInt64, witnessed: [Int: UInt64])>((0, [:]))
+        let job = PeriodicJob(
+            "transparency log: building or signing",
+            metric: nil,
+            wait: .afterEachPass(interval),
+            jobs: JobMetrics(),
+            logger: logger
+        )
+        await job.run {
+            let size = try await self.log.build()
+            guard self.log.signer != nil, size > progress.withLock({ $0.signed }) else { return }
+            let note = try await self.log.checkpoint()
+            progress.withLock { $0.signed = size }
+            for (i, witness) in self.witnesses.enumerated() {
+                let cosigned = try await self.submit(note, to: witness, old: progress.withLock { $0.witnessed[i] ?? 0 })
+                progress.withLock { $0.witnessed[i] = cosigned }
             }
         }
     }

@@ -97,26 +97,11 @@ public struct DisputePoller: Service {
     }
 
     public func run() async throws {
-        try? await cancelWhenGracefulShutdown {
-            var retry = Duration.seconds(1)
-            while !Task.isCancelled {
-                var failed = false
-                do {
-                    let summary = try await jobs.run(.disputePoll) { try await pollOnce() }
-                    if summary.read > 0 {
-                        logger.info("dispute notifications recorded", metadata: ["read": "\(summary.read)", "position": "\(summary.position)"])
-                    }
-                } catch  where !Task.isCancelled {
-                    failed = true
-                    logger.warning("dispute poll failed; retrying later", metadata: ["error": "\(String(reflecting: error))"])
-                }
-                if failed {
-                    try await Task.sleep(for: min(retry, interval))
-                    retry = min(retry * 2, interval)
-                } else {
-                    retry = .seconds(1)
-                    try await Task.sleep(for: interval)
-                }
+        let logger = logger
+        await PeriodicJob("dispute poll", metric: .disputePoll, wait: .afterEachPass(interval), backOff: true, jobs: jobs, logger: logger).run {
+            let summary = try await self.pollOnce()
+            if summary.read > 0 {
+                logger.info("dispute notifications recorded", metadata: ["read": "\(summary.read)", "position": "\(summary.position)"])
             }
         }
     }

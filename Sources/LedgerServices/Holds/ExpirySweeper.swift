@@ -25,17 +25,11 @@ public struct ExpirySweeper: Service {
     let jobs: JobMetrics
 
     public func run() async throws {
-        try? await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                do {
-                    let expired = try await jobs.run(.expiry) { try await holds.expireDue() }
-                    jobs.holdsExpired(expired)
-                    if expired > 0 { logger.info("holds expired", metadata: ["count": "\(expired)"]) }
-                } catch  where !Task.isCancelled {
-                    logger.warning("expiry sweep failed; retrying later", metadata: ["error": "\(String(reflecting: error))"])
-                }
-                try await Task.sleep(for: interval)
-            }
+        let (holds, jobs, logger) = (holds, jobs, logger)
+        await PeriodicJob("expiry sweep", metric: .expiry, wait: .afterEachPass(interval), jobs: jobs, logger: logger).run {
+            let expired = try await holds.expireDue()
+            jobs.holdsExpired(expired)
+            if expired > 0 { logger.info("holds expired", metadata: ["count": "\(expired)"]) }
         }
     }
 }

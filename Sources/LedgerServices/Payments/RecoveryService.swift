@@ -18,16 +18,8 @@ public struct RecoveryService: Service {
     let logger: Logger
 
     public func run() async throws {
-        // Graceful shutdown cancels the loop, so a sleeping sweeper never holds up SIGTERM.
-        try? await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                do {
-                    try await sweep()
-                } catch  where !Task.isCancelled {
-                    logger.warning("recovery sweep failed; retrying later", metadata: ["error": "\(String(reflecting: error))"])
-                }
-                try await Task.sleep(for: interval)
-            }
+        await PeriodicJob("recovery sweep", metric: nil, wait: .afterEachPass(interval), jobs: JobMetrics(), logger: logger).run {
+            try await self.sweep()
         }
     }
 

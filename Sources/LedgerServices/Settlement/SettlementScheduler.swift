@@ -27,31 +27,24 @@ public struct SettlementScheduler: Service {
     var interval: Duration = .seconds(60)
 
     public func run() async throws {
-        try? await cancelWhenGracefulShutdown {
-            var retry = Duration.seconds(1)
-            while !Task.isCancelled {
-                var failed = false
-                for date in dueDates(now: settlement.clock()) {
-                    do {
-                        let summary = try await jobs.run(.settlement) { try await settlement.run(businessDate: date) }
-                        let appended = summary.batches.reduce(0) { $0 + $1.appendedEvents }
-                        if appended > 0 { logger.info("settled", metadata: ["business_date": "\(date)", "events": "\(appended)"]) }
-                    } catch  where !Task.isCancelled {
-                        failed = true
-                        logger.warning(
-                            "settlement run failed; retrying later",
-                            metadata: ["business_date": "\(date)", "error": "\(String(reflecting: error))"]
-                        )
-                    }
-                }
-                if failed {
-                    try await Task.sleep(for: min(retry, interval))
-                    retry = min(retry * 2, interval)
-                } else {
-                    retry = .seconds(1)
-                    try await Task.sleep(for: interval)
+        let (settlement, jobs, logger) = (settlement, jobs, logger)
+        // One metric run per business date (not per pass): each date is its own settlement.
+        await PeriodicJob("settlement", metric: nil, wait: .afterEachPass(interval), backOff: true, jobs: jobs, logger: logger).run {
+            var failed = false
+            for date in self.dueDates(now: settlement.clock()) {
+                do {
+                    let summary = try await jobs.run(.settlement) { try await settlement.run(businessDate: date) }
+                    let appended = summary.batches.reduce(0) { $0 + $1.appendedEvents }
+                    if appended > 0 { logger.info("settled", metadata: ["business_date": "\(date)", "events": "\(appended)"]) }
+                } catch  where !Task.isCancelled {
+                    failed = true
+                    logger.warning(
+                        "settlement run failed; retrying later",
+                        metadata: ["business_date": "\(date)", "error": "\(String(reflecting: error))"]
+                    )
                 }
             }
+            if failed { throw PeriodicJob.AlreadyLogged() }
         }
     }
 
