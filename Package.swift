@@ -265,6 +265,11 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
+        // Use cases without a database: the periodic jobs' loop.
+        .testTarget(
+            name: "LedgerServicesTests",
+            dependencies: ["LedgerServices", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "LedgerPostgresTests",
             dependencies: ["LedgerPostgres", "LedgerTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]

@@ -30,6 +30,8 @@ public struct PeriodicJob: Sendable {
     let wait: Wait
     var backOff = false
     var failureLevel: Logger.Level = .warning
+    /// The first wait after a failed pass when backing off (doubled after each failure, up to the interval).
+    var firstRetry: Duration = .seconds(1)
     let jobs: JobMetrics
     let logger: Logger
 
@@ -39,6 +41,7 @@ public struct PeriodicJob: Sendable {
         wait: Wait,
         backOff: Bool = false,
         failureLevel: Logger.Level = .warning,
+        firstRetry: Duration = .seconds(1),
         jobs: JobMetrics,
         logger: Logger
     ) {
@@ -47,6 +50,7 @@ public struct PeriodicJob: Sendable {
         self.wait = wait
         self.backOff = backOff
         self.failureLevel = failureLevel
+        self.firstRetry = firstRetry
         self.jobs = jobs
         self.logger = logger
     }
@@ -54,7 +58,7 @@ public struct PeriodicJob: Sendable {
     /// Runs passes until graceful shutdown or cancellation.
     package func run(_ pass: @escaping @Sendable () async throws -> Void) async {
         try? await cancelWhenGracefulShutdown {
-            var retry = Duration.seconds(1)
+            var retry = firstRetry
             while !Task.isCancelled {
                 if case .beforeEachPass(let due) = wait { try await Task.sleep(for: due()) }
                 var failed = false
@@ -71,7 +75,7 @@ public struct PeriodicJob: Sendable {
                     try await Task.sleep(for: min(retry, interval))
                     retry = min(retry * 2, interval)
                 } else {
-                    retry = .seconds(1)
+                    retry = firstRetry
                     try await Task.sleep(for: interval)
                 }
             }
