@@ -66,6 +66,13 @@ public struct AppendError: Error, Hashable, CustomStringConvertible, Sendable {
         )
     }
 
+    /// Other writers kept winning: the batch was refused `attempts` times in a row, nothing of it appended. A version
+    /// conflict for every request in it (it compares equal to ``versionConflict``): each caller decides again on
+    /// fresh state in a later batch, with its own attempt budget — busy, never a failure of the database.
+    public static func contended(attempts: Int) -> AppendError {
+        AppendError(.versionConflict, "the ledger is too contended: \(attempts) attempts found other writers first")
+    }
+
     public static func idempotencyConflict(key: String) -> AppendError {
         AppendError(.idempotencyConflict, "idempotency key \"\(key)\" was already used with a different request")
     }

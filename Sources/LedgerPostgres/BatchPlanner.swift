@@ -85,7 +85,7 @@ package struct BatchPlanner: Sendable {
         }
         guard attemptsMade < Self.maximumAttempts else {
             state = .finished
-            return .fail(.storageFailure("the ledger is too contended: \(Self.maximumAttempts) attempts found other writers first"))
+            return .fail(.contended(attempts: Self.maximumAttempts))
         }
         var believed: [String: Int64] = [:]
         var unknown: [String] = []

@@ -241,8 +241,15 @@ public final class LedgerWriter: Service, Sendable {
                 return
             }
             let mapped = PostgresErrorMapping.appendError(from: error)
-            logger.error("append failed", metadata: ["error": "\(String(reflecting: error))"])
-            metrics.outcome("failed").increment()
+            if mapped == .versionConflict {
+                // Other writers kept winning (BatchPlanner's attempts ran out): busy, not broken; each request's caller
+                // decides again in a later batch.
+                logger.warning("batch too contended; its requests decide again", metadata: ["requests": "\(batch.count)"])
+                metrics.outcome("version_conflict").increment()
+            } else {
+                logger.error("append failed", metadata: ["error": "\(String(reflecting: error))"])
+                metrics.outcome("failed").increment()
+            }
             for pending in batch { pending.continuation.resume(throwing: mapped) }
         }
     }
