@@ -28,10 +28,10 @@ public struct PeriodicJob: Sendable {
     let description: String
     let metric: BackgroundJob?
     let wait: Wait
-    var backOff = false
-    var failureLevel: Logger.Level = .warning
+    let backOff: Bool
+    let failureLevel: Logger.Level
     /// The first wait after a failed pass when backing off (doubled after each failure, up to the interval).
-    var firstRetry: Duration = .seconds(1)
+    let firstRetry: Duration
     let jobs: JobMetrics
     let logger: Logger
 
