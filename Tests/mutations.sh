@@ -228,6 +228,18 @@ if want dispute-claims-twice; then
   else skip_not_applied dispute-claims-twice "$d"; fi
 fi
 
+# 12. The payment workflow forgets to resolve an unknown outcome (91/96) on the spot: the shopper is answered
+#     "not charged" while the acquirer may hold the money, until the recovery sweep comes round.
+if want payment-unknown-unresolved; then
+  d="answer an unknown authorization outcome without asking the acquirer"
+  if mutate Sources/LedgerCore/Domain/PaymentWorkflow.swift \
+    "        if response.responseCode.isUnknownOutcome { return .recover(order.id) }" \
+    "        if response.responseCode.isUnknownOutcome && false { return .recover(order.id) }"; then
+    run payment-unknown-unresolved "$d" "PaymentWorkflowTests"
+    restore
+  else skip_not_applied payment-unknown-unresolved "$d"; fi
+fi
+
 # Rebuild the unmutated tree, so that the next `swift test --skip-build` runs what is checked in.
 restore
 swift build $flags --build-tests >"$backup/build.log" 2>&1 || echo "warning: the restored tree did not build" >&2

@@ -1,3 +1,4 @@
+import LedgerCore
 import LedgerServices
 
 /// `POST /payment`'s answer in the storefront app's shape: 200 `succeeded`, 402 `failed` with a

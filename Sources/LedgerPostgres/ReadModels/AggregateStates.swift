@@ -2,28 +2,7 @@ import Foundation
 import LedgerCore
 import LedgerMacros
 
-/// The aggregate states a plan was decided against. Applying the plan's events to them gives the
-/// states after the append, from which every touched aggregate's read-model row is computed.
-@MemberwiseInit
-package struct AggregateStates: Sendable {
-    package var products: [ProductID: ProductState] = [:]
-    package var shippingMethods: [ShippingMethodID: ShippingMethodState] = [:]
-    package var orders: [OrderID: OrderState] = [:]
-    package var holds: [OrderID: HoldState] = [:]
-
-    /// Folds one event into the state of its aggregate. Products fold in place (their reservation
-    /// tables can be large; see ``ProductState/apply(_:)``).
-    package mutating func apply(_ event: DomainEvent) {
-        switch event {
-        case .product(let e):
-            if products[e.productID] != nil { products[e.productID]!.apply(e) } else { products[e.productID] = ProductState.evolve(nil, e) }
-        case .shippingMethod(let e):
-            shippingMethods[e.shippingMethodID] = ShippingMethodState.evolve(shippingMethods[e.shippingMethodID], e)
-        case .order(let e): orders[e.orderID] = OrderState.evolve(orders[e.orderID], e)
-        case .hold(let e): holds[e.orderID] = HoldState.evolve(holds[e.orderID], e)
-        }
-    }
-
+extension AggregateStates {
     /// The append request for `plan` — its events, and the read-model rows of every aggregate it
     /// touches — and the states after it (what the loader may remember once the append commits).
     package func appendRequest(

@@ -4,14 +4,6 @@ import LedgerCore
 import LedgerPostgres
 import Logging
 
-/// When the money of an authorized order is captured.
-public enum CapturePolicy: String, Sendable, Hashable, CaseIterable {
-    /// Capture what is open when the order ships (`POST /orders/{id}/ship`). The default.
-    case onShipment = "on_shipment"
-    /// Capture the whole amount as soon as the authorization is recorded.
-    case automatic
-}
-
 /// The back office's hold operations (capture, increment, void, refund, ship) and the expiry sweep,
 /// as appends around one acquirer call, like the storefront payment:
 ///

@@ -16,6 +16,9 @@ import Synchronization
 /// 3. Record the outcome — hold placed and order authorized, or decline recorded and reservation
 ///    released, or outcome unknown (91/96, or no answer) left for recovery — and reply.
 ///
+/// Steps 2 and 3, and what a replay continues with, are ``PaymentWorkflow``'s decisions, performed by
+/// ``PaymentActions/perform(_:paying:correlation:)`` (PaymentActions.swift).
+///
 /// Replies: approved → 200 `{"id": <psp reference>, "status": "succeeded", "order_id", …}`;
 /// declined → 402 `{"status": "failed", "decline_code", "message", …}`; unknown outcome → 502
 /// with `status` "failed" (the shopper is not charged: recovery reverses or releases). Refusals
@@ -62,7 +65,7 @@ public struct PaymentService: Sendable {
     let acquirer: any Acquirer
     let clock: @Sendable () -> Date
     let taxPolicy: TaxPolicy
-    let capturePolicy: CapturePolicy
+    package let capturePolicy: CapturePolicy
     /// Captures at authorization under the automatic capture policy.
     let holds: HoldService
     let logger: Logger
@@ -131,82 +134,59 @@ public struct PaymentService: Sendable {
                 )
             }
         }
-        let opened: CommandOutcome
+        let opening: PaymentOpening
         do {
-            opened = try await committer.run(open) {
-                // Another payment took this Apple Pay token's marker: a replay, not a busy product.
-                if let applePayToken, try await applePayTransactionUsed(applePayToken) { throw Self.replayed(applePayToken.genuine) }
-            }
+            opening = try await self.open(open, orderID: orderID, applePayToken: applePayToken)
         } catch {
             try? await eraseContact(contactRef)  // nothing refers to it: the order was not opened
-            switch error {
-            case let error as AppendError where error == .idempotencyConflict:
-                throw ServiceError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different payment")
-            case is DomainCommitter.Contended:
-                throw ServiceError.unavailable("the product is too busy right now; please retry")
-            default:
-                throw await applePayRefusal(error, correlation: correlation)
-            }
+            throw await applePayRefusal(error, correlation: correlation)
         }
-        if let result = opened.result, result.replayed {
-            // A retry of an earlier request: carry on with (or answer for) that order.
-            try? await eraseContact(contactRef)
-            guard let first = result.streams.first, first.streamID.rawValue.hasPrefix("order-"),
-                let earlier = OrderID(String(first.streamID.rawValue.dropFirst("order-".count)))
-            else {
-                throw ServiceError.internalFailure
-            }
-            return try await authorizeAndRecord(earlier, paymentMethod: paymentMethod, correlation: correlation)
+        if case .opened = opening {
+            if applePayToken != nil { applePay?.countAcceptance() }
+        } else {
+            try? await eraseContact(contactRef)  // a replay's order has its own contact; a failure has no order
         }
-        if applePayToken != nil { applePay?.countAcceptance() }
-        return try await authorizeAndRecord(orderID, paymentMethod: paymentMethod, correlation: correlation)
-    }
-
-    /// Steps 2 and 3 for an opened order (also what a retry and recovery of a pending order do).
-    /// The order is loaded once here; recording and replying work on the states the appends leave.
-    func authorizeAndRecord(_ orderID: OrderID, paymentMethod: PaymentMethodData, correlation: String) async throws -> PaymentAnswer {
-        guard let order = try await loader.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
-        guard order.status.awaitsPayment else { return try await currentReply(orderID) }
-
-        let response: AuthorizationResponse
         do {
-            response = try await acquirer.authorize(
-                AuthorizationRequest(
-                    merchantReference: order.merchantReference,
-                    amount: order.amounts.total,
-                    paymentMethod: paymentMethod
-                )
-            )
-        } catch {
-            logger.error(
-                "acquirer call failed; the order stays pending for recovery",
-                metadata: ["order": "\(orderID)", "error": "\(error)"]
-            )
-            return Self.reply(order, hold: nil, acquirerUnavailable: true)  // unchanged: still waiting, no hold
-        }
-        let recorded = try await record(response, for: order, correlation: correlation)
-        if capturePolicy == .automatic && response.responseCode.isApproved {
-            // Keyed by the order, so a retried payment never captures twice. A failure leaves the order
-            // authorized (the operator can capture it); the payment itself succeeded.
-            do {
-                _ = try await holds.perform(
-                    orderID: orderID.rawValue,
-                    HoldOperationRequest(kind: .capture, isFinal: true),
-                    idempotencyKey: "automatic-capture",
-                    actor: "capture-policy"
-                )
-            } catch {
-                logger.error("automatic capture failed; the order stays authorized", metadata: ["order": "\(orderID)", "error": "\(error)"])
+            return try await perform(PaymentWorkflow.opened(opening), paying: paymentMethod, correlation: correlation)
+        } catch let failure as PaymentFailure {
+            switch failure {
+            case .idempotencyConflict:
+                throw ServiceError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different payment")
+            case .busy: throw ServiceError.unavailable("the product is too busy right now; please retry")
+            case .applePayReplayed:
+                guard let applePayToken else { throw ServiceError.internalFailure }
+                throw await applePayRefusal(Self.replayed(applePayToken.genuine), correlation: correlation)
+            case .orderMissing: throw ServiceError.internalFailure
             }
-            return try await currentReply(orderID)  // the capture moved the order on from what was recorded
         }
-        if response.responseCode.isUnknownOutcome {
-            // Never assume: ask the acquirer now (no other authorization for this order is in flight).
-            _ = try? await resolve(orderID, policy: .standard, correlation: correlation)
-            return try await currentReply(orderID)  // recovery may have moved the order on
-        }
-        return Self.reply(recorded.order, hold: recorded.hold)
     }
+
+    /// Step 1's append, decided by the writer: how it ended, unless the request was refused (thrown).
+    func open(_ command: LedgerCommand, orderID: OrderID, applePayToken: AcceptedApplePayToken?) async throws -> PaymentOpening {
+        let outcome: CommandOutcome
+        do {
+            outcome = try await committer.run(command) {
+                // Another payment took this Apple Pay token's marker: a replay, not a busy product.
+                if let applePayToken, try await applePayTransactionUsed(applePayToken) { throw ApplePayTransactionUsed() }
+            }
+        } catch let error as AppendError where error == .idempotencyConflict {
+            return .idempotencyConflict
+        } catch is DomainCommitter.Contended {
+            return .contended
+        } catch is ApplePayTransactionUsed {
+            return .applePayTransactionUsed
+        }
+        guard let result = outcome.result, result.replayed else { return .opened(orderID) }
+        // A retry of an earlier request: the first stream of its append is its order.
+        guard let first = result.streams.first, first.streamID.rawValue.hasPrefix("order-"),
+            let earlier = OrderID(String(first.streamID.rawValue.dropFirst("order-".count)))
+        else {
+            throw ServiceError.internalFailure
+        }
+        return .replayed(earlier)
+    }
+
+    struct ApplePayTransactionUsed: Error {}
 
     /// Recovery of one order still waiting for payment: asks the acquirer by the order's reference
     /// and records what it says — the hold if it approved, a release if it has nothing, a reversal
@@ -278,7 +258,7 @@ public struct PaymentService: Sendable {
     /// Appends what the acquirer answered: a command the writer decides on the order and its products as its
     /// batch has them (other orders move the products). Returns the order and its hold after the append (as they
     /// were when there was nothing to append: recorded already, by another process seen after a conflict).
-    func record(
+    package func record(
         _ response: AuthorizationResponse,
         for decidedOn: OrderState,
         correlation: String
@@ -309,52 +289,6 @@ public struct PaymentService: Sendable {
         guard let after = outcome.states, let order = after.orders[orderID] else { throw ServiceError.internalFailure }
         guard outcome.result == nil else { return (order, after.holds[orderID]) }
         return (order, order.status.awaitsPayment ? nil : try await loader.hold(orderID, fresh: false))
-    }
-
-    /// The outcome for an order as this process last saw it (after steps that may have moved it on
-    /// since the states at hand: an automatic capture, a recovery, or an earlier request's order).
-    func currentReply(_ orderID: OrderID) async throws -> PaymentAnswer {
-        guard let order = try await loader.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
-        guard case .succeeded = order.paymentOutcome else { return Self.reply(order, hold: nil) }  // only a success shows the hold
-        return Self.reply(order, hold: try await loader.hold(orderID, fresh: false))
-    }
-
-    /// The outcome for an order in the state given, with its hold (which only a success shows).
-    static func reply(_ order: OrderState, hold: HoldState?, acquirerUnavailable: Bool = false) -> PaymentAnswer {
-        let total = order.amounts.total
-        let orderID = order.id
-        switch order.paymentOutcome {
-        case .succeeded:
-            return PaymentAnswer(
-                result: .succeeded,
-                reference: order.pspReference ?? orderID.rawValue,
-                orderID: orderID,
-                orderStatus: order.status,
-                amount: total,
-                authCode: hold?.authCode
-            )
-        case .failed where order.status == .declined:
-            return PaymentAnswer(
-                result: .declined,
-                reference: order.pspReference ?? orderID.rawValue,
-                orderID: orderID,
-                orderStatus: order.status,
-                amount: total,
-                declineCode: order.lastResponseCode?.rawValue,
-                message: order.lastResponseMessage
-            )
-        case .failed, .pending:
-            // Still waiting, or ended without a charge (cancelled, voided, expired): the shopper was not charged.
-            return PaymentAnswer(
-                result: .acquirerUnreachable,
-                reference: orderID.rawValue,
-                orderID: orderID,
-                orderStatus: order.status,
-                amount: total,
-                declineCode: acquirerUnavailable ? "96" : order.lastResponseCode?.rawValue,
-                message: "the card issuer could not be reached; you have not been charged"
-            )
-        }
     }
 
     func resolveProduct(_ request: PaymentRequest) async throws -> ProductID {

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCoreTestSupport
 import Testing
 
 @testable import LedgerCore

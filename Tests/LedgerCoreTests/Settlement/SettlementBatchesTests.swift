@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerCoreTestSupport
 import Testing
 
 /// A settlement run's snapshot of the batches: what a run records lands where a fresh read of the

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerAcquirerAPI
 import LedgerCore
+import LedgerCoreTestSupport
 import Testing
 
 /// ``SettlementSteps`` transition by transition, in the manner of postgres-nio's

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import LedgerCore
+import LedgerCoreTestSupport
 import Testing
 
 /// Every branch of the tlog-witness add-checkpoint decision, on two logs that share a prefix and then diverge.

@@ -1,4 +1,3 @@
-import LedgerCore
 import LedgerMacros
 
 /// What a storefront payment came to: the order's state once the acquirer answered (or could not).

@@ -1,33 +1,39 @@
 import Foundation
-
-@testable import LedgerCore
+import LedgerCore
 
 /// Money from a literal, for tests only.
-func usd(_ text: String) -> Money { try! Money(decimal: text, currency: .usd) }
-func eur(_ text: String) -> Money { try! Money(decimal: text, currency: .eur) }
+public func usd(_ text: String) -> Money { try! Money(decimal: text, currency: .usd) }
+public func eur(_ text: String) -> Money { try! Money(decimal: text, currency: .eur) }
 
-func pid(_ raw: String) -> ProductID { ProductID(raw)! }
-func oid(_ raw: String) -> OrderID { OrderID(raw)! }
-func sid(_ raw: String) -> ShippingMethodID { ShippingMethodID(raw)! }
+public func pid(_ raw: String) -> ProductID { ProductID(raw)! }
+public func oid(_ raw: String) -> OrderID { OrderID(raw)! }
+public func sid(_ raw: String) -> ShippingMethodID { ShippingMethodID(raw)! }
 
 /// A whole-microsecond instant so that timestamps survive the JSON round trip unchanged.
-let t0 = Date(timeIntervalSince1970: 1_750_000_000)
-let ctx = DecisionContext(now: t0)
+public let t0 = Date(timeIntervalSince1970: 1_750_000_000)
+public let ctx = DecisionContext(now: t0)
 
 /// A test-only event store: applies append plans with the same expected-version rule as the database,
 /// and keeps every aggregate's state folded, so tests can run the payment flow end to end.
-struct InMemoryLedger {
-    struct VersionConflict: Error, Equatable { var stream: StreamID }
+public struct InMemoryLedger: Sendable {
+    public struct VersionConflict: Error, Equatable {
+        public var stream: StreamID
+        public init(stream: StreamID) { self.stream = stream }
+    }
 
-    private(set) var streams: [StreamID: [DomainEvent]] = [:]
-    private(set) var log: [DomainEvent] = []
-    private(set) var products: [ProductID: ProductState] = [:]
-    private(set) var shippingMethods: [ShippingMethodID: ShippingMethodState] = [:]
-    private(set) var orders: [OrderID: OrderState] = [:]
-    private(set) var holds: [OrderID: HoldState] = [:]
+    public private(set) var streams: [StreamID: [DomainEvent]] = [:]
+    public private(set) var log: [DomainEvent] = []
+    /// Every aggregate's state, folded as the writer folds (``AggregateStates/apply(_:)``).
+    package private(set) var states = AggregateStates()
+    public var products: [ProductID: ProductState] { states.products }
+    public var shippingMethods: [ShippingMethodID: ShippingMethodState] { states.shippingMethods }
+    public var orders: [OrderID: OrderState] { states.orders }
+    public var holds: [OrderID: HoldState] { states.holds }
+
+    public init() {}
 
     /// Appends all of a plan or nothing.
-    mutating func commit(_ plan: AppendPlan) throws(VersionConflict) {
+    public mutating func commit(_ plan: AppendPlan) throws(VersionConflict) {
         for append in plan.appends where !append.expectedVersion.accepts(current: Int64(streams[append.streamID]?.count ?? 0)) {
             throw VersionConflict(stream: append.streamID)
         }
@@ -36,35 +42,26 @@ struct InMemoryLedger {
                 precondition(event.streamID == append.streamID, "event \(event.type) in the wrong stream")
                 streams[append.streamID, default: []].append(event)
                 log.append(event)
-                apply(event)
+                states.apply(event)
             }
         }
     }
 
-    mutating func commit(_ appends: [PlannedAppend]) throws(VersionConflict) { try commit(AppendPlan(appends)) }
+    public mutating func commit(_ appends: [PlannedAppend]) throws(VersionConflict) { try commit(AppendPlan(appends)) }
 
-    private mutating func apply(_ event: DomainEvent) {
-        switch event {
-        case .product(let e): products[e.productID] = ProductState.evolve(products[e.productID], e)
-        case .shippingMethod(let e): shippingMethods[e.shippingMethodID] = ShippingMethodState.evolve(shippingMethods[e.shippingMethodID], e)
-        case .order(let e): orders[e.orderID] = OrderState.evolve(orders[e.orderID], e)
-        case .hold(let e): holds[e.orderID] = HoldState.evolve(holds[e.orderID], e)
-        }
-    }
-
-    static func seeded() -> InMemoryLedger {
+    public static func seeded() -> InMemoryLedger {
         var ledger = InMemoryLedger()
         try! ledger.commit(DemoCatalog.seedAppends(context: ctx))
         return ledger
     }
 
-    func products(for order: OrderState) -> [ProductID: ProductState] {
+    public func products(for order: OrderState) -> [ProductID: ProductState] {
         Dictionary(uniqueKeysWithValues: order.lines.compactMap { line in products[line.productID].map { (line.productID, $0) } })
     }
 }
 
-enum Responses {
-    static func approved(_ order: OrderState, psp: String = "PSP0001", at: Date = t0) -> AuthorizationResponse {
+public enum Responses {
+    public static func approved(_ order: OrderState, psp: String = "PSP0001", at: Date = t0) -> AuthorizationResponse {
         AuthorizationResponse(
             merchantReference: order.merchantReference,
             pspReference: psp,
@@ -79,7 +76,7 @@ enum Responses {
         )
     }
 
-    static func declined(_ order: OrderState, code: ResponseCode, psp: String? = "PSPD001") -> AuthorizationResponse {
+    public static func declined(_ order: OrderState, code: ResponseCode, psp: String? = "PSPD001") -> AuthorizationResponse {
         AuthorizationResponse(
             merchantReference: order.merchantReference,
             pspReference: psp,
@@ -94,7 +91,7 @@ enum Responses {
         )
     }
 
-    static func unknown(_ order: OrderState, code: ResponseCode = .issuerUnavailable) -> AuthorizationResponse {
+    public static func unknown(_ order: OrderState, code: ResponseCode = .issuerUnavailable) -> AuthorizationResponse {
         AuthorizationResponse(
             merchantReference: order.merchantReference,
             pspReference: nil,
@@ -109,12 +106,12 @@ enum Responses {
         )
     }
 
-    static func found(_ response: AuthorizationResponse, status: PaymentStatus) -> PaymentQueryResult {
+    public static func found(_ response: AuthorizationResponse, status: PaymentStatus) -> PaymentQueryResult {
         .found(PaymentDetails(authorization: response, status: status, balance: nil, modifications: []))
     }
 }
 
 extension Result {
-    var failure: Failure? { if case .failure(let f) = self { return f } else { return nil } }
-    var success: Success? { if case .success(let s) = self { return s } else { return nil } }
+    public var failure: Failure? { if case .failure(let f) = self { return f } else { return nil } }
+    public var success: Success? { if case .success(let s) = self { return s } else { return nil } }
 }
