@@ -61,179 +61,106 @@ public struct HoldService: Sendable {
         // Decided on this process's cached states (as payments are): every write of this process goes
         // through the same loader, and another daemon's change makes the acquirer refuse or the
         // append conflict, after which the answer is recorded on fresh reads.
-        guard let orderID = OrderID(raw), let order = try await loader.order(orderID, fresh: false) else {
+        guard let orderID = OrderID(raw), try await loader.order(orderID, fresh: false) != nil else {
             throw ServiceError.notFound("no order \(raw)")
         }
         let requestHash = Self.hash(request)
         let key = idempotencyKey ?? UUID().uuidString.lowercased()
         let ledgerKey = IdempotencyKey(key: "hold:\(orderID.rawValue):\(request.kind.rawValue):\(key)", requestHash: requestHash)
-        if idempotencyKey != nil, let stored = try await idempotency.requestHash(forKey: ledgerKey.key) {
-            guard stored == requestHash else {
-                throw ServiceError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different \(request.kind.rawValue)")
-            }
-            return Self.reply(order, try await loader.hold(orderID, fresh: false), request.kind, applied: nil, replayed: true)
-        }
-        return try await orderTurns.withLock(orderID.rawValue) {
-            try await performInTurn(request, orderID: orderID, key: key, ledgerKey: ledgerKey, idempotencyKey: idempotencyKey, actor: actor)
-        }
-    }
-
-    private func performInTurn(
-        _ request: HoldOperationRequest,
-        orderID: OrderID,
-        key: String,
-        ledgerKey: IdempotencyKey,
-        idempotencyKey: String?,
-        actor: String
-    ) async throws -> HoldOperationOutcome {
-        guard let order = try await loader.order(orderID, fresh: false) else { throw ServiceError.notFound("no order \(orderID)") }
-        let operation = try Self.operation(request, currency: order.amounts.total.currency)
-        let hold = try await loader.hold(orderID, fresh: false)
-        let reference = HoldLifecycle.modificationReference(order: order, operation: operation, key: key)
-        let call: HoldAcquirerCall
-        switch HoldLifecycle.prepare(operation, order: order, hold: hold, modificationReference: reference, now: clock()) {
-        case .failure(let rejection): throw Self.serviceError(rejection)
-        case .success(let decided): call = decided
-        }
-        // Noted (committed) before the call: if this process dies, or never learns the outcome, after
-        // the acquirer applied it, recovery finds the note and records what the acquirer did.
-        let intent = Self.intent(
-            for: call,
+        let stored = idempotencyKey == nil ? nil : try await idempotency.requestHash(forKey: ledgerKey.key)
+        let run = HoldOperationRun(
+            service: self,
             orderID: orderID,
-            ledgerKey: request.kind == .ship ? nil : ledgerKey,
-            idempotencyKey: idempotencyKey,
-            actor: actor,
-            now: clock()
-        )
-        if let intent { try await intents.note(intent) }
-        let response: ModificationResponse?
-        do { response = try await send(call) } catch let error as ServiceError where error.code != "acquirer_unavailable" {
-            // A refusal is a definite answer: nothing was applied, nothing is left to recover.
-            if let intent { try? await intents.delete(intent.modificationReference) }
-            throw error
-        }
-        if let response { Self.appliedPoint(response.kind).crashIfConfigured(faultCrashAt, logger: logger) }
-        let metadata = EventMetadata(
-            correlationID: UUID().uuidString.lowercased(),
-            actor: actor,
-            command: request.kind.rawValue.capitalized + "Hold",
-            idempotencyKey: idempotencyKey
-        )
-        let recorded: Recorded
-        do {
-            // The states just decided on are the first attempt's: within this order's turn nothing of
-            // this process moved them, and a change by anyone else fails the append's version check.
-            recorded = try await record(
-                operation,
-                response: response,
-                orderID: orderID,
-                metadata: metadata,
-                idempotency: ledgerKey,
-                decidedOn: hold.map { (order, $0) }
+            request: request,
+            key: key,
+            idempotency: ledgerKey,
+            metadata: EventMetadata(
+                correlationID: UUID().uuidString.lowercased(),
+                actor: actor,
+                command: request.kind.rawValue.capitalized + "Hold",
+                idempotencyKey: idempotencyKey
             )
-        } catch let error as AppendError where error == .idempotencyConflict {
-            throw ServiceError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different \(request.kind.rawValue)")
+        )
+        let first = HoldWorkflow.start(keyGiven: idempotencyKey != nil, stored: stored, requestHash: requestHash)
+        do {
+            let done: (answer: HoldAnswer, order: OrderState, hold: HoldState?)
+            if first == .prepare {
+                // Operations on one order take turns in this process (prepare → acquirer → record), so their answers
+                // are recorded in the order the acquirer gave them.
+                done = try await orderTurns.withLock(orderID.rawValue) { try await run.perform(from: first) }
+            } else {
+                done = try await run.perform(from: first)
+            }
+            return Self.reply(done.answer, order: done.order, hold: done.hold, kind: request.kind)
+        } catch let failure as HoldFailure {
+            throw Self.serviceError(failure, kind: request.kind)
         }
-        if let intent { try? await intents.delete(intent.modificationReference) }
-        if recorded.result == nil, let response, response.kind == .increment, !response.responseCode.isApproved {
-            return Self.declined(recorded.order, recorded.hold, response)
-        }
-        return Self.reply(recorded.order, recorded.hold, request.kind, applied: response, replayed: recorded.result?.replayed ?? false)
-    }
-
-    /// What ``record(_:response:orderID:metadata:idempotency:decidedOn:catchingUp:)`` left: the append's
-    /// result (nil when there was nothing to append), and the order and hold after it.
-    struct Recorded {
-        var result: AppendResult?
-        var order: OrderState
-        var hold: HoldState?
     }
 
     /// Records the acquirer's answer to `operation`: a command the writer decides inside its batch on the
     /// order, hold and products as the batch has them (``DomainCommitter/run(_:beforeRetry:)`` decides it again
-    /// after another process moved them; stock that is out of date is read fresh and decided again there). The
-    /// result is nil when there was nothing to append (a declined increment, or a modification already
-    /// recorded); the order and hold are the states after the append (or the unchanged ones), so the caller
-    /// answers without loading them again. `decidedOn`: the order and hold the caller already holds.
-    ///
-    /// Answers can reach the ledger out of the acquirer's order (another daemon's operation on the
-    /// same hold still in flight): when ours does not fit the hold as recorded, the acquirer's earlier
-    /// modifications are recorded first, from its own answers, and ours is decided again.
-    @discardableResult
+    /// after another process moved them; stock that is out of date is read fresh and decided again there).
+    /// `decidedOn`: the order and hold the caller already holds. With `checkingBalance`, an answer that does not
+    /// land the hold where the acquirer says it is (``HoldWorkflow/landsWhereTheAcquirerSays(_:hold:response:)``)
+    /// is not appended: ``HoldRecording/behindTheAcquirer``.
     func record(
         _ operation: HoldOperation,
         response: ModificationResponse?,
         orderID: OrderID,
         metadata: EventMetadata,
         idempotency: IdempotencyKey?,
-        decidedOn: (order: OrderState, hold: HoldState)? = nil,
-        catchingUp: Bool = true
-    ) async throws -> Recorded {
+        checkingBalance: Bool,
+        decidedOn: (order: OrderState, hold: HoldState)?
+    ) async throws -> (HoldRecording, after: (order: OrderState, hold: HoldState?)?) {
         var order = decidedOn?.order
         if order == nil { order = try await loader.order(orderID, fresh: false) }
         guard let lines = order?.lines else { throw ServiceError.internalFailure }
-        var caughtUp = !catchingUp
-        while true {
-            let checksBalance = response != nil && !caughtUp
-            let now = clock()
-            let command = LedgerCommand(
-                reads: AggregateKeys(products: lines.map(\.productID), orders: [orderID], holds: [orderID]),
-                now: now,
-                metadata: metadata,
-                idempotency: idempotency,
-                given: decidedOn.map { AggregateStates(orders: [orderID: $0.order], holds: [orderID: $0.hold]) } ?? .init()
-            ) { states in
-                guard let order = states.orders[orderID], let hold = states.holds[orderID] else { throw ServiceError.internalFailure }
-                let plan = try HoldLifecycle.record(
-                    operation,
-                    response: response,
-                    order: order,
-                    hold: hold,
-                    products: states.products,
-                    context: DecisionContext(now: now)
-                ).get()
-                // The acquirer's answer carries the hold's balance after it. If ours does not land the ledger
-                // there, the acquirer applied something before ours that the ledger lacks (another daemon's
-                // answer still on its way): those are recorded first. A difference that remains after catching
-                // up comes from later modifications already recorded (they commute).
-                if checksBalance, let response, !plan.isEmpty,
-                    plan.events.reduce(hold, { state, event in if case .hold(let e) = event { HoldState.evolve(state, e)! } else { state } })
-                        .balance != response.balance
-                {
-                    throw CatchUpFirst()
-                }
-                return CommandPlan(plan: plan)
+        let now = clock()
+        let command = LedgerCommand(
+            reads: AggregateKeys(products: lines.map(\.productID), orders: [orderID], holds: [orderID]),
+            now: now,
+            metadata: metadata,
+            idempotency: idempotency,
+            given: decidedOn.map { AggregateStates(orders: [orderID: $0.order], holds: [orderID: $0.hold]) } ?? .init()
+        ) { states in
+            guard let order = states.orders[orderID], let hold = states.holds[orderID] else { throw ServiceError.internalFailure }
+            let plan = try HoldLifecycle.record(
+                operation,
+                response: response,
+                order: order,
+                hold: hold,
+                products: states.products,
+                context: DecisionContext(now: now)
+            ).get()
+            if checkingBalance, let response, !HoldWorkflow.landsWhereTheAcquirerSays(plan, hold: hold, response: response) {
+                throw BehindTheAcquirer()
             }
-            let outcome: CommandOutcome
-            do {
-                outcome = try await committer.run(command)
-            } catch let rejection as HoldRejection {
-                if case .responseMismatch = rejection, checksBalance {
-                    caughtUp = true
-                    try await catchUp(orderID, before: response!.modificationReference)
-                    continue
-                }
-                logger.error("acquirer answer could not be recorded", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
-                throw Self.serviceError(rejection)
-            } catch is CatchUpFirst {
-                caughtUp = true
-                try await catchUp(orderID, before: response!.modificationReference)
-                continue
-            } catch is DomainCommitter.Contended {
-                throw ServiceError.unavailable("the order is too busy right now; retry with the same Idempotency-Key")
-            }
-            guard let after = outcome.states else {
-                // A replay: an earlier request with this key was recorded; answer with the states it left.
-                guard let current = try await loader.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
-                return Recorded(result: outcome.result, order: current, hold: try await loader.hold(orderID, fresh: false))
-            }
-            guard let orderAfter = after.orders[orderID] else { throw ServiceError.internalFailure }  // read, so in `after`
-            return Recorded(result: outcome.result, order: orderAfter, hold: after.holds[orderID])
+            return CommandPlan(plan: plan)
         }
+        let outcome: CommandOutcome
+        do {
+            outcome = try await committer.run(command)
+        } catch let rejection as HoldRejection {
+            logger.error("acquirer answer could not be recorded", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
+            return (.refused(rejection), nil)
+        } catch is BehindTheAcquirer {
+            return (.behindTheAcquirer, nil)
+        } catch is DomainCommitter.Contended {
+            return (.contended, nil)
+        } catch let error as AppendError where error == .idempotencyConflict {
+            throw HoldFailure.idempotencyConflict
+        }
+        guard let after = outcome.states else {
+            // A replay: an earlier request with this key was recorded; answer with the states it left.
+            guard let current = try await loader.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
+            return (.recorded(appended: false, replayed: true), (current, try await loader.hold(orderID, fresh: false)))
+        }
+        guard let orderAfter = after.orders[orderID] else { throw ServiceError.internalFailure }  // read, so in `after`
+        return (.recorded(appended: outcome.result != nil, replayed: false), (orderAfter, after.holds[orderID]))
     }
 
     /// The acquirer's answer does not land the hold where the acquirer says it is: record its earlier answers first.
-    struct CatchUpFirst: Error {}
+    struct BehindTheAcquirer: Error {}
 
     /// Turns the API's decimal strings into the order's money.
     static func operation(_ request: HoldOperationRequest, currency: Currency) throws -> HoldOperation {
@@ -257,31 +184,41 @@ public struct HoldService: Sendable {
         }
     }
 
-    /// Calls the acquirer. Its refusals are conflicts with the hold's state there; not reaching it
-    /// is a 502 and nothing is recorded (a retry with the same key is the same modification).
-    func send(_ call: HoldAcquirerCall) async throws -> ModificationResponse? {
+    /// Calls the acquirer: its answer, its refusal (a definite answer: nothing was applied), or no answer.
+    func send(_ call: HoldAcquirerCall) async -> ModificationAttempt {
         do {
             switch call {
-            case .capture(let r): return try await acquirer.capture(r)
-            case .increment(let r): return try await acquirer.increment(r)
-            case .reverse(let r): return try await acquirer.reverse(r)
-            case .refund(let r): return try await acquirer.refund(r)
-            case .none: return nil
+            case .capture(let r): return .answered(try await acquirer.capture(r))
+            case .increment(let r): return .answered(try await acquirer.increment(r))
+            case .reverse(let r): return .answered(try await acquirer.reverse(r))
+            case .refund(let r): return .answered(try await acquirer.refund(r))
+            case .none: return .refused(AcquirerError(.invalidRequest, "nothing to send"))  // HoldWorkflow records, never sends, these
             }
         } catch {
             logger.warning("acquirer refused a hold operation", metadata: ["error": "\(error)"])
-            if error.code == .unavailable {
-                throw ServiceError(
-                    .dependencyFailed,
-                    code: "acquirer_unavailable",
-                    message: "the acquirer could not be reached; retry with the same Idempotency-Key"
-                )
-            }
-            if error.code == .holdExpired { throw ServiceError.conflict("hold_expired", "the acquirer reports the hold expired") }
-            if error.code == .duplicateReference {
-                throw ServiceError.conflict("idempotency_conflict", "the acquirer has this reference for a different request")
-            }
-            throw ServiceError.conflict("acquirer_refused", "the acquirer refused the operation: \(error.description)")
+            return error.code == .unavailable ? .unreachable : .refused(error)
+        }
+    }
+
+    /// The client's error for a failed operation.
+    static func serviceError(_ failure: HoldFailure, kind: HoldOperationRequest.Kind) -> ServiceError {
+        switch failure {
+        case .idempotencyConflict:
+            return ServiceError.conflict("idempotency_conflict", "this Idempotency-Key was already used for a different \(kind.rawValue)")
+        case .rejected(let rejection): return serviceError(rejection)
+        case .acquirerUnavailable:
+            return ServiceError(
+                .dependencyFailed,
+                code: "acquirer_unavailable",
+                message: "the acquirer could not be reached; retry with the same Idempotency-Key"
+            )
+        case .acquirerRefused(let error) where error.code == .holdExpired:
+            return ServiceError.conflict("hold_expired", "the acquirer reports the hold expired")
+        case .acquirerRefused(let error) where error.code == .duplicateReference:
+            return ServiceError.conflict("idempotency_conflict", "the acquirer has this reference for a different request")
+        case .acquirerRefused(let error):
+            return ServiceError.conflict("acquirer_refused", "the acquirer refused the operation: \(error.description)")
+        case .busy: return ServiceError.unavailable("the order is too busy right now; retry with the same Idempotency-Key")
         }
     }
 
@@ -315,37 +252,32 @@ public struct HoldService: Sendable {
     }
 
     /// The answer for an operation, from the order and hold it left (or found, for a replay).
-    static func reply(
-        _ order: OrderState,
-        _ hold: HoldState?,
-        _ kind: HoldOperationRequest.Kind,
-        applied: ModificationResponse?,
-        replayed: Bool
-    ) -> HoldOperationOutcome {
-        HoldOperationOutcome(
-            orderID: order.id,
-            operation: kind,
-            result: replayed ? .replayed : .applied,
-            orderStatus: order.status,
-            amount: applied?.amount,
-            modificationReference: applied?.modificationPSPReference,
-            balance: hold?.balance
-        )
-    }
-
-    /// An increment the issuer declined: an answer, not an error — nothing changes.
-    static func declined(_ order: OrderState, _ hold: HoldState?, _ response: ModificationResponse) -> HoldOperationOutcome {
-        HoldOperationOutcome(
-            orderID: order.id,
-            operation: .increment,
-            result: .declined,
-            orderStatus: order.status,
-            amount: response.amount,
-            modificationReference: response.modificationPSPReference,
-            balance: hold?.balance,
-            declineCode: response.responseCode.rawValue,
-            message: response.responseCode.meaning
-        )
+    static func reply(_ answer: HoldAnswer, order: OrderState, hold: HoldState?, kind: HoldOperationRequest.Kind) -> HoldOperationOutcome {
+        switch answer {
+        case .applied(let response), .replayed(let response):
+            return HoldOperationOutcome(
+                orderID: order.id,
+                operation: kind,
+                result: answer == .applied(response) ? .applied : .replayed,
+                orderStatus: order.status,
+                amount: response?.amount,
+                modificationReference: response?.modificationPSPReference,
+                balance: hold?.balance
+            )
+        case .declined(let response):
+            // An increment the issuer declined: an answer, not an error — nothing changes.
+            return HoldOperationOutcome(
+                orderID: order.id,
+                operation: .increment,
+                result: .declined,
+                orderStatus: order.status,
+                amount: response.amount,
+                modificationReference: response.modificationPSPReference,
+                balance: hold?.balance,
+                declineCode: response.responseCode.rawValue,
+                message: response.responseCode.meaning
+            )
+        }
     }
 
     // MARK: Expiry
@@ -445,9 +377,7 @@ public struct HoldService: Sendable {
             guard page.states.orders[id] != nil, let hold = page.states.holds[id], !hold.isClosed,
                 case .found(let details) = page.acquirerAnswers[id]
             else { return nil }
-            let missing = details.modifications.filter {
-                $0.responseCode.isApproved && !hold.modificationReferences.contains($0.modificationReference)
-            }
+            let missing = HoldWorkflow.unrecorded(details, hold: hold)
             return missing.isEmpty ? nil : (id, missing)
         }
     }
@@ -500,32 +430,16 @@ public struct HoldService: Sendable {
         guard let hold = try await loader.hold(orderID),
             case .found(let details) = try await acquirer.query(merchantReference: hold.merchantReference)
         else { return }
-        var missing = details.modifications.filter {
-            $0.responseCode.isApproved && !hold.modificationReferences.contains($0.modificationReference)
-        }
-        if let reference, let ours = missing.firstIndex(where: { $0.modificationReference == reference }) {
-            missing = Array(missing[..<ours])
-        }
         let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: "acquirer-sync", command: "RecordFromAcquirer")
-        for modification in missing {
-            let operation = Self.operation(of: modification)
+        for modification in HoldWorkflow.unrecorded(details, hold: hold, before: reference) {
             logger.notice(
                 "recording a modification the acquirer applied before the ledger heard of it",
                 metadata: [
                     "order": "\(orderID)", "modification": "\(modification.modificationReference)", "kind": "\(modification.kind)",
                 ]
             )
-            try await record(operation, response: modification, orderID: orderID, metadata: metadata, idempotency: nil, catchingUp: false)
-        }
-    }
-
-    /// The operation a modification the acquirer applied records.
-    static func operation(of modification: ModificationResponse) -> HoldOperation {
-        switch modification.kind {
-        case .capture: return .capture(amount: modification.amount, isFinal: modification.isFinal)
-        case .increment: return .increment(amount: modification.amount)
-        case .reversal: return .void(amount: modification.amount)
-        case .refund: return .refund(amount: modification.amount, reason: "recorded from the acquirer")
+            let run = HoldOperationRun(service: self, orderID: orderID, metadata: metadata)
+            _ = try await run.perform(from: .record(modification, checkingBalance: false), recording: HoldWorkflow.operation(of: modification))
         }
     }
 
@@ -599,24 +513,106 @@ public struct HoldService: Sendable {
             let modification = details.modifications.first(where: { $0.modificationReference == intent.modificationReference }),
             modification.responseCode.isApproved
         else { return false }
-        try await catchUp(orderID, before: intent.modificationReference)
         logger.notice(
             "recording a hold operation the acquirer applied and the ledger had not recorded",
             metadata: ["order": "\(orderID)", "modification": "\(intent.modificationReference)", "kind": "\(intent.kind)"]
         )
-        let idempotency = intent.ledgerKey.flatMap { key in intent.requestHash.map { IdempotencyKey(key: key, requestHash: $0) } }
-        try await record(
-            Self.operation(of: modification),
-            response: modification,
+        let run = HoldOperationRun(
+            service: self,
             orderID: orderID,
+            idempotency: intent.ledgerKey.flatMap { key in intent.requestHash.map { IdempotencyKey(key: key, requestHash: $0) } },
             metadata: EventMetadata(
                 correlationID: UUID().uuidString.lowercased(),
                 actor: intent.actor,
                 command: intent.kind.capitalized + "Hold",
                 idempotencyKey: intent.idempotencyKey
-            ),
-            idempotency: idempotency
+            )
         )
+        // The acquirer's earlier modifications first, then this one.
+        _ = try await run.perform(from: .catchUp(modification), recording: HoldWorkflow.operation(of: modification))
         return true
+    }
+}
+
+/// One operation on one order as ``HoldService`` performs it: the request's context, and the actions its
+/// ``HoldWorkflow`` asks for (``HoldActions/perform(from:recording:)`` runs them). Without a request it records an
+/// answer the acquirer gave that the ledger lacks (catching up, recovering a noted call).
+struct HoldOperationRun: HoldActions {
+    let service: HoldService
+    let orderID: OrderID
+    var request: HoldOperationRequest? = nil
+    /// The client's idempotency key, or a fresh one: keys the modification at the acquirer.
+    var key = ""
+    var idempotency: IdempotencyKey? = nil
+    let metadata: EventMetadata
+
+    func prepare() async throws -> HoldPreparation {
+        guard let request, let order = try await service.loader.order(orderID, fresh: false) else {
+            throw ServiceError.notFound("no order \(orderID)")
+        }
+        let operation = try HoldService.operation(request, currency: order.amounts.total.currency)
+        return HoldPreparation(
+            operation: operation,
+            order: order,
+            hold: try await service.loader.hold(orderID, fresh: false),
+            modificationReference: HoldLifecycle.modificationReference(order: order, operation: operation, key: key),
+            now: service.clock()
+        )
+    }
+
+    func current() async throws -> (order: OrderState, hold: HoldState?) {
+        guard let order = try await service.loader.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
+        return (order, try await service.loader.hold(orderID, fresh: false))
+    }
+
+    func note(_ call: HoldAcquirerCall) async throws {
+        guard let intent = intent(call) else { return }
+        try await service.intents.note(intent)
+    }
+
+    func dropNote(_ call: HoldAcquirerCall) async {
+        guard let intent = intent(call) else { return }
+        try? await service.intents.delete(intent.modificationReference)
+    }
+
+    /// The call's note. A shipment's capture carries no key: its retry is a new shipment request.
+    func intent(_ call: HoldAcquirerCall) -> HoldIntentStore.Intent? {
+        HoldService.intent(
+            for: call,
+            orderID: orderID,
+            ledgerKey: request?.kind == .ship ? nil : idempotency,
+            idempotencyKey: metadata.idempotencyKey,
+            actor: metadata.actor ?? "",
+            now: service.clock()
+        )
+    }
+
+    func send(_ call: HoldAcquirerCall) async -> ModificationAttempt {
+        let attempt = await service.send(call)
+        if case .answered(let response) = attempt {
+            HoldService.appliedPoint(response.kind).crashIfConfigured(service.faultCrashAt, logger: service.logger)
+        }
+        return attempt
+    }
+
+    func record(
+        _ operation: HoldOperation,
+        _ response: ModificationResponse?,
+        checkingBalance: Bool,
+        decidedOn: (order: OrderState, hold: HoldState)?
+    ) async throws -> (HoldRecording, after: (order: OrderState, hold: HoldState?)?) {
+        try await service.record(
+            operation,
+            response: response,
+            orderID: orderID,
+            metadata: metadata,
+            idempotency: idempotency,
+            checkingBalance: checkingBalance,
+            decidedOn: decidedOn
+        )
+    }
+
+    func catchUp(before response: ModificationResponse) async throws {
+        try await service.catchUp(orderID, before: response.modificationReference)
     }
 }
