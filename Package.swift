@@ -268,7 +268,9 @@ let package = Package(
         // Use cases without a database: the periodic jobs' loop.
         .testTarget(
             name: "LedgerServicesTests",
-            dependencies: ["LedgerServices", "LedgerCore", "LedgerCoreTestSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "LedgerServices", "LedgerCore", "LedgerPostgres", "LedgerCoreTestSupport", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "LedgerPostgresTests",

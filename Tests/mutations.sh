@@ -240,6 +240,29 @@ if want payment-unknown-unresolved; then
   else skip_not_applied payment-unknown-unresolved "$d"; fi
 fi
 
+# 13. The hold workflow drops the call's note when the acquirer cannot be reached: an operation the acquirer applied
+#     and the ledger never heard of is lost to recovery.
+if want hold-note-dropped; then
+  d="drop a hold call's note when the acquirer gave no answer"
+  if mutate Sources/LedgerCore/Domain/HoldWorkflow.swift \
+    "        case .unreachable: return .fail(.acquirerUnavailable)" \
+    "        case .unreachable: return .abandon(.acquirerUnavailable)"; then
+    run hold-note-dropped "$d" "HoldWorkflowTests"
+    restore
+  else skip_not_applied hold-note-dropped "$d"; fi
+fi
+
+# 14. The dispute loop gives up after a moved stream instead of deciding again on fresh reads.
+if want dispute-no-retry; then
+  d="end a dispute command at its first version conflict"
+  if mutate Sources/LedgerServices/Disputes/DisputeActions.swift \
+    "            let facts = try await facts(of: orderID, fresh: attempt > 0)" \
+    "            if attempt > 0 { break }; let facts = try await facts(of: orderID, fresh: attempt > 0)"; then
+    run dispute-no-retry "$d" "DisputeRunTests|DisputeTests"
+    restore
+  else skip_not_applied dispute-no-retry "$d"; fi
+fi
+
 # Rebuild the unmutated tree, so that the next `swift test --skip-build` runs what is checked in.
 restore
 swift build $flags --build-tests >"$backup/build.log" 2>&1 || echo "warning: the restored tree did not build" >&2

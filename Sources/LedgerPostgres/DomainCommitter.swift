@@ -27,7 +27,9 @@ package struct DomainCommitter: Sendable {
     package static let maximumAttempts = 20
 
     /// Too many decisions of one command met a moved stream (a product others keep writing from other processes).
-    package struct Contended: Error, Sendable {}
+    package struct Contended: Error, Sendable {
+        package init() {}
+    }
 
     /// Runs `command` through the writer (``LedgerWriter/decide(_:states:)``), deciding it again on a version
     /// conflict, at most ``maximumAttempts`` times (then ``Contended``); `beforeRetry` may end it first by throwing

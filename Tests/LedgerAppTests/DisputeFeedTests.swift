@@ -205,7 +205,7 @@ import Testing
                     continue
                 }
                 let states = disputes.filter { $0.orderID == id }
-                let kept = DisputeService.netKept(hold: hold, disputes: states).minorUnits
+                let kept = DisputeWorkflow.netKept(hold: hold, disputes: states).minorUnits
                 let b = hold.balance
                 let identity = states.reduce(b.captured.minorUnits - b.refunded.minorUnits) {
                     $0 - $1.chargedBack.minorUnits + $1.reversed.minorUnits

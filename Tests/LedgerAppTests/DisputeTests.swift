@@ -348,7 +348,7 @@ import Testing
                 #expect(b.captured.minorUnits == 5900 && b.refunded.minorUnits == (refunded[order] ?? 0))
                 let net = b.captured.minorUnits - b.refunded.minorUnits - dispute.state.chargedBack.minorUnits + dispute.state.reversed.minorUnits
                 #expect(net == kept[order], "order \(order): \(net) ≠ \(kept[order] ?? -1)")
-                #expect(DisputeService.netKept(hold: hold, disputes: [dispute.state]).minorUnits == net)
+                #expect(DisputeWorkflow.netKept(hold: hold, disputes: [dispute.state]).minorUnits == net)
                 let expectedStatus = HoldLifecycle.status(balance: b, shipped: true, disputes: [dispute.state])
                 #expect(dispute.orderStatus == expectedStatus, "order \(order) \(dispute.state.status)")
             }

@@ -97,7 +97,9 @@ import Testing
             ).get()
         )
         let order = ledger.orders[orderID]!
-        try ledger.commit(try PaymentFlow.recordAuthorization(Responses.approved(order), order: order, products: ledger.products(for: order), context: ctx).get())
+        try ledger.commit(
+            try PaymentFlow.recordAuthorization(Responses.approved(order), order: order, products: ledger.products(for: order), context: ctx).get()
+        )
         return ledger
     }
 
@@ -169,7 +171,11 @@ import Testing
         let answer = try Self.captured("20.00")
         let steps = Steps(
             try Self.authorized(),
-            .init(operation: .capture(amount: usd("20.00"), isFinal: false), acquirer: [.answered(answer)], recordings: [.recorded(appended: true, replayed: false)])
+            .init(
+                operation: .capture(amount: usd("20.00"), isFinal: false),
+                acquirer: [.answered(answer)],
+                recordings: [.recorded(appended: true, replayed: false)]
+            )
         )
         #expect(try await run(steps) == .applied(answer))
         #expect(steps.taken == ["prepare", "note", "send", "record checked", "drop note"])
@@ -216,7 +222,11 @@ import Testing
         let declined = try Self.declinedIncrement()
         let steps = Steps(
             try Self.authorized(),
-            .init(operation: .increment(amount: usd("10.00")), acquirer: [.answered(declined)], recordings: [.recorded(appended: false, replayed: false)])
+            .init(
+                operation: .increment(amount: usd("10.00")),
+                acquirer: [.answered(declined)],
+                recordings: [.recorded(appended: false, replayed: false)]
+            )
         )
         #expect(try await run(steps) == .declined(declined))
         #expect(steps.taken == ["prepare", "note", "send", "record checked", "drop note"])
@@ -226,7 +236,11 @@ import Testing
         let answer = try Self.captured("20.00")
         let steps = Steps(
             try Self.authorized(),
-            .init(operation: .capture(amount: usd("20.00"), isFinal: false), acquirer: [.answered(answer)], recordings: [.recorded(appended: false, replayed: true)])
+            .init(
+                operation: .capture(amount: usd("20.00"), isFinal: false),
+                acquirer: [.answered(answer)],
+                recordings: [.recorded(appended: false, replayed: true)]
+            )
         )
         #expect(try await run(steps) == .replayed(answer))
     }
@@ -262,7 +276,11 @@ import Testing
     @Test func anotherRefusalOfTheRecordingFailsAtOnce() async throws {
         let steps = Steps(
             try Self.authorized(),
-            .init(operation: .capture(amount: nil, isFinal: true), acquirer: [.answered(try Self.captured("59.00"))], recordings: [.refused(.chargedBack(Self.orderID))])
+            .init(
+                operation: .capture(amount: nil, isFinal: true),
+                acquirer: [.answered(try Self.captured("59.00"))],
+                recordings: [.refused(.chargedBack(Self.orderID))]
+            )
         )
         await #expect(throws: HoldFailure.rejected(.chargedBack(Self.orderID))) { try await run(steps) }
         #expect(steps.taken == ["prepare", "note", "send", "record checked"])
@@ -279,7 +297,10 @@ import Testing
     @Test func anAnswerRecordedLateStartsFromItsRecordingOrItsCatchUp() async throws {
         let answer = try Self.captured("20.00")
         let late = Steps(try Self.authorized(), .init(operation: .void(amount: nil), recordings: [.recorded(appended: true, replayed: false)]))
-        #expect(try await late.perform(from: .record(answer, checkingBalance: false), recording: HoldWorkflow.operation(of: answer)).answer == .applied(answer))
+        #expect(
+            try await late.perform(from: .record(answer, checkingBalance: false), recording: HoldWorkflow.operation(of: answer)).answer
+                == .applied(answer)
+        )
         #expect(late.taken == ["record"])
         let recovered = Steps(try Self.authorized(), .init(operation: .void(amount: nil), recordings: [.recorded(appended: true, replayed: false)]))
         _ = try await recovered.perform(from: .catchUp(answer), recording: HoldWorkflow.operation(of: answer))
@@ -293,7 +314,14 @@ import Testing
         let hold = ledger.holds[Self.orderID]!
         let order = ledger.orders[Self.orderID]!
         let answer = try Self.captured("20.00")
-        let plan = try HoldLifecycle.record(.capture(amount: usd("20.00"), isFinal: false), response: answer, order: order, hold: hold, products: [:], context: ctx).get()
+        let plan = try HoldLifecycle.record(
+            .capture(amount: usd("20.00"), isFinal: false),
+            response: answer,
+            order: order,
+            hold: hold,
+            products: [:],
+            context: ctx
+        ).get()
         #expect(HoldWorkflow.landsWhereTheAcquirerSays(plan, hold: hold, response: answer))
         var ahead = answer
         ahead.balance.captured = usd("30.00")  // the acquirer applied another 10.00 capture first
@@ -308,9 +336,14 @@ import Testing
         let declined = try Self.captured("5.00", reference: "m-2", approved: false)
         let ours = try Self.captured("20.00", reference: "m-3")
         let later = try Self.captured("1.00", reference: "m-4")
-        let details = PaymentDetails(authorization: Responses.approved(try Self.authorized().orders[Self.orderID]!), status: .open, balance: nil, modifications: [
-            first, declined, ours, later,
-        ])
+        let details = PaymentDetails(
+            authorization: Responses.approved(try Self.authorized().orders[Self.orderID]!),
+            status: .open,
+            balance: nil,
+            modifications: [
+                first, declined, ours, later,
+            ]
+        )
         #expect(HoldWorkflow.unrecorded(details, hold: hold).map(\.modificationReference) == ["m-1", "m-3", "m-4"])
         #expect(HoldWorkflow.unrecorded(details, hold: hold, before: "m-3").map(\.modificationReference) == ["m-1"])
         #expect(HoldWorkflow.unrecorded(details, hold: hold, before: "unknown").map(\.modificationReference) == ["m-1", "m-3", "m-4"])

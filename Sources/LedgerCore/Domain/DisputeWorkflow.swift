@@ -57,6 +57,14 @@ public enum DisputeWorkflow {
         return .record(events: decided, orderUpdate: update)
     }
 
+    /// What the merchant keeps of an order: captured − refunded − charged back + reversed (a dispute's debits and
+    /// credits are on its own stream; the hold's money is untouched).
+    public static func netKept(hold: HoldState, disputes: [DisputeState]) -> Money {
+        let b = hold.balance
+        let net = disputes.reduce(b.captured.minorUnits - b.refunded.minorUnits) { $0 - $1.chargedBack.minorUnits + $1.reversed.minorUnits }
+        return Money(minorUnits: net, currency: b.captured.currency)
+    }
+
     /// What a new dispute on the order may claim: captured − what its other disputes (not won) claim.
     /// Refunds are not taken off: a cardholder's bank may charge back a payment the merchant refunded in
     /// part (the credit had not reached it), and the acquirer then debits the chargeback all the same.

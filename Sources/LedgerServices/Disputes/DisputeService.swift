@@ -92,7 +92,7 @@ public struct DisputeView: Sendable, Hashable {
 ///
 /// Money: a dispute's debits and credits are on its stream (``DisputeState/chargedBack``,
 /// ``DisputeState/reversed``); the hold's money is untouched, so captured − refunded − charged back
-/// + reversed is what the merchant keeps of an order (``DisputeService/netKept(hold:disputes:)``).
+/// + reversed is what the merchant keeps of an order (``DisputeWorkflow/netKept(hold:disputes:)``).
 /// Stock is never moved by a dispute.
 public struct DisputeService: Sendable {
     package init(committer: DomainCommitter, loader: AggregateLoader, client: DatabaseClient, clock: @escaping @Sendable () -> Date, logger: Logger) {
@@ -172,53 +172,23 @@ public struct DisputeService: Sendable {
         guard DisputeDecider.isReference(disputeID), disputeID.utf8.count <= 100, let stream = StreamID("dispute-" + disputeID) else {
             throw ServiceError.notFound("no dispute \(disputeID)")
         }
+        let run = DisputeRun(service: self, disputeID: disputeID, stream: stream, actor: actor, commandName: commandName)
         return try await turns.withLock(disputeID) {
-            for attempt in 0..<DomainCommitter.maximumAttempts {
-                let recorded = try await store.readStream(stream)
-                let events = try recorded.map { try DisputeEvent.decode($0) }
-                let orderID: OrderID
-                switch DisputeWorkflow.start(command, recorded: events, repeats: alreadyRecorded?(events) ?? false) {
-                case .loadOrder(let id): orderID = id
-                case .alreadyRecorded: if let view = try await dispute(id: disputeID) { return view } else { throw ServiceError.internalFailure }
-                case .refused(let refusal): throw Self.serviceError(refusal, disputeID: disputeID)
-                case .record: throw ServiceError.internalFailure
-                }
-                let order = try await loader.order(orderID, fresh: attempt > 0)
-                let hold = try await loader.hold(orderID, fresh: attempt > 0)
-                let others = try await reader.disputes().values.filter { $0.orderID == orderID && $0.disputeID != disputeID }
-                let now = clock()
-                let step = DisputeWorkflow.decide(command, recorded: events, order: order, hold: hold, otherDisputes: others, now: now)
-                guard case .record(let decided, let update) = step, let order, let hold else {
-                    if case .refused(let refusal) = step { throw Self.serviceError(refusal, disputeID: disputeID) }
-                    throw ServiceError.internalFailure
-                }
-                var appends: [PlannedAppend] = []
-                if let update {
-                    appends.append(
-                        PlannedAppend(streamID: order.id.streamID, expectedVersion: .exact(order.version), events: [.order(.paymentUpdated(update))])
-                    )
-                }
-                let disputeAppend = StreamAppend(
-                    streamID: stream,
-                    expectedVersion: PlannedAppend.expectation(forVersion: Int64(recorded.count)),
-                    events: try decided.map { try $0.ledgerEvent.newEvent(eventID: UUID(), effectiveAt: now) }
-                )
-                let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: actor, command: commandName)
-                let states = AggregateStates(orders: [orderID: order], holds: [orderID: hold])
-                guard
-                    let committed = try await committer.commit(
-                        AppendPlan(appends),
-                        on: states,
-                        now: now,
-                        metadata: metadata,
-                        alsoAppending: [disputeAppend]
-                    )
-                else { continue }  // the order or the dispute moved: decide again on fresh reads
-                let orderAfter = committed.states?.orders[orderID]?.status ?? update?.status ?? order.status
-                guard let view = try await dispute(id: disputeID, orderStatus: orderAfter) else { throw ServiceError.internalFailure }
-                return view
+            let outcome: DisputeOutcome
+            do {
+                outcome = try await run.perform(command, repeats: alreadyRecorded ?? { _ in false })
+            } catch let refusal as DisputeRefusal {
+                throw Self.serviceError(refusal, disputeID: disputeID)
+            } catch is DomainCommitter.Contended {
+                throw ServiceError.unavailable("the dispute \(disputeID) is too busy right now; retry")
             }
-            throw ServiceError.unavailable("the dispute \(disputeID) is too busy right now; retry")
+            let orderStatus: OrderStatus?
+            switch outcome {
+            case .asRecorded: orderStatus = nil
+            case .recorded(let status): orderStatus = status
+            }
+            guard let view = try await dispute(id: disputeID, orderStatus: orderStatus) else { throw ServiceError.internalFailure }
+            return view
         }
     }
 
@@ -266,13 +236,6 @@ public struct DisputeService: Sendable {
 
     // MARK: Rules
 
-    /// What the merchant keeps of an order: captured − refunded − charged back + reversed.
-    public static func netKept(hold: HoldState, disputes: [DisputeState]) -> Money {
-        let b = hold.balance
-        let net = disputes.reduce(b.captured.minorUnits - b.refunded.minorUnits) { $0 - $1.chargedBack.minorUnits + $1.reversed.minorUnits }
-        return Money(minorUnits: net, currency: b.captured.currency)
-    }
-
     static func serviceError(_ refusal: DisputeRefusal, disputeID: String) -> ServiceError {
         switch refusal {
         case .unknownDispute: return ServiceError.notFound("no dispute \(disputeID)")
@@ -294,5 +257,61 @@ public struct DisputeService: Sendable {
         case .exceedsDisputable: return ServiceError.invalid("exceeds_disputable", message, field: "amount")
         case .missingEvidence, .invalidEvidenceReference: return ServiceError.invalid("invalid_evidence", message, field: "evidence_refs")
         }
+    }
+}
+
+/// One command on one dispute as ``DisputeService`` performs it: the actions its ``DisputeWorkflow`` asks for.
+struct DisputeRun: DisputeActions {
+    let service: DisputeService
+    let disputeID: String
+    let stream: StreamID
+    let actor: String
+    let commandName: String
+
+    func recorded() async throws -> [DisputeEvent] {
+        try await service.store.readStream(stream).map { try DisputeEvent.decode($0) }
+    }
+
+    func facts(of orderID: OrderID, fresh: Bool) async throws -> DisputeFacts {
+        DisputeFacts(
+            order: try await service.loader.order(orderID, fresh: fresh),
+            hold: try await service.loader.hold(orderID, fresh: fresh),
+            otherDisputes: try await service.reader.disputes().values.filter { $0.orderID == orderID && $0.disputeID != disputeID }
+        )
+    }
+
+    func now() -> Date { service.clock() }
+
+    func commit(
+        _ events: [DisputeEvent],
+        after recorded: Int,
+        orderUpdate: OrderPaymentUpdated?,
+        order: OrderState,
+        hold: HoldState,
+        now: Date
+    )
+        async throws -> OrderStatus?
+    {
+        var appends: [PlannedAppend] = []
+        if let orderUpdate {
+            appends.append(
+                PlannedAppend(streamID: order.id.streamID, expectedVersion: .exact(order.version), events: [.order(.paymentUpdated(orderUpdate))])
+            )
+        }
+        let disputeAppend = StreamAppend(
+            streamID: stream,
+            expectedVersion: PlannedAppend.expectation(forVersion: Int64(recorded)),
+            events: try events.map { try $0.ledgerEvent.newEvent(eventID: UUID(), effectiveAt: now) }
+        )
+        guard
+            let committed = try await service.committer.commit(
+                AppendPlan(appends),
+                on: AggregateStates(orders: [order.id: order], holds: [order.id: hold]),
+                now: now,
+                metadata: EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: actor, command: commandName),
+                alsoAppending: [disputeAppend]
+            )
+        else { return nil }
+        return committed.states?.orders[order.id]?.status ?? orderUpdate?.status ?? order.status
     }
 }

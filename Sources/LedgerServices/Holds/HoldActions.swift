@@ -40,7 +40,10 @@ extension HoldActions {
     /// The operation from `first` on: performs each step ``HoldWorkflow`` decides until it answers (or fails, with a
     /// ``HoldFailure``). `operation`: what is recorded when `first` is not ``HoldStep/prepare`` (an answer the acquirer
     /// gave that the ledger is recording late).
-    package func perform(from first: HoldStep, recording operation: HoldOperation? = nil) async throws -> (
+    package func perform(
+        from first: HoldStep,
+        recording operation: HoldOperation? = nil
+    ) async throws -> (
         answer: HoldAnswer, order: OrderState, hold: HoldState?
     ) {
         var step = first
@@ -71,7 +74,7 @@ extension HoldActions {
                 sent = call
                 step = HoldWorkflow.sent(await send(call))
             case .record(let response, let checkingBalance):
-                guard let operation else { preconditionFailure("a hold recording without its operation") }
+                guard let operation else { throw ServiceError.internalFailure }  // set by .prepare or given with the answer
                 let (outcome, states) = try await record(operation, response, checkingBalance: checkingBalance, decidedOn: decidedOn)
                 decidedOn = nil
                 after = states

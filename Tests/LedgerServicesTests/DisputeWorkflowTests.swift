@@ -1,8 +1,11 @@
 import Foundation
 import LedgerCoreTestSupport
+import LedgerPostgres
+import Synchronization
 import Testing
 
 @testable import LedgerCore
+@testable import LedgerServices
 
 /// Every row of ``DisputeWorkflow``'s transition table, without a database: which order a command concerns, a
 /// repeated notification, an unknown dispute, order or payment, the decider's refusal (what is disputable counts the
@@ -198,5 +201,121 @@ import Testing
             )
         else { return #expect(Bool(false)) }
         #expect(stays == nil)
+    }
+}
+
+/// The loop the service runs over ``DisputeWorkflow`` (``DisputeActions/perform(_:repeats:)``), without a database:
+/// the dispute's stream and the order's facts are in memory, and a commit can be scripted to meet a moved stream.
+@Suite struct DisputeRunTests {
+    /// An in-memory dispute stream and order; `conflicts` commits meet a moved stream first (another daemon's append).
+    final class Steps: DisputeActions {
+        let state: Mutex<(events: [DisputeEvent], order: OrderState?, hold: HoldState?, conflicts: Int, taken: [String])>
+
+        init(events: [DisputeEvent] = [], order: OrderState?, hold: HoldState?, conflicts: Int = 0) {
+            state = Mutex((events, order, hold, conflicts, []))
+        }
+
+        var taken: [String] { state.withLock { $0.taken } }
+        var events: [DisputeEvent] { state.withLock { $0.events } }
+
+        func recorded() async throws -> [DisputeEvent] {
+            state.withLock {
+                $0.taken.append("read dispute")
+                return $0.events
+            }
+        }
+
+        func facts(of order: OrderID, fresh: Bool) async throws -> DisputeFacts {
+            state.withLock {
+                $0.taken.append(fresh ? "read order fresh" : "read order")
+                return DisputeFacts(order: $0.order, hold: $0.hold, otherDisputes: [])
+            }
+        }
+
+        func now() -> Date { t0 }
+
+        func commit(
+            _ events: [DisputeEvent],
+            after recorded: Int,
+            orderUpdate: OrderPaymentUpdated?,
+            order: OrderState,
+            hold: HoldState,
+            now: Date
+        )
+            async throws -> OrderStatus?
+        {
+            state.withLock {
+                $0.taken.append("commit")
+                guard $0.conflicts == 0, recorded == $0.events.count else {
+                    $0.conflicts -= 1
+                    return nil
+                }
+                $0.events += events
+                return orderUpdate?.status ?? order.status
+            }
+        }
+    }
+
+    @Test func aChargebackIsDecidedOnTheOrderAndCommittedWithTheOrdersNewStatus() async throws {
+        let (order, hold) = try DisputeWorkflowTests.captured()
+        let steps = Steps(order: order, hold: hold)
+        #expect(try await steps.perform(DisputeWorkflowTests.chargeback(), repeats: { _ in false }) == .recorded(orderStatus: .chargedBack))
+        #expect(steps.taken == ["read dispute", "read order", "commit"])
+        #expect(steps.events.count == 1)
+    }
+
+    @Test func aMovedStreamIsDecidedAgainOnFreshReads() async throws {
+        let (order, hold) = try DisputeWorkflowTests.captured()
+        let steps = Steps(order: order, hold: hold, conflicts: 1)
+        #expect(try await steps.perform(DisputeWorkflowTests.chargeback(), repeats: { _ in false }) == .recorded(orderStatus: .chargedBack))
+        #expect(steps.taken == ["read dispute", "read order", "commit", "read dispute", "read order fresh", "commit"])
+    }
+
+    @Test func aRepeatRecordedMeanwhileIsAnsweredAsRecordedAfterAConflict() async throws {
+        // Two daemons record one numbered notification: the other's append lands first, so this one's is a repeat.
+        let (order, hold) = try DisputeWorkflowTests.captured()
+        let steps = Steps(order: order, hold: hold, conflicts: 1)
+        let outcome = try await steps.perform(DisputeWorkflowTests.chargeback(), repeats: { !$0.isEmpty })
+        #expect(outcome == .recorded(orderStatus: .chargedBack))
+        let again = try await steps.perform(DisputeWorkflowTests.chargeback(), repeats: { !$0.isEmpty })
+        #expect(again == .asRecorded)
+        #expect(steps.events.count == 1)
+    }
+
+    @Test func aStreamOthersKeepMovingEndsBusyAfterTheAttemptBudget() async throws {
+        let (order, hold) = try DisputeWorkflowTests.captured()
+        let steps = Steps(order: order, hold: hold, conflicts: .max)
+        await #expect(throws: DomainCommitter.Contended.self) { try await steps.perform(DisputeWorkflowTests.chargeback(), repeats: { _ in false }) }
+        #expect(steps.taken.filter { $0 == "commit" }.count == DomainCommitter.maximumAttempts)
+        #expect(steps.events.isEmpty)
+    }
+
+    @Test func refusalsComeBackWithoutACommit() async throws {
+        let (order, hold) = try DisputeWorkflowTests.captured()
+        let noDispute = Steps(order: order, hold: hold)
+        await #expect(throws: DisputeRefusal.unknownDispute) { try await noDispute.perform(.accept(by: "operator:op"), repeats: { _ in false }) }
+        #expect(noDispute.taken == ["read dispute"])
+        let noOrder = Steps(order: nil, hold: nil)
+        await #expect(throws: DisputeRefusal.unknownOrder(DisputeWorkflowTests.order)) {
+            try await noOrder.perform(DisputeWorkflowTests.chargeback(), repeats: { _ in false })
+        }
+        let noPayment = Steps(order: order, hold: nil)
+        await #expect(throws: DisputeRefusal.notCaptured(DisputeWorkflowTests.order)) {
+            try await noPayment.perform(DisputeWorkflowTests.chargeback(), repeats: { _ in false })
+        }
+        let tooMuch = Steps(order: order, hold: hold)
+        await #expect(throws: DisputeRefusal.rejected(.exceedsDisputable(requested: usd("60.00"), disputable: usd("59.00")))) {
+            try await tooMuch.perform(DisputeWorkflowTests.chargeback(amount: "60.00"), repeats: { _ in false })
+        }
+        #expect((noOrder.taken + noPayment.taken + tooMuch.taken).allSatisfy { $0 != "commit" })
+    }
+
+    @Test func theMerchantKeepsCapturedLessRefundedLessChargedBackPlusReversed() throws {
+        let (_, hold) = try DisputeWorkflowTests.captured()
+        var dispute = try #require(DisputeState.fold(try DisputeWorkflowTests.chargedBack()))
+        #expect(DisputeWorkflow.netKept(hold: hold, disputes: []) == usd("59.00"))
+        #expect(DisputeWorkflow.netKept(hold: hold, disputes: [dispute]) == usd("0.00"))
+        dispute.reversed = usd("59.00")
+        #expect(DisputeWorkflow.netKept(hold: hold, disputes: [dispute]) == usd("59.00"))
     }
 }
