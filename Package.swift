@@ -11,6 +11,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "ledgerd", targets: ["ledgerd"]),
+        .executable(name: "ledgerd-applepay-bench", targets: ["LedgerApplePayBench"]),
         .library(name: "LedgerCore", targets: ["LedgerCore"]),
     ],
     dependencies: [
@@ -118,7 +119,7 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
-        // Test PKI and token factory for Apple Pay (tests and `ledgerd bench applepay`; never for real payments).
+        // Test PKI and token factory for Apple Pay (tests and `ledgerd-applepay-bench`; never linked into `ledgerd`).
         .target(
             name: "LedgerPaymentsTesting",
             dependencies: [
@@ -197,13 +198,22 @@ let package = Package(
             name: "LedgerBench",
             dependencies: [
                 "LedgerCore", "LedgerAcquirer", "LedgerAcquirerAPI", "LedgerPostgres", "LedgerServices", "LedgerApp", "LedgerPayments",
-                "LedgerPaymentsTesting", "LedgerAcquirerService",
+                "LedgerAcquirerService",
                 "LedgerMacros", "LedgerAcquirerClient",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ]
+        ),
+        // `ledgerd-applepay-bench`: Apple Pay tokens verified and decrypted per second, on the test PKI — which is why it
+        // is not a `ledgerd bench` command: the production binary never links LedgerPaymentsTesting.
+        .executableTarget(
+            name: "LedgerApplePayBench",
+            dependencies: [
+                "LedgerPayments", "LedgerPaymentsTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         // The CLI; its back-office commands decode the daemon's replies as LedgerAPI's wire types (no Hummingbird here).

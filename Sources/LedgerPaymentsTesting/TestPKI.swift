@@ -6,7 +6,7 @@ import X509
 import _CryptoExtras
 
 // `LedgerPaymentsTesting`: Apple Pay test infrastructure shared by the tests (LedgerPaymentsTests,
-// LedgerAppTests) and `ledgerd bench applepay`: a throwaway CA with Apple's marker OIDs, merchant certificates
+// LedgerAppTests) and `ledgerd-applepay-bench`: a throwaway CA with Apple's marker OIDs, merchant certificates
 // with the merchant-identifier extension, and a token factory that encrypts payloads and signs them with a CMS
 // SignedData built here with SwiftASN1. Everything is independent of LedgerPayments' own crypto helpers, so a
 // round trip checks the module against a second implementation rather than against itself.

@@ -150,7 +150,7 @@ struct Audit: AsyncParsableCommand {
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmarks.",
-        subcommands: [Append.self, Expiry.self, ApplePayBench.self, AuditReads.self, AsOfBench.self, SettleBench.self, SDRBench.self]
+        subcommands: [Append.self, Expiry.self, AuditReads.self, AsOfBench.self, SettleBench.self, SDRBench.self]
     )
 
     struct AuditReads: AsyncParsableCommand {

@@ -7,7 +7,7 @@ import LedgerServices
 import LedgerTestSupport
 import Testing
 
-/// `ledgerd applepay inspect | check-config` and `ledgerd bench applepay` as processes, and the
+/// `ledgerd applepay inspect | check-config` and `ledgerd-applepay-bench` as processes, and the
 /// LEDGERD_APPLEPAY_* configuration they and the daemon load.
 @Suite(.machine(.shared)) struct ApplePayCommandTests {
     /// The Apple Pay vectors in the repository, `Tests/Vectors/applepay`.
@@ -132,9 +132,23 @@ import Testing
         )
     }
 
-    @Test func benchApplePayReportsAThroughput() async throws {
-        let (status, output) = try await ledgerd(["bench", "applepay", "--seconds", "1"])
+    @Test func theApplePayBenchmarkReportsAThroughput() async throws {
+        let bench = DaemonProcess.binary.deletingLastPathComponent().appendingPathComponent("ledgerd-applepay-bench")
+        let (status, output) = try await ChildProcess.run(bench, ["--seconds", "1"], environment: ProcessInfo.processInfo.environment)
         #expect(status == 0 && output.contains("tokens/s"), "\(output)")
+    }
+
+    /// The test PKI (a CA anyone can mint Apple-marked certificates with) is never in the production binary: no symbol
+    /// of `LedgerPaymentsTesting` is linked into `ledgerd`, while the benchmark that needs it links it.
+    @Test func theProductionBinaryCarriesNoTestPKI() throws {
+        let module = Data("LedgerPaymentsTesting".utf8)
+        let ledgerd = try Data(contentsOf: DaemonProcess.binary, options: .alwaysMapped)
+        #expect(ledgerd.range(of: module) == nil)
+        let bench = try Data(
+            contentsOf: DaemonProcess.binary.deletingLastPathComponent().appendingPathComponent("ledgerd-applepay-bench"),
+            options: .alwaysMapped
+        )
+        #expect(bench.range(of: module) != nil, "the check would see the module if it were linked")
     }
 
     // MARK: Configuration

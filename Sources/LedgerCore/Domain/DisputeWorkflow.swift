@@ -72,7 +72,7 @@ public enum DisputeWorkflow {
     /// report's Chargeback line a break and the journal short — and the merchant defends it with the
     /// refund as evidence. Two disputes still never claim the same captured money.
     public static func disputable(hold: HoldState, others: [DisputeState]) -> Money {
-        let claimed = others.filter { _ in false }.reduce(Int64(0)) { $0 + $1.amount.minorUnits }
+        let claimed = others.filter { $0.status != .won }.reduce(Int64(0)) { $0 + $1.amount.minorUnits }
         let b = hold.balance
         return Money(minorUnits: b.captured.minorUnits - claimed, currency: b.captured.currency)
     }

@@ -2,22 +2,22 @@ import Foundation
 import LedgerPayments
 import LedgerPaymentsTesting
 
-/// `ledgerd bench applepay`'s work: what the payment service does with a token's JSON (parse, verify,
+/// `ledgerd-applepay-bench`'s work: what the payment service does with a token's JSON (parse, verify,
 /// decrypt), on a generated test PKI and merchant key.
-public struct ApplePayBenchmark: Sendable {
+struct ApplePayBenchmark: Sendable {
     /// The token version to generate: EC_v1 or RSA_v1.
-    public enum Scheme: String, Sendable, CaseIterable {
+    enum Scheme: String, Sendable, CaseIterable {
         case ec, rsa
     }
 
     let json: Data
-    public let version: String
+    let version: String
     let verifier: ApplePayTokenVerifier
     let cold: Bool
 
     /// A test PKI, a merchant key of the scheme, and one token for it.
     @inline(never)
-    public init(scheme: Scheme, cold: Bool) throws {
+    init(scheme: Scheme, cold: Bool) throws {
         self.cold = cold
         let pki = try TestPKI()
         let merchant = scheme == .ec ? try TestMerchant.ec() : try TestMerchant.rsa()
@@ -33,7 +33,7 @@ public struct ApplePayBenchmark: Sendable {
     }
 
     @inline(never)
-    public func once() async throws -> Int {
+    func once() async throws -> Int {
         do throws(ApplePayError) {
             let parsed = try ApplePayToken.parse(json: json)
             let verifier = cold ? ApplePayTokenVerifier(configuration: verifier.configuration) : verifier
@@ -45,7 +45,7 @@ public struct ApplePayBenchmark: Sendable {
 
     /// Runs ``once()`` back to back for `duration`; returns the iterations and the time they took.
     @inline(never)
-    public func measure(for duration: Duration) async throws -> (Int, Duration) {
+    func measure(for duration: Duration) async throws -> (Int, Duration) {
         let clock = ContinuousClock()
         var count = 0
         let start = clock.now
@@ -59,7 +59,7 @@ public struct ApplePayBenchmark: Sendable {
 }
 
 /// A benchmark that cannot measure what it should (its own set-up failed).
-public struct BenchmarkError: Error, CustomStringConvertible {
-    public let description: String
-    public init(_ description: String) { self.description = description }
+struct BenchmarkError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }
