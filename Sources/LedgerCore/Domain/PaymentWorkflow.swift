@@ -1,3 +1,5 @@
+import LedgerMacros
+
 /// The storefront payment once its order append is decided, without I/O: the steps `PaymentService` performs, each
 /// decided here. The service performs a step (reads the order, calls the acquirer, records, captures, recovers) and
 /// hands what it returned to the next decision; every rule about what a replay continues with, when the acquirer is
@@ -170,4 +172,28 @@ public enum PaymentFailure: Error, Hashable, Sendable {
     case applePayReplayed
     /// An order the ledger opened (or replayed) cannot be read: a defect, not the shopper's doing.
     case orderMissing
+}
+
+/// What a storefront payment came to: the order's state once the acquirer answered (or could not).
+@MemberwiseInit
+public struct PaymentAnswer: Sendable, Hashable {
+    public enum Result: Sendable, Hashable {
+        /// The acquirer approved: a hold is placed (and, under automatic capture, captured).
+        case succeeded
+        /// The issuer declined: the reservation is released; `declineCode` says why.
+        case declined
+        /// No usable answer: the order waits for recovery, which reverses or releases; the shopper is not charged.
+        case acquirerUnreachable
+    }
+
+    public var result: Result
+    /// The acquirer's PSP reference when there is one, else the order id.
+    public var reference: String
+    public var orderID: OrderID
+    public var orderStatus: OrderStatus
+    /// The order's total.
+    public var amount: Money
+    public var authCode: String?
+    public var declineCode: String?
+    public var message: String?
 }
