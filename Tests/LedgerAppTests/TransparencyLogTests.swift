@@ -173,8 +173,15 @@ import Testing
         let db = try await TestDatabase.fresh()
         try await TestApp.withApp(database: db, checkpointKey: CheckpointKey.generate()) { client, services in
             try await Self.append(services, count: 400)
-            let note = try SignedNote(parsing: try await Self.text(client, "/log/checkpoint"))
-            let checkpoint = try LogCheckpoint(text: note.text)
+            // The checkpoint covers the tree as built when it is signed; the background builder may be extending the
+            // same tiles, so wait (with a generous bound) until one covers the events appended.
+            var checkpoint = try LogCheckpoint(text: try SignedNote(parsing: try await Self.text(client, "/log/checkpoint")).text)
+            let deadline = ContinuousClock.now + .seconds(120)
+            while checkpoint.size < 400 && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(200))
+                checkpoint = try LogCheckpoint(text: try SignedNote(parsing: try await Self.text(client, "/log/checkpoint")).text)
+            }
+            try #require(checkpoint.size >= 400, "no checkpoint covered the 400 events appended within 120 s")
             let proof = try JSONDecoder().decode(
                 InclusionProofFile.self,
                 from: Data(try await Self.text(client, "/log/proof/inclusion?position=333&size=\(checkpoint.size)").utf8)

@@ -14,6 +14,10 @@ import Logging
 ///    from the idempotency key, so a retry after a crash is the same modification there;
 /// 4. its answer is recorded: hold event + order event (+ stock sale or release), one append that
 ///    carries the idempotency key; on a version conflict the answer is recorded on fresh state.
+///
+/// Each step, and what follows it (the call's note kept or dropped, catching up with the acquirer first, the
+/// answer), is ``HoldWorkflow``'s decision; ``HoldActions/perform(from:recording:)`` runs them and
+/// ``HoldOperationRun`` (below) performs them.
 public struct HoldService: Sendable {
     package init(
         committer: DomainCommitter,
@@ -61,7 +65,7 @@ public struct HoldService: Sendable {
         // Decided on this process's cached states (as payments are): every write of this process goes
         // through the same loader, and another daemon's change makes the acquirer refuse or the
         // append conflict, after which the answer is recorded on fresh reads.
-        guard let orderID = OrderID(raw), try await loader.order(orderID, fresh: false) != nil else {
+        guard let orderID = OrderID(raw), let found = try await loader.order(orderID, fresh: false) else {
             throw ServiceError.notFound("no order \(raw)")
         }
         let requestHash = Self.hash(request)
@@ -71,6 +75,7 @@ public struct HoldService: Sendable {
         let run = HoldOperationRun(
             service: self,
             orderID: orderID,
+            found: found,
             request: request,
             key: key,
             idempotency: ledgerKey,
@@ -540,6 +545,8 @@ public struct HoldService: Sendable {
 struct HoldOperationRun: HoldActions {
     let service: HoldService
     let orderID: OrderID
+    /// The order as the request found it: a replay answers with it (nothing moved it that this process knows of).
+    var found: OrderState? = nil
     var request: HoldOperationRequest? = nil
     /// The client's idempotency key, or a fresh one: keys the modification at the acquirer.
     var key = ""
@@ -561,7 +568,9 @@ struct HoldOperationRun: HoldActions {
     }
 
     func current() async throws -> (order: OrderState, hold: HoldState?) {
-        guard let order = try await service.loader.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
+        var order = found
+        if order == nil { order = try await service.loader.order(orderID, fresh: false) }
+        guard let order else { throw ServiceError.internalFailure }
         return (order, try await service.loader.hold(orderID, fresh: false))
     }
 
