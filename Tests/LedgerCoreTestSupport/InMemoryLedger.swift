@@ -55,6 +55,36 @@ public struct InMemoryLedger: Sendable {
         return ledger
     }
 
+    /// The seeded catalogue with `order` opened for one clock (59.00 with standard shipping), pending payment.
+    public static func withOpenOrder(_ order: OrderID) throws -> InMemoryLedger {
+        var ledger = seeded()
+        let placed = PaymentFlow.placeOrder(
+            PlaceOrder(
+                orderID: order,
+                lines: [RequestedLine(productID: pid("clock"))],
+                shippingMethodID: sid("standard"),
+                contactRef: "contact-1",
+                claimedAmount: ClaimedAmount(minorUnits: 5900, currencyCode: "USD")
+            ),
+            order: nil,
+            products: ledger.products,
+            shippingMethod: ledger.shippingMethods[sid("standard")],
+            context: ctx
+        )
+        try ledger.commit(try placed.get())
+        return ledger
+    }
+
+    /// ``withOpenOrder(_:)`` with the acquirer's approval (``Responses/approved(_:psp:at:)``) recorded: authorized.
+    public static func withAuthorizedOrder(_ order: OrderID) throws -> InMemoryLedger {
+        var ledger = try withOpenOrder(order)
+        let opened = ledger.orders[order]!
+        try ledger.commit(
+            try PaymentFlow.recordAuthorization(Responses.approved(opened), order: opened, products: ledger.products(for: opened), context: ctx).get()
+        )
+        return ledger
+    }
+
     public func products(for order: OrderState) -> [ProductID: ProductState] {
         Dictionary(uniqueKeysWithValues: order.lines.compactMap { line in products[line.productID].map { (line.productID, $0) } })
     }

@@ -15,26 +15,7 @@ import Testing
 
     /// Order o-1 for the clock (59.00), authorized and captured in full; the order's status as its money gives it.
     static func captured() throws -> (OrderState, HoldState) {
-        var ledger = InMemoryLedger.seeded()
-        let placed = PaymentFlow.placeOrder(
-            PlaceOrder(
-                orderID: order,
-                lines: [RequestedLine(productID: pid("clock"))],
-                shippingMethodID: sid("standard"),
-                contactRef: "contact-1",
-                claimedAmount: ClaimedAmount(minorUnits: 5900, currencyCode: "USD")
-            ),
-            order: nil,
-            products: ledger.products,
-            shippingMethod: ledger.shippingMethods[sid("standard")],
-            context: ctx
-        )
-        try ledger.commit(try placed.get())
-        let opened = try #require(ledger.orders[order])
-        try ledger.commit(
-            try PaymentFlow.recordAuthorization(Responses.approved(opened), order: opened, products: ledger.products(for: opened), context: ctx)
-                .get()
-        )
+        let ledger = try InMemoryLedger.withAuthorizedOrder(order)
         let authorized = try #require(ledger.holds[order])
         let capture = HoldCaptured(
             orderID: order,

@@ -79,29 +79,7 @@ import Testing
     }
 
     /// The seeded catalogue with order o-1 (the clock, 59.00) authorized.
-    static func authorized() throws -> InMemoryLedger {
-        var ledger = InMemoryLedger.seeded()
-        try ledger.commit(
-            try PaymentFlow.placeOrder(
-                PlaceOrder(
-                    orderID: orderID,
-                    lines: [RequestedLine(productID: pid("clock"))],
-                    shippingMethodID: sid("standard"),
-                    contactRef: "contact-1",
-                    claimedAmount: ClaimedAmount(minorUnits: 5900, currencyCode: "USD")
-                ),
-                order: nil,
-                products: ledger.products,
-                shippingMethod: ledger.shippingMethods[sid("standard")],
-                context: ctx
-            ).get()
-        )
-        let order = ledger.orders[orderID]!
-        try ledger.commit(
-            try PaymentFlow.recordAuthorization(Responses.approved(order), order: order, products: ledger.products(for: order), context: ctx).get()
-        )
-        return ledger
-    }
+    static func authorized() throws -> InMemoryLedger { try InMemoryLedger.withAuthorizedOrder(orderID) }
 
     /// The acquirer's answer to a capture of `amount` on the authorized hold (the balance it reports after it).
     static func captured(_ amount: String, reference: String = "o-1-capture-k1", approved: Bool = true) throws -> ModificationResponse {

@@ -99,24 +99,7 @@ import Testing
     }
 
     /// The seeded catalogue with order o-1 opened for the clock (59.00), pending payment.
-    static func opened() throws -> InMemoryLedger {
-        var ledger = InMemoryLedger.seeded()
-        let placed = PaymentFlow.placeOrder(
-            PlaceOrder(
-                orderID: orderID,
-                lines: [RequestedLine(productID: pid("clock"))],
-                shippingMethodID: sid("standard"),
-                contactRef: "contact-1",
-                claimedAmount: ClaimedAmount(minorUnits: 5900, currencyCode: "USD")
-            ),
-            order: nil,
-            products: ledger.products,
-            shippingMethod: ledger.shippingMethods[sid("standard")],
-            context: ctx
-        )
-        try ledger.commit(try placed.get())
-        return ledger
-    }
+    static func opened() throws -> InMemoryLedger { try InMemoryLedger.withOpenOrder(orderID) }
 
     /// The hold and order events of a final capture of everything open on `hold` (what the automatic capture records).
     static func captureInFull(_ hold: HoldState, order: OrderState) throws -> AppendPlan {
