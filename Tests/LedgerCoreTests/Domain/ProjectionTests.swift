@@ -8,29 +8,7 @@ struct ProjectionTests {
     let clock = pid("clock")
     let order1 = oid("o-1")
 
-    func authorizedLedger() -> InMemoryLedger {
-        var ledger = InMemoryLedger.seeded()
-        try! ledger.commit(
-            PaymentFlow.placeOrder(
-                PlaceOrder(
-                    orderID: order1,
-                    lines: [RequestedLine(productID: clock)],
-                    shippingMethodID: sid("standard"),
-                    contactRef: "contact-1",
-                    claimedAmount: ClaimedAmount(minorUnits: 5900, currencyCode: "USD")
-                ),
-                order: nil,
-                products: ledger.products,
-                shippingMethod: ledger.shippingMethods[sid("standard")],
-                context: ctx
-            ).get()
-        )
-        let order = ledger.orders[order1]!
-        try! ledger.commit(
-            PaymentFlow.recordAuthorization(Responses.approved(order), order: order, products: ledger.products(for: order), context: ctx).get()
-        )
-        return ledger
-    }
+    func authorizedLedger() -> InMemoryLedger { try! InMemoryLedger.withAuthorizedOrder(order1) }
 
     @Test func inventoryAfterTheAcceptancePayment() throws {
         var inventory = InventoryProjection()
