@@ -10,7 +10,8 @@ import Synchronization
 ///
 /// **Start.** PostgresNIO logs a warning for every connection leased before `PostgresClient.run()` has begun,
 /// and a service group starts its services concurrently, so whatever may query at start awaits ``running()``
-/// first; ``run()`` lets the waiters go as it starts the pool.
+/// first; ``run()`` lets the waiters go as it starts the pool. (A waiter can still reach the pool a moment before
+/// its `run()` has begun; the pool queues that lease, and ``LeaseBeforeRunFilter`` keeps the false alarm out of the log.)
 ///
 /// **Outages** (with a ``Watch``, as the daemon runs it). PostgresNIO's pool queues leases while it cannot
 /// connect — up to its 60 s circuit breaker — and then retries with a backoff that grows to a minute, so on its
@@ -68,6 +69,8 @@ public final class DatabaseClient: Service, Sendable {
     private let hosts: DatabaseHosts
     private let watch: Watch?
     private let logger: Logger
+    /// The pools' background logger: ``logger`` without PostgresNIO's start-race false alarm (``LeaseBeforeRunFilter``).
+    private let poolLogger: Logger
     private let state: Mutex<State>
 
     /// A pool for `configuration`; with `watch`, it also watches the database (see the type's notes).
@@ -80,7 +83,9 @@ public final class DatabaseClient: Service, Sendable {
         self.hosts = hosts
         self.watch = watch
         self.logger = backgroundLogger
-        self.state = Mutex(State(current: PostgresClient(configuration: hosts.first, backgroundLogger: backgroundLogger)))
+        let poolLogger = LeaseBeforeRunFilter.wrapping(backgroundLogger)
+        self.poolLogger = poolLogger
+        self.state = Mutex(State(current: PostgresClient(configuration: hosts.first, backgroundLogger: poolLogger)))
     }
 
     /// The index of the host in use, in the URL's order.
@@ -152,7 +157,7 @@ public final class DatabaseClient: Service, Sendable {
             }
             state.withLock { state in
                 let index = chosen ?? 0
-                if index != 0 { state.current = PostgresClient(configuration: hosts.candidates[index], backgroundLogger: logger) }
+                if index != 0 { state.current = PostgresClient(configuration: hosts.candidates[index], backgroundLogger: poolLogger) }
                 state.host = index
                 if chosen == nil && watch != nil { state.available = false }
             }
@@ -286,7 +291,7 @@ public final class DatabaseClient: Service, Sendable {
                 state.withLock { $0.available = false }
                 if chosen == nil {
                     startGeneration(
-                        PostgresClient(configuration: hosts.candidates[current], backgroundLogger: logger),
+                        PostgresClient(configuration: hosts.candidates[current], backgroundLogger: poolLogger),
                         becomeAvailable: false
                     )
                 }
@@ -297,7 +302,7 @@ public final class DatabaseClient: Service, Sendable {
                     metadata: ["host": "\(chosen)"]
                 )
                 state.withLock { $0.host = chosen }
-                startGeneration(PostgresClient(configuration: hosts.candidates[chosen], backgroundLogger: logger), becomeAvailable: true)
+                startGeneration(PostgresClient(configuration: hosts.candidates[chosen], backgroundLogger: poolLogger), becomeAvailable: true)
             }
         }
     }

@@ -1,13 +1,15 @@
 import Foundation
-import LedgerPostgres
 import LedgerTestSupport
 import Logging
 import PostgresNIO
 import Synchronization
 import Testing
 
+@testable import LedgerPostgres
+
 /// Nothing leases a connection before the pool runs: PostgresNIO's warning "Trying to lease connection from
-/// `PostgresClient`, but `PostgresClient.run()` hasn't been called yet" never appears.
+/// `PostgresClient`, but `PostgresClient.run()` hasn't been called yet" never appears. (The wait makes it rare;
+/// ``LeaseBeforeRunFilter`` drops the rest, the moment between letting waiters go and `run()`.)
 @Suite(.machine(.shared)) struct PostgresPoolTests {
     /// The warnings a logger received.
     final class Warnings: Sendable {
@@ -42,6 +44,34 @@ import Testing
             }
         }
         #expect(warnings.all.isEmpty, "\(warnings.all)")
+    }
+
+    /// The filter drops PostgresNIO's lease-before-run warning, in PostgresNIO's own words, and nothing else.
+    @Test func theLeaseBeforeRunWarningIsDroppedAndEveryOtherMessagePasses() async throws {
+        let db = try await TestDatabase.fresh()
+        let configuration = TestCluster.configuration(endpoint: db.endpoint, database: db.name, user: "ledger_app")
+        // PostgresNIO's words: a client leased before its run() warns, and the filter's prefix matches them.
+        let raw = Warnings()
+        let client = PostgresClient(configuration: configuration, backgroundLogger: Logger(label: "raw") { _ in Capture(warnings: raw) })
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { _ = try await client.query("SELECT 1") }
+            let deadline = ContinuousClock.now + .seconds(60)
+            while raw.all.isEmpty && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            group.addTask { await client.run() }
+            try await group.next()
+            group.cancelAll()
+        }
+        let warning = try #require(raw.all.first)
+        #expect(raw.all.count == 1 && warning.hasPrefix(LeaseBeforeRunFilter.dropped), "\(raw.all)")
+
+        // The filter drops exactly that warning; other messages, and the same words at another level, pass.
+        let passed = Warnings()
+        let filtered = LeaseBeforeRunFilter.wrapping(Logger(label: "filtered") { _ in Capture(warnings: passed) })
+        #expect(filtered.logLevel == .warning)
+        filtered.warning("\(warning)")
+        filtered.warning("the database is unreachable")
+        filtered.error("\(warning)")
+        #expect(passed.all == ["the database is unreachable", warning])
     }
 
     @Test func runningReturnsOnceTheRunHasStartedOrTheWaiterIsCancelled() async throws {
