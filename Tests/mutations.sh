@@ -263,6 +263,17 @@ if want dispute-no-retry; then
   else skip_not_applied dispute-no-retry "$d"; fi
 fi
 
+# 15. The transparency log stops building when another builder holds the tree: a checkpoint is signed below the head.
+if want checkpoint-below-head; then
+  d="sign a checkpoint without waiting for another builder of the tree"
+  if mutate Sources/LedgerServices/Audit/TransparencyLog.swift \
+    "            covered = try await tiles.extend(maximumTiles: batch, wait: true)" \
+    "            covered = try await tiles.extend(maximumTiles: batch, wait: false); if covered < needed { break }"; then
+    run checkpoint-below-head "$d" "TransparencyLogTests/aCheckpointWaitsForAnotherBuilder"
+    restore
+  else skip_not_applied checkpoint-below-head "$d"; fi
+fi
+
 # Rebuild the unmutated tree, so that the next `swift test --skip-build` runs what is checked in.
 restore
 swift build $flags --build-tests >"$backup/build.log" 2>&1 || echo "warning: the restored tree did not build" >&2

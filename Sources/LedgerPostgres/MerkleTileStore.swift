@@ -11,9 +11,10 @@ package struct MerkleTileStore: PostgresStore {
     package init(connection: StoreConnection) { self.connection = connection }
 
     /// Extends the stored tree by at most `maximumTiles` full level-0 tiles, in one transaction; returns the
-    /// leaves the stored full tiles cover (a multiple of 256).
-    package func extend(maximumTiles: Int) async throws -> UInt64 {
-        let rows = try await client.query("SELECT ledger.extend_merkle_tree(\(Int32(maximumTiles)))", logger: logger)
+    /// leaves the stored full tiles cover (a multiple of 256). While another builder extends it, returns at once
+    /// with what that one committed so far, or, with `wait`, waits for it and extends from its tiles (sql/0022).
+    package func extend(maximumTiles: Int, wait: Bool = false) async throws -> UInt64 {
+        let rows = try await client.query("SELECT ledger.extend_merkle_tree(\(Int32(maximumTiles)), \(wait))", logger: logger)
         for try await covered in rows.decode(Int64.self) { return UInt64(covered) }
         return 0
     }

@@ -9,6 +9,7 @@ import LedgerPostgres
 import LedgerServices
 import LedgerTestSupport
 import NIOCore
+import PostgresNIO
 import Testing
 
 /// The transparency log through the real router on the real database: C2SP checkpoints that verify with the
@@ -124,6 +125,38 @@ import Testing
             }
             #expect(signed == 201)
             #expect(try await services.verifier.verify().ok)
+        }
+    }
+
+    /// A checkpoint signed while another builder holds the tree (another daemon's, or the background one mid-transaction)
+    /// waits for it and covers the head; it used to be signed at once for the tiles committed so far (255 of 600 here),
+    /// which a loaded machine showed. The other builder is a transaction holding the builders' lock; the log under test
+    /// is the only one waiting for it (the daemon's own tree is off).
+    @Test func aCheckpointWaitsForAnotherBuilderAndCoversTheHead() async throws {
+        try await TestApp.withApp(environment: ["LEDGERD_LOG_TREE": "false"]) { _, services in
+            try await Self.append(services, count: 600)
+            let log = try TransparencyLog(client: services.client, origin: Self.origin, key: CheckpointKey.generate(), logger: TestCluster.logger)
+            try await services.client.withConnection { other in
+                _ = try await other.query("BEGIN", logger: TestCluster.logger)
+                _ = try await other.query("SELECT pg_advisory_xact_lock(hashtext('ledger.extend_merkle_tree'))", logger: TestCluster.logger)
+                let signing = Task { try await log.checkpoint() }
+                // Readiness: the checkpoint's builder waits on the lock (before the fix it signed at once, and this waited out its bound).
+                func waiting() async throws -> Bool {
+                    let rows = try await services.client.query(
+                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                    )
+                    for try await count in rows.decode(Int64.self) { return count > 0 }
+                    return false
+                }
+                let deadline = ContinuousClock.now + .seconds(120)
+                while try await !waiting(), ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                _ = try await other.query("COMMIT", logger: TestCluster.logger)
+                let note = try await signing.value
+                #expect(try LogCheckpoint(text: note.text).size == 600)
+                #expect(try LogCheckpoint(text: note.text).rootHash == (try await Self.reference(services)).root(size: 600))
+            }
         }
     }
 

@@ -139,6 +139,38 @@ import Testing
         }
     }
 
+    /// Two builders (sql/0022): while one holds the tree, another returns at once with what is committed, or, asked
+    /// to wait, waits for the first one's transaction and goes on from the tiles it committed.
+    @Test func aWaitingBuilderGoesOnFromTheOtherBuildersTiles() async throws {
+        let db = try await TestDatabase.fresh()
+        try await Self.bulkAppend(db, count: 1_300)
+        try await db.withApp { client throws in
+            let store = MerkleTileStore(client: client, logger: TestCluster.logger)
+            try await client.withConnection { other in
+                _ = try await other.query("BEGIN", logger: TestCluster.logger)
+                let rows = try await other.query("SELECT ledger.extend_merkle_tree(2)", logger: TestCluster.logger)
+                var first: [Int64] = []
+                for try await covered in rows.decode(Int64.self) { first.append(covered) }
+                #expect(first == [512])
+                #expect(try await store.extend(maximumTiles: 10) == 0)  // at once: nothing committed yet
+                let waiting = Task { try await store.extend(maximumTiles: 10, wait: true) }
+                // Readiness: the waiting builder is blocked on the lock.
+                let deadline = ContinuousClock.now + .seconds(120)
+                let waiters: PostgresQuery = """
+                    SELECT count(*) FROM pg_locks
+                    WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                    """
+                while try await column(client, waiters, as: Int64.self) == [0], ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                _ = try await other.query("COMMIT", logger: TestCluster.logger)
+                #expect(try await waiting.value == 1_280)
+            }
+            #expect(try await column(client, "SELECT count(*) FROM ledger.merkle_tiles WHERE level = 0", as: Int64.self) == [5])
+            #expect(try await column(client, "SELECT ok FROM ledger.verify_merkle_tree()", as: Bool.self) == [true])
+        }
+    }
+
     @Test func tilesAreAppendOnlyAndOnlyTheOwnersFunctionWritesThem() async throws {
         let db = try await TestDatabase.fresh()
         try await Self.bulkAppend(db, count: 512)

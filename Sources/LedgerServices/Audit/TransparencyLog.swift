@@ -55,15 +55,18 @@ public struct TransparencyLog: Sendable {
         return min(head, built + UInt64(LogTile.fullWidth - 1))
     }
 
-    /// Extends the stored tree as far as the head (in transactions of at most `batch` tiles); returns the size
-    /// it can prove.
+    /// Extends the stored tree (in transactions of at most `batch` tiles) until it proves the head as it was when
+    /// called, or more; returns the size it can prove. While another builder (the background one, another daemon's)
+    /// holds the tree, this waits for it rather than stopping short: a checkpoint signed after `build()` covers
+    /// every event appended before it.
     @discardableResult
     public func build(batch: Int = 256) async throws -> UInt64 {
-        var covered = try await tiles.extend(maximumTiles: batch)
-        while true {
-            let next = try await tiles.extend(maximumTiles: batch)
-            if next == covered { break }
-            covered = next
+        let (head, built) = try await tiles.extent()
+        // The tiles must cover every full tile below the head; the partial one is computed when asked.
+        let needed = head - head % UInt64(LogTile.fullWidth)
+        var covered = built
+        while covered < needed {
+            covered = try await tiles.extend(maximumTiles: batch, wait: true)
         }
         return try await size()
     }
