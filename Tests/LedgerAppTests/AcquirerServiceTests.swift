@@ -469,10 +469,14 @@ struct AcquirerWireFaultTests {
                 logger: TestCluster.logger,
                 snapshotEvery: 100_000
             )
+            // Timeouts of 6 s: the connections below must outlive their setup, and on a loaded machine this task can
+            // wait seconds for a thread between two sends (at 2 s the body's connection was closed before its head was
+            // sent: "I/O on closed channel", beside two CPU burners).
+            let timeout = Duration.seconds(6)
             let policy = HTTPConnectionPolicy(
-                idleTimeout: .seconds(2),
-                headerTimeout: .seconds(2),
-                bodyTimeout: .seconds(2),
+                idleTimeout: timeout,
+                headerTimeout: timeout,
+                bodyTimeout: timeout,
                 maximumConnectionsPerClient: 3
             )
             let app = AcquirerServer.application(
@@ -498,13 +502,13 @@ struct AcquirerWireFaultTests {
                 #expect(try await other.response(within: .seconds(20)).contains("200 OK"))
                 // A byte every 300 ms to the head and the body: never idle, never complete. Stops by itself.
                 let started = ContinuousClock.now
-                while ContinuousClock.now - started < .seconds(2 + 10), head.channel.isActive || body.channel.isActive {
+                while ContinuousClock.now - started < timeout + .seconds(10), head.channel.isActive || body.channel.isActive {
                     if head.channel.isActive { try? await head.send("a") }
                     if body.channel.isActive { try? await body.send("{") }
                     try await Task.sleep(for: .milliseconds(300))
                 }
                 for (name, connection) in [("idle", idle), ("trickled head", head), ("trickled body", body)] {
-                    #expect(await connection.closed(within: .seconds(2)), "\(name): still open after \(ContinuousClock.now - started)")
+                    #expect(await connection.closed(within: .seconds(20)), "\(name): still open after \(ContinuousClock.now - started)")
                 }
             }
         }
