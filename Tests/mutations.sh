@@ -274,6 +274,17 @@ if want checkpoint-below-head; then
   else skip_not_applied checkpoint-below-head "$d"; fi
 fi
 
+# 16. The pool waits for ever for a statement's answer: one sent as its connection died is never answered (N5).
+if want no-statement-deadline; then
+  d="wait for a statement's answer without the pool's deadline"
+  if mutate Sources/LedgerPostgres/DatabaseClient.swift \
+    "        guard let statementDeadline else {" \
+    "        guard let statementDeadline, false else {"; then
+    run no-statement-deadline "$d" "StatementDeadlineTests|OutageLoopTests"
+    restore
+  else skip_not_applied no-statement-deadline "$d"; fi
+fi
+
 # Rebuild the unmutated tree, so that the next `swift test --skip-build` runs what is checked in.
 restore
 swift build $flags --build-tests >"$backup/build.log" 2>&1 || echo "warning: the restored tree did not build" >&2

@@ -5,6 +5,7 @@ import LedgerServices
 import Logging
 import PostgresNIO
 import ServiceLifecycle
+import UnixSignals
 
 /// `ledgerd serve`: database up (embedded or configured), migrated, HTTP and background services
 /// running until SIGINT/SIGTERM, then a graceful drain and the embedded cluster stopped.
@@ -18,6 +19,32 @@ public enum Daemon {
     /// 100,000, which a read of a few hundred streams does: 10–40 ms of compiling for a statement that runs in a few).
     static func sessionSettings(_ statementMilliseconds: Int64) -> [(String, String)] {
         [("statement_timeout", "\(statementMilliseconds)"), ("jit", "off")]
+    }
+
+    /// How long after ``shutdownGrace`` the cancelled services may take to end before ``stopWatchdog(logger:cleanUp:)``
+    /// ends the process.
+    static let stuckGrace: Duration = .seconds(10)
+
+    /// A stop always ends: `shutdownGrace` + `stuckGrace` after the first SIGTERM or SIGINT, a daemon still running
+    /// logs that its stop was stuck, runs `cleanUp` (the acquirer child, the embedded cluster) and exits with status 1.
+    /// The drain bounds what the daemon waits for; a task that ignores cancellation too (a statement PostgresNIO never
+    /// answers, seen inside a transaction after an outage: security review 3, N5) would otherwise keep the process,
+    /// its acquirer child and its embedded PostgreSQL alive until someone kills them. Nothing acknowledged is at risk:
+    /// every reply was sent after its COMMIT. Cancel the task once the group has ended.
+    static func stopWatchdog(logger: Logger, cleanUp: @escaping @Sendable () -> Void) -> Task<Void, Never> {
+        Task.detached {
+            let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+            for await signal in signals {
+                try? await Task.sleep(for: shutdownGrace + stuckGrace)
+                if Task.isCancelled { return }
+                logger.critical(
+                    "the daemon did not stop within its graceful bound and the cancellation after it; exiting",
+                    metadata: ["signal": "\(signal)", "waited": "\(shutdownGrace + stuckGrace)"]
+                )
+                cleanUp()
+                exit(1)
+            }
+        }
     }
 
     public static func serve(configuration: LedgerConfiguration, logger: Logger) async throws {
@@ -36,7 +63,12 @@ public enum Daemon {
             let appConfiguration = database.appConfiguration.updating {
                 $0.options.additionalStartupParameters += Self.sessionSettings(statementMilliseconds)
             }
-            let client = DatabaseClient(hosts: appConfiguration, backgroundLogger: logger, watch: .init())
+            let client = DatabaseClient(
+                hosts: appConfiguration,
+                backgroundLogger: logger,
+                watch: .init(),
+                statementDeadline: configuration.databaseDeadline
+            )
             // Auditors' reads on a streaming replica, watched and bounded like the primary's pool.
             let readClient = try configuration.readDatabaseURL.map { url in
                 DatabaseClient(
@@ -46,7 +78,8 @@ public enum Daemon {
                         $0.options.additionalStartupParameters += Self.sessionSettings(statementMilliseconds)
                     },
                     backgroundLogger: logger,
-                    watch: .init()
+                    watch: .init(),
+                    statementDeadline: configuration.databaseDeadline
                 )
             }
             let keyring = try APIKeys.keyring(for: configuration, logger: logger)
@@ -94,6 +127,11 @@ public enum Daemon {
                 // graceful path kept a daemon alive after an outage, its acquirer child with it).
                 var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
                 group.maximumGracefulShutdownDuration = Self.shutdownGrace
+                let watchdog = Self.stopWatchdog(logger: logger) {
+                    supervisor?.stop()
+                    database.stop()
+                }
+                defer { watchdog.cancel() }
                 try await ServiceGroup(configuration: group).run()
             } catch {
                 supervisor?.stop()

@@ -119,7 +119,7 @@ public struct ServiceContainer: Sendable {
             client: client,
             configuration: .init(
                 maximumBatchEvents: configuration.writerMaximumBatchEvents,
-                transactionDeadline: configuration.databaseStatementTimeout + .seconds(2)
+                transactionDeadline: configuration.databaseDeadline
             ),
             logger: logger,
             metricsFactory: metrics.factory

@@ -135,6 +135,9 @@ public struct LedgerConfiguration: Sendable {
     public var databaseConnectTimeout: Duration
     /// Most time one statement of the daemon's pool may run (PostgreSQL's `statement_timeout`).
     public var databaseStatementTimeout: Duration
+    /// Most time the daemon waits for a statement's answer, or a transaction's commit, on its side: the server's
+    /// bound and 2 s for the round trip (``DatabaseClient/statementDeadline``, the writer's transaction deadline).
+    public var databaseDeadline: Duration { databaseStatementTimeout + .seconds(2) }
     public var logLevel: Logger.Level
     public var productImagesDirectory: String?
     public var operatorKeys: [String]

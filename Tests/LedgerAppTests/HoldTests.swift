@@ -371,7 +371,13 @@ import Testing
             await otherSwept.arrive()
         }
         let noRecovery = ["LEDGERD_RECOVERY_INTERVAL_SECONDS": "86400"]
-        try await TestApp.withApp(seed: true, database: database, acquirer: acquirer, clock: { clock.now }, environment: noRecovery) { client, services in
+        try await TestApp.withApp(
+            seed: true,
+            database: database,
+            acquirer: acquirer,
+            clock: { clock.now },
+            environment: noRecovery
+        ) { client, services in
             try await TestApp.withApp(database: database, acquirer: model, clock: { clock.now }) { _, other in
                 var ids: [String] = []
                 for _ in 0..<5 {

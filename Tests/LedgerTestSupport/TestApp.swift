@@ -71,14 +71,17 @@ public enum TestApp {
         environment["LEDGERD_PRODUCT_IMAGES_DIR"] = imagesDirectory
         environment.merge(extra) { $1 }
         let configuration = try LedgerConfiguration.load(environment: environment)
+        // The daemon's statement deadline, as `ledgerd serve` sets it.
         let client = DatabaseClient(
             configuration: TestCluster.configuration(endpoint: db.endpoint, database: db.name, user: "ledger_app"),
-            backgroundLogger: poolLogger
+            backgroundLogger: poolLogger,
+            statementDeadline: configuration.databaseDeadline
         )
         let readClient = readDatabase.map {
             DatabaseClient(
                 configuration: TestCluster.configuration(endpoint: $0.endpoint, database: $0.name, user: "ledger_app"),
-                backgroundLogger: poolLogger
+                backgroundLogger: poolLogger,
+                statementDeadline: configuration.databaseDeadline
             )
         }
         let services = try ServiceContainer(
