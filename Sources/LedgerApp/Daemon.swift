@@ -5,6 +5,7 @@ import LedgerServices
 import Logging
 import PostgresNIO
 import ServiceLifecycle
+import Synchronization
 import UnixSignals
 
 /// `ledgerd serve`: database up (embedded or configured), migrated, HTTP and background services
@@ -92,6 +93,9 @@ public enum Daemon {
                 clock = { Date().addingTimeInterval(offset) }
                 logger.warning("the daemon's clock is simulated (LEDGERD_CLOCK_START)", metadata: ["start": "\(start)"])
             }
+            if configuration.faultStuckStop {
+                logger.warning("a stop-test fault is armed: a service that never stops (LEDGERD_FAULT_STUCK_STOP)")
+            }
             if let point = configuration.faultCrashAt {
                 logger.warning("a crash-test fault point is armed (LEDGERD_FAULT_CRASH_AT)", metadata: ["point": "\(point.rawValue)"])
             }
@@ -125,7 +129,8 @@ public enum Daemon {
                 // SIGTERM/SIGINT drain the daemon (the server, then its services in reverse order); a drain that
                 // has not finished after `shutdownGrace` is cancelled, so a stop always ends (a service stuck in its
                 // graceful path kept a daemon alive after an outage, its acquirer child with it).
-                var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+                let groupServices: [any Service] = configuration.faultStuckStop ? [app, NeverStops()] : [app]
+                var group = ServiceGroupConfiguration(services: groupServices, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
                 group.maximumGracefulShutdownDuration = Self.shutdownGrace
                 let watchdog = Self.stopWatchdog(logger: logger) {
                     supervisor?.stop()
@@ -177,4 +182,15 @@ public func makeLogger(_ configuration: LedgerConfiguration, label: String = "le
     var logger = Logger(label: label)
     logger.logLevel = configuration.logLevel
     return logger
+}
+
+/// `LEDGERD_FAULT_STUCK_STOP`'s service: it ignores the graceful stop and the cancellation after it (a continuation
+/// nothing resumes, as a statement PostgresNIO never answers), so only the stop watchdog can end the daemon.
+struct NeverStops: Service {
+    /// Where the continuation waits, never resumed (kept, so it is not reported as leaked).
+    static let parked = Mutex<[CheckedContinuation<Void, Never>]>([])
+
+    func run() async {
+        await withCheckedContinuation { continuation in Self.parked.withLock { $0.append(continuation) } }
+    }
 }

@@ -96,6 +96,7 @@ import Logging
 /// | variable | default | meaning |
 /// |---|---|---|
 /// | `LEDGERD_CLOCK_START` | — | RFC 3339 instant the daemon's clock starts at; it then runs at wall-clock speed (rehearse a business day) |
+/// | `LEDGERD_FAULT_STUCK_STOP` | `false` | a stop test's fault: a service that never ends, so that SIGTERM is ended by the stop watchdog (status 1, 40 s after the signal) |
 /// | `LEDGERD_FAULT_CRASH_AT` | — | a fault point where the daemon kills itself with SIGKILL: `settlement.opened`, `settlement.closed`, `settlement.accepted` (the acquirer answered, nothing recorded yet), `settlement.storing_report` (inside the report's transaction, part of it written), `settlement.submitted`, `settlement.cleared`, `settlement.payout_scheduled`, `settlement.reconciling`, `settlement.paid`; `hold.capture.applied`, `hold.increment.applied`, `hold.void.applied`, `hold.refund.applied` (the acquirer applied the hold operation and answered, nothing recorded yet) |
 public struct LedgerConfiguration: Sendable {
     public var databaseURL: String?
@@ -194,6 +195,9 @@ public struct LedgerConfiguration: Sendable {
     public var clockStart: Date?
     /// A fault point where the daemon kills itself (crash tests); nil: none.
     public var faultCrashAt: FaultPoint?
+    /// A stop test's fault (`LEDGERD_FAULT_STUCK_STOP`): a service that ignores both the graceful stop and the
+    /// cancellation after it, so that only the stop watchdog (``Daemon/stopWatchdog(logger:cleanUp:)``) ends the daemon.
+    public var faultStuckStop: Bool
     /// How often the feeds poll the head without a notification.
     public var feedPollInterval: Duration
     /// Seals webhook secrets (32 bytes); nil: the embedded daemon's generated key, or none.
@@ -366,6 +370,7 @@ public struct LedgerConfiguration: Sendable {
         } else {
             faultCrashAt = nil
         }
+        faultStuckStop = reader.bool(forKey: "ledgerd.fault.stuck.stop", default: false)
         let pollMilliseconds = reader.int(forKey: "ledgerd.feed.poll.ms", default: 1_000)
         guard pollMilliseconds >= 10 else { throw ConfigurationError("LEDGERD_FEED_POLL_MS must be at least 10") }
         feedPollInterval = .milliseconds(pollMilliseconds)

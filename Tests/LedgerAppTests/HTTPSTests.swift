@@ -115,27 +115,29 @@ import FoundationNetworking
         // counted in any order. Then one stays idle and the other stops half way through its next request head.
         // A third is closed, unanswered (the deadline is generous; an admitted third would be answered 200).
         let health = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+        // Served means answered: `/health` says 503 when its database probe misses its deadline on a loaded machine
+        // (seen beside two CPU burners), which is an answer as much as 200.
         let a = try RawConnection(port: daemon.port)
         try a.send(health)
-        try #require(await a.readResponse(within: 20).contains("200 OK"), "the first connection was not served")
+        try #require(await a.readResponse(within: 20).hasPrefix("HTTP/1.1 "), "the first connection was not served")
         let b = try RawConnection(port: daemon.port)
         try b.send(health)
-        try #require(await b.readResponse(within: 20).contains("200 OK"), "the second connection was not served")
+        try #require(await b.readResponse(within: 20).hasPrefix("HTTP/1.1 "), "the second connection was not served")
         try b.send("GET /health HTTP/1.1\r\nHost: x\r\n")  // half a request head
         let c = try RawConnection(port: daemon.port)
         try? c.send(health)
         let refused = await c.readUntilClosed(within: 20)
-        #expect(refused.closed && !refused.text.contains("200 OK"), "a third connection was served: \(refused.text)")
+        #expect(refused.closed && !refused.text.contains("HTTP/1.1 "), "a third connection was served: \(refused.text)")
         // The idle and the half-sent connections are closed by the timeouts (idle 15 s, header 10 s), unanswered
         // (HTTPTimeoutTests shows each closes within its own configured time).
         for (name, connection) in [("idle", a), ("half request", b)] {
             let outcome = await connection.readUntilClosed(within: 15 + 15)
-            #expect(outcome.closed && !outcome.text.contains("200 OK"), "\(name) connection: \(outcome)")
+            #expect(outcome.closed && !outcome.text.contains("HTTP/1.1 "), "\(name) connection: \(outcome)")
         }
         // With them gone, the daemon answers again.
         try await Task.sleep(for: .milliseconds(300))
-        let (status, _) = try await daemon.request("GET", "/health", timeout: 5)
-        #expect(status == 200)
+        let (status, _) = try await daemon.request("GET", "/health", timeout: 20)
+        #expect(status == 200 || status == 503, "\(status)")
         try await daemon.stop()
     }
 }
