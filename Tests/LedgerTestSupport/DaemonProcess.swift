@@ -139,7 +139,12 @@ public struct DaemonProcess {
     /// Stops the daemon with SIGTERM and expects a clean exit (status 0).
     public func stop(sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let exited = try await terminate()
-        #expect(exited && process.terminationStatus == 0, "a daemon did not stop on SIGTERM:\n\(output())", sourceLocation: sourceLocation)
+        // The output's end: what happened at the stop (a whole log is cut short when printed, and its start says nothing).
+        #expect(
+            exited && process.terminationStatus == 0,
+            "a daemon did not stop on SIGTERM (status \(exited ? process.terminationStatus : -1)); its output's end:\n\(output().suffix(6_000))",
+            sourceLocation: sourceLocation
+        )
     }
 
     /// PIDs of the processes whose command line mentions `path` (the embedded PostgreSQL of a data directory).

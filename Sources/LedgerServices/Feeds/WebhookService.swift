@@ -222,8 +222,14 @@ public final class WebhookDispatcher: Service, Sendable {
             var idle = settings.pollInterval
             var followHead = false
             do {
+                // The schedule first (one statement, bounded by the pool's deadline); a transaction only when an endpoint
+                // is due. A daemon with no endpoint due (most polls, and every poll of most daemons) opens none: after an
+                // outage, a transaction's statement sent as its connection died can wait for ever (security review 3,
+                // N5), and a worker stuck in one delivers nothing and holds the stop until the watchdog ends it.
                 let schedule = try await jobs.run(.webhookDispatch) { () async throws -> (active: Int, nextDueMicros: Int64?)? in
-                    try await deliverDue() ? nil : try await store.schedule()
+                    let schedule = try await store.schedule()
+                    guard let due = schedule.nextDueMicros, due <= clock().epochMicroseconds else { return schedule }
+                    return try await deliverDue() ? nil : try await store.schedule()
                 }
                 guard let schedule else { continue }
                 followHead = schedule.active > index
