@@ -49,52 +49,36 @@ public struct DisputeRoutes: Sendable {
     public func registerChanges(on group: RouterGroup<LedgerRequestContext>) {
         group.post("/disputes/:id/defend") { request, context -> Response in
             let id = try context.parameters.require("id")
-            let object = try await Self.body(request, allowed: ["evidence_refs"])
-            guard let field = object["evidence_refs"] else {
-                throw APIError(status: .unprocessableContent, code: "missing_field", message: "evidence_refs is required", field: "evidence_refs")
-            }
-            guard case .array(let elements) = field, elements.count <= 50 else {
-                throw APIError(
-                    status: .unprocessableContent,
-                    code: "invalid_evidence",
-                    message: "evidence_refs must be an array of up to 50 references",
-                    field: "evidence_refs"
-                )
-            }
-            var refs: [String] = []
-            for element in elements {
-                guard case .string(let text) = element else {
-                    throw APIError(
-                        status: .unprocessableContent,
-                        code: "invalid_evidence",
-                        message: "each evidence reference is a string",
-                        field: "evidence_refs"
-                    )
-                }
-                refs.append(text)
-            }
+            let refs = try await StrictJSON.decode(DefenceBody.self, of: request).evidenceRefs
             let view = try await disputes.defend(id: id, evidenceRefs: refs, actor: context.actor)
             return jsonResponse(try view.reply())
         }
         group.post("/disputes/:id/accept") { request, context -> Response in
             let id = try context.parameters.require("id")
-            _ = try await Self.body(request, allowed: [])
+            _ = try await StrictJSON.decode(EmptyBody.self, of: request)
             return jsonResponse(try await disputes.accept(id: id, actor: context.actor).reply())
         }
     }
+}
 
-    /// A JSON object body (an empty body is `{}`) with only `allowed` members.
-    static func body(_ request: Request, allowed: Set<String>) async throws -> [String: JSONValue] {
-        let buffer: ByteBuffer
-        buffer = try await StrictJSON.body(of: request, limit: 16 * 1024)
-        let bytes = Data(buffer.readableBytesView)
-        if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return [:] }
-        guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: bytes) else {
-            throw APIError.badRequest("invalid_json", "the body must be a JSON object")
+/// `POST /disputes/{id}/defend {evidence_refs}`: up to 50 references to the evidence sent to the acquirer.
+struct DefenceBody: JSONRequestBody {
+    enum Member: String, CodingKey, CaseIterable { case evidenceRefs = "evidence_refs" }
+    static let subject = "a defence"
+    let evidenceRefs: [String]
+    init(from decoder: any Decoder) throws {
+        let body = try decoder.container(keyedBy: Member.self)
+        guard body.holds(.evidenceRefs) else { throw RequestFields.missing("evidence_refs") }
+        guard let elements = try? body.decode([JSONValue].self, forKey: .evidenceRefs), elements.count <= 50 else {
+            throw Self.invalid("evidence_refs must be an array of up to 50 references")
         }
-        for key in object.keys.sorted() where !allowed.contains(key) {
-            throw APIError.badRequest("unknown_field", "this request does not take \(key)", field: key)
+        evidenceRefs = try elements.map {
+            guard case .string(let text) = $0 else { throw Self.invalid("each evidence reference is a string") }
+            return text
         }
-        return object
+    }
+
+    static func invalid(_ message: String) -> APIError {
+        APIError(status: .unprocessableContent, code: "invalid_evidence", message: message, field: "evidence_refs")
     }
 }

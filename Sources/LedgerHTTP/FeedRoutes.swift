@@ -199,28 +199,13 @@ public struct FeedRoutes: Sendable {
 
     public func registerChanges(on group: RouterGroup<Context>) {
         group.post("/subscriptions") { request, _ -> Response in
-            let body = try await Self.object(request, allowed: ["name", "types", "stream_prefixes", "from"])
-            guard case .string(let name)? = body["name"] else {
-                throw APIError.badRequest("invalid_field", "name must be a string", field: "name")
-            }
-            let types = try Self.strings(body["types"], field: "types")
-            let prefixes = try Self.strings(body["stream_prefixes"], field: "stream_prefixes")
-            let start: SubscriptionService.Start
-            switch body["from"] {
-            case nil, .null?: start = .after(0)
-            case .string("now")?: start = .now
-            case .integer(let position)? where position >= 0: start = .after(position)
-            default: throw APIError.badRequest("invalid_field", "from must be a position ≥ 0 or \"now\"", field: "from")
-            }
-            let created = try await subscriptions.create(name: name, types: types, streamPrefixes: prefixes, from: start)
+            let body = try await StrictJSON.decode(SubscriptionBody.self, of: request)
+            let created = try await subscriptions.create(name: body.name, types: body.types, streamPrefixes: body.streamPrefixes, from: body.start)
             return try jsonResponse(SubscriptionReply(created), status: .created)
         }
         group.post("/subscriptions/:name/ack") { request, context -> Response in
             let name = try context.parameters.require("name")
-            let body = try await Self.object(request, allowed: ["position"])
-            guard case .integer(let position)? = body["position"] else {
-                throw APIError.badRequest("invalid_field", "position must be an integer", field: "position")
-            }
+            let position = try await StrictJSON.decode(AcknowledgementBody.self, of: request).position
             return try jsonResponse(SubscriptionReply(try await subscriptions.acknowledge(name, through: position)))
         }
         group.delete("/subscriptions/:name") { _, context -> Response in
@@ -228,35 +213,21 @@ public struct FeedRoutes: Sendable {
             return Response(status: .noContent)
         }
         group.post("/webhooks") { request, _ -> Response in
-            let body = try await Self.object(request, allowed: ["url", "secret", "types"])
-            guard case .string(let url)? = body["url"] else { throw APIError.badRequest("invalid_field", "url must be a string", field: "url") }
-            guard case .string(let secret)? = body["secret"] else {
-                throw APIError.badRequest("invalid_field", "secret must be a string", field: "secret")
-            }
-            let types = try Self.strings(body["types"], field: "types")
-            return try jsonResponse(WebhookReply(try await webhooks.register(url: url, secret: secret, types: types)), status: .created)
+            let body = try await StrictJSON.decode(WebhookBody.self, of: request)
+            return try jsonResponse(
+                WebhookReply(try await webhooks.register(url: body.url, secret: body.secret, types: body.types)),
+                status: .created
+            )
         }
         group.post("/webhooks/:id/redeliver") { request, context -> Response in
             let id = try Self.webhookID(context)
-            let body = try await Self.object(request, allowed: ["from"])
-            guard case .integer(let from)? = body["from"] else {
-                throw APIError.badRequest("invalid_field", "from must be a position", field: "from")
-            }
+            let from = try await StrictJSON.decode(RedeliveryBody.self, of: request).from
             return try jsonResponse(WebhookReply(try await webhooks.redeliver(id, from: from)))
         }
         group.post("/webhooks/:id/rotate-secret") { request, context -> Response in
             let id = try Self.webhookID(context)
-            let body = try await Self.object(request, allowed: ["secret", "grace_seconds"])
-            guard case .string(let secret)? = body["secret"] else {
-                throw APIError.badRequest("invalid_field", "secret must be a string", field: "secret")
-            }
-            var grace = WebhookService.defaultGrace
-            switch body["grace_seconds"] {
-            case nil, .null?: break
-            case .integer(let seconds)? where (0...2_592_000).contains(seconds): grace = .seconds(seconds)
-            default: throw APIError.badRequest("invalid_field", "grace_seconds must be 0…2592000", field: "grace_seconds")
-            }
-            return try jsonResponse(WebhookReply(try await webhooks.rotateSecret(id, secret: secret, grace: grace)))
+            let body = try await StrictJSON.decode(RotationBody.self, of: request)
+            return try jsonResponse(WebhookReply(try await webhooks.rotateSecret(id, secret: body.secret, grace: body.grace)))
         }
     }
 
@@ -281,32 +252,83 @@ public struct FeedRoutes: Sendable {
         }
         return micros
     }
+}
 
-    /// The body as a JSON object with only `allowed` members.
-    static func object(_ request: Request, allowed: Set<String>) async throws -> [String: JSONValue] {
-        let bytes: ByteBuffer
-        bytes = try await StrictJSON.body(of: request, limit: 16 * 1024)
-        guard case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes.readableBytesView)) else {
-            throw APIError.badRequest("invalid_json", "the body must be a JSON object")
-        }
-        for key in members.keys.sorted() where !allowed.contains(key) {
-            throw APIError.badRequest("unknown_field", "the body does not take \(key)", field: key)
-        }
-        return members
+/// `POST /subscriptions {name, types?, stream_prefixes?, from?}`; `from` is a position ≥ 0 or `"now"` (absent: 0).
+struct SubscriptionBody: JSONRequestBody {
+    enum Member: String, CodingKey, CaseIterable {
+        case name, types, from
+        case streamPrefixes = "stream_prefixes"
     }
-
-    /// An optional array of strings (absent or null: empty).
-    static func strings(_ value: JSONValue?, field: String) throws -> [String] {
-        switch value {
-        case nil, .null?: return []
-        case .array(let elements)?:
-            return try elements.map {
-                guard case .string(let text) = $0, !text.isEmpty, text.utf8.count <= 200 else {
-                    throw APIError.badRequest("invalid_field", "\(field) must be an array of non-empty strings", field: field)
-                }
-                return text
-            }
-        default: throw APIError.badRequest("invalid_field", "\(field) must be an array of strings", field: field)
+    static let subject = "a subscription"
+    let name: String
+    let types: [String]
+    let streamPrefixes: [String]
+    let start: SubscriptionService.Start
+    init(from decoder: any Decoder) throws {
+        let body = try decoder.container(keyedBy: Member.self)
+        name = try body.string(.name)
+        types = try body.strings(.types)
+        streamPrefixes = try body.strings(.streamPrefixes)
+        switch try body.value(.from) {
+        case nil: start = .after(0)
+        case .string("now")?: start = .now
+        case .integer(let position)? where position >= 0: start = .after(position)
+        default: throw RequestFields.invalid("from", "from must be a position ≥ 0 or \"now\"")
         }
+    }
+}
+
+/// `POST /subscriptions/{name}/ack {position}`.
+struct AcknowledgementBody: JSONRequestBody {
+    enum Member: String, CodingKey, CaseIterable { case position }
+    static let subject = "an acknowledgement"
+    let position: Int64
+    init(from decoder: any Decoder) throws { position = try decoder.container(keyedBy: Member.self).integer(.position) }
+}
+
+/// `POST /webhooks {url, secret, types?}` (the service checks the URL, the secret and the types).
+struct WebhookBody: JSONRequestBody {
+    enum Member: String, CodingKey, CaseIterable { case url, secret, types }
+    static let subject = "a webhook"
+    let url: String
+    let secret: String
+    let types: [String]
+    init(from decoder: any Decoder) throws {
+        let body = try decoder.container(keyedBy: Member.self)
+        url = try body.string(.url)
+        secret = try body.string(.secret)
+        types = try body.strings(.types)
+    }
+}
+
+/// `POST /webhooks/{id}/redeliver {from}`.
+struct RedeliveryBody: JSONRequestBody {
+    enum Member: String, CodingKey, CaseIterable { case from }
+    static let subject = "a redelivery"
+    let from: Int64
+    init(from decoder: any Decoder) throws { from = try decoder.container(keyedBy: Member.self).integer(.from) }
+}
+
+/// `POST /webhooks/{id}/rotate-secret {secret, grace_seconds?}`: the old secret still signs for `grace_seconds`
+/// (0…30 days; absent: ``WebhookService/defaultGrace``).
+struct RotationBody: JSONRequestBody {
+    enum Member: String, CodingKey, CaseIterable {
+        case secret
+        case graceSeconds = "grace_seconds"
+    }
+    static let subject = "a secret rotation"
+    let secret: String
+    let grace: Duration
+    init(from decoder: any Decoder) throws {
+        let body = try decoder.container(keyedBy: Member.self)
+        secret = try body.string(.secret)
+        let invalid = RequestFields.invalid("grace_seconds", "grace_seconds must be 0…2592000")
+        guard body.holds(.graceSeconds) else {
+            grace = WebhookService.defaultGrace
+            return
+        }
+        guard let seconds = try? body.integer(.graceSeconds), (0...2_592_000).contains(seconds) else { throw invalid }
+        grace = .seconds(seconds)
     }
 }

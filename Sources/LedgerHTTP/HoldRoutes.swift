@@ -5,50 +5,83 @@ import LedgerAPI
 import LedgerCore
 import LedgerServices
 
-/// Parsing a hold operation's body strictly into the hold service's input.
+/// A hold operation's body, one ``JSONRequestBody`` per kind, read into the hold service's input.
 extension HoldOperationRequest {
-    /// The fields each operation accepts; anything else in the body is refused.
-    static func allowedFields(_ kind: Kind) -> Set<String> {
-        switch kind {
-        case .capture: return ["amount", "final"]
-        case .increment: return ["amount"]
-        case .void: return ["amount"]
-        case .refund: return ["amount", "reason"]
-        case .ship: return ["carrier", "tracking"]
+    /// `{amount?, final?}`
+    struct CaptureBody: JSONRequestBody {
+        enum Member: String, CodingKey, CaseIterable { case amount, final }
+        static let subject = Kind.capture.rawValue
+        let request: HoldOperationRequest
+        init(from decoder: any Decoder) throws {
+            let body = try decoder.container(keyedBy: Member.self)
+            var request = HoldOperationRequest(kind: .capture)
+            request.amount = try body.optionalText(.amount)
+            request.isFinal = try body.optionalFlag(.final) ?? false
+            self.request = request
         }
     }
 
-    /// Parses a JSON object body (an empty body is `{}`) strictly: known fields of the right type only.
-    public static func parse(kind: Kind, body: ByteBuffer) throws -> HoldOperationRequest {
-        let bytes = Data(body.readableBytesView)
-        var object: [String: PaymentRequest.JSONField] = [:]
-        if !bytes.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
-            guard let parsed = try? JSONDecoder().decode([String: PaymentRequest.JSONField].self, from: bytes) else {
-                throw APIError.badRequest("invalid_json", "the body must be a JSON object")
-            }
-            object = parsed
+    /// `{amount}`
+    struct IncrementBody: JSONRequestBody {
+        enum Member: String, CodingKey, CaseIterable { case amount }
+        static let subject = Kind.increment.rawValue
+        let request: HoldOperationRequest
+        init(from decoder: any Decoder) throws {
+            var request = HoldOperationRequest(kind: .increment)
+            request.amount = try decoder.container(keyedBy: Member.self).text(.amount)
+            self.request = request
         }
-        for key in object.keys.sorted() where !allowedFields(kind).contains(key) {
-            throw APIError.badRequest("unknown_field", "\(kind.rawValue) does not take \(key)", field: key)
+    }
+
+    /// `{amount?}`
+    struct VoidBody: JSONRequestBody {
+        enum Member: String, CodingKey, CaseIterable { case amount }
+        static let subject = Kind.void.rawValue
+        let request: HoldOperationRequest
+        init(from decoder: any Decoder) throws {
+            var request = HoldOperationRequest(kind: .void)
+            request.amount = try decoder.container(keyedBy: Member.self).optionalText(.amount)
+            self.request = request
         }
-        let fields = PaymentRequest.Fields(object)
-        var request = HoldOperationRequest(kind: kind)
-        request.amount = try fields.optionalString("amount")
-        request.isFinal = try fields.optionalBool("final") ?? false
-        request.carrier = try fields.optionalString("carrier")
-        request.tracking = try fields.optionalString("tracking")
+    }
+
+    /// `{amount, reason}`
+    struct RefundBody: JSONRequestBody {
+        enum Member: String, CodingKey, CaseIterable { case amount, reason }
+        static let subject = Kind.refund.rawValue
+        let request: HoldOperationRequest
+        init(from decoder: any Decoder) throws {
+            let body = try decoder.container(keyedBy: Member.self)
+            var request = HoldOperationRequest(kind: .refund)
+            request.amount = try body.text(.amount)
+            request.reason = try body.text(.reason, maximumLength: 200)
+            self.request = request
+        }
+    }
+
+    /// `{carrier?, tracking?}`
+    struct ShipBody: JSONRequestBody {
+        enum Member: String, CodingKey, CaseIterable { case carrier, tracking }
+        static let subject = Kind.ship.rawValue
+        let request: HoldOperationRequest
+        init(from decoder: any Decoder) throws {
+            let body = try decoder.container(keyedBy: Member.self)
+            var request = HoldOperationRequest(kind: .ship)
+            request.carrier = try body.optionalText(.carrier, maximumLength: 200)
+            request.tracking = try body.optionalText(.tracking, maximumLength: 200)
+            self.request = request
+        }
+    }
+
+    /// The operation `kind` with `body` (checked JSON bytes; white space only is `{}`), under ``JSONRequestBody``'s rules.
+    public static func parse(kind: Kind, body: ByteBuffer) throws(APIError) -> HoldOperationRequest {
         switch kind {
-        case .increment:
-            request.amount = try fields.string("amount")
-        case .refund:
-            request.amount = try fields.string("amount")
-            request.reason = try fields.string("reason", maximumLength: 200)
-        case .capture, .void, .ship: break
+        case .capture: try StrictJSON.decode(CaptureBody.self, from: body).request
+        case .increment: try StrictJSON.decode(IncrementBody.self, from: body).request
+        case .void: try StrictJSON.decode(VoidBody.self, from: body).request
+        case .refund: try StrictJSON.decode(RefundBody.self, from: body).request
+        case .ship: try StrictJSON.decode(ShipBody.self, from: body).request
         }
-        for (name, value) in [("carrier", request.carrier), ("tracking", request.tracking)] {
-            if let value, value.count > 200 { throw fields.invalid(name, "\(name) is longer than 200 characters") }
-        }
-        return request
     }
 }
 

@@ -37,9 +37,7 @@ extension PaymentRequest {
         }
         let typed = decoded.fields
         // Every member is one the payment takes: a misspelled `quantitty` was silently ignored (one unit sold).
-        for name in typed.keys.sorted() where !knownFields.contains(name) {
-            throw APIError.badRequest("unknown_field", "a payment does not take \(name)", field: name)
-        }
+        try RequestFields.refuseUnknown(typed.keys, known: knownFields, subject: "a payment")
         let fields = Fields(typed)
 
         let gatewayName = try fields.string("gateway")
@@ -187,24 +185,13 @@ extension PaymentRequest {
         let object: [String: JSONField]
         init(_ object: [String: JSONField]) { self.object = object }
 
-        func invalid(_ field: String, _ message: String) -> APIError {
-            APIError(status: .unprocessableContent, code: "invalid_field", message: message, field: field)
-        }
+        func invalid(_ field: String, _ message: String) -> APIError { RequestFields.invalid(field, message) }
 
+        /// A text member under ``RequestFields/text(_:field:maximumLength:)``.
         func string(_ field: String, maximumLength: Int = 500) throws(APIError) -> String {
-            guard let value = object[field], value != .null else {
-                throw APIError(status: .unprocessableContent, code: "missing_field", message: "\(field) is required", field: field)
-            }
+            guard let value = object[field], value != .null else { throw RequestFields.missing(field) }
             guard case .string(let text) = value else { throw invalid(field, "\(field) must be a string") }
-            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard !trimmed.isEmpty else { throw invalid(field, "\(field) must not be empty") }
-            // NUL (which PostgreSQL's text and jsonb cannot hold) and every other control character: refused here,
-            // naming the field, before anything is stored or logged.
-            guard !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-                throw invalid(field, "\(field) must not contain control characters")
-            }
-            guard trimmed.count <= maximumLength else { throw invalid(field, "\(field) is longer than \(maximumLength) characters") }
-            return trimmed
+            return try RequestFields.text(text, field: field, maximumLength: maximumLength)
         }
 
         func optionalString(_ field: String, maximumLength: Int = 500) throws(APIError) -> String? {
@@ -212,18 +199,9 @@ extension PaymentRequest {
             return try string(field, maximumLength: maximumLength)
         }
 
-        /// A JSON boolean, or nil when absent or null.
-        func optionalBool(_ field: String) throws(APIError) -> Bool? {
-            guard let value = object[field], value != .null else { return nil }
-            guard case .bool(let flag) = value else { throw invalid(field, "\(field) must be true or false") }
-            return flag
-        }
-
         /// A JSON integer within Int64 (not a boolean, a fraction or a string of digits).
         func integer(_ field: String) throws(APIError) -> Int64 {
-            guard let value = object[field], value != .null else {
-                throw APIError(status: .unprocessableContent, code: "missing_field", message: "\(field) is required", field: field)
-            }
+            guard let value = object[field], value != .null else { throw RequestFields.missing(field) }
             guard case .integer(let integer) = value else {
                 throw invalid(field, "\(field) must be an integer that fits in 64 bits")
             }

@@ -26,15 +26,7 @@ public struct PrivacyRoutes: Sendable {
 
     public func register(on group: RouterGroup<LedgerRequestContext>) {
         group.post("/privacy/erasures") { request, context -> Response in
-            let body: ByteBuffer
-            body = try await StrictJSON.body(of: request, limit: 16 * 1024)
-            guard let object = try? JSONDecoder().decode([String: PaymentRequest.JSONField].self, from: Data(body.readableBytesView)) else {
-                throw APIError.badRequest("invalid_json", "the body must be a JSON object")
-            }
-            for key in object.keys.sorted() where key != "customer" {
-                throw APIError.badRequest("unknown_field", "an erasure does not take \(key)", field: key)
-            }
-            let customer = try PaymentRequest.Fields(object).string("customer", maximumLength: 320)
+            let customer = try await StrictJSON.decode(ErasureBody.self, of: request).customer
             let actor = context.actor
             let erased = try await privacy.erase(customer: customer, actor: actor)
             guard !erased.isEmpty else {
@@ -59,5 +51,15 @@ public struct PrivacyRoutes: Sendable {
                 throw APIError(status: .notFound, code: "contact_missing", message: "no shipping contact \(ref) is stored")
             }
         }
+    }
+}
+
+/// `POST /privacy/erasures {customer}`: the customer's email as the payment gave it (case aside).
+struct ErasureBody: JSONRequestBody {
+    enum Member: String, CodingKey, CaseIterable { case customer }
+    static let subject = "an erasure"
+    let customer: String
+    init(from decoder: any Decoder) throws {
+        customer = try decoder.container(keyedBy: Member.self).text(.customer, maximumLength: 320)
     }
 }

@@ -96,23 +96,7 @@ public struct SettlementRoutes: Sendable {
 
     public func registerChanges(on group: RouterGroup<LedgerRequestContext>) {
         group.post("/settlements/run") { request, context -> Response in
-            let body: ByteBuffer
-            body = try await StrictJSON.body(of: request, limit: 16 * 1024)
-            guard let object = try? JSONDecoder().decode([String: PaymentRequest.JSONField].self, from: Data(body.readableBytesView)) else {
-                throw APIError.badRequest("invalid_json", "the body must be a JSON object")
-            }
-            for key in object.keys.sorted() where key != "business_date" {
-                throw APIError.badRequest("unknown_field", "settlement runs do not take \(key)", field: key)
-            }
-            let text = try PaymentRequest.Fields(object).string("business_date", maximumLength: 10)
-            guard let date = BusinessDate(text) else {
-                throw APIError(
-                    status: .unprocessableContent,
-                    code: "invalid_date",
-                    message: "business_date must be a date YYYY-MM-DD",
-                    field: "business_date"
-                )
-            }
+            let date = try await StrictJSON.decode(SettlementRunBody.self, of: request).businessDate
             guard request.headers[.accept]?.contains("application/x-ndjson") == true else {
                 return try jsonResponse(SettlementRunReply(try await settlement.run(businessDate: date, progress: nil)))
             }
@@ -147,15 +131,7 @@ public struct SettlementRoutes: Sendable {
         }
         group.post("/reconciliation/breaks/:id/resolve") { request, context -> Response in
             let id = try context.parameters.require("id")
-            let body: ByteBuffer
-            body = try await StrictJSON.body(of: request, limit: 16 * 1024)
-            guard let object = try? JSONDecoder().decode([String: PaymentRequest.JSONField].self, from: Data(body.readableBytesView)) else {
-                throw APIError.badRequest("invalid_json", "the body must be a JSON object")
-            }
-            for key in object.keys.sorted() where key != "reason" {
-                throw APIError.badRequest("unknown_field", "a resolution does not take \(key)", field: key)
-            }
-            let reason = try PaymentRequest.Fields(object).string("reason", maximumLength: 500)
+            let reason = try await StrictJSON.decode(ResolutionBody.self, of: request).reason
             let actor = context.actor
             return try jsonResponse(ReconciliationReply(try await settlement.resolveBreak(id: id, reason: reason, actor: actor)))
         }
@@ -195,5 +171,34 @@ public struct SettlementRoutes: Sendable {
                 }
             )
         }
+    }
+}
+
+/// `POST /settlements/run {business_date}`.
+struct SettlementRunBody: JSONRequestBody {
+    enum Member: String, CodingKey, CaseIterable { case businessDate = "business_date" }
+    static let subject = "a settlement run"
+    let businessDate: BusinessDate
+    init(from decoder: any Decoder) throws {
+        let text = try decoder.container(keyedBy: Member.self).text(.businessDate, maximumLength: 10)
+        guard let date = BusinessDate(text) else {
+            throw APIError(
+                status: .unprocessableContent,
+                code: "invalid_date",
+                message: "business_date must be a date YYYY-MM-DD",
+                field: "business_date"
+            )
+        }
+        businessDate = date
+    }
+}
+
+/// `POST /reconciliation/breaks/{id}/resolve {reason}`.
+struct ResolutionBody: JSONRequestBody {
+    enum Member: String, CodingKey, CaseIterable { case reason }
+    static let subject = "a resolution"
+    let reason: String
+    init(from decoder: any Decoder) throws {
+        reason = try decoder.container(keyedBy: Member.self).text(.reason, maximumLength: 500)
     }
 }

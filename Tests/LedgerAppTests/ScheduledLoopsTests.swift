@@ -76,7 +76,9 @@ import Testing
             environment: ["LEDGERD_DATA_DIR": directory.path, "LEDGERD_CHECKPOINT_TIME": "23:59", "LEDGERD_CHECKPOINT_TIME_ZONE": "UTC"],
             checkpointKey: key
         ) { client, services in
-            try await Self.eventually { try await services.eventCount(type: "CheckpointSigned") >= 1 }
+            // The run ends once the file is written (after the event is appended: until then the directory holds the
+            // atomic write's temporary file).
+            try await Self.eventually { services.metrics.exposition().contains(#"ledger_job_runs_total{name="checkpoint",outcome="success"} 1"#) }
             let (status, list) = try await backOffice.get(client, "/audit/checkpoints")
             #expect(status == .ok, "\(list)")
             let head = try await services.store.head().position
@@ -91,8 +93,6 @@ import Testing
             #expect(file.checkpoint.position == head - 1 && file.checkpoint.publicKey == key.publicKeyHex)
             // Nothing new since: the loop does not sign the same head again.
             #expect(try await services.eventCount(type: "CheckpointSigned") == 1)
-            // The run is on the metrics page.
-            try await Self.eventually { services.metrics.exposition().contains(#"ledger_job_runs_total{name="checkpoint",outcome="success"} 1"#) }
         }
     }
 }

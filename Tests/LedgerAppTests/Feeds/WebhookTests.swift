@@ -230,7 +230,7 @@ import Testing
                 (#"{"url": "ftp://x/y", "secret": "\#(Self.secret)"}"#, 422),
                 (#"{"url": "http://x/y", "secret": "short"}"#, 422),
                 (#"{"url": "http://x/y", "secret": "\#(Self.secret)", "types": ["Nope"]}"#, 422),
-                (#"{"url": "http://x/y"}"#, 400),
+                (#"{"url": "http://x/y"}"#, 422),
                 (#"{"url": "http://x/y", "secret": "\#(Self.secret)", "more": true}"#, 400),
                 ("[]", 400),
             ]

@@ -1,0 +1,169 @@
+import Foundation
+import Hummingbird
+
+/// A route's JSON request body as a `Decodable` type: the one way a back-office route reads its body.
+///
+/// ``StrictJSON/decode(_:of:limit:)`` reads the bytes with ``StrictJSON/body(of:limit:)`` (media type, size, strict
+/// JSON), then decodes them as the type with these rules, the same for every route:
+/// - a body of white space only is `{}`; a body that is not a JSON object is 400 `invalid_json`;
+/// - a member the type does not name in ``Member`` is 400 `unknown_field` naming it (the first in name order): a
+///   misspelled optional member must not be ignored;
+/// - each member is read in the type's `init(from:)` with the getters below, so that a missing member is 422
+///   `missing_field` and one of the wrong type or out of range 422 `invalid_field` (or the route's own code), each
+///   naming the member, before anything is decided or appended.
+///
+/// `POST /payment` reads its body in one pass of its own (``PaymentRequest/parse(body:contentType:)``: `source` may be
+/// a whole Apple Pay token) with the same text rule (``RequestFields/text(_:field:maximumLength:)``) and the same
+/// member check (``RequestFields/refuseUnknown(_:known:subject:)``).
+public protocol JSONRequestBody: Decodable {
+    /// The members the body takes.
+    associatedtype Member: CodingKey & CaseIterable
+    /// What the body is, for the unknown member's message: "a refund" does not take `x`.
+    static var subject: String { get }
+}
+
+extension StrictJSON {
+    /// Reads `request`'s body strictly and decodes it as `T` (see ``JSONRequestBody``).
+    public static func decode<T: JSONRequestBody>(_ type: T.Type, of request: Request, limit: Int = 16 * 1_024) async throws -> T {
+        try decode(type, from: try await body(of: request, limit: limit))
+    }
+
+    /// Decodes body bytes as `T` (see ``JSONRequestBody``); white space only is `{}`.
+    public static func decode<T: JSONRequestBody>(_ type: T.Type, from body: ByteBuffer) throws(APIError) -> T {
+        let blank = body.readableBytesView.allSatisfy { [0x20, 0x09, 0x0A, 0x0D].contains($0) }
+        do {
+            return try JSONDecoder().decode(Members<T>.self, from: blank ? Data("{}".utf8) : Data(body.readableBytesView)).body
+        } catch let error as APIError {
+            throw error
+        } catch {
+            throw APIError.badRequest("invalid_json", "the body must be a JSON object")
+        }
+    }
+
+    /// `T` decoded once its members are known to be `T`'s.
+    struct Members<T: JSONRequestBody>: Decodable {
+        let body: T
+
+        init(from decoder: any Decoder) throws {
+            let names = try decoder.container(keyedBy: JSONValue.Key.self).allKeys.map(\.stringValue)
+            try RequestFields.refuseUnknown(names, known: Set(T.Member.allCases.map(\.stringValue)), subject: T.subject)
+            body = try T(from: decoder)
+        }
+    }
+}
+
+/// The rules for a request body's members, in one place (``JSONRequestBody`` and `POST /payment`).
+public enum RequestFields {
+    /// 400 `unknown_field` for the first of `names` (in order) that is not `known`.
+    public static func refuseUnknown(_ names: some Sequence<String>, known: Set<String>, subject: String) throws(APIError) {
+        if let name = names.filter({ !known.contains($0) }).min() {
+            throw APIError.badRequest("unknown_field", "\(subject) does not take \(name)", field: name)
+        }
+    }
+
+    /// 422 `missing_field`.
+    public static func missing(_ field: String) -> APIError {
+        APIError(status: .unprocessableContent, code: "missing_field", message: "\(field) is required", field: field)
+    }
+
+    /// 422 `invalid_field` with `message`.
+    public static func invalid(_ field: String, _ message: String) -> APIError {
+        APIError(status: .unprocessableContent, code: "invalid_field", message: message, field: field)
+    }
+
+    /// A text member as it is kept: trimmed, not empty, no control character (NUL, which PostgreSQL's text and jsonb
+    /// cannot hold, and every other), at most `maximumLength` characters.
+    public static func text(_ raw: String, field: String, maximumLength: Int) throws(APIError) -> String {
+        let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else { throw invalid(field, "\(field) must not be empty") }
+        guard !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw invalid(field, "\(field) must not contain control characters")
+        }
+        guard trimmed.count <= maximumLength else { throw invalid(field, "\(field) is longer than \(maximumLength) characters") }
+        return trimmed
+    }
+}
+
+/// The getters a ``JSONRequestBody`` reads its members with: absent and `null` are the same (nil, or `missing_field`
+/// when required); a value of another JSON type is `invalid_field` ("x must be a string"). JSONDecoder is strict, so
+/// `true` is never an integer, `59.5` and numbers beyond Int64 are not integers, and `"5900"` is a string.
+extension KeyedDecodingContainer {
+    /// Whether `key` holds a value other than `null`.
+    func holds(_ key: Key) -> Bool {
+        contains(key) && (try? decodeNil(forKey: key)) == false
+    }
+
+    /// A required text member under ``RequestFields/text(_:field:maximumLength:)``.
+    func text(_ key: Key, maximumLength: Int = 500) throws(APIError) -> String {
+        try RequestFields.text(try string(key), field: key.stringValue, maximumLength: maximumLength)
+    }
+
+    /// An optional text member (see ``text(_:maximumLength:)``).
+    func optionalText(_ key: Key, maximumLength: Int = 500) throws(APIError) -> String? {
+        holds(key) ? try text(key, maximumLength: maximumLength) : nil
+    }
+
+    /// A required string as sent, neither trimmed nor checked (a secret, a URL, a name the service checks).
+    func string(_ key: Key) throws(APIError) -> String {
+        guard holds(key) else { throw RequestFields.missing(key.stringValue) }
+        guard let text = try? decode(String.self, forKey: key) else {
+            throw RequestFields.invalid(key.stringValue, "\(key.stringValue) must be a string")
+        }
+        return text
+    }
+
+    /// A JSON boolean, or nil.
+    func optionalFlag(_ key: Key) throws(APIError) -> Bool? {
+        guard holds(key) else { return nil }
+        guard let flag = try? decode(Bool.self, forKey: key) else {
+            throw RequestFields.invalid(key.stringValue, "\(key.stringValue) must be true or false")
+        }
+        return flag
+    }
+
+    /// A required JSON integer within Int64 (not a boolean, a fraction or a string of digits).
+    func integer(_ key: Key) throws(APIError) -> Int64 {
+        guard holds(key) else { throw RequestFields.missing(key.stringValue) }
+        guard let integer = try? decode(Int64.self, forKey: key) else {
+            throw RequestFields.invalid(key.stringValue, "\(key.stringValue) must be an integer that fits in 64 bits")
+        }
+        return integer
+    }
+
+    /// An optional JSON integer (see ``integer(_:)``).
+    func optionalInteger(_ key: Key) throws(APIError) -> Int64? {
+        holds(key) ? try integer(key) : nil
+    }
+
+    /// An optional array of non-empty strings of at most `maximumLength` bytes each (absent or null: empty).
+    func strings(_ key: Key, maximumLength: Int = 200) throws(APIError) -> [String] {
+        guard holds(key) else { return [] }
+        let field = key.stringValue
+        guard let elements = try? decode([JSONValue].self, forKey: key) else {
+            throw RequestFields.invalid(field, "\(field) must be an array of strings")
+        }
+        return try elements.map { (element) throws(APIError) -> String in
+            guard case .string(let text) = element, !text.isEmpty, text.utf8.count <= maximumLength else {
+                throw RequestFields.invalid(field, "\(field) must be an array of non-empty strings")
+            }
+            return text
+        }
+    }
+
+    /// The member as whatever JSON it is, or nil (for a member of more than one type, such as `"now"` or a position).
+    func value(_ key: Key) throws(APIError) -> JSONValue? {
+        guard holds(key) else { return nil }
+        guard let value = try? decode(JSONValue.self, forKey: key) else {
+            throw RequestFields.invalid(key.stringValue, "\(key.stringValue) is not a JSON value this route takes")
+        }
+        return value
+    }
+}
+
+/// A body that takes no member (an empty body, or `{}`).
+public struct EmptyBody: JSONRequestBody {
+    public enum Member: CodingKey, CaseIterable {}
+    public static let subject = "this request"
+
+    public init(from decoder: any Decoder) throws {}
+}

@@ -1,0 +1,110 @@
+import Foundation
+import Hummingbird
+import LedgerServices
+import Testing
+
+@testable import LedgerHTTP
+
+/// The one body reader (``JSONRequestBody``): the same rules for every route's DTO, each failure an ``APIError`` naming the
+/// member, each checked here on the routes' own DTOs (no server, no database).
+@Suite struct JSONRequestBodyTests {
+    /// The error `body` is refused with as `T`, or nil when it decodes.
+    func refusal<T: JSONRequestBody>(_ type: T.Type, _ body: String) -> APIError? {
+        do {
+            _ = try StrictJSON.decode(type, from: ByteBuffer(string: body))
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    func decoded<T: JSONRequestBody>(_ type: T.Type, _ body: String) throws -> T {
+        try StrictJSON.decode(type, from: ByteBuffer(string: body))
+    }
+
+    @Test func aMemberTheBodyDoesNotNameIsRefusedByName() {
+        // The first unknown member in name order, whatever the body's order; the message says what the body is.
+        let error = refusal(WebhookBody.self, #"{"zeta": 1, "url": "http://x/y", "alpha": 2, "secret": "s"}"#)
+        #expect(error?.status == .badRequest && error?.code == "unknown_field" && error?.field == "alpha", "\(String(describing: error))")
+        #expect(error?.message == "a webhook does not take alpha")
+        // A member's spelling is exact: `evidence_ref` is not `evidence_refs`.
+        #expect(refusal(DefenceBody.self, #"{"evidence_ref": ["a"]}"#)?.field == "evidence_ref")
+        #expect(refusal(EmptyBody.self, #"{"why": 1}"#)?.code == "unknown_field")
+    }
+
+    @Test func aBodyThatIsNotAnObjectIsInvalidJSONAndABlankBodyIsAnEmptyObject() throws {
+        for body in ["[]", "[1, 2]", "\"text\"", "12", "true", "null"] {
+            let error = refusal(ResolutionBody.self, body)
+            #expect(error?.status == .badRequest && error?.code == "invalid_json", "\(body): \(String(describing: error))")
+        }
+        for body in ["", " \n\t\r", "{}"] {
+            _ = try decoded(EmptyBody.self, body)
+            // `{}` for a body with a required member: that member is missing (not "invalid JSON").
+            #expect(refusal(ResolutionBody.self, body)?.code == "missing_field", "\(body.debugDescription)")
+        }
+    }
+
+    @Test func aMissingOrNullMemberIsMissingAndAWrongTypeIsInvalidEachNamed() {
+        for body in [#"{}"#, #"{"reason": null}"#] {
+            let error = refusal(ResolutionBody.self, body)
+            #expect(error?.status == .unprocessableContent && error?.code == "missing_field" && error?.field == "reason", "\(body)")
+        }
+        let cases: [(String, String)] = [
+            (#"{"reason": 5}"#, "reason must be a string"),
+            (#"{"reason": ["x"]}"#, "reason must be a string"),
+            (#"{"reason": "   "}"#, "reason must not be empty"),
+            (#"{"reason": "a\u0000b"}"#, "reason must not contain control characters"),
+            (#"{"reason": "\#(String(repeating: "é", count: 501))"}"#, "reason is longer than 500 characters"),
+        ]
+        for (body, message) in cases {
+            let error = refusal(ResolutionBody.self, body)
+            #expect(
+                error?.status == .unprocessableContent && error?.code == "invalid_field" && error?.field == "reason" && error?.message == message,
+                "\(body.prefix(40)): \(String(describing: error))"
+            )
+        }
+        // Integers: not a boolean, a fraction, a string of digits or beyond 64 bits.
+        for body in [#"{"position": true}"#, #"{"position": 1.5}"#, #"{"position": "1"}"#, #"{"position": 9223372036854775808}"#] {
+            let error = refusal(AcknowledgementBody.self, body)
+            #expect(error?.code == "invalid_field" && error?.field == "position", "\(body): \(String(describing: error))")
+        }
+        #expect(refusal(AcknowledgementBody.self, "{}")?.code == "missing_field")
+        // Booleans: not 1, not "true".
+        for body in [#"{"final": 1}"#, #"{"final": "true"}"#] {
+            #expect(refusal(HoldOperationRequest.CaptureBody.self, body)?.message == "final must be true or false", "\(body)")
+        }
+    }
+
+    @Test func eachRoutesBodyDecodesWhatItTakes() throws {
+        #expect(try decoded(ResolutionBody.self, #"{"reason": "  ticket 42 "}"#).reason == "ticket 42")
+        #expect(try decoded(ErasureBody.self, #"{"customer": "jane@example.com"}"#).customer == "jane@example.com")
+        #expect(try decoded(SettlementRunBody.self, #"{"business_date": "2026-06-17"}"#).businessDate.description == "2026-06-17")
+        #expect(refusal(SettlementRunBody.self, #"{"business_date": "17/06/2026"}"#)?.code == "invalid_date")
+        #expect(try decoded(DefenceBody.self, #"{"evidence_refs": ["a", "b"]}"#).evidenceRefs == ["a", "b"])
+        #expect(refusal(DefenceBody.self, #"{"evidence_refs": [1]}"#)?.code == "invalid_evidence")
+        let many = "[" + Array(repeating: #""x""#, count: 51).joined(separator: ",") + "]"
+        #expect(refusal(DefenceBody.self, #"{"evidence_refs": \#(many)}"#)?.code == "invalid_evidence")
+
+        let subscription = try decoded(SubscriptionBody.self, #"{"name": "s", "types": ["OrderOpened"], "stream_prefixes": ["order-"]}"#)
+        #expect(subscription.name == "s" && subscription.types == ["OrderOpened"] && subscription.streamPrefixes == ["order-"])
+        #expect(try decoded(SubscriptionBody.self, #"{"name": "s", "from": "now"}"#).start == .now)
+        #expect(try decoded(SubscriptionBody.self, #"{"name": "s", "from": 7}"#).start == .after(7))
+        #expect(try decoded(SubscriptionBody.self, #"{"name": "s", "from": null}"#).start == .after(0))
+        for from in ["-1", #""later""#, "true"] {
+            #expect(refusal(SubscriptionBody.self, #"{"name": "s", "from": \#(from)}"#)?.field == "from", "\(from)")
+        }
+        for types in [#""OrderOpened""#, #"[""]"#, "[1]"] {
+            #expect(refusal(SubscriptionBody.self, #"{"name": "s", "types": \#(types)}"#)?.field == "types", "\(types)")
+        }
+        // A secret and a URL are kept as sent, not trimmed (the service checks them).
+        let webhook = try decoded(WebhookBody.self, #"{"url": " http://x/y", "secret": " s "}"#)
+        #expect(webhook.url == " http://x/y" && webhook.secret == " s " && webhook.types.isEmpty)
+        #expect(refusal(WebhookBody.self, #"{"url": "http://x/y"}"#)?.code == "missing_field")
+        #expect(try decoded(RedeliveryBody.self, #"{"from": 3}"#).from == 3)
+        #expect(try decoded(RotationBody.self, #"{"secret": "s"}"#).grace == WebhookService.defaultGrace)
+        #expect(try decoded(RotationBody.self, #"{"secret": "s", "grace_seconds": 60}"#).grace == .seconds(60))
+        for grace in ["-1", "2592001", #""60""#] {
+            #expect(refusal(RotationBody.self, #"{"secret": "s", "grace_seconds": \#(grace)}"#)?.field == "grace_seconds", "\(grace)")
+        }
+    }
+}
