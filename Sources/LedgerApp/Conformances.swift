@@ -5,7 +5,6 @@ import LedgerServices
 // The routes' seams (LedgerHTTP's protocols), filled by the use cases and the read-model stores.
 // Declared here, in the wiring: the routes depend on the protocols, never on a concrete service or
 // on LedgerPostgres.
-extension PaymentService: PaymentProcessor {}
 extension HoldService: HoldOperator {}
 extension SettlementService: SettlementOperator {}
 extension DisputeService: DisputeOperator {}

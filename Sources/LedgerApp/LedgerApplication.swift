@@ -263,7 +263,7 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
         reader: ProjectionStorefrontReader(client: services.client, clock: services.clock, logger: services.logger),
         history: (services.state, services.keyring)
     ).register(on: router)
-    PaymentRoutes(processor: services.payments).register(on: router)
+    PaymentRoutes(payments: services.payments).register(on: router)
     // Back office: reads need an operator or auditor key.
     let reads = router.group().add(middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .read))
     let ledgerReader = EventStoreReader(store: services.store, verifier: services.verifier)

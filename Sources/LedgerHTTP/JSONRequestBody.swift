@@ -1,7 +1,8 @@
 import Foundation
 import Hummingbird
 
-/// A route's JSON request body as a `Decodable` type: the one way a back-office route reads its body.
+/// A route's JSON request body as a `Decodable` type: the one way a route reads its body (`POST /payment` and every
+/// back-office body).
 ///
 /// ``StrictJSON/decode(_:of:limit:)`` reads the bytes with ``StrictJSON/body(of:limit:)`` (media type, size, strict
 /// JSON), then decodes them as the type with these rules, the same for every route:
@@ -12,9 +13,8 @@ import Hummingbird
 ///   `missing_field` and one of the wrong type or out of range 422 `invalid_field` (or the route's own code), each
 ///   naming the member, before anything is decided or appended.
 ///
-/// `POST /payment` reads its body in one pass of its own (``PaymentRequest/parse(body:contentType:)``: `source` may be
-/// a whole Apple Pay token) with the same text rule (``RequestFields/text(_:field:maximumLength:)``) and the same
-/// member check (``RequestFields/refuseUnknown(_:known:subject:)``).
+/// `POST /payment` keeps its own media type, size and empty-body answers (``PaymentRequest/parse(body:contentType:)``),
+/// then decodes the same way; its `source` may be a whole Apple Pay token, read with ``KeyedDecodingContainer/value(_:)``.
 public protocol JSONRequestBody: Decodable {
     /// The members the body takes.
     associatedtype Member: CodingKey & CaseIterable
@@ -52,7 +52,7 @@ extension StrictJSON {
     }
 }
 
-/// The rules for a request body's members, in one place (``JSONRequestBody`` and `POST /payment`).
+/// The rules for a request body's members, in one place.
 public enum RequestFields {
     /// 400 `unknown_field` for the first of `names` (in order) that is not `known`.
     public static func refuseUnknown(_ names: some Sequence<String>, known: Set<String>, subject: String) throws(APIError) {

@@ -32,7 +32,7 @@ indirect enum JSONValue: Decodable, Hashable {
             while !array.isAtEnd { elements.append(try array.decode(JSONValue.self)) }
             self = .array(elements)
         } else {
-            // In the order ``PaymentRequest/JSONField`` tries: `true` is never a number, `5900` never a string.
+            // `true` is never a number, `5900` never a string.
             let value = try decoder.singleValueContainer()
             if value.decodeNil() {
                 self = .null

@@ -5,18 +5,14 @@ import LedgerCore
 import LedgerMacros
 import LedgerServices
 
-/// Takes a parsed payment through the ledger and the acquirer.
-public protocol PaymentProcessor: Sendable {
-    func pay(_ request: PaymentRequest, idempotencyKey: String?) async throws -> PaymentAnswer
-}
-
 /// `POST /payment`, open like the rest of the storefront API. The body is read up to its size
 /// limit and parsed strictly before anything is decided; an `Idempotency-Key` header makes a
 /// retry return the first reply and authorize nothing twice.
 @MemberwiseInit
 public struct PaymentRoutes: Sendable {
     static let idempotencyKeyHeader = HTTPField.Name("Idempotency-Key")!
-    let processor: any PaymentProcessor
+    /// The payment use case itself: no protocol between (nothing stands in for it; tests drive the real one).
+    let payments: PaymentService
 
     public func register(on router: Router<LedgerRequestContext>) {
         router.post("/payment") { request, _ -> Response in
@@ -35,7 +31,7 @@ public struct PaymentRoutes: Sendable {
             if let key, !(1...200).contains(key.utf8.count) {
                 throw APIError.badRequest("invalid_idempotency_key", "Idempotency-Key must be 1…200 bytes", field: "Idempotency-Key")
             }
-            let outcome = try await processor.pay(payment, idempotencyKey: key)
+            let outcome = try await payments.pay(payment, idempotencyKey: key)
             return try jsonResponse(PaymentReply(outcome), status: outcome.result.status)
         }
     }

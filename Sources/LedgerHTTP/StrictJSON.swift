@@ -4,8 +4,8 @@ import Hummingbird
 /// The one strict reading of a JSON request body, for `POST /payment` and every back-office body (review 3, input
 /// strictness): `Content-Type: application/json` (else 415), at most `limit` bytes (else 413), and RFC 8259 JSON with
 /// no duplicate member names at any depth and no trailing commas (else 400 `invalid_json` / `duplicate_field`).
-/// `JSONDecoder` alone takes the first of two equal names and lets a misspelling through; the routes then decode the
-/// checked bytes and refuse members they do not take (400 `unknown_field`).
+/// `JSONDecoder` alone takes the first of two equal names and lets a misspelling through; the checked bytes are then
+/// decoded into the route's ``JSONRequestBody``, which refuses members it does not take (400 `unknown_field`).
 public enum StrictJSON {
     /// Why bytes are not strict JSON.
     public enum Problem: Error, Equatable, Sendable {
