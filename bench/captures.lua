@@ -5,8 +5,18 @@ wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer " .. os.getenv("API_KEY")
 wrk.body = '{"amount": "0.01"}'
 
+-- Each capture carries its own Idempotency-Key (the daemon requires one): this run, this thread, a counter.
+local run = tostring(os.time())
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("tid", threads)
+end
+local counter = 0
 request = function()
-  return wrk.format(nil, "/orders/" .. ids[math.random(#ids)] .. "/capture")
+  counter = counter + 1
+  local key = "bench-" .. run .. "-" .. tostring(tid) .. "-" .. counter
+  return wrk.format(nil, "/orders/" .. ids[math.random(#ids)] .. "/capture", {["Idempotency-Key"] = key})
 end
 
 done = function(summary, latency, requests)

@@ -99,7 +99,8 @@ public protocol HoldReader: Sendable {
 /// Back-office hold routes:
 /// - operator key: `POST /orders/{id}/capture {amount?, final?}`, `/increment {amount}`,
 ///   `/void {amount?}`, `/refund {amount, reason}`, `/ship {carrier?, tracking?}` — each idempotent
-///   by its `Idempotency-Key` header (the same key and body replay the first outcome);
+///   by its `Idempotency-Key` header (the same key and body replay the first outcome), which the four that move money
+///   require (400 `missing_idempotency_key`: ``HoldOperationRequest/Kind/requiresIdempotencyKey``);
 /// - operator or auditor key: `GET /authorizations?state=open|closed&expiring_before=&limit=&cursor=`.
 public struct HoldRoutes: Sendable {
     let holdOperator: any HoldOperator
@@ -120,6 +121,13 @@ public struct HoldRoutes: Sendable {
                 let key = request.headers[PaymentRoutes.idempotencyKeyHeader]
                 if let key, !(1...200).contains(key.utf8.count) {
                     throw APIError.badRequest("invalid_idempotency_key", "Idempotency-Key must be 1…200 bytes", field: "Idempotency-Key")
+                }
+                if key == nil, kind.requiresIdempotencyKey {
+                    throw APIError.badRequest(
+                        "missing_idempotency_key",
+                        "a \(kind.rawValue) moves money: send an Idempotency-Key header (1…200 bytes, one per operation) so that a retry cannot apply it twice",
+                        field: "Idempotency-Key"
+                    )
                 }
                 let actor = context.actor
                 let outcome = try await holdOperator.perform(orderID: id, operation, idempotencyKey: key, actor: actor)

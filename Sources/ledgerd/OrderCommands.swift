@@ -24,12 +24,17 @@ struct Order: AsyncParsableCommand {
         var url: String?
         @Option(help: "Operator API key (default: LEDGERD_API_KEY, the first of LEDGERD_OPERATOR_KEYS, or the embedded daemon's api-keys.json).")
         var apiKey: String?
-        @Option(help: "Idempotency key: the same key and arguments apply once.") var idempotencyKey: String?
+        @Option(help: "Idempotency key: the same key and arguments apply once (default: a new key per invocation).")
+        var idempotencyKey: String?
 
-        /// POSTs `body` to `/orders/{id}/{operation}`, prints the reply, and fails on a non-2xx status.
+        /// POSTs `body` to `/orders/{id}/{operation}`, prints the reply, and fails on a non-2xx status. Without
+        /// `--idempotency-key` the invocation makes its own (the daemon requires one for the operations that move
+        /// money); when the daemon may have applied it without answering, ``reaching(_:_:)`` names the key to retry with.
         func send(_ operation: String, order: String, body: [String: Any]) async throws {
             guard let escaped = order.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) else { throw ValidationError("invalid order id") }
-            let (status, data) = try await post("/orders/\(escaped)/\(operation)", body: body)
+            var connection = self
+            if connection.idempotencyKey == nil { connection.idempotencyKey = "cli-\(UUID().uuidString.lowercased())" }
+            let (status, data) = try await connection.post("/orders/\(escaped)/\(operation)", body: body)
             print(String(decoding: data, as: UTF8.self))
             guard (200..<300).contains(status) else { throw ExitCode(status == 402 ? 2 : 1) }
         }
@@ -57,7 +62,9 @@ struct Order: AsyncParsableCommand {
             return "\(configuration.tlsCertificatePath == nil ? "http" : "https")://\(shown):\(configuration.port)"
         }
 
-        /// Runs `body`; a failure to reach the daemon at all becomes one line on standard error and exit 1.
+        /// Runs `body`; a failure to reach the daemon at all becomes one line on standard error and exit 1. When the
+        /// request may have reached the daemon (no answer, or the connection closed before it) and carries an
+        /// `Idempotency-Key`, the line names the key to send again: the same key cannot apply the operation twice.
         static func reaching<T>(_ request: URLRequest, _ body: () async throws -> T) async throws -> T {
             do {
                 return try await body()
@@ -73,9 +80,13 @@ struct Order: AsyncParsableCommand {
                     reason = "TLS failed (plain http to an https daemon, or a certificate this machine does not trust)"
                 default: reason = "network error \(error.code.rawValue)"
                 }
+                var retry = ""
+                if [.timedOut, .networkConnectionLost].contains(error.code), let key = request.value(forHTTPHeaderField: "Idempotency-Key") {
+                    retry = " It may have been applied: run it again with --idempotency-key \(key) (applied once, whatever happened)."
+                }
                 FileHandle.standardError.write(
                     Data(
-                        "ledgerd: cannot reach the daemon at \(base): \(reason). Is `ledgerd serve` running there? (--url, LEDGERD_URL, LEDGERD_PORT)\n"
+                        "ledgerd: cannot reach the daemon at \(base): \(reason). Is `ledgerd serve` running there? (--url, LEDGERD_URL, LEDGERD_PORT)\(retry)\n"
                             .utf8
                     )
                 )

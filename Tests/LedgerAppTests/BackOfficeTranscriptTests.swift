@@ -44,9 +44,11 @@ import Testing
                 _ uri: String,
                 _ body: String? = nil,
                 key: String? = TestApp.auditorKey,
-                accept: String? = nil
+                accept: String? = nil,
+                idempotency: String? = nil
             ) async throws -> String {
                 var headers: HTTPFields = [:]
+                if let idempotency { headers[HTTPField.Name("Idempotency-Key")!] = idempotency }
                 if body != nil { headers[.contentType] = method == .post && uri.hasSuffix("/reports") ? "text/csv" : "application/json" }
                 if let key { headers[.authorization] = "Bearer \(key)" }
                 if let accept { headers[.accept] = accept }
@@ -73,7 +75,7 @@ import Testing
             let payment = Transcript.canonical(StorefrontDriver.paymentBody())
             let a = try orderID(try await call(.post, "/payment", payment, key: nil))
             let paid = try await services.store.head().position
-            _ = try await call(.post, "/orders/\(a)/capture", "{}", key: op)
+            _ = try await call(.post, "/orders/\(a)/capture", "{}", key: op, idempotency: UUID().uuidString.lowercased())
             _ = try await call(.get, "/authorizations/\(a)")
             _ = try await call(.get, "/authorizations/\(a)?as_of=\(paid)")
             _ = try await call(.get, "/orders/\(a)?as_of=\(paid)")
@@ -85,7 +87,7 @@ import Testing
             _ = try await call(.post, "/settlements/run", #"{"business_date": "2026-06-17"}"#, key: op, accept: "application/x-ndjson")
             let settled = try await services.store.head().position
             let b = try orderID(try await call(.post, "/payment", payment, key: nil))
-            _ = try await call(.post, "/orders/\(b)/capture", #"{"amount": "10.00"}"#, key: op)
+            _ = try await call(.post, "/orders/\(b)/capture", #"{"amount": "10.00"}"#, key: op, idempotency: UUID().uuidString.lowercased())
             clock.set(ISO8601DateFormatter().date(from: "2026-06-18T22:00:01Z")!)
             _ = try await call(.post, "/settlements/run", #"{"business_date": "2026-06-18"}"#, key: op)
 

@@ -60,13 +60,27 @@ import Testing
             let reply = try JSONSerialization.jsonObject(with: Data(paid.utf8)) as? [String: Any]
             let order = try #require(reply?["order_id"] as? String)
             _ = try await call(.get, "/orders/\(order)", key: auditor)
-            _ = try await call(.post, "/orders/\(order)/capture", "{}")
-            _ = try await call(.post, "/orders/\(order)/capture", #"{"amount": "-1"}"#, key: op)
-            _ = try await call(.post, "/orders/\(order)/capture", "{}", key: op)
-            _ = try await call(.post, "/orders/\(order)/capture", "{}", key: op)
+            // Money-moving operations carry an Idempotency-Key each (required): a uuid, as the ledger's own references are
+            // (the acquirer's modification reference names it), so the masked transcript is unchanged.
+            _ = try await call(.post, "/orders/\(order)/capture", "{}", idempotency: UUID().uuidString.lowercased())
+            _ = try await call(.post, "/orders/\(order)/capture", #"{"amount": "-1"}"#, key: op, idempotency: UUID().uuidString.lowercased())
+            _ = try await call(.post, "/orders/\(order)/capture", "{}", key: op, idempotency: UUID().uuidString.lowercased())
+            _ = try await call(.post, "/orders/\(order)/capture", "{}", key: op, idempotency: UUID().uuidString.lowercased())
             _ = try await call(.post, "/orders/\(order)/ship", #"{"carrier": "UPS", "tracking": "1Z999"}"#, key: op)
-            _ = try await call(.post, "/orders/\(order)/refund", #"{"amount": "10.00", "reason": "damaged"}"#, key: op)
-            _ = try await call(.post, "/orders/\(order)/refund", #"{"amount": "100.00", "reason": "too much"}"#, key: op)
+            _ = try await call(
+                .post,
+                "/orders/\(order)/refund",
+                #"{"amount": "10.00", "reason": "damaged"}"#,
+                key: op,
+                idempotency: UUID().uuidString.lowercased()
+            )
+            _ = try await call(
+                .post,
+                "/orders/\(order)/refund",
+                #"{"amount": "100.00", "reason": "too much"}"#,
+                key: op,
+                idempotency: UUID().uuidString.lowercased()
+            )
             _ = try await call(.get, "/inventory")
             _ = try await call(.post, "/settlements/run", #"{"business_date": "2026-06-17"}"#, key: op)
             clock.set(ISO8601DateFormatter().date(from: "2026-06-17T22:00:01Z")!)

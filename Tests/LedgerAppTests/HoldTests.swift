@@ -106,6 +106,28 @@ import Testing
         }
     }
 
+    /// Capture, increment, void and refund move money: without an `Idempotency-Key` each is refused (a client's retry
+    /// would apply it twice), naming the header, and nothing is appended; ship needs none.
+    @Test func theOperationsThatMoveMoneyRequireAnIdempotencyKey() async throws {
+        try await TestApp.withApp(seed: true) { client, services in
+            let id = try await storefront.placeOrder(client)
+            expectReply(try await backOffice.capture(client, id, #"{"amount": "10.00"}"#))
+            let before = try await head(services)
+            for (operation, body) in [
+                ("capture", #"{"amount": "1.00"}"#), ("increment", #"{"amount": "1.00"}"#), ("void", #"{"amount": "1.00"}"#),
+                ("refund", #"{"amount": "1.00", "reason": "dent"}"#),
+            ] {
+                let (status, text) = try await backOffice.operate(client, id, operation, body, key: .none)
+                #expect(status == .badRequest, "\(operation): \(text)")
+                let error = JSONValue.parse(text)?["error"]
+                #expect(error?["code"] == .string("missing_idempotency_key") && error?["field"] == .string("Idempotency-Key"), "\(text)")
+            }
+            #expect(try await head(services) == before)
+            let (status, text) = try await backOffice.operate(client, id, "ship", #"{"carrier": "UPS"}"#, key: .none)
+            #expect(status == .ok, "\(text)")
+        }
+    }
+
     @Test func everyRejectedOperationNamesTheReasonAndAppendsNothing() async throws {
         let clock = SimulatedClock(Date())
         try await TestApp.withApp(seed: true, clock: { clock.now }) { client, services in
@@ -449,7 +471,8 @@ import Testing
                                 let all = ids.all
                                 let id = (Bool.random(using: &rng) ? all.suffix(4) : all[...]).randomElement(using: &rng)!
                                 let amount = amounts.randomElement(using: &rng)!
-                                let key: String? = Int.random(in: 0..<4, using: &rng) == 0 ? "k\(Int.random(in: 0..<20, using: &rng))" : nil
+                                let key: IdempotencyKeyChoice =
+                                    Int.random(in: 0..<4, using: &rng) == 0 ? .given("k\(Int.random(in: 0..<20, using: &rng))") : .fresh
                                 let invalid = invalidAmounts.contains(amount)
                                 switch Int.random(in: 0..<100, using: &rng) {
                                 case 0..<25:

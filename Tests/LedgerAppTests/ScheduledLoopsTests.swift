@@ -76,23 +76,39 @@ import Testing
             environment: ["LEDGERD_DATA_DIR": directory.path, "LEDGERD_CHECKPOINT_TIME": "23:59", "LEDGERD_CHECKPOINT_TIME_ZONE": "UTC"],
             checkpointKey: key
         ) { client, services in
-            // The run ends once the file is written (after the event is appended: until then the directory holds the
-            // atomic write's temporary file).
-            try await Self.eventually { services.metrics.exposition().contains(#"ledger_job_runs_total{name="checkpoint",outcome="success"} 1"#) }
+            // With this clock standing still the loop passes every half second. It signs the head once the seeded
+            // catalogue is in (a pass during the seeding may sign an earlier head too); its file is written after the
+            // event is appended, atomically (until then the directory holds the write's temporary file).
+            let checkpoints = directory.appendingPathComponent("checkpoints")
+            func checkpointFile(_ position: Int64) -> URL {
+                let digits = String(position)
+                return checkpoints.appendingPathComponent("checkpoint-\(String(repeating: "0", count: max(0, 12 - digits.count)))\(digits).json")
+            }
+            try await Self.eventually {
+                let head = try await services.store.head().position
+                guard head > 1, try await services.store.event(at: head)?.type == "CheckpointSigned" else { return false }
+                return FileManager.default.fileExists(atPath: checkpointFile(head - 1).path)
+            }
             let (status, list) = try await backOffice.get(client, "/audit/checkpoints")
             #expect(status == .ok, "\(list)")
             let head = try await services.store.head().position
-            let signed = try #require(try await services.store.event(at: head))
-            #expect(signed.type == "CheckpointSigned")
-            let files = try FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("checkpoints").path)
-            #expect(files.count == 1 && files[0].hasPrefix("checkpoint-"), "\(files)")
-            let file = try JSONDecoder().decode(
-                CheckpointFile.self,
-                from: Data(contentsOf: directory.appendingPathComponent("checkpoints/\(files[0])"))
-            )
+            let file = try JSONDecoder().decode(CheckpointFile.self, from: Data(contentsOf: checkpointFile(head - 1)))
             #expect(file.checkpoint.position == head - 1 && file.checkpoint.publicKey == key.publicKeyHex)
-            // Nothing new since: the loop does not sign the same head again.
-            #expect(try await services.eventCount(type: "CheckpointSigned") == 1)
+            // One file per checkpoint signed, each named for its position.
+            let signed = try await services.eventCount(type: "CheckpointSigned")
+            let files = try FileManager.default.contentsOfDirectory(atPath: checkpoints.path)
+            #expect(files.count == signed && files.allSatisfy { $0.hasPrefix("checkpoint-") && $0.hasSuffix(".json") }, "\(files)")
+            // Two more passes (its runs are on the metrics page) sign nothing: the head is signed already.
+            func runs() -> Int {
+                let line = services.metrics.exposition().split(separator: "\n").first {
+                    $0.hasPrefix(#"ledger_job_runs_total{name="checkpoint",outcome="success"} "#)
+                }
+                return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+            }
+            let passes = runs()
+            try await Self.eventually { runs() >= passes + 2 }
+            #expect(try await services.eventCount(type: "CheckpointSigned") == signed)
+            #expect(try await services.store.head().position == head)
         }
     }
 }

@@ -63,14 +63,15 @@ import FoundationNetworking
             payment.httpBody = StorefrontDriver.paymentBody(amount: 3200, product: "Pen")
             let (paid, _) = try await TestHTTP.data(for: payment)
             let order = try JSONDecoder().decode(PaymentReply.self, from: paid).order_id
-            let (status, text) = try await daemon.request("POST", "/orders/\(order)/capture", "{}")
+            let (status, text) = try await daemon.request("POST", "/orders/\(order)/capture", "{}", idempotencyKey: "capture-\(order)")
             #expect(status == 200, "\(text)")
             modifications += 1
             if n == 0 {
                 let (refunded, refundText) = try await daemon.request(
                     "POST",
                     "/orders/\(order)/refund",
-                    #"{"amount": "1.00", "reason": "crash test"}"#
+                    #"{"amount": "1.00", "reason": "crash test"}"#,
+                    idempotencyKey: "refund-\(order)"
                 )
                 #expect(refunded == 200, "\(refundText)")
                 modifications += 1

@@ -287,7 +287,7 @@ import FoundationNetworking
                 "POST",
                 "/orders/\(order)/capture",
                 Data(#"{"amount": "5.00"}"#.utf8),
-                headers: operatorKey
+                headers: operatorKey.merging(["Idempotency-Key": "capture-\(order)"]) { $1 }
             )
             #expect(status == 200, "\(text)")
         }
@@ -296,7 +296,7 @@ import FoundationNetworking
             "POST",
             "/orders/\(orders[0])/refund",
             Data(#"{"amount": "1.00", "reason": "dent"}"#.utf8),
-            headers: operatorKey
+            headers: operatorKey.merging(["Idempotency-Key": "refund-\(orders[0])"]) { $1 }
         )
         #expect(refunded == 200, "\(refundText)")
         // Everything so far was recorded before the cut-off, on either daemon's clock.

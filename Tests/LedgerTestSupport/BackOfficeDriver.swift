@@ -5,6 +5,7 @@ import HummingbirdTesting
 import LedgerAPI
 import LedgerCore
 import LedgerHTTP
+import LedgerServices
 import Testing
 
 /// The back office's side of the API: operators changing orders (capture, increment, void, refund,
@@ -53,19 +54,20 @@ public struct BackOfficeDriver: Sendable {
         public let breaks: [Break]
     }
 
-    /// `POST /orders/{order}/{operation}` with `body`, an optional `Idempotency-Key` and the operator key
-    /// (nil: no key); the status and the reply's text.
+    /// `POST /orders/{order}/{operation}` with `body`, an `Idempotency-Key` and the operator key (nil: no key); the
+    /// status and the reply's text. Without `key`, an operation that requires one gets a fresh key (a first request,
+    /// as a client sends it); `.none` sends none.
     public func operate(
         _ client: any TestClientProtocol,
         _ order: String,
         _ operation: String,
         _ body: String = "{}",
-        key: String? = nil,
+        key: IdempotencyKeyChoice = .fresh,
         apiKey: String? = TestApp.operatorKey
     ) async throws -> (HTTPResponse.Status, String) {
         var headers: HTTPFields = [.contentType: "application/json"]
         if let apiKey { headers[.authorization] = "Bearer \(apiKey)" }
-        if let key { headers[HTTPField.Name("Idempotency-Key")!] = key }
+        if let key = key.header(for: operation) { headers[HTTPField.Name("Idempotency-Key")!] = key }
         return try await client.execute(
             uri: "/orders/\(order)/\(operation)",
             method: .post,
@@ -79,7 +81,7 @@ public struct BackOfficeDriver: Sendable {
         _ client: any TestClientProtocol,
         _ order: String,
         _ body: String = "{}",
-        key: String? = nil
+        key: IdempotencyKeyChoice = .fresh
     ) async throws -> (HTTPResponse.Status, String) {
         try await operate(client, order, "capture", body, key: key)
     }
@@ -89,7 +91,7 @@ public struct BackOfficeDriver: Sendable {
         _ client: any TestClientProtocol,
         _ order: String,
         _ body: String,
-        key: String? = nil
+        key: IdempotencyKeyChoice = .fresh
     ) async throws -> (HTTPResponse.Status, String) {
         try await operate(client, order, "increment", body, key: key)
     }
@@ -99,7 +101,7 @@ public struct BackOfficeDriver: Sendable {
         _ client: any TestClientProtocol,
         _ order: String,
         _ body: String = "{}",
-        key: String? = nil
+        key: IdempotencyKeyChoice = .fresh
     ) async throws -> (HTTPResponse.Status, String) {
         try await operate(client, order, "void", body, key: key)
     }
@@ -109,7 +111,7 @@ public struct BackOfficeDriver: Sendable {
         _ client: any TestClientProtocol,
         _ order: String,
         _ body: String,
-        key: String? = nil
+        key: IdempotencyKeyChoice = .fresh
     ) async throws -> (HTTPResponse.Status, String) {
         try await operate(client, order, "refund", body, key: key)
     }
@@ -119,7 +121,7 @@ public struct BackOfficeDriver: Sendable {
         _ client: any TestClientProtocol,
         _ order: String,
         _ body: String = "{}",
-        key: String? = nil
+        key: IdempotencyKeyChoice = .fresh
     ) async throws -> (HTTPResponse.Status, String) {
         try await operate(client, order, "ship", body, key: key)
     }
@@ -185,5 +187,32 @@ public struct BackOfficeDriver: Sendable {
         let (status, text) = try await get(client, "/settlements/\(batchID)/reconciliation")
         #expect(status == .ok, "\(text)", sourceLocation: sourceLocation)
         return try WireJSON.decode(Reconciliation.self, from: text)
+    }
+}
+
+/// The `Idempotency-Key` a test sends with a hold operation: a given one (`"k"` by literal), a fresh one for the
+/// operations that require a key (``fresh``), or none (``none``: to see the refusal).
+public enum IdempotencyKeyChoice: Sendable, ExpressibleByStringInterpolation {
+    case given(String)
+    case fresh
+    case none
+
+    public init(stringLiteral value: String) { self = .given(value) }
+
+    /// A given key, or nil when `key` is nil (a key or none, as a caller holds it).
+    public static func optional(_ key: String?) -> IdempotencyKeyChoice { key.map { .given($0) } ?? .fresh }
+
+    /// The header's value for `operation` (`capture`, `ship`…), or nil for none.
+    public func header(for operation: String) -> String? {
+        switch self {
+        case .given(let key): key
+        case .none: nil
+        case .fresh: IdempotencyKeyChoice.requiresKey(operation) ? "test-\(UUID().uuidString.lowercased())" : nil
+        }
+    }
+
+    /// Whether the daemon requires a key for `operation` (the route's own rule).
+    static func requiresKey(_ operation: String) -> Bool {
+        HoldOperationRequest.Kind(rawValue: operation)?.requiresIdempotencyKey ?? false
     }
 }

@@ -107,12 +107,19 @@ public struct DaemonProcess {
     /// Everything the daemon wrote so far.
     public func output() -> String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
 
-    /// `method path` with `body` (JSON) and the daemon's operator key; the status and the reply's text. Throws
-    /// when no answer came within `timeout` seconds.
-    public func request(_ method: String, _ path: String, _ body: String? = nil, timeout: TimeInterval = 120) async throws -> (Int, String) {
+    /// `method path` with `body` (JSON), the daemon's operator key and an `Idempotency-Key` if given; the status and
+    /// the reply's text. Throws when no answer came within `timeout` seconds.
+    public func request(
+        _ method: String,
+        _ path: String,
+        _ body: String? = nil,
+        idempotencyKey: String? = nil,
+        timeout: TimeInterval = 120
+    ) async throws -> (Int, String) {
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
         request.httpMethod = method
         request.timeoutInterval = timeout
+        if let idempotencyKey { request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key") }
         if let operatorKey { request.setValue("Bearer \(operatorKey)", forHTTPHeaderField: "Authorization") }
         if let body {
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
