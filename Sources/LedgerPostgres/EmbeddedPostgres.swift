@@ -203,6 +203,12 @@ public struct EmbeddedPostgres: Sendable {
         try await Self.offCooperativePool { try self.start() }
     }
 
+    /// ``createStandby(of:)`` (`pg_basebackup`, seconds to minutes on a loaded machine), waiting on a Dispatch thread
+    /// (see ``startOffPool()``; a detached task would still hold a cooperative thread).
+    public func createStandbyOffPool(of primary: Endpoint) async throws {
+        try await Self.offCooperativePool { try self.createStandby(of: primary) }
+    }
+
     /// ``stop(mode:)``, waiting on a Dispatch thread (see ``startOffPool()``).
     public func stopOffPool(mode: String = "fast") async throws {
         try await Self.offCooperativePool { try self.stop(mode: mode) }

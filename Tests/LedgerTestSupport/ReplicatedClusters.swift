@@ -50,7 +50,7 @@ public struct ReplicatedClusters: Sendable {
         )
         let clusters: ReplicatedClusters
         do {
-            try await Task.detached { try standby.createStandby(of: primaryEndpoint) }.value
+            try await standby.createStandbyOffPool(of: primaryEndpoint)
             let standbyEndpoint = try await standby.startOffPool().endpoint
             clusters = ReplicatedClusters(
                 root: root,
