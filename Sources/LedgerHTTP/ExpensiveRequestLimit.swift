@@ -7,14 +7,17 @@ import Synchronization
 public struct ExpensiveRequestLimitMiddleware<Context: RequestContext>: RouterMiddleware {
     let limit: Int
     private let running: Counter
+    /// Called when the last running expensive request ends: gives its memory back (``MemoryReturn/soon(after:)``).
+    let whenIdle: @Sendable () -> Void
 
     final class Counter: Sendable {
         let value = Mutex(0)
     }
 
-    public init(limit: Int) {
+    public init(limit: Int, whenIdle: @escaping @Sendable () -> Void = { MemoryReturn.soon() }) {
         self.limit = limit
         self.running = Counter()
+        self.whenIdle = whenIdle
     }
 
     /// True for the requests this limit applies to.
@@ -40,7 +43,15 @@ public struct ExpensiveRequestLimitMiddleware<Context: RequestContext>: RouterMi
             error.retryAfterSeconds = 1
             throw error
         }
-        defer { running.value.withLock { $0 -= 1 } }
+        defer {
+            // The last one out gives the memory back (N15): a journal page or an upload's buffers.
+            if running.value.withLock({ count in
+                count -= 1
+                return count == 0
+            }) {
+                whenIdle()
+            }
+        }
         return try await next(request, context)
     }
 }

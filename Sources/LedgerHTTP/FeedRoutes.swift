@@ -109,10 +109,13 @@ public struct FeedRoutes: Sendable {
         }
 
         func release(_ key: String) {
-            open.withLock { open in
+            let none = open.withLock { open in
                 let left = open[key, default: 1] - 1
                 open[key] = left > 0 ? left : nil
+                return open.isEmpty
             }
+            // The last stream out gives the memory back (N15): a catch-up from position 0 read the whole log.
+            if none { MemoryReturn.soon() }
         }
     }
 

@@ -62,4 +62,38 @@ import Testing
             try await client.execute(uri: "/inventory?as_of=3", method: .get) { #expect($0.status == .ok) }
         }
     }
+
+    /// N15: when the last expensive request ends, the memory it freed is given back (by default one `malloc_trim`
+    /// soon after: `bench/memory.sh` measures what that returns); a cheap request, or one still running beside another,
+    /// does not.
+    @Test func theLastExpensiveRequestOutGivesTheMemoryBack() async throws {
+        let idle = Mutex(0)
+        let gate = Gate()
+        let router = Router()
+        router.add(middleware: ExpensiveRequestLimitMiddleware(limit: 4) { idle.withLock { $0 += 1 } })
+        router.get("/audit/verify") { _, _ -> String in
+            await gate.wait()
+            return "verified"
+        }
+        router.get("/inventory") { _, _ in "live" }
+        try await Application(router: router).test(.router) { client in
+            try await client.execute(uri: "/inventory", method: .get) { #expect($0.status == .ok) }
+            #expect(idle.withLock { $0 } == 0, "a cheap request gave memory back")
+            async let held = client.execute(uri: "/audit/verify", method: .get) { $0.status }
+            while !gate.entered.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(10)) }
+            try await client.execute(uri: "/inventory?as_of=3", method: .get) { #expect($0.status == .ok) }
+            #expect(idle.withLock { $0 } == 0, "an expensive request ended beside another, and memory was given back")
+            gate.open()
+            #expect(try await held == .ok)
+            #expect(idle.withLock { $0 } == 1)
+        }
+    }
+
+    @Test func aTrimRunsSoonAfterItIsAskedForAndAskingTwiceRunsOne() async throws {
+        let before = MemoryReturn.trimCount
+        MemoryReturn.soon(after: .milliseconds(200))
+        MemoryReturn.soon(after: .milliseconds(200))
+        try await Task.sleep(for: .seconds(2))
+        #expect(MemoryReturn.trimCount > before)  // (beside other tests, their trims count too)
+    }
 }
