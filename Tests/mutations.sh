@@ -285,6 +285,26 @@ if want no-statement-deadline; then
   else skip_not_applied no-statement-deadline "$d"; fi
 fi
 
+if want no-idempotency-requirement; then
+  d="apply a capture, increment, void or refund without an Idempotency-Key"
+  if mutate Sources/LedgerHTTP/HoldRoutes.swift \
+    "if key == nil, kind.requiresIdempotencyKey {" \
+    "if key == nil, kind.requiresIdempotencyKey, false {"; then
+    run no-idempotency-requirement "$d" "HoldTests/theOperationsThatMoveMoneyRequireAnIdempotencyKey"
+    restore
+  else skip_not_applied no-idempotency-requirement "$d"; fi
+fi
+
+if want no-memory-return; then
+  d="keep the memory the last expensive request freed"
+  if mutate Sources/LedgerHTTP/ExpensiveRequestLimit.swift \
+    "                whenIdle()" \
+    "                _ = whenIdle"; then
+    run no-memory-return "$d" "ExpensiveRequestLimitTests"
+    restore
+  else skip_not_applied no-memory-return "$d"; fi
+fi
+
 # Rebuild the unmutated tree, so that the next `swift test --skip-build` runs what is checked in.
 restore
 swift build $flags --build-tests >"$backup/build.log" 2>&1 || echo "warning: the restored tree did not build" >&2

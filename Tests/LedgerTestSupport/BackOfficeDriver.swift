@@ -199,9 +199,6 @@ public enum IdempotencyKeyChoice: Sendable, ExpressibleByStringInterpolation {
 
     public init(stringLiteral value: String) { self = .given(value) }
 
-    /// A given key, or nil when `key` is nil (a key or none, as a caller holds it).
-    public static func optional(_ key: String?) -> IdempotencyKeyChoice { key.map { .given($0) } ?? .fresh }
-
     /// The header's value for `operation` (`capture`, `ship`…), or nil for none.
     public func header(for operation: String) -> String? {
         switch self {
