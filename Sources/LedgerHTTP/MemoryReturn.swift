@@ -7,7 +7,7 @@ import Glibc
 /// Gives the memory a big request freed back to the operating system (review 3, N15: glibc's allocator keeps freed
 /// pages in its arenas, so a daemon that once served six journal exports at once stayed at their peak for good).
 ///
-/// When the last expensive request (``ExpensiveRequestLimitMiddleware``) or event stream ends, ``soon()`` schedules
+/// When the last expensive request (``ExpensiveRequestLimitMiddleware``) or event stream ends, ``soon(after:)`` schedules
 /// one `malloc_trim(0)` two seconds later (after the reply's bytes are written and freed); calls in between are folded
 /// into it. The trim walks the free lists once — milliseconds — and never runs while the daemon is idle.
 public enum MemoryReturn {
