@@ -40,6 +40,33 @@ public struct ProjectionRow: Sendable, Hashable {
     public var json: String
 }
 
+/// A shopper's shipping contact as a payment receives it (personal data): never in an event, stored as a JSON object
+/// with the keys `name`, `email`, `street`, `city`, `state` and `zip` in `ledger.shipping_contacts`, where an erasure
+/// can delete it without touching the chain.
+@MemberwiseInit
+public struct ShippingContact: Sendable, Hashable, Codable {
+    public var name: String
+    public var email: String
+    public var street: String
+    public var city: String
+    public var state: String
+    public var zip: String
+}
+
+/// A shipping contact written by the append that opens its order, in the same transaction (sql/0023), under the
+/// reference the order's `OrderOpened` names: it is stored exactly when the order is, never for a refused or
+/// replayed request.
+public struct ContactRow: Sendable, Hashable {
+    public var ref: String
+    /// The contact as its JSON object (encoded by the caller, off the writer's loop).
+    public var json: String
+
+    public init(ref: String, contact: ShippingContact) throws {
+        self.ref = ref
+        self.json = try LedgerJSON.string(contact)
+    }
+}
+
 /// One command's events, appended atomically across one or more streams: all or nothing.
 @MemberwiseInit
 public struct AppendRequest: Sendable, Hashable {
@@ -50,6 +77,8 @@ public struct AppendRequest: Sendable, Hashable {
     /// every stream has an exact (or no-stream) expectation: then the state the rows came from is
     /// the state the append is checked against.
     public var projections: [ProjectionRow] = []
+    /// Shipping contacts stored with these events (the orders they open name them).
+    public var contacts: [ContactRow] = []
 
     public init(
         stream: StreamID,
@@ -94,6 +123,12 @@ public struct AppendRequest: Sendable, Hashable {
             }
             guard expectation != .any else {
                 throw .invalidAppend("projection rows need exact stream expectations, not any")
+            }
+        }
+        var refs = Set<String>()
+        for contact in contacts {
+            guard !contact.ref.isEmpty, refs.insert(contact.ref).inserted else {
+                throw .invalidAppend("a contact needs a reference of its own")
             }
         }
         if let idempotency {

@@ -202,6 +202,7 @@ package struct BatchPlanner: Sendable {
         // One row per (projection, key): the newest wins, since one statement cannot update a row twice.
         var rows: [ProjectionRowID: (row: ProjectionRow, ordinal: Int)] = [:]
         var rowOrder: [ProjectionRowID] = []
+        var statementContacts = BatchStatement.ContactColumns()
         let streamsEncoder = JSONEncoder()
         streamsEncoder.outputFormatting = [.sortedKeys]
 
@@ -262,12 +263,17 @@ package struct BatchPlanner: Sendable {
                     rows[id] = (row, streamFirstOrdinal[row.stream] ?? firstOrdinal)
                 }
             }
+            for contact in request.contacts {
+                statementContacts.refs.append(contact.ref)
+                statementContacts.json.append(contact.json)
+            }
             plans.append(.append(firstOrdinal: firstOrdinal, eventCount: events.count - firstOrdinal + 1, streams: versions))
         }
 
         var statement = BatchStatement()
         statement.keys = keys
         statement.events = events
+        statement.contacts = statementContacts
         let checks = streams.compactMap { stream in believed[stream].map { (stream, $0) } }
         statement.checkStreams = checks.map(\.0)
         statement.checkVersions = checks.map(\.1)
@@ -330,6 +336,7 @@ package struct BatchStatement: Equatable, Sendable {
     package var keys = KeyColumns()
     package var events = EventColumns()
     package var rows = RowColumns()
+    package var contacts = ContactColumns()
 
     package init() {}
 
@@ -379,6 +386,14 @@ package struct BatchStatement: Equatable, Sendable {
         package var versions: [Int64] = []
         package var json: [String] = []
         package var ordinals: [Int32] = []
+
+        package init() {}
+    }
+
+    /// The shipping contacts of the accepted requests (sql/0023).
+    package struct ContactColumns: Equatable, Sendable {
+        package var refs: [String] = []
+        package var json: [String] = []
 
         package init() {}
     }

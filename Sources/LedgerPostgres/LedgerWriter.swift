@@ -439,13 +439,13 @@ public final class LedgerWriter: Service, Sendable {
         }
     }
 
-    /// The 26 arguments of `ledger.append_batch` (and of `append_batch_committed` before its INOUT pair), in bind
-    /// order, with their casts.
+    /// The 28 arguments of `ledger.append_batch` (and of `append_batch_committed` before its INOUT pair), in bind
+    /// order, with their casts (sql/0023).
     private static func arguments(_ statement: BatchStatement, _ links: ChainLinks?) throws -> (placeholders: String, binds: PostgresBindings) {
         let keys = statement.keys
         let events = statement.events
         let rows = statement.rows
-        var binds = PostgresBindings(capacity: 26)
+        var binds = PostgresBindings(capacity: 28)
         var placeholders: [String] = []
         func bind<Value: PostgresThrowingDynamicTypeEncodable>(_ value: Value?, _ type: String) throws {
             try binds.append(value)
@@ -472,6 +472,8 @@ public final class LedgerWriter: Service, Sendable {
         try bind(rows.versions, "bigint[]")
         try bind(rows.json, "text[]")
         try bind(rows.ordinals, "integer[]")
+        try bind(statement.contacts.refs, "text[]")
+        try bind(statement.contacts.json, "text[]")
         try bind(links?.head.position, "bigint")
         try bind(links.map { ByteBuffer(bytes: $0.head.hash) }, "bytea")
         try bind(links?.recordedAtMicros, "bigint")

@@ -110,3 +110,15 @@ import Testing
         }
     }
 }
+
+extension ContactsStore {
+    /// Seeds a contact as the append that opens an order stores it (sql/0023), without an order: these tests are
+    /// about reading and erasing.
+    func insert(_ contact: ShippingContact, ref: String) async throws {
+        let row = try ContactRow(ref: ref, contact: contact)
+        try await connection.client.query(
+            "INSERT INTO ledger.shipping_contacts (contact_ref, data, created_at) VALUES (\(row.ref), \(row.json)::jsonb, now())",
+            logger: connection.logger
+        )
+    }
+}

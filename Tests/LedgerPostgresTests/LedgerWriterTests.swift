@@ -233,6 +233,42 @@ import Testing
         }
     }
 
+    /// A shipping contact is stored by the append that carries it, in its transaction (sql/0023): with the batch's
+    /// first call (an explicit transaction) and the later one-call commits alike, and never for a request that is
+    /// refused or replayed.
+    @Test func aContactIsStoredExactlyWhenItsAppendCommits() async throws {
+        let db = try await TestDatabase.fresh()
+        try await db.withWriter { writer, client in
+            func request(_ name: String, _ expected: ExpectedVersion, key: String? = nil, contact ref: String) throws -> AppendRequest {
+                var request = AppendRequest(stream: stream(name), expectedVersion: expected, events: [sampleEvent(1)])
+                request.contacts = [
+                    try ContactRow(
+                        ref: ref,
+                        contact: ShippingContact(name: "Jane", email: "jane@example.com", street: "1 Main St", city: "Town", state: "CA", zip: "95014")
+                    )
+                ]
+                if let key { request.idempotency = IdempotencyKey(key: key, for: request) }
+                return request
+            }
+            func contacts() async throws -> [String] {
+                try await column(client, "SELECT contact_ref FROM ledger.shipping_contacts ORDER BY contact_ref", as: String.self)
+            }
+            _ = try await writer.append(try request("order-1", .noStream, contact: "contact-1"))  // the head read under its lock
+            _ = try await writer.append(try request("order-2", .noStream, key: "k-2", contact: "contact-2"))  // one call
+            #expect(try await contacts() == ["contact-1", "contact-2"])
+            #expect(try await column(client, "SELECT data ->> 'email' FROM ledger.shipping_contacts LIMIT 1", as: String.self) == ["jane@example.com"])
+
+            await #expect(throws: AppendError.versionConflict) {
+                try await writer.append(try request("order-1", .noStream, contact: "contact-3"))
+            }
+            var replay = try request("order-2", .noStream, contact: "contact-4")
+            replay.idempotency = IdempotencyKey(key: "k-2", for: try request("order-2", .noStream, contact: "contact-2"))
+            #expect(try await writer.append(replay).replayed)
+            #expect(try await contacts() == ["contact-1", "contact-2"])
+            #expect(try await eventCount(client) == 2)
+        }
+    }
+
     @Test func malformedRequestsAreRejectedWithoutAppending() async throws {
         let db = try await TestDatabase.fresh()
         try await db.withWriter { writer, client in

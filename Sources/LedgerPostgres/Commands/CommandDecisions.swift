@@ -106,6 +106,7 @@ package struct CommandDecisions {
                 idempotency: command.idempotency
             )
             request.streams += decided.alsoAppending
+            request.contacts += decided.contacts
             try request.validate()
             let appended = Set(decided.plan.appends.map(\.streamID))
             items.append(.command(requests.count, before: view, after: after, appended: appended, source: source))

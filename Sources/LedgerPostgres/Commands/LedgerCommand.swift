@@ -26,12 +26,14 @@ package struct AggregateKeys: Sendable, Hashable {
     }
 }
 
-/// What a command decided: the plan to append, and streams outside the domain's aggregates committed with it
-/// (an Apple Pay token's marker). An empty plan appends nothing and answers with the states it was decided on.
+/// What a command decided: the plan to append, streams outside the domain's aggregates committed with it
+/// (an Apple Pay token's marker), and the shipping contacts of the orders it opens (stored in the same
+/// transaction). An empty plan appends nothing and answers with the states it was decided on.
 @MemberwiseInit
 package struct CommandPlan: Sendable {
     package var plan: AppendPlan
     package var alsoAppending: [StreamAppend] = []
+    package var contacts: [ContactRow] = []
 }
 
 /// A domain decision the writer makes inside its batch, in queue order, against the states of ``reads`` as the

@@ -7,23 +7,13 @@ import PostgresNIO
 /// the order's events carry only an opaque `contact_ref`, so a contact can be erased on request
 /// without touching the chain.
 ///
-/// Every statement on the table is a method here: a payment inserts the contact before it opens the
-/// order (and deletes it again when the order is not opened), the back office reads it, and an
+/// A contact is written by the append that opens its order (``ContactRow``, sql/0023), in its
+/// transaction; every other statement on the table is a method here: the back office reads it, and an
 /// erasure finds a data subject's contacts and deletes them.
 package struct ContactsStore: PostgresStore {
     package let connection: StoreConnection
 
     package init(connection: StoreConnection) { self.connection = connection }
-
-    /// Stores the contact under `ref`. A reference is used once (it names one order); a second
-    /// insert with the same reference is refused by the primary key.
-    package func insert(_ contact: ShippingContact, ref: String) async throws {
-        let data = try CatalogReadModel.json(contact)
-        try await client.query(
-            "INSERT INTO ledger.shipping_contacts (contact_ref, data, created_at) VALUES (\(ref), \(data)::jsonb, now())",
-            logger: logger
-        )
-    }
 
     /// Deletes the contact stored under `ref` (nothing when there is none).
     package func erase(ref: String) async throws {
@@ -70,16 +60,4 @@ package struct ContactsStore: PostgresStore {
         for try await id in rows.decode(String.self) { ids.append(id) }
         return ids
     }
-}
-
-/// A shopper's shipping contact as the payment receives it, stored as a JSON object with the keys
-/// `name`, `email`, `street`, `city`, `state` and `zip`.
-@MemberwiseInit
-package struct ShippingContact: Sendable, Hashable, Codable {
-    package var name: String
-    package var email: String
-    package var street: String
-    package var city: String
-    package var state: String
-    package var zip: String
 }

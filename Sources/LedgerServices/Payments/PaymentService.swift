@@ -41,7 +41,6 @@ public struct PaymentService: Sendable {
     ) {
         self.committer = DomainCommitter(writer: writer, loader: loader)
         self.loader = loader
-        self.contacts = ContactsStore(client: client, logger: logger)
         self.orderRows = ProjectionOrderReader(client: client, clock: clock, logger: logger)
         self.catalogRows = ProjectionStorefrontReader(client: client, clock: clock, logger: logger)
         self.acquirer = acquirer
@@ -56,8 +55,6 @@ public struct PaymentService: Sendable {
     /// Runs the payment's commands through the writer.
     let committer: DomainCommitter
     package let loader: AggregateLoader
-    /// The shipping contacts, kept out of the log.
-    let contacts: ContactsStore
     /// The `orders` read model: the orders recovery looks at.
     let orderRows: ProjectionOrderReader
     /// The catalog read models: products and shipping methods by name.
@@ -101,8 +98,9 @@ public struct PaymentService: Sendable {
             (paymentMethod, applePayToken) = (.networkToken(accepted.networkToken), accepted)
         }
 
-        // 1. Reserve and open: decided by the writer inside its batch, on the product as the batch has left it.
-        try await storeContact(contactRef, request)
+        // 1. Reserve and open: decided by the writer inside its batch, on the product as the batch has left it. The
+        //    shipping contact is stored by the same append, so it exists exactly when the order does.
+        let contact = try ContactRow(ref: contactRef, contact: Self.contact(request))
         let now = clock()
         let placeOrder = PlaceOrder(
             orderID: orderID,
@@ -130,7 +128,8 @@ public struct PaymentService: Sendable {
             case .success(let plan):
                 return CommandPlan(
                     plan: plan,
-                    alsoAppending: try applePayToken.map { [try $0.markerAppend(for: plan, orderID: orderID, now: now)] } ?? []
+                    alsoAppending: try applePayToken.map { [try $0.markerAppend(for: plan, orderID: orderID, now: now)] } ?? [],
+                    contacts: [contact]
                 )
             }
         }
@@ -138,14 +137,9 @@ public struct PaymentService: Sendable {
         do {
             opening = try await self.open(open, orderID: orderID, applePayToken: applePayToken)
         } catch {
-            try? await eraseContact(contactRef)  // nothing refers to it: the order was not opened
             throw await applePayRefusal(error, correlation: correlation)
         }
-        if case .opened = opening {
-            if applePayToken != nil { applePay?.countAcceptance() }
-        } else {
-            try? await eraseContact(contactRef)  // a replay's order has its own contact; a failure has no order
-        }
+        if case .opened = opening, applePayToken != nil { applePay?.countAcceptance() }
         do {
             return try await perform(PaymentWorkflow.opened(opening), paying: paymentMethod, correlation: correlation)
         } catch let failure as PaymentFailure {
@@ -358,23 +352,16 @@ public struct PaymentService: Sendable {
         EventMetadata(correlationID: correlation, actor: "storefront", command: command, idempotencyKey: idempotencyKey)
     }
 
-    /// The shipping contact goes to its own erasable table, never into the events.
-    func storeContact(_ ref: String, _ request: PaymentRequest) async throws {
-        try await contacts.insert(
-            ShippingContact(
-                name: request.shippingContact,
-                email: request.shippingEmail,
-                street: request.shippingStreet,
-                city: request.shippingCity,
-                state: request.shippingState,
-                zip: request.shippingZip
-            ),
-            ref: ref
+    /// The shipping contact as the request gives it: it goes to its own erasable table, never into the events.
+    static func contact(_ request: PaymentRequest) -> ShippingContact {
+        ShippingContact(
+            name: request.shippingContact,
+            email: request.shippingEmail,
+            street: request.shippingStreet,
+            city: request.shippingCity,
+            state: request.shippingState,
+            zip: request.shippingZip
         )
-    }
-
-    func eraseContact(_ ref: String) async throws {
-        try await contacts.erase(ref: ref)
     }
 }
 
