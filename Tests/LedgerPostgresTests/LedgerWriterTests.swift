@@ -244,7 +244,14 @@ import Testing
                 request.contacts = [
                     try ContactRow(
                         ref: ref,
-                        contact: ShippingContact(name: "Jane", email: "jane@example.com", street: "1 Main St", city: "Town", state: "CA", zip: "95014")
+                        contact: ShippingContact(
+                            name: "Jane",
+                            email: "jane@example.com",
+                            street: "1 Main St",
+                            city: "Town",
+                            state: "CA",
+                            zip: "95014"
+                        )
                     )
                 ]
                 if let key { request.idempotency = IdempotencyKey(key: key, for: request) }
@@ -256,7 +263,9 @@ import Testing
             _ = try await writer.append(try request("order-1", .noStream, contact: "contact-1"))  // the head read under its lock
             _ = try await writer.append(try request("order-2", .noStream, key: "k-2", contact: "contact-2"))  // one call
             #expect(try await contacts() == ["contact-1", "contact-2"])
-            #expect(try await column(client, "SELECT data ->> 'email' FROM ledger.shipping_contacts LIMIT 1", as: String.self) == ["jane@example.com"])
+            #expect(
+                try await column(client, "SELECT data ->> 'email' FROM ledger.shipping_contacts LIMIT 1", as: String.self) == ["jane@example.com"]
+            )
 
             await #expect(throws: AppendError.versionConflict) {
                 try await writer.append(try request("order-1", .noStream, contact: "contact-3"))
