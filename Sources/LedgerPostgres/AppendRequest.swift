@@ -79,6 +79,9 @@ public struct AppendRequest: Sendable, Hashable {
     public var projections: [ProjectionRow] = []
     /// Shipping contacts stored with these events (the orders they open name them).
     public var contacts: [ContactRow] = []
+    /// Streams the request's decision read but does not append to, at the versions it read (a shipping method's
+    /// price): the request is refused with a version conflict when one of them moved, as when an appended stream did.
+    public var unchanged: [StreamVersion] = []
 
     public init(
         stream: StreamID,
@@ -123,6 +126,11 @@ public struct AppendRequest: Sendable, Hashable {
             }
             guard expectation != .any else {
                 throw .invalidAppend("projection rows need exact stream expectations, not any")
+            }
+        }
+        for stream in unchanged {
+            guard expected[stream.streamID] == nil, stream.version >= 0 else {
+                throw .invalidAppend("stream \(stream.streamID) is both appended to and expected unchanged")
             }
         }
         var refs = Set<String>()

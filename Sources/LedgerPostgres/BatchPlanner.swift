@@ -65,8 +65,7 @@ package struct BatchPlanner: Sendable {
 
     package init(requests: [AppendRequest]) {
         self.requests = requests
-        var seen = Set<String>()
-        streams = requests.flatMap(\.streams).map(\.streamID.rawValue).filter { seen.insert($0).inserted }
+        streams = Self.streams(of: requests)
     }
 
     /// Replaces the batch's requests before the next attempt (after ``Action/redecide(learned:)``): the writer's
@@ -74,8 +73,19 @@ package struct BatchPlanner: Sendable {
     package mutating func restart(with requests: [AppendRequest]) {
         guard case .waitingForCache = state else { preconditionFailure("BatchPlanner.restart(with:) in state \(state)") }
         self.requests = requests
+        streams = Self.streams(of: requests)
+    }
+
+    /// Every stream `requests` append to or expect unchanged, once each, in queue order.
+    private static func streams(of requests: [AppendRequest]) -> [String] {
         var seen = Set<String>()
-        streams = requests.flatMap(\.streams).map(\.streamID.rawValue).filter { seen.insert($0).inserted }
+        var streams: [String] = []
+        for request in requests {
+            for id in request.streams.map(\.streamID) + request.unchanged.map(\.streamID) where seen.insert(id.rawValue).inserted {
+                streams.append(id.rawValue)
+            }
+        }
+        return streams
     }
 
     /// Starts an attempt with what the version cache holds for ``streams``.
@@ -101,6 +111,12 @@ package struct BatchPlanner: Sendable {
             case .noStream: believed[id] = 0
             case .exact(let version): believed[id] = version
             case .any: if !unknown.contains(id) { unknown.append(id) }
+            }
+        }
+        // A stream expected unchanged: the cache's version, else the one the decision read (the database checks it).
+        for request in requests {
+            for stream in request.unchanged where believed[stream.streamID.rawValue] == nil {
+                believed[stream.streamID.rawValue] = cached[stream.streamID.rawValue] ?? stream.version
             }
         }
         if !unknown.isEmpty {
@@ -221,6 +237,14 @@ package struct BatchPlanner: Sendable {
                     let sameRequest = requests[first].idempotency?.requestHash == idempotency.requestHash
                     plans.append(sameRequest ? .sameAs(first) : .refuse(.idempotencyConflict(key: idempotency.key)))
                     continue
+                }
+            }
+            for stream in request.unchanged {
+                let version = current[stream.streamID.rawValue] ?? 0
+                if version != stream.version {
+                    let expected: ExpectedVersion = stream.version == 0 ? .noStream : .exact(stream.version)
+                    plans.append(.refuse(.versionConflict(stream: stream.streamID, expected: expected, actual: version)))
+                    continue requestLoop
                 }
             }
             for stream in request.streams {

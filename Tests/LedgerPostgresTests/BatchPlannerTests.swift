@@ -121,6 +121,60 @@ import Testing
         #expect(plan.versionsAfter == ["a": 5, "b": 3, "c": 9])
     }
 
+    // MARK: Streams read, not appended (a shipping method's price)
+
+    @Test func aStreamExpectedUnchangedIsCheckedNotAppendedAndRefusesWhenAnEarlierRequestMovedIt() throws {
+        var unchanged = request(on("order-1", .noStream, event(1)))
+        unchanged.unchanged = [version("method-1", 2)]
+        var again = request(on("order-2", .noStream, event(3)))
+        again.unchanged = [version("method-1", 2)]
+        var planner = BatchPlanner(requests: [unchanged, request(on("method-1", .exact(2), event(2))), again])
+        #expect(planner.streams == ["order-1", "method-1", "order-2"])
+        // Not cached: the version the decision read is believed (no read); the database checks it with the rest.
+        let plan = try #require(planner.startAttempt(cached: [:]).executed)
+        #expect(plan.statement.checkStreams == ["order-1", "method-1", "order-2"])
+        #expect(plan.statement.checkVersions == [0, 2, 0])
+        #expect(plan.statement.events.streamIDs == ["order-1", "method-1"])
+        expectPlans(
+            plan.requests,
+            [
+                .append(firstOrdinal: 1, eventCount: 1, streams: [version("order-1", 1)]),
+                .append(firstOrdinal: 2, eventCount: 1, streams: [version("method-1", 3)]),
+                .refuse(.versionConflict(stream: stream("method-1"), expected: .exact(2), actual: 3)),
+            ]
+        )
+        #expect(plan.versionsAfter == ["order-1": 1, "method-1": 3, "order-2": 0])
+    }
+
+    @Test func aStreamExpectedUnchangedIsBelievedAtItsCachedVersionAndAStaleAnswerRedecides() throws {
+        var unchanged = request(on("order-1", .noStream, event(1)))
+        unchanged.unchanged = [version("method-1", 2)]
+        var planner = BatchPlanner(requests: [unchanged])
+        let stale = try #require(planner.startAttempt(cached: ["method-1": 4]).executed)
+        expectPlans(stale.requests, [.refuse(.versionConflict(stream: stream("method-1"), expected: .exact(2), actual: 4))])
+
+        planner = BatchPlanner(requests: [unchanged])
+        _ = try #require(planner.startAttempt(cached: [:]).executed)
+        // Another process moved the method: the database says so, and the batch is decided again on what it learned.
+        #expect(planner.batchAnswered([.stale("method-1", 3)]) == .redecide(learned: ["method-1": 3]))
+        let again = try #require(planner.startAttempt(cached: ["method-1": 3]).executed)
+        expectPlans(again.requests, [.refuse(.versionConflict(stream: stream("method-1"), expected: .exact(2), actual: 3))])
+    }
+
+    @Test func contactsGoWithTheirAcceptedRequestsOnly() throws {
+        func contact(_ ref: String) throws -> ContactRow {
+            try ContactRow(ref: ref, contact: ShippingContact(name: "J", email: "j@example.com", street: "s", city: "c", state: "CA", zip: "1"))
+        }
+        var first = request(on("order-1", .noStream, event(1)))
+        first.contacts = [try contact("contact-1")]
+        var refused = request(on("order-1", .noStream, event(2)))
+        refused.contacts = [try contact("contact-2")]
+        var planner = BatchPlanner(requests: [first, refused])
+        let plan = try #require(planner.startAttempt(cached: [:]).executed)
+        #expect(plan.statement.contacts.refs == ["contact-1"])
+        #expect(plan.statement.contacts.json == [try contact("contact-1").json])
+    }
+
     @Test func aRedecisionReadsTheCacheAgainInsteadOfLoadingWhatItLearned() throws {
         var planner = BatchPlanner(requests: [request(on("a", .any, event(1)))])
         #expect(planner.startAttempt(cached: [:]) == .loadVersions(["a"]))

@@ -3,6 +3,7 @@ import LedgerCore
 import LedgerPostgres
 import LedgerTestSupport
 import PostgresNIO
+import Synchronization
 import Testing
 
 @Suite(.machine(.shared)) struct LedgerWriterTests {
@@ -101,6 +102,54 @@ import Testing
             #expect(
                 try await column(client, "SELECT count(*) FROM ledger.events WHERE stream_id = \(pen.streamID.rawValue)", as: Int64.self) == [4]
             )
+        }
+    }
+
+    /// A command that reads a stream it does not append to but depends on (``LedgerCommand/checked``: a shipping
+    /// method's price), decided on this process's remembered state after another process moved that stream: the
+    /// database refuses the batch's belief and the command is decided again on the stream caught up. Without the
+    /// check the stale read would pass, since only appended streams are checked.
+    @Test func aCheckedReadAnotherProcessMovedIsDecidedAgainOnItsNewState() async throws {
+        try await Self.withTwoProcesses { first, here, second, there, client in
+            let (pen, cup) = (CommandDecisionsTests.pen, ProductID("cup")!)
+            func listing(_ id: ProductID) -> LedgerCommand {
+                LedgerCommand(reads: AggregateKeys(products: [id]), now: CommandDecisionsTests.t0, metadata: EventMetadata()) { _ in
+                    let listed = ProductListed(
+                        productID: id,
+                        sku: id.rawValue,
+                        name: id.rawValue,
+                        description: "",
+                        imageFile: "\(id.rawValue).png",
+                        price: Money(minorUnits: 2500, currency: .usd)
+                    )
+                    return CommandPlan(
+                        plan: AppendPlan([PlannedAppend(streamID: id.streamID, expectedVersion: .noStream, events: [.product(.listed(listed))])])
+                    )
+                }
+            }
+            func restock(_ id: ProductID, reads: [ProductID], checked: [ProductID], seen: SeenVersions? = nil) -> LedgerCommand {
+                LedgerCommand(
+                    reads: AggregateKeys(products: reads),
+                    checked: AggregateKeys(products: checked),
+                    now: CommandDecisionsTests.t0,
+                    metadata: EventMetadata()
+                ) { states in
+                    seen?.versions.withLock { $0.append(states.products[pen]?.version ?? 0) }
+                    let version = states.products[id]?.version ?? 0
+                    let received: DomainEvent = .product(.stockReceived(StockReceived(productID: id, quantity: 1)))
+                    return CommandPlan(plan: AppendPlan([PlannedAppend(streamID: id.streamID, expectedVersion: .exact(version), events: [received])]))
+                }
+            }
+            _ = try await first.decide(listing(pen), states: here)
+            _ = try await first.decide(listing(cup), states: here)
+            _ = try await first.decide(restock(cup, reads: [pen, cup], checked: [pen]), states: here)  // pen remembered at 1
+            // The other process moves the pen: this process still remembers it at version 1.
+            _ = try await second.decide(restock(pen, reads: [pen], checked: []), states: there)
+            let seen = SeenVersions()
+            let outcome = try await first.decide(restock(cup, reads: [pen, cup], checked: [pen], seen: seen), states: here)
+            #expect(seen.versions.withLock { $0 } == [1, 2])
+            #expect(outcome.decidedOn.products[pen]?.version == 2)
+            #expect(try await column(client, "SELECT count(*) FROM ledger.events WHERE stream_id = \(cup.streamID.rawValue)", as: Int64.self) == [3])
         }
     }
 
@@ -407,4 +456,9 @@ func outcome<T>(_ body: () async throws -> T) async -> Result<T, any Error> {
             #expect(try await ChainVerifier(client: client, logger: TestCluster.logger).verify() == ChainReport(ok: true, checked: 3))
         }
     }
+}
+
+/// The versions a command's decisions saw, across its attempts.
+final class SeenVersions: Sendable {
+    let versions = Mutex<[Int64]>([])
 }

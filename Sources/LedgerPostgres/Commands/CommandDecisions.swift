@@ -107,8 +107,10 @@ package struct CommandDecisions {
             )
             request.streams += decided.alsoAppending
             request.contacts += decided.contacts
-            try request.validate()
             let appended = Set(decided.plan.appends.map(\.streamID))
+            let checked = command.checked.filtered(Set(command.checked.streams).subtracting(appended))
+            request.unchanged = zip(checked.streams, view.versions(of: checked)).map { StreamVersion(streamID: $0, version: $1 ?? 0) }
+            try request.validate()
             items.append(.command(requests.count, before: view, after: after, appended: appended, source: source))
             requests.append(request)
             states.merge(after)

@@ -44,6 +44,9 @@ package struct CommandPlan: Sendable {
 @MemberwiseInit
 package struct LedgerCommand: Sendable {
     package var reads: AggregateKeys
+    /// Those of ``reads`` the plan may not append to but depends on (the shipping method whose price an order
+    /// takes): the append is refused when one of them moved since it was read, and the command decided again.
+    package var checked: AggregateKeys = .init()
     /// The decision's time (the caller's injected clock): events' effective time, and the context of rules.
     package var now: Date
     package var metadata: EventMetadata

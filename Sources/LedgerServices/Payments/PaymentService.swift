@@ -73,17 +73,10 @@ public struct PaymentService: Sendable {
 
     public func pay(_ request: PaymentRequest, idempotencyKey: String?) async throws -> PaymentAnswer {
         let productID = try await resolveProduct(request)
-        // The shipping method is read fresh: its stream is not part of the order's append, so a
-        // stale price would not be caught by a version check.
         guard let methodKey = try await names.key(CatalogReadModel.shippingMethods, request.shippingMethodName, in: catalogRows),
-            let methodID = ShippingMethodID(methodKey), let method = try await loader.shippingMethod(methodID)
+            let methodID = ShippingMethodID(methodKey)
         else {
-            throw ServiceError(
-                .invalidInput,
-                code: "unknown_shipping_method",
-                message: "no shipping method named \(request.shippingMethodName)",
-                field: "shipping_method_name"
-            )
+            throw Self.unknownShippingMethod(request)
         }
         let idempotency = idempotencyKey.map { IdempotencyKey(key: "payment:\($0)", requestHash: Self.hash(request)) }
         let correlation = UUID().uuidString.lowercased()
@@ -105,18 +98,22 @@ public struct PaymentService: Sendable {
         let placeOrder = PlaceOrder(
             orderID: orderID,
             lines: [RequestedLine(productID: productID, quantity: Int64(request.quantity))],
-            shippingMethodID: method.id,
+            shippingMethodID: methodID,
             contactRef: contactRef,
             claimedAmount: ClaimedAmount(minorUnits: request.amount.minorUnits, currencyCode: request.amount.currency.code),
             taxPolicy: taxPolicy
         )
+        // The shipping method is read as the writer last saw it, and checked: the order's append is refused (and
+        // decided again on the method caught up) if its stream moved since, so a changed price is never missed.
         let open = LedgerCommand(
-            reads: AggregateKeys(products: [productID]),
+            reads: AggregateKeys(products: [productID], shippingMethods: [methodID]),
+            checked: AggregateKeys(shippingMethods: [methodID]),
             now: now,
             metadata: metadata(correlation, "PlaceOrder", idempotencyKey),
             idempotency: idempotency
         ) { states in
             guard states.products[productID] != nil else { throw Self.unknownProduct(request) }
+            guard let method = states.shippingMethods[methodID] else { throw Self.unknownShippingMethod(request) }
             switch PaymentFlow.placeOrder(
                 placeOrder,
                 order: nil,
@@ -305,6 +302,15 @@ public struct PaymentService: Sendable {
             code: "unknown_product",
             message: "no product \(request.productID ?? request.description)",
             field: field
+        )
+    }
+
+    static func unknownShippingMethod(_ request: PaymentRequest) -> ServiceError {
+        ServiceError(
+            .invalidInput,
+            code: "unknown_shipping_method",
+            message: "no shipping method named \(request.shippingMethodName)",
+            field: "shipping_method_name"
         )
     }
 
