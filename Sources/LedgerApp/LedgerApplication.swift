@@ -129,10 +129,9 @@ public struct ServiceContainer: Sendable {
         self.store = store
         self.verifier = ChainVerifier(client: client, logger: logger)
         self.catalog = CatalogService(writer: writer, store: store, logger: logger)
-        let loader = AggregateLoader(store: store)
+        let aggregates = AggregateStore(writer: writer, store: store)
         let holds = HoldService(
-            committer: DomainCommitter(writer: writer, loader: loader),
-            loader: loader,
+            aggregates: aggregates,
             client: client,
             acquirer: acquirer,
             clock: clock,
@@ -141,8 +140,7 @@ public struct ServiceContainer: Sendable {
         )
         self.holds = holds
         let disputes = DisputeService(
-            committer: DomainCommitter(writer: writer, loader: loader),
-            loader: loader,
+            aggregates: aggregates,
             client: client,
             clock: clock,
             logger: logger
@@ -159,8 +157,7 @@ public struct ServiceContainer: Sendable {
         )
         self.expiry = ExpirySweeper(holds: holds, interval: configuration.expiryInterval, logger: logger, jobs: jobs)
         let payments = PaymentService(
-            writer: writer,
-            loader: loader,
+            aggregates: aggregates,
             client: client,
             acquirer: acquirer,
             clock: clock,

@@ -28,8 +28,7 @@ public struct ExpiryBenchmark: Sendable {
         let sweepBatch = self.sweepBatch
         return try await BenchLedger.withWriter(dataDirectory: dataDirectory, migrations: migrations, logger: logger) { client, writer in
             let store = EventStore(client: client, logger: logger)
-            let loader = AggregateLoader(store: store)
-            let committer = DomainCommitter(writer: writer, loader: loader)
+            let aggregates = AggregateStore(writer: writer, store: store)
             let t0 = Date(timeIntervalSince1970: 1_790_000_000)
             let clock = SimulatedClock(t0)
             let acquirer = AcquirerModel(
@@ -37,10 +36,9 @@ public struct ExpiryBenchmark: Sendable {
                 configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: Int64.max / 4, currency: .usd)),
                 clock: { clock.now }
             )
-            try await Self.setUp(holds: holds, at: t0, acquirer: acquirer, committer: committer)
+            try await Self.setUp(holds: holds, at: t0, acquirer: acquirer, aggregates: aggregates)
             let service = HoldService(
-                committer: committer,
-                loader: loader,
+                aggregates: aggregates,
                 client: client,
                 acquirer: acquirer,
                 clock: { clock.now },
@@ -69,7 +67,7 @@ public struct ExpiryBenchmark: Sendable {
     }
 
     /// One product with `holds` units, and `holds` orders authorized at `acquirer` (which sets their expiry).
-    static func setUp(holds: Int, at t0: Date, acquirer: AcquirerModel, committer: DomainCommitter) async throws {
+    static func setUp(holds: Int, at t0: Date, acquirer: AcquirerModel, aggregates: AggregateStore) async throws {
         let context = DecisionContext(now: t0)
         let productID = ProductID("bench-widget")!
         let methodID = ShippingMethodID("bench-post")!
@@ -97,7 +95,7 @@ public struct ExpiryBenchmark: Sendable {
             PlannedAppend(streamID: productID.streamID, expectedVersion: .noStream, events: listed.map(DomainEvent.product)),
             PlannedAppend(streamID: methodID.streamID, expectedVersion: .noStream, events: shipping.map(DomainEvent.shippingMethod)),
         ])
-        guard try await committer.commit(catalog, on: states, now: t0, metadata: EventMetadata(actor: "bench")) != nil else { return }
+        guard try await aggregates.commit(catalog, on: states, now: t0, metadata: EventMetadata(actor: "bench")) != nil else { return }
         for event in catalog.events { states.apply(event) }
         var made = 0
         while made < holds {
@@ -135,7 +133,7 @@ public struct ExpiryBenchmark: Sendable {
                 add(try PaymentFlow.recordAuthorization(approval, order: order, products: states.products, context: context).get())
                 made += 1
             }
-            guard try await committer.commit(builder.plan, on: before, now: t0, metadata: EventMetadata(actor: "bench")) != nil else {
+            guard try await aggregates.commit(builder.plan, on: before, now: t0, metadata: EventMetadata(actor: "bench")) != nil else {
                 throw ConfigurationError("bench setup conflicted")
             }
             states.orders = [:]

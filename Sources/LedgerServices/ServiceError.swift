@@ -4,7 +4,7 @@
 ///
 /// - `kind` says what went wrong in terms any front end understands (the input, a missing thing, a
 ///   state conflict, a dependency that is down…); LedgerHTTP turns it into a status code in exactly
-///   one place (`ServiceError+HTTP.swift`), the CLI into an exit message.
+///   one place (`LedgerHTTP/HTTPReplies.swift`), the CLI into an exit message.
 /// - `code` is stable and machine-readable (`out_of_stock`, `hold_closed`, `idempotency_conflict`…):
 ///   clients branch on it, so it never changes meaning.
 /// - `message` is for people and never carries a database error's text or anything secret; `field`

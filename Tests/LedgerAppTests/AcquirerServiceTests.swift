@@ -406,9 +406,9 @@ struct AcquirerWireFaultTests {
                 _ = try await services.recovery.sweep()
 
                 for id in orders {
-                    let order = try #require(try await services.payments.loader.order(OrderID(validated: id)))
+                    let order = try #require(try await services.payments.aggregates.order(OrderID(validated: id)))
                     #expect(!order.status.awaitsPayment, "\(fault): order \(id) is stuck in \(order.status)")
-                    let hold = try await services.payments.loader.hold(OrderID(validated: id))
+                    let hold = try await services.payments.aggregates.hold(OrderID(validated: id))
                     let query = try await acquirer.query(merchantReference: order.merchantReference)
                     switch (hold, query) {
                     case (let hold?, .found(let details)):
@@ -427,7 +427,7 @@ struct AcquirerWireFaultTests {
                     }
                 }
                 for id in succeeded {
-                    #expect(try await services.payments.loader.hold(OrderID(validated: id)) != nil, "\(fault): \(id) succeeded without a hold")
+                    #expect(try await services.payments.aggregates.hold(OrderID(validated: id)) != nil, "\(fault): \(id) succeeded without a hold")
                 }
                 // The fault did happen: the service injected it (counted where it misbehaved), and the adapter
                 // saw failed attempts (latency and a duplicated request are invisible to it by design).

@@ -200,7 +200,7 @@ import Testing
             let disputes = try await services.disputes.list()
             for order in orders {
                 let id = OrderID(order)!
-                guard let hold = try await services.holds.loader.hold(id, fresh: true) else {
+                guard let hold = try await services.holds.aggregates.hold(id, fresh: true) else {
                     Issue.record("order \(order) has no hold")
                     continue
                 }

@@ -338,7 +338,7 @@ import Testing
             }
             for order in orders {
                 let id = disputeOf[order]!
-                guard let hold = try await services.holds.loader.hold(OrderID(order)!, fresh: true),
+                guard let hold = try await services.holds.aggregates.hold(OrderID(order)!, fresh: true),
                     let dispute = try await services.disputes.dispute(id: id)
                 else {
                     Issue.record("order \(order) lost")

@@ -10,7 +10,7 @@ import LedgerTestSupport
 import Testing
 
 /// How often one request loads the aggregates it works on, counted by the services' shared
-/// ``AggregateLoader``. A use case answers from the states its own appends leave (``DomainCommitter``
+/// ``AggregateStore``. A use case answers from the states its own appends leave (``AggregateStore``
 /// returns them) and decides its first attempt on the states it already holds, instead of loading
 /// the order and hold again before every step.
 ///
@@ -23,7 +23,7 @@ import Testing
 
     @Test func anApprovedPaymentLoadsItsOrderOnceAndNoHold() async throws {
         try await TestApp.withApp(seed: true) { client, services in
-            let loader = services.payments.loader
+            let loader = services.payments.aggregates
             _ = try await storefront.placeOrder(client)
             let before = loader.loads
             let (status, text) = try await storefront.pay(client, StorefrontDriver.paymentBody())
@@ -51,13 +51,13 @@ import Testing
             for _ in 0..<3 { ids.append(OrderID(try await storefront.placeOrder(client))!) }
             _ = try await backOffice.operate(client, ids[0].rawValue, "capture", key: "first")
             let keys = AggregateKeys(orders: ids, holds: ids)
-            let together = try await services.payments.loader.states(keys, fresh: Set(keys.streams))
-            let alone = AggregateLoader(store: services.store)
+            let together = try await services.payments.aggregates.states(keys, fresh: Set(keys.streams))
+            let alone = AggregateStore(writer: services.writer, store: services.store)
             for id in ids {
                 let (order, hold) = (try await alone.order(id), try await alone.hold(id))
                 #expect(together.orders[id] == order && together.holds[id] == hold, "\(id)")
-                #expect(try await services.payments.loader.order(id, fresh: false)?.version == order?.version)
-                #expect(try await services.payments.loader.hold(id, fresh: false)?.version == hold?.version)
+                #expect(try await services.payments.aggregates.order(id, fresh: false)?.version == order?.version)
+                #expect(try await services.payments.aggregates.hold(id, fresh: false)?.version == hold?.version)
             }
             #expect(together.holds[ids[0]]?.balance.captured.isZero == false)
         }
@@ -65,7 +65,7 @@ import Testing
 
     @Test func aCaptureLoadsItsOrderTwiceAndItsHoldOnce() async throws {
         try await TestApp.withApp(seed: true) { client, services in
-            let loader = services.holds.loader
+            let loader = services.holds.aggregates
             let order = try await storefront.placeOrder(client)
             let before = loader.loads
             let (status, text) = try await backOffice.operate(client, order, "capture", key: "capture-once")

@@ -69,7 +69,7 @@ extension SettlementRunTests {
             let payoutIndex = try #require(own.firstIndex { $0.type == .merchantPayout })
 
             // The second order was charged back; the ledger recorded it from the acquirer's notification.
-            let hold = try #require(try await services.holds.loader.hold(OrderID(second)!, fresh: true))
+            let hold = try #require(try await services.holds.aggregates.hold(OrderID(second)!, fresh: true))
             try await services.disputes.receive(
                 DisputeNotification(
                     disputeID: "cb-1",

@@ -7,7 +7,7 @@ import LedgerServices
 import Logging
 import Testing
 
-/// The one mapping of the services' errors to HTTP (`ServiceError+HTTP.swift` and `ErrorMiddleware`): the kind
+/// The one mapping of the services' errors to HTTP (`HTTPReplies.swift`: `APIError(_:)` and `ErrorMiddleware`): the kind
 /// picks the status, the answer is always `{"error": {"code", "message", "field"?}}`, and our own failures
 /// never tell the caller their detail.
 @Suite struct ErrorMappingTests {

@@ -58,15 +58,15 @@ import Testing
         }
     }
 
-    /// Two writers on one fresh database, each with its own loader: two daemons' write paths, in one test process.
+    /// Two writers on one fresh database, each with its own aggregate store: two daemons' write paths, in one test process.
     static func withTwoProcesses(
-        _ body: @Sendable (LedgerWriter, AggregateLoader, LedgerWriter, AggregateLoader, DatabaseClient) async throws -> Void
+        _ body: @Sendable (LedgerWriter, AggregateStore, LedgerWriter, AggregateStore, DatabaseClient) async throws -> Void
     ) async throws {
         let db = try await TestDatabase.fresh()
         try await db.withWriter { first, client in
             try await db.withWriter { second, _ in
-                let here = AggregateLoader(store: EventStore(client: client, logger: TestCluster.logger))
-                let there = AggregateLoader(store: EventStore(client: client, logger: TestCluster.logger))
+                let here = AggregateStore(writer: first, store: EventStore(client: client, logger: TestCluster.logger))
+                let there = AggregateStore(writer: second, store: EventStore(client: client, logger: TestCluster.logger))
                 try await body(first, here, second, there, client)
             }
         }

@@ -266,8 +266,8 @@ import Testing
     @Test func aStreamOthersKeepMovingEndsBusyAfterTheAttemptBudget() async throws {
         let (order, hold) = try DisputeWorkflowTests.captured()
         let steps = Steps(order: order, hold: hold, conflicts: .max)
-        await #expect(throws: DomainCommitter.Contended.self) { try await steps.perform(DisputeWorkflowTests.chargeback(), repeats: { _ in false }) }
-        #expect(steps.taken.filter { $0 == "commit" }.count == DomainCommitter.maximumAttempts)
+        await #expect(throws: AggregateStore.Contended.self) { try await steps.perform(DisputeWorkflowTests.chargeback(), repeats: { _ in false }) }
+        #expect(steps.taken.filter { $0 == "commit" }.count == AggregateStore.maximumAttempts)
         #expect(steps.events.isEmpty)
     }
 

@@ -1,7 +1,7 @@
 import LedgerMacros
 
 /// The aggregate states a decision reads, keyed by id, and the one fold of domain events into them (the writer, the
-/// loader, the rebuilders and the in-memory test ledger all fold through ``apply(_:)``). Applying a plan's events to
+/// aggregate store, the rebuilders and the in-memory test ledger all fold through ``apply(_:)``). Applying a plan's events to
 /// the states it was decided against gives the states after the append.
 @MemberwiseInit
 package struct AggregateStates: Sendable {

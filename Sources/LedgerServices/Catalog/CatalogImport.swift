@@ -190,7 +190,7 @@ public struct CatalogImport: Sendable {
     }
 
     /// Decides the import against the ledger's current catalog and appends it atomically.
-    func run(writer: LedgerWriter, loader: AggregateLoader, now: Date, logger: Logger) async throws -> Report {
+    func run(aggregates: AggregateStore, now: Date, logger: Logger) async throws -> Report {
         for _ in 0..<20 {
             var report = Report()
             var plan: [PlannedAppend] = []
@@ -200,7 +200,7 @@ public struct CatalogImport: Sendable {
                 switch entry.kind {
                 case .product:
                     guard let id = ProductID(entry.id) else { throw ConfigurationError("invalid product id \(entry.id)") }
-                    let state = try await loader.product(id)
+                    let state = try await aggregates.product(id)
                     if let state { states.products[id] = state }
                     var commands: [ProductCommand] = []
                     if let state {
@@ -256,7 +256,7 @@ public struct CatalogImport: Sendable {
                     }
                 case .shipping:
                     guard let id = ShippingMethodID(entry.id) else { throw ConfigurationError("invalid shipping method id \(entry.id)") }
-                    let state = try await loader.shippingMethod(id)
+                    let state = try await aggregates.shippingMethod(id)
                     if let state { states.shippingMethods[id] = state }
                     let command: ShippingMethodCommand?
                     if let state {
@@ -282,18 +282,9 @@ public struct CatalogImport: Sendable {
                 }
             }
             if plan.isEmpty { return report }
-            do {
-                _ = try await writer.append(
-                    try states.appendRequest(
-                        for: plan,
-                        now: now,
-                        metadata: EventMetadata(actor: "operator:cli", command: "ImportCatalog")
-                    ).request
-                )
-                return report
-            } catch let error as AppendError where error == .versionConflict {
-                continue  // the catalog moved while we decided: decide again
-            }
+            let metadata = EventMetadata(actor: "operator:cli", command: "ImportCatalog")
+            if try await aggregates.commit(AppendPlan(plan), on: states, now: now, metadata: metadata) != nil { return report }
+            // The catalog moved while we decided: decide again.
         }
         throw ConfigurationError("the catalog kept changing during the import; try again")
     }
@@ -303,11 +294,11 @@ extension CatalogImport {
     /// Imports into a ledger through a writer of its own (for the `ledgerd catalog import` command).
     public func run(client: DatabaseClient, now: Date, logger: Logger) async throws -> Report {
         let writer = LedgerWriter(client: client, logger: logger)
-        let loader = AggregateLoader(store: EventStore(client: client, logger: logger))
+        let aggregates = AggregateStore(writer: writer, store: EventStore(client: client, logger: logger))
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await writer.run() }
             defer { group.cancelAll() }
-            return try await run(writer: writer, loader: loader, now: now, logger: logger)
+            return try await run(aggregates: aggregates, now: now, logger: logger)
         }
     }
 }

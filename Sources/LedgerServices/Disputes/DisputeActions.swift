@@ -43,11 +43,11 @@ package enum DisputeOutcome: Hashable, Sendable {
 
 extension DisputeActions {
     /// The command through ``DisputeWorkflow``: read, decide, commit; decided again on fresh reads when a stream moved
-    /// under it, at most ``DomainCommitter/maximumAttempts`` times (then ``DomainCommitter/Contended``). Refusals are
+    /// under it, at most ``AggregateStore/maximumAttempts`` times (then ``AggregateStore/Contended``). Refusals are
     /// thrown as ``DisputeRefusal``. `repeats`: whether the dispute's events already record what the command reports
     /// (asked on every attempt, so a notification two daemons record at once is appended once).
     package func perform(_ command: DisputeCommand, repeats: ([DisputeEvent]) -> Bool) async throws -> DisputeOutcome {
-        for attempt in 0..<DomainCommitter.maximumAttempts {
+        for attempt in 0..<AggregateStore.maximumAttempts {
             let events = try await recorded()
             let orderID: OrderID
             switch DisputeWorkflow.start(command, recorded: events, repeats: repeats(events)) {
@@ -76,6 +76,6 @@ extension DisputeActions {
             case .alreadyRecorded, .loadOrder: throw ServiceError.internalFailure  // DisputeWorkflow.decide records or refuses
             }
         }
-        throw DomainCommitter.Contended()
+        throw AggregateStore.Contended()
     }
 }

@@ -87,7 +87,7 @@ public struct DisputeView: Sendable, Hashable {
 /// ``DisputeWorkflow`` (its transition table; ``DisputeDecider`` on the dispute's folded state and the injected
 /// clock); this service only reads what a step asks for and commits what it decides. An append
 /// carries the dispute's events and, when the order's status changes, the order's
-/// `OrderPaymentUpdated` (operation `dispute`) — one append through the ``DomainCommitter``, whose
+/// `OrderPaymentUpdated` (operation `dispute`) — one append through the ``AggregateStore``, whose
 /// version checks on both streams make a concurrent hold operation or dispute answer decide again.
 ///
 /// Money: a dispute's debits and credits are on its stream (``DisputeState/chargedBack``,
@@ -95,17 +95,15 @@ public struct DisputeView: Sendable, Hashable {
 /// + reversed is what the merchant keeps of an order (``DisputeWorkflow/netKept(hold:disputes:)``).
 /// Stock is never moved by a dispute.
 public struct DisputeService: Sendable {
-    package init(committer: DomainCommitter, loader: AggregateLoader, client: DatabaseClient, clock: @escaping @Sendable () -> Date, logger: Logger) {
-        self.committer = committer
-        self.loader = loader
-        self.store = loader.store
+    package init(aggregates: AggregateStore, client: DatabaseClient, clock: @escaping @Sendable () -> Date, logger: Logger) {
+        self.aggregates = aggregates
+        self.store = aggregates.store
         self.reader = DisputeReader(client: client, logger: logger)
         self.clock = clock
         self.logger = logger
     }
 
-    let committer: DomainCommitter
-    let loader: AggregateLoader
+    let aggregates: AggregateStore
     let store: EventStore
     let reader: DisputeReader
     let clock: @Sendable () -> Date
@@ -179,7 +177,7 @@ public struct DisputeService: Sendable {
                 outcome = try await run.perform(command, repeats: alreadyRecorded ?? { _ in false })
             } catch let refusal as DisputeRefusal {
                 throw Self.serviceError(refusal, disputeID: disputeID)
-            } catch is DomainCommitter.Contended {
+            } catch is AggregateStore.Contended {
                 throw ServiceError.unavailable("the dispute \(disputeID) is too busy right now; retry")
             }
             let orderStatus: OrderStatus?
@@ -230,7 +228,7 @@ public struct DisputeService: Sendable {
             )
         }
         var status = orderStatus
-        if status == nil { status = try await loader.order(state.orderID, fresh: true)?.status }
+        if status == nil { status = try await aggregates.order(state.orderID, fresh: true)?.status }
         return DisputeView(state: state, history: history, orderStatus: status)
     }
 
@@ -274,8 +272,8 @@ struct DisputeRun: DisputeActions {
 
     func facts(of orderID: OrderID, fresh: Bool) async throws -> DisputeFacts {
         DisputeFacts(
-            order: try await service.loader.order(orderID, fresh: fresh),
-            hold: try await service.loader.hold(orderID, fresh: fresh),
+            order: try await service.aggregates.order(orderID, fresh: fresh),
+            hold: try await service.aggregates.hold(orderID, fresh: fresh),
             otherDisputes: try await service.reader.disputes().values.filter { $0.orderID == orderID && $0.disputeID != disputeID }
         )
     }
@@ -304,7 +302,7 @@ struct DisputeRun: DisputeActions {
             events: try events.map { try $0.ledgerEvent.newEvent(eventID: UUID(), effectiveAt: now) }
         )
         guard
-            let committed = try await service.committer.commit(
+            let committed = try await service.aggregates.commit(
                 AppendPlan(appends),
                 on: AggregateStates(orders: [order.id: order], holds: [order.id: hold]),
                 now: now,

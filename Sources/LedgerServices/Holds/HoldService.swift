@@ -20,8 +20,7 @@ import Logging
 /// ``HoldOperationRun`` (below) performs them.
 public struct HoldService: Sendable {
     package init(
-        committer: DomainCommitter,
-        loader: AggregateLoader,
+        aggregates: AggregateStore,
         client: DatabaseClient,
         acquirer: any Acquirer,
         clock: @escaping @Sendable () -> Date,
@@ -30,8 +29,7 @@ public struct HoldService: Sendable {
     ) {
         self.faultCrashAt = faultCrashAt
         self.intents = HoldIntentStore(client: client, logger: logger)
-        self.committer = committer
-        self.loader = loader
+        self.aggregates = aggregates
         self.idempotency = IdempotencyStore(client: client, logger: logger)
         self.holdRows = ProjectionHoldReader(client: client, logger: logger)
         self.acquirer = acquirer
@@ -39,8 +37,7 @@ public struct HoldService: Sendable {
         self.logger = logger
     }
 
-    let committer: DomainCommitter
-    package let loader: AggregateLoader
+    package let aggregates: AggregateStore
     /// Probes idempotency keys before the acquirer is called.
     let idempotency: IdempotencyStore
     /// The `holds` read model: the holds due to expire.
@@ -63,9 +60,9 @@ public struct HoldService: Sendable {
         actor: String
     ) async throws -> HoldOperationOutcome {
         // Decided on this process's cached states (as payments are): every write of this process goes
-        // through the same loader, and another daemon's change makes the acquirer refuse or the
+        // through the same aggregate store, and another daemon's change makes the acquirer refuse or the
         // append conflict, after which the answer is recorded on fresh reads.
-        guard let orderID = OrderID(raw), let found = try await loader.order(orderID, fresh: false) else {
+        guard let orderID = OrderID(raw), let found = try await aggregates.order(orderID, fresh: false) else {
             throw ServiceError.notFound("no order \(raw)")
         }
         let requestHash = Self.hash(request)
@@ -103,7 +100,7 @@ public struct HoldService: Sendable {
     }
 
     /// Records the acquirer's answer to `operation`: a command the writer decides inside its batch on the
-    /// order, hold and products as the batch has them (``DomainCommitter/run(_:beforeRetry:)`` decides it again
+    /// order, hold and products as the batch has them (``AggregateStore/run(_:beforeRetry:)`` decides it again
     /// after another process moved them; stock that is out of date is read fresh and decided again there).
     /// `decidedOn`: the order and hold the caller already holds. With `checkingBalance`, an answer that does not
     /// land the hold where the acquirer says it is (``HoldWorkflow/landsWhereTheAcquirerSays(_:hold:response:)``)
@@ -118,7 +115,7 @@ public struct HoldService: Sendable {
         decidedOn: (order: OrderState, hold: HoldState)?
     ) async throws -> (HoldRecording, after: (order: OrderState, hold: HoldState?)?) {
         var order = decidedOn?.order
-        if order == nil { order = try await loader.order(orderID, fresh: false) }
+        if order == nil { order = try await aggregates.order(orderID, fresh: false) }
         guard let lines = order?.lines else { throw ServiceError.internalFailure }
         let now = clock()
         let command = LedgerCommand(
@@ -144,21 +141,21 @@ public struct HoldService: Sendable {
         }
         let outcome: CommandOutcome
         do {
-            outcome = try await committer.run(command)
+            outcome = try await aggregates.run(command)
         } catch let rejection as HoldRejection {
             logger.error("acquirer answer could not be recorded", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
             return (.refused(rejection), nil)
         } catch is BehindTheAcquirer {
             return (.behindTheAcquirer, nil)
-        } catch is DomainCommitter.Contended {
+        } catch is AggregateStore.Contended {
             return (.contended, nil)
         } catch let error as AppendError where error == .idempotencyConflict {
             throw HoldFailure.idempotencyConflict
         }
         guard let after = outcome.states else {
             // A replay: an earlier request with this key was recorded; answer with the states it left.
-            guard let current = try await loader.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
-            return (.recorded(appended: false, replayed: true), (current, try await loader.hold(orderID, fresh: false)))
+            guard let current = try await aggregates.order(orderID, fresh: false) else { throw ServiceError.internalFailure }
+            return (.recorded(appended: false, replayed: true), (current, try await aggregates.hold(orderID, fresh: false)))
         }
         guard let orderAfter = after.orders[orderID] else { throw ServiceError.internalFailure }  // read, so in `after`
         return (.recorded(appended: outcome.result != nil, replayed: false), (orderAfter, after.holds[orderID]))
@@ -308,7 +305,7 @@ public struct HoldService: Sendable {
         var rounds = 0
         var cursor: ProjectionHoldReader.DueCursor?
         var following: ExpiryPage?  // read while the previous page committed
-        while rounds <= DomainCommitter.maximumAttempts {
+        while rounds <= AggregateStore.maximumAttempts {
             rounds += 1
             let now = now ?? clock()
             let page: ExpiryPage
@@ -326,8 +323,8 @@ public struct HoldService: Sendable {
             async let next: ExpiryPage? = readsNext ? readExpiryPage(now: now, limit: batchSize, after: page.next) : nil
             let outcome: CommandOutcome
             do {
-                outcome = try await committer.run(expiry(page, now: now, metadata: metadata))
-            } catch is DomainCommitter.Contended {
+                outcome = try await aggregates.run(expiry(page, now: now, metadata: metadata))
+            } catch is AggregateStore.Contended {
                 continue  // other sweepers and operators kept moving this page: read it again
             }
             let count = page.orders.filter { outcome.decidedOn.holds[$0]?.isClosed == false && outcome.states?.holds[$0]?.isClosed == true }.count
@@ -365,7 +362,7 @@ public struct HoldService: Sendable {
     func readExpiryPage(now: Date, limit: Int, after cursor: ProjectionHoldReader.DueCursor?) async throws -> ExpiryPage {
         let (orders, next) = try await holdRows.dueHolds(now: now, limit: limit, after: cursor)
         var states = AggregateStates()
-        for recorded in try await loader.store.readStreams(orders.flatMap { [$0.streamID, $0.holdStreamID] }) {
+        for recorded in try await aggregates.store.readStreams(orders.flatMap { [$0.streamID, $0.holdStreamID] }) {
             states.apply(try DomainEvent.decode(recorded))
         }
         var answers: [OrderID: PaymentQueryResult] = [:]
@@ -432,7 +429,7 @@ public struct HoldService: Sendable {
     /// from its own answers (the same decider as the operations that asked for them; an answer already
     /// recorded records nothing). With `before`, only those the acquirer applied before that one.
     func catchUp(_ orderID: OrderID, before reference: String? = nil) async throws {
-        guard let hold = try await loader.hold(orderID),
+        guard let hold = try await aggregates.hold(orderID),
             case .found(let details) = try await acquirer.query(merchantReference: hold.merchantReference)
         else { return }
         let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: "acquirer-sync", command: "RecordFromAcquirer")
@@ -513,7 +510,7 @@ public struct HoldService: Sendable {
 
     /// Records `intent`'s modification if the acquirer applied it and the ledger lacks it.
     private func recover(_ intent: HoldIntentStore.Intent, orderID: OrderID) async throws -> Bool {
-        guard let hold = try await loader.hold(orderID), !hold.modificationReferences.contains(intent.modificationReference),
+        guard let hold = try await aggregates.hold(orderID), !hold.modificationReferences.contains(intent.modificationReference),
             case .found(let details) = try await acquirer.query(merchantReference: hold.merchantReference),
             let modification = details.modifications.first(where: { $0.modificationReference == intent.modificationReference }),
             modification.responseCode.isApproved
@@ -554,14 +551,14 @@ struct HoldOperationRun: HoldActions {
     let metadata: EventMetadata
 
     func prepare() async throws -> HoldPreparation {
-        guard let request, let order = try await service.loader.order(orderID, fresh: false) else {
+        guard let request, let order = try await service.aggregates.order(orderID, fresh: false) else {
             throw ServiceError.notFound("no order \(orderID)")
         }
         let operation = try HoldService.operation(request, currency: order.amounts.total.currency)
         return HoldPreparation(
             operation: operation,
             order: order,
-            hold: try await service.loader.hold(orderID, fresh: false),
+            hold: try await service.aggregates.hold(orderID, fresh: false),
             modificationReference: HoldLifecycle.modificationReference(order: order, operation: operation, key: key),
             now: service.clock()
         )
@@ -569,9 +566,9 @@ struct HoldOperationRun: HoldActions {
 
     func current() async throws -> (order: OrderState, hold: HoldState?) {
         var order = found
-        if order == nil { order = try await service.loader.order(orderID, fresh: false) }
+        if order == nil { order = try await service.aggregates.order(orderID, fresh: false) }
         guard let order else { throw ServiceError.internalFailure }
-        return (order, try await service.loader.hold(orderID, fresh: false))
+        return (order, try await service.aggregates.hold(orderID, fresh: false))
     }
 
     func note(_ call: HoldAcquirerCall) async throws {

@@ -224,7 +224,7 @@ extension PaymentService {
         }
         do {
             let accepted = try await applePay.accept(json: json, applicationData: request.applicationData, now: clock())
-            if let earlier = try await loader.store.readStream(accepted.genuine.markerStream).first {
+            if let earlier = try await aggregates.store.readStream(accepted.genuine.markerStream).first {
                 let metadata = try? JSONDecoder().decode(EventMetadata.self, from: Data(earlier.metadata.utf8))
                 if idempotency == nil || metadata?.idempotencyKey != idempotency?.key {
                     throw Self.replayed(accepted.genuine)
@@ -246,7 +246,7 @@ extension PaymentService {
 
     /// Whether the token's transaction id has been used (after an append conflicted: was it on its marker?).
     func applePayTransactionUsed(_ token: AcceptedApplePayToken) async throws -> Bool {
-        try await !loader.store.readStream(token.genuine.markerStream).isEmpty
+        try await !aggregates.store.readStream(token.genuine.markerStream).isEmpty
     }
 
     /// Turns an ``ApplePayRejection`` into the client's error, logging it and, for a genuine token, recording
@@ -279,7 +279,7 @@ extension PaymentService {
                 signedAt: genuine.signedAt,
                 rejectedAt: now
             )
-            _ = try await committer.writer.append(
+            _ = try await aggregates.writer.append(
                 AppendRequest(
                     stream: genuine.rejectionStream,
                     expectedVersion: .noStream,

@@ -28,8 +28,7 @@ import Synchronization
 /// transaction id is made single-use by a marker stream in step 1's append (PaymentService+ApplePay.swift).
 public struct PaymentService: Sendable {
     package init(
-        writer: LedgerWriter,
-        loader: AggregateLoader,
+        aggregates: AggregateStore,
         client: DatabaseClient,
         acquirer: any Acquirer,
         clock: @escaping @Sendable () -> Date,
@@ -39,8 +38,7 @@ public struct PaymentService: Sendable {
         logger: Logger,
         applePay: ApplePayProcessor? = nil
     ) {
-        self.committer = DomainCommitter(writer: writer, loader: loader)
-        self.loader = loader
+        self.aggregates = aggregates
         self.orderRows = ProjectionOrderReader(client: client, clock: clock, logger: logger)
         self.catalogRows = ProjectionStorefrontReader(client: client, clock: clock, logger: logger)
         self.acquirer = acquirer
@@ -53,8 +51,7 @@ public struct PaymentService: Sendable {
     }
 
     /// Runs the payment's commands through the writer.
-    let committer: DomainCommitter
-    package let loader: AggregateLoader
+    package let aggregates: AggregateStore
     /// The `orders` read model: the orders recovery looks at.
     let orderRows: ProjectionOrderReader
     /// The catalog read models: products and shipping methods by name.
@@ -156,13 +153,13 @@ public struct PaymentService: Sendable {
     func open(_ command: LedgerCommand, orderID: OrderID, applePayToken: AcceptedApplePayToken?) async throws -> PaymentOpening {
         let outcome: CommandOutcome
         do {
-            outcome = try await committer.run(command) {
+            outcome = try await aggregates.run(command) {
                 // Another payment took this Apple Pay token's marker: a replay, not a busy product.
                 if let applePayToken, try await applePayTransactionUsed(applePayToken) { throw ApplePayTransactionUsed() }
             }
         } catch let error as AppendError where error == .idempotencyConflict {
             return .idempotencyConflict
-        } catch is DomainCommitter.Contended {
+        } catch is AggregateStore.Contended {
             return .contended
         } catch is ApplePayTransactionUsed {
             return .applePayTransactionUsed
@@ -184,7 +181,7 @@ public struct PaymentService: Sendable {
     /// and a release if it does not know either. Returns false when the order is too young to judge.
     @discardableResult
     func resolve(_ orderID: OrderID, policy: RecoveryPolicy, correlation: String) async throws -> Bool {
-        guard let order = try await loader.order(orderID) else { return true }
+        guard let order = try await aggregates.order(orderID) else { return true }
         guard order.status.awaitsPayment else { return true }
         let query = try await acquirer.query(merchantReference: order.merchantReference)
         let now = clock()
@@ -204,7 +201,7 @@ public struct PaymentService: Sendable {
         }
         do {
             do {
-                _ = try await committer.run(recover)
+                _ = try await aggregates.run(recover)
             } catch let reverse as ReverseFirst {
                 _ = try await acquirer.reverse(
                     ReversalRequest(authorizationReference: reverse.reference, modificationReference: "\(reverse.reference)-reversal")
@@ -220,14 +217,14 @@ public struct PaymentService: Sendable {
                         ).get()
                     )
                 }
-                _ = try await committer.run(release)
+                _ = try await aggregates.run(release)
             }
         } catch is RecoveryWaits {
             return false
         } catch let rejection as PaymentFlowRejection {
             logger.error("recovery refused", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
             return false
-        } catch is DomainCommitter.Contended {
+        } catch is AggregateStore.Contended {
             return false
         }
         logger.info("pending order resolved", metadata: ["order": "\(orderID)"])
@@ -269,17 +266,17 @@ public struct PaymentService: Sendable {
         }
         let outcome: CommandOutcome
         do {
-            outcome = try await committer.run(command)
+            outcome = try await aggregates.run(command)
         } catch let rejection as PaymentFlowRejection {
             logger.error("acquirer response could not be recorded", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
             throw ServiceError.internalFailure
-        } catch is DomainCommitter.Contended {
+        } catch is AggregateStore.Contended {
             throw ServiceError.unavailable("the order could not be recorded right now; it will be resolved")
         }
         // Without an idempotency key a command is never a replay, so its states are there.
         guard let after = outcome.states, let order = after.orders[orderID] else { throw ServiceError.internalFailure }
         guard outcome.result == nil else { return (order, after.holds[orderID]) }
-        return (order, order.status.awaitsPayment ? nil : try await loader.hold(orderID, fresh: false))
+        return (order, order.status.awaitsPayment ? nil : try await aggregates.hold(orderID, fresh: false))
     }
 
     func resolveProduct(_ request: PaymentRequest) async throws -> ProductID {
@@ -413,9 +410,9 @@ extension PaymentActions {
 }
 
 extension PaymentService: PaymentActions {
-    package func order(_ id: OrderID) async throws -> OrderState? { try await loader.order(id, fresh: false) }
+    package func order(_ id: OrderID) async throws -> OrderState? { try await aggregates.order(id, fresh: false) }
 
-    package func hold(_ id: OrderID) async throws -> HoldState? { try await loader.hold(id, fresh: false) }
+    package func hold(_ id: OrderID) async throws -> HoldState? { try await aggregates.hold(id, fresh: false) }
 
     package func authorize(_ order: OrderState, paying method: PaymentMethodData) async -> AuthorizationAttempt {
         do {

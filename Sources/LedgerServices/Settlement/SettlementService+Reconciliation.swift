@@ -74,7 +74,7 @@ extension SettlementService {
         }
         let result = tally.result(windowClosed: laterKey != nil, ledgerItems: closed.itemCount)
         let recordStream = Reconciliation.streamID(batchID: batchID)
-        for _ in 0..<DomainCommitter.maximumAttempts {
+        for _ in 0..<AggregateStore.maximumAttempts {
             let events = try await store.readStream(recordStream)
             var last: ReconciliationRecorded?
             var found: Set<String> = []
@@ -439,7 +439,7 @@ extension SettlementService {
     public func resolveBreak(id: String, reason: String, actor: String) async throws -> ReconciliationView {
         let batchID = String(id.prefix { $0 != "." })
         guard !batchID.isEmpty, let stream = StreamID("reconciliation-" + batchID) else { throw ServiceError.notFound("no break \(id)") }
-        for _ in 0..<DomainCommitter.maximumAttempts {
+        for _ in 0..<AggregateStore.maximumAttempts {
             let recorded = try await store.readStream(stream)
             let events = try recorded.map { try SettlementEvent.decode($0) }
             var found: ReconciliationBreakFound?

@@ -175,7 +175,7 @@ public struct SettlementService: Sendable {
             pinnedPosition: pinned,
             fundingLagBusinessDays: settings.fundingLagBusinessDays,
             addingBusinessDays: settings.calendar.adding(businessDays:to:),
-            maximumAttempts: DomainCommitter.maximumAttempts
+            maximumAttempts: AggregateStore.maximumAttempts
         )
         let batchID = steps.batchID
         let stream = SettlementBatch.streamID(batchID: batchID)

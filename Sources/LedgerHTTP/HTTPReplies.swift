@@ -1,8 +1,34 @@
 import Foundation
 import Hummingbird
+import LedgerAPI
 import LedgerCore
 import LedgerHTTPServer
 import LedgerServices
+
+// Every HTTP reply's form, in one place: JSON replies (typed values encoded by `WireJSON`, stored text spliced
+// by `RawJSON`), the error every endpoint answers with (`APIError`, written by `ErrorMiddleware`), and the services'
+// errors and answers mapped to statuses.
+
+// MARK: JSON replies
+
+/// A JSON reply from spliced text (``RawJSON``: stored rows, rendered events, the members around them).
+func jsonResponse(_ json: RawJSON, status: HTTPResponse.Status = .ok) -> Response {
+    var headers = HTTPFields()
+    headers[.contentType] = "application/json; charset=utf-8"
+    return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: json.text)))
+}
+
+/// A JSON reply from a typed wire value, encoded by ``WireJSON``.
+func jsonResponse(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+    jsonResponse(RawJSON(stored: try WireJSON.encode(value)), status: status)
+}
+
+/// Text is never a reply by itself: a `String` would otherwise be taken for a value to encode (a JSON
+/// string literal). Stored JSON goes through ``RawJSON``.
+@available(*, unavailable, message: "wrap stored JSON text in RawJSON(stored:), or pass a typed wire value")
+func jsonResponse(_ text: String, status: HTTPResponse.Status = .ok) -> Response { fatalError("unavailable") }
+
+// MARK: Errors
 
 /// The error every endpoint answers with: `{"error": {"code", "message", "field"?}}`.
 ///
@@ -108,5 +134,51 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: error))"])
             throw APIError.internalFailure
         }
+    }
+}
+
+// MARK: The services' errors and answers
+
+/// The one place where the services' errors become HTTP answers: the kind picks the status, the code,
+/// message and field pass through unchanged (`{"error": {"code", "message", "field"?}}`) — except for our
+/// own failures, whose detail goes to the log only: the caller gets the opaque ``internalFailure``.
+extension APIError {
+    public init(_ error: ServiceError) {
+        if error.kind == .internalFailure {
+            self = .internalFailure
+            return
+        }
+        self.init(status: Self.status(of: error.kind), code: error.code, message: error.message, field: error.field)
+    }
+
+    static func status(of kind: ServiceError.Kind) -> HTTPResponse.Status {
+        switch kind {
+        case .malformedRequest: .badRequest
+        case .invalidInput: .unprocessableContent
+        case .notFound: .notFound
+        case .conflict: .conflict
+        case .gone: .gone
+        case .dependencyFailed: .badGateway
+        case .unavailable: .serviceUnavailable
+        default: .internalServerError
+        }
+    }
+}
+
+extension PaymentAnswer.Result {
+    /// 200 approved; 402 declined (an answer, not an error); 502 the issuer could not be reached.
+    var status: HTTPResponse.Status {
+        switch self {
+        case .succeeded: .ok
+        case .declined: HTTPResponse.Status(code: 402, reasonPhrase: "Payment Required")
+        case .acquirerUnreachable: .badGateway
+        }
+    }
+}
+
+extension HoldOperationOutcome.Result {
+    /// 200 applied or replayed; 402 for an increment the issuer declined.
+    var status: HTTPResponse.Status {
+        self == .declined ? HTTPResponse.Status(code: 402, reasonPhrase: "Payment Required") : .ok
     }
 }
