@@ -15,8 +15,11 @@ end
 local counter = 0
 request = function()
   counter = counter + 1
-  local key = "bench-" .. run .. "-" .. tostring(tid) .. "-" .. counter
-  return wrk.format(nil, "/orders/" .. ids[math.random(#ids)] .. "/capture", {["Idempotency-Key"] = key})
+  -- wrk.format takes the headers given instead of wrk.headers, not beside them: the key joins a copy of them.
+  local headers = {}
+  for name, value in pairs(wrk.headers) do headers[name] = value end
+  headers["Idempotency-Key"] = "bench-" .. run .. "-" .. tostring(tid) .. "-" .. counter
+  return wrk.format(nil, "/orders/" .. ids[math.random(#ids)] .. "/capture", headers)
 end
 
 done = function(summary, latency, requests)

@@ -12,7 +12,8 @@
 #   - SQL statements (pg_stat_statements calls), commits (pg_stat_database xact_commit), rows inserted
 #     (tup_inserted) and rows read (tup_returned + tup_fetched) in the ledger's database;
 # and the end prints the medians of the rounds, with the load average at the time.
-# Usage: bench/cpu.sh [seconds per round] [rounds] [NAME=BINARY ...]   (default: this checkout's release build)
+# Usage: bench/cpu.sh [seconds per round] [rounds] [NAME=BINARY ...]   (default: this checkout's release build; a binary
+#   with an sql/ directory beside it runs with those migrations)
 #   (needs wrk: apt-get install -y wrk)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,6 +56,8 @@ port=23480
 echo "machine: $(nproc) cores; $(date -u +%FT%TZ); ${seconds}s per round, $rounds rounds, 64 connections"
 for spec in "$@"; do
   name=${spec%%=*}; bin=${spec#*=}; dir="$work/$name"; mkdir -p "$dir"; chmod 755 "$dir"
+  # A binary with an sql/ directory beside it (another checkout's build) runs with its own migrations.
+  if [ -d "$(dirname "$bin")/sql" ]; then export LEDGERD_MIGRATIONS_DIR="$(cd "$(dirname "$bin")/sql" && pwd)"; else unset LEDGERD_MIGRATIONS_DIR; fi
   export LEDGERD_DATA_DIR="$dir/d" LEDGERD_LOG_LEVEL=warning LEDGERD_ACQUIRER_CREDIT_LIMIT=1000000000.00
   start() {
     "$bin" serve --host 127.0.0.1 --port $port > "$dir/serve.log" 2>&1 &
@@ -68,7 +71,7 @@ for spec in "$@"; do
   kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; pid=
   su postgres -s /bin/sh -c "pg_ctl=\$(ls /usr/lib/postgresql/*/bin/pg_ctl | tail -1); \$pg_ctl -D '$dir/d/pg' -m fast -w stop" >/dev/null 2>&1 || true
   start
-  db=$(psql "${pg[@]}" -Atc "SELECT datname FROM pg_database WHERE datname NOT IN ('postgres', 'template0', 'template1') LIMIT 1" postgres)
+  db=ledger  # the ledger's database (the supervised acquirer service has its own, "acquirer", on the same cluster)
   psql "${pg[@]}" -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" "$db"
   key=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["operator_keys"][0])' "$dir/d/api-keys.json")
   database() {

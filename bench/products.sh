@@ -4,7 +4,8 @@
 # ample stock). Each wrk run prints its throughput, latency and CPU per payment (ledgerd and PostgreSQL, from
 # /proc); the end prints, per binary, the medians by product count and the ratio of 1 product to 240.
 # A flash sale on one item is the moment a storefront needs its ledger most: the ratio is the figure.
-# Usage: bench/products.sh [seconds per run] [rounds] [NAME=BINARY ...]   (default: this checkout's release build)
+# Usage: bench/products.sh [seconds per run] [rounds] [NAME=BINARY ...]   (default: this checkout's release build; a binary
+#   with an sql/ directory beside it runs with those migrations)
 #   (needs wrk: apt-get install -y wrk)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +29,8 @@ names=(); bins=(); ports=(); dirs=()
 port=23460
 for spec in "$@"; do
   name=${spec%%=*}; bin=${spec#*=}; dir="$work/$name"; mkdir -p "$dir"; chmod 755 "$dir"
+  # A binary with an sql/ directory beside it (another checkout's build) runs with its own migrations.
+  if [ -d "$(dirname "$bin")/sql" ]; then export LEDGERD_MIGRATIONS_DIR="$(cd "$(dirname "$bin")/sql" && pwd)"; else unset LEDGERD_MIGRATIONS_DIR; fi
   LEDGERD_DATA_DIR="$dir/d" LEDGERD_LOG_LEVEL=warning LEDGERD_ACQUIRER_CREDIT_LIMIT=1000000000.00 \
     "$bin" serve --host 127.0.0.1 --port $port > "$dir/serve.log" 2>&1 &
   pids+=($!)

@@ -3,7 +3,8 @@
 # cluster with pg_stat_statements loaded, the demo catalogue's 12 products with ample stock, wrk at 64 connections;
 # the deltas of pg_stat_statements (calls, by statement) and pg_stat_database (xact_commit) over the run, divided
 # by the payments made. The top statements per payment are listed.
-# Usage: bench/statements.sh [seconds] [NAME=BINARY ...]   (default: this checkout's release build; needs wrk)
+# Usage: bench/statements.sh [seconds] [NAME=BINARY ...]   (default: this checkout's release build; a binary
+#   with an sql/ directory beside it runs with those migrations; needs wrk)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-10}
@@ -20,6 +21,8 @@ python3 bench/demo-stock.py "$work/stock.json"
 port=23470
 for spec in "$@"; do
   name=${spec%%=*}; bin=${spec#*=}; dir="$work/$name"; mkdir -p "$dir"; chmod 755 "$dir"
+  # A binary with an sql/ directory beside it (another checkout's build) runs with its own migrations.
+  if [ -d "$(dirname "$bin")/sql" ]; then export LEDGERD_MIGRATIONS_DIR="$(cd "$(dirname "$bin")/sql" && pwd)"; else unset LEDGERD_MIGRATIONS_DIR; fi
   export LEDGERD_DATA_DIR="$dir/d" LEDGERD_LOG_LEVEL=warning LEDGERD_ACQUIRER_CREDIT_LIMIT=1000000000.00
   start() {
     "$bin" serve --host 127.0.0.1 --port $port > "$dir/serve.log" 2>&1 &
@@ -33,7 +36,7 @@ for spec in "$@"; do
   kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; pid=
   su postgres -s /bin/sh -c "pg_ctl=\$(ls /usr/lib/postgresql/*/bin/pg_ctl | tail -1); \$pg_ctl -D '$dir/d/pg' -m fast -w stop" >/dev/null 2>&1 || true
   start
-  db=$(psql "${pg[@]}" -Atc "SELECT datname FROM pg_database WHERE datname NOT IN ('postgres', 'template0', 'template1') LIMIT 1" postgres)
+  db=ledger  # the ledger's database (the supervised acquirer service has its own, "acquirer", on the same cluster)
   psql "${pg[@]}" -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" "$db"
   # A warm-up, then the measured run.
   wrk -t2 -c64 -d3s -s bench/payments.lua "http://127.0.0.1:$port" > /dev/null

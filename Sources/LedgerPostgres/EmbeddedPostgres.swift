@@ -122,7 +122,7 @@ public struct EmbeddedPostgres: Sendable {
 
         let pgctl = bin.appendingPathComponent("pg_ctl")
         if isRunning(pgctl: pgctl, owner: owner) {
-            logger.info("embedded PostgreSQL is already running", metadata: ["socket": "\(socketPath)"])
+            logger.debug("embedded PostgreSQL is already running", metadata: ["socket": "\(socketPath)"])  // the normal case for a second command
             return (endpoint, true)
         }
         let log = clusterDirectory.appendingPathComponent("server.log")
