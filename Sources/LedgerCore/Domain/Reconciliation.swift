@@ -449,7 +449,9 @@ public struct ReconciliationTally: Sendable {
         if payoutLines == 0 {
             tally.add(.payoutMismatch, batchID, "the report has no payout line")
         } else if netUnits != payoutUnits {
-            let payoutLine = "Σ line nets \(netUnits) ≠ payout \(payoutUnits)"
+            let nets = Money(minorUnits: netUnits, currency: currency).decimalString
+            let payout = Money(minorUnits: payoutUnits, currency: currency).decimalString
+            let payoutLine = "Σ line nets \(nets) \(currency.code) ≠ payout \(payout) \(currency.code)"
             tally.add(.payoutMismatch, tally.payoutReference ?? batchID, actual: String(payoutUnits), payoutLine)
         }
         return ReconciliationRecorded(

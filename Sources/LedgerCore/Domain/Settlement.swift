@@ -580,6 +580,7 @@ public enum SettlementConservation {
     /// Σ line nets = payout.
     public static func payoutViolation(lines: [SettlementReportLine], payout: Money) -> String? {
         let nets = lines.filter { $0.type != .merchantPayout }.reduce(Int64(0)) { $0 + $1.signedNetMinorUnits }
-        return nets == payout.minorUnits ? nil : "Σ line nets \(nets) ≠ payout \(payout.minorUnits)"
+        guard nets != payout.minorUnits else { return nil }
+        return "Σ line nets \(Money(minorUnits: nets, currency: payout.currency).decimalString) \(payout.currency.code) ≠ payout \(payout.decimalString) \(payout.currency.code)"
     }
 }

@@ -146,6 +146,7 @@ import Testing
             expectedFees: { _, _ in nil }
         )
         #expect(short.breaks.map(\.breakClass) == [.payoutMismatch])
+        #expect(short.breaks.first?.detail == "Σ line nets 5.00 USD ≠ payout 4.99 USD", "decimal amounts with their currency")
     }
 
     @Test func anAbsentItemIsTimingUntilTheNextReportAndMissingAtTheAcquirerAfter() {
