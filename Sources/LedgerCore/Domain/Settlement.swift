@@ -581,6 +581,7 @@ public enum SettlementConservation {
     public static func payoutViolation(lines: [SettlementReportLine], payout: Money) -> String? {
         let nets = lines.filter { $0.type != .merchantPayout }.reduce(Int64(0)) { $0 + $1.signedNetMinorUnits }
         guard nets != payout.minorUnits else { return nil }
-        return "Σ line nets \(Money(minorUnits: nets, currency: payout.currency).decimalString) \(payout.currency.code) ≠ payout \(payout.decimalString) \(payout.currency.code)"
+        let code = payout.currency.code
+        return "Σ line nets \(Money(minorUnits: nets, currency: payout.currency).decimalString) \(code) ≠ payout \(payout.decimalString) \(code)"
     }
 }
