@@ -105,6 +105,19 @@ public struct LedgerDatabase: Sendable {
             if embedded {
                 try await client.query("ALTER ROLE ledger_app LOGIN", logger: logger)
                 try await client.query("ALTER ROLE ledger_auditor LOGIN", logger: logger)
+                // The login the README's auditor psql lines use (`user=auditor`): a member of ledger_auditor, so SELECT
+                // only and no shipping contacts. The embedded cluster listens on its socket directory only (no TCP),
+                // whose permissions guard it, so the role needs no password.
+                try await client.query(
+                    """
+                    DO $$ BEGIN
+                        IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'auditor') THEN
+                            CREATE ROLE auditor LOGIN IN ROLE ledger_auditor;
+                        END IF;
+                    END $$
+                    """,
+                    logger: logger
+                )
             }
         }
     }

@@ -10,6 +10,9 @@ public protocol SettlementOperator: Sendable {
     /// Settles a business date; returns the run's summary. Refusals throw ``ServiceError``.
     /// `progress`, when given, receives each step of a long run as it happens.
     func run(businessDate: BusinessDate, progress: (@Sendable (SettlementProgress) -> Void)?) async throws -> SettlementRunSummary
+    /// The business date a run without one settles: the last whose cut-off has passed, by the daemon's own cut-off,
+    /// calendar and clock (the CLI asks for it this way rather than recomputing it from its own environment).
+    func lastClosedBusinessDay() -> BusinessDate
     /// The batches with business dates within `from…to` (inclusive; either may be nil), by date, then id.
     func batches(from: String?, to: String?) async throws -> [SettlementBatchState]
     /// One batch, or nil when there is none with that id.
@@ -27,7 +30,8 @@ public protocol SettlementOperator: Sendable {
     func reconcileReport(_ upload: ReportUpload, format: SettlementReportFormat?, batchID: String?) async throws -> ReconciliationView
 }
 
-/// - operator key: `POST /settlements/run {"business_date": "YYYY-MM-DD"}`,
+/// - operator key: `POST /settlements/run {"business_date": "YYYY-MM-DD"}` (no date: the last business day whose
+///   cut-off has passed, by the daemon's settings),
 ///   `POST /reconciliation/breaks/{id}/resolve {"reason": …}`, `POST /reconciliation/reports` (a report CSV);
 /// - operator or auditor key: `GET /settlements?from=&to=`, `GET /settlements/{id}`,
 ///   `GET /settlements/{id}/report.csv`, `GET /settlements/{id}/reconciliation`;
@@ -96,7 +100,7 @@ public struct SettlementRoutes: Sendable {
 
     public func registerChanges(on group: RouterGroup<LedgerRequestContext>) {
         group.post("/settlements/run") { request, context -> Response in
-            let date = try await StrictJSON.decode(SettlementRunBody.self, of: request).businessDate
+            let date = try await StrictJSON.decode(SettlementRunBody.self, of: request).businessDate ?? settlement.lastClosedBusinessDay()
             guard request.headers[.accept]?.contains("application/x-ndjson") == true else {
                 return try jsonResponse(SettlementRunReply(try await settlement.run(businessDate: date, progress: nil)))
             }
@@ -174,13 +178,20 @@ public struct SettlementRoutes: Sendable {
     }
 }
 
-/// `POST /settlements/run {business_date}`.
+/// `POST /settlements/run {business_date?}`: without a date, the last business day whose cut-off has passed (the
+/// daemon's settings).
 struct SettlementRunBody: JSONRequestBody {
     enum Member: String, CodingKey, CaseIterable { case businessDate = "business_date" }
     static let subject = "a settlement run"
-    let businessDate: BusinessDate
+    let businessDate: BusinessDate?
     init(from decoder: any Decoder) throws {
-        let text = try decoder.container(keyedBy: Member.self).text(.businessDate, maximumLength: 10)
+        let container = try decoder.container(keyedBy: Member.self)
+        // Absent or null: the daemon's own choice (as a subscription's `from`).
+        guard container.contains(.businessDate), try !container.decodeNil(forKey: .businessDate) else {
+            businessDate = nil
+            return
+        }
+        let text = try container.text(.businessDate, maximumLength: 10)
         guard let date = BusinessDate(text) else {
             throw APIError(
                 status: .unprocessableContent,

@@ -11,21 +11,36 @@ import NIOCore
 /// one event's JSON per line, following new commits until interrupted. It reconnects after a lost
 /// connection with `Last-Event-ID`, so it prints every event once and in position order.
 struct Tail: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print the live event feed of a running daemon, one JSON event per line.")
-    @OptionGroup var common: CommonOptions
+    static let configuration = CommandConfiguration(
+        abstract: "Print the live event feed of a running daemon, one JSON event per line.",
+        discussion: "Like tail -f: from the events recorded after it starts, unless --after or --from-start says where."
+    )
+    @OptionGroup var common: ClientOptions
     @Option(help: "The daemon's base URL.") var url = "http://127.0.0.1:12345"
     @Option(help: "API key (default: LEDGERD_API_KEY, the first of LEDGERD_OPERATOR_KEYS, or the embedded daemon's api-keys.json).") var apiKey:
         String?
-    @Option(help: "Start after this position (0: from the first event).") var after: Int64 = 0
+    @Option(help: "Start after this position (default: the ledger's head when the command starts).") var after: Int64?
+    @Flag(help: "Replay the feed from the first event (--after 0).") var fromStart = false
     @Option(help: "Only events of this type (repeat or comma-separate for several).") var type: [String] = []
     @Option(help: "Only events of streams whose id starts with this.") var streamPrefix: String?
     @Option(help: "Exit after this many events.") var count: Int?
 
+    func validate() throws {
+        if fromStart && after != nil { throw ValidationError("--from-start and --after name two starts: give one") }
+    }
+
     func run() async throws {
         let key = try apiKey ?? APIKeys.operatorKey(for: common.configuration())
-        var position = after
-        var printed = 0
         let client = HTTPClient.shared
+        var position: Int64
+        if fromStart {
+            position = 0
+        } else if let after {
+            position = after
+        } else {
+            position = try await head(client, key: key)
+        }
+        var printed = 0
         while true {
             var query = "after=\(position)"
             let types = type.flatMap { $0.split(separator: ",").map(String.init) }
@@ -64,6 +79,19 @@ struct Tail: AsyncParsableCommand {
             }
             try await Task.sleep(for: .seconds(1))
         }
+    }
+
+    /// The ledger's head as the daemon's audited reads see it: the `Ledger-Position` of an empty page of the feed.
+    func head(_ client: HTTPClient, key: String) async throws -> Int64 {
+        var request = HTTPClientRequest(url: "\(url)/events?after=\(Int64.max)&limit=1")
+        request.headers.add(name: "Authorization", value: "Bearer \(key)")
+        let response = try await client.execute(request, timeout: .seconds(30))
+        let body = try await response.body.collect(upTo: 64 * 1024)
+        guard response.status.code == 200, let head = response.headers.first(name: "Ledger-Position").flatMap(Int64.init) else {
+            FileHandle.standardError.write(Data("ledgerd tail: \(response.status.code) \(String(buffer: body))\n".utf8))
+            throw ExitCode(1)
+        }
+        return head
     }
 }
 

@@ -42,6 +42,20 @@ struct CommonOptions: ParsableArguments {
     }
 }
 
+/// The options of a command that goes through the running daemon (`order`, `settle`, `tail`, `disputes`, …): no
+/// database options, since it never opens the database. The local configuration (LEDGERD_* and the data directory)
+/// gives only how to reach the daemon (host, port, TLS) and the key to send (the embedded daemon's api-keys.json).
+struct ClientOptions: ParsableArguments {
+    @Option(help: "The embedded daemon's data directory, where it keeps the API keys it generated (LEDGERD_DATA_DIR, default ./.ledgerd).")
+    var dataDir: String?
+
+    func configuration() throws -> LedgerConfiguration {
+        var flags: [AbsoluteConfigKey: ConfigValue] = [:]
+        if let dataDir { flags["ledgerd.data.dir"] = .init(.string(dataDir), isSecret: false) }
+        return try LedgerConfiguration.load(flags: flags)
+    }
+}
+
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the daemon (HTTP on port 12345 by default).")
     @OptionGroup var common: CommonOptions

@@ -19,7 +19,7 @@ struct Order: AsyncParsableCommand {
     )
 
     struct Connection: ParsableArguments {
-        @OptionGroup var common: CommonOptions
+        @OptionGroup var common: ClientOptions
         @Option(help: "The daemon's base URL (default: LEDGERD_URL, else http(s)://LEDGERD_HOST:LEDGERD_PORT, 127.0.0.1:12345).")
         var url: String?
         @Option(help: "Operator API key (default: LEDGERD_API_KEY, the first of LEDGERD_OPERATOR_KEYS, or the embedded daemon's api-keys.json).")

@@ -24,17 +24,12 @@ struct Settle: AsyncParsableCommand {
     /// Asks for the run as newline-delimited JSON (``SettlementRunLine``s), prints each progress line to
     /// standard error as it arrives, then the summary table (or the summary's JSON with `--json`).
     func run() async throws {
-        let settings = try connection.common.configuration().settlement
-        let date = businessDate ?? settings.lastClosedBusinessDay(now: Date()).description
-        let cutOff = String(format: "%02d:%02d", settings.cutOff.secondsAfterMidnight / 3600, settings.cutOff.secondsAfterMidnight % 3600 / 60)
-        let why =
-            businessDate == nil
-            ? "the last business day whose cut-off (\(cutOff) \(settings.cutOff.timeZoneIdentifier)) has passed; --business-date picks another"
-            : "as given"
-        FileHandle.standardError.write(Data("settling \(date) (\(why)) …\n".utf8))
+        // Without a date the daemon picks the day, by its own cut-off, calendar and clock (one source for them).
+        let what = businessDate.map { "\($0) (as given)" } ?? "the last business day whose cut-off has passed, by the daemon's settings"
+        FileHandle.standardError.write(Data("settling \(what) …\n".utf8))
         var request = try connection.request(
             "/settlements/run",
-            data: try JSONSerialization.data(withJSONObject: ["business_date": date]),
+            data: try JSONSerialization.data(withJSONObject: businessDate.map { ["business_date": $0] } ?? [:]),
             contentType: "application/json"
         )
         request.setValue("application/x-ndjson", forHTTPHeaderField: "Accept")
@@ -48,7 +43,9 @@ struct Settle: AsyncParsableCommand {
                     return
                 }
                 let elapsed = String(format: "%7.1fs", Date().timeIntervalSince(started))
-                let items = step.items.map { " \($0) items" } ?? ""
+                // The acquirer's receipt counts its report's lines (the items and the payout line), not our items.
+                let unit = step.step == "accepted" ? "report lines" : "items"
+                let items = step.items.map { " \($0) \(unit)" } ?? ""
                 let detail = step.detail.map { " \($0)" } ?? ""
                 FileHandle.standardError.write(Data("\(elapsed)  \(step.batch_id)  \(step.step)\(items)\(detail)\n".utf8))
             }
@@ -88,7 +85,7 @@ struct Settle: AsyncParsableCommand {
         func line(_ cells: [String]) -> String {
             cells.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: "  ")
         }
-        return ([line(header)] + rows.map(line)).joined(separator: "\n")
+        return (["business date \(summary.business_date) (cut-off \(summary.cut_off_at))", line(header)] + rows.map(line)).joined(separator: "\n")
     }
 }
 

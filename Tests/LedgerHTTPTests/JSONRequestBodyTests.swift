@@ -78,7 +78,9 @@ import Testing
     @Test func eachRoutesBodyDecodesWhatItTakes() throws {
         #expect(try decoded(ResolutionBody.self, #"{"reason": "  ticket 42 "}"#).reason == "ticket 42")
         #expect(try decoded(ErasureBody.self, #"{"customer": "jane@example.com"}"#).customer == "jane@example.com")
-        #expect(try decoded(SettlementRunBody.self, #"{"business_date": "2026-06-17"}"#).businessDate.description == "2026-06-17")
+        #expect(try decoded(SettlementRunBody.self, #"{"business_date": "2026-06-17"}"#).businessDate?.description == "2026-06-17")
+        #expect(try decoded(SettlementRunBody.self, "{}").businessDate == nil)  // the daemon's last closed business day
+        #expect(try decoded(SettlementRunBody.self, #"{"business_date": null}"#).businessDate == nil)
         #expect(refusal(SettlementRunBody.self, #"{"business_date": "17/06/2026"}"#)?.code == "invalid_date")
         #expect(try decoded(DefenceBody.self, #"{"evidence_refs": ["a", "b"]}"#).evidenceRefs == ["a", "b"])
         #expect(refusal(DefenceBody.self, #"{"evidence_refs": [1]}"#)?.code == "invalid_evidence")

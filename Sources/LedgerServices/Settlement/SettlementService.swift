@@ -96,6 +96,12 @@ public struct SettlementService: Sendable {
         progressSink?(SettlementProgress(batchID: batchID, step: step, items: items, detail: detail))
     }
 
+    /// The last business day whose cut-off has passed, by this daemon's cut-off, calendar and clock: what a run
+    /// without a date settles.
+    public func lastClosedBusinessDay() -> BusinessDate {
+        settings.lastClosedBusinessDay(now: clock())
+    }
+
     /// Settles `date`. Refused (nothing appended) for a day that is not a business day or whose
     /// cut-off has not passed yet.
     public func run(businessDate date: BusinessDate) async throws -> SettlementRunSummary {

@@ -36,8 +36,33 @@ import FoundationNetworking
             return try #require(object["position"] as? Int)
         }
         #expect(positions == [1, 2, 3, 4, 5], "\(tail.output)")
-        let typed = try await DaemonProcess.run(["tail", "--type", "ShippingMethodListed", "--count", "2"] + base)
+        let typed = try await DaemonProcess.run(["tail", "--from-start", "--type", "ShippingMethodListed", "--count", "2"] + base)
         #expect(typed.output.split(separator: "\n").filter { $0.contains(#""type":"ShippingMethodListed""#) }.count == 2, "\(typed.output)")
+        let both = try await DaemonProcess.run(["tail", "--from-start", "--after", "3", "--count", "1"] + base)
+        #expect(both.status != 0 && both.output.contains("give one"), "\(both.output)")
+
+        // Without a start, like tail -f: only what is recorded after it started. Payments go on until it has printed
+        // one (however long it takes to connect), and that one is past the head it found.
+        let (_, page) = try await daemon.request("GET", "/events?limit=1000")
+        let recorded = try #require(try JSONSerialization.jsonObject(with: Data(page.utf8)) as? [String: Any])["events"] as? [[String: Any]]
+        let headBefore = try #require(recorded?.compactMap { ($0["position"] as? NSNumber)?.int64Value }.max())
+        let done = Barrier(parties: 1)
+        let fromNow = Task {
+            defer { Task { await done.arrive() } }
+            return try await DaemonProcess.run(["tail", "--count", "1"] + base)
+        }
+        var payments = 0
+        while done.arrivals == 0 {
+            _ = try await daemon.request("POST", "/payment", String(decoding: StorefrontDriver.paymentBody(), as: UTF8.self))
+            payments += 1
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        let now = try await fromNow.value
+        let printed = try now.output.split(separator: "\n").filter { $0.hasPrefix("{") }.map { line -> Int64 in
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            return try #require((object["position"] as? NSNumber)?.int64Value)
+        }
+        #expect(now.status == 0 && printed.count == 1 && printed.allSatisfy { $0 > headBefore }, "after \(payments) payments: \(now.output)")
 
         // A follower that stays connected, then SIGTERM: the daemon ends the stream and exits 0.
         let follower = try ChildProcessHandle.launch(
