@@ -144,7 +144,17 @@ extension Audit {
                 FileHandle.standardError.write(Data("not found as of \(at)\n".utf8))
                 throw ExitCode(1)
             }
-            print(RawJSON.object(["as_of": point.asOfJSON, "state": RawJSON(stored: answer.json)]))
+            // The body the HTTP read answers (`GET /orders/{id}?as_of=…` and its siblings), without the order's links:
+            // the row beside `as_of` for an order, authorization or product; the batch or the inventory array as the
+            // live endpoint serves it, whose point HTTP puts in headers and this puts on standard error.
+            let row = RawJSON(stored: answer.json)
+            let member = order != nil ? "order" : authorization != nil ? "authorization" : product != nil ? "product" : nil
+            if let member {
+                print(RawJSON.object([member: row, "as_of": point.asOfJSON]))
+            } else {
+                FileHandle.standardError.write(Data("as of position \(point.position) (\(RFC3339.format(point.micros)))\n".utf8))
+                print(row)
+            }
         }
     }
 

@@ -142,6 +142,11 @@ import FoundationNetworking
         let checkpointPosition = try JSONDecoder().decode(CheckpointFile.self, from: signed).checkpoint.position
         let asOf = try await DaemonProcess.run(["audit", "as-of", "--order", orderID, "--at", "\(checkpointPosition)"] + data)
         #expect(asOf.status == 0 && asOf.output.contains(#""status":"partially_captured""#), "\(asOf.output)")
+        // In the shape of GET /orders/{id}?as_of=… (less its links): the row beside the point it reflects.
+        let asOfLine = try #require(asOf.output.split(separator: "\n").first { $0.hasPrefix("{") })
+        let asOfReply = try #require(try JSONSerialization.jsonObject(with: Data(asOfLine.utf8)) as? [String: Any])
+        #expect(Set(asOfReply.keys) == ["order", "as_of"], "\(asOf.output)")
+        #expect(((asOfReply["as_of"] as? [String: Any])?["position"] as? NSNumber)?.int64Value == checkpointPosition, "\(asOf.output)")
         let erased = try await DaemonProcess.run(["privacy", "erase", "--customer", "jane@example.com"] + data)
         #expect(erased.status == 0 && erased.output.contains("erased contact-"), "\(erased.output)")
         let erasedAgain = try await DaemonProcess.run(["privacy", "erase", "--customer", "jane@example.com"] + data)
