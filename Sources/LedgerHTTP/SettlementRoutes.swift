@@ -185,13 +185,11 @@ struct SettlementRunBody: JSONRequestBody {
     static let subject = "a settlement run"
     let businessDate: BusinessDate?
     init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: Member.self)
-        // Absent or null: the daemon's own choice (as a subscription's `from`).
-        guard container.contains(.businessDate), try !container.decodeNil(forKey: .businessDate) else {
+        // Absent or null: the daemon's own choice.
+        guard let text = try decoder.container(keyedBy: Member.self).optionalText(.businessDate, maximumLength: 10) else {
             businessDate = nil
             return
         }
-        let text = try container.text(.businessDate, maximumLength: 10)
         guard let date = BusinessDate(text) else {
             throw APIError(
                 status: .unprocessableContent,
