@@ -219,8 +219,6 @@ package struct BatchPlanner: Sendable {
         var rows: [ProjectionRowID: (row: ProjectionRow, ordinal: Int)] = [:]
         var rowOrder: [ProjectionRowID] = []
         var statementContacts = BatchStatement.ContactColumns()
-        let streamsEncoder = JSONEncoder()
-        streamsEncoder.outputFormatting = [.sortedKeys]
 
         requestLoop: for (index, request) in requests.enumerated() {
             if let idempotency = request.idempotency {
@@ -276,7 +274,7 @@ package struct BatchPlanner: Sendable {
                 keys.hashes.append(idempotency.requestHash)
                 keys.first.append(Int32(firstOrdinal))
                 keys.last.append(Int32(events.count))
-                keys.streams.append(String(decoding: try streamsEncoder.encode(versions), as: UTF8.self))
+                keys.streams.append(try LedgerJSON.string(versions))
             }
             for row in request.projections {
                 let id = ProjectionRowID(projection: row.projection, key: row.key)

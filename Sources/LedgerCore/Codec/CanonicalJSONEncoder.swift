@@ -1,0 +1,414 @@
+import struct Foundation.Data
+import struct Foundation.Date
+import struct Foundation.Decimal
+import struct Foundation.URL
+
+/// The ledger's JSON form (``LedgerJSON``: compact, keys sorted by their UTF-8 bytes, slashes not escaped)
+/// written straight into bytes, without Foundation's `JSONEncoder`.
+///
+/// Why: every event payload, event metadata, read-model row and reply is encoded on the hot path, and
+/// Foundation's encoder builds a tree of boxed values for each one before it writes a byte (about a fifth of
+/// the daemon's CPU per payment, issue 28). This writer keeps one byte buffer per nesting depth, reused by
+/// siblings: a value's members are written as they are encoded, and an object is assembled (its members
+/// sorted) when the `encode(to:)` that filled it returns.
+///
+/// It writes **exactly** the bytes `JSONEncoder` with ``LedgerJSON/outputFormatting`` writes — the bytes are
+/// hashed into the chain and compared with stored idempotency hashes, so the two must never differ
+/// (`CanonicalJSONEncoderTests` compares them on every event sample, row and reply type, and on seeded random
+/// values). What it does not write the same way, it refuses with ``Unsupported`` and ``LedgerJSON`` falls back
+/// to Foundation for that value: binary floating point (Foundation's number formatting), `Date`, `Data`, `URL`
+/// and `Decimal` (Foundation's own strategies), containers opened with `nestedContainer`, `nestedUnkeyedContainer`
+/// or `superEncoder` (filled after the call returns, which this writer's order cannot follow), a value that
+/// encodes nothing, and an encoder asked for two kinds of container.
+///
+/// The rules it shares with Foundation's writer: member names sorted by their UTF-8 bytes (`"10" < "9"`,
+/// `"Z" < "_" < "a"`), a name encoded twice keeps its last value; strings escape `"` and `\` with a backslash,
+/// U+0008, U+000C, LF, CR and TAB as `\b`, `\f`, `\n`, `\r`, `\t`, other controls below U+0020 as `\u00xx`
+/// (lower-case hex), and nothing else (not `/`, not DEL, not non-ASCII); integers in decimal; `nil` as `null`.
+package enum CanonicalJSONEncoder {
+    /// A value this writer does not encode the way Foundation does; the caller encodes it with Foundation.
+    package struct Unsupported: Error, CustomStringConvertible {
+        package let description: String
+    }
+
+    /// The value's JSON bytes, or ``Unsupported`` (or the value's own error).
+    package static func encode<Value: Encodable>(_ value: Value) throws -> [UInt8] {
+        let state = State()
+        let encoder = state.encoder(at: 0)
+        state.frames[0].reset()
+        try encoder.encodeValue(value)
+        var out: [UInt8] = []
+        try state.frames[0].assemble(into: &out)
+        return out
+    }
+
+    /// The frames (one per nesting depth, reused by siblings) and the encoders that fill them.
+    fileprivate final class State {
+        var frames: [Frame] = []
+        var encoders: [ValueEncoder] = []
+        /// Where refused containers write (kept alive here, never assembled).
+        var sinks: [State] = []
+
+        /// An encoder whose writes go nowhere: what a refused nested container or super encoder hands back
+        /// (the value has failed already, and ``LedgerJSON`` encodes it with Foundation instead).
+        func sink() -> ValueEncoder {
+            let sink = State()
+            sinks.append(sink)
+            return sink.encoder(at: 0)
+        }
+
+        func encoder(at depth: Int) -> ValueEncoder {
+            while encoders.count <= depth {
+                encoders.append(ValueEncoder(state: self, depth: encoders.count))
+                frames.append(Frame())
+            }
+            return encoders[depth]
+        }
+    }
+
+    /// One value being encoded: what kind of container it asked for and the bytes of what it holds so far.
+    fileprivate struct Frame {
+        enum Kind { case none, object, array, single, failed }
+        var kind: Kind = .none
+        /// The members' (or elements', or the single value's) bytes, one after another.
+        var bytes: [UInt8] = []
+        /// The object's member names, in the order encoded.
+        var keys: [String] = []
+        /// Where each member's or element's bytes end in ``bytes``.
+        var ends: [Int] = []
+        var failure = ""
+
+        mutating func reset() {
+            kind = .none
+            bytes.removeAll(keepingCapacity: true)
+            keys.removeAll(keepingCapacity: true)
+            ends.removeAll(keepingCapacity: true)
+        }
+
+        /// Asks for a container of `wanted` kind: the same kind again is the same container (as in Foundation);
+        /// another kind fails the value.
+        mutating func open(_ wanted: Kind) {
+            if kind == .none {
+                kind = wanted
+            } else if kind != wanted {
+                fail("an encoder was asked for two kinds of container")
+            }
+        }
+
+        mutating func fail(_ reason: String) {
+            if kind != .failed { failure = reason }
+            kind = .failed
+        }
+
+        /// Appends the value this frame holds, in its final form, to `out`.
+        func assemble(into out: inout [UInt8]) throws {
+            switch kind {
+            case .none:
+                throw Unsupported(description: "a value encoded nothing")
+            case .failed:
+                throw Unsupported(description: failure)
+            case .single:
+                guard ends.count == 1 else { throw Unsupported(description: "a single value container held \(ends.count) values") }
+                out.append(contentsOf: bytes)
+            case .array:
+                out.append(UInt8(ascii: "["))
+                var start = 0
+                for (index, end) in ends.enumerated() {
+                    if index > 0 { out.append(UInt8(ascii: ",")) }
+                    out.append(contentsOf: bytes[start..<end])
+                    start = end
+                }
+                out.append(UInt8(ascii: "]"))
+            case .object:
+                var order = Array(keys.indices)
+                // Sorted by name (UTF-8 bytes); among equal names the later one wins, as in a dictionary.
+                order.sort { a, b in
+                    let (x, y) = (keys[a], keys[b])
+                    if x == y { return a < b }
+                    return x.utf8.lexicographicallyPrecedes(y.utf8)
+                }
+                out.append(UInt8(ascii: "{"))
+                var first = true
+                for (position, index) in order.enumerated() {
+                    if position + 1 < order.count, keys[order[position + 1]] == keys[index] { continue }
+                    if !first { out.append(UInt8(ascii: ",")) }
+                    first = false
+                    CanonicalJSONEncoder.writeString(keys[index], into: &out)
+                    out.append(UInt8(ascii: ":"))
+                    out.append(contentsOf: bytes[(index == 0 ? 0 : ends[index - 1])..<ends[index]])
+                }
+                out.append(UInt8(ascii: "}"))
+            }
+        }
+    }
+
+    /// The `Encoder` of one depth. Reused for every value encoded at that depth, one after another.
+    fileprivate final class ValueEncoder: Encoder {
+        unowned let state: State
+        let depth: Int
+        var codingPath: [any CodingKey] { [] }
+        var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+        init(state: State, depth: Int) {
+            self.state = state
+            self.depth = depth
+        }
+
+        func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+            state.frames[depth].open(.object)
+            return KeyedEncodingContainer(KeyedContainer<Key>(encoder: self))
+        }
+
+        func unkeyedContainer() -> any UnkeyedEncodingContainer {
+            state.frames[depth].open(.array)
+            return UnkeyedContainer(encoder: self)
+        }
+
+        func singleValueContainer() -> any SingleValueEncodingContainer {
+            state.frames[depth].open(.single)
+            return SingleContainer(encoder: self)
+        }
+
+        // MARK: Writing into this depth's frame
+
+        func writeNull() { state.frames[depth].bytes.append(contentsOf: "null".utf8) }
+
+        func writeBool(_ value: Bool) { state.frames[depth].bytes.append(contentsOf: value ? "true".utf8 : "false".utf8) }
+
+        func writeString(_ value: String) { CanonicalJSONEncoder.writeString(value, into: &state.frames[depth].bytes) }
+
+        func writeInteger<Integer: FixedWidthInteger>(_ value: Integer) {
+            CanonicalJSONEncoder.writeInteger(value, into: &state.frames[depth].bytes)
+        }
+
+        /// Writes any encodable value into this frame: strings and integers directly, Foundation's specially
+        /// encoded types refused, anything else through its `encode(to:)` one depth further down.
+        func writeValue<Value: Encodable>(_ value: Value) throws {
+            // Metatype comparisons, not dynamic casts: this runs for every member.
+            if Value.self == String.self { return writeString(unsafeBitCast(value, to: String.self)) }
+            if Value.self == Int.self { return writeInteger(unsafeBitCast(value, to: Int.self)) }
+            if Value.self == Int64.self { return writeInteger(unsafeBitCast(value, to: Int64.self)) }
+            if Value.self == Int32.self { return writeInteger(unsafeBitCast(value, to: Int32.self)) }
+            if Value.self == Bool.self { return writeBool(unsafeBitCast(value, to: Bool.self)) }
+            if Self.isFoundationSpecial(Value.self) {
+                throw Unsupported(description: "\(Value.self) is encoded by Foundation's own strategy")
+            }
+            let child = state.encoder(at: depth + 1)
+            state.frames[depth + 1].reset()
+            try child.encodeValue(value)
+            let frame = state.frames[depth + 1]  // not assembled in place: one access to `frames` at a time
+            try frame.assemble(into: &state.frames[depth].bytes)
+        }
+
+        /// Encodes `value` into this encoder's (reset) frame.
+        func encodeValue<Value: Encodable>(_ value: Value) throws {
+            if Value.self == String.self || Value.self == Int.self || Value.self == Int64.self || Value.self == Int32.self
+                || Value.self == Bool.self || Self.isFoundationSpecial(Value.self)
+            {
+                state.frames[depth].open(.single)
+                try writeValue(value)
+                endMember()
+            } else {
+                try value.encode(to: self)
+            }
+        }
+
+        /// Types Foundation's encoder writes by a strategy of its own, or as binary floating point.
+        static func isFoundationSpecial(_ type: Any.Type) -> Bool {
+            type == Date.self || type == Data.self || type == URL.self || type == Decimal.self || type == Double.self
+                || type == Float.self
+        }
+
+        /// Marks the end of the member or element just written.
+        func endMember() { state.frames[depth].ends.append(state.frames[depth].bytes.count) }
+
+        func beginMember(_ key: some CodingKey) { state.frames[depth].keys.append(key.stringValue) }
+
+        func refuse(_ reason: String) { state.frames[depth].fail(reason) }
+    }
+
+    fileprivate struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+        let encoder: ValueEncoder
+        var codingPath: [any CodingKey] { [] }
+
+        mutating func encodeNil(forKey key: Key) throws { member(key) { $0.writeNull() } }
+        mutating func encode(_ value: Bool, forKey key: Key) throws { member(key) { $0.writeBool(value) } }
+        mutating func encode(_ value: String, forKey key: Key) throws { member(key) { $0.writeString(value) } }
+        mutating func encode(_ value: Double, forKey key: Key) throws { throw Unsupported(description: "binary floating point") }
+        mutating func encode(_ value: Float, forKey key: Key) throws { throw Unsupported(description: "binary floating point") }
+        mutating func encode(_ value: Int, forKey key: Key) throws { member(key) { $0.writeInteger(value) } }
+        mutating func encode(_ value: Int8, forKey key: Key) throws { member(key) { $0.writeInteger(value) } }
+        mutating func encode(_ value: Int16, forKey key: Key) throws { member(key) { $0.writeInteger(value) } }
+        mutating func encode(_ value: Int32, forKey key: Key) throws { member(key) { $0.writeInteger(value) } }
+        mutating func encode(_ value: Int64, forKey key: Key) throws { member(key) { $0.writeInteger(value) } }
+        mutating func encode(_ value: UInt, forKey key: Key) throws { member(key) { $0.writeInteger(value) } }
+        mutating func encode(_ value: UInt8, forKey key: Key) throws { member(key) { $0.writeInteger(value) } }
+        mutating func encode(_ value: UInt16, forKey key: Key) throws { member(key) { $0.writeInteger(value) } }
+        mutating func encode(_ value: UInt32, forKey key: Key) throws { member(key) { $0.writeInteger(value) } }
+        mutating func encode(_ value: UInt64, forKey key: Key) throws { member(key) { $0.writeInteger(value) } }
+
+        mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+            encoder.beginMember(key)
+            try encoder.writeValue(value)
+            encoder.endMember()
+        }
+
+        mutating func nestedContainer<NestedKey: CodingKey>(
+            keyedBy keyType: NestedKey.Type,
+            forKey key: Key
+        ) -> KeyedEncodingContainer<NestedKey> {
+            encoder.refuse("nestedContainer(keyedBy:forKey:)")
+            return encoder.state.sink().container(keyedBy: keyType)
+        }
+
+        mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+            encoder.refuse("nestedUnkeyedContainer(forKey:)")
+            return encoder.state.sink().unkeyedContainer()
+        }
+
+        mutating func superEncoder() -> any Encoder {
+            encoder.refuse("superEncoder()")
+            return encoder.state.sink()
+        }
+
+        mutating func superEncoder(forKey key: Key) -> any Encoder {
+            encoder.refuse("superEncoder(forKey:)")
+            return encoder.state.sink()
+        }
+
+        private func member(_ key: Key, _ write: (ValueEncoder) -> Void) {
+            encoder.beginMember(key)
+            write(encoder)
+            encoder.endMember()
+        }
+    }
+
+    fileprivate struct UnkeyedContainer: UnkeyedEncodingContainer {
+        let encoder: ValueEncoder
+        var codingPath: [any CodingKey] { [] }
+        var count: Int { encoder.state.frames[encoder.depth].ends.count }
+
+        mutating func encodeNil() throws { element { $0.writeNull() } }
+        mutating func encode(_ value: Bool) throws { element { $0.writeBool(value) } }
+        mutating func encode(_ value: String) throws { element { $0.writeString(value) } }
+        mutating func encode(_ value: Double) throws { throw Unsupported(description: "binary floating point") }
+        mutating func encode(_ value: Float) throws { throw Unsupported(description: "binary floating point") }
+        mutating func encode(_ value: Int) throws { element { $0.writeInteger(value) } }
+        mutating func encode(_ value: Int8) throws { element { $0.writeInteger(value) } }
+        mutating func encode(_ value: Int16) throws { element { $0.writeInteger(value) } }
+        mutating func encode(_ value: Int32) throws { element { $0.writeInteger(value) } }
+        mutating func encode(_ value: Int64) throws { element { $0.writeInteger(value) } }
+        mutating func encode(_ value: UInt) throws { element { $0.writeInteger(value) } }
+        mutating func encode(_ value: UInt8) throws { element { $0.writeInteger(value) } }
+        mutating func encode(_ value: UInt16) throws { element { $0.writeInteger(value) } }
+        mutating func encode(_ value: UInt32) throws { element { $0.writeInteger(value) } }
+        mutating func encode(_ value: UInt64) throws { element { $0.writeInteger(value) } }
+
+        mutating func encode<T: Encodable>(_ value: T) throws {
+            try encoder.writeValue(value)
+            encoder.endMember()
+        }
+
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+            encoder.refuse("nestedContainer(keyedBy:)")
+            return encoder.state.sink().container(keyedBy: keyType)
+        }
+
+        mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
+            encoder.refuse("nestedUnkeyedContainer()")
+            return encoder.state.sink().unkeyedContainer()
+        }
+
+        mutating func superEncoder() -> any Encoder {
+            encoder.refuse("superEncoder()")
+            return encoder.state.sink()
+        }
+
+        private func element(_ write: (ValueEncoder) -> Void) {
+            write(encoder)
+            encoder.endMember()
+        }
+    }
+
+    fileprivate struct SingleContainer: SingleValueEncodingContainer {
+        let encoder: ValueEncoder
+        var codingPath: [any CodingKey] { [] }
+
+        mutating func encodeNil() throws { single { $0.writeNull() } }
+        mutating func encode(_ value: Bool) throws { single { $0.writeBool(value) } }
+        mutating func encode(_ value: String) throws { single { $0.writeString(value) } }
+        mutating func encode(_ value: Double) throws { throw Unsupported(description: "binary floating point") }
+        mutating func encode(_ value: Float) throws { throw Unsupported(description: "binary floating point") }
+        mutating func encode(_ value: Int) throws { single { $0.writeInteger(value) } }
+        mutating func encode(_ value: Int8) throws { single { $0.writeInteger(value) } }
+        mutating func encode(_ value: Int16) throws { single { $0.writeInteger(value) } }
+        mutating func encode(_ value: Int32) throws { single { $0.writeInteger(value) } }
+        mutating func encode(_ value: Int64) throws { single { $0.writeInteger(value) } }
+        mutating func encode(_ value: UInt) throws { single { $0.writeInteger(value) } }
+        mutating func encode(_ value: UInt8) throws { single { $0.writeInteger(value) } }
+        mutating func encode(_ value: UInt16) throws { single { $0.writeInteger(value) } }
+        mutating func encode(_ value: UInt32) throws { single { $0.writeInteger(value) } }
+        mutating func encode(_ value: UInt64) throws { single { $0.writeInteger(value) } }
+
+        mutating func encode<T: Encodable>(_ value: T) throws {
+            try encoder.writeValue(value)
+            encoder.endMember()
+        }
+
+        private func single(_ write: (ValueEncoder) -> Void) {
+            write(encoder)
+            encoder.endMember()
+        }
+    }
+
+    // MARK: Scalars
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// A JSON string literal, escaped as Foundation escapes it (see the type's documentation).
+    static func writeString(_ text: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var text = text
+        text.withUTF8 { bytes in
+            var start = 0
+            for index in 0..<bytes.count {
+                let byte = bytes[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                if start < index { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index])) }
+                start = index + 1
+                out.append(UInt8(ascii: "\\"))
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(byte)
+                case 0x08: out.append(UInt8(ascii: "b"))
+                case 0x0C: out.append(UInt8(ascii: "f"))
+                case 0x0A: out.append(UInt8(ascii: "n"))
+                case 0x0D: out.append(UInt8(ascii: "r"))
+                case 0x09: out.append(UInt8(ascii: "t"))
+                default:
+                    out.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]])
+                }
+            }
+            if start < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<bytes.count])) }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// An integer in decimal, `-` for negative values (the minimum of a signed type included).
+    static func writeInteger<Integer: FixedWidthInteger>(_ value: Integer, into out: inout [UInt8]) {
+        if value == 0 {
+            out.append(UInt8(ascii: "0"))
+            return
+        }
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        // The magnitude's digits, least significant first, then turned around; never negated (the minimum of a
+        // signed type has no positive twin): each remainder is taken by its magnitude.
+        let first = out.count
+        var rest = value
+        while rest != 0 {
+            let (quotient, remainder) = rest.quotientAndRemainder(dividingBy: 10)
+            out.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: remainder.magnitude))
+            rest = quotient
+        }
+        out[first...].reverse()
+    }
+}
