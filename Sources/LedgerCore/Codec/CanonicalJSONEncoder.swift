@@ -2,6 +2,7 @@ import struct Foundation.Data
 import struct Foundation.Date
 import struct Foundation.Decimal
 import struct Foundation.URL
+import Synchronization
 
 /// The ledger's JSON form (``LedgerJSON``: compact, keys sorted by their UTF-8 bytes, slashes not escaped)
 /// written straight into bytes, without Foundation's `JSONEncoder`.
@@ -33,61 +34,68 @@ package enum CanonicalJSONEncoder {
 
     /// The value's JSON bytes, or ``Unsupported`` (or the value's own error).
     package static func encode<Value: Encodable>(_ value: Value) throws -> [UInt8] {
-        let state = State()
-        let encoder = state.encoder(at: 0)
-        state.frames[0].reset()
-        try encoder.encodeValue(value)
+        let root = pool.withLock { $0.popLast() }?.encoder ?? ValueEncoder()
+        defer {
+            root.release()
+            pool.withLock { if $0.count < 16 { $0.append(Pooled(encoder: root)) } }
+        }
+        root.reset()
+        try root.encodeValue(value)
         var out: [UInt8] = []
-        try state.frames[0].assemble(into: &out)
+        out.reserveCapacity(root.bytes.count + 2 * root.keys.count + 16)
+        try root.assemble(into: &out)
         return out
     }
 
-    /// The frames (one per nesting depth, reused by siblings) and the encoders that fill them.
-    fileprivate final class State {
-        var frames: [Frame] = []
-        var encoders: [ValueEncoder] = []
-        /// Where refused containers write (kept alive here, never assembled).
-        var sinks: [State] = []
+    /// Encoders ready for another value, with their buffers' capacity (one taken per call, so never shared).
+    private static let pool = Mutex<[Pooled]>([])
 
-        /// An encoder whose writes go nowhere: what a refused nested container or super encoder hands back
-        /// (the value has failed already, and ``LedgerJSON`` encodes it with Foundation instead).
-        func sink() -> ValueEncoder {
-            let sink = State()
-            sinks.append(sink)
-            return sink.encoder(at: 0)
-        }
-
-        func encoder(at depth: Int) -> ValueEncoder {
-            while encoders.count <= depth {
-                encoders.append(ValueEncoder(state: self, depth: encoders.count))
-                frames.append(Frame())
-            }
-            return encoders[depth]
-        }
+    private struct Pooled: @unchecked Sendable {  // only ever used by the one call that took it from the pool
+        let encoder: ValueEncoder
     }
 
-    /// One value being encoded: what kind of container it asked for and the bytes of what it holds so far.
-    fileprivate struct Frame {
+    /// The `Encoder` of one nesting depth, holding the value being encoded there: the kind of container it asked
+    /// for and the bytes of what it holds so far. The next depth's encoder is its ``child``, reused by every
+    /// nested value at that depth one after another (a nested value is assembled into its parent's bytes when
+    /// its `encode(to:)` returns).
+    ///
+    /// Its storage is unchecked for exclusive access: one encode call uses one chain of encoders on one thread.
+    fileprivate final class ValueEncoder: Encoder {
         enum Kind { case none, object, array, single, failed }
-        var kind: Kind = .none
+        @exclusivity(unchecked) var kind: Kind = .none
         /// The members' (or elements', or the single value's) bytes, one after another.
-        var bytes: [UInt8] = []
+        @exclusivity(unchecked) var bytes: [UInt8] = []
         /// The object's member names, in the order encoded.
-        var keys: [String] = []
+        @exclusivity(unchecked) var keys: [String] = []
         /// Where each member's or element's bytes end in ``bytes``.
-        var ends: [Int] = []
-        var failure = ""
+        @exclusivity(unchecked) var ends: [Int] = []
+        @exclusivity(unchecked) var failure = ""
+        /// The members in the order they are written (reused buffer).
+        @exclusivity(unchecked) var order: [Int] = []
+        @exclusivity(unchecked) var child: ValueEncoder?
+        /// Where refused containers write: kept alive until the call ends, never assembled.
+        @exclusivity(unchecked) var sinks: [ValueEncoder] = []
 
-        mutating func reset() {
+        var codingPath: [any CodingKey] { [] }
+        var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+        func reset() {
             kind = .none
             bytes.removeAll(keepingCapacity: true)
             keys.removeAll(keepingCapacity: true)
             ends.removeAll(keepingCapacity: true)
         }
 
+        /// Drops what the call left behind that is not worth keeping (sinks; keys, which hold strings).
+        func release() {
+            sinks.removeAll()
+            keys.removeAll(keepingCapacity: true)
+            child?.release()
+        }
+
         /// Asks for a container of `wanted` kind: the same kind again is the same container (as in Foundation);
         /// another kind fails the value.
-        mutating func open(_ wanted: Kind) {
+        func open(_ wanted: Kind) {
             if kind == .none {
                 kind = wanted
             } else if kind != wanted {
@@ -95,12 +103,97 @@ package enum CanonicalJSONEncoder {
             }
         }
 
-        mutating func fail(_ reason: String) {
+        func fail(_ reason: String) {
             if kind != .failed { failure = reason }
             kind = .failed
         }
 
-        /// Appends the value this frame holds, in its final form, to `out`.
+        /// An encoder whose writes go nowhere: what a refused nested container or super encoder hands back
+        /// (the value has failed already, and ``LedgerJSON`` encodes it with Foundation instead).
+        func sink() -> ValueEncoder {
+            let sink = ValueEncoder()
+            sinks.append(sink)
+            return sink
+        }
+
+        func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+            open(.object)
+            return KeyedEncodingContainer(KeyedContainer<Key>(encoder: self))
+        }
+
+        func unkeyedContainer() -> any UnkeyedEncodingContainer {
+            open(.array)
+            return UnkeyedContainer(encoder: self)
+        }
+
+        func singleValueContainer() -> any SingleValueEncodingContainer {
+            open(.single)
+            return SingleContainer(encoder: self)
+        }
+
+        // MARK: Writing
+
+        func writeNull() { bytes.append(contentsOf: "null".utf8) }
+
+        func writeBool(_ value: Bool) { bytes.append(contentsOf: value ? "true".utf8 : "false".utf8) }
+
+        func writeString(_ value: String) { CanonicalJSONEncoder.writeString(value, into: &bytes) }
+
+        func writeInteger<Integer: FixedWidthInteger>(_ value: Integer) {
+            CanonicalJSONEncoder.writeInteger(value, into: &bytes)
+        }
+
+        /// Writes any encodable value: strings and integers directly, Foundation's specially encoded types
+        /// refused, anything else through its `encode(to:)` one depth further down.
+        func writeValue<Value: Encodable>(_ value: Value) throws {
+            // Metatype comparisons, not dynamic casts: this runs for every member.
+            if Value.self == String.self { return writeString(unsafeBitCast(value, to: String.self)) }
+            if Value.self == Int.self { return writeInteger(unsafeBitCast(value, to: Int.self)) }
+            if Value.self == Int64.self { return writeInteger(unsafeBitCast(value, to: Int64.self)) }
+            if Value.self == Int32.self { return writeInteger(unsafeBitCast(value, to: Int32.self)) }
+            if Value.self == Bool.self { return writeBool(unsafeBitCast(value, to: Bool.self)) }
+            if Self.isFoundationSpecial(Value.self) {
+                throw Unsupported(description: "\(Value.self) is encoded by Foundation's own strategy")
+            }
+            let child: ValueEncoder
+            if let existing = self.child {
+                child = existing
+            } else {
+                child = ValueEncoder()
+                self.child = child
+            }
+            child.reset()
+            try child.encodeValue(value)
+            try child.assemble(into: &bytes)
+        }
+
+        /// Encodes `value` into this (reset) encoder.
+        func encodeValue<Value: Encodable>(_ value: Value) throws {
+            if Value.self == String.self || Value.self == Int.self || Value.self == Int64.self || Value.self == Int32.self
+                || Value.self == Bool.self || Self.isFoundationSpecial(Value.self)
+            {
+                open(.single)
+                try writeValue(value)
+                endMember()
+            } else {
+                try value.encode(to: self)
+            }
+        }
+
+        /// Types Foundation's encoder writes by a strategy of its own, or as binary floating point.
+        static func isFoundationSpecial(_ type: Any.Type) -> Bool {
+            type == Date.self || type == Data.self || type == URL.self || type == Decimal.self || type == Double.self
+                || type == Float.self
+        }
+
+        /// Marks the end of the member or element just written.
+        func endMember() { ends.append(bytes.count) }
+
+        func beginMember(_ key: some CodingKey) { keys.append(key.stringValue) }
+
+        func refuse(_ reason: String) { fail(reason) }
+
+        /// Appends the value this encoder holds, in its final form, to `out`.
         func assemble(into out: inout [UInt8]) throws {
             switch kind {
             case .none:
@@ -120,7 +213,8 @@ package enum CanonicalJSONEncoder {
                 }
                 out.append(UInt8(ascii: "]"))
             case .object:
-                var order = Array(keys.indices)
+                order.removeAll(keepingCapacity: true)
+                order.append(contentsOf: keys.indices)
                 // Sorted by name (UTF-8 bytes); among equal names the later one wins, as in a dictionary.
                 order.sort { a, b in
                     let (x, y) = (keys[a], keys[b])
@@ -142,93 +236,8 @@ package enum CanonicalJSONEncoder {
         }
     }
 
-    /// The `Encoder` of one depth. Reused for every value encoded at that depth, one after another.
-    fileprivate final class ValueEncoder: Encoder {
-        unowned let state: State
-        let depth: Int
-        var codingPath: [any CodingKey] { [] }
-        var userInfo: [CodingUserInfoKey: Any] { [:] }
-
-        init(state: State, depth: Int) {
-            self.state = state
-            self.depth = depth
-        }
-
-        func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-            state.frames[depth].open(.object)
-            return KeyedEncodingContainer(KeyedContainer<Key>(encoder: self))
-        }
-
-        func unkeyedContainer() -> any UnkeyedEncodingContainer {
-            state.frames[depth].open(.array)
-            return UnkeyedContainer(encoder: self)
-        }
-
-        func singleValueContainer() -> any SingleValueEncodingContainer {
-            state.frames[depth].open(.single)
-            return SingleContainer(encoder: self)
-        }
-
-        // MARK: Writing into this depth's frame
-
-        func writeNull() { state.frames[depth].bytes.append(contentsOf: "null".utf8) }
-
-        func writeBool(_ value: Bool) { state.frames[depth].bytes.append(contentsOf: value ? "true".utf8 : "false".utf8) }
-
-        func writeString(_ value: String) { CanonicalJSONEncoder.writeString(value, into: &state.frames[depth].bytes) }
-
-        func writeInteger<Integer: FixedWidthInteger>(_ value: Integer) {
-            CanonicalJSONEncoder.writeInteger(value, into: &state.frames[depth].bytes)
-        }
-
-        /// Writes any encodable value into this frame: strings and integers directly, Foundation's specially
-        /// encoded types refused, anything else through its `encode(to:)` one depth further down.
-        func writeValue<Value: Encodable>(_ value: Value) throws {
-            // Metatype comparisons, not dynamic casts: this runs for every member.
-            if Value.self == String.self { return writeString(unsafeBitCast(value, to: String.self)) }
-            if Value.self == Int.self { return writeInteger(unsafeBitCast(value, to: Int.self)) }
-            if Value.self == Int64.self { return writeInteger(unsafeBitCast(value, to: Int64.self)) }
-            if Value.self == Int32.self { return writeInteger(unsafeBitCast(value, to: Int32.self)) }
-            if Value.self == Bool.self { return writeBool(unsafeBitCast(value, to: Bool.self)) }
-            if Self.isFoundationSpecial(Value.self) {
-                throw Unsupported(description: "\(Value.self) is encoded by Foundation's own strategy")
-            }
-            let child = state.encoder(at: depth + 1)
-            state.frames[depth + 1].reset()
-            try child.encodeValue(value)
-            let frame = state.frames[depth + 1]  // not assembled in place: one access to `frames` at a time
-            try frame.assemble(into: &state.frames[depth].bytes)
-        }
-
-        /// Encodes `value` into this encoder's (reset) frame.
-        func encodeValue<Value: Encodable>(_ value: Value) throws {
-            if Value.self == String.self || Value.self == Int.self || Value.self == Int64.self || Value.self == Int32.self
-                || Value.self == Bool.self || Self.isFoundationSpecial(Value.self)
-            {
-                state.frames[depth].open(.single)
-                try writeValue(value)
-                endMember()
-            } else {
-                try value.encode(to: self)
-            }
-        }
-
-        /// Types Foundation's encoder writes by a strategy of its own, or as binary floating point.
-        static func isFoundationSpecial(_ type: Any.Type) -> Bool {
-            type == Date.self || type == Data.self || type == URL.self || type == Decimal.self || type == Double.self
-                || type == Float.self
-        }
-
-        /// Marks the end of the member or element just written.
-        func endMember() { state.frames[depth].ends.append(state.frames[depth].bytes.count) }
-
-        func beginMember(_ key: some CodingKey) { state.frames[depth].keys.append(key.stringValue) }
-
-        func refuse(_ reason: String) { state.frames[depth].fail(reason) }
-    }
-
     fileprivate struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
-        let encoder: ValueEncoder
+        unowned(unsafe) let encoder: ValueEncoder
         var codingPath: [any CodingKey] { [] }
 
         mutating func encodeNil(forKey key: Key) throws { member(key) { $0.writeNull() } }
@@ -258,22 +267,22 @@ package enum CanonicalJSONEncoder {
             forKey key: Key
         ) -> KeyedEncodingContainer<NestedKey> {
             encoder.refuse("nestedContainer(keyedBy:forKey:)")
-            return encoder.state.sink().container(keyedBy: keyType)
+            return encoder.sink().container(keyedBy: keyType)
         }
 
         mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
             encoder.refuse("nestedUnkeyedContainer(forKey:)")
-            return encoder.state.sink().unkeyedContainer()
+            return encoder.sink().unkeyedContainer()
         }
 
         mutating func superEncoder() -> any Encoder {
             encoder.refuse("superEncoder()")
-            return encoder.state.sink()
+            return encoder.sink()
         }
 
         mutating func superEncoder(forKey key: Key) -> any Encoder {
             encoder.refuse("superEncoder(forKey:)")
-            return encoder.state.sink()
+            return encoder.sink()
         }
 
         private func member(_ key: Key, _ write: (ValueEncoder) -> Void) {
@@ -284,9 +293,9 @@ package enum CanonicalJSONEncoder {
     }
 
     fileprivate struct UnkeyedContainer: UnkeyedEncodingContainer {
-        let encoder: ValueEncoder
+        unowned(unsafe) let encoder: ValueEncoder
         var codingPath: [any CodingKey] { [] }
-        var count: Int { encoder.state.frames[encoder.depth].ends.count }
+        var count: Int { encoder.ends.count }
 
         mutating func encodeNil() throws { element { $0.writeNull() } }
         mutating func encode(_ value: Bool) throws { element { $0.writeBool(value) } }
@@ -311,17 +320,17 @@ package enum CanonicalJSONEncoder {
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
             encoder.refuse("nestedContainer(keyedBy:)")
-            return encoder.state.sink().container(keyedBy: keyType)
+            return encoder.sink().container(keyedBy: keyType)
         }
 
         mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
             encoder.refuse("nestedUnkeyedContainer()")
-            return encoder.state.sink().unkeyedContainer()
+            return encoder.sink().unkeyedContainer()
         }
 
         mutating func superEncoder() -> any Encoder {
             encoder.refuse("superEncoder()")
-            return encoder.state.sink()
+            return encoder.sink()
         }
 
         private func element(_ write: (ValueEncoder) -> Void) {
@@ -331,7 +340,7 @@ package enum CanonicalJSONEncoder {
     }
 
     fileprivate struct SingleContainer: SingleValueEncodingContainer {
-        let encoder: ValueEncoder
+        unowned(unsafe) let encoder: ValueEncoder
         var codingPath: [any CodingKey] { [] }
 
         mutating func encodeNil() throws { single { $0.writeNull() } }
