@@ -75,6 +75,20 @@ public enum RequestFields {
     /// A text member as it is kept: trimmed, not empty, no control character (NUL, which PostgreSQL's text and jsonb
     /// cannot hold, and every other), at most `maximumLength` characters.
     public static func text(_ raw: String, field: String, maximumLength: Int) throws(APIError) -> String {
+        // Printable ASCII and spaces (almost every member): the same rules without Unicode tables — only spaces can
+        // be trimmed, nothing is a control character, and a byte is a character.
+        if let printable = printableASCII(raw) {
+            guard !printable.isEmpty else { throw invalid(field, "\(field) must not be empty") }
+            guard printable.utf8.count <= maximumLength else {
+                throw invalid(field, "\(field) is longer than \(maximumLength) characters")
+            }
+            return printable
+        }
+        return try anyText(raw, field: field, maximumLength: maximumLength)
+    }
+
+    /// ``text(_:field:maximumLength:)`` for any text, by the Unicode tables.
+    static func anyText(_ raw: String, field: String, maximumLength: Int) throws(APIError) -> String {
         let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { throw invalid(field, "\(field) must not be empty") }
         guard !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
@@ -82,6 +96,27 @@ public enum RequestFields {
         }
         guard trimmed.count <= maximumLength else { throw invalid(field, "\(field) is longer than \(maximumLength) characters") }
         return trimmed
+    }
+}
+
+extension RequestFields {
+    /// `raw` without leading and trailing spaces when it is printable ASCII and spaces only (U+0020…U+007E); nil
+    /// otherwise.
+    static func printableASCII(_ raw: String) -> String? {
+        var utf8 = raw
+        let kept = utf8.withUTF8 { bytes -> Range<Int>?? in
+            guard bytes.allSatisfy({ (0x20...0x7E).contains($0) }) else { return .none }
+            guard let first = bytes.firstIndex(where: { $0 != 0x20 }), let last = bytes.lastIndex(where: { $0 != 0x20 }) else {
+                return .some(nil)
+            }
+            return .some(first..<(last + 1))
+        }
+        guard let kept else { return nil }
+        guard let kept else { return "" }
+        if kept.count == raw.utf8.count { return raw }
+        let start = raw.utf8.index(raw.utf8.startIndex, offsetBy: kept.lowerBound)
+        let end = raw.utf8.index(start, offsetBy: kept.count)
+        return String(decoding: raw.utf8[start..<end], as: UTF8.self)
     }
 }
 

@@ -109,4 +109,21 @@ import Testing
             #expect(refusal(RotationBody.self, #"{"secret": "s", "grace_seconds": \#(grace)}"#)?.field == "grace_seconds", "\(grace)")
         }
     }
+
+    /// The printable-ASCII shortcut of the text rule gives what the Unicode rule gives, for every kind of text.
+    @Test(arguments: [
+        "abc", "  abc  ", " a b ", "", " ", "     ", "a", String(repeating: "x", count: 5), String(repeating: "x", count: 6),
+        "  xxxxx  ", " xxxxxx", "~!@#$%^&*()_+{}|:\"<>?`-=[];',./", "a\u{7f}", "\u{7f}", "\tabc", "abc\n", "a\u{0}b",
+        "é", " é ", "\u{a0}a\u{a0}", "\u{2028}x", "a\r\nb", "日本", "😀 ", "\u{85}",
+    ])
+    func printableASCIITextFollowsTheUnicodeRule(raw: String) {
+        func outcome(_ rule: (String) throws(APIError) -> String) -> Result<String, APIError> {
+            do throws(APIError) { return .success(try rule(raw)) } catch { return .failure(error) }
+        }
+        let fast = outcome { raw throws(APIError) in try RequestFields.text(raw, field: "name", maximumLength: 5) }
+        let reference = outcome { raw throws(APIError) in try RequestFields.anyText(raw, field: "name", maximumLength: 5) }
+        #expect(fast == reference)
+        let printable = raw.utf8.allSatisfy { (0x20...0x7E).contains($0) }
+        #expect((RequestFields.printableASCII(raw) != nil) == printable)
+    }
 }

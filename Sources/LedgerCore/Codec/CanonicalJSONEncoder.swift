@@ -1,8 +1,9 @@
+import Synchronization
+
 import struct Foundation.Data
 import struct Foundation.Date
 import struct Foundation.Decimal
 import struct Foundation.URL
-import Synchronization
 
 /// The ledger's JSON form (``LedgerJSON``: compact, keys sorted by their UTF-8 bytes, slashes not escaped)
 /// written straight into bytes, without Foundation's `JSONEncoder`.
@@ -394,7 +395,9 @@ package enum CanonicalJSONEncoder {
                 case 0x0D: out.append(UInt8(ascii: "r"))
                 case 0x09: out.append(UInt8(ascii: "t"))
                 default:
-                    out.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]])
+                    out.append(contentsOf: [
+                        UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)],
+                    ])
                 }
             }
             if start < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<bytes.count])) }

@@ -67,7 +67,12 @@ import Testing
             var byNumber: [Int: String] = [3: "c", 10: "j", 2: "b"]
             var optionalInArray: [String?] = [nil, "x"]
 
-            enum CodingKeys: String, CodingKey { case inner, list, empty, maybe, flag, off, byNumber = "by_number", optionalInArray = "in_array", explicitNull = "explicit_null" }
+            enum CodingKeys: String, CodingKey {
+                case inner, list, empty, maybe, flag, off
+                case byNumber = "by_number"
+                case optionalInArray = "in_array"
+                case explicitNull = "explicit_null"
+            }
 
             func encode(to encoder: any Encoder) throws {
                 var container = encoder.container(keyedBy: CodingKeys.self)
