@@ -19,4 +19,14 @@ package struct IdempotencyStore: PostgresStore {
         for try await hash in rows.decode(ByteBuffer.self) { return Array(hash.readableBytesView) }
         return nil
     }
+
+    /// The positions of the events the append that stored `key` appended, or nil when no append used the key.
+    package func positions(forKey key: String) async throws -> ClosedRange<Int64>? {
+        let rows = try await client.query(
+            "SELECT first_position, last_position FROM ledger.idempotency_keys WHERE key = \(key)",
+            logger: logger
+        )
+        for try await (first, last) in rows.decode((Int64, Int64).self) where first <= last { return first...last }
+        return nil
+    }
 }

@@ -315,6 +315,39 @@ import Testing
         }
     }
 
+    /// A replay answers what the first request was answered — its amount, the acquirer's reference, the order and hold
+    /// as it left them — not the order as it stands after later operations (first-day report: a replayed capture
+    /// answered today's figures and dropped `amount` and `psp_modification_reference`).
+    @Test func aReplayAnswersTheFirstReplyNotTheOrderAsItStandsNow() async throws {
+        try await TestApp.withApp(seed: true) { client, services in
+            let id = try await storefront.placeOrder(client)
+            let (s1, first) = try await backOffice.operate(client, id, "capture", #"{"amount": "5.00"}"#, key: "cap-first")
+            #expect(s1 == .ok, "\(first)")
+            let (s2, later) = try await backOffice.operate(client, id, "capture", #"{"amount": "7.00"}"#, key: "cap-later")
+            let (s3, refund) = try await backOffice.operate(client, id, "refund", #"{"amount": "2.00", "reason": "dent"}"#, key: "ref-1")
+            #expect(s2 == .ok && s3 == .ok, "\(later) \(refund)")
+            let before = try await head(services)
+            let (s4, replay) = try await backOffice.operate(client, id, "capture", #"{"amount": "5.00"}"#, key: "cap-first")
+            #expect(s4 == .ok, "\(replay)")
+            func members(_ text: String) throws -> [String: JSONValue] {
+                guard case .object(let object) = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else { return [:] }
+                return object
+            }
+            var expected = try members(first)
+            expected["result"] = .string("replayed")
+            let replayed = try members(replay)
+            #expect(replayed == expected, "first \(first)\nreplay \(replay)")
+            #expect(r(replay)?.payment?.captured == "5.00" && r(replay)?.payment?.refunded == "0.00", "\(replay)")
+            #expect(replayed["amount"] == .string("5.00") && replayed["psp_modification_reference"] != nil, "\(replay)")
+            let (s5, refundReplay) = try await backOffice.operate(client, id, "refund", #"{"amount": "2.00", "reason": "dent"}"#, key: "ref-1")
+            var expectedRefund = try members(refund)
+            expectedRefund["result"] = .string("replayed")
+            let refundReplayed = try members(refundReplay)
+            #expect(s5 == .ok && refundReplayed == expectedRefund, "first \(refund)\nreplay \(refundReplay)")
+            #expect(try await head(services) == before)
+        }
+    }
+
     @Test func lapsedHoldsStopReservingAtOnceAndTwoSweepersExpireEachExactlyOnce() async throws {
         let clock = SimulatedClock(Date())
         let model = AcquirerModel(

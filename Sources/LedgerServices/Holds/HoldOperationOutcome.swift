@@ -18,7 +18,8 @@ public struct HoldOperationOutcome: Sendable, Hashable {
     public var operation: HoldOperationRequest.Kind
     public var result: Result
     public var orderStatus: OrderStatus
-    /// The amount the acquirer applied (or declined); nil for a replay and for shipping.
+    /// The amount the acquirer applied (or declined), for a replay the one the first request recorded; nil for a
+    /// shipment that captured nothing.
     public var amount: Money?
     public var modificationReference: String?
     /// The hold's money after the operation; nil when the order has no hold.

@@ -93,10 +93,43 @@ public struct HoldService: Sendable {
             } else {
                 done = try await run.perform(from: first)
             }
+            if case .replayed = done.answer, let first = try await firstReply(ledgerKey.key, orderID: orderID, kind: request.kind) {
+                return first
+            }
             return Self.reply(done.answer, order: done.order, hold: done.hold, kind: request.kind)
         } catch let failure as HoldFailure {
             throw Self.serviceError(failure, kind: request.kind)
         }
+    }
+
+    /// The reply the first request with `key` got, as a replay: rebuilt from the log, not from the order as it stands
+    /// now — the order and hold as that request's append left them (their streams folded through its last position)
+    /// and the modification it recorded (its amount and the acquirer's reference). Nil when the key stored nothing.
+    func firstReply(_ key: String, orderID: OrderID, kind: HoldOperationRequest.Kind) async throws -> HoldOperationOutcome? {
+        guard let appended = try await idempotency.positions(forKey: key) else { return nil }
+        let events = try await aggregates.store.readStreams([orderID.streamID, orderID.holdStreamID], through: appended.upperBound)
+        let states = try StateHistory.fold(events)
+        guard let order = states.orders[orderID] else { return nil }
+        var modification: (amount: Money, reference: String)?
+        for recorded in events where appended.contains(recorded.position) && recorded.streamID == orderID.holdStreamID {
+            guard StateHistory.known.contains(recorded.type), case .hold(let event) = try DomainEvent.decode(recorded) else { continue }
+            switch event {
+            case .captured(let e): modification = (e.amount, e.pspModificationReference)
+            case .incremented(let e): modification = (e.amount, e.pspModificationReference)
+            case .reversed(let e): modification = (e.amount, e.pspModificationReference)
+            case .refunded(let e): modification = (e.amount, e.pspModificationReference)
+            case .placed, .expired: continue
+            }
+        }
+        return HoldOperationOutcome(
+            orderID: orderID,
+            operation: kind,
+            result: .replayed,
+            orderStatus: order.status,
+            amount: modification?.amount,
+            modificationReference: modification?.reference,
+            balance: states.holds[orderID]?.balance
+        )
     }
 
     /// Records the acquirer's answer to `operation`: a command the writer decides inside its batch on the
