@@ -29,6 +29,7 @@ public struct HoldService: Sendable {
     ) {
         self.faultCrashAt = faultCrashAt
         self.intents = HoldIntentStore(client: client, logger: logger)
+        self.intentLog = HoldIntentLog(store: intents)
         self.aggregates = aggregates
         self.idempotency = IdempotencyStore(client: client, logger: logger)
         self.holdRows = ProjectionHoldReader(client: client, logger: logger)
@@ -47,6 +48,8 @@ public struct HoldService: Sendable {
     let logger: Logger
     /// Operations noted before the acquirer is called, deleted once recorded (``recoverUnrecorded(minimumAge:limit:)``).
     let intents: HoldIntentStore
+    /// The hot path's notes and their deletions, written together (``HoldIntentLog``).
+    let intentLog: HoldIntentLog
     /// A crash test's fault point (`LEDGERD_FAULT_CRASH_AT`), nil in normal operation.
     let faultCrashAt: FaultPoint?
     /// Operations on one order take turns in this process (prepare → acquirer → record), so their
@@ -606,12 +609,12 @@ struct HoldOperationRun: HoldActions {
 
     func note(_ call: HoldAcquirerCall) async throws {
         guard let intent = intent(call) else { return }
-        try await service.intents.note(intent)
+        try await service.intentLog.note(intent)
     }
 
     func dropNote(_ call: HoldAcquirerCall) async {
         guard let intent = intent(call) else { return }
-        try? await service.intents.delete(intent.modificationReference)
+        service.intentLog.drop(intent.modificationReference)
     }
 
     /// The call's note. A shipment's capture carries no key: its retry is a new shipment request.
