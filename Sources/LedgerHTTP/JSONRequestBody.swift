@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import LedgerCore
 
 /// A route's JSON request body as a `Decodable` type: the one way a route reads its body (`POST /payment` and every
 /// back-office body).
@@ -32,7 +33,8 @@ extension StrictJSON {
     public static func decode<T: JSONRequestBody>(_ type: T.Type, from body: ByteBuffer) throws(APIError) -> T {
         let blank = body.readableBytesView.allSatisfy { [0x20, 0x09, 0x0A, 0x0D].contains($0) }
         do {
-            return try JSONDecoder().decode(Members<T>.self, from: blank ? Data("{}".utf8) : Data(body.readableBytesView)).body
+            if blank { return try LedgerJSON.decode(Members<T>.self, from: "{}").body }
+            return try body.withUnsafeReadableBytes { try LedgerJSON.decode(Members<T>.self, bytes: $0) }.body
         } catch let error as APIError {
             throw error
         } catch {
