@@ -89,7 +89,10 @@ import Testing
             }
         }
         #expect(try direct(Lenient.self, #"{"count":1.0}"#).get() == nil)
-        #expect(try LedgerJSON.decode(Lenient.self, from: #"{"count":1.0}"#) == LedgerJSON.foundationDecode(Lenient.self, from: Data(#"{"count":1.0}"#.utf8)))
+        #expect(
+            try LedgerJSON.decode(Lenient.self, from: #"{"count":1.0}"#)
+                == LedgerJSON.foundationDecode(Lenient.self, from: Data(#"{"count":1.0}"#.utf8))
+        )
         #expect(try direct(Lenient.self, #"{"count":"1"}"#).get() == Lenient(count: nil))
     }
 }
