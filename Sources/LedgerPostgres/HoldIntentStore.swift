@@ -44,23 +44,9 @@ package struct HoldIntentStore: PostgresStore {
         }
     }
 
-    /// Notes `intent` (committed before this returns); the same reference again keeps the first note.
-    package func note(_ intent: Intent) async throws {
-        try await client.query(
-            """
-            INSERT INTO ledger.hold_operation_intents
-                (modification_reference, order_id, kind, ledger_key, request_hash, idempotency_key, actor, noted_at)
-            VALUES (\(intent.modificationReference), \(intent.orderID), \(intent.kind), \(intent.ledgerKey),
-                    \(intent.requestHash.map { ByteBuffer(bytes: $0) }), \(intent.idempotencyKey), \(intent.actor), \(intent.notedAt))
-            ON CONFLICT (modification_reference) DO NOTHING
-            """,
-            logger: logger
-        )
-    }
-
     /// Notes `notes` and deletes the notes of `dropping`, in one statement (one commit): ``HoldIntentLog``'s flush, as
     /// if the deletions came first: a reference in both holds its new note afterwards. Otherwise the first note of a
-    /// reference stays (as ``note(_:)``). (Absent keys and hashes travel as empty values, stored as NULL: a
+    /// reference stays. (Absent keys and hashes travel as empty values, stored as NULL: a
     /// ledger key, a request hash and an Idempotency-Key are never empty.)
     package func write(noting notes: [Intent], dropping: [String]) async throws {
         var noted = Set<String>()

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import LedgerCore
 import LedgerServices
 import Testing
 
@@ -125,5 +126,20 @@ import Testing
         #expect(fast == reference)
         let printable = raw.utf8.allSatisfy { (0x20...0x7E).contains($0) }
         #expect((RequestFields.printableASCII(raw) != nil) == printable)
+    }
+
+    /// The app's payment body is decoded by the direct decoder, not handed to Foundation (its `source` is tried as a
+    /// number before it is read as text: a string is certainly not one).
+    @Test func theAppsPaymentBodyIsDecodedDirectly() throws {
+        let body = #"""
+            {"gateway": "stripe", "source": "tok_visa", "amount": 5900, "currency": "USD", "description": "Clock",
+             "shipping_contact": "Jane Appleseed", "shipping_email": "jane@example.com", "shipping_street": "1 Infinite Loop",
+             "shipping_city": "Cupertino", "shipping_state": "CA", "shipping_zip": "95014", "shipping_method_name": "Standard"}
+            """#
+        var text = body
+        let decoded = try text.withUTF8 {
+            try DirectJSONDecoder.decode(StrictJSON.Members<PaymentRequest.PaymentBody>.self, from: UnsafeRawBufferPointer($0))
+        }
+        #expect(decoded?.body.request.source == .token("tok_visa"))
     }
 }

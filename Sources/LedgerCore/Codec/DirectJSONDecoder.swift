@@ -10,7 +10,8 @@ import struct Foundation.URL
 /// It must decode exactly as Foundation does. It answers itself only what is unambiguous — objects, arrays, `null`,
 /// booleans, strings (every escape, surrogate pairs), integers written as plain digits within the asked type's range —
 /// and marks anything else **uncertain**: a number with a fraction or exponent, or out of range, asked for as an
-/// integer; binary floating point, `Date`, `Data`, `URL`, `Decimal`; a member name twice; `superDecoder`. An uncertain
+/// integer; a number asked for as binary floating point (anything else asked for so is a certain mismatch); `Date`,
+/// `Data`, `URL`, `Decimal`; a member name twice; `superDecoder`. An uncertain
 /// decode is done again by Foundation, whole, whatever this one answered — also when the value's own `init(from:)`
 /// caught the error (`try?`), which is why it is a flag and not only an error. A type mismatch that is certain (a string
 /// asked for as an integer) is an error here as it is there. Bytes that are not JSON make it uncertain too, so every
@@ -324,13 +325,24 @@ package enum DirectJSONDecoder {
         if T.self == Int64.self { return unsafeBitCast(try integer(Int64.self, node, state: state), to: T.self) }
         if T.self == Int32.self { return unsafeBitCast(try integer(Int32.self, node, state: state), to: T.self) }
         if T.self == Bool.self { return unsafeBitCast(try bool(node), to: T.self) }
-        if T.self == Date.self || T.self == Data.self || T.self == URL.self || T.self == Decimal.self || T.self == Double.self
-            || T.self == Float.self
-        {
+        if T.self == Double.self || T.self == Float.self { throw floating(node, state: state) }
+        if T.self == Date.self || T.self == Data.self || T.self == URL.self || T.self == Decimal.self {
             state.uncertain = true
             throw Uncertain()
         }
         return try T(from: NodeDecoder(node: node, state: state))
+    }
+
+    /// Binary floating point: Foundation's number conversion decides a number; anything else is not one (a certain
+    /// mismatch, as in Foundation — the payment body's `source` is tried as a number before it is read as text).
+    static func floating(_ node: Node, state: State) -> any Error {
+        switch node {
+        case .integer, .otherNumber:
+            state.uncertain = true
+            return Uncertain()
+        default:
+            return Mismatch(description: "not a number")
+        }
     }
 
     static func string(_ node: Node) throws -> String {
@@ -391,8 +403,8 @@ package enum DirectJSONDecoder {
 
         func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try DirectJSONDecoder.bool(try required(key)) }
         func decode(_ type: String.Type, forKey key: Key) throws -> String { try DirectJSONDecoder.string(try required(key)) }
-        func decode(_ type: Double.Type, forKey key: Key) throws -> Double { throw uncertain() }
-        func decode(_ type: Float.Type, forKey key: Key) throws -> Float { throw uncertain() }
+        func decode(_ type: Double.Type, forKey key: Key) throws -> Double { throw DirectJSONDecoder.floating(try required(key), state: state) }
+        func decode(_ type: Float.Type, forKey key: Key) throws -> Float { throw DirectJSONDecoder.floating(try required(key), state: state) }
         func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try integer(type, key) }
         func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try integer(type, key) }
         func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try integer(type, key) }
@@ -452,8 +464,8 @@ package enum DirectJSONDecoder {
 
         mutating func decode(_ type: Bool.Type) throws -> Bool { try scalar { try DirectJSONDecoder.bool($0) } }
         mutating func decode(_ type: String.Type) throws -> String { try scalar { try DirectJSONDecoder.string($0) } }
-        mutating func decode(_ type: Double.Type) throws -> Double { throw uncertain() }
-        mutating func decode(_ type: Float.Type) throws -> Float { throw uncertain() }
+        mutating func decode(_ type: Double.Type) throws -> Double { throw DirectJSONDecoder.floating(try next(), state: state) }
+        mutating func decode(_ type: Float.Type) throws -> Float { throw DirectJSONDecoder.floating(try next(), state: state) }
         mutating func decode(_ type: Int.Type) throws -> Int { try integer(type) }
         mutating func decode(_ type: Int8.Type) throws -> Int8 { try integer(type) }
         mutating func decode(_ type: Int16.Type) throws -> Int16 { try integer(type) }
@@ -509,8 +521,8 @@ package enum DirectJSONDecoder {
         func decode<T: Decodable>(_ type: T.Type) throws -> T { try DirectJSONDecoder.decode(type, node, state: state) }
         func decode(_ type: Bool.Type) throws -> Bool { try DirectJSONDecoder.bool(node) }
         func decode(_ type: String.Type) throws -> String { try DirectJSONDecoder.string(node) }
-        func decode(_ type: Double.Type) throws -> Double { throw uncertain() }
-        func decode(_ type: Float.Type) throws -> Float { throw uncertain() }
+        func decode(_ type: Double.Type) throws -> Double { throw DirectJSONDecoder.floating(node, state: state) }
+        func decode(_ type: Float.Type) throws -> Float { throw DirectJSONDecoder.floating(node, state: state) }
         func decode(_ type: Int.Type) throws -> Int { try DirectJSONDecoder.integer(type, node, state: state) }
         func decode(_ type: Int8.Type) throws -> Int8 { try DirectJSONDecoder.integer(type, node, state: state) }
         func decode(_ type: Int16.Type) throws -> Int16 { try DirectJSONDecoder.integer(type, node, state: state) }
@@ -521,10 +533,5 @@ package enum DirectJSONDecoder {
         func decode(_ type: UInt16.Type) throws -> UInt16 { try DirectJSONDecoder.integer(type, node, state: state) }
         func decode(_ type: UInt32.Type) throws -> UInt32 { try DirectJSONDecoder.integer(type, node, state: state) }
         func decode(_ type: UInt64.Type) throws -> UInt64 { try DirectJSONDecoder.integer(type, node, state: state) }
-
-        func uncertain() -> Uncertain {
-            state.uncertain = true
-            return Uncertain()
-        }
     }
 }

@@ -78,6 +78,26 @@ import Testing
         #expect((try? through.get()) == (try? reference.get()))
     }
 
+    /// A value tried as a number before it is read as text (the payment body's `source`): a string is certainly not a
+    /// binary floating point number, so the body stays with the direct decoder; a number goes to Foundation.
+    @Test func aStringTriedAsFloatingPointIsACertainMismatch() throws {
+        struct Tried: Decodable, Equatable {
+            let number: Double?
+            let text: String?
+            init(number: Double?, text: String?) {
+                (self.number, self.text) = (number, text)
+            }
+            init(from decoder: any Decoder) throws {
+                let value = try decoder.singleValueContainer()
+                number = try? value.decode(Double.self)
+                text = number == nil ? try value.decode(String.self) : nil
+            }
+        }
+        #expect(try direct(Tried.self, #""tok_visa""#).get() == Tried(number: nil, text: "tok_visa"))
+        #expect(try direct(Tried.self, "1.5").get() == nil)
+        #expect(try LedgerJSON.decode(Tried.self, from: "1.5") == Tried(number: 1.5, text: nil))
+    }
+
     /// What a body's `init(from:)` catches with `try?` still sends the decode to Foundation when it was uncertain.
     @Test func anUncertainMemberCaughtByTheValueStillGoesToFoundation() throws {
         struct Lenient: Decodable, Equatable {
