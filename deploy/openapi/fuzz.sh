@@ -59,8 +59,7 @@ head_position() { curl -sf "$base/health" | "$venv/bin/python" -c 'import json, 
 
 # The live feed (`text/event-stream`) never ends, so no request to it can complete: it is left to the suite's tests.
 run() {
-  "$venv/bin/schemathesis" run "$base/openapi.json" \
-    --config-file deploy/openapi/schemathesis.toml \
+  "$venv/bin/schemathesis" --config-file deploy/openapi/schemathesis.toml run "$base/openapi.json" \
     -H "Authorization: Bearer $operator" \
     --exclude-operation-id streamEvents \
     --max-examples "$max_examples" --max-time "$max_seconds" --seed "$seed" \
@@ -75,7 +74,9 @@ run --mode positive --phases examples,coverage,fuzzing,stateful \
 
 before=$(head_position)
 echo "== schemathesis: invalid requests (head at position $before)"
-run --mode negative --phases coverage,fuzzing \
+# Invalid path parameters are mostly unrepresentable (an empty segment is another route), so hypothesis filters most
+# of what it draws for them: that is not a defect of the API, and its health check would call it an error.
+run --mode negative --phases coverage,fuzzing --suppress-health-check filter_too_much \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,negative_data_rejection
 after=$(head_position)
 if [ "$before" != "$after" ]; then
