@@ -95,3 +95,7 @@ echo "invalid requests appended nothing (head still at $after)"
 echo "== the chain"
 "$ledgerd" audit verify --data-dir "$data"
 echo "schemathesis and the chain: $(( $(date +%s) - started )) s"
+# Passed: the daemon's data (its embedded cluster) and the reports go; a failure keeps them for the log it names.
+trap - EXIT
+stop
+rm -rf "$work"
