@@ -28,7 +28,14 @@ started=$(date +%s)
 # Python 3.12 or later when there is one: under 3.11 hypothesis's description of a filter re-parses schemathesis's
 # source and CPython 3.11 failed there now and then ("AST constructor recursion depth mismatch", a runtime error
 # that fails the run without a finding of ours).
-python=${PYTHON:-$(command -v python3.13 || command -v python3.12 || command -v python3)}
+python=${PYTHON:-}
+if [ -z "$python" ]; then
+  python=python3
+  for candidate in python3.13 python3.12 "$HOME"/.pyenv/versions/3.1[2-9]*/bin/python3; do
+    # A pyenv shim answers `command -v` for a version it will not run: ask the interpreter itself.
+    if "$candidate" -c 'import sys, venv; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then python=$candidate; break; fi
+  done
+fi
 if [ ! -x "$venv/bin/schemathesis" ] || ! "$venv/bin/schemathesis" --version | grep -q "$schemathesis_version"; then
   "$python" -m venv "$venv"
   "$venv/bin/pip" install -q "schemathesis==$schemathesis_version" "openapi-spec-validator==$validator_version"
