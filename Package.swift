@@ -56,7 +56,7 @@ let package = Package(
         ),
         // The contract between the ledger and its acquirer, which both sides import: the wire API's paths and bodies,
         // the settlement report's CSV, the business calendar and cut-off, the fee schedules. Pure.
-        .target(name: "LedgerAcquirerAPI", dependencies: ["LedgerCore", "LedgerMacros"]),
+        .target(name: "LedgerAcquirerAPI", dependencies: ["LedgerCore", "LedgerMacros"], exclude: ["openapi.yaml"]),
         // The deterministic acquirer model (the simulator): authorization holds, settlement batches, reports. Pure.
         // Only the acquirer service, its tests and the benchmarks import it; the ledger speaks LedgerAcquirerAPI.
         .target(name: "LedgerAcquirer", dependencies: ["LedgerCore", "LedgerAcquirerAPI", "LedgerMacros"]),
@@ -158,7 +158,7 @@ let package = Package(
         ),
         // The ledger's API contract: the Codable wire types of its replies, in the API's one JSON form, which the
         // routes encode and the CLI and the tests decode. No HTTP server: the CLI links this, not Hummingbird.
-        .target(name: "LedgerAPI", dependencies: ["LedgerCore", "LedgerServices"]),
+        .target(name: "LedgerAPI", dependencies: ["LedgerCore", "LedgerServices"], exclude: ["openapi.yaml"]),
         // HTTP edge: routes, the one ServiceError → HTTP mapping, auth, request metrics.
         .target(
             name: "LedgerHTTP",

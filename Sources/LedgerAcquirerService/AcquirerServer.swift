@@ -166,6 +166,27 @@ public enum AcquirerServer {
         host == "localhost" || host == "::1" || host.split(separator: ".").first == "127" && host.split(separator: ".").count == 4
     }
 
+    /// The service's router: every route of its wire API (`Sources/LedgerAcquirerAPI/openapi.yaml` describes them; a
+    /// test compares the two).
+    public static func router(
+        model: DurableAcquirerModel,
+        client: DatabaseClient,
+        apiKey: String,
+        faults: WireFaults,
+        injected: InjectedFaults = InjectedFaults(),
+        logger: Logger
+    ) -> Router<AcquirerRequestContext> {
+        let router = Router(context: AcquirerRequestContext.self)
+        AcquirerRoutes(
+            model: model,
+            journal: AcquirerJournal(client: client, logger: logger),
+            apiKeyDigest: Data(SHA256.hash(data: Data(apiKey.utf8))),
+            faults: FaultDecider(faults),
+            injected: injected
+        ).register(on: router)
+        return router
+    }
+
     /// The service's HTTP application on an opened model (the daemon's `run` and the tests use it);
     /// `injected` counts the wire faults it injects. Its server has the ledger's bounds (``HTTPConnectionPolicy``:
     /// idle, head and body deadlines, connection limits in all and per client), which it lacked (review 3, N7).
@@ -181,16 +202,8 @@ public enum AcquirerServer {
         onServerRunning: @escaping @Sendable (Int) -> Void = { _ in },
         logger: Logger
     ) -> some ApplicationProtocol {
-        let router = Router(context: AcquirerRequestContext.self)
-        AcquirerRoutes(
-            model: model,
-            journal: AcquirerJournal(client: client, logger: logger),
-            apiKeyDigest: Data(SHA256.hash(data: Data(apiKey.utf8))),
-            faults: FaultDecider(faults),
-            injected: injected
-        ).register(on: router)
-        return Application(
-            router: router,
+        Application(
+            router: router(model: model, client: client, apiKey: apiKey, faults: faults, injected: injected, logger: logger),
             server: .http1(configuration: policy.http1Configuration(logger: logger)),
             configuration: .init(address: .hostname(host, port: port), serverName: "ledgerd-acquirer"),
             onServerRunning: { channel in

@@ -255,6 +255,7 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     let probe = EventStoreHealthProbe(store: services.store, deadline: database.isWatched ? .milliseconds(1900) : nil)
     SystemRoutes(probe: probe, metricsText: { metrics.exposition(databaseUp: database.isAvailable) })
         .register(on: router)
+    OpenAPIRoutes().register(on: router)
     ProductImageRoutes(directory: configuration.productImagesDirectoryURL).register(on: router)
     StorefrontRoutes(
         reader: ProjectionStorefrontReader(client: services.client, clock: services.clock, logger: services.logger),

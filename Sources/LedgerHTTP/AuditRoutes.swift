@@ -118,6 +118,12 @@ public struct AuditRoutes: Sendable {
 
     /// The feed's filter from its query parameters; a malformed one is a 400 naming it.
     static func filter(_ query: Hummingbird.Parameters) throws -> EventFilter {
+        // Each of these is compared with stored text: a control character can match nothing, and U+0000 failed in
+        // PostgreSQL as a 500 (found by schemathesis), so they are refused with the parameter's name.
+        for name in ["type", "stream_prefix", "correlation_id"] {
+            guard let value = query[name[...]], value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { continue }
+            throw APIError.badRequest("invalid_parameter", "\(name) must not contain control characters", field: name)
+        }
         var filter = EventFilter()
         if let types = query["type"].map(String.init) {
             filter.types = types.split(separator: ",", omittingEmptySubsequences: false).map { String($0) }

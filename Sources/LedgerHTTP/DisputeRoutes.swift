@@ -72,8 +72,13 @@ struct DefenceBody: JSONRequestBody {
         guard let elements = try? body.decode([JSONValue].self, forKey: .evidenceRefs), elements.count <= 50 else {
             throw Self.invalid("evidence_refs must be an array of up to 50 references")
         }
+        // The references go into the dispute's events (jsonb): U+0000 cannot be stored there (it was a 500 for the
+        // other string lists, schemathesis, issue 31), and no control character belongs in a reference.
         evidenceRefs = try elements.map {
             guard case .string(let text) = $0 else { throw Self.invalid("each evidence reference is a string") }
+            guard !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw Self.invalid("an evidence reference must not contain control characters")
+            }
             return text
         }
     }

@@ -133,7 +133,7 @@ extension KeyedDecodingContainer {
 
     /// A required text member under ``RequestFields/text(_:field:maximumLength:)``.
     func text(_ key: Key, maximumLength: Int = 500) throws(APIError) -> String {
-        try RequestFields.text(try string(key), field: key.stringValue, maximumLength: maximumLength)
+        try RequestFields.text(try anyString(key), field: key.stringValue, maximumLength: maximumLength)
     }
 
     /// An optional text member (see ``text(_:maximumLength:)``).
@@ -142,7 +142,20 @@ extension KeyedDecodingContainer {
     }
 
     /// A required string as sent, neither trimmed nor checked (a secret, a URL, a name the service checks).
+    /// A string member as sent (not trimmed: URLs, names and secrets are compared as they are), but never with U+0000:
+    /// PostgreSQL stores that character neither in `text` nor in `jsonb`, and a webhook URL holding it reached the
+    /// database as a 500 (schemathesis, issue 31).
     func string(_ key: Key) throws(APIError) -> String {
+        let text = try anyString(key)
+        guard !text.unicodeScalars.contains("\u{0}") else {
+            throw RequestFields.invalid(key.stringValue, "\(key.stringValue) must not contain the character U+0000")
+        }
+        return text
+    }
+
+    /// A JSON boolean, or nil.
+    /// A string member, whatever it holds (``text(_:maximumLength:)`` refuses every control character itself).
+    private func anyString(_ key: Key) throws(APIError) -> String {
         guard holds(key) else { throw RequestFields.missing(key.stringValue) }
         guard let text = try? decode(String.self, forKey: key) else {
             throw RequestFields.invalid(key.stringValue, "\(key.stringValue) must be a string")
@@ -150,7 +163,6 @@ extension KeyedDecodingContainer {
         return text
     }
 
-    /// A JSON boolean, or nil.
     func optionalFlag(_ key: Key) throws(APIError) -> Bool? {
         guard holds(key) else { return nil }
         guard let flag = try? decode(Bool.self, forKey: key) else {
@@ -180,9 +192,14 @@ extension KeyedDecodingContainer {
         guard let elements = try? decode([JSONValue].self, forKey: key) else {
             throw RequestFields.invalid(field, "\(field) must be an array of strings")
         }
+        // Event types and stream prefixes are compared with stored text: a control character matches nothing, and
+        // U+0000 failed in PostgreSQL as a 500 (`stream_prefixes: ["a\u0000"]`, schemathesis, issue 31).
         return try elements.map { (element) throws(APIError) -> String in
             guard case .string(let text) = element, !text.isEmpty, text.utf8.count <= maximumLength else {
                 throw RequestFields.invalid(field, "\(field) must be an array of non-empty strings")
+            }
+            guard !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw RequestFields.invalid(field, "\(field) must not contain control characters")
             }
             return text
         }
