@@ -141,10 +141,9 @@ extension KeyedDecodingContainer {
         holds(key) ? try text(key, maximumLength: maximumLength) : nil
     }
 
-    /// A required string as sent, neither trimmed nor checked (a secret, a URL, a name the service checks).
-    /// A string member as sent (not trimmed: URLs, names and secrets are compared as they are), but never with U+0000:
-    /// PostgreSQL stores that character neither in `text` nor in `jsonb`, and a webhook URL holding it reached the
-    /// database as a 500 (schemathesis, issue 31).
+    /// A required string as sent (not trimmed: URLs, names and secrets are compared as they are), but never with
+    /// U+0000: PostgreSQL stores that character neither in `text` nor in `jsonb`, and a webhook URL holding it reached
+    /// the database as a 500 (schemathesis, issue 31).
     func string(_ key: Key) throws(APIError) -> String {
         let text = try anyString(key)
         guard !text.unicodeScalars.contains("\u{0}") else {
@@ -153,7 +152,6 @@ extension KeyedDecodingContainer {
         return text
     }
 
-    /// A JSON boolean, or nil.
     /// A string member, whatever it holds (``text(_:maximumLength:)`` refuses every control character itself).
     private func anyString(_ key: Key) throws(APIError) -> String {
         guard holds(key) else { throw RequestFields.missing(key.stringValue) }
@@ -163,6 +161,7 @@ extension KeyedDecodingContainer {
         return text
     }
 
+    /// A JSON boolean, or nil.
     func optionalFlag(_ key: Key) throws(APIError) -> Bool? {
         guard holds(key) else { return nil }
         guard let flag = try? decode(Bool.self, forKey: key) else {
