@@ -87,10 +87,12 @@ package enum CanonicalJSONEncoder {
             ends.removeAll(keepingCapacity: true)
         }
 
-        /// Drops what the call left behind that is not worth keeping (sinks; keys, which hold strings).
+        /// Drops what the call left behind that is not worth keeping (sinks; keys, which hold strings; a large buffer).
         func release() {
             sinks.removeAll()
             keys.removeAll(keepingCapacity: true)
+            // A large value's buffer (a settlement's report) is not kept for the next small one.
+            if bytes.capacity > 64 * 1_024 { bytes = [] }
             child?.release()
         }
 
