@@ -73,7 +73,7 @@ extension HoldOperationRequest {
         }
     }
 
-    /// The operation `kind` with `body` (checked JSON bytes; white space only is `{}`), under ``JSONRequestBody``'s rules.
+    /// The operation `kind` with `body` (checked JSON bytes; no bytes is `{}`), under ``JSONRequestBody``'s rules.
     public static func parse(kind: Kind, body: ByteBuffer) throws(APIError) -> HoldOperationRequest {
         switch kind {
         case .capture: try StrictJSON.decode(CaptureBody.self, from: body).request

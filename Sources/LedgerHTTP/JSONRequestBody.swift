@@ -7,7 +7,7 @@ import LedgerCore
 ///
 /// ``StrictJSON/decode(_:of:limit:)`` reads the bytes with ``StrictJSON/body(of:limit:)`` (media type, size, strict
 /// JSON), then decodes them as the type with these rules, the same for every route:
-/// - a body of white space only is `{}`; a body that is not a JSON object is 400 `invalid_json`;
+/// - an empty body (no bytes) is `{}`; white space alone, or a body that is not a JSON object, is 400 `invalid_json`;
 /// - a member the type does not name in ``Member`` is 400 `unknown_field` naming it (the first in name order): a
 ///   misspelled optional member must not be ignored;
 /// - each member is read in the type's `init(from:)` with the getters below, so that a missing member is 422
@@ -29,9 +29,9 @@ extension StrictJSON {
         try decode(type, from: try await body(of: request, limit: limit))
     }
 
-    /// Decodes body bytes as `T` (see ``JSONRequestBody``); white space only is `{}`.
+    /// Decodes body bytes as `T` (see ``JSONRequestBody``); no bytes is `{}`.
     public static func decode<T: JSONRequestBody>(_ type: T.Type, from body: ByteBuffer) throws(APIError) -> T {
-        let blank = body.readableBytesView.allSatisfy { [0x20, 0x09, 0x0A, 0x0D].contains($0) }
+        let blank = body.readableBytes == 0
         do {
             if blank { return try LedgerJSON.decode(Members<T>.self, from: "{}").body }
             return try body.withUnsafeReadableBytes { try LedgerJSON.decode(Members<T>.self, bytes: $0) }.body
