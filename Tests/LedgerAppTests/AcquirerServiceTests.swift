@@ -26,6 +26,32 @@ enum AcquirerHarness {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../sql/acquirer").standardizedFileURL
     }
 
+    /// Runs `body` with the acquirer's schema migrated on `database` and its durable model opened there, on the owner's
+    /// client (what the service runs on).
+    static func withModel<T: Sendable>(
+        database: TestDatabase,
+        seed: UInt64 = 7,
+        clock: @escaping @Sendable () -> Date = { Date() },
+        snapshotEvery: Int64 = 100_000,
+        _ body: @Sendable (DatabaseClient, DurableAcquirerModel) async throws -> T
+    ) async throws -> T {
+        let set = try Migrator.load(from: migrations)
+        _ = try await database.withOwner { client in
+            try await Migrator(migrations: set, schema: "acquirer", logger: TestCluster.logger).migrate(client: client)
+        }
+        return try await database.withOwner { client in
+            let model = try await DurableAcquirerModel.open(
+                client: client,
+                seed: seed,
+                configuration: AcquirerModelConfiguration(),
+                clock: clock,
+                logger: TestCluster.logger,
+                snapshotEvery: snapshotEvery
+            )
+            return try await body(client, model)
+        }
+    }
+
     /// Runs `body` with an adapter to a running service on `database` and the service's model.
     static func withService(
         database: TestDatabase,
@@ -38,19 +64,7 @@ enum AcquirerHarness {
         snapshotEvery: Int64 = 100_000,
         _ body: @escaping @Sendable (HTTPAcquirer, DurableAcquirerModel) async throws -> Void
     ) async throws {
-        let set = try Migrator.load(from: migrations)
-        _ = try await database.withOwner { client in
-            try await Migrator(migrations: set, schema: "acquirer", logger: TestCluster.logger).migrate(client: client)
-        }
-        try await database.withOwner { client in
-            let model = try await DurableAcquirerModel.open(
-                client: client,
-                seed: seed,
-                configuration: AcquirerModelConfiguration(),
-                clock: clock,
-                logger: TestCluster.logger,
-                snapshotEvery: snapshotEvery
-            )
+        try await withModel(database: database, seed: seed, clock: clock, snapshotEvery: snapshotEvery) { client, model in
             let app = AcquirerServer.application(
                 model: model,
                 client: client,
@@ -456,19 +470,7 @@ struct AcquirerWireFaultTests {
 
     @Test(.timeLimit(.minutes(30))) func idleTrickledAndGreedyConnectionsAreClosed() async throws {
         let database = try await TestDatabase.fresh()
-        let set = try Migrator.load(from: AcquirerHarness.migrations)
-        _ = try await database.withOwner { client in
-            try await Migrator(migrations: set, schema: "acquirer", logger: TestCluster.logger).migrate(client: client)
-        }
-        try await database.withOwner { client in
-            let model = try await DurableAcquirerModel.open(
-                client: client,
-                seed: 7,
-                configuration: AcquirerModelConfiguration(),
-                clock: { Date() },
-                logger: TestCluster.logger,
-                snapshotEvery: 100_000
-            )
+        try await AcquirerHarness.withModel(database: database) { client, model in
             // Timeouts of 6 s: the connections below must outlive their setup, and on a loaded machine this task can
             // wait seconds for a thread between two sends (at 2 s the body's connection was closed before its head was
             // sent: "I/O on closed channel", beside two CPU burners).

@@ -84,18 +84,7 @@ import Testing
 
     @Test func theAcquirerServicesRoutesAreItsDocumentsOperations() async throws {
         let database = try await TestDatabase.fresh()
-        let set = try Migrator.load(from: AcquirerHarness.migrations)
-        _ = try await database.withOwner { client in
-            try await Migrator(migrations: set, schema: "acquirer", logger: TestCluster.logger).migrate(client: client)
-        }
-        try await database.withOwner { client in
-            let model = try await DurableAcquirerModel.open(
-                client: client,
-                seed: 7,
-                configuration: AcquirerModelConfiguration(),
-                clock: { Date() },
-                logger: TestCluster.logger
-            )
+        try await AcquirerHarness.withModel(database: database) { client, model in
             let router = AcquirerServer.router(
                 model: model,
                 client: client,

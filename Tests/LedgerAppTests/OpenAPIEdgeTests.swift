@@ -68,18 +68,7 @@ import Testing
     /// green). The operations come from the document, so a new route is covered once it is documented.
     @Test func theAcquirerServiceRefusesAMissingOrWrongKeyOnEveryOperation() async throws {
         let database = try await TestDatabase.fresh()
-        let set = try Migrator.load(from: AcquirerHarness.migrations)
-        _ = try await database.withOwner { client in
-            try await Migrator(migrations: set, schema: "acquirer", logger: TestCluster.logger).migrate(client: client)
-        }
-        try await database.withOwner { owner in
-            let model = try await DurableAcquirerModel.open(
-                client: owner,
-                seed: 7,
-                configuration: AcquirerModelConfiguration(),
-                clock: { Date() },
-                logger: TestCluster.logger
-            )
+        try await AcquirerHarness.withModel(database: database) { owner, model in
             let app = AcquirerServer.application(
                 model: model,
                 client: owner,
