@@ -18,6 +18,9 @@ public struct SettlementBatchReply: Codable, Sendable, Hashable {
     public let interchange, scheme_fees, markup, commission, net: String?
     public let payout_reference, payout, value_date, expected_value_date: String?
     public let paid_amount, paid_value_date: String?
+    /// Set when an operator closed the business day before its scheduled cut-off (`cut_off_at` is when they
+    /// did): who, and the cut-off the schedule gave the day.
+    public let closed_early_by, scheduled_cut_off_at: String?
 
     public init(_ s: SettlementBatchState) {
         batch_id = s.opened.batchID
@@ -45,6 +48,8 @@ public struct SettlementBatchReply: Codable, Sendable, Hashable {
         expected_value_date = s.payout?.expectedValueDate.description
         paid_amount = s.paid?.amount.decimalString
         paid_value_date = s.paid?.valueDate.description
+        closed_early_by = s.opened.earlyClose?.requestedBy
+        scheduled_cut_off_at = s.opened.earlyClose.map { EventJSON.timestamp($0.scheduledCutOffAt.epochMicroseconds) }
     }
 }
 
@@ -89,11 +94,15 @@ public struct SettlementRunReply: Codable, Sendable, Hashable {
     }
 
     public let business_date, cut_off_at: String
+    /// Set when this run closed the open day before its cut-off (`close_now`): who, and the day's scheduled cut-off.
+    public let closed_early_by, scheduled_cut_off_at: String?
     public let batches: [Batch]
 
     public init(_ summary: SettlementRunSummary) {
         business_date = summary.businessDate.description
         cut_off_at = EventJSON.timestamp(summary.cutOffAt.epochMicroseconds)
+        closed_early_by = summary.earlyClose?.requestedBy
+        scheduled_cut_off_at = summary.earlyClose.map { EventJSON.timestamp($0.scheduledCutOffAt.epochMicroseconds) }
         batches = summary.batches.map(Batch.init)
     }
 }

@@ -7,9 +7,9 @@ import LedgerServices
 
 /// Runs and reads end-of-day settlement batches.
 public protocol SettlementOperator: Sendable {
-    /// Settles a business date; returns the run's summary. Refusals throw ``ServiceError``.
-    /// `progress`, when given, receives each step of a long run as it happens.
-    func run(businessDate: BusinessDate, progress: (@Sendable (SettlementProgress) -> Void)?) async throws -> SettlementRunSummary
+    /// Settles a business day (or closes the open one now); returns the run's summary. Refusals throw
+    /// ``ServiceError``. `progress`, when given, receives each step of a long run as it happens.
+    func run(_ day: SettlementDay, progress: (@Sendable (SettlementProgress) -> Void)?) async throws -> SettlementRunSummary
     /// The business date a run without one settles: the last whose cut-off has passed, by the daemon's own cut-off,
     /// calendar and clock (the CLI asks for it this way rather than recomputing it from its own environment).
     func lastClosedBusinessDay() -> BusinessDate
@@ -31,7 +31,8 @@ public protocol SettlementOperator: Sendable {
 }
 
 /// - operator key: `POST /settlements/run {"business_date": "YYYY-MM-DD"}` (no date: the last business day whose
-///   cut-off has passed, by the daemon's settings),
+///   cut-off has passed, by the daemon's settings; `{"close_now": true}`: the open business day, closed now by the
+///   caller — see ``SettlementDay/openDayNow(requestedBy:)``),
 ///   `POST /reconciliation/breaks/{id}/resolve {"reason": …}`, `POST /reconciliation/reports` (a report CSV);
 /// - operator or auditor key: `GET /settlements?from=&to=`, `GET /settlements/{id}`,
 ///   `GET /settlements/{id}/report.csv`, `GET /settlements/{id}/reconciliation`;
@@ -54,7 +55,7 @@ public struct SettlementRoutes: Sendable {
     /// per line: `{"progress": …}` lines as the job goes, then `{"summary": …}`, or
     /// `{"error": {"code", "message"}}` if it fails after it started. A refusal before any progress
     /// (a bad date, the cut-off not reached) is the usual 4xx reply.
-    static func streamingRun(_ settlement: any SettlementOperator, date: BusinessDate) async throws -> Response {
+    static func streamingRun(_ settlement: any SettlementOperator, day: SettlementDay) async throws -> Response {
         enum Line: Sendable {
             case line(SettlementRunLine)
             case failure(any Error)
@@ -62,7 +63,7 @@ public struct SettlementRoutes: Sendable {
         let (lines, continuation) = AsyncStream<Line>.makeStream()
         let job = Task {
             do {
-                let summary = try await settlement.run(businessDate: date) { step in continuation.yield(.line(SettlementRunLine(step))) }
+                let summary = try await settlement.run(day) { step in continuation.yield(.line(SettlementRunLine(step))) }
                 continuation.yield(.line(SettlementRunLine(summary)))
             } catch {
                 continuation.yield(.failure(error))
@@ -100,11 +101,13 @@ public struct SettlementRoutes: Sendable {
 
     public func registerChanges(on group: RouterGroup<LedgerRequestContext>) {
         group.post("/settlements/run") { request, context -> Response in
-            let date = try await StrictJSON.decode(SettlementRunBody.self, of: request).businessDate ?? settlement.lastClosedBusinessDay()
+            let body = try await StrictJSON.decode(SettlementRunBody.self, of: request)
+            let day: SettlementDay =
+                body.closeNow ? .openDayNow(requestedBy: context.actor) : .businessDate(body.businessDate ?? settlement.lastClosedBusinessDay())
             guard request.headers[.accept]?.contains("application/x-ndjson") == true else {
-                return try jsonResponse(SettlementRunReply(try await settlement.run(businessDate: date, progress: nil)))
+                return try jsonResponse(SettlementRunReply(try await settlement.run(day, progress: nil)))
             }
-            return try await Self.streamingRun(settlement, date: date)
+            return try await Self.streamingRun(settlement, day: day)
         }
         group.post("/reconciliation/reports") { [reportLimit] request, _ -> Response in
             let parameters = request.uri.queryParameters
@@ -178,17 +181,26 @@ public struct SettlementRoutes: Sendable {
     }
 }
 
-/// `POST /settlements/run {business_date?}`: without a date, the last business day whose cut-off has passed (the
-/// daemon's settings).
+/// `POST /settlements/run {business_date?, close_now?}`: without a date, the last business day whose cut-off has
+/// passed (the daemon's settings); `close_now: true` (without a date) closes the open business day now.
 struct SettlementRunBody: JSONRequestBody {
-    enum Member: String, CodingKey, CaseIterable { case businessDate = "business_date" }
+    enum Member: String, CodingKey, CaseIterable {
+        case businessDate = "business_date"
+        case closeNow = "close_now"
+    }
     static let subject = "a settlement run"
     let businessDate: BusinessDate?
+    let closeNow: Bool
     init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Member.self)
+        closeNow = try container.optionalFlag(.closeNow) ?? false
         // Absent or null: the daemon's own choice.
-        guard let text = try decoder.container(keyedBy: Member.self).optionalText(.businessDate, maximumLength: 10) else {
+        guard let text = try container.optionalText(.businessDate, maximumLength: 10) else {
             businessDate = nil
             return
+        }
+        guard !closeNow else {
+            throw RequestFields.invalid("close_now", "close_now closes the open business day: give it without business_date, or the date alone")
         }
         guard let date = BusinessDate(text) else {
             throw APIError(

@@ -10,26 +10,43 @@ import LedgerServices
 import FoundationNetworking
 #endif
 
-/// `ledgerd settle [--business-date YYYY-MM-DD]`: closes a business day's settlement batches
+/// `ledgerd settle [--business-date YYYY-MM-DD | --today]`: closes a business day's settlement batches
 /// through a running daemon (`POST /settlements/run`) — the daemon runs the job because the
-/// acquirer it settles with lives there. Safe to re-run: a finished day appends nothing. Prints
-/// the run's summary (``SettlementRunReply``) as JSON with `--json`, else as a table.
+/// acquirer it settles with lives there. Safe to re-run: a finished day appends nothing. `--today`
+/// closes the open business day now, before its cut-off, as the operator's recorded action
+/// (`{"close_now": true}`). Prints the run's summary (``SettlementRunReply``) as JSON with `--json`,
+/// else as a table.
 struct Settle: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Settle a business day with the acquirer through a running daemon.")
 
     @Option(help: "Business date YYYY-MM-DD (default: the last business day whose cut-off has passed).") var businessDate: String?
+    @Flag(
+        help: """
+            Close the open business day now, before its cut-off (recorded in its batches as your early close); \
+            later captures settle with the next business day.
+            """
+    )
+    var today = false
     @Flag(help: "Print the daemon's JSON reply instead of a table.") var json = false
     @OptionGroup var connection: Order.Connection
 
     /// Asks for the run as newline-delimited JSON (``SettlementRunLine``s), prints each progress line to
     /// standard error as it arrives, then the summary table (or the summary's JSON with `--json`).
+    func validate() throws {
+        if today && businessDate != nil { throw ValidationError("--today closes the open business day: give it or --business-date, not both") }
+    }
+
     func run() async throws {
         // Without a date the daemon picks the day, by its own cut-off, calendar and clock (one source for them).
-        let what = businessDate.map { "\($0) (as given)" } ?? "the last business day whose cut-off has passed, by the daemon's settings"
+        let what =
+            today
+            ? "the open business day, closed now (before its cut-off)"
+            : businessDate.map { "\($0) (as given)" } ?? "the last business day whose cut-off has passed, by the daemon's settings"
         FileHandle.standardError.write(Data("settling \(what) …\n".utf8))
+        let body: [String: Any] = today ? ["close_now": true] : businessDate.map { ["business_date": $0] } ?? [:]
         var request = try connection.request(
             "/settlements/run",
-            data: try JSONSerialization.data(withJSONObject: businessDate.map { ["business_date": $0] } ?? [:]),
+            data: try JSONSerialization.data(withJSONObject: body),
             contentType: "application/json"
         )
         request.setValue("application/x-ndjson", forHTTPHeaderField: "Accept")
@@ -85,7 +102,10 @@ struct Settle: AsyncParsableCommand {
         func line(_ cells: [String]) -> String {
             cells.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: "  ")
         }
-        return (["business date \(summary.business_date) (cut-off \(summary.cut_off_at))", line(header)] + rows.map(line)).joined(separator: "\n")
+        let closing =
+            summary.closed_early_by.map { "closed early at \(summary.cut_off_at) by \($0); scheduled cut-off \(summary.scheduled_cut_off_at ?? "")" }
+            ?? "cut-off \(summary.cut_off_at)"
+        return (["business date \(summary.business_date) (\(closing))", line(header)] + rows.map(line)).joined(separator: "\n")
     }
 }
 

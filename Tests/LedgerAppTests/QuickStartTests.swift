@@ -71,8 +71,15 @@ import Testing
         #expect(all.contains("Clock"), "the inventory lists the demo catalog")
         #expect(all.contains("shipped"), "the order shipped")
         #expect(all.contains("OrderShipped"), "the history shows the shipment")
-        #expect(all.contains("settling "), "ledgerd settle says which day it picked")
+        #expect(all.contains("settling the open business day"), "ledgerd settle --today says which day it closes")
+        #expect(all.contains("closed early at") && all.contains("payout_scheduled"), "the day was settled: a batch with its payout")
+        let reconciliation = try #require(outputs.first { $0.contains(#""reconciliations""#) }, "the reconciliation was shown")
+        let reply = try JSONSerialization.jsonObject(with: Data(reconciliation.utf8)) as? [String: Any]
+        #expect((reply?["breaks"] as? [Any])?.isEmpty == true && (reply?["matched"] as? Int) == 2, "\(reconciliation)")
         #expect(all.contains("rows)"), "psql answered")
+        // The auditor's psql session re-hashes the chain: one row, ok.
+        let verified = try #require(outputs.last)
+        #expect(verified.contains(" t ") && verified.contains("(1 row)"), "\(verified)")
         #expect(!all.contains("internal_error"))
         try await daemon.stop()
     }

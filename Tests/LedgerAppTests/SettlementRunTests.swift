@@ -326,6 +326,58 @@ import Testing
         }
     }
 
+    /// `{"close_now": true}` (`ledgerd settle --today`): the open business day closes now, before its cut-off, as the
+    /// operator's recorded action (in the batch's opened event and its view); the batch reconciles clean; a capture
+    /// later that day settles with the next business day, and neither a second early close nor the scheduled run
+    /// at the cut-off appends anything for the day.
+    @Test func anOperatorClosesTheOpenDayEarlyAndLaterCapturesSettleWithTheNextDay() async throws {
+        let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))  // a Wednesday
+        try await TestApp.withApp(seed: true, clock: { clock.now }) { client, services in
+            let first = try await storefront.placeOrder(client)
+            let late = try await storefront.placeOrder(client, amount: 5900)
+            try await capture(client, first, #"{"amount": "11.00"}"#)
+            clock.set(Self.instant("2026-06-17T12:00:00Z"))
+            let (status, text) = try await run(client, #"{"close_now": true}"#)
+            #expect(status == .ok, "\(text)")
+            let early = try JSONDecoder().decode(SettlementRunReply.self, from: Data(text.utf8))
+            let scheduled = EventJSON.timestamp(Self.instant("2026-06-17T22:00:00Z").epochMicroseconds)
+            #expect(early.business_date == "2026-06-17" && early.cut_off_at == EventJSON.timestamp(clock.now.epochMicroseconds))
+            #expect(early.closed_early_by?.hasPrefix("operator:") == true && early.scheduled_cut_off_at == scheduled, "\(text)")
+            #expect(early.batches.map(\.captures) == [1] && early.batches.map(\.gross) == ["11.00"])
+            #expect(early.batches.map(\.stage) == ["payout_scheduled"], "\(text)")
+            let batchID = try #require(early.batches.first?.batch_id)
+            let batch = try await view(client, batchID)
+            #expect(batch.closed_early_by == early.closed_early_by && batch.scheduled_cut_off_at == scheduled)
+            #expect(batch.cut_off_at == early.cut_off_at)
+            let reconciled = try await reconciliation(client, batchID)
+            #expect(reconciled.breaks.isEmpty && reconciled.matched == 1, "\(reconciled)")
+            // The log says who closed early, in the batch's opened event.
+            let opened = try await services.store.readStream(SettlementBatch.streamID(batchID: batchID)).first
+            #expect(opened?.type == "SettlementBatchOpened")
+            let payload = opened?.data ?? ""
+            #expect(payload.contains(#""early_close":{"requested_by":"operator:"#) && payload.contains(scheduled), "\(payload)")
+
+            // Later the same day: that capture waits for the next business day.
+            clock.set(Self.instant("2026-06-17T15:00:00Z"))
+            try await capture(client, late, #"{"amount": "22.00"}"#)
+            let head = try await services.store.head().position
+            let (againStatus, againText) = try await run(client, #"{"close_now": true}"#)
+            let again = try JSONDecoder().decode(SettlementRunReply.self, from: Data(againText.utf8))
+            #expect(againStatus == .ok && again.batches.map(\.appended_events) == [0] && again.batches.map(\.captures) == [1], "\(againText)")
+            clock.set(Self.instant("2026-06-17T22:05:00Z"))
+            let wednesday = try await settle(client, "2026-06-17")
+            #expect(wednesday.batches.map(\.appended_events) == [0] && wednesday.closed_early_by == nil)
+            #expect(try await services.store.head().position == head)
+            clock.set(Self.instant("2026-06-18T22:05:00Z"))
+            let thursday = try await settle(client, "2026-06-18")
+            #expect(thursday.batches.map(\.captures) == [1] && thursday.batches.map(\.gross) == ["22.00"], "\(thursday)")
+            let thursdayID = try #require(thursday.batches.first?.batch_id)
+            #expect(try await view(client, thursdayID).closed_early_by == nil)
+            let thursdayReconciled = try await reconciliation(client, thursdayID)
+            #expect(thursdayReconciled.breaks.isEmpty && thursdayReconciled.matched == 1, "\(thursdayReconciled)")
+        }
+    }
+
     /// The items a batch took, as the database assigned them (sql/0008), in ledger order.
     static func assigned(_ client: DatabaseClient) async throws -> [String: [SettlementBatchItem]] {
         let rows = try await client.query(
@@ -742,6 +794,9 @@ import Testing
                 ("not json", TestApp.operatorKey, 400, "invalid_json"),
                 (#"{"business_date": "2026-06-18"}"#, TestApp.auditorKey, 403, "forbidden"),
                 (#"{"business_date": "2026-06-18"}"#, nil, 401, "unauthenticated"),
+                (#"{"business_date": "2026-06-18", "close_now": true}"#, TestApp.operatorKey, 422, "invalid_field"),
+                (#"{"close_now": "yes"}"#, TestApp.operatorKey, 422, "invalid_field"),
+                (#"{"close_now": true}"#, TestApp.auditorKey, 403, "forbidden"),
             ]
             for (body, key, status, code) in cases {
                 let (got, text) = try await run(client, body, key: key)

@@ -160,6 +160,9 @@ public struct SettlementBatchOpened: LedgerEventPayload {
     @LedgerTimestamp public var cutOffAt: Date
     /// The ledger head when the batch opened: no item after it belongs to the batch.
     public var pinnedPosition: Int64
+    /// Set when an operator closed the business day before its scheduled cut-off (`cutOffAt` is then the
+    /// moment they did); nil for a day closed at its cut-off. Absent from events written before it existed.
+    public var earlyClose: SettlementEarlyClose?
 
     enum CodingKeys: String, CodingKey {
         case batchID = "batch_id"
@@ -168,6 +171,24 @@ public struct SettlementBatchOpened: LedgerEventPayload {
         case businessDate = "business_date"
         case cutOffAt = "cut_off_at"
         case pinnedPosition = "pinned_position"
+        case earlyClose = "early_close"
+    }
+}
+
+/// An operator's early close of a business day (`ledgerd settle --today`, `POST /settlements/run
+/// {"close_now": true}`): the day's batches take what was recorded until the operator asked, instead of
+/// waiting for the scheduled cut-off; what is captured later settles with the next business day. The
+/// schedule itself is unchanged: the record says who closed early and which cut-off they brought forward.
+@MemberwiseInit
+public struct SettlementEarlyClose: Codable, Hashable, Sendable {
+    /// The principal who asked (`operator:op-1`).
+    public var requestedBy: String
+    /// The cut-off the day had by the schedule.
+    @LedgerTimestamp public var scheduledCutOffAt: Date
+
+    enum CodingKeys: String, CodingKey {
+        case requestedBy = "requested_by"
+        case scheduledCutOffAt = "scheduled_cut_off_at"
     }
 }
 

@@ -94,13 +94,15 @@ public struct SettlementSteps: Hashable, Sendable {
     private var clearing: SettlementBatchCleared?
 
     /// The steps of the batch of `merchantAccount`, `currency` and `businessDate`, for a run that
-    /// opens it (if no run did) with `cutOffAt` and `pinnedPosition`. `addingBusinessDays(n, date)`
-    /// is the calendar's business date `n` business days after `date` (T+n).
+    /// opens it (if no run did) with `cutOffAt` and `pinnedPosition` (and `earlyClose` when an operator
+    /// closes the day before its scheduled cut-off). `addingBusinessDays(n, date)` is the calendar's
+    /// business date `n` business days after `date` (T+n).
     public init(
         merchantAccount: String,
         currency: Currency,
         businessDate: BusinessDate,
         cutOffAt: Date,
+        earlyClose: SettlementEarlyClose? = nil,
         pinnedPosition: Int64,
         fundingLagBusinessDays: Int,
         addingBusinessDays: (Int, BusinessDate) -> BusinessDate,
@@ -113,7 +115,8 @@ public struct SettlementSteps: Hashable, Sendable {
             currency: currency,
             businessDate: businessDate,
             cutOffAt: cutOffAt,
-            pinnedPosition: pinnedPosition
+            pinnedPosition: pinnedPosition,
+            earlyClose: earlyClose
         )
         expectedValueDate = addingBusinessDays(fundingLagBusinessDays, businessDate)
         self.maximumAttempts = maximumAttempts

@@ -27,6 +27,18 @@ public struct SettlementBatchOutcome: Sendable, Hashable {
     public let appendedEvents: Int
 }
 
+/// Which business day a settlement run closes.
+public enum SettlementDay: Sendable, Hashable {
+    /// A business day whose cut-off has passed (the scheduler's run, `ledgerd settle [--business-date]`).
+    case businessDate(BusinessDate)
+    /// The open business day — the one a capture recorded now settles in — closed now, before its cut-off, by
+    /// the operator `requestedBy` (`ledgerd settle --today`): its batches take what was recorded until now, the
+    /// early close is recorded in each batch's opened event (``SettlementEarlyClose``), and what is captured
+    /// later settles with the next business day. Settling a day is done once: a second early close, or the
+    /// scheduled cut-off later, finds the day's batches settled.
+    case openDayNow(requestedBy: String)
+}
+
 /// A settlement run of one business date: its cut-off and what happened to each batch (earlier days'
 /// batches first, when the run caught up with them).
 @MemberwiseInit
@@ -34,6 +46,8 @@ public struct SettlementRunSummary: Sendable, Hashable {
     public let businessDate: BusinessDate
     /// The instant that closed the business date.
     public let cutOffAt: Date
+    /// Set when this run closed the open day before its cut-off (``SettlementDay/openDayNow(requestedBy:)``).
+    public var earlyClose: SettlementEarlyClose?
     public let batches: [SettlementBatchOutcome]
 }
 

@@ -71,16 +71,16 @@ public struct SettlementService: Sendable {
 
     // MARK: Running
 
-    /// Settles `date`, reporting each step to `progress` as it happens.
+    /// Settles `day`, reporting each step to `progress` as it happens.
     public func run(
-        businessDate date: BusinessDate,
+        _ day: SettlementDay,
         progress: (@Sendable (SettlementProgress) -> Void)?
     ) async throws
         -> SettlementRunSummary
     {
         var reporting = self
         reporting.progressSink = progress
-        return try await reporting.run(businessDate: date)
+        return try await reporting.run(day)
     }
 
     // MARK: Progress
@@ -102,25 +102,46 @@ public struct SettlementService: Sendable {
         settings.lastClosedBusinessDay(now: clock())
     }
 
-    /// Settles `date`. Refused (nothing appended) for a day that is not a business day or whose
-    /// cut-off has not passed yet.
+    /// Settles `date`, a business day whose cut-off has passed.
     public func run(businessDate date: BusinessDate) async throws -> SettlementRunSummary {
-        guard settings.calendar.isBusinessDay(date) else {
-            throw ServiceError(
-                .invalidInput,
-                code: "not_a_business_day",
-                message: SettlementRejection.notABusinessDay(date).description,
-                field: "business_date"
-            )
-        }
-        let cutOff = settings.cutOff.instant(closing: date)
-        guard clock() >= cutOff else {
-            let local = String(format: "%02d:%02d", settings.cutOff.secondsAfterMidnight / 3600, settings.cutOff.secondsAfterMidnight % 3600 / 60)
-            throw ServiceError.conflict(
-                "cut_off_not_reached",
-                SettlementRejection.cutOffNotReached(date).description
-                    + ": its cut-off is \(RFC3339.format(cutOff.epochMicroseconds)) (\(local) \(settings.cutOff.timeZoneIdentifier)); settle it after that"
-            )
+        try await run(.businessDate(date))
+    }
+
+    /// Settles `day`. Refused (nothing appended) for a date that is not a business day or whose
+    /// cut-off has not passed yet. The open day closed now (``SettlementDay/openDayNow(requestedBy:)``)
+    /// is the business day a capture recorded now settles in, with the run's clock as its cut-off.
+    public func run(_ day: SettlementDay) async throws -> SettlementRunSummary {
+        let date: BusinessDate
+        let cutOff: Date
+        var earlyClose: SettlementEarlyClose?
+        switch day {
+        case .businessDate(let given):
+            date = given
+            guard settings.calendar.isBusinessDay(date) else {
+                throw ServiceError(
+                    .invalidInput,
+                    code: "not_a_business_day",
+                    message: SettlementRejection.notABusinessDay(date).description,
+                    field: "business_date"
+                )
+            }
+            cutOff = settings.cutOff.instant(closing: date)
+            guard clock() >= cutOff else {
+                let local = String(
+                    format: "%02d:%02d",
+                    settings.cutOff.secondsAfterMidnight / 3600,
+                    settings.cutOff.secondsAfterMidnight % 3600 / 60
+                )
+                throw ServiceError.conflict(
+                    "cut_off_not_reached",
+                    SettlementRejection.cutOffNotReached(date).description
+                        + ": its cut-off is \(RFC3339.format(cutOff.epochMicroseconds)) (\(local) \(settings.cutOff.timeZoneIdentifier)); settle it after that, or close it now (close_now)"
+                )
+            }
+        case .openDayNow(let actor):
+            cutOff = clock()
+            date = settings.businessDay(settling: cutOff)
+            earlyClose = SettlementEarlyClose(requestedBy: actor, scheduledCutOffAt: settings.cutOff.instant(closing: date))
         }
         return try await lock.withLock("settlement") {
             // Earlier business days with unsettled items first, in order: a missed night is caught
@@ -140,16 +161,23 @@ public struct SettlementService: Sendable {
             for day in days {
                 // An earlier day's batch finished before (it only shows up because an item recorded
                 // after its pin is still waiting for the next batch) is not news.
-                outcomes += try await settleDay(day, batches: &batches).filter { day == date || $0.appendedEvents > 0 }
+                let closing = day == date ? (cutOff, earlyClose) : (settings.cutOff.instant(closing: day), nil)
+                outcomes += try await settleDay(day, cutOff: closing.0, earlyClose: closing.1, batches: &batches)
+                    .filter { day == date || $0.appendedEvents > 0 }
             }
             try await recordPaidPayouts(today: settings.cutOff.localDate(of: clock()), batches: batches)
-            return SettlementRunSummary(businessDate: date, cutOffAt: cutOff, batches: outcomes)
+            return SettlementRunSummary(businessDate: date, cutOffAt: cutOff, earlyClose: earlyClose, batches: outcomes)
         }
     }
 
-    /// One business day: a batch per currency with items, or with a batch already begun.
-    func settleDay(_ date: BusinessDate, batches: inout SettlementBatches) async throws -> [SettlementBatchOutcome] {
-        let cutOff = settings.cutOff.instant(closing: date)
+    /// One business day closing at `cutOff` (early, by `earlyClose`, or at its schedule): a batch per
+    /// currency with items, or with a batch already begun (which keeps the cut-off it opened with).
+    func settleDay(
+        _ date: BusinessDate,
+        cutOff: Date,
+        earlyClose: SettlementEarlyClose?,
+        batches: inout SettlementBatches
+    ) async throws -> [SettlementBatchOutcome] {
         let pinned = try await store.head().position
         var currencies = Set(try await unsettledCurrencies(through: pinned, before: cutOff))
         for state in batches.states where state.opened.businessDate == date && state.opened.merchantAccount == merchantAccount {
@@ -158,7 +186,9 @@ public struct SettlementService: Sendable {
         var outcomes: [SettlementBatchOutcome] = []
         for code in currencies.sorted() {
             guard let currency = Currency(code: code) else { continue }
-            outcomes.append(try await settle(date: date, currency: currency, cutOff: cutOff, pinned: pinned, batches: &batches))
+            outcomes.append(
+                try await settle(date: date, currency: currency, cutOff: cutOff, earlyClose: earlyClose, pinned: pinned, batches: &batches)
+            )
         }
         return outcomes
     }
@@ -170,6 +200,7 @@ public struct SettlementService: Sendable {
         date: BusinessDate,
         currency: Currency,
         cutOff: Date,
+        earlyClose: SettlementEarlyClose?,
         pinned: Int64,
         batches: inout SettlementBatches
     ) async throws -> SettlementBatchOutcome {
@@ -178,6 +209,7 @@ public struct SettlementService: Sendable {
             currency: currency,
             businessDate: date,
             cutOffAt: cutOff,
+            earlyClose: earlyClose,
             pinnedPosition: pinned,
             fundingLagBusinessDays: settings.fundingLagBusinessDays,
             addingBusinessDays: settings.calendar.adding(businessDays:to:),
