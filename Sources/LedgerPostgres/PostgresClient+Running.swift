@@ -20,7 +20,13 @@ public func withPostgresClient<T: Sendable>(
     logger: Logger,
     _ body: @Sendable (DatabaseClient) async throws -> T
 ) async throws -> T {
-    let pool = DatabaseClient(hosts: hosts, backgroundLogger: logger)
+    // The pool's own log (PostgresNIO's background logger) at notice or above: it opens connections ahead of need, and
+    // one still opening when `body` is done fails as the scope closes — PostgresNIO logs that at info as "Connection
+    // creation failed" (clientClosedConnection), which a successful `ledgerd audit verify` printed (issue 34). A
+    // connection the body needed and could not get is its error, thrown, not this log.
+    var background = logger
+    background.logLevel = max(logger.logLevel, .notice)
+    let pool = DatabaseClient(hosts: hosts, backgroundLogger: background)
     return try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { await pool.run() }
         defer { group.cancelAll() }

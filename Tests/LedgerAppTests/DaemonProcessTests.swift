@@ -14,6 +14,32 @@ import FoundationNetworking
 /// The newcomer's path: `ledgerd serve` with no database configured brings up the embedded
 /// cluster and `/health`; SIGTERM shuts everything down and leaves no PostgreSQL behind.
 @Suite(.machine(.shared)) struct DaemonProcessTests {
+    /// At the default log level (info, as a newcomer runs them), an auditor's offline commands beside a running daemon
+    /// print their report and nothing else: no pool noise (a connection the scoped pool was still opening as it closed
+    /// printed `PSQLError … Connection creation failed` after a successful verify, about one run in two), no warning.
+    @Test(.timeLimit(.minutes(3))) func auditCommandsBesideARunningDaemonPrintOnlyTheirReport() async throws {
+        let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-quiet-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: dataDirectory) }
+        let log = URL(fileURLWithPath: "\(dataDirectory.path).log")
+        defer { try? FileManager.default.removeItem(at: log) }
+        let daemon = try await DaemonProcess.start(dataDirectory: dataDirectory, port: TestPorts.free(), logFile: log)
+        defer { daemon.process.terminate() }
+        try #require(daemon.health != nil, "\(daemon.output())")
+        let environment = DaemonProcess.environment(["LEDGERD_LOG_LEVEL": nil])
+        for round in 0..<4 {
+            for arguments in [["audit", "verify"], ["audit", "verify", "--snapshots"]] {
+                let run = try await DaemonProcess.run(arguments + ["--data-dir", dataDirectory.path], environment: environment)
+                #expect(run.status == 0, "\(arguments) \(round): \(run.output)")
+                let lines = run.output.split(separator: "\n")
+                #expect(
+                    lines.allSatisfy { $0.hasPrefix("swift verifier:") || $0.hasPrefix("snapshots:") },
+                    "\(arguments), round \(round), printed more than its report:\n\(run.output)"
+                )
+            }
+        }
+        try await daemon.stop()
+    }
+
     @Test(.timeLimit(.minutes(3))) func serveComesUpWithTheEmbeddedDatabaseAndShutsDownCleanly() async throws {
         let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-proc-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: dataDirectory) }
