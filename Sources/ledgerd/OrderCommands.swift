@@ -24,29 +24,15 @@ struct Order: AsyncParsableCommand {
         var url: String?
         @Option(help: "Operator API key (default: LEDGERD_API_KEY, the first of LEDGERD_OPERATOR_KEYS, or the embedded daemon's api-keys.json).")
         var apiKey: String?
-        @Option(help: "Idempotency key: the same key and arguments apply once (default: a new key per invocation).")
-        var idempotencyKey: String?
-
-        /// POSTs `body` to `/orders/{id}/{operation}`, prints the reply, and fails on a non-2xx status. Without
-        /// `--idempotency-key` the invocation makes its own (the daemon requires one for the operations that move
-        /// money); when the daemon may have applied it without answering, ``reaching(_:_:)`` names the key to retry with.
-        func send(_ operation: String, order: String, body: [String: Any]) async throws {
-            guard let escaped = order.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) else { throw ValidationError("invalid order id") }
-            var connection = self
-            if connection.idempotencyKey == nil { connection.idempotencyKey = "cli-\(UUID().uuidString.lowercased())" }
-            let (status, data) = try await connection.post("/orders/\(escaped)/\(operation)", body: body)
-            print(String(decoding: data, as: UTF8.self))
-            guard (200..<300).contains(status) else { throw ExitCode(status == 402 ? 2 : 1) }
-        }
 
         /// POSTs a JSON body to `path` with the operator key; returns the status and the reply.
-        func post(_ path: String, body: [String: Any]) async throws -> (status: Int, body: Data) {
-            try await post(path, data: try JSONSerialization.data(withJSONObject: body), contentType: "application/json")
+        func post(_ path: String, body: [String: Any], idempotencyKey: String? = nil) async throws -> (status: Int, body: Data) {
+            try await post(path, data: try JSONSerialization.data(withJSONObject: body), contentType: "application/json", idempotencyKey: idempotencyKey)
         }
 
         /// POSTs raw bytes to `path` with the operator key; returns the status and the reply.
-        func post(_ path: String, data body: Data, contentType: String) async throws -> (status: Int, body: Data) {
-            let request = try request(path, data: body, contentType: contentType)
+        func post(_ path: String, data body: Data, contentType: String, idempotencyKey: String? = nil) async throws -> (status: Int, body: Data) {
+            let request = try request(path, data: body, contentType: contentType, idempotencyKey: idempotencyKey)
             let (data, response) = try await Self.reaching(request) { try await URLSession.shared.data(for: request) }
             return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
         }
@@ -95,7 +81,7 @@ struct Order: AsyncParsableCommand {
         }
 
         /// A POST of `body` to `path` with the operator key (and the idempotency key, if any).
-        func request(_ path: String, data body: Data, contentType: String) throws -> URLRequest {
+        func request(_ path: String, data body: Data, contentType: String, idempotencyKey: String? = nil) throws -> URLRequest {
             let key = try apiKey ?? APIKeys.operatorKey(for: common.configuration())
             guard let target = URL(string: try baseURL() + path) else { throw ValidationError("invalid URL") }
             var request = URLRequest(url: target)
@@ -108,12 +94,31 @@ struct Order: AsyncParsableCommand {
         }
     }
 
+    /// The options of an operation on an order: the daemon to reach, and the operation's idempotency key (only these
+    /// commands take one: the daemon requires it for the operations that move money).
+    struct Operation: ParsableArguments {
+        @OptionGroup var connection: Connection
+        @Option(help: "Idempotency key: the same key and arguments apply once (default: a new key per invocation).")
+        var idempotencyKey: String?
+
+        /// POSTs `body` to `/orders/{id}/{operation}`, prints the reply, and fails on a non-2xx status. Without
+        /// `--idempotency-key` the invocation makes its own; when the daemon may have applied it without answering,
+        /// ``Connection/reaching(_:_:)`` names the key to retry with.
+        func send(_ operation: String, order: String, body: [String: Any]) async throws {
+            guard let escaped = order.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) else { throw ValidationError("invalid order id") }
+            let key = idempotencyKey ?? "cli-\(UUID().uuidString.lowercased())"
+            let (status, data) = try await connection.post("/orders/\(escaped)/\(operation)", body: body, idempotencyKey: key)
+            print(String(decoding: data, as: UTF8.self))
+            guard (200..<300).contains(status) else { throw ExitCode(status == 402 ? 2 : 1) }
+        }
+    }
+
     struct Capture: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Capture part or all of the open amount.")
         @Argument(help: "Order id.") var order: String
         @Option(help: "Amount, e.g. 12.50 (default: all that is open).") var amount: String?
         @Flag(help: "Final capture: release the rest of the hold.") var final = false
-        @OptionGroup var connection: Connection
+        @OptionGroup var connection: Operation
         func run() async throws {
             var body: [String: Any] = ["final": final]
             if let amount { body["amount"] = amount }
@@ -125,7 +130,7 @@ struct Order: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Ask the issuer to add to the hold (exit 2 when declined).")
         @Argument(help: "Order id.") var order: String
         @Option(help: "Amount to add, e.g. 5.00.") var amount: String
-        @OptionGroup var connection: Connection
+        @OptionGroup var connection: Operation
         func run() async throws { try await connection.send("increment", order: order, body: ["amount": amount]) }
     }
 
@@ -133,7 +138,7 @@ struct Order: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Void part or all of the open amount (all: the order is cancelled).")
         @Argument(help: "Order id.") var order: String
         @Option(help: "Amount (default: all that is open).") var amount: String?
-        @OptionGroup var connection: Connection
+        @OptionGroup var connection: Operation
         func run() async throws { try await connection.send("void", order: order, body: amount.map { ["amount": $0] } ?? [:]) }
     }
 
@@ -142,7 +147,7 @@ struct Order: AsyncParsableCommand {
         @Argument(help: "Order id.") var order: String
         @Option(help: "Amount, e.g. 10.00.") var amount: String
         @Option(help: "Why (kept in the ledger).") var reason: String
-        @OptionGroup var connection: Connection
+        @OptionGroup var connection: Operation
         func run() async throws { try await connection.send("refund", order: order, body: ["amount": amount, "reason": reason]) }
     }
 
@@ -151,7 +156,7 @@ struct Order: AsyncParsableCommand {
         @Argument(help: "Order id.") var order: String
         @Option(help: "Carrier.") var carrier: String?
         @Option(help: "Tracking number.") var tracking: String?
-        @OptionGroup var connection: Connection
+        @OptionGroup var connection: Operation
         func run() async throws {
             var body: [String: Any] = [:]
             if let carrier { body["carrier"] = carrier }
