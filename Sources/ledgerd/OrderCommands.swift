@@ -27,7 +27,8 @@ struct Order: AsyncParsableCommand {
 
         /// POSTs a JSON body to `path` with the operator key; returns the status and the reply.
         func post(_ path: String, body: [String: Any], idempotencyKey: String? = nil) async throws -> (status: Int, body: Data) {
-            try await post(path, data: try JSONSerialization.data(withJSONObject: body), contentType: "application/json", idempotencyKey: idempotencyKey)
+            let data = try JSONSerialization.data(withJSONObject: body)
+            return try await post(path, data: data, contentType: "application/json", idempotencyKey: idempotencyKey)
         }
 
         /// POSTs raw bytes to `path` with the operator key; returns the status and the reply.
