@@ -592,8 +592,13 @@ public enum SettlementConservation {
     public static func lineViolation(_ line: SettlementReportLine) -> String? {
         guard line.type != .merchantPayout else { return nil }
         if line.signedNetMinorUnits != line.signedGrossMinorUnits - line.totalFeesMinorUnits {
-            return
-                "line \(line.modificationMerchantReference): net \(line.signedNetMinorUnits) ≠ gross \(line.signedGrossMinorUnits) − fees \(line.totalFeesMinorUnits)"
+            // Amounts as people read them: decimal strings in the line's currency (its net currency, else its gross).
+            guard let currency = line.netCurrency ?? line.grossCurrency else {
+                return "line \(line.modificationMerchantReference): net ≠ gross − fees (the line names no currency)"
+            }
+            func amount(_ units: Int64) -> String { "\(Money(minorUnits: units, currency: currency).decimalString) \(currency.code)" }
+            return "line \(line.modificationMerchantReference): net \(amount(line.signedNetMinorUnits)) ≠ gross "
+                + "\(amount(line.signedGrossMinorUnits)) − fees \(amount(line.totalFeesMinorUnits))"
         }
         return nil
     }

@@ -146,7 +146,10 @@ import Testing
                 && cleared.net == usd("2.88")
         )
         #expect(lines.allSatisfy { SettlementConservation.lineViolation($0) == nil })
-        #expect(SettlementConservation.lineViolation(line(.settled, gross: 500, interchange: 8, scheme: 1, markup: 4, net: 488)) != nil)
+        #expect(
+            SettlementConservation.lineViolation(line(.settled, gross: 500, interchange: 8, scheme: 1, markup: 4, net: 488))
+                == "line r: net 4.88 USD ≠ gross 5.00 USD − fees 0.13 USD"
+        )
         #expect(SettlementConservation.payoutViolation(lines: lines, payout: usd("2.88")) == nil)
         // Amounts in the message as people read them: decimal, with the currency.
         #expect(SettlementConservation.payoutViolation(lines: lines, payout: usd("1.88")) == "Σ line nets 2.88 USD ≠ payout 1.88 USD")
