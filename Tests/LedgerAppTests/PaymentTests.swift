@@ -169,6 +169,23 @@ import Testing
         }
     }
 
+    /// A replay answers what the first request answered, byte for byte — not the order as it stands after the back
+    /// office captured and shipped it (it answered "shipped" before) — and appends nothing.
+    @Test func aReplayAfterTheOrderMovedOnAnswersTheFirstReply() async throws {
+        try await TestApp.withApp(seed: true) { client, services in
+            let first = try await storefront.pay(client, StorefrontDriver.paymentBody(), key: "checkout-43")
+            #expect(first.0 == .ok && first.1.contains(#""order_status":"authorized""#), "\(first.1)")
+            let order = try WireJSON.decode(PaymentReply.self, from: first.1).order_id
+            let captured = try await BackOfficeDriver().operate(client, order, "capture", #"{"amount": "20.00"}"#)
+            let shipped = try await BackOfficeDriver().operate(client, order, "ship", "{}")
+            #expect(captured.0 == .ok && shipped.0 == .ok, "\(captured) \(shipped)")
+            let head = try await services.store.head().position
+            let replay = try await storefront.pay(client, StorefrontDriver.paymentBody(), key: "checkout-43")
+            #expect(replay.0 == .ok && replay.1 == first.1, "\(replay.1)\nfirst: \(first.1)")
+            #expect(try await services.store.head().position == head)
+        }
+    }
+
     /// An acquirer that forwards to the model but "crashes" around the call: either before the
     /// model sees it, or after it answered (the answer is lost, as when the daemon dies).
     final class CrashingAcquirer: AcquirerModelWrapper, @unchecked Sendable {

@@ -18,17 +18,21 @@ import Testing
         let capturePolicy: CapturePolicy
         let state: Mutex<(ledger: InMemoryLedger, acquirer: [AuthorizationAttempt], query: PaymentQueryResult?, taken: [String])>
         let captureSucceeds: Bool
+        /// The order as the earlier request's appends left it (``PaymentActions/firstOrder(_:)``); nil: as it stands.
+        let first: OrderState?
 
         init(
             _ ledger: InMemoryLedger,
             acquirer: [AuthorizationAttempt],
             query: PaymentQueryResult? = nil,
             capture: CapturePolicy = .onShipment,
-            captureSucceeds: Bool = true
+            captureSucceeds: Bool = true,
+            first: OrderState? = nil
         ) {
             state = Mutex((ledger, acquirer, query, []))
             capturePolicy = capture
             self.captureSucceeds = captureSucceeds
+            self.first = first
         }
 
         var taken: [String] { state.withLock { $0.taken } }
@@ -68,7 +72,14 @@ import Testing
             }
         }
 
-        func captureAtAuthorization(_ order: OrderID) async -> Bool {
+        func firstOrder(_ id: OrderID) async throws -> OrderState? {
+            state.withLock {
+                $0.taken.append("first")
+                return first ?? $0.ledger.orders[id]
+            }
+        }
+
+        func captureAtAuthorization(_ order: OrderID, correlation: String) async -> Bool {
             state.withLock {
                 $0.taken.append("capture")
                 guard captureSucceeds, let hold = $0.ledger.holds[order] else { return false }
@@ -228,9 +239,33 @@ import Testing
         )
         let steps = Steps(ledger, acquirer: [])
         let answer = try await pay(steps, .replayed(Self.orderID))
-        #expect(steps.taken == ["load", "load", "hold"])
+        #expect(steps.taken == ["load", "load", "first", "hold"])
         #expect(answer.result == .succeeded)
         #expect(answer.authCode == "A1B2C3")
+    }
+
+    /// A replay answers what the earlier request answered: the order as that request left it (authorized), not as it
+    /// stands after a shipment captured it; but a payment that request left undecided is answered as decided since.
+    @Test func aReplayAnswersTheFirstRequestsOrderUnlessItLeftThePaymentUndecided() async throws {
+        var ledger = try Self.opened()
+        let pending = ledger.orders[Self.orderID]!
+        try ledger.commit(
+            try PaymentFlow.recordAuthorization(Responses.approved(pending), order: pending, products: ledger.products(for: pending), context: ctx)
+                .get()
+        )
+        let authorized = ledger.orders[Self.orderID]!
+        try ledger.commit(try Self.captureInFull(ledger.holds[Self.orderID]!, order: authorized))
+        #expect(ledger.orders[Self.orderID]!.status != authorized.status, "the capture moved the order on")
+        let steps = Steps(ledger, acquirer: [], first: authorized)
+        let answer = try await pay(steps, .replayed(Self.orderID))
+        #expect(steps.taken == ["load", "load", "first", "hold"])
+        #expect(answer.orderStatus == authorized.status && answer.result == .succeeded && answer.authCode == "A1B2C3")
+        // The earlier request answered "not charged" (the order still pending): the replay answers the decision since.
+        let undecided = Steps(ledger, acquirer: [], first: pending)
+        let decided = try await pay(undecided, .replayed(Self.orderID))
+        #expect(decided.orderStatus == ledger.orders[Self.orderID]!.status && decided.result == .succeeded)
+        #expect(PaymentWorkflow.replayed(first: pending, current: authorized) == authorized)
+        #expect(PaymentWorkflow.replayed(first: authorized, current: pending) == authorized)
     }
 
     @Test func aReplayOfADeclinedPaymentAnswersTheDeclineWithoutReadingAHold() async throws {
@@ -247,7 +282,7 @@ import Testing
         )
         let steps = Steps(ledger, acquirer: [])
         let answer = try await pay(steps, .replayed(Self.orderID))
-        #expect(steps.taken == ["load", "load"])
+        #expect(steps.taken == ["load", "load", "first"])
         #expect(answer.result == .declined)
         #expect(answer.declineCode == "43")
     }

@@ -10,13 +10,16 @@ import LedgerMacros
 /// | step | given | decision |
 /// |---|---|---|
 /// | ``opened(_:)`` | the order was opened | ``PaymentStep/loadOrder(_:)`` that order |
-/// | | the append replayed an earlier request with the same key | ``PaymentStep/loadOrder(_:)`` the earlier request's order: carry on with it, or answer for it |
+/// | | the append replayed an earlier request with the same key | ``PaymentStep/loadReplayedOrder(_:)`` the earlier request's order |
 /// | | the key was used for a different payment | ``PaymentStep/fail(_:)`` ``PaymentFailure/idempotencyConflict`` |
 /// | | every decision met a product another process kept moving | fail, ``PaymentFailure/busy`` |
 /// | | another payment took the Apple Pay token's transaction id | fail, ``PaymentFailure/applePayReplayed`` |
 /// | ``loaded(_:)`` | no such order | fail, ``PaymentFailure/orderMissing`` |
 /// | | the order waits for payment (pending, or outcome unknown) | ``PaymentStep/authorize(_:)`` it (the acquirer is idempotent by the order's reference) |
-/// | | the order is past payment (an earlier request's, settled) | ``PaymentStep/answer(_:)``: the order as it stands |
+/// | | the order is past payment | ``PaymentStep/answer(_:)``: the order as it stands |
+/// | ``loadedForReplay(_:)`` | no such order | fail, ``PaymentFailure/orderMissing`` |
+/// | | the order waits for payment (the earlier request died before the acquirer answered) | ``PaymentStep/authorize(_:)`` it: this request carries on |
+/// | | the order is past payment | ``PaymentStep/answerFirst(_:)``: what the earlier request answered (``replayed(first:current:)``) |
 /// | ``authorized(_:_:)`` | the acquirer could not be reached | ``PaymentStep/reply(_:)`` not charged, code 96 (system error); the order stays pending for recovery |
 /// | | it answered | ``PaymentStep/record(_:on:)`` the answer |
 /// | ``recorded(_:order:hold:capturePolicy:)`` | approved, and the policy captures at authorization | ``PaymentStep/capture(_:)`` the whole amount |
@@ -31,7 +34,8 @@ public enum PaymentWorkflow {
     /// The first step, on the outcome of the order's append.
     public static func opened(_ opening: PaymentOpening) -> PaymentStep {
         switch opening {
-        case .opened(let order), .replayed(let order): return .loadOrder(order)
+        case .opened(let order): return .loadOrder(order)
+        case .replayed(let order): return .loadReplayedOrder(order)
         case .idempotencyConflict: return .fail(.idempotencyConflict)
         case .contended: return .fail(.busy)
         case .applePayTransactionUsed: return .fail(.applePayReplayed)
@@ -42,6 +46,21 @@ public enum PaymentWorkflow {
     public static func loaded(_ order: OrderState?) -> PaymentStep {
         guard let order else { return .fail(.orderMissing) }
         return order.status.awaitsPayment ? .authorize(order) : .answer(order.id)
+    }
+
+    /// On the order a replay names, as read (after ``PaymentStep/loadReplayedOrder(_:)``): a payment the earlier
+    /// request left waiting is carried on; a decided one is answered as the earlier request answered it.
+    public static func loadedForReplay(_ order: OrderState?) -> PaymentStep {
+        guard let order else { return .fail(.orderMissing) }
+        return order.status.awaitsPayment ? .authorize(order) : .answerFirst(order.id)
+    }
+
+    /// The order a replay is answered for: `first`, the order as the earlier request's own appends left it (what that
+    /// request answered: a capture, shipment or refund since does not change the replay) — unless that request left
+    /// the payment undecided (it answered "not charged": the acquirer was unreachable, or the outcome unknown and not
+    /// resolved on the spot), then the decision made since: `current`, the order as it stands.
+    public static func replayed(first: OrderState, current: OrderState) -> OrderState {
+        first.status.awaitsPayment ? current : first
     }
 
     /// On what the acquirer's authorization call returned.
@@ -147,6 +166,8 @@ public enum AuthorizationAttempt: Hashable, Sendable {
 public enum PaymentStep: Hashable, Sendable {
     /// Read this order, then ``PaymentWorkflow/loaded(_:)``.
     case loadOrder(OrderID)
+    /// Read the order an earlier request with the same idempotency key opened, then ``PaymentWorkflow/loadedForReplay(_:)``.
+    case loadReplayedOrder(OrderID)
     /// Call the acquirer for the order's total, then ``PaymentWorkflow/authorized(_:_:)``.
     case authorize(OrderState)
     /// Record the acquirer's answer (``PaymentFlow/recordAuthorization(_:order:products:context:)``, in the writer's
@@ -160,6 +181,9 @@ public enum PaymentStep: Hashable, Sendable {
     /// Read the order (and its hold when ``PaymentWorkflow/answerShowsHold(_:)``) as it stands and reply
     /// ``PaymentWorkflow/answer(_:hold:acquirerUnavailable:)``.
     case answer(OrderID)
+    /// Read the order as the earlier request's appends left it and as it stands, and reply
+    /// ``PaymentWorkflow/answer(_:hold:acquirerUnavailable:)`` for ``PaymentWorkflow/replayed(first:current:)``.
+    case answerFirst(OrderID)
     case reply(PaymentAnswer)
     case fail(PaymentFailure)
 }

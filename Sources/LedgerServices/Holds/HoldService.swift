@@ -62,6 +62,18 @@ public struct HoldService: Sendable {
         idempotencyKey: String?,
         actor: String
     ) async throws -> HoldOperationOutcome {
+        try await perform(orderID: raw, request, idempotencyKey: idempotencyKey, actor: actor, correlationID: nil)
+    }
+
+    /// ``perform(orderID:_:idempotencyKey:actor:)`` as part of a larger request `correlationID` (the automatic capture,
+    /// of its payment: a replay of the payment finds its events by it); nil: a request of its own.
+    public func perform(
+        orderID raw: String,
+        _ request: HoldOperationRequest,
+        idempotencyKey: String?,
+        actor: String,
+        correlationID: String?
+    ) async throws -> HoldOperationOutcome {
         // Decided on this process's cached states (as payments are): every write of this process goes
         // through the same aggregate store, and another daemon's change makes the acquirer refuse or the
         // append conflict, after which the answer is recorded on fresh reads.
@@ -80,7 +92,7 @@ public struct HoldService: Sendable {
             key: key,
             idempotency: ledgerKey,
             metadata: EventMetadata(
-                correlationID: UUID().uuidString.lowercased(),
+                correlationID: correlationID ?? UUID().uuidString.lowercased(),
                 actor: actor,
                 command: request.kind.rawValue.capitalized + "Hold",
                 idempotencyKey: idempotencyKey

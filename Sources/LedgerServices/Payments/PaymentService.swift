@@ -379,8 +379,12 @@ package protocol PaymentActions: Sendable {
     func authorize(_ order: OrderState, paying method: PaymentMethodData) async -> AuthorizationAttempt
     /// Records the acquirer's answer; returns the order and its hold after it.
     func record(_ response: AuthorizationResponse, for order: OrderState, correlation: String) async throws -> (order: OrderState, hold: HoldState?)
-    /// Captures the whole amount, keyed by the order; false when it failed (logged).
-    func captureAtAuthorization(_ order: OrderID) async -> Bool
+    /// The order as the request that opened it left it: its stream folded through the last event that request
+    /// appended (the events carrying its correlation id: the order's opening, the acquirer's answer, the automatic
+    /// capture, a recovery on the spot). Nil when there is no such order.
+    func firstOrder(_ id: OrderID) async throws -> OrderState?
+    /// Captures the whole amount, keyed by the order, as part of the payment `correlation`; false when it failed (logged).
+    func captureAtAuthorization(_ order: OrderID, correlation: String) async -> Bool
     /// Asks the acquirer about the order now and records what it says; false when it could not be resolved yet.
     func resolveNow(_ order: OrderID, correlation: String) async -> Bool
 }
@@ -393,15 +397,20 @@ extension PaymentActions {
         while true {
             switch step {
             case .loadOrder(let id): step = PaymentWorkflow.loaded(try await order(id))
+            case .loadReplayedOrder(let id): step = PaymentWorkflow.loadedForReplay(try await order(id))
             case .authorize(let order): step = PaymentWorkflow.authorized(order, await authorize(order, paying: method))
             case .record(let response, let order):
                 let recorded = try await record(response, for: order, correlation: correlation)
                 step = PaymentWorkflow.recorded(response, order: recorded.order, hold: recorded.hold, capturePolicy: capturePolicy)
-            case .capture(let id): step = PaymentWorkflow.captured(id, succeeded: await captureAtAuthorization(id))
+            case .capture(let id): step = PaymentWorkflow.captured(id, succeeded: await captureAtAuthorization(id, correlation: correlation))
             case .recover(let id): step = PaymentWorkflow.recovered(id, resolved: await resolveNow(id, correlation: correlation))
             case .answer(let id):
                 guard let order = try await order(id) else { throw PaymentFailure.orderMissing }
                 return PaymentWorkflow.answer(order, hold: PaymentWorkflow.answerShowsHold(order) ? try await hold(id) : nil)
+            case .answerFirst(let id):
+                guard let current = try await order(id), let first = try await firstOrder(id) else { throw PaymentFailure.orderMissing }
+                let answered = PaymentWorkflow.replayed(first: first, current: current)
+                return PaymentWorkflow.answer(answered, hold: PaymentWorkflow.answerShowsHold(answered) ? try await hold(id) : nil)
             case .reply(let answer): return answer
             case .fail(let failure): throw failure
             }
@@ -427,13 +436,25 @@ extension PaymentService: PaymentActions {
         }
     }
 
-    package func captureAtAuthorization(_ order: OrderID) async -> Bool {
+    package func firstOrder(_ id: OrderID) async throws -> OrderState? {
+        let events = try await aggregates.store.readStream(id.streamID)
+        func correlation(_ event: RecordedEvent) -> String? {
+            (try? LedgerJSON.decode(EventMetadata.self, from: event.metadata))?.correlationID
+        }
+        guard let opening = events.first.flatMap(correlation), let last = events.lastIndex(where: { correlation($0) == opening }) else {
+            return nil
+        }
+        return try StateHistory.fold(Array(events[...last])).orders[id]
+    }
+
+    package func captureAtAuthorization(_ order: OrderID, correlation: String) async -> Bool {
         do {
             _ = try await holds.perform(
                 orderID: order.rawValue,
                 HoldOperationRequest(kind: .capture, isFinal: true),
                 idempotencyKey: "automatic-capture",
-                actor: "capture-policy"
+                actor: "capture-policy",
+                correlationID: correlation
             )
             return true
         } catch {
