@@ -16,7 +16,10 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        // One trait, so one -D define: with two (its defaults, ConfigurationSupport and FullFoundation) SwiftPM wrote them in
+        // a random order per invocation, a changed command that recompiled Hummingbird (108 files, 15–20 s) on about every
+        // other `swift run` (issue 34). The ledger does not use Hummingbird's swift-configuration readers.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: ["FullFoundation"]),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
