@@ -300,7 +300,7 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     feedRoutes.registerReads(on: reads)
     feedRoutes.registerChanges(on: changes)
     if let transparency = services.transparency {
-        let routes = TransparencyRoutes(log: transparency)
+        let routes = TransparencyRoutes(log: transparency, isPublic: configuration.logPublic)
         if configuration.logPublic { routes.register(on: router) } else { routes.register(on: reads) }
     }
     return router

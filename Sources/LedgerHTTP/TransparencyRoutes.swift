@@ -14,8 +14,14 @@ import LedgerServices
 ///   (``InclusionProofFile``, ``ConsistencyProofFile``), what `ledgerd audit verify-proof` checks offline.
 public struct TransparencyRoutes: Sendable {
     let log: TransparencyLog
+    /// Served without a key (`LEDGERD_LOG_PUBLIC`): full tiles may then be kept by shared caches; behind a key they are
+    /// `private` (a shared cache would otherwise keep and hand out an authenticated reply, RFC 9111 §3.5).
+    let isPublic: Bool
 
-    public init(log: TransparencyLog) { self.log = log }
+    public init(log: TransparencyLog, isPublic: Bool = false) {
+        self.log = log
+        self.isPublic = isPublic
+    }
 
     public func register<Routes: RouterMethods>(on routes: Routes) where Routes.Context == LedgerRequestContext {
         routes.get("/log/checkpoint") { _, _ -> Response in
@@ -36,7 +42,8 @@ public struct TransparencyRoutes: Sendable {
                 }
                 return Self.bytes(
                     try await log.entryBundle(index: bundle.index, width: bundle.width),
-                    immutable: bundle.width == LogTile.fullWidth
+                    immutable: bundle.width == LogTile.fullWidth,
+                    isPublic: isPublic
                 )
             }
             guard let slash = path.firstIndex(of: "/"), let level = Int(path[..<slash]), (0...7).contains(level),
@@ -45,7 +52,7 @@ public struct TransparencyRoutes: Sendable {
                 throw APIError.badRequest("invalid_tile_path", "a tile is tile/<L>/<N>[.p/<W>] (L from 0 to 7)", field: "path")
             }
             let tile = LogTile(level: level, index: parsed.index, width: parsed.width)
-            return Self.bytes(try await log.tile(tile), immutable: tile.isFull)
+            return Self.bytes(try await log.tile(tile), immutable: tile.isFull, isPublic: isPublic)
         }
         routes.get("/log/proof/inclusion") { request, _ -> Response in
             let query = request.uri.queryParameters
@@ -90,11 +97,11 @@ public struct TransparencyRoutes: Sendable {
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
-    static func bytes(_ bytes: [UInt8], immutable: Bool) -> Response {
+    static func bytes(_ bytes: [UInt8], immutable: Bool, isPublic: Bool) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "application/octet-stream"
         // Full tiles never change; a partial one is replaced by a wider one as the log grows.
-        headers[.cacheControl] = immutable ? "public, max-age=31536000, immutable" : "no-cache, max-age=1"
+        headers[.cacheControl] = immutable ? "\(isPublic ? "public" : "private"), max-age=31536000, immutable" : "no-cache, max-age=1"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 }

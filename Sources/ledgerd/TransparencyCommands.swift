@@ -13,7 +13,7 @@ struct Prove: AsyncParsableCommand {
         discussion: "Check it offline with `ledgerd audit verify-proof`. An inclusion proof of the current size carries its signed checkpoint."
     )
     @OptionGroup var common: CommonOptions
-    @Option(help: "The event's position (leaf position − 1).") var position: Int64?
+    @Option(help: "The event's position (its leaf's index + 1).") var position: Int64?
     @Option(help: "The tree size to prove it in (default: the current one).") var size: UInt64?
     @Option(help: "The older tree size.") var from: UInt64?
     @Option(help: "The newer tree size.") var to: UInt64?

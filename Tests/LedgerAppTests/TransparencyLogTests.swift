@@ -108,6 +108,8 @@ import Testing
                 #expect(status == 200 && headers[.contentType] == "application/octet-stream", "\(path)")
                 #expect(bytes == reference.tile(tile), "\(path)")
                 #expect(headers[.cacheControl]?.contains("immutable") == tile.isFull, "\(path)")
+                // Behind the auditor key: never for shared caches.
+                #expect(headers[.cacheControl]?.contains("public") == false, "\(path): \(headers[.cacheControl] ?? "")")
             }
             // Entry bundles: each leaf's data, a uint16 length (32) before it, hashing to the level-0 tile.
             let (bundleStatus, _, bundle) = try await Self.get(client, "/log/tile/entries/002.p/88")
@@ -186,8 +188,11 @@ import Testing
             #expect(try await Self.get(client, "/log/checkpoint", headers: [:]).0 == 401)
         }
         try await TestApp.withApp(environment: ["LEDGERD_LOG_PUBLIC": "true"], checkpointKey: CheckpointKey.generate()) { client, services in
-            try await Self.append(services, count: 3)
+            try await Self.append(services, count: 300)
             #expect(try await Self.get(client, "/log/checkpoint", headers: [:]).0 == 200)
+            // Public: a full tile may be kept by shared caches.
+            let (status, headers, _) = try await Self.get(client, "/log/tile/0/000", headers: [:])
+            #expect(status == 200 && headers[.cacheControl] == "public, max-age=31536000, immutable", "\(headers)")
         }
         // Without a key there are no checkpoints, but proofs still are served.
         try await TestApp.withApp { client, services in

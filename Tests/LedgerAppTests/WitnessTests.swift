@@ -221,6 +221,48 @@ import Testing
         #expect(metrics.exposition().contains(#"ledger_witness_refusals_total{reason="inconsistent"}"#))
     }
 
+    /// A witness that cannot be reached delays no other and is asked again (with a backoff) though the log has not grown:
+    /// the first configured witness is down, the second cosigns the checkpoint, and the first is tried again. (Before,
+    /// the first one's error ended the pass before the second was asked, and nothing was asked again until the log grew.)
+    @Test func aWitnessThatIsDownDelaysNoOtherAndIsAskedAgain() async throws {
+        let checkpointKey = CheckpointKey.generate()
+        let directory = try Self.temporaryDirectory()
+        let logVerifier = try TransparencyLog.verifierKey(origin: Self.origin, key: checkpointKey)
+        func witness(_ name: String) throws -> WitnessService {
+            try WitnessService(
+                name: name,
+                key: Curve25519.Signing.PrivateKey(),
+                trustedKeys: [try NoteVerifier(vkey: logVerifier)],
+                stateFile: directory.appendingPathComponent("\(name.replacingOccurrences(of: "/", with: "-")).json"),
+                metrics: LedgerMetrics().factory,
+                logger: TestCluster.logger
+            )
+        }
+        let down = try witness("witness.test/down")
+        let up = try witness("witness.test/up")
+        let recorder = LogRecorder()
+        try await WitnessServer.application(service: up, metrics: LedgerMetrics(), logger: TestCluster.logger).test(.live) { served in
+            let port = try #require(served.port)
+            let environment = [
+                "LEDGERD_LOG_ORIGIN": Self.origin, "LEDGERD_LOG_INTERVAL_MS": "50",
+                "LEDGERD_LOG_WITNESSES": "http://127.0.0.1:\(TestPorts.free()) \(down.verifierKey),http://127.0.0.1:\(port) \(up.verifierKey)",
+            ]
+            try await TestApp.withApp(environment: environment, logger: recorder.logger, checkpointKey: checkpointKey) { client, services in
+                try await TransparencyLogTests.append(services, count: 40)
+                let upVerifier = try NoteVerifier(vkey: up.verifierKey)
+                _ = try await Self.eventually {
+                    let note = try SignedNote(parsing: try await TransparencyLogTests.text(client, "/log/checkpoint"))
+                    let size = try LogCheckpoint(text: note.text).size
+                    return (try? note.verified(by: [upVerifier])) != nil && size == 40 ? true : nil
+                }
+                // The one that is down is asked again without the log growing: two attempts, a second apart.
+                _ = try await Self.eventually { () -> Bool? in
+                    recorder.recorded.filter { $0.contains("witness unreachable") && $0.contains("witness.test/down") }.count >= 2 ? true : nil
+                }
+            }
+        }
+    }
+
     /// Polls `body` until it answers (30 s at most).
     static func eventually<T>(_ body: () async throws -> T?) async throws -> T {
         let deadline = ContinuousClock.now + .seconds(30)

@@ -200,9 +200,25 @@ public struct TransparencyLogBuilder: Service {
         self.logger = logger
     }
 
+    /// Where one witness stands: the size it cosigned, the signed size it last answered for (a refusal is not asked
+    /// again until the log grows), and when to try again after it could not be reached.
+    struct WitnessProgress: Sendable {
+        var cosigned: UInt64 = 0
+        var answered: UInt64 = 0
+        var failures = 0
+        var retryAt: ContinuousClock.Instant?
+    }
+
+    /// The wait before trying an unreachable witness again: 1 s, doubling to 60 s.
+    static func backoff(failures: Int) -> Duration { .seconds(min(60, 1 << min(max(failures - 1, 0), 6))) }
+
     public func run() async throws {
-        // What was signed, and what each witness cosigned, carried from pass to pass (one pass at a time).
-        let progress = Mutex<(signed: UInt64, witnessed: [Int: UInt64])>((0, [:]))
+        // What was signed (the log's own note, without cosignatures) and where each witness stands, carried from pass to
+        // pass (one pass at a time). Each witness is asked on its own: one that is down or slow delays no other, and is
+        // asked again (with a backoff) even when the log has not grown since.
+        let progress = Mutex<(signed: UInt64, note: SignedNote?, witnesses: [WitnessProgress])>(
+            (0, nil, Array(repeating: WitnessProgress(), count: witnesses.count))
+        )
         let job = PeriodicJob(
             "transparency log: building or signing",
             metric: nil,
@@ -212,12 +228,51 @@ public struct TransparencyLogBuilder: Service {
         )
         await job.run {
             let size = try await self.log.build()
-            guard self.log.signer != nil, size > progress.withLock({ $0.signed }) else { return }
-            let note = try await self.log.checkpoint()
-            progress.withLock { $0.signed = size }
-            for (i, witness) in self.witnesses.enumerated() {
-                let cosigned = try await self.submit(note, to: witness, old: progress.withLock { $0.witnessed[i] ?? 0 })
-                progress.withLock { $0.witnessed[i] = cosigned }
+            guard self.log.signer != nil else { return }
+            if size > progress.withLock({ $0.signed }) {
+                let signed = try await self.log.checkpoint()
+                // The log's own signature only: witnesses are sent the checkpoint the log signed, not others' cosignatures.
+                let note = SignedNote(text: signed.text, signatures: Array(signed.signatures.prefix(1)))
+                let signedSize = try LogCheckpoint(text: note.text).size
+                progress.withLock { $0.signed = signedSize; $0.note = note }
+            }
+            let now = ContinuousClock.now
+            let (note, signed, due) = progress.withLock { state in
+                (
+                    state.note, state.signed,
+                    state.witnesses.indices.filter { i in
+                        let w = state.witnesses[i]
+                        return w.cosigned < state.signed && w.answered < state.signed && (w.retryAt.map { now >= $0 } ?? true)
+                    }
+                )
+            }
+            guard let note, !due.isEmpty else { return }
+            await withTaskGroup(of: (Int, UInt64?).self) { group in
+                for i in due {
+                    let old = progress.withLock { $0.witnesses[i].cosigned }
+                    group.addTask {
+                        do {
+                            return (i, try await self.submit(note, to: self.witnesses[i], old: old))
+                        } catch {
+                            return (i, nil)
+                        }
+                    }
+                }
+                for await (i, cosigned) in group {
+                    progress.withLock { state in
+                        if let cosigned {
+                            state.witnesses[i] = WitnessProgress(cosigned: cosigned, answered: signed)
+                        } else {
+                            state.witnesses[i].failures += 1
+                            let wait = Self.backoff(failures: state.witnesses[i].failures)
+                            state.witnesses[i].retryAt = ContinuousClock.now + wait
+                            self.logger.warning(
+                                "witness unreachable; will try again",
+                                metadata: ["witness": "\(self.witnesses[i].name)", "in": "\(wait)", "size": "\(signed)"]
+                            )
+                        }
+                    }
+                }
             }
         }
     }
