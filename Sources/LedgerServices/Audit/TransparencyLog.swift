@@ -234,7 +234,10 @@ public struct TransparencyLogBuilder: Service {
                 // The log's own signature only: witnesses are sent the checkpoint the log signed, not others' cosignatures.
                 let note = SignedNote(text: signed.text, signatures: Array(signed.signatures.prefix(1)))
                 let signedSize = try LogCheckpoint(text: note.text).size
-                progress.withLock { $0.signed = signedSize; $0.note = note }
+                progress.withLock {
+                    $0.signed = signedSize
+                    $0.note = note
+                }
             }
             let now = ContinuousClock.now
             let (note, signed, due) = progress.withLock { state in
