@@ -48,8 +48,9 @@ while [ "$head" -lt "$events" ]; do
   head=$(psql_ -At -c 'SELECT position FROM ledger.head')
   echo "events: $head"
 done
-stop
+# Counted before the daemon stops: its embedded cluster stops with it.
 tiles=$(psql_ -At -c 'SELECT count(*) FROM ledger.merkle_tiles')
+stop
 [ "$tiles" = 0 ] || echo "note: $tiles tiles were already built (the build below is not from scratch)"
 
 started=$(date +%s.%N)

@@ -19,6 +19,9 @@ public struct TransparencyLog: Sendable {
     let signer: NoteSigner?
     public let origin: String
     let latest: LatestCheckpoint
+    /// The tiles read so far (a tile of a given width never changes): a proof reads from PostgreSQL only the tiles it
+    /// has not seen, typically its leaf's level-0 tile.
+    let cache: TileCache
     let logger: Logger
 
     /// - Parameters:
@@ -38,6 +41,7 @@ public struct TransparencyLog: Sendable {
         self.origin = origin
         tiles = MerkleTileStore(client: client, logger: logger)
         latest = LatestCheckpoint()
+        cache = TileCache()
         self.logger = logger
     }
 
@@ -72,8 +76,16 @@ public struct TransparencyLog: Sendable {
     }
 
     var fetch: TiledMerkle.Fetch {
-        let tiles = self.tiles
-        return { try await tiles.tiles($0) }
+        let (tiles, cache) = (self.tiles, self.cache)
+        return { wanted in
+            var found = cache.tiles(wanted)
+            let missing = wanted.filter { found[$0] == nil }
+            guard !missing.isEmpty else { return found }
+            let read = try await tiles.tiles(missing)
+            cache.keep(read)
+            found.merge(read) { $1 }
+            return found
+        }
     }
 
     /// The signed checkpoint of the current size: the one signed last if the size has not grown since.
@@ -161,6 +173,37 @@ public struct ConsistencyProof: Sendable, Hashable {
     public var proof: [[UInt8]]
     public var fromRoot: [UInt8]
     public var toRoot: [UInt8]
+}
+
+/// Tiles as read, by level, index and width. The first `width` hashes of a tile never change once the tree reaches
+/// them (the log only grows), so a tile read once is the tile for good — a partial one too, under its width. At most
+/// `capacity` tiles (8 KiB each at most: 32 MiB), the oldest read dropped first.
+final class TileCache: Sendable {
+    static let capacity = 4_096
+    private let state = Mutex<(tiles: [LogTile: [UInt8]], order: [LogTile], next: Int)>(([:], [], 0))
+
+    func tiles(_ wanted: [LogTile]) -> [LogTile: [UInt8]] {
+        state.withLock { state in
+            var found: [LogTile: [UInt8]] = [:]
+            for tile in wanted { found[tile] = state.tiles[tile] }
+            return found
+        }
+    }
+
+    func keep(_ read: [LogTile: [UInt8]]) {
+        state.withLock { state in
+            for (tile, bytes) in read where state.tiles[tile] == nil {
+                if state.order.count < Self.capacity {
+                    state.order.append(tile)
+                } else {
+                    state.tiles[state.order[state.next]] = nil
+                    state.order[state.next] = tile
+                    state.next = (state.next + 1) % Self.capacity
+                }
+                state.tiles[tile] = bytes
+            }
+        }
+    }
 }
 
 /// The checkpoint signed last (with the cosignatures witnesses returned for it), shared by the routes and the
