@@ -52,8 +52,15 @@ import Testing
     @Test func theDaemonsRoutesAreTheDocumentsOperations() async throws {
         try await TestApp.withApp { _, services in
             let router = buildRouter(services: services, configuration: try Self.configuration())
-            let routes = Self.routes(of: router)
+            // The back-office console (`/console/…`, issue 32) is HTML pages and forms for people, not the API: it is
+            // not in the document (whose clients, the CLI and schemathesis, speak JSON), so it is left out here, and only
+            // there — everything else the router serves is still compared.
+            let all = Self.routes(of: router)
+            let console = all.filter { $0.split(separator: " ")[1].hasPrefix("/console") }
+            #expect(console.contains("GET /console/orders/{id}") && console.contains("POST /console/orders/{id}/capture"), "\(console)")
+            let routes = all.subtracting(console)
             let operations = try Self.operations(ofJSON: OpenAPIDocument.json)
+            #expect(operations.allSatisfy { !$0.split(separator: " ")[1].hasPrefix("/console") })
             // The transparency log's routes are registered only with its tree on (the default): the comparison must
             // see them, or it would compare less than the daemon serves.
             #expect(routes.contains("GET /log/tile/{path}"))

@@ -1,0 +1,297 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import LedgerAPI
+import LedgerApp
+import LedgerCore
+import LedgerHTTP
+import LedgerServices
+import LedgerTestSupport
+import Testing
+
+/// The back-office console (`/console/`, issue 32) through the real router and database: sign-in and its cookie,
+/// the security headers, CSRF, the auditor's refusal, an operator's capture, the API's errors next to the field,
+/// and a revoked key's session. Each refusal is checked in the ledger too: nothing appended.
+@Suite(.machine(.shared)) struct ConsoleTests {
+    let storefront = StorefrontDriver()
+
+    /// A browser's view of the console: its cookies, kept across requests.
+    final class Browser: @unchecked Sendable {
+        let client: any TestClientProtocol
+        var cookies: [String: String] = [:]
+
+        init(_ client: any TestClientProtocol) { self.client = client }
+
+        struct Page {
+            let status: HTTPResponse.Status
+            let headers: HTTPFields
+            let html: String
+            var location: String? { headers[.location] }
+        }
+
+        func request(_ uri: String, method: HTTPRequest.Method = .get, form: [(String, String)]? = nil) async throws -> Page {
+            var headers = HTTPFields()
+            if !cookies.isEmpty { headers[.cookie] = cookies.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "; ") }
+            var body: ByteBuffer?
+            if let form {
+                headers[.contentType] = "application/x-www-form-urlencoded"
+                var allowed = CharacterSet.alphanumerics
+                allowed.insert(charactersIn: "-._~")
+                body = ByteBuffer(
+                    string: form.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }.joined(separator: "&")
+                )
+            }
+            let page = try await client.execute(uri: uri, method: method, headers: headers, body: body) {
+                Page(status: $0.status, headers: $0.headers, html: String(buffer: $0.body))
+            }
+            for header in page.headers[values: .setCookie] {
+                let pair = header.split(separator: ";")[0].split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                let name = String(pair[0])
+                let value = pair.count > 1 ? String(pair[1]) : ""
+                if value.isEmpty || header.contains("Max-Age=0") { cookies[name] = nil } else { cookies[name] = value }
+            }
+            #expect(
+                page.headers[.contentSecurityPolicy] == ConsoleMiddleware<LedgerRequestContext>.contentSecurityPolicy,
+                "\(method) \(uri) without the console's CSP"
+            )
+            return page
+        }
+
+        /// Signs in with `key`; the answer to the sign-in POST.
+        @discardableResult
+        func signIn(_ key: String) async throws -> Page {
+            let form = try await request("/console/sign-in")
+            return try await request("/console/sign-in", method: .post, form: [("csrf_token", ConsoleTests.csrf(form.html)), ("key", key)])
+        }
+    }
+
+    /// The first form's CSRF token in `html`.
+    static func csrf(_ html: String) -> String { value(of: "csrf_token", in: html) ?? "" }
+
+    /// The value of the first hidden input `name` in `html`, after `marker` when given.
+    static func value(of name: String, in html: String, after marker: String? = nil) -> String? {
+        var text = Substring(html)
+        if let marker, let range = text.range(of: marker) { text = text[range.upperBound...] }
+        guard let start = text.range(of: "name=\"\(name)\" value=\"") else { return nil }
+        let rest = text[start.upperBound...]
+        return rest.firstIndex(of: "\"").map { String(rest[..<$0]) }
+    }
+
+    func head(_ services: ServiceContainer) async throws -> Int64 { try await services.store.head().position }
+
+    @Test func signingInWithAGoodKeyOpensASessionWithSafeCookies() async throws {
+        try await TestApp.withApp(seed: true) { client, services in
+            let browser = Browser(client)
+            let start = try await browser.request("/console/")
+            #expect(start.status == .seeOther && start.location == "/console/sign-in")
+            let form = try await browser.request("/console/sign-in")
+            #expect(form.status == .ok && form.html.contains("type=\"password\""))
+            #expect(!form.html.contains("<script") && !form.html.contains("style="))
+            let answer = try await browser.request(
+                "/console/sign-in",
+                method: .post,
+                form: [("csrf_token", Self.csrf(form.html)), ("key", TestApp.operatorKey)]
+            )
+            #expect(answer.status == .seeOther && answer.location == "/console/today")
+            let cookie = try #require(answer.headers[values: .setCookie].first { $0.hasPrefix("ledgerd_console=") })
+            #expect(cookie.contains("; HttpOnly") && cookie.contains("; SameSite=Strict") && cookie.contains("; Path=/console"))
+            #expect(cookie.contains("; Max-Age=28800") && !cookie.contains("Secure"), "plain HTTP: not Secure; \(cookie)")
+            #expect(!cookie.contains(TestApp.operatorKey))
+            let today = try await browser.request("/console/today")
+            #expect(today.status == .ok && today.html.contains("operator:env-operator-1"), "\(today.html)")
+            #expect(today.headers[.cacheControl] == "no-store")
+            #expect(services.consoleSessions.count == 1)
+            // Signing out ends the session: its cookie opens nothing any more.
+            let session = try #require(browser.cookies["ledgerd_console"])
+            let out = try await browser.request("/console/sign-out", method: .post, form: [("csrf_token", Self.csrf(today.html))])
+            #expect(out.status == .seeOther && out.location == "/console/sign-in" && browser.cookies["ledgerd_console"] == nil)
+            browser.cookies["ledgerd_console"] = session
+            #expect(try await browser.request("/console/today").location == "/console/sign-in")
+        }
+    }
+
+    @Test func aBadKeyIsRefusedAndOpensNoSession() async throws {
+        try await TestApp.withApp { client, services in
+            let browser = Browser(client)
+            for key in ["not-a-key", "olk_nobody.c2VjcmV0", ""] {
+                let answer = try await browser.signIn(key)
+                #expect(answer.status == .unauthorized && answer.html.contains("the API key is not valid"), "\(answer.html)")
+                #expect(answer.headers[values: .setCookie].allSatisfy { !$0.hasPrefix("ledgerd_console=") })
+            }
+            #expect(services.consoleSessions.count == 0)
+            // A sign-in without the form's token (another site posting a key) is refused before the key is looked at.
+            browser.cookies = [:]
+            let forged = try await browser.request("/console/sign-in", method: .post, form: [("key", TestApp.operatorKey)])
+            #expect(forged.status == .forbidden && services.consoleSessions.count == 0)
+            #expect(try await browser.request("/console/today").location == "/console/sign-in")
+        }
+    }
+
+    @Test func everyConsoleReplyCarriesTheContentSecurityPolicy() async throws {
+        try await TestApp.withApp(seed: true) { client, _ in
+            let browser = Browser(client)
+            // `Browser.request` checks the header on each of these.
+            let css = try await browser.request("/console/console.css")
+            #expect(css.status == .ok && css.headers[.contentType] == "text/css; charset=utf-8")
+            #expect(try await browser.request("/console/favicon.svg").status == .ok)
+            #expect(try await browser.request("/console/no-such-page").status == .notFound)
+            #expect(try await browser.request("/console/orders/x/capture", method: .post, form: []).status == .unauthorized)
+            try await browser.signIn(TestApp.operatorKey)
+            let id = try await storefront.placeOrder(client)
+            for path in ["/console/today", "/console/orders", "/console/orders/\(id)", "/console/audit", "/console/audit?verify=1"] {
+                let page = try await browser.request(path)
+                #expect(page.status == .ok, "\(path)")
+                #expect(!page.html.contains("<script") && !page.html.contains("style=\"") && !page.html.contains("<style"), "\(path)")
+            }
+            #expect(try await browser.request("/console/orders/no-such-order").status == .notFound)
+        }
+    }
+
+    @Test func aPostWithoutTheSessionsCSRFTokenIsRefusedAndAppendsNothing() async throws {
+        try await TestApp.withApp(seed: true) { client, services in
+            let id = try await storefront.placeOrder(client)
+            let browser = Browser(client)
+            try await browser.signIn(TestApp.operatorKey)
+            let page = try await browser.request("/console/orders/\(id)")
+            let key = try #require(Self.value(of: "idempotency_key", in: page.html, after: "id=\"capture-form\""))
+            let before = try await head(services)
+            let missing = try await browser.request(
+                "/console/orders/\(id)/capture",
+                method: .post,
+                form: [("idempotency_key", key), ("amount", "10.00")]
+            )
+            #expect(missing.status == .forbidden && missing.html.contains("csrf_token_invalid"))
+            let wrong = try await browser.request(
+                "/console/orders/\(id)/capture",
+                method: .post,
+                form: [("csrf_token", "not-the-token"), ("idempotency_key", key), ("amount", "10.00")]
+            )
+            #expect(wrong.status == .forbidden)
+            // Another session's token is not this session's.
+            let other = Browser(client)
+            try await other.signIn(TestApp.operatorKey)
+            let othersToken = Self.csrf(try await other.request("/console/today").html)
+            #expect(othersToken != Self.csrf(page.html))
+            let crossed = try await browser.request(
+                "/console/orders/\(id)/capture",
+                method: .post,
+                form: [("csrf_token", othersToken), ("idempotency_key", key), ("amount", "10.00")]
+            )
+            #expect(crossed.status == .forbidden)
+            #expect(try await head(services) == before)
+            #expect(try await services.eventCount(type: "HoldCaptured") == 0)
+        }
+    }
+
+    @Test func anAuditorSeesNoActionAndItsForgedPostIsRefused() async throws {
+        try await TestApp.withApp(seed: true) { client, services in
+            let id = try await storefront.placeOrder(client)
+            let browser = Browser(client)
+            #expect(try await browser.signIn(TestApp.auditorKey).location == "/console/today")
+            let page = try await browser.request("/console/orders/\(id)")
+            #expect(page.status == .ok && page.html.contains("Timeline"))
+            for form in ["capture-form", "void-form", "refund-form", "ship-form", "idempotency_key"] { #expect(!page.html.contains(form)) }
+            let before = try await head(services)
+            // The auditor's own valid token (from the sign-out form), an operator's form: refused all the same.
+            for kind in ["capture", "void", "refund", "ship"] {
+                let forged = try await browser.request(
+                    "/console/orders/\(id)/\(kind)",
+                    method: .post,
+                    form: [("csrf_token", Self.csrf(page.html)), ("idempotency_key", "forged-\(kind)"), ("amount", "1.00"), ("reason", "x")]
+                )
+                #expect(forged.status == .forbidden && forged.html.contains("forbidden"), "\(kind)")
+            }
+            #expect(try await head(services) == before)
+            #expect(try await BackOfficeDriver().order(client, id).status == "authorized")
+        }
+    }
+
+    @Test func aCaptureThroughTheConsoleFormAppendsItsEventOnce() async throws {
+        try await TestApp.withApp(seed: true) { client, services in
+            let id = try await storefront.placeOrder(client)
+            let browser = Browser(client)
+            try await browser.signIn(TestApp.operatorKey)
+            let found = try await browser.request("/console/orders?id=\(id)")
+            #expect(found.status == .seeOther && found.location == "/console/orders/\(id)")
+            let page = try await browser.request("/console/orders/\(id)")
+            #expect(page.html.contains("id=\"order-status\">authorized<"))
+            let key = try #require(Self.value(of: "idempotency_key", in: page.html, after: "id=\"capture-form\""))
+            let form = [("csrf_token", Self.csrf(page.html)), ("idempotency_key", key), ("amount", "20.00")]
+            let done = try await browser.request("/console/orders/\(id)/capture", method: .post, form: form)
+            #expect(done.status == .seeOther && done.location == "/console/orders/\(id)?done=capture", "\(done.html)")
+            // A double submit of the same rendered form is one operation.
+            let again = try await browser.request("/console/orders/\(id)/capture", method: .post, form: form)
+            #expect(again.status == .seeOther)
+            #expect(try await services.eventCount(type: "HoldCaptured") == 1)
+            let after = try await browser.request(done.location!)
+            #expect(after.html.contains("The capture was recorded.") && after.html.contains("id=\"order-status\">partially_captured<"))
+            #expect(after.html.contains("id=\"figure-captured\">20.00<") && after.html.contains("HoldCaptured"))
+            #expect(after.html.contains("operator:env-operator-1"), "the timeline says who captured")
+            let order = try await BackOfficeDriver().order(client, id)
+            #expect(order.status == "partially_captured" && order.payment?.captured == "20.00")
+        }
+    }
+
+    @Test func aBadAmountShowsTheAPIsErrorNextToTheFieldAndAppendsNothing() async throws {
+        try await TestApp.withApp(seed: true) { client, services in
+            let id = try await storefront.placeOrder(client)
+            // What the API answers for the same input.
+            let (apiStatus, apiText) = try await BackOfficeDriver().capture(client, id, #"{"amount": "abc"}"#)
+            let apiError = try #require(
+                try JSONSerialization.jsonObject(with: Data(apiText.utf8)) as? [String: [String: String]]
+            )["error"]
+            let code = try #require(apiError?["code"])
+            let message = try #require(apiError?["message"])
+            let browser = Browser(client)
+            try await browser.signIn(TestApp.operatorKey)
+            let page = try await browser.request("/console/orders/\(id)")
+            let key = try #require(Self.value(of: "idempotency_key", in: page.html, after: "id=\"capture-form\""))
+            let before = try await head(services)
+            let refused = try await browser.request(
+                "/console/orders/\(id)/capture",
+                method: .post,
+                form: [("csrf_token", Self.csrf(page.html)), ("idempotency_key", key), ("amount", "abc")]
+            )
+            #expect(refused.status == apiStatus)
+            let escaped = message.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;")
+                .replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+            #expect(
+                refused.html.contains("<p class=\"error\" id=\"capture-amount-error\"><code>\(code)</code> \(escaped)</p>"),
+                "\(refused.html)"
+            )
+            #expect(refused.html.contains("aria-describedby=\"capture-amount-error\"") && refused.html.contains("value=\"abc\""))
+            // The form comes back with a fresh key.
+            #expect(Self.value(of: "idempotency_key", in: refused.html, after: "id=\"capture-form\"") != key)
+            #expect(try await head(services) == before)
+        }
+    }
+
+    @Test func aRevokedKeysSessionIsRefused() async throws {
+        try await TestApp.withApp(seed: true) { client, services in
+            let id = try await storefront.placeOrder(client)
+            let token = APIKeyToken.generate(id: "console-op")
+            let verifier = APIKeyVerifier.make(id: token.id, role: .operator, key: token.text, createdAt: Date())
+            try services.keyring.replace(fileVerifiers: [verifier])
+            let browser = Browser(client)
+            #expect(try await browser.signIn(token.text).location == "/console/today")
+            let page = try await browser.request("/console/orders/\(id)")
+            #expect(page.status == .ok && page.html.contains("operator:console-op"))
+            var revoked = verifier
+            revoked.revokedAt = Date()
+            try services.keyring.replace(fileVerifiers: [revoked])
+            #expect(try await browser.request("/console/today").location == "/console/sign-in")
+            let key = try #require(Self.value(of: "idempotency_key", in: page.html, after: "id=\"capture-form\""))
+            let before = try await head(services)
+            let post = try await browser.request(
+                "/console/orders/\(id)/capture",
+                method: .post,
+                form: [("csrf_token", Self.csrf(page.html)), ("idempotency_key", key)]
+            )
+            #expect(post.status == .unauthorized)
+            #expect(try await head(services) == before)
+            #expect(services.consoleSessions.count == 0)
+            #expect(try await browser.signIn(token.text).status == .unauthorized)
+        }
+    }
+}
