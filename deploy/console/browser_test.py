@@ -36,7 +36,9 @@ import urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 
 class Timeout(Exception):
@@ -101,6 +103,15 @@ def main():
         shots += 1
         driver.save_screenshot(os.path.join(args.screenshots, f"{shots:02d}-{name}.png"))
 
+    def arrived(fragment):
+        """Whether the browser reaches a URL containing `fragment` within 15 s (a form's POST and its 303 take a moment
+        after the click returns)."""
+        try:
+            WebDriverWait(driver, 15).until(lambda d: fragment in d.current_url)
+            return True
+        except TimeoutException:
+            return False
+
     def browser_errors():
         """The browser console's errors since the last call (CSP violations are logged as errors)."""
         return [entry for entry in driver.get_log("browser") if entry.get("level") in ("SEVERE", "ERROR")]
@@ -125,7 +136,7 @@ def main():
         operator, auditor = keys["operator_keys"][0], keys["auditor_keys"][0]
 
         options = webdriver.ChromeOptions()
-        for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1400"]:
+        for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,2400"]:
             options.add_argument(flag)
         options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
@@ -138,7 +149,7 @@ def main():
         shot("sign-in")
         driver.find_element(By.ID, "key").send_keys(operator)
         driver.find_element(By.CSS_SELECTOR, "form[action='/console/sign-in'] button").click()
-        check(driver.current_url.endswith("/console/today"), f"signed in, Today: {driver.current_url}")
+        check(arrived("/console/today"), f"signed in, Today: {driver.current_url}")
         check("operator:" in driver.find_element(By.CLASS_NAME, "who").text, "the header names the operator")
         cookie = driver.get_cookie("ledgerd_console")
         check(cookie is not None and cookie.get("httpOnly") and cookie.get("sameSite") == "Strict", f"session cookie flags: {cookie}")
@@ -162,12 +173,12 @@ def main():
         shot("orders")
         driver.find_element(By.ID, "order-id").send_keys(order)
         driver.find_element(By.CSS_SELECTOR, "form[role='search'] button").click()
-        check(driver.current_url.endswith(f"/console/orders/{order}"), f"found the order: {driver.current_url}")
+        check(arrived(f"/console/orders/{order}"), f"found the order: {driver.current_url}")
         check(driver.find_element(By.ID, "order-status").text == "authorized", "the order is authorized")
         shot("order-authorized")
         before = head_position()
         driver.find_element(By.CSS_SELECTOR, "#capture-form button").click()
-        check("?done=capture" in driver.current_url, f"the capture was recorded: {driver.current_url}")
+        check(arrived("?done=capture"), f"the capture was recorded: {driver.current_url}")
         check(driver.find_element(By.ID, "order-status").text == "captured", "the page says captured")
         check(driver.find_element(By.ID, "figure-captured").text == "59.00", "the hold's captured figure")
         timeline = driver.find_element(By.CLASS_NAME, "timeline").text
@@ -180,11 +191,13 @@ def main():
         check("The chain is intact" in driver.find_element(By.ID, "verify-result").text, "the chain verifies")
         shot("audit")
         driver.find_element(By.CSS_SELECTOR, "form.sign-out button").click()
-        check(driver.current_url.endswith("/console/sign-in"), "signed out")
+        check(arrived("/console/sign-in"), f"signed out: {driver.current_url}")
+        check(driver.get_cookie("ledgerd_console") is None, "signing out removes the session cookie")
 
         # Sign in as auditor: no write form anywhere on the order page, and a forged POST is refused.
         driver.find_element(By.ID, "key").send_keys(auditor)
         driver.find_element(By.CSS_SELECTOR, "form[action='/console/sign-in'] button").click()
+        check(arrived("/console/today"), f"the auditor signed in: {driver.current_url}")
         check("auditor:" in driver.find_element(By.CLASS_NAME, "who").text, "the header names the auditor")
         driver.get(f"{base}/console/orders/{order}")
         forms = [f.get_attribute("action") for f in driver.find_elements(By.TAG_NAME, "form")]
@@ -206,6 +219,9 @@ def main():
 
         errors = browser_errors()
         check(not errors, f"the browser's console has errors: {errors}")
+        # The check above can fail: a page the console answers 404 is logged as an error, and seen.
+        driver.get(f"{base}/console/no-such-page")
+        check(any("404" in entry.get("message", "") for entry in browser_errors()), "the browser's console log is read")
     except Timeout as error:
         failures.append(str(error))
     finally:
