@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import LedgerAPI
+import LedgerAcquirer
 import LedgerApp
 import LedgerCore
 import LedgerHTTP
@@ -230,6 +231,51 @@ import Testing
             #expect(after.html.contains("operator:env-operator-1"), "the timeline says who captured")
             let order = try await BackOfficeDriver().order(client, id)
             #expect(order.status == "partially_captured" && order.payment?.captured == "20.00")
+            // The session's secrets are in no event (the actor is the key's id; the idempotency key is the form's own).
+            let session = try #require(browser.cookies["ledgerd_console"])
+            let csrf = Self.csrf(page.html)
+            for event in try await services.store.read(from: 1, limit: 100_000) {
+                #expect(!event.data.contains(session) && !event.metadata.contains(session), "\(event.type)")
+                #expect(!event.data.contains(csrf) && !event.metadata.contains(csrf), "\(event.type)")
+            }
+        }
+    }
+
+    /// Today: the day's orders with totals by currency and status, holds expiring within 24 h, the last settlement
+    /// batch and the chart of the settled gross, each as the services report it at the app's (simulated) clock.
+    @Test func todayShowsTheDaysOrdersExpiringHoldsAndTheLastSettlement() async throws {
+        let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))
+        let acquirer = AcquirerModel(seed: 7, configuration: AcquirerModelConfiguration(), clock: clock.reading)
+        try await TestApp.withApp(seed: true, acquirer: acquirer, clock: { clock.now }) { client, _ in
+            let open = try await storefront.placeOrder(client)
+            let captured = try await storefront.placeOrder(client)
+            let (status, text) = try await BackOfficeDriver().capture(client, captured)
+            #expect(status == .ok, "\(text)")
+            let browser = Browser(client)
+            try await browser.signIn(TestApp.operatorKey)
+            var today = try await browser.request("/console/today")
+            #expect(today.html.contains("2026-06-17") && today.html.contains("id=\"orders-count\">2<"), "\(today.html)")
+            #expect(today.html.contains("<td>USD</td><td>authorized</td><td class=\"num\">1</td><td class=\"num\">59.00</td>"))
+            #expect(today.html.contains("<td>USD</td><td>captured</td><td class=\"num\">1</td><td class=\"num\">59.00</td>"))
+            #expect(today.html.contains("No settlement batch in the last 30 days."))
+            clock.set(TestApp.instant("2026-06-17T22:00:01Z"))
+            let (settled, settledText) = try await client.execute(
+                uri: "/settlements/run",
+                method: .post,
+                headers: [.authorization: "Bearer \(TestApp.operatorKey)", .contentType: "application/json"],
+                body: ByteBuffer(string: #"{"business_date": "2026-06-17"}"#)
+            ) { ($0.status, String(buffer: $0.body)) }
+            #expect(settled == .ok, "\(settledText)")
+            // Six days later the open order's hold (seven days) expires within 24 h; the captured one's is closed.
+            clock.set(TestApp.instant("2026-06-23T12:00:00Z"))
+            // Six days is past the session's eight hours: it has ended.
+            #expect(try await browser.request("/console/today").location == "/console/sign-in")
+            try await browser.signIn(TestApp.operatorKey)
+            today = try await browser.request("/console/today")
+            #expect(today.html.contains("id=\"orders-count\">0<") && today.html.contains("No orders yet today."))
+            #expect(today.html.contains("<a href=\"/console/orders/\(open)\">") && !today.html.contains("/console/orders/\(captured)\""))
+            #expect(today.html.contains("for 2026-06-17 (USD)") && today.html.contains("gross 59.00"), "\(today.html)")
+            #expect(today.html.contains("<svg class=\"chart\"") && today.html.contains("<title>2026-06-17: 59.00 USD</title>"))
         }
     }
 

@@ -92,7 +92,9 @@ extension ConsoleRoutes {
                 currency: figures?["currency"] as? String ?? ""
             )
         }
-        let due = try await disputes.list(status: nil, dueBefore: nil).filter { $0.dueAt != nil }.sorted { $0.dueAt! < $1.dueAt! }.prefix(10)
+        let due = try await disputes.list(status: nil, dueBefore: nil).filter { !$0.status.isClosed && $0.dueAt != nil }.sorted {
+            $0.dueAt! < $1.dueAt!
+        }.prefix(10)
         let disputeRows = due.map {
             DisputeRow(
                 id: $0.disputeID,
