@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -9,6 +10,8 @@ import LedgerCore
 import LedgerHTTP
 import LedgerServices
 import LedgerTestSupport
+import NIOCore
+import NIOSSL
 import Testing
 
 /// The back-office console (`/console/`, issue 32) through the real router and database: sign-in and its cookie,
@@ -109,6 +112,48 @@ import Testing
             #expect(out.status == .seeOther && out.location == "/console/sign-in" && browser.cookies["ledgerd_console"] == nil)
             browser.cookies["ledgerd_console"] = session
             #expect(try await browser.request("/console/today").location == "/console/sign-in")
+        }
+    }
+
+    /// Under TLS both of the console's cookies are `Secure` (a browser then never sends them over plain HTTP).
+    @Test(.timeLimit(.minutes(3))) func underTLSTheCookiesAreSecure() async throws {
+        let files = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-console-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: files) }
+        let (store, _) = try HTTPTimeoutTests.serverAndClientTLS(in: files)
+        let ca = try String(contentsOf: files.appendingPathComponent("ca.pem"), encoding: .utf8)
+        let environment = [
+            "LEDGERD_TLS_CERTIFICATE": files.appendingPathComponent("server.pem").path,
+            "LEDGERD_TLS_KEY": files.appendingPathComponent("server.key").path,
+        ]
+        try await TestApp.withApp(environment: environment, live: true, tls: store) { client, _ in
+            let port = try #require(client.port)
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(ca.utf8), format: .pem)])
+            var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
+            configuration.redirectConfiguration = .disallow
+            let https = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            do {
+                let form = try await https.execute(HTTPClientRequest(url: "https://127.0.0.1:\(port)/console/sign-in"), timeout: .seconds(10))
+                let html = String(buffer: try await form.body.collect(upTo: 1 << 20))
+                let signInCookie = try #require(form.headers["Set-Cookie"].first { $0.hasPrefix("ledgerd_console_sign_in=") })
+                #expect(signInCookie.hasSuffix("; Secure") && signInCookie.contains("; HttpOnly"), "\(signInCookie)")
+                var post = HTTPClientRequest(url: "https://127.0.0.1:\(port)/console/sign-in")
+                post.method = .POST
+                post.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+                post.headers.add(name: "Cookie", value: String(signInCookie.split(separator: ";")[0]))
+                let key = TestApp.operatorKey.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+                post.body = .bytes(ByteBuffer(string: "csrf_token=\(Self.csrf(html))&key=\(key)"))
+                let answer = try await https.execute(post, timeout: .seconds(10))
+                #expect(answer.status == .seeOther)
+                let session = try #require(answer.headers["Set-Cookie"].first { $0.hasPrefix("ledgerd_console=") })
+                #expect(session.hasSuffix("; Secure") && session.contains("; SameSite=Strict") && session.contains("; HttpOnly"), "\(session)")
+                #expect(answer.headers["Content-Security-Policy"].first == ConsoleMiddleware<LedgerRequestContext>.contentSecurityPolicy)
+            } catch {
+                try? await https.shutdown()
+                throw error
+            }
+            try await https.shutdown()
         }
     }
 
