@@ -358,6 +358,38 @@ import Testing
         }
     }
 
+    /// Audit: an auditor verifies the chain (what `GET /audit/verify` computes); a bad bound is the API's error next to
+    /// its field.
+    @Test func anAuditorVerifiesTheChain() async throws {
+        try await TestApp.withApp(seed: true) { client, services in
+            _ = try await storefront.placeOrder(client)
+            let head = try await head(services)
+            let browser = Browser(client)
+            try await browser.signIn(TestApp.auditorKey)
+            let form = try await browser.request("/console/audit")
+            #expect(form.status == .ok && !form.html.contains("verify-result"))
+            let page = try await browser.request("/console/audit?verify=1")
+            #expect(page.status == .ok)
+            #expect(
+                page.html.contains("<p id=\"verify-result\" class=\"ok\">The chain is intact: \(head) positions re-hashed from 1.</p>"),
+                "\(page.html)"
+            )
+            let (apiStatus, apiText) = try await client.execute(
+                uri: "/audit/verify?from=abc",
+                method: .get,
+                headers: TestApp.bearer(TestApp.auditorKey)
+            ) { ($0.status, String(buffer: $0.body)) }
+            let apiError = try #require((try JSONSerialization.jsonObject(with: Data(apiText.utf8)) as? [String: [String: String]])?["error"])
+            let bad = try await browser.request("/console/audit?verify=1&from=abc")
+            #expect(bad.status == apiStatus)
+            #expect(
+                bad.html.contains("<p class=\"error\" id=\"from-error\"><code>\(apiError["code"]!)</code> \(apiError["message"]!)</p>"),
+                "\(bad.html)"
+            )
+            #expect(!bad.html.contains("verify-result"))
+        }
+    }
+
     @Test func aRevokedKeysSessionIsRefused() async throws {
         try await TestApp.withApp(seed: true) { client, services in
             let id = try await storefront.placeOrder(client)
