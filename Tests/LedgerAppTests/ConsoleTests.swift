@@ -358,6 +358,32 @@ import Testing
         }
     }
 
+    /// Orders: the list by status and opening day, through `GET /orders`'s reader, and each filter's error beside it.
+    @Test func theOrderListFiltersByStatusAndDay() async throws {
+        let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))
+        let acquirer = AcquirerModel(seed: 7, configuration: AcquirerModelConfiguration(), clock: clock.reading)
+        try await TestApp.withApp(seed: true, acquirer: acquirer, clock: { clock.now }) { client, _ in
+            let first = try await storefront.placeOrder(client)
+            let second = try await storefront.placeOrder(client)
+            #expect(try await BackOfficeDriver().capture(client, second).0 == .ok)
+            let browser = Browser(client)
+            try await browser.signIn(TestApp.auditorKey)
+            let all = try await browser.request("/console/orders")
+            #expect(all.status == .ok && all.html.contains(">\(first)</a>") && all.html.contains(">\(second)</a>"))
+            let captured = try await browser.request("/console/orders?status=captured&from=2026-06-17&to=2026-06-17")
+            #expect(!captured.html.contains(">\(first)</a>") && captured.html.contains(">\(second)</a>"), "\(captured.html)")
+            #expect(captured.html.contains("<option value=\"captured\" selected>"))
+            let before = try await browser.request("/console/orders?to=2026-06-16")
+            #expect(before.html.contains("No order.") && !before.html.contains(">\(first)</a>"))
+            let bad = try await browser.request("/console/orders?status=nope&from=2026-13-01")
+            #expect(bad.status == .badRequest)
+            #expect(bad.html.contains("id=\"status-error\"><code>invalid_parameter</code> status must be one of "))
+            #expect(bad.html.contains("id=\"from-error\"><code>invalid_parameter</code> from must be a day, e.g. 2026-11-21</p>"))
+            let missing = try await browser.request("/console/orders?id=no-such-order")
+            #expect(missing.status == .notFound && missing.html.contains("id=\"id-error\"><code>not_found</code> no order no-such-order</p>"))
+        }
+    }
+
     /// Audit: an auditor verifies the chain (what `GET /audit/verify` computes); a bad bound is the API's error next to
     /// its field.
     @Test func anAuditorVerifiesTheChain() async throws {

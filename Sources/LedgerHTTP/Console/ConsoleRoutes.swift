@@ -210,26 +210,125 @@ public struct ConsoleRoutes: Sendable {
 
     // MARK: Orders
 
-    struct FindPage {
-        let title: String
-        let session: ConsolePages.SessionView
-        let query: String
-        let error: ConsolePages.ErrorView?
+    struct StatusOption {
+        let name: String
+        let selected: Bool
     }
 
+    struct OrderRow {
+        let id: String
+        let openedAt: String
+        let status: String
+        let total: String
+        let currency: String
+    }
+
+    struct FindPage {
+        let title = "Orders"
+        let session: ConsolePages.SessionView
+        var query = ""
+        var error: ConsolePages.ErrorView?
+        var statuses: [StatusOption] = []
+        var from = ""
+        var to = ""
+        var statusError: ConsolePages.ErrorView?
+        var fromError: ConsolePages.ErrorView?
+        var toError: ConsolePages.ErrorView?
+        let pageSize = ConsoleRoutes.ordersPageSize
+        var rows: [OrderRow] = []
+        var next: String?
+    }
+
+    /// Orders on a page of the list.
+    static let ordersPageSize = 50
+
+    /// With `id`: to that order's page (or the error next to the field). Otherwise the orders by status and opening day
+    /// (`GET /orders`'s reader: oldest first, cursor-paged), each filter's error next to it.
     func findOrder(_ request: Request, _ signedIn: SignedIn) async throws -> Response {
-        guard let id = request.uri.queryParameters["id"].map({ String($0).trimmingCharacters(in: .whitespaces) }), !id.isEmpty else {
-            return ConsolePages.render("orders", FindPage(title: "Orders", session: signedIn.view, query: "", error: nil))
+        let parameters = request.uri.queryParameters
+        var page = FindPage(session: signedIn.view)
+        if let id = parameters["id"].map({ String($0).trimmingCharacters(in: .whitespaces) }), !id.isEmpty {
+            guard try await orders.orderJSON(id: id) != nil else {
+                page.query = id
+                page.error = .init(code: "not_found", message: "no order \(id)")
+                page.statuses = OrderStatus.allCases.map { StatusOption(name: $0.rawValue, selected: false) }
+                return ConsolePages.render("orders", page, status: .notFound)
+            }
+            return ConsolePages.seeOther("/console/orders/\(Self.pathSegment(id))")
         }
-        guard try await orders.orderJSON(id: id) != nil else {
-            return ConsolePages.render(
-                "orders",
-                FindPage(title: "Orders", session: signedIn.view, query: id, error: .init(code: "not_found", message: "no order \(id)")),
-                status: .notFound
+        let status = parameters["status"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
+        page.statuses = OrderStatus.allCases.map { StatusOption(name: $0.rawValue, selected: $0.rawValue == status) }
+        page.from = parameters["from"].map(String.init) ?? ""
+        page.to = parameters["to"].map(String.init) ?? ""
+        var query = OrderQuery(status: nil, from: nil, to: nil, limit: Self.ordersPageSize, cursor: 0)
+        if let status {
+            if OrderStatus(rawValue: status) != nil {
+                query.status = status
+            } else {
+                let names = OrderStatus.allCases.map(\.rawValue).sorted().joined(separator: ", ")
+                page.statusError = .init(code: "invalid_parameter", message: "status must be one of \(names)")
+            }
+        }
+        if !page.from.isEmpty {
+            if let day = Self.utcDay(page.from) { query.from = day } else { page.fromError = Self.dayError("from") }
+        }
+        if !page.to.isEmpty {
+            // Through that day: before the next midnight.
+            if let day = Self.utcDay(page.to) { query.to = day.addingTimeInterval(24 * 3600) } else { page.toError = Self.dayError("to") }
+        }
+        do {
+            query.cursor = try AuditRoutes.integer(parameters["cursor"].map(String.init), name: "cursor", default: 0, range: 0...Int64.max)
+        } catch let error as APIError {
+            page.error = .init(code: error.code, message: error.message)
+        }
+        guard page.statusError == nil, page.fromError == nil, page.toError == nil, page.error == nil else {
+            return ConsolePages.render("orders", page, status: .badRequest)
+        }
+        let found = try await orders.orders(query)
+        page.rows = found.ordersJSON.compactMap { row in
+            guard let object = (try? JSONSerialization.jsonObject(with: Data(row.utf8))) as? [String: Any] else { return nil }
+            return OrderRow(
+                id: object["id"] as? String ?? "",
+                openedAt: object["opened_at"] as? String ?? "",
+                status: object["status"] as? String ?? "",
+                total: object["total"] as? String ?? "",
+                currency: object["currency"] as? String ?? ""
             )
         }
-        let escaped = id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? id
-        return ConsolePages.seeOther("/console/orders/\(escaped)")
+        page.next = found.nextCursor.map { cursor in
+            var items = [URLQueryItem(name: "cursor", value: String(cursor))]
+            if let status = query.status { items.append(URLQueryItem(name: "status", value: status)) }
+            if !page.from.isEmpty { items.append(URLQueryItem(name: "from", value: page.from)) }
+            if !page.to.isEmpty { items.append(URLQueryItem(name: "to", value: page.to)) }
+            var components = URLComponents()
+            components.path = "/console/orders"
+            components.queryItems = items
+            return components.string ?? "/console/orders"
+        }
+        return ConsolePages.render("orders", page)
+    }
+
+    /// Midnight UTC of `YYYY-MM-DD` (what a date input sends), or nil.
+    static func utcDay(_ text: String) -> Date? {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+            let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]), (1...12).contains(month), (1...31).contains(day)
+        else { return nil }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        guard let date = calendar.date(from: DateComponents(year: year, month: month, day: day)),
+            calendar.component(.day, from: date) == day
+        else { return nil }
+        return date
+    }
+
+    static func dayError(_ field: String) -> ConsolePages.ErrorView {
+        .init(code: "invalid_parameter", message: "\(field) must be a day, e.g. 2026-11-21")
+    }
+
+    /// `text` as one path segment (an order id with a slash or a space still names one order).
+    static func pathSegment(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? text
     }
 
     func orderPage(
@@ -273,8 +372,7 @@ public struct ConsoleRoutes: Sendable {
         } catch let error as APIError where error.status.code < 500 && error.status != .notFound {
             return try await refused(kind, id: id, error, typed: typed, signedIn)
         }
-        let escaped = id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? id
-        return ConsolePages.seeOther("/console/orders/\(escaped)?done=\(kind.rawValue)")
+        return ConsolePages.seeOther("/console/orders/\(Self.pathSegment(id))?done=\(kind.rawValue)")
     }
 
     func refused(

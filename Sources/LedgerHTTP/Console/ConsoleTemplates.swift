@@ -90,6 +90,41 @@ enum ConsoleTemplates {
         {{#error}}<p class="error" id="id-error"><code>{{code}}</code> {{message}}</p>{{/error}}
         <button type="submit">Find</button>
         </form>
+        <section aria-labelledby="list">
+        <h2 id="list">Orders by status and date</h2>
+        <form method="get" action="/console/orders" class="filters">
+        <div class="stack">
+        <label for="status">Status</label>
+        <select id="status" name="status"{{#statusError}} aria-invalid="true" aria-describedby="status-error"{{/statusError}}>
+        <option value="">any</option>
+        {{#statuses}}<option value="{{name}}"{{#selected}} selected{{/selected}}>{{name}}</option>
+        {{/statuses}}
+        </select>
+        {{#statusError}}<p class="error" id="status-error"><code>{{code}}</code> {{message}}</p>{{/statusError}}
+        </div>
+        <div class="stack">
+        <label for="from">Opened from (UTC day)</label>
+        <input id="from" name="from" type="date" value="{{from}}"{{#fromError}} aria-invalid="true" aria-describedby="from-error"{{/fromError}}>
+        {{#fromError}}<p class="error" id="from-error"><code>{{code}}</code> {{message}}</p>{{/fromError}}
+        </div>
+        <div class="stack">
+        <label for="to">Opened through (UTC day)</label>
+        <input id="to" name="to" type="date" value="{{to}}"{{#toError}} aria-invalid="true" aria-describedby="to-error"{{/toError}}>
+        {{#toError}}<p class="error" id="to-error"><code>{{code}}</code> {{message}}</p>{{/toError}}
+        </div>
+        <button type="submit">List</button>
+        </form>
+        <table>
+        <caption>Oldest first, {{pageSize}} a page</caption>
+        <thead><tr><th scope="col">Order</th><th scope="col">Opened</th><th scope="col">Status</th><th scope="col">Total</th></tr></thead>
+        <tbody>
+        {{#rows}}<tr><td><a href="/console/orders/{{id}}">{{id}}</a></td><td>{{openedAt}}</td><td>{{status}}</td><td class="num">{{total}} {{currency}}</td></tr>
+        {{/rows}}
+        {{^rows}}<tr><td colspan="4">No order.</td></tr>{{/rows}}
+        </tbody>
+        </table>
+        {{#next}}<p><a id="next-page" href="{{.}}">Next page</a></p>{{/next}}
+        </section>
         {{> foot}}
         """
 
@@ -310,6 +345,8 @@ enum ConsoleTemplates {
         .actions { display: grid; grid-template-columns: repeat(auto-fit, minmax(14rem, 1fr)); gap: 1rem; }
         .actions form { border: 1px solid var(--line); border-radius: 6px; padding: .5rem .75rem .75rem; }
         h3 { margin: .25rem 0; }
+        .filters { display: flex; flex-wrap: wrap; gap: 1rem; align-items: flex-end; }
+        select { font: inherit; padding: .3rem .4rem; }
         input { font: inherit; padding: .35rem .5rem; border: 1px solid #9aa5b1; border-radius: 4px; }
         input[aria-invalid="true"] { border-color: var(--bad); }
         .check input { margin-right: .35rem; }
