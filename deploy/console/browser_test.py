@@ -80,6 +80,8 @@ def main():
     signal.signal(signal.SIGALRM, expired)
     signal.alarm(args.timeout)
     started = time.monotonic()
+    # This run's screenshots only: the last run's go first.
+    shutil.rmtree(args.screenshots, ignore_errors=True)
     os.makedirs(args.screenshots, exist_ok=True)
     work = tempfile.mkdtemp(prefix="ledgerd-console-")
     # The embedded PostgreSQL runs as an unprivileged user when this runs as root: it must reach its data directory.
