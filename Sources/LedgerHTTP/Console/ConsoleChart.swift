@@ -3,7 +3,7 @@ import LedgerCore
 /// Charts as server-rendered SVG: bars computed here (integer arithmetic on minor units, no floating point near money),
 /// drawn by the template with presentation attributes and the stylesheet's classes (no inline style, which the
 /// Content-Security-Policy would refuse).
-enum ConsoleChart {
+package enum ConsoleChart {
     struct Bar {
         let x: Int
         let y: Int
@@ -30,7 +30,7 @@ enum ConsoleChart {
     }
 
     /// `minorUnits` of `currency` as a decimal string (`1234` USD → `12.34`).
-    static func decimal(_ minorUnits: Int64, _ currency: Currency) -> String {
+    package static func decimal(_ minorUnits: Int64, _ currency: Currency) -> String {
         let perMajor = currency.minorUnitsPerMajor
         let magnitude = minorUnits.magnitude
         let major = magnitude / UInt64(perMajor)

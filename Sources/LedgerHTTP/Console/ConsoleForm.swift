@@ -6,10 +6,10 @@ import LedgerAPI
 ///
 /// Read up to a limit (413 beyond it); another media type is 415; a field given twice is refused (400), since which one
 /// counts would be a guess.
-struct ConsoleForm: Sendable {
-    let fields: [String: String]
+package struct ConsoleForm: Sendable {
+    package let fields: [String: String]
 
-    subscript(name: String) -> String? { fields[name] }
+    package subscript(name: String) -> String? { fields[name] }
 
     static func read(_ request: Request, limit: Int) async throws -> ConsoleForm {
         let type = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
@@ -29,7 +29,7 @@ struct ConsoleForm: Sendable {
         return try parse(String(buffer: body))
     }
 
-    static func parse(_ text: String) throws(APIError) -> ConsoleForm {
+    package static func parse(_ text: String) throws(APIError) -> ConsoleForm {
         var fields: [String: String] = [:]
         for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
