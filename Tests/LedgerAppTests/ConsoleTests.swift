@@ -358,6 +358,36 @@ import Testing
         }
     }
 
+    /// Today lists the open reconciliation breaks of the recent batches (the acquirer model alters every line's amount
+    /// here), as the batch's reconciliation reads them; a resolved break leaves the list.
+    @Test func todayListsTheOpenReconciliationBreaks() async throws {
+        let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))
+        var faults = FaultConfiguration()
+        faults.alterAmount = FaultKnob(probability: Rate(numerator: 1, denominator: 1))
+        let acquirer = AcquirerModel(seed: 7, configuration: AcquirerModelConfiguration(faults: faults), clock: clock.reading)
+        try await TestApp.withApp(seed: true, acquirer: acquirer, clock: { clock.now }) { client, services in
+            let id = try await storefront.placeOrder(client)
+            #expect(try await BackOfficeDriver().capture(client, id).0 == .ok)
+            clock.set(TestApp.instant("2026-06-17T22:00:01Z"))
+            let summary = try await services.settlement.run(businessDate: BusinessDate(year: 2026, month: 6, day: 17)!)
+            clock.set(TestApp.instant("2026-06-18T22:00:01Z"))
+            _ = try await services.settlement.run(businessDate: BusinessDate(year: 2026, month: 6, day: 18)!)
+            let batch = try #require(summary.batches.first?.batch.opened.batchID)
+            let view = try #require(try await services.settlement.reconciliation(id: batch))
+            #expect(view.openBreaks >= 1)
+            let browser = Browser(client)
+            try await browser.signIn(TestApp.auditorKey)
+            var today = try await browser.request("/console/today")
+            #expect(today.html.contains("id=\"open-breaks\">\(view.openBreaks)<"), "\(today.html)")
+            #expect(today.html.contains("<td class=\"break-class\">amount_mismatch</td>") && today.html.contains("<code>\(batch)</code>"))
+            for open in view.breaks where open.resolution == nil {
+                _ = try await services.settlement.resolveBreak(id: open.found.breakID, reason: "checked", actor: "operator:test")
+            }
+            today = try await browser.request("/console/today")
+            #expect(today.html.contains("id=\"open-breaks\">0<") && !today.html.contains("amount_mismatch"))
+        }
+    }
+
     /// Orders: the list by status and opening day, through `GET /orders`'s reader, and each filter's error beside it.
     @Test func theOrderListFiltersByStatusAndDay() async throws {
         let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))

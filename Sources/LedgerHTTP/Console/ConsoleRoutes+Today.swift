@@ -39,6 +39,15 @@ extension ConsoleRoutes {
         let net: String?
     }
 
+    struct BreakRow {
+        let batchID: String
+        let breakClass: String
+        let reference: String
+        let expected: String
+        let actual: String
+        let detail: String
+    }
+
     struct TodayPage {
         let title: String
         let session: ConsolePages.SessionView
@@ -50,11 +59,19 @@ extension ConsoleRoutes {
         let disputes: [DisputeRow]
         let lastBatch: BatchView?
         let chart: ConsoleChart.View?
+        let openBreaks: Int
+        let breaks: [BreakRow]
+        let moreBreaks: Bool
+        let shownBreaks: Int
     }
+
+    /// The most open breaks Today lists.
+    static let breaksShown = 20
 
     /// The orders opened since midnight UTC (the first page of them: ``OrderRoutes/maximumPageSize``), with totals by
     /// currency and status; the open holds expiring within 24 h; the disputes with the soonest deadlines; the last
-    /// settlement batch and the settled gross per day of the last 30 days.
+    /// settlement batch and the settled gross per day of the last 30 days; the open reconciliation breaks of those
+    /// days' submitted batches (a reconciliation read per batch: at most one per currency and day).
     func today(_ signedIn: SignedIn) async throws -> Response {
         let now = clock()
         var calendar = Calendar(identifier: .gregorian)
@@ -117,6 +134,26 @@ extension ConsoleRoutes {
                 net: nil
             )
         }
+        // Each batch's reconciliation as `GET /settlements/{id}/reconciliation` reads it: its open breaks.
+        var breaks: [BreakRow] = []
+        var openBreaks = 0
+        for batch in batches.reversed() where batch.stage >= .submitted {
+            guard let view = try await settlement.reconciliation(id: batch.opened.batchID) else { continue }
+            for open in view.breaks where open.resolution == nil {
+                openBreaks += 1
+                guard breaks.count < Self.breaksShown else { continue }
+                breaks.append(
+                    BreakRow(
+                        batchID: batch.opened.batchID,
+                        breakClass: open.found.breakClass.rawValue,
+                        reference: open.found.reference,
+                        expected: open.found.expected ?? "—",
+                        actual: open.found.actual ?? "—",
+                        detail: open.found.detail
+                    )
+                )
+            }
+        }
         let chart = ConsoleChart.settledGross(
             batches: batches,
             days: (0..<30).map { Self.day(calendar.date(byAdding: .day, value: $0, to: from)!, calendar) }
@@ -133,7 +170,11 @@ extension ConsoleRoutes {
                 expiring: expiring,
                 disputes: Array(disputeRows),
                 lastBatch: last,
-                chart: chart
+                chart: chart,
+                openBreaks: openBreaks,
+                breaks: breaks,
+                moreBreaks: openBreaks > breaks.count,
+                shownBreaks: breaks.count
             )
         )
     }

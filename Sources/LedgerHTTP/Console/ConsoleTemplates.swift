@@ -295,6 +295,18 @@ enum ConsoleTemplates {
         </figure>
         {{/chart}}
         </section>
+        <section aria-labelledby="breaks">
+        <h2 id="breaks">Open reconciliation breaks</h2>
+        <p><strong id="open-breaks">{{openBreaks}}</strong> open in the last 30 days' batches{{#moreBreaks}} (the first {{shownBreaks}} below){{/moreBreaks}}.</p>
+        <table>
+        <thead><tr><th scope="col">Batch</th><th scope="col">Class</th><th scope="col">Reference</th><th scope="col">Expected</th><th scope="col">Actual</th><th scope="col">Detail</th></tr></thead>
+        <tbody>
+        {{#breaks}}<tr><td><code>{{batchID}}</code></td><td class="break-class">{{breakClass}}</td><td><code>{{reference}}</code></td><td class="num">{{expected}}</td><td class="num">{{actual}}</td><td>{{detail}}</td></tr>
+        {{/breaks}}
+        {{^breaks}}<tr><td colspan="6">None.</td></tr>{{/breaks}}
+        </tbody>
+        </table>
+        </section>
         {{> foot}}
         """
 
