@@ -16,6 +16,8 @@ package enum ConsoleChart {
         let x: Int
         let y: Int
         let label: String
+        /// `start` or `end` (SVG's `text-anchor`): the last label ends at the right edge rather than overflowing it.
+        let anchor: String
     }
 
     struct View {
@@ -75,7 +77,10 @@ package enum ConsoleChart {
                 label: "\(day): \(decimal(value, currency)) \(code)"
             )
         }
-        let ticks = [0, days.count - 1].map { Tick(x: left + $0 * slot, y: height - 8, label: days[$0]) }
+        let ticks = [
+            Tick(x: left, y: height - 8, label: days[0], anchor: "start"),
+            Tick(x: width - left, y: height - 8, label: days[days.count - 1], anchor: "end"),
+        ]
         return View(
             title: "Settled gross per business day, last 30 days (\(code))",
             width: width,

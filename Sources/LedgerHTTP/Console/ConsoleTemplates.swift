@@ -288,7 +288,7 @@ enum ConsoleTemplates {
         <line class="axis" x1="{{left}}" y1="{{baseline}}" x2="{{right}}" y2="{{baseline}}"/>
         {{#bars}}<rect class="bar" x="{{x}}" y="{{y}}" width="{{width}}" height="{{height}}"><title>{{label}}</title></rect>
         {{/bars}}
-        {{#ticks}}<text class="tick" x="{{x}}" y="{{y}}">{{label}}</text>
+        {{#ticks}}<text class="tick" x="{{x}}" y="{{y}}" text-anchor="{{anchor}}">{{label}}</text>
         {{/ticks}}
         </svg>
         <figcaption>{{title}}</figcaption>
