@@ -388,6 +388,93 @@ import Testing
         }
     }
 
+    /// Disputes: the queue by deadline (overdue marked), a dispute's stages, an operator's defence through the form
+    /// (a refused one shows the API's error and appends nothing), and an auditor who sees no answer and is refused one.
+    @Test func disputesAreQueuedByDeadlineAndDefendedThroughTheForm() async throws {
+        let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))
+        try await TestApp.withApp(seed: true, clock: clock.reading) { client, services in
+            let backOffice = BackOfficeDriver()
+            var orders: [String] = []
+            for _ in 0..<2 {
+                let id = try await storefront.placeOrder(client)
+                #expect(try await backOffice.ship(client, id).0 == .ok)
+                orders.append(id)
+            }
+            func chargeback(_ id: String, _ order: String) -> DisputeNotification {
+                DisputeNotification(
+                    disputeID: id,
+                    stage: .chargeback,
+                    orderID: order,
+                    pspReference: "PSP-\(order)",
+                    reason: .visaFraudCardAbsent,
+                    amount: Money(minorUnits: 5900, currency: .usd)
+                )
+            }
+            _ = try await services.disputes.receive(chargeback("dp-1", orders[0]))
+            clock.advance(by: 86_400)
+            _ = try await services.disputes.receive(chargeback("dp-2", orders[1]))
+            let browser = Browser(client)
+            try await browser.signIn(TestApp.operatorKey)
+            let queue = try await browser.request("/console/disputes")
+            let first = try #require(queue.html.range(of: ">dp-1</a>")).lowerBound
+            let second = try #require(queue.html.range(of: ">dp-2</a>")).lowerBound
+            #expect(first < second && !queue.html.contains("overdue\">"), "the soonest deadline first, none overdue yet")
+            // A bad reference: the API's error for the same body, beside the form, nothing appended.
+            let (apiStatus, apiText) = try await client.execute(
+                uri: "/disputes/dp-1/defend",
+                method: .post,
+                headers: [.authorization: "Bearer \(TestApp.operatorKey)", .contentType: "application/json"],
+                body: ByteBuffer(string: #"{"evidence_refs": ["receipt", "bad\u0001"]}"#)
+            ) { ($0.status, String(buffer: $0.body)) }
+            let apiError = try #require((try JSONSerialization.jsonObject(with: Data(apiText.utf8)) as? [String: [String: String]])?["error"])
+            var page = try await browser.request("/console/disputes/dp-1")
+            #expect(page.html.contains("id=\"dispute-status\">charged_back") && page.html.contains("id=\"defend-form\""))
+            let before = try await head(services)
+            let refused = try await browser.request(
+                "/console/disputes/dp-1/defend",
+                method: .post,
+                form: [("csrf_token", Self.csrf(page.html)), ("evidence_refs", "receipt\nbad\u{1}")]
+            )
+            #expect(refused.status == apiStatus)
+            #expect(
+                refused.html.contains("<p class=\"error\" id=\"defend-error\"><code>\(apiError["code"]!)</code> \(apiError["message"]!)</p>"),
+                "\(refused.html)"
+            )
+            #expect(try await head(services) == before)
+            let done = try await browser.request(
+                "/console/disputes/dp-1/defend",
+                method: .post,
+                form: [("csrf_token", Self.csrf(page.html)), ("evidence_refs", "evidence://dp-1/receipt\r\nevidence://dp-1/tracking\n")]
+            )
+            #expect(done.status == .seeOther && done.location == "/console/disputes/dp-1?done=defend", "\(done.html)")
+            page = try await browser.request(done.location!)
+            #expect(page.html.contains("id=\"dispute-status\">defended") && page.html.contains("<code>evidence://dp-1/tracking</code>"))
+            #expect(page.html.contains("operator:env-operator-1"), "the stages say who defended")
+            let view = try #require(try await services.disputes.dispute(id: "dp-1"))
+            #expect(view.state.status == .defended && view.state.evidenceRefs == ["evidence://dp-1/receipt", "evidence://dp-1/tracking"])
+            // Past dp-2's deadline it is marked overdue.
+            clock.advance(by: 40 * 86_400)
+            try await browser.signIn(TestApp.auditorKey)
+            let late = try await browser.request("/console/disputes?status=charged_back")
+            #expect(late.html.contains("<tr class=\"overdue\"><td><a href=\"/console/disputes/dp-2\">") && !late.html.contains(">dp-1</a>"))
+            // The auditor: no answer on the page, and a forged one refused.
+            let auditorPage = try await browser.request("/console/disputes/dp-2")
+            #expect(auditorPage.status == .ok && !auditorPage.html.contains("defend-form") && !auditorPage.html.contains("accept-form"))
+            let beforeForged = try await head(services)
+            for answer in ["defend", "accept"] {
+                let forged = try await browser.request(
+                    "/console/disputes/dp-2/\(answer)",
+                    method: .post,
+                    form: [("csrf_token", Self.csrf(auditorPage.html)), ("evidence_refs", "x")]
+                )
+                #expect(forged.status == .forbidden, "\(answer)")
+            }
+            #expect(try await head(services) == beforeForged)
+            let bad = try await browser.request("/console/disputes?status=nope")
+            #expect(bad.status == .badRequest && bad.html.contains("id=\"status-error\"><code>invalid_parameter</code>"))
+        }
+    }
+
     /// Orders: the list by status and opening day, through `GET /orders`'s reader, and each filter's error beside it.
     @Test func theOrderListFiltersByStatusAndDay() async throws {
         let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))

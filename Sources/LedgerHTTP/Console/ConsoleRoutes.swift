@@ -115,6 +115,30 @@ public struct ConsoleRoutes: Sendable {
                 return try await perform(kind, id: try context.parameters.require("id"), form: form, signedIn)
             }
         }
+        console.get("/disputes") { request, _ in
+            guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
+            return try await disputeQueue(request, signedIn)
+        }
+        console.get("/disputes/:id") { request, context in
+            guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
+            let done = request.uri.queryParameters["done"].map(String.init)
+            let notice: String? =
+                switch done {
+                case "defend": "The defence was recorded."
+                case "accept": "The acceptance was recorded."
+                default: nil
+                }
+            return try await disputePage(id: try context.parameters.require("id"), signedIn, notice: notice)
+        }
+        for answer in ["defend", "accept"] {
+            console.post("/disputes/:id/\(answer)") { request, context in
+                let (signedIn, form) = try await post(request)
+                guard signedIn.isOperator else {
+                    throw APIError(status: .forbidden, code: "forbidden", message: "this action needs an operator key")
+                }
+                return try await answerDispute(answer, id: try context.parameters.require("id"), form: form, signedIn)
+            }
+        }
         console.get("/audit") { request, _ in
             guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
             return try await audit(request, signedIn)

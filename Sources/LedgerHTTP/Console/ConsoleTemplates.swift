@@ -16,7 +16,7 @@ enum ConsoleTemplates {
 
     static let templates: [(String, String)] = [
         ("head", head), ("foot", foot), ("sign-in", signIn), ("error", error), ("orders", orders), ("order", order),
-        ("today", today), ("audit", audit),
+        ("today", today), ("audit", audit), ("disputes", disputes), ("dispute", dispute),
     ]
 
     static let head = """
@@ -37,6 +37,7 @@ enum ConsoleTemplates {
         <ul>
         <li><a href="/console/today">Today</a></li>
         <li><a href="/console/orders">Orders</a></li>
+        <li><a href="/console/disputes">Disputes</a></li>
         <li><a href="/console/audit">Audit</a></li>
         </ul>
         </nav>
@@ -271,7 +272,7 @@ enum ConsoleTemplates {
         <table>
         <thead><tr><th scope="col">Dispute</th><th scope="col">Order</th><th scope="col">Status</th><th scope="col">Due</th><th scope="col">Amount</th></tr></thead>
         <tbody>
-        {{#disputes}}<tr{{#overdue}} class="overdue"{{/overdue}}><td>{{id}}</td><td><a href="/console/orders/{{orderID}}">{{orderID}}</a></td><td>{{status}}{{#overdue}} (overdue){{/overdue}}</td><td>{{dueAt}}</td><td class="num">{{amount}}</td></tr>
+        {{#disputes}}<tr{{#overdue}} class="overdue"{{/overdue}}><td><a href="/console/disputes/{{id}}">{{id}}</a></td><td><a href="/console/orders/{{orderID}}">{{orderID}}</a></td><td>{{status}}{{#overdue}} (overdue){{/overdue}}</td><td>{{dueAt}}</td><td class="num">{{amount}}</td></tr>
         {{/disputes}}
         {{^disputes}}<tr><td colspan="5">No open dispute.</td></tr>{{/disputes}}
         </tbody>
@@ -304,6 +305,86 @@ enum ConsoleTemplates {
         {{#breaks}}<tr><td><code>{{batchID}}</code></td><td class="break-class">{{breakClass}}</td><td><code>{{reference}}</code></td><td class="num">{{expected}}</td><td class="num">{{actual}}</td><td>{{detail}}</td></tr>
         {{/breaks}}
         {{^breaks}}<tr><td colspan="6">None.</td></tr>{{/breaks}}
+        </tbody>
+        </table>
+        </section>
+        {{> foot}}
+        """
+
+    static let disputes = """
+        {{> head}}
+        <h1>Disputes</h1>
+        <form method="get" action="/console/disputes" class="filters">
+        <div class="stack">
+        <label for="status">Status</label>
+        <select id="status" name="status"{{#statusError}} aria-invalid="true" aria-describedby="status-error"{{/statusError}}>
+        <option value="">any</option>
+        {{#statuses}}<option value="{{name}}"{{#selected}} selected{{/selected}}>{{name}}</option>
+        {{/statuses}}
+        </select>
+        {{#statusError}}<p class="error" id="status-error"><code>{{code}}</code> {{message}}</p>{{/statusError}}
+        </div>
+        <button type="submit">List</button>
+        </form>
+        <table class="queue">
+        <caption>The soonest deadline first; an open dispute past its deadline is marked overdue</caption>
+        <thead><tr><th scope="col">Dispute</th><th scope="col">Order</th><th scope="col">Status</th><th scope="col">Reason</th><th scope="col">Due</th><th scope="col">Amount</th></tr></thead>
+        <tbody>
+        {{#rows}}<tr{{#overdue}} class="overdue"{{/overdue}}><td><a href="/console/disputes/{{id}}">{{id}}</a></td><td><a href="/console/orders/{{orderID}}">{{orderID}}</a></td><td>{{status}}{{#overdue}} <strong>(overdue)</strong>{{/overdue}}</td><td>{{reason}}</td><td>{{dueAt}}</td><td class="num">{{amount}}</td></tr>
+        {{/rows}}
+        {{^rows}}<tr><td colspan="6">No dispute.</td></tr>{{/rows}}
+        </tbody>
+        </table>
+        {{> foot}}
+        """
+
+    static let dispute = """
+        {{> head}}
+        <h1>Dispute <code>{{id}}</code></h1>
+        {{#notice}}<p class="notice" role="status">{{.}}</p>{{/notice}}
+        <section aria-labelledby="summary">
+        <h2 id="summary">Summary</h2>
+        <dl class="figures">
+        <dt>Status</dt><dd id="dispute-status">{{status}}{{#overdue}} <strong class="bad">(overdue)</strong>{{/overdue}}</dd>
+        <dt>Order</dt><dd><a href="/console/orders/{{orderID}}">{{orderID}}</a> ({{orderStatus}})</dd>
+        <dt>Reason</dt><dd>{{reason}}</dd>
+        <dt>Amount</dt><dd>{{amount}}</dd>
+        <dt>Charged back</dt><dd>{{chargedBack}}</dd>
+        <dt>Reversed</dt><dd>{{reversed}}</dd>
+        <dt>Respond by</dt><dd>{{dueAt}}</dd>
+        <dt>Evidence</dt><dd>{{#evidence}}<code>{{.}}</code> {{/evidence}}{{^evidence}}none sent{{/evidence}}</dd>
+        </dl>
+        </section>
+        {{#forms}}
+        <section aria-labelledby="answers">
+        <h2 id="answers">Answers</h2>
+        <div class="actions">
+        <form method="post" action="/console/disputes/{{id}}/defend" class="stack" id="defend-form">
+        <h3>Defend</h3>
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <label for="evidence-refs">Evidence references, one per line</label>
+        <textarea id="evidence-refs" name="evidence_refs" rows="4"{{#defendError}} aria-invalid="true" aria-describedby="defend-error"{{/defendError}}>{{evidence}}</textarea>
+        {{#defendError}}<p class="error" id="defend-error"><code>{{code}}</code> {{message}}</p>{{/defendError}}
+        <button type="submit">Defend</button>
+        </form>
+        <form method="post" action="/console/disputes/{{id}}/accept" class="stack" id="accept-form">
+        <h3>Accept</h3>
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <p>Accept the chargeback: the money stays with the cardholder.</p>
+        {{#acceptError}}<p class="error" id="accept-error"><code>{{code}}</code> {{message}}</p>{{/acceptError}}
+        <button type="submit">Accept</button>
+        </form>
+        </div>
+        </section>
+        {{/forms}}
+        <section aria-labelledby="stages">
+        <h2 id="stages">Stages</h2>
+        <table class="timeline">
+        <caption>The dispute's events, in position order</caption>
+        <thead><tr><th scope="col">Position</th><th scope="col">Recorded</th><th scope="col">Event</th><th scope="col">By</th><th scope="col">Data</th></tr></thead>
+        <tbody>
+        {{#stages}}<tr><td class="num">{{position}}</td><td>{{recordedAt}}</td><td class="event-type">{{type}}</td><td>{{actor}}</td><td><code class="data">{{data}}</code></td></tr>
+        {{/stages}}
         </tbody>
         </table>
         </section>
@@ -359,6 +440,7 @@ enum ConsoleTemplates {
         h3 { margin: .25rem 0; }
         .filters { display: flex; flex-wrap: wrap; gap: 1rem; align-items: flex-end; }
         select { font: inherit; padding: .3rem .4rem; }
+        textarea { font: inherit; padding: .35rem .5rem; border: 1px solid #9aa5b1; border-radius: 4px; }
         input { font: inherit; padding: .35rem .5rem; border: 1px solid #9aa5b1; border-radius: 4px; }
         input[aria-invalid="true"] { border-color: var(--bad); }
         .check input { margin-right: .35rem; }
