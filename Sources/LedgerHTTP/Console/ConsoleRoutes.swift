@@ -7,9 +7,14 @@ import LedgerServices
 
 /// The back-office console at `/console/`: server-rendered pages (``ConsoleTemplates``) over the same services the
 /// back-office API reads and changes through — ``OrderReader``, ``LedgerReader`` (the order history of
-/// `GET /orders/{id}/history`, the chain verification of `GET /audit/verify`), ``HoldOperator``, ``HoldReader`` and
-/// ``DisputeOperator``. The console has no SQL and no rule of its own: an action is the API's operation, parsed by the
-/// API's parser (``HoldOperationRequest/parse(kind:body:)``), so a refusal is the API's code and message.
+/// `GET /orders/{id}/history`, the chain verification of `GET /audit/verify`), ``HoldOperator``, ``HoldReader``,
+/// ``DisputeOperator`` and ``SettlementOperator``. The console has no SQL and no rule of its own: an action is the API's
+/// operation, parsed by the API's parser (``HoldOperationRequest/parse(kind:body:)``, the defence's body), so a refusal
+/// is the API's code and message.
+///
+/// Pages: `/console/sign-in`, `/console/today`, `/console/orders` (by id, or listed by status and day),
+/// `/console/orders/{id}` (figures, hold, timeline; an operator's capture, void, refund and ship),
+/// `/console/disputes` and `/console/disputes/{id}` (an operator's defend and accept), `/console/audit`.
 ///
 /// Security (issue 32):
 /// - sign-in exchanges an operator or auditor API key (checked by the ``APIKeyring``) for a session cookie
