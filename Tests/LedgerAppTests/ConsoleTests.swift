@@ -359,8 +359,10 @@ import Testing
     }
 
     /// Today lists the open reconciliation breaks of the recent batches (the acquirer model alters every line's amount
-    /// here), as the batch's reconciliation reads them; a resolved break leaves the list.
-    @Test func todayListsTheOpenReconciliationBreaks() async throws {
+    /// here), as the batch's reconciliation reads them; the settlement pages show the batch and its breaks, an operator
+    /// resolves one with a note through the form (an event; without a note the API's refusal), an auditor cannot; a
+    /// resolved break leaves Today's list.
+    @Test func todayListsTheOpenReconciliationBreaksAndAnOperatorResolvesOne() async throws {
         let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))
         var faults = FaultConfiguration()
         faults.alterAmount = FaultKnob(probability: Rate(numerator: 1, denominator: 1))
@@ -380,7 +382,56 @@ import Testing
             var today = try await browser.request("/console/today")
             #expect(today.html.contains("id=\"open-breaks\">\(view.openBreaks)<"), "\(today.html)")
             #expect(today.html.contains("<td class=\"break-class\">amount_mismatch</td>") && today.html.contains("<code>\(batch)</code>"))
-            for open in view.breaks where open.resolution == nil {
+            // Settlement: the batches by day, the batch with its breaks; the auditor has no resolve form and is refused one.
+            let list = try await browser.request("/console/settlements?from=2026-06-17&to=2026-06-18")
+            #expect(list.html.contains("<a href=\"/console/settlements/\(batch)\">"), "\(list.html)")
+            var batchPage = try await browser.request("/console/settlements/\(batch)")
+            #expect(batchPage.status == .ok && batchPage.html.contains("amount_mismatch") && batchPage.html.contains("<dt>gross</dt>"))
+            #expect(!batchPage.html.contains("/resolve\""))
+            let breakID = try #require(view.breaks.first { $0.resolution == nil }?.found.breakID)
+            var before = try await head(services)
+            let forged = try await browser.request(
+                "/console/breaks/\(breakID)/resolve",
+                method: .post,
+                form: [("csrf_token", Self.csrf(batchPage.html)), ("batch_id", batch), ("reason", "forged")]
+            )
+            #expect(forged.status == .forbidden)
+            #expect(try await head(services) == before)
+            // The operator: a resolution without a note is the API's refusal beside the form; with one, an event.
+            let operatorBrowser = Browser(client)
+            try await operatorBrowser.signIn(TestApp.operatorKey)
+            batchPage = try await operatorBrowser.request("/console/settlements/\(batch)")
+            #expect(batchPage.html.contains("action=\"/console/breaks/\(breakID)/resolve\""))
+            let (apiStatus, apiText) = try await client.execute(
+                uri: "/reconciliation/breaks/\(breakID)/resolve",
+                method: .post,
+                headers: [.authorization: "Bearer \(TestApp.operatorKey)", .contentType: "application/json"],
+                body: ByteBuffer(string: "{}")
+            ) { ($0.status, String(buffer: $0.body)) }
+            let apiError = try #require((try JSONSerialization.jsonObject(with: Data(apiText.utf8)) as? [String: [String: String]])?["error"])
+            let refused = try await operatorBrowser.request(
+                "/console/breaks/\(breakID)/resolve",
+                method: .post,
+                form: [("csrf_token", Self.csrf(batchPage.html)), ("batch_id", batch), ("reason", "")]
+            )
+            #expect(refused.status == apiStatus)
+            #expect(
+                refused.html.contains("id=\"reason-\(breakID)-error\"><code>\(apiError["code"]!)</code> \(apiError["message"]!)</p>"),
+                "\(refused.html)"
+            )
+            #expect(try await head(services) == before)
+            let resolved = try await operatorBrowser.request(
+                "/console/breaks/\(breakID)/resolve",
+                method: .post,
+                form: [("csrf_token", Self.csrf(batchPage.html)), ("batch_id", batch), ("reason", "acquirer ticket 42")]
+            )
+            #expect(resolved.status == .seeOther && resolved.location == "/console/settlements/\(batch)?done=resolve", "\(resolved.html)")
+            before += 1
+            #expect(try await head(services) == before)
+            batchPage = try await operatorBrowser.request(resolved.location!)
+            #expect(batchPage.html.contains("acquirer ticket 42 (operator:env-operator-1)"))
+            #expect(!batchPage.html.contains("action=\"/console/breaks/\(breakID)/resolve\""))
+            for open in try #require(try await services.settlement.reconciliation(id: batch)).breaks where open.resolution == nil {
                 _ = try await services.settlement.resolveBreak(id: open.found.breakID, reason: "checked", actor: "operator:test")
             }
             today = try await browser.request("/console/today")

@@ -14,7 +14,9 @@ import LedgerServices
 ///
 /// Pages: `/console/sign-in`, `/console/today`, `/console/orders` (by id, or listed by status and day),
 /// `/console/orders/{id}` (figures, hold, timeline; an operator's capture, void, refund and ship),
-/// `/console/disputes` and `/console/disputes/{id}` (an operator's defend and accept), `/console/audit`.
+/// `/console/disputes` and `/console/disputes/{id}` (an operator's defend and accept), `/console/settlements` and
+/// `/console/settlements/{id}` (an operator's resolution of a break, `POST /console/breaks/{id}/resolve`),
+/// `/console/audit`.
 ///
 /// Security (issue 32):
 /// - sign-in exchanges an operator or auditor API key (checked by the ``APIKeyring``) for a session cookie
@@ -143,6 +145,22 @@ public struct ConsoleRoutes: Sendable {
                 }
                 return try await answerDispute(answer, id: try context.parameters.require("id"), form: form, signedIn)
             }
+        }
+        console.get("/settlements") { request, _ in
+            guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
+            return try await settlementList(request, signedIn)
+        }
+        console.get("/settlements/:id") { request, context in
+            guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
+            let done = request.uri.queryParameters["done"] == "resolve"
+            return try await batchPage(id: try context.parameters.require("id"), signedIn, notice: done ? "The resolution was recorded." : nil)
+        }
+        console.post("/breaks/:id/resolve") { request, context in
+            let (signedIn, form) = try await post(request)
+            guard signedIn.isOperator else {
+                throw APIError(status: .forbidden, code: "forbidden", message: "this action needs an operator key")
+            }
+            return try await resolveBreak(id: try context.parameters.require("id"), form: form, signedIn)
         }
         console.get("/audit") { request, _ in
             guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }

@@ -17,6 +17,7 @@ enum ConsoleTemplates {
     static let templates: [(String, String)] = [
         ("head", head), ("foot", foot), ("sign-in", signIn), ("error", error), ("orders", orders), ("order", order),
         ("today", today), ("audit", audit), ("disputes", disputes), ("dispute", dispute),
+        ("settlements", settlements), ("settlement", settlement),
     ]
 
     static let head = """
@@ -38,6 +39,7 @@ enum ConsoleTemplates {
         <li><a href="/console/today">Today</a></li>
         <li><a href="/console/orders">Orders</a></li>
         <li><a href="/console/disputes">Disputes</a></li>
+        <li><a href="/console/settlements">Settlement</a></li>
         <li><a href="/console/audit">Audit</a></li>
         </ul>
         </nav>
@@ -280,7 +282,7 @@ enum ConsoleTemplates {
         </section>
         <section aria-labelledby="settlement">
         <h2 id="settlement">Settlement</h2>
-        {{#lastBatch}}<p>Last batch <code>{{id}}</code> for {{businessDate}} ({{currency}}): <strong>{{stage}}</strong>, gross {{gross}}{{#net}}, net {{.}}{{/net}}.</p>{{/lastBatch}}
+        {{#lastBatch}}<p>Last batch <a href="/console/settlements/{{id}}"><code>{{id}}</code></a> for {{businessDate}} ({{currency}}): <strong>{{stage}}</strong>, gross {{gross}}{{#net}}, net {{.}}{{/net}}.</p>{{/lastBatch}}
         {{^lastBatch}}<p>No settlement batch in the last 30 days.</p>{{/lastBatch}}
         {{#chart}}
         <figure>
@@ -302,7 +304,7 @@ enum ConsoleTemplates {
         <table>
         <thead><tr><th scope="col">Batch</th><th scope="col">Class</th><th scope="col">Reference</th><th scope="col">Expected</th><th scope="col">Actual</th><th scope="col">Detail</th></tr></thead>
         <tbody>
-        {{#breaks}}<tr><td><code>{{batchID}}</code></td><td class="break-class">{{breakClass}}</td><td><code>{{reference}}</code></td><td class="num">{{expected}}</td><td class="num">{{actual}}</td><td>{{detail}}</td></tr>
+        {{#breaks}}<tr><td><a href="/console/settlements/{{batchID}}"><code>{{batchID}}</code></a></td><td class="break-class">{{breakClass}}</td><td><code>{{reference}}</code></td><td class="num">{{expected}}</td><td class="num">{{actual}}</td><td>{{detail}}</td></tr>
         {{/breaks}}
         {{^breaks}}<tr><td colspan="6">None.</td></tr>{{/breaks}}
         </tbody>
@@ -387,6 +389,78 @@ enum ConsoleTemplates {
         {{/stages}}
         </tbody>
         </table>
+        </section>
+        {{> foot}}
+        """
+
+    static let settlements = """
+        {{> head}}
+        <h1>Settlement</h1>
+        <form method="get" action="/console/settlements" class="filters">
+        <div class="stack">
+        <label for="from">Business days from</label>
+        <input id="from" name="from" type="date" value="{{from}}"{{#fromError}} aria-invalid="true" aria-describedby="from-error"{{/fromError}}>
+        {{#fromError}}<p class="error" id="from-error"><code>{{code}}</code> {{message}}</p>{{/fromError}}
+        </div>
+        <div class="stack">
+        <label for="to">through</label>
+        <input id="to" name="to" type="date" value="{{to}}"{{#toError}} aria-invalid="true" aria-describedby="to-error"{{/toError}}>
+        {{#toError}}<p class="error" id="to-error"><code>{{code}}</code> {{message}}</p>{{/toError}}
+        </div>
+        <button type="submit">List</button>
+        </form>
+        <table>
+        <caption>Batches by business day</caption>
+        <thead><tr><th scope="col">Batch</th><th scope="col">Day</th><th scope="col">Currency</th><th scope="col">Stage</th><th scope="col">Captures / refunds</th><th scope="col">Gross</th><th scope="col">Net</th><th scope="col">Payout</th></tr></thead>
+        <tbody>
+        {{#rows}}<tr><td><a href="/console/settlements/{{id}}">{{id}}</a></td><td>{{businessDate}}</td><td>{{currency}}</td><td>{{stage}}</td><td class="num">{{items}}</td><td class="num">{{gross}}</td><td class="num">{{net}}</td><td>{{payout}}</td></tr>
+        {{/rows}}
+        {{^rows}}<tr><td colspan="8">No batch.</td></tr>{{/rows}}
+        </tbody>
+        </table>
+        {{> foot}}
+        """
+
+    static let settlement = """
+        {{> head}}
+        <h1>Batch <code>{{id}}</code></h1>
+        {{#notice}}<p class="notice" role="status">{{.}}</p>{{/notice}}
+        <section aria-labelledby="figures">
+        <h2 id="figures">Figures</h2>
+        <dl class="figures">
+        {{#figures}}<dt>{{label}}</dt><dd>{{value}}</dd>
+        {{/figures}}
+        </dl>
+        </section>
+        <section aria-labelledby="reconciliation">
+        <h2 id="reconciliation">Reconciliation</h2>
+        {{^reconciled}}<p>Not reconciled yet.</p>{{/reconciled}}
+        {{#reconciled}}
+        <dl class="figures">
+        {{#counts}}<dt>{{label}}</dt><dd>{{value}}</dd>
+        {{/counts}}
+        </dl>
+        <table class="breaks">
+        <caption>Breaks: the acquirer's report against the ledger</caption>
+        <thead><tr><th scope="col">Break</th><th scope="col">Class</th><th scope="col">Reference</th><th scope="col">Expected (ledger)</th><th scope="col">Actual (report)</th><th scope="col">Detail</th><th scope="col">Resolution</th></tr></thead>
+        <tbody>
+        {{#breaks}}<tr><td><code>{{id}}</code></td><td class="break-class">{{breakClass}}</td><td><code>{{reference}}</code></td><td class="num">{{expected}}</td><td class="num">{{actual}}</td><td>{{detail}}</td><td>
+        {{#resolved}}{{resolution}}{{/resolved}}
+        {{#form}}<form method="post" action="/console/breaks/{{id}}/resolve" class="stack resolve">
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <input type="hidden" name="batch_id" value="{{batchID}}">
+        <label for="reason-{{id}}">Resolve with a note</label>
+        <input id="reason-{{id}}" name="reason" maxlength="500" value="{{reason}}"{{#error}} aria-invalid="true" aria-describedby="reason-{{id}}-error"{{/error}}>
+        {{#error}}<p class="error" id="reason-{{id}}-error"><code>{{code}}</code> {{message}}</p>{{/error}}
+        <button type="submit">Resolve</button>
+        </form>{{/form}}
+        {{^resolved}}{{^form}}open{{/form}}{{/resolved}}
+        </td></tr>
+        {{/breaks}}
+        {{^breaks}}<tr><td colspan="7">No break.</td></tr>{{/breaks}}
+        </tbody>
+        </table>
+        {{/reconciled}}
         </section>
         {{> foot}}
         """
