@@ -237,10 +237,12 @@ def main():
         check(not driver.find_elements(By.NAME, "idempotency_key"), "no action form for the auditor")
         shot("order-auditor")
         # No page offers the auditor a POST other than signing out.
-        for path in ["/console/today", "/console/orders", "/console/disputes", "/console/audit"]:
+        for path in ["/console/today", "/console/orders", "/console/disputes", "/console/settlements", "/console/audit"]:
             driver.get(f"{base}{path}")
             posts = [f.get_attribute("action") for f in driver.find_elements(By.CSS_SELECTOR, "form[method='post']")]
             check(all(action.endswith("/console/sign-out") for action in posts), f"{path}: the auditor is offered {posts}")
+            if path in ("/console/disputes", "/console/settlements"):
+                shot(path.rsplit("/", 1)[1])
         driver.get(f"{base}/console/audit")
         driver.find_element(By.CSS_SELECTOR, "form[action='/console/audit'] button").click()
         check(arrived("verify=1"), f"the verification ran: {driver.current_url}")
