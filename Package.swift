@@ -36,6 +36,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
     ],
     targets: [
         // `@MemberwiseInit`: the public memberwise initializer Swift synthesizes only internally (compile time only).
@@ -168,6 +169,8 @@ let package = Package(
             dependencies: [
                 "LedgerCore", "LedgerAPI", "LedgerServices", "LedgerMacros", "LedgerHTTPServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                // The back-office console's pages (Console/): templates rendered on the server.
+                .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

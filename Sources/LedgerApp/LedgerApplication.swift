@@ -86,6 +86,8 @@ public struct ServiceContainer: Sendable {
     public let snapshotter: InventorySnapshotter
     /// Records the background jobs' runs (`ledger_job_*`) in ``metrics``.
     public let jobs: JobMetrics
+    /// The console's signed-in sessions (in memory: a restart signs everyone out).
+    public let consoleSessions: ConsoleSessions
     let clock: @Sendable () -> Date
     let logger: Logger
 
@@ -238,6 +240,7 @@ public struct ServiceContainer: Sendable {
         )
         self.journal = JournalService(store: auditStore)
         self.snapshotter = InventorySnapshotter(snapshots: state.snapshots, interval: configuration.snapshotInterval, logger: logger, jobs: jobs)
+        self.consoleSessions = ConsoleSessions(now: clock)
         self.clock = clock
         self.logger = logger
     }
@@ -247,6 +250,8 @@ public struct ServiceContainer: Sendable {
 public func buildRouter(services: ServiceContainer, configuration: LedgerConfiguration) -> Router<LedgerRequestContext> {
     let router = Router(context: LedgerRequestContext.self)
     router.add(middleware: RequestMetricsMiddleware(factory: services.metrics.factory))
+    // Outside the error mapping: console replies (errors too, and unknown console paths) as HTML with its headers.
+    router.add(middleware: ConsoleMiddleware())
     router.add(middleware: ErrorMiddleware())
     router.add(middleware: ExpensiveRequestLimitMiddleware(limit: configuration.expensiveRequestLimit))
     let metrics = services.metrics
@@ -299,6 +304,19 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     )
     feedRoutes.registerReads(on: reads)
     feedRoutes.registerChanges(on: changes)
+    // The back-office console (`/console/`): pages over the same readers and services, behind its own sign-in.
+    ConsoleRoutes(
+        keyring: services.keyring,
+        sessions: services.consoleSessions,
+        orders: ProjectionOrderReader(client: services.client, clock: services.clock, logger: services.logger),
+        ledger: EventStoreReader(store: services.auditStore, verifier: services.auditVerifier),
+        holdOperator: services.holds,
+        holds: ProjectionHoldReader(client: services.client, logger: services.logger),
+        disputes: services.disputes,
+        settlement: services.settlement,
+        secureCookies: configuration.tlsCertificatePath != nil,
+        clock: services.clock
+    ).register(on: router)
     if let transparency = services.transparency {
         let routes = TransparencyRoutes(log: transparency, isPublic: configuration.logPublic)
         if configuration.logPublic { routes.register(on: router) } else { routes.register(on: reads) }

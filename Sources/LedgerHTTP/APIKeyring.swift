@@ -190,6 +190,29 @@ public final class APIKeyring: Sendable {
         return nil
     }
 
+    /// The principal of `key` and its verifier's hash (the key's fingerprint: the salted digest, never the key), for a
+    /// console session, which keeps the fingerprint and checks it on each request (``principal(forKeyID:fingerprint:)``).
+    func principalAndFingerprint(forKey key: String) -> (principal: Principal, fingerprint: [UInt8])? {
+        guard let principal = principal(forKey: key) else { return nil }
+        guard let entry = keyEntry(id: principal.keyID) else { return nil }
+        return (principal, entry.hash)
+    }
+
+    /// The principal of the key `id` when it is still in force now (in the keyring, neither revoked nor expired) and is
+    /// still the key whose verifier hash is `fingerprint`: a console session's check on every request, so that revoking
+    /// (or removing) the key ends its sessions at once.
+    func principal(forKeyID id: String, fingerprint: [UInt8]) -> Principal? {
+        let now = self.now()
+        guard let entry = keyEntry(id: id),
+            entry.verifier.isLive(at: now), Self.constantTimeEqual(entry.hash, fingerprint)
+        else { return nil }
+        return Principal(role: entry.verifier.role, keyID: entry.verifier.id)
+    }
+
+    private func keyEntry(id: String) -> Entry? {
+        entries.withLock { entries in (entries.environment + entries.file).first { entry in entry.verifier.id == id } }
+    }
+
     private static func entries(_ verifiers: [APIKeyVerifier]) throws -> [Entry] {
         try verifiers.map {
             guard let entry = entry($0) else { throw APIKeyringError("API key \($0.id): its id, salt or hash is malformed") }

@@ -1,7 +1,7 @@
 import Hummingbird
 import Synchronization
 
-/// At most `limit` expensive requests at once — a chain verification, a report upload, an as-of read, a journal page (each can hold
+/// At most `limit` expensive requests at once — a chain verification (the API's or the console's), a report upload, an as-of read, a journal page (each can hold
 /// a pooled connection and memory for long): one more is refused at once with 429 `busy` and `Retry-After: 1`,
 /// so a burst of them cannot take every database connection from the payments.
 public struct ExpensiveRequestLimitMiddleware<Context: RequestContext>: RouterMiddleware {
@@ -24,6 +24,8 @@ public struct ExpensiveRequestLimitMiddleware<Context: RequestContext>: RouterMi
     public static func isExpensive(_ request: Request) -> Bool {
         let path = request.uri.path
         if path == "/audit/verify" || path == "/reconciliation/reports" || path == "/journal" { return true }
+        // The console's verification re-hashes as `GET /audit/verify` does.
+        if path == "/console/audit" && request.uri.queryParameters["verify"] != nil { return true }
         return request.uri.queryParameters["as_of"] != nil
     }
 

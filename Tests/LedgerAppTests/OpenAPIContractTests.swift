@@ -44,6 +44,12 @@ import Testing
         )
     }
 
+    /// Whether `METHOD /path` is the back-office console's (`/console`, `/console/…`): pages for people, not the API.
+    static func isConsole(_ route: String) -> Bool {
+        let path = route.split(separator: " ").last.map(String.init) ?? ""
+        return path == "/console" || path.hasPrefix("/console/")
+    }
+
     /// What differs: routes without an operation, operations without a route (both sorted).
     static func drift(routes: Set<String>, operations: Set<String>) -> (undocumented: [String], unrouted: [String]) {
         (routes.subtracting(operations).sorted(), operations.subtracting(routes).sorted())
@@ -52,8 +58,15 @@ import Testing
     @Test func theDaemonsRoutesAreTheDocumentsOperations() async throws {
         try await TestApp.withApp { _, services in
             let router = buildRouter(services: services, configuration: try Self.configuration())
-            let routes = Self.routes(of: router)
+            // The back-office console (`/console/…`, issue 32) is HTML pages and forms for people, not the API: it is
+            // not in the document (whose clients, the CLI and schemathesis, speak JSON), so it is left out here, and only
+            // there — everything else the router serves is still compared.
+            let all = Self.routes(of: router)
+            let console = all.filter(Self.isConsole)
+            #expect(console.contains("GET /console/orders/{id}") && console.contains("POST /console/orders/{id}/capture"), "\(console)")
+            let routes = all.subtracting(console)
             let operations = try Self.operations(ofJSON: OpenAPIDocument.json)
+            #expect(!operations.contains(where: Self.isConsole))
             // The transparency log's routes are registered only with its tree on (the default): the comparison must
             // see them, or it would compare less than the daemon serves.
             #expect(routes.contains("GET /log/tile/{path}"))
@@ -71,7 +84,7 @@ import Testing
             router.get("/orders/:id/notes") { _, _ in "" }
             router.delete("/orders/:id") { _, _ in "" }
             let operations = try Self.operations(ofJSON: OpenAPIDocument.json)
-            let drift = Self.drift(routes: Self.routes(of: router), operations: operations)
+            let drift = Self.drift(routes: Self.routes(of: router).filter { !Self.isConsole($0) }, operations: operations)
             #expect(drift.undocumented == ["DELETE /orders/{id}", "GET /orders/{id}/notes"])
             #expect(drift.unrouted.isEmpty)
         }

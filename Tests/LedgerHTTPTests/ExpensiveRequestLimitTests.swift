@@ -56,6 +56,8 @@ import Testing
             try await client.execute(uri: "/inventory?as_of=3", method: .get) { #expect($0.status == .tooManyRequests) }
             // Review 3, N3: a journal page is expensive too.
             try await client.execute(uri: "/journal?from=2026-01-01&to=2027-01-01", method: .get) { #expect($0.status == .tooManyRequests) }
+            // The console's verification is the same work.
+            try await client.execute(uri: "/console/audit?verify=1", method: .get) { #expect($0.status == .tooManyRequests) }
             try await client.execute(uri: "/inventory", method: .get) { #expect($0.status == .ok) }
             gate.open()
             #expect(try await held == .ok)

@@ -1,0 +1,278 @@
+import Foundation
+import Hummingbird
+import LedgerAPI
+import LedgerCore
+import LedgerServices
+
+// The landing page (Today) and the audit page: reads only, through the services the API reads through.
+
+extension ConsoleRoutes {
+    struct TotalRow {
+        let currency: String
+        let status: String
+        let count: Int
+        let total: String
+    }
+
+    struct ExpiringRow {
+        let id: String
+        let expiresAt: String
+        let open: String
+        let currency: String
+    }
+
+    struct DisputeRow {
+        let id: String
+        let orderID: String
+        let status: String
+        let dueAt: String
+        let amount: String
+        let overdue: Bool
+    }
+
+    struct BatchView {
+        let id: String
+        let businessDate: String
+        let currency: String
+        let stage: String
+        let gross: String
+        let net: String?
+    }
+
+    struct BreakRow {
+        let batchID: String
+        let breakClass: String
+        let reference: String
+        let expected: String
+        let actual: String
+        let detail: String
+    }
+
+    struct TodayPage {
+        let title: String
+        let session: ConsolePages.SessionView
+        let date: String
+        let ordersCount: Int
+        let moreOrders: Bool
+        let totals: [TotalRow]
+        let expiring: [ExpiringRow]
+        let disputes: [DisputeRow]
+        let lastBatch: BatchView?
+        let chart: ConsoleChart.View?
+        let openBreaks: Int
+        let breaks: [BreakRow]
+        let moreBreaks: Bool
+        let shownBreaks: Int
+    }
+
+    /// The most open breaks Today lists.
+    static let breaksShown = 20
+
+    /// The orders opened since midnight UTC (the first page of them: ``OrderRoutes/maximumPageSize``), with totals by
+    /// currency and status; the open holds expiring within 24 h; the disputes with the soonest deadlines; the last
+    /// settlement batch and the settled gross per day of the last 30 days; the open reconciliation breaks of those
+    /// days' submitted batches (a reconciliation read per batch: at most one per currency and day).
+    func today(_ signedIn: SignedIn) async throws -> Response {
+        let now = clock()
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let midnight = calendar.startOfDay(for: now)
+        let page = try await orders.orders(OrderQuery(status: nil, from: midnight, to: nil, limit: OrderRoutes.maximumPageSize, cursor: 0))
+        // Sums in integer minor units, by currency and status.
+        var sums: [String: (count: Int, money: Money)] = [:]
+        for row in page.ordersJSON {
+            guard let object = (try? JSONSerialization.jsonObject(with: Data(row.utf8))) as? [String: Any],
+                let code = object["currency"] as? String, let currency = Currency(code: code), let total = object["total"] as? String,
+                let money = try? Money(decimal: total, currency: currency)
+            else { continue }
+            let status = object["status"] as? String ?? ""
+            let key = "\(code) \(status)"
+            let sum = sums[key] ?? (count: 0, money: Money.zero(currency))
+            sums[key] = (sum.count + 1, (try? sum.money.adding(money)) ?? sum.money)
+        }
+        let totals = sums.sorted { $0.key < $1.key }.map { key, sum in
+            TotalRow(
+                currency: sum.money.currency.code,
+                status: String(key.split(separator: " ", maxSplits: 1).dropFirst().first ?? ""),
+                count: sum.count,
+                total: sum.money.decimalString
+            )
+        }
+        let holdPage = try await holds.holds(HoldQuery(state: "open", expiringBefore: now.addingTimeInterval(24 * 3600), limit: 50, cursor: 0))
+        let expiring = holdPage.ordersJSON.compactMap { row -> ExpiringRow? in
+            guard let object = (try? JSONSerialization.jsonObject(with: Data(row.utf8))) as? [String: Any] else { return nil }
+            let figures = object["figures"] as? [String: Any]
+            return ExpiringRow(
+                id: object["order_id"] as? String ?? "",
+                expiresAt: object["expires_at"] as? String ?? "",
+                open: figures?["open"] as? String ?? "",
+                currency: figures?["currency"] as? String ?? ""
+            )
+        }
+        let due = try await disputes.list(status: nil, dueBefore: nil).filter { !$0.status.isClosed && $0.dueAt != nil }.sorted {
+            $0.dueAt! < $1.dueAt!
+        }.prefix(10)
+        let disputeRows = due.map {
+            DisputeRow(
+                id: $0.disputeID,
+                orderID: $0.orderID.rawValue,
+                status: $0.status.rawValue,
+                dueAt: ConsolePages.time($0.dueAt!),
+                amount: $0.amount.description,
+                overdue: $0.dueAt! < now
+            )
+        }
+        let from = calendar.date(byAdding: .day, value: -29, to: midnight)!
+        let batches = try await settlement.batches(from: Self.day(from, calendar), to: Self.day(now, calendar))
+        let last = batches.last.map { batch in
+            BatchView(
+                id: batch.opened.batchID,
+                businessDate: batch.opened.businessDate.description,
+                currency: batch.opened.currency.code,
+                stage: batch.stage.rawValue,
+                gross: batch.closed.map { (try? $0.grossCredit.subtracting($0.grossDebit))?.decimalString ?? "" } ?? "—",
+                net: nil
+            )
+        }
+        // Each batch's reconciliation as `GET /settlements/{id}/reconciliation` reads it: its open breaks.
+        var breaks: [BreakRow] = []
+        var openBreaks = 0
+        for batch in batches.reversed() where batch.stage >= .submitted {
+            guard let view = try await settlement.reconciliation(id: batch.opened.batchID) else { continue }
+            for open in view.breaks where open.resolution == nil {
+                openBreaks += 1
+                guard breaks.count < Self.breaksShown else { continue }
+                breaks.append(
+                    BreakRow(
+                        batchID: batch.opened.batchID,
+                        breakClass: open.found.breakClass.rawValue,
+                        reference: open.found.reference,
+                        expected: open.found.expected ?? "—",
+                        actual: open.found.actual ?? "—",
+                        detail: open.found.detail
+                    )
+                )
+            }
+        }
+        let chart = ConsoleChart.settledGross(
+            batches: batches,
+            days: (0..<30).map { Self.day(calendar.date(byAdding: .day, value: $0, to: from)!, calendar) }
+        )
+        return ConsolePages.render(
+            "today",
+            TodayPage(
+                title: "Today",
+                session: signedIn.view,
+                date: Self.day(now, calendar),
+                ordersCount: page.ordersJSON.count,
+                moreOrders: page.nextCursor != nil,
+                totals: totals,
+                expiring: expiring,
+                disputes: Array(disputeRows),
+                lastBatch: last,
+                chart: chart,
+                openBreaks: openBreaks,
+                breaks: breaks,
+                moreBreaks: openBreaks > breaks.count,
+                shownBreaks: breaks.count
+            )
+        )
+    }
+
+    /// `YYYY-MM-DD` of `date` in `calendar`'s time zone.
+    static func day(_ date: Date, _ calendar: Calendar) -> String {
+        let parts = calendar.dateComponents([.year, .month, .day], from: date)
+        return String(format: "%04d-%02d-%02d", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0)
+    }
+
+    // MARK: Audit
+
+    struct ReportView {
+        let ok: Bool
+        let summary: String
+        let checked: Int64
+        let firstBadPosition: Int64?
+        let nextFrom: Int64?
+    }
+
+    struct AuditPage {
+        let title: String
+        let session: ConsolePages.SessionView
+        let window: Int64
+        let from: String
+        let to: String
+        let fromError: ConsolePages.ErrorView?
+        let toError: ConsolePages.ErrorView?
+        let report: ReportView?
+    }
+
+    /// The verification form, and with `verify=1` the chain recomputed over the range (at most
+    /// ``AuditRoutes/maximumVerifyWindow`` positions, as `GET /audit/verify`).
+    func audit(_ request: Request, _ signedIn: SignedIn) async throws -> Response {
+        let query = request.uri.queryParameters
+        let fromText = query["from"].map(String.init) ?? ""
+        let toText = query["to"].map(String.init) ?? ""
+        var page = AuditPage(
+            title: "Audit",
+            session: signedIn.view,
+            window: AuditRoutes.maximumVerifyWindow,
+            from: fromText,
+            to: toText,
+            fromError: nil,
+            toError: nil,
+            report: nil
+        )
+        guard query["verify"] == "1" else { return ConsolePages.render("audit", page) }
+        var from: Int64 = 1
+        var to: Int64?
+        do {
+            from = try AuditRoutes.integer(fromText.isEmpty ? nil : fromText, name: "from", default: 1, range: 1...Int64.max)
+        } catch let error as APIError {
+            page = AuditPage(
+                title: page.title,
+                session: page.session,
+                window: page.window,
+                from: fromText,
+                to: toText,
+                fromError: .init(code: error.code, message: error.message),
+                toError: nil,
+                report: nil
+            )
+            return ConsolePages.render("audit", page, status: error.status)
+        }
+        do {
+            to = try toText.isEmpty ? nil : AuditRoutes.integer(toText, name: "to", default: 0, range: 1...Int64.max)
+        } catch let error as APIError {
+            page = AuditPage(
+                title: page.title,
+                session: page.session,
+                window: page.window,
+                from: fromText,
+                to: toText,
+                fromError: nil,
+                toError: .init(code: error.code, message: error.message),
+                report: nil
+            )
+            return ConsolePages.render("audit", page, status: error.status)
+        }
+        let (windowEnd, overflow) = from.addingReportingOverflow(AuditRoutes.maximumVerifyWindow - 1)
+        let end = min(to ?? Int64.max, overflow ? Int64.max : windowEnd)
+        let report = try await ledger.verifyChain(from: from, to: end)
+        let next: Int64? = report.ok && report.checked == AuditRoutes.maximumVerifyWindow && (to.map { $0 > end } ?? true) ? end + 1 : nil
+        let summary =
+            report.ok
+            ? "The chain is intact: \(report.checked) positions re-hashed from \(from)."
+            : "The chain is broken at position \(report.firstBadPosition.map(String.init) ?? "?"): \(report.reason ?? "hash mismatch")."
+        page = AuditPage(
+            title: page.title,
+            session: page.session,
+            window: page.window,
+            from: fromText,
+            to: toText,
+            fromError: nil,
+            toError: nil,
+            report: ReportView(ok: report.ok, summary: summary, checked: report.checked, firstBadPosition: report.firstBadPosition, nextFrom: next)
+        )
+        return ConsolePages.render("audit", page)
+    }
+}

@@ -1,0 +1,461 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import LedgerAPI
+import LedgerCore
+import LedgerServices
+
+/// The back-office console at `/console/`: server-rendered pages (``ConsoleTemplates``) over the same services the
+/// back-office API reads and changes through — ``OrderReader``, ``LedgerReader`` (the order history of
+/// `GET /orders/{id}/history`, the chain verification of `GET /audit/verify`), ``HoldOperator``, ``HoldReader``,
+/// ``DisputeOperator`` and ``SettlementOperator``. The console has no SQL and no rule of its own: an action is the API's
+/// operation, parsed by the API's parser (``HoldOperationRequest/parse(kind:body:)``, the defence's body), so a refusal
+/// is the API's code and message.
+///
+/// Pages: `/console/sign-in`, `/console/today`, `/console/orders` (by id, or listed by status and day),
+/// `/console/orders/{id}` (figures, hold, timeline; an operator's capture, void, refund and ship),
+/// `/console/disputes` and `/console/disputes/{id}` (an operator's defend and accept), `/console/settlements` and
+/// `/console/settlements/{id}` (an operator's resolution of a break, `POST /console/breaks/{id}/resolve`),
+/// `/console/audit`.
+///
+/// Security (issue 32):
+/// - sign-in exchanges an operator or auditor API key (checked by the ``APIKeyring``) for a session cookie
+///   (``ConsoleSessions``): `HttpOnly`, `SameSite=Strict`, `Path=/console`, `Max-Age` of the session's life, and
+///   `Secure` when the daemon serves TLS. Each request checks the session's key again, so revoking the key ends its
+///   sessions;
+/// - every POST form carries the session's CSRF token, and every POST is refused (403) without it; the sign-in form,
+///   before any session, carries a token matched against a short-lived cookie of its own (double submit), so another
+///   site cannot sign a browser in under its key;
+/// - a change needs an operator's session: an auditor's pages show no action, and the server refuses an auditor's POST
+///   anyway (403), appending nothing;
+/// - ``ConsoleMiddleware`` sends a Content-Security-Policy without script or inline style on every console reply.
+///
+/// Search forms are GET (a read, bookmarkable): they carry no token, which would otherwise leak into URLs and logs.
+public struct ConsoleRoutes: Sendable {
+    static let sessionCookie = "ledgerd_console"
+    static let signInCookie = "ledgerd_console_sign_in"
+    /// The largest form body the console reads.
+    static let maximumFormBytes = 16 * 1024
+    /// The actions the order page offers an operator (an increment is an API matter for now).
+    static let actionKinds: [HoldOperationRequest.Kind] = [.capture, .void, .refund, .ship]
+
+    let keyring: APIKeyring
+    let sessions: ConsoleSessions
+    let orders: any OrderReader
+    let ledger: any LedgerReader
+    let holdOperator: any HoldOperator
+    let holds: any HoldReader
+    let disputes: any DisputeOperator
+    let settlement: any SettlementOperator
+    /// Whether cookies are marked `Secure` (the daemon serves HTTPS).
+    let secureCookies: Bool
+    let clock: @Sendable () -> Date
+
+    public init(
+        keyring: APIKeyring,
+        sessions: ConsoleSessions,
+        orders: any OrderReader,
+        ledger: any LedgerReader,
+        holdOperator: any HoldOperator,
+        holds: any HoldReader,
+        disputes: any DisputeOperator,
+        settlement: any SettlementOperator,
+        secureCookies: Bool,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.keyring = keyring
+        self.sessions = sessions
+        self.orders = orders
+        self.ledger = ledger
+        self.holdOperator = holdOperator
+        self.holds = holds
+        self.disputes = disputes
+        self.settlement = settlement
+        self.secureCookies = secureCookies
+        self.clock = clock
+    }
+
+    /// A request's signed-in session, its key checked again now.
+    struct SignedIn {
+        let token: String
+        let session: ConsoleSessions.Session
+        let principal: Principal
+
+        var view: ConsolePages.SessionView { .init(actor: principal.actor, csrfToken: session.csrfToken) }
+        var isOperator: Bool { principal.role == .operator }
+    }
+
+    public func register(on router: Router<LedgerRequestContext>) {
+        let console = router.group("/console")
+        console.get("/") { request, _ in
+            signedIn(request) == nil ? ConsolePages.seeOther("/console/sign-in") : ConsolePages.seeOther("/console/today")
+        }
+        console.get("/console.css") { _, _ in Self.asset(ConsoleTemplates.stylesheet, type: "text/css; charset=utf-8") }
+        console.get("/favicon.svg") { _, _ in Self.asset(ConsoleTemplates.favicon, type: "image/svg+xml") }
+        console.get("/sign-in") { request, _ in signInPage(request, error: nil) }
+        console.post("/sign-in") { request, _ in try await signIn(request) }
+        console.post("/sign-out") { request, _ in
+            let (signedIn, _) = try await post(request)
+            sessions.close(token: signedIn.token)
+            return ConsolePages.seeOther("/console/sign-in", headers: [.setCookie: expiredCookie(Self.sessionCookie)])
+        }
+        console.get("/today") { request, _ in
+            guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
+            return try await today(signedIn)
+        }
+        console.get("/orders") { request, _ in
+            guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
+            return try await findOrder(request, signedIn)
+        }
+        console.get("/orders/:id") { request, context in
+            guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
+            let id = try context.parameters.require("id")
+            let done = request.uri.queryParameters["done"].flatMap { HoldOperationRequest.Kind(rawValue: String($0)) }
+            return try await orderPage(id: id, signedIn, notice: done.map { "The \($0.rawValue) was recorded." })
+        }
+        for kind in Self.actionKinds {
+            console.post("/orders/:id/\(kind.rawValue)") { request, context in
+                let (signedIn, form) = try await post(request)
+                guard signedIn.isOperator else {
+                    throw APIError(status: .forbidden, code: "forbidden", message: "this action needs an operator key")
+                }
+                return try await perform(kind, id: try context.parameters.require("id"), form: form, signedIn)
+            }
+        }
+        console.get("/disputes") { request, _ in
+            guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
+            return try await disputeQueue(request, signedIn)
+        }
+        console.get("/disputes/:id") { request, context in
+            guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
+            let done = request.uri.queryParameters["done"].map(String.init)
+            let notice: String? =
+                switch done {
+                case "defend": "The defence was recorded."
+                case "accept": "The acceptance was recorded."
+                default: nil
+                }
+            return try await disputePage(id: try context.parameters.require("id"), signedIn, notice: notice)
+        }
+        for answer in ["defend", "accept"] {
+            console.post("/disputes/:id/\(answer)") { request, context in
+                let (signedIn, form) = try await post(request)
+                guard signedIn.isOperator else {
+                    throw APIError(status: .forbidden, code: "forbidden", message: "this action needs an operator key")
+                }
+                return try await answerDispute(answer, id: try context.parameters.require("id"), form: form, signedIn)
+            }
+        }
+        console.get("/settlements") { request, _ in
+            guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
+            return try await settlementList(request, signedIn)
+        }
+        console.get("/settlements/:id") { request, context in
+            guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
+            let done = request.uri.queryParameters["done"] == "resolve"
+            return try await batchPage(id: try context.parameters.require("id"), signedIn, notice: done ? "The resolution was recorded." : nil)
+        }
+        console.post("/breaks/:id/resolve") { request, context in
+            let (signedIn, form) = try await post(request)
+            guard signedIn.isOperator else {
+                throw APIError(status: .forbidden, code: "forbidden", message: "this action needs an operator key")
+            }
+            return try await resolveBreak(id: try context.parameters.require("id"), form: form, signedIn)
+        }
+        console.get("/audit") { request, _ in
+            guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
+            return try await audit(request, signedIn)
+        }
+    }
+
+    // MARK: Sessions
+
+    func signedIn(_ request: Request) -> SignedIn? {
+        guard let token = Self.cookie(Self.sessionCookie, of: request), let session = sessions.session(token: token) else { return nil }
+        guard let principal = keyring.principal(forKeyID: session.principal.keyID, fingerprint: session.keyFingerprint) else {
+            // The key was revoked, expired or replaced: its sessions end.
+            sessions.close(token: token)
+            return nil
+        }
+        return SignedIn(token: token, session: session, principal: principal)
+    }
+
+    /// A POST's session and form, after the checks every console POST passes: a session whose key is still in force
+    /// (401), a form body (415, 413), and the session's CSRF token in it (403).
+    func post(_ request: Request) async throws -> (SignedIn, ConsoleForm) {
+        guard let signedIn = signedIn(request) else {
+            throw APIError.unauthenticated("sign in to the console first: no session, or it ended")
+        }
+        let form = try await ConsoleForm.read(request, limit: Self.maximumFormBytes)
+        guard let token = form["csrf_token"], ConsoleSessions.tokensEqual(token, signedIn.session.csrfToken) else {
+            throw APIError(status: .forbidden, code: "csrf_token_invalid", message: "the form's CSRF token is missing or not this session's")
+        }
+        return (signedIn, form)
+    }
+
+    func signInPage(_ request: Request, error: ConsolePages.ErrorView?, status: HTTPResponse.Status = .ok) -> Response {
+        let token = ConsoleSessions.randomToken()
+        var response = ConsolePages.render("sign-in", SignInPage(title: "Sign in", csrfToken: token, error: error), status: status)
+        response.headers[.setCookie] = cookie(Self.signInCookie, value: token, path: "/console/sign-in", maxAge: 600)
+        return response
+    }
+
+    struct SignInPage {
+        let title: String
+        let csrfToken: String
+        let error: ConsolePages.ErrorView?
+    }
+
+    func signIn(_ request: Request) async throws -> Response {
+        let form = try await ConsoleForm.read(request, limit: Self.maximumFormBytes)
+        guard let expected = Self.cookie(Self.signInCookie, of: request), let presented = form["csrf_token"],
+            ConsoleSessions.tokensEqual(expected, presented)
+        else {
+            throw APIError(
+                status: .forbidden,
+                code: "csrf_token_invalid",
+                message: "the sign-in form's token is missing or stale: load the page again"
+            )
+        }
+        let key = (form["key"] ?? "").trimmingCharacters(in: .whitespaces)
+        guard !key.isEmpty, let found = keyring.principalAndFingerprint(forKey: key) else {
+            return signInPage(request, error: .init(code: "unauthenticated", message: "the API key is not valid"), status: .unauthorized)
+        }
+        let (token, _) = sessions.open(principal: found.principal, keyFingerprint: found.fingerprint)
+        var headers = HTTPFields()
+        headers.append(
+            HTTPField(name: .setCookie, value: cookie(Self.sessionCookie, value: token, path: "/console", maxAge: Int(ConsoleSessions.lifetime)))
+        )
+        headers.append(HTTPField(name: .setCookie, value: expiredCookie(Self.signInCookie, path: "/console/sign-in")))
+        return ConsolePages.seeOther("/console/today", headers: headers)
+    }
+
+    func cookie(_ name: String, value: String, path: String, maxAge: Int) -> String {
+        "\(name)=\(value); Path=\(path); Max-Age=\(maxAge); HttpOnly; SameSite=Strict\(secureCookies ? "; Secure" : "")"
+    }
+
+    func expiredCookie(_ name: String, path: String = "/console") -> String { cookie(name, value: "", path: path, maxAge: 0) }
+
+    /// The value of the cookie `name` (the first, when a browser sends two).
+    static func cookie(_ name: String, of request: Request) -> String? {
+        for header in request.headers[values: .cookie] {
+            for pair in header.split(separator: ";") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                guard parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == name else { continue }
+                let value = parts[1].trimmingCharacters(in: .whitespaces)
+                return value.isEmpty ? nil : value
+            }
+        }
+        return nil
+    }
+
+    static func asset(_ text: String, type: String) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = type
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    // MARK: Orders
+
+    struct StatusOption {
+        let name: String
+        let selected: Bool
+    }
+
+    struct OrderRow {
+        let id: String
+        let openedAt: String
+        let status: String
+        let total: String
+        let currency: String
+    }
+
+    struct FindPage {
+        let title = "Orders"
+        let session: ConsolePages.SessionView
+        var query = ""
+        var error: ConsolePages.ErrorView?
+        var statuses: [StatusOption] = []
+        var from = ""
+        var to = ""
+        var statusError: ConsolePages.ErrorView?
+        var fromError: ConsolePages.ErrorView?
+        var toError: ConsolePages.ErrorView?
+        let pageSize = ConsoleRoutes.ordersPageSize
+        var rows: [OrderRow] = []
+        var next: String?
+    }
+
+    /// Orders on a page of the list.
+    static let ordersPageSize = 50
+
+    /// With `id`: to that order's page (or the error next to the field). Otherwise the orders by status and opening day
+    /// (`GET /orders`'s reader: oldest first, cursor-paged), each filter's error next to it.
+    func findOrder(_ request: Request, _ signedIn: SignedIn) async throws -> Response {
+        let parameters = request.uri.queryParameters
+        var page = FindPage(session: signedIn.view)
+        if let id = parameters["id"].map({ String($0).trimmingCharacters(in: .whitespaces) }), !id.isEmpty {
+            guard try await orders.orderJSON(id: id) != nil else {
+                page.query = id
+                page.error = .init(code: "not_found", message: "no order \(id)")
+                page.statuses = OrderStatus.allCases.map { StatusOption(name: $0.rawValue, selected: false) }
+                return ConsolePages.render("orders", page, status: .notFound)
+            }
+            return ConsolePages.seeOther("/console/orders/\(Self.pathSegment(id))")
+        }
+        let status = parameters["status"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
+        page.statuses = OrderStatus.allCases.map { StatusOption(name: $0.rawValue, selected: $0.rawValue == status) }
+        page.from = parameters["from"].map(String.init) ?? ""
+        page.to = parameters["to"].map(String.init) ?? ""
+        var query = OrderQuery(status: nil, from: nil, to: nil, limit: Self.ordersPageSize, cursor: 0)
+        if let status {
+            if OrderStatus(rawValue: status) != nil {
+                query.status = status
+            } else {
+                let names = OrderStatus.allCases.map(\.rawValue).sorted().joined(separator: ", ")
+                page.statusError = .init(code: "invalid_parameter", message: "status must be one of \(names)")
+            }
+        }
+        if !page.from.isEmpty {
+            if let day = Self.utcDay(page.from) { query.from = day } else { page.fromError = Self.dayError("from") }
+        }
+        if !page.to.isEmpty {
+            // Through that day: before the next midnight.
+            if let day = Self.utcDay(page.to) { query.to = day.addingTimeInterval(24 * 3600) } else { page.toError = Self.dayError("to") }
+        }
+        do {
+            query.cursor = try AuditRoutes.integer(parameters["cursor"].map(String.init), name: "cursor", default: 0, range: 0...Int64.max)
+        } catch let error as APIError {
+            page.error = .init(code: error.code, message: error.message)
+        }
+        guard page.statusError == nil, page.fromError == nil, page.toError == nil, page.error == nil else {
+            return ConsolePages.render("orders", page, status: .badRequest)
+        }
+        let found = try await orders.orders(query)
+        page.rows = found.ordersJSON.compactMap { row in
+            guard let object = (try? JSONSerialization.jsonObject(with: Data(row.utf8))) as? [String: Any] else { return nil }
+            return OrderRow(
+                id: object["id"] as? String ?? "",
+                openedAt: object["opened_at"] as? String ?? "",
+                status: object["status"] as? String ?? "",
+                total: object["total"] as? String ?? "",
+                currency: object["currency"] as? String ?? ""
+            )
+        }
+        page.next = found.nextCursor.map { cursor in
+            var items = [URLQueryItem(name: "cursor", value: String(cursor))]
+            if let status = query.status { items.append(URLQueryItem(name: "status", value: status)) }
+            if !page.from.isEmpty { items.append(URLQueryItem(name: "from", value: page.from)) }
+            if !page.to.isEmpty { items.append(URLQueryItem(name: "to", value: page.to)) }
+            var components = URLComponents()
+            components.path = "/console/orders"
+            components.queryItems = items
+            return components.string ?? "/console/orders"
+        }
+        return ConsolePages.render("orders", page)
+    }
+
+    /// Midnight UTC of `YYYY-MM-DD` (what a date input sends), or nil.
+    static func utcDay(_ text: String) -> Date? {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+            let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]), (1...12).contains(month), (1...31).contains(day)
+        else { return nil }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        guard let date = calendar.date(from: DateComponents(year: year, month: month, day: day)),
+            calendar.component(.day, from: date) == day
+        else { return nil }
+        return date
+    }
+
+    static func dayError(_ field: String) -> ConsolePages.ErrorView {
+        .init(code: "invalid_parameter", message: "\(field) must be a day, e.g. 2026-11-21")
+    }
+
+    /// `text` as one path segment (an order id with a slash or a space still names one order).
+    static func pathSegment(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? text
+    }
+
+    func orderPage(
+        id: String,
+        _ signedIn: SignedIn,
+        actions: ConsolePages.Actions? = nil,
+        notice: String? = nil,
+        status: HTTPResponse.Status = .ok
+    ) async throws -> Response {
+        guard let row = try await orders.orderJSON(id: id) else { throw APIError.notFound("no order \(id)") }
+        let history = try await ledger.orderHistory(id)
+        let page = ConsolePages.orderPage(
+            id: id,
+            rowJSON: row,
+            history: history,
+            session: signedIn.view,
+            actions: signedIn.isOperator ? (actions ?? ConsolePages.Actions()) : nil,
+            notice: notice
+        )
+        return ConsolePages.render("order", page, status: status)
+    }
+
+    /// An operator's action from its form: the API's operation with the form's idempotency key (one per rendered form,
+    /// so a double submit is one operation). Done: back to the order (303). Refused: the page again with the API's code
+    /// and message next to the field, what was typed kept, a fresh key (nothing was recorded under the old one).
+    func perform(_ kind: HoldOperationRequest.Kind, id: String, form: ConsoleForm, _ signedIn: SignedIn) async throws -> Response {
+        let key = form["idempotency_key"] ?? ""
+        var typed = ConsolePages.ActionForm()
+        typed.amount = form["amount"] ?? ""
+        typed.reason = form["reason"] ?? ""
+        typed.carrier = form["carrier"] ?? ""
+        typed.tracking = form["tracking"] ?? ""
+        do {
+            guard (1...200).contains(key.utf8.count) else {
+                throw APIError.badRequest("invalid_idempotency_key", "Idempotency-Key must be 1…200 bytes", field: "Idempotency-Key")
+            }
+            let request = try HoldOperationRequest.parse(kind: kind, body: ByteBuffer(bytes: try Self.jsonBody(kind, form)))
+            _ = try await holdOperator.perform(orderID: id, request, idempotencyKey: key, actor: signedIn.principal.actor)
+        } catch let error as ServiceError {
+            return try await refused(kind, id: id, APIError(error), typed: typed, signedIn)
+        } catch let error as APIError where error.status.code < 500 && error.status != .notFound {
+            return try await refused(kind, id: id, error, typed: typed, signedIn)
+        }
+        return ConsolePages.seeOther("/console/orders/\(Self.pathSegment(id))?done=\(kind.rawValue)")
+    }
+
+    func refused(
+        _ kind: HoldOperationRequest.Kind,
+        id: String,
+        _ error: APIError,
+        typed: ConsolePages.ActionForm,
+        _ signedIn: SignedIn
+    ) async throws -> Response {
+        if error.status == .notFound || error.status.code >= 500 { throw error }
+        var form = typed
+        let shown = ConsolePages.ErrorView(code: error.code, message: error.message)
+        switch error.field {
+        case "amount": form.amountError = shown
+        case "reason": form.reasonError = shown
+        case "carrier": form.carrierError = shown
+        case "tracking": form.trackingError = shown
+        default: form.formError = shown
+        }
+        var actions = ConsolePages.Actions()
+        actions[kind] = form
+        return try await orderPage(id: id, signedIn, actions: actions, status: error.status)
+    }
+
+    /// The form's fields as the API's JSON body of `kind`: text fields left empty are absent (the API's default), the
+    /// capture's `final` box is `true` when ticked.
+    static func jsonBody(_ kind: HoldOperationRequest.Kind, _ form: ConsoleForm) throws -> [UInt8] {
+        let fields: [String] =
+            switch kind {
+            case .capture, .void, .increment: ["amount"]
+            case .refund: ["amount", "reason"]
+            case .ship: ["carrier", "tracking"]
+            }
+        var body: [String: Any] = [:]
+        for field in fields { if let value = form[field], !value.isEmpty { body[field] = value } }
+        if kind == .capture, form["final"] == "true" { body["final"] = true }
+        return Array(try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]))
+    }
+}

@@ -1,0 +1,549 @@
+import Mustache
+
+/// The console's pages as Mustache templates (swift-mustache), compiled into the binary: the daemon serves them with
+/// no files beside it and no build step. `{{name}}` escapes HTML (quotes included, so values are safe in attributes);
+/// no template uses the unescaped forms. No page has a script or an inline style (the Content-Security-Policy
+/// forbids both): styles live in ``stylesheet``, served from `/console/console.css`.
+enum ConsoleTemplates {
+    /// The library of every page, parsed once.
+    static let library: MustacheLibrary = {
+        var library = MustacheLibrary()
+        for (name, text) in templates {
+            do { try library.register(text, named: name) } catch { preconditionFailure("console template \(name) does not parse: \(error)") }
+        }
+        return library
+    }()
+
+    static let templates: [(String, String)] = [
+        ("head", head), ("foot", foot), ("sign-in", signIn), ("error", error), ("orders", orders), ("order", order),
+        ("today", today), ("audit", audit), ("disputes", disputes), ("dispute", dispute),
+        ("settlements", settlements), ("settlement", settlement),
+    ]
+
+    static let head = """
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>{{title}} · ledgerd console</title>
+        <link rel="stylesheet" href="/console/console.css">
+        <link rel="icon" href="/console/favicon.svg" type="image/svg+xml">
+        </head>
+        <body>
+        <header class="bar">
+        <a class="brand" href="/console/today">ledgerd console</a>
+        {{#session}}
+        <nav aria-label="Console">
+        <ul>
+        <li><a href="/console/today">Today</a></li>
+        <li><a href="/console/orders">Orders</a></li>
+        <li><a href="/console/disputes">Disputes</a></li>
+        <li><a href="/console/settlements">Settlement</a></li>
+        <li><a href="/console/audit">Audit</a></li>
+        </ul>
+        </nav>
+        <form class="sign-out" method="post" action="/console/sign-out">
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <span class="who">{{actor}}</span>
+        <button type="submit">Sign out</button>
+        </form>
+        {{/session}}
+        </header>
+        <main>
+
+        """
+
+    static let foot = """
+        </main>
+        </body>
+        </html>
+
+        """
+
+    static let signIn = """
+        {{> head}}
+        <h1>Sign in</h1>
+        <p>Sign in with an operator or auditor API key (the daemon's <code>api-keys.json</code>, or one from
+        <code>ledgerd keys add</code>). The key is checked on every request: revoking it signs its sessions out.</p>
+        <form method="post" action="/console/sign-in" class="stack">
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <label for="key">API key</label>
+        <input id="key" name="key" type="password" autocomplete="off" required{{#error}} aria-invalid="true" aria-describedby="key-error"{{/error}}>
+        {{#error}}<p class="error" id="key-error"><code>{{code}}</code> {{message}}</p>{{/error}}
+        <button type="submit">Sign in</button>
+        </form>
+        {{> foot}}
+        """
+
+    static let error = """
+        {{> head}}
+        <h1>{{heading}}</h1>
+        <p class="error"><code>{{code}}</code> {{message}}</p>
+        <p><a href="{{back}}">{{backLabel}}</a></p>
+        {{> foot}}
+        """
+
+    static let orders = """
+        {{> head}}
+        <h1>Orders</h1>
+        <form method="get" action="/console/orders" class="stack" role="search">
+        <label for="order-id">Order id</label>
+        <input id="order-id" name="id" value="{{query}}" required{{#error}} aria-invalid="true" aria-describedby="id-error"{{/error}}>
+        {{#error}}<p class="error" id="id-error"><code>{{code}}</code> {{message}}</p>{{/error}}
+        <button type="submit">Find</button>
+        </form>
+        <section aria-labelledby="list">
+        <h2 id="list">Orders by status and date</h2>
+        <form method="get" action="/console/orders" class="filters">
+        <div class="stack">
+        <label for="status">Status</label>
+        <select id="status" name="status"{{#statusError}} aria-invalid="true" aria-describedby="status-error"{{/statusError}}>
+        <option value="">any</option>
+        {{#statuses}}<option value="{{name}}"{{#selected}} selected{{/selected}}>{{name}}</option>
+        {{/statuses}}
+        </select>
+        {{#statusError}}<p class="error" id="status-error"><code>{{code}}</code> {{message}}</p>{{/statusError}}
+        </div>
+        <div class="stack">
+        <label for="from">Opened from (UTC day)</label>
+        <input id="from" name="from" type="date" value="{{from}}"{{#fromError}} aria-invalid="true" aria-describedby="from-error"{{/fromError}}>
+        {{#fromError}}<p class="error" id="from-error"><code>{{code}}</code> {{message}}</p>{{/fromError}}
+        </div>
+        <div class="stack">
+        <label for="to">Opened through (UTC day)</label>
+        <input id="to" name="to" type="date" value="{{to}}"{{#toError}} aria-invalid="true" aria-describedby="to-error"{{/toError}}>
+        {{#toError}}<p class="error" id="to-error"><code>{{code}}</code> {{message}}</p>{{/toError}}
+        </div>
+        <button type="submit">List</button>
+        </form>
+        <table>
+        <caption>Oldest first, {{pageSize}} a page</caption>
+        <thead><tr><th scope="col">Order</th><th scope="col">Opened</th><th scope="col">Status</th><th scope="col">Total</th></tr></thead>
+        <tbody>
+        {{#rows}}<tr><td><a href="/console/orders/{{id}}">{{id}}</a></td><td>{{openedAt}}</td><td>{{status}}</td><td class="num">{{total}} {{currency}}</td></tr>
+        {{/rows}}
+        {{^rows}}<tr><td colspan="4">No order.</td></tr>{{/rows}}
+        </tbody>
+        </table>
+        {{#next}}<p><a id="next-page" href="{{.}}">Next page</a></p>{{/next}}
+        </section>
+        {{> foot}}
+        """
+
+    /// An order: its figures, the hold, the operator's actions (each form with its own idempotency key), the timeline.
+    static let order = """
+        {{> head}}
+        <h1>Order <code>{{id}}</code></h1>
+        {{#notice}}<p class="notice" role="status">{{.}}</p>{{/notice}}
+        <section aria-labelledby="summary">
+        <h2 id="summary">Summary</h2>
+        <dl class="figures">
+        <dt>Status</dt><dd class="status" id="order-status">{{status}}</dd>
+        <dt>Opened</dt><dd>{{openedAt}}</dd>
+        <dt>Total</dt><dd>{{total}} {{currency}}</dd>
+        <dt>Goods</dt><dd>{{subtotal}}</dd>
+        <dt>Tax</dt><dd>{{tax}}</dd>
+        <dt>Shipping</dt><dd>{{shipping}} {{shippingMethod}}</dd>
+        </dl>
+        <table>
+        <caption>Lines</caption>
+        <thead><tr><th scope="col">Product</th><th scope="col">Quantity</th><th scope="col">Unit price</th><th scope="col">Line total</th></tr></thead>
+        <tbody>
+        {{#lines}}<tr><td>{{name}}</td><td class="num">{{quantity}}</td><td class="num">{{unitPrice}}</td><td class="num">{{lineTotal}}</td></tr>
+        {{/lines}}
+        </tbody>
+        </table>
+        </section>
+        <section aria-labelledby="hold">
+        <h2 id="hold">Hold</h2>
+        {{#hold}}<p>Hold <strong>{{state}}</strong>, {{network}} …{{lastFour}}, expires {{expiresAt}}.</p>{{/hold}}
+        <table class="hold-figures">
+        <caption>The hold's figures ({{currency}})</caption>
+        <tbody>
+        {{#figures}}<tr><th scope="row">{{label}}</th><td class="num" id="figure-{{label}}">{{value}}</td></tr>
+        {{/figures}}
+        </tbody>
+        </table>
+        </section>
+        {{#actions}}
+        <section aria-labelledby="actions">
+        <h2 id="actions">Actions</h2>
+        <div class="actions">
+        {{#capture}}
+        <form method="post" action="/console/orders/{{id}}/capture" class="stack" id="capture-form">
+        <h3>Capture</h3>
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <input type="hidden" name="idempotency_key" value="{{idempotencyKey}}">
+        {{#formError}}<p class="error"><code>{{code}}</code> {{message}}</p>{{/formError}}
+        <label for="capture-amount">Amount (empty: all that is open)</label>
+        <input id="capture-amount" name="amount" inputmode="decimal" value="{{amount}}"{{#amountError}} aria-invalid="true" aria-describedby="capture-amount-error"{{/amountError}}>
+        {{#amountError}}<p class="error" id="capture-amount-error"><code>{{code}}</code> {{message}}</p>{{/amountError}}
+        <label class="check"><input type="checkbox" name="final" value="true"> Final capture (release the rest)</label>
+        <button type="submit">Capture</button>
+        </form>
+        {{/capture}}
+        {{#void}}
+        <form method="post" action="/console/orders/{{id}}/void" class="stack" id="void-form">
+        <h3>Void</h3>
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <input type="hidden" name="idempotency_key" value="{{idempotencyKey}}">
+        {{#formError}}<p class="error"><code>{{code}}</code> {{message}}</p>{{/formError}}
+        <label for="void-amount">Amount (empty: all that is open)</label>
+        <input id="void-amount" name="amount" inputmode="decimal" value="{{amount}}"{{#amountError}} aria-invalid="true" aria-describedby="void-amount-error"{{/amountError}}>
+        {{#amountError}}<p class="error" id="void-amount-error"><code>{{code}}</code> {{message}}</p>{{/amountError}}
+        <button type="submit">Void</button>
+        </form>
+        {{/void}}
+        {{#refund}}
+        <form method="post" action="/console/orders/{{id}}/refund" class="stack" id="refund-form">
+        <h3>Refund</h3>
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <input type="hidden" name="idempotency_key" value="{{idempotencyKey}}">
+        {{#formError}}<p class="error"><code>{{code}}</code> {{message}}</p>{{/formError}}
+        <label for="refund-amount">Amount</label>
+        <input id="refund-amount" name="amount" inputmode="decimal" value="{{amount}}"{{#amountError}} aria-invalid="true" aria-describedby="refund-amount-error"{{/amountError}}>
+        {{#amountError}}<p class="error" id="refund-amount-error"><code>{{code}}</code> {{message}}</p>{{/amountError}}
+        <label for="refund-reason">Reason</label>
+        <input id="refund-reason" name="reason" maxlength="200" value="{{reason}}"{{#reasonError}} aria-invalid="true" aria-describedby="refund-reason-error"{{/reasonError}}>
+        {{#reasonError}}<p class="error" id="refund-reason-error"><code>{{code}}</code> {{message}}</p>{{/reasonError}}
+        <button type="submit">Refund</button>
+        </form>
+        {{/refund}}
+        {{#ship}}
+        <form method="post" action="/console/orders/{{id}}/ship" class="stack" id="ship-form">
+        <h3>Ship</h3>
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <input type="hidden" name="idempotency_key" value="{{idempotencyKey}}">
+        {{#formError}}<p class="error"><code>{{code}}</code> {{message}}</p>{{/formError}}
+        <label for="ship-carrier">Carrier</label>
+        <input id="ship-carrier" name="carrier" maxlength="200" value="{{carrier}}"{{#carrierError}} aria-invalid="true" aria-describedby="ship-carrier-error"{{/carrierError}}>
+        {{#carrierError}}<p class="error" id="ship-carrier-error"><code>{{code}}</code> {{message}}</p>{{/carrierError}}
+        <label for="ship-tracking">Tracking</label>
+        <input id="ship-tracking" name="tracking" maxlength="200" value="{{tracking}}"{{#trackingError}} aria-invalid="true" aria-describedby="ship-tracking-error"{{/trackingError}}>
+        {{#trackingError}}<p class="error" id="ship-tracking-error"><code>{{code}}</code> {{message}}</p>{{/trackingError}}
+        <button type="submit">Ship</button>
+        </form>
+        {{/ship}}
+        </div>
+        </section>
+        {{/actions}}
+        <section aria-labelledby="timeline">
+        <h2 id="timeline">Timeline</h2>
+        <table class="timeline">
+        <caption>Every event of the order's history, in position order</caption>
+        <thead><tr><th scope="col">Position</th><th scope="col">Recorded</th><th scope="col">Event</th><th scope="col">Stream</th><th scope="col">By</th><th scope="col">Data</th></tr></thead>
+        <tbody>
+        {{#events}}<tr><td class="num">{{position}}</td><td>{{recordedAt}}</td><td class="event-type">{{type}}</td><td><code>{{stream}}</code></td><td>{{actor}}</td><td><code class="data">{{data}}</code></td></tr>
+        {{/events}}
+        </tbody>
+        </table>
+        </section>
+        {{> foot}}
+        """
+
+    static let today = """
+        {{> head}}
+        <h1>Today <small>{{date}} (UTC)</small></h1>
+        <section aria-labelledby="orders-today">
+        <h2 id="orders-today">Orders opened today</h2>
+        <p><strong id="orders-count">{{ordersCount}}</strong> orders{{#moreOrders}} (the first page of them; <a href="/console/orders">find one</a>){{/moreOrders}}.</p>
+        <table>
+        <caption>Totals by currency and status</caption>
+        <thead><tr><th scope="col">Currency</th><th scope="col">Status</th><th scope="col">Orders</th><th scope="col">Total</th></tr></thead>
+        <tbody>
+        {{#totals}}<tr><td>{{currency}}</td><td>{{status}}</td><td class="num">{{count}}</td><td class="num">{{total}}</td></tr>
+        {{/totals}}
+        {{^totals}}<tr><td colspan="4">No orders yet today.</td></tr>{{/totals}}
+        </tbody>
+        </table>
+        </section>
+        <section aria-labelledby="expiring">
+        <h2 id="expiring">Holds expiring in the next 24 hours</h2>
+        <table>
+        <thead><tr><th scope="col">Order</th><th scope="col">Expires</th><th scope="col">Open</th></tr></thead>
+        <tbody>
+        {{#expiring}}<tr><td><a href="/console/orders/{{id}}">{{id}}</a></td><td>{{expiresAt}}</td><td class="num">{{open}} {{currency}}</td></tr>
+        {{/expiring}}
+        {{^expiring}}<tr><td colspan="3">None.</td></tr>{{/expiring}}
+        </tbody>
+        </table>
+        </section>
+        <section aria-labelledby="disputes">
+        <h2 id="disputes">Disputes due soonest</h2>
+        <table>
+        <thead><tr><th scope="col">Dispute</th><th scope="col">Order</th><th scope="col">Status</th><th scope="col">Due</th><th scope="col">Amount</th></tr></thead>
+        <tbody>
+        {{#disputes}}<tr{{#overdue}} class="overdue"{{/overdue}}><td><a href="/console/disputes/{{id}}">{{id}}</a></td><td><a href="/console/orders/{{orderID}}">{{orderID}}</a></td><td>{{status}}{{#overdue}} (overdue){{/overdue}}</td><td>{{dueAt}}</td><td class="num">{{amount}}</td></tr>
+        {{/disputes}}
+        {{^disputes}}<tr><td colspan="5">No open dispute.</td></tr>{{/disputes}}
+        </tbody>
+        </table>
+        </section>
+        <section aria-labelledby="settlement">
+        <h2 id="settlement">Settlement</h2>
+        {{#lastBatch}}<p>Last batch <a href="/console/settlements/{{id}}"><code>{{id}}</code></a> for {{businessDate}} ({{currency}}): <strong>{{stage}}</strong>, gross {{gross}}{{#net}}, net {{.}}{{/net}}.</p>{{/lastBatch}}
+        {{^lastBatch}}<p>No settlement batch in the last 30 days.</p>{{/lastBatch}}
+        {{#chart}}
+        <figure>
+        <svg class="chart" role="img" aria-labelledby="chart-title" viewBox="0 0 {{width}} {{height}}" width="{{width}}" height="{{height}}" xmlns="http://www.w3.org/2000/svg">
+        <title id="chart-title">{{title}}</title>
+        <line class="axis" x1="{{left}}" y1="{{baseline}}" x2="{{right}}" y2="{{baseline}}"/>
+        {{#bars}}<rect class="bar" x="{{x}}" y="{{y}}" width="{{width}}" height="{{height}}"><title>{{label}}</title></rect>
+        {{/bars}}
+        {{#ticks}}<text class="tick" x="{{x}}" y="{{y}}" text-anchor="{{anchor}}">{{label}}</text>
+        {{/ticks}}
+        </svg>
+        <figcaption>{{title}}</figcaption>
+        </figure>
+        {{/chart}}
+        </section>
+        <section aria-labelledby="breaks">
+        <h2 id="breaks">Open reconciliation breaks</h2>
+        <p><strong id="open-breaks">{{openBreaks}}</strong> open in the last 30 days' batches{{#moreBreaks}} (the first {{shownBreaks}} below){{/moreBreaks}}.</p>
+        <table>
+        <thead><tr><th scope="col">Batch</th><th scope="col">Class</th><th scope="col">Reference</th><th scope="col">Expected</th><th scope="col">Actual</th><th scope="col">Detail</th></tr></thead>
+        <tbody>
+        {{#breaks}}<tr><td><a href="/console/settlements/{{batchID}}"><code>{{batchID}}</code></a></td><td class="break-class">{{breakClass}}</td><td><code>{{reference}}</code></td><td class="num">{{expected}}</td><td class="num">{{actual}}</td><td>{{detail}}</td></tr>
+        {{/breaks}}
+        {{^breaks}}<tr><td colspan="6">None.</td></tr>{{/breaks}}
+        </tbody>
+        </table>
+        </section>
+        {{> foot}}
+        """
+
+    static let disputes = """
+        {{> head}}
+        <h1>Disputes</h1>
+        <form method="get" action="/console/disputes" class="filters">
+        <div class="stack">
+        <label for="status">Status</label>
+        <select id="status" name="status"{{#statusError}} aria-invalid="true" aria-describedby="status-error"{{/statusError}}>
+        <option value="">any</option>
+        {{#statuses}}<option value="{{name}}"{{#selected}} selected{{/selected}}>{{name}}</option>
+        {{/statuses}}
+        </select>
+        {{#statusError}}<p class="error" id="status-error"><code>{{code}}</code> {{message}}</p>{{/statusError}}
+        </div>
+        <button type="submit">List</button>
+        </form>
+        <table class="queue">
+        <caption>The soonest deadline first; an open dispute past its deadline is marked overdue</caption>
+        <thead><tr><th scope="col">Dispute</th><th scope="col">Order</th><th scope="col">Status</th><th scope="col">Reason</th><th scope="col">Due</th><th scope="col">Amount</th></tr></thead>
+        <tbody>
+        {{#rows}}<tr{{#overdue}} class="overdue"{{/overdue}}><td><a href="/console/disputes/{{id}}">{{id}}</a></td><td><a href="/console/orders/{{orderID}}">{{orderID}}</a></td><td>{{status}}{{#overdue}} <strong>(overdue)</strong>{{/overdue}}</td><td>{{reason}}</td><td>{{dueAt}}</td><td class="num">{{amount}}</td></tr>
+        {{/rows}}
+        {{^rows}}<tr><td colspan="6">No dispute.</td></tr>{{/rows}}
+        </tbody>
+        </table>
+        {{> foot}}
+        """
+
+    static let dispute = """
+        {{> head}}
+        <h1>Dispute <code>{{id}}</code></h1>
+        {{#notice}}<p class="notice" role="status">{{.}}</p>{{/notice}}
+        <section aria-labelledby="summary">
+        <h2 id="summary">Summary</h2>
+        <dl class="figures">
+        <dt>Status</dt><dd id="dispute-status">{{status}}{{#overdue}} <strong class="bad">(overdue)</strong>{{/overdue}}</dd>
+        <dt>Order</dt><dd><a href="/console/orders/{{orderID}}">{{orderID}}</a> ({{orderStatus}})</dd>
+        <dt>Reason</dt><dd>{{reason}}</dd>
+        <dt>Amount</dt><dd>{{amount}}</dd>
+        <dt>Charged back</dt><dd>{{chargedBack}}</dd>
+        <dt>Reversed</dt><dd>{{reversed}}</dd>
+        <dt>Respond by</dt><dd>{{dueAt}}</dd>
+        <dt>Evidence</dt><dd>{{#evidence}}<code>{{.}}</code> {{/evidence}}{{^evidence}}none sent{{/evidence}}</dd>
+        </dl>
+        </section>
+        {{#forms}}
+        <section aria-labelledby="answers">
+        <h2 id="answers">Answers</h2>
+        <div class="actions">
+        <form method="post" action="/console/disputes/{{id}}/defend" class="stack" id="defend-form">
+        <h3>Defend</h3>
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <label for="evidence-refs">Evidence references, one per line</label>
+        <textarea id="evidence-refs" name="evidence_refs" rows="4"{{#defendError}} aria-invalid="true" aria-describedby="defend-error"{{/defendError}}>{{evidence}}</textarea>
+        {{#defendError}}<p class="error" id="defend-error"><code>{{code}}</code> {{message}}</p>{{/defendError}}
+        <button type="submit">Defend</button>
+        </form>
+        <form method="post" action="/console/disputes/{{id}}/accept" class="stack" id="accept-form">
+        <h3>Accept</h3>
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <p>Accept the chargeback: the money stays with the cardholder.</p>
+        {{#acceptError}}<p class="error" id="accept-error"><code>{{code}}</code> {{message}}</p>{{/acceptError}}
+        <button type="submit">Accept</button>
+        </form>
+        </div>
+        </section>
+        {{/forms}}
+        <section aria-labelledby="stages">
+        <h2 id="stages">Stages</h2>
+        <table class="timeline">
+        <caption>The dispute's events, in position order</caption>
+        <thead><tr><th scope="col">Position</th><th scope="col">Recorded</th><th scope="col">Event</th><th scope="col">By</th><th scope="col">Data</th></tr></thead>
+        <tbody>
+        {{#stages}}<tr><td class="num">{{position}}</td><td>{{recordedAt}}</td><td class="event-type">{{type}}</td><td>{{actor}}</td><td><code class="data">{{data}}</code></td></tr>
+        {{/stages}}
+        </tbody>
+        </table>
+        </section>
+        {{> foot}}
+        """
+
+    static let settlements = """
+        {{> head}}
+        <h1>Settlement</h1>
+        <form method="get" action="/console/settlements" class="filters">
+        <div class="stack">
+        <label for="from">Business days from</label>
+        <input id="from" name="from" type="date" value="{{from}}"{{#fromError}} aria-invalid="true" aria-describedby="from-error"{{/fromError}}>
+        {{#fromError}}<p class="error" id="from-error"><code>{{code}}</code> {{message}}</p>{{/fromError}}
+        </div>
+        <div class="stack">
+        <label for="to">through</label>
+        <input id="to" name="to" type="date" value="{{to}}"{{#toError}} aria-invalid="true" aria-describedby="to-error"{{/toError}}>
+        {{#toError}}<p class="error" id="to-error"><code>{{code}}</code> {{message}}</p>{{/toError}}
+        </div>
+        <button type="submit">List</button>
+        </form>
+        <table>
+        <caption>Batches by business day</caption>
+        <thead><tr><th scope="col">Batch</th><th scope="col">Day</th><th scope="col">Currency</th><th scope="col">Stage</th><th scope="col">Captures / refunds</th><th scope="col">Gross</th><th scope="col">Net</th><th scope="col">Payout</th></tr></thead>
+        <tbody>
+        {{#rows}}<tr><td><a href="/console/settlements/{{id}}">{{id}}</a></td><td>{{businessDate}}</td><td>{{currency}}</td><td>{{stage}}</td><td class="num">{{items}}</td><td class="num">{{gross}}</td><td class="num">{{net}}</td><td>{{payout}}</td></tr>
+        {{/rows}}
+        {{^rows}}<tr><td colspan="8">No batch.</td></tr>{{/rows}}
+        </tbody>
+        </table>
+        {{> foot}}
+        """
+
+    static let settlement = """
+        {{> head}}
+        <h1>Batch <code>{{id}}</code></h1>
+        {{#notice}}<p class="notice" role="status">{{.}}</p>{{/notice}}
+        <section aria-labelledby="figures">
+        <h2 id="figures">Figures</h2>
+        <dl class="figures">
+        {{#figures}}<dt>{{label}}</dt><dd>{{value}}</dd>
+        {{/figures}}
+        </dl>
+        </section>
+        <section aria-labelledby="reconciliation">
+        <h2 id="reconciliation">Reconciliation</h2>
+        {{^reconciled}}<p>Not reconciled yet.</p>{{/reconciled}}
+        {{#reconciled}}
+        <dl class="figures">
+        {{#counts}}<dt>{{label}}</dt><dd>{{value}}</dd>
+        {{/counts}}
+        </dl>
+        <table class="breaks">
+        <caption>Breaks: the acquirer's report against the ledger</caption>
+        <thead><tr><th scope="col">Break</th><th scope="col">Class</th><th scope="col">Reference</th><th scope="col">Expected (ledger)</th><th scope="col">Actual (report)</th><th scope="col">Detail</th><th scope="col">Resolution</th></tr></thead>
+        <tbody>
+        {{#breaks}}<tr><td><code>{{id}}</code></td><td class="break-class">{{breakClass}}</td><td><code>{{reference}}</code></td><td class="num">{{expected}}</td><td class="num">{{actual}}</td><td>{{detail}}</td><td>
+        {{#resolved}}{{resolution}}{{/resolved}}
+        {{#form}}<form method="post" action="/console/breaks/{{id}}/resolve" class="stack resolve">
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <input type="hidden" name="batch_id" value="{{batchID}}">
+        <label for="reason-{{id}}">Resolve with a note</label>
+        <input id="reason-{{id}}" name="reason" maxlength="500" value="{{reason}}"{{#error}} aria-invalid="true" aria-describedby="reason-{{id}}-error"{{/error}}>
+        {{#error}}<p class="error" id="reason-{{id}}-error"><code>{{code}}</code> {{message}}</p>{{/error}}
+        <button type="submit">Resolve</button>
+        </form>{{/form}}
+        {{^resolved}}{{^form}}open{{/form}}{{/resolved}}
+        </td></tr>
+        {{/breaks}}
+        {{^breaks}}<tr><td colspan="7">No break.</td></tr>{{/breaks}}
+        </tbody>
+        </table>
+        {{/reconciled}}
+        </section>
+        {{> foot}}
+        """
+
+    static let audit = """
+        {{> head}}
+        <h1>Audit</h1>
+        <p>Recompute the hash chain over a range of positions (at most {{window}} per check; empty: from the first).</p>
+        <form method="get" action="/console/audit" class="stack">
+        <input type="hidden" name="verify" value="1">
+        <label for="from">From position</label>
+        <input id="from" name="from" inputmode="numeric" value="{{from}}"{{#fromError}} aria-invalid="true" aria-describedby="from-error"{{/fromError}}>
+        {{#fromError}}<p class="error" id="from-error"><code>{{code}}</code> {{message}}</p>{{/fromError}}
+        <label for="to">To position (empty: the window's end or the head)</label>
+        <input id="to" name="to" inputmode="numeric" value="{{to}}"{{#toError}} aria-invalid="true" aria-describedby="to-error"{{/toError}}>
+        {{#toError}}<p class="error" id="to-error"><code>{{code}}</code> {{message}}</p>{{/toError}}
+        <button type="submit">Verify the chain</button>
+        </form>
+        {{#report}}
+        <section aria-labelledby="result">
+        <h2 id="result">Result</h2>
+        <p id="verify-result" class="{{#ok}}ok{{/ok}}{{^ok}}bad{{/ok}}">{{summary}}</p>
+        <dl class="figures">
+        <dt>Positions checked</dt><dd id="verify-checked">{{checked}}</dd>
+        {{#firstBadPosition}}<dt>First bad position</dt><dd>{{.}}</dd>{{/firstBadPosition}}
+        {{#nextFrom}}<dt>Continue from</dt><dd><a href="/console/audit?verify=1&amp;from={{.}}">{{.}}</a></dd>{{/nextFrom}}
+        </dl>
+        </section>
+        {{/report}}
+        {{> foot}}
+        """
+
+    /// The console's one stylesheet (no inline style anywhere).
+    static let stylesheet = """
+        :root { color-scheme: light; --ink: #1d232b; --muted: #5b6673; --line: #d5dbe1; --accent: #0b5cad; --bad: #a11a1a; --ok: #1c6b2f; }
+        * { box-sizing: border-box; }
+        body { margin: 0; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--ink); background: #f7f8fa; }
+        .bar { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1.5rem; padding: .6rem 1rem; background: #fff; border-bottom: 1px solid var(--line); }
+        .brand { font-weight: 600; color: var(--ink); text-decoration: none; }
+        nav ul { display: flex; gap: 1rem; list-style: none; margin: 0; padding: 0; }
+        nav a, a { color: var(--accent); }
+        a:focus, button:focus, input:focus { outline: 3px solid #8ab4e6; outline-offset: 1px; }
+        .sign-out { margin-left: auto; display: flex; gap: .5rem; align-items: center; }
+        .who { color: var(--muted); }
+        main { max-width: 70rem; margin: 0 auto; padding: 1rem; }
+        h1 small { font-weight: normal; color: var(--muted); font-size: .6em; }
+        section { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: .5rem 1rem 1rem; margin: 1rem 0; overflow-x: auto; }
+        .stack { display: flex; flex-direction: column; gap: .35rem; max-width: 24rem; }
+        .actions { display: grid; grid-template-columns: repeat(auto-fit, minmax(14rem, 1fr)); gap: 1rem; }
+        .actions form { border: 1px solid var(--line); border-radius: 6px; padding: .5rem .75rem .75rem; }
+        h3 { margin: .25rem 0; }
+        .filters { display: flex; flex-wrap: wrap; gap: 1rem; align-items: flex-end; }
+        select { font: inherit; padding: .3rem .4rem; }
+        textarea { font: inherit; padding: .35rem .5rem; border: 1px solid #9aa5b1; border-radius: 4px; }
+        input { font: inherit; padding: .35rem .5rem; border: 1px solid #9aa5b1; border-radius: 4px; }
+        input[aria-invalid="true"] { border-color: var(--bad); }
+        .check input { margin-right: .35rem; }
+        button { font: inherit; padding: .4rem .9rem; border: 1px solid var(--accent); border-radius: 4px; background: var(--accent); color: #fff; cursor: pointer; align-self: flex-start; }
+        .sign-out button { background: #fff; color: var(--accent); }
+        .error { color: var(--bad); margin: .1rem 0; }
+        .notice { background: #e7f3ea; border: 1px solid #b7d9c0; padding: .5rem .75rem; border-radius: 4px; }
+        .ok { color: var(--ok); font-weight: 600; }
+        .bad { color: var(--bad); font-weight: 600; }
+        table { border-collapse: collapse; width: 100%; margin: .5rem 0; }
+        caption { text-align: left; color: var(--muted); padding: .25rem 0; }
+        th, td { text-align: left; padding: .3rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+        .num { text-align: right; font-variant-numeric: tabular-nums; }
+        .figures { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; }
+        .figures dt { color: var(--muted); }
+        .figures dd { margin: 0; }
+        .data { font-size: .85em; word-break: break-all; }
+        .overdue td { color: var(--bad); }
+        .chart { max-width: 100%; height: auto; }
+        .chart .bar { fill: var(--accent); }
+        .chart .axis { stroke: var(--muted); stroke-width: 1; }
+        .chart .tick { fill: var(--muted); font-size: 10px; }
+        @media (max-width: 40rem) { .sign-out { margin-left: 0; } main { padding: .5rem; } }
+
+        """
+
+    /// The tab's icon, so that the browser's request for one is answered (a 404 would be an error in its console).
+    static let favicon = """
+        <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#0b5cad"/><path d="M4 4h2v6h6v2H4z" fill="#fff"/></svg>
+
+        """
+}
