@@ -115,10 +115,7 @@ public struct ConsoleRoutes: Sendable {
         }
         for kind in Self.actionKinds {
             console.post("/orders/:id/\(kind.rawValue)") { request, context in
-                let (signedIn, form) = try await post(request)
-                guard signedIn.isOperator else {
-                    throw APIError(status: .forbidden, code: "forbidden", message: "this action needs an operator key")
-                }
+                let (signedIn, form) = try await operatorPost(request)
                 return try await perform(kind, id: try context.parameters.require("id"), form: form, signedIn)
             }
         }
@@ -139,10 +136,7 @@ public struct ConsoleRoutes: Sendable {
         }
         for answer in ["defend", "accept"] {
             console.post("/disputes/:id/\(answer)") { request, context in
-                let (signedIn, form) = try await post(request)
-                guard signedIn.isOperator else {
-                    throw APIError(status: .forbidden, code: "forbidden", message: "this action needs an operator key")
-                }
+                let (signedIn, form) = try await operatorPost(request)
                 return try await answerDispute(answer, id: try context.parameters.require("id"), form: form, signedIn)
             }
         }
@@ -156,10 +150,7 @@ public struct ConsoleRoutes: Sendable {
             return try await batchPage(id: try context.parameters.require("id"), signedIn, notice: done ? "The resolution was recorded." : nil)
         }
         console.post("/breaks/:id/resolve") { request, context in
-            let (signedIn, form) = try await post(request)
-            guard signedIn.isOperator else {
-                throw APIError(status: .forbidden, code: "forbidden", message: "this action needs an operator key")
-            }
+            let (signedIn, form) = try await operatorPost(request)
             return try await resolveBreak(id: try context.parameters.require("id"), form: form, signedIn)
         }
         console.get("/audit") { request, _ in
@@ -189,6 +180,16 @@ public struct ConsoleRoutes: Sendable {
         let form = try await ConsoleForm.read(request, limit: Self.maximumFormBytes)
         guard let token = form["csrf_token"], ConsoleSessions.tokensEqual(token, signedIn.session.csrfToken) else {
             throw APIError(status: .forbidden, code: "csrf_token_invalid", message: "the form's CSRF token is missing or not this session's")
+        }
+        return (signedIn, form)
+    }
+
+    /// ``post(_:)`` of a write action: only an operator's session may (an auditor's is refused, 403, appending nothing,
+    /// whatever the page showed it).
+    func operatorPost(_ request: Request) async throws -> (SignedIn, ConsoleForm) {
+        let (signedIn, form) = try await post(request)
+        guard signedIn.isOperator else {
+            throw APIError(status: .forbidden, code: "forbidden", message: "this action needs an operator key")
         }
         return (signedIn, form)
     }
