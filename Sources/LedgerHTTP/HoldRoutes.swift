@@ -118,10 +118,7 @@ public struct HoldRoutes: Sendable {
                 let body: ByteBuffer
                 body = try await StrictJSON.body(of: request, limit: 16 * 1024)
                 let operation = try HoldOperationRequest.parse(kind: kind, body: body)
-                let key = request.headers[PaymentRoutes.idempotencyKeyHeader]
-                if let key, !(1...200).contains(key.utf8.count) {
-                    throw APIError.badRequest("invalid_idempotency_key", "Idempotency-Key must be 1…200 bytes", field: "Idempotency-Key")
-                }
+                let key = try PaymentRoutes.idempotencyKey(of: request)
                 if key == nil, kind.requiresIdempotencyKey {
                     throw APIError.badRequest(
                         "missing_idempotency_key",

@@ -11,6 +11,16 @@ import LedgerServices
 @MemberwiseInit
 public struct PaymentRoutes: Sendable {
     static let idempotencyKeyHeader = HTTPField.Name("Idempotency-Key")!
+
+    /// The request's `Idempotency-Key` (nil when absent): 1…200 bytes, else 400 `invalid_idempotency_key` — the one
+    /// rule for every route that takes one (the payment, the hold operations).
+    static func idempotencyKey(of request: Request) throws(APIError) -> String? {
+        guard let key = request.headers[idempotencyKeyHeader] else { return nil }
+        guard (1...200).contains(key.utf8.count) else {
+            throw APIError.badRequest("invalid_idempotency_key", "Idempotency-Key must be 1…200 bytes", field: "Idempotency-Key")
+        }
+        return key
+    }
     /// The payment use case itself: no protocol between (nothing stands in for it; tests drive the real one).
     let payments: PaymentService
 
@@ -27,10 +37,7 @@ public struct PaymentRoutes: Sendable {
                 )
             }
             let payment = try PaymentRequest.parse(body: body, contentType: request.headers[.contentType])
-            let key = request.headers[Self.idempotencyKeyHeader]
-            if let key, !(1...200).contains(key.utf8.count) {
-                throw APIError.badRequest("invalid_idempotency_key", "Idempotency-Key must be 1…200 bytes", field: "Idempotency-Key")
-            }
+            let key = try Self.idempotencyKey(of: request)
             let outcome = try await payments.pay(payment, idempotencyKey: key)
             return try jsonResponse(PaymentReply(outcome), status: outcome.result.status)
         }
