@@ -78,7 +78,7 @@ struct AcquirerRoutes: Sendable {
             guard let page = context.parameters.get("page", as: Int.self), page >= 0 else {
                 return Self.response(.refusal(AcquirerError(.invalidRequest, "a page number is 0 or more")))
             }
-            let body = try await request.body.collect(upTo: 64 << 20)
+            guard let body = await Self.body(of: request, limit: 64 << 20) else { return Self.tooLarge(limit: 64 << 20) }
             let items: [SettlementItem]
             do throws(AcquirerError) { items = try Self.decode([SettlementItem].self, Data(buffer: body)) } catch {
                 return Self.response(.refusal(error))
@@ -154,7 +154,8 @@ struct AcquirerRoutes: Sendable {
         guard let key = request.headers[HTTPField.Name(AcquirerWire.idempotencyKeyHeader)!], !key.isEmpty, key.utf8.count <= 200 else {
             return Self.response(.refusal(AcquirerError(.invalidRequest, "the Idempotency-Key header (1–200 bytes) is required")))
         }
-        let body = Data(buffer: try await request.body.collect(upTo: 1 << 20))
+        guard let collected = await Self.body(of: request, limit: 1 << 20) else { return Self.tooLarge(limit: 1 << 20) }
+        let body = Data(buffer: collected)
         let plan = faults.plan()
         try await delay(plan)
         if plan.serverErrorBeforeApplying {
@@ -208,6 +209,20 @@ struct AcquirerRoutes: Sendable {
         do { return try LedgerJSON.decode(Value.self, from: data) } catch {
             throw AcquirerError(.invalidRequest, "the body is not a valid \(Value.self)")
         }
+    }
+
+    /// The request's body, or nil when it is larger than `limit` bytes (answered with ``tooLarge(limit:)``: the wire's
+    /// error shape, where Hummingbird's own 413 had an empty body).
+    static func body(of request: Request, limit: Int) async -> ByteBuffer? {
+        // Collecting fails only for the size here (NIO's too-many-bytes error, not an HTTPError), as in StrictJSON.body.
+        do { return try await request.body.collect(upTo: limit) } catch { return nil }
+    }
+
+    /// 413 in the wire's error shape, journalling nothing.
+    static func tooLarge(limit: Int) -> Response {
+        var reply = AcquirerReply.refusal(AcquirerError(.invalidRequest, "the body is larger than \(limit) bytes"))
+        reply.status = 413
+        return response(reply)
     }
 
     static func response(_ reply: AcquirerReply) -> Response {

@@ -114,6 +114,58 @@ import Testing
         }
     }
 
+    /// The acquirer service's changing operations (every POST and PUT of its document), with the right key, refuse what
+    /// its README says they refuse — no `Idempotency-Key`, one over 200 bytes, a body that is not JSON, a body over the
+    /// route's limit (1 MiB; 64 MiB for a batch's page, not sent) — each with the error shape, and journal nothing.
+    @Test func theAcquirerServiceRefusesBadChangesAndJournalsNothing() async throws {
+        let database = try await TestDatabase.fresh()
+        try await AcquirerHarness.withModel(database: database) { owner, model in
+            let app = AcquirerServer.application(
+                model: model,
+                client: owner,
+                apiKey: AcquirerHarness.apiKey,
+                faults: .none,
+                logger: TestCluster.logger
+            )
+            @Sendable func journaled() async throws -> Int64 {
+                for try await count in try await owner.query("SELECT count(*) FROM acquirer.journal").decode(Int64.self) { return count }
+                return -1
+            }
+            let changes = try OpenAPIContractTests.operations(ofJSON: AcquirerOpenAPIDocument.json)
+                .filter { $0.hasPrefix("POST ") || $0.hasPrefix("PUT ") }.sorted()
+            #expect(changes.count >= 7, "\(changes)")
+            try await app.test(.live) { client in
+                let before = try await journaled()
+                for operation in changes {
+                    let parts = operation.split(separator: " ", maxSplits: 1)
+                    let method = HTTPRequest.Method(String(parts[0]))!
+                    let uri = String(parts[1])
+                        .replacingOccurrences(of: "{psp}", with: "psp-1").replacingOccurrences(of: "{batch}", with: "batch-1")
+                        .replacingOccurrences(of: "{page}", with: "0")
+                    var cases: [(String, String?, ByteBuffer)] = [
+                        ("no Idempotency-Key", nil, ByteBuffer(string: "{}")),
+                        ("a 201-byte Idempotency-Key", String(repeating: "k", count: 201), ByteBuffer(string: "{}")),
+                        ("a body that is not JSON", "bad-json-1", ByteBuffer(string: "not json")),
+                    ]
+                    if method == .post {
+                        cases.append(("a body over 1 MiB", "big-1", ByteBuffer(repeating: UInt8(ascii: " "), count: (1 << 20) + 1)))
+                    }
+                    for (what, key, body) in cases {
+                        var headers: HTTPFields = [.contentType: "application/json", HTTPField.Name("X-API-Key")!: AcquirerHarness.apiKey]
+                        if let key { headers[HTTPField.Name("Idempotency-Key")!] = key }
+                        try await client.execute(uri: uri, method: method, headers: headers, body: body) { response in
+                            let text = String(buffer: response.body)
+                            #expect((400..<500).contains(Int(response.status.code)), "\(operation), \(what): \(response.status) \(text)")
+                            #expect(what != "a body over 1 MiB" || response.status == .contentTooLarge, "\(operation): \(response.status) \(response.headers)")
+                            #expect(text.contains(#""error""#) && text.contains(#""message""#), "\(operation), \(what): \(text)")
+                        }
+                    }
+                }
+                #expect(try await journaled() == before)
+            }
+        }
+    }
+
     /// How many subscriptions and webhook endpoints the tables hold.
     static func rows(_ services: ServiceContainer) async throws -> Rows {
         func count(_ query: PostgresQuery) async throws -> Int64 {
