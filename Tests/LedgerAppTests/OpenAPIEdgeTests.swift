@@ -67,49 +67,33 @@ import Testing
     /// wrong one (401, nothing journaled), and the right key gets past the check (test audit 3: dropping the check stayed
     /// green). The operations come from the document, so a new route is covered once it is documented.
     @Test func theAcquirerServiceRefusesAMissingOrWrongKeyOnEveryOperation() async throws {
-        let database = try await TestDatabase.fresh()
-        try await AcquirerHarness.withModel(database: database) { owner, model in
-            let app = AcquirerServer.application(
-                model: model,
-                client: owner,
-                apiKey: AcquirerHarness.apiKey,
-                faults: .none,
-                logger: TestCluster.logger
-            )
-            @Sendable func journaled() async throws -> Int64 {
-                for try await count in try await owner.query("SELECT count(*) FROM acquirer.journal").decode(Int64.self) { return count }
-                return -1
-            }
+        try await Self.withAcquirerService { client, journaled in
             let operations = try OpenAPIContractTests.operations(ofJSON: AcquirerOpenAPIDocument.json).subtracting(["GET /health"]).sorted()
             #expect(operations.count >= 12, "\(operations)")
-            try await app.test(.live) { client in
-                let before = try await journaled()
-                for operation in operations {
-                    let parts = operation.split(separator: " ", maxSplits: 1)
-                    let method = HTTPRequest.Method(String(parts[0]))!
-                    let path = String(parts[1])
-                        .replacingOccurrences(of: "{psp}", with: "psp-1").replacingOccurrences(of: "{batch}", with: "batch-1")
-                        .replacingOccurrences(of: "{page}", with: "0").replacingOccurrences(of: "{number}", with: "1")
-                    let uri = method == .get && path.hasSuffix("/payments") ? path + "?merchantReference=order-1" : path
-                    for key in [nil, "wrong-key", AcquirerHarness.apiKey + "x"] {
-                        var headers: HTTPFields = [.contentType: "application/json", HTTPField.Name("Idempotency-Key")!: "k-1"]
-                        if let key { headers[HTTPField.Name("X-API-Key")!] = key }
-                        let body: ByteBuffer? = method == .get ? nil : ByteBuffer(string: method == .put ? "[]" : "{}")
-                        try await client.execute(uri: uri, method: method, headers: headers, body: body) { response in
-                            #expect(response.status == .unauthorized, "\(operation) with key \(key ?? "none"): \(response.status)")
-                            #expect(String(buffer: response.body).contains(#""error""#), "\(operation)")
-                        }
+            let before = try await journaled()
+            for operation in operations {
+                let parts = operation.split(separator: " ", maxSplits: 1)
+                let method = HTTPRequest.Method(String(parts[0]))!
+                let path = Self.acquirerPath(parts[1])
+                let uri = method == .get && path.hasSuffix("/payments") ? path + "?merchantReference=order-1" : path
+                for key in [nil, "wrong-key", AcquirerHarness.apiKey + "x"] {
+                    var headers: HTTPFields = [.contentType: "application/json", HTTPField.Name("Idempotency-Key")!: "k-1"]
+                    if let key { headers[HTTPField.Name("X-API-Key")!] = key }
+                    let body: ByteBuffer? = method == .get ? nil : ByteBuffer(string: method == .put ? "[]" : "{}")
+                    try await client.execute(uri: uri, method: method, headers: headers, body: body) { response in
+                        #expect(response.status == .unauthorized, "\(operation) with key \(key ?? "none"): \(response.status)")
+                        #expect(String(buffer: response.body).contains(#""error""#), "\(operation)")
                     }
                 }
-                #expect(try await journaled() == before)
-                // The right key gets past the check: the same request is answered by the model (an unknown reference).
-                try await client.execute(
-                    uri: "/v1/payments?merchantReference=order-1",
-                    method: .get,
-                    headers: [HTTPField.Name("X-API-Key")!: AcquirerHarness.apiKey]
-                ) { response in
-                    #expect(response.status != .unauthorized, "\(response.status)")
-                }
+            }
+            #expect(try await journaled() == before)
+            // The right key gets past the check: the same request is answered by the model (an unknown reference).
+            try await client.execute(
+                uri: "/v1/payments?merchantReference=order-1",
+                method: .get,
+                headers: [HTTPField.Name("X-API-Key")!: AcquirerHarness.apiKey]
+            ) { response in
+                #expect(response.status != .unauthorized, "\(response.status)")
             }
         }
     }
@@ -118,6 +102,43 @@ import Testing
     /// its README says they refuse — no `Idempotency-Key`, one over 200 bytes, a body that is not JSON, a body over the
     /// route's limit (1 MiB; 64 MiB for a batch's page, not sent) — each with the error shape, and journal nothing.
     @Test func theAcquirerServiceRefusesBadChangesAndJournalsNothing() async throws {
+        try await Self.withAcquirerService { client, journaled in
+            let changes = try OpenAPIContractTests.operations(ofJSON: AcquirerOpenAPIDocument.json)
+                .filter { $0.hasPrefix("POST ") || $0.hasPrefix("PUT ") }.sorted()
+            #expect(changes.count >= 7, "\(changes)")
+            let before = try await journaled()
+            for operation in changes {
+                let parts = operation.split(separator: " ", maxSplits: 1)
+                let method = HTTPRequest.Method(String(parts[0]))!
+                let uri = Self.acquirerPath(parts[1])
+                var cases: [(String, String?, ByteBuffer)] = [
+                    ("no Idempotency-Key", nil, ByteBuffer(string: "{}")),
+                    ("a 201-byte Idempotency-Key", String(repeating: "k", count: 201), ByteBuffer(string: "{}")),
+                    ("a body that is not JSON", "bad-json-1", ByteBuffer(string: "not json")),
+                ]
+                if method == .post {
+                    cases.append(("a body over 1 MiB", "big-1", ByteBuffer(repeating: UInt8(ascii: " "), count: (1 << 20) + 1)))
+                }
+                for (what, key, body) in cases {
+                    var headers: HTTPFields = [.contentType: "application/json", HTTPField.Name("X-API-Key")!: AcquirerHarness.apiKey]
+                    if let key { headers[HTTPField.Name("Idempotency-Key")!] = key }
+                    try await client.execute(uri: uri, method: method, headers: headers, body: body) { response in
+                        let text = String(buffer: response.body)
+                        #expect((400..<500).contains(Int(response.status.code)), "\(operation), \(what): \(response.status) \(text)")
+                        let expected: HTTPResponse.Status = what == "a body over 1 MiB" ? .contentTooLarge : .badRequest
+                        #expect(response.status == expected, "\(operation), \(what): \(response.status)")
+                        #expect(text.contains(#""error""#) && text.contains(#""message""#), "\(operation), \(what): \(text)")
+                    }
+                }
+            }
+            #expect(try await journaled() == before)
+        }
+    }
+
+    /// The acquirer service's application on a fresh durable model, live: its client, and a count of its journal.
+    static func withAcquirerService(
+        _ body: @Sendable (any TestClientProtocol, @Sendable () async throws -> Int64) async throws -> Void
+    ) async throws {
         let database = try await TestDatabase.fresh()
         try await AcquirerHarness.withModel(database: database) { owner, model in
             let app = AcquirerServer.application(
@@ -131,40 +152,15 @@ import Testing
                 for try await count in try await owner.query("SELECT count(*) FROM acquirer.journal").decode(Int64.self) { return count }
                 return -1
             }
-            let changes = try OpenAPIContractTests.operations(ofJSON: AcquirerOpenAPIDocument.json)
-                .filter { $0.hasPrefix("POST ") || $0.hasPrefix("PUT ") }.sorted()
-            #expect(changes.count >= 7, "\(changes)")
-            try await app.test(.live) { client in
-                let before = try await journaled()
-                for operation in changes {
-                    let parts = operation.split(separator: " ", maxSplits: 1)
-                    let method = HTTPRequest.Method(String(parts[0]))!
-                    let uri = String(parts[1])
-                        .replacingOccurrences(of: "{psp}", with: "psp-1").replacingOccurrences(of: "{batch}", with: "batch-1")
-                        .replacingOccurrences(of: "{page}", with: "0")
-                    var cases: [(String, String?, ByteBuffer)] = [
-                        ("no Idempotency-Key", nil, ByteBuffer(string: "{}")),
-                        ("a 201-byte Idempotency-Key", String(repeating: "k", count: 201), ByteBuffer(string: "{}")),
-                        ("a body that is not JSON", "bad-json-1", ByteBuffer(string: "not json")),
-                    ]
-                    if method == .post {
-                        cases.append(("a body over 1 MiB", "big-1", ByteBuffer(repeating: UInt8(ascii: " "), count: (1 << 20) + 1)))
-                    }
-                    for (what, key, body) in cases {
-                        var headers: HTTPFields = [.contentType: "application/json", HTTPField.Name("X-API-Key")!: AcquirerHarness.apiKey]
-                        if let key { headers[HTTPField.Name("Idempotency-Key")!] = key }
-                        try await client.execute(uri: uri, method: method, headers: headers, body: body) { response in
-                            let text = String(buffer: response.body)
-                            #expect((400..<500).contains(Int(response.status.code)), "\(operation), \(what): \(response.status) \(text)")
-                            let expected: HTTPResponse.Status = what == "a body over 1 MiB" ? .contentTooLarge : .badRequest
-                            #expect(response.status == expected, "\(operation), \(what): \(response.status)")
-                            #expect(text.contains(#""error""#) && text.contains(#""message""#), "\(operation), \(what): \(text)")
-                        }
-                    }
-                }
-                #expect(try await journaled() == before)
-            }
+            try await app.test(.live) { client in try await body(client, journaled) }
         }
+    }
+
+    /// An acquirer operation's path with its parameters filled (a payment, a batch, its first page, a report number).
+    static func acquirerPath(_ template: Substring) -> String {
+        String(template)
+            .replacingOccurrences(of: "{psp}", with: "psp-1").replacingOccurrences(of: "{batch}", with: "batch-1")
+            .replacingOccurrences(of: "{page}", with: "0").replacingOccurrences(of: "{number}", with: "1")
     }
 
     /// How many subscriptions and webhook endpoints the tables hold.
