@@ -202,13 +202,13 @@ extension ConsolePages {
             HoldView(state: text($0, "state"), network: text($0, "network"), lastFour: text($0, "last_four"), expiresAt: text($0, "expires_at"))
         }
         let events = history.map { event in
-            let metadata = (try? JSONSerialization.jsonObject(with: Data(event.metadata.utf8))) as? [String: Any]
-            return TimelineRow(
+            // Who did it: the event metadata's actor, read with the log's own codec (as the dispute history reads it).
+            TimelineRow(
                 position: event.position,
                 recordedAt: time(event.recordedAt),
                 type: event.type,
                 stream: event.streamID.rawValue,
-                actor: text(metadata, "actor"),
+                actor: (try? LedgerJSON.decode(EventMetadata.self, from: event.metadata))?.actor ?? "",
                 data: event.data
             )
         }
