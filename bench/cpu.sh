@@ -5,8 +5,9 @@
 #
 # For each binary: a release ledgerd on its own durable embedded cluster with pg_stat_statements loaded, a catalogue
 # with ample stock, then for each load (payments: POST /payment at 64 connections over the 12 demo products;
-# captures: POST /orders/{id}/capture of 0.01 at 64 connections on a few thousand authorized orders), several rounds
-# of a fixed length. Each round prints, per operation:
+# captures: POST /orders/{id}/capture of 0.01 at 64 connections on a few thousand authorized orders; mixed: a day's
+# mix of six payments, three captures and one order read in every ten requests, bench/mixed.lua), several rounds of
+# a fixed length. Each round prints, per operation:
 #   - CPU ms of the daemon (`ledgerd serve`), its supervised acquirer (`ledgerd acquirer serve`), the PostgreSQL
 #     cluster (postmaster and backends) and the load generator (wrk, from its rusage);
 #   - SQL statements (pg_stat_statements calls), commits (pg_stat_database xact_commit), rows inserted
@@ -87,13 +88,13 @@ for spec in "$@"; do
   done
   python3 bench/open_holds.py $port "$key" "$dir/orders.lua" > /dev/null
   for round in $(seq 1 "$rounds"); do
-    for load in payments captures; do
+    for load in payments captures mixed; do
       sleep 1  # the previous round's statistics reach pg_stat_database (PGSTAT_MIN_INTERVAL)
       d0=$(database); c0=$(ticks "$pid"); a0=$(acquirer_ticks "$pid"); p0=$(postgres_ticks "$dir/d")
       if [ "$load" = payments ]; then
         out=$(wrk_with_cpu -t2 -c64 -d"${seconds}s" -s bench/payments.lua "http://127.0.0.1:$port")
       else
-        out=$(ORDERS="$dir/orders.lua" API_KEY="$key" wrk_with_cpu -t2 -c64 -d"${seconds}s" -s bench/captures.lua "http://127.0.0.1:$port")
+        out=$(ORDERS="$dir/orders.lua" API_KEY="$key" wrk_with_cpu -t2 -c64 -d"${seconds}s" -s "bench/$load.lua" "http://127.0.0.1:$port")
       fi
       c1=$(ticks "$pid"); a1=$(acquirer_ticks "$pid"); p1=$(postgres_ticks "$dir/d")
       sleep 1
@@ -116,7 +117,7 @@ done
 echo "medians of $rounds rounds, per operation:"
 for spec in "$@"; do
   name=${spec%%=*}
-  for load in payments captures; do
+  for load in payments captures mixed; do
     grep " $name $load per op: " "$work/lines" | sed 's/.*per op: //' | python3 -c '
 import sys, statistics
 rows = [line.split() for line in sys.stdin if line.strip()]
