@@ -200,7 +200,7 @@ public struct AppendBenchmark: Sendable {
                 for k in 0..<n {
                     streams.append("bench-\((producer * 7919 + i * n + k) % options.streams)")
                     versions.append(Int64(i * n + k + 1))
-                    ids.append(UUID())
+                    ids.append(UUID.newRandom())
                     data.append(Self.payload(producer, i * n + k))
                 }
                 try await client.query(

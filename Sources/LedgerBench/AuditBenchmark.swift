@@ -308,7 +308,7 @@ public struct AuditBenchmark: Sendable {
             func add(_ stream: String, _ version: Int64, _ event: Templates.Event, _ order: String, _ correlation: String) {
                 streams.append(stream)
                 versions.append(version)
-                ids.append(UUID())
+                ids.append(UUID.newRandom())
                 types.append(event.type)
                 data.append(event.data.replacingOccurrences(of: "XORDERX", with: order))
                 metadata.append(metadataPrefix + correlation + "\"}")

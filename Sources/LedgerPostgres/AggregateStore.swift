@@ -296,7 +296,7 @@ extension AggregateStates {
                 StreamAppend(
                     streamID: planned.streamID,
                     expectedVersion: planned.expectedVersion,
-                    events: try planned.events.map { try $0.newEvent(eventID: UUID(), effectiveAt: now) }
+                    events: try planned.events.map { try $0.newEvent(eventID: UUID.newRandom(), effectiveAt: now) }
                 )
             )
             for event in planned.events {

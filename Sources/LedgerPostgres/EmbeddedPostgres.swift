@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import LedgerProcess
 import Logging
 
@@ -313,7 +314,7 @@ public struct EmbeddedPostgres: Sendable {
     /// descriptor above stderr, so the postmaster never keeps our sockets open.
     private func capture(_ executable: URL, _ arguments: [String]) throws -> String {
         let outputPath = FileManager.default.temporaryDirectory
-            .appendingPathComponent("ledgerd-pg-\(UUID().uuidString).out").path
+            .appendingPathComponent("ledgerd-pg-\(UUID.newRandom().uuidString).out").path
         defer { unlink(outputPath) }
         // Run from "/": the unprivileged user may not be able to enter our cwd.
         // Not our environment: it may hold secrets (API keys, database URLs), and the server's processes — readable

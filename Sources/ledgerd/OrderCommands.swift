@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LedgerApp
 import LedgerBench
+import LedgerCore
 import LedgerServices
 
 #if canImport(FoundationNetworking)
@@ -107,7 +108,7 @@ struct Order: AsyncParsableCommand {
         /// ``Connection/reaching(_:_:)`` names the key to retry with.
         func send(_ operation: String, order: String, body: [String: Any]) async throws {
             guard let escaped = order.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) else { throw ValidationError("invalid order id") }
-            let key = idempotencyKey ?? "cli-\(UUID().uuidString.lowercased())"
+            let key = idempotencyKey ?? "cli-\(UUID.newRandomString())"
             let (status, data) = try await connection.post("/orders/\(escaped)/\(operation)", body: body, idempotencyKey: key)
             print(String(decoding: data, as: UTF8.self))
             guard (200..<300).contains(status) else { throw ExitCode(status == 402 ? 2 : 1) }

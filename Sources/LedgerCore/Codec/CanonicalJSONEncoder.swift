@@ -18,7 +18,7 @@ import struct Foundation.URL
 /// hashed into the chain and compared with stored idempotency hashes, so the two must never differ
 /// (`CanonicalJSONEncoderTests` compares them on every event sample, row and reply type, and on seeded random
 /// values). What it does not write the same way, it refuses with ``Unsupported`` and ``LedgerJSON`` falls back
-/// to Foundation for that value: binary floating point (Foundation's number formatting), `Date`, `Data`, `URL`
+/// to Foundation for that value: `Float`, a `Double` that is not finite (Foundation's error), `Data`, `URL`
 /// and `Decimal` (Foundation's own strategies), containers opened with `nestedContainer`, `nestedUnkeyedContainer`
 /// or `superEncoder` (filled after the call returns, which this writer's order cannot follow), a value that
 /// encodes nothing, and an encoder asked for two kinds of container.
@@ -26,7 +26,11 @@ import struct Foundation.URL
 /// The rules it shares with Foundation's writer: member names sorted by their UTF-8 bytes (`"10" < "9"`,
 /// `"Z" < "_" < "a"`), a name encoded twice keeps its last value; strings escape `"` and `\` with a backslash,
 /// U+0008, U+000C, LF, CR and TAB as `\b`, `\f`, `\n`, `\r`, `\t`, other controls below U+0020 as `\u00xx`
-/// (lower-case hex), and nothing else (not `/`, not DEL, not non-ASCII); integers in decimal; `nil` as `null`.
+/// (lower-case hex), and nothing else (not `/`, not DEL, not non-ASCII); integers in decimal; `nil` as `null`; a finite
+/// `Double` as its shortest round-trip `description` without a trailing `.0` (`1.5`, `3`, `1e-07`, `-0`), and a `Date`
+/// as that `Double` of its `timeIntervalSinceReferenceDate` (Foundation's default, `deferredToDate`): the acquirer's
+/// wire messages and journal carry dates so, and falling back to Foundation for them was most of the acquirer
+/// service's JSON cost (issue 28).
 package enum CanonicalJSONEncoder {
     /// A value this writer does not encode the way Foundation does; the caller encodes it with Foundation.
     package struct Unsupported: Error, CustomStringConvertible {
@@ -146,6 +150,9 @@ package enum CanonicalJSONEncoder {
             CanonicalJSONEncoder.writeInteger(value, into: &bytes)
         }
 
+        /// A finite `Double` as Foundation writes it (callers refuse a non-finite one first: Foundation throws).
+        func writeFinite(_ value: Double) { CanonicalJSONEncoder.writeFinite(value, into: &bytes) }
+
         /// Writes any encodable value: strings and integers directly, Foundation's specially encoded types
         /// refused, anything else through its `encode(to:)` one depth further down.
         func writeValue<Value: Encodable>(_ value: Value) throws {
@@ -155,6 +162,10 @@ package enum CanonicalJSONEncoder {
             if Value.self == Int64.self { return writeInteger(unsafeBitCast(value, to: Int64.self)) }
             if Value.self == Int32.self { return writeInteger(unsafeBitCast(value, to: Int32.self)) }
             if Value.self == Bool.self { return writeBool(unsafeBitCast(value, to: Bool.self)) }
+            if Value.self == Date.self {
+                return try writeDouble(unsafeBitCast(value, to: Date.self).timeIntervalSinceReferenceDate)
+            }
+            if Value.self == Double.self { return try writeDouble(unsafeBitCast(value, to: Double.self)) }
             if Self.isFoundationSpecial(Value.self) {
                 throw Unsupported(description: "\(Value.self) is encoded by Foundation's own strategy")
             }
@@ -173,7 +184,7 @@ package enum CanonicalJSONEncoder {
         /// Encodes `value` into this (reset) encoder.
         func encodeValue<Value: Encodable>(_ value: Value) throws {
             if Value.self == String.self || Value.self == Int.self || Value.self == Int64.self || Value.self == Int32.self
-                || Value.self == Bool.self || Self.isFoundationSpecial(Value.self)
+                || Value.self == Bool.self || Value.self == Date.self || Value.self == Double.self || Self.isFoundationSpecial(Value.self)
             {
                 open(.single)
                 try writeValue(value)
@@ -183,10 +194,15 @@ package enum CanonicalJSONEncoder {
             }
         }
 
-        /// Types Foundation's encoder writes by a strategy of its own, or as binary floating point.
+        /// A `Double` as Foundation writes it, or ``Unsupported`` when it is not finite (Foundation's error to throw).
+        func writeDouble(_ value: Double) throws {
+            guard value.isFinite else { throw Unsupported(description: "a non-finite number") }
+            writeFinite(value)
+        }
+
+        /// Types Foundation's encoder writes by a strategy of its own (or, `Float`, its own formatting).
         static func isFoundationSpecial(_ type: Any.Type) -> Bool {
-            type == Date.self || type == Data.self || type == URL.self || type == Decimal.self || type == Double.self
-                || type == Float.self
+            type == Data.self || type == URL.self || type == Decimal.self || type == Float.self
         }
 
         /// Marks the end of the member or element just written.
@@ -246,7 +262,10 @@ package enum CanonicalJSONEncoder {
         mutating func encodeNil(forKey key: Key) throws { member(key) { $0.writeNull() } }
         mutating func encode(_ value: Bool, forKey key: Key) throws { member(key) { $0.writeBool(value) } }
         mutating func encode(_ value: String, forKey key: Key) throws { member(key) { $0.writeString(value) } }
-        mutating func encode(_ value: Double, forKey key: Key) throws { throw Unsupported(description: "binary floating point") }
+        mutating func encode(_ value: Double, forKey key: Key) throws {
+            guard value.isFinite else { throw Unsupported(description: "a non-finite number") }
+            member(key) { $0.writeFinite(value) }
+        }
         mutating func encode(_ value: Float, forKey key: Key) throws { throw Unsupported(description: "binary floating point") }
         mutating func encode(_ value: Int, forKey key: Key) throws { member(key) { $0.writeInteger(value) } }
         mutating func encode(_ value: Int8, forKey key: Key) throws { member(key) { $0.writeInteger(value) } }
@@ -303,7 +322,10 @@ package enum CanonicalJSONEncoder {
         mutating func encodeNil() throws { element { $0.writeNull() } }
         mutating func encode(_ value: Bool) throws { element { $0.writeBool(value) } }
         mutating func encode(_ value: String) throws { element { $0.writeString(value) } }
-        mutating func encode(_ value: Double) throws { throw Unsupported(description: "binary floating point") }
+        mutating func encode(_ value: Double) throws {
+            guard value.isFinite else { throw Unsupported(description: "a non-finite number") }
+            element { $0.writeFinite(value) }
+        }
         mutating func encode(_ value: Float) throws { throw Unsupported(description: "binary floating point") }
         mutating func encode(_ value: Int) throws { element { $0.writeInteger(value) } }
         mutating func encode(_ value: Int8) throws { element { $0.writeInteger(value) } }
@@ -349,7 +371,10 @@ package enum CanonicalJSONEncoder {
         mutating func encodeNil() throws { single { $0.writeNull() } }
         mutating func encode(_ value: Bool) throws { single { $0.writeBool(value) } }
         mutating func encode(_ value: String) throws { single { $0.writeString(value) } }
-        mutating func encode(_ value: Double) throws { throw Unsupported(description: "binary floating point") }
+        mutating func encode(_ value: Double) throws {
+            guard value.isFinite else { throw Unsupported(description: "a non-finite number") }
+            single { $0.writeFinite(value) }
+        }
         mutating func encode(_ value: Float) throws { throw Unsupported(description: "binary floating point") }
         mutating func encode(_ value: Int) throws { single { $0.writeInteger(value) } }
         mutating func encode(_ value: Int8) throws { single { $0.writeInteger(value) } }
@@ -374,6 +399,14 @@ package enum CanonicalJSONEncoder {
     }
 
     // MARK: Scalars
+
+    /// A finite `Double` as Foundation's `JSONEncoder` writes one: its `description` (the shortest text that reads back
+    /// as the same value) without a trailing `.0`.
+    static func writeFinite(_ value: Double, into bytes: inout [UInt8]) {
+        var text = value.description
+        if text.hasSuffix(".0") { text.removeLast(2) }
+        bytes.append(contentsOf: text.utf8)
+    }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 

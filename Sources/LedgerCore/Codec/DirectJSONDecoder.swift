@@ -10,8 +10,8 @@ import struct Foundation.URL
 /// It must decode exactly as Foundation does. It answers itself only what is unambiguous — objects, arrays, `null`,
 /// booleans, strings (every escape, surrogate pairs), integers written as plain digits within the asked type's range —
 /// and marks anything else **uncertain**: a number with a fraction or exponent, or out of range, asked for as an
-/// integer; a number asked for as binary floating point (anything else asked for so is a certain mismatch); `Date`,
-/// `Data`, `URL`, `Decimal`; a member name twice; `superDecoder`. An uncertain
+/// integer; a number asked for as `Float`, or as a `Double` (or a `Date`, Foundation's default: the `Double` of its
+/// `timeIntervalSinceReferenceDate`) that is not finite; `Data`, `URL`, `Decimal`; a member name twice; `superDecoder`. An uncertain
 /// decode is done again by Foundation, whole, whatever this one answered — also when the value's own `init(from:)`
 /// caught the error (`try?`), which is why it is a flag and not only an error. A type mismatch that is certain (a string
 /// asked for as an integer) is an error here as it is there. Bytes that are not JSON make it uncertain too, so every
@@ -37,8 +37,9 @@ package enum DirectJSONDecoder {
         case bool(Bool)
         /// A number written as plain digits (an optional minus) that fits Int64.
         case integer(Int64)
-        /// Any other number (fraction, exponent, beyond Int64): only Foundation decodes it.
-        case otherNumber
+        /// Any other number (fraction, exponent, beyond Int64, `-0`), with its nearest `Double` (correctly rounded, as
+        /// Foundation reads it): only Foundation decodes it as an integer.
+        case otherNumber(Double)
         case string(String)
         case array([Node])
         case object([(key: String, value: Node)])
@@ -233,6 +234,11 @@ package enum DirectJSONDecoder {
             return value
         }
 
+        /// A number that is not a plain Int64 (its text already checked against the grammar), with its nearest `Double`.
+        func other(_ range: Range<Int>) -> Node {
+            .otherNumber(Double(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)) ?? .nan)
+        }
+
         /// A number (RFC 8259's grammar); plain digits that fit Int64 are kept as the integer.
         mutating func number() -> Node? {
             let start = index
@@ -265,13 +271,14 @@ package enum DirectJSONDecoder {
                 while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
                 guard index > exponent else { return nil }
             }
-            guard plain, digitsEnd - digitsStart <= 19 else { return index > start ? .otherNumber : nil }
+            let negativeZero = negative && digitsEnd - digitsStart == 1 && bytes[digitsStart] == UInt8(ascii: "0")
+            guard plain, digitsEnd - digitsStart <= 19, !negativeZero else { return index > start ? other(start..<index) : nil }
             var value: Int64 = 0
             for position in digitsStart..<digitsEnd {
                 let digit = Int64(bytes[position] - UInt8(ascii: "0"))
                 let (times, overflow) = value.multipliedReportingOverflow(by: 10)
                 let (sum, overflow2) = negative ? times.subtractingReportingOverflow(digit) : times.addingReportingOverflow(digit)
-                guard !overflow, !overflow2 else { return .otherNumber }
+                guard !overflow, !overflow2 else { return other(start..<index) }
                 value = sum
             }
             return .integer(value)
@@ -325,15 +332,31 @@ package enum DirectJSONDecoder {
         if T.self == Int64.self { return unsafeBitCast(try integer(Int64.self, node, state: state), to: T.self) }
         if T.self == Int32.self { return unsafeBitCast(try integer(Int32.self, node, state: state), to: T.self) }
         if T.self == Bool.self { return unsafeBitCast(try bool(node), to: T.self) }
-        if T.self == Double.self || T.self == Float.self { throw floating(node, state: state) }
-        if T.self == Date.self || T.self == Data.self || T.self == URL.self || T.self == Decimal.self {
+        if T.self == Double.self { return unsafeBitCast(try double(node, state: state), to: T.self) }
+        if T.self == Date.self { return unsafeBitCast(Date(timeIntervalSinceReferenceDate: try double(node, state: state)), to: T.self) }
+        if T.self == Float.self { throw floating(node, state: state) }
+        if T.self == Data.self || T.self == URL.self || T.self == Decimal.self {
             state.uncertain = true
             throw Uncertain()
         }
         return try T(from: NodeDecoder(node: node, state: state))
     }
 
-    /// Binary floating point: Foundation's number conversion decides a number; anything else is not one (a certain
+    /// A `Double`: a number's nearest one (Foundation's reading: an integer converted, any other number's text correctly
+    /// rounded), except a number beyond `Double`'s range, which Foundation refuses in its own words.
+    static func double(_ node: Node, state: State) throws -> Double {
+        switch node {
+        case .integer(let value): return Double(value)
+        case .otherNumber(let value) where value.isFinite: return value
+        case .otherNumber:
+            state.uncertain = true
+            throw Uncertain()
+        default:
+            throw Mismatch(description: "not a number")
+        }
+    }
+
+    /// `Float`: Foundation's number conversion decides a number; anything else is not one (a certain
     /// mismatch, as in Foundation — the payment body's `source` is tried as a number before it is read as text).
     static func floating(_ node: Node, state: State) -> any Error {
         switch node {
@@ -403,7 +426,7 @@ package enum DirectJSONDecoder {
 
         func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try DirectJSONDecoder.bool(try required(key)) }
         func decode(_ type: String.Type, forKey key: Key) throws -> String { try DirectJSONDecoder.string(try required(key)) }
-        func decode(_ type: Double.Type, forKey key: Key) throws -> Double { throw DirectJSONDecoder.floating(try required(key), state: state) }
+        func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try DirectJSONDecoder.double(try required(key), state: state) }
         func decode(_ type: Float.Type, forKey key: Key) throws -> Float { throw DirectJSONDecoder.floating(try required(key), state: state) }
         func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try integer(type, key) }
         func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try integer(type, key) }
@@ -464,7 +487,7 @@ package enum DirectJSONDecoder {
 
         mutating func decode(_ type: Bool.Type) throws -> Bool { try scalar { try DirectJSONDecoder.bool($0) } }
         mutating func decode(_ type: String.Type) throws -> String { try scalar { try DirectJSONDecoder.string($0) } }
-        mutating func decode(_ type: Double.Type) throws -> Double { throw DirectJSONDecoder.floating(try next(), state: state) }
+        mutating func decode(_ type: Double.Type) throws -> Double { try DirectJSONDecoder.double(try next(), state: state) }
         mutating func decode(_ type: Float.Type) throws -> Float { throw DirectJSONDecoder.floating(try next(), state: state) }
         mutating func decode(_ type: Int.Type) throws -> Int { try integer(type) }
         mutating func decode(_ type: Int8.Type) throws -> Int8 { try integer(type) }
@@ -521,7 +544,7 @@ package enum DirectJSONDecoder {
         func decode<T: Decodable>(_ type: T.Type) throws -> T { try DirectJSONDecoder.decode(type, node, state: state) }
         func decode(_ type: Bool.Type) throws -> Bool { try DirectJSONDecoder.bool(node) }
         func decode(_ type: String.Type) throws -> String { try DirectJSONDecoder.string(node) }
-        func decode(_ type: Double.Type) throws -> Double { throw DirectJSONDecoder.floating(node, state: state) }
+        func decode(_ type: Double.Type) throws -> Double { try DirectJSONDecoder.double(node, state: state) }
         func decode(_ type: Float.Type) throws -> Float { throw DirectJSONDecoder.floating(node, state: state) }
         func decode(_ type: Int.Type) throws -> Int { try DirectJSONDecoder.integer(type, node, state: state) }
         func decode(_ type: Int8.Type) throws -> Int8 { try DirectJSONDecoder.integer(type, node, state: state) }

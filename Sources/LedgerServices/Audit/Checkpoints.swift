@@ -169,7 +169,7 @@ public struct CheckpointService: Sendable {
                         effectiveAt: clock()
                     )
                 ],
-                metadata: EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: actor, command: "SignCheckpoint")
+                metadata: EventMetadata(correlationID: UUID.newRandomString(), actor: actor, command: "SignCheckpoint")
             )
         )
         let file = try write(checkpoint)

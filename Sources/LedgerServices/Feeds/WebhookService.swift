@@ -76,7 +76,7 @@ public struct WebhookService: Sendable {
         }
         let sealed = try sealer().seal(secret)
         let stored = try await store.insert(
-            id: UUID(),
+            id: UUID.newRandom(),
             url: url,
             types: types,
             sealedSecret: sealed,

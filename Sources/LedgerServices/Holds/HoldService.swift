@@ -81,7 +81,7 @@ public struct HoldService: Sendable {
             throw ServiceError.notFound("no order \(raw)")
         }
         let requestHash = Self.hash(request)
-        let key = idempotencyKey ?? UUID().uuidString.lowercased()
+        let key = idempotencyKey ?? UUID.newRandomString()
         let ledgerKey = IdempotencyKey(key: "hold:\(orderID.rawValue):\(request.kind.rawValue):\(key)", requestHash: requestHash)
         let stored = idempotencyKey == nil ? nil : try await idempotency.requestHash(forKey: ledgerKey.key)
         let run = HoldOperationRun(
@@ -92,7 +92,7 @@ public struct HoldService: Sendable {
             key: key,
             idempotency: ledgerKey,
             metadata: EventMetadata(
-                correlationID: correlationID ?? UUID().uuidString.lowercased(),
+                correlationID: correlationID ?? UUID.newRandomString(),
                 actor: actor,
                 command: request.kind.rawValue.capitalized + "Hold",
                 idempotencyKey: idempotencyKey
@@ -365,7 +365,7 @@ public struct HoldService: Sendable {
             following = nil
             let unrecorded = Self.unrecorded(on: page)
             for (orderID, _) in unrecorded { try await catchUp(orderID) }
-            let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: "expiry-sweeper", command: "ExpireHolds")
+            let metadata = EventMetadata(correlationID: UUID.newRandomString(), actor: "expiry-sweeper", command: "ExpireHolds")
             // The next page is read beside this commit when it is the one that comes next.
             let readsNext = !page.isLast && unrecorded.isEmpty
             async let next: ExpiryPage? = readsNext ? readExpiryPage(now: now, limit: batchSize, after: page.next) : nil
@@ -480,7 +480,7 @@ public struct HoldService: Sendable {
         guard let hold = try await aggregates.hold(orderID),
             case .found(let details) = try await acquirer.query(merchantReference: hold.merchantReference)
         else { return }
-        let metadata = EventMetadata(correlationID: UUID().uuidString.lowercased(), actor: "acquirer-sync", command: "RecordFromAcquirer")
+        let metadata = EventMetadata(correlationID: UUID.newRandomString(), actor: "acquirer-sync", command: "RecordFromAcquirer")
         for modification in HoldWorkflow.unrecorded(details, hold: hold, before: reference) {
             logger.notice(
                 "recording a modification the acquirer applied before the ledger heard of it",
@@ -572,7 +572,7 @@ public struct HoldService: Sendable {
             orderID: orderID,
             idempotency: intent.ledgerKey.flatMap { key in intent.requestHash.map { IdempotencyKey(key: key, requestHash: $0) } },
             metadata: EventMetadata(
-                correlationID: UUID().uuidString.lowercased(),
+                correlationID: UUID.newRandomString(),
                 actor: intent.actor,
                 command: intent.kind.capitalized + "Hold",
                 idempotencyKey: intent.idempotencyKey

@@ -76,8 +76,8 @@ public struct PaymentService: Sendable {
             throw Self.unknownShippingMethod(request)
         }
         let idempotency = idempotencyKey.map { IdempotencyKey(key: "payment:\($0)", requestHash: Self.hash(request)) }
-        let correlation = UUID().uuidString.lowercased()
-        let orderID = OrderID(UUID().uuidString.lowercased())!
+        let correlation = UUID.newRandomString()
+        let orderID = OrderID(UUID.newRandomString())!
         let contactRef = "contact-\(orderID.rawValue)"
         let paymentMethod: PaymentMethodData
         let applePayToken: AcceptedApplePayToken?

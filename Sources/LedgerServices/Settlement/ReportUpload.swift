@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import LedgerCore
 
 #if canImport(Glibc)
 import Glibc
@@ -28,7 +29,7 @@ public struct ReportUpload: Sendable {
         limit: Int,
         directory: URL = FileManager.default.temporaryDirectory
     ) async throws -> ReportUpload where Chunks.Element: Collection<UInt8> {
-        let file = directory.appendingPathComponent("ledgerd-report-\(UUID().uuidString).csv")
+        let file = directory.appendingPathComponent("ledgerd-report-\(UUID.newRandom().uuidString).csv")
         let fd = open(file.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw ReportUploadError("cannot create \(file.path): \(String(cString: strerror(errno)))") }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)

@@ -95,7 +95,9 @@ extension SettlementService {
                     AppendRequest(
                         stream: recordStream,
                         expectedVersion: PlannedAppend.expectation(forVersion: Int64(events.count)),
-                        events: try ([SettlementEvent.reconciled(result)] + newBreaks).map { try $0.newEvent(eventID: UUID(), effectiveAt: now) },
+                        events: try ([SettlementEvent.reconciled(result)] + newBreaks).map {
+                            try $0.newEvent(eventID: UUID.newRandom(), effectiveAt: now)
+                        },
                         metadata: EventMetadata(correlationID: batchID, actor: Self.actor, command: "ReconcileBatch")
                     )
                 )
@@ -458,7 +460,7 @@ extension SettlementService {
                     AppendRequest(
                         stream: stream,
                         expectedVersion: .exact(Int64(recorded.count)),
-                        events: [try event.newEvent(eventID: UUID(), effectiveAt: clock())],
+                        events: [try event.newEvent(eventID: UUID.newRandom(), effectiveAt: clock())],
                         metadata: EventMetadata(correlationID: batchID, actor: actor, command: "ResolveBreak")
                     )
                 )

@@ -249,7 +249,7 @@ public struct SettlementService: Sendable {
                         AppendRequest(
                             stream: stream,
                             expectedVersion: expectedVersion,
-                            events: [try event.newEvent(eventID: UUID(), effectiveAt: clock())],
+                            events: [try event.newEvent(eventID: UUID.newRandom(), effectiveAt: clock())],
                             metadata: metadata
                         )
                     )
@@ -350,7 +350,7 @@ public struct SettlementService: Sendable {
                         AppendRequest(
                             stream: SettlementBatch.streamID(batchID: state.opened.batchID),
                             expectedVersion: .exact(state.version),
-                            events: [try event.newEvent(eventID: UUID(), effectiveAt: clock())],
+                            events: [try event.newEvent(eventID: UUID.newRandom(), effectiveAt: clock())],
                             metadata: EventMetadata(correlationID: state.opened.batchID, actor: Self.actor, command: "RecordPayout")
                         )
                     )

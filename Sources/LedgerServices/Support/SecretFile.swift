@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 
 #if canImport(Glibc)
 import Glibc
@@ -35,7 +36,7 @@ public enum SecretFile {
     /// Writes `data` to `url`. Without `overwrite`, an existing file is kept and the write throws.
     public static func write(_ data: Data, to url: URL, overwrite: Bool = false) throws {
         let directory = url.deletingLastPathComponent().path
-        let temporary = "\(directory)/.\(url.lastPathComponent).\(UUID().uuidString).tmp"
+        let temporary = "\(directory)/.\(url.lastPathComponent).\(UUID.newRandom().uuidString).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw SecretFileError("cannot create a file in \(directory): \(String(cString: strerror(errno)))") }
         var written = 0

@@ -110,8 +110,8 @@ import Testing
 
     /// What it does not write as Foundation does, it refuses, and ``LedgerJSON`` writes Foundation's bytes.
     @Test func whatItRefusesLedgerJSONWritesWithFoundation() throws {
-        struct WithDate: Encodable { var at = Date(timeIntervalSince1970: 1) }
-        struct WithDouble: Encodable { var rate = 0.1 }
+        struct WithFloat: Encodable { var rate: Float = 0.1 }
+        struct WithInfinity: Encodable { var rate = Double.infinity }
         struct WithData: Encodable { var bytes = Data([1, 2, 3]) }
         struct WithURL: Encodable { var url = URL(string: "https://example.com/a")! }
         struct WithNested: Encodable {
@@ -130,14 +130,42 @@ import Testing
             #expect(try LedgerJSON.encode(value) == LedgerJSON.foundationEncode(value))
             #expect(try LedgerJSON.string(value) == String(decoding: LedgerJSON.foundationEncode(value), as: UTF8.self))
         }
-        try check(WithDate())
-        try check(WithDouble())
-        try check([1.5, 2])
+        try check(WithFloat())
+        try check([Float(1.5)])
+        #expect(throws: CanonicalJSONEncoder.Unsupported.self) { try CanonicalJSONEncoder.encode(WithInfinity()) }
+        #expect(throws: (any Error).self) { try LedgerJSON.encode(WithInfinity()) }  // Foundation's error
         try check(WithData())
         try check(WithURL())
         try check(WithNested())
         try check(HoldsNothing())
         #expect(try LedgerJSON.string(WithNested()) == #"{"outer":{"x":2},"x":1}"#)
+    }
+
+    /// Dates (Foundation's default: the `Double` of `timeIntervalSinceReferenceDate`) and doubles — the acquirer's wire
+    /// messages and journal — are written directly, byte for byte as Foundation writes them: whole, fractional, tiny,
+    /// huge, negative, `-0`, and random bit patterns.
+    @Test(.seeded()) func datesAndDoublesAreWrittenDirectlyAsFoundationWritesThem() throws {
+        struct Stamped: Encodable {
+            var at: Date
+            var expires: Date?
+            var rate: Double
+            var rates: [Double]
+        }
+        var random = PropertySeed.generator()
+        var values: [Double] = [0, -0.0, 1, -1, 0.1, 1.5, 1e-7, 1e16, 1e21, 123_456_789.125, 9_007_199_254_740_993, .ulpOfOne, 5e-324]
+        values += (0..<2_000).map { _ in Double.random(in: 0..<2e9, using: &random) }
+        values += (0..<2_000).map { _ in
+            Double(Int.random(in: 0..<2_000_000_000, using: &random)) + Double(Int.random(in: 0..<1_000, using: &random)) / 1_000
+        }
+        values += (0..<2_000).map { _ in Double(bitPattern: random.next()) }.filter(\.isFinite)
+        for value in values {
+            let stamped = Stamped(at: Date(timeIntervalSinceReferenceDate: value), expires: nil, rate: value, rates: [value, 2])
+            let (direct, foundation) = try both(stamped)
+            #expect(direct == foundation)
+            if direct != foundation { break }
+            let date = try both(Date(timeIntervalSinceReferenceDate: value))
+            #expect(date.direct == date.foundation)
+        }
     }
 
     /// Seeded random trees of objects (random names, among them escapes and non-ASCII), arrays, strings,

@@ -94,8 +94,37 @@ import Testing
             }
         }
         #expect(try direct(Tried.self, #""tok_visa""#).get() == Tried(number: nil, text: "tok_visa"))
-        #expect(try direct(Tried.self, "1.5").get() == nil)
+        #expect(try direct(Tried.self, "1.5").get() == Tried(number: 1.5, text: nil))
         #expect(try LedgerJSON.decode(Tried.self, from: "1.5") == Tried(number: 1.5, text: nil))
+        #expect(try direct(Tried.self, "1e400").get() == nil)  // beyond Double: Foundation's refusal
+    }
+
+    /// Doubles and dates (Foundation's default: a number of seconds since the reference date) are decoded directly, to the
+    /// same value Foundation reads: whole numbers, fractions, exponents, beyond Int64, `-0`, random bit patterns written
+    /// as Foundation writes them; a number beyond `Double`'s range goes to Foundation.
+    @Test(.seeded()) func doublesAndDatesDecodeAsFoundationDecodesThem() throws {
+        struct Stamped: Codable, Equatable {
+            var at: Date
+            var rate: Double
+            var rates: [Double]
+        }
+        var random = PropertySeed.generator()
+        var texts = [
+            "0", "-0", "1", "-1", "0.1", "1.5", "1e-7", "1E2", "-2.5e+3", "9223372036854775808", "123456789012345678901234567890",
+            "9007199254740993", "5e-324", "1.7976931348623157e308", "0.30000000000000004",
+        ]
+        texts += (0..<2_000).map { _ in String(describing: Double(bitPattern: random.next())) }.filter { !$0.contains("n") }
+        texts += (0..<2_000).map { _ in String(describing: Double.random(in: 0..<2e9, using: &random)) }
+        for number in texts {
+            let text = #"{"at":\#(number),"rate":\#(number),"rates":[\#(number),2]}"#
+            let reference = try foundation(Stamped.self, text).get()
+            let decoded = try #require(try direct(Stamped.self, text).get(), "handed \(number) to Foundation")
+            #expect(decoded.rate.bitPattern == reference.rate.bitPattern, "\(number)")
+            #expect(decoded.at.timeIntervalSinceReferenceDate.bitPattern == reference.at.timeIntervalSinceReferenceDate.bitPattern)
+            #expect(decoded == reference)
+        }
+        #expect(try direct(Stamped.self, #"{"at":1e400,"rate":1,"rates":[]}"#).get() == nil)
+        #expect(throws: (any Error).self) { try LedgerJSON.decode(Stamped.self, from: #"{"at":1e400,"rate":1,"rates":[]}"#) }
     }
 
     /// What a body's `init(from:)` catches with `try?` still sends the decode to Foundation when it was uncertain.
