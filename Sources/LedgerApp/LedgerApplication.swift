@@ -314,6 +314,13 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
         holds: ProjectionHoldReader(client: services.client, logger: services.logger),
         disputes: services.disputes,
         settlement: services.settlement,
+        privacy: services.privacy,
+        journal: services.journal,
+        subscriptions: services.subscriptions,
+        webhooks: services.webhooks,
+        state: services.auditState,
+        checkpoints: services.checkpoints,
+        reportLimit: configuration.reportMaxBytes,
         secureCookies: configuration.tlsCertificatePath != nil,
         clock: services.clock
     ).register(on: router)

@@ -113,7 +113,7 @@ public struct ExpiryBenchmark: Sendable {
                             orderID: orderID,
                             lines: [RequestedLine(productID: productID)],
                             shippingMethodID: methodID,
-                            contactRef: "contact-\(orderID.rawValue)",
+                            contactRef: orderID.contactReference,
                             claimedAmount: nil
                         ),
                         order: nil,

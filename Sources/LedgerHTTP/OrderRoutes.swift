@@ -9,6 +9,9 @@ public protocol OrderReader: Sendable {
     /// The order's read-model row as JSON, or nil.
     func orderJSON(id: String) async throws -> String?
     func orders(_ query: OrderQuery) async throws -> OrderPage
+    /// The orders whose payment has the acquirer's reference `pspReference` (the authorization's, or a declined
+    /// attempt's), oldest first, at most `limit`.
+    func orderIDs(pspReference: String, limit: Int) async throws -> [String]
 }
 
 /// Back-office order reads (operator or auditor key):

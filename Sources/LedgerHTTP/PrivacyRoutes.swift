@@ -12,6 +12,8 @@ public protocol PrivacyOperator: Sendable {
     func erase(customer: String, actor: String) async throws -> [PrivacyService.Erasure]
     /// The order's shipping contact, or nil for an unknown order.
     func contact(orderID: String) async throws -> ContactAnswer?
+    /// The orders whose shipping contact has this e-mail address (case-insensitive), oldest first, at most `limit`.
+    func orderIDs(withEmail email: String, limit: Int) async throws -> [String]
 }
 
 /// Personal data, operator key only (auditors see the money history, not the shoppers):

@@ -13,6 +13,8 @@ public protocol SettlementOperator: Sendable {
     /// The business date a run without one settles: the last whose cut-off has passed, by the daemon's own cut-off,
     /// calendar and clock (the CLI asks for it this way rather than recomputing it from its own environment).
     func lastClosedBusinessDay() -> BusinessDate
+    /// The business day open now (the one a capture recorded now settles in) and its scheduled cut-off.
+    func openBusinessDay() -> (businessDate: BusinessDate, cutOffAt: Date)
     /// The batches with business dates within `from…to` (inclusive; either may be nil), by date, then id.
     func batches(from: String?, to: String?) async throws -> [SettlementBatchState]
     /// One batch, or nil when there is none with that id.
@@ -56,54 +58,55 @@ public struct SettlementRoutes: Sendable {
     /// `{"error": {"code", "message"}}` if it fails after it started. A refusal before any progress
     /// (a bad date, the cut-off not reached) is the usual 4xx reply.
     static func streamingRun(_ settlement: any SettlementOperator, day: SettlementDay) async throws -> Response {
-        enum Line: Sendable {
-            case line(SettlementRunLine)
-            case failure(any Error)
-        }
-        let (lines, continuation) = AsyncStream<Line>.makeStream()
-        let job = Task {
-            do {
-                let summary = try await settlement.run(day) { step in continuation.yield(.line(SettlementRunLine(step))) }
-                continuation.yield(.line(SettlementRunLine(summary)))
-            } catch {
-                continuation.yield(.failure(error))
-            }
-            continuation.finish()
-        }
-        var iterator = lines.makeAsyncIterator()
-        guard let first = await iterator.next() else { throw APIError.unavailable("the settlement run ended without an answer") }
-        if case .failure(let error) = first { throw error }
-        let remaining = UncheckedIterator(iterator: iterator)
+        let run = try await StartedSettlementRun.start(settlement, day: day)
         let body = ResponseBody { writer in
-            func write(_ line: Line) async throws {
+            try await run.forEach { line in
                 let typed: SettlementRunLine
                 switch line {
-                case .line(let line): typed = line
+                case .progress(let step): typed = SettlementRunLine(step)
+                case .summary(let summary): typed = SettlementRunLine(summary)
                 case .failure(let error):
-                    let api =
-                        error as? APIError ?? (error as? ServiceError).map(APIError.init)
-                        ?? APIError(status: .internalServerError, code: "internal_error", message: "the settlement run failed")
+                    let api = StartedSettlementRun.apiError(error)
                     typed = SettlementRunLine(failure: .init(code: api.code, message: api.message))
                 }
                 try await writer.write(ByteBuffer(string: try WireJSON.encode(typed) + "\n"))
             }
-            try await write(first)
-            var rest = remaining.iterator
-            while let line = await rest.next() { try await write(line) }
-            _ = await job.value
             try await writer.finish(nil)
         }
         return Response(status: .ok, headers: [.contentType: "application/x-ndjson"], body: body)
     }
 
-    /// Hands the stream's iterator to the response body (it is used by one task at a time).
-    struct UncheckedIterator<I>: @unchecked Sendable { var iterator: I }
+    /// The day a run's body asks for: the open day closed now by `actor`, the date given, or the last business day whose
+    /// cut-off has passed.
+    static func day(of body: SettlementRunBody, actor: String, _ settlement: any SettlementOperator) -> SettlementDay {
+        body.closeNow ? .openDayNow(requestedBy: actor) : .businessDate(body.businessDate ?? settlement.lastClosedBusinessDay())
+    }
+
+    /// An upload's `format` (nil: the header's) and `batch` (nil: the batch the report names), as given; refused when
+    /// not a known format or not a batch id.
+    static func reportTarget(format text: String?, batch: String?) throws(APIError) -> (SettlementReportFormat?, String?) {
+        var format: SettlementReportFormat?
+        if let text {
+            guard let named = SettlementReportFormat(rawValue: text) else {
+                let known = SettlementReportFormat.allCases.map(\.rawValue).joined(separator: ", ")
+                throw APIError.badRequest("invalid_parameter", "format must be one of \(known)", field: "format")
+            }
+            format = named
+        }
+        if let batch, batch.isEmpty || batch.utf8.count > 100 {
+            throw APIError.badRequest("invalid_parameter", "batch must be a settlement batch id", field: "batch")
+        }
+        return (format, batch)
+    }
+
+    /// The refusal of a report past the limit.
+    static func reportTooLarge(_ limit: Int) -> APIError {
+        APIError(status: .contentTooLarge, code: "payload_too_large", message: "the report is larger than \(limit) bytes (LEDGERD_REPORT_MAX_BYTES)")
+    }
 
     public func registerChanges(on group: RouterGroup<LedgerRequestContext>) {
         group.post("/settlements/run") { request, context -> Response in
-            let body = try await StrictJSON.decode(SettlementRunBody.self, of: request)
-            let day: SettlementDay =
-                body.closeNow ? .openDayNow(requestedBy: context.actor) : .businessDate(body.businessDate ?? settlement.lastClosedBusinessDay())
+            let day = Self.day(of: try await StrictJSON.decode(SettlementRunBody.self, of: request), actor: context.actor, settlement)
             guard request.headers[.accept]?.contains("application/x-ndjson") == true else {
                 return try jsonResponse(SettlementRunReply(try await settlement.run(day, progress: nil)))
             }
@@ -111,27 +114,12 @@ public struct SettlementRoutes: Sendable {
         }
         group.post("/reconciliation/reports") { [reportLimit] request, _ -> Response in
             let parameters = request.uri.queryParameters
-            var format: SettlementReportFormat?
-            if let text = parameters["format"].map(String.init) {
-                guard let named = SettlementReportFormat(rawValue: text) else {
-                    let known = SettlementReportFormat.allCases.map(\.rawValue).joined(separator: ", ")
-                    throw APIError.badRequest("invalid_parameter", "format must be one of \(known)", field: "format")
-                }
-                format = named
-            }
-            let batch = parameters["batch"].map(String.init)
-            if let batch, batch.isEmpty || batch.utf8.count > 100 {
-                throw APIError.badRequest("invalid_parameter", "batch must be a settlement batch id", field: "batch")
-            }
+            let (format, batch) = try Self.reportTarget(format: parameters["format"].map(String.init), batch: parameters["batch"].map(String.init))
             // Streamed to a 0600 spool file as it arrives (memory holds a chunk), refused once past the limit.
             let upload: ReportUpload
             do { upload = try await ReportUpload.spool(request.body.map { $0.readableBytesView }, limit: reportLimit) } catch is ReportUpload.TooLarge
             {
-                throw APIError(
-                    status: .contentTooLarge,
-                    code: "payload_too_large",
-                    message: "the report is larger than \(reportLimit) bytes (LEDGERD_REPORT_MAX_BYTES)"
-                )
+                throw Self.reportTooLarge(reportLimit)
             }
             defer { upload.remove() }
             return try jsonResponse(ReconciliationReply(try await settlement.reconcileReport(upload, format: format, batchID: batch)))
@@ -221,5 +209,54 @@ struct ResolutionBody: JSONRequestBody {
     let reason: String
     init(from decoder: any Decoder) throws {
         reason = try decoder.container(keyedBy: Member.self).text(.reason, maximumLength: 500)
+    }
+}
+
+/// A settlement run started in a task of its own, its steps read as they happen: ``start(_:day:)`` waits for the first
+/// (a refusal before any step is thrown, so it is the usual 4xx reply), ``forEach(_:)`` hands that one and the rest
+/// to a writer as they come. The API's NDJSON reply and the console's streamed page both read a run this way.
+struct StartedSettlementRun: Sendable {
+    enum Line: Sendable {
+        case progress(SettlementProgress)
+        case summary(SettlementRunSummary)
+        case failure(any Error)
+    }
+
+    /// Hands the stream's iterator to the response body (it is used by one task at a time).
+    struct UncheckedIterator: @unchecked Sendable { var iterator: AsyncStream<Line>.Iterator }
+
+    let first: Line
+    let rest: UncheckedIterator
+    let job: Task<Void, Never>
+
+    static func start(_ settlement: any SettlementOperator, day: SettlementDay) async throws -> StartedSettlementRun {
+        let (lines, continuation) = AsyncStream<Line>.makeStream()
+        let job = Task {
+            do {
+                let summary = try await settlement.run(day) { step in continuation.yield(.progress(step)) }
+                continuation.yield(.summary(summary))
+            } catch {
+                continuation.yield(.failure(error))
+            }
+            continuation.finish()
+        }
+        var iterator = lines.makeAsyncIterator()
+        guard let first = await iterator.next() else { throw APIError.unavailable("the settlement run ended without an answer") }
+        if case .failure(let error) = first { throw error }
+        return StartedSettlementRun(first: first, rest: UncheckedIterator(iterator: iterator), job: job)
+    }
+
+    /// Every line in order, the first included; returns when the run has ended.
+    func forEach(_ body: (Line) async throws -> Void) async throws {
+        try await body(first)
+        var rest = self.rest.iterator
+        while let line = await rest.next() { try await body(line) }
+        _ = await job.value
+    }
+
+    /// A failure after the run started, as the API states it (an internal failure's message stays opaque).
+    static func apiError(_ error: any Error) -> APIError {
+        error as? APIError ?? (error as? ServiceError).map(APIError.init)
+            ?? APIError(status: .internalServerError, code: "internal_error", message: "the settlement run failed")
     }
 }

@@ -104,6 +104,18 @@ public struct OrderID: DomainIdentifier {
     /// The stream of the order's authorization hold, `hold-<order id>`. Keyed by our reference rather
     /// than the acquirer's, because it must be known before the acquirer answers.
     public var holdStreamID: StreamID { StreamID(category: "hold", id: rawValue) }
+
+    /// The reference of the order's shipping contact (`contact-<order id>`), under which the payment stores it outside
+    /// the log and `OrderOpened` names it: the one place that says how the two are paired.
+    public var contactReference: String { Self.contactPrefix + rawValue }
+
+    /// The order whose shipping contact `reference` is (``contactReference``), or nil for a reference of another form.
+    public init?(contactReference reference: String) {
+        guard reference.hasPrefix(Self.contactPrefix) else { return nil }
+        self.init(String(reference.dropFirst(Self.contactPrefix.count)))
+    }
+
+    static let contactPrefix = "contact-"
 }
 
 /// The time and nothing else a decider may know about the world: injected, so that the same

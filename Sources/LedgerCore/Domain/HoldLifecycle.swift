@@ -349,6 +349,24 @@ public enum HoldLifecycle {
         }
     }
 
+    /// The operations an operator may start on the order now, in the order capture, void, refund, ship: those
+    /// ``prepare(_:order:hold:modificationReference:now:)`` itself does not refuse when asked for the least each can
+    /// ask (all that is open; one minor unit refunded, with a reason), so what a console offers and what the operation
+    /// refuses are one rule. An amount beyond the hold's figures is still the operation's refusal.
+    public static func offered(order: OrderState?, hold: HoldState?, now: Date) -> [HoldOperation] {
+        guard let hold else { return [] }
+        let candidates: [HoldOperation] = [
+            .capture(amount: nil, isFinal: false),
+            .void(amount: nil),
+            .refund(amount: Money(minorUnits: 1, currency: hold.balance.open.currency), reason: "offered"),
+            .ship(carrier: nil, tracking: nil),
+        ]
+        return candidates.filter {
+            if case .success = prepare($0, order: order, hold: hold, modificationReference: "offered", now: now) { return true }
+            return false
+        }
+    }
+
     /// Step 2: records the acquirer's answer to the call ``prepare`` asked for. `response` is `nil`
     /// only for ``HoldAcquirerCall/none``. A declined increment records nothing (empty plan). A
     /// modification already recorded (a retry) records nothing either.

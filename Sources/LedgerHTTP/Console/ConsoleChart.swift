@@ -10,6 +10,7 @@ package enum ConsoleChart {
         let width: Int
         let height: Int
         let label: String
+        let cssClass: String
     }
 
     struct Tick {
@@ -29,6 +30,7 @@ package enum ConsoleChart {
         let baseline: Int
         let bars: [Bar]
         let ticks: [Tick]
+        let legend: [Series]
     }
 
     /// `minorUnits` of `currency` as a decimal string (`1234` USD → `12.34`).
@@ -47,49 +49,81 @@ package enum ConsoleChart {
     static let height = 180
     static let plotHeight = 140
 
-    /// The settled gross (credits less debits of each closed batch) per business day in `days` (`YYYY-MM-DD`, oldest
-    /// first), in the currency with the most batches; nil when no batch has closed.
-    static func settledGross(batches: [SettlementBatchState], days: [String]) -> View? {
+    /// A series' colour class and name (the legend's order).
+    struct Series {
+        let name: String
+        let cssClass: String
+    }
+
+    static let series = [
+        Series(name: "gross", cssClass: "bar-gross"), Series(name: "fees", cssClass: "bar-fees"), Series(name: "net", cssClass: "bar-net"),
+    ]
+
+    /// Per business day in `days` (`YYYY-MM-DD`, oldest first), in the currency with the most batches, three bars side
+    /// by side: the settled gross (a closed batch's credits less debits), the fees the acquirer cleared (interchange,
+    /// scheme fees, markup and commission) and the net it cleared; a batch not cleared yet has its gross only. Nil when
+    /// no batch has closed.
+    static func settled(batches: [SettlementBatchState], days: [String]) -> View? {
         let closed = batches.filter { $0.closed != nil }
         guard !closed.isEmpty, !days.isEmpty else { return nil }
         var perCurrency: [String: Int] = [:]
         for batch in closed { perCurrency[batch.opened.currency.code, default: 0] += 1 }
-        guard let code = perCurrency.max(by: { $0.value < $1.value || ($0.value == $1.value && $0.key > $1.key) })?.key else { return nil }
-        var byDay: [String: Int64] = [:]
-        var currency: Currency?
+        guard let code = perCurrency.max(by: { $0.value < $1.value || ($0.value == $1.value && $0.key > $1.key) })?.key,
+            let currency = closed.first(where: { $0.opened.currency.code == code })?.opened.currency
+        else { return nil }
+        // [day: [gross, fees, net]] in minor units.
+        var byDay: [String: [Int64]] = [:]
         for batch in closed where batch.opened.currency.code == code {
-            guard let gross = try? batch.closed!.grossCredit.subtracting(batch.closed!.grossDebit) else { continue }
-            currency = gross.currency
-            byDay[batch.opened.businessDate.description, default: 0] += gross.minorUnits
+            var sums = byDay[batch.opened.businessDate.description] ?? [0, 0, 0]
+            let close = batch.closed!
+            sums[0] += close.grossCredit.minorUnits - close.grossDebit.minorUnits
+            if let cleared = batch.cleared {
+                let fees = [cleared.interchange, cleared.schemeFees, cleared.markup, cleared.commission]
+                sums[1] += fees.reduce(0) { $0 + $1.minorUnits.magnitude.clampedToInt64 }
+                sums[2] += cleared.net.minorUnits
+            }
+            byDay[batch.opened.businessDate.description] = sums
         }
-        guard let currency else { return nil }
-        let largest = max(byDay.values.max() ?? 0, 1)
+        let largest = max(byDay.values.flatMap { $0 }.max() ?? 0, 1)
         let left = 8
         let slot = (width - 2 * left) / days.count
-        let bars = days.enumerated().compactMap { index, day -> Bar? in
-            guard let value = byDay[day], value > 0 else { return nil }
-            let height = max(1, Int(value * Int64(plotHeight) / largest))
-            return Bar(
-                x: left + index * slot + 1,
-                y: 10 + plotHeight - height,
-                width: max(1, slot - 2),
-                height: height,
-                label: "\(day): \(decimal(value, currency)) \(code)"
-            )
+        let barWidth = max(1, (slot - 2) / 3)
+        var bars: [Bar] = []
+        for (index, day) in days.enumerated() {
+            guard let sums = byDay[day] else { continue }
+            for (kind, value) in sums.enumerated() where value > 0 {
+                let height = max(1, Int(value * Int64(plotHeight) / largest))
+                bars.append(
+                    Bar(
+                        x: left + index * slot + 1 + kind * barWidth,
+                        y: 10 + plotHeight - height,
+                        width: barWidth,
+                        height: height,
+                        label: "\(day) \(series[kind].name): \(decimal(value, currency)) \(code)",
+                        cssClass: series[kind].cssClass
+                    )
+                )
+            }
         }
         let ticks = [
             Tick(x: left, y: height - 8, label: days[0], anchor: "start"),
             Tick(x: width - left, y: height - 8, label: days[days.count - 1], anchor: "end"),
         ]
         return View(
-            title: "Settled gross per business day, last 30 days (\(code))",
+            title: "Settled gross, fees and net per business day, last 30 days (\(code))",
             width: width,
             height: height,
             left: left,
             right: width - left,
             baseline: 10 + plotHeight,
             bars: bars,
-            ticks: ticks
+            ticks: ticks,
+            legend: series
         )
     }
+}
+
+extension UInt64 {
+    /// The value as an `Int64`, or `Int64.max` beyond it.
+    fileprivate var clampedToInt64: Int64 { self > UInt64(Int64.max) ? Int64.max : Int64(self) }
 }

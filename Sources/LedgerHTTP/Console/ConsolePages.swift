@@ -126,21 +126,30 @@ extension ConsolePages {
         init() { idempotencyKey = "console-" + ConsoleSessions.randomToken() }
     }
 
-    /// The operator's four actions; absent for an auditor (the page shows no write action).
+    /// The operator's actions the order's state allows (``HoldLifecycle/offered(order:hold:now:)``: a form only for an
+    /// operation the service would not refuse for the state alone); absent for an auditor (no write action at all).
     struct Actions {
-        var capture = ActionForm()
-        var void = ActionForm()
-        var refund = ActionForm()
-        var ship = ActionForm()
+        var capture: ActionForm?
+        var void: ActionForm?
+        var refund: ActionForm?
+        var ship: ActionForm?
+        /// Whether the state allows no action (the page says so).
+        var none: Bool { capture == nil && void == nil && refund == nil && ship == nil }
 
-        subscript(kind: HoldOperationRequest.Kind) -> ActionForm {
+        init(offered: [HoldOperation]) {
+            for operation in offered {
+                if let kind = HoldOperationRequest.Kind(rawValue: operation.name) { self[kind] = ActionForm() }
+            }
+        }
+
+        subscript(kind: HoldOperationRequest.Kind) -> ActionForm? {
             get {
                 switch kind {
                 case .capture: capture
                 case .void: void
                 case .refund: refund
                 case .ship: ship
-                case .increment: ActionForm()
+                case .increment: nil
                 }
             }
             set {
@@ -156,7 +165,7 @@ extension ConsolePages {
     }
 
     struct OrderPage {
-        let title: String
+        var title: String
         let session: SessionView
         let csrfToken: String
         let id: String
@@ -173,6 +182,8 @@ extension ConsolePages {
         let hold: HoldView?
         let figures: [Figure]
         let actions: Actions?
+        /// An operator's page for an order whose state allows no action.
+        let noAction: Bool
         let events: [TimelineRow]
     }
 
@@ -230,6 +241,7 @@ extension ConsolePages {
             hold: hold,
             figures: figures,
             actions: actions,
+            noAction: actions?.none ?? false,
             events: events
         )
     }

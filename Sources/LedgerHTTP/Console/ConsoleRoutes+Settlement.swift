@@ -29,6 +29,21 @@ extension ConsoleRoutes {
         let fromError: ConsolePages.ErrorView?
         let toError: ConsolePages.ErrorView?
         let rows: [BatchRow]
+        /// The operator's run and upload forms (nil for an auditor).
+        var run: RunForm?
+    }
+
+    /// An operator's forms on the settlement page: run a day's settlement, and upload an acquirer's report.
+    struct RunForm {
+        let csrfToken: String
+        /// The day a run without a date settles, as the placeholder says.
+        let lastClosed: String
+        var businessDate = ""
+        var closeNow = false
+        var dateError: ConsolePages.ErrorView?
+        var formats: [StatusOption] = SettlementReportFormat.allCases.map { StatusOption(name: $0.rawValue, selected: false) }
+        var batch = ""
+        var uploadError: ConsolePages.ErrorView?
     }
 
     struct BreakView {
@@ -59,12 +74,24 @@ extension ConsoleRoutes {
         let notice: String?
         let figures: [ConsolePages.Figure]
         let reconciled: Bool
+        let reports: [ReportSection]
+    }
+
+    /// One report's reconciliation of the batch: its counts and breaks.
+    struct ReportSection {
+        let heading: String
+        let recordedAt: String
         let counts: [ConsolePages.Figure]
         let breaks: [BreakView]
     }
 
     /// The batches of business days `from`…`to` (`YYYY-MM-DD`; by default the last 30 days), by day.
-    func settlementList(_ request: Request, _ signedIn: SignedIn) async throws -> Response {
+    func settlementList(
+        _ request: Request,
+        _ signedIn: SignedIn,
+        runForm: RunForm? = nil,
+        status: HTTPResponse.Status = .ok
+    ) async throws -> Response {
         let parameters = request.uri.queryParameters
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
@@ -79,21 +106,101 @@ extension ConsoleRoutes {
         }
         let first = from ?? Self.day(calendar.date(byAdding: .day, value: -29, to: calendar.startOfDay(for: now))!, calendar)
         let last = to ?? Self.day(now, calendar)
-        let rows = try await settlement.batches(from: first, to: last).map { batch in
-            BatchRow(
-                id: batch.opened.batchID,
-                businessDate: batch.opened.businessDate.description,
-                currency: batch.opened.currency.code,
-                stage: batch.stage.rawValue,
-                items: batch.closed.map { "\($0.captureCount) / \($0.refundCount)" } ?? "—",
-                gross: batch.closed?.gross.decimalString ?? "—",
-                net: batch.cleared?.net.decimalString ?? "—",
-                payout: batch.payout.map { "\($0.amount.decimalString) on \($0.valueDate)" } ?? "—"
-            )
+        let rows = try await settlement.batches(from: first, to: last).map(Self.batchRow)
+        var page = BatchesPage(session: signedIn.view, from: first, to: last, fromError: nil, toError: nil, rows: rows)
+        page.run = runForm
+        if signedIn.isOperator && page.run == nil { page.run = RunForm(csrfToken: signedIn.session.csrfToken, lastClosed: settlement.lastClosedBusinessDay().description) }
+        return ConsolePages.render("settlements", page, status: status)
+    }
+
+    struct RunStep {
+        let batchID: String
+        let step: String
+        let items: String
+        let detail: String
+    }
+
+    struct RunEnd {
+        let businessDate: String
+        let cutOffAt: String
+        let earlyClose: String?
+        let batches: [BatchRow]
+        let error: ConsolePages.ErrorView?
+    }
+
+    /// `POST /console/settlements/run`: an operator settles a business day (`business_date`; empty: the last whose
+    /// cut-off has passed) or closes the open day now (`close_now`), parsed by the API's own body parser. The page is
+    /// streamed as the run goes: each step a list item the browser shows as it arrives (no script needed), then the
+    /// day's batches. A refusal before any step (a bad date, a cut-off not reached) is the settlement page again with
+    /// the API's error beside the field, nothing appended.
+    func runSettlement(form: ConsoleForm, _ request: Request, _ signedIn: SignedIn) async throws -> Response {
+        var typed = RunForm(csrfToken: signedIn.session.csrfToken, lastClosed: settlement.lastClosedBusinessDay().description)
+        typed.businessDate = (form["business_date"] ?? "").trimmingCharacters(in: .whitespaces)
+        typed.closeNow = form["close_now"] == "true"
+        let run: StartedSettlementRun
+        do {
+            var body: [String: Any] = [:]
+            if !typed.businessDate.isEmpty { body["business_date"] = typed.businessDate }
+            if typed.closeNow { body["close_now"] = true }
+            let json = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
+            let parsed = try StrictJSON.decode(SettlementRunBody.self, from: ByteBuffer(bytes: json))
+            run = try await StartedSettlementRun.start(settlement, day: SettlementRoutes.day(of: parsed, actor: signedIn.principal.actor, settlement))
+        } catch {
+            let api = StartedSettlementRun.apiError(error)
+            guard api.status.code < 500 else { throw api }
+            typed.dateError = .init(code: api.code, message: api.message)
+            return try await settlementList(request, signedIn, runForm: typed, status: api.status)
         }
-        return ConsolePages.render(
-            "settlements",
-            BatchesPage(session: signedIn.view, from: first, to: last, fromError: nil, toError: nil, rows: rows)
+        let session = signedIn.view
+        var headers = HTTPFields()
+        headers[.contentType] = "text/html; charset=utf-8"
+        let body = ResponseBody { writer in
+            func write(_ template: String, _ view: Any) async throws {
+                try await writer.write(ByteBuffer(string: ConsoleTemplates.library.render(view, withTemplate: template) ?? ""))
+            }
+            try await write("run-start", RunStart(title: "Settlement run", session: session))
+            var end: RunEnd?
+            try await run.forEach { line in
+                switch line {
+                case .progress(let step):
+                    try await write(
+                        "run-step",
+                        RunStep(batchID: step.batchID, step: step.step, items: step.items.map(String.init) ?? "", detail: step.detail ?? "")
+                    )
+                case .summary(let summary):
+                    end = RunEnd(
+                        businessDate: summary.businessDate.description,
+                        cutOffAt: ConsolePages.time(summary.cutOffAt),
+                        earlyClose: summary.earlyClose.map { "closed early by \($0.requestedBy)" },
+                        batches: summary.batches.map { Self.batchRow($0.batch) },
+                        error: nil
+                    )
+                case .failure(let error):
+                    let api = StartedSettlementRun.apiError(error)
+                    end = RunEnd(businessDate: "", cutOffAt: "", earlyClose: nil, batches: [], error: .init(code: api.code, message: api.message))
+                }
+            }
+            try await write("run-end", end ?? RunEnd(businessDate: "", cutOffAt: "", earlyClose: nil, batches: [], error: nil))
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: headers, body: body)
+    }
+
+    struct RunStart {
+        let title: String
+        let session: ConsolePages.SessionView
+    }
+
+    static func batchRow(_ batch: SettlementBatchState) -> BatchRow {
+        BatchRow(
+            id: batch.opened.batchID,
+            businessDate: batch.opened.businessDate.description,
+            currency: batch.opened.currency.code,
+            stage: batch.stage.rawValue,
+            items: batch.closed.map { "\($0.captureCount) / \($0.refundCount)" } ?? "—",
+            gross: batch.closed?.gross.decimalString ?? "—",
+            net: batch.cleared?.net.decimalString ?? "—",
+            payout: batch.payout.map { "\($0.amount.decimalString) on \($0.valueDate)" } ?? "—"
         )
     }
 
@@ -139,33 +246,41 @@ extension ConsoleRoutes {
         }
         if batch.paid != nil { figures.append(.init(label: "paid", value: "yes")) }
         let view = try await settlement.reconciliation(id: id)
-        let breaks = (view?.breaks ?? []).map { entry -> BreakView in
-            let resolution = entry.resolution
-            let open = resolution == nil
-            var form: ResolveForm?
-            if open && signedIn.isOperator {
-                form = resolving?.breakID == entry.found.breakID ? resolving?.form : ResolveForm(reason: "", error: nil)
+        // Every report's reconciliation: the acquirer's first, then each upload, each with its breaks (amounts in the
+        // batch's currency, as the API's reply writes them).
+        let currency = view?.currency ?? batch.opened.currency
+        let reports = (view?.reports ?? []).map { report -> ReportSection in
+            let breaks = report.breaks.map { entry -> BreakView in
+                let resolution = entry.resolution
+                let open = resolution == nil
+                var form: ResolveForm?
+                if open && signedIn.isOperator {
+                    form = resolving?.breakID == entry.found.breakID ? resolving?.form : ResolveForm(reason: "", error: nil)
+                }
+                return BreakView(
+                    id: entry.found.breakID,
+                    breakClass: entry.found.breakClass.rawValue,
+                    reference: entry.found.reference,
+                    expected: entry.found.figure(entry.found.expected, in: currency) ?? "—",
+                    actual: entry.found.figure(entry.found.actual, in: currency) ?? "—",
+                    detail: entry.found.detail,
+                    resolved: !open,
+                    resolution: resolution.map { "\($0.reason) (\($0.resolvedBy))" } ?? "",
+                    form: form
+                )
             }
-            return BreakView(
-                id: entry.found.breakID,
-                breakClass: entry.found.breakClass.rawValue,
-                reference: entry.found.reference,
-                expected: entry.found.expected ?? "—",
-                actual: entry.found.actual ?? "—",
-                detail: entry.found.detail,
-                resolved: !open,
-                resolution: resolution.map { "\($0.reason) (\($0.resolvedBy))" } ?? "",
-                form: form
+            return ReportSection(
+                heading: report.report.map { "Uploaded report \($0)" } ?? "The acquirer's report",
+                recordedAt: ConsolePages.time(report.recordedAt),
+                counts: [
+                    .init(label: "report lines", value: "\(report.result.reportLines)"),
+                    .init(label: "ledger items", value: "\(report.result.ledgerItems)"),
+                    .init(label: "matched", value: "\(report.result.matched)"), .init(label: "open breaks", value: "\(report.openBreaks)"),
+                    .init(label: "window closed", value: report.result.windowClosed ? "yes" : "no"),
+                ],
+                breaks: breaks
             )
         }
-        let counts: [ConsolePages.Figure] =
-            view.map {
-                [
-                    .init(label: "report lines", value: "\($0.result.reportLines)"), .init(label: "ledger items", value: "\($0.result.ledgerItems)"),
-                    .init(label: "matched", value: "\($0.result.matched)"), .init(label: "open breaks", value: "\($0.openBreaks)"),
-                    .init(label: "window closed", value: $0.result.windowClosed ? "yes" : "no"),
-                ]
-            } ?? []
         let page = BatchPage(
             title: "Batch \(id)",
             session: signedIn.view,
@@ -175,8 +290,7 @@ extension ConsoleRoutes {
             notice: notice,
             figures: figures,
             reconciled: view != nil,
-            counts: counts,
-            breaks: breaks
+            reports: reports
         )
         return ConsolePages.render("settlement", page, status: status)
     }
@@ -203,5 +317,113 @@ extension ConsoleRoutes {
         if error.status == .notFound || error.status.code >= 500 || batchID.isEmpty { throw error }
         let form = ResolveForm(reason: reason, error: .init(code: error.code, message: error.message))
         return try await batchPage(id: batchID, signedIn, resolving: (breakID, form), status: error.status)
+    }
+}
+
+// MARK: Report upload
+
+extension ConsoleRoutes {
+    /// The fields of an upload form, gathered while its file part streams to the spool (one task reads the body).
+    final class UploadFields: @unchecked Sendable {
+        var fields: [String: String] = [:]
+        var files: [String] = []
+    }
+
+    /// The request body's bytes of the form's file part `fileField`, as they arrive, the other fields gathered into `box`.
+    struct FilePart<Base: AsyncSequence>: AsyncSequence where Base.Element == ByteBuffer {
+        typealias Element = [UInt8]
+        let base: Base
+        let reader: MultipartFormReader
+        let box: UploadFields
+        let fileField: String
+
+        func makeAsyncIterator() -> Iterator { Iterator(base: base.makeAsyncIterator(), reader: reader, box: box, fileField: fileField) }
+
+        struct Iterator: AsyncIteratorProtocol {
+            var base: Base.AsyncIterator
+            var reader: MultipartFormReader
+            let box: UploadFields
+            let fileField: String
+            var pending: [[UInt8]] = []
+            var inFile = false
+            var ended = false
+
+            mutating func next() async throws -> [UInt8]? {
+                while true {
+                    if !pending.isEmpty { return pending.removeFirst() }
+                    if ended { return nil }
+                    guard let chunk = try await base.next() else {
+                        try reader.finish()
+                        ended = true
+                        continue
+                    }
+                    for event in try reader.feed(chunk.readableBytesView) {
+                        switch event {
+                        case .field(let name, let value): box.fields[name] = value
+                        case .fileStart(let name, _):
+                            box.files.append(name)
+                            inFile = name == fileField && box.files.filter { $0 == fileField }.count == 1
+                        case .fileBytes(let bytes): if inFile { pending.append(bytes) }
+                        case .fileEnd: inFile = false
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// `POST /console/reports` (`multipart/form-data`: `csrf_token`, `format`, `batch`, the `report` file): an operator
+    /// uploads an acquirer's settlement report (Adyen SDR or PAR, Stripe; the API's `POST /reconciliation/reports`).
+    /// The file streams to a 0600 spool file as it arrives (the API's limit, `LEDGERD_REPORT_MAX_BYTES`), the form's
+    /// CSRF token is checked before anything is read from the spool, and the reconciliation's breaks are shown on the
+    /// batch's page. A refusal (no file, an unknown format or batch, a report that does not parse): the settlement page
+    /// again with the API's error beside the file field, nothing appended.
+    func uploadReport(_ request: Request) async throws -> Response {
+        guard let signedIn = signedIn(request) else { throw APIError.unauthenticated("sign in to the console first: no session, or it ended") }
+        guard signedIn.isOperator else { throw APIError(status: .forbidden, code: "forbidden", message: "this action needs an operator key") }
+        guard let contentType = request.headers[.contentType], let reader = MultipartFormReader(contentType: contentType) else {
+            throw APIError(
+                status: .unsupportedMediaType,
+                code: "unsupported_media_type",
+                message: "the report is sent as the upload form sends it: multipart/form-data with a boundary"
+            )
+        }
+        let box = UploadFields()
+        let upload: ReportUpload
+        do {
+            upload = try await ReportUpload.spool(FilePart(base: request.body, reader: reader, box: box, fileField: "report"), limit: reportLimit)
+        } catch is ReportUpload.TooLarge {
+            throw SettlementRoutes.reportTooLarge(reportLimit)
+        } catch let failure as MultipartFormReader.Failure {
+            throw APIError.badRequest("invalid_form", failure.message)
+        }
+        defer { upload.remove() }
+        guard let token = box.fields["csrf_token"], ConsoleSessions.tokensEqual(token, signedIn.session.csrfToken) else {
+            throw APIError(status: .forbidden, code: "csrf_token_invalid", message: "the form's CSRF token is missing or not this session's")
+        }
+        var typed = RunForm(csrfToken: signedIn.session.csrfToken, lastClosed: settlement.lastClosedBusinessDay().description)
+        let formatText = (box.fields["format"] ?? "").trimmingCharacters(in: .whitespaces)
+        typed.formats = SettlementReportFormat.allCases.map { StatusOption(name: $0.rawValue, selected: $0.rawValue == formatText) }
+        typed.batch = (box.fields["batch"] ?? "").trimmingCharacters(in: .whitespaces)
+        do {
+            guard box.files.contains("report"), upload.byteCount > 0 else {
+                throw APIError.badRequest("missing_report", "choose the report file to upload (it is empty or missing)", field: "report")
+            }
+            let (format, batch) = try SettlementRoutes.reportTarget(
+                format: formatText.isEmpty ? nil : formatText,
+                batch: typed.batch.isEmpty ? nil : typed.batch
+            )
+            let view = try await settlement.reconcileReport(upload, format: format, batchID: batch)
+            let result = view.reflected.result
+            var components = URLComponents()
+            components.path = "/console/settlements/\(result.batchID)"
+            components.queryItems = [URLQueryItem(name: "done", value: "reconcile")]
+            return ConsolePages.seeOther(components.string ?? "/console/settlements")
+        } catch {
+            let api = StartedSettlementRun.apiError(error)
+            guard api.status.code < 500 else { throw api }
+            typed.uploadError = .init(code: api.code, message: api.message)
+            return try await settlementList(request, signedIn, runForm: typed, status: api.status)
+        }
     }
 }

@@ -48,6 +48,30 @@ extension ConsoleRoutes {
         let detail: String
     }
 
+    /// A kind of the day's money movement (the accounting journal's entries of one event type) in one currency.
+    struct MovementRow {
+        let kind: String
+        let currency: String
+        let count: Int
+        let amount: String
+    }
+
+    struct CutOffView {
+        let businessDate: String
+        let at: String
+        let inText: String
+    }
+
+    struct FeedRow {
+        let kind: String
+        let name: String
+        let state: String
+        let position: Int64
+        let lag: Int64
+        let detail: String
+        let unhealthy: Bool
+    }
+
     struct TodayPage {
         let title: String
         let session: ConsolePages.SessionView
@@ -55,6 +79,10 @@ extension ConsoleRoutes {
         let ordersCount: Int
         let moreOrders: Bool
         let totals: [TotalRow]
+        let movements: [MovementRow]
+        let moreMovements: Bool
+        let cutOff: CutOffView
+        let feeds: [FeedRow]
         let expiring: [ExpiringRow]
         let disputes: [DisputeRow]
         let lastBatch: BatchView?
@@ -147,17 +175,20 @@ extension ConsoleRoutes {
                         batchID: batch.opened.batchID,
                         breakClass: open.found.breakClass.rawValue,
                         reference: open.found.reference,
-                        expected: open.found.expected ?? "—",
-                        actual: open.found.actual ?? "—",
+                        expected: open.found.figure(open.found.expected, in: view.currency) ?? "—",
+                        actual: open.found.figure(open.found.actual, in: view.currency) ?? "—",
                         detail: open.found.detail
                     )
                 )
             }
         }
-        let chart = ConsoleChart.settledGross(
+        let chart = ConsoleChart.settled(
             batches: batches,
             days: (0..<30).map { Self.day(calendar.date(byAdding: .day, value: $0, to: from)!, calendar) }
         )
+        let (movements, moreMovements) = try await movements(from: midnight, to: now)
+        let open = settlement.openBusinessDay()
+        let feeds = try await feedHealth(now: now)
         return ConsolePages.render(
             "today",
             TodayPage(
@@ -167,6 +198,14 @@ extension ConsoleRoutes {
                 ordersCount: page.ordersJSON.count,
                 moreOrders: page.nextCursor != nil,
                 totals: totals,
+                movements: movements,
+                moreMovements: moreMovements,
+                cutOff: CutOffView(
+                    businessDate: open.businessDate.description,
+                    at: ConsolePages.time(open.cutOffAt),
+                    inText: Self.duration(open.cutOffAt.timeIntervalSince(now))
+                ),
+                feeds: feeds,
                 expiring: expiring,
                 disputes: Array(disputeRows),
                 lastBatch: last,
@@ -177,6 +216,95 @@ extension ConsoleRoutes {
                 shownBreaks: breaks.count
             )
         )
+    }
+
+    /// The most journal events Today folds for the day's movements (a busier day says so and links the journal).
+    static let movementEvents = 5_000
+
+    /// The day's money movements so far, by kind and currency: the accounting journal's entries (`GET /journal`'s
+    /// reader) of [`from`, `to`], each entry's amount its debits (an entry is balanced). True when the day holds
+    /// more journal events than ``movementEvents``.
+    func movements(from: Date, to: Date) async throws -> ([MovementRow], Bool) {
+        let page = try await journal.page(
+            fromMicros: from.epochMicroseconds,
+            toMicros: to.epochMicroseconds + 1,
+            after: 0,
+            limit: Self.movementEvents
+        )
+        var sums: [String: (kind: String, currency: Currency, count: Int, minorUnits: Int64)] = [:]
+        for entry in page.entries {
+            let key = "\(entry.eventType) \(entry.currency.code)"
+            var sum = sums[key] ?? (entry.eventType, entry.currency, 0, 0)
+            sum.count += 1
+            sum.minorUnits += entry.totalDebitMinorUnits
+            sums[key] = sum
+        }
+        let rows = sums.sorted { $0.key < $1.key }.map {
+            MovementRow(
+                kind: Self.movementNames[$0.value.kind] ?? $0.value.kind,
+                currency: $0.value.currency.code,
+                count: $0.value.count,
+                amount: ConsoleChart.decimal($0.value.minorUnits, $0.value.currency)
+            )
+        }
+        return (rows, page.nextAfter != nil)
+    }
+
+    /// The journal's event types as Today names them.
+    static let movementNames: [String: String] = [
+        HoldCaptured.eventType: "captures", HoldRefunded.eventType: "refunds", ChargebackReceived.eventType: "chargebacks",
+        SecondChargebackReceived.eventType: "second chargebacks", ChargebackReversed.eventType: "chargebacks reversed",
+        DisputeClosed.eventType: "disputes closed", SettlementBatchClosed.eventType: "batches closed",
+        SettlementBatchCleared.eventType: "batches cleared (fees)", SettlementPayoutScheduled.eventType: "payouts scheduled",
+        SettlementPayoutPaid.eventType: "payouts paid",
+    ]
+
+    /// The most consumers Today lists (the rest under `GET /subscriptions` and `GET /webhooks`).
+    static let feedsShown = 20
+
+    /// Each subscription's and webhook endpoint's position and lag behind the head (what it has not yet taken), a paused
+    /// endpoint or one retrying after failures marked: as `GET /subscriptions` and `GET /webhooks` read them.
+    func feedHealth(now: Date) async throws -> [FeedRow] {
+        var rows: [FeedRow] = []
+        for subscription in try await subscriptions.all().prefix(Self.feedsShown) {
+            let lag = max(0, subscription.head - subscription.checkpoint)
+            rows.append(
+                FeedRow(
+                    kind: "subscription",
+                    name: subscription.name,
+                    state: "active",
+                    position: subscription.checkpoint,
+                    lag: lag,
+                    detail: subscription.ackedAtMicros.map { "acknowledged \(ConsolePages.time(Date(epochMicroseconds: $0)))" }
+                        ?? "never acknowledged",
+                    unhealthy: false
+                )
+            )
+        }
+        for webhook in try await webhooks.all().prefix(Self.feedsShown) {
+            let retrying = webhook.attempts > 0
+            let next = Date(epochMicroseconds: webhook.nextAttemptAtMicros)
+            rows.append(
+                FeedRow(
+                    kind: "webhook",
+                    name: webhook.url,
+                    state: webhook.state,
+                    position: webhook.cursor,
+                    lag: max(0, webhook.head - webhook.cursor),
+                    detail: retrying ? "\(webhook.attempts) failed attempts, next \(ConsolePages.time(next))" : "delivering",
+                    unhealthy: webhook.state != "active" || retrying
+                )
+            )
+        }
+        return rows
+    }
+
+    /// `seconds` ahead as the page says it: "3 h 05 min", "12 min", or "passed".
+    static func duration(_ seconds: TimeInterval) -> String {
+        guard seconds > 0 else { return "passed" }
+        let minutes = Int64(seconds) / 60
+        let hours = minutes / 60
+        return hours > 0 ? "\(hours) h \(minutes % 60 < 10 ? "0" : "")\(minutes % 60) min" : "\(minutes) min"
     }
 
     /// `YYYY-MM-DD` of `date` in `calendar`'s time zone.
@@ -204,6 +332,10 @@ extension ConsoleRoutes {
         var fromError: ConsolePages.ErrorView?
         var toError: ConsolePages.ErrorView?
         var report: ReportView?
+        var checkpoints: CheckpointsView?
+        var notice: String?
+        /// Today (UTC), the journal form's default.
+        var today = ""
     }
 
     /// The verification form, and with `verify=1` the chain recomputed over the range (at most
@@ -222,6 +354,12 @@ extension ConsoleRoutes {
             toError: nil,
             report: nil
         )
+        let after = (query["checkpoints_after"].map(String.init)).flatMap { Int64($0) }.map { max(0, $0) } ?? 0
+        page.checkpoints = try await checkpointsView(after: after, signedIn)
+        page.notice = query["signed"].map { "A checkpoint of position \($0) was signed and recorded." }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        page.today = Self.day(clock(), calendar)
         guard query["verify"] == "1" else { return ConsolePages.render("audit", page) }
         // A bad bound: the API's error beside its field (GET /audit/verify reads both bounds the same way).
         let from: Int64
@@ -246,16 +384,7 @@ extension ConsoleRoutes {
             report.ok
             ? "The chain is intact: \(report.checked) positions re-hashed from \(from)."
             : "The chain is broken at position \(report.firstBadPosition.map(String.init) ?? "?"): \(report.reason ?? "hash mismatch")."
-        page = AuditPage(
-            title: page.title,
-            session: page.session,
-            window: page.window,
-            from: fromText,
-            to: toText,
-            fromError: nil,
-            toError: nil,
-            report: ReportView(ok: report.ok, summary: summary, checked: report.checked, firstBadPosition: report.firstBadPosition, nextFrom: next)
-        )
+        page.report = ReportView(ok: report.ok, summary: summary, checked: report.checked, firstBadPosition: report.firstBadPosition, nextFrom: next)
         return ConsolePages.render("audit", page)
     }
 }

@@ -47,6 +47,16 @@ public struct ConsoleRoutes: Sendable {
     let holds: any HoldReader
     let disputes: any DisputeOperator
     let settlement: any SettlementOperator
+    let privacy: any PrivacyOperator
+    let journal: any JournalReader
+    let subscriptions: any SubscriptionOperator
+    let webhooks: any WebhookOperator
+    /// What answers an order as of a past moment (`GET /orders/{id}?as_of=`).
+    let state: any StateReader
+    /// What signs a checkpoint of the head (nil: no signing key is configured).
+    let checkpoints: (any CheckpointSigner)?
+    /// The largest report upload (`LEDGERD_REPORT_MAX_BYTES`, as the API's).
+    let reportLimit: Int
     /// Whether cookies are marked `Secure` (the daemon serves HTTPS).
     let secureCookies: Bool
     let clock: @Sendable () -> Date
@@ -60,6 +70,13 @@ public struct ConsoleRoutes: Sendable {
         holds: any HoldReader,
         disputes: any DisputeOperator,
         settlement: any SettlementOperator,
+        privacy: any PrivacyOperator,
+        journal: any JournalReader,
+        subscriptions: any SubscriptionOperator,
+        webhooks: any WebhookOperator,
+        state: any StateReader,
+        checkpoints: (any CheckpointSigner)?,
+        reportLimit: Int = 256 * 1024 * 1024,
         secureCookies: Bool,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {
@@ -71,6 +88,13 @@ public struct ConsoleRoutes: Sendable {
         self.holds = holds
         self.disputes = disputes
         self.settlement = settlement
+        self.privacy = privacy
+        self.journal = journal
+        self.subscriptions = subscriptions
+        self.webhooks = webhooks
+        self.state = state
+        self.checkpoints = checkpoints
+        self.reportLimit = reportLimit
         self.secureCookies = secureCookies
         self.clock = clock
     }
@@ -146,9 +170,19 @@ public struct ConsoleRoutes: Sendable {
         }
         console.get("/settlements/:id") { request, context in
             guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
-            let done = request.uri.queryParameters["done"] == "resolve"
-            return try await batchPage(id: try context.parameters.require("id"), signedIn, notice: done ? "The resolution was recorded." : nil)
+            let notice: String? =
+                switch request.uri.queryParameters["done"].map(String.init) {
+                case "resolve": "The resolution was recorded."
+                case "reconcile": "The report was reconciled: its breaks are below."
+                default: nil
+                }
+            return try await batchPage(id: try context.parameters.require("id"), signedIn, notice: notice)
         }
+        console.post("/settlements/run") { request, _ in
+            let (signedIn, form) = try await operatorPost(request)
+            return try await runSettlement(form: form, request, signedIn)
+        }
+        console.post("/reports") { request, _ in try await uploadReport(request) }
         console.post("/breaks/:id/resolve") { request, context in
             let (signedIn, form) = try await operatorPost(request)
             return try await resolveBreak(id: try context.parameters.require("id"), form: form, signedIn)
@@ -156,6 +190,30 @@ public struct ConsoleRoutes: Sendable {
         console.get("/audit") { request, _ in
             guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
             return try await audit(request, signedIn)
+        }
+        console.post("/audit/checkpoints") { request, _ in
+            let (signedIn, _) = try await operatorPost(request)
+            return try await signCheckpoint(signedIn)
+        }
+        console.get("/audit/as-of") { request, _ in
+            guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
+            return try await asOf(request, signedIn)
+        }
+        console.get("/audit/journal") { request, _ in
+            guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
+            return try await journalPage(request, signedIn)
+        }
+        console.get("/audit/journal.csv") { request, _ in
+            guard signedIn(request) != nil else { return ConsolePages.seeOther("/console/sign-in") }
+            return try journalExport(request, jsonl: false)
+        }
+        console.get("/audit/journal.jsonl") { request, _ in
+            guard signedIn(request) != nil else { return ConsolePages.seeOther("/console/sign-in") }
+            return try journalExport(request, jsonl: true)
+        }
+        console.get("/audit/events.jsonl") { request, _ in
+            guard signedIn(request) != nil else { return ConsolePages.seeOther("/console/sign-in") }
+            return try eventsExport(request)
         }
     }
 
@@ -276,6 +334,10 @@ public struct ConsoleRoutes: Sendable {
         let session: ConsolePages.SessionView
         var query = ""
         var error: ConsolePages.ErrorView?
+        /// Whether the search offers the e-mail address (an operator's session).
+        var emailSearch = false
+        /// The list's heading: the search's matches, or the list by status and day.
+        var listHeading = "Orders by status and date"
         var statuses: [StatusOption] = []
         var from = ""
         var to = ""
@@ -290,19 +352,43 @@ public struct ConsoleRoutes: Sendable {
     /// Orders on a page of the list.
     static let ordersPageSize = 50
 
-    /// With `id`: to that order's page (or the error next to the field). Otherwise the orders by status and opening day
-    /// (`GET /orders`'s reader: oldest first, cursor-paged), each filter's error next to it.
+    /// The most orders a search by reference or e-mail lists.
+    static let searchLimit = 50
+
+    /// With `q` (or `id`): an order id (which is also its merchant reference, the acquirer's idempotency key), the
+    /// acquirer's PSP reference of its payment, or — an operator's search only, auditors see no personal data — the
+    /// shopper's e-mail address. One order found: to its page; several: listed; none: the error next to the field.
+    /// Without it: the orders by status and opening day (`GET /orders`'s reader: oldest first, cursor-paged), each
+    /// filter's error next to it.
     func findOrder(_ request: Request, _ signedIn: SignedIn) async throws -> Response {
         let parameters = request.uri.queryParameters
         var page = FindPage(session: signedIn.view)
-        if let id = parameters["id"].map({ String($0).trimmingCharacters(in: .whitespaces) }), !id.isEmpty {
-            guard try await orders.orderJSON(id: id) != nil else {
-                page.query = id
-                page.error = .init(code: "not_found", message: "no order \(id)")
-                page.statuses = OrderStatus.allCases.map { StatusOption(name: $0.rawValue, selected: false) }
+        page.emailSearch = signedIn.isOperator
+        page.statuses = OrderStatus.allCases.map { StatusOption(name: $0.rawValue, selected: false) }
+        let searched = (parameters["q"] ?? parameters["id"]).map { String($0).trimmingCharacters(in: .whitespaces) } ?? ""
+        if !searched.isEmpty {
+            page.query = searched
+            let found: [String]
+            if try await orders.orderJSON(id: searched) != nil {
+                found = [searched]
+            } else if searched.contains("@") {
+                guard signedIn.isOperator else {
+                    page.error = .init(code: "forbidden", message: "a search by e-mail needs an operator key: auditors see no personal data")
+                    return ConsolePages.render("orders", page, status: .forbidden)
+                }
+                found = try await privacy.orderIDs(withEmail: searched, limit: Self.searchLimit)
+            } else {
+                found = try await orders.orderIDs(pspReference: searched, limit: Self.searchLimit)
+            }
+            if found.count == 1 { return ConsolePages.seeOther("/console/orders/\(Self.pathSegment(found[0]))") }
+            guard !found.isEmpty else {
+                let what = signedIn.isOperator ? "id, merchant reference, PSP reference or e-mail" : "id, merchant reference or PSP reference"
+                page.error = .init(code: "not_found", message: "no order with the \(what) \(searched)")
                 return ConsolePages.render("orders", page, status: .notFound)
             }
-            return ConsolePages.seeOther("/console/orders/\(Self.pathSegment(id))")
+            for id in found { if let json = try await orders.orderJSON(id: id), let row = Self.orderRow(json) { page.rows.append(row) } }
+            page.listHeading = "Orders matching \(searched)"
+            return ConsolePages.render("orders", page)
         }
         let status = parameters["status"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
         page.statuses = OrderStatus.allCases.map { StatusOption(name: $0.rawValue, selected: $0.rawValue == status) }
@@ -333,16 +419,7 @@ public struct ConsoleRoutes: Sendable {
             return ConsolePages.render("orders", page, status: .badRequest)
         }
         let found = try await orders.orders(query)
-        page.rows = found.ordersJSON.compactMap { row in
-            guard let object = (try? JSONSerialization.jsonObject(with: Data(row.utf8))) as? [String: Any] else { return nil }
-            return OrderRow(
-                id: object["id"] as? String ?? "",
-                openedAt: object["opened_at"] as? String ?? "",
-                status: object["status"] as? String ?? "",
-                total: object["total"] as? String ?? "",
-                currency: object["currency"] as? String ?? ""
-            )
-        }
+        page.rows = found.ordersJSON.compactMap(Self.orderRow)
         page.next = found.nextCursor.map { cursor in
             var items = [URLQueryItem(name: "cursor", value: String(cursor))]
             if let status = query.status { items.append(URLQueryItem(name: "status", value: status)) }
@@ -354,6 +431,18 @@ public struct ConsoleRoutes: Sendable {
             return components.string ?? "/console/orders"
         }
         return ConsolePages.render("orders", page)
+    }
+
+    /// A list's row from an order's read-model row (`GET /orders/{id}`'s `order`).
+    static func orderRow(_ json: String) -> OrderRow? {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any] else { return nil }
+        return OrderRow(
+            id: object["id"] as? String ?? "",
+            openedAt: object["opened_at"] as? String ?? "",
+            status: object["status"] as? String ?? "",
+            total: object["total"] as? String ?? "",
+            currency: object["currency"] as? String ?? ""
+        )
     }
 
     /// Midnight UTC of `YYYY-MM-DD` (what a date input sends), or nil.
@@ -388,12 +477,19 @@ public struct ConsoleRoutes: Sendable {
     ) async throws -> Response {
         guard let row = try await orders.orderJSON(id: id) else { throw APIError.notFound("no order \(id)") }
         let history = try await ledger.orderHistory(id)
+        var shown: ConsolePages.Actions?
+        if signedIn.isOperator {
+            var offered = ConsolePages.Actions(offered: Self.offered(id: id, history: history, now: clock()))
+            // A refused form stays on the page with its error, whatever the state now allows.
+            for kind in Self.actionKinds { if let form = actions?[kind] { offered[kind] = form } }
+            shown = offered
+        }
         let page = ConsolePages.orderPage(
             id: id,
             rowJSON: row,
             history: history,
             session: signedIn.view,
-            actions: signedIn.isOperator ? (actions ?? ConsolePages.Actions()) : nil,
+            actions: shown,
             notice: notice
         )
         return ConsolePages.render("order", page, status: status)
@@ -440,9 +536,21 @@ public struct ConsoleRoutes: Sendable {
         case "tracking": form.trackingError = shown
         default: form.formError = shown
         }
-        var actions = ConsolePages.Actions()
+        var actions = ConsolePages.Actions(offered: [])
         actions[kind] = form
         return try await orderPage(id: id, signedIn, actions: actions, status: error.status)
+    }
+
+    /// What the order's state allows now, folded from its history (its order and hold streams' events) and asked of
+    /// the lifecycle's own rule.
+    static func offered(id: String, history: [RecordedEvent], now: Date) -> [HoldOperation] {
+        guard let orderID = OrderID(id) else { return [] }
+        var states = AggregateStates()
+        for event in history where event.streamID == orderID.streamID || event.streamID == orderID.holdStreamID {
+            guard let domain = try? DomainEvent.decode(event) else { continue }
+            states.apply(domain)
+        }
+        return HoldLifecycle.offered(order: states.orders[orderID], hold: states.holds[orderID], now: now)
     }
 
     /// The form's fields as the API's JSON body of `kind`: text fields left empty are absent (the API's default), the

@@ -17,7 +17,8 @@ enum ConsoleTemplates {
     static let templates: [(String, String)] = [
         ("head", head), ("foot", foot), ("sign-in", signIn), ("error", error), ("orders", orders), ("order", order),
         ("today", today), ("audit", audit), ("disputes", disputes), ("dispute", dispute),
-        ("settlements", settlements), ("settlement", settlement),
+        ("settlements", settlements), ("settlement", settlement), ("run-start", runStart), ("run-step", runStep), ("run-end", runEnd),
+        ("as-of", asOf), ("journal", journal),
     ]
 
     static let head = """
@@ -88,13 +89,13 @@ enum ConsoleTemplates {
         {{> head}}
         <h1>Orders</h1>
         <form method="get" action="/console/orders" class="stack" role="search">
-        <label for="order-id">Order id</label>
-        <input id="order-id" name="id" value="{{query}}" required{{#error}} aria-invalid="true" aria-describedby="id-error"{{/error}}>
+        <label for="order-id">Order id, merchant reference or PSP reference{{#emailSearch}}, or the shopper's e-mail{{/emailSearch}}</label>
+        <input id="order-id" name="q" value="{{query}}" required{{#error}} aria-invalid="true" aria-describedby="id-error"{{/error}}>
         {{#error}}<p class="error" id="id-error"><code>{{code}}</code> {{message}}</p>{{/error}}
         <button type="submit">Find</button>
         </form>
         <section aria-labelledby="list">
-        <h2 id="list">Orders by status and date</h2>
+        <h2 id="list">{{listHeading}}</h2>
         <form method="get" action="/console/orders" class="filters">
         <div class="stack">
         <label for="status">Status</label>
@@ -169,6 +170,7 @@ enum ConsoleTemplates {
         {{#actions}}
         <section aria-labelledby="actions">
         <h2 id="actions">Actions</h2>
+        {{#noAction}}<p id="no-action">No action is open for an order that is {{status}}.</p>{{/noAction}}
         <div class="actions">
         {{#capture}}
         <form method="post" action="/console/orders/{{id}}/capture" class="stack" id="capture-form">
@@ -258,6 +260,18 @@ enum ConsoleTemplates {
         </tbody>
         </table>
         </section>
+        <section aria-labelledby="movements">
+        <h2 id="movements">Money moved today</h2>
+        <table id="movements-table">
+        <caption>The accounting journal's entries of the day, by kind and currency{{#moreMovements}} (its first 5,000 events; the whole day under <a href="/console/audit">Audit</a>){{/moreMovements}}</caption>
+        <thead><tr><th scope="col">Kind</th><th scope="col">Currency</th><th scope="col">Entries</th><th scope="col">Amount</th></tr></thead>
+        <tbody>
+        {{#movements}}<tr><td>{{kind}}</td><td>{{currency}}</td><td class="num">{{count}}</td><td class="num">{{amount}}</td></tr>
+        {{/movements}}
+        {{^movements}}<tr><td colspan="4">No money moved yet today.</td></tr>{{/movements}}
+        </tbody>
+        </table>
+        </section>
         <section aria-labelledby="expiring">
         <h2 id="expiring">Holds expiring in the next 24 hours</h2>
         <table>
@@ -282,6 +296,7 @@ enum ConsoleTemplates {
         </section>
         <section aria-labelledby="settlement">
         <h2 id="settlement">Settlement</h2>
+        {{#cutOff}}<p id="next-cut-off">The open business day <strong>{{businessDate}}</strong> closes at its cut-off {{at}} (in {{inText}}).</p>{{/cutOff}}
         {{#lastBatch}}<p>Last batch <a href="/console/settlements/{{id}}"><code>{{id}}</code></a> for {{businessDate}} ({{currency}}): <strong>{{stage}}</strong>, gross {{gross}}{{#net}}, net {{.}}{{/net}}.</p>{{/lastBatch}}
         {{^lastBatch}}<p>No settlement batch in the last 30 days.</p>{{/lastBatch}}
         {{#chart}}
@@ -289,14 +304,26 @@ enum ConsoleTemplates {
         <svg class="chart" role="img" aria-labelledby="chart-title" viewBox="0 0 {{width}} {{height}}" width="{{width}}" height="{{height}}" xmlns="http://www.w3.org/2000/svg">
         <title id="chart-title">{{title}}</title>
         <line class="axis" x1="{{left}}" y1="{{baseline}}" x2="{{right}}" y2="{{baseline}}"/>
-        {{#bars}}<rect class="bar" x="{{x}}" y="{{y}}" width="{{width}}" height="{{height}}"><title>{{label}}</title></rect>
+        {{#bars}}<rect class="bar {{cssClass}}" x="{{x}}" y="{{y}}" width="{{width}}" height="{{height}}"><title>{{label}}</title></rect>
         {{/bars}}
         {{#ticks}}<text class="tick" x="{{x}}" y="{{y}}" text-anchor="{{anchor}}">{{label}}</text>
         {{/ticks}}
         </svg>
-        <figcaption>{{title}}</figcaption>
+        <figcaption>{{title}}: {{#legend}}<span class="key {{cssClass}}">{{name}}</span> {{/legend}}</figcaption>
         </figure>
         {{/chart}}
+        </section>
+        <section aria-labelledby="feeds">
+        <h2 id="feeds">Feeds and webhooks</h2>
+        <table id="feeds-table">
+        <caption>Each consumer's position and how far it is behind the head</caption>
+        <thead><tr><th scope="col">Kind</th><th scope="col">Name</th><th scope="col">State</th><th scope="col">Position</th><th scope="col">Behind</th><th scope="col">Detail</th></tr></thead>
+        <tbody>
+        {{#feeds}}<tr{{#unhealthy}} class="unhealthy"{{/unhealthy}}><td>{{kind}}</td><td><code>{{name}}</code></td><td>{{state}}</td><td class="num">{{position}}</td><td class="num">{{lag}}</td><td>{{detail}}</td></tr>
+        {{/feeds}}
+        {{^feeds}}<tr><td colspan="6">No subscription or webhook endpoint.</td></tr>{{/feeds}}
+        </tbody>
+        </table>
         </section>
         <section aria-labelledby="breaks">
         <h2 id="breaks">Open reconciliation breaks</h2>
@@ -409,6 +436,35 @@ enum ConsoleTemplates {
         </div>
         <button type="submit">List</button>
         </form>
+        {{#run}}
+        <div class="actions">
+        <form method="post" action="/console/settlements/run" class="stack" id="run-form">
+        <h2>Run settlement</h2>
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <label for="run-date">Business day (empty: {{lastClosed}}, the last whose cut-off has passed)</label>
+        <input id="run-date" name="business_date" type="date" value="{{businessDate}}"{{#dateError}} aria-invalid="true" aria-describedby="run-date-error"{{/dateError}}>
+        {{#dateError}}<p class="error" id="run-date-error"><code>{{code}}</code> {{message}}</p>{{/dateError}}
+        <label class="check"><input type="checkbox" id="run-close-now" name="close_now" value="true"{{#closeNow}} checked{{/closeNow}}> Close the open day now, before its cut-off (recorded as your early close)</label>
+        <button type="submit">Run settlement</button>
+        </form>
+        <form method="post" action="/console/reports" class="stack" id="upload-form" enctype="multipart/form-data">
+        <h2>Reconcile an acquirer's report</h2>
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <label for="report-format">Format</label>
+        <select id="report-format" name="format">
+        <option value="">as its header says</option>
+        {{#formats}}<option value="{{name}}"{{#selected}} selected{{/selected}}>{{name}}</option>
+        {{/formats}}
+        </select>
+        <label for="report-batch">Batch (empty: the batch the report names)</label>
+        <input id="report-batch" name="batch" maxlength="100" value="{{batch}}">
+        <label for="report-file">Report file (CSV)</label>
+        <input id="report-file" name="report" type="file" accept=".csv,text/csv" required{{#uploadError}} aria-invalid="true" aria-describedby="report-file-error"{{/uploadError}}>
+        {{#uploadError}}<p class="error" id="report-file-error"><code>{{code}}</code> {{message}}</p>{{/uploadError}}
+        <button type="submit">Upload and reconcile</button>
+        </form>
+        </div>
+        {{/run}}
         <table>
         <caption>Batches by business day</caption>
         <thead><tr><th scope="col">Batch</th><th scope="col">Day</th><th scope="col">Currency</th><th scope="col">Stage</th><th scope="col">Captures / refunds</th><th scope="col">Gross</th><th scope="col">Net</th><th scope="col">Payout</th></tr></thead>
@@ -435,13 +491,14 @@ enum ConsoleTemplates {
         <section aria-labelledby="reconciliation">
         <h2 id="reconciliation">Reconciliation</h2>
         {{^reconciled}}<p>Not reconciled yet.</p>{{/reconciled}}
-        {{#reconciled}}
+        {{#reports}}
+        <h3>{{heading}} <small>reconciled {{recordedAt}}</small></h3>
         <dl class="figures">
         {{#counts}}<dt>{{label}}</dt><dd>{{value}}</dd>
         {{/counts}}
         </dl>
         <table class="breaks">
-        <caption>Breaks: the acquirer's report against the ledger</caption>
+        <caption>Breaks: this report against the ledger</caption>
         <thead><tr><th scope="col">Break</th><th scope="col">Class</th><th scope="col">Reference</th><th scope="col">Expected (ledger)</th><th scope="col">Actual (report)</th><th scope="col">Detail</th><th scope="col">Resolution</th></tr></thead>
         <tbody>
         {{#breaks}}<tr><td><code>{{id}}</code></td><td class="break-class">{{breakClass}}</td><td><code>{{reference}}</code></td><td class="num">{{expected}}</td><td class="num">{{actual}}</td><td>{{detail}}</td><td>
@@ -460,14 +517,51 @@ enum ConsoleTemplates {
         {{^breaks}}<tr><td colspan="7">No break.</td></tr>{{/breaks}}
         </tbody>
         </table>
-        {{/reconciled}}
+        {{/reports}}
         </section>
+        {{> foot}}
+        """
+
+    /// A settlement run's page, streamed: its head, then a list item per step as the run goes (``runStep``), then
+    /// the day's batches (``runEnd``). The browser shows each part as it arrives.
+    static let runStart = """
+        {{> head}}
+        <h1>Settlement run</h1>
+        <p role="status">Running: each step appears below as it happens.</p>
+        <ol id="run-progress" class="progress">
+
+        """
+
+    static let runStep = """
+        <li><code>{{batchID}}</code> {{step}}{{#items}} — {{.}} items{{/items}}{{#detail}} ({{.}}){{/detail}}</li>
+
+        """
+
+    static let runEnd = """
+        </ol>
+        {{#error}}<p class="error" id="run-error"><code>{{code}}</code> {{message}}</p>{{/error}}
+        {{^error}}
+        <p class="notice" id="run-done">Settled {{businessDate}} (cut-off {{cutOffAt}}{{#earlyClose}}, {{.}}{{/earlyClose}}).</p>
+        <table id="run-batches">
+        <caption>The run's batches</caption>
+        <thead><tr><th scope="col">Batch</th><th scope="col">Day</th><th scope="col">Currency</th><th scope="col">Stage</th><th scope="col">Captures / refunds</th><th scope="col">Gross</th><th scope="col">Net</th><th scope="col">Payout</th></tr></thead>
+        <tbody>
+        {{#batches}}<tr><td><a href="/console/settlements/{{id}}">{{id}}</a></td><td>{{businessDate}}</td><td>{{currency}}</td><td>{{stage}}</td><td class="num">{{items}}</td><td class="num">{{gross}}</td><td class="num">{{net}}</td><td>{{payout}}</td></tr>
+        {{/batches}}
+        {{^batches}}<tr><td colspan="8">Nothing to settle: no capture or refund recorded for the day.</td></tr>{{/batches}}
+        </tbody>
+        </table>
+        {{/error}}
+        <p><a href="/console/settlements">Back to the batches</a></p>
         {{> foot}}
         """
 
     static let audit = """
         {{> head}}
         <h1>Audit</h1>
+        {{#notice}}<p class="notice" role="status">{{.}}</p>{{/notice}}
+        <section aria-labelledby="verify">
+        <h2 id="verify">Verify the chain</h2>
         <p>Recompute the hash chain over a range of positions (at most {{window}} per check; empty: from the first).</p>
         <form method="get" action="/console/audit" class="stack">
         <input type="hidden" name="verify" value="1">
@@ -490,6 +584,107 @@ enum ConsoleTemplates {
         </dl>
         </section>
         {{/report}}
+        </section>
+        {{#checkpoints}}
+        <section aria-labelledby="checkpoints">
+        <h2 id="checkpoints">Signed checkpoints</h2>
+        {{#keyMissing}}<p>No signing key is configured (<code>LEDGERD_CHECKPOINT_KEY</code>): the daemon signs no checkpoint.</p>{{/keyMissing}}
+        <table id="checkpoints-table">
+        <caption>Oldest first; each signature checked against the key it names (compare that key with your own copy), and the log's event at its position against the hash it signed</caption>
+        <thead><tr><th scope="col">Position</th><th scope="col">Signed</th><th scope="col">By</th><th scope="col">Chain hash</th><th scope="col">Key</th><th scope="col">Signature</th><th scope="col">Log now</th></tr></thead>
+        <tbody>
+        {{#rows}}<tr><td class="num">{{position}}</td><td>{{signedAt}}</td><td>{{signedBy}}</td><td><code class="data">{{hash}}</code></td><td><code class="data">{{publicKey}}</code></td><td class="{{#signatureValid}}ok{{/signatureValid}}{{^signatureValid}}bad{{/signatureValid}}">{{#signatureValid}}valid{{/signatureValid}}{{^signatureValid}}INVALID{{/signatureValid}}</td><td class="{{#logMatches}}ok{{/logMatches}}{{^logMatches}}bad{{/logMatches}}">{{#logMatches}}matches{{/logMatches}}{{^logMatches}}DIFFERS{{/logMatches}}</td></tr>
+        {{/rows}}
+        {{^rows}}<tr><td colspan="7">No checkpoint signed yet.</td></tr>{{/rows}}
+        </tbody>
+        </table>
+        {{#next}}<p><a href="/console/audit?checkpoints_after={{.}}">Later checkpoints</a></p>{{/next}}
+        {{#sign}}<form method="post" action="/console/audit/checkpoints" id="sign-form">
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <button type="submit">Sign a checkpoint of the head now</button>
+        </form>{{/sign}}
+        </section>
+        {{/checkpoints}}
+        <section aria-labelledby="as-of">
+        <h2 id="as-of">An order as of a moment</h2>
+        <form method="get" action="/console/audit/as-of" class="filters" id="as-of-form">
+        <div class="stack"><label for="as-of-order">Order id</label><input id="as-of-order" name="order" required></div>
+        <div class="stack"><label for="as-of-at">Moment (UTC)</label><input id="as-of-at" name="at" type="datetime-local" step="1"></div>
+        <div class="stack"><label for="as-of-position">or position</label><input id="as-of-position" name="position" inputmode="numeric"></div>
+        <button type="submit">Show</button>
+        </form>
+        </section>
+        <section aria-labelledby="journal">
+        <h2 id="journal">The accounting journal</h2>
+        <form method="get" action="/console/audit/journal" class="filters" id="journal-form">
+        <div class="stack"><label for="journal-day">Day (UTC)</label><input id="journal-day" name="day" type="date" value="{{today}}" required></div>
+        <button type="submit">Show the day's journal</button>
+        </form>
+        </section>
+        <section aria-labelledby="exports">
+        <h2 id="exports">Exports</h2>
+        <form method="get" action="/console/audit/events.jsonl" class="filters" id="events-export-form">
+        <div class="stack"><label for="export-from">Events from position</label><input id="export-from" name="from" inputmode="numeric" value="1"></div>
+        <div class="stack"><label for="export-to">through position (empty: a million on)</label><input id="export-to" name="to" inputmode="numeric"></div>
+        <button type="submit">Download the events (JSONL)</button>
+        </form>
+        <form method="get" action="/console/audit/journal.csv" class="filters" id="journal-export-form">
+        <div class="stack"><label for="export-day">Journal of the day (UTC)</label><input id="export-day" name="day" type="date" value="{{today}}" required></div>
+        <button type="submit">Download the journal (CSV)</button>
+        </form>
+        </section>
+        {{> foot}}
+        """
+
+    static let asOf = """
+        {{> head}}
+        <h1>An order as of a moment</h1>
+        <form method="get" action="/console/audit/as-of" class="stack" id="as-of-form">
+        <label for="as-of-order">Order id</label>
+        <input id="as-of-order" name="order" value="{{order}}" required{{#orderError}} aria-invalid="true" aria-describedby="as-of-order-error"{{/orderError}}>
+        {{#orderError}}<p class="error" id="as-of-order-error"><code>{{code}}</code> {{message}}</p>{{/orderError}}
+        <label for="as-of-at">Moment (UTC)</label>
+        <input id="as-of-at" name="at" type="datetime-local" step="1" value="{{at}}"{{#atError}} aria-invalid="true" aria-describedby="as-of-at-error"{{/atError}}>
+        <label for="as-of-position">or position</label>
+        <input id="as-of-position" name="position" inputmode="numeric" value="{{position}}">
+        {{#atError}}<p class="error" id="as-of-at-error"><code>{{code}}</code> {{message}}</p>{{/atError}}
+        <button type="submit">Show</button>
+        </form>
+        {{> foot}}
+        """
+
+    static let journal = """
+        {{> head}}
+        <h1>The accounting journal</h1>
+        <form method="get" action="/console/audit/journal" class="filters" id="journal-form">
+        <div class="stack">
+        <label for="journal-day">Day (UTC)</label>
+        <input id="journal-day" name="day" type="date" value="{{day}}" required{{#dayError}} aria-invalid="true" aria-describedby="journal-day-error"{{/dayError}}>
+        {{#dayError}}<p class="error" id="journal-day-error"><code>{{code}}</code> {{message}}</p>{{/dayError}}
+        </div>
+        <button type="submit">Show</button>
+        </form>
+        {{#shown}}
+        <p><a href="/console/audit/journal.csv?day={{day}}">Download the day (CSV)</a> · <a href="/console/audit/journal.jsonl?day={{day}}">(JSONL)</a></p>
+        <table id="journal-balance">
+        <caption>This page's debits and credits by currency</caption>
+        <thead><tr><th scope="col">Currency</th><th scope="col">Debit</th><th scope="col">Credit</th><th scope="col">Balance</th></tr></thead>
+        <tbody>
+        {{#balances}}<tr><td>{{currency}}</td><td class="num">{{debit}}</td><td class="num">{{credit}}</td><td class="{{#balanced}}ok{{/balanced}}{{^balanced}}bad{{/balanced}}">{{#balanced}}balanced{{/balanced}}{{^balanced}}UNBALANCED{{/balanced}}</td></tr>
+        {{/balances}}
+        {{^balances}}<tr><td colspan="4">No entry on this day.</td></tr>{{/balances}}
+        </tbody>
+        </table>
+        <table id="journal-entries" class="journal">
+        <caption>Entries in position order, each with its lines</caption>
+        <thead><tr><th scope="col">Position</th><th scope="col">Recorded</th><th scope="col">Event</th><th scope="col">Reference</th><th scope="col">Account</th><th scope="col">Debit</th><th scope="col">Credit</th></tr></thead>
+        <tbody>
+        {{#rows}}{{#lines}}<tr><td class="num">{{position}}</td><td>{{recordedAt}}</td><td>{{eventType}}</td><td><code>{{reference}}</code></td><td>{{account}} {{name}}</td><td class="num">{{debit}}</td><td class="num">{{credit}}</td></tr>
+        {{/lines}}{{/rows}}
+        </tbody>
+        </table>
+        {{#next}}<p><a id="next-page" href="{{.}}">Next page</a></p>{{/next}}
+        {{/shown}}
         {{> foot}}
         """
 
@@ -534,7 +729,14 @@ enum ConsoleTemplates {
         .data { font-size: .85em; word-break: break-all; }
         .overdue td { color: var(--bad); }
         .chart { max-width: 100%; height: auto; }
-        .chart .bar { fill: var(--accent); }
+        .chart .bar, .chart .bar-gross { fill: var(--accent); }
+        .chart .bar-fees { fill: #c2410c; }
+        .chart .bar-net { fill: #15803d; }
+        .key::before { content: ""; display: inline-block; width: .8em; height: .8em; margin: 0 .25em 0 .5em; vertical-align: -.05em; }
+        .key.bar-gross::before { background: var(--accent); }
+        .key.bar-fees::before { background: #c2410c; }
+        .key.bar-net::before { background: #15803d; }
+        .unhealthy td { color: var(--bad); }
         .chart .axis { stroke: var(--muted); stroke-width: 1; }
         .chart .tick { fill: var(--muted); font-size: 10px; }
         @media (max-width: 40rem) { .sign-out { margin-left: 0; } main { padding: .5rem; } }

@@ -46,6 +46,21 @@ package struct ContactsStore: PostgresStore {
         return refs
     }
 
+    /// The references of the contacts with the e-mail address `email` (case-insensitive), oldest first, at most
+    /// `limit` (an erased contact has none: its row is gone).
+    package func refs(withEmail email: String, limit: Int) async throws -> [String] {
+        let rows = try await client.query(
+            """
+            SELECT contact_ref FROM ledger.shipping_contacts WHERE lower(data ->> 'email') = lower(\(email))
+            ORDER BY created_at, contact_ref LIMIT \(Int64(limit))
+            """,
+            logger: logger
+        )
+        var refs: [String] = []
+        for try await ref in rows.decode(String.self) { refs.append(ref) }
+        return refs
+    }
+
     /// The orders opened with the contact `ref`, oldest first, from the log (which keeps them after
     /// the contact is erased).
     package func orderIDs(usingContact ref: String) async throws -> [String] {

@@ -59,6 +59,24 @@ public struct ProjectionOrderReader: Sendable {
         return OrderPage(ordersJSON: orders, nextCursor: orders.count == query.limit ? last : nil)
     }
 
+    /// The orders whose row carries the acquirer's reference `pspReference` (the order's own, of its last attempt,
+    /// or its hold's), oldest first, at most `limit`. A scan of the orders' rows, without an index (none is kept on
+    /// the hot path for a back-office search; measured in docs/performance.md).
+    public func orderIDs(pspReference: String, limit: Int) async throws -> [String] {
+        let rows = try await client.query(
+            """
+            SELECT key FROM ledger.projection_rows
+            WHERE projection = \(OrderReadModel.projection)
+              AND (row ->> 'psp_reference' = \(pspReference) OR row -> 'hold' ->> 'psp_reference' = \(pspReference))
+            ORDER BY created_position LIMIT \(Int64(limit))
+            """,
+            logger: logger
+        )
+        var ids: [String] = []
+        for try await key in rows.decode(String.self) { ids.append(key) }
+        return ids
+    }
+
     /// Orders still waiting for payment, oldest first (recovery's candidates; as recorded, no lapse).
     package func waitingOrders(limit: Int) async throws -> [OrderID] {
         let rows = try await client.query(

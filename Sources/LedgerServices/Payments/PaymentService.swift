@@ -78,7 +78,7 @@ public struct PaymentService: Sendable {
         let idempotency = idempotencyKey.map { IdempotencyKey(key: "payment:\($0)", requestHash: Self.hash(request)) }
         let correlation = UUID.newRandomString()
         let orderID = OrderID(UUID.newRandomString())!
-        let contactRef = "contact-\(orderID.rawValue)"
+        let contactRef = orderID.contactReference
         let paymentMethod: PaymentMethodData
         let applePayToken: AcceptedApplePayToken?
         switch request.source {

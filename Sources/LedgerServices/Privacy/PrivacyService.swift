@@ -92,6 +92,12 @@ public struct PrivacyService: Sendable {
         try await eraseContacts(customer: customer, actor: actor)
     }
 
+    /// The orders whose shipping contact has the e-mail address `email` (case-insensitive), oldest first, at most
+    /// `limit`; none once the contact is erased. Personal data: an operator's search only.
+    public func orderIDs(withEmail email: String, limit: Int) async throws -> [String] {
+        try await contacts.refs(withEmail: email, limit: limit).compactMap { OrderID(contactReference: $0)?.rawValue }
+    }
+
     public func contact(orderID raw: String) async throws -> ContactAnswer? {
         guard let id = OrderID(raw), let opened = try await store.readStream(id.streamID).first,
             case .order(.opened(let order)) = try DomainEvent.decode(opened)

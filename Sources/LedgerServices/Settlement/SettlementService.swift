@@ -102,6 +102,12 @@ public struct SettlementService: Sendable {
         settings.lastClosedBusinessDay(now: clock())
     }
 
+    /// The business day open now — the one a capture recorded now settles in — and its scheduled cut-off.
+    public func openBusinessDay() -> (businessDate: BusinessDate, cutOffAt: Date) {
+        let day = settings.businessDay(settling: clock())
+        return (day, settings.cutOff.instant(closing: day))
+    }
+
     /// Settles `date`, a business day whose cut-off has passed.
     public func run(businessDate date: BusinessDate) async throws -> SettlementRunSummary {
         try await run(.businessDate(date))

@@ -289,10 +289,15 @@ struct HoldLifecyclePropertyTests {
         world.nextKey += 1
         let reference = HoldLifecycle.modificationReference(order: order, operation: operation, key: "k\(world.nextKey)")
         let lapsed = hold.isClosed || world.now >= hold.expiresAt
+        // What a console offers (`offered`) hides nothing the operation would accept.
+        let offered = HoldLifecycle.offered(order: order, hold: hold, now: world.now).map(\.name)
         switch HoldLifecycle.prepare(operation, order: order, hold: hold, modificationReference: reference, now: world.now) {
         case .failure(let rejection):
             return "\(operation) rejected: \(rejection)"
         case .success(let call):
+            if operation.name != "increment" && !offered.contains(operation.name) {
+                return "VIOLATION \(operation) accepted but not offered (offered: \(offered))"
+            }
             switch operation {
             case .capture, .increment, .void:
                 if lapsed { return "VIOLATION \(operation) accepted on a closed or lapsed hold" }
