@@ -60,7 +60,7 @@ public struct SettlementRoutes: Sendable {
     static func streamingRun(_ settlement: any SettlementOperator, day: SettlementDay) async throws -> Response {
         let run = try await StartedSettlementRun.start(settlement, day: day)
         let body = ResponseBody { writer in
-            try await run.forEach { line in
+            try await run.stream { line in
                 let typed: SettlementRunLine
                 switch line {
                 case .progress(let step): typed = SettlementRunLine(step)
@@ -213,7 +213,7 @@ struct ResolutionBody: JSONRequestBody {
 }
 
 /// A settlement run started in a task of its own, its steps read as they happen: ``start(_:day:)`` waits for the first
-/// (a refusal before any step is thrown, so it is the usual 4xx reply), ``forEach(_:)`` hands that one and the rest
+/// (a refusal before any step is thrown, so it is the usual 4xx reply), ``stream(_:)`` hands that one and the rest
 /// to a writer as they come. The API's NDJSON reply and the console's streamed page both read a run this way.
 struct StartedSettlementRun: Sendable {
     enum Line: Sendable {
@@ -247,7 +247,7 @@ struct StartedSettlementRun: Sendable {
     }
 
     /// Every line in order, the first included; returns when the run has ended.
-    func forEach(_ body: (Line) async throws -> Void) async throws {
+    func stream(_ body: (Line) async throws -> Void) async throws {
         try await body(first)
         var rest = self.rest.iterator
         while let line = await rest.next() { try await body(line) }

@@ -107,12 +107,17 @@ extension ConsoleTests {
             let browser = Browser(client)
             try await browser.signIn(TestApp.operatorKey)
             let today = try await browser.request("/console/today")
-            #expect(today.html.contains("<tr><td>captures</td><td>USD</td><td class=\"num\">2</td><td class=\"num\">118.00</td></tr>"), "\(today.html)")
+            #expect(
+                today.html.contains("<tr><td>captures</td><td>USD</td><td class=\"num\">2</td><td class=\"num\">118.00</td></tr>"),
+                "\(today.html)"
+            )
             #expect(today.html.contains("<tr><td>refunds</td><td>USD</td><td class=\"num\">1</td><td class=\"num\">5.00</td></tr>"))
             let head = try await head(services)
             #expect(subscription.checkpoint == 0)
             #expect(
-                today.html.contains("<td>subscription</td><td><code>erp</code></td><td>active</td><td class=\"num\">0</td><td class=\"num\">\(head)</td>"),
+                today.html.contains(
+                    "<td>subscription</td><td><code>erp</code></td><td>active</td><td class=\"num\">0</td><td class=\"num\">\(head)</td>"
+                ),
                 "\(today.html)"
             )
             // Acknowledged to the head: nothing behind.
@@ -168,9 +173,20 @@ extension ConsoleTests {
             // A bad date and a cut-off not reached: the API's errors beside the field, nothing appended.
             let before = try await head(services)
             let csrf = Self.csrf(page.html)
-            var refused = try await browser.request("/console/settlements/run", method: .post, form: [("csrf_token", csrf), ("business_date", "2026-13-01")])
-            #expect(refused.status == .unprocessableContent && refused.html.contains("id=\"run-date-error\"><code>invalid_date</code>"), "\(refused.html)")
-            refused = try await browser.request("/console/settlements/run", method: .post, form: [("csrf_token", csrf), ("business_date", "2026-06-17")])
+            var refused = try await browser.request(
+                "/console/settlements/run",
+                method: .post,
+                form: [("csrf_token", csrf), ("business_date", "2026-13-01")]
+            )
+            #expect(
+                refused.status == .unprocessableContent && refused.html.contains("id=\"run-date-error\"><code>invalid_date</code>"),
+                "\(refused.html)"
+            )
+            refused = try await browser.request(
+                "/console/settlements/run",
+                method: .post,
+                form: [("csrf_token", csrf), ("business_date", "2026-06-17")]
+            )
             #expect(refused.status.code >= 400 && refused.html.contains("id=\"run-date-error\"><code>cut_off_not_reached</code>"), "\(refused.html)")
             refused = try await browser.request(
                 "/console/settlements/run",
@@ -268,7 +284,10 @@ extension ConsoleTests {
             #expect(done.status == .seeOther && done.location == "/console/settlements/\(batchID)?done=reconcile", "\(done.status) \(done.html)")
             var batchPage = try await browser.request(done.location!)
             #expect(batchPage.html.contains("The report was reconciled") && batchPage.html.contains("Uploaded report"))
-            #expect(batchPage.html.contains("The acquirer&#39;s report") || batchPage.html.contains("The acquirer&#x27;s report"), "\(batchPage.html)")
+            #expect(
+                batchPage.html.contains("The acquirer&#39;s report") || batchPage.html.contains("The acquirer&#x27;s report"),
+                "\(batchPage.html)"
+            )
             #expect(batchPage.html.contains("<td class=\"break-class\">amount_mismatch</td>"), "\(batchPage.html)")
             let view = try #require(try await services.settlement.reconciliation(id: batchID))
             let uploaded = try #require(view.reports.first { $0.report != nil })
@@ -328,7 +347,11 @@ extension ConsoleTests {
             #expect(bad.status == .badRequest && bad.html.contains("id=\"as-of-at-error\"><code>invalid_parameter</code>"))
             // The day's journal: the capture's entry, balanced; the exports as files.
             let journal = try await auditor.request("/console/audit/journal?day=\(day)")
-            #expect(journal.html.contains("HoldCaptured") && journal.html.contains("<td>USD</td><td class=\"num\">59.00</td><td class=\"num\">59.00</td><td class=\"ok\">balanced</td>"), "\(journal.html)")
+            #expect(
+                journal.html.contains("HoldCaptured")
+                    && journal.html.contains("<td>USD</td><td class=\"num\">59.00</td><td class=\"num\">59.00</td><td class=\"ok\">balanced</td>"),
+                "\(journal.html)"
+            )
             let badDay = try await auditor.request("/console/audit/journal?day=2026-02-30")
             #expect(badDay.status == .badRequest && badDay.html.contains("id=\"journal-day-error\""))
             let csv = try await auditor.request("/console/audit/journal.csv?day=\(day)")

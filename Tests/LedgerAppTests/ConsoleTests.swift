@@ -548,9 +548,12 @@ import Testing
             #expect(bad.html.contains("id=\"status-error\"><code>invalid_parameter</code> status must be one of "))
             #expect(bad.html.contains("id=\"from-error\"><code>invalid_parameter</code> from must be a day, e.g. 2026-11-21</p>"))
             let missing = try await browser.request("/console/orders?id=no-such-order")
-            #expect(missing.status == .notFound && missing.html.contains(
-                    "id=\"id-error\"><code>not_found</code> no order with the id, merchant reference or PSP reference no-such-order</p>"
-                ))
+            #expect(
+                missing.status == .notFound
+                    && missing.html.contains(
+                        "id=\"id-error\"><code>not_found</code> no order with the id, merchant reference or PSP reference no-such-order</p>"
+                    )
+            )
         }
     }
 

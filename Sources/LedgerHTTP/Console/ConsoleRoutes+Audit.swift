@@ -284,7 +284,11 @@ extension ConsoleRoutes {
             }
             try await writer.finish(nil)
         }
-        return Self.download(body, name: "journal-\(dayText).\(jsonl ? "jsonl" : "csv")", type: jsonl ? "application/x-ndjson" : "text/csv; charset=utf-8")
+        return Self.download(
+            body,
+            name: "journal-\(dayText).\(jsonl ? "jsonl" : "csv")",
+            type: jsonl ? "application/x-ndjson" : "text/csv; charset=utf-8"
+        )
     }
 
     /// The most positions one events export holds.

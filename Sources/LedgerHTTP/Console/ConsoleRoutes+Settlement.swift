@@ -109,7 +109,9 @@ extension ConsoleRoutes {
         let rows = try await settlement.batches(from: first, to: last).map(Self.batchRow)
         var page = BatchesPage(session: signedIn.view, from: first, to: last, fromError: nil, toError: nil, rows: rows)
         page.run = runForm
-        if signedIn.isOperator && page.run == nil { page.run = RunForm(csrfToken: signedIn.session.csrfToken, lastClosed: settlement.lastClosedBusinessDay().description) }
+        if signedIn.isOperator && page.run == nil {
+            page.run = RunForm(csrfToken: signedIn.session.csrfToken, lastClosed: settlement.lastClosedBusinessDay().description)
+        }
         return ConsolePages.render("settlements", page, status: status)
     }
 
@@ -160,7 +162,7 @@ extension ConsoleRoutes {
             }
             try await write("run-start", RunStart(title: "Settlement run", session: session))
             var end: RunEnd?
-            try await run.forEach { line in
+            try await run.stream { line in
                 switch line {
                 case .progress(let step):
                     try await write(

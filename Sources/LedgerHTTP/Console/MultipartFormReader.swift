@@ -108,7 +108,9 @@ package struct MultipartFormReader {
         case .field(let name, var value):
             if let end = Self.find(bodyEnd, in: buffer) {
                 value += buffer[..<end.lowerBound]
-                guard value.count <= Self.maximumFieldBytes else { throw Failure(message: "the field \(name) exceeds \(Self.maximumFieldBytes) bytes") }
+                guard value.count <= Self.maximumFieldBytes else {
+                    throw Failure(message: "the field \(name) exceeds \(Self.maximumFieldBytes) bytes")
+                }
                 buffer.removeFirst(end.upperBound)
                 events.append(.field(name: name, value: String(decoding: value, as: UTF8.self)))
                 state = .afterDelimiter
