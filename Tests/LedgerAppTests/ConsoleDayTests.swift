@@ -295,6 +295,11 @@ extension ConsoleTests {
             #expect(found.found.figure(found.found.expected, in: credit.currency) == credit.decimalString)
             let cut = Money(minorUnits: credit.minorUnits - 1, currency: credit.currency).decimalString
             #expect(batchPage.html.contains("<td class=\"num\">\(credit.decimalString)</td><td class=\"num\">\(cut)</td>"), "amounts as decimals")
+            // Today counts every report's open breaks, the upload's among them.
+            let open = view.reports.flatMap(\.breaks).filter { $0.resolution == nil }.count
+            #expect(open >= 1)
+            let today = try await browser.request("/console/today")
+            #expect(today.html.contains("id=\"open-breaks\">\(open)<") && today.html.contains("amount_mismatch"), "\(today.html)")
             // Resolved through the page's form: an event, and the page says who and why.
             let resolved = try await browser.request(
                 "/console/breaks/\(found.found.breakID)/resolve",

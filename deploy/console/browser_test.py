@@ -9,12 +9,25 @@ matching versions; a hand-written Swift client would be protocol code that itsel
 then check our client as much as the console. The journey below drives the daemon only through HTTP — the browser
 for the console, plain HTTP for the API — exactly as people and the storefront do.
 
-The journey: sign in as operator (the key from <data dir>/api-keys.json); make a payment through the API
-(`POST /payment`, as the README's quick start); find the order in the console; capture it; check the page and the
-ledger (`GET /orders/{id}` answers captured, the history holds the capture); sign in as auditor: the order page has no
-write form, and a forged POST with the auditor's session and its own CSRF token is refused (403) with nothing
-appended. Each page's screenshot goes to .build/console-screenshots/; the browser's console log must hold no error
-(a Content-Security-Policy violation is logged there as one).
+The journeys (on the wall clock; the last on a rehearsal clock, LEDGERD_CLOCK_START four days on, so that the acquirer
+raises the chargeback of the settled day within the run):
+- the operator signs in with the keyboard alone (Tab, typing, Enter) and reaches Today and Orders;
+- two payments through the API as the README's quick start makes them (one on tok_visa_chargeback_fraud, whose
+  cardholder disputes it); the quick start order found by its PSP reference, offered only the actions its state
+  allows, captured, shipped and refunded (a bad amount first: the API's error beside the field, nothing appended);
+- the operator closes the day from the console, the run's steps streamed to the page, and opens the batch;
+- the acquirer's report of the batch, one line's amount changed, uploaded through the form: the batch's page shows the
+  amount_mismatch break, which the operator resolves with a note (an event);
+- the auditor signs in, verifies the chain, reads the quick start order as of a past moment through the time
+  picker (authorized then, before its capture), reads the day's journal (balanced), finds no write action on any
+  page, and every forged POST (hold operations, a settlement run, a report upload, a checkpoint) is refused (403)
+  with nothing appended;
+- the daemon is restarted four days on: the acquirer's chargeback arrives through its dispute feed, the operator
+  defends it before its deadline with evidence text, and the auditor's forged answers are refused;
+- every visible field of every page visited has a label; Today and an order page fit a narrow (390 px) screen.
+Each step checks what the page shows and what the ledger recorded (its head, `GET /orders/{id}`, reconciliations,
+disputes). Each page's screenshot goes to .build/console-screenshots/; the browser's console log must hold no error (a
+Content-Security-Policy violation is logged there as one).
 
 Bounded: the whole run stops after --timeout seconds (default 300); the daemon and the driver are stopped in every case.
 Run from the repository: /usr/bin/python3 deploy/console/browser_test.py [--ledgerd .build/debug/ledgerd]
@@ -38,6 +51,10 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+import csv
+import datetime
+import io
 from selenium.webdriver.support.ui import WebDriverWait
 
 
@@ -90,7 +107,38 @@ def main():
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log = open(os.path.join(work, "ledgerd.log"), "w")
-    daemon = subprocess.Popen([args.ledgerd, "serve", "--data-dir", data, "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    daemon = None
+
+    def start_daemon(clock):
+        """`ledgerd serve` on the run's data directory with its clock starting at `clock` (the dispute feed polled each
+        second), once /health answers."""
+        nonlocal daemon
+        environment = dict(os.environ, LEDGERD_DISPUTE_POLL_INTERVAL_SECONDS="1", LEDGERD_LOG_LEVEL="warning")
+        environment.pop("LEDGERD_CLOCK_START", None)
+        if clock:
+            environment["LEDGERD_CLOCK_START"] = clock
+        daemon = subprocess.Popen(
+            [args.ledgerd, "serve", "--data-dir", data, "--port", str(port)], stdout=log, stderr=subprocess.STDOUT, env=environment
+        )
+        for _ in range(180):
+            if daemon.poll() is not None:
+                raise RuntimeError(f"ledgerd serve exited ({daemon.returncode}); log: {log.name}")
+            try:
+                if http("GET", f"{base}/health")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(1)
+        raise RuntimeError("ledgerd did not answer /health")
+
+    def stop_daemon():
+        daemon.send_signal(signal.SIGTERM)
+        try:
+            daemon.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+
     driver = None
     failures = []
     # Errors the browser's console logged, other than the one refusal the journey provokes on purpose.
@@ -124,18 +172,35 @@ def main():
         status, _, text = http("GET", f"{base}/health")
         return json.loads(text)["database"]["last_position"]
 
+    def api(method, path, body=None, key=None, content_type="application/json", idempotency=None):
+        headers = {"Authorization": f"Bearer {key or operator}"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        if idempotency:
+            headers["Idempotency-Key"] = idempotency
+        status, _, text = http(method, f"{base}{path}", body, headers)
+        return status, text
+
+    def unlabelled():
+        """The visible fields of the page without a label (by `for`, or wrapping them)."""
+        missing = []
+        for field in driver.find_elements(By.CSS_SELECTOR, "input, select, textarea"):
+            if field.get_attribute("type") == "hidden":
+                continue
+            ident = field.get_attribute("id")
+            labelled = bool(ident) and bool(driver.find_elements(By.CSS_SELECTOR, f"label[for='{ident}']"))
+            wrapped = bool(field.find_elements(By.XPATH, "ancestor::label"))
+            if not (labelled or wrapped):
+                missing.append(field.get_attribute("outerHTML"))
+        return missing
+
+    def labelled(what):
+        check(not unlabelled(), f"{what}: fields without a label: {unlabelled()}")
+
     try:
-        for _ in range(180):
-            if daemon.poll() is not None:
-                raise RuntimeError(f"ledgerd serve exited ({daemon.returncode}); log: {log.name}")
-            try:
-                if http("GET", f"{base}/health")[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(1)
-        else:
-            raise RuntimeError("ledgerd did not answer /health")
+        # The wall clock: an as-of moment is the ledger's time of recording (the database's, which a rehearsal clock
+        # does not move). The chargeback's journey comes last, after a restart on a clock four days on.
+        start_daemon(None)
         keys = json.load(open(os.path.join(data, "api-keys.json")))
         operator, auditor = keys["operator_keys"][0], keys["auditor_keys"][0]
 
@@ -147,16 +212,32 @@ def main():
         driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options)
         driver.set_page_load_timeout(30)
 
-        # Sign in as operator.
+        # Sign in as operator with the keyboard alone: Tab to the key field, type, Enter; then Tab to the Orders link.
         driver.get(f"{base}/console/")
         check(driver.current_url.endswith("/console/sign-in"), "the console starts at sign-in")
+        labelled("sign-in")
         shot("sign-in")
-        driver.find_element(By.ID, "key").send_keys(operator)
-        driver.find_element(By.CSS_SELECTOR, "form[action='/console/sign-in'] button").click()
+        body = driver.find_element(By.TAG_NAME, "body")
+        for _ in range(10):
+            body = driver.switch_to.active_element
+            if body.get_attribute("id") == "key":
+                break
+            body.send_keys(Keys.TAB)
+        check(driver.switch_to.active_element.get_attribute("id") == "key", "Tab reaches the key field")
+        driver.switch_to.active_element.send_keys(operator + Keys.ENTER)
         check(arrived("/console/today"), f"signed in, Today: {driver.current_url}")
+        for _ in range(20):
+            focused = driver.switch_to.active_element
+            if focused.get_attribute("href") and focused.get_attribute("href").endswith("/console/orders"):
+                break
+            focused.send_keys(Keys.TAB)
+        driver.switch_to.active_element.send_keys(Keys.ENTER)
+        check(arrived("/console/orders"), f"Tab and Enter reach Orders: {driver.current_url}")
+        driver.get(f"{base}/console/today")
         check("operator:" in driver.find_element(By.CLASS_NAME, "who").text, "the header names the operator")
         cookie = driver.get_cookie("ledgerd_console")
         check(cookie is not None and cookie.get("httpOnly") and cookie.get("sameSite") == "Strict", f"session cookie flags: {cookie}")
+        labelled("today")
         shot("today")
 
         # A payment through the API, as the quick start makes it.
@@ -171,14 +252,31 @@ def main():
         )
         check(status == 200, f"POST /payment: {status} {text}")
         order = json.loads(text)["order_id"]
+        # A second payment, on the card whose cardholder will dispute it, captured through the API.
+        status, _, text = http(
+            "POST", f"{base}/payment", json.dumps(dict(payment, source="tok_visa_chargeback_fraud")).encode(),
+            {"Content-Type": "application/json", "Idempotency-Key": "browser-cart-2"},
+        )
+        check(status == 200, f"POST /payment (disputed card): {status} {text}")
+        disputed = json.loads(text)["order_id"]
+        status, text = api("POST", f"/orders/{disputed}/capture", b"{}", idempotency="browser-cap-2")
+        check(status == 200, f"capture of the disputed card's order: {status} {text}")
+        status, text = api("GET", f"/orders/{order}")
+        psp = json.loads(text)["order"]["psp_reference"]
+        # A second at least between the authorization and the capture, so that a moment in between has a whole second.
+        time.sleep(1.2)
 
-        # Find it in the console and capture it.
+        # Find it in the console by the acquirer's PSP reference: the forms are those an authorized order allows.
         driver.get(f"{base}/console/orders")
+        labelled("orders")
         shot("orders")
-        driver.find_element(By.ID, "order-id").send_keys(order)
+        driver.find_element(By.ID, "order-id").send_keys(psp)
         driver.find_element(By.CSS_SELECTOR, "form[role='search'] button").click()
-        check(arrived(f"/console/orders/{order}"), f"found the order: {driver.current_url}")
+        check(arrived(f"/console/orders/{order}"), f"found the order by its PSP reference: {driver.current_url}")
         check(driver.find_element(By.ID, "order-status").text == "authorized", "the order is authorized")
+        offered = [form.get_attribute("id") for form in driver.find_elements(By.CSS_SELECTOR, ".actions form")]
+        check(offered == ["capture-form", "void-form", "ship-form"], f"an authorized order's actions: {offered}")
+        labelled("order")
         shot("order-authorized")
         before = head_position()
         driver.find_element(By.CSS_SELECTOR, "#capture-form button").click()
@@ -222,6 +320,81 @@ def main():
         shot("order-refunded")
         status, _, text = http("GET", f"{base}/orders/{order}", headers={"Authorization": f"Bearer {operator}"})
         check(status == 200 and json.loads(text)["order"]["status"] == "partially_refunded", f"GET /orders/{{id}}: {text}")
+        offered = [form.get_attribute("id") for form in driver.find_elements(By.CSS_SELECTOR, ".actions form")]
+        check(offered == ["refund-form"], f"a shipped, partly refunded order offers a refund only: {offered}")
+        # The order page on a narrow screen: nothing wider than the window.
+        driver.set_window_size(390, 1600)
+        wide = driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+        check(wide <= 0, f"the order page is {wide} px wider than a 390 px screen")
+        shot("order-narrow")
+        driver.get(f"{base}/console/today")
+        wide = driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+        check(wide <= 0, f"Today is {wide} px wider than a 390 px screen")
+        shot("today-narrow")
+        driver.set_window_size(1280, 2400)
+
+        # The day's settlement, run from the console (the open day closed now), its steps streamed to the page.
+        driver.get(f"{base}/console/settlements")
+        labelled("settlements")
+        before = head_position()
+        driver.find_element(By.ID, "run-close-now").click()
+        driver.find_element(By.CSS_SELECTOR, "#run-form button").click()
+        check(arrived("/console/settlements/run"), f"the run's page: {driver.current_url}")
+        WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.ID, "run-done") or d.find_elements(By.ID, "run-error"))
+        steps = driver.find_elements(By.CSS_SELECTOR, "#run-progress li")
+        check(len(steps) >= 3, f"the run's steps are listed: {[step.text for step in steps]}")
+        check(driver.find_elements(By.ID, "run-done"), f"the run settled the day: {driver.find_element(By.TAG_NAME, 'main').text}")
+        shot("settlement-run")
+        status, text = api("GET", "/settlements")
+        batches = json.loads(text)["settlements"]
+        check(len(batches) == 1 and head_position() > before, f"the ledger has the day's batch: {text}")
+        batch = batches[0]["batch_id"]
+        driver.find_element(By.CSS_SELECTOR, f"#run-batches a[href='/console/settlements/{batch}']").click()
+        check(arrived(f"/console/settlements/{batch}"), f"the batch's page: {driver.current_url}")
+        shot("batch")
+
+        # The acquirer's report of the batch with the quick start order's line changed by a cent, uploaded.
+        status, report = api("GET", f"/settlements/{batch}/report.csv")
+        check(status == 200, f"the batch's report: {status}")
+        rows = list(csv.reader(io.StringIO(report)))
+        header, lines = rows[0], rows[1:]
+        gross = header.index("Gross Credit (GC)")
+        changed = None
+        for line in lines:
+            if line[header.index("Type")] == "Settled" and line[header.index("Merchant Reference")] == order:
+                # Integer cents, never floating point: "59.00" -> 5900 -> 5899 -> "58.99".
+                units, fraction = line[gross].split(".")
+                cents = int(units) * 100 + int(fraction) - 1
+                line[gross] = f"{cents // 100}.{cents % 100:02d}"
+                changed = line[gross]
+        check(changed is not None, f"the report holds the quick start order's settled line: {report}")
+        out = io.StringIO()
+        writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
+        writer.writerow(header)
+        writer.writerows(lines)
+        altered = os.path.join(work, "report-altered.csv")
+        with open(altered, "w", newline="") as handle:
+            handle.write(out.getvalue())
+        driver.get(f"{base}/console/settlements")
+        before = head_position()
+        driver.find_element(By.ID, "report-file").send_keys(altered)
+        driver.find_element(By.CSS_SELECTOR, "#upload-form button").click()
+        check(arrived("done=reconcile"), f"the report was reconciled: {driver.current_url}")
+        classes = [cell.text for cell in driver.find_elements(By.CLASS_NAME, "break-class")]
+        check("amount_mismatch" in classes, f"the batch's page shows the mismatch: {classes}")
+        check(head_position() > before, "the upload's reconciliation was recorded")
+        shot("batch-break")
+        reason = driver.find_element(By.CSS_SELECTOR, "form.resolve input[name='reason']")
+        reason.send_keys("acquirer confirmed the line; ticket 7")
+        before = head_position()
+        driver.find_element(By.CSS_SELECTOR, "form.resolve button").click()
+        check(arrived("done=resolve"), f"the break was resolved: {driver.current_url}")
+        check("acquirer confirmed the line; ticket 7" in driver.find_element(By.TAG_NAME, "main").text, "the page shows the resolution")
+        check(head_position() == before + 1, "the resolution is one event")
+        shot("batch-resolved")
+        status, text = api("GET", f"/settlements/{batch}/reconciliation")
+        check(status == 200 and "ticket 7" in text, f"the API's reconciliation has the resolution: {text[:400]}")
+
         driver.find_element(By.CSS_SELECTOR, "form.sign-out button").click()
         check(arrived("/console/sign-in"), f"signed out: {driver.current_url}")
         check(driver.get_cookie("ledgerd_console") is None, "signing out removes the session cookie")
@@ -237,17 +410,52 @@ def main():
         check(not driver.find_elements(By.NAME, "idempotency_key"), "no action form for the auditor")
         shot("order-auditor")
         # No page offers the auditor a POST other than signing out.
-        for path in ["/console/today", "/console/orders", "/console/disputes", "/console/settlements", "/console/audit"]:
+        recorded_day = time.strftime("%Y-%m-%d", time.gmtime())
+        for path in [
+            "/console/today", "/console/orders", "/console/disputes", "/console/settlements",
+            f"/console/settlements/{batch}", "/console/audit", "/console/audit/as-of", f"/console/audit/journal?day={recorded_day}",
+        ]:
             driver.get(f"{base}{path}")
             posts = [f.get_attribute("action") for f in driver.find_elements(By.CSS_SELECTOR, "form[method='post']")]
             check(all(action.endswith("/console/sign-out") for action in posts), f"{path}: the auditor is offered {posts}")
             if path in ("/console/disputes", "/console/settlements"):
                 shot(path.rsplit("/", 1)[1])
         driver.get(f"{base}/console/audit")
+        labelled("audit")
         driver.find_element(By.CSS_SELECTOR, "form[action='/console/audit'] button").click()
         check(arrived("verify=1"), f"the verification ran: {driver.current_url}")
         check("The chain is intact" in driver.find_element(By.ID, "verify-result").text, "the auditor verifies the chain")
         shot("audit")
+        # The quick start order as of a moment just after its authorization, through the time picker: authorized then.
+        status, text = api("GET", f"/orders/{order}/history", key=auditor)
+        events = json.loads(text)["events"]
+        authorized = next(event for event in events if event["type"] == "OrderAuthorized")
+        captured = next(event for event in events if event["type"] == "HoldCaptured")
+        # The whole second after the authorization was recorded (the ledger's time of recording; the capture came later).
+        recorded = datetime.datetime.strptime(authorized["recorded_at"], "%Y-%m-%dT%H:%M:%S.%fZ")
+        moment = (recorded.replace(microsecond=0) + datetime.timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S")
+        check(moment < captured["recorded_at"], f"the moment falls between authorization and capture: {moment} {captured['recorded_at']}")
+        driver.find_element(By.ID, "as-of-order").send_keys(order)
+        picker = driver.find_element(By.ID, "as-of-at")
+        check(picker.get_attribute("type") == "datetime-local", "the moment is a time picker")
+        # Typing into a date-time picker depends on the browser's locale; WebDriver sets its value as a person's
+        # picking would (the page itself has no script).
+        driver.execute_script("arguments[0].value = arguments[1]", picker, moment)
+        driver.find_element(By.CSS_SELECTOR, "#as-of-form button").click()
+        check(arrived("/console/audit/as-of"), f"the as-of page: {driver.current_url}")
+        status_cell = driver.find_elements(By.ID, "order-status")
+        check(status_cell and status_cell[0].text == "authorized",
+              f"as of {moment}, the order was authorized: {driver.find_element(By.TAG_NAME, 'main').text[:600]}")
+        check("HoldCaptured" not in driver.find_element(By.CLASS_NAME, "timeline").text, "as of then, no capture")
+        check(not driver.find_elements(By.NAME, "idempotency_key"), "the as-of page has no action")
+        shot("audit-as-of")
+        # The journal is by the ledger's time of recording (the database's clock, not the rehearsal's).
+        recorded_day = captured["recorded_at"][:10]
+        driver.get(f"{base}/console/audit/journal?day={recorded_day}")
+        check("HoldCaptured" in driver.find_element(By.ID, "journal-entries").text, "the day's journal has the captures")
+        check("UNBALANCED" not in driver.find_element(By.ID, "journal-balance").text, "the day's journal balances")
+        labelled("journal")
+        shot("audit-journal")
         session = driver.get_cookie("ledgerd_console")["value"]
         csrf = driver.find_element(By.CSS_SELECTOR, "form.sign-out input[name='csrf_token']").get_attribute("value")
         before = head_position()
@@ -259,7 +467,70 @@ def main():
             )
             check(status == 403, f"the auditor's forged {kind} is refused: {status}")
             check("default-src 'none'" in (headers.get("Content-Security-Policy") or ""), "the refusal carries the CSP")
+        cookie_header = {"Content-Type": "application/x-www-form-urlencoded", "Cookie": f"ledgerd_console={session}"}
+        forged_form = urllib.parse.urlencode({"csrf_token": csrf, "close_now": "true", "reason": "forged", "evidence_refs": "x"}).encode()
+        for path in ["/console/settlements/run", "/console/audit/checkpoints"]:
+            status, headers, _ = http("POST", f"{base}{path}", forged_form, cookie_header)
+            check(status == 403, f"the auditor's forged POST {path} is refused: {status}")
+        boundary = "----forged"
+        multipart = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"csrf_token\"\r\n\r\n{csrf}\r\n"
+                     f"--{boundary}\r\nContent-Disposition: form-data; name=\"report\"; filename=\"r.csv\"\r\n\r\n{report}\r\n"
+                     f"--{boundary}--\r\n").encode()
+        status, _, _ = http("POST", f"{base}/console/reports", multipart,
+                            {"Content-Type": f"multipart/form-data; boundary={boundary}", "Cookie": f"ledgerd_console={session}"})
+        check(status == 403, f"the auditor's forged report upload is refused: {status}")
         check(head_position() == before, "the forged POSTs appended nothing")
+
+        # Four days later (a rehearsal clock; always past the next business day, on which the acquirer raises the
+        # chargeback of the settled capture): the dispute arrives through the acquirer's feed; the operator defends it.
+        stop_daemon()
+        later = time.gmtime(time.time() + 4 * 86400)
+        start_daemon(time.strftime("%Y-%m-%dT09:00:00Z", later))
+        dispute = None
+        for _ in range(120):
+            status, text = api("GET", "/disputes")
+            found = json.loads(text).get("disputes", []) if status == 200 else []
+            if found:
+                dispute = found[0]["dispute_id"]
+                break
+            time.sleep(0.5)
+        check(dispute is not None, "the acquirer's chargeback reached the ledger")
+        driver.get(f"{base}/console/sign-in")
+        driver.find_element(By.ID, "key").send_keys(operator)
+        driver.find_element(By.CSS_SELECTOR, "form[action='/console/sign-in'] button").click()
+        check(arrived("/console/today"), f"signed in again after the restart: {driver.current_url}")
+        driver.get(f"{base}/console/disputes")
+        labelled("disputes")
+        shot("disputes")
+        driver.find_element(By.CSS_SELECTOR, f"a[href='/console/disputes/{dispute}']").click()
+        check(arrived(f"/console/disputes/{dispute}"), f"the dispute's page: {driver.current_url}")
+        check("(overdue)" not in driver.find_element(By.ID, "dispute-status").text, "the deadline has not passed")
+        labelled("dispute")
+        before = head_position()
+        driver.find_element(By.ID, "evidence-refs").send_keys("proof-of-delivery-UPS-1Z999AA10123456784")
+        driver.find_element(By.CSS_SELECTOR, "#defend-form button").click()
+        check(arrived("done=defend"), f"the defence was recorded: {driver.current_url}")
+        check(head_position() > before, "the defence appended its event")
+        status, text = api("GET", f"/disputes/{dispute}")
+        check(status == 200 and "proof-of-delivery-UPS-1Z999AA10123456784" in text, f"GET /disputes/{{id}} has the evidence: {text[:400]}")
+        shot("dispute-defended")
+        # The auditor: no answer offered, and a forged one refused.
+        driver.find_element(By.CSS_SELECTOR, "form.sign-out button").click()
+        driver.find_element(By.ID, "key").send_keys(auditor)
+        driver.find_element(By.CSS_SELECTOR, "form[action='/console/sign-in'] button").click()
+        check(arrived("/console/today"), f"the auditor signed in again: {driver.current_url}")
+        driver.get(f"{base}/console/disputes/{dispute}")
+        posts = [f.get_attribute("action") for f in driver.find_elements(By.CSS_SELECTOR, "form[method='post']")]
+        check(all(action.endswith("/console/sign-out") for action in posts), f"the auditor is offered {posts} on the dispute")
+        session = driver.get_cookie("ledgerd_console")["value"]
+        csrf = driver.find_element(By.CSS_SELECTOR, "form.sign-out input[name='csrf_token']").get_attribute("value")
+        before = head_position()
+        forged_form = urllib.parse.urlencode({"csrf_token": csrf, "evidence_refs": "forged"}).encode()
+        for answer in ["defend", "accept"]:
+            status, _, _ = http("POST", f"{base}/console/disputes/{dispute}/{answer}", forged_form,
+                                {"Content-Type": "application/x-www-form-urlencoded", "Cookie": f"ledgerd_console={session}"})
+            check(status == 403, f"the auditor's forged {answer} is refused: {status}")
+        check(head_position() == before, "the forged answers appended nothing")
 
         errors = unexpected + browser_errors()
         check(not errors, f"the browser's console has errors: {errors}")
@@ -275,12 +546,8 @@ def main():
                 driver.quit()
             except Exception as error:  # noqa: BLE001 — the run's verdict stands; the driver is gone either way
                 print(f"driver quit: {error}", file=sys.stderr)
-        daemon.send_signal(signal.SIGTERM)
-        try:
-            daemon.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            daemon.wait()
+        if daemon is not None:
+            stop_daemon()
         log.close()
     elapsed = time.monotonic() - started
     if failures:

@@ -118,8 +118,9 @@ extension ConsoleRoutes {
     struct RunStep {
         let batchID: String
         let step: String
-        let items: String
-        let detail: String
+        /// Nil when the step counts nothing (an empty string would still open the template's section).
+        let items: Int?
+        let detail: String?
     }
 
     struct RunEnd {
@@ -167,7 +168,7 @@ extension ConsoleRoutes {
                 case .progress(let step):
                     try await write(
                         "run-step",
-                        RunStep(batchID: step.batchID, step: step.step, items: step.items.map(String.init) ?? "", detail: step.detail ?? "")
+                        RunStep(batchID: step.batchID, step: step.step, items: step.items, detail: step.detail.flatMap { $0.isEmpty ? nil : $0 })
                     )
                 case .summary(let summary):
                     end = RunEnd(

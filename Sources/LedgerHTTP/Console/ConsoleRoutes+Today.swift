@@ -98,8 +98,9 @@ extension ConsoleRoutes {
 
     /// The orders opened since midnight UTC (the first page of them: ``OrderRoutes/maximumPageSize``), with totals by
     /// currency and status; the open holds expiring within 24 h; the disputes with the soonest deadlines; the last
-    /// settlement batch and the settled gross per day of the last 30 days; the open reconciliation breaks of those
-    /// days' submitted batches (a reconciliation read per batch: at most one per currency and day).
+    /// settlement batch and the settled gross, fees and net per day of the last 30 days; the open reconciliation breaks
+    /// of those days' submitted batches, of every report reconciled (a reconciliation read per batch: at most one per
+    /// currency and day); the money the day's journal moved; the next cut-off; each consumer's lag.
     func today(_ signedIn: SignedIn) async throws -> Response {
         let now = clock()
         var calendar = Calendar(identifier: .gregorian)
@@ -167,7 +168,8 @@ extension ConsoleRoutes {
         var openBreaks = 0
         for batch in batches.reversed() where batch.stage >= .submitted {
             guard let view = try await settlement.reconciliation(id: batch.opened.batchID) else { continue }
-            for open in view.breaks where open.resolution == nil {
+            // Every report's open breaks: the acquirer's and each uploaded one's.
+            for open in view.reports.flatMap(\.breaks) where open.resolution == nil {
                 openBreaks += 1
                 guard breaks.count < Self.breaksShown else { continue }
                 breaks.append(
