@@ -1,9 +1,9 @@
 import Hummingbird
 import Synchronization
 
-/// At most `limit` expensive requests at once — a chain verification (the API's or the console's), a report upload, an as-of read, a journal page (each can hold
-/// a pooled connection and memory for long): one more is refused at once with 429 `busy` and `Retry-After: 1`,
-/// so a burst of them cannot take every database connection from the payments.
+/// At most `limit` expensive requests at once — a chain verification, a report upload, an as-of read, a journal page or an
+/// export, the API's or the console's (each can hold a pooled connection and memory for long): one more is refused at
+/// once with 429 `busy` and `Retry-After: 1`, so a burst of them cannot take every database connection from the payments.
 public struct ExpensiveRequestLimitMiddleware<Context: RequestContext>: RouterMiddleware {
     let limit: Int
     private let running: Counter
@@ -20,12 +20,22 @@ public struct ExpensiveRequestLimitMiddleware<Context: RequestContext>: RouterMi
         self.whenIdle = whenIdle
     }
 
+    /// The console's pages that do the work of an expensive API request.
+    static var consolePaths: Set<String> {
+        [
+            "/console/reports", "/console/audit/as-of", "/console/audit/journal", "/console/audit/journal.csv",
+            "/console/audit/journal.jsonl", "/console/audit/events.jsonl",
+        ]
+    }
+
     /// True for the requests this limit applies to.
     public static func isExpensive(_ request: Request) -> Bool {
         let path = request.uri.path
         if path == "/audit/verify" || path == "/reconciliation/reports" || path == "/journal" { return true }
-        // The console's verification re-hashes as `GET /audit/verify` does.
+        // The console's verification re-hashes as `GET /audit/verify` does; its report upload, as-of page, journal page
+        // and exports are the API's same work.
         if path == "/console/audit" && request.uri.queryParameters["verify"] != nil { return true }
+        if consolePaths.contains(path) { return true }
         return request.uri.queryParameters["as_of"] != nil
     }
 

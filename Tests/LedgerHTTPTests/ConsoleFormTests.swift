@@ -24,3 +24,18 @@ import Testing
         if let yen = Currency(code: "JPY") { #expect(ConsoleChart.decimal(1500, yen) == "1500") }
     }
 }
+
+/// The console's paging of lists a service reads whole.
+@Suite struct ConsolePagingTests {
+    @Test func aListIsShownAPageAtATimeAndABadPageIsTheFirstOrTheLast() {
+        let items = Array(1...250)
+        var shown = ConsolePages.page(items, page: nil, size: 100)
+        #expect(Array(shown.items) == Array(1...100) && shown.page == 1 && shown.next == 2)
+        shown = ConsolePages.page(items, page: "3", size: 100)
+        #expect(Array(shown.items) == Array(201...250) && shown.page == 3 && shown.next == nil)
+        #expect(ConsolePages.page(items, page: "99", size: 100).page == 3)
+        #expect(ConsolePages.page(items, page: "-4", size: 100).page == 1 && ConsolePages.page(items, page: "x", size: 100).page == 1)
+        let empty = ConsolePages.page([Int](), page: "2", size: 100)
+        #expect(empty.items.isEmpty && empty.page == 1 && empty.next == nil)
+    }
+}

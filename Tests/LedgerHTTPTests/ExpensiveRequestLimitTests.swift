@@ -58,6 +58,12 @@ import Testing
             try await client.execute(uri: "/journal?from=2026-01-01&to=2027-01-01", method: .get) { #expect($0.status == .tooManyRequests) }
             // The console's verification is the same work.
             try await client.execute(uri: "/console/audit?verify=1", method: .get) { #expect($0.status == .tooManyRequests) }
+            // So are its upload, as-of page, journal and exports; its other pages are not.
+            for path in ["/console/audit/as-of?order=o", "/console/audit/journal?day=2026-06-17", "/console/audit/events.jsonl"] {
+                try await client.execute(uri: path, method: .get) { #expect($0.status == .tooManyRequests, "\(path)") }
+            }
+            try await client.execute(uri: "/console/reports", method: .post) { #expect($0.status == .tooManyRequests) }
+            try await client.execute(uri: "/console/today", method: .get) { #expect($0.status == .notFound) }
             try await client.execute(uri: "/inventory", method: .get) { #expect($0.status == .ok) }
             gate.open()
             #expect(try await held == .ok)

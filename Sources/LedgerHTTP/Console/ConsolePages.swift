@@ -7,7 +7,7 @@ import LedgerServices
 
 /// Renders the console's pages (``ConsoleTemplates``) from view values: plain structs whose stored properties the
 /// templates name. Every page is `text/html; charset=utf-8`; ``ConsoleMiddleware`` adds the security headers.
-enum ConsolePages {
+package enum ConsolePages {
     /// The signed-in part of every page's header: who, and the CSRF token of the sign-out form.
     struct SessionView {
         let actor: String
@@ -69,6 +69,16 @@ enum ConsolePages {
         var headers = extra
         headers[.location] = location
         return Response(status: .seeOther, headers: headers)
+    }
+
+    /// Page `page` (1, 2, …; a bad or missing one is the first) of `items`, `size` a page, and the next page's number
+    /// when there is one: the lists a service reads whole (the disputes, a report's breaks) are shown a page at a time.
+    package static func page<T>(_ items: [T], page text: String?, size: Int) -> (items: ArraySlice<T>, page: Int, next: Int?) {
+        let count = max(1, (items.count + size - 1) / size)
+        let page = min(max(1, text.flatMap { Int($0) } ?? 1), count)
+        let start = (page - 1) * size
+        let slice = items[min(start, items.count)..<min(start + size, items.count)]
+        return (slice, page, page < count ? page + 1 : nil)
     }
 
     /// An instant as the pages show it: RFC 3339 in UTC, to the second.

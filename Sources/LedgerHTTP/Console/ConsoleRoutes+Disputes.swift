@@ -25,7 +25,11 @@ extension ConsoleRoutes {
         let statuses: [StatusOption]
         let statusError: ConsolePages.ErrorView?
         let rows: [DisputeQueueRow]
+        var next: String? = nil
     }
+
+    /// Disputes on a page of the queue.
+    static let disputesPageSize = 50
 
     struct DisputeStage {
         let position: Int64
@@ -86,7 +90,8 @@ extension ConsoleRoutes {
             case (nil, nil): $0.disputeID < $1.disputeID
             }
         }
-        let rows = disputes.map { dispute in
+        let shown = ConsolePages.page(disputes, page: request.uri.queryParameters["page"].map(String.init), size: Self.disputesPageSize)
+        let rows = shown.items.map { dispute in
             DisputeQueueRow(
                 id: dispute.disputeID,
                 orderID: dispute.orderID.rawValue,
@@ -97,7 +102,9 @@ extension ConsoleRoutes {
                 overdue: !dispute.status.isClosed && dispute.dueAt.map { $0 < now } == true
             )
         }
-        return ConsolePages.render("disputes", DisputeQueuePage(session: signedIn.view, statuses: statuses, statusError: nil, rows: rows))
+        var page = DisputeQueuePage(session: signedIn.view, statuses: statuses, statusError: nil, rows: Array(rows))
+        page.next = shown.next.map { "/console/disputes?page=\($0)" + (chosen.map { "&status=\($0)" } ?? "") }
+        return ConsolePages.render("disputes", page)
     }
 
     static func reason(_ reason: DisputeReason) -> String {

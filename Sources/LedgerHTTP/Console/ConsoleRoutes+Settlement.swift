@@ -83,7 +83,16 @@ extension ConsoleRoutes {
         let recordedAt: String
         let counts: [ConsolePages.Figure]
         let breaks: [BreakView]
+        let breakCount: Int
+        let shownFrom: Int
+        let shownTo: Int
+        let morePages: Bool
+        let next: String?
+        let previous: String?
     }
+
+    /// A report's breaks on a page of the batch's page (`breaks_page` pages every report's list alike).
+    static let breaksPageSize = 100
 
     /// The batches of business days `from`…`to` (`YYYY-MM-DD`; by default the last 30 days), by day.
     func settlementList(
@@ -214,6 +223,7 @@ extension ConsoleRoutes {
         _ signedIn: SignedIn,
         resolving: (breakID: String, form: ResolveForm)? = nil,
         notice: String? = nil,
+        breaksPage: String? = nil,
         status: HTTPResponse.Status = .ok
     ) async throws -> Response {
         guard let batch = try await settlement.batch(id: id) else { throw APIError.notFound("no settlement batch \(id)") }
@@ -252,8 +262,10 @@ extension ConsoleRoutes {
         // Every report's reconciliation: the acquirer's first, then each upload, each with its breaks (amounts in the
         // batch's currency, as the API's reply writes them).
         let currency = view?.currency ?? batch.opened.currency
+        let pageText = breaksPage
         let reports = (view?.reports ?? []).map { report -> ReportSection in
-            let breaks = report.breaks.map { entry -> BreakView in
+            let shown = ConsolePages.page(report.breaks, page: pageText, size: Self.breaksPageSize)
+            let breaks = shown.items.map { entry -> BreakView in
                 let resolution = entry.resolution
                 let open = resolution == nil
                 var form: ResolveForm?
@@ -281,7 +293,13 @@ extension ConsoleRoutes {
                     .init(label: "matched", value: "\(report.result.matched)"), .init(label: "open breaks", value: "\(report.openBreaks)"),
                     .init(label: "window closed", value: report.result.windowClosed ? "yes" : "no"),
                 ],
-                breaks: breaks
+                breaks: Array(breaks),
+                breakCount: report.breaks.count,
+                shownFrom: report.breaks.isEmpty ? 0 : (shown.page - 1) * Self.breaksPageSize + 1,
+                shownTo: (shown.page - 1) * Self.breaksPageSize + shown.items.count,
+                morePages: report.breaks.count > Self.breaksPageSize,
+                next: shown.next.map { "/console/settlements/\(Self.pathSegment(id))?breaks_page=\($0)" },
+                previous: shown.page > 1 ? "/console/settlements/\(Self.pathSegment(id))?breaks_page=\(shown.page - 1)" : nil
             )
         }
         let page = BatchPage(

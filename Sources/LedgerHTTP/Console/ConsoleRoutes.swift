@@ -176,7 +176,8 @@ public struct ConsoleRoutes: Sendable {
                 case "reconcile": "The report was reconciled: its breaks are below."
                 default: nil
                 }
-            return try await batchPage(id: try context.parameters.require("id"), signedIn, notice: notice)
+            let breaksPage = request.uri.queryParameters["breaks_page"].map(String.init)
+            return try await batchPage(id: try context.parameters.require("id"), signedIn, notice: notice, breaksPage: breaksPage)
         }
         console.post("/settlements/run") { request, _ in
             let (signedIn, form) = try await operatorPost(request)

@@ -364,6 +364,7 @@ enum ConsoleTemplates {
         {{^rows}}<tr><td colspan="6">No dispute.</td></tr>{{/rows}}
         </tbody>
         </table>
+        {{#next}}<p><a id="next-page" href="{{.}}">Next page</a></p>{{/next}}
         {{> foot}}
         """
 
@@ -517,6 +518,7 @@ enum ConsoleTemplates {
         {{^breaks}}<tr><td colspan="7">No break.</td></tr>{{/breaks}}
         </tbody>
         </table>
+        {{#morePages}}<p>Breaks {{shownFrom}}–{{shownTo}} of {{breakCount}}{{#next}}: <a href="{{.}}">next page</a>{{/next}}{{#previous}} · <a href="{{.}}">previous page</a>{{/previous}}</p>{{/morePages}}
         {{/reports}}
         </section>
         {{> foot}}
