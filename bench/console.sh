@@ -38,16 +38,15 @@ head() { curl -sf "$base/health" | python3 -c 'import json,sys; print(json.load(
 key=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["operator_keys"][0])' "$DATA/d/api-keys.json")
 auth="Authorization: Bearer $key"
 if [ ! -f "$DATA/made" ]; then
-  python3 - "$DATA/stock.json" <<'PY'
-import json, sys
-json.dump({"products": [{"name": "Clock", "description": "", "price": "50.00", "stock": 100_000_000}]}, open(sys.argv[1], "w"))
-PY
+  python3 bench/demo-stock.py "$DATA/stock.json"
   "$bin" catalog import "$DATA/stock.json" > /dev/null
   made_started=$(date +%s)
-  while [ "$(head)" -lt $(( events * 2 / 3 )) ]; do wrk -t2 -c64 -d20s -s bench/payments.lua "$base" > /dev/null; done
+  # Each round must add events (a refused payment appends none): a stalled round stops the script.
+  grow() { local before; before=$(head); "$@" > /dev/null; [ "$(head)" -gt "$before" ] || { echo "no events added by: $*" >&2; exit 1; }; }
+  while [ "$(head)" -lt $(( events * 2 / 3 )) ]; do grow wrk -t2 -c64 -d20s -s bench/payments.lua "$base"; done
   python3 bench/open_holds.py $port "$key" "$DATA/orders.lua" > /dev/null
   while [ "$(head)" -lt "$events" ]; do
-    ORDERS="$DATA/orders.lua" API_KEY="$key" wrk -t2 -c64 -d20s -s bench/captures.lua "$base" > /dev/null
+    ORDERS="$DATA/orders.lua" API_KEY="$key" grow wrk -t2 -c64 -d20s -s bench/captures.lua "$base"
   done
   echo "made $(head) events through the API in $(( $(date +%s) - made_started )) s"
   settle_started=$(date +%s)
