@@ -100,6 +100,9 @@ extension ConsoleTests {
         try await TestApp.withApp(seed: true) { client, services in
             let first = try await storefront.placeOrder(client)
             let second = try await storefront.placeOrder(client)
+            // A declined card: a payment answered, nothing authorized.
+            let (declined, _) = try await storefront.pay(client, StorefrontDriver.paymentBody(source: "tok_chargeDeclined"))
+            #expect(declined.code == 402, "\(declined)")
             #expect(try await BackOfficeDriver().capture(client, first).0 == .ok)
             #expect(try await BackOfficeDriver().capture(client, second).0 == .ok)
             #expect(try await BackOfficeDriver().refund(client, second, #"{"amount": "5.00", "reason": "scratched"}"#).0 == .ok)
@@ -107,6 +110,9 @@ extension ConsoleTests {
             let browser = Browser(client)
             try await browser.signIn(TestApp.operatorKey)
             let today = try await browser.request("/console/today")
+            #expect(today.html.contains("id=\"orders-count\">3<"), "\(today.html)")
+            #expect(today.html.contains("<tr><td>USD</td><td>authorized</td><td class=\"num\">2</td><td class=\"num\">118.00</td></tr>"))
+            #expect(today.html.contains("<tr><td>—</td><td>declined</td><td class=\"num\">1</td><td class=\"num\">—</td></tr>"))
             #expect(
                 today.html.contains("<tr><td>captures</td><td>USD</td><td class=\"num\">2</td><td class=\"num\">118.00</td></tr>"),
                 "\(today.html)"
@@ -369,6 +375,9 @@ extension ConsoleTests {
             #expect(exported.map(String.init) == log.map { EventJSON.render($0) })
             let tooMany = try await auditor.request("/console/audit/events.jsonl?from=1&to=2000001")
             #expect(tooMany.status == .badRequest && tooMany.html.contains("range_too_large"))
+            // From the last position there is: an empty file, not an overflow.
+            let edge = try await auditor.request("/console/audit/events.jsonl?from=\(Int64.max)")
+            #expect(edge.status == .ok && edge.html.isEmpty)
         }
     }
 

@@ -305,7 +305,8 @@ extension ConsoleRoutes {
         guard !overflow, span < Self.maximumExportPositions || query["to"] == nil else {
             throw APIError.badRequest("range_too_large", "an export holds at most \(Self.maximumExportPositions) positions", field: "to")
         }
-        let last = min(to, from + Self.maximumExportPositions - 1)
+        let (cap, past) = from.addingReportingOverflow(Self.maximumExportPositions - 1)
+        let last = min(to, past ? Int64.max : cap)
         let ledger = self.ledger
         let body = ResponseBody { writer in
             var after = from - 1

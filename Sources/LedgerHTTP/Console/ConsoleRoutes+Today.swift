@@ -1,8 +1,10 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import LedgerAPI
 import LedgerCore
 import LedgerServices
+import Synchronization
 
 // The landing page (Today) and the audit page: reads only, through the services the API reads through.
 
@@ -96,8 +98,7 @@ extension ConsoleRoutes {
     /// The most open breaks Today lists.
     static let breaksShown = 20
 
-    /// The orders opened since midnight UTC (the first page of them: ``OrderRoutes/maximumPageSize``), with totals by
-    /// currency and status; the open holds expiring within 24 h; the disputes with the soonest deadlines; the last
+    /// The payments recorded since midnight UTC (authorized, with totals by currency, and declined); the open holds expiring within 24 h; the disputes with the soonest deadlines; the last
     /// settlement batch and the settled gross, fees and net per day of the last 30 days; the open reconciliation breaks
     /// of those days' submitted batches, of every report reconciled (a reconciliation read per batch: at most one per
     /// currency and day); the money the day's journal moved; the next cut-off; each consumer's lag.
@@ -106,25 +107,31 @@ extension ConsoleRoutes {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
         let midnight = calendar.startOfDay(for: now)
-        let page = try await orders.orders(OrderQuery(status: nil, from: midnight, to: nil, limit: OrderRoutes.maximumPageSize, cursor: 0))
-        // Sums in integer minor units, by currency and status.
-        var sums: [String: (count: Int, money: Money)] = [:]
-        for row in page.ordersJSON {
-            guard let object = (try? JSONSerialization.jsonObject(with: Data(row.utf8))) as? [String: Any],
-                let code = object["currency"] as? String, let currency = Currency(code: code), let total = object["total"] as? String,
-                let money = try? Money(decimal: total, currency: currency)
-            else { continue }
-            let status = object["status"] as? String ?? ""
-            let key = "\(code) \(status)"
-            let sum = sums[key] ?? (count: 0, money: Money.zero(currency))
-            sums[key] = (sum.count + 1, (try? sum.money.adding(money)) ?? sum.money)
+        // The day's payments from the log: the authorizations and declines recorded since midnight (the first
+        // ``movementEvents`` of them), a read of the day's positions whatever the size of the order book (the orders'
+        // list sorts every order row: 1 s at a million events, docs/performance.md). Sums in integer minor units.
+        let window = EventFilter(
+            types: [OrderAuthorized.eventType, PaymentDeclined.eventType],
+            fromMicros: midnight.epochMicroseconds,
+            toMicros: now.epochMicroseconds + 1
+        )
+        let payments = try await ledger.events(after: 0, matching: window, limit: Self.movementEvents)
+        var sums: [String: (count: Int, money: Money?)] = [:]
+        for event in payments {
+            if event.type == OrderAuthorized.eventType, let authorized = try? LedgerJSON.decode(OrderAuthorized.self, from: event.data) {
+                let key = "\(authorized.amount.currency.code) authorized"
+                let sum = sums[key] ?? (count: 0, money: Money.zero(authorized.amount.currency))
+                sums[key] = (sum.count + 1, sum.money.flatMap { try? $0.adding(authorized.amount) })
+            } else {
+                sums["— declined", default: (count: 0, money: nil)].count += 1
+            }
         }
         let totals = sums.sorted { $0.key < $1.key }.map { key, sum in
             TotalRow(
-                currency: sum.money.currency.code,
+                currency: String(key.split(separator: " ", maxSplits: 1).first ?? ""),
                 status: String(key.split(separator: " ", maxSplits: 1).dropFirst().first ?? ""),
                 count: sum.count,
-                total: sum.money.decimalString
+                total: sum.money?.decimalString ?? "—"
             )
         }
         let holdPage = try await holds.holds(HoldQuery(state: "open", expiringBefore: now.addingTimeInterval(24 * 3600), limit: 50, cursor: 0))
@@ -197,8 +204,8 @@ extension ConsoleRoutes {
                 title: "Today",
                 session: signedIn.view,
                 date: Self.day(now, calendar),
-                ordersCount: page.ordersJSON.count,
-                moreOrders: page.nextCursor != nil,
+                ordersCount: payments.count,
+                moreOrders: payments.count == Self.movementEvents,
                 totals: totals,
                 movements: movements,
                 moreMovements: moreMovements,
@@ -220,8 +227,10 @@ extension ConsoleRoutes {
         )
     }
 
-    /// The most journal events Today folds for the day's movements (a busier day says so and links the journal).
-    static let movementEvents = 5_000
+    /// The most events Today reads for the day's payments and folds for its movements: a thousand, so that Today renders
+    /// within 200 ms on a day of a million events (bench/console.sh; at 5,000 it took 450 ms, most of it folding the
+    /// journal's context: docs/performance.md). A busier day says so and links the whole journal.
+    static let movementEvents = 1_000
 
     /// The day's money movements so far, by kind and currency: the accounting journal's entries (`GET /journal`'s
     /// reader) of [`from`, `to`], each entry's amount its debits (an entry is balanced). True when the day holds
@@ -334,6 +343,8 @@ extension ConsoleRoutes {
         var fromError: ConsolePages.ErrorView?
         var toError: ConsolePages.ErrorView?
         var report: ReportView?
+        /// The verification did not start: two others are streaming.
+        var busy = false
         var checkpoints: CheckpointsView?
         var notice: String?
         /// Today (UTC), the journal form's default.
@@ -380,13 +391,94 @@ extension ConsoleRoutes {
         }
         let (windowEnd, overflow) = from.addingReportingOverflow(AuditRoutes.maximumVerifyWindow - 1)
         let end = min(to ?? Int64.max, overflow ? Int64.max : windowEnd)
-        let report = try await ledger.verifyChain(from: from, to: end)
-        let next: Int64? = report.ok && report.checked == AuditRoutes.maximumVerifyWindow && (to.map { $0 > end } ?? true) ? end + 1 : nil
-        let summary =
-            report.ok
-            ? "The chain is intact: \(report.checked) positions re-hashed from \(from)."
-            : "The chain is broken at position \(report.firstBadPosition.map(String.init) ?? "?"): \(report.reason ?? "hash mismatch")."
-        page.report = ReportView(ok: report.ok, summary: summary, checked: report.checked, firstBadPosition: report.firstBadPosition, nextFrom: next)
-        return ConsolePages.render("audit", page)
+        return verificationPage(from: from, end: end, continues: to.map { $0 > end } ?? true, page: page)
+    }
+
+    /// Positions re-hashed per step of a verification page (a step is a line on the page as it goes).
+    static let verifyStep: Int64 = 25_000
+
+    /// The verifications streaming now, at most ``VerificationSlots/limit``: a slot is taken and given back inside the
+    /// streamed body, so a reply never written holds none.
+    static let verifications = VerificationSlots()
+
+    /// Counts the verification pages streaming at once.
+    final class VerificationSlots: Sendable {
+        static let limit = 2
+        let running = Mutex(0)
+
+        func enter() -> Bool {
+            running.withLock { count in
+                guard count < Self.limit else { return false }
+                count += 1
+                return true
+            }
+        }
+
+        func leave() { running.withLock { $0 -= 1 } }
+    }
+
+    struct VerifyStep {
+        let from: Int64
+        let to: Int64
+        let checked: Int64
+        let ok: Bool
+    }
+
+    /// The chain re-hashed over `from…end` (at most ``AuditRoutes/maximumVerifyWindow`` positions, as one
+    /// `GET /audit/verify`), streamed: a line per ``verifyStep`` positions as each is done, then the result and, when
+    /// the range goes on, where to continue.
+    func verificationPage(from: Int64, end: Int64, continues: Bool, page: AuditPage) -> Response {
+        let ledger = self.ledger
+        var headers = HTTPFields()
+        headers[.contentType] = "text/html; charset=utf-8"
+        let body = ResponseBody { writer in
+            func write(_ template: String, _ view: Any) async throws {
+                try await writer.write(ByteBuffer(string: ConsoleTemplates.library.render(view, withTemplate: template) ?? ""))
+            }
+            try await write("verify-start", page)
+            var result = page
+            guard Self.verifications.enter() else {
+                result.busy = true
+                try await write("verify-end", result)
+                try await writer.finish(nil)
+                return
+            }
+            defer { Self.verifications.leave() }
+            var start = from
+            var checked: Int64 = 0
+            var broken: ChainReport?
+            while start <= end {
+                let (stepEnd, overflow) = start.addingReportingOverflow(Self.verifyStep - 1)
+                let last = min(end, overflow ? Int64.max : stepEnd)
+                let report = try await ledger.verifyChain(from: start, to: last)
+                checked += report.checked
+                if report.checked > 0 || !report.ok {
+                    try await write("verify-step", VerifyStep(from: start, to: start + max(report.checked, 1) - 1, checked: checked, ok: report.ok))
+                }
+                if !report.ok {
+                    broken = report
+                    break
+                }
+                // Past the head: nothing more to re-hash.
+                if report.checked < last - start + 1 { break }
+                if last == Int64.max { break }
+                start = last + 1
+            }
+            let next: Int64? = broken == nil && checked == AuditRoutes.maximumVerifyWindow && continues ? end + 1 : nil
+            let summary =
+                broken.map {
+                    "The chain is broken at position \($0.firstBadPosition.map(String.init) ?? "?"): \($0.reason ?? "hash mismatch")."
+                } ?? "The chain is intact: \(checked) positions re-hashed from \(from)."
+            result.report = ReportView(
+                ok: broken == nil,
+                summary: summary,
+                checked: checked,
+                firstBadPosition: broken?.firstBadPosition,
+                nextFrom: next
+            )
+            try await write("verify-end", result)
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: headers, body: body)
     }
 }

@@ -18,7 +18,7 @@ enum ConsoleTemplates {
         ("head", head), ("foot", foot), ("sign-in", signIn), ("error", error), ("orders", orders), ("order", order),
         ("today", today), ("audit", audit), ("disputes", disputes), ("dispute", dispute),
         ("settlements", settlements), ("settlement", settlement), ("run-start", runStart), ("run-step", runStep), ("run-end", runEnd),
-        ("as-of", asOf), ("journal", journal),
+        ("as-of", asOf), ("journal", journal), ("verify-start", verifyStart), ("verify-step", verifyStep), ("verify-end", verifyEnd),
     ]
 
     static let head = """
@@ -248,22 +248,22 @@ enum ConsoleTemplates {
         {{> head}}
         <h1>Today <small>{{date}} (UTC)</small></h1>
         <section aria-labelledby="orders-today">
-        <h2 id="orders-today">Orders opened today</h2>
-        <p><strong id="orders-count">{{ordersCount}}</strong> orders{{#moreOrders}} (the first page of them; <a href="/console/orders">find one</a>){{/moreOrders}}.</p>
+        <h2 id="orders-today">Payments today</h2>
+        <p><strong id="orders-count">{{ordersCount}}</strong> payments answered by the issuer{{#moreOrders}} (the first 1,000 of the day: a busier day's whole count is in the <a href="/console/audit">journal</a> and the <a href="/console/orders">order list</a>){{/moreOrders}}.</p>
         <table>
-        <caption>Totals by currency and status</caption>
-        <thead><tr><th scope="col">Currency</th><th scope="col">Status</th><th scope="col">Orders</th><th scope="col">Total</th></tr></thead>
+        <caption>Authorized (with their total by currency) and declined</caption>
+        <thead><tr><th scope="col">Currency</th><th scope="col">Outcome</th><th scope="col">Payments</th><th scope="col">Total</th></tr></thead>
         <tbody>
         {{#totals}}<tr><td>{{currency}}</td><td>{{status}}</td><td class="num">{{count}}</td><td class="num">{{total}}</td></tr>
         {{/totals}}
-        {{^totals}}<tr><td colspan="4">No orders yet today.</td></tr>{{/totals}}
+        {{^totals}}<tr><td colspan="4">No payment yet today.</td></tr>{{/totals}}
         </tbody>
         </table>
         </section>
         <section aria-labelledby="movements">
         <h2 id="movements">Money moved today</h2>
         <table id="movements-table">
-        <caption>The accounting journal's entries of the day, by kind and currency{{#moreMovements}} (its first 5,000 events; the whole day under <a href="/console/audit">Audit</a>){{/moreMovements}}</caption>
+        <caption>The accounting journal's entries of the day, by kind and currency{{#moreMovements}} (its first 1,000 events: the whole day is under <a href="/console/audit">Audit</a>, its journal and export){{/moreMovements}}</caption>
         <thead><tr><th scope="col">Kind</th><th scope="col">Currency</th><th scope="col">Entries</th><th scope="col">Amount</th></tr></thead>
         <tbody>
         {{#movements}}<tr><td>{{kind}}</td><td>{{currency}}</td><td class="num">{{count}}</td><td class="num">{{amount}}</td></tr>
@@ -575,17 +575,6 @@ enum ConsoleTemplates {
         {{#toError}}<p class="error" id="to-error"><code>{{code}}</code> {{message}}</p>{{/toError}}
         <button type="submit">Verify the chain</button>
         </form>
-        {{#report}}
-        <section aria-labelledby="result">
-        <h2 id="result">Result</h2>
-        <p id="verify-result" class="{{#ok}}ok{{/ok}}{{^ok}}bad{{/ok}}">{{summary}}</p>
-        <dl class="figures">
-        <dt>Positions checked</dt><dd id="verify-checked">{{checked}}</dd>
-        {{#firstBadPosition}}<dt>First bad position</dt><dd>{{.}}</dd>{{/firstBadPosition}}
-        {{#nextFrom}}<dt>Continue from</dt><dd><a href="/console/audit?verify=1&amp;from={{.}}">{{.}}</a></dd>{{/nextFrom}}
-        </dl>
-        </section>
-        {{/report}}
         </section>
         {{#checkpoints}}
         <section aria-labelledby="checkpoints">
@@ -635,6 +624,44 @@ enum ConsoleTemplates {
         <button type="submit">Download the journal (CSV)</button>
         </form>
         </section>
+        {{> foot}}
+        """
+
+    /// A verification's page, streamed: the form, a line per step as the re-hash goes (``verifyStep``), the result.
+    static let verifyStart = """
+        {{> head}}
+        <h1>Verify the chain</h1>
+        <form method="get" action="/console/audit" class="filters">
+        <input type="hidden" name="verify" value="1">
+        <div class="stack"><label for="from">From position</label><input id="from" name="from" inputmode="numeric" value="{{from}}"></div>
+        <div class="stack"><label for="to">To position (empty: the window's end or the head)</label><input id="to" name="to" inputmode="numeric" value="{{to}}"></div>
+        <button type="submit">Verify the chain</button>
+        </form>
+        <p role="status">Re-hashing at most {{window}} positions, each step listed as it is done.</p>
+        <ol id="verify-progress" class="progress">
+
+        """
+
+    static let verifyStep = """
+        <li class="{{#ok}}ok{{/ok}}{{^ok}}bad{{/ok}}">positions {{from}}–{{to}}: {{#ok}}intact{{/ok}}{{^ok}}BROKEN{{/ok}} ({{checked}} re-hashed so far)</li>
+
+        """
+
+    static let verifyEnd = """
+        </ol>
+        {{#busy}}<p class="error" id="verify-busy"><code>busy</code> two verifications are running already: try again in a moment</p>{{/busy}}
+        {{#report}}
+        <section aria-labelledby="result">
+        <h2 id="result">Result</h2>
+        <p id="verify-result" class="{{#ok}}ok{{/ok}}{{^ok}}bad{{/ok}}">{{summary}}</p>
+        <dl class="figures">
+        <dt>Positions checked</dt><dd id="verify-checked">{{checked}}</dd>
+        {{#firstBadPosition}}<dt>First bad position</dt><dd>{{.}}</dd>{{/firstBadPosition}}
+        {{#nextFrom}}<dt>Continue from</dt><dd><a href="/console/audit?verify=1&amp;from={{.}}">{{.}}</a></dd>{{/nextFrom}}
+        </dl>
+        </section>
+        {{/report}}
+        <p><a href="/console/audit">Back to Audit</a></p>
         {{> foot}}
         """
 
