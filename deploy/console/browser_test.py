@@ -425,6 +425,10 @@ def main():
         driver.find_element(By.CSS_SELECTOR, "form[action='/console/audit'] button").click()
         check(arrived("verify=1"), f"the verification ran: {driver.current_url}")
         check("The chain is intact" in driver.find_element(By.ID, "verify-result").text, "the auditor verifies the chain")
+        steps = [step.text for step in driver.find_elements(By.CSS_SELECTOR, "#verify-progress li")]
+        check(steps and all("intact" in step for step in steps), f"the verification's steps are listed: {steps}")
+        shot("audit-verify")
+        driver.get(f"{base}/console/audit")
         shot("audit")
         # The quick start order as of a moment just after its authorization, through the time picker: authorized then.
         status, text = api("GET", f"/orders/{order}/history", key=auditor)
