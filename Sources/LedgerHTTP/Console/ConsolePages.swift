@@ -39,6 +39,30 @@ package enum ConsolePages {
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
     }
 
+    /// A page streamed as it is made: `body` writes its parts in order, each a template rendered with its view, and the
+    /// browser shows each part as it arrives (a settlement run's steps, a verification's), no script needed.
+    static func streamed(
+        _ body: @escaping @Sendable (_ write: (_ template: String, _ view: Any) async throws -> Void) async throws -> Void
+    )
+        -> Response
+    {
+        var headers = HTTPFields()
+        headers[.contentType] = "text/html; charset=utf-8"
+        return Response(
+            status: .ok,
+            headers: headers,
+            body: ResponseBody { writer in
+                try await body { template, view in
+                    guard let html = ConsoleTemplates.library.render(view, withTemplate: template) else {
+                        preconditionFailure("no console template \(template)")
+                    }
+                    try await writer.write(ByteBuffer(string: html))
+                }
+                try await writer.finish(nil)
+            }
+        )
+    }
+
     /// An error page with the API's code and message (a 404, a refusal, an internal failure's opaque message).
     static func error(_ error: APIError, session: SessionView?) -> Response {
         let heading: String

@@ -164,12 +164,7 @@ extension ConsoleRoutes {
             return try await settlementList(request, signedIn, runForm: typed, status: api.status)
         }
         let session = signedIn.view
-        var headers = HTTPFields()
-        headers[.contentType] = "text/html; charset=utf-8"
-        let body = ResponseBody { writer in
-            func write(_ template: String, _ view: Any) async throws {
-                try await writer.write(ByteBuffer(string: ConsoleTemplates.library.render(view, withTemplate: template) ?? ""))
-            }
+        return ConsolePages.streamed { write in
             try await write("run-start", RunStart(title: "Settlement run", session: session))
             var end: RunEnd?
             try await run.stream { line in
@@ -193,9 +188,7 @@ extension ConsoleRoutes {
                 }
             }
             try await write("run-end", end ?? RunEnd(businessDate: "", cutOffAt: "", earlyClose: nil, batches: [], error: nil))
-            try await writer.finish(nil)
         }
-        return Response(status: .ok, headers: headers, body: body)
     }
 
     struct RunStart {

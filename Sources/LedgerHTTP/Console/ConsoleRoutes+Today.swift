@@ -1,5 +1,4 @@
 import Foundation
-import HTTPTypes
 import Hummingbird
 import LedgerAPI
 import LedgerCore
@@ -429,18 +428,12 @@ extension ConsoleRoutes {
     /// the range goes on, where to continue.
     func verificationPage(from: Int64, end: Int64, continues: Bool, page: AuditPage) -> Response {
         let ledger = self.ledger
-        var headers = HTTPFields()
-        headers[.contentType] = "text/html; charset=utf-8"
-        let body = ResponseBody { writer in
-            func write(_ template: String, _ view: Any) async throws {
-                try await writer.write(ByteBuffer(string: ConsoleTemplates.library.render(view, withTemplate: template) ?? ""))
-            }
+        return ConsolePages.streamed { write in
             try await write("verify-start", page)
             var result = page
             guard Self.verifications.enter() else {
                 result.busy = true
                 try await write("verify-end", result)
-                try await writer.finish(nil)
                 return
             }
             defer { Self.verifications.leave() }
@@ -477,8 +470,6 @@ extension ConsoleRoutes {
                 nextFrom: next
             )
             try await write("verify-end", result)
-            try await writer.finish(nil)
         }
-        return Response(status: .ok, headers: headers, body: body)
     }
 }
