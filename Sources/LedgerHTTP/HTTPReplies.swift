@@ -23,6 +23,28 @@ func jsonResponse(_ value: some Encodable, status: HTTPResponse.Status = .ok) th
     jsonResponse(RawJSON(stored: try WireJSON.encode(value)), status: status)
 }
 
+// MARK: Streamed replies
+
+/// A 200 reply written in parts as they are made (a report, an NDJSON run, a console page, an export): `write` hands each
+/// part to the client as it comes, and the body ends when it returns. `headers` adds to the content type (a download's
+/// `Content-Disposition`).
+func streamedResponse(
+    contentType: String,
+    headers extra: HTTPFields = [:],
+    _ write: @escaping @Sendable (_ part: (String) async throws -> Void) async throws -> Void
+) -> Response {
+    var headers = extra
+    headers[.contentType] = contentType
+    return Response(
+        status: .ok,
+        headers: headers,
+        body: ResponseBody { writer in
+            try await write { part in try await writer.write(ByteBuffer(string: part)) }
+            try await writer.finish(nil)
+        }
+    )
+}
+
 /// Text is never a reply by itself: a `String` would otherwise be taken for a value to encode (a JSON
 /// string literal). Stored JSON goes through ``RawJSON``.
 @available(*, unavailable, message: "wrap stored JSON text in RawJSON(stored:), or pass a typed wire value")

@@ -59,7 +59,7 @@ public struct SettlementRoutes: Sendable {
     /// (a bad date, the cut-off not reached) is the usual 4xx reply.
     static func streamingRun(_ settlement: any SettlementOperator, day: SettlementDay) async throws -> Response {
         let run = try await StartedSettlementRun.start(settlement, day: day)
-        let body = ResponseBody { writer in
+        return streamedResponse(contentType: "application/x-ndjson") { write in
             try await run.stream { line in
                 let typed: SettlementRunLine
                 switch line {
@@ -69,11 +69,9 @@ public struct SettlementRoutes: Sendable {
                     let api = StartedSettlementRun.apiError(error)
                     typed = SettlementRunLine(failure: .init(code: api.code, message: api.message))
                 }
-                try await writer.write(ByteBuffer(string: try WireJSON.encode(typed) + "\n"))
+                try await write(try WireJSON.encode(typed) + "\n")
             }
-            try await writer.finish(nil)
         }
-        return Response(status: .ok, headers: [.contentType: "application/x-ndjson"], body: body)
     }
 
     /// The day a run's body asks for: the open day closed now by `actor`, the date given, or the last business day whose
@@ -155,16 +153,7 @@ public struct SettlementRoutes: Sendable {
         group.get("/settlements/:id/report.csv") { _, context -> Response in
             let id = try context.parameters.require("id")
             guard let writeReport = try await settlement.reportCSV(id: id) else { throw APIError.notFound("no settlement report for \(id)") }
-            var headers = HTTPFields()
-            headers[.contentType] = "text/csv; charset=utf-8"
-            return Response(
-                status: .ok,
-                headers: headers,
-                body: ResponseBody { writer in
-                    try await writeReport { part in try await writer.write(ByteBuffer(string: part)) }
-                    try await writer.finish(nil)
-                }
-            )
+            return streamedResponse(contentType: "text/csv; charset=utf-8") { write in try await writeReport(write) }
         }
     }
 }

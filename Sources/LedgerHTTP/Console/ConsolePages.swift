@@ -46,21 +46,14 @@ package enum ConsolePages {
     )
         -> Response
     {
-        var headers = HTTPFields()
-        headers[.contentType] = "text/html; charset=utf-8"
-        return Response(
-            status: .ok,
-            headers: headers,
-            body: ResponseBody { writer in
-                try await body { template, view in
-                    guard let html = ConsoleTemplates.library.render(view, withTemplate: template) else {
-                        preconditionFailure("no console template \(template)")
-                    }
-                    try await writer.write(ByteBuffer(string: html))
+        streamedResponse(contentType: "text/html; charset=utf-8") { write in
+            try await body { template, view in
+                guard let html = ConsoleTemplates.library.render(view, withTemplate: template) else {
+                    preconditionFailure("no console template \(template)")
                 }
-                try await writer.finish(nil)
+                try await write(html)
             }
-        )
+        }
     }
 
     /// An error page with the API's code and message (a 404, a refusal, an internal failure's opaque message).

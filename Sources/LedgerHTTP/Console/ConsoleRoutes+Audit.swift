@@ -267,8 +267,9 @@ extension ConsoleRoutes {
             throw APIError.badRequest("invalid_parameter", "day must be a day, e.g. 2026-11-21", field: "day")
         }
         let journal = self.journal
-        let body = ResponseBody { writer in
-            if !jsonl { try await writer.write(ByteBuffer(string: JournalExport.csvHeader)) }
+        let name = "journal-\(dayText).\(jsonl ? "jsonl" : "csv")"
+        return Self.download(name: name, type: jsonl ? "application/x-ndjson" : "text/csv; charset=utf-8") { write in
+            if !jsonl { try await write(JournalExport.csvHeader) }
             var after: Int64 = 0
             while true {
                 let page = try await journal.page(
@@ -278,17 +279,11 @@ extension ConsoleRoutes {
                     limit: 5_000
                 )
                 let text = page.entries.map { jsonl ? JournalExport.jsonl($0) : JournalExport.csv($0) }.joined()
-                if !text.isEmpty { try await writer.write(ByteBuffer(string: text)) }
+                if !text.isEmpty { try await write(text) }
                 guard let next = page.nextAfter else { break }
                 after = next
             }
-            try await writer.finish(nil)
         }
-        return Self.download(
-            body,
-            name: "journal-\(dayText).\(jsonl ? "jsonl" : "csv")",
-            type: jsonl ? "application/x-ndjson" : "text/csv; charset=utf-8"
-        )
     }
 
     /// The most positions one events export holds.
@@ -308,23 +303,23 @@ extension ConsoleRoutes {
         let (cap, past) = from.addingReportingOverflow(Self.maximumExportPositions - 1)
         let last = min(to, past ? Int64.max : cap)
         let ledger = self.ledger
-        let body = ResponseBody { writer in
+        return Self.download(name: "events-\(from)-\(last).jsonl", type: "application/x-ndjson") { write in
             var after = from - 1
             while after < last {
                 let events = try await ledger.events(after: after, matching: EventFilter(), limit: 1_000).filter { $0.position <= last }
                 guard let end = events.last?.position else { break }
-                try await writer.write(ByteBuffer(string: events.map { EventJSON.render($0) + "\n" }.joined()))
+                try await write(events.map { EventJSON.render($0) + "\n" }.joined())
                 after = end
             }
-            try await writer.finish(nil)
         }
-        return Self.download(body, name: "events-\(from)-\(last).jsonl", type: "application/x-ndjson")
     }
 
-    static func download(_ body: ResponseBody, name: String, type: String) -> Response {
-        var headers = HTTPFields()
-        headers[.contentType] = type
-        headers[.contentDisposition] = "attachment; filename=\"\(name)\""
-        return Response(status: .ok, headers: headers, body: body)
+    /// A file to download, `name`d, streamed in the parts `write` makes.
+    static func download(
+        name: String,
+        type: String,
+        _ write: @escaping @Sendable (_ part: (String) async throws -> Void) async throws -> Void
+    ) -> Response {
+        streamedResponse(contentType: type, headers: [.contentDisposition: "attachment; filename=\"\(name)\""], write)
     }
 }

@@ -255,9 +255,8 @@ extension ConsoleRoutes {
         // Every report's reconciliation: the acquirer's first, then each upload, each with its breaks (amounts in the
         // batch's currency, as the API's reply writes them).
         let currency = view?.currency ?? batch.opened.currency
-        let pageText = breaksPage
         let reports = (view?.reports ?? []).map { report -> ReportSection in
-            let shown = ConsolePages.page(report.breaks, page: pageText, size: Self.breaksPageSize)
+            let shown = ConsolePages.page(report.breaks, page: breaksPage, size: Self.breaksPageSize)
             let breaks = shown.items.map { entry -> BreakView in
                 let resolution = entry.resolution
                 let open = resolution == nil
@@ -288,8 +287,8 @@ extension ConsoleRoutes {
                 ],
                 breaks: Array(breaks),
                 breakCount: report.breaks.count,
-                shownFrom: report.breaks.isEmpty ? 0 : (shown.page - 1) * Self.breaksPageSize + 1,
-                shownTo: (shown.page - 1) * Self.breaksPageSize + shown.items.count,
+                shownFrom: shown.items.isEmpty ? 0 : shown.items.startIndex + 1,
+                shownTo: shown.items.endIndex,
                 morePages: report.breaks.count > Self.breaksPageSize,
                 next: shown.next.map { "/console/settlements/\(Self.pathSegment(id))?breaks_page=\($0)" },
                 previous: shown.page > 1 ? "/console/settlements/\(Self.pathSegment(id))?breaks_page=\(shown.page - 1)" : nil

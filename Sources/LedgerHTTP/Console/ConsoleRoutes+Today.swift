@@ -97,10 +97,11 @@ extension ConsoleRoutes {
     /// The most open breaks Today lists.
     static let breaksShown = 20
 
-    /// The payments recorded since midnight UTC (authorized, with totals by currency, and declined); the open holds expiring within 24 h; the disputes with the soonest deadlines; the last
-    /// settlement batch and the settled gross, fees and net per day of the last 30 days; the open reconciliation breaks
-    /// of those days' submitted batches, of every report reconciled (a reconciliation read per batch: at most one per
-    /// currency and day); the money the day's journal moved; the next cut-off; each consumer's lag.
+    /// The payments recorded since midnight UTC (authorized, with totals by currency, and declined); the open holds
+    /// expiring within 24 h; the disputes with the soonest deadlines; the last settlement batch and the settled gross,
+    /// fees and net per day of the last 30 days; the open reconciliation breaks of those days' submitted batches, of
+    /// every report reconciled (a reconciliation read per batch: at most one per currency and day); the money the day's
+    /// journal moved; the next cut-off; each consumer's lag.
     func today(_ signedIn: SignedIn) async throws -> Response {
         let now = clock()
         var calendar = Calendar(identifier: .gregorian)
@@ -115,23 +116,24 @@ extension ConsoleRoutes {
             toMicros: now.epochMicroseconds + 1
         )
         let payments = try await ledger.events(after: 0, matching: window, limit: Self.movementEvents)
-        var sums: [String: (count: Int, money: Money?)] = [:]
+        // By currency ("—" for a decline, which names none) and outcome.
+        struct Outcome: Hashable, Comparable {
+            let currency: String
+            let status: String
+            static func < (a: Outcome, b: Outcome) -> Bool { (a.currency, a.status) < (b.currency, b.status) }
+        }
+        var sums: [Outcome: (count: Int, money: Money?)] = [:]
         for event in payments {
             if event.type == OrderAuthorized.eventType, let authorized = try? LedgerJSON.decode(OrderAuthorized.self, from: event.data) {
-                let key = "\(authorized.amount.currency.code) authorized"
+                let key = Outcome(currency: authorized.amount.currency.code, status: "authorized")
                 let sum = sums[key] ?? (count: 0, money: Money.zero(authorized.amount.currency))
                 sums[key] = (sum.count + 1, sum.money.flatMap { try? $0.adding(authorized.amount) })
             } else {
-                sums["— declined", default: (count: 0, money: nil)].count += 1
+                sums[Outcome(currency: "—", status: "declined"), default: (count: 0, money: nil)].count += 1
             }
         }
         let totals = sums.sorted { $0.key < $1.key }.map { key, sum in
-            TotalRow(
-                currency: String(key.split(separator: " ", maxSplits: 1).first ?? ""),
-                status: String(key.split(separator: " ", maxSplits: 1).dropFirst().first ?? ""),
-                count: sum.count,
-                total: sum.money?.decimalString ?? "—"
-            )
+            TotalRow(currency: key.currency, status: key.status, count: sum.count, total: sum.money?.decimalString ?? "—")
         }
         let holdPage = try await holds.holds(HoldQuery(state: "open", expiringBefore: now.addingTimeInterval(24 * 3600), limit: 50, cursor: 0))
         let expiring = holdPage.ordersJSON.compactMap { row -> ExpiringRow? in
