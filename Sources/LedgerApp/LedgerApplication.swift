@@ -117,12 +117,17 @@ public struct ServiceContainer: Sendable {
         self.keyring = keyring
         let jobs = JobMetrics(factory: metrics.factory)
         self.jobs = jobs
+        // The durable head: what the writer confirms and every consumer is served up to (HeadWatcher).
+        let watcher = HeadWatcher(client: client, pollInterval: configuration.feedPollInterval, logger: logger)
+        self.watcher = watcher
         let writer = LedgerWriter(
             client: client,
             configuration: .init(
                 maximumBatchEvents: configuration.writerMaximumBatchEvents,
-                transactionDeadline: configuration.databaseDeadline
+                transactionDeadline: configuration.databaseDeadline,
+                statementTimeout: configuration.databaseStatementTimeout
             ),
+            durability: watcher,
             logger: logger,
             metricsFactory: metrics.factory
         )
@@ -188,6 +193,7 @@ public struct ServiceContainer: Sendable {
                 key: $0,
                 writer: writer,
                 store: store,
+                watcher: watcher,
                 directory: configuration.checkpointsDirectoryURL,
                 clock: clock,
                 logger: logger
@@ -204,7 +210,8 @@ public struct ServiceContainer: Sendable {
             )
         }
         let transparency =
-            configuration.logTree ? try TransparencyLog(client: client, origin: configuration.logOrigin, key: checkpointKey, logger: logger) : nil
+            configuration.logTree
+            ? try TransparencyLog(client: client, origin: configuration.logOrigin, key: checkpointKey, watcher: watcher, logger: logger) : nil
         self.transparency = transparency
         let witnesses: [any WitnessSubmitter] = try configuration.logWitnesses.map { try HTTPWitness(url: $0.url, verifierKey: $0.key) }
         self.transparencyBuilder = transparency.map {
@@ -220,14 +227,12 @@ public struct ServiceContainer: Sendable {
         self.auditState =
             readClient.map { StateHistory(client: $0, clock: clock, snapshotEvery: configuration.snapshotEveryEvents, logger: logger) } ?? state
         self.positions = LedgerPositions(store: auditStore, isReplica: readClient != nil, wait: configuration.readWait)
-        let watcher = HeadWatcher(client: client, pollInterval: configuration.feedPollInterval, logger: logger)
-        self.watcher = watcher
         let feed = EventFeed(store: auditStore, watcher: watcher)
         self.feed = feed
         self.subscriptions = SubscriptionService(store: SubscriptionStore(client: client, logger: logger), feed: feed)
         let box = try (webhookSecretsKey ?? configuration.webhookSecretsKey).map { try WebhookSecretBox(keyBytes: $0) }
         let webhookStore = WebhookStore(client: client, logger: logger)
-        self.webhooks = WebhookService(store: webhookStore, box: box, destinations: configuration.webhookDestinations, clock: clock)
+        self.webhooks = WebhookService(store: webhookStore, watcher: watcher, box: box, destinations: configuration.webhookDestinations, clock: clock)
         self.dispatcher = WebhookDispatcher(
             store: webhookStore,
             watcher: watcher,

@@ -223,7 +223,13 @@ public struct AppendBenchmark: Sendable {
             let interval = options.treeInterval
             (withTree, treeBuild, treeCycles) = try await withPostgresClient(configuration: config("ledger_app", Self.database), logger: logger) {
                 client in
-                let log = try TransparencyLog(client: client, origin: "bench.ledgerd/log", key: CheckpointKey.generate(), logger: logger)
+                let log = try TransparencyLog(
+                    client: client,
+                    origin: "bench.ledgerd/log",
+                    key: CheckpointKey.generate(),
+                    watcher: HeadWatcher(client: client, pollInterval: .seconds(1), logger: logger),
+                    logger: logger
+                )
                 let clock = ContinuousClock()
                 let started = clock.now
                 let leaves = try await log.build()

@@ -61,12 +61,12 @@ extension EventStore {
         return try await Self.decode(client.query(query, logger: logger))
     }
 
-    /// A consumer's next page: the head first, then up to `limit` events in (position, head] that pass
-    /// `filter`. Gap-safe: positions are assigned under the head lock, held to commit, so transactions
-    /// commit in position order and every event at or before the head read here is already committed
-    /// (visible to the next statement); none can appear later below it. See ``FeedPage``.
-    public func feedPage(after position: Int64, matching filter: EventFilter, limit: Int) async throws -> FeedPage {
-        let (head, _) = try await head()
+    /// A consumer's next page: up to `limit` events in (position, head] that pass `filter`, where `head` is a head the
+    /// caller read (``head()``) or a lower bound on it (the durable head, ``HeadWatcher``). Gap-safe: positions are
+    /// assigned under the head lock, held to commit, so transactions commit in position order and every event at or
+    /// before a head read is already committed (visible to the next statement); none can appear later below it. See
+    /// ``FeedPage``.
+    public func feedPage(after position: Int64, through head: Int64, matching filter: EventFilter, limit: Int) async throws -> FeedPage {
         guard head > position else { return FeedPage(events: [], through: position) }
         let events = try await events(after: position, through: head, matching: filter, limit: limit)
         let through = events.count == limit ? events[events.count - 1].position : head

@@ -41,6 +41,11 @@ public final class LedgerWriter: Service, Sendable {
         /// batch; nil: no bound. The daemon sets it a little above its `statement_timeout`: a transaction whose
         /// connection died under it (the primary killed during a failover) must not hold every later append.
         public var transactionDeadline: Duration? = nil
+        /// The `statement_timeout` of the writer's connections (nil: none). A `CALL ledger.append_batch_committed`
+        /// that ran this long may have had its wait for the synchronous standby cancelled by that timeout, which
+        /// PostgreSQL then answers as a success (a WARNING aside): the writer makes sure with a barrier before it
+        /// answers (``HeadWatcher``).
+        public var statementTimeout: Duration? = nil
     }
 
     /// What a caller queued: a request decided already, or a command the batch decides.
@@ -78,14 +83,19 @@ public final class LedgerWriter: Service, Sendable {
     private let versionCache = Mutex(VersionCache(limit: 100_000))
     /// The head this writer's last commit left (nil: not known; read under the lock).
     private let chainHead = Mutex<ChainHead?>(nil)
+    /// The durable head (nil: not kept — a tool, a benchmark): confirmed after each commit, and made to cover what a
+    /// batch answers before its callers are answered (``makeDurable(_:)``).
+    private let durability: HeadWatcher?
 
     public init(
         client: DatabaseClient,
         configuration: Configuration = .init(),
+        durability: HeadWatcher? = nil,
         logger: Logger,
         metricsFactory: any MetricsFactory = MetricsSystem.factory
     ) {
         self.client = client
+        self.durability = durability
         self.configuration = configuration
         self.logger = logger
         self.metrics = WriterMetrics(factory: metricsFactory)
@@ -200,9 +210,9 @@ public final class LedgerWriter: Service, Sendable {
         do {
             let outcomes: [Result<WriterAnswer, any Error>]
             if let deadline = configuration.transactionDeadline {
-                outcomes = try await withDeadline(deadline) { try await self.commitTransaction(batch) }
+                outcomes = try await withDeadline(deadline) { try await self.makeDurable(self.commitTransaction(batch)) }
             } else {
-                outcomes = try await commitTransaction(batch)
+                outcomes = try await makeDurable(commitTransaction(batch))
             }
             let finished = ContinuousClock.now
             metrics.commitDuration.recordNanoseconds((finished - started).nanoseconds)
@@ -211,12 +221,7 @@ public final class LedgerWriter: Service, Sendable {
                 metrics.appendLatency.recordNanoseconds((finished - pending.enqueuedAt).nanoseconds)
                 switch outcome {
                 case .success(let answer):
-                    let result: AppendResult?
-                    switch answer {
-                    case .appended(let appended): result = appended
-                    case .decided(let outcome): result = outcome.result
-                    }
-                    if let result {
+                    if let result = answer.result {
                         if !result.replayed { events += Int(result.lastPosition - result.firstPosition + 1) }
                         metrics.outcome(result.replayed ? "replayed" : "appended").increment()
                     } else {
@@ -252,6 +257,33 @@ public final class LedgerWriter: Service, Sendable {
             }
             for pending in batch { pending.continuation.resume(throwing: mapped) }
         }
+    }
+
+    /// Answers no caller before what it is told is durable (``HeadWatcher``; issue 30, item 4). A batch that appended
+    /// confirms its last position: its commit waited for synchronous replication (``executeLinked(_:onto:)`` makes
+    /// sure when it cannot be sure), and every replay or decision it answers lies below what it appended. A batch that
+    /// appended nothing answers from what the log already held — a replayed result, a decision read from the log — which
+    /// may be a commit whose wait for the standby was cancelled: a barrier through the head first. Nothing of this when
+    /// the batch only failed (its callers learn nothing about the log).
+    private func makeDurable(_ outcomes: [Result<WriterAnswer, any Error>]) async throws -> [Result<WriterAnswer, any Error>] {
+        guard let durability else { return outcomes }
+        var appended: Int64 = 0
+        var answered = false
+        for outcome in outcomes {
+            switch outcome {
+            case .success(let answer):
+                answered = true
+                if let result = answer.result, !result.replayed { appended = max(appended, result.lastPosition) }
+            case .failure(let error):
+                if !(error is AppendError) { answered = true }
+            }
+        }
+        if appended > 0 {
+            durability.confirm(appended)
+        } else if answered {
+            try await durability.barrier()
+        }
+        return outcomes
     }
 
     /// Commits one batch by performing ``BatchPlanner``'s actions. The planner decides the batch
@@ -378,6 +410,7 @@ public final class LedgerWriter: Service, Sendable {
             if let head, events.count > 0 {
                 let linked = ChainLinks(events: events, onto: head, nowMicros: Self.wallClockMicros())
                 let arguments = try Self.arguments(statement, linked)
+                let calledAt = ContinuousClock.now
                 let rows = try await client.query(
                     PostgresQuery(unsafeSQL: "CALL ledger.append_batch_committed(\(arguments.placeholders), NULL, NULL)", binds: arguments.binds),
                     logger: logger
@@ -387,6 +420,12 @@ public final class LedgerWriter: Service, Sendable {
                 guard let (first, json) = called else { throw AppendError.storageFailure("ledger.append_batch_committed answered nothing") }
                 answer = try Self.answerRows(firstPosition: first, json: json)
                 links = linked
+                if let timeout = configuration.statementTimeout, ContinuousClock.now - calledAt >= timeout, let first {
+                    // The statement timeout may have cancelled the commit's wait for the standby (see Configuration).
+                    guard let durability else { throw DatabaseUnavailableError.timedOut }
+                    metrics.outcome("commit_wait_unsure").increment()
+                    try await durability.ensureDurable(through: first + Int64(events.count) - 1)
+                }
             } else {
                 (answer, links) = try await client.withTransaction(logger: logger) { connection -> ([BatchAnswerRow], ChainLinks?) in
                     var links: ChainLinks?

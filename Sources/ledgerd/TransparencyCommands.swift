@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LedgerApp
 import LedgerCore
+import LedgerPostgres
 import LedgerServices
 import Logging
 
@@ -30,7 +31,13 @@ struct Prove: AsyncParsableCommand {
         let signingKey = try (key ?? configuration.checkpointKeyPath).map(CheckpointKey.init(contentsOf:))
         let (position, size, from, to, origin) = (position, size, from, to, configuration.logOrigin)
         let json = try await Daemon.withLedgerClient(configuration: configuration, logger: logger) { client -> Data in
-            let log = try TransparencyLog(client: client, origin: origin, key: signingKey, logger: logger)
+            let log = try TransparencyLog(
+                client: client,
+                origin: origin,
+                key: signingKey,
+                watcher: HeadWatcher(client: client, pollInterval: .seconds(1), logger: logger),
+                logger: logger
+            )
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             do {

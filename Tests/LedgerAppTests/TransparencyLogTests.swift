@@ -137,7 +137,13 @@ import Testing
     @Test func aCheckpointWaitsForAnotherBuilderAndCoversTheHead() async throws {
         try await TestApp.withApp(environment: ["LEDGERD_LOG_TREE": "false"]) { _, services in
             try await Self.append(services, count: 600)
-            let log = try TransparencyLog(client: services.client, origin: Self.origin, key: CheckpointKey.generate(), logger: TestCluster.logger)
+            let log = try TransparencyLog(
+                client: services.client,
+                origin: Self.origin,
+                key: CheckpointKey.generate(),
+                watcher: services.watcher,
+                logger: TestCluster.logger
+            )
             try await services.client.withConnection { other in
                 _ = try await other.query("BEGIN", logger: TestCluster.logger)
                 _ = try await other.query("SELECT pg_advisory_xact_lock(hashtext('ledger.extend_merkle_tree'))", logger: TestCluster.logger)

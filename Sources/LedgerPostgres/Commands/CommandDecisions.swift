@@ -4,6 +4,14 @@ import LedgerCore
 package enum WriterAnswer: Sendable {
     case appended(AppendResult)
     case decided(CommandOutcome)
+
+    /// What the writer appended or replayed for it; nil when a decision appended nothing.
+    var result: AppendResult? {
+        switch self {
+        case .appended(let result): result
+        case .decided(let outcome): outcome.result
+        }
+    }
 }
 
 /// One batch's commands decided in queue order, each on the states the batch has built so far — no I/O here.

@@ -165,31 +165,34 @@ public struct WebhookStore: PostgresStore {
     /// In one transaction: claims an active endpoint that has events after its cursor and is due at
     /// `nowMicros` (row lock, `SKIP LOCKED`: another daemon's dispatcher takes another endpoint, never
     /// this one), runs `body` with it, and commits what `body` recorded. Nil when no endpoint is due.
-    /// If the process dies in `body`, nothing of it is committed and the endpoint is due again.
+    /// If the process dies in `body`, nothing of it is committed and the endpoint is due again. Events after `head`
+    /// (the durable head, ``HeadWatcher``) are neither due nor delivered.
     public func withDueEndpoint<T: Sendable>(
         nowMicros: Int64,
+        through head: Int64,
         _ body: (StoredWebhook, WebhookTransaction) async throws -> T
     ) async throws -> T? {
         try await client.withTransaction(logger: logger) { connection -> T? in
             let rows = try await connection.query(
                 """
                 \(unescaped: Self.columns)
-                WHERE w.state = 'active' AND w.next_attempt_at <= timestamptz 'epoch' + \(nowMicros) * interval '1 microsecond' AND w.cursor < h.position
+                WHERE w.state = 'active' AND w.next_attempt_at <= timestamptz 'epoch' + \(nowMicros) * interval '1 microsecond' AND w.cursor < least(h.position, \(head))
                 ORDER BY w.next_attempt_at LIMIT 1 FOR UPDATE OF w SKIP LOCKED
                 """,
                 logger: logger
             )
             guard let endpoint = try await Self.decode(rows).first else { return nil }
-            return try await body(endpoint, WebhookTransaction(connection: connection, logger: logger))
+            return try await body(endpoint, WebhookTransaction(connection: connection, head: head, logger: logger))
         }
     }
 
-    /// How many endpoints are active, and the earliest next attempt of one with events to deliver (nil: none).
-    public func schedule() async throws -> (active: Int, nextDueMicros: Int64?) {
+    /// How many endpoints are active, and the earliest next attempt of one with events through `head` (the durable
+    /// head) to deliver (nil: none).
+    public func schedule(through head: Int64) async throws -> (active: Int, nextDueMicros: Int64?) {
         let rows = try await client.query(
             """
             SELECT count(*) FILTER (WHERE w.state = 'active'),
-                   ledger.epoch_us(min(w.next_attempt_at) FILTER (WHERE w.state = 'active' AND w.cursor < h.position))
+                   ledger.epoch_us(min(w.next_attempt_at) FILTER (WHERE w.state = 'active' AND w.cursor < least(h.position, \(head))))
             FROM ledger.webhook_endpoints w CROSS JOIN ledger.head h
             """,
             logger: logger
@@ -238,16 +241,18 @@ public struct WebhookStore: PostgresStore {
 /// The dispatcher's statements inside the transaction that holds an endpoint's row lock.
 public struct WebhookTransaction: Sendable {
     let connection: PostgresConnection
+    /// The durable head: no page reaches past it.
+    let head: Int64
     let logger: Logger
 
-    /// The endpoint's next events: up to `limit` in (after, head] of `types` (empty: all), and the
-    /// position through which that page is complete (see ``FeedPage``).
+    /// The endpoint's next events: up to `limit` in (after, head] of `types` (empty: all), the head the ledger's or
+    /// the durable one if lower, and the position through which that page is complete (see ``FeedPage``).
     public func page(after position: Int64, types: [String], limit: Int) async throws -> FeedPage {
         var head: Int64 = 0
         for try await value in try await connection.query("SELECT position FROM ledger.head WHERE singleton", logger: logger)
             .decode(Int64.self)
         {
-            head = value
+            head = min(value, self.head)
         }
         guard head > position else { return FeedPage(events: [], through: position) }
         var query: PostgresQuery = "\(unescaped: EventStore.columns) WHERE position > \(position) AND position <= \(head)"

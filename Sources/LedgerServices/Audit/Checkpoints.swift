@@ -132,7 +132,7 @@ public enum CheckpointKeys {
     }
 }
 
-/// Signs checkpoints of the ledger's head: Ed25519 over (position, hash, recorded time, signing
+/// Signs checkpoints of the ledger's durable head (``HeadWatcher``: never a position a failover could take back): Ed25519 over (position, hash, recorded time, signing
 /// time, public key) — see ``Checkpoint`` — then appends the checkpoint to the log (stream
 /// `checkpoints`, event `CheckpointSigned`) and writes it to `<data dir>/checkpoints/`.
 @MemberwiseInit
@@ -140,18 +140,19 @@ public struct CheckpointService: Sendable {
     let key: CheckpointKey
     let writer: LedgerWriter
     let store: EventStore
+    let watcher: HeadWatcher
     let directory: URL
     let clock: @Sendable () -> Date
     let logger: Logger
 
     /// Signs the current head; returns the checkpoint and the file it was written to.
     public func sign(actor: String) async throws -> (checkpoint: Checkpoint, file: URL) {
-        let head = try await store.head()
-        guard head.position > 0, let event = try await store.event(at: head.position) else {
+        let position = try await watcher.servable(committed: store.head().position)
+        guard position > 0, let event = try await store.event(at: position) else {
             throw ServiceError.conflict("empty_ledger", "the ledger has no events to sign")
         }
         let checkpoint = try Self.checkpoint(
-            position: head.position,
+            position: position,
             hash: event.hash,
             recordedAtMicros: event.recordedAtMicros,
             signedAt: clock(),
@@ -219,6 +220,7 @@ public struct CheckpointService: Sendable {
                 key: key,
                 writer: writer,
                 store: EventStore(client: client, logger: logger),
+                watcher: HeadWatcher(client: client, pollInterval: .seconds(1), logger: logger),
                 directory: directory,
                 clock: { Date() },
                 logger: logger

@@ -11,8 +11,9 @@ import Synchronization
 /// signed with the checkpoint key, tiles and entry bundles as tlog-tiles serves them, and inclusion and
 /// consistency proofs. Every answer reads a few tiles; none recomputes the tree.
 ///
-/// The tree can prove any size up to ``size()``: the head, as long as the stored full tiles reach its last
-/// partial tile (the builder keeps them there).
+/// The tree can prove any size up to ``size()``: the durable head (``HeadWatcher``: no checkpoint, proof or tile covers
+/// a position a failover could take back), as long as the stored full tiles reach its last partial tile (the builder
+/// keeps them there).
 public struct TransparencyLog: Sendable {
     let tiles: MerkleTileStore
     /// Signs checkpoints with the checkpoint key under the log's origin; nil: no key, no checkpoints.
@@ -22,13 +23,15 @@ public struct TransparencyLog: Sendable {
     /// The tiles read so far (a tile of a given width never changes): a proof reads from PostgreSQL only the tiles it
     /// has not seen, typically its leaf's level-0 tile.
     let cache: TileCache
+    /// The durable head, which bounds every size served.
+    let watcher: HeadWatcher
     let logger: Logger
 
     /// - Parameters:
     ///   - origin: the checkpoint's origin line and the signature's key name (`LEDGERD_LOG_ORIGIN`).
     ///   - key: the checkpoint key (`LEDGERD_CHECKPOINT_KEY`); the same Ed25519 key signs the `(position, hash)`
     ///     checkpoints, whose message starts with `ledgerd-checkpoint-v1`, never a valid origin here.
-    public init(client: DatabaseClient, origin: String, key: CheckpointKey?, logger: Logger) throws {
+    public init(client: DatabaseClient, origin: String, key: CheckpointKey?, watcher: HeadWatcher, logger: Logger) throws {
         guard origin != Checkpoint.format else {
             throw ConfigurationError("the log origin cannot be \(Checkpoint.format) (the (position, hash) checkpoints' header)")
         }
@@ -42,6 +45,7 @@ public struct TransparencyLog: Sendable {
         tiles = MerkleTileStore(client: client, logger: logger)
         latest = LatestCheckpoint()
         cache = TileCache()
+        self.watcher = watcher
         self.logger = logger
     }
 
@@ -53,10 +57,11 @@ public struct TransparencyLog: Sendable {
         try NoteSigner(name: origin, kind: .ed25519, key: key.key).verifier.vkey
     }
 
-    /// The largest tree size the stored tiles can prove.
+    /// The largest tree size the stored tiles can prove, at most the durable head.
     public func size() async throws -> UInt64 {
         let (head, built) = try await tiles.extent()
-        return min(head, built + UInt64(LogTile.fullWidth - 1))
+        let durable = try await watcher.servable(committed: Int64(head))
+        return min(UInt64(durable), built + UInt64(LogTile.fullWidth - 1))
     }
 
     /// Extends the stored tree (in transactions of at most `batch` tiles) until it proves the head as it was when

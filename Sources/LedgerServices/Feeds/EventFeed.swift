@@ -3,7 +3,9 @@ import LedgerPostgres
 import ServiceLifecycle
 
 /// The log as a feed that follows new commits: pages of events after a position, in position order,
-/// none skipped (``EventStore/feedPage(after:matching:limit:)`` says why) and none repeated.
+/// none skipped (``EventStore/feedPage(after:through:matching:limit:)`` says why) and none repeated — and only
+/// durable ones: no page reaches past the durable head (``HeadWatcher``), so no consumer is ever served an event a
+/// failover could take back (a commit whose wait for the synchronous standby was cancelled).
 public struct EventFeed: Sendable {
     public static let pageSize = 1_000
 
@@ -15,9 +17,25 @@ public struct EventFeed: Sendable {
         self.watcher = watcher
     }
 
+    /// How long a page waits for a barrier to make what the store holds durable before it settles for the durable
+    /// head as it is (a standby that does not answer must not hold a reader longer than this).
+    static let settle: Duration = .seconds(1)
+
     /// The next page after `position`.
     public func page(after position: Int64, matching filter: EventFilter, limit: Int = pageSize) async throws -> FeedPage {
-        try await store.feedPage(after: position, matching: filter, limit: limit)
+        try await durablePage(after: position, matching: filter, limit: limit)
+    }
+
+    /// A page bounded by the durable head: the store's head read first (the replica's, when auditors read one), and
+    /// when the durable head is behind it, a barrier given ``settle`` to close the gap.
+    func durablePage(after position: Int64, matching filter: EventFilter, limit: Int) async throws -> FeedPage {
+        try await store.feedPage(after: position, through: durableHead(), matching: filter, limit: limit)
+    }
+
+    /// The last position a consumer may be served now (``HeadWatcher/servable(committed:settle:)``, on this feed's
+    /// store's head).
+    public func durableHead() async throws -> Int64 {
+        try await watcher.servable(committed: store.head().position, settle: Self.settle)
     }
 
     /// The page after `position`, waiting up to `wait` for one when there is nothing yet (a long poll).
@@ -26,7 +44,7 @@ public struct EventFeed: Sendable {
         let deadline = clock.now.advanced(by: wait)
         var cursor = position
         while true {
-            let page = try await store.feedPage(after: cursor, matching: filter, limit: limit)
+            let page = try await durablePage(after: cursor, matching: filter, limit: limit)
             cursor = page.through
             let remaining = clock.now.duration(to: deadline)
             if !page.events.isEmpty || remaining <= .zero || Task.isCancelled || Task.isShuttingDownGracefully {
@@ -64,7 +82,7 @@ public struct EventFeed: Sendable {
 
             public mutating func next() async throws -> FeedPage? {
                 while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                    let page = try await feed.store.feedPage(after: cursor, matching: filter, limit: EventFeed.pageSize)
+                    let page = try await feed.durablePage(after: cursor, matching: filter, limit: EventFeed.pageSize)
                     cursor = page.through
                     if !page.events.isEmpty { return page }
                     let watcher = feed.watcher

@@ -59,10 +59,14 @@ public struct SubscriptionService: Sendable {
         guard streamPrefixes.allSatisfy({ !$0.isEmpty && $0.utf8.count <= StreamID.maximumByteLength }) else {
             throw ServiceError.invalid("invalid_stream_prefix", "a stream prefix is 1…200 bytes", field: "stream_prefixes")
         }
-        var checkpoint: Int64?
+        let checkpoint: Int64
         if case .after(let position) = start {
             guard position >= 0 else { throw ServiceError.invalid("invalid_position", "from must be a position ≥ 0 or \"now\"", field: "from") }
             checkpoint = position
+        } else {
+            // "now" is the durable head: a position beyond it may yet be taken back by a failover, and another event
+            // take its place, which a subscription starting after it would never see.
+            checkpoint = try await feed.durableHead()
         }
         let stored = try await store.create(name: name, types: types, streamPrefixes: streamPrefixes, checkpoint: checkpoint)
         guard stored.types == types, stored.streamPrefixes == streamPrefixes else {

@@ -44,6 +44,8 @@ public struct WebhookService: Sendable {
     public static let defaultGrace: Duration = .seconds(86_400)
 
     let store: WebhookStore
+    /// The durable head, where a new endpoint starts (``HeadWatcher``).
+    let watcher: HeadWatcher
     /// Nil when no secrets key is configured: endpoints cannot be registered.
     let box: WebhookSecretBox?
     let clock: @Sendable () -> Date
@@ -53,17 +55,20 @@ public struct WebhookService: Sendable {
 
     public init(
         store: WebhookStore,
+        watcher: HeadWatcher,
         box: WebhookSecretBox?,
         destinations: WebhookDestinations = WebhookDestinations(),
         clock: @escaping @Sendable () -> Date
     ) {
         self.store = store
+        self.watcher = watcher
         self.box = box
         self.destinations = destinations
         self.clock = clock
     }
 
-    /// Registers an endpoint; it receives the events committed after this call, in position order.
+    /// Registers an endpoint; it receives the events committed after this call, in position order: after the durable
+    /// head now (a position beyond it may yet be taken back by a failover, and another event take its place).
     public func register(url: String, secret: String, types: [String]) async throws -> WebhookView {
         do {
             _ = try destinations.check(url: url)
@@ -80,7 +85,7 @@ public struct WebhookService: Sendable {
             url: url,
             types: types,
             sealedSecret: sealed,
-            cursor: nil,
+            cursor: try await watcher.servable(),
             nowMicros: clock().epochMicroseconds
         )
         return WebhookView(stored)
@@ -227,9 +232,11 @@ public final class WebhookDispatcher: Service, Sendable {
                 // outage, a transaction's statement sent as its connection died can wait for ever (security review 3,
                 // N5), and a worker stuck in one delivers nothing and holds the stop until the watchdog ends it.
                 let schedule = try await jobs.run(.webhookDispatch) { () async throws -> (active: Int, nextDueMicros: Int64?)? in
-                    let schedule = try await store.schedule()
+                    // Only durable events are delivered (HeadWatcher): an endpoint is due for them, not for the rest.
+                    let head = try await self.watcher.servable()
+                    let schedule = try await store.schedule(through: head)
                     guard let due = schedule.nextDueMicros, due <= clock().epochMicroseconds else { return schedule }
-                    return try await deliverDue() ? nil : try await store.schedule()
+                    return try await deliverDue(through: head) ? nil : try await store.schedule(through: head)
                 }
                 guard let schedule else { continue }
                 followHead = schedule.active > index
@@ -254,11 +261,14 @@ public final class WebhookDispatcher: Service, Sendable {
         }
     }
 
-    /// Claims one due endpoint and delivers its next events; false when none was due.
+    /// Claims one due endpoint and delivers its next events through `head` (nil: the durable head now); false when
+    /// none was due.
     @discardableResult
-    public func deliverDue() async throws -> Bool {
+    public func deliverDue(through head: Int64? = nil) async throws -> Bool {
         guard let box else { return false }
-        let result: Bool? = try await store.withDueEndpoint(nowMicros: clock().epochMicroseconds) { endpoint, transaction in
+        let bound: Int64
+        if let head { bound = head } else { bound = try await watcher.servable() }
+        let result: Bool? = try await store.withDueEndpoint(nowMicros: clock().epochMicroseconds, through: bound) { endpoint, transaction in
             try await self.deliver(endpoint, box: box, transaction)
             return true
         }
