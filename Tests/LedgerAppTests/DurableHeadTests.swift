@@ -145,4 +145,37 @@ import Testing
             #expect(final[position] == hash, "position \(position) was served with another hash than the final chain's")
         }
     }
+
+    /// A data-changing statement run on its own (`query`, an implicit transaction) is answered only once it has
+    /// committed — with a synchronous standby, once the standby has it: PostgreSQL sends the statement's completion
+    /// before it commits at the protocol's Sync, but flushes its output only with the ReadyForQuery after the commit,
+    /// and PostgresNIO sends Execute and Sync together. So the daemon's single-statement writes that it then
+    /// acknowledges (hold-operation notes before the acquirer is called, the acquirer's journal before it answers,
+    /// erasures, subscriptions, webhooks) are acknowledged after their commit. Should either side change, this fails.
+    @Test(.timeLimit(.minutes(3))) func aSingleStatementWriteIsAnsweredOnlyOnceItsCommitIsOnTheStandby() async throws {
+        let clusters = try await ReplicatedClusters.start(synchronous: true)
+        defer { clusters.stop() }
+        let client = DatabaseClient(
+            hosts: DatabaseHosts(Self.appConfiguration(clusters.primaryEndpoint)),
+            backgroundLogger: Self.logger,
+            statementDeadline: .seconds(2)
+        )
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            let write: PostgresQuery = "UPDATE ledger.durability_barrier SET barriers = barriers + 1 WHERE singleton"
+            try await client.query(write, logger: Self.logger)
+            try await clusters.standby.stopOffPool(mode: "immediate")
+            await #expect(throws: DatabaseUnavailableError.self, "a write was answered before the standby had its commit") {
+                try await client.query(write, logger: Self.logger)
+            }
+            _ = try await clusters.standby.startOffPool()
+            var written = false
+            for _ in 0..<50 where !written {
+                written = (try? await client.query(write, logger: Self.logger)) != nil
+                if !written { try await Task.sleep(for: .milliseconds(200)) }
+            }
+            #expect(written)
+        }
+    }
 }
