@@ -274,11 +274,13 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     PaymentRoutes(payments: services.payments).register(on: router)
     // Back office: reads need an operator or auditor key.
     let reads = router.group().add(middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .read))
-    let ledgerReader = EventStoreReader(store: services.store, verifier: services.verifier)
+    let ledgerReader = EventStoreReader(store: services.store, verifier: services.verifier, watcher: services.watcher)
     // Auditors' reads — history, the feed and exports, verification, as-of — on the replica when there is one; each
     // reply says the position it reflects and `min_position` waits for one.
     let audited = reads.group().add(middleware: LedgerPositionMiddleware(positions: services.positions))
-    AuditRoutes(reader: EventStoreReader(store: services.auditStore, verifier: services.auditVerifier)).register(on: audited)
+    AuditRoutes(reader: EventStoreReader(store: services.auditStore, verifier: services.auditVerifier, watcher: services.watcher)).register(
+        on: audited
+    )
     OrderRoutes(
         reader: ProjectionOrderReader(client: services.client, clock: services.clock, logger: services.logger),
         statuses: Set(OrderStatus.allCases.map(\.rawValue)),
@@ -314,7 +316,7 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
         keyring: services.keyring,
         sessions: services.consoleSessions,
         orders: ProjectionOrderReader(client: services.client, clock: services.clock, logger: services.logger),
-        ledger: EventStoreReader(store: services.auditStore, verifier: services.auditVerifier),
+        ledger: EventStoreReader(store: services.auditStore, verifier: services.auditVerifier, watcher: services.watcher),
         holdOperator: services.holds,
         holds: ProjectionHoldReader(client: services.client, logger: services.logger),
         disputes: services.disputes,

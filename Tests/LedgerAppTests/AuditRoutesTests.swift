@@ -159,7 +159,7 @@ import Testing
             try await seed(services, count: 7)
             let head = try await services.store.head().position
             let router = Router(context: LedgerRequestContext.self)
-            AuditRoutes(reader: EventStoreReader(store: services.store, verifier: services.verifier), verifyWindow: 3)
+            AuditRoutes(reader: EventStoreReader(store: services.store, verifier: services.verifier, watcher: services.watcher), verifyWindow: 3)
                 .register(on: router.group())
             try await Application(router: router).test(.router) { client in
                 var from: Int64 = 1

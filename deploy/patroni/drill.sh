@@ -9,20 +9,25 @@
 #   pg-kill       SIGKILL to the leader's postmaster only (Patroni alive: fails over at once, rejoins it itself)
 #   switchover    patronictl switchover to the synchronous standby
 #   standby-loss  SIGKILL to every standby's node; commits wait (strict) or go on alone (DRILL_STRICT=off)
+#   cancelled-commit  every standby's node frozen, the commits waiting for one terminated (kept on the leader alone,
+#                 visible there), then every node SIGKILLed and the standbys restarted: the synchronous one is promoted
+#                 without those commits, which are lost; none was acknowledged, no feed reader was served one
 #   etcd-one      SIGKILL to one etcd member: no effect
 #   etcd-quorum   SIGKILL to two etcd members: the leader demotes itself, writes stop (503), resume with quorum
 #   soak:N        N failovers in a row (pg-kill, switchover, node-kill in turn)
 # After each failover the old leader is probed with direct writes (fencing) until it has rejoined as a replica.
 # After each scenario: "acknowledged payments lost: N", "unavailable for: S s" (the longest time without an
 # acknowledged payment from the fault on), the chain verified on the leader, every acknowledged capture present.
-# At the end: the acknowledged-payments log and every position the feed reader got, diffed against the final chain.
+# At the end: the acknowledged-payments log and every position the feed readers got, diffed against the final chain.
 # Exits 1 when anything acknowledged is missing or a check fails; cleans up after itself; every wait is bounded.
 #
 # Usage: deploy/patroni/drill.sh [SCENARIO ...]   (default: all but soak; `ci`: pg-kill switchover, the short form)
 #   LEDGERD_BIN   the ledgerd binary (default: the newer of .build/release and .build/debug)
 #   DRILL_STRICT  on (default) | off: synchronous_mode_strict (off: the standby-loss scenario shows the trade-off)
 #   DRILL_ROUTE   haproxy (default): ledgerd's URL is HAProxy's leader port | url: the two-host URL, read-write
-#   DRILL_READS   replica (default): auditors' reads on the standby (LEDGERD_READ_DATABASE_URL) | primary
+#   DRILL_READS   mixed (default): the first daemon's auditor reads on the standby (LEDGERD_READ_DATABASE_URL), the
+#                 others' on the leader (their feeds bounded by the durable head); one feed reader per daemon |
+#                 replica: every daemon's on the standby | primary: every daemon's on the leader
 #   DRILL_CLIENTS (4), DRILL_DAEMONS (2), DRILL_MAX_SECONDS (2400: the clients stop by then whatever happens)
 #   PHA_TTL, PHA_LOOP_WAIT, PHA_RETRY_TIMEOUT: Patroni's timing (10, 2, 4)
 # Needs: PostgreSQL 15 server binaries, patroni, etcd-server, etcd-client, haproxy, jq, curl, setpriv when root;
@@ -32,12 +37,12 @@ cd "$(dirname "$0")/../.."
 repo=$PWD
 strict=$([ "${DRILL_STRICT:-on}" = off ] && echo false || echo true)
 route=${DRILL_ROUTE:-haproxy}
-reads=${DRILL_READS:-replica}
+reads=${DRILL_READS:-mixed}
 clients=${DRILL_CLIENTS:-4}
 daemons=${DRILL_DAEMONS:-2}
 max_seconds=${DRILL_MAX_SECONDS:-2400}
-scenarios=${*:-throughput node-kill pg-kill switchover standby-loss etcd-one etcd-quorum}
-[ "$scenarios" = ci ] && scenarios="pg-kill switchover"
+scenarios=${*:-throughput node-kill pg-kill switchover standby-loss cancelled-commit etcd-one etcd-quorum}
+[ "$scenarios" = ci ] && scenarios="pg-kill switchover cancelled-commit"
 
 . deploy/patroni/lib.sh
 work=$(mktemp -d /tmp/ledgerd-patroni-drill.XXXXXX)
@@ -77,14 +82,14 @@ client() {
     fi
   done
 }
-feed_reader() {  # GET /events (an auditor's feed, on the replica by default): "position hash" of every event served
-  local after=0 page next deadline=$((started + max_seconds)) i=0
+feed_reader() {  # feed_reader PORT: GET /events of one daemon (an auditor's feed): "position hash" of every event served
+  local port=$1 after=0 page next deadline=$((started + max_seconds)) i=0
   while [ ! -e "$work/stop" ] && [ "$i" -lt 200000 ] && [ "$(date +%s)" -lt "$deadline" ]; do
     i=$((i + 1))
-    page=$(curl -sf -m 5 -H "Authorization: Bearer $au" "http://127.0.0.1:$http/events?after=$after&limit=1000" || true)
+    page=$(curl -sf -m 5 -H "Authorization: Bearer $au" "http://127.0.0.1:$port/events?after=$after&limit=1000" || true)
     next=$(printf '%s' "$page" | jq -r '.events // [] | last | .position // empty' 2>/dev/null || true)
     if [ -n "$next" ]; then
-      printf '%s' "$page" | jq -r '.events[] | "\(.position) \(.hash)"' >>"$work/feed"
+      printf '%s' "$page" | jq -r '.events[] | "\(.position) \(.hash)"' | tee -a "$work/feed" | sed "s/^/$(now_ms) /" >>"$work/feed.$port"
       after=$next
     else
       sleep 0.3
@@ -279,6 +284,65 @@ scenario_standby_loss() {
   check_ledger "$label"
 }
 
+# The invisible-commit hole (issue 30, item 4): commits the leader keeps alone, visible there, then lost by a failover.
+scenario_cancelled_commit() {
+  local label=cancelled-commit l o s t0 t_new head_before terminated visible lost served_lost
+  wait_healthy 120 || { echo "$label: the cluster is not healthy before the scenario"; failed=1; return; }
+  l=$(leader_node)
+  head_before=$(psql_at "${pg_port[$l]}" ledger 'SELECT position FROM ledger.head')
+  t0=$(now_ms)
+  # Frozen (SIGSTOP), not killed: the leader's Patroni still sees its synchronous standby connected, and keeps it the
+  # one to promote; commits wait for an acknowledgement that does not come. The freeze stays well inside Patroni's ttl.
+  for s in $(replica_nodes "$l"); do node_signal "$s" STOP; done
+  step "$label: every standby's node frozen (SIGSTOP to $(replica_nodes "$l")); commits on node$l wait for one (head $head_before; load $(load))"
+  sleep 2
+  # What a pool reset, a failing-over client or an operator does to a commit that waits: its backend is terminated.
+  # PostgreSQL keeps the commit on the leader, visible there, though no standby has it.
+  terminated=0
+  for _ in 1 2; do
+    terminated=$((terminated + $(psql_at "${pg_port[$l]}" postgres "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE wait_event = 'SyncRep'")))
+    sleep 1
+  done
+  psql -h 127.0.0.1 -p "${pg_port[$l]}" -U postgres -d ledger -XAtq -F ' ' \
+    -c "SELECT position, encode(hash, 'hex') FROM ledger.events WHERE position > $head_before ORDER BY position" >"$work/stranded" 2>/dev/null || true
+  visible=$(wc -l <"$work/stranded")
+  step "$label: $terminated backends waiting for the standby terminated; on node$l alone now: $visible positions after $head_before; SIGKILL to every node (the standbys' unread WAL with them), the standbys restarted"
+  fence_start "$l" "$label"
+  patroni_kill_node "$l"
+  for s in $(replica_nodes "$l"); do patroni_kill_node "$s"; done
+  for s in $(replica_nodes "$l"); do patroni_start "$s"; done
+  o=
+  for _ in $(seq 1 160); do o=$(leader_node); [ -n "$o" ] && [ "$o" != "$l" ] && break; sleep 0.25; done
+  t_new=$(now_ms)
+  [ -n "$o" ] && [ "$o" != "$l" ] || { echo "$label: no other node became the leader"; failed=1; patroni_start "$l"; return; }
+  step "$label: node$o is the leader ($(( t_new - t0 )) ms after the freeze)"
+  wait_acks_after "$t_new" 60 || { echo "$label: no payment acknowledged after the failover"; failed=1; }
+  sleep 1; patroni_start "$l"
+  until_true 120 rejoined "$l" || { echo "$label: node$l did not rejoin as a replica"; failed=1; }
+  fence_finish "$label" "$l" "$t_new"
+  failovers=$((failovers + 1))
+  # The stranded positions against the new leader's chain, and against what every feed reader was served.
+  { grep -hE '^[0-9]+ [0-9a-f]+$' "$work/feed" 2>/dev/null || true; } >"$work/feed.now"
+  psql -h 127.0.0.1 -p "${pg_port[$o]}" -U postgres -d ledger -Xq <<SQL >"$work/check-$label.txt" 2>&1 || true
+CREATE TEMP TABLE stranded (position bigint, hash text);
+CREATE TEMP TABLE served (position bigint, hash text);
+\copy stranded FROM '$work/stranded' WITH (DELIMITER ' ')
+\copy served FROM '$work/feed.now' WITH (DELIMITER ' ')
+\pset tuples_only on
+\pset format unaligned
+CREATE TEMP TABLE lost AS SELECT s.* FROM stranded s
+  WHERE NOT EXISTS (SELECT 1 FROM ledger.events e WHERE e.position = s.position AND encode(e.hash, 'hex') = s.hash);
+SELECT 'lost ' || count(*) FROM lost;
+SELECT 'served_lost ' || count(*) FROM lost JOIN served USING (position, hash);
+SQL
+  lost=$(sed -n 's/^lost //p' "$work/check-$label.txt")
+  served_lost=$(sed -n 's/^served_lost //p' "$work/check-$label.txt")
+  step "$label: of the $visible positions node$l held alone, ${lost:-?} are not in the new leader's chain (lost with the failover; none was acknowledged); served to a feed reader: ${served_lost:-?}"
+  [ "${served_lost:-x}" = 0 ] || { echo "$label: a feed served a commit the failover took back"; cat "$work/check-$label.txt"; failed=1; }
+  record cancelled-commit "$(unavailable_since "$t0")"
+  check_ledger "$label"
+}
+
 scenario_etcd_one() {
   local label=etcd-one t0 gap
   wait_healthy 120 || { echo "$label: the cluster is not healthy before the scenario"; failed=1; return; }
@@ -368,8 +432,7 @@ scenario_throughput() {
 case " $scenarios " in *" throughput "*) scenario_throughput ;; esac
 load_pids=
 for n in $(seq 1 "$clients"); do client "$n" & load_pids="$load_pids $!"; done
-feed_reader &
-load_pids="$load_pids $!"
+for port in $ports; do feed_reader "$port" & load_pids="$load_pids $!"; done
 sleep 4
 for s in $scenarios; do
   case $s in
@@ -378,6 +441,7 @@ for s in $scenarios; do
     pg-kill) scenario_kill pg pg-kill pg-kill ;;
     switchover) scenario_switchover switchover ;;
     standby-loss) scenario_standby_loss ;;
+    cancelled-commit) scenario_cancelled_commit ;;
     etcd-one) scenario_etcd_one ;;
     etcd-quorum) scenario_etcd_quorum ;;
     soak:*)
@@ -417,7 +481,7 @@ served=$(sed -n 's/^feed_served //p' "$work/check-feed.txt")
 missing=$(sed -n 's/^feed_missing //p' "$work/check-feed.txt")
 other=$(sed -n 's/^feed_other_contents //p' "$work/check-feed.txt")
 twice=$(sed -n 's/^feed_twice_differently //p' "$work/check-feed.txt")
-step "feed reader (/events, reads on the ${reads}): ${served:-?} positions served; not in the final chain: ${missing:-?}; other contents than the final chain: ${other:-?}; one position served twice differently: ${twice:-?}; final head $(sed -n 's/^final_head //p' "$work/check-feed.txt")"
+step "feed readers (/events of each daemon, reads: ${reads}): ${served:-?} positions served; not in the final chain: ${missing:-?}; other contents than the final chain: ${other:-?}; one position served twice differently: ${twice:-?}; final head $(sed -n 's/^final_head //p' "$work/check-feed.txt")"
 [ "${missing:-x}" = 0 ] && [ "${other:-x}" = 0 ] && [ "${twice:-x}" = 0 ] || { echo "the feed served positions the final chain does not hold as served"; cat "$work/check-feed.txt"; failed=1; }
 statuses=$(all_attempts | awk '$3 == "pay" {print $4}' | sort | uniq -c | awk '{printf "%s×%s ", $2, $1}')
 step "payments attempted: $(all_attempts | awk '$3 == "pay"' | wc -l) ($statuses); failovers: $failovers; load $(load); $(( $(date +%s) - started )) s"

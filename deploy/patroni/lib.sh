@@ -53,6 +53,11 @@ patroni_kill_node() {  # SIGKILL to node N whole: Patroni, the postmaster and it
   wait "${patroni_pid[$n]}" 2>/dev/null || true
   patroni_pid[$n]=
 }
+node_signal() {  # node_signal N SIGNAL: to node N whole (Patroni, the postmaster, its children): STOP freezes it
+  local n=$1 pm
+  pm=$(postmaster_pid "$n")
+  kill -"$2" "${patroni_pid[$n]}" ${pm:+$pm $(pgrep -P "$pm" | tr '\n' ' ')} 2>/dev/null || true
+}
 cluster_json() {  # Patroni's view of the cluster, from the first node whose REST API answers
   local n
   for n in $nodes; do
@@ -160,8 +165,7 @@ pha_setup() {
   fi
   export LEDGERD_DATABASE_URL="postgres://ledger_app:$app_password@$db_hosts/ledger?sslmode=disable&target_session_attrs=read-write"
   # Auditors' reads (/events, history, verify) on the synchronous standby (HAProxy's GET /sync port; with the
-  # multi-host URL, any standby): DRILL_READS=primary keeps them on the leader.
-  if [ "${reads:-replica}" = replica ]; then export LEDGERD_READ_DATABASE_URL=$read_url; else unset LEDGERD_READ_DATABASE_URL; fi
+  # multi-host URL, any standby): DRILL_READS=primary keeps them on the leader, mixed splits the daemons (below).
   export LEDGERD_MIGRATIONS_DIR="$repo/sql" LEDGERD_LOG_LEVEL=notice LEDGERD_ACQUIRER_CREDIT_LIMIT=1000000000.00
   export LEDGERD_DB_STATEMENT_TIMEOUT_SECONDS=3
   op=drill-operator-$(secret) au=drill-auditor-$(secret)
@@ -170,6 +174,13 @@ pha_setup() {
   serve_pids=
   for n in $(seq 1 "$daemons"); do
     port=$((base + 50 + n))
+    # DRILL_READS=mixed (the default): the first daemon reads on the standby, the others on the leader, where their
+    # feeds are bounded by the durable head (HeadWatcher).
+    if [ "${reads:-mixed}" = replica ] || { [ "${reads:-mixed}" = mixed ] && [ "$n" = 1 ]; }; then
+      export LEDGERD_READ_DATABASE_URL=$read_url
+    else
+      unset LEDGERD_READ_DATABASE_URL
+    fi
     if [ "$n" -gt 1 ]; then
       printf '%s' "$(sed -n 's/.*"apiKey" *: *"\([^"]*\)".*/\1/p' "$work/ledgerd-1/acquirer/secrets.json")" >"$work/acquirer.key"
       chmod 600 "$work/acquirer.key"
@@ -222,7 +233,7 @@ pha_cleanup() {
   done
   if [ "${failed:-1}" != 0 ] && [ -d "$work" ]; then
     rm -rf /tmp/ledgerd-patroni-drill-last && mkdir -p /tmp/ledgerd-patroni-drill-last
-    cp "$work"/serve*.log "$work"/attempts* "$work"/check*.txt "$work"/haproxy.log "$work"/fence* /tmp/ledgerd-patroni-drill-last/ 2>/dev/null
+    cp "$work"/serve*.log "$work"/attempts* "$work"/check*.txt "$work"/haproxy.log "$work"/fence* "$work"/feed* "$work"/stranded /tmp/ledgerd-patroni-drill-last/ 2>/dev/null
     for n in $nodes; do cp "$work/node$n/patroni.log" "/tmp/ledgerd-patroni-drill-last/patroni$n.log" 2>/dev/null; done
     echo "drill: logs kept in /tmp/ledgerd-patroni-drill-last" >&2
   fi
