@@ -15,7 +15,7 @@ import Testing
 /// a retry with its idempotency key answers the original outcome once the standby has it, and — after another such
 /// commit — a failover loses that one without any consumer having seen it, while every position a consumer was served
 /// is in the new primary's chain with the same hash.
-@Suite(.machine(.shared)) struct DurableHeadTests {
+@Suite(.serialized, .machine(.shared)) struct DurableHeadTests {
     static let logger = TestCluster.logger
 
     static func request(_ n: Int, key: String? = nil, tag: String = "first") -> AppendRequest {
