@@ -18,7 +18,7 @@ public struct EventStoreReader: Sendable {
         try await store.readStream(stream, after: version, limit: limit)
     }
     public func events(after position: Int64, matching filter: EventFilter, limit: Int) async throws -> [RecordedEvent] {
-        let through = try await watcher.servable(committed: store.head().position)
+        let through = try await watcher.servable(of: store)
         return try await store.events(after: position, through: through, matching: filter, limit: limit)
     }
     public func orderHistory(_ orderID: String) async throws -> [RecordedEvent] { try await store.orderHistory(orderID) }

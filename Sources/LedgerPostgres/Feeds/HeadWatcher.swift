@@ -144,6 +144,11 @@ public final class HeadWatcher: Service, Sendable {
         return min(committed, head)
     }
 
+    /// ``servable(committed:settle:)`` on `store`'s head (the replica's, when the store reads one).
+    public func servable(of store: EventStore, settle: Duration = .seconds(1)) async throws -> Int64 {
+        try await servable(committed: store.head().position, settle: settle)
+    }
+
     /// Runs a barrier — the one running now if there is one, else a new one — and returns the durable head after it.
     @discardableResult
     public func barrier() async throws -> Int64 {

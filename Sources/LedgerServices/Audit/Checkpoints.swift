@@ -147,7 +147,7 @@ public struct CheckpointService: Sendable {
 
     /// Signs the current head; returns the checkpoint and the file it was written to.
     public func sign(actor: String) async throws -> (checkpoint: Checkpoint, file: URL) {
-        let position = try await watcher.servable(committed: store.head().position)
+        let position = try await watcher.servable(of: store)
         guard position > 0, let event = try await store.event(at: position) else {
             throw ServiceError.conflict("empty_ledger", "the ledger has no events to sign")
         }

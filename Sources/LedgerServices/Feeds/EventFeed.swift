@@ -35,7 +35,7 @@ public struct EventFeed: Sendable {
     /// The last position a consumer may be served now (``HeadWatcher/servable(committed:settle:)``, on this feed's
     /// store's head).
     public func durableHead() async throws -> Int64 {
-        try await watcher.servable(committed: store.head().position, settle: Self.settle)
+        try await watcher.servable(of: store, settle: Self.settle)
     }
 
     /// The page after `position`, waiting up to `wait` for one when there is nothing yet (a long poll).
