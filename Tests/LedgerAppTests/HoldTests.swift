@@ -411,27 +411,25 @@ import Testing
         )
         let database = try await TestDatabase.fresh()
         // After the sweeper's fourth acquirer query (pages of two: the second page has been read), it
-        // waits while the other daemon sweeps. Only the sweep's queries count: the payment recovery, which also
-        // queries, is off (on a loaded machine its pass over the orders being placed took the count to four
-        // before the sweep began, and the two daemons then swept at once).
+        // waits while the other daemon sweeps. Only this sweep's queries count, told apart by a task-local value
+        // its calls carry: a background pass of the same daemon that a loaded machine runs late, beside the sweep
+        // (the payment recovery did once; the expiry sweeper's pass at start can), may take the count to four
+        // first; that pass then waits at the barrier while this sweep runs free and expires all five (theirs 0).
         let queries = Atomic<Int>(0)
-        let sweeping = Atomic<Bool>(false)
         let (secondPageRead, otherSwept) = (Barrier(parties: 2), Barrier(parties: 2))
         let acquirer = InterposedAcquirer(model) { _ in
         } after: { call in
-            guard call == .query, sweeping.load(ordering: .sequentiallyConsistent),
+            guard call == .query, SweepUnderTest.marked,
                 queries.add(1, ordering: .sequentiallyConsistent).newValue == 4
             else { return }
             await secondPageRead.arrive()
             await otherSwept.arrive()
         }
-        let noRecovery = ["LEDGERD_RECOVERY_INTERVAL_SECONDS": "86400"]
         try await TestApp.withApp(
             seed: true,
             database: database,
             acquirer: acquirer,
-            clock: { clock.now },
-            environment: noRecovery
+            clock: { clock.now }
         ) { client, services in
             try await TestApp.withApp(database: database, acquirer: model, clock: { clock.now }) { _, other in
                 var ids: [String] = []
@@ -440,8 +438,7 @@ import Testing
                     clock.advance(by: 1)  // one expiry after another: pages of two are [0, 1], [2, 3], [4]
                 }
                 clock.advance(by: 8 * 86_400)
-                sweeping.store(true, ordering: .sequentiallyConsistent)
-                async let ours = services.holds.expireDue(batchSize: 2)
+                async let ours = SweepUnderTest.$marked.withValue(true) { try await services.holds.expireDue(batchSize: 2) }
                 await secondPageRead.arrive()
                 let theirs = try await other.holds.expireDue(batchSize: 2)
                 await otherSwept.arrive()
@@ -645,4 +642,10 @@ final class OrderList: Sendable {
     private let ids = Mutex<[String]>([])
     func append(_ id: String) { ids.withLock { $0.append(id) } }
     var all: [String] { ids.withLock { $0 } }
+}
+
+/// Marks the acquirer calls of the sweep a test holds at a barrier (a task-local value: the sweep's child tasks carry
+/// it, a daemon's background passes do not).
+enum SweepUnderTest {
+    @TaskLocal static var marked = false
 }
