@@ -412,9 +412,11 @@ import Testing
         let database = try await TestDatabase.fresh()
         // After the sweeper's fourth acquirer query (pages of two: the second page has been read), it
         // waits while the other daemon sweeps. Only this sweep's queries count, told apart by a task-local value
-        // its calls carry: a background pass of the same daemon that a loaded machine runs late, beside the sweep
-        // (the payment recovery did once; the expiry sweeper's pass at start can), may take the count to four
-        // first; that pass then waits at the barrier while this sweep runs free and expires all five (theirs 0).
+        // its calls carry: a background pass of the same daemon run late beside the sweep (the payment recovery
+        // once did) would otherwise take the count to four first and leave this sweep free.
+        // Still intermittent on a loaded machine (theirs 0, about 1 run in 5-10 of the hold suites beside other
+        // suites; not reproduced with tracing in the sweep): the other daemon's sweep then expires nothing though
+        // three holds are due and open. Unexplained; see the session note of 2026-12-03.
         let queries = Atomic<Int>(0)
         let (secondPageRead, otherSwept) = (Barrier(parties: 2), Barrier(parties: 2))
         let acquirer = InterposedAcquirer(model) { _ in

@@ -86,7 +86,9 @@ feed_reader() {  # feed_reader PORT: GET /events of one daemon (an auditor's fee
   local port=$1 after=0 page next deadline=$((started + max_seconds)) i=0
   while [ ! -e "$work/stop" ] && [ "$i" -lt 200000 ] && [ "$(date +%s)" -lt "$deadline" ]; do
     i=$((i + 1))
-    page=$(curl -sf -m 5 -H "Authorization: Bearer $au" "http://127.0.0.1:$port/events?after=$after&limit=1000" || true)
+    # Pages of 200 with 15 s each: a page answered later than curl's limit is asked again from the same position, so
+    # one that is always too slow (1,000 events within 5 s on a loaded machine) would keep the reader at position 0.
+    page=$(curl -sf -m 15 -H "Authorization: Bearer $au" "http://127.0.0.1:$port/events?after=$after&limit=200" || true)
     next=$(printf '%s' "$page" | jq -r '.events // [] | last | .position // empty' 2>/dev/null || true)
     if [ -n "$next" ]; then
       printf '%s' "$page" | jq -r '.events[] | "\(.position) \(.hash)"' | tee -a "$work/feed" | sed "s/^/$(now_ms) /" >>"$work/feed.$port"
