@@ -458,6 +458,41 @@ import Testing
     }
 }
 
+extension HoldTests {
+    /// A daemon whose writer remembers a product from before another daemon reserved more of it still expires
+    /// those holds: the lifecycle's refusal on the remembered stock (`stockOutOfDate`) is thrown, so the writer
+    /// decides again on states read fresh. When the expiry skipped that refusal, the page appended nothing, nothing
+    /// caught the product up, and this daemon's every sweep passed over the other daemon's due holds (seen as two
+    /// daemons' sweeps leaving holds open, and as a sweep expiring none of three due holds).
+    @Test func aSweepOnAProductItsWriterRemembersFromBeforeAnotherDaemonsOrdersExpiresThem() async throws {
+        let clock = SimulatedClock(Date())
+        let model = AcquirerModel(
+            seed: 12,
+            configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: 10_000_000, currency: .usd)),
+            clock: { clock.now }
+        )
+        let database = try await TestDatabase.fresh()
+        try await TestApp.withApp(seed: true, database: database, acquirer: model, clock: { clock.now }) { a, servicesA in
+            try await TestApp.withApp(database: database, acquirer: model, clock: { clock.now }) { b, servicesB in
+                // B's writer decides on the clock's stock once (an order voided in full), and remembers it.
+                let own = try await storefront.placeOrder(b)
+                #expect(try await backOffice.operate(b, own, "void").0 == .ok)
+                // Then A reserves two more, which B's writer has not seen.
+                let theirs = [try await storefront.placeOrder(a), try await storefront.placeOrder(a)]
+                #expect(try await storefront.clockRow(a).reserved == 2)
+                clock.advance(by: 8 * 86_400)
+                let before = try await servicesB.eventCount(type: "HoldExpired")
+                #expect(try await servicesB.holds.expireDue() == 2)
+                #expect(try await servicesB.eventCount(type: "HoldExpired") == before + 2)
+                for id in theirs { #expect(try await backOffice.order(a, id).status == "expired") }
+                #expect(try await storefront.clockRow(a).reserved == 0)
+                #expect(try await servicesA.holds.expireDue() == 0)
+                #expect(try await ChainVerifier(client: servicesA.client, logger: TestCluster.logger).verify().ok)
+            }
+        }
+    }
+}
+
 /// A few thousand random hold operations through HTTP, spread over two daemons on one database
 /// (sharing the acquirer, as two real daemons share the real one), concurrently, with clock jumps
 /// and sweeps by both; then every invariant is checked on what the database holds.

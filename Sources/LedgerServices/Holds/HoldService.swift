@@ -353,6 +353,7 @@ public struct HoldService: Sendable {
         var rounds = 0
         var cursor: ProjectionHoldReader.DueCursor?
         var following: ExpiryPage?  // read while the previous page committed
+        var refused: Set<OrderID> = []  // refused on states read fresh: skipped, logged
         while rounds <= AggregateStore.maximumAttempts {
             rounds += 1
             let now = now ?? clock()
@@ -371,9 +372,16 @@ public struct HoldService: Sendable {
             async let next: ExpiryPage? = readsNext ? readExpiryPage(now: now, limit: batchSize, after: page.next) : nil
             let outcome: CommandOutcome
             do {
-                outcome = try await aggregates.run(expiry(page, now: now, metadata: metadata))
+                outcome = try await aggregates.run(expiry(page, now: now, metadata: metadata, skipping: refused))
             } catch is AggregateStore.Contended {
                 continue  // other sweepers and operators kept moving this page: read it again
+            } catch let refusal as ExpiryRefused {
+                // Refused on states the writer read fresh (it decides a refusal on remembered ones again): the
+                // ledger disagrees with itself about this order. Logged, skipped; the rest of the page is read again.
+                logger.error("expiry refused", metadata: ["order": "\(refusal.order)", "why": "\(refusal.rejection)"])
+                refused.insert(refusal.order)
+                rounds = 0  // one order fewer to decide: progress
+                continue
             }
             let count = page.orders.filter { outcome.decidedOn.holds[$0]?.isClosed == false && outcome.states?.holds[$0]?.isClosed == true }.count
             if count == 0 {
@@ -392,6 +400,12 @@ public struct HoldService: Sendable {
             if unrecorded.isEmpty { cursor = page.next }
         }
         return expired
+    }
+
+    /// An expiry the hold lifecycle refused, thrown out of the expiry command's decision.
+    struct ExpiryRefused: Error, Sendable {
+        var order: OrderID
+        var rejection: HoldRejection
     }
 
     /// One page of the sweep as read: the due orders, their order and hold streams fresh from the
@@ -435,7 +449,13 @@ public struct HoldService: Sendable {
     /// The command expiring what the acquirer reports expired on `page`, in one append, decided by the writer on
     /// the page's orders and holds (as read, unless it has seen them move since) and their products as its batch
     /// has them; each expiry sees the stock as the previous ones left it (one product stream gets all its releases).
-    func expiry(_ page: ExpiryPage, now: Date, metadata: EventMetadata) -> LedgerCommand {
+    ///
+    /// An expiry the lifecycle refuses is thrown (``ExpiryRefused``), never skipped here: the usual cause is a product
+    /// state the writer remembered from before another daemon moved it (`stockOutOfDate`), and a thrown refusal on a
+    /// remembered state is decided again on states read fresh (``CommandDecisions``). Skipped, it appended nothing, so
+    /// nothing ever caught that product up, and this daemon's sweeps passed over its due holds. `skipping`: orders
+    /// refused on fresh states, which ``expireDue(now:batchSize:)`` leaves for an operator.
+    func expiry(_ page: ExpiryPage, now: Date, metadata: EventMetadata, skipping: Set<OrderID> = []) -> LedgerCommand {
         var products: [ProductID] = []
         var seen = Set<ProductID>()
         for id in page.orders {
@@ -452,7 +472,7 @@ public struct HoldService: Sendable {
             var states = states
             var builder = AppendPlanBuilder()
             let context = DecisionContext(now: now)
-            for id in page.orders where !unrecorded.contains(id) {
+            for id in page.orders where !unrecorded.contains(id) && !skipping.contains(id) {
                 guard let order = states.orders[id], let hold = states.holds[id], !hold.isClosed, let answer = page.acquirerAnswers[id] else {
                     continue
                 }
@@ -463,7 +483,7 @@ public struct HoldService: Sendable {
                 guard details.status == .expired else { continue }  // not lapsed at the acquirer (yet)
                 switch HoldLifecycle.expire(order: order, hold: hold, products: states.products, context: context) {
                 case .failure(let rejection):
-                    logger.error("expiry refused", metadata: ["order": "\(id)", "why": "\(rejection)"])
+                    throw ExpiryRefused(order: id, rejection: rejection)
                 case .success(let plan):
                     builder.add(plan)
                     for case .product(let e) in plan.events { states.products[e.productID]!.apply(e) }
