@@ -348,13 +348,19 @@ import Testing
         }
     }
 
-    @Test func lapsedHoldsStopReservingAtOnceAndTwoSweepersExpireEachExactlyOnce() async throws {
+    /// A simulated clock and an acquirer model on it, whose test cards have `creditLimit` US cents of open-to-buy.
+    static func simulatedAcquirer(seed: UInt64, creditLimit: Int64) -> (SimulatedClock, AcquirerModel) {
         let clock = SimulatedClock(Date())
         let model = AcquirerModel(
-            seed: 7,
-            configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: 20_000, currency: .usd)),
+            seed: seed,
+            configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: creditLimit, currency: .usd)),
             clock: { clock.now }
         )
+        return (clock, model)
+    }
+
+    @Test func lapsedHoldsStopReservingAtOnceAndTwoSweepersExpireEachExactlyOnce() async throws {
+        let (clock, model) = Self.simulatedAcquirer(seed: 7, creditLimit: 20_000)
         let database = try await TestDatabase.fresh()
         // Each sweeper's first acquirer query after arming waits for the other's: both have read the
         // due holds' streams before either commits, so their appends race for the same versions.
@@ -403,12 +409,7 @@ import Testing
     /// page is read again and nothing is expired twice.
     /// Bounded in time: a sweep that failed before its fourth query would leave the barrier waiting.
     @Test(.timeLimit(.minutes(3))) func aSweepInPagesExpiresEachHoldOnceWhenAnotherDaemonExpiresAPageItHadAlreadyRead() async throws {
-        let clock = SimulatedClock(Date())
-        let model = AcquirerModel(
-            seed: 11,
-            configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: 10_000_000, currency: .usd)),
-            clock: { clock.now }
-        )
+        let (clock, model) = Self.simulatedAcquirer(seed: 11, creditLimit: 10_000_000)
         let database = try await TestDatabase.fresh()
         // After the sweeper's fourth acquirer query (pages of two: the second page has been read), it
         // waits while the other daemon sweeps. Only this sweep's queries count, told apart by a task-local value
@@ -465,12 +466,7 @@ extension HoldTests {
     /// caught the product up, and this daemon's every sweep passed over the other daemon's due holds (seen as two
     /// daemons' sweeps leaving holds open, and as a sweep expiring none of three due holds).
     @Test func aSweepOnAProductItsWriterRemembersFromBeforeAnotherDaemonsOrdersExpiresThem() async throws {
-        let clock = SimulatedClock(Date())
-        let model = AcquirerModel(
-            seed: 12,
-            configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: 10_000_000, currency: .usd)),
-            clock: { clock.now }
-        )
+        let (clock, model) = Self.simulatedAcquirer(seed: 12, creditLimit: 10_000_000)
         let database = try await TestDatabase.fresh()
         try await TestApp.withApp(seed: true, database: database, acquirer: model, clock: { clock.now }) { a, servicesA in
             try await TestApp.withApp(database: database, acquirer: model, clock: { clock.now }) { b, servicesB in

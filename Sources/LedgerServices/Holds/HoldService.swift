@@ -455,7 +455,7 @@ public struct HoldService: Sendable {
     /// remembered state is decided again on states read fresh (``CommandDecisions``). Skipped, it appended nothing, so
     /// nothing ever caught that product up, and this daemon's sweeps passed over its due holds. `skipping`: orders
     /// refused on fresh states, which ``expireDue(now:batchSize:)`` leaves for an operator.
-    func expiry(_ page: ExpiryPage, now: Date, metadata: EventMetadata, skipping: Set<OrderID> = []) -> LedgerCommand {
+    func expiry(_ page: ExpiryPage, now: Date, metadata: EventMetadata, skipping: Set<OrderID>) -> LedgerCommand {
         var products: [ProductID] = []
         var seen = Set<ProductID>()
         for id in page.orders {
