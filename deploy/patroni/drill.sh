@@ -29,6 +29,7 @@
 #                 others' on the leader (their feeds bounded by the durable head); one feed reader per daemon |
 #                 replica: every daemon's on the standby | primary: every daemon's on the leader
 #   DRILL_CLIENTS (4), DRILL_DAEMONS (2), DRILL_MAX_SECONDS (2400: the clients stop by then whatever happens)
+#   DRILL_KEEP_LOGS  set: keep the logs in /tmp/ledgerd-patroni-drill-last after a passing run too (a failed one always)
 #   PHA_TTL, PHA_LOOP_WAIT, PHA_RETRY_TIMEOUT: Patroni's timing (10, 2, 4)
 # Needs: PostgreSQL 15 server binaries, patroni, etcd-server, etcd-client, haproxy, jq, curl, setpriv when root;
 # wrk for `throughput`.
@@ -107,6 +108,12 @@ unavailable_since() {  # unavailable_since T0_MS [T1_MS]: the longest time witho
     BEGIN { last = t0; gap = 0 }
     END { printf "%.2f", gap / 1000 }'
 }
+gap_window() {  # gap_window T0_MS: "start end" (ms) of the longest time without an acknowledged payment from T0 on
+  all_attempts | awk -v t0="$1" '
+    $3 == "pay" && $4 ~ /^2/ && $2 > t0 { if ($2 - last > gap) { gap = $2 - last; from = last; to = $2 }; last = $2 }
+    BEGIN { last = t0; gap = 0; from = t0; to = t0 }
+    END { print from, to }'
+}
 acks_between() {  # payments whose request started after T0 and was acknowledged before T1
   all_attempts | awk -v t0="$1" -v t1="$2" '$3 == "pay" && $4 ~ /^2/ && $1 > t0 && $2 < t1' | wc -l
 }
@@ -120,6 +127,21 @@ wait_acks_after() {  # wait (bounded) until a payment is acknowledged after T_MS
     sleep 0.5
   done
   return 1
+}
+
+# A loss of 0 proves something only if payments were being acknowledged when the fault came (test audit 3, item 7):
+# before each fault the drill waits for a fresh acknowledgement, and after it counts what was acknowledged in the 5 s
+# before the fault and what was in flight at it (begun before, answered after); both must be more than 0.
+pre_fault() {  # pre_fault LABEL: wait (bounded) until a payment begun from now on is acknowledged
+  wait_acks_after "$(now_ms)" 30 || { echo "$1: no payment acknowledged before the fault"; failed=1; }
+}
+at_fault() {  # at_fault LABEL T0_MS
+  local label=$1 t0=$2 before inflight
+  before=$(all_attempts | awk -v t="$t0" '$3 == "pay" && $4 ~ /^2/ && $2 > t - 5000 && $2 <= t' | wc -l)
+  inflight=$(all_attempts | awk -v t="$t0" '$3 == "pay" && $1 <= t && $2 > t' | wc -l)
+  step "$label: at the fault: $before payments acknowledged in the 5 s before it, $inflight in flight (begun before, answered after: $(all_attempts | awk -v t="$t0" '$3 == "pay" && $1 <= t && $2 > t {print $4}' | sort | uniq -c | awk '{printf "%s×%s ", $2, $1}'))"
+  [ "$before" -gt 0 ] || { echo "$label: no payment acknowledged in the 5 s before the fault (a loss of 0 would prove little)"; failed=1; }
+  [ "$inflight" -gt 0 ] || { echo "$label: no payment in flight at the fault"; failed=1; }
 }
 
 # Every acknowledged payment and capture on the leader, and the chain verified there.
@@ -212,6 +234,7 @@ scenario_kill() {  # scenario_kill node|pg LABEL
   local kind=$1 label=$2 l o t0 t_new
   wait_healthy 120 || { echo "$label: the cluster is not healthy before the scenario"; failed=1; return; }
   l=$(leader_node)
+  pre_fault "$label"
   fence_start "$l" "$label"
   t0=$(now_ms)
   if [ "$kind" = node ]; then
@@ -232,6 +255,7 @@ scenario_kill() {  # scenario_kill node|pg LABEL
   fence_finish "$label" "$l" "$t_new"
   failovers=$((failovers + 1))
   record "$3" "$(unavailable_since "$t0")"
+  at_fault "$label" "$t0"
   check_ledger "$label"
 }
 
@@ -239,6 +263,7 @@ scenario_switchover() {
   local label=$1 l o t0 t_new out
   wait_healthy 120 || { echo "$label: the cluster is not healthy before the scenario"; failed=1; return; }
   l=$(leader_node) o=$(sync_node)
+  pre_fault "$label"
   fence_start "$l" "$label"
   t0=$(now_ms)
   out=$(patronictl -c "$work/patronictl.yml" switchover --leader "node$l" --candidate "node$o" --force 2>&1 || true)
@@ -255,7 +280,11 @@ scenario_switchover() {
   five=$(all_attempts | awk -v t0="$t0" '$1 > t0 && $4 == 500' | wc -l)
   step "$label: answers since the switchover: $(statuses_between "$t0" "$(now_ms)")(500s: $five; a 503 is an unknown outcome, safe to retry with its key)"
   [ "$five" = 0 ] || { echo "$label: 500 answers during the switchover"; failed=1; }
+  local gap
+  gap=$(gap_window "$t0")
+  step "$label: timeline from the command: last payment acknowledged before the gap +$(( ${gap% *} - t0 )) ms, node$o leads (Patroni) +$(( t_new - t0 )) ms, first acknowledged after the gap +$(( ${gap#* } - t0 )) ms"
   record switchover "$(unavailable_since "$t0")"
+  at_fault "$label" "$t0"
   check_ledger "$label"
 }
 
@@ -263,6 +292,7 @@ scenario_standby_loss() {
   local label=standby-loss l s t0 t_back alone hold=${DRILL_STANDBY_DOWN_SECONDS:-15}
   wait_healthy 120 || { echo "$label: the cluster is not healthy before the scenario"; failed=1; return; }
   l=$(leader_node)
+  pre_fault "$label"
   t0=$(now_ms)
   for s in $(replica_nodes "$l"); do patroni_kill_node "$s"; done
   local t_dead
@@ -283,6 +313,7 @@ scenario_standby_loss() {
     echo "acknowledged by the primary alone: $alone (synchronous_mode_strict off: the documented trade-off — lost if the primary had died then)"
   fi
   record standby-loss "$(unavailable_since "$t0")"
+  at_fault "$label" "$t0"
   check_ledger "$label"
 }
 
@@ -291,6 +322,7 @@ scenario_cancelled_commit() {
   local label=cancelled-commit l o s t0 t_new head_before terminated visible lost served_lost
   wait_healthy 120 || { echo "$label: the cluster is not healthy before the scenario"; failed=1; return; }
   l=$(leader_node)
+  pre_fault "$label"
   head_before=$(psql_at "${pg_port[$l]}" ledger 'SELECT position FROM ledger.head')
   t0=$(now_ms)
   # Frozen (SIGSTOP), not killed: the leader's Patroni still sees its synchronous standby connected, and keeps it the
@@ -324,7 +356,7 @@ scenario_cancelled_commit() {
   fence_finish "$label" "$l" "$t_new"
   failovers=$((failovers + 1))
   # The stranded positions against the new leader's chain, and against what every feed reader was served.
-  { grep -hE '^[0-9]+ [0-9a-f]+$' "$work/feed" 2>/dev/null || true; } >"$work/feed.now"
+  { grep -hE '^[0-9]+ [0-9a-f]+$' "$work/feed" 2>/dev/null || true; awk '{print $2, $3}' "$work/webhook" 2>/dev/null || true; } >"$work/feed.now"
   psql -h 127.0.0.1 -p "${pg_port[$o]}" -U postgres -d ledger -Xq <<SQL >"$work/check-$label.txt" 2>&1 || true
 CREATE TEMP TABLE stranded (position bigint, hash text);
 CREATE TEMP TABLE served (position bigint, hash text);
@@ -339,15 +371,17 @@ SELECT 'served_lost ' || count(*) FROM lost JOIN served USING (position, hash);
 SQL
   lost=$(sed -n 's/^lost //p' "$work/check-$label.txt")
   served_lost=$(sed -n 's/^served_lost //p' "$work/check-$label.txt")
-  step "$label: of the $visible positions node$l held alone, ${lost:-?} are not in the new leader's chain (lost with the failover; none was acknowledged); served to a feed reader: ${served_lost:-?}"
-  [ "${served_lost:-x}" = 0 ] || { echo "$label: a feed served a commit the failover took back"; cat "$work/check-$label.txt"; failed=1; }
+  step "$label: of the $visible positions node$l held alone, ${lost:-?} are not in the new leader's chain (lost with the failover; none was acknowledged); served to a feed reader or the webhook consumer: ${served_lost:-?}"
+  [ "${served_lost:-x}" = 0 ] || { echo "$label: a feed or webhook served a commit the failover took back"; cat "$work/check-$label.txt"; failed=1; }
   record cancelled-commit "$(unavailable_since "$t0")"
+  at_fault "$label" "$t0"
   check_ledger "$label"
 }
 
 scenario_etcd_one() {
   local label=etcd-one t0 gap
   wait_healthy 120 || { echo "$label: the cluster is not healthy before the scenario"; failed=1; return; }
+  pre_fault "$label"
   t0=$(now_ms)
   etcd_kill 1
   step "$label: SIGKILL to etcd member e1 (load $(load)); 10 s"
@@ -359,6 +393,7 @@ scenario_etcd_one() {
   step "$label: leader throughout: node${l1:-none}; payments $(statuses_between "$t0" "$(now_ms)")"
   for _ in $(seq 1 60); do ETCDCTL_API=3 etcdctl --endpoints="$(etcd_endpoints)" endpoint health >/dev/null 2>&1 && break; sleep 0.5; done
   record etcd-one "$gap"
+  at_fault "$label" "$t0"
   check_ledger "$label"
 }
 
@@ -376,6 +411,7 @@ scenario_etcd_quorum() {
     done >>"$work/roles"
   ) &
   sampler=$!
+  pre_fault "$label"
   t0=$(now_ms)
   etcd_kill 2
   etcd_kill 3
@@ -401,6 +437,7 @@ scenario_etcd_quorum() {
   step "$label: leader again: node$(leader_node), service back $(( $(now_ms) - t_back )) ms after quorum returned; samples with two primaries: $both of $(wc -l <"$work/roles")"
   [ "$both" = 0 ] || { echo "$label: SPLIT BRAIN: two primaries at once"; failed=1; }
   record etcd-quorum "$(unavailable_since "$t0")"
+  at_fault "$label" "$t0"
   check_ledger "$label"
 }
 
@@ -433,6 +470,19 @@ scenario_throughput() {
 # The throughput rounds run before the clients (they would share the two cores); the faults run under load.
 case " $scenarios " in *" throughput "*) scenario_throughput ;; esac
 load_pids=
+# A webhook consumer (webhook_receiver.py): registered on the daemons for the money events, it checks every
+# delivery's signature and logs "received_ms position hash"; at the end each position is diffed like the feeds'.
+hook_port=$((base + 70))
+(umask 077; secret >"$work/hook-secret"; printf '{"url": "http://127.0.0.1:%s/hook", "secret": "%s", "types": ["OrderAuthorized", "HoldCaptured"]}' \
+  "$hook_port" "$(cat "$work/hook-secret")" >"$work/hook-registration.json")
+/usr/bin/env python3 "$repo/deploy/patroni/webhook_receiver.py" "$hook_port" "$work/hook-secret" "$work/webhook" "$work/stop" "$max_seconds" &
+load_pids="$load_pids $!"
+for _ in $(seq 1 40); do curl -s -o /dev/null "http://127.0.0.1:$hook_port/" && break; sleep 0.25; done
+hook=$(curl -s -m 10 -w '\n%{http_code}' -H "Authorization: Bearer $op" -H 'Content-Type: application/json' \
+  -d @"$work/hook-registration.json" "http://127.0.0.1:$http/webhooks" || echo $'\n000')
+rm -f "$work/hook-registration.json"
+[ "${hook##*$'\n'}" = 201 ] || [ "${hook##*$'\n'}" = 200 ] || { echo "the drill's webhook was not registered: $hook"; failed=1; }
+step "webhook consumer on :$hook_port registered ($(printf '%s' "$hook" | head -1 | jq -r '.id // .webhook.id // "?"' 2>/dev/null))"
 for n in $(seq 1 "$clients"); do client "$n" & load_pids="$load_pids $!"; done
 for port in $ports; do feed_reader "$port" & load_pids="$load_pids $!"; done
 sleep 4
@@ -485,6 +535,29 @@ other=$(sed -n 's/^feed_other_contents //p' "$work/check-feed.txt")
 twice=$(sed -n 's/^feed_twice_differently //p' "$work/check-feed.txt")
 step "feed readers (/events of each daemon, reads: ${reads}): ${served:-?} positions served; not in the final chain: ${missing:-?}; other contents than the final chain: ${other:-?}; one position served twice differently: ${twice:-?}; final head $(sed -n 's/^final_head //p' "$work/check-feed.txt")"
 [ "${missing:-x}" = 0 ] && [ "${other:-x}" = 0 ] && [ "${twice:-x}" = 0 ] || { echo "the feed served positions the final chain does not hold as served"; cat "$work/check-feed.txt"; failed=1; }
+# The webhook consumer's deliveries, the same way (and none refused for its signature or body).
+awk '{print $2, $3}' "$work/webhook" 2>/dev/null | sort -n -u >"$work/webhook.sorted" || : >"$work/webhook.sorted"
+psql -h 127.0.0.1 -p "${pg_port[$l]}" -U postgres -d ledger -Xq <<SQL >"$work/check-webhook.txt" 2>&1 || true
+CREATE TEMP TABLE delivered (position bigint, hash text);
+\copy delivered FROM '$work/webhook.sorted' WITH (DELIMITER ' ')
+\pset tuples_only on
+\pset format unaligned
+SELECT 'hook_delivered ' || count(DISTINCT position) FROM delivered;
+SELECT 'hook_missing ' || count(*) FROM delivered d WHERE NOT EXISTS (SELECT 1 FROM ledger.events e WHERE e.position = d.position);
+SELECT 'hook_other_contents ' || count(*) FROM delivered d JOIN ledger.events e USING (position) WHERE encode(e.hash, 'hex') <> d.hash;
+SELECT 'hook_twice_differently ' || count(*) FROM (SELECT position FROM delivered GROUP BY position HAVING count(DISTINCT hash) > 1) x;
+SELECT 'hook_not_subscribed ' || count(*) FROM delivered d JOIN ledger.events e USING (position) WHERE e.type NOT IN ('OrderAuthorized', 'HoldCaptured');
+SQL
+delivered=$(sed -n 's/^hook_delivered //p' "$work/check-webhook.txt")
+hmissing=$(sed -n 's/^hook_missing //p' "$work/check-webhook.txt")
+hother=$(sed -n 's/^hook_other_contents //p' "$work/check-webhook.txt")
+htwice=$(sed -n 's/^hook_twice_differently //p' "$work/check-webhook.txt")
+hforeign=$(sed -n 's/^hook_not_subscribed //p' "$work/check-webhook.txt")
+hbad=$({ cat "$work/webhook.bad" 2>/dev/null || true; } | wc -l)
+step "webhook consumer: ${delivered:-?} positions delivered ($(wc -l <"$work/webhook" 2>/dev/null || echo 0) deliveries, at least once); not in the final chain: ${hmissing:-?}; other contents: ${hother:-?}; one position delivered twice differently: ${htwice:-?}; of a type not subscribed: ${hforeign:-?}; refused (bad signature or body): $hbad"
+[ "${delivered:-0}" -gt 0 ] || { echo "the webhook consumer received nothing"; failed=1; }
+[ "${hmissing:-x}" = 0 ] && [ "${hother:-x}" = 0 ] && [ "${htwice:-x}" = 0 ] && [ "${hforeign:-x}" = 0 ] && [ "$hbad" = 0 ] ||
+  { echo "the webhook delivered positions the final chain does not hold as delivered"; cat "$work/check-webhook.txt"; failed=1; }
 statuses=$(all_attempts | awk '$3 == "pay" {print $4}' | sort | uniq -c | awk '{printf "%s×%s ", $2, $1}')
 step "payments attempted: $(all_attempts | awk '$3 == "pay"' | wc -l) ($statuses); failovers: $failovers; load $(load); $(( $(date +%s) - started )) s"
 five=$(all_attempts | awk '$4 == 500' | wc -l)

@@ -168,6 +168,10 @@ pha_setup() {
   # multi-host URL, any standby): DRILL_READS=primary keeps them on the leader, mixed splits the daemons (below).
   export LEDGERD_MIGRATIONS_DIR="$repo/sql" LEDGERD_LOG_LEVEL=notice LEDGERD_ACQUIRER_CREDIT_LIMIT=1000000000.00
   export LEDGERD_DB_STATEMENT_TIMEOUT_SECONDS=3
+  # Webhooks (the drill's consumer, webhook_receiver.py on 127.0.0.1): one sealing key shared by both daemons (either
+  # may deliver), the receiver's loopback address allowed, and retries quick enough to follow a failover.
+  export LEDGERD_WEBHOOK_SECRETS_KEY=$(head -c 32 /dev/urandom | base64) LEDGERD_WEBHOOK_ALLOWED_ADDRESSES=127.0.0.1
+  export LEDGERD_WEBHOOK_RETRY_BASE_MS=200 LEDGERD_WEBHOOK_RETRY_MAX_SECONDS=2
   op=drill-operator-$(secret) au=drill-auditor-$(secret)
   export LEDGERD_OPERATOR_KEYS=$op LEDGERD_AUDITOR_KEYS=$au
   unset LEDGERD_MIGRATION_DATABASE_URL
@@ -231,9 +235,9 @@ pha_cleanup() {
     kill -KILL "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
   done
-  if [ "${failed:-1}" != 0 ] && [ -d "$work" ]; then
+  if { [ "${failed:-1}" != 0 ] || [ -n "${DRILL_KEEP_LOGS:-}" ]; } && [ -d "$work" ]; then
     rm -rf /tmp/ledgerd-patroni-drill-last && mkdir -p /tmp/ledgerd-patroni-drill-last
-    cp "$work"/serve*.log "$work"/attempts* "$work"/check*.txt "$work"/haproxy.log "$work"/fence* "$work"/feed* "$work"/stranded /tmp/ledgerd-patroni-drill-last/ 2>/dev/null
+    cp "$work"/serve*.log "$work"/attempts* "$work"/check*.txt "$work"/haproxy.log "$work"/fence* "$work"/feed* "$work"/webhook* "$work"/stranded /tmp/ledgerd-patroni-drill-last/ 2>/dev/null
     for n in $nodes; do cp "$work/node$n/patroni.log" "/tmp/ledgerd-patroni-drill-last/patroni$n.log" 2>/dev/null; done
     echo "drill: logs kept in /tmp/ledgerd-patroni-drill-last" >&2
   fi
