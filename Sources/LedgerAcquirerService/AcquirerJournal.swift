@@ -121,10 +121,40 @@ struct AcquirerJournal: Sendable {
         return nil
     }
 
-    /// Appends `rows` in one statement (one transaction): all or none.
+    /// The durability barrier (acquirer 0005): one statement that writes the barrier row and commits. It returns once
+    /// its commit is as durable as the cluster makes commits (with a synchronous standby: once the standby has it), and
+    /// with it every commit before it that this session could have read: a journal row whose own wait for the standby
+    /// was cut short is then either on the standby or the barrier has not returned.
+    func barrier() async throws {
+        let logger = self.logger
+        try await committed { connection in
+            let rows = try await connection.query(
+                "UPDATE acquirer.durability_barrier SET barriers = barriers + 1 WHERE singleton RETURNING barriers",
+                logger: logger
+            )
+            for try await _ in rows { return }
+            throw JournalError("acquirer.durability_barrier has no row")
+        }
+    }
+
+    /// Appends `rows` in one transaction: all or none, answered once committed (``committed(_:)``).
     func append(_ rows: [Row]) async throws {
         guard !rows.isEmpty else { return }
-        try await client.query(Self.appendQuery(rows), logger: logger)
+        let (query, logger) = (Self.appendQuery(rows), logger)
+        try await committed { connection in try await connection.query(query, logger: logger) }
+    }
+
+    /// Runs `body` in an explicit transaction, bounded by the pool's statement deadline. Not one statement on its own:
+    /// when the backend of an implicit transaction is terminated while its commit waits for the synchronous standby,
+    /// the statement's completion (sent before the commit, at the protocol's Sync) still reaches the client, which takes
+    /// it as success though only the primary has the commit (AcquirerDurabilityTests shows it). A COMMIT statement is
+    /// answered only after its wait; a terminated one is not answered at all.
+    private func committed(_ body: @escaping @Sendable (PostgresConnection) async throws -> Void) async throws {
+        let (client, logger) = (self.client, self.logger)
+        let work: @Sendable () async throws -> Void = {
+            try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+        }
+        if let deadline = client.statementDeadline { try await withDeadline(deadline, work) } else { try await work() }
     }
 
     /// Appends `rows` on `connection` (inside its transaction).

@@ -66,6 +66,11 @@ public struct AcquirerServiceConfiguration: Sendable {
     /// Journal growth (commands) after which a snapshot of the model is stored (0: never); see
     /// ``DurableAcquirerModel/open(client:seed:configuration:clock:logger:snapshotEvery:useSnapshots:)``.
     public var snapshotEvery: Int64
+    /// Most time one statement of the journal's pool may take before it fails (the model then rebuilds from the
+    /// journal); the supervising ledger passes its own (`statement_timeout` + 2 s). A statement sent as its connection
+    /// died is otherwise never answered (PostgresNIO), and the model, which journals one batch at a time, would wait
+    /// for it forever: the failover drill saw the acquirer stop answering after a PostgreSQL SIGKILL.
+    public var databaseDeadline: Duration
 
     public init(
         secrets: AcquirerSecrets,
@@ -78,7 +83,8 @@ public struct AcquirerServiceConfiguration: Sendable {
         migrationsDirectory: URL,
         announce: Bool = false,
         exitWithStandardInput: Bool = false,
-        snapshotEvery: Int64 = 100_000
+        snapshotEvery: Int64 = 100_000,
+        databaseDeadline: Duration = .seconds(32)
     ) {
         self.secrets = secrets
         self.host = host
@@ -91,6 +97,7 @@ public struct AcquirerServiceConfiguration: Sendable {
         self.announce = announce
         self.exitWithStandardInput = exitWithStandardInput
         self.snapshotEvery = snapshotEvery
+        self.databaseDeadline = databaseDeadline
     }
 }
 
@@ -112,11 +119,13 @@ public enum AcquirerServer {
             if !report.applied.isEmpty { logger.info("acquirer migrations applied", metadata: ["applied": "\(report.applied)"]) }
         }
         let database = try DatabaseURL(configuration.secrets.databaseURL).hosts.updating { $0.options.maximumConnections = 8 }
-        // Several hosts (a failover pair): watched, so that the pool follows the primary as the ledger's does.
+        // Watched and bounded as the ledger's pool is: with several hosts (a failover pair) it follows the primary; with
+        // one (a proxy in front of a Patroni cluster) a dead host fails statements at once and a fresh pool takes over.
         let client = DatabaseClient(
             hosts: database,
             backgroundLogger: logger,
-            watch: database.candidates.count > 1 ? .init() : nil
+            watch: .init(),
+            statementDeadline: configuration.databaseDeadline
         )
         var clock: @Sendable () -> Date = { Date() }
         if let micros = configuration.clockOffsetMicroseconds {

@@ -78,6 +78,8 @@ public actor DurableAcquirerModel {
     ) async throws -> DurableAcquirerModel {
         let journal = AcquirerJournal(client: client, logger: logger)
         let recorded = try await journal.model(seed: seed, configuration: configuration)
+        // What is read from here on is durable (acquirer 0005): no row a failover could still take back is replayed.
+        try await journal.barrier()
         if recorded.seed != seed || recorded.configuration != configuration {
             logger.warning("the acquirer journal was started with another seed or configuration; using the journal's")
         }
@@ -358,7 +360,12 @@ public actor DurableAcquirerModel {
             return nil
         }
         let stored: [String: (command: JournalCommand, reply: AcquirerReply)]
-        do { stored = try await journal.answers(for: keys) } catch {
+        do {
+            stored = try await journal.answers(for: keys)
+            // A retry answered from a stored row is answered only once that row is durable (acquirer 0005): the first
+            // attempt's INSERT may have failed after committing on the primary alone.
+            if !stored.isEmpty { try await journal.barrier() }
+        } catch {
             logger.error("acquirer journal lookup failed", metadata: ["error": "\(String(reflecting: error))"])
             for request in batch { request.continuation.resume(returning: Self.unavailable) }
             return
@@ -486,7 +493,11 @@ public actor DurableAcquirerModel {
         }
     }
 
+    /// Rebuilds the model from the journal after a failed append. The barrier first (acquirer 0005): the failed INSERT
+    /// may have committed on the primary alone, visible here though no standby has it, and a failover would lose it;
+    /// replaying it would put into the model a command the journal may later not hold, and the next row would leave a gap.
     private func reload() async throws {
+        try await journal.barrier()
         let loaded = try await Self.load(journal: journal, recorded: (seed, configuration), useSnapshots: useSnapshots)
         (state, lastSeq) = (loaded.state, loaded.snapshotSeq)
         try await replayJournal(finishedStored: finishedStored)

@@ -70,6 +70,7 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
             logLevel: configuration.logLevel.rawValue,
             clockOffsetMicroseconds: clockOffsetMicroseconds,
             wireFaults: configuration.acquirerWireFaults,
+            databaseDeadline: configuration.databaseDeadline,
             acquirer: acquirer,
             logger: logger
         )
@@ -104,6 +105,7 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
             logLevel: logLevel,
             clockOffsetMicroseconds: clockOffsetMicroseconds,
             wireFaults: nil,
+            databaseDeadline: nil,
             acquirer: acquirer,
             logger: logger
         )
@@ -118,6 +120,7 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
         logLevel: String,
         clockOffsetMicroseconds: Int64?,
         wireFaults: String?,
+        databaseDeadline: Duration?,
         acquirer: @escaping (String) -> HTTPAcquirer,
         logger: Logger
     ) throws -> (AcquirerSupervisor, HTTPAcquirer) {
@@ -138,6 +141,10 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
         // "=": the offset may be negative, and "-…" alone would read as a flag.
         if let clockOffsetMicroseconds { arguments += ["--clock-offset-microseconds=\(clockOffsetMicroseconds)"] }
         if let wireFaults { arguments += ["--wire-faults", wireFaults] }
+        if let databaseDeadline {
+            let milliseconds = databaseDeadline.components.seconds * 1000 + databaseDeadline.components.attoseconds / 1_000_000_000_000_000
+            arguments += ["--database-deadline-milliseconds", String(milliseconds)]
+        }
         let first = try launch(arguments: arguments, port: 0, logger: logger)
         let client = acquirer("http://127.0.0.1:\(first.port)")
         let endpointFile = directory.appendingPathComponent("endpoint")

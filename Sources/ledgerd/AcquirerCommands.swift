@@ -43,6 +43,8 @@ struct AcquirerCommand: AsyncParsableCommand {
         @Option(help: "Microseconds added to the wall clock (rehearsals; the supervising ledger sets it).") var clockOffsetMicroseconds: Int64?
         @Option(help: "Journal growth (commands) after which a snapshot of the model is stored, so a start replays only the tail; 0 = never.")
         var snapshotEvery: Int64 = 100_000
+        @Option(help: "Most milliseconds one statement of the journal's pool may take before it fails (the supervising ledger passes its own).")
+        var databaseDeadlineMilliseconds: Int64 = 32_000
         @Flag(help: "Print the port once serving (for a supervising ledger).") var announce = false
         @Flag(help: "Exit when standard input closes (the supervising ledger died).") var exitWithStdin = false
 
@@ -79,7 +81,8 @@ struct AcquirerCommand: AsyncParsableCommand {
                 migrationsDirectory: migrations,
                 announce: announce,
                 exitWithStandardInput: exitWithStdin,
-                snapshotEvery: snapshotEvery
+                snapshotEvery: snapshotEvery,
+                databaseDeadline: .milliseconds(max(databaseDeadlineMilliseconds, 1))
             )
             try await AcquirerServer.run(configuration, logger: logger)
         }

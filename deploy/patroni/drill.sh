@@ -92,7 +92,9 @@ feed_reader() {  # feed_reader PORT: GET /events of one daemon (an auditor's fee
     page=$(curl -sf -m 15 -H "Authorization: Bearer $au" "http://127.0.0.1:$port/events?after=$after&limit=200" || true)
     next=$(printf '%s' "$page" | jq -r '.events // [] | last | .position // empty' 2>/dev/null || true)
     if [ -n "$next" ]; then
-      printf '%s' "$page" | jq -r '.events[] | "\(.position) \(.hash)"' | tee -a "$work/feed" | sed "s/^/$(now_ms) /" >>"$work/feed.$port"
+      # Each reader its own file: two readers appending pages to one file interleaved their lines (a run once
+      # recorded 0 positions served because the diff could not read a line cut in two).
+      printf '%s' "$page" | jq -r '.events[] | "\(.position) \(.hash)"' | sed "s/^/$(now_ms) /" >>"$work/feed.$port"
       after=$next
     else
       sleep 0.3
@@ -101,12 +103,20 @@ feed_reader() {  # feed_reader PORT: GET /events of one daemon (an auditor's fee
 }
 
 # --- measuring ---
+fed() {  # "position hash" of every event a feed reader was served (each reader's file: "ms position hash")
+  local port
+  for port in $ports; do { cat "$work/feed.$port" 2>/dev/null || true; } | awk 'NF == 3 {print $2, $3}'; done
+}
+delivered() {  # "position hash" of every delivery the webhook consumer took
+  { cat "$work/webhook" 2>/dev/null || true; } | awk 'NF == 3 {print $2, $3}'
+}
 all_attempts() { { cat "$work"/attempts.* 2>/dev/null || true; } | sort -n -k2; }
 unavailable_since() {  # unavailable_since T0_MS [T1_MS]: the longest time without an acknowledged payment in [T0, T1]
-  all_attempts | awk -v t0="$1" -v t1="${2:-99999999999999}" '
+  # (T1: now by default; a stretch from the last acknowledgement to T1 counts, so a service that never came back shows)
+  all_attempts | awk -v t0="$1" -v t1="${2:-$(now_ms)}" '
     $3 == "pay" && $4 ~ /^2/ && $2 > t0 && $2 <= t1 { if ($2 - last > gap) gap = $2 - last; last = $2 }
     BEGIN { last = t0; gap = 0 }
-    END { printf "%.2f", gap / 1000 }'
+    END { if (t1 - last > gap) gap = t1 - last; printf "%.2f", gap / 1000 }'
 }
 gap_window() {  # gap_window T0_MS: "start end" (ms) of the longest time without an acknowledged payment from T0 on
   all_attempts | awk -v t0="$1" '
@@ -142,6 +152,18 @@ at_fault() {  # at_fault LABEL T0_MS
   step "$label: at the fault: $before payments acknowledged in the 5 s before it, $inflight in flight (begun before, answered after: $(all_attempts | awk -v t="$t0" '$3 == "pay" && $1 <= t && $2 > t {print $4}' | sort | uniq -c | awk '{printf "%s×%s ", $2, $1}'))"
   [ "$before" -gt 0 ] || { echo "$label: no payment acknowledged in the 5 s before the fault (a loss of 0 would prove little)"; failed=1; }
   [ "$inflight" -gt 0 ] || { echo "$label: no payment in flight at the fault"; failed=1; }
+}
+
+# When payments do not come back: what the acquirer's journal (in the same database) holds at its end, for the logs.
+no_resume() {  # no_resume LABEL MESSAGE
+  local l
+  echo "$1: $2"
+  failed=1
+  l=$(leader_node)
+  [ -n "$l" ] || return 0
+  psql -h 127.0.0.1 -p "${pg_port[$l]}" -U postgres -d ledger -Xq \
+    -c "SELECT seq, at_us, xmin::text, idempotency_key, status FROM acquirer.journal WHERE seq > (SELECT max(seq) - 40 FROM acquirer.journal) ORDER BY seq" \
+    -c "SELECT count(*), min(seq), max(seq) FROM acquirer.journal" >"$work/check-journal-$1.txt" 2>&1 || true
 }
 
 # Every acknowledged payment and capture on the leader, and the chain verified there.
@@ -248,7 +270,7 @@ scenario_kill() {  # scenario_kill node|pg LABEL
   t_new=$(now_ms)
   [ -n "$o" ] && [ "$o" != "$l" ] || { echo "$label: no other node became the leader"; failed=1; }
   step "$label: node$o is the leader ($(( t_new - t0 )) ms after the kill)"
-  wait_acks_after "$t_new" 60 || { echo "$label: no payment acknowledged after the failover"; failed=1; }
+  wait_acks_after "$t_new" 60 || no_resume "$label" "no payment acknowledged after the failover"
   if [ "$kind" = node ]; then sleep 1; patroni_start "$l"; step "$label: Patroni restarted on node$l (it rejoins: pg_rewind)"; fi
   until_true 120 rejoined "$l" || { echo "$label: node$l did not rejoin as a replica"; failed=1; }
   step "$label: node$l rejoined as the synchronous standby ($(( $(now_ms) - t0 )) ms after the kill)"
@@ -271,7 +293,7 @@ scenario_switchover() {
   for _ in $(seq 1 120); do [ "$(leader_node)" = "$o" ] && break; sleep 0.25; done
   t_new=$(now_ms)
   [ "$(leader_node)" = "$o" ] || { echo "$label: node$o did not become the leader"; printf '%s\n' "$out"; failed=1; }
-  wait_acks_after "$t_new" 60 || { echo "$label: no payment acknowledged after the switchover"; failed=1; }
+  wait_acks_after "$t_new" 60 || no_resume "$label" "no payment acknowledged after the switchover"
   until_true 120 rejoined "$l" || { echo "$label: node$l did not rejoin as a replica"; failed=1; }
   step "$label: node$l rejoined as the synchronous standby ($(( $(now_ms) - t0 )) ms after the command)"
   fence_finish "$label" "$l" "$t_new"
@@ -305,7 +327,7 @@ scenario_standby_loss() {
   for s in $(replica_nodes "$l"); do patroni_start "$s"; done
   until_true 120 healthy || { echo "$label: the standbys did not rejoin"; failed=1; }
   step "$label: standbys streaming again ($(( $(now_ms) - t_back )) ms after their restart)"
-  wait_acks_after "$(now_ms)" 60 || { echo "$label: payments did not resume"; failed=1; }
+  wait_acks_after "$(now_ms)" 60 || no_resume "$label" "payments did not resume"
   if [ "$strict" = true ]; then
     echo "acknowledged by the primary alone: $alone (synchronous_mode_strict on: must be 0)"
     [ "$alone" = 0 ] || failed=1
@@ -350,13 +372,13 @@ scenario_cancelled_commit() {
   t_new=$(now_ms)
   [ -n "$o" ] && [ "$o" != "$l" ] || { echo "$label: no other node became the leader"; failed=1; patroni_start "$l"; return; }
   step "$label: node$o is the leader ($(( t_new - t0 )) ms after the freeze)"
-  wait_acks_after "$t_new" 60 || { echo "$label: no payment acknowledged after the failover"; failed=1; }
+  wait_acks_after "$t_new" 60 || no_resume "$label" "no payment acknowledged after the failover"
   sleep 1; patroni_start "$l"
   until_true 120 rejoined "$l" || { echo "$label: node$l did not rejoin as a replica"; failed=1; }
   fence_finish "$label" "$l" "$t_new"
   failovers=$((failovers + 1))
   # The stranded positions against the new leader's chain, and against what every feed reader was served.
-  { grep -hE '^[0-9]+ [0-9a-f]+$' "$work/feed" 2>/dev/null || true; awk '{print $2, $3}' "$work/webhook" 2>/dev/null || true; } >"$work/feed.now"
+  { fed; delivered; } >"$work/feed.now"
   psql -h 127.0.0.1 -p "${pg_port[$o]}" -U postgres -d ledger -Xq <<SQL >"$work/check-$label.txt" 2>&1 || true
 CREATE TEMP TABLE stranded (position bigint, hash text);
 CREATE TEMP TABLE served (position bigint, hash text);
@@ -402,6 +424,7 @@ scenario_etcd_quorum() {
   wait_healthy 120 || { echo "$label: the cluster is not healthy before the scenario"; failed=1; return; }
   l=$(leader_node)
   : >"$work/roles"
+  rm -f "$work/roles-stop"
   (  # every 250 ms: is each node a primary (in recovery: f)? Two at once would be split brain.
     while [ ! -e "$work/roles-stop" ]; do
       line=$(now_ms)
@@ -431,11 +454,12 @@ scenario_etcd_quorum() {
   step "$label: e2 and e3 restarted; payments while without quorum after the demotion: $after ($(statuses_between "$t_demoted" "$t_back"))"
   [ "$after" = 0 ] || { echo "$label: payments were acknowledged with no leader"; failed=1; }
   until_true 120 healthy || { echo "$label: no healthy cluster after quorum returned"; failed=1; }
-  wait_acks_after "$t_back" 60 || { echo "$label: payments did not resume"; failed=1; }
+  wait_acks_after "$t_back" 60 || no_resume "$label" "payments did not resume"
   touch "$work/roles-stop"; wait "$sampler" 2>/dev/null || true
   both=$(awk '{ p = 0; for (i = 2; i <= NF; i++) if ($i == "f") p++; if (p > 1) print }' "$work/roles" | wc -l)
   step "$label: leader again: node$(leader_node), service back $(( $(now_ms) - t_back )) ms after quorum returned; samples with two primaries: $both of $(wc -l <"$work/roles")"
   [ "$both" = 0 ] || { echo "$label: SPLIT BRAIN: two primaries at once"; failed=1; }
+  [ "$(wc -l <"$work/roles")" -gt 0 ] || { echo "$label: the roles were never sampled"; failed=1; }
   record etcd-quorum "$(unavailable_since "$t0")"
   at_fault "$label" "$t0"
   check_ledger "$label"
@@ -517,7 +541,7 @@ wait_healthy 60 || true
 check_ledger final
 l=$(leader_node)
 [ -n "$l" ] || { echo "no leader at the end"; failed=1; l=1; }
-sort -n -u "$work/feed" 2>/dev/null >"$work/feed.sorted" || : >"$work/feed.sorted"
+fed | sort -n -u >"$work/feed.sorted"
 psql -h 127.0.0.1 -p "${pg_port[$l]}" -U postgres -d ledger -Xq <<SQL >"$work/check-feed.txt" 2>&1 || true
 CREATE TEMP TABLE served (position bigint, hash text);
 \copy served FROM '$work/feed.sorted' WITH (DELIMITER ' ')
@@ -534,9 +558,11 @@ missing=$(sed -n 's/^feed_missing //p' "$work/check-feed.txt")
 other=$(sed -n 's/^feed_other_contents //p' "$work/check-feed.txt")
 twice=$(sed -n 's/^feed_twice_differently //p' "$work/check-feed.txt")
 step "feed readers (/events of each daemon, reads: ${reads}): ${served:-?} positions served; not in the final chain: ${missing:-?}; other contents than the final chain: ${other:-?}; one position served twice differently: ${twice:-?}; final head $(sed -n 's/^final_head //p' "$work/check-feed.txt")"
+! grep -q ERROR "$work/check-feed.txt" || { echo "the feed's diff did not run"; cat "$work/check-feed.txt"; failed=1; }
+[ "${served:-0}" -gt 0 ] || { echo "the feed readers were served nothing"; failed=1; }
 [ "${missing:-x}" = 0 ] && [ "${other:-x}" = 0 ] && [ "${twice:-x}" = 0 ] || { echo "the feed served positions the final chain does not hold as served"; cat "$work/check-feed.txt"; failed=1; }
 # The webhook consumer's deliveries, the same way (and none refused for its signature or body).
-awk '{print $2, $3}' "$work/webhook" 2>/dev/null | sort -n -u >"$work/webhook.sorted" || : >"$work/webhook.sorted"
+delivered | sort -n -u >"$work/webhook.sorted"
 psql -h 127.0.0.1 -p "${pg_port[$l]}" -U postgres -d ledger -Xq <<SQL >"$work/check-webhook.txt" 2>&1 || true
 CREATE TEMP TABLE delivered (position bigint, hash text);
 \copy delivered FROM '$work/webhook.sorted' WITH (DELIMITER ' ')
@@ -555,6 +581,7 @@ htwice=$(sed -n 's/^hook_twice_differently //p' "$work/check-webhook.txt")
 hforeign=$(sed -n 's/^hook_not_subscribed //p' "$work/check-webhook.txt")
 hbad=$({ cat "$work/webhook.bad" 2>/dev/null || true; } | wc -l)
 step "webhook consumer: ${delivered:-?} positions delivered ($(wc -l <"$work/webhook" 2>/dev/null || echo 0) deliveries, at least once); not in the final chain: ${hmissing:-?}; other contents: ${hother:-?}; one position delivered twice differently: ${htwice:-?}; of a type not subscribed: ${hforeign:-?}; refused (bad signature or body): $hbad"
+! grep -q ERROR "$work/check-webhook.txt" || { echo "the webhook's diff did not run"; cat "$work/check-webhook.txt"; failed=1; }
 [ "${delivered:-0}" -gt 0 ] || { echo "the webhook consumer received nothing"; failed=1; }
 [ "${hmissing:-x}" = 0 ] && [ "${hother:-x}" = 0 ] && [ "${htwice:-x}" = 0 ] && [ "${hforeign:-x}" = 0 ] && [ "$hbad" = 0 ] ||
   { echo "the webhook delivered positions the final chain does not hold as delivered"; cat "$work/check-webhook.txt"; failed=1; }
