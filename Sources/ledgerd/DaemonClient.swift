@@ -95,7 +95,11 @@ enum DaemonClient {
             if let first = error.connectionErrors.first { return unreachable(first.error) }
             return ("cannot connect", false)
         case let error as IOError:
-            return (error.errnoCode == ECONNREFUSED ? "connection refused" : "network error (\(error))", false)
+            switch error.errnoCode {
+            case ECONNREFUSED: return ("connection refused", false)
+            case ECONNRESET, EPIPE: return ("the connection was closed", true)
+            default: return ("network error (\(error))", true)
+            }
         case is ChannelError:
             return ("the connection failed (\(error))", true)
         case is NIOSSLError, is BoringSSLError:
