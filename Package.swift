@@ -37,6 +37,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
+        // The runtime of the types and client generated from the ledger API's document (Sources/LedgerAPI/Generated/,
+        // deploy/openapi/generate-swift.sh), and the client's transport on AsyncHTTPClient for the CLI.
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
     ],
     targets: [
         // `@MemberwiseInit`: the public memberwise initializer Swift synthesizes only internally (compile time only).
@@ -161,8 +165,14 @@ let package = Package(
             ]
         ),
         // The ledger's API contract: the Codable wire types of its replies, in the API's one JSON form, which the
-        // routes encode and the CLI and the tests decode. No HTTP server: the CLI links this, not Hummingbird.
-        .target(name: "LedgerAPI", dependencies: ["LedgerCore", "LedgerServices"], exclude: ["openapi.yaml"]),
+        // routes encode and the CLI and the tests decode; and Generated/, the types and the client that
+        // swift-openapi-generator made from openapi.yaml (committed; deploy/openapi/generate-swift.sh, checked in CI),
+        // which the CLI calls the daemon through. No HTTP server: the CLI links this, not Hummingbird.
+        .target(
+            name: "LedgerAPI",
+            dependencies: ["LedgerCore", "LedgerServices", .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")],
+            exclude: ["openapi.yaml"]
+        ),
         // HTTP edge: routes, the one ServiceError → HTTP mapping, auth, request metrics.
         .target(
             name: "LedgerHTTP",
@@ -222,7 +232,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // The CLI; its back-office commands decode the daemon's replies as LedgerAPI's wire types (no Hummingbird here).
+        // The CLI; its back-office commands call the daemon through LedgerAPI's generated client, on AsyncHTTPClient
+        // (no Hummingbird here).
         .executableTarget(
             name: "ledgerd",
             dependencies: [
@@ -230,6 +241,13 @@ let package = Package(
                 "LedgerCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                // Only to tell why the daemon could not be reached (a refused connection, an unknown host, TLS).
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // Pure test helpers: the decider given/when/then spec and the seeded property-test generator.

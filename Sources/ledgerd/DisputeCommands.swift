@@ -2,10 +2,7 @@ import ArgumentParser
 import Foundation
 import LedgerAPI
 import LedgerApp
-
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import LedgerCore
 
 /// `ledgerd disputes list [--status S] [--due-before TIME] [--json]`: the disputes of a running
 /// daemon (`GET /disputes`), one line each, soonest deadline first.
@@ -20,32 +17,35 @@ struct Disputes: AsyncParsableCommand {
         @Flag(help: "Print the reply as JSON.") var json = false
         @OptionGroup var connection: Order.Connection
 
+        func validate() throws {
+            if let status, Components.Schemas.DisputeStatus(rawValue: status) == nil {
+                throw ValidationError("--status is one of " + Components.Schemas.DisputeStatus.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            if let dueBefore, RFC3339.micros(dueBefore) == nil { throw ValidationError("--due-before is an RFC 3339 time") }
+        }
+
         func run() async throws {
-            var components = URLComponents()
-            var query: [URLQueryItem] = []
-            if let status { query.append(URLQueryItem(name: "status", value: status)) }
-            if let dueBefore { query.append(URLQueryItem(name: "due_before", value: dueBefore)) }
-            components.path = "/disputes"
-            components.queryItems = query.isEmpty ? nil : query
-            // `+` is a space in a query: spell it out (a time zone offset such as +02:00).
-            let path = (components.string ?? "/disputes").replacingOccurrences(of: "+", with: "%2B")
-            let (status, data) = try await connection.get(path)
-            guard (200..<300).contains(status), let reply = try? WireJSON.decode(DisputeListReply.self, from: data) else {
-                print(String(decoding: data, as: UTF8.self))
-                throw ExitCode(1)
+            let query = Operations.ListDisputes.Input.Query(
+                status: status.flatMap(Components.Schemas.DisputeStatus.init(rawValue:)),
+                dueBefore: dueBefore.flatMap(RFC3339.micros).map { Date(timeIntervalSince1970: TimeInterval($0) / 1_000_000) }
+            )
+            let answer: Answer<Operations.ListDisputes.Output.Ok.Body.JsonPayload> = try await connection.withClient { client in
+                switch try await client.listDisputes(query: query) {
+                case .ok(let ok): .ok(try ok.body.json)
+                case .badRequest(let refusal): .refused(400, refusal)
+                case .unauthorized(let refusal): .refused(401, refusal)
+                case .undocumented(let status, let payload): .undocumented(status: status, payload.body)
+                }
             }
-            if json {
-                print(String(decoding: data, as: UTF8.self))
-                return
-            }
-            print(Self.table(reply))
+            guard case .ok(let reply) = answer else { try await answer.fail() }
+            print(json ? try WireJSON.encode(reply) : Self.table(reply.disputes))
         }
 
         /// One line per dispute under a header.
-        static func table(_ reply: DisputeListReply) -> String {
+        static func table(_ disputes: [Components.Schemas.Dispute]) -> String {
             let header = ["DISPUTE", "ORDER", "STATUS", "REASON", "AMOUNT", "DUE"]
-            let rows = reply.disputes.map { d in
-                [d.dispute_id, d.order_id, d.status, "\(d.network) \(d.reason_code)", "\(d.amount) \(d.currency)", d.due_at ?? "-"]
+            let rows = disputes.map { d in
+                [d.disputeId, d.orderId, d.status.rawValue, "\(d.network) \(d.reasonCode)", "\(d.amount) \(d.currency)", d.dueAt ?? "-"]
             }
             if rows.isEmpty { return "no disputes" }
             let widths = header.indices.map { i in ([header] + rows).map { $0[i].count }.max() ?? 0 }
@@ -54,17 +54,5 @@ struct Disputes: AsyncParsableCommand {
             }
             return ([line(header)] + rows.map(line)).joined(separator: "\n")
         }
-    }
-}
-
-extension Order.Connection {
-    /// GETs `path` with the operator key; returns the status and the reply.
-    func get(_ path: String) async throws -> (status: Int, body: Data) {
-        var request = try request(path, data: Data(), contentType: "application/json")
-        request.httpMethod = "GET"
-        request.httpBody = nil
-        request.setValue(nil, forHTTPHeaderField: "Content-Type")
-        let (data, response) = try await Self.reaching(request) { [request] in try await URLSession.shared.data(for: request) }
-        return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
     }
 }

@@ -1,11 +1,11 @@
 import ArgumentParser
-import AsyncHTTPClient
 import Foundation
+import LedgerAPI
 import LedgerApp
 import LedgerCore
 import LedgerPostgres
 import LedgerServices
-import NIOCore
+import OpenAPIRuntime
 
 /// `ledgerd tail [--after N] [--type T]`: the live feed (`GET /events/stream`) of a running daemon,
 /// one event's JSON per line, following new commits until interrupted. It reconnects after a lost
@@ -31,67 +31,69 @@ struct Tail: AsyncParsableCommand {
 
     func run() async throws {
         let key = try apiKey ?? APIKeys.operatorKey(for: common.configuration())
-        let client = HTTPClient.shared
-        var position: Int64
-        if fromStart {
-            position = 0
-        } else if let after {
-            position = after
-        } else {
-            position = try await head(client, key: key)
-        }
-        var printed = 0
-        while true {
-            var query = "after=\(position)"
-            let types = type.flatMap { $0.split(separator: ",").map(String.init) }
-            if !types.isEmpty { query += "&type=" + types.joined(separator: ",") }
-            if let streamPrefix, let escaped = streamPrefix.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) {
-                query += "&stream_prefix=" + escaped
+        let types = type.flatMap { $0.split(separator: ",").map(String.init) }
+        // A stream is endless: its deadline is a year away; a lost connection is taken up again a second later.
+        try await DaemonClient.with(baseURL: url, key: key, timeout: .hours(24 * 365)) { client in
+            var position: Int64
+            if fromStart {
+                position = 0
+            } else if let after {
+                position = after
+            } else {
+                position = try await head(client)
             }
-            var request = HTTPClientRequest(url: "\(url)/events/stream?\(query)")
-            request.headers.add(name: "Authorization", value: "Bearer \(key)")
-            request.headers.add(name: "Accept", value: "text/event-stream")
-            if position > 0 { request.headers.add(name: "Last-Event-ID", value: String(position)) }
-            do {
-                let response = try await client.execute(request, timeout: .hours(24 * 365))
-                guard response.status.code == 200 else {
-                    let body = try await response.body.collect(upTo: 64 * 1024)
-                    FileHandle.standardError.write(Data("ledgerd tail: \(response.status.code) \(String(buffer: body))\n".utf8))
-                    throw ExitCode(1)
-                }
-                var parser = ServerSentEvents.Parser()
-                for try await chunk in response.body {
-                    var out = ""
-                    for message in parser.feed(chunk.readableBytesView) {
-                        guard let id = message.id.flatMap(Int64.init) else { continue }
-                        position = id
-                        out += message.data + "\n"
-                        printed += 1
-                        if let count, printed >= count { break }
+            var printed = 0
+            while true {
+                do {
+                    let output = try await client.streamEvents(
+                        query: .init(after: Int(position), _type: types.isEmpty ? nil : types.joined(separator: ","), streamPrefix: streamPrefix),
+                        headers: .init(lastEventID: position > 0 ? String(position) : nil)
+                    )
+                    let refusal: Answer<Void>
+                    switch output {
+                    case .ok(let ok):
+                        for try await message in try ok.body.textEventStream.asDecodedServerSentEvents() {
+                            guard let id = message.id.flatMap(Int64.init), let data = message.data else { continue }
+                            position = id
+                            FileHandle.standardOutput.write(Data((data + "\n").utf8))
+                            printed += 1
+                            if let count, printed >= count { return }
+                        }
+                        continue
+                    case .badRequest(let r): refusal = .refused(400, r)
+                    case .unauthorized(let r): refusal = .refused(401, r)
+                    case .tooManyRequests(let r): refusal = .refused(429, r)
+                    case .undocumented(let status, let payload): refusal = .undocumented(status: status, payload.body)
                     }
-                    if !out.isEmpty { FileHandle.standardOutput.write(Data(out.utf8)) }
-                    if let count, printed >= count { return }
+                    FileHandle.standardError.write(Data("ledgerd tail: \(try await refusal.text())\n".utf8))
+                    throw ExitCode(1)
+                } catch let error as ExitCode {
+                    throw error
+                } catch {
+                    FileHandle.standardError.write(Data("ledgerd tail: \(error); reconnecting after position \(position)\n".utf8))
                 }
-            } catch let error as ExitCode {
-                throw error
-            } catch {
-                FileHandle.standardError.write(Data("ledgerd tail: \(error); reconnecting after position \(position)\n".utf8))
+                try await Task.sleep(for: .seconds(1))
             }
-            try await Task.sleep(for: .seconds(1))
         }
     }
 
     /// The ledger's head as the daemon's audited reads see it: the `Ledger-Position` of an empty page of the feed.
-    func head(_ client: HTTPClient, key: String) async throws -> Int64 {
-        var request = HTTPClientRequest(url: "\(url)/events?after=\(Int64.max)&limit=1")
-        request.headers.add(name: "Authorization", value: "Bearer \(key)")
-        let response = try await client.execute(request, timeout: .seconds(30))
-        let body = try await response.body.collect(upTo: 64 * 1024)
-        guard response.status.code == 200, let head = response.headers.first(name: "Ledger-Position").flatMap(Int64.init) else {
-            FileHandle.standardError.write(Data("ledgerd tail: \(response.status.code) \(String(buffer: body))\n".utf8))
-            throw ExitCode(1)
+    func head(_ client: Client) async throws -> Int64 {
+        let refusal: Answer<Void>
+        switch try await client.listEvents(query: .init(after: Int(Int64.max), limit: 1)) {
+        case .ok(let ok):
+            guard let head = ok.headers.ledgerPosition.flatMap(Int64.init) else {
+                FileHandle.standardError.write(Data("ledgerd tail: the feed's page has no Ledger-Position\n".utf8))
+                throw ExitCode(1)
+            }
+            return head
+        case .badRequest(let r): refusal = .refused(400, r)
+        case .unauthorized(let r): refusal = .refused(401, r)
+        case .serviceUnavailable(let r): refusal = .refused(503, r)
+        case .undocumented(let status, let payload): refusal = .undocumented(status: status, payload.body)
         }
-        return head
+        FileHandle.standardError.write(Data("ledgerd tail: \(try await refusal.text())\n".utf8))
+        throw ExitCode(1)
     }
 }
 

@@ -1,13 +1,11 @@
 import ArgumentParser
 import Foundation
+import LedgerAPI
 import LedgerApp
 import LedgerBench
 import LedgerCore
 import LedgerServices
-
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import NIOCore
 
 /// `ledgerd order capture|increment|void|refund|ship ORDER …`: the back-office hold operations,
 /// sent to a running daemon's API with an operator key. They go through the daemon because it is
@@ -26,19 +24,6 @@ struct Order: AsyncParsableCommand {
         @Option(help: "Operator API key (default: LEDGERD_API_KEY, the first of LEDGERD_OPERATOR_KEYS, or the embedded daemon's api-keys.json).")
         var apiKey: String?
 
-        /// POSTs a JSON body to `path` with the operator key; returns the status and the reply.
-        func post(_ path: String, body: [String: Any], idempotencyKey: String? = nil) async throws -> (status: Int, body: Data) {
-            let data = try JSONSerialization.data(withJSONObject: body)
-            return try await post(path, data: data, contentType: "application/json", idempotencyKey: idempotencyKey)
-        }
-
-        /// POSTs raw bytes to `path` with the operator key; returns the status and the reply.
-        func post(_ path: String, data body: Data, contentType: String, idempotencyKey: String? = nil) async throws -> (status: Int, body: Data) {
-            let request = try request(path, data: body, contentType: contentType, idempotencyKey: idempotencyKey)
-            let (data, response) = try await Self.reaching(request) { try await URLSession.shared.data(for: request) }
-            return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
-        }
-
         /// The daemon's base URL: `--url`, else `LEDGERD_URL`, else `http://` (`https://` when
         /// `LEDGERD_TLS_CERTIFICATE` is set) + `LEDGERD_HOST` (a wildcard bind means this machine) + `:LEDGERD_PORT`.
         func baseURL() throws -> String {
@@ -50,49 +35,15 @@ struct Order: AsyncParsableCommand {
             return "\(configuration.tlsCertificatePath == nil ? "http" : "https")://\(shown):\(configuration.port)"
         }
 
-        /// Runs `body`; a failure to reach the daemon at all becomes one line on standard error and exit 1. When the
-        /// request may have reached the daemon (no answer, or the connection closed before it) and carries an
-        /// `Idempotency-Key`, the line names the key to send again: the same key cannot apply the operation twice.
-        static func reaching<T>(_ request: URLRequest, _ body: () async throws -> T) async throws -> T {
-            do {
-                return try await body()
-            } catch let error as URLError {
-                let base = request.url.map { "\($0.scheme ?? "http")://\($0.host ?? "")\($0.port.map { ":\($0)" } ?? "")" } ?? "?"
-                let reason: String
-                switch error.code {
-                case .cannotConnectToHost: reason = "connection refused"
-                case .timedOut: reason = "no answer (timed out)"
-                case .cannotFindHost, .dnsLookupFailed: reason = "unknown host"
-                case .networkConnectionLost: reason = "the connection was closed"
-                case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasUnknownRoot:
-                    reason = "TLS failed (plain http to an https daemon, or a certificate this machine does not trust)"
-                default: reason = "network error \(error.code.rawValue)"
-                }
-                var retry = ""
-                if [.timedOut, .networkConnectionLost].contains(error.code), let key = request.value(forHTTPHeaderField: "Idempotency-Key") {
-                    retry = " It may have been applied: run it again with --idempotency-key \(key) (applied once, whatever happened)."
-                }
-                FileHandle.standardError.write(
-                    Data(
-                        "ledgerd: cannot reach the daemon at \(base): \(reason). Is `ledgerd serve` running there? (--url, LEDGERD_URL, LEDGERD_PORT)\(retry)\n"
-                            .utf8
-                    )
-                )
-                throw ExitCode(1)
-            }
-        }
-
-        /// A POST of `body` to `path` with the operator key (and the idempotency key, if any).
-        func request(_ path: String, data body: Data, contentType: String, idempotencyKey: String? = nil) throws -> URLRequest {
+        /// Runs `body` with the generated client for the daemon at ``baseURL()``, sending the operator key
+        /// (``DaemonClient/with(baseURL:key:timeout:idempotencyKey:_:)``).
+        func withClient<T>(
+            timeout: TimeAmount = .minutes(1),
+            idempotencyKey: String? = nil,
+            _ body: (Client) async throws -> T
+        ) async throws -> T {
             let key = try apiKey ?? APIKeys.operatorKey(for: common.configuration())
-            guard let target = URL(string: try baseURL() + path) else { throw ValidationError("invalid URL") }
-            var request = URLRequest(url: target)
-            request.httpMethod = "POST"
-            request.setValue(contentType, forHTTPHeaderField: "Content-Type")
-            request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
-            if let idempotencyKey { request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key") }
-            request.httpBody = body
-            return request
+            return try await DaemonClient.with(baseURL: try baseURL(), key: key, timeout: timeout, idempotencyKey: idempotencyKey, body)
         }
     }
 
@@ -103,16 +54,22 @@ struct Order: AsyncParsableCommand {
         @Option(help: "Idempotency key: the same key and arguments apply once (default: a new key per invocation).")
         var idempotencyKey: String?
 
-        /// POSTs `body` to `/orders/{id}/{operation}`, prints the reply, and fails on a non-2xx status. Without
-        /// `--idempotency-key` the invocation makes its own; when the daemon may have applied it without answering,
-        /// ``Connection/reaching(_:_:)`` names the key to retry with.
-        func send(_ operation: String, order: String, body: [String: Any]) async throws {
-            guard let escaped = order.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) else { throw ValidationError("invalid order id") }
+        /// Sends `operation` with the invocation's idempotency key, prints the reply, and fails on a refusal (exit 2 when
+        /// the issuer declined). Without `--idempotency-key` the invocation makes its own; when the daemon may have applied
+        /// it without answering, ``DaemonClient/reaching(_:idempotencyKey:_:)`` names the key to retry with.
+        func send(_ operation: (Client, _ idempotencyKey: String) async throws -> Answer<HoldReply>) async throws {
             let key = idempotencyKey ?? "cli-\(UUID.newRandomString())"
-            let (status, data) = try await connection.post("/orders/\(escaped)/\(operation)", body: body, idempotencyKey: key)
-            print(String(decoding: data, as: UTF8.self))
-            guard (200..<300).contains(status) else { throw ExitCode(status == 402 ? 2 : 1) }
+            let answer = try await connection.withClient(idempotencyKey: key) { try await operation($0, key) }
+            guard case .ok(let hold) = answer else { try await answer.fail() }
+            print(try WireJSON.encode(hold.reply))
+            if hold.declined { throw ExitCode(2) }
         }
+    }
+
+    /// A hold operation's reply, and whether it is the issuer's decline (402).
+    struct HoldReply {
+        let reply: Components.Schemas.HoldOperationReply
+        let declined: Bool
     }
 
     struct Capture: AsyncParsableCommand {
@@ -122,9 +79,13 @@ struct Order: AsyncParsableCommand {
         @Flag(help: "Final capture: release the rest of the hold.") var final = false
         @OptionGroup var connection: Operation
         func run() async throws {
-            var body: [String: Any] = ["final": final]
-            if let amount { body["amount"] = amount }
-            try await connection.send("capture", order: order, body: body)
+            try await connection.send { client, key in
+                try await client.captureOrder(
+                    path: .init(id: order),
+                    headers: .init(idempotencyKey: key),
+                    body: .json(.init(amount: amount, final: final))
+                ).answer
+            }
         }
     }
 
@@ -133,7 +94,12 @@ struct Order: AsyncParsableCommand {
         @Argument(help: "Order id.") var order: String
         @Option(help: "Amount to add, e.g. 5.00.") var amount: String
         @OptionGroup var connection: Operation
-        func run() async throws { try await connection.send("increment", order: order, body: ["amount": amount]) }
+        func run() async throws {
+            try await connection.send { client, key in
+                try await client.incrementOrder(path: .init(id: order), headers: .init(idempotencyKey: key), body: .json(.init(amount: amount)))
+                    .answer
+            }
+        }
     }
 
     struct Void: AsyncParsableCommand {
@@ -141,7 +107,11 @@ struct Order: AsyncParsableCommand {
         @Argument(help: "Order id.") var order: String
         @Option(help: "Amount (default: all that is open).") var amount: String?
         @OptionGroup var connection: Operation
-        func run() async throws { try await connection.send("void", order: order, body: amount.map { ["amount": $0] } ?? [:]) }
+        func run() async throws {
+            try await connection.send { client, key in
+                try await client.voidOrder(path: .init(id: order), headers: .init(idempotencyKey: key), body: .json(.init(amount: amount))).answer
+            }
+        }
     }
 
     struct Refund: AsyncParsableCommand {
@@ -150,7 +120,15 @@ struct Order: AsyncParsableCommand {
         @Option(help: "Amount, e.g. 10.00.") var amount: String
         @Option(help: "Why (kept in the ledger).") var reason: String
         @OptionGroup var connection: Operation
-        func run() async throws { try await connection.send("refund", order: order, body: ["amount": amount, "reason": reason]) }
+        func run() async throws {
+            try await connection.send { client, key in
+                try await client.refundOrder(
+                    path: .init(id: order),
+                    headers: .init(idempotencyKey: key),
+                    body: .json(.init(amount: amount, reason: reason))
+                ).answer
+            }
+        }
     }
 
     struct Ship: AsyncParsableCommand {
@@ -160,10 +138,118 @@ struct Order: AsyncParsableCommand {
         @Option(help: "Tracking number.") var tracking: String?
         @OptionGroup var connection: Operation
         func run() async throws {
-            var body: [String: Any] = [:]
-            if let carrier { body["carrier"] = carrier }
-            if let tracking { body["tracking"] = tracking }
-            try await connection.send("ship", order: order, body: body)
+            try await connection.send { client, key in
+                try await client.shipOrder(
+                    path: .init(id: order),
+                    headers: .init(idempotencyKey: key),
+                    body: .json(.init(carrier: carrier, tracking: tracking))
+                ).answer
+            }
+        }
+    }
+}
+
+// Each hold operation's answers: the reply, or the documented refusal (the same set for all five; 402 only for increment).
+
+extension Operations.CaptureOrder.Output {
+    var answer: Answer<Order.HoldReply> {
+        switch self {
+        case .ok(let ok): .ok(Order.HoldReply(reply: ok.reply, declined: false))
+        case .badRequest(let refusal): .refused(400, refusal)
+        case .unauthorized(let refusal): .refused(401, refusal)
+        case .forbidden(let refusal): .refused(403, refusal)
+        case .notFound(let refusal): .refused(404, refusal)
+        case .conflict(let refusal): .refused(409, refusal)
+        case .contentTooLarge(let refusal): .refused(413, refusal)
+        case .unsupportedMediaType(let refusal): .refused(415, refusal)
+        case .unprocessableContent(let refusal): .refused(422, refusal)
+        case .badGateway(let refusal): .refused(502, refusal)
+        case .undocumented(let status, let payload): .undocumented(status: status, payload.body)
+        }
+    }
+}
+
+extension Operations.IncrementOrder.Output {
+    var answer: Answer<Order.HoldReply> {
+        switch self {
+        case .ok(let ok): .ok(Order.HoldReply(reply: ok.reply, declined: false))
+        case .code402(let declined):
+            switch declined.body {
+            case .json(let reply): .ok(Order.HoldReply(reply: reply, declined: true))
+            }
+        case .badRequest(let refusal): .refused(400, refusal)
+        case .unauthorized(let refusal): .refused(401, refusal)
+        case .forbidden(let refusal): .refused(403, refusal)
+        case .notFound(let refusal): .refused(404, refusal)
+        case .conflict(let refusal): .refused(409, refusal)
+        case .contentTooLarge(let refusal): .refused(413, refusal)
+        case .unsupportedMediaType(let refusal): .refused(415, refusal)
+        case .unprocessableContent(let refusal): .refused(422, refusal)
+        case .badGateway(let refusal): .refused(502, refusal)
+        case .undocumented(let status, let payload): .undocumented(status: status, payload.body)
+        }
+    }
+}
+
+extension Operations.VoidOrder.Output {
+    var answer: Answer<Order.HoldReply> {
+        switch self {
+        case .ok(let ok): .ok(Order.HoldReply(reply: ok.reply, declined: false))
+        case .badRequest(let refusal): .refused(400, refusal)
+        case .unauthorized(let refusal): .refused(401, refusal)
+        case .forbidden(let refusal): .refused(403, refusal)
+        case .notFound(let refusal): .refused(404, refusal)
+        case .conflict(let refusal): .refused(409, refusal)
+        case .contentTooLarge(let refusal): .refused(413, refusal)
+        case .unsupportedMediaType(let refusal): .refused(415, refusal)
+        case .unprocessableContent(let refusal): .refused(422, refusal)
+        case .badGateway(let refusal): .refused(502, refusal)
+        case .undocumented(let status, let payload): .undocumented(status: status, payload.body)
+        }
+    }
+}
+
+extension Operations.RefundOrder.Output {
+    var answer: Answer<Order.HoldReply> {
+        switch self {
+        case .ok(let ok): .ok(Order.HoldReply(reply: ok.reply, declined: false))
+        case .badRequest(let refusal): .refused(400, refusal)
+        case .unauthorized(let refusal): .refused(401, refusal)
+        case .forbidden(let refusal): .refused(403, refusal)
+        case .notFound(let refusal): .refused(404, refusal)
+        case .conflict(let refusal): .refused(409, refusal)
+        case .contentTooLarge(let refusal): .refused(413, refusal)
+        case .unsupportedMediaType(let refusal): .refused(415, refusal)
+        case .unprocessableContent(let refusal): .refused(422, refusal)
+        case .badGateway(let refusal): .refused(502, refusal)
+        case .undocumented(let status, let payload): .undocumented(status: status, payload.body)
+        }
+    }
+}
+
+extension Operations.ShipOrder.Output {
+    var answer: Answer<Order.HoldReply> {
+        switch self {
+        case .ok(let ok): .ok(Order.HoldReply(reply: ok.reply, declined: false))
+        case .badRequest(let refusal): .refused(400, refusal)
+        case .unauthorized(let refusal): .refused(401, refusal)
+        case .forbidden(let refusal): .refused(403, refusal)
+        case .notFound(let refusal): .refused(404, refusal)
+        case .conflict(let refusal): .refused(409, refusal)
+        case .contentTooLarge(let refusal): .refused(413, refusal)
+        case .unsupportedMediaType(let refusal): .refused(415, refusal)
+        case .unprocessableContent(let refusal): .refused(422, refusal)
+        case .badGateway(let refusal): .refused(502, refusal)
+        case .undocumented(let status, let payload): .undocumented(status: status, payload.body)
+        }
+    }
+}
+
+extension Components.Responses.HoldOperation {
+    /// The operation's reply (the response's one body).
+    var reply: Components.Schemas.HoldOperationReply {
+        switch body {
+        case .json(let reply): reply
         }
     }
 }

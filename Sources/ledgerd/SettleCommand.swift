@@ -5,10 +5,7 @@ import LedgerApp
 import LedgerBench
 import LedgerCore
 import LedgerServices
-
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import OpenAPIRuntime
 
 /// `ledgerd settle [--business-date YYYY-MM-DD | --today]`: closes a business day's settlement batches
 /// through a running daemon (`POST /settlements/run`) — the daemon runs the job because the
@@ -43,69 +40,70 @@ struct Settle: AsyncParsableCommand {
             ? "the open business day, closed now (before its cut-off)"
             : businessDate.map { "\($0) (as given)" } ?? "the last business day whose cut-off has passed, by the daemon's settings"
         FileHandle.standardError.write(Data("settling \(what) …\n".utf8))
-        let body: [String: Any] = today ? ["close_now": true] : businessDate.map { ["business_date": $0] } ?? [:]
-        var request = try connection.request(
-            "/settlements/run",
-            data: try JSONSerialization.data(withJSONObject: body),
-            contentType: "application/json"
-        )
-        request.setValue("application/x-ndjson", forHTTPHeaderField: "Accept")
-        request.timeoutInterval = 24 * 3600
+        let body = Operations.RunSettlement.Input.Body.JsonPayload(businessDate: businessDate, closeNow: today ? true : nil)
         let started = Date()
-        let reply = Reply()
-        let status = try await Order.Connection.reaching(request) {
-            try await LineReader.read(request) { line in
-                guard let step = (try? WireJSON.decode(SettlementRunLine.self, from: line))?.progress else {
-                    reply.append(line)
-                    return
+        // The run's progress as it goes: newline-delimited JSON, read as it arrives (a run takes as long as the acquirer).
+        let answer: Answer<Components.Schemas.SettlementRunReply?> = try await connection.withClient(timeout: .hours(24)) { client in
+            switch try await client.runSettlement(headers: .init(accept: [.init(contentType: .applicationXNdjson)]), body: .json(body)) {
+            case .ok(let ok):
+                switch ok.body {
+                case .json(let summary): return .ok(summary)
+                case .applicationXNdjson(let lines):
+                    var last: Components.Schemas.SettlementRunLine?
+                    for try await line in lines.asDecodedJSONLines(of: Components.Schemas.SettlementRunLine.self) {
+                        last = line
+                        guard let step = line.progress else { continue }
+                        let elapsed = String(format: "%7.1fs", Date().timeIntervalSince(started))
+                        // The acquirer's receipt counts its report's lines (the items and the payout line), not our items.
+                        let unit = step.step == "accepted" ? "report lines" : "items"
+                        let items = step.items.map { " \($0) \(unit)" } ?? ""
+                        let detail = step.detail.map { " \($0)" } ?? ""
+                        FileHandle.standardError.write(Data("\(elapsed)  \(step.batchId)  \(step.step)\(items)\(detail)\n".utf8))
+                    }
+                    // The last line is the summary, or why the run failed after it had started.
+                    if let failure = last?.error {
+                        print("settlement failed: \(failure.code): \(failure.message)")
+                        throw ExitCode(1)
+                    }
+                    return .ok(last?.summary)
                 }
-                let elapsed = String(format: "%7.1fs", Date().timeIntervalSince(started))
-                // The acquirer's receipt counts its report's lines (the items and the payout line), not our items.
-                let unit = step.step == "accepted" ? "report lines" : "items"
-                let items = step.items.map { " \($0) \(unit)" } ?? ""
-                let detail = step.detail.map { " \($0)" } ?? ""
-                FileHandle.standardError.write(Data("\(elapsed)  \(step.batch_id)  \(step.step)\(items)\(detail)\n".utf8))
+            case .badRequest(let refusal): return .refused(400, refusal)
+            case .unauthorized(let refusal): return .refused(401, refusal)
+            case .forbidden(let refusal): return .refused(403, refusal)
+            case .conflict(let refusal): return .refused(409, refusal)
+            case .contentTooLarge(let refusal): return .refused(413, refusal)
+            case .unsupportedMediaType(let refusal): return .refused(415, refusal)
+            case .unprocessableContent(let refusal): return .refused(422, refusal)
+            case .badGateway(let refusal): return .refused(502, refusal)
+            case .serviceUnavailable(let refusal): return .refused(503, refusal)
+            case .undocumented(let status, let payload): return .undocumented(status: status, payload.body)
             }
         }
-        let lines = reply.lines
-        // The last line is the summary, or why the run failed (an error reply has the same `error` member).
-        let last = lines.last.flatMap { try? WireJSON.decode(SettlementRunLine.self, from: $0) }
-        if let failure = last?.error {
-            print("settlement failed: \(failure.code): \(failure.message)")
-            throw ExitCode(1)
-        }
-        guard (200..<300).contains(status), let summary = last?.summary else {
-            print(lines.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\n"))
+        guard case .ok(let reply) = answer else { try await answer.fail() }
+        guard let summary = reply else {
+            print("settlement ended without its summary")
             throw ExitCode(1)
         }
         print(json ? try WireJSON.encode(summary) : Self.table(summary))
     }
 
-    /// The non-progress lines of the reply.
-    final class Reply: @unchecked Sendable {
-        private let lock = NSLock()
-        private var collected: [Data] = []
-        func append(_ line: Data) { lock.withLock { collected.append(line) } }
-        var lines: [Data] { lock.withLock { collected } }
-    }
-
-    static func table(_ summary: SettlementRunReply) -> String {
+    static func table(_ summary: Components.Schemas.SettlementRunReply) -> String {
         let header = ["batch", "stage", "number", "captures", "refunds", "gross", "net", "payout", "value date", "new events"]
         let rows = summary.batches.map { b in
             [
-                b.batch_id, b.stage, b.batch_number.map(String.init) ?? "", String(b.captures), String(b.refunds), b.gross,
-                b.net ?? "", b.payout ?? "", b.value_date ?? "", String(b.appended_events),
+                b.batchId, b.stage.rawValue, b.batchNumber.map(String.init) ?? "", String(b.captures), String(b.refunds), b.gross,
+                b.net ?? "", b.payout ?? "", b.valueDate ?? "", String(b.appendedEvents),
             ]
         }
-        if rows.isEmpty { return "\(summary.business_date): nothing to settle" }
+        if rows.isEmpty { return "\(summary.businessDate): nothing to settle" }
         let widths = header.indices.map { i in ([header] + rows).map { $0[i].count }.max() ?? 0 }
         func line(_ cells: [String]) -> String {
             cells.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: "  ")
         }
         let closing =
-            summary.closed_early_by.map { "closed early at \(summary.cut_off_at) by \($0); scheduled cut-off \(summary.scheduled_cut_off_at ?? "")" }
-            ?? "cut-off \(summary.cut_off_at)"
-        return (["business date \(summary.business_date) (\(closing))", line(header)] + rows.map(line)).joined(separator: "\n")
+            summary.closedEarlyBy.map { "closed early at \(summary.cutOffAt) by \($0); scheduled cut-off \(summary.scheduledCutOffAt ?? "")" }
+            ?? "cut-off \(summary.cutOffAt)"
+        return (["business date \(summary.businessDate) (\(closing))", line(header)] + rows.map(line)).joined(separator: "\n")
     }
 }
 
@@ -124,24 +122,38 @@ struct Reconcile: AsyncParsableCommand {
     @Option(help: "Write the breaks as CSV to this file.") var csvOut: String?
     @OptionGroup var connection: Order.Connection
 
+    func validate() throws {
+        typealias Format = Operations.UploadReconciliationReport.Input.Query.FormatPayload
+        if let format, Format(rawValue: format) == nil {
+            throw ValidationError("--format is one of " + Format.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+    }
+
     func run() async throws {
         let data = try Data(contentsOf: URL(fileURLWithPath: report))
-        var query: [URLQueryItem] = []
-        if let format { query.append(URLQueryItem(name: "format", value: format)) }
-        if let batch { query.append(URLQueryItem(name: "batch", value: batch)) }
-        var components = URLComponents()
-        components.path = "/reconciliation/reports"
-        components.queryItems = query.isEmpty ? nil : query
-        let path = components.string ?? "/reconciliation/reports"
-        let (status, reply) = try await connection.post(path, data: data, contentType: "text/csv")
-        guard (200..<300).contains(status), let result = try? WireJSON.decode(ReconciliationReply.self, from: reply) else {
-            print(String(decoding: reply, as: UTF8.self))
-            throw ExitCode(1)
+        let query = Operations.UploadReconciliationReport.Input.Query(
+            format: format.flatMap(Operations.UploadReconciliationReport.Input.Query.FormatPayload.init(rawValue:)),
+            batch: batch
+        )
+        let answer: Answer<Components.Schemas.Reconciliation> = try await connection.withClient(timeout: .minutes(10)) { client in
+            switch try await client.uploadReconciliationReport(query: query, body: .csv(HTTPBody(data))) {
+            case .ok(let ok): .ok(try ok.body.json)
+            case .badRequest(let refusal): .refused(400, refusal)
+            case .unauthorized(let refusal): .refused(401, refusal)
+            case .forbidden(let refusal): .refused(403, refusal)
+            case .notFound(let refusal): .refused(404, refusal)
+            case .conflict(let refusal): .refused(409, refusal)
+            case .contentTooLarge(let refusal): .refused(413, refusal)
+            case .unprocessableContent(let refusal): .refused(422, refusal)
+            case .tooManyRequests(let refusal): .refused(429, refusal)
+            case .undocumented(let status, let payload): .undocumented(status: status, payload.body)
+            }
         }
-        if let jsonOut { try reply.write(to: URL(fileURLWithPath: jsonOut)) }
+        guard case .ok(let result) = answer else { try await answer.fail() }
+        if let jsonOut { try Data(WireJSON.encode(result).utf8).write(to: URL(fileURLWithPath: jsonOut)) }
         if let csvOut {
             let rows = result.breaks.map { b in
-                [b.break_id, b.class, b.reference, b.expected ?? "", b.actual ?? "", b.resolved ? "resolved" : "open", b.detail]
+                [b.breakId, b._class.rawValue, b.reference, b.expected ?? "", b.actual ?? "", b.resolved ? "resolved" : "open", b.detail]
                     .map { $0.contains(where: { ",\"\n".contains($0) }) ? "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : $0 }
                     .joined(separator: ",")
             }
@@ -149,72 +161,15 @@ struct Reconcile: AsyncParsableCommand {
                 .write(toFile: csvOut, atomically: true, encoding: .utf8)
         }
         print(
-            "batch \(result.batch_id): \(result.report_lines) report lines, \(result.ledger_items) ledger items, "
-                + "\(result.matched) matched, \(result.breaks.count) breaks (\(result.open_breaks) open)"
-                + (result.window_closed ? "" : "; the next batch is not settled yet, absent items count as timing")
+            "batch \(result.batchId): \(result.reportLines) report lines, \(result.ledgerItems) ledger items, "
+                + "\(result.matched) matched, \(result.breaks.count) breaks (\(result.openBreaks) open)"
+                + (result.windowClosed ? "" : "; the next batch is not settled yet, absent items count as timing")
         )
         for b in result.breaks {
-            print("  \(b.class.padding(toLength: 20, withPad: " ", startingAt: 0)) \(b.reference)  \(b.detail)\(b.resolved ? " [resolved]" : "")")
+            print(
+                "  \(b._class.rawValue.padding(toLength: 20, withPad: " ", startingAt: 0)) \(b.reference)  \(b.detail)\(b.resolved ? " [resolved]" : "")"
+            )
         }
-        if result.open_breaks > 0 { throw ExitCode(3) }
-    }
-}
-
-/// Reads an HTTP reply line by line as it arrives (URLSession's data delegate), for replies that
-/// report progress as newline-delimited JSON.
-final class LineReader: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-    private let lock = NSLock()
-    private var buffer = Data()
-    private var status = 0
-    private var continuation: CheckedContinuation<Int, any Error>?
-    private let onLine: @Sendable (Data) -> Void
-
-    private init(onLine: @escaping @Sendable (Data) -> Void) { self.onLine = onLine }
-
-    /// Sends `request`, calls `onLine` for each line of the reply (the last one may lack its newline),
-    /// and returns the status.
-    static func read(_ request: URLRequest, onLine: @escaping @Sendable (Data) -> Void) async throws -> Int {
-        let reader = LineReader(onLine: onLine)
-        let session = URLSession(configuration: .default, delegate: reader, delegateQueue: nil)
-        defer { session.finishTasksAndInvalidate() }
-        return try await withCheckedThrowingContinuation { continuation in
-            reader.lock.withLock { reader.continuation = continuation }
-            session.dataTask(with: request).resume()
-        }
-    }
-
-    func urlSession(
-        _ session: URLSession,
-        dataTask: URLSessionDataTask,
-        didReceive response: URLResponse,
-        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
-    ) {
-        lock.withLock { status = (response as? HTTPURLResponse)?.statusCode ?? 0 }
-        completionHandler(.allow)
-    }
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        let lines: [Data] = lock.withLock {
-            buffer.append(data)
-            var complete: [Data] = []
-            while let newline = buffer.firstIndex(of: 0x0A) {
-                complete.append(Data(buffer[buffer.startIndex..<newline]))
-                buffer.removeSubrange(buffer.startIndex...newline)
-            }
-            return complete
-        }
-        lines.forEach(onLine)
-    }
-
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let (rest, continuation, status) = lock.withLock { () -> (Data, CheckedContinuation<Int, any Error>?, Int) in
-            defer {
-                buffer = Data()
-                self.continuation = nil
-            }
-            return (buffer, self.continuation, self.status)
-        }
-        if !rest.isEmpty { onLine(rest) }
-        if let error { continuation?.resume(throwing: error) } else { continuation?.resume(returning: status) }
+        if result.openBreaks > 0 { throw ExitCode(3) }
     }
 }

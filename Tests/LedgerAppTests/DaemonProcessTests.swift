@@ -82,6 +82,24 @@ import FoundationNetworking
         #expect(again.status == 0 && again.output.contains("replayed"), "\(again.output)")
         let refused = try await DaemonProcess.run(["order", "refund", orderID, "--amount", "10.01", "--reason", "too much"] + base)
         #expect(refused.status != 0 && refused.output.contains("exceeds_refundable"), "\(refused.output)")
+        // The other hold operations go through the generated client too: a partial void (the hold stays open for the
+        // capture after the restart below), an increment the issuer approves or declines (exit 2, the reply printed all
+        // the same), a ship of an order the ledger does not have (404, its error printed, exit 1).
+        let void = try await DaemonProcess.run(["order", "void", orderID, "--amount", "1.00"] + base)
+        #expect(void.status == 0 && void.output.contains(#""operation":"void""#), "\(void.output)")
+        let increment = try await DaemonProcess.run(["order", "increment", orderID, "--amount", "1.00"] + base)
+        #expect([0, 2].contains(increment.status) && increment.output.contains(#""operation":"increment""#), "\(increment.output)")
+        let unknown = try await DaemonProcess.run(["order", "ship", "3f0c0a36-0000-4000-8000-000000000000", "--carrier", "UPS"] + base)
+        #expect(unknown.status == 1 && unknown.output.contains(#""code":"not_found""#), "\(unknown.output)")
+        // The disputes (none yet), with both filters as query parameters the daemon accepts (a time with an offset and
+        // a fraction of a second), as a table and as JSON; a status the document does not list is refused before asking.
+        let filters = ["--status", "inquiry", "--due-before", "2030-01-01T00:00:00.5+02:00"]
+        let disputes = try await DaemonProcess.run(["disputes", "list"] + filters + base)
+        #expect(disputes.status == 0 && disputes.output.contains("no disputes"), "\(disputes.output)")
+        let disputesJSON = try await DaemonProcess.run(["disputes", "list", "--json"] + filters + base)
+        #expect(disputesJSON.status == 0 && disputesJSON.output.contains(#"{"disputes":[]}"#), "\(disputesJSON.output)")
+        let badStatus = try await DaemonProcess.run(["disputes", "list", "--status", "open"] + base)
+        #expect(badStatus.status != 0 && badStatus.output.contains("--status is one of inquiry"), "\(badStatus.output)")
         // Settlement runs in the daemon too: the last closed business day (nothing, or a finished batch),
         // a weekend day refused, and a report naming no batch of this ledger refused.
         let settle = try await DaemonProcess.run(["settle"] + base)

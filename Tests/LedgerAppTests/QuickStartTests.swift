@@ -99,4 +99,50 @@ import Testing
         )
         #expect(!result.output.contains("NSURLErrorDomain") && !result.output.contains("Error Domain"))
     }
+
+    /// A server that takes the request and closes the connection without an answer: the capture may have been
+    /// applied, so the one line names the idempotency key to send again (the same key cannot apply it twice).
+    @Test(.timeLimit(.minutes(1))) func aConnectionClosedBeforeTheAnswerNamesTheKeyToRetryWith() async throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(listener >= 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
+        }
+        try #require(bound && listen(listener, 16) == 0)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        // Accepts on a thread of its own (a blocking accept would hold one of the test pool's threads): reads the request's
+        // head, then closes without a byte of answer.
+        let server = Thread {
+            while true {
+                let connection = accept(listener, nil, nil)
+                if connection < 0 { return }
+                var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+                _ = read(connection, &buffer, buffer.count)
+                close(connection)
+            }
+        }
+        server.start()
+        defer {
+            shutdown(listener, Int32(SHUT_RDWR))
+            close(listener)
+        }
+        let result = try await DaemonProcess.run(
+            [
+                "order", "capture", "3f0c0a36-0000-4000-8000-000000000000", "--api-key", "k", "--url", "http://127.0.0.1:\(port)",
+                "--idempotency-key", "capture-retry-1",
+            ],
+            environment: DaemonProcess.environment(["LEDGERD_LOG_LEVEL": "warning"])
+        )
+        let lines = result.output.split(separator: "\n")
+        #expect(result.status == 1)
+        #expect(
+            lines.count == 1 && lines[0].contains("cannot reach the daemon at http://127.0.0.1:\(port): the connection was closed")
+                && lines[0].contains("run it again with --idempotency-key capture-retry-1"),
+            "\(result.output)"
+        )
+    }
 }

@@ -169,7 +169,8 @@ import Testing
     }
 
     /// `ledgerd settle --json` used to print the summary re-serialized by JSONSerialization (keys sorted its
-    /// way, slashes escaped); it now prints the decoded ``SettlementRunReply`` encoded again: the same bytes.
+    /// way, slashes escaped); it now prints the summary its generated client decoded (the document's
+    /// `SettlementRunLine`, `Components.Schemas`) encoded again in the API's form: the same bytes.
     @Test func theCLIsJSONSummaryIsTheBytesItAlwaysPrinted() throws {
         let summary = SettlementRunSummary(
             businessDate: Self.date("2026-06-17"),
@@ -184,6 +185,8 @@ import Testing
         let before = try JSONSerialization.data(withJSONObject: try #require(object["summary"]), options: [.sortedKeys])
         let decoded = try #require(try WireJSON.decode(SettlementRunLine.self, from: line).summary)
         #expect(try WireJSON.encode(decoded) == String(decoding: before, as: UTF8.self))
+        let generated = try #require(try JSONDecoder().decode(Components.Schemas.SettlementRunLine.self, from: Data(line.utf8)).summary)
+        #expect(try WireJSON.encode(generated) == String(decoding: before, as: UTF8.self))
         // A refusal before the run started is an error reply: its `error` member reads as a failed run.
         let refusal = #"{"error":{"code":"cut_off_not_reached","field":"business_date","message":"not yet"}}"#
         #expect(try WireJSON.decode(SettlementRunLine.self, from: refusal).error == .init(code: "cut_off_not_reached", message: "not yet"))
