@@ -121,7 +121,7 @@ struct AcquirerJournal: Sendable {
         return nil
     }
 
-    /// The durability barrier (acquirer 0005): one statement that writes the barrier row and commits. It returns once
+    /// The durability barrier (acquirer 0005): one transaction that writes the barrier row and commits. It returns once
     /// its commit is as durable as the cluster makes commits (with a synchronous standby: once the standby has it), and
     /// with it every commit before it that this session could have read: a journal row whose own wait for the standby
     /// was cut short is then either on the standby or the barrier has not returned.
