@@ -119,12 +119,14 @@ public enum AcquirerServer {
             if !report.applied.isEmpty { logger.info("acquirer migrations applied", metadata: ["applied": "\(report.applied)"]) }
         }
         let database = try DatabaseURL(configuration.secrets.databaseURL).hosts.updating { $0.options.maximumConnections = 8 }
-        // Watched and bounded as the ledger's pool is: with several hosts (a failover pair) it follows the primary; with
-        // one (a proxy in front of a Patroni cluster) a dead host fails statements at once and a fresh pool takes over.
+        // Bounded as the ledger's pool is (a statement on a connection that died fails at its deadline); with several
+        // hosts (a failover pair) also watched, so that it follows the primary as the ledger's does. One host is not
+        // watched: the watch would make the service answer "unavailable" for up to a probe after its database is back,
+        // while the ledger, whose own watch saw it first, already calls (DatabaseOutageTests).
         let client = DatabaseClient(
             hosts: database,
             backgroundLogger: logger,
-            watch: .init(),
+            watch: database.candidates.count > 1 ? .init() : nil,
             statementDeadline: configuration.databaseDeadline
         )
         var clock: @Sendable () -> Date = { Date() }
