@@ -545,50 +545,35 @@ wait_healthy 60 || true
 check_ledger final
 l=$(leader_node)
 [ -n "$l" ] || { echo "no leader at the end"; failed=1; l=1; }
-fed | sort -n -u >"$work/feed.sorted"
-psql -h 127.0.0.1 -p "${pg_port[$l]}" -U postgres -d ledger -Xq <<SQL >"$work/check-feed.txt" 2>&1 || true
-CREATE TEMP TABLE served (position bigint, hash text);
-\copy served FROM '$work/feed.sorted' WITH (DELIMITER ' ')
+# Every position a consumer got (the feed readers' and the webhook's "position hash" lines), against the final chain.
+against_chain() {  # against_chain NAME [SQL]: stdin's lines diffed on the leader; sets seen missing other twice extra
+  local name=$1 check="$work/check-$1.txt"
+  sort -n -u >"$work/$name.sorted"
+  psql -h 127.0.0.1 -p "${pg_port[$l]}" -U postgres -d ledger -Xq <<SQL >"$check" 2>&1 || true
+CREATE TEMP TABLE seen (position bigint, hash text);
+\copy seen FROM '$work/$name.sorted' WITH (DELIMITER ' ')
 \pset tuples_only on
 \pset format unaligned
-SELECT 'feed_served ' || count(*) FROM served;
-SELECT 'feed_missing ' || count(*) FROM served s WHERE NOT EXISTS (SELECT 1 FROM ledger.events e WHERE e.position = s.position);
-SELECT 'feed_other_contents ' || count(*) FROM served s JOIN ledger.events e USING (position) WHERE encode(e.hash, 'hex') <> s.hash;
-SELECT 'feed_twice_differently ' || count(*) FROM (SELECT position FROM served GROUP BY position HAVING count(DISTINCT hash) > 1) x;
-SELECT 'final_head ' || max(position) FROM ledger.events;
+SELECT 'seen ' || count(DISTINCT position) FROM seen;
+SELECT 'missing ' || count(*) FROM seen s WHERE NOT EXISTS (SELECT 1 FROM ledger.events e WHERE e.position = s.position);
+SELECT 'other ' || count(*) FROM seen s JOIN ledger.events e USING (position) WHERE encode(e.hash, 'hex') <> s.hash;
+SELECT 'twice ' || count(*) FROM (SELECT position FROM seen GROUP BY position HAVING count(DISTINCT hash) > 1) x;
+SELECT 'extra ' || (${2:-SELECT 0});
 SQL
-served=$(sed -n 's/^feed_served //p' "$work/check-feed.txt")
-missing=$(sed -n 's/^feed_missing //p' "$work/check-feed.txt")
-other=$(sed -n 's/^feed_other_contents //p' "$work/check-feed.txt")
-twice=$(sed -n 's/^feed_twice_differently //p' "$work/check-feed.txt")
-step "feed readers (/events of each daemon, reads: ${reads}): ${served:-?} positions served; not in the final chain: ${missing:-?}; other contents than the final chain: ${other:-?}; one position served twice differently: ${twice:-?}; final head $(sed -n 's/^final_head //p' "$work/check-feed.txt")"
-! grep -q ERROR "$work/check-feed.txt" || { echo "the feed's diff did not run"; cat "$work/check-feed.txt"; failed=1; }
-[ "${served:-0}" -gt 0 ] || { echo "the feed readers were served nothing"; failed=1; }
-[ "${missing:-x}" = 0 ] && [ "${other:-x}" = 0 ] && [ "${twice:-x}" = 0 ] || { echo "the feed served positions the final chain does not hold as served"; cat "$work/check-feed.txt"; failed=1; }
-# The webhook consumer's deliveries, the same way (and none refused for its signature or body).
-delivered | sort -n -u >"$work/webhook.sorted"
-psql -h 127.0.0.1 -p "${pg_port[$l]}" -U postgres -d ledger -Xq <<SQL >"$work/check-webhook.txt" 2>&1 || true
-CREATE TEMP TABLE delivered (position bigint, hash text);
-\copy delivered FROM '$work/webhook.sorted' WITH (DELIMITER ' ')
-\pset tuples_only on
-\pset format unaligned
-SELECT 'hook_delivered ' || count(DISTINCT position) FROM delivered;
-SELECT 'hook_missing ' || count(*) FROM delivered d WHERE NOT EXISTS (SELECT 1 FROM ledger.events e WHERE e.position = d.position);
-SELECT 'hook_other_contents ' || count(*) FROM delivered d JOIN ledger.events e USING (position) WHERE encode(e.hash, 'hex') <> d.hash;
-SELECT 'hook_twice_differently ' || count(*) FROM (SELECT position FROM delivered GROUP BY position HAVING count(DISTINCT hash) > 1) x;
-SELECT 'hook_not_subscribed ' || count(*) FROM delivered d JOIN ledger.events e USING (position) WHERE e.type NOT IN ('OrderAuthorized', 'HoldCaptured');
-SQL
-delivered=$(sed -n 's/^hook_delivered //p' "$work/check-webhook.txt")
-hmissing=$(sed -n 's/^hook_missing //p' "$work/check-webhook.txt")
-hother=$(sed -n 's/^hook_other_contents //p' "$work/check-webhook.txt")
-htwice=$(sed -n 's/^hook_twice_differently //p' "$work/check-webhook.txt")
-hforeign=$(sed -n 's/^hook_not_subscribed //p' "$work/check-webhook.txt")
+  seen=$(sed -n 's/^seen //p' "$check") missing=$(sed -n 's/^missing //p' "$check") other=$(sed -n 's/^other //p' "$check")
+  twice=$(sed -n 's/^twice //p' "$check") extra=$(sed -n 's/^extra //p' "$check")
+  ! grep -q ERROR "$check" || { echo "$name: the diff did not run"; cat "$check"; failed=1; }
+  [ "${seen:-0}" -gt 0 ] || { echo "$name: nothing was received"; failed=1; }
+  [ "${missing:-x}" = 0 ] && [ "${other:-x}" = 0 ] && [ "${twice:-x}" = 0 ] && [ "${extra:-x}" = 0 ] ||
+    { echo "$name: positions the final chain does not hold as received"; cat "$check"; failed=1; }
+}
+against_chain feed < <(fed)  # not in a pipeline: its variables and verdict must reach this shell
+step "feed readers (/events of each daemon, reads: ${reads}): ${seen:-?} positions served; not in the final chain: ${missing:-?}; other contents than the final chain: ${other:-?}; one position served twice differently: ${twice:-?}; final head $(psql_at "${pg_port[$l]}" ledger 'SELECT max(position) FROM ledger.events' 2>/dev/null || echo '?')"
+# The webhook consumer's deliveries the same way, also: only the subscribed types, none refused for its signature or body.
+against_chain webhook "SELECT count(*) FROM seen s JOIN ledger.events e USING (position) WHERE e.type NOT IN ('OrderAuthorized', 'HoldCaptured')" < <(delivered)
 hbad=$({ cat "$work/webhook.bad" 2>/dev/null || true; } | wc -l)
-step "webhook consumer: ${delivered:-?} positions delivered ($(wc -l <"$work/webhook" 2>/dev/null || echo 0) deliveries, at least once); not in the final chain: ${hmissing:-?}; other contents: ${hother:-?}; one position delivered twice differently: ${htwice:-?}; of a type not subscribed: ${hforeign:-?}; refused (bad signature or body): $hbad"
-! grep -q ERROR "$work/check-webhook.txt" || { echo "the webhook's diff did not run"; cat "$work/check-webhook.txt"; failed=1; }
-[ "${delivered:-0}" -gt 0 ] || { echo "the webhook consumer received nothing"; failed=1; }
-[ "${hmissing:-x}" = 0 ] && [ "${hother:-x}" = 0 ] && [ "${htwice:-x}" = 0 ] && [ "${hforeign:-x}" = 0 ] && [ "$hbad" = 0 ] ||
-  { echo "the webhook delivered positions the final chain does not hold as delivered"; cat "$work/check-webhook.txt"; failed=1; }
+step "webhook consumer: ${seen:-?} positions delivered ($(wc -l <"$work/webhook" 2>/dev/null || echo 0) deliveries, at least once); not in the final chain: ${missing:-?}; other contents: ${other:-?}; one position delivered twice differently: ${twice:-?}; of a type not subscribed: ${extra:-?}; refused (bad signature or body): $hbad"
+[ "$hbad" = 0 ] || { echo "the webhook consumer refused $hbad deliveries (signature or body)"; failed=1; }
 statuses=$(all_attempts | awk '$3 == "pay" {print $4}' | sort | uniq -c | awk '{printf "%s×%s ", $2, $1}')
 step "payments attempted: $(all_attempts | awk '$3 == "pay"' | wc -l) ($statuses); failovers: $failovers; load $(load); $(( $(date +%s) - started )) s"
 five=$(all_attempts | awk '$4 == 500' | wc -l)
