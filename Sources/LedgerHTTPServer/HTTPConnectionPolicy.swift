@@ -125,8 +125,8 @@ struct RequestDeadlines: Sendable {
 ///
 /// The idle timeout alone bounds neither a head nor a body: a client that sends a byte now and then is never idle.
 /// So ``RequestBytesWatcher`` (before the decoder, on the raw or decrypted bytes) starts the head's timer at the first
-/// byte of a request and counts the body's bytes, and ``RequestHeadWatcher`` (after it) sees the head complete and the
-/// request end. Between a request's end and the next request's first byte nothing runs: the idle timeout covers that.
+/// byte of a request, and ``RequestHeadWatcher`` (after it) sees the head complete, counts the body's decoded bytes and
+/// sees the request end. Between a request's end and the next request's first byte nothing runs: the idle timeout covers that.
 /// Hummingbird adds this handler after its HTTP codec (its `additionalChannelHandlers`).
 final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = NIOAny
@@ -172,22 +172,25 @@ final class RequestDeadline {
         self.logger = logger
     }
 
-    /// Bytes arrived: the first of a request head starts the head's timer; a body's extend its deadline.
-    func bytesArrived(_ count: Int, context: ChannelHandlerContext) {
-        if inRequest {
-            guard let deadline = bodyDeadline else { return }
-            bodyBytes += count
-            let seconds = bodyBytes / deadlines.bodyMinimumBytesPerSecond
-            bodyBytes -= seconds * deadlines.bodyMinimumBytesPerSecond
-            bodyDeadline = deadline + .seconds(Int64(seconds))
-            return
-        }
-        guard timer == nil else { return }
+    /// Bytes arrived before the decoder: outside a request, the first starts the head's timer.
+    func bytesArrived(context: ChannelHandlerContext) {
+        guard !inRequest, timer == nil else { return }
         let (timeout, logger) = (deadlines.head, logger)
         timer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
             logger.notice("connection closed: its request head was not complete in time", metadata: ["timeout": "\(timeout)"])
             context.close(promise: nil)
         }
+    }
+
+    /// Body bytes decoded: each `bodyMinimumBytesPerSecond` of them move the body's deadline a second later. Counted
+    /// after the decoder, so that body bytes arriving in the same read as their head count too (counted before it,
+    /// they arrived while the head was still being read and earned nothing).
+    func bodyArrived(_ count: Int) {
+        guard inRequest, let deadline = bodyDeadline else { return }
+        bodyBytes += count
+        let seconds = bodyBytes / deadlines.bodyMinimumBytesPerSecond
+        bodyBytes -= seconds * deadlines.bodyMinimumBytesPerSecond
+        bodyDeadline = deadline + .seconds(Int64(seconds))
     }
 
     func headComplete(context: ChannelHandlerContext) {
@@ -227,7 +230,7 @@ final class RequestDeadline {
     }
 }
 
-/// Before the HTTP decoder: starts the request head's timer at its first byte, and counts a body's bytes.
+/// Before the HTTP decoder: starts the request head's timer at its first byte.
 final class RequestBytesWatcher: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     let deadline: RequestDeadline
@@ -235,7 +238,7 @@ final class RequestBytesWatcher: ChannelInboundHandler, RemovableChannelHandler 
     init(deadline: RequestDeadline) { self.deadline = deadline }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        deadline.bytesArrived(unwrapInboundIn(data).readableBytes, context: context)
+        deadline.bytesArrived(context: context)
         context.fireChannelRead(data)
     }
 
@@ -247,7 +250,8 @@ final class RequestBytesWatcher: ChannelInboundHandler, RemovableChannelHandler 
     func handlerRemoved(context: ChannelHandlerContext) { deadline.stop() }
 }
 
-/// After the HTTP decoder: the head decoded switches to the body's deadline; the request's end makes the next bytes a head.
+/// After the HTTP decoder: the head decoded switches to the body's deadline, whose body bytes extend it; the request's
+/// end makes the next bytes a head.
 final class RequestHeadWatcher: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     let deadline: RequestDeadline
@@ -257,7 +261,7 @@ final class RequestHeadWatcher: ChannelInboundHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head: deadline.headComplete(context: context)
-        case .body: break
+        case .body(let bytes): deadline.bodyArrived(bytes.readableBytes)
         case .end: deadline.requestEnded()
         }
         context.fireChannelRead(data)
