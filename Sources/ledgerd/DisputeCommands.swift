@@ -29,7 +29,7 @@ struct Disputes: AsyncParsableCommand {
                 status: status.flatMap(Components.Schemas.DisputeStatus.init(rawValue:)),
                 dueBefore: dueBefore.flatMap(RFC3339.micros).map { Date(timeIntervalSince1970: TimeInterval($0) / 1_000_000) }
             )
-            let answer: Answer<Operations.ListDisputes.Output.Ok.Body.JsonPayload> = try await connection.withClient { client in
+            let answer: Answer<Components.Schemas.DisputeList> = try await connection.withClient { client in
                 switch try await client.listDisputes(query: query) {
                 case .ok(let ok): .ok(try ok.body.json)
                 case .badRequest(let refusal): .refused(400, refusal)

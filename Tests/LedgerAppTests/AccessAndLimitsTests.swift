@@ -139,7 +139,7 @@ import Testing
             #expect(try await services.store.head().position == head)
             let (paid, paidText) = try await storefront.pay(client, StorefrontDriver.paymentBody(), key: String(repeating: "k", count: 200))
             #expect(paid == .ok, "\(paidText)")
-            let order = try WireJSON.decode(PaymentReply.self, from: paidText).order_id
+            let order = try WireJSON.decode(PaymentReply.self, from: paidText).orderId
             let afterPayment = try await services.store.head().position
             let bodies = [
                 "capture": #"{"amount": "1.00"}"#, "increment": #"{"amount": "1.00"}"#, "void": "{}",

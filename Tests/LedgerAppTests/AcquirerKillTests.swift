@@ -119,8 +119,8 @@ import FoundationNetworking
                 guard let (status, text) = await request("POST", "/payment", body, key: "pay-\(step)-\(index)"),
                     let reply = try? WireJSON.decode(PaymentReply.self, from: text)
                 else { continue }
-                orders.insert(reply.order_id)
-                if status == 200 && reply.status == "succeeded" { succeeded.insert(reply.order_id) }
+                orders.insert(reply.orderId)
+                if status == 200 && reply.status == .succeeded { succeeded.insert(reply.orderId) }
             }
             let known = succeeded.sorted()
             guard known.count >= 3 else { return }
@@ -190,8 +190,8 @@ import FoundationNetworking
                 if let (status, text) = await run.request(retry.method, retry.path, retry.body, key: retry.key), retry.path == "/payment",
                     let reply = try? WireJSON.decode(PaymentReply.self, from: text)
                 {
-                    run.orders.insert(reply.order_id)
-                    if status == 200 && reply.status == "succeeded" { run.succeeded.insert(reply.order_id) }
+                    run.orders.insert(reply.orderId)
+                    if status == 200 && reply.status == .succeeded { run.succeeded.insert(reply.orderId) }
                 }
             }
             if !run.unanswered.isEmpty { try await Task.sleep(for: .seconds(1)) }
@@ -203,9 +203,9 @@ import FoundationNetworking
         // refusal to start (it ran: the day was past its cut-off).
         #expect(Self.target(9) == 0 && Self.target(10) == 1)
         let (midStatus, midText) = try #require(midLoadSettlement, "the live ledger did not answer the mid-load settlement")
-        var midBatches: [BackOfficeDriver.SettlementSummary.Batch] = []
+        var midBatches: [Components.Schemas.SettlementRunBatch] = []
         if midStatus == 200 {
-            midBatches = try WireJSON.decode(BackOfficeDriver.SettlementSummary.self, from: midText).batches
+            midBatches = try WireJSON.decode(SettlementRunReply.self, from: midText).batches
         } else {
             #expect(midStatus >= 400 && midStatus != 500, "mid-load settlement: \(midStatus) \(midText)")
             let error = (try? JSONSerialization.jsonObject(with: Data(midText.utf8)) as? [String: Any])?["error"] as? [String: Any]
@@ -215,20 +215,20 @@ import FoundationNetworking
         // The settlement completes (run again after its kill) and reconciles without a break.
         let (status, text) = try #require(await run.request("POST", "/settlements/run", #"{"business_date":"2026-06-17"}"#))
         #expect(status == 200, "\(text)")
-        let summary = try WireJSON.decode(BackOfficeDriver.SettlementSummary.self, from: text)
+        let summary = try WireJSON.decode(SettlementRunReply.self, from: text)
         for batch in summary.batches {
-            #expect(batch.stage == "payout_scheduled" || batch.stage == "reconciled", "\(batch)")
+            #expect(batch.stage == .payoutScheduled, "\(batch)")
             let (reconciliationStatus, reconciliation) = try #require(
-                await run.request("GET", "/settlements/\(batch.batch_id)/reconciliation"),
-                "no answer for the reconciliation of \(batch.batch_id)"
+                await run.request("GET", "/settlements/\(batch.batchId)/reconciliation"),
+                "no answer for the reconciliation of \(batch.batchId)"
             )
             #expect(reconciliationStatus == 200, "\(reconciliation)")
-            let parsed = try WireJSON.decode(BackOfficeDriver.Reconciliation.self, from: reconciliation)
-            #expect(parsed.open_breaks == 0, "\(reconciliation)")
+            let parsed = try WireJSON.decode(ReconciliationReply.self, from: reconciliation)
+            #expect(parsed.openBreaks == 0, "\(reconciliation)")
         }
         // What the mid-load run answered stands: the same batches, the same money.
         for batch in midBatches {
-            let again = summary.batches.first { $0.batch_id == batch.batch_id }
+            let again = summary.batches.first { $0.batchId == batch.batchId }
             #expect(
                 again?.gross == batch.gross && again?.captures == batch.captures && again?.refunds == batch.refunds,
                 "mid-load \(batch) ≠ final \(String(describing: again))"
@@ -324,16 +324,16 @@ import FoundationNetworking
                 // captured amount is exactly those distinct captures plus the ones whose answer was lost.
                 for (request, reply) in acknowledged {
                     let reference = request.modificationReference
-                    #expect(reply.order_id == id && reply.operation == request.kind, "\(id): \(request) answered with \(reply)")
-                    #expect(reply.result == "applied" || reply.result == "replayed", "\(id): \(request) answered \(reply)")
+                    #expect(reply.orderId == id && reply.operation.rawValue == request.kind, "\(id): \(request) answered with \(reply)")
+                    #expect(reply.result == .applied || reply.result == .replayed, "\(id): \(request) answered \(reply)")
                     let inLedger = ledgerSide[reference]
                     let atAcquirer = acquirerSide[reference]
                     #expect(inLedger?.kind == request.acquirerKind, "\(id): \(request) acknowledged, not in the ledger's hold stream: \(recorded)")
                     #expect(atAcquirer?.kind == request.acquirerKind, "\(id): \(request) acknowledged, not approved at the acquirer: \(approved)")
-                    if let psp = reply.psp_modification_reference {
+                    if let psp = reply.pspModificationReference {
                         #expect(inLedger?.psp == psp && atAcquirer?.psp == psp, "\(id): \(request) acknowledged as \(psp)")
                     }
-                    if let amount = reply.amount, reply.result == "applied" {
+                    if let amount = reply.amount, reply.result == .applied {
                         #expect(inLedger?.amount == amount && atAcquirer?.amount == amount, "\(id): \(request) acknowledged \(amount)")
                     }
                 }
@@ -386,8 +386,8 @@ import FoundationNetworking
             let body = String(decoding: StorefrontDriver.paymentBody(), as: UTF8.self)
             let (status, text) = try #require(await run.request("POST", "/payment", body, key: "pay-\(index)"))
             let reply = try WireJSON.decode(PaymentReply.self, from: text)
-            try #require(status == 200 && reply.status == "succeeded", "\(text)")
-            paid.append(reply.order_id)
+            try #require(status == 200 && reply.status == .succeeded, "\(text)")
+            paid.append(reply.orderId)
         }
         let (captureOrder, voidOrder, refundOrder) = (paid[0], paid[1], paid[2])
         let (captured, _) = try #require(await run.request("POST", "/orders/\(refundOrder)/capture", #"{"amount":"10.00"}"#, key: "cap-r"))

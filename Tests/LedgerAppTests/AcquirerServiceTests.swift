@@ -399,8 +399,8 @@ struct AcquirerWireFaultTests {
                     let source = index == 5 ? "tok_chargeDeclined" : "tok_visa"
                     let (status, text) = try await storefront.pay(client, StorefrontDriver.paymentBody(source: source), key: "pay-\(index)")
                     guard let reply = try? WireJSON.decode(PaymentReply.self, from: text) else { continue }
-                    orders.append(reply.order_id)
-                    if status == .ok && reply.status == "succeeded" { succeeded.append(reply.order_id) }
+                    orders.append(reply.orderId)
+                    if status == .ok && reply.status == .succeeded { succeeded.append(reply.orderId) }
                 }
                 #expect(succeeded.count >= 3, "\(fault): too few payments went through to exercise the holds")
                 /// An operation retried with its key while the acquirer could not confirm it.

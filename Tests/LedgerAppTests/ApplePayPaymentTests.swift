@@ -135,7 +135,7 @@ import Testing
             let (status, text) = try await storefront.pay(client, Self.body(token, base64: base64))
             #expect(status == .ok, "\(text)")
             let reply = try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8))
-            #expect(reply.status == "succeeded" && reply.order_status == "authorized" && reply.amount == 5900)
+            #expect(reply.status == .succeeded && reply.orderStatus == .authorized && reply.amount == 5900)
 
             // The acquirer got exactly the decrypted network token, for the order total.
             let requests = acquirer.requests.withLock { $0 }
@@ -161,7 +161,7 @@ import Testing
             #expect(marker.position == opened.position + 2)  // OrderOpened, StockReserved, marker: one append
             #expect(marker.streamID.rawValue.hasPrefix("applepay-") && marker.streamID.rawValue.count == "applepay-".count + 64)
             let accepted = try JSONDecoder().decode(ApplePayTokenAccepted.self, from: Data(marker.data.utf8))
-            #expect(accepted.orderID.rawValue == reply.order_id)
+            #expect(accepted.orderID.rawValue == reply.orderId)
             #expect(accepted.lastFour == "3478" && accepted.network == "visa" && accepted.paymentDataType == "3DSecure")
             #expect(accepted.transactionID == token.header.transactionId.lowercased())
             #expect(accepted.amount == Money(minorUnits: 5900, currency: .usd) && accepted.signedAt == testNow)

@@ -111,7 +111,7 @@ import Testing
             try await step("o1 partly captured")
             let (declined, text) = try await storefront.pay(client, StorefrontDriver.paymentBody(source: "tok_chargeDeclined"))
             #expect(declined.code == 402)
-            orders.append(try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8)).order_id)
+            orders.append(try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8)).orderId)
             try await step("o3 declined")
             try await operate(orders[1], "void", #"{"amount": "2.00"}"#)
             try await step("o2 partly voided")
@@ -132,7 +132,7 @@ import Testing
             // The day's settlement after its cut-off: o1's captures and refund, o5's capture.
             clock.set(TestApp.instant("2030-06-19T22:00:01Z"))
             let settled = try await backOffice.settle(client, "2030-06-19")
-            batches = settled.batches.map(\.batch_id)
+            batches = settled.batches.map(\.batchId)
             #expect(batches.count == 1 && settled.batches.first?.captures == 3 && settled.batches.first?.refunds == 1, "\(settled)")
             try await step("settled")
             let o1History = try await client.execute(uri: "/orders/\(orders[0])/history", method: .get, headers: Self.auditor) {

@@ -260,7 +260,7 @@ extension ConsoleTests {
             let id = try await storefront.placeOrder(client)
             #expect(try await BackOfficeDriver().capture(client, id).0 == .ok)
             clock.set(TestApp.instant("2026-06-17T22:00:01Z"))
-            let batchID = try #require(try await BackOfficeDriver().settle(client, "2026-06-17").batches.first?.batch_id)
+            let batchID = try #require(try await BackOfficeDriver().settle(client, "2026-06-17").batches.first?.batchId)
             let (_, csv) = try await BackOfficeDriver().get(client, "/settlements/\(batchID)/report.csv")
             // The acquirer's own report, one settled line's gross changed by a cent.
             var lines = try SettlementReportCSV().parse(csv)

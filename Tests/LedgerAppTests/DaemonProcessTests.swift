@@ -74,7 +74,7 @@ import FoundationNetworking
         payment.setValue("application/json", forHTTPHeaderField: "Content-Type")
         payment.httpBody = StorefrontDriver.paymentBody()
         let (paid, _) = try await TestHTTP.data(for: payment)
-        let orderID = try #require(try JSONDecoder().decode(PaymentReply.self, from: paid).order_id as String?)
+        let orderID = try #require(try JSONDecoder().decode(PaymentReply.self, from: paid).orderId as String?)
         let base = ["--url", "http://127.0.0.1:\(port)", "--data-dir", dataDirectory.path]
         let capture = try await DaemonProcess.run(["order", "capture", orderID, "--amount", "10.00", "--idempotency-key", "k1"] + base)
         #expect(capture.status == 0 && capture.output.contains("partially_captured"), "\(capture.output)")

@@ -66,11 +66,11 @@ import Testing
             clock.set(TestApp.instant("2030-06-20T22:00:01Z"))
             let second = try #require(try await backOffice.settle(client, "2030-06-20").batches.first)
             #expect(second.captures == 1)
-            let reconciled = try await backOffice.reconciliation(client, second.batch_id)
-            #expect(reconciled.breaks.isEmpty, "\(reconciled.breaks.map(\.class))")
-            #expect(reconciled.report_lines == 3 && reconciled.matched == 2)  // Settled, Chargeback (+ MerchantPayout)
-            let firstReconciled = try await backOffice.reconciliation(client, first.batch_id)
-            #expect(firstReconciled.breaks.isEmpty && firstReconciled.window_closed)
+            let reconciled = try await backOffice.reconciliation(client, second.batchId)
+            #expect(reconciled.breaks.isEmpty, "\(reconciled.breaks.map(\._class.rawValue))")
+            #expect(reconciled.reportLines == 3 && reconciled.matched == 2)  // Settled, Chargeback (+ MerchantPayout)
+            let firstReconciled = try await backOffice.reconciliation(client, first.batchId)
+            #expect(firstReconciled.breaks.isEmpty && firstReconciled.windowClosed)
             func units(_ text: String?) throws -> Int64 { try Money(decimal: text ?? "", currency: .usd).minorUnits }
             #expect(try units(second.payout) == units(second.net) && units(second.net) < units(second.gross) - 5_900 + 1)
 
@@ -87,9 +87,9 @@ import Testing
             for entry in journal.entries {
                 let debit = try entry.lines.reduce(0) { $0 + (try units($1.debit)) }
                 let credit = try entry.lines.reduce(0) { $0 + (try units($1.credit)) }
-                #expect(debit == credit && debit > 0, "entry \(entry.position) \(entry.event_type) does not balance")
+                #expect(debit == credit && debit > 0, "entry \(entry.position) \(entry.eventType) does not balance")
             }
-            #expect(journal.entries.filter { $0.event_type == "ChargebackReceived" }.map(\.reference) == [dispute.disputeID])
+            #expect(journal.entries.filter { $0.eventType == "ChargebackReceived" }.map(\.reference) == [dispute.disputeID])
             func balance(_ account: String) throws -> Int64 {
                 guard let total = journal.totals.first(where: { $0.account == account }) else { return 0 }
                 return try units(total.debit) - units(total.credit)
@@ -117,7 +117,7 @@ import Testing
             func head() async throws -> Int64 { try await services.store.head().position }
             var random = SeededRandom(seed: seed)
             var orders: [String] = []
-            var batches: [BackOfficeDriver.SettlementSummary.Batch] = []
+            var batches: [Components.Schemas.SettlementRunBatch] = []
             /// A reply that is not 200 must be a 4xx error body that appended nothing.
             func expectRefusalAppendedNothing(_ status: HTTPResponse.Status, _ text: String, before: Int64, _ what: String) async throws {
                 #expect((400..<500).contains(status.code) && isErrorBody(text), "\(what) → \(status.code) \(text)")
@@ -177,14 +177,14 @@ import Testing
             }
             #expect(batches.count == 4)
             for batch in batches {
-                let reconciled = try await backOffice.reconciliation(client, batch.batch_id)
-                #expect(reconciled.breaks.isEmpty, "\(batch.batch_id): \(reconciled.breaks.map { "\($0.class) \($0.reference)" })")
+                let reconciled = try await backOffice.reconciliation(client, batch.batchId)
+                #expect(reconciled.breaks.isEmpty, "\(batch.batchId): \(reconciled.breaks.map { "\($0._class.rawValue) \($0.reference)" })")
             }
             // The acquirer's books: every line of every batch's report, by our order reference.
             var settled: [String: Int64] = [:]
             var chargebackLines = 0
             for batch in batches {
-                let number = try #require(batch.batch_number)
+                let number = try #require(batch.batchNumber)
                 for line in try await model.reportLines(batchNumber: number, from: 0, count: 10_000) {
                     let sign: Int64
                     switch line.type {

@@ -86,8 +86,8 @@ import Testing
             var (status, text) = try await backOffice.get(client, "/disputes?status=charged_back")
             #expect(status == .ok, "\(text)")
             var list = try WireJSON.decode(DisputeListReply.self, from: text)
-            #expect(list.disputes.map(\.dispute_id) == ["dp-1"])
-            #expect(list.disputes.first?.due_at == "2026-07-17T10:00:00.000000Z" && list.disputes.first?.net_debited == "59.00")
+            #expect(list.disputes.map(\.disputeId) == ["dp-1"])
+            #expect(list.disputes.first?.dueAt == "2026-07-17T10:00:00.000000Z" && list.disputes.first?.netDebited == "59.00")
             (status, text) = try await backOffice.get(client, "/disputes?due_before=2026-07-01T00:00:00Z")
             #expect(try WireJSON.decode(DisputeListReply.self, from: text).disputes.isEmpty, "\(text)")
             (status, text) = try await backOffice.get(client, "/disputes?status=defended")
@@ -100,7 +100,7 @@ import Testing
             )
             #expect(status == .ok, "\(text)")
             var detail = try WireJSON.decode(Detail.self, from: text)
-            #expect(detail.dispute.status == "defended" && detail.dispute.evidence_refs.count == 2 && detail.dispute.due_at == nil)
+            #expect(detail.dispute.status == .defended && detail.dispute.evidenceRefs.count == 2 && detail.dispute.dueAt == nil)
             #expect(detail.history.map(\.type) == ["ChargebackReceived", "DisputeDefenseSubmitted"])
             #expect(detail.history.last?.actor?.hasPrefix("operator") == true)
             // The network's stages come from the acquirer.
@@ -117,9 +117,9 @@ import Testing
                     "ChargebackReceived", "DisputeDefenseSubmitted", "DisputeSecondPresentment", "ChargebackReversed", "DisputeClosed",
                 ]
             )
-            #expect(detail.dispute.order_status == "shipped")
+            #expect(detail.dispute.orderStatus == .shipped)
             list = try WireJSON.decode(DisputeListReply.self, from: try await backOffice.get(client, "/disputes").1)
-            #expect(list.disputes.map(\.status) == ["won"])
+            #expect(list.disputes.map(\.status) == [.won])
             // Stock is not touched by a dispute: one sold at shipment, none returned.
             let clockRow = try await storefront.clockRow(client)
             #expect(clockRow.quantity_on_hand == 9 && clockRow.reserved == 0)
@@ -162,7 +162,7 @@ import Testing
             var text: String
             (status, text) = try await post(client, "/disputes/dp-2/accept", "")
             #expect(status == .ok, "\(text)")
-            #expect(try WireJSON.decode(Detail.self, from: text).dispute.status == "accepted")
+            #expect(try WireJSON.decode(Detail.self, from: text).dispute.status == .accepted)
             #expect(try await backOffice.order(client, order).status == "charged_back")
             for (uri, body) in [("/disputes/dp-2/accept", ""), ("/disputes/dp-2/defend", #"{"evidence_refs": ["a"]}"#)] {
                 let before = try await head(services)
@@ -194,9 +194,9 @@ import Testing
             try await services.disputes.receive(chargeback("dp-m", order: mastercard, reason: .mastercardNoAuthorization))
             // Visa's 30 days, Mastercard's 45: due_before between them finds only Visa's.
             var (status, text) = try await backOffice.get(client, "/disputes?due_before=2026-08-01T00:00:00Z")
-            #expect(try WireJSON.decode(DisputeListReply.self, from: text).disputes.map(\.dispute_id) == ["dp-v"], "\(text)")
+            #expect(try WireJSON.decode(DisputeListReply.self, from: text).disputes.map(\.disputeId) == ["dp-v"], "\(text)")
             (status, text) = try await backOffice.get(client, "/disputes")
-            #expect(try WireJSON.decode(DisputeListReply.self, from: text).disputes.map(\.dispute_id) == ["dp-v", "dp-m"])
+            #expect(try WireJSON.decode(DisputeListReply.self, from: text).disputes.map(\.disputeId) == ["dp-v", "dp-m"])
             // Exactly at the deadline is on time; one second after is refused, and nothing is appended.
             clock.set(Self.start.addingTimeInterval(30 * 86_400 + 1))
             let before = try await head(services)
@@ -227,7 +227,7 @@ import Testing
             #expect(try await backOffice.order(client, order).status == "disputed")
             // A refund recomputes the order's status from its money: the dispute's status stays.
             var (status, text) = try await backOffice.refund(client, order, #"{"amount": "10.00", "reason": "goodwill"}"#)
-            #expect(status == .ok && (try? JSONDecoder().decode(HoldOperationReply.self, from: Data(text.utf8)))?.status == "disputed", "\(text)")
+            #expect(status == .ok && (try? JSONDecoder().decode(HoldOperationReply.self, from: Data(text.utf8)))?.status == .disputed, "\(text)")
             // The inquiry turns into a chargeback: charged back. The bank already returned the funds, so
             // a refund would pay the cardholder twice: refused, nothing appended, nothing sent.
             try await services.disputes.receive(chargeback("dp-i", order: order, amount: 2000, reason: .visaNotReceived))
@@ -241,7 +241,7 @@ import Testing
             #expect(try await backOffice.order(client, order).status == "partially_refunded")
             (status, text) = try await backOffice.refund(client, order, #"{"amount": "5.00", "reason": "goodwill"}"#)
             #expect(
-                status == .ok && (try? JSONDecoder().decode(HoldOperationReply.self, from: Data(text.utf8)))?.status == "partially_refunded",
+                status == .ok && (try? JSONDecoder().decode(HoldOperationReply.self, from: Data(text.utf8)))?.status == .partiallyRefunded,
                 "\(text)"
             )
             // What is left to dispute: all 59.00 captured (the won dispute claims nothing; a refund does

@@ -71,14 +71,14 @@ import Testing
             // Two business days settled (the second closes the first one's reconciliation window), then the
             // value date of the payouts; the payout break is resolved by an operator.
             clock.set(TestApp.instant("2026-06-17T22:00:01Z"))
-            let first = try #require(try await backOffice.settle(client, "2026-06-17").batches.first?.batch_id)
+            let first = try #require(try await backOffice.settle(client, "2026-06-17").batches.first?.batchId)
             let next = try await storefront.placeOrder(client)
             expectOK(try await backOffice.operate(client, next, "capture", #"{"amount": "10.00", "final": true}"#), "capture")
             clock.set(TestApp.instant("2026-06-18T22:00:01Z"))
             _ = try await backOffice.settle(client, "2026-06-18")
             clock.set(TestApp.instant("2026-06-22T22:00:01Z"))
             _ = try await backOffice.settle(client, "2026-06-22")
-            let found = try #require(try await backOffice.reconciliation(client, first).breaks.first?.break_id)
+            let found = try #require(try await backOffice.reconciliation(client, first).breaks.first?.breakId)
             expectOK(
                 try await client.execute(
                     uri: "/reconciliation/breaks/\(found)/resolve",

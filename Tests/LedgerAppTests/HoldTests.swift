@@ -32,24 +32,24 @@ import Testing
             var (status, text) = try await backOffice.operate(client, id, "capture", #"{"amount": "20.00"}"#)
             #expect(status == .ok, "\(text)")
             var reply = try decode(text)
-            #expect(reply.status == "partially_captured" && reply.payment?.captured == "20.00" && reply.payment?.open == "39.00")
+            #expect(reply.status == .partiallyCaptured && reply.payment?.captured == "20.00" && reply.payment?.open == "39.00")
             (status, text) = try await backOffice.operate(client, id, "capture", #"{"amount": "30.00", "final": true}"#)
             reply = try decode(text)
             #expect(
-                reply.status == "captured" && reply.payment?.captured == "50.00" && reply.payment?.reversed == "9.00"
+                reply.status == .captured && reply.payment?.captured == "50.00" && reply.payment?.reversed == "9.00"
                     && reply.payment?.open == "0.00"
             )
             // Captured is not sold: the goods are still in the warehouse until they ship.
             var clock = try await storefront.clockRow(client)
             #expect(clock.quantity_on_hand == 10 && clock.reserved == 1)
             (status, text) = try await backOffice.operate(client, id, "ship", #"{"carrier": "UPS", "tracking": "1Z999"}"#)
-            #expect(status == .ok && r(text)?.status == "shipped", "\(text)")
+            #expect(status == .ok && r(text)?.status == .shipped, "\(text)")
             clock = try await storefront.clockRow(client)
             #expect(clock.quantity_on_hand == 9 && clock.reserved == 0 && clock.available == 9)
             (status, text) = try await backOffice.operate(client, id, "refund", #"{"amount": "10.00", "reason": "scratched"}"#)
-            #expect(r(text)?.status == "partially_refunded" && r(text)?.payment?.refunded == "10.00", "\(text)")
+            #expect(r(text)?.status == .partiallyRefunded && r(text)?.payment?.refunded == "10.00", "\(text)")
             (status, text) = try await backOffice.operate(client, id, "refund", #"{"amount": "40.00", "reason": "returned"}"#)
-            #expect(r(text)?.status == "refunded", "\(text)")
+            #expect(r(text)?.status == .refunded, "\(text)")
             let order = try await backOffice.order(client, id)
             #expect(order.status == "refunded" && order.payment?.refunded == "50.00" && order.hold?.state == "closed")
             #expect(try await ChainVerifier(client: services.client, logger: TestCluster.logger).verify().ok)
@@ -62,7 +62,7 @@ import Testing
             let (status, text) = try await backOffice.operate(client, id, "ship", "")
             #expect(status == .ok, "\(text)")
             let reply = try decode(text)
-            #expect(reply.status == "shipped" && reply.payment?.captured == "59.00" && reply.payment?.open == "0.00")
+            #expect(reply.status == .shipped && reply.payment?.captured == "59.00" && reply.payment?.open == "0.00")
             #expect(try await services.eventCount(type: "HoldCaptured") == 1)
             #expect(try await services.eventCount(type: "StockSold") == 1)
         }
@@ -74,7 +74,7 @@ import Testing
             let order = try await backOffice.order(client, id)
             #expect(order.status == "captured" && order.payment?.captured == "59.00")
             let (status, text) = try await backOffice.operate(client, id, "ship", "{}")
-            #expect(status == .ok && r(text)?.status == "shipped", "\(text)")
+            #expect(status == .ok && r(text)?.status == .shipped, "\(text)")
             #expect(try await services.eventCount(type: "HoldCaptured") == 1)
         }
     }
@@ -83,10 +83,10 @@ import Testing
         try await TestApp.withApp(seed: true) { client, _ in
             let id = try await storefront.placeOrder(client)
             var (status, text) = try await backOffice.operate(client, id, "void", #"{"amount": "9.00"}"#)
-            #expect(status == .ok && r(text)?.status == "authorized" && r(text)?.payment?.open == "50.00", "\(text)")
+            #expect(status == .ok && r(text)?.status == .authorized && r(text)?.payment?.open == "50.00", "\(text)")
             #expect(try await storefront.clockRow(client).available == 9)
             (status, text) = try await backOffice.operate(client, id, "void")
-            #expect(status == .ok && r(text)?.status == "voided", "\(text)")
+            #expect(status == .ok && r(text)?.status == .voided, "\(text)")
             let clock = try await storefront.clockRow(client)
             #expect(clock.reserved == 0 && clock.available == 10 && clock.quantity_on_hand == 10)
         }
@@ -101,7 +101,7 @@ import Testing
             let before = try await head(services)
             (status, text) = try await backOffice.operate(client, id, "increment", #"{"amount": "9999.00"}"#)
             #expect(status.code == 402, "\(text)")
-            #expect(r(text)?.result == "declined" && r(text)?.decline_code == "51")
+            #expect(r(text)?.result == .declined && r(text)?.declineCode == "51")
             #expect(try await head(services) == before)
         }
     }
@@ -305,7 +305,7 @@ import Testing
             let (s1, t1) = try await backOffice.operate(client, id, "capture", #"{"amount": "5.00"}"#, key: "cap-1")
             let (s2, t2) = try await backOffice.operate(client, id, "capture", #"{"amount": "5.00"}"#, key: "cap-1")
             #expect(s1 == .ok && s2 == .ok, "\(t1) \(t2)")
-            #expect(r(t1)?.result == "applied" && r(t2)?.result == "replayed")
+            #expect(r(t1)?.result == .applied && r(t2)?.result == .replayed)
             #expect(r(t2)?.payment?.captured == "5.00")
             let before = try await head(services)
             let (s3, t3) = try await backOffice.operate(client, id, "capture", #"{"amount": "6.00"}"#, key: "cap-1")
@@ -573,7 +573,7 @@ extension HoldTests {
                                     // A new order while pens last (out of stock, or a declined card, is an expected answer here).
                                     let (status, text) = try await storefront.pay(client, StorefrontDriver.paymentBody(amount: 3200, product: "Pen"))
                                     if status == .ok {
-                                        ids.append(try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8)).order_id)
+                                        ids.append(try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8)).orderId)
                                     } else if status.code >= 500 {
                                         problems.list.withLock { $0.append("payment → \(status.code) \(text)") }
                                     }

@@ -30,8 +30,8 @@ import Testing
             let loads = loader.loads - before
             #expect(status == .ok, "\(text)")
             let reply = try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8))
-            #expect(reply.status == "succeeded")
-            #expect(reply.order_status == "authorized")
+            #expect(reply.status == .succeeded)
+            #expect(reply.orderStatus == .authorized)
             // Authorizing needs the order (its amount and reference); recording decides on that same
             // state, and the reply comes from the states the append left.
             #expect(loads.orders == 1, "\(loads)")
@@ -71,8 +71,8 @@ import Testing
             let (status, text) = try await backOffice.operate(client, order, "capture", key: "capture-once")
             let loads = loader.loads - before
             #expect(status == .ok, "\(text)")
-            #expect(reply(text)?.status == "captured")
-            #expect(reply(text)?.result == "applied")
+            #expect(reply(text)?.status == .captured)
+            #expect(reply(text)?.result == .applied)
             // Once to find the order (404 otherwise) and once in the order's turn, where the operation is
             // decided; the hold once, in that turn. Recording decides on those states, and the reply
             // comes from the states the append left.
@@ -85,8 +85,8 @@ import Testing
             let (again, replayed) = try await backOffice.operate(client, order, "capture", key: "capture-once")
             let replayLoads = loader.loads - replayStart
             #expect(again == .ok, "\(replayed)")
-            #expect(reply(replayed)?.result == "replayed")
-            #expect(reply(replayed)?.status == "captured")
+            #expect(reply(replayed)?.result == .replayed)
+            #expect(reply(replayed)?.status == .captured)
             #expect(replayLoads == LoadCounts(orders: 1, holds: 1), "\(replayLoads)")
         }
     }

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import LedgerAPI
 import LedgerAcquirer
 import LedgerAcquirerAPI
 import LedgerAcquirerService
@@ -60,6 +61,67 @@ import Testing
             }
             let (status, text) = try await call(client, .get, "/events?type=ProductListed&stream_prefix=product-")
             #expect(status == 200 && text.contains(#""type":"ProductListed""#), "\(text)")
+        }
+    }
+
+    /// Test audit 3, §3: the refusals of break resolution, webhook redelivery and rotation, subscription
+    /// acknowledgement and deletion, each checked against what those routes write — the log (a resolution is an event)
+    /// and the rows of `ledger.subscriptions` and `ledger.webhook_endpoints` as a whole (a checkpoint, a cursor, a
+    /// sealed secret), not only their counts. Malformed JSON, a wrong type, a missing or unknown member, a value out of
+    /// range, an unknown target: each a 4xx with the error shape, and every row as it was.
+    @Test func refusedFeedAndResolutionChangesLeaveTheirRowsAndTheLogAsTheyWere() async throws {
+        try await TestApp.withApp(seed: true) { client, services in
+            let created = try await call(client, .post, "/subscriptions", #"{"name": "erp", "from": 0}"#)
+            #expect(created.0 == 201, "\(created.1)")
+            let secret = "whsec_test_0123456789abcdef"
+            let hook = try await call(client, .post, "/webhooks", #"{"url": "http://127.0.0.1:9/hook", "secret": "\#(secret)"}"#)
+            #expect(hook.0 == 201, "\(hook.1)")
+            let id = try WireJSON.decode(WebhookReply.self, from: hook.1).id
+            let unknown = "00000000-0000-0000-0000-000000000000"
+            let head = try await services.store.head().position
+            let before = try await Self.tableRows(services)
+            let refused: [(String, String, String?)] = [
+                ("POST", "/subscriptions/erp/ack", #"{"position": "#),
+                ("POST", "/subscriptions/erp/ack", "{}"),
+                ("POST", "/subscriptions/erp/ack", #"{"position": "3"}"#),
+                ("POST", "/subscriptions/erp/ack", #"{"position": -1}"#),
+                ("POST", "/subscriptions/erp/ack", #"{"position": \#(head + 1_000)}"#),
+                ("POST", "/subscriptions/erp/ack", #"{"position": 1, "extra": true}"#),
+                ("POST", "/subscriptions/nope/ack", #"{"position": 1}"#),
+                ("DELETE", "/subscriptions/nope", nil),
+                ("POST", "/webhooks/\(id)/redeliver", #"{"from": "#),
+                ("POST", "/webhooks/\(id)/redeliver", "{}"),
+                ("POST", "/webhooks/\(id)/redeliver", #"{"from": "1"}"#),
+                ("POST", "/webhooks/\(id)/redeliver", #"{"from": 0}"#),
+                ("POST", "/webhooks/\(id)/redeliver", #"{"from": 1, "extra": true}"#),
+                ("POST", "/webhooks/\(unknown)/redeliver", #"{"from": 1}"#),
+                ("POST", "/webhooks/not-a-uuid/redeliver", #"{"from": 1}"#),
+                ("POST", "/webhooks/\(id)/rotate-secret", #"{"secret": "#),
+                ("POST", "/webhooks/\(id)/rotate-secret", "{}"),
+                ("POST", "/webhooks/\(id)/rotate-secret", #"{"secret": 5}"#),
+                ("POST", "/webhooks/\(id)/rotate-secret", #"{"secret": "short"}"#),
+                ("POST", "/webhooks/\(id)/rotate-secret", #"{"secret": "\#(secret)-2", "grace": "soon"}"#),
+                ("POST", "/webhooks/\(unknown)/rotate-secret", #"{"secret": "\#(secret)-2"}"#),
+                ("POST", "/reconciliation/breaks/b-1/resolve", #"{"reason": "#),
+                ("POST", "/reconciliation/breaks/b-1/resolve", "{}"),
+                ("POST", "/reconciliation/breaks/b-1/resolve", #"{"reason": 5}"#),
+                ("POST", "/reconciliation/breaks/b-1/resolve", #"{"reason": ""}"#),
+                ("POST", "/reconciliation/breaks/b-1/resolve", #"{"reason": "fee agreed", "extra": 1}"#),
+                ("POST", "/reconciliation/breaks/no-such-break/resolve", #"{"reason": "fee agreed"}"#),
+            ]
+            for (method, uri, body) in refused {
+                let (status, text) = try await call(client, HTTPRequest.Method(method)!, uri, body)
+                #expect((400..<500).contains(status), "\(method) \(uri) \(body ?? ""): \(status) \(text)")
+                #expect(AccessAndLimitsTests.errorCode(text) != nil, "\(method) \(uri) \(body ?? ""): no error shape: \(text)")
+            }
+            #expect(try await services.store.head().position == head, "a refused change appended")
+            #expect(try await Self.tableRows(services) == before, "a refused change wrote a row")
+            // The same routes with good bodies do write (the refusals above were theirs, not a dead route's).
+            #expect(try await call(client, .post, "/subscriptions/erp/ack", #"{"position": 1}"#).0 == 200)
+            #expect(try await call(client, .post, "/webhooks/\(id)/rotate-secret", #"{"secret": "\#(secret)-2"}"#).0 == 200)
+            #expect(try await Self.tableRows(services) != before)
+            #expect(try await call(client, .delete, "/subscriptions/erp").0 == 204)
+            #expect(try await Self.rows(services).subscriptions == 0)
         }
     }
 
@@ -173,6 +235,18 @@ import Testing
             subscriptions: try await count("SELECT count(*) FROM ledger.subscriptions"),
             webhooks: try await count("SELECT count(*) FROM ledger.webhook_endpoints")
         )
+    }
+
+    /// Every row of the subscription and webhook tables, whole, in a stable order.
+    static func tableRows(_ services: ServiceContainer) async throws -> [String] {
+        var rows: [String] = []
+        for query: PostgresQuery in [
+            "SELECT row_to_json(s)::text FROM ledger.subscriptions s ORDER BY name",
+            "SELECT row_to_json(w)::text FROM ledger.webhook_endpoints w ORDER BY id",
+        ] {
+            for try await row in try await services.client.query(query).decode(String.self) { rows.append(row) }
+        }
+        return rows
     }
 
     struct Rows: Equatable {

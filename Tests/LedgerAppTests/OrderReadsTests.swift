@@ -33,7 +33,7 @@ import Testing
         var ids: [String] = []
         for token in ["tok_visa", "tok_mastercard", "tok_chargeDeclined", "tok_visa_debit", "tok_chargeDeclinedProcessingError"] {
             let (_, text) = try await storefront.pay(client, StorefrontDriver.paymentBody(source: token))
-            ids.append(try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8)).order_id)
+            ids.append(try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8)).orderId)
         }
         return ids
     }

@@ -18,22 +18,13 @@ import Testing
 @Suite(.machine(.shared)) struct PaymentTests {
     let storefront = StorefrontDriver()
 
-    struct Reply: Decodable {
-        let id: String
-        let status: String
-        let order_id: String
-        let order_status: String
-        let amount: Int64
-        let decline_code: String?
-    }
-
     @Test func theAppsExactRequestAuthorizesAndReservesStock() async throws {
         try await TestApp.withApp(seed: true) { client, services in
             let (status, text) = try await storefront.pay(client, StorefrontDriver.paymentBody())
             #expect(status == .ok, "\(text)")
             let reply = try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8))
-            #expect(reply.status == "succeeded" && reply.order_status == "authorized" && reply.amount == 5900)
-            #expect(!reply.id.isEmpty && reply.id != reply.order_id)
+            #expect(reply.status == .succeeded && reply.orderStatus == .authorized && reply.amount == 5900)
+            #expect(!reply.id.isEmpty && reply.id != reply.orderId)
             let row = try await storefront.clockRow(client)
             #expect(row.quantity_on_hand == 10 && row.reserved == 1 && row.available == 9)
             #expect(try await services.eventCount(type: "AuthorizationHoldPlaced") == 1)
@@ -51,10 +42,10 @@ import Testing
     func declinesAndUnknownOutcomesLeaveAvailabilityUnchanged(token: String, code: String) async throws {
         try await TestApp.withApp(seed: true) { client, services in
             let (status, text) = try await storefront.pay(client, StorefrontDriver.paymentBody(source: token))
-            let reply = try JSONDecoder().decode(Reply.self, from: Data(text.utf8))
-            #expect(reply.status == "failed" && reply.decline_code == code, "\(text)")
+            let reply = try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8))
+            #expect(reply.status == .failed && reply.declineCode == code, "\(text)")
             #expect(status == (code == "91" ? .badGateway : HTTPResponse.Status(code: 402)))
-            #expect(reply.order_status == (code == "91" ? "cancelled" : "declined"))
+            #expect(reply.orderStatus == (code == "91" ? .cancelled : .declined))
             let row = try await storefront.clockRow(client)
             #expect(row.reserved == 0 && row.available == 10)
             #expect(try await services.eventCount(type: "AuthorizationHoldPlaced") == 0)
@@ -73,7 +64,7 @@ import Testing
             #expect(try await storefront.pay(client, StorefrontDriver.paymentBody()).0 == .ok)
             let (status, text) = try await storefront.pay(client, StorefrontDriver.paymentBody())
             #expect(status == HTTPResponse.Status(code: 402))
-            #expect(try JSONDecoder().decode(Reply.self, from: Data(text.utf8)).decline_code == "51")
+            #expect(try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8)).declineCode == "51")
             #expect(try await storefront.clockRow(client).reserved == 1)
         }
     }
@@ -175,7 +166,7 @@ import Testing
         try await TestApp.withApp(seed: true) { client, services in
             let first = try await storefront.pay(client, StorefrontDriver.paymentBody(), key: "checkout-43")
             #expect(first.0 == .ok && first.1.contains(#""order_status":"authorized""#), "\(first.1)")
-            let order = try WireJSON.decode(PaymentReply.self, from: first.1).order_id
+            let order = try WireJSON.decode(PaymentReply.self, from: first.1).orderId
             let captured = try await BackOfficeDriver().operate(client, order, "capture", #"{"amount": "20.00"}"#)
             let shipped = try await BackOfficeDriver().operate(client, order, "ship", "{}")
             #expect(captured.0 == .ok && shipped.0 == .ok, "\(captured) \(shipped)")
@@ -216,9 +207,9 @@ import Testing
             let (status, text) = try await storefront.pay(client, StorefrontDriver.paymentBody())
             #expect(status == .badGateway)
             let reply = try JSONDecoder().decode(PaymentReply.self, from: Data(text.utf8))
-            #expect(reply.order_status == "pending_payment")
+            #expect(reply.orderStatus == .pendingPayment)
             #expect(try await storefront.clockRow(client).reserved == 1)
-            pending.withLock { $0 = reply.order_id }
+            pending.withLock { $0 = reply.orderId }
         }
         let orderID = try #require(pending.withLock { $0 })
         // "Restart": a new application on the same database, two minutes later.

@@ -61,7 +61,7 @@ extension SettlementRunTests {
             try await capture(client, first)
             try await capture(client, second)
             clock.set(Self.instant("2026-06-17T22:00:01Z"))
-            let batchID = try #require(try await settle(client, "2026-06-17").batches.first?.batch_id)
+            let batchID = try #require(try await settle(client, "2026-06-17").batches.first?.batchId)
             let (_, csv) = try await get(client, "/settlements/\(batchID)/report.csv")
             let own = try SettlementReportCSV().parse(csv)
             let settled = own.filter { $0.type == .settled }
@@ -95,7 +95,7 @@ extension SettlementRunTests {
             var (status, text) = try await postReport(client, sdr)
             #expect(status == .ok, "\(text)")
             var reply = try WireJSON.decode(ReconciliationReply.self, from: text)
-            #expect(reply.batch_id == batchID && reply.report_lines == own.count + 1 && reply.matched == settled.count + 1, "\(text)")
+            #expect(reply.batchId == batchID && reply.reportLines == own.count + 1 && reply.matched == settled.count + 1, "\(text)")
             #expect(reply.breaks.isEmpty, "\(reply.breaks)")
             #expect(reply.reconciliations.first?.report == "acquirer" && reply.reconciliations.first?.breaks.isEmpty == true)
             #expect(try await services.store.head().position == before + 1)  // its reconciliation, no break
@@ -112,7 +112,7 @@ extension SettlementRunTests {
             unknown[unknown.count - 1] = shifted
             (status, text) = try await postReport(client, try Self.sdr(unknown))
             reply = try WireJSON.decode(ReconciliationReply.self, from: text)
-            #expect(reply.breaks.map(\.class) == ["unmapped_record"] && reply.breaks.first?.reference == "NEW-0001", "\(text)")
+            #expect(reply.breaks.map(\._class.rawValue) == ["unmapped_record"] && reply.breaks.first?.reference == "NEW-0001", "\(text)")
             #expect(reply.breaks.first?.actual == "1.00")
 
             // Stripe: the two charges of the payout (the batch's payout reference); its payout is the batch's.
@@ -133,7 +133,7 @@ extension SettlementRunTests {
             }
             (status, text) = try await postReport(client, stripe)
             reply = try WireJSON.decode(ReconciliationReply.self, from: text)
-            #expect(status == .ok && reply.breaks.isEmpty && reply.matched == 2 && reply.report_lines == 3, "\(text)")
+            #expect(status == .ok && reply.breaks.isEmpty && reply.matched == 2 && reply.reportLines == 3, "\(text)")
 
             // The PAR names no batch by default: named with batch=; its status records are counted, not matched to items.
             let parHeader = [
@@ -157,7 +157,7 @@ extension SettlementRunTests {
             #expect(status == .unprocessableContent, "\(text)")  // no batch named, none in the report
             (status, text) = try await postReport(client, par, query: "?format=adyen_par&batch=\(batchID)")
             reply = try WireJSON.decode(ReconciliationReply.self, from: text)
-            #expect(status == .ok && reply.breaks.isEmpty && reply.matched == 6 && reply.report_lines == 7, "\(text)")
+            #expect(status == .ok && reply.breaks.isEmpty && reply.matched == 6 && reply.reportLines == 7, "\(text)")
             (status, text) = try await postReport(client, par, query: "?format=excel")
             #expect(status == .badRequest, "\(text)")
 

@@ -62,7 +62,7 @@ import FoundationNetworking
             payment.setValue("application/json", forHTTPHeaderField: "Content-Type")
             payment.httpBody = StorefrontDriver.paymentBody(amount: 3200, product: "Pen")
             let (paid, _) = try await TestHTTP.data(for: payment)
-            let order = try JSONDecoder().decode(PaymentReply.self, from: paid).order_id
+            let order = try JSONDecoder().decode(PaymentReply.self, from: paid).orderId
             let (status, text) = try await daemon.request("POST", "/orders/\(order)/capture", "{}", idempotencyKey: "capture-\(order)")
             #expect(status == 200, "\(text)")
             modifications += 1
@@ -108,7 +108,7 @@ import FoundationNetworking
             let (status, text) = try await daemon.request("POST", "/settlements/run", #"{"business_date": "\#(day)"}"#)
             #expect(status == 200, "\(point): \(text)")
             let summary = try JSONDecoder().decode(SettlementRunReply.self, from: Data(text.utf8))
-            #expect(summary.batches.map(\.stage) == ["payout_scheduled"], "\(point): \(text)")
+            #expect(summary.batches.map(\.stage) == [.payoutScheduled], "\(point): \(text)")
             #expect(summary.batches.map { $0.captures + $0.refunds } == [expected[index]], "\(point): \(text)")
             // Items for the next day: recorded after this day's cut-off.
             expected.append(try await captureOrders(daemon, count: 2))

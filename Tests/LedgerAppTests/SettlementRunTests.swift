@@ -68,10 +68,10 @@ import Testing
             try await capture(client, second, #"{"amount": "10.00"}"#)
             clock.set(Self.instant("2026-06-18T22:00:01Z"))
             _ = try await settle(client, "2026-06-18")
-            let id = try #require(wednesday.batches.first?.batch_id)
+            let id = try #require(wednesday.batches.first?.batchId)
             let rec = try await reconciliation(client, id)
-            #expect(rec.window_closed)
-            #expect(rec.breaks.map(\.class) == [expected], "\(knob): \(rec.breaks.map(\.class))")
+            #expect(rec.windowClosed)
+            #expect(rec.breaks.map(\._class.rawValue) == [expected], "\(knob): \(rec.breaks.map(\._class.rawValue))")
             // The result and each break are events of the batch's reconciliation stream.
             let recorded = try await services.store.readStream(Reconciliation.streamID(batchID: id)).map { try SettlementEvent.decode($0) }
             let found = recorded.compactMap { event -> String? in
@@ -81,7 +81,7 @@ import Testing
             #expect(found.last == expected && recorded.contains { if case .reconciled = $0 { true } else { false } })
 
             // An operator resolves the break with a reason: an event; a second time is refused.
-            let breakID = try #require(rec.breaks.first?.break_id)
+            let breakID = try #require(rec.breaks.first?.breakId)
             var head = try await services.store.head().position
             let (missingReason, _) = try await resolve(client, breakID, "{}")
             let (unknown, _) = try await resolve(client, "\(id).timing.nothing", #"{"reason": "x"}"#)
@@ -93,8 +93,8 @@ import Testing
             #expect(try await services.store.head().position == head)
             let after = try await reconciliation(client, id)
             #expect(
-                after.open_breaks == 0 && after.breaks.first?.resolution_reason == "acquirer ticket 42"
-                    && after.breaks.first?.resolved_by?.hasPrefix("operator") == true
+                after.openBreaks == 0 && after.breaks.first?.resolutionReason == "acquirer ticket 42"
+                    && after.breaks.first?.resolvedBy?.hasPrefix("operator") == true
             )
             let (again, againText) = try await resolve(client, breakID, #"{"reason": "twice"}"#)
             #expect(again == .conflict && againText.contains("already_resolved"))
@@ -138,7 +138,7 @@ import Testing
 
     /// One day of 8 captures and 2 refunds settled with the given page and part sizes: the batch, its
     /// stored report's bytes and part count, and its reconciliation.
-    func settleTenItems(environment: [String: String]) async throws -> (SettlementRunReply.Batch, String, Int32, ReconciliationReply) {
+    func settleTenItems(environment: [String: String]) async throws -> (Components.Schemas.SettlementRunBatch, String, Int32, ReconciliationReply) {
         let clock = SimulatedClock(Self.friday)
         let acquirer = AcquirerModel(seed: 3, clock: clock.reading)
         let result = Outcome()
@@ -150,25 +150,25 @@ import Testing
             clock.set(Self.instant("2026-06-19T22:00:01Z"))
             let summary = try await settle(client, "2026-06-19")
             let batch = try #require(summary.batches.first)
-            let (csvStatus, csv) = try await get(client, "/settlements/\(batch.batch_id)/report.csv")
+            let (csvStatus, csv) = try await get(client, "/settlements/\(batch.batchId)/report.csv")
             #expect(csvStatus == .ok, "\(csv)")
             let parts = try await services.client.withConnection { connection in
                 var parts: [Int32] = []
                 let rows = try await connection.query(
-                    "SELECT parts FROM ledger.settlement_reports WHERE batch_id = \(batch.batch_id)",
+                    "SELECT parts FROM ledger.settlement_reports WHERE batch_id = \(batch.batchId)",
                     logger: TestCluster.logger
                 )
                 for try await part in rows.decode(Int32.self) { parts.append(part) }
                 return parts
             }
-            let settled = (batch, csv, try #require(parts.first), try await reconciliation(client, batch.batch_id))
+            let settled = (batch, csv, try #require(parts.first), try await reconciliation(client, batch.batchId))
             result.value.withLock { $0 = settled }
         }
         return try #require(result.value.withLock { $0 })
     }
 
     final class Outcome: Sendable {
-        let value = Mutex<(SettlementRunReply.Batch, String, Int32, ReconciliationReply)?>(nil)
+        let value = Mutex<(Components.Schemas.SettlementRunBatch, String, Int32, ReconciliationReply)?>(nil)
     }
 
     /// Pages of 3 items to the acquirer (4 pages for 10 items) and report parts of 3 lines (4 parts for
@@ -179,20 +179,20 @@ import Testing
             "LEDGERD_SETTLEMENT_PAGE_SIZE": "3", "LEDGERD_SETTLEMENT_REPORT_PART_LINES": "3",
         ])
         let whole = try await settleTenItems(environment: [:])
-        #expect(small.0.captures == 8 && small.0.refunds == 2 && small.0.stage == "payout_scheduled", "\(small.0)")
+        #expect(small.0.captures == 8 && small.0.refunds == 2 && small.0.stage == .payoutScheduled, "\(small.0)")
         #expect(small.0.gross == "106.00")  // 10 + 11 + … + 17 − 2 × 1.00
         #expect(small.2 == 4 && whole.2 == 1, "parts: \(small.2) and \(whole.2)")
         // The parts joined are the report the acquirer sent, whole: its digest, its lines, its money.
         let digest = SHA256.hash(data: Array(small.1.utf8)).map { String(format: "%02x", $0) }.joined()
-        #expect(digest == small.0.report_sha256)
+        #expect(digest == small.0.reportSha256)
         let lines = try SettlementReportCSV().parse(small.1)
         let wholeLines = try SettlementReportCSV().parse(whole.1)
         #expect(lines.count == 11 && wholeLines.count == 11)
         #expect(lines.filter { $0.type != .merchantPayout }.reduce(Int64(0)) { $0 + $1.signedGrossMinorUnits } == 10_600)
         #expect(small.0.gross == whole.0.gross && small.0.payout == whole.0.payout)
         let rec = small.3
-        #expect(rec.report_lines == 11 && rec.ledger_items == 10 && rec.matched == 10 && rec.breaks.isEmpty, "\(rec)")
-        #expect(rec.matched == whole.3.matched && rec.report_lines == whole.3.report_lines)
+        #expect(rec.reportLines == 11 && rec.ledgerItems == 10 && rec.matched == 10 && rec.breaks.isEmpty, "\(rec)")
+        #expect(rec.matched == whole.3.matched && rec.reportLines == whole.3.reportLines)
     }
 
     /// The merchant account and the fee schedule are the ledger's own settings, and the acquirer it runs is configured
@@ -212,14 +212,14 @@ import Testing
             clock.set(Self.instant("2026-06-19T22:00:01Z"))
             let batch = try #require(try await settle(client, "2026-06-19").batches.first)
             #expect(batch.gross == "50.00" && batch.net == "49.00", "\(batch)")
-            let (status, text) = try await get(client, "/settlements/\(batch.batch_id)")
+            let (status, text) = try await get(client, "/settlements/\(batch.batchId)")
             #expect(status == .ok, "\(text)")
             let reply = try JSONDecoder().decode(SettlementBatchReply.self, from: Data(text.utf8))
-            #expect(reply.merchant_account == "AcmeStore" && reply.commission == "1.00" && (reply.interchange ?? "0.00") == "0.00", "\(reply)")
-            let (_, csv) = try await get(client, "/settlements/\(batch.batch_id)/report.csv")
+            #expect(reply.merchantAccount == "AcmeStore" && reply.commission == "1.00" && (reply.interchange ?? "0.00") == "0.00", "\(reply)")
+            let (_, csv) = try await get(client, "/settlements/\(batch.batchId)/report.csv")
             let lines = try SettlementReportCSV().parse(csv)
             #expect(!lines.isEmpty && lines.allSatisfy { $0.merchantAccount == "AcmeStore" }, "\(csv)")
-            let rec = try await reconciliation(client, batch.batch_id)
+            let rec = try await reconciliation(client, batch.batchId)
             #expect(rec.matched == 1 && rec.breaks.isEmpty, "\(rec)")
         }
     }
@@ -240,24 +240,24 @@ import Testing
             let summary = try await settle(client, "2026-06-19")
             // The run read every batch stream once: to settle, to reconcile and to record payouts.
             #expect(services.settlement.batchReads.value == reads + 1)
-            #expect(summary.cut_off_at == "2026-06-19T22:00:00.000000Z")
+            #expect(summary.cutOffAt == "2026-06-19T22:00:00.000000Z")
             try #require(summary.batches.count == 1)
             let batch = summary.batches[0]
-            #expect(batch.batch_id == "OrderLedgerStore-USD-2026-06-19" && batch.stage == "payout_scheduled")
-            #expect(batch.captures == 2 && batch.refunds == 1 && batch.appended_events == 5)
+            #expect(batch.batchId == "OrderLedgerStore-USD-2026-06-19" && batch.stage == .payoutScheduled)
+            #expect(batch.captures == 2 && batch.refunds == 1 && batch.appendedEvents == 5)
             // Σ captures − Σ refunds = gross: 59.00 + 20.00 − 5.00.
             #expect(batch.gross == "74.00")
             // Friday, T+1: Monday.
-            #expect(batch.value_date == "2026-06-22")
+            #expect(batch.valueDate == "2026-06-22")
 
-            let v = try await view(client, batch.batch_id)
-            #expect(v.gross_credit == "79.00" && v.gross_debit == "5.00" && v.gross == "74.00" && v.expected_value_date == "2026-06-22")
+            let v = try await view(client, batch.batchId)
+            #expect(v.grossCredit == "79.00" && v.grossDebit == "5.00" && v.gross == "74.00" && v.expectedValueDate == "2026-06-22")
             #expect(v.payout == v.net)
 
-            let (csvStatus, csv) = try await get(client, "/settlements/\(batch.batch_id)/report.csv")
+            let (csvStatus, csv) = try await get(client, "/settlements/\(batch.batchId)/report.csv")
             #expect(csvStatus == .ok)
             let digest = SHA256.hash(data: Array(csv.utf8)).map { String(format: "%02x", $0) }.joined()
-            #expect(digest == v.report_sha256)
+            #expect(digest == v.reportSha256)
             let lines = try SettlementReportCSV().parse(csv)
             let priced = lines.filter { $0.type != .merchantPayout }
             #expect(priced.count == 3)
@@ -271,19 +271,19 @@ import Testing
             #expect(Set(priced.map(\.modificationMerchantReference)).count == 3)
 
             // A clean day reconciles with zero breaks (the stored CSV re-ingested against the ledger).
-            let (recStatus, recText) = try await get(client, "/settlements/\(batch.batch_id)/reconciliation")
+            let (recStatus, recText) = try await get(client, "/settlements/\(batch.batchId)/reconciliation")
             #expect(recStatus == .ok, "\(recText)")
             let rec = try JSONDecoder().decode(ReconciliationReply.self, from: Data(recText.utf8))
-            #expect(rec.matched == 3 && rec.breaks.isEmpty && rec.ledger_items == 3 && rec.report_lines == 4 && !rec.window_closed)
+            #expect(rec.matched == 3 && rec.breaks.isEmpty && rec.ledgerItems == 3 && rec.reportLines == 4 && !rec.windowClosed)
 
             // The same day again: nothing appended, the same report bytes.
             let head = try await services.store.head().position
             reads = services.settlement.batchReads.value
             let again = try await settle(client, "2026-06-19")
             #expect(services.settlement.batchReads.value == reads + 1)
-            #expect(again.batches.map(\.appended_events) == [0] && again.batches[0].report_sha256 == v.report_sha256)
+            #expect(again.batches.map(\.appendedEvents) == [0] && again.batches[0].reportSha256 == v.reportSha256)
             #expect(try await services.store.head().position == head)
-            let (_, csvAgain) = try await get(client, "/settlements/\(batch.batch_id)/report.csv")
+            let (_, csvAgain) = try await get(client, "/settlements/\(batch.batchId)/report.csv")
             #expect(Array(csvAgain.utf8) == Array(csv.utf8))
 
             // The next business day has nothing left to settle from this one.
@@ -293,15 +293,15 @@ import Testing
             #expect(monday.batches.isEmpty)
             #expect(services.settlement.batchReads.value == reads + 1)
             // Monday is the value date: the deposit is recorded, once.
-            let paid = try await view(client, batch.batch_id)
-            #expect(paid.stage == "paid" && paid.paid_amount == v.payout && paid.paid_value_date == "2026-06-22")
+            let paid = try await view(client, batch.batchId)
+            #expect(paid.stage == .paid && paid.paidAmount == v.payout && paid.paidValueDate == "2026-06-22")
             let afterPaid = try await services.store.head().position
             _ = try await settle(client, "2026-06-22")
             #expect(try await services.store.head().position == afterPaid)
 
             var (listStatus, listText) = try await get(client, "/settlements?from=2026-06-19&to=2026-06-19")
             #expect(listStatus == .ok)
-            #expect(try JSONDecoder().decode(SettlementListReply.self, from: Data(listText.utf8)).settlements.map(\.batch_id) == [batch.batch_id])
+            #expect(try JSONDecoder().decode(SettlementListReply.self, from: Data(listText.utf8)).settlements.map(\.batchId) == [batch.batchId])
             (listStatus, listText) = try await get(client, "/settlements?from=2026-06-20")
             #expect(try JSONDecoder().decode(SettlementListReply.self, from: Data(listText.utf8)).settlements.isEmpty)
         }
@@ -322,7 +322,7 @@ import Testing
             clock.set(Self.instant("2026-06-18T22:05:00Z"))
             let thursday = try await settle(client, "2026-06-18")
             #expect(thursday.batches.map(\.captures) == [1] && thursday.batches.map(\.gross) == ["22.00"])
-            #expect(thursday.batches.map(\.value_date) == ["2026-06-19"])
+            #expect(thursday.batches.map(\.valueDate) == ["2026-06-19"])
         }
     }
 
@@ -341,14 +341,14 @@ import Testing
             #expect(status == .ok, "\(text)")
             let early = try JSONDecoder().decode(SettlementRunReply.self, from: Data(text.utf8))
             let scheduled = EventJSON.timestamp(Self.instant("2026-06-17T22:00:00Z").epochMicroseconds)
-            #expect(early.business_date == "2026-06-17" && early.cut_off_at == EventJSON.timestamp(clock.now.epochMicroseconds))
-            #expect(early.closed_early_by?.hasPrefix("operator:") == true && early.scheduled_cut_off_at == scheduled, "\(text)")
+            #expect(early.businessDate == "2026-06-17" && early.cutOffAt == EventJSON.timestamp(clock.now.epochMicroseconds))
+            #expect(early.closedEarlyBy?.hasPrefix("operator:") == true && early.scheduledCutOffAt == scheduled, "\(text)")
             #expect(early.batches.map(\.captures) == [1] && early.batches.map(\.gross) == ["11.00"])
-            #expect(early.batches.map(\.stage) == ["payout_scheduled"], "\(text)")
-            let batchID = try #require(early.batches.first?.batch_id)
+            #expect(early.batches.map(\.stage) == [.payoutScheduled], "\(text)")
+            let batchID = try #require(early.batches.first?.batchId)
             let batch = try await view(client, batchID)
-            #expect(batch.closed_early_by == early.closed_early_by && batch.scheduled_cut_off_at == scheduled)
-            #expect(batch.cut_off_at == early.cut_off_at)
+            #expect(batch.closedEarlyBy == early.closedEarlyBy && batch.scheduledCutOffAt == scheduled)
+            #expect(batch.cutOffAt == early.cutOffAt)
             let reconciled = try await reconciliation(client, batchID)
             #expect(reconciled.breaks.isEmpty && reconciled.matched == 1, "\(reconciled)")
             // The log says who closed early, in the batch's opened event.
@@ -363,16 +363,16 @@ import Testing
             let head = try await services.store.head().position
             let (againStatus, againText) = try await run(client, #"{"close_now": true}"#)
             let again = try JSONDecoder().decode(SettlementRunReply.self, from: Data(againText.utf8))
-            #expect(againStatus == .ok && again.batches.map(\.appended_events) == [0] && again.batches.map(\.captures) == [1], "\(againText)")
+            #expect(againStatus == .ok && again.batches.map(\.appendedEvents) == [0] && again.batches.map(\.captures) == [1], "\(againText)")
             clock.set(Self.instant("2026-06-17T22:05:00Z"))
             let wednesday = try await settle(client, "2026-06-17")
-            #expect(wednesday.batches.map(\.appended_events) == [0] && wednesday.closed_early_by == nil)
+            #expect(wednesday.batches.map(\.appendedEvents) == [0] && wednesday.closedEarlyBy == nil)
             #expect(try await services.store.head().position == head)
             clock.set(Self.instant("2026-06-18T22:05:00Z"))
             let thursday = try await settle(client, "2026-06-18")
             #expect(thursday.batches.map(\.captures) == [1] && thursday.batches.map(\.gross) == ["22.00"], "\(thursday)")
-            let thursdayID = try #require(thursday.batches.first?.batch_id)
-            #expect(try await view(client, thursdayID).closed_early_by == nil)
+            let thursdayID = try #require(thursday.batches.first?.batchId)
+            #expect(try await view(client, thursdayID).closedEarlyBy == nil)
             let thursdayReconciled = try await reconciliation(client, thursdayID)
             #expect(thursdayReconciled.breaks.isEmpty && thursdayReconciled.matched == 1, "\(thursdayReconciled)")
         }
@@ -434,11 +434,11 @@ import Testing
             let thursday = try await settle(client, "2026-06-18")
             // Two days, two batches, each reconciled with the one before it: the batches read once.
             #expect(services.settlement.batchReads.value == reads + 1)
-            #expect(thursday.batches.map(\.batch_id) == ["OrderLedgerStore-USD-2026-06-17", "OrderLedgerStore-USD-2026-06-18"])
+            #expect(thursday.batches.map(\.batchId) == ["OrderLedgerStore-USD-2026-06-17", "OrderLedgerStore-USD-2026-06-18"])
             #expect(thursday.batches.map(\.gross) == ["50.00", "30.00"] && thursday.batches.map(\.refunds) == [1, 0])
 
             let assigned = try await Self.assigned(services.client)
-            #expect(assigned.keys.sorted() == thursday.batches.map(\.batch_id))
+            #expect(assigned.keys.sorted() == thursday.batches.map(\.batchId))
             for (batchID, items) in assigned {
                 let closed = try #require(try await Self.closedEvent(services.store, batchID))
                 #expect(SettlementConservation.grossViolation(closed, items: items) == nil)
@@ -545,9 +545,9 @@ import Testing
             #expect(status == .conflict && text.contains("cut_off_not_reached"), "\(text)")
             clock.set(Self.instant("2026-03-06T23:00:00Z"))
             let friday = try await settle(client, "2026-03-06")
-            #expect(friday.cut_off_at == "2026-03-06T23:00:00.000000Z")
+            #expect(friday.cutOffAt == "2026-03-06T23:00:00.000000Z")
             // Monday 2026-03-09 is a holiday: T+1 is Tuesday.
-            #expect(friday.batches.map(\.value_date) == ["2026-03-10"])
+            #expect(friday.batches.map(\.valueDate) == ["2026-03-10"])
             let (holiday, holidayText) = try await run(client, #"{"business_date": "2026-03-09"}"#)
             #expect(holiday == .unprocessableContent && holidayText.contains("not_a_business_day"))
         }
@@ -583,7 +583,7 @@ import Testing
             try await capture(client, second, #"{"amount": "30.00"}"#)
             clock.set(Self.instant("2026-06-17T22:00:01Z"))
             let resumed = try await settle(client, "2026-06-17")
-            #expect(resumed.batches.map(\.appended_events) == [4] && resumed.batches.map(\.gross) == ["59.00"])
+            #expect(resumed.batches.map(\.appendedEvents) == [4] && resumed.batches.map(\.gross) == ["59.00"])
             clock.set(Self.instant("2026-06-18T22:00:01Z"))
             let next = try await settle(client, "2026-06-18")
             #expect(next.batches.map(\.gross) == ["30.00"])
@@ -591,7 +591,7 @@ import Testing
             let (_, listText) = try await get(client, "/settlements")
             let list = try JSONDecoder().decode(SettlementListReply.self, from: Data(listText.utf8))
             // Every capture in exactly one batch (the first one's payout, value date 06-18, is paid by now).
-            #expect(list.settlements.map(\.captures) == [1, 1] && list.settlements.map(\.stage) == ["paid", "payout_scheduled"])
+            #expect(list.settlements.map(\.captures) == [1, 1] && list.settlements.map(\.stage) == [.paid, .payoutScheduled])
         }
     }
 
@@ -608,9 +608,9 @@ import Testing
             let (status, text) = try await run(client, #"{"business_date": "2026-06-17"}"#)
             #expect(status == .badGateway, "\(text)")
             let interrupted = try await view(client, "OrderLedgerStore-USD-2026-06-17")
-            #expect(interrupted.stage == "closed" && interrupted.captures == 1 && interrupted.report_sha256 == nil)
+            #expect(interrupted.stage == .closed && interrupted.captures == 1 && interrupted.reportSha256 == nil)
             let resumed = try await settle(client, "2026-06-17")
-            #expect(resumed.batches.map(\.appended_events) == [3] && resumed.batches.map(\.stage) == ["payout_scheduled"])
+            #expect(resumed.batches.map(\.appendedEvents) == [3] && resumed.batches.map(\.stage) == [.payoutScheduled])
             #expect(resumed.batches.map(\.captures) == [1] && resumed.batches.map(\.gross) == ["59.00"])
             // The acquirer settled the capture once: one line, whichever run it answered.
             let (_, csv) = try await get(client, "/settlements/OrderLedgerStore-USD-2026-06-17/report.csv")
@@ -641,7 +641,7 @@ import Testing
             let id = try await storefront.placeOrder(client)
             try await capture(client, id)
             clock.set(Self.instant("2026-06-17T22:00:01Z"))
-            let batchID = try #require(try await settle(client, "2026-06-17").batches.first?.batch_id)
+            let batchID = try #require(try await settle(client, "2026-06-17").batches.first?.batchId)
             let (_, csv) = try await get(client, "/settlements/\(batchID)/report.csv")
             var head = try await services.store.head().position
             var (status, text) = try await postReport(client, csv)
@@ -662,7 +662,7 @@ import Testing
             lines[p].netDebit = Money(minorUnits: lines[p].netDebit!.minorUnits + 1, currency: .usd)
             (status, text) = try await postReport(client, try SettlementReportCSV().write(lines))
             let edited = try JSONDecoder().decode(ReconciliationReply.self, from: Data(text.utf8))
-            #expect(edited.breaks.map(\.class) == ["amount_mismatch"])
+            #expect(edited.breaks.map(\._class.rawValue) == ["amount_mismatch"])
             head += 2  // the result and the break found
             #expect(try await services.store.head().position == head)
 
@@ -690,7 +690,7 @@ import Testing
             let id = try await storefront.placeOrder(client)
             try await capture(client, id)
             clock.set(Self.instant("2026-06-17T22:00:01Z"))
-            let batchID = try #require(try await settle(client, "2026-06-17").batches.first?.batch_id)
+            let batchID = try #require(try await settle(client, "2026-06-17").batches.first?.batchId)
             let acquirers = try await reconciliation(client, batchID)
             #expect(acquirers.report == "acquirer" && acquirers.breaks.isEmpty && acquirers.reconciliations.count == 1)
             let (_, csv) = try await get(client, "/settlements/\(batchID)/report.csv")
@@ -710,10 +710,10 @@ import Testing
             let uploadKey = "upload-" + SHA256.hash(data: Array(editedCSV.utf8)).map { String(format: "%02x", $0) }.joined()
             #expect(edited.report == uploadKey && edited.currency == "USD")
             let found = try #require(edited.breaks.first)
-            #expect(edited.breaks.map(\.class) == ["amount_mismatch"])
+            #expect(edited.breaks.map(\._class.rawValue) == ["amount_mismatch"])
             // Amounts as decimal strings, like the rest of the API.
             #expect(found.expected == gross.decimalString && found.actual == Money(minorUnits: gross.minorUnits + 1, currency: .usd).decimalString)
-            #expect(found.break_id == "\(batchID).\(uploadKey).amount_mismatch.\(found.reference)")
+            #expect(found.breakId == "\(batchID).\(uploadKey).amount_mismatch.\(found.reference)")
 
             // The batch's view still reflects the acquirer's reconciliation, unchanged, with the upload beside it.
             var view = try await reconciliation(client, batchID)
@@ -721,7 +721,7 @@ import Testing
             #expect(view.reconciliations.map(\.report) == ["acquirer", uploadKey])
             #expect(view.reconciliations.first == acquirers.reconciliations.first)
 
-            (status, text) = try await resolve(client, found.break_id, #"{"reason": "our edit, not the acquirer's"}"#)
+            (status, text) = try await resolve(client, found.breakId, #"{"reason": "our edit, not the acquirer's"}"#)
             #expect(status == .ok, "\(text)")
             #expect(try WireJSON.decode(ReconciliationReply.self, from: text).report == uploadKey)
 
@@ -733,9 +733,9 @@ import Testing
             #expect(view.report == "acquirer" && view.reconciliations.count == 3)
             #expect(view.reconciliations.first == acquirers.reconciliations.first)
             let editedView = try #require(view.reconciliations.first { $0.report == uploadKey })
-            #expect(editedView.breaks.map(\.resolved) == [true] && editedView.open_breaks == 0)
-            #expect(view.resolutions.map(\.break_id) == [found.break_id])
-            #expect(view.resolutions.first?.resolution_reason == "our edit, not the acquirer's")
+            #expect(editedView.breaks.map(\.resolved) == [true] && editedView.openBreaks == 0)
+            #expect(view.resolutions.map(\.breakId) == [found.breakId])
+            #expect(view.resolutions.first?.resolutionReason == "our edit, not the acquirer's")
             let recorded = try await services.store.readStream(Reconciliation.streamID(batchID: batchID)).map { try SettlementEvent.decode($0) }
             let acquirerResults = recorded.filter { if case .reconciled(let e) = $0 { e.report == nil } else { false } }
             #expect(acquirerResults.count == 1)

@@ -69,12 +69,12 @@ import Testing
                 async let onB = backOffice.runSettlement(b, #"{"business_date": "2026-06-19"}"#)
                 let replies = try await [onA, onB]
                 for reply in replies { #expect(reply.0 == .ok, "\(reply.1)") }
-                let summaries = try replies.map { try WireJSON.decode(BackOfficeDriver.SettlementSummary.self, from: $0.1) }
+                let summaries = try replies.map { try WireJSON.decode(SettlementRunReply.self, from: $0.1) }
                 #expect(summaries.allSatisfy { $0.batches.count <= 1 }, "\(summaries)")
                 let batches = summaries.flatMap(\.batches)
                 #expect(!batches.isEmpty)
-                #expect(Set(batches.map(\.batch_id)).count == 1 && Set(batches.map(\.report_sha256)).count == 1)
-                #expect(batches.allSatisfy { $0.stage == "payout_scheduled" && $0.captures == 4 && $0.refunds == 1 && $0.gross == "19.00" })
+                #expect(Set(batches.map(\.batchId)).count == 1 && Set(batches.map(\.reportSha256)).count == 1)
+                #expect(batches.allSatisfy { $0.stage == .payoutScheduled && $0.captures == 4 && $0.refunds == 1 && $0.gross == "19.00" })
                 // Every event of the batch appended once, by one daemon or the other.
                 let batchEvents = try await database.withOwner { client in
                     var count: Int64 = -1
@@ -85,7 +85,7 @@ import Testing
                     }
                     return count
                 }
-                #expect(Int64(batches.map(\.appended_events).reduce(0, +)) == batchEvents && batchEvents >= 5)
+                #expect(Int64(batches.map(\.appendedEvents).reduce(0, +)) == batchEvents && batchEvents >= 5)
                 #expect(try await servicesA.eventCount(type: "SettlementBatchOpened") == 1)
                 #expect(try await servicesA.eventCount(type: "SettlementBatchClosed") == 1)
                 let assigned = try await database.withOwner { client in
@@ -97,9 +97,9 @@ import Testing
                     return counts
                 }
                 #expect(assigned == [5, 5])
-                let batchID = try #require(batches.first?.batch_id)
+                let batchID = try #require(batches.first?.batchId)
                 let rec = try await backOffice.reconciliation(b, batchID)
-                #expect(rec.matched == 5 && rec.breaks.isEmpty && rec.open_breaks == 0, "\(rec.breaks.map(\.class))")
+                #expect(rec.matched == 5 && rec.breaks.isEmpty && rec.openBreaks == 0, "\(rec.breaks.map(\._class.rawValue))")
             }
         }
     }

@@ -155,7 +155,7 @@ import FoundationNetworking
         for _ in 0..<240 where a.process.isRunning { try await Task.sleep(for: .milliseconds(250)) }
         #expect(!a.process.isRunning && a.process.terminationStatus == 0, "A did not drain and exit on SIGTERM:\n\(a.output())")
         #expect(answered.allSatisfy { $0.0 == 200 || ($0.0 == 409 && isErrorBody($0.1)) }, "\(answered)")
-        let acknowledged = try answered.filter { $0.0 == 200 }.map { try JSONDecoder().decode(PaymentReply.self, from: Data($0.1.utf8)).order_id }
+        let acknowledged = try answered.filter { $0.0 == 200 }.map { try JSONDecoder().decode(PaymentReply.self, from: Data($0.1.utf8)).orderId }
         #expect(!acknowledged.isEmpty)
         for order in acknowledged {
             let (status, text) = try await Self.call(portB, "GET", "/orders/\(order)", headers: ["Authorization": "Bearer au-\(tag)"])
@@ -279,7 +279,7 @@ import FoundationNetworking
         for i in 0..<4 {
             let (status, text) = try await Self.call(i % 2 == 0 ? portA : portB, "POST", "/payment", StorefrontDriver.paymentBody())
             try #require(status == 200, "\(text)")
-            orders.append(try WireJSON.decode(PaymentReply.self, from: text).order_id)
+            orders.append(try WireJSON.decode(PaymentReply.self, from: text).orderId)
         }
         for (i, order) in orders.enumerated() {
             let (status, text) = try await Self.call(
@@ -310,10 +310,10 @@ import FoundationNetworking
         async let onB = Self.call(portB, "POST", "/settlements/run", run, headers: operatorKey)
         let replies = try await [onA, onB]
         for reply in replies { #expect(reply.0 == 200, "\(reply.1)") }
-        let summaries = try replies.map { try WireJSON.decode(BackOfficeDriver.SettlementSummary.self, from: $0.1) }
+        let summaries = try replies.map { try WireJSON.decode(SettlementRunReply.self, from: $0.1) }
         let batches = summaries.flatMap(\.batches)
         #expect(summaries.allSatisfy { $0.batches.count <= 1 } && !batches.isEmpty, "\(summaries)")
-        #expect(Set(batches.map(\.batch_id)).count == 1 && Set(batches.map(\.report_sha256)).count == 1)
+        #expect(Set(batches.map(\.batchId)).count == 1 && Set(batches.map(\.reportSha256)).count == 1)
         #expect(batches.allSatisfy { $0.captures == 4 && $0.refunds == 1 && $0.gross == "19.00" }, "\(batches)")
         let (events, assigned, distinct) = try await db.withOwner { client in
             var counts: (Int64, Int64, Int64) = (-1, -1, -1)
@@ -327,10 +327,10 @@ import FoundationNetworking
             for try await row in rows.decode((Int64, Int64, Int64).self) { counts = row }
             return counts
         }
-        #expect(Int64(batches.map(\.appended_events).reduce(0, +)) == events && events >= 5)
+        #expect(Int64(batches.map(\.appendedEvents).reduce(0, +)) == events && events >= 5)
         #expect(assigned == 5 && distinct == 5)
         #expect(try await Self.eventCount(db, type: "SettlementBatchOpened") == 1)
-        let batchID = try #require(batches.first?.batch_id)
+        let batchID = try #require(batches.first?.batchId)
         let (status, text) = try await Self.call(portA, "GET", "/settlements/\(batchID)/reconciliation", headers: operatorKey)
         #expect(status == 200 && JSONValue.parse(text)?["open_breaks"] == .int(0), "\(text)")
         try await a.stop()

@@ -26,34 +26,6 @@ public struct BackOfficeDriver: Sendable {
         public let payment: HoldFigures?
     }
 
-    /// The answer to `POST /settlements/run`: one entry per batch of the business day.
-    public struct SettlementSummary: Decodable, Sendable {
-        /// One currency's batch.
-        public struct Batch: Decodable, Sendable {
-            public let batch_id, currency, stage, gross: String
-            public let captures, refunds, appended_events: Int
-            public let net, payout, value_date, report_sha256: String?
-            /// The acquirer's number for the batch, once submitted.
-            public let batch_number: Int?
-        }
-        public let business_date, cut_off_at: String
-        public let batches: [Batch]
-    }
-
-    /// `GET /settlements/{id}/reconciliation`: the batch's report against the ledger.
-    public struct Reconciliation: Decodable, Sendable {
-        /// A difference between the acquirer's report and the ledger.
-        public struct Break: Decodable, Sendable {
-            public let break_id, `class`, reference: String
-            public let resolved: Bool
-            public let resolution_reason, resolved_by: String?
-        }
-        public let batch_id: String
-        public let window_closed: Bool
-        public let report_lines, ledger_items, matched, open_breaks: Int
-        public let breaks: [Break]
-    }
-
     /// `POST /orders/{order}/{operation}` with `body`, an `Idempotency-Key` and the operator key (nil: no key); the
     /// status and the reply's text. Without `key`, an operation that requires one gets a fresh key (a first request,
     /// as a client sends it); `.none` sends none.
@@ -172,10 +144,10 @@ public struct BackOfficeDriver: Sendable {
         _ client: any TestClientProtocol,
         _ businessDate: String,
         sourceLocation: SourceLocation = #_sourceLocation
-    ) async throws -> SettlementSummary {
+    ) async throws -> SettlementRunReply {
         let (status, text) = try await runSettlement(client, #"{"business_date": "\#(businessDate)"}"#)
         #expect(status == .ok, "\(text)", sourceLocation: sourceLocation)
-        return try WireJSON.decode(SettlementSummary.self, from: text)
+        return try WireJSON.decode(SettlementRunReply.self, from: text)
     }
 
     /// `GET /settlements/{batch}/reconciliation`; expects 200.
@@ -183,10 +155,10 @@ public struct BackOfficeDriver: Sendable {
         _ client: any TestClientProtocol,
         _ batchID: String,
         sourceLocation: SourceLocation = #_sourceLocation
-    ) async throws -> Reconciliation {
+    ) async throws -> ReconciliationReply {
         let (status, text) = try await get(client, "/settlements/\(batchID)/reconciliation")
         #expect(status == .ok, "\(text)", sourceLocation: sourceLocation)
-        return try WireJSON.decode(Reconciliation.self, from: text)
+        return try WireJSON.decode(ReconciliationReply.self, from: text)
     }
 }
 

@@ -104,7 +104,7 @@ public struct StorefrontDriver: Sendable {
     ) async throws -> String {
         let (status, text) = try await pay(client, Self.paymentBody(source: source, amount: amount, product: product))
         #expect(status == .ok, "\(text)", sourceLocation: sourceLocation)
-        return try WireJSON.decode(PaymentReply.self, from: text).order_id
+        return try WireJSON.decode(PaymentReply.self, from: text).orderId
     }
 
     /// `GET /inventory`; expects 200 and JSON.

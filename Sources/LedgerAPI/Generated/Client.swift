@@ -2499,7 +2499,7 @@ public struct Client: APIProtocol {
                     switch chosenContentType {
                     case "application/json":
                         body = try await converter.getResponseBodyAsJSON(
-                            Operations.ListDisputes.Output.Ok.Body.JsonPayload.self,
+                            Components.Schemas.DisputeList.self,
                             from: responseBody,
                             transforming: { value in
                                 .json(value)

@@ -136,6 +136,9 @@ extension Components {
             case voided = "voided"
             case expired = "expired"
             case declined = "declined"
+            case cancelled = "cancelled"
+            case disputed = "disputed"
+            case chargedBack = "charged_back"
         }
         /// - Remark: Generated from `#/components/schemas/DisputeStatus`.
         @frozen public enum DisputeStatus: String, Codable, Hashable, Sendable, CaseIterable {
@@ -159,10 +162,141 @@ extension Components {
             case payoutScheduled = "payout_scheduled"
             case paid = "paid"
         }
-        /// The hold's money figures after the operation (decimal strings).
+        /// - Remark: Generated from `#/components/schemas/PaymentReply`.
+        public struct PaymentReply: Codable, Hashable, Sendable {
+            /// The acquirer's PSP reference.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PaymentReply/id`.
+            public var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/PaymentReply/status`.
+            @frozen public enum StatusPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case succeeded = "succeeded"
+                case failed = "failed"
+            }
+            /// - Remark: Generated from `#/components/schemas/PaymentReply/status`.
+            public var status: Components.Schemas.PaymentReply.StatusPayload
+            /// - Remark: Generated from `#/components/schemas/PaymentReply/order_id`.
+            public var orderId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/PaymentReply/order_status`.
+            public var orderStatus: Components.Schemas.OrderStatus
+            /// Minor units.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PaymentReply/amount`.
+            public var amount: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/PaymentReply/currency`.
+            public var currency: Components.Schemas.CurrencyCode
+            /// - Remark: Generated from `#/components/schemas/PaymentReply/auth_code`.
+            public var authCode: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/PaymentReply/decline_code`.
+            public var declineCode: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/PaymentReply/message`.
+            public var message: Swift.String?
+            /// Creates a new `PaymentReply`.
+            ///
+            /// - Parameters:
+            ///   - id: The acquirer's PSP reference.
+            ///   - status:
+            ///   - orderId:
+            ///   - orderStatus:
+            ///   - amount: Minor units.
+            ///   - currency:
+            ///   - authCode:
+            ///   - declineCode:
+            ///   - message:
+            public init(
+                id: Swift.String,
+                status: Components.Schemas.PaymentReply.StatusPayload,
+                orderId: Swift.String,
+                orderStatus: Components.Schemas.OrderStatus,
+                amount: Swift.Int,
+                currency: Components.Schemas.CurrencyCode,
+                authCode: Swift.String? = nil,
+                declineCode: Swift.String? = nil,
+                message: Swift.String? = nil
+            ) {
+                self.id = id
+                self.status = status
+                self.orderId = orderId
+                self.orderStatus = orderStatus
+                self.amount = amount
+                self.currency = currency
+                self.authCode = authCode
+                self.declineCode = declineCode
+                self.message = message
+            }
+            public enum CodingKeys: String, CodingKey {
+                case id
+                case status
+                case orderId = "order_id"
+                case orderStatus = "order_status"
+                case amount
+                case currency
+                case authCode = "auth_code"
+                case declineCode = "decline_code"
+                case message
+            }
+        }
+        /// The hold's money figures after the operation (decimal strings in `currency`).
         ///
         /// - Remark: Generated from `#/components/schemas/HoldFigures`.
-        public typealias HoldFigures = OpenAPIRuntime.OpenAPIObjectContainer
+        public struct HoldFigures: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/HoldFigures/currency`.
+            public var currency: Components.Schemas.CurrencyCode
+            /// - Remark: Generated from `#/components/schemas/HoldFigures/authorized`.
+            public var authorized: Components.Schemas.Money
+            /// - Remark: Generated from `#/components/schemas/HoldFigures/incremented`.
+            public var incremented: Components.Schemas.Money
+            /// - Remark: Generated from `#/components/schemas/HoldFigures/captured`.
+            public var captured: Components.Schemas.Money
+            /// - Remark: Generated from `#/components/schemas/HoldFigures/reversed`.
+            public var reversed: Components.Schemas.Money
+            /// - Remark: Generated from `#/components/schemas/HoldFigures/expired`.
+            public var expired: Components.Schemas.Money
+            /// - Remark: Generated from `#/components/schemas/HoldFigures/refunded`.
+            public var refunded: Components.Schemas.Money
+            /// - Remark: Generated from `#/components/schemas/HoldFigures/open`.
+            public var open: Components.Schemas.Money
+            /// Creates a new `HoldFigures`.
+            ///
+            /// - Parameters:
+            ///   - currency:
+            ///   - authorized:
+            ///   - incremented:
+            ///   - captured:
+            ///   - reversed:
+            ///   - expired:
+            ///   - refunded:
+            ///   - open:
+            public init(
+                currency: Components.Schemas.CurrencyCode,
+                authorized: Components.Schemas.Money,
+                incremented: Components.Schemas.Money,
+                captured: Components.Schemas.Money,
+                reversed: Components.Schemas.Money,
+                expired: Components.Schemas.Money,
+                refunded: Components.Schemas.Money,
+                open: Components.Schemas.Money
+            ) {
+                self.currency = currency
+                self.authorized = authorized
+                self.incremented = incremented
+                self.captured = captured
+                self.reversed = reversed
+                self.expired = expired
+                self.refunded = refunded
+                self.open = open
+            }
+            public enum CodingKeys: String, CodingKey {
+                case currency
+                case authorized
+                case incremented
+                case captured
+                case reversed
+                case expired
+                case refunded
+                case open
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/HoldOperationReply`.
         public struct HoldOperationReply: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/HoldOperationReply/order_id`.
@@ -392,6 +526,183 @@ extension Components {
                 ])
             }
         }
+        /// - Remark: Generated from `#/components/schemas/SettlementBatch`.
+        public struct SettlementBatch: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/batch_id`.
+            public var batchId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/merchant_account`.
+            public var merchantAccount: Swift.String
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/currency`.
+            public var currency: Components.Schemas.CurrencyCode
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/business_date`.
+            public var businessDate: Swift.String
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/cut_off_at`.
+            public var cutOffAt: Swift.String
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/stage`.
+            public var stage: Components.Schemas.SettlementStage
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/pinned_position`.
+            public var pinnedPosition: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/captures`.
+            public var captures: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/refunds`.
+            public var refunds: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/gross_credit`.
+            public var grossCredit: Components.Schemas.Money?
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/gross_debit`.
+            public var grossDebit: Components.Schemas.Money?
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/gross`.
+            public var gross: Components.Schemas.Money?
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/batch_number`.
+            public var batchNumber: Swift.Int?
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/report_sha256`.
+            public var reportSha256: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/interchange`.
+            public var interchange: Components.Schemas.Money?
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/scheme_fees`.
+            public var schemeFees: Components.Schemas.Money?
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/markup`.
+            public var markup: Components.Schemas.Money?
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/commission`.
+            public var commission: Components.Schemas.Money?
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/net`.
+            public var net: Components.Schemas.Money?
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/payout_reference`.
+            public var payoutReference: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/payout`.
+            public var payout: Components.Schemas.Money?
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/value_date`.
+            public var valueDate: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/expected_value_date`.
+            public var expectedValueDate: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/paid_amount`.
+            public var paidAmount: Components.Schemas.Money?
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/paid_value_date`.
+            public var paidValueDate: Swift.String?
+            /// The principal who closed the day before its cut-off.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/closed_early_by`.
+            public var closedEarlyBy: Swift.String?
+            /// The cut-off the schedule gave the day (set with closed_early_by).
+            ///
+            /// - Remark: Generated from `#/components/schemas/SettlementBatch/scheduled_cut_off_at`.
+            public var scheduledCutOffAt: Swift.String?
+            /// Creates a new `SettlementBatch`.
+            ///
+            /// - Parameters:
+            ///   - batchId:
+            ///   - merchantAccount:
+            ///   - currency:
+            ///   - businessDate:
+            ///   - cutOffAt:
+            ///   - stage:
+            ///   - pinnedPosition:
+            ///   - captures:
+            ///   - refunds:
+            ///   - grossCredit:
+            ///   - grossDebit:
+            ///   - gross:
+            ///   - batchNumber:
+            ///   - reportSha256:
+            ///   - interchange:
+            ///   - schemeFees:
+            ///   - markup:
+            ///   - commission:
+            ///   - net:
+            ///   - payoutReference:
+            ///   - payout:
+            ///   - valueDate:
+            ///   - expectedValueDate:
+            ///   - paidAmount:
+            ///   - paidValueDate:
+            ///   - closedEarlyBy: The principal who closed the day before its cut-off.
+            ///   - scheduledCutOffAt: The cut-off the schedule gave the day (set with closed_early_by).
+            public init(
+                batchId: Swift.String,
+                merchantAccount: Swift.String,
+                currency: Components.Schemas.CurrencyCode,
+                businessDate: Swift.String,
+                cutOffAt: Swift.String,
+                stage: Components.Schemas.SettlementStage,
+                pinnedPosition: Swift.Int,
+                captures: Swift.Int,
+                refunds: Swift.Int,
+                grossCredit: Components.Schemas.Money? = nil,
+                grossDebit: Components.Schemas.Money? = nil,
+                gross: Components.Schemas.Money? = nil,
+                batchNumber: Swift.Int? = nil,
+                reportSha256: Swift.String? = nil,
+                interchange: Components.Schemas.Money? = nil,
+                schemeFees: Components.Schemas.Money? = nil,
+                markup: Components.Schemas.Money? = nil,
+                commission: Components.Schemas.Money? = nil,
+                net: Components.Schemas.Money? = nil,
+                payoutReference: Swift.String? = nil,
+                payout: Components.Schemas.Money? = nil,
+                valueDate: Swift.String? = nil,
+                expectedValueDate: Swift.String? = nil,
+                paidAmount: Components.Schemas.Money? = nil,
+                paidValueDate: Swift.String? = nil,
+                closedEarlyBy: Swift.String? = nil,
+                scheduledCutOffAt: Swift.String? = nil
+            ) {
+                self.batchId = batchId
+                self.merchantAccount = merchantAccount
+                self.currency = currency
+                self.businessDate = businessDate
+                self.cutOffAt = cutOffAt
+                self.stage = stage
+                self.pinnedPosition = pinnedPosition
+                self.captures = captures
+                self.refunds = refunds
+                self.grossCredit = grossCredit
+                self.grossDebit = grossDebit
+                self.gross = gross
+                self.batchNumber = batchNumber
+                self.reportSha256 = reportSha256
+                self.interchange = interchange
+                self.schemeFees = schemeFees
+                self.markup = markup
+                self.commission = commission
+                self.net = net
+                self.payoutReference = payoutReference
+                self.payout = payout
+                self.valueDate = valueDate
+                self.expectedValueDate = expectedValueDate
+                self.paidAmount = paidAmount
+                self.paidValueDate = paidValueDate
+                self.closedEarlyBy = closedEarlyBy
+                self.scheduledCutOffAt = scheduledCutOffAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case batchId = "batch_id"
+                case merchantAccount = "merchant_account"
+                case currency
+                case businessDate = "business_date"
+                case cutOffAt = "cut_off_at"
+                case stage
+                case pinnedPosition = "pinned_position"
+                case captures
+                case refunds
+                case grossCredit = "gross_credit"
+                case grossDebit = "gross_debit"
+                case gross
+                case batchNumber = "batch_number"
+                case reportSha256 = "report_sha256"
+                case interchange
+                case schemeFees = "scheme_fees"
+                case markup
+                case commission
+                case net
+                case payoutReference = "payout_reference"
+                case payout
+                case valueDate = "value_date"
+                case expectedValueDate = "expected_value_date"
+                case paidAmount = "paid_amount"
+                case paidValueDate = "paid_value_date"
+                case closedEarlyBy = "closed_early_by"
+                case scheduledCutOffAt = "scheduled_cut_off_at"
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/SettlementRunReply`.
         public struct SettlementRunReply: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/SettlementRunReply/business_date`.
@@ -406,93 +717,8 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/SettlementRunReply/scheduled_cut_off_at`.
             public var scheduledCutOffAt: Swift.String?
-            /// - Remark: Generated from `#/components/schemas/SettlementRunReply/BatchesPayload`.
-            public struct BatchesPayloadPayload: Codable, Hashable, Sendable {
-                /// - Remark: Generated from `#/components/schemas/SettlementRunReply/BatchesPayload/batch_id`.
-                public var batchId: Swift.String
-                /// - Remark: Generated from `#/components/schemas/SettlementRunReply/BatchesPayload/currency`.
-                public var currency: Components.Schemas.CurrencyCode
-                /// - Remark: Generated from `#/components/schemas/SettlementRunReply/BatchesPayload/stage`.
-                public var stage: Components.Schemas.SettlementStage
-                /// - Remark: Generated from `#/components/schemas/SettlementRunReply/BatchesPayload/captures`.
-                public var captures: Swift.Int
-                /// - Remark: Generated from `#/components/schemas/SettlementRunReply/BatchesPayload/refunds`.
-                public var refunds: Swift.Int
-                /// - Remark: Generated from `#/components/schemas/SettlementRunReply/BatchesPayload/gross`.
-                public var gross: Components.Schemas.Money
-                /// - Remark: Generated from `#/components/schemas/SettlementRunReply/BatchesPayload/net`.
-                public var net: Components.Schemas.Money?
-                /// - Remark: Generated from `#/components/schemas/SettlementRunReply/BatchesPayload/payout`.
-                public var payout: Components.Schemas.Money?
-                /// - Remark: Generated from `#/components/schemas/SettlementRunReply/BatchesPayload/value_date`.
-                public var valueDate: Swift.String?
-                /// - Remark: Generated from `#/components/schemas/SettlementRunReply/BatchesPayload/batch_number`.
-                public var batchNumber: Swift.Int?
-                /// - Remark: Generated from `#/components/schemas/SettlementRunReply/BatchesPayload/report_sha256`.
-                public var reportSha256: Swift.String?
-                /// - Remark: Generated from `#/components/schemas/SettlementRunReply/BatchesPayload/appended_events`.
-                public var appendedEvents: Swift.Int
-                /// Creates a new `BatchesPayloadPayload`.
-                ///
-                /// - Parameters:
-                ///   - batchId:
-                ///   - currency:
-                ///   - stage:
-                ///   - captures:
-                ///   - refunds:
-                ///   - gross:
-                ///   - net:
-                ///   - payout:
-                ///   - valueDate:
-                ///   - batchNumber:
-                ///   - reportSha256:
-                ///   - appendedEvents:
-                public init(
-                    batchId: Swift.String,
-                    currency: Components.Schemas.CurrencyCode,
-                    stage: Components.Schemas.SettlementStage,
-                    captures: Swift.Int,
-                    refunds: Swift.Int,
-                    gross: Components.Schemas.Money,
-                    net: Components.Schemas.Money? = nil,
-                    payout: Components.Schemas.Money? = nil,
-                    valueDate: Swift.String? = nil,
-                    batchNumber: Swift.Int? = nil,
-                    reportSha256: Swift.String? = nil,
-                    appendedEvents: Swift.Int
-                ) {
-                    self.batchId = batchId
-                    self.currency = currency
-                    self.stage = stage
-                    self.captures = captures
-                    self.refunds = refunds
-                    self.gross = gross
-                    self.net = net
-                    self.payout = payout
-                    self.valueDate = valueDate
-                    self.batchNumber = batchNumber
-                    self.reportSha256 = reportSha256
-                    self.appendedEvents = appendedEvents
-                }
-                public enum CodingKeys: String, CodingKey {
-                    case batchId = "batch_id"
-                    case currency
-                    case stage
-                    case captures
-                    case refunds
-                    case gross
-                    case net
-                    case payout
-                    case valueDate = "value_date"
-                    case batchNumber = "batch_number"
-                    case reportSha256 = "report_sha256"
-                    case appendedEvents = "appended_events"
-                }
-            }
             /// - Remark: Generated from `#/components/schemas/SettlementRunReply/batches`.
-            public typealias BatchesPayload = [Components.Schemas.SettlementRunReply.BatchesPayloadPayload]
-            /// - Remark: Generated from `#/components/schemas/SettlementRunReply/batches`.
-            public var batches: Components.Schemas.SettlementRunReply.BatchesPayload
+            public var batches: [Components.Schemas.SettlementRunBatch]
             /// Creates a new `SettlementRunReply`.
             ///
             /// - Parameters:
@@ -506,7 +732,7 @@ extension Components {
                 cutOffAt: Swift.String,
                 closedEarlyBy: Swift.String? = nil,
                 scheduledCutOffAt: Swift.String? = nil,
-                batches: Components.Schemas.SettlementRunReply.BatchesPayload
+                batches: [Components.Schemas.SettlementRunBatch]
             ) {
                 self.businessDate = businessDate
                 self.cutOffAt = cutOffAt
@@ -522,6 +748,93 @@ extension Components {
                 case batches
             }
         }
+        /// What a run did to one batch, and where the batch stands now (`gross` is "0" while it is not closed).
+        ///
+        /// - Remark: Generated from `#/components/schemas/SettlementRunBatch`.
+        public struct SettlementRunBatch: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/SettlementRunBatch/batch_id`.
+            public var batchId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/SettlementRunBatch/currency`.
+            public var currency: Components.Schemas.CurrencyCode
+            /// - Remark: Generated from `#/components/schemas/SettlementRunBatch/stage`.
+            public var stage: Components.Schemas.SettlementStage
+            /// - Remark: Generated from `#/components/schemas/SettlementRunBatch/captures`.
+            public var captures: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/SettlementRunBatch/refunds`.
+            public var refunds: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/SettlementRunBatch/gross`.
+            public var gross: Components.Schemas.Money
+            /// - Remark: Generated from `#/components/schemas/SettlementRunBatch/net`.
+            public var net: Components.Schemas.Money?
+            /// - Remark: Generated from `#/components/schemas/SettlementRunBatch/payout`.
+            public var payout: Components.Schemas.Money?
+            /// - Remark: Generated from `#/components/schemas/SettlementRunBatch/value_date`.
+            public var valueDate: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/SettlementRunBatch/batch_number`.
+            public var batchNumber: Swift.Int?
+            /// - Remark: Generated from `#/components/schemas/SettlementRunBatch/report_sha256`.
+            public var reportSha256: Swift.String?
+            /// Events this run appended to the batch (0: it was finished before).
+            ///
+            /// - Remark: Generated from `#/components/schemas/SettlementRunBatch/appended_events`.
+            public var appendedEvents: Swift.Int
+            /// Creates a new `SettlementRunBatch`.
+            ///
+            /// - Parameters:
+            ///   - batchId:
+            ///   - currency:
+            ///   - stage:
+            ///   - captures:
+            ///   - refunds:
+            ///   - gross:
+            ///   - net:
+            ///   - payout:
+            ///   - valueDate:
+            ///   - batchNumber:
+            ///   - reportSha256:
+            ///   - appendedEvents: Events this run appended to the batch (0: it was finished before).
+            public init(
+                batchId: Swift.String,
+                currency: Components.Schemas.CurrencyCode,
+                stage: Components.Schemas.SettlementStage,
+                captures: Swift.Int,
+                refunds: Swift.Int,
+                gross: Components.Schemas.Money,
+                net: Components.Schemas.Money? = nil,
+                payout: Components.Schemas.Money? = nil,
+                valueDate: Swift.String? = nil,
+                batchNumber: Swift.Int? = nil,
+                reportSha256: Swift.String? = nil,
+                appendedEvents: Swift.Int
+            ) {
+                self.batchId = batchId
+                self.currency = currency
+                self.stage = stage
+                self.captures = captures
+                self.refunds = refunds
+                self.gross = gross
+                self.net = net
+                self.payout = payout
+                self.valueDate = valueDate
+                self.batchNumber = batchNumber
+                self.reportSha256 = reportSha256
+                self.appendedEvents = appendedEvents
+            }
+            public enum CodingKeys: String, CodingKey {
+                case batchId = "batch_id"
+                case currency
+                case stage
+                case captures
+                case refunds
+                case gross
+                case net
+                case payout
+                case valueDate = "value_date"
+                case batchNumber = "batch_number"
+                case reportSha256 = "report_sha256"
+                case appendedEvents = "appended_events"
+            }
+        }
         /// One line of `POST /settlements/run`'s `application/x-ndjson` reply: a step of the run as it goes (`progress`),
         /// then the run's `summary`, or the `error` it failed with after it had started.
         ///
@@ -529,109 +842,11 @@ extension Components {
         /// - Remark: Generated from `#/components/schemas/SettlementRunLine`.
         public struct SettlementRunLine: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/SettlementRunLine/progress`.
-            public struct ProgressPayload: Codable, Hashable, Sendable {
-                /// - Remark: Generated from `#/components/schemas/SettlementRunLine/progress/batch_id`.
-                public var batchId: Swift.String
-                /// - Remark: Generated from `#/components/schemas/SettlementRunLine/progress/step`.
-                public var step: Swift.String
-                /// - Remark: Generated from `#/components/schemas/SettlementRunLine/progress/items`.
-                public var items: Swift.Int?
-                /// - Remark: Generated from `#/components/schemas/SettlementRunLine/progress/detail`.
-                public var detail: Swift.String?
-                /// Creates a new `ProgressPayload`.
-                ///
-                /// - Parameters:
-                ///   - batchId:
-                ///   - step:
-                ///   - items:
-                ///   - detail:
-                public init(
-                    batchId: Swift.String,
-                    step: Swift.String,
-                    items: Swift.Int? = nil,
-                    detail: Swift.String? = nil
-                ) {
-                    self.batchId = batchId
-                    self.step = step
-                    self.items = items
-                    self.detail = detail
-                }
-                public enum CodingKeys: String, CodingKey {
-                    case batchId = "batch_id"
-                    case step
-                    case items
-                    case detail
-                }
-                public init(from decoder: any Swift.Decoder) throws {
-                    let container = try decoder.container(keyedBy: CodingKeys.self)
-                    self.batchId = try container.decode(
-                        Swift.String.self,
-                        forKey: .batchId
-                    )
-                    self.step = try container.decode(
-                        Swift.String.self,
-                        forKey: .step
-                    )
-                    self.items = try container.decodeIfPresent(
-                        Swift.Int.self,
-                        forKey: .items
-                    )
-                    self.detail = try container.decodeIfPresent(
-                        Swift.String.self,
-                        forKey: .detail
-                    )
-                    try decoder.ensureNoAdditionalProperties(knownKeys: [
-                        "batch_id",
-                        "step",
-                        "items",
-                        "detail"
-                    ])
-                }
-            }
-            /// - Remark: Generated from `#/components/schemas/SettlementRunLine/progress`.
-            public var progress: Components.Schemas.SettlementRunLine.ProgressPayload?
+            public var progress: Components.Schemas.SettlementRunProgress?
             /// - Remark: Generated from `#/components/schemas/SettlementRunLine/summary`.
             public var summary: Components.Schemas.SettlementRunReply?
             /// - Remark: Generated from `#/components/schemas/SettlementRunLine/error`.
-            public struct _ErrorPayload: Codable, Hashable, Sendable {
-                /// - Remark: Generated from `#/components/schemas/SettlementRunLine/error/code`.
-                public var code: Swift.String
-                /// - Remark: Generated from `#/components/schemas/SettlementRunLine/error/message`.
-                public var message: Swift.String
-                /// Creates a new `_ErrorPayload`.
-                ///
-                /// - Parameters:
-                ///   - code:
-                ///   - message:
-                public init(
-                    code: Swift.String,
-                    message: Swift.String
-                ) {
-                    self.code = code
-                    self.message = message
-                }
-                public enum CodingKeys: String, CodingKey {
-                    case code
-                    case message
-                }
-                public init(from decoder: any Swift.Decoder) throws {
-                    let container = try decoder.container(keyedBy: CodingKeys.self)
-                    self.code = try container.decode(
-                        Swift.String.self,
-                        forKey: .code
-                    )
-                    self.message = try container.decode(
-                        Swift.String.self,
-                        forKey: .message
-                    )
-                    try decoder.ensureNoAdditionalProperties(knownKeys: [
-                        "code",
-                        "message"
-                    ])
-                }
-            }
-            /// - Remark: Generated from `#/components/schemas/SettlementRunLine/error`.
-            public var error: Components.Schemas.SettlementRunLine._ErrorPayload?
+            public var error: Components.Schemas.SettlementRunFailure?
             /// Creates a new `SettlementRunLine`.
             ///
             /// - Parameters:
@@ -639,9 +854,9 @@ extension Components {
             ///   - summary:
             ///   - error:
             public init(
-                progress: Components.Schemas.SettlementRunLine.ProgressPayload? = nil,
+                progress: Components.Schemas.SettlementRunProgress? = nil,
                 summary: Components.Schemas.SettlementRunReply? = nil,
-                error: Components.Schemas.SettlementRunLine._ErrorPayload? = nil
+                error: Components.Schemas.SettlementRunFailure? = nil
             ) {
                 self.progress = progress
                 self.summary = summary
@@ -655,7 +870,7 @@ extension Components {
             public init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
                 self.progress = try container.decodeIfPresent(
-                    Components.Schemas.SettlementRunLine.ProgressPayload.self,
+                    Components.Schemas.SettlementRunProgress.self,
                     forKey: .progress
                 )
                 self.summary = try container.decodeIfPresent(
@@ -663,13 +878,115 @@ extension Components {
                     forKey: .summary
                 )
                 self.error = try container.decodeIfPresent(
-                    Components.Schemas.SettlementRunLine._ErrorPayload.self,
+                    Components.Schemas.SettlementRunFailure.self,
                     forKey: .error
                 )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "progress",
                     "summary",
                     "error"
+                ])
+            }
+        }
+        /// One step of a settlement run.
+        ///
+        /// - Remark: Generated from `#/components/schemas/SettlementRunProgress`.
+        public struct SettlementRunProgress: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/SettlementRunProgress/batch_id`.
+            public var batchId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/SettlementRunProgress/step`.
+            public var step: Swift.String
+            /// - Remark: Generated from `#/components/schemas/SettlementRunProgress/items`.
+            public var items: Swift.Int?
+            /// - Remark: Generated from `#/components/schemas/SettlementRunProgress/detail`.
+            public var detail: Swift.String?
+            /// Creates a new `SettlementRunProgress`.
+            ///
+            /// - Parameters:
+            ///   - batchId:
+            ///   - step:
+            ///   - items:
+            ///   - detail:
+            public init(
+                batchId: Swift.String,
+                step: Swift.String,
+                items: Swift.Int? = nil,
+                detail: Swift.String? = nil
+            ) {
+                self.batchId = batchId
+                self.step = step
+                self.items = items
+                self.detail = detail
+            }
+            public enum CodingKeys: String, CodingKey {
+                case batchId = "batch_id"
+                case step
+                case items
+                case detail
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.batchId = try container.decode(
+                    Swift.String.self,
+                    forKey: .batchId
+                )
+                self.step = try container.decode(
+                    Swift.String.self,
+                    forKey: .step
+                )
+                self.items = try container.decodeIfPresent(
+                    Swift.Int.self,
+                    forKey: .items
+                )
+                self.detail = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .detail
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "batch_id",
+                    "step",
+                    "items",
+                    "detail"
+                ])
+            }
+        }
+        /// Why a run that had started failed (the error reply's code and message).
+        ///
+        /// - Remark: Generated from `#/components/schemas/SettlementRunFailure`.
+        public struct SettlementRunFailure: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/SettlementRunFailure/code`.
+            public var code: Swift.String
+            /// - Remark: Generated from `#/components/schemas/SettlementRunFailure/message`.
+            public var message: Swift.String
+            /// Creates a new `SettlementRunFailure`.
+            ///
+            /// - Parameters:
+            ///   - code:
+            ///   - message:
+            public init(
+                code: Swift.String,
+                message: Swift.String
+            ) {
+                self.code = code
+                self.message = message
+            }
+            public enum CodingKeys: String, CodingKey {
+                case code
+                case message
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.code = try container.decode(
+                    Swift.String.self,
+                    forKey: .code
+                )
+                self.message = try container.decode(
+                    Swift.String.self,
+                    forKey: .message
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "code",
+                    "message"
                 ])
             }
         }
@@ -773,7 +1090,7 @@ extension Components {
             /// - Remark: Generated from `#/components/schemas/Reconciliation/open_breaks`.
             public var openBreaks: Swift.Int
             /// - Remark: Generated from `#/components/schemas/Reconciliation/reconciliations`.
-            public var reconciliations: [OpenAPIRuntime.OpenAPIObjectContainer]
+            public var reconciliations: [Components.Schemas.ReconciliationReport]
             /// - Remark: Generated from `#/components/schemas/Reconciliation/resolutions`.
             public var resolutions: [Components.Schemas.ReconciliationBreak]
             /// Creates a new `Reconciliation`.
@@ -800,7 +1117,7 @@ extension Components {
                 matched: Swift.Int,
                 breaks: [Components.Schemas.ReconciliationBreak],
                 openBreaks: Swift.Int,
-                reconciliations: [OpenAPIRuntime.OpenAPIObjectContainer],
+                reconciliations: [Components.Schemas.ReconciliationReport],
                 resolutions: [Components.Schemas.ReconciliationBreak]
             ) {
                 self.batchId = batchId
@@ -827,6 +1144,82 @@ extension Components {
                 case openBreaks = "open_breaks"
                 case reconciliations
                 case resolutions
+            }
+        }
+        /// One report's reconciliation of a batch (its latest result); `report` is `acquirer` or the upload's key.
+        ///
+        /// - Remark: Generated from `#/components/schemas/ReconciliationReport`.
+        public struct ReconciliationReport: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ReconciliationReport/report`.
+            public var report: Swift.String
+            /// - Remark: Generated from `#/components/schemas/ReconciliationReport/recorded_at`.
+            public var recordedAt: Swift.String
+            /// - Remark: Generated from `#/components/schemas/ReconciliationReport/window_closed`.
+            public var windowClosed: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/ReconciliationReport/report_lines`.
+            public var reportLines: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/ReconciliationReport/ledger_items`.
+            public var ledgerItems: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/ReconciliationReport/matched`.
+            public var matched: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/ReconciliationReport/breaks`.
+            public var breaks: [Components.Schemas.ReconciliationBreak]
+            /// - Remark: Generated from `#/components/schemas/ReconciliationReport/open_breaks`.
+            public var openBreaks: Swift.Int
+            /// Creates a new `ReconciliationReport`.
+            ///
+            /// - Parameters:
+            ///   - report:
+            ///   - recordedAt:
+            ///   - windowClosed:
+            ///   - reportLines:
+            ///   - ledgerItems:
+            ///   - matched:
+            ///   - breaks:
+            ///   - openBreaks:
+            public init(
+                report: Swift.String,
+                recordedAt: Swift.String,
+                windowClosed: Swift.Bool,
+                reportLines: Swift.Int,
+                ledgerItems: Swift.Int,
+                matched: Swift.Int,
+                breaks: [Components.Schemas.ReconciliationBreak],
+                openBreaks: Swift.Int
+            ) {
+                self.report = report
+                self.recordedAt = recordedAt
+                self.windowClosed = windowClosed
+                self.reportLines = reportLines
+                self.ledgerItems = ledgerItems
+                self.matched = matched
+                self.breaks = breaks
+                self.openBreaks = openBreaks
+            }
+            public enum CodingKeys: String, CodingKey {
+                case report
+                case recordedAt = "recorded_at"
+                case windowClosed = "window_closed"
+                case reportLines = "report_lines"
+                case ledgerItems = "ledger_items"
+                case matched
+                case breaks
+                case openBreaks = "open_breaks"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/DisputeList`.
+        public struct DisputeList: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/DisputeList/disputes`.
+            public var disputes: [Components.Schemas.Dispute]
+            /// Creates a new `DisputeList`.
+            ///
+            /// - Parameters:
+            ///   - disputes:
+            public init(disputes: [Components.Schemas.Dispute]) {
+                self.disputes = disputes
+            }
+            public enum CodingKeys: String, CodingKey {
+                case disputes
             }
         }
         /// - Remark: Generated from `#/components/schemas/Dispute`.
@@ -934,6 +1327,503 @@ extension Components {
                 case netDebited = "net_debited"
                 case evidenceRefs = "evidence_refs"
                 case orderStatus = "order_status"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Subscription`.
+        public struct Subscription: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Subscription/name`.
+            public var name: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Subscription/types`.
+            public var types: [Swift.String]
+            /// - Remark: Generated from `#/components/schemas/Subscription/stream_prefixes`.
+            public var streamPrefixes: [Swift.String]
+            /// - Remark: Generated from `#/components/schemas/Subscription/checkpoint`.
+            public var checkpoint: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/Subscription/head`.
+            public var head: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/Subscription/lag`.
+            public var lag: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/Subscription/created_at`.
+            public var createdAt: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Subscription/acked_at`.
+            public var ackedAt: Swift.String?
+            /// Creates a new `Subscription`.
+            ///
+            /// - Parameters:
+            ///   - name:
+            ///   - types:
+            ///   - streamPrefixes:
+            ///   - checkpoint:
+            ///   - head:
+            ///   - lag:
+            ///   - createdAt:
+            ///   - ackedAt:
+            public init(
+                name: Swift.String,
+                types: [Swift.String],
+                streamPrefixes: [Swift.String],
+                checkpoint: Swift.Int,
+                head: Swift.Int,
+                lag: Swift.Int,
+                createdAt: Swift.String,
+                ackedAt: Swift.String? = nil
+            ) {
+                self.name = name
+                self.types = types
+                self.streamPrefixes = streamPrefixes
+                self.checkpoint = checkpoint
+                self.head = head
+                self.lag = lag
+                self.createdAt = createdAt
+                self.ackedAt = ackedAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case name
+                case types
+                case streamPrefixes = "stream_prefixes"
+                case checkpoint
+                case head
+                case lag
+                case createdAt = "created_at"
+                case ackedAt = "acked_at"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/SubscriptionList`.
+        public struct SubscriptionList: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/SubscriptionList/subscriptions`.
+            public var subscriptions: [Components.Schemas.Subscription]
+            /// Creates a new `SubscriptionList`.
+            ///
+            /// - Parameters:
+            ///   - subscriptions:
+            public init(subscriptions: [Components.Schemas.Subscription]) {
+                self.subscriptions = subscriptions
+            }
+            public enum CodingKeys: String, CodingKey {
+                case subscriptions
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookList`.
+        public struct WebhookList: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookList/webhooks`.
+            public var webhooks: [Components.Schemas.Webhook]
+            /// Creates a new `WebhookList`.
+            ///
+            /// - Parameters:
+            ///   - webhooks:
+            public init(webhooks: [Components.Schemas.Webhook]) {
+                self.webhooks = webhooks
+            }
+            public enum CodingKeys: String, CodingKey {
+                case webhooks
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Webhook`.
+        public struct Webhook: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Webhook/id`.
+            public var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Webhook/url`.
+            public var url: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Webhook/state`.
+            public var state: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Webhook/types`.
+            public var types: [Swift.String]
+            /// - Remark: Generated from `#/components/schemas/Webhook/cursor`.
+            public var cursor: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/Webhook/head`.
+            public var head: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/Webhook/lag`.
+            public var lag: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/Webhook/attempts`.
+            public var attempts: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/Webhook/next_attempt_at`.
+            public var nextAttemptAt: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Webhook/created_at`.
+            public var createdAt: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Webhook/previous_secret_valid_until`.
+            public var previousSecretValidUntil: Swift.String?
+            /// Creates a new `Webhook`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - url:
+            ///   - state:
+            ///   - types:
+            ///   - cursor:
+            ///   - head:
+            ///   - lag:
+            ///   - attempts:
+            ///   - nextAttemptAt:
+            ///   - createdAt:
+            ///   - previousSecretValidUntil:
+            public init(
+                id: Swift.String,
+                url: Swift.String,
+                state: Swift.String,
+                types: [Swift.String],
+                cursor: Swift.Int,
+                head: Swift.Int,
+                lag: Swift.Int,
+                attempts: Swift.Int,
+                nextAttemptAt: Swift.String,
+                createdAt: Swift.String,
+                previousSecretValidUntil: Swift.String? = nil
+            ) {
+                self.id = id
+                self.url = url
+                self.state = state
+                self.types = types
+                self.cursor = cursor
+                self.head = head
+                self.lag = lag
+                self.attempts = attempts
+                self.nextAttemptAt = nextAttemptAt
+                self.createdAt = createdAt
+                self.previousSecretValidUntil = previousSecretValidUntil
+            }
+            public enum CodingKeys: String, CodingKey {
+                case id
+                case url
+                case state
+                case types
+                case cursor
+                case head
+                case lag
+                case attempts
+                case nextAttemptAt = "next_attempt_at"
+                case createdAt = "created_at"
+                case previousSecretValidUntil = "previous_secret_valid_until"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookDelivery`.
+        public struct WebhookDelivery: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/id`.
+            public var id: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/position`.
+            public var position: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/attempt`.
+            public var attempt: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/attempted_at`.
+            public var attemptedAt: Swift.String
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/status_code`.
+            public var statusCode: Swift.Int?
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/error`.
+            public var error: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/latency_ms`.
+            public var latencyMs: Swift.Double
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/delivered`.
+            public var delivered: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/retry_at`.
+            public var retryAt: Swift.String?
+            /// Creates a new `WebhookDelivery`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - position:
+            ///   - attempt:
+            ///   - attemptedAt:
+            ///   - statusCode:
+            ///   - error:
+            ///   - latencyMs:
+            ///   - delivered:
+            ///   - retryAt:
+            public init(
+                id: Swift.Int,
+                position: Swift.Int,
+                attempt: Swift.Int,
+                attemptedAt: Swift.String,
+                statusCode: Swift.Int? = nil,
+                error: Swift.String? = nil,
+                latencyMs: Swift.Double,
+                delivered: Swift.Bool,
+                retryAt: Swift.String? = nil
+            ) {
+                self.id = id
+                self.position = position
+                self.attempt = attempt
+                self.attemptedAt = attemptedAt
+                self.statusCode = statusCode
+                self.error = error
+                self.latencyMs = latencyMs
+                self.delivered = delivered
+                self.retryAt = retryAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case id
+                case position
+                case attempt
+                case attemptedAt = "attempted_at"
+                case statusCode = "status_code"
+                case error
+                case latencyMs = "latency_ms"
+                case delivered
+                case retryAt = "retry_at"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookDeliveryList`.
+        public struct WebhookDeliveryList: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookDeliveryList/deliveries`.
+            public var deliveries: [Components.Schemas.WebhookDelivery]
+            /// Ask again with `after=` this for the next page; absent on the last.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookDeliveryList/next_after`.
+            public var nextAfter: Swift.Int?
+            /// Creates a new `WebhookDeliveryList`.
+            ///
+            /// - Parameters:
+            ///   - deliveries:
+            ///   - nextAfter: Ask again with `after=` this for the next page; absent on the last.
+            public init(
+                deliveries: [Components.Schemas.WebhookDelivery],
+                nextAfter: Swift.Int? = nil
+            ) {
+                self.deliveries = deliveries
+                self.nextAfter = nextAfter
+            }
+            public enum CodingKeys: String, CodingKey {
+                case deliveries
+                case nextAfter = "next_after"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/SettlementList`.
+        public struct SettlementList: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/SettlementList/settlements`.
+            public var settlements: [Components.Schemas.SettlementBatch]
+            /// Creates a new `SettlementList`.
+            ///
+            /// - Parameters:
+            ///   - settlements:
+            public init(settlements: [Components.Schemas.SettlementBatch]) {
+                self.settlements = settlements
+            }
+            public enum CodingKeys: String, CodingKey {
+                case settlements
+            }
+        }
+        /// The shipping contacts erased, each with the orders that used it and the position of its `ContactErased` event.
+        ///
+        /// - Remark: Generated from `#/components/schemas/ErasureReply`.
+        public struct ErasureReply: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ErasureReply/erased`.
+            public var erased: [Components.Schemas.ErasedContact]
+            /// Creates a new `ErasureReply`.
+            ///
+            /// - Parameters:
+            ///   - erased:
+            public init(erased: [Components.Schemas.ErasedContact]) {
+                self.erased = erased
+            }
+            public enum CodingKeys: String, CodingKey {
+                case erased
+            }
+        }
+        /// One erased shipping contact, the orders that used it, and the position of its `ContactErased` event.
+        ///
+        /// - Remark: Generated from `#/components/schemas/ErasedContact`.
+        public struct ErasedContact: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ErasedContact/contact_ref`.
+            public var contactRef: Swift.String
+            /// - Remark: Generated from `#/components/schemas/ErasedContact/order_ids`.
+            public var orderIds: [Swift.String]
+            /// - Remark: Generated from `#/components/schemas/ErasedContact/position`.
+            public var position: Swift.Int
+            /// Creates a new `ErasedContact`.
+            ///
+            /// - Parameters:
+            ///   - contactRef:
+            ///   - orderIds:
+            ///   - position:
+            public init(
+                contactRef: Swift.String,
+                orderIds: [Swift.String],
+                position: Swift.Int
+            ) {
+                self.contactRef = contactRef
+                self.orderIds = orderIds
+                self.position = position
+            }
+            public enum CodingKeys: String, CodingKey {
+                case contactRef = "contact_ref"
+                case orderIds = "order_ids"
+                case position
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Journal`.
+        public struct Journal: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Journal/from`.
+            public var from: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Journal/to`.
+            public var to: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Journal/entries`.
+            public var entries: [Components.Schemas.JournalEntry]
+            /// The totals of this page's entries.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Journal/totals`.
+            public var totals: [Components.Schemas.JournalTotal]
+            /// Ask again with `after=` this for the next page; absent on the last.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Journal/next_after`.
+            public var nextAfter: Swift.Int?
+            /// Creates a new `Journal`.
+            ///
+            /// - Parameters:
+            ///   - from:
+            ///   - to:
+            ///   - entries:
+            ///   - totals: The totals of this page's entries.
+            ///   - nextAfter: Ask again with `after=` this for the next page; absent on the last.
+            public init(
+                from: Swift.String,
+                to: Swift.String,
+                entries: [Components.Schemas.JournalEntry],
+                totals: [Components.Schemas.JournalTotal],
+                nextAfter: Swift.Int? = nil
+            ) {
+                self.from = from
+                self.to = to
+                self.entries = entries
+                self.totals = totals
+                self.nextAfter = nextAfter
+            }
+            public enum CodingKeys: String, CodingKey {
+                case from
+                case to
+                case entries
+                case totals
+                case nextAfter = "next_after"
+            }
+        }
+        /// The event an entry records and its balanced lines.
+        ///
+        /// - Remark: Generated from `#/components/schemas/JournalEntry`.
+        public struct JournalEntry: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/JournalEntry/position`.
+            public var position: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/JournalEntry/event_type`.
+            public var eventType: Swift.String
+            /// - Remark: Generated from `#/components/schemas/JournalEntry/recorded_at`.
+            public var recordedAt: Swift.String
+            /// - Remark: Generated from `#/components/schemas/JournalEntry/effective_at`.
+            public var effectiveAt: Swift.String
+            /// - Remark: Generated from `#/components/schemas/JournalEntry/reference`.
+            public var reference: Swift.String
+            /// - Remark: Generated from `#/components/schemas/JournalEntry/currency`.
+            public var currency: Components.Schemas.CurrencyCode
+            /// - Remark: Generated from `#/components/schemas/JournalEntry/lines`.
+            public var lines: [Components.Schemas.JournalLine]
+            /// Creates a new `JournalEntry`.
+            ///
+            /// - Parameters:
+            ///   - position:
+            ///   - eventType:
+            ///   - recordedAt:
+            ///   - effectiveAt:
+            ///   - reference:
+            ///   - currency:
+            ///   - lines:
+            public init(
+                position: Swift.Int,
+                eventType: Swift.String,
+                recordedAt: Swift.String,
+                effectiveAt: Swift.String,
+                reference: Swift.String,
+                currency: Components.Schemas.CurrencyCode,
+                lines: [Components.Schemas.JournalLine]
+            ) {
+                self.position = position
+                self.eventType = eventType
+                self.recordedAt = recordedAt
+                self.effectiveAt = effectiveAt
+                self.reference = reference
+                self.currency = currency
+                self.lines = lines
+            }
+            public enum CodingKeys: String, CodingKey {
+                case position
+                case eventType = "event_type"
+                case recordedAt = "recorded_at"
+                case effectiveAt = "effective_at"
+                case reference
+                case currency
+                case lines
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/JournalLine`.
+        public struct JournalLine: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/JournalLine/account`.
+            public var account: Swift.String
+            /// - Remark: Generated from `#/components/schemas/JournalLine/account_name`.
+            public var accountName: Swift.String
+            /// - Remark: Generated from `#/components/schemas/JournalLine/debit`.
+            public var debit: Components.Schemas.Money
+            /// - Remark: Generated from `#/components/schemas/JournalLine/credit`.
+            public var credit: Components.Schemas.Money
+            /// Creates a new `JournalLine`.
+            ///
+            /// - Parameters:
+            ///   - account:
+            ///   - accountName:
+            ///   - debit:
+            ///   - credit:
+            public init(
+                account: Swift.String,
+                accountName: Swift.String,
+                debit: Components.Schemas.Money,
+                credit: Components.Schemas.Money
+            ) {
+                self.account = account
+                self.accountName = accountName
+                self.debit = debit
+                self.credit = credit
+            }
+            public enum CodingKeys: String, CodingKey {
+                case account
+                case accountName = "account_name"
+                case debit
+                case credit
+            }
+        }
+        /// An account's movement over the page, in one currency.
+        ///
+        /// - Remark: Generated from `#/components/schemas/JournalTotal`.
+        public struct JournalTotal: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/JournalTotal/account`.
+            public var account: Swift.String
+            /// - Remark: Generated from `#/components/schemas/JournalTotal/account_name`.
+            public var accountName: Swift.String
+            /// - Remark: Generated from `#/components/schemas/JournalTotal/currency`.
+            public var currency: Components.Schemas.CurrencyCode
+            /// - Remark: Generated from `#/components/schemas/JournalTotal/debit`.
+            public var debit: Components.Schemas.Money
+            /// - Remark: Generated from `#/components/schemas/JournalTotal/credit`.
+            public var credit: Components.Schemas.Money
+            /// Creates a new `JournalTotal`.
+            ///
+            /// - Parameters:
+            ///   - account:
+            ///   - accountName:
+            ///   - currency:
+            ///   - debit:
+            ///   - credit:
+            public init(
+                account: Swift.String,
+                accountName: Swift.String,
+                currency: Components.Schemas.CurrencyCode,
+                debit: Components.Schemas.Money,
+                credit: Components.Schemas.Money
+            ) {
+                self.account = account
+                self.accountName = accountName
+                self.currency = currency
+                self.debit = debit
+                self.credit = credit
+            }
+            public enum CodingKeys: String, CodingKey {
+                case account
+                case accountName = "account_name"
+                case currency
+                case debit
+                case credit
             }
         }
     }

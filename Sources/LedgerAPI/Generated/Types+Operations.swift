@@ -3195,28 +3195,13 @@ public enum Operations {
             public struct Ok: Sendable, Hashable {
                 /// - Remark: Generated from `#/paths/disputes/GET/responses/200/content`.
                 @frozen public enum Body: Sendable, Hashable {
-                    /// - Remark: Generated from `#/paths/disputes/GET/responses/200/content/json`.
-                    public struct JsonPayload: Codable, Hashable, Sendable {
-                        /// - Remark: Generated from `#/paths/disputes/GET/responses/200/content/json/disputes`.
-                        public var disputes: [Components.Schemas.Dispute]
-                        /// Creates a new `JsonPayload`.
-                        ///
-                        /// - Parameters:
-                        ///   - disputes:
-                        public init(disputes: [Components.Schemas.Dispute]) {
-                            self.disputes = disputes
-                        }
-                        public enum CodingKeys: String, CodingKey {
-                            case disputes
-                        }
-                    }
                     /// - Remark: Generated from `#/paths/disputes/GET/responses/200/content/application\/json`.
-                    case json(Operations.ListDisputes.Output.Ok.Body.JsonPayload)
+                    case json(Components.Schemas.DisputeList)
                     /// The associated value of the enum case if `self` is `.json`.
                     ///
                     /// - Throws: An error if `self` is not `.json`.
                     /// - SeeAlso: `.json`.
-                    public var json: Operations.ListDisputes.Output.Ok.Body.JsonPayload {
+                    public var json: Components.Schemas.DisputeList {
                         get throws {
                             switch self {
                             case let .json(body):

@@ -381,7 +381,7 @@ public enum SettlementEvent: Hashable, Sendable {
 
 /// A batch as its stream tells it.
 public struct SettlementBatchState: Hashable, Sendable {
-    public enum Stage: String, Hashable, Sendable, Comparable {
+    public enum Stage: String, Hashable, Sendable, Comparable, CaseIterable {
         case opened, closed, submitted, cleared
         case payoutScheduled = "payout_scheduled"
         case paid

@@ -4,7 +4,7 @@ import LedgerMacros
 /// What a back-office hold operation came to: the order after it, and what the acquirer applied.
 @MemberwiseInit
 public struct HoldOperationOutcome: Sendable, Hashable {
-    public enum Result: String, Sendable, Hashable {
+    public enum Result: String, Sendable, Hashable, CaseIterable {
         /// The acquirer applied it and the ledger recorded it.
         case applied
         /// The same Idempotency-Key and request were seen before: the first outcome stands, nothing new happened.

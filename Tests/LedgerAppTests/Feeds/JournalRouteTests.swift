@@ -63,13 +63,13 @@ import Testing
             for entry in journal.entries {
                 let debit = try entry.lines.reduce(0) { $0 + (try units($1.debit)) }
                 let credit = try entry.lines.reduce(0) { $0 + (try units($1.credit)) }
-                #expect(debit == credit && debit > 0, "entry \(entry.position) \(entry.event_type) does not balance")
+                #expect(debit == credit && debit > 0, "entry \(entry.position) \(entry.eventType) does not balance")
             }
             let types = [
                 "HoldCaptured", "HoldCaptured", "HoldRefunded", "HoldCaptured", "SettlementBatchClosed", "SettlementBatchCleared",
                 "SettlementPayoutScheduled", "SettlementPayoutPaid",
             ]
-            #expect(journal.entries.map(\.event_type) == types, "\(journal.entries.map(\.event_type))")
+            #expect(journal.entries.map(\.eventType) == types, "\(journal.entries.map(\.eventType))")
             func balance(_ account: String) throws -> Int64 {
                 guard let total = journal.totals.first(where: { $0.account == account }) else { return 0 }
                 return try units(total.debit) - units(total.credit)
@@ -106,8 +106,8 @@ import Testing
             // Review 3, N3: paged. Pages of one and of three journal events give the same entries, in order, as one reply;
             // the last page has no `next_after`.
             for limit in [1, 3] {
-                var paged: [JournalEntryReply] = []
-                var after: Int64 = 0
+                var paged: [Components.Schemas.JournalEntry] = []
+                var after = 0
                 var pages = 0
                 while pages < 1_000 {
                     let uri = "/journal?from=\(from)&to=\(RFC3339.format(to.epochMicroseconds))&limit=\(limit)&after=\(after)"
@@ -117,11 +117,11 @@ import Testing
                     #expect(page.entries.count <= limit)
                     paged += page.entries
                     pages += 1
-                    guard let next = page.next_after else { break }
+                    guard let next = page.nextAfter else { break }
                     #expect(next > after)
                     after = next
                 }
-                #expect(paged == journal.entries, "limit \(limit): \(paged.map(\.event_type))")
+                #expect(paged == journal.entries, "limit \(limit): \(paged.map(\.eventType))")
                 #expect(pages > journal.entries.count / limit, "limit \(limit): \(pages) pages")
             }
             #expect(try await call(client, .get, "/journal?from=\(from)&to=\(RFC3339.format(to.epochMicroseconds))&limit=10001").0 == 400)

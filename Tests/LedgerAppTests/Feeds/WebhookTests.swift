@@ -37,14 +37,14 @@ import Testing
 
     func deliveries(_ client: any TestClientProtocol, _ id: String) async throws -> [WebhookDeliveryReply] {
         var all: [WebhookDeliveryReply] = []
-        var after: Int64 = 0
+        var after = 0
         while true {
             let page = try WireJSON.decode(
                 WebhookDeliveryListReply.self,
                 from: try await call(client, .get, "/webhooks/\(id)/deliveries?after=\(after)&limit=1000").1
             )
             all += page.deliveries
-            guard let next = page.next_after else { return all }
+            guard let next = page.nextAfter else { return all }
             after = next
         }
     }
@@ -63,7 +63,7 @@ import Testing
             try await TestApp.withApp(seed: true, environment: Self.fastRetries) { client, services in
                 let hook = try await register(client, url: url)
                 for _ in 0..<3 { _ = try await storefront.placeOrder(client) }
-                let want = try await expected(services, after: hook.cursor)
+                let want = try await expected(services, after: Int64(hook.cursor))
                 let arrived = try await eventually { receiver.delivered.count >= want.count }
                 #expect(arrived, "delivered \(receiver.delivered) of \(want)")
                 #expect(receiver.delivered == want)
@@ -81,16 +81,16 @@ import Testing
                 let history = try await deliveries(client, hook.id)
                 let failed = history.filter { !$0.delivered }
                 #expect(failed.map(\.attempt) == [1, 2, 3, 4, 5])
-                #expect(failed.allSatisfy { $0.status_code == 500 })
+                #expect(failed.allSatisfy { $0.statusCode == 500 })
                 let policy = WebhookRetryPolicy(baseDelayMicros: 50_000, maximumDelayMicros: 1_000_000, giveUpAfterMicros: 86_400_000_000, seed: 1)
                 for (index, attempt) in failed.enumerated() {
-                    let at = try #require(RFC3339.micros(attempt.attempted_at))
-                    let retry = try #require(attempt.retry_at.flatMap(RFC3339.micros))
-                    #expect(retry - at == policy.delayMicros(afterFailedAttempts: attempt.attempt, endpoint: hook.id, position: attempt.position))
+                    let at = try #require(RFC3339.micros(attempt.attemptedAt))
+                    let retry = try #require(attempt.retryAt.flatMap(RFC3339.micros))
+                    #expect(retry - at == policy.delayMicros(afterFailedAttempts: attempt.attempt, endpoint: hook.id, position: Int64(attempt.position)))
                     let next = history[history.firstIndex(of: attempt)! + 1]
-                    #expect(try #require(RFC3339.micros(next.attempted_at)) >= retry, "attempt \(index + 2) came before its retry time")
+                    #expect(try #require(RFC3339.micros(next.attemptedAt)) >= retry, "attempt \(index + 2) came before its retry time")
                 }
-                #expect(history.filter(\.delivered).map(\.position) == want)
+                #expect(history.filter(\.delivered).map { Int64($0.position) } == want)
                 let state = try WireJSON.decode(WebhookReply.self, from: try await call(client, .get, "/webhooks/\(hook.id)").1)
                 #expect(state.cursor == (try await services.store.head().position) && state.state == "active" && state.attempts == 0)
             }
@@ -117,14 +117,14 @@ import Testing
                 let hook = try #require(registered.withLock { $0 })
                 let id = hook.id
                 _ = try await storefront.placeOrder(client)
-                let want = try await expected(services, after: hook.cursor)
+                let want = try await expected(services, after: Int64(hook.cursor))
                 #expect(try await eventually { receiver.delivered.count >= want.count })
                 #expect(receiver.delivered == want)
                 #expect(receiver.hits.allSatisfy { $0.signatureValid })
                 #expect(try await committed(client, id, through: want.last))
                 let history = try await deliveries(client, id)
                 #expect(history.filter { !$0.delivered }.count == failedBefore)
-                #expect(history.filter(\.delivered).map(\.position) == want)
+                #expect(history.filter(\.delivered).map { Int64($0.position) } == want)
             }
         }
     }
@@ -139,7 +139,7 @@ import Testing
                 try await TestApp.withApp(database: db) { second, _ in
                     let hook = try await register(first, url: url)
                     for index in 0..<12 { _ = try await storefront.placeOrder(index % 2 == 0 ? first : second, product: "Pen", amount: 3200) }
-                    let want = try await expected(services, after: hook.cursor)
+                    let want = try await expected(services, after: Int64(hook.cursor))
                     wanted.withLock { $0 = want }
                     #expect(try await eventually { receiver.hits.count >= want.count })
                 }
@@ -159,7 +159,7 @@ import Testing
             try await TestApp.withApp(seed: true, clock: { clock.now }, environment: Self.fastRetries) { client, services in
                 let hook = try await register(client, url: url, types: ["OrderOpened"])
                 _ = try await storefront.placeOrder(client)
-                let opened = try await expected(services, after: hook.cursor, types: ["OrderOpened"])
+                let opened = try await expected(services, after: Int64(hook.cursor), types: ["OrderOpened"])
                 #expect(try await eventually { receiver.delivered == opened })
 
                 let (rotated, rotatedText) = try await call(
