@@ -15,6 +15,9 @@
 #
 # Usage: bench/openapi-overhead.sh [seconds per run, 10] [runs, 3]   (needs wrk and curl: apt-get install -y wrk curl)
 #   OPENAPI_OVERHEAD_SKIP_BUILD=1 uses the existing release build.
+#   OPENAPI_OVERHEAD_MODES="plain generated generated-buffered" adds the diagnosis mode (the generated server on a
+#   transport that answers its reply in one buffer, bench/openapi-overhead/Sources/OpenAPIOverhead/GeneratedAPI.swift);
+#   plain comes first, the ratios are each mode's to plain.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-10}
@@ -25,9 +28,10 @@ if [ -z "${OPENAPI_OVERHEAD_SKIP_BUILD:-}" ]; then
 fi
 bin="$(swift build -c release --package-path "$package" --show-bin-path)/openapi-overhead"
 work=$(mktemp -d /tmp/openapi-overhead.XXXXXX)
+read -r -a modes <<<"${OPENAPI_OVERHEAD_MODES:-plain generated}"
+[ "${modes[0]}" = plain ] || { echo "OPENAPI_OVERHEAD_MODES must start with plain" >&2; exit 2; }
 declare -A pid port
-port[plain]=23611
-port[generated]=23612
+for i in "${!modes[@]}"; do port[${modes[$i]}]=$((23611 + i)); done
 stop() {
   local p
   for p in "${pid[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
@@ -37,11 +41,11 @@ stop() {
 trap stop EXIT
 trap 'exit 130' INT TERM
 
-for mode in plain generated; do
+for mode in "${modes[@]}"; do
   "$bin" "$mode" "${port[$mode]}" >"$work/$mode.log" 2>&1 &
   pid[$mode]=$!
 done
-for mode in plain generated; do
+for mode in "${modes[@]}"; do
   for _ in $(seq 100); do
     curl -s -o /dev/null "http://127.0.0.1:${port[$mode]}/disputes" && break
     kill -0 "${pid[$mode]}" 2>/dev/null || { cat "$work/$mode.log" >&2; exit 1; }
@@ -60,7 +64,7 @@ request() {
 }
 failed=0
 for case in list capture; do
-  for mode in plain generated; do
+  for mode in "${modes[@]}"; do
     base="http://127.0.0.1:${port[$mode]}"
     if [ "$case" = list ]; then
       status=$(request "$case" "$mode" "$base$list_path")
@@ -70,21 +74,23 @@ for case in list capture; do
     fi
     [ "$status" = 200 ] || { echo "check: $case in $mode mode answered $status" >&2; failed=1; }
   done
-  if cmp -s "$work/$case.plain" "$work/$case.generated"; then
-    echo "check: $case: the same $(wc -c <"$work/$case.plain") bytes in both modes"
-  else
-    echo "check: $case: the modes answer different bytes" >&2; failed=1
-    diff <(head -c 600 "$work/$case.plain") <(head -c 600 "$work/$case.generated") >&2 || true
-  fi
+  for mode in "${modes[@]:1}"; do
+    if cmp -s "$work/$case.plain" "$work/$case.$mode"; then
+      echo "check: $case: the same $(wc -c <"$work/$case.plain") bytes in plain and $mode mode"
+    else
+      echo "check: $case: plain and $mode mode answer different bytes" >&2; failed=1
+      diff <(head -c 600 "$work/$case.plain") <(head -c 600 "$work/$case.$mode") >&2 || true
+    fi
+  done
 done
 echo "check: refusals (status, content-type, body) in each mode:"
 refusal() {
   local label=$1; shift
-  for mode in plain generated; do
+  for mode in "${modes[@]}"; do
     base="http://127.0.0.1:${port[$mode]}"
     out=$(curl -s -D "$work/headers" -o "$work/body" -w '%{http_code}' "$@" "${curl_path/@/$base}")
     ctype=$(grep -i '^content-type:' "$work/headers" | tr -d '\r' | cut -d' ' -f2- || true)
-    printf '  %-34s %-9s %s %-32s %s\n' "$label" "$mode" "$out" "${ctype:--}" "$(head -c 200 "$work/body")"
+    printf '  %-30s %-18s %s %-32s %s\n' "$label" "$mode" "$out" "${ctype:--}" "$(head -c 200 "$work/body")"
     echo "$label $mode $out" >>"$work/refusals"
   done
 }
@@ -98,7 +104,7 @@ curl_path="@/disputes?status=nonsense"
 refusal "list, unknown status"
 curl_path="@/disputes?due_before=yesterday"
 refusal "list, bad due_before"
-for mode in plain generated; do
+for mode in "${modes[@]}"; do
   grep -q "^capture, no Idempotency-Key $mode 400\$" "$work/refusals" || { echo "check: a missing Idempotency-Key is not a 400 in $mode mode" >&2; failed=1; }
 done
 [ "$failed" = 0 ] || exit 1
@@ -118,35 +124,38 @@ drive() {
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u +%FT%TZ)"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); ${seconds}s per run, $runs runs per mode and operation, wrk -t2 -c16"
-for op in list capture; do for mode in plain generated; do drive "$op" "$mode" 3 >/dev/null; done; done  # warm-up
-printf '%-4s %-8s %-10s %12s %14s %10s %8s\n' run op mode "requests/s" "CPU µs/req" non-2xx load1
+for op in list capture; do for mode in "${modes[@]}"; do drive "$op" "$mode" 3 >/dev/null; done; done  # warm-up
+printf '%-4s %-8s %-18s %12s %14s %10s %8s\n' run op mode "requests/s" "CPU µs/req" non-2xx load1
 for run in $(seq "$runs"); do
   for op in list capture; do
-    for mode in plain generated; do
+    for mode in "${modes[@]}"; do
       read -r requests duration non2xx errors t < <(drive "$op" "$mode" "$seconds")
       load=$(cut -d' ' -f1 /proc/loadavg)
       rps=$(awk -v r="$requests" -v d="$duration" 'BEGIN {printf "%.0f", r / (d / 1e6)}')
       cpu=$(awk -v t="$t" -v hz="$hz" -v r="$requests" 'BEGIN {printf "%.1f", t * 1e6 / hz / r}')
-      printf '%-4s %-8s %-10s %12s %14s %10s %8s\n' "$run" "$op" "$mode" "$rps" "$cpu" "$((non2xx + errors))" "$load"
+      printf '%-4s %-8s %-18s %12s %14s %10s %8s\n' "$run" "$op" "$mode" "$rps" "$cpu" "$((non2xx + errors))" "$load"
       echo "$op $mode $rps $cpu" >>"$work/results"
     done
   done
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$work/results" <<'PY'
+python3 - "$work/results" "${modes[@]}" <<'PY'
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1])]
+modes = sys.argv[2:]
 median = {}
 for op in ("list", "capture"):
-    for mode in ("plain", "generated"):
+    for mode in modes:
         mine = [r for r in rows if r[0] == op and r[1] == mode]
         median[op, mode] = (statistics.median(float(r[2]) for r in mine), statistics.median(float(r[3]) for r in mine))
-print(f"\nmedians of {len(rows) // 4} runs")
-print(f"{'operation':<10} {'mode':<10} {'requests/s':>11} {'CPU µs/req':>11}")
+print(f"\nmedians of {len(rows) // (2 * len(modes))} runs")
+print(f"{'operation':<10} {'mode':<19} {'requests/s':>11} {'CPU µs/req':>11}")
 for (op, mode), (rps, cpu) in median.items():
-    print(f"{op:<10} {mode:<10} {rps:>11.0f} {cpu:>11.1f}")
-print(f"\n{'operation':<10} {'CPU/req generated/plain':>24} {'requests/s generated/plain':>27}")
+    print(f"{op:<10} {mode:<19} {rps:>11.0f} {cpu:>11.1f}")
+print(f"\n{'operation':<10} {'ratio to plain':<19} {'CPU/req':>11} {'requests/s':>11}")
 for op in ("list", "capture"):
-    (prps, pcpu), (grps, gcpu) = median[op, "plain"], median[op, "generated"]
-    print(f"{op:<10} {gcpu / pcpu:>24.3f} {grps / prps:>27.3f}")
+    prps, pcpu = median[op, "plain"]
+    for mode in modes[1:]:
+        rps, cpu = median[op, mode]
+        print(f"{op:<10} {mode + '/plain':<19} {cpu / pcpu:>11.3f} {rps / prps:>11.3f}")
 PY
