@@ -210,7 +210,10 @@ import Testing
         // with its status (the client's 4xx cases), never a line: a line's `error` has no `field`, and the document
         // (`additionalProperties: false`) refuses a member it does not name.
         let failed = #"{"error":{"code":"acquirer_refused","message":"the acquirer refused the batch"}}"#
-        #expect(try WireJSON.decode(SettlementRunLine.self, from: failed).error == .init(code: "acquirer_refused", message: "the acquirer refused the batch"))
+        #expect(
+            try WireJSON.decode(SettlementRunLine.self, from: failed).error
+                == .init(code: "acquirer_refused", message: "the acquirer refused the batch")
+        )
         let refusal = #"{"error":{"code":"cut_off_not_reached","field":"business_date","message":"not yet"}}"#
         #expect(throws: DecodingError.self) { try WireJSON.decode(SettlementRunLine.self, from: refusal) }
     }

@@ -86,7 +86,9 @@ import Testing
                 for (index, attempt) in failed.enumerated() {
                     let at = try #require(RFC3339.micros(attempt.attemptedAt))
                     let retry = try #require(attempt.retryAt.flatMap(RFC3339.micros))
-                    #expect(retry - at == policy.delayMicros(afterFailedAttempts: attempt.attempt, endpoint: hook.id, position: Int64(attempt.position)))
+                    #expect(
+                        retry - at == policy.delayMicros(afterFailedAttempts: attempt.attempt, endpoint: hook.id, position: Int64(attempt.position))
+                    )
                     let next = history[history.firstIndex(of: attempt)! + 1]
                     #expect(try #require(RFC3339.micros(next.attemptedAt)) >= retry, "attempt \(index + 2) came before its retry time")
                 }
