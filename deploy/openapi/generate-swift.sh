@@ -3,6 +3,8 @@
 #
 #   deploy/openapi/generate-swift.sh           # rewrites Sources/LedgerAPI/Generated/ from Sources/LedgerAPI/openapi.yaml
 #   deploy/openapi/generate-swift.sh --check   # fails (exit 1) when the committed files differ from what it generates
+#   deploy/openapi/generate-swift.sh --config C --output D [--check]
+#                                              # the same for another configuration and folder (bench/openapi-overhead)
 #
 # The generated sources are committed rather than made by the generator's build plugin on every build: the plugin
 # builds the generator, OpenAPIKit and Yams in each clean build of the package (README, "The published contract" says
@@ -14,16 +16,18 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 check=false
-case "${1:-}" in
-  --check) check=true ;;
-  "") ;;
-  *) echo "usage: $0 [--check]" >&2; exit 2 ;;
-esac
-
 document=Sources/LedgerAPI/openapi.yaml
 config=deploy/openapi/openapi-generator-config.yaml
 target=Sources/LedgerAPI/Generated
 package=deploy/openapi/generator
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --check) check=true; shift ;;
+    --config) config=$2; shift 2 ;;
+    --output) target=$2; shift 2 ;;
+    *) echo "usage: $0 [--config FILE --output DIR] [--check]" >&2; exit 2 ;;
+  esac
+done
 
 swift build --package-path "$package" --product swift-openapi-generator >&2
 generator="$(swift build --package-path "$package" --show-bin-path)/swift-openapi-generator"
@@ -40,7 +44,7 @@ grep -i 'warning' "$out/log" | sort -u >&2 || true
 if $check; then
   if ! diff -r "$target" "$out/Generated" >"$out/diff"; then
     head -50 "$out/diff" >&2
-    echo "$target is stale: run deploy/openapi/generate-swift.sh and commit the result" >&2
+    echo "$target is stale: run deploy/openapi/generate-swift.sh (with the same options) and commit the result" >&2
     exit 1
   fi
   echo "$target: as generated from $document"

@@ -9,7 +9,7 @@ import OpenAPIRuntime
 
 typealias Dispute = Components.Schemas.Dispute
 typealias HoldOperationReply = Components.Schemas.HoldOperationReply
-typealias DisputeList = Operations.ListDisputes.Output.Ok.Body.JsonPayload
+typealias DisputeList = Components.Schemas.DisputeList
 typealias CaptureBody = Operations.CaptureOrder.Input.Body.JsonPayload
 
 /// The ledger's JSON form (`LedgerJSON.outputFormatting`: sorted keys, unescaped slashes, compact), as both modes
@@ -79,14 +79,21 @@ struct Ledger: Sendable {
         }
         let amount = body.amount ?? "59.00"
         let final = body.final ?? false
-        let payment: Components.Schemas.HoldFigures
-        do {
-            payment = try .init(unvalidatedValue: [
-                "authorized": "59.00", "captured": amount, "currency": "USD", "final": final,
-            ])
-        } catch {
-            throw LedgerError(status: .internalServerError, code: "internal_error", message: "the server failed")
-        }
+        // What stays open of the 59.00 hold, in cents (a capture's amount is a two-decimal string here).
+        let parts = amount.split(separator: ".", maxSplits: 1)
+        let cents = (Int(parts.first ?? "") ?? 0) * 100 + (parts.count == 2 ? Int(parts[1].prefix(2)) ?? 0 : 0)
+        let rest = final ? 0 : max(0, 5_900 - cents)
+        let open = "\(rest / 100).\(rest % 100 < 10 ? "0" : "")\(rest % 100)"
+        let payment = Components.Schemas.HoldFigures(
+            currency: "USD",
+            authorized: "59.00",
+            incremented: "0.00",
+            captured: amount,
+            reversed: "0.00",
+            expired: "0.00",
+            refunded: "0.00",
+            open: open
+        )
         return HoldOperationReply(
             orderId: orderID,
             operation: .capture,

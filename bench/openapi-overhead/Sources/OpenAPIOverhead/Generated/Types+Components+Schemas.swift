@@ -112,6 +112,9 @@ extension Components {
             case voided = "voided"
             case expired = "expired"
             case declined = "declined"
+            case cancelled = "cancelled"
+            case disputed = "disputed"
+            case chargedBack = "charged_back"
         }
         /// - Remark: Generated from `#/components/schemas/DisputeStatus`.
         internal enum DisputeStatus: String, Codable, Hashable, Sendable, CaseIterable {
@@ -126,10 +129,67 @@ extension Components {
             case won = "won"
             case lost = "lost"
         }
-        /// The hold's money figures after the operation (decimal strings).
+        /// The hold's money figures after the operation (decimal strings in `currency`).
         ///
         /// - Remark: Generated from `#/components/schemas/HoldFigures`.
-        internal typealias HoldFigures = OpenAPIRuntime.OpenAPIObjectContainer
+        internal struct HoldFigures: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/HoldFigures/currency`.
+            internal var currency: Components.Schemas.CurrencyCode
+            /// - Remark: Generated from `#/components/schemas/HoldFigures/authorized`.
+            internal var authorized: Components.Schemas.Money
+            /// - Remark: Generated from `#/components/schemas/HoldFigures/incremented`.
+            internal var incremented: Components.Schemas.Money
+            /// - Remark: Generated from `#/components/schemas/HoldFigures/captured`.
+            internal var captured: Components.Schemas.Money
+            /// - Remark: Generated from `#/components/schemas/HoldFigures/reversed`.
+            internal var reversed: Components.Schemas.Money
+            /// - Remark: Generated from `#/components/schemas/HoldFigures/expired`.
+            internal var expired: Components.Schemas.Money
+            /// - Remark: Generated from `#/components/schemas/HoldFigures/refunded`.
+            internal var refunded: Components.Schemas.Money
+            /// - Remark: Generated from `#/components/schemas/HoldFigures/open`.
+            internal var open: Components.Schemas.Money
+            /// Creates a new `HoldFigures`.
+            ///
+            /// - Parameters:
+            ///   - currency:
+            ///   - authorized:
+            ///   - incremented:
+            ///   - captured:
+            ///   - reversed:
+            ///   - expired:
+            ///   - refunded:
+            ///   - open:
+            internal init(
+                currency: Components.Schemas.CurrencyCode,
+                authorized: Components.Schemas.Money,
+                incremented: Components.Schemas.Money,
+                captured: Components.Schemas.Money,
+                reversed: Components.Schemas.Money,
+                expired: Components.Schemas.Money,
+                refunded: Components.Schemas.Money,
+                open: Components.Schemas.Money
+            ) {
+                self.currency = currency
+                self.authorized = authorized
+                self.incremented = incremented
+                self.captured = captured
+                self.reversed = reversed
+                self.expired = expired
+                self.refunded = refunded
+                self.open = open
+            }
+            internal enum CodingKeys: String, CodingKey {
+                case currency
+                case authorized
+                case incremented
+                case captured
+                case reversed
+                case expired
+                case refunded
+                case open
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/HoldOperationReply`.
         internal struct HoldOperationReply: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/HoldOperationReply/order_id`.
@@ -207,6 +267,21 @@ extension Components {
                 case payment
                 case declineCode = "decline_code"
                 case message
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/DisputeList`.
+        internal struct DisputeList: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/DisputeList/disputes`.
+            internal var disputes: [Components.Schemas.Dispute]
+            /// Creates a new `DisputeList`.
+            ///
+            /// - Parameters:
+            ///   - disputes:
+            internal init(disputes: [Components.Schemas.Dispute]) {
+                self.disputes = disputes
+            }
+            internal enum CodingKeys: String, CodingKey {
+                case disputes
             }
         }
         /// - Remark: Generated from `#/components/schemas/Dispute`.

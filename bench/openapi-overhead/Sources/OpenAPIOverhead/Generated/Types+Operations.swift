@@ -432,28 +432,13 @@ internal enum Operations {
             internal struct Ok: Sendable, Hashable {
                 /// - Remark: Generated from `#/paths/disputes/GET/responses/200/content`.
                 internal enum Body: Sendable, Hashable {
-                    /// - Remark: Generated from `#/paths/disputes/GET/responses/200/content/json`.
-                    internal struct JsonPayload: Codable, Hashable, Sendable {
-                        /// - Remark: Generated from `#/paths/disputes/GET/responses/200/content/json/disputes`.
-                        internal var disputes: [Components.Schemas.Dispute]
-                        /// Creates a new `JsonPayload`.
-                        ///
-                        /// - Parameters:
-                        ///   - disputes:
-                        internal init(disputes: [Components.Schemas.Dispute]) {
-                            self.disputes = disputes
-                        }
-                        internal enum CodingKeys: String, CodingKey {
-                            case disputes
-                        }
-                    }
                     /// - Remark: Generated from `#/paths/disputes/GET/responses/200/content/application\/json`.
-                    case json(Operations.ListDisputes.Output.Ok.Body.JsonPayload)
+                    case json(Components.Schemas.DisputeList)
                     /// The associated value of the enum case if `self` is `.json`.
                     ///
                     /// - Throws: An error if `self` is not `.json`.
                     /// - SeeAlso: `.json`.
-                    internal var json: Operations.ListDisputes.Output.Ok.Body.JsonPayload {
+                    internal var json: Components.Schemas.DisputeList {
                         get throws {
                             switch self {
                             case let .json(body):
