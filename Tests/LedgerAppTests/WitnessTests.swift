@@ -10,6 +10,7 @@ import LedgerPostgres
 import LedgerServices
 import LedgerTestSupport
 import Logging
+import Synchronization
 import Testing
 
 /// The witness (`ledgerd witness serve`'s application) over its real HTTP route: it cosigns a log's consistent
@@ -258,6 +259,67 @@ import Testing
                 // The one that is down is asked again without the log growing: two attempts, a second apart.
                 _ = try await Self.eventually { () -> Bool? in
                     recorder.recorded.filter { $0.contains("witness unreachable") && $0.contains("witness.test/down") }.count >= 2 ? true : nil
+                }
+            }
+        }
+    }
+
+    /// A witness that takes a checkpoint and never answers (a host that accepts the connection and hangs): it counts
+    /// the calls it was given.
+    final class SilentWitness: WitnessSubmitter {
+        let name = "witness.test/silent"
+        let calls = Atomic<Int>(0)
+
+        func addCheckpoint(_ request: AddCheckpointRequest) async throws -> WitnessAnswer {
+            calls.add(1, ordering: .relaxed)
+            try await Task.sleep(for: .seconds(3_600))
+            throw CancellationError()
+        }
+    }
+
+    /// A witness that never answers holds up neither the signing nor another witness: while the silent one still has
+    /// the first checkpoint, the log signs the next and the other witness cosigns it. (Before, every pass waited for
+    /// all the witnesses it asked: the first pass never ended, and nothing was signed or cosigned again — with the
+    /// HTTP witness's 10 s deadline, every pass lasted 10 s while one was unreachable, which a loaded CI run then
+    /// took for a witness that was never asked again.)
+    @Test func aWitnessThatNeverAnswersHoldsUpNeitherTheSigningNorAnotherWitness() async throws {
+        let checkpointKey = CheckpointKey.generate()
+        let directory = try Self.temporaryDirectory()
+        let logVerifier = try TransparencyLog.verifierKey(origin: Self.origin, key: checkpointKey)
+        let up = try WitnessService(
+            name: "witness.test/up",
+            key: Curve25519.Signing.PrivateKey(),
+            trustedKeys: [try NoteVerifier(vkey: logVerifier)],
+            stateFile: directory.appendingPathComponent("up.json"),
+            metrics: LedgerMetrics().factory,
+            logger: TestCluster.logger
+        )
+        try await WitnessServer.application(service: up, metrics: LedgerMetrics(), logger: TestCluster.logger).test(.live) { served in
+            let port = try #require(served.port)
+            // The daemon's own builder passes once at start, then sleeps: the builder under test is the one below.
+            let environment = ["LEDGERD_LOG_ORIGIN": Self.origin, "LEDGERD_LOG_INTERVAL_MS": "3600000"]
+            try await TestApp.withApp(environment: environment, checkpointKey: checkpointKey) { client, services in
+                let log = try #require(services.transparency)
+                let silent = SilentWitness()
+                let builder = TransparencyLogBuilder(
+                    log: log,
+                    witnesses: [silent, try HTTPWitness(url: "http://127.0.0.1:\(port)", verifierKey: up.verifierKey)],
+                    interval: .milliseconds(50),
+                    logger: TestCluster.logger
+                )
+                let upVerifier = try NoteVerifier(vkey: up.verifierKey)
+                func cosignedByUp(size: UInt64) async throws -> Bool? {
+                    let note = try SignedNote(parsing: try await TransparencyLogTests.text(client, "/log/checkpoint"))
+                    return (try? note.verified(by: [upVerifier])) != nil && (try LogCheckpoint(text: note.text)).size == size ? true : nil
+                }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await builder.run() }
+                    defer { group.cancelAll() }
+                    try await TransparencyLogTests.append(services, count: 40)
+                    _ = try await Self.eventually { try await cosignedByUp(size: 40) }
+                    try await TransparencyLogTests.append(services, count: 10, tag: "more")
+                    _ = try await Self.eventually { try await cosignedByUp(size: 50) }
+                    #expect(silent.calls.load(ordering: .relaxed) == 1, "the silent witness was asked again while it still had a checkpoint")
                 }
             }
         }

@@ -261,65 +261,59 @@ public struct TransparencyLogBuilder: Service {
     static func backoff(failures: Int) -> Duration { .seconds(min(60, 1 << min(max(failures - 1, 0), 6))) }
 
     public func run() async throws {
-        // What was signed (the log's own note, without cosignatures) and where each witness stands, carried from pass to
-        // pass (one pass at a time). Each witness is asked on its own: one that is down or slow delays no other, and is
-        // asked again (with a backoff) even when the log has not grown since.
-        let progress = Mutex<(signed: UInt64, note: SignedNote?, witnesses: [WitnessProgress])>(
-            (0, nil, Array(repeating: WitnessProgress(), count: witnesses.count))
-        )
-        let job = PeriodicJob(
+        // What was signed (the log's own note, without cosignatures), published by the signing loop to the witnesses'.
+        let latest = Mutex<(size: UInt64, note: SignedNote?)>((0, nil))
+        let signing = PeriodicJob(
             "transparency log: building or signing",
             metric: nil,
             wait: .afterEachPass(interval),
             jobs: JobMetrics(),
             logger: logger
         )
-        await job.run {
-            let size = try await self.log.build()
-            guard self.log.signer != nil else { return }
-            if size > progress.withLock({ $0.signed }) {
-                let signed = try await self.log.checkpoint()
-                // The log's own signature only: witnesses are sent the checkpoint the log signed, not others' cosignatures.
-                let note = SignedNote(text: signed.text, signatures: Array(signed.signatures.prefix(1)))
-                let signedSize = try LogCheckpoint(text: note.text).size
-                progress.withLock {
-                    $0.signed = signedSize
-                    $0.note = note
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await signing.run {
+                    let size = try await self.log.build()
+                    guard self.log.signer != nil, size > latest.withLock({ $0.size }) else { return }
+                    let signed = try await self.log.checkpoint()
+                    // The log's own signature only: witnesses are sent the checkpoint the log signed, not others' cosignatures.
+                    let note = SignedNote(text: signed.text, signatures: Array(signed.signatures.prefix(1)))
+                    let signedSize = try LogCheckpoint(text: note.text).size
+                    latest.withLock { $0 = (signedSize, note) }
                 }
             }
-            let now = ContinuousClock.now
-            let (note, signed, due) = progress.withLock { state in
-                (
-                    state.note, state.signed,
-                    state.witnesses.indices.filter { i in
-                        let w = state.witnesses[i]
-                        return w.cosigned < state.signed && w.answered < state.signed && (w.retryAt.map { now >= $0 } ?? true)
-                    }
-                )
-            }
-            guard let note, !due.isEmpty else { return }
-            await withTaskGroup(of: (Int, UInt64?).self) { group in
-                for i in due {
-                    let old = progress.withLock { $0.witnesses[i].cosigned }
-                    group.addTask {
-                        do {
-                            return (i, try await self.submit(note, to: self.witnesses[i], old: old))
-                        } catch {
-                            return (i, nil)
+            // Each witness in a loop of its own: one that is down or slow (an unreachable address can take the HTTP
+            // client's whole connect timeout) delays neither the signing nor any other witness, and is asked again
+            // after a backoff even when the log has not grown since.
+            for witness in witnesses {
+                group.addTask {
+                    let progress = Mutex(WitnessProgress())
+                    let asking = PeriodicJob(
+                        "transparency log: asking \(witness.name)",
+                        metric: nil,
+                        wait: .afterEachPass(self.interval),
+                        jobs: JobMetrics(),
+                        logger: self.logger
+                    )
+                    await asking.run {
+                        let (signed, note) = latest.withLock { ($0.size, $0.note) }
+                        let now = ContinuousClock.now
+                        let (due, old) = progress.withLock { w in
+                            (w.cosigned < signed && w.answered < signed && (w.retryAt.map { now >= $0 } ?? true), w.cosigned)
                         }
-                    }
-                }
-                for await (i, cosigned) in group {
-                    progress.withLock { state in
-                        if let cosigned {
-                            state.witnesses[i] = WitnessProgress(cosigned: cosigned, answered: signed)
-                        } else {
-                            state.witnesses[i].failures += 1
-                            let wait = Self.backoff(failures: state.witnesses[i].failures)
-                            state.witnesses[i].retryAt = ContinuousClock.now + wait
+                        guard let note, due else { return }
+                        do {
+                            let cosigned = try await self.submit(note, to: witness, old: old)
+                            progress.withLock { $0 = WitnessProgress(cosigned: cosigned, answered: signed) }
+                        } catch  where !Task.isCancelled {
+                            let wait = progress.withLock { w in
+                                w.failures += 1
+                                w.retryAt = ContinuousClock.now + Self.backoff(failures: w.failures)
+                                return Self.backoff(failures: w.failures)
+                            }
                             self.logger.warning(
                                 "witness unreachable; will try again",
-                                metadata: ["witness": "\(self.witnesses[i].name)", "in": "\(wait)", "size": "\(signed)"]
+                                metadata: ["witness": "\(witness.name)", "in": "\(wait)", "size": "\(signed)"]
                             )
                         }
                     }
