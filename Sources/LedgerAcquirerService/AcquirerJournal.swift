@@ -127,7 +127,7 @@ struct AcquirerJournal: Sendable {
     /// was cut short is then either on the standby or the barrier has not returned.
     func barrier() async throws {
         let logger = self.logger
-        try await committed { connection in
+        try await client.committed(logger: logger) { connection in
             let rows = try await connection.query(
                 "UPDATE acquirer.durability_barrier SET barriers = barriers + 1 WHERE singleton RETURNING barriers",
                 logger: logger
@@ -137,24 +137,12 @@ struct AcquirerJournal: Sendable {
         }
     }
 
-    /// Appends `rows` in one transaction: all or none, answered once committed (``committed(_:)``).
+    /// Appends `rows` in one transaction: all or none, answered once committed (``DatabaseClient/committed(logger:_:)``: a
+    /// terminated COMMIT is not answered at all, where a statement on its own would be answered as a success).
     func append(_ rows: [Row]) async throws {
         guard !rows.isEmpty else { return }
         let (query, logger) = (Self.appendQuery(rows), logger)
-        try await committed { connection in try await connection.query(query, logger: logger) }
-    }
-
-    /// Runs `body` in an explicit transaction, bounded by the pool's statement deadline. Not one statement on its own:
-    /// when the backend of an implicit transaction is terminated while its commit waits for the synchronous standby,
-    /// the statement's completion (sent before the commit, at the protocol's Sync) still reaches the client, which takes
-    /// it as success though only the primary has the commit (AcquirerDurabilityTests shows it). A COMMIT statement is
-    /// answered only after its wait; a terminated one is not answered at all.
-    private func committed(_ body: @escaping @Sendable (PostgresConnection) async throws -> Void) async throws {
-        let (client, logger) = (self.client, self.logger)
-        let work: @Sendable () async throws -> Void = {
-            try await client.withTransaction(logger: logger) { connection in try await body(connection) }
-        }
-        if let deadline = client.statementDeadline { try await withDeadline(deadline, work) } else { try await work() }
+        try await client.committed(logger: logger) { connection in _ = try await connection.query(query, logger: logger) }
     }
 
     /// Appends `rows` on `connection` (inside its transaction).
@@ -187,17 +175,18 @@ struct AcquirerJournal: Sendable {
         return found
     }
 
-    /// Stores one uploaded page; the same page again is accepted, a different one under its number refused.
+    /// Stores one uploaded page; the same page again is accepted, a different one under its number refused. Answered
+    /// once committed (``DatabaseClient/committed(_:logger:)``): a page the uploader is told was taken outlives a failover.
     func storePage(batchReference: String, page: Int, items: [SettlementItem]) async throws -> Bool {
         let text = try LedgerJSON.string(items)
-        let rows = try await client.query(
+        let inserted = try await client.committed(
             """
             INSERT INTO acquirer.batch_pages (batch_reference, page, items) VALUES (\(batchReference), \(page), \(text))
             ON CONFLICT (batch_reference, page) DO NOTHING RETURNING 1
             """,
             logger: logger
         )
-        for try await _ in rows { return true }
+        if !inserted.isEmpty { return true }
         let existing = try await client.query(
             "SELECT items FROM acquirer.batch_pages WHERE batch_reference = \(batchReference) AND page = \(page)",
             logger: logger

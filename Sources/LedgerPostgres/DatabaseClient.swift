@@ -155,6 +155,30 @@ public final class DatabaseClient: Service, Sendable {
         try await pool().withTransaction(logger: logger, file: file, line: line, isolation: isolation, closure)
     }
 
+    /// Runs `body` in an explicit transaction, bounded by the ``statementDeadline``, and returns once its COMMIT has
+    /// returned: the way to write what the caller then acknowledges to someone (an HTTP reply, the acquirer's answer).
+    /// Not one statement on its own (``query(_:logger:file:line:)``, an implicit transaction): when its backend is
+    /// terminated while the commit waits for the synchronous standby (a demotion, a pool reset, an operator), the
+    /// statement's completion, sent before the commit at the protocol's Sync, still reaches the client, which takes it as
+    /// success though only the primary has the commit and a failover takes it back. A COMMIT statement is answered only
+    /// after its wait, and a terminated one not at all (`DurableHeadTests`, `AcquirerDurabilityTests`).
+    public func committed<Result: Sendable>(
+        logger: Logger,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        let work: @Sendable () async throws -> Result = {
+            try await self.withTransaction(logger: logger) { connection in try await body(connection) }
+        }
+        guard let statementDeadline else { return try await work() }
+        return try await withDeadline(statementDeadline, work)
+    }
+
+    /// One data-changing statement, acknowledged only once committed (``committed(logger:_:)``); its rows.
+    @discardableResult
+    public func committed(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
+        try await committed(logger: logger) { connection in try await connection.query(query, logger: logger).collect() }
+    }
+
     // MARK: - Running
 
     /// Runs the pool (and the watcher) until graceful shutdown or cancellation.

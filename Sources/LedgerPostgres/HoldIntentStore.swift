@@ -47,13 +47,15 @@ package struct HoldIntentStore: PostgresStore {
     /// Notes `notes` and deletes the notes of `dropping`, in one statement (one commit): ``HoldIntentLog``'s flush, as
     /// if the deletions came first: a reference in both holds its new note afterwards. Otherwise the first note of a
     /// reference stays. (Absent keys and hashes travel as empty values, stored as NULL: a
-    /// ledger key, a request hash and an Idempotency-Key are never empty.)
+    /// ledger key, a request hash and an Idempotency-Key are never empty.) Answered once committed
+    /// (``DatabaseClient/committed(_:logger:)``): the acquirer is called only on a note that outlives a failover — a
+    /// statement on its own cut short in its wait for the standby would be answered as done, the acquirer called, and
+    /// the note, taken back by the failover, missing when recovery looks for it.
     package func write(noting notes: [Intent], dropping: [String]) async throws {
         var noted = Set<String>()
         let intents = notes.filter { noted.insert($0.modificationReference).inserted }  // the first note of a reference
 
-        try await client.query(
-            """
+        let statement: PostgresQuery = """
             WITH dropped AS (
                 DELETE FROM ledger.hold_operation_intents WHERE modification_reference = ANY(\(dropping)::text[]) RETURNING 1
             )
@@ -69,9 +71,14 @@ package struct HoldIntentStore: PostgresStore {
             -- Read first, so the deletions are done before a row is inserted (an unread CTE would run last).
             WHERE (SELECT count(*) FROM dropped) >= 0
             ON CONFLICT (modification_reference) DO NOTHING
-            """,
-            logger: logger
-        )
+            """
+        // Deletions alone acknowledge nothing (a deletion a failover takes back leaves a note that recovery finds
+        // recorded and deletes again): one statement, one round trip.
+        if intents.isEmpty {
+            try await client.query(statement, logger: logger)
+        } else {
+            try await client.committed(statement, logger: logger)
+        }
     }
 
     /// Deletes the note of `modificationReference` (nothing when there is none).

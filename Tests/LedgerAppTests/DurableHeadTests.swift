@@ -149,12 +149,12 @@ import Testing
     /// A data-changing statement run on its own (`query`, an implicit transaction) is answered only once it has
     /// committed — with a synchronous standby, once the standby has it: PostgreSQL sends the statement's completion
     /// before it commits at the protocol's Sync, but flushes its output only with the ReadyForQuery after the commit,
-    /// and PostgresNIO sends Execute and Sync together. So the daemon's single-statement writes that it then
-    /// acknowledges (hold-operation notes before the acquirer is called, erasures, subscriptions, webhooks) are not
-    /// answered while their commit waits. Should either side change, this fails. The limit: when the backend is
+    /// and PostgresNIO sends Execute and Sync together. So a write on its own is not answered while its commit waits.
+    /// Should either side change, this fails. The limit: when the backend is
     /// *terminated* during that wait, the statement's completion still reaches the client, which takes it as success
-    /// though only the primary has the commit (AcquirerDurabilityTests showed it for the acquirer's journal, which now
-    /// writes in explicit transactions: a terminated COMMIT is not answered at all).
+    /// though only the primary has the commit (AcquirerDurabilityTests showed it for the acquirer's journal; it and the
+    /// daemon's acknowledged writes now run in explicit transactions, where a terminated COMMIT is not answered at all:
+    /// the next test).
     @Test(.timeLimit(.minutes(3))) func aSingleStatementWriteIsAnsweredOnlyOnceItsCommitIsOnTheStandby() async throws {
         let clusters = try await ReplicatedClusters.start(synchronous: true)
         defer { clusters.stop() }
@@ -179,6 +179,101 @@ import Testing
                 if !written { try await Task.sleep(for: .milliseconds(200)) }
             }
             #expect(written)
+        }
+    }
+
+    /// The daemon's acknowledged writes that are not events — subscriptions, webhook endpoints, erasures, the note a
+    /// hold operation writes before the acquirer is called (and the acquirer's journal and uploaded pages) — run in explicit transactions (``DatabaseClient/committed(_:logger:)``),
+    /// because of the limit above: a statement on its own whose backend is terminated while its commit waits for the
+    /// standby is answered as done, though only the primary has it and a failover takes it back (shown first: the
+    /// reason for the rule). Through the stores' own methods, the same cut is an error (503 upstream, safe to retry).
+    @Test(.timeLimit(.minutes(3))) func anAcknowledgedWriteCutShortInItsWaitForTheStandbyIsNotAnsweredAsDone() async throws {
+        let clusters = try await ReplicatedClusters.start(synchronous: true)
+        defer { clusters.stop() }
+        let superuser = clusters.superuser(clusters.primaryEndpoint, ReplicatedClusters.database)
+        try await withPostgresClient(configuration: superuser, logger: Self.logger) { client in
+            try await client.query(
+                "INSERT INTO ledger.shipping_contacts (contact_ref, data, created_at) VALUES ('c-cut-short', '{}', now())",
+                logger: Self.logger
+            )
+        }
+        // A client deadline far beyond the test's waits: what ends each write is the termination, nothing else.
+        let client = DatabaseClient(
+            hosts: DatabaseHosts(Self.appConfiguration(clusters.primaryEndpoint)),
+            backgroundLogger: Self.logger,
+            statementDeadline: .seconds(60)
+        )
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            await client.running()
+            try await clusters.standby.stopOffPool(mode: "immediate")
+
+            /// Runs `write`, terminates its backend once its commit waits for the standby; whether it was answered as done.
+            func answeredAsDone(_ what: String, _ write: @escaping @Sendable () async throws -> Void) async throws -> Bool {
+                let running = Task { () -> Bool in
+                    do {
+                        try await write()
+                        return true
+                    } catch { return false }
+                }
+                var terminated: Int64 = 0
+                for _ in 0..<100 where terminated == 0 {
+                    try await Task.sleep(for: .milliseconds(100))
+                    terminated = try await withPostgresClient(configuration: superuser, logger: Self.logger) { client in
+                        let rows = try await client.query(
+                            "SELECT count(pg_terminate_backend(pid))::bigint FROM pg_stat_activity WHERE wait_event = 'SyncRep'",
+                            logger: Self.logger
+                        )
+                        for try await count in rows.decode(Int64.self) { return count }
+                        return 0
+                    }
+                }
+                #expect(terminated == 1, "\(what) never waited for the standby")
+                return await running.value
+            }
+
+            let plain = try await answeredAsDone("a statement on its own") {
+                _ = try await client.query("UPDATE ledger.durability_barrier SET barriers = barriers + 1 WHERE singleton", logger: Self.logger)
+            }
+            #expect(plain, "a statement on its own cut short in its wait is no longer answered as done: the rule may be relaxed")
+
+            let subscriptions = SubscriptionStore(client: client, logger: Self.logger)
+            let webhooks = WebhookStore(client: client, logger: Self.logger)
+            let contacts = ContactsStore(client: client, logger: Self.logger)
+            let endpoint = UUID()
+            #expect(
+                try await !answeredAsDone("a subscription") {
+                    _ = try await subscriptions.create(name: "cut-short", types: [], streamPrefixes: [], checkpoint: 0)
+                }
+            )
+            #expect(
+                try await !answeredAsDone("a webhook endpoint") {
+                    _ = try await webhooks.insert(
+                        id: endpoint,
+                        url: "https://127.0.0.1/hook",
+                        types: [],
+                        sealedSecret: [1, 2, 3],
+                        cursor: 0,
+                        nowMicros: 1_800_000_000_000_000
+                    )
+                }
+            )
+            #expect(try await !answeredAsDone("an erasure") { try await contacts.erase(ref: "c-cut-short") })
+            // The note a capture writes before it calls the acquirer: called on a note a failover takes back, recovery
+            // would not find the operation the acquirer applied.
+            let note = HoldIntentStore.Intent(
+                modificationReference: "o-cut-short-capture-1",
+                orderID: "o-cut-short",
+                kind: "capture",
+                ledgerKey: nil,
+                requestHash: nil,
+                idempotencyKey: "k-1",
+                actor: "operator:op-1",
+                notedAt: Date(timeIntervalSince1970: 1_800_000_000)
+            )
+            let notes = HoldIntentStore(client: client, logger: Self.logger)
+            #expect(try await !answeredAsDone("a hold operation's note") { try await notes.write(noting: [note], dropping: []) })
         }
     }
 }

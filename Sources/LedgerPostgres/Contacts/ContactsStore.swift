@@ -15,9 +15,10 @@ package struct ContactsStore: PostgresStore {
 
     package init(connection: StoreConnection) { self.connection = connection }
 
-    /// Deletes the contact stored under `ref` (nothing when there is none).
+    /// Deletes the contact stored under `ref` (nothing when there is none), answered once committed
+    /// (``DatabaseClient/committed(_:logger:)``): an erasure reported done stays done across a failover.
     package func erase(ref: String) async throws {
-        try await client.query("DELETE FROM ledger.shipping_contacts WHERE contact_ref = \(ref)", logger: logger)
+        try await client.committed("DELETE FROM ledger.shipping_contacts WHERE contact_ref = \(ref)", logger: logger)
     }
 
     /// The contact stored under `ref` as its JSON object, or nil when there is none (never stored, or erased).

@@ -3,7 +3,8 @@ import LedgerCore
 import Logging
 import PostgresNIO
 
-/// The subscriptions' SQL: create, read (with the head, for lag), acknowledge, delete.
+/// The subscriptions' SQL: create, read (with the head, for lag), acknowledge, delete. Each change is answered once
+/// committed (``DatabaseClient/committed(_:logger:)``): the client is told of it only once it outlives a failover.
 public struct SubscriptionStore: PostgresStore {
     public let connection: StoreConnection
 
@@ -12,7 +13,7 @@ public struct SubscriptionStore: PostgresStore {
     /// Creates the subscription at `checkpoint` (nil: the head now); an existing one of that name is
     /// left as it is. The stored subscription either way.
     public func create(name: String, types: [String], streamPrefixes: [String], checkpoint: Int64?) async throws -> StoredSubscription {
-        try await client.query(
+        try await client.committed(
             """
             INSERT INTO ledger.subscriptions (name, types, stream_prefixes, checkpoint)
             SELECT \(name), \(types)::text[], \(streamPrefixes)::text[], coalesce(\(checkpoint), h.position)
@@ -37,7 +38,7 @@ public struct SubscriptionStore: PostgresStore {
     /// Moves the checkpoint forward to `position` (never back; at most the head). The stored
     /// subscription after it, or nil when there is none of that name.
     public func acknowledge(_ name: String, through position: Int64) async throws -> StoredSubscription? {
-        try await client.query(
+        try await client.committed(
             """
             UPDATE ledger.subscriptions s SET checkpoint = greatest(s.checkpoint, least(\(position), h.position)), acked_at = now()
             FROM ledger.head h WHERE h.singleton AND s.name = \(name)
@@ -49,9 +50,7 @@ public struct SubscriptionStore: PostgresStore {
 
     /// Deletes it; whether there was one.
     public func delete(_ name: String) async throws -> Bool {
-        let rows = try await client.query("DELETE FROM ledger.subscriptions WHERE name = \(name) RETURNING name", logger: logger)
-        for try await _ in rows.decode(String.self) { return true }
-        return false
+        try await !client.committed("DELETE FROM ledger.subscriptions WHERE name = \(name) RETURNING name", logger: logger).isEmpty
     }
 
     static let columns = """

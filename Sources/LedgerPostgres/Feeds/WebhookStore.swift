@@ -72,7 +72,9 @@ public struct WebhookProgress: Sendable, Hashable {
     }
 }
 
-/// The webhooks' SQL: endpoints, their delivery history, and the dispatcher's claim of a due endpoint.
+/// The webhooks' SQL: endpoints, their delivery history, and the dispatcher's claim of a due endpoint. An operator's
+/// change (register, redeliver, rotate) is answered once committed (``DatabaseClient/committed(_:logger:)``): they are
+/// told of it only once it outlives a failover.
 public struct WebhookStore: PostgresStore {
     public let connection: StoreConnection
 
@@ -81,7 +83,7 @@ public struct WebhookStore: PostgresStore {
     /// Registers an endpoint whose first event is the one after `cursor` (nil: after the head now).
     public func insert(id: UUID, url: String, types: [String], sealedSecret: [UInt8], cursor: Int64?, nowMicros: Int64) async throws -> StoredWebhook
     {
-        try await client.query(
+        try await client.committed(
             """
             INSERT INTO ledger.webhook_endpoints (id, url, types, sealed_secret, cursor, next_attempt_at, created_at)
             SELECT \(id), \(url), \(types)::text[], \(ByteBuffer(bytes: sealedSecret)), coalesce(\(cursor), h.position),
@@ -138,7 +140,7 @@ public struct WebhookStore: PostgresStore {
     /// Delivers again from `position` (the cursor goes to the one before it), at once, and resumes a
     /// paused endpoint. Waits for a dispatcher that is delivering to the endpoint (its row lock).
     public func redeliver(_ id: UUID, from position: Int64, nowMicros: Int64) async throws -> StoredWebhook? {
-        try await client.query(
+        try await client.committed(
             """
             UPDATE ledger.webhook_endpoints SET cursor = \(max(0, position - 1)), attempts = 0, first_failed_at = NULL,
                    next_attempt_at = timestamptz 'epoch' + \(nowMicros) * interval '1 microsecond', state = 'active'
@@ -151,7 +153,7 @@ public struct WebhookStore: PostgresStore {
 
     /// Installs a new sealed secret; the current one stays valid until `previousUntilMicros`.
     public func rotate(_ id: UUID, sealedSecret: [UInt8], previousUntilMicros: Int64) async throws -> StoredWebhook? {
-        try await client.query(
+        try await client.committed(
             """
             UPDATE ledger.webhook_endpoints SET sealed_previous_secret = sealed_secret, sealed_secret = \(ByteBuffer(bytes: sealedSecret)),
                    previous_secret_until = timestamptz 'epoch' + \(previousUntilMicros) * interval '1 microsecond'
