@@ -31,7 +31,7 @@ public typealias ErasureReply = Components.Schemas.ErasureReply
 
 /// The document's case spelled as the domain's `value`. Every domain case has one (`WireTypesTests`), so a miss is a
 /// programming error caught by the tests, not input.
-package func documented<Wire: RawRepresentable<String>>(_ value: some RawRepresentable<String>, as _: Wire.Type = Wire.self) -> Wire {
+package func documented<Wire: RawRepresentable<String>>(_ value: some RawRepresentable<String>) -> Wire {
     guard let wire = Wire(rawValue: value.rawValue) else {
         preconditionFailure("openapi.yaml has no \(Wire.self) '\(value.rawValue)': add it to the document")
     }

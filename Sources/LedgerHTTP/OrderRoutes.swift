@@ -87,13 +87,14 @@ public struct OrderRoutes: Sendable {
         ])
     }
 
+    /// A query parameter's time (`from`, `to`, `expiring_before`, `due_before`), read by the ledger's one RFC 3339
+    /// reader (``RFC3339/micros(_:)``, as `GET /events`' and the audit routes' times are) to the microsecond; absent is
+    /// nil, anything else a 400 naming the parameter.
     static func date(_ text: String?, field: String) throws -> Date? {
         guard let text else { return nil }
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime]
-        if let date = formatter.date(from: text) { return date }
-        throw APIError.badRequest("invalid_parameter", "\(field) must be an RFC 3339 time, e.g. 2026-11-21T00:00:00Z", field: field)
+        guard let micros = RFC3339.micros(text) else {
+            throw APIError.badRequest("invalid_parameter", "\(field) must be an RFC 3339 time, e.g. 2026-11-21T00:00:00Z", field: field)
+        }
+        return Date(epochMicroseconds: micros)
     }
 }

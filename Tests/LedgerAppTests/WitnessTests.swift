@@ -310,7 +310,8 @@ import Testing
                 let upVerifier = try NoteVerifier(vkey: up.verifierKey)
                 func cosignedByUp(size: UInt64) async throws -> Bool? {
                     let note = try SignedNote(parsing: try await TransparencyLogTests.text(client, "/log/checkpoint"))
-                    return (try? note.verified(by: [upVerifier])) != nil && (try LogCheckpoint(text: note.text)).size == size ? true : nil
+                    let signedSize = try LogCheckpoint(text: note.text).size
+                    return (try? note.verified(by: [upVerifier])) != nil && signedSize == size ? true : nil
                 }
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { try await builder.run() }

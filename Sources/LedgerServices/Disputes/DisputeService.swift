@@ -222,7 +222,7 @@ public struct DisputeService: Sendable {
             DisputeHistoryEntry(
                 position: event.position,
                 type: event.type,
-                recordedAt: Date(timeIntervalSince1970: Double(event.recordedAtMicros) / 1_000_000),
+                recordedAt: event.recordedAt,
                 actor: (try? decoder.decode(EventMetadata.self, from: Data(event.metadata.utf8)))?.actor,
                 data: event.data
             )
