@@ -9,12 +9,16 @@ import NIOCore
 public struct HTTPWitness: WitnessSubmitter {
     public let url: String
     public let key: NoteVerifier
-    let client: HTTPClient
+    /// The client to use; nil (the default): a client per call that does not retry a failed connection. The builder
+    /// asks an unreachable witness again with a backoff of its own (``TransparencyLogBuilder``), while AsyncHTTPClient's
+    /// default keeps reconnecting until the request's deadline: a witness whose address refuses connections held each
+    /// attempt for the whole `timeout` instead of failing at once.
+    let client: HTTPClient?
     let timeout: Duration
 
     public var name: String { key.name }
 
-    public init(url: String, verifierKey: String, client: HTTPClient = .shared, timeout: Duration = .seconds(10)) throws {
+    public init(url: String, verifierKey: String, client: HTTPClient? = nil, timeout: Duration = .seconds(10)) throws {
         do {
             key = try NoteVerifier(vkey: verifierKey)
         } catch {
@@ -31,9 +35,19 @@ public struct HTTPWitness: WitnessSubmitter {
         post.method = .POST
         post.headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
         post.body = .bytes(ByteBuffer(string: request.body))
-        let response = try await client.execute(post, timeout: .seconds(timeout.components.seconds))
-        let body = String(buffer: try await response.body.collect(upTo: 64 * 1_024))
-        switch response.status.code {
+        let exchange: @Sendable (HTTPClient) async throws -> (UInt, String) = { [post, timeout] client in
+            let response = try await client.execute(post, timeout: .seconds(timeout.components.seconds))
+            return (response.status.code, String(buffer: try await response.body.collect(upTo: 64 * 1_024)))
+        }
+        let (status, body): (UInt, String)
+        if let client {
+            (status, body) = try await exchange(client)
+        } else {
+            var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+            configuration.connectionPool.retryConnectionEstablishment = false
+            (status, body) = try await HTTPClient.withHTTPClient(configuration: configuration, exchange)
+        }
+        switch status {
         case 200:
             var cosigned = request.note
             cosigned.signatures = try body.split(separator: "\n").map { try SignedNote.Signature(line: $0) }
@@ -43,7 +57,7 @@ public struct HTTPWitness: WitnessSubmitter {
             if let size = UInt64(body.trimmingCharacters(in: .whitespacesAndNewlines)) { return .conflict(latestSize: size) }
             return .refused(status: 409, reason: String(body.prefix(500)))
         default:
-            return .refused(status: Int(response.status.code), reason: String(body.prefix(500)))
+            return .refused(status: Int(status), reason: String(body.prefix(500)))
         }
     }
 }

@@ -257,12 +257,17 @@ public struct TransparencyLogBuilder: Service {
         var retryAt: ContinuousClock.Instant?
     }
 
+    /// What the log signed last (its own note, without cosignatures): published by the signing loop, read by the
+    /// witnesses' loops.
+    final class LatestSigned: Sendable {
+        let state = Mutex<(size: UInt64, note: SignedNote?)>((0, nil))
+    }
+
     /// The wait before trying an unreachable witness again: 1 s, doubling to 60 s.
     static func backoff(failures: Int) -> Duration { .seconds(min(60, 1 << min(max(failures - 1, 0), 6))) }
 
     public func run() async throws {
-        // What was signed (the log's own note, without cosignatures), published by the signing loop to the witnesses'.
-        let latest = Mutex<(size: UInt64, note: SignedNote?)>((0, nil))
+        let latest = LatestSigned()
         let signing = PeriodicJob(
             "transparency log: building or signing",
             metric: nil,
@@ -274,12 +279,12 @@ public struct TransparencyLogBuilder: Service {
             group.addTask {
                 await signing.run {
                     let size = try await self.log.build()
-                    guard self.log.signer != nil, size > latest.withLock({ $0.size }) else { return }
+                    guard self.log.signer != nil, size > latest.state.withLock({ $0.size }) else { return }
                     let signed = try await self.log.checkpoint()
                     // The log's own signature only: witnesses are sent the checkpoint the log signed, not others' cosignatures.
                     let note = SignedNote(text: signed.text, signatures: Array(signed.signatures.prefix(1)))
                     let signedSize = try LogCheckpoint(text: note.text).size
-                    latest.withLock { $0 = (signedSize, note) }
+                    latest.state.withLock { $0 = (signedSize, note) }
                 }
             }
             // Each witness in a loop of its own: one that is down or slow (an unreachable address can take the HTTP
@@ -296,7 +301,7 @@ public struct TransparencyLogBuilder: Service {
                         logger: self.logger
                     )
                     await asking.run {
-                        let (signed, note) = latest.withLock { ($0.size, $0.note) }
+                        let (signed, note) = latest.state.withLock { ($0.size, $0.note) }
                         let now = ContinuousClock.now
                         let (due, old) = progress.withLock { w in
                             (w.cosigned < signed && w.answered < signed && (w.retryAt.map { now >= $0 } ?? true), w.cosigned)
