@@ -11,8 +11,8 @@ public struct HTTPWitness: WitnessSubmitter {
     public let key: NoteVerifier
     /// The client to use; nil (the default): a client per call that does not retry a failed connection. The builder
     /// asks an unreachable witness again with a backoff of its own (``TransparencyLogBuilder``), while AsyncHTTPClient's
-    /// default keeps reconnecting until the request's deadline: a witness whose address refuses connections held each
-    /// attempt for the whole `timeout` instead of failing at once.
+    /// default keeps reconnecting for its connect timeout (10 s) or until the request's deadline: a witness whose address
+    /// refuses connections held each attempt for 10 s instead of failing at once.
     let client: HTTPClient?
     let timeout: Duration
 

@@ -56,6 +56,9 @@ public struct HTTPWebhookTransport: WebhookTransport {
             return WebhookTransportResult(statusCode: nil, error: Failure.refused)
         }
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        // A refused connection fails the attempt at once: the dispatcher's schedule is the retry. (AsyncHTTPClient's
+        // default reconnects for its whole connect timeout, 10 s, holding the endpoint's claim and its transaction.)
+        configuration.connectionPool.retryConnectionEstablishment = false
         if WebhookDestinations.addressBytes(host) == nil {
             let addresses = await Self.resolve(host)
             guard let first = addresses.first else { return WebhookTransportResult(statusCode: nil, error: Failure.unresolved) }
