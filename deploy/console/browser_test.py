@@ -520,6 +520,10 @@ def main():
         shot("dispute-defended")
         # The auditor: no answer offered, and a forged one refused.
         driver.find_element(By.CSS_SELECTOR, "form.sign-out button").click()
+        # The sign-out's POST and its 303 take a moment after the click returns: the sign-in form is looked for on the
+        # page it leads to (CI once found the dispute's page still there, and no key field).
+        check(arrived("/console/sign-in"), f"signed out: {driver.current_url}")
+        WebDriverWait(driver, 15).until(lambda d: d.find_elements(By.ID, "key"))
         driver.find_element(By.ID, "key").send_keys(auditor)
         driver.find_element(By.CSS_SELECTOR, "form[action='/console/sign-in'] button").click()
         check(arrived("/console/today"), f"the auditor signed in again: {driver.current_url}")
