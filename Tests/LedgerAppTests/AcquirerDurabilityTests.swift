@@ -54,19 +54,7 @@ import Testing
             // The standby goes; the command's INSERT commits on the primary and waits for it; its backend is terminated.
             try await clusters.standby.stopOffPool(mode: "immediate")
             let first = Task { await model.perform(command, key: "authorize-ord-durable") }
-            var terminated = 0
-            for _ in 0..<100 where terminated == 0 {
-                try await Task.sleep(for: .milliseconds(100))
-                terminated = try await withPostgresClient(configuration: superuser, logger: TestCluster.logger) { client in
-                    let rows = try await client.query(
-                        "SELECT count(pg_terminate_backend(pid))::bigint FROM pg_stat_activity WHERE wait_event = 'SyncRep'",
-                        logger: TestCluster.logger
-                    )
-                    for try await count in rows.decode(Int64.self) { return Int(count) }
-                    return 0
-                }
-            }
-            #expect(terminated == 1, "the INSERT never waited for the standby")
+            #expect(try await clusters.terminateCommitsWaitingForTheStandby() == 1, "the INSERT never waited for the standby")
             let unconfirmed = await first.value
             #expect(unconfirmed.status == 503, "answered \(unconfirmed.status) \(String(decoding: unconfirmed.body, as: UTF8.self))")
             let visible = try await withPostgresClient(configuration: superuser, logger: TestCluster.logger) { client in

@@ -217,19 +217,7 @@ import Testing
                         return true
                     } catch { return false }
                 }
-                var terminated: Int64 = 0
-                for _ in 0..<100 where terminated == 0 {
-                    try await Task.sleep(for: .milliseconds(100))
-                    terminated = try await withPostgresClient(configuration: superuser, logger: Self.logger) { client in
-                        let rows = try await client.query(
-                            "SELECT count(pg_terminate_backend(pid))::bigint FROM pg_stat_activity WHERE wait_event = 'SyncRep'",
-                            logger: Self.logger
-                        )
-                        for try await count in rows.decode(Int64.self) { return count }
-                        return 0
-                    }
-                }
-                #expect(terminated == 1, "\(what) never waited for the standby")
+                #expect(try await clusters.terminateCommitsWaitingForTheStandby() == 1, "\(what) never waited for the standby")
                 return await running.value
             }
 

@@ -164,14 +164,7 @@ import Testing
         let recorder = LogRecorder()
         // The log's verifier key, as the witness's operator configures it.
         let logVerifier = try TransparencyLog.verifierKey(origin: Self.origin, key: checkpointKey)
-        let service = try WitnessService(
-            name: "witness.test/w2",
-            key: Curve25519.Signing.PrivateKey(),
-            trustedKeys: [try NoteVerifier(vkey: logVerifier)],
-            stateFile: directory.appendingPathComponent("state.json"),
-            metrics: metrics.factory,
-            logger: recorder.logger
-        )
+        let service = try Self.witness("witness.test/w2", trusting: logVerifier, in: directory, metrics: metrics, logger: recorder.logger)
         let witnessVerifier = try NoteVerifier(vkey: service.verifierKey)
         try await WitnessServer.application(service: service, metrics: metrics, logger: TestCluster.logger).test(.live) { witness in
             let port = try #require(witness.port)
@@ -229,18 +222,8 @@ import Testing
         let checkpointKey = CheckpointKey.generate()
         let directory = try Self.temporaryDirectory()
         let logVerifier = try TransparencyLog.verifierKey(origin: Self.origin, key: checkpointKey)
-        func witness(_ name: String) throws -> WitnessService {
-            try WitnessService(
-                name: name,
-                key: Curve25519.Signing.PrivateKey(),
-                trustedKeys: [try NoteVerifier(vkey: logVerifier)],
-                stateFile: directory.appendingPathComponent("\(name.replacingOccurrences(of: "/", with: "-")).json"),
-                metrics: LedgerMetrics().factory,
-                logger: TestCluster.logger
-            )
-        }
-        let down = try witness("witness.test/down")
-        let up = try witness("witness.test/up")
+        let down = try Self.witness("witness.test/down", trusting: logVerifier, in: directory)
+        let up = try Self.witness("witness.test/up", trusting: logVerifier, in: directory)
         let recorder = LogRecorder()
         try await WitnessServer.application(service: up, metrics: LedgerMetrics(), logger: TestCluster.logger).test(.live) { served in
             let port = try #require(served.port)
@@ -262,6 +245,24 @@ import Testing
                 }
             }
         }
+    }
+
+    /// A witness named `name` that trusts the log key `logVerifier`, its state in `directory`.
+    static func witness(
+        _ name: String,
+        trusting logVerifier: String,
+        in directory: URL,
+        metrics: LedgerMetrics = LedgerMetrics(),
+        logger: Logger = TestCluster.logger
+    ) throws -> WitnessService {
+        try WitnessService(
+            name: name,
+            key: Curve25519.Signing.PrivateKey(),
+            trustedKeys: [try NoteVerifier(vkey: logVerifier)],
+            stateFile: directory.appendingPathComponent("\(name.replacingOccurrences(of: "/", with: "-")).json"),
+            metrics: metrics.factory,
+            logger: logger
+        )
     }
 
     /// A witness that takes a checkpoint and never answers (a host that accepts the connection and hangs): it counts
@@ -286,14 +287,7 @@ import Testing
         let checkpointKey = CheckpointKey.generate()
         let directory = try Self.temporaryDirectory()
         let logVerifier = try TransparencyLog.verifierKey(origin: Self.origin, key: checkpointKey)
-        let up = try WitnessService(
-            name: "witness.test/up",
-            key: Curve25519.Signing.PrivateKey(),
-            trustedKeys: [try NoteVerifier(vkey: logVerifier)],
-            stateFile: directory.appendingPathComponent("up.json"),
-            metrics: LedgerMetrics().factory,
-            logger: TestCluster.logger
-        )
+        let up = try Self.witness("witness.test/up", trusting: logVerifier, in: directory)
         try await WitnessServer.application(service: up, metrics: LedgerMetrics(), logger: TestCluster.logger).test(.live) { served in
             let port = try #require(served.port)
             // The daemon's own builder passes once at start, then sleeps: the builder under test is the one below.

@@ -109,6 +109,28 @@ public struct ReplicatedClusters: Sendable {
         }
     }
 
+    /// Waits (up to 10 s, looking every 100 ms) for a backend on the primary whose commit waits for the synchronous
+    /// standby (`wait_event = 'SyncRep'`) and terminates every such backend, as a demotion or a pool reset does: the
+    /// commits stay on the primary alone. How many it terminated (0: none waited in that time).
+    public func terminateCommitsWaitingForTheStandby() async throws -> Int64 {
+        for _ in 0..<100 {
+            try await Task.sleep(for: .milliseconds(100))
+            let terminated = try await withPostgresClient(
+                configuration: superuser(primaryEndpoint, Self.database),
+                logger: TestCluster.logger
+            ) { client in
+                let rows = try await client.query(
+                    "SELECT count(pg_terminate_backend(pid))::bigint FROM pg_stat_activity WHERE wait_event = 'SyncRep'",
+                    logger: TestCluster.logger
+                )
+                for try await count in rows.decode(Int64.self) { return count }
+                return 0
+            }
+            if terminated > 0 { return terminated }
+        }
+        return 0
+    }
+
     /// Stops both clusters (immediately) and removes their files.
     public func stop() {
         try? standby.stop(mode: "immediate")
