@@ -109,11 +109,11 @@ public struct ReplicatedClusters: Sendable {
         }
     }
 
-    /// Waits (up to 10 s, looking every 100 ms) for a backend on the primary whose commit waits for the synchronous
+    /// Waits (up to 20 s, looking every 100 ms) for a backend on the primary whose commit waits for the synchronous
     /// standby (`wait_event = 'SyncRep'`) and terminates every such backend, as a demotion or a pool reset does: the
     /// commits stay on the primary alone. How many it terminated (0: none waited in that time).
     public func terminateCommitsWaitingForTheStandby() async throws -> Int64 {
-        for _ in 0..<100 {
+        for _ in 0..<200 {
             try await Task.sleep(for: .milliseconds(100))
             let terminated = try await withPostgresClient(
                 configuration: superuser(primaryEndpoint, Self.database),
