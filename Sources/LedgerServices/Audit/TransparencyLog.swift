@@ -313,8 +313,9 @@ public struct TransparencyLogBuilder: Service {
                         } catch  where !Task.isCancelled {
                             let wait = progress.withLock { w in
                                 w.failures += 1
-                                w.retryAt = ContinuousClock.now + Self.backoff(failures: w.failures)
-                                return Self.backoff(failures: w.failures)
+                                let wait = Self.backoff(failures: w.failures)
+                                w.retryAt = ContinuousClock.now + wait
+                                return wait
                             }
                             self.logger.warning(
                                 "witness unreachable; will try again",
