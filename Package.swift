@@ -139,11 +139,14 @@ let package = Package(
             ]
         ),
         // The bounds every HTTP server of the project applies (ledger and acquirer service): idle, head and body
-        // deadlines, connection limits in all and per client, and the log throttle for repeated warnings.
+        // deadlines, connection limits in all and per client, the log throttle for repeated warnings, and 405 with
+        // `Allow` for a method a path does not have.
         .target(
             name: "LedgerHTTPServer",
             dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 // Only for the request timeouts' place around NIO's HTTP/1 request decoder.
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -71,7 +71,7 @@ extension AcquirerModelState {
     public mutating func beginSettlement(_ header: SettlementBatchHeader, now: Date) throws(AcquirerError) -> BatchSettlement {
         expireHolds(now: now)
         let batchReference = header.batchReference
-        guard !batchReference.isEmpty else { throw AcquirerError(.invalidRequest, "empty batch reference") }
+        try AcquirerReferences.check(batch: batchReference)
         if let index = batches.firstIndex(where: { $0.header.batchReference == batchReference }) {
             return BatchSettlement(
                 header: header,

@@ -154,7 +154,7 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
     public mutating func authorize(_ request: AuthorizationCommand, now: Date) throws(AcquirerError) -> AuthorizationResponse {
         expireHolds(now: now)
         let reference = request.merchantReference
-        guard !reference.isEmpty else { throw AcquirerError(.invalidRequest, "empty merchant reference") }
+        try AcquirerReferences.check(merchant: reference)
         guard request.amount.minorUnits > 0 else {
             throw AcquirerError(.invalidAmount, reference: reference, "authorization amount must be positive")
         }
@@ -414,9 +414,7 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
     ) throws(AcquirerError) -> ModificationResponse {
         expireHolds(now: now)
         let reference = record.authorizationReference
-        guard !reference.isEmpty, !record.modificationReference.isEmpty else {
-            throw AcquirerError(.invalidRequest, "empty authorization or modification reference")
-        }
+        try AcquirerReferences.check(authorization: reference, modification: record.modificationReference)
         if let existing = modifications[record.modificationReference] {
             guard existing.record == record else { throw duplicate(record.modificationReference) }
             return existing.response

@@ -106,8 +106,8 @@ paths:
               type: object
               required: [authorizationReference, modificationReference, amount, isFinal]
               properties:
-                authorizationReference: { type: string }
-                modificationReference: { type: string }
+                authorizationReference: { $ref: "#/components/schemas/Reference" }
+                modificationReference: { $ref: "#/components/schemas/Reference" }
                 amount: { $ref: "#/components/schemas/Money" }
                 isFinal: { type: boolean }
       responses:
@@ -202,8 +202,8 @@ paths:
       operationId: uploadBatchPage
       summary: Upload one page of a settlement batch's items (at most 10,000); the same page again with other items is 409.
       parameters:
-        - { name: batch, in: path, required: true, schema: { type: string, minLength: 1 } }
-        - { name: page, in: path, required: true, schema: { type: integer, minimum: 0 } }
+        - { name: batch, in: path, required: true, schema: { type: string, minLength: 1 }, description: "The batch's reference, as written in the path (not percent-decoded)." }
+        - { name: page, in: path, required: true, schema: { type: integer, minimum: 0, maximum: 2147483647 } }
       requestBody:
         required: true
         content:
@@ -216,8 +216,8 @@ paths:
                 required: [kind, authorizationReference, modificationReference, amount]
                 properties:
                   kind: { type: string, enum: [capture, refund] }
-                  authorizationReference: { type: string }
-                  modificationReference: { type: string }
+                  authorizationReference: { $ref: "#/components/schemas/Reference" }
+                  modificationReference: { $ref: "#/components/schemas/Reference" }
                   amount: { $ref: "#/components/schemas/Money" }
       responses:
         "204": { description: Stored. }
@@ -227,7 +227,7 @@ paths:
   /v1/settlement/batches:
     post:
       operationId: submitBatch
-      summary: Submit an uploaded batch (all its pages) for settlement.
+      summary: Submit an uploaded batch (all its pages) for settlement; a page not uploaded is 404 `unknownBatch`.
       parameters:
         - $ref: "#/components/parameters/IdempotencyKey"
       requestBody:
@@ -242,18 +242,34 @@ paths:
                   type: object
                   required: [batchReference, currency]
                   properties:
-                    batchReference: { type: string }
-                    currency: { type: string, pattern: "^[A-Z]{3}$" }
-                    businessDate: { type: string, format: date }
-                pages: { type: integer, minimum: 0 }
+                    batchReference: { $ref: "#/components/schemas/Reference" }
+                    currency: { $ref: "#/components/schemas/CurrencyCode" }
+                    businessDate: { type: [string, "null"], format: date, description: "null is read as absent" }
+                pages: { type: integer, minimum: 0, maximum: 2147483648 }
       responses:
         "200":
           description: The receipt (batch number).
           content:
             application/json:
-              schema: { type: object }
+              schema:
+                type: object
+                required: [batchReference, batchNumber, businessDate, lineCount, payout]
+                properties:
+                  batchReference: { type: string }
+                  batchNumber: { type: integer }
+                  businessDate: { type: string, format: date }
+                  lineCount: { type: integer }
+                  payout: { type: object }
+          links:
+            Payout:
+              operationId: getPayout
+              parameters: { number: $response.body#/batchNumber }
+            Report:
+              operationId: getReportLines
+              parameters: { number: $response.body#/batchNumber }
         "400": { $ref: "#/components/responses/Refusal" }
         "401": { $ref: "#/components/responses/Unauthorized" }
+        "404": { $ref: "#/components/responses/Refusal" }
         "409": { $ref: "#/components/responses/Refusal" }
         "422": { $ref: "#/components/responses/Refusal" }
         "503": { $ref: "#/components/responses/Refusal" }
@@ -263,14 +279,14 @@ paths:
       summary: The settlement report of a batch number, in pages of lines.
       parameters:
         - $ref: "#/components/parameters/BatchNumber"
-        - { name: from, in: query, schema: { type: integer, minimum: 0, default: 0 } }
+        - { name: from, in: query, schema: { type: integer, minimum: 0, maximum: 9223372036854775807, default: 0 } }
         - { name: count, in: query, schema: { type: integer, minimum: 1, maximum: 10000, default: 1000 } }
       responses:
         "200":
-          description: A page of report lines.
+          description: A page of report lines (fewer than `count` at the report's end).
           content:
             application/json:
-              schema: { type: object }
+              schema: { type: array, items: { type: object } }
         "400": { $ref: "#/components/responses/Refusal" }
         "401": { $ref: "#/components/responses/Unauthorized" }
         "404": { $ref: "#/components/responses/Refusal" }
@@ -285,7 +301,13 @@ paths:
           description: The payout.
           content:
             application/json:
-              schema: { type: object }
+              schema:
+                type: object
+                required: [batchNumber, amount, valueDate]
+                properties:
+                  batchNumber: { type: integer }
+                  amount: { $ref: "#/components/schemas/Money" }
+                  valueDate: { type: string, format: date }
         "400": { $ref: "#/components/responses/Refusal" }
         "401": { $ref: "#/components/responses/Unauthorized" }
         "404": { $ref: "#/components/responses/Refusal" }
@@ -294,14 +316,14 @@ paths:
       operationId: getDisputeNotifications
       summary: Dispute notifications after a feed position.
       parameters:
-        - { name: after, in: query, schema: { type: integer, minimum: 0, default: 0 } }
+        - { name: after, in: query, schema: { type: integer, minimum: 0, maximum: 9223372036854775807, default: 0 } }
         - { name: limit, in: query, schema: { type: integer, minimum: 1, maximum: 1000, default: 100 } }
       responses:
         "200":
-          description: A page of notifications.
+          description: A page of notifications, oldest first (empty when nothing is newer than `after`).
           content:
             application/json:
-              schema: { type: object }
+              schema: { type: array, items: { type: object } }
         "400": { $ref: "#/components/responses/Refusal" }
         "401": { $ref: "#/components/responses/Unauthorized" }
 components:
@@ -327,7 +349,7 @@ components:
       name: number
       in: path
       required: true
-      schema: { type: integer }
+      schema: { type: integer, minimum: -9223372036854775808, maximum: 9223372036854775807 }
   responses:
     Refusal:
       description: A refusal (`invalidRequest` 400, `unknownReference`/`unknownBatch` 404, `duplicateReference` 409, `unavailable` 503, others 422).
@@ -368,8 +390,17 @@ components:
       type: object
       required: [minorUnits, currency]
       properties:
-        minorUnits: { type: integer }
-        currency: { type: string, pattern: "^[A-Z]{3}$" }
+        minorUnits: { type: integer, minimum: -9223372036854775808, maximum: 9223372036854775807 }
+        currency: { $ref: "#/components/schemas/CurrencyCode" }
+    CurrencyCode:
+      type: string
+      description: An ISO 4217 code of a currency the ledger knows (`Currency.known`; a test keeps the two the same).
+      enum: [USD, EUR, GBP, JPY, AUD, CAD, CHF, CNY, CZK, DKK, HKD, HUF, ISK, INR, KRW, MXN, NOK, NZD, PLN, SEK, SGD, BRL, ZAR, CLP, BHD, KWD, JOD, OMR, TND]
+    Reference:
+      type: string
+      description: A reference (ours or the acquirer's); never empty, and no NUL character (`AcquirerReferences`).
+      minLength: 1
+      pattern: "^[^\\u0000]+$"
     Answer:
       type: object
       description: The model's answer (its fields depend on the operation).
@@ -377,19 +408,20 @@ components:
       type: object
       required: [merchantReference, amount, paymentMethod, captureIntent, initiator, authorizationType]
       properties:
-        merchantReference: { type: string, minLength: 1 }
+        merchantReference: { $ref: "#/components/schemas/Reference" }
         amount: { $ref: "#/components/schemas/Money" }
         paymentMethod:
           type: object
+          description: The optional members may also be null (read as absent).
           required: [type]
           properties:
             type: { type: string, enum: [scheme, networkToken] }
-            token: { type: string }
-            network: { type: string, enum: [visa, mastercard, amex, discover] }
-            number: { type: string }
-            expiryDate: { type: string }
-            cryptogram: { type: string }
-            eci: { type: string }
+            token: { type: [string, "null"] }
+            network: { type: [string, "null"], enum: [visa, mastercard, amex, discover, null] }
+            number: { type: [string, "null"] }
+            expiryDate: { type: [string, "null"] }
+            cryptogram: { type: [string, "null"] }
+            eci: { type: [string, "null"] }
         captureIntent: { type: string, enum: [manual, immediate] }
         initiator: { type: string, enum: [customer, merchant] }
         authorizationType: { type: string, enum: [final, preAuthorization] }
@@ -397,22 +429,26 @@ components:
       type: object
       required: [authorizationReference, modificationReference, amount]
       properties:
-        authorizationReference: { type: string }
-        modificationReference: { type: string }
+        authorizationReference: { $ref: "#/components/schemas/Reference" }
+        modificationReference: { $ref: "#/components/schemas/Reference" }
         amount: { $ref: "#/components/schemas/Money" }
     Reversal:
       type: object
       required: [authorizationReference, modificationReference]
       properties:
-        authorizationReference: { type: string }
-        modificationReference: { type: string }
-        amount: { $ref: "#/components/schemas/Money" }
+        authorizationReference: { $ref: "#/components/schemas/Reference" }
+        modificationReference: { $ref: "#/components/schemas/Reference" }
+        amount:
+          description: Part of the open amount to release; absent or null, all of it.
+          anyOf:
+            - $ref: "#/components/schemas/Money"
+            - type: "null"
 
 """#####
 
     /// The same document as JSON (`application/json`).
     public static let json = #####"""
-{"openapi":"3.1.0","info":{"title":"OrderLedger acquirer service (ledgerd acquirer serve)","version":"1","summary":"The simulated acquirer's Adyen-shaped wire API.","description":"The deterministic acquirer model as a service of its own, with its own durable PostgreSQL state (a simulation:\nno real money moves). `ledgerd serve` starts it as a supervised child; `ledgerd acquirer serve --port 12346`\nruns it alone. Every route under `/v1` needs the service's `X-API-Key` (a missing or wrong key is 401); every\nchange needs an `Idempotency-Key` (1…200 bytes): the same key replays the first answer.\n\nRefusals are `{\"error\": {\"code\", \"message\", \"reference\"?}}` (`AcquirerError`); `code` is the model's error name.\nMoney is `{\"minorUnits\": <integer>, \"currency\": \"<ISO 4217>\"}` (the ledger's `Money` on the wire).\n","license":{"name":"Proprietary","identifier":"LicenseRef-OrderLedger"}},"servers":[{"url":"http://127.0.0.1:12346","description":"`ledgerd acquirer serve --port 12346`"}],"security":[{"apiKey":[]}],"paths":{"/health":{"get":{"operationId":"getHealth","summary":"Liveness.","security":[],"responses":{"200":{"description":"`ok`","content":{"text/plain":{"schema":{"type":"string","const":"ok"}}}}}}},"/v1/payments":{"post":{"operationId":"authorise","summary":"Authorise (place a hold) for our merchant reference.","parameters":[{"$ref":"#/components/parameters/IdempotencyKey"}],"requestBody":{"required":true,"content":{"application/json":{"schema":{"$ref":"#/components/schemas/AuthorisationBody"},"example":{"merchantReference":"order-1","amount":{"minorUnits":5900,"currency":"USD"},"paymentMethod":{"type":"scheme","token":"tok_visa"},"captureIntent":"manual","initiator":"customer","authorizationType":"preAuthorization"}}}},"responses":{"200":{"description":"The authorisation's answer (approved or declined, with the PSP reference).","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Answer"}}},"links":{"Capture":{"operationId":"capture","parameters":{"psp":"$response.body#/pspReference"}},"Refund":{"operationId":"refund","parameters":{"psp":"$response.body#/pspReference"}}}},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"409":{"$ref":"#/components/responses/Refusal"},"422":{"$ref":"#/components/responses/Refusal"},"503":{"$ref":"#/components/responses/Refusal"}}},"get":{"operationId":"queryPayment","summary":"Status inquiry by our merchant reference (after an unknown outcome).","parameters":[{"name":"merchantReference","in":"query","required":true,"schema":{"type":"string","minLength":1}}],"responses":{"200":{"description":"What the acquirer knows of the reference.","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Answer"}}}},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"404":{"$ref":"#/components/responses/Refusal"}}}},"/v1/payments/{psp}/captures":{"post":{"operationId":"capture","summary":"Capture (part of) a hold.","parameters":[{"$ref":"#/components/parameters/Psp"},{"$ref":"#/components/parameters/IdempotencyKey"}],"requestBody":{"required":true,"content":{"application/json":{"schema":{"type":"object","required":["authorizationReference","modificationReference","amount","isFinal"],"properties":{"authorizationReference":{"type":"string"},"modificationReference":{"type":"string"},"amount":{"$ref":"#/components/schemas/Money"},"isFinal":{"type":"boolean"}}}}}},"responses":{"200":{"$ref":"#/components/responses/Modification"},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"404":{"$ref":"#/components/responses/Refusal"},"409":{"$ref":"#/components/responses/Refusal"},"422":{"$ref":"#/components/responses/Refusal"},"503":{"$ref":"#/components/responses/Refusal"}}}},"/v1/payments/{psp}/amountUpdates":{"post":{"operationId":"increment","summary":"Raise a hold (incremental authorisation).","parameters":[{"$ref":"#/components/parameters/Psp"},{"$ref":"#/components/parameters/IdempotencyKey"}],"requestBody":{"required":true,"content":{"application/json":{"schema":{"$ref":"#/components/schemas/Modification"}}}},"responses":{"200":{"$ref":"#/components/responses/Modification"},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"404":{"$ref":"#/components/responses/Refusal"},"409":{"$ref":"#/components/responses/Refusal"},"422":{"$ref":"#/components/responses/Refusal"},"503":{"$ref":"#/components/responses/Refusal"}}}},"/v1/payments/{psp}/cancels":{"post":{"operationId":"cancel","summary":"Release (part of) a hold.","parameters":[{"$ref":"#/components/parameters/Psp"},{"$ref":"#/components/parameters/IdempotencyKey"}],"requestBody":{"required":true,"content":{"application/json":{"schema":{"$ref":"#/components/schemas/Reversal"}}}},"responses":{"200":{"$ref":"#/components/responses/Modification"},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"404":{"$ref":"#/components/responses/Refusal"},"409":{"$ref":"#/components/responses/Refusal"},"422":{"$ref":"#/components/responses/Refusal"},"503":{"$ref":"#/components/responses/Refusal"}}}},"/v1/payments/{psp}/refunds":{"post":{"operationId":"refund","summary":"Refund a capture.","parameters":[{"$ref":"#/components/parameters/Psp"},{"$ref":"#/components/parameters/IdempotencyKey"}],"requestBody":{"required":true,"content":{"application/json":{"schema":{"$ref":"#/components/schemas/Modification"}}}},"responses":{"200":{"$ref":"#/components/responses/Modification"},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"404":{"$ref":"#/components/responses/Refusal"},"409":{"$ref":"#/components/responses/Refusal"},"422":{"$ref":"#/components/responses/Refusal"},"503":{"$ref":"#/components/responses/Refusal"}}}},"/v1/cancels":{"post":{"operationId":"technicalCancel","summary":"Technical cancel by our reference (when no PSP reference came back).","parameters":[{"$ref":"#/components/parameters/IdempotencyKey"}],"requestBody":{"required":true,"content":{"application/json":{"schema":{"$ref":"#/components/schemas/Reversal"}}}},"responses":{"200":{"$ref":"#/components/responses/Modification"},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"404":{"$ref":"#/components/responses/Refusal"},"409":{"$ref":"#/components/responses/Refusal"},"422":{"$ref":"#/components/responses/Refusal"},"503":{"$ref":"#/components/responses/Refusal"}}}},"/v1/settlement/batches/{batch}/pages/{page}":{"put":{"operationId":"uploadBatchPage","summary":"Upload one page of a settlement batch's items (at most 10,000); the same page again with other items is 409.","parameters":[{"name":"batch","in":"path","required":true,"schema":{"type":"string","minLength":1}},{"name":"page","in":"path","required":true,"schema":{"type":"integer","minimum":0}}],"requestBody":{"required":true,"content":{"application/json":{"schema":{"type":"array","maxItems":10000,"items":{"type":"object","required":["kind","authorizationReference","modificationReference","amount"],"properties":{"kind":{"type":"string","enum":["capture","refund"]},"authorizationReference":{"type":"string"},"modificationReference":{"type":"string"},"amount":{"$ref":"#/components/schemas/Money"}}}}}}},"responses":{"204":{"description":"Stored."},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"409":{"$ref":"#/components/responses/Refusal"}}}},"/v1/settlement/batches":{"post":{"operationId":"submitBatch","summary":"Submit an uploaded batch (all its pages) for settlement.","parameters":[{"$ref":"#/components/parameters/IdempotencyKey"}],"requestBody":{"required":true,"content":{"application/json":{"schema":{"type":"object","required":["header","pages"],"properties":{"header":{"type":"object","required":["batchReference","currency"],"properties":{"batchReference":{"type":"string"},"currency":{"type":"string","pattern":"^[A-Z]{3}$"},"businessDate":{"type":"string","format":"date"}}},"pages":{"type":"integer","minimum":0}}}}}},"responses":{"200":{"description":"The receipt (batch number).","content":{"application/json":{"schema":{"type":"object"}}}},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"409":{"$ref":"#/components/responses/Refusal"},"422":{"$ref":"#/components/responses/Refusal"},"503":{"$ref":"#/components/responses/Refusal"}}}},"/v1/settlement/reports/{number}":{"get":{"operationId":"getReportLines","summary":"The settlement report of a batch number, in pages of lines.","parameters":[{"$ref":"#/components/parameters/BatchNumber"},{"name":"from","in":"query","schema":{"type":"integer","minimum":0,"default":0}},{"name":"count","in":"query","schema":{"type":"integer","minimum":1,"maximum":10000,"default":1000}}],"responses":{"200":{"description":"A page of report lines.","content":{"application/json":{"schema":{"type":"object"}}}},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"404":{"$ref":"#/components/responses/Refusal"}}}},"/v1/payouts/{number}":{"get":{"operationId":"getPayout","summary":"The payout of a batch number.","parameters":[{"$ref":"#/components/parameters/BatchNumber"}],"responses":{"200":{"description":"The payout.","content":{"application/json":{"schema":{"type":"object"}}}},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"404":{"$ref":"#/components/responses/Refusal"}}}},"/v1/disputes/notifications":{"get":{"operationId":"getDisputeNotifications","summary":"Dispute notifications after a feed position.","parameters":[{"name":"after","in":"query","schema":{"type":"integer","minimum":0,"default":0}},{"name":"limit","in":"query","schema":{"type":"integer","minimum":1,"maximum":1000,"default":100}}],"responses":{"200":{"description":"A page of notifications.","content":{"application/json":{"schema":{"type":"object"}}}},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"}}}}},"components":{"securitySchemes":{"apiKey":{"type":"apiKey","in":"header","name":"X-API-Key","description":"The service's key (the supervised service's is in the daemon's data directory; its SHA-256 is compared)."}},"parameters":{"IdempotencyKey":{"name":"Idempotency-Key","in":"header","required":true,"schema":{"type":"string","minLength":1,"maxLength":200}},"Psp":{"name":"psp","in":"path","required":true,"description":"The authorisation's PSP reference.","schema":{"type":"string","minLength":1}},"BatchNumber":{"name":"number","in":"path","required":true,"schema":{"type":"integer"}}},"responses":{"Refusal":{"description":"A refusal (`invalidRequest` 400, `unknownReference`/`unknownBatch` 404, `duplicateReference` 409, `unavailable` 503, others 422).","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Error"}}}},"Unauthorized":{"description":"No or a wrong `X-API-Key` (the body is Hummingbird's error, `{\"error\": {\"message\"}}`).","content":{"application/json":{"schema":{"type":"object","required":["error"],"properties":{"error":{"type":"object","required":["message"],"properties":{"message":{"type":"string"}}}}}}}},"Modification":{"description":"The modification's answer.","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Answer"}}}}},"schemas":{"Error":{"type":"object","required":["error"],"properties":{"error":{"type":"object","required":["code","message"],"properties":{"code":{"type":"string"},"message":{"type":"string"},"reference":{"type":"string"}}}}},"Money":{"type":"object","required":["minorUnits","currency"],"properties":{"minorUnits":{"type":"integer"},"currency":{"type":"string","pattern":"^[A-Z]{3}$"}}},"Answer":{"type":"object","description":"The model's answer (its fields depend on the operation)."},"AuthorisationBody":{"type":"object","required":["merchantReference","amount","paymentMethod","captureIntent","initiator","authorizationType"],"properties":{"merchantReference":{"type":"string","minLength":1},"amount":{"$ref":"#/components/schemas/Money"},"paymentMethod":{"type":"object","required":["type"],"properties":{"type":{"type":"string","enum":["scheme","networkToken"]},"token":{"type":"string"},"network":{"type":"string","enum":["visa","mastercard","amex","discover"]},"number":{"type":"string"},"expiryDate":{"type":"string"},"cryptogram":{"type":"string"},"eci":{"type":"string"}}},"captureIntent":{"type":"string","enum":["manual","immediate"]},"initiator":{"type":"string","enum":["customer","merchant"]},"authorizationType":{"type":"string","enum":["final","preAuthorization"]}}},"Modification":{"type":"object","required":["authorizationReference","modificationReference","amount"],"properties":{"authorizationReference":{"type":"string"},"modificationReference":{"type":"string"},"amount":{"$ref":"#/components/schemas/Money"}}},"Reversal":{"type":"object","required":["authorizationReference","modificationReference"],"properties":{"authorizationReference":{"type":"string"},"modificationReference":{"type":"string"},"amount":{"$ref":"#/components/schemas/Money"}}}}}}
+{"openapi":"3.1.0","info":{"title":"OrderLedger acquirer service (ledgerd acquirer serve)","version":"1","summary":"The simulated acquirer's Adyen-shaped wire API.","description":"The deterministic acquirer model as a service of its own, with its own durable PostgreSQL state (a simulation:\nno real money moves). `ledgerd serve` starts it as a supervised child; `ledgerd acquirer serve --port 12346`\nruns it alone. Every route under `/v1` needs the service's `X-API-Key` (a missing or wrong key is 401); every\nchange needs an `Idempotency-Key` (1…200 bytes): the same key replays the first answer.\n\nRefusals are `{\"error\": {\"code\", \"message\", \"reference\"?}}` (`AcquirerError`); `code` is the model's error name.\nMoney is `{\"minorUnits\": <integer>, \"currency\": \"<ISO 4217>\"}` (the ledger's `Money` on the wire).\n","license":{"name":"Proprietary","identifier":"LicenseRef-OrderLedger"}},"servers":[{"url":"http://127.0.0.1:12346","description":"`ledgerd acquirer serve --port 12346`"}],"security":[{"apiKey":[]}],"paths":{"/health":{"get":{"operationId":"getHealth","summary":"Liveness.","security":[],"responses":{"200":{"description":"`ok`","content":{"text/plain":{"schema":{"type":"string","const":"ok"}}}}}}},"/v1/payments":{"post":{"operationId":"authorise","summary":"Authorise (place a hold) for our merchant reference.","parameters":[{"$ref":"#/components/parameters/IdempotencyKey"}],"requestBody":{"required":true,"content":{"application/json":{"schema":{"$ref":"#/components/schemas/AuthorisationBody"},"example":{"merchantReference":"order-1","amount":{"minorUnits":5900,"currency":"USD"},"paymentMethod":{"type":"scheme","token":"tok_visa"},"captureIntent":"manual","initiator":"customer","authorizationType":"preAuthorization"}}}},"responses":{"200":{"description":"The authorisation's answer (approved or declined, with the PSP reference).","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Answer"}}},"links":{"Capture":{"operationId":"capture","parameters":{"psp":"$response.body#/pspReference"}},"Refund":{"operationId":"refund","parameters":{"psp":"$response.body#/pspReference"}}}},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"409":{"$ref":"#/components/responses/Refusal"},"422":{"$ref":"#/components/responses/Refusal"},"503":{"$ref":"#/components/responses/Refusal"}}},"get":{"operationId":"queryPayment","summary":"Status inquiry by our merchant reference (after an unknown outcome).","parameters":[{"name":"merchantReference","in":"query","required":true,"schema":{"type":"string","minLength":1}}],"responses":{"200":{"description":"What the acquirer knows of the reference.","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Answer"}}}},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"404":{"$ref":"#/components/responses/Refusal"}}}},"/v1/payments/{psp}/captures":{"post":{"operationId":"capture","summary":"Capture (part of) a hold.","parameters":[{"$ref":"#/components/parameters/Psp"},{"$ref":"#/components/parameters/IdempotencyKey"}],"requestBody":{"required":true,"content":{"application/json":{"schema":{"type":"object","required":["authorizationReference","modificationReference","amount","isFinal"],"properties":{"authorizationReference":{"$ref":"#/components/schemas/Reference"},"modificationReference":{"$ref":"#/components/schemas/Reference"},"amount":{"$ref":"#/components/schemas/Money"},"isFinal":{"type":"boolean"}}}}}},"responses":{"200":{"$ref":"#/components/responses/Modification"},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"404":{"$ref":"#/components/responses/Refusal"},"409":{"$ref":"#/components/responses/Refusal"},"422":{"$ref":"#/components/responses/Refusal"},"503":{"$ref":"#/components/responses/Refusal"}}}},"/v1/payments/{psp}/amountUpdates":{"post":{"operationId":"increment","summary":"Raise a hold (incremental authorisation).","parameters":[{"$ref":"#/components/parameters/Psp"},{"$ref":"#/components/parameters/IdempotencyKey"}],"requestBody":{"required":true,"content":{"application/json":{"schema":{"$ref":"#/components/schemas/Modification"}}}},"responses":{"200":{"$ref":"#/components/responses/Modification"},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"404":{"$ref":"#/components/responses/Refusal"},"409":{"$ref":"#/components/responses/Refusal"},"422":{"$ref":"#/components/responses/Refusal"},"503":{"$ref":"#/components/responses/Refusal"}}}},"/v1/payments/{psp}/cancels":{"post":{"operationId":"cancel","summary":"Release (part of) a hold.","parameters":[{"$ref":"#/components/parameters/Psp"},{"$ref":"#/components/parameters/IdempotencyKey"}],"requestBody":{"required":true,"content":{"application/json":{"schema":{"$ref":"#/components/schemas/Reversal"}}}},"responses":{"200":{"$ref":"#/components/responses/Modification"},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"404":{"$ref":"#/components/responses/Refusal"},"409":{"$ref":"#/components/responses/Refusal"},"422":{"$ref":"#/components/responses/Refusal"},"503":{"$ref":"#/components/responses/Refusal"}}}},"/v1/payments/{psp}/refunds":{"post":{"operationId":"refund","summary":"Refund a capture.","parameters":[{"$ref":"#/components/parameters/Psp"},{"$ref":"#/components/parameters/IdempotencyKey"}],"requestBody":{"required":true,"content":{"application/json":{"schema":{"$ref":"#/components/schemas/Modification"}}}},"responses":{"200":{"$ref":"#/components/responses/Modification"},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"404":{"$ref":"#/components/responses/Refusal"},"409":{"$ref":"#/components/responses/Refusal"},"422":{"$ref":"#/components/responses/Refusal"},"503":{"$ref":"#/components/responses/Refusal"}}}},"/v1/cancels":{"post":{"operationId":"technicalCancel","summary":"Technical cancel by our reference (when no PSP reference came back).","parameters":[{"$ref":"#/components/parameters/IdempotencyKey"}],"requestBody":{"required":true,"content":{"application/json":{"schema":{"$ref":"#/components/schemas/Reversal"}}}},"responses":{"200":{"$ref":"#/components/responses/Modification"},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"404":{"$ref":"#/components/responses/Refusal"},"409":{"$ref":"#/components/responses/Refusal"},"422":{"$ref":"#/components/responses/Refusal"},"503":{"$ref":"#/components/responses/Refusal"}}}},"/v1/settlement/batches/{batch}/pages/{page}":{"put":{"operationId":"uploadBatchPage","summary":"Upload one page of a settlement batch's items (at most 10,000); the same page again with other items is 409.","parameters":[{"name":"batch","in":"path","required":true,"schema":{"type":"string","minLength":1},"description":"The batch's reference, as written in the path (not percent-decoded)."},{"name":"page","in":"path","required":true,"schema":{"type":"integer","minimum":0,"maximum":2147483647}}],"requestBody":{"required":true,"content":{"application/json":{"schema":{"type":"array","maxItems":10000,"items":{"type":"object","required":["kind","authorizationReference","modificationReference","amount"],"properties":{"kind":{"type":"string","enum":["capture","refund"]},"authorizationReference":{"$ref":"#/components/schemas/Reference"},"modificationReference":{"$ref":"#/components/schemas/Reference"},"amount":{"$ref":"#/components/schemas/Money"}}}}}}},"responses":{"204":{"description":"Stored."},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"409":{"$ref":"#/components/responses/Refusal"}}}},"/v1/settlement/batches":{"post":{"operationId":"submitBatch","summary":"Submit an uploaded batch (all its pages) for settlement; a page not uploaded is 404 `unknownBatch`.","parameters":[{"$ref":"#/components/parameters/IdempotencyKey"}],"requestBody":{"required":true,"content":{"application/json":{"schema":{"type":"object","required":["header","pages"],"properties":{"header":{"type":"object","required":["batchReference","currency"],"properties":{"batchReference":{"$ref":"#/components/schemas/Reference"},"currency":{"$ref":"#/components/schemas/CurrencyCode"},"businessDate":{"type":["string","null"],"format":"date","description":"null is read as absent"}}},"pages":{"type":"integer","minimum":0,"maximum":2147483648}}}}}},"responses":{"200":{"description":"The receipt (batch number).","content":{"application/json":{"schema":{"type":"object","required":["batchReference","batchNumber","businessDate","lineCount","payout"],"properties":{"batchReference":{"type":"string"},"batchNumber":{"type":"integer"},"businessDate":{"type":"string","format":"date"},"lineCount":{"type":"integer"},"payout":{"type":"object"}}}}},"links":{"Payout":{"operationId":"getPayout","parameters":{"number":"$response.body#/batchNumber"}},"Report":{"operationId":"getReportLines","parameters":{"number":"$response.body#/batchNumber"}}}},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"404":{"$ref":"#/components/responses/Refusal"},"409":{"$ref":"#/components/responses/Refusal"},"422":{"$ref":"#/components/responses/Refusal"},"503":{"$ref":"#/components/responses/Refusal"}}}},"/v1/settlement/reports/{number}":{"get":{"operationId":"getReportLines","summary":"The settlement report of a batch number, in pages of lines.","parameters":[{"$ref":"#/components/parameters/BatchNumber"},{"name":"from","in":"query","schema":{"type":"integer","minimum":0,"maximum":9223372036854775807,"default":0}},{"name":"count","in":"query","schema":{"type":"integer","minimum":1,"maximum":10000,"default":1000}}],"responses":{"200":{"description":"A page of report lines (fewer than `count` at the report's end).","content":{"application/json":{"schema":{"type":"array","items":{"type":"object"}}}}},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"404":{"$ref":"#/components/responses/Refusal"}}}},"/v1/payouts/{number}":{"get":{"operationId":"getPayout","summary":"The payout of a batch number.","parameters":[{"$ref":"#/components/parameters/BatchNumber"}],"responses":{"200":{"description":"The payout.","content":{"application/json":{"schema":{"type":"object","required":["batchNumber","amount","valueDate"],"properties":{"batchNumber":{"type":"integer"},"amount":{"$ref":"#/components/schemas/Money"},"valueDate":{"type":"string","format":"date"}}}}}},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"},"404":{"$ref":"#/components/responses/Refusal"}}}},"/v1/disputes/notifications":{"get":{"operationId":"getDisputeNotifications","summary":"Dispute notifications after a feed position.","parameters":[{"name":"after","in":"query","schema":{"type":"integer","minimum":0,"maximum":9223372036854775807,"default":0}},{"name":"limit","in":"query","schema":{"type":"integer","minimum":1,"maximum":1000,"default":100}}],"responses":{"200":{"description":"A page of notifications, oldest first (empty when nothing is newer than `after`).","content":{"application/json":{"schema":{"type":"array","items":{"type":"object"}}}}},"400":{"$ref":"#/components/responses/Refusal"},"401":{"$ref":"#/components/responses/Unauthorized"}}}}},"components":{"securitySchemes":{"apiKey":{"type":"apiKey","in":"header","name":"X-API-Key","description":"The service's key (the supervised service's is in the daemon's data directory; its SHA-256 is compared)."}},"parameters":{"IdempotencyKey":{"name":"Idempotency-Key","in":"header","required":true,"schema":{"type":"string","minLength":1,"maxLength":200}},"Psp":{"name":"psp","in":"path","required":true,"description":"The authorisation's PSP reference.","schema":{"type":"string","minLength":1}},"BatchNumber":{"name":"number","in":"path","required":true,"schema":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}}},"responses":{"Refusal":{"description":"A refusal (`invalidRequest` 400, `unknownReference`/`unknownBatch` 404, `duplicateReference` 409, `unavailable` 503, others 422).","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Error"}}}},"Unauthorized":{"description":"No or a wrong `X-API-Key` (the body is Hummingbird's error, `{\"error\": {\"message\"}}`).","content":{"application/json":{"schema":{"type":"object","required":["error"],"properties":{"error":{"type":"object","required":["message"],"properties":{"message":{"type":"string"}}}}}}}},"Modification":{"description":"The modification's answer.","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Answer"}}}}},"schemas":{"Error":{"type":"object","required":["error"],"properties":{"error":{"type":"object","required":["code","message"],"properties":{"code":{"type":"string"},"message":{"type":"string"},"reference":{"type":"string"}}}}},"Money":{"type":"object","required":["minorUnits","currency"],"properties":{"minorUnits":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"currency":{"$ref":"#/components/schemas/CurrencyCode"}}},"CurrencyCode":{"type":"string","description":"An ISO 4217 code of a currency the ledger knows (`Currency.known`; a test keeps the two the same).","enum":["USD","EUR","GBP","JPY","AUD","CAD","CHF","CNY","CZK","DKK","HKD","HUF","ISK","INR","KRW","MXN","NOK","NZD","PLN","SEK","SGD","BRL","ZAR","CLP","BHD","KWD","JOD","OMR","TND"]},"Reference":{"type":"string","description":"A reference (ours or the acquirer's); never empty, and no NUL character (`AcquirerReferences`).","minLength":1,"pattern":"^[^\\u0000]+$"},"Answer":{"type":"object","description":"The model's answer (its fields depend on the operation)."},"AuthorisationBody":{"type":"object","required":["merchantReference","amount","paymentMethod","captureIntent","initiator","authorizationType"],"properties":{"merchantReference":{"$ref":"#/components/schemas/Reference"},"amount":{"$ref":"#/components/schemas/Money"},"paymentMethod":{"type":"object","description":"The optional members may also be null (read as absent).","required":["type"],"properties":{"type":{"type":"string","enum":["scheme","networkToken"]},"token":{"type":["string","null"]},"network":{"type":["string","null"],"enum":["visa","mastercard","amex","discover",null]},"number":{"type":["string","null"]},"expiryDate":{"type":["string","null"]},"cryptogram":{"type":["string","null"]},"eci":{"type":["string","null"]}}},"captureIntent":{"type":"string","enum":["manual","immediate"]},"initiator":{"type":"string","enum":["customer","merchant"]},"authorizationType":{"type":"string","enum":["final","preAuthorization"]}}},"Modification":{"type":"object","required":["authorizationReference","modificationReference","amount"],"properties":{"authorizationReference":{"$ref":"#/components/schemas/Reference"},"modificationReference":{"$ref":"#/components/schemas/Reference"},"amount":{"$ref":"#/components/schemas/Money"}}},"Reversal":{"type":"object","required":["authorizationReference","modificationReference"],"properties":{"authorizationReference":{"$ref":"#/components/schemas/Reference"},"modificationReference":{"$ref":"#/components/schemas/Reference"},"amount":{"description":"Part of the open amount to release; absent or null, all of it.","anyOf":[{"$ref":"#/components/schemas/Money"},{"type":"null"}]}}}}}}
 
 """#####
 }

@@ -30,6 +30,9 @@ public enum AcquirerWire {
     public static let apiKeyHeader = "X-API-Key"
     public static let idempotencyKeyHeader = "Idempotency-Key"
     public static let version = "v1"
+    /// The highest page number of a settlement batch (the journal's `batch_pages.page` is a PostgreSQL `integer`: a
+    /// larger one was a 500).
+    public static let maximumPage = Int(Int32.max)
     /// Most items in one settlement page the service accepts.
     public static let maximumPageItems = 10_000
     /// Most report lines one page request returns.
@@ -74,8 +77,9 @@ public struct AuthorisationBody: Hashable, Sendable, Codable {
 /// A payment method on the wire: a gateway token or a network token. The description is redacted.
 @MemberwiseInit
 public struct WirePaymentMethod: Hashable, Sendable, Codable, CustomStringConvertible {
-    /// `scheme` (a gateway token) or `networkToken`.
-    public var type: String
+    /// `scheme` (a gateway token) or `networkToken`; any other is refused when the body is decoded (it was read as a
+    /// gateway token: schemathesis's invalid phase had an authorisation with `"type": "x"` approved).
+    public var type: Kind
     public var token: String?
     public var network: CardNetwork?
     public var number: String?
@@ -85,14 +89,14 @@ public struct WirePaymentMethod: Hashable, Sendable, Codable, CustomStringConver
 
     public init(_ data: PaymentMethodData) {
         switch data {
-        case .token(let token): self.init(type: "scheme", token: token)
+        case .token(let token): self.init(type: .scheme, token: token)
         case .networkToken(let t):
-            self.init(type: "networkToken", network: t.network, number: t.tokenNumber, expiryDate: t.expiration, cryptogram: t.cryptogram, eci: t.eci)
+            self.init(type: .networkToken, network: t.network, number: t.tokenNumber, expiryDate: t.expiration, cryptogram: t.cryptogram, eci: t.eci)
         }
     }
 
     public var data: PaymentMethodData {
-        if type == "networkToken" {
+        if type == .networkToken {
             return .networkToken(
                 NetworkTokenData(network: network, tokenNumber: number ?? "", expiration: expiryDate ?? "", cryptogram: cryptogram ?? "", eci: eci)
             )
@@ -101,6 +105,11 @@ public struct WirePaymentMethod: Hashable, Sendable, Codable, CustomStringConver
     }
 
     public var description: String { data.description }
+
+    /// What kind of payment method it is.
+    public enum Kind: String, Hashable, Sendable, Codable {
+        case scheme, networkToken
+    }
 }
 
 /// A settlement batch once its pages are uploaded: its header and how many pages to take, in order.

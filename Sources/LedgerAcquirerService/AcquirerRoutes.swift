@@ -42,6 +42,7 @@ struct AcquirerRoutes: Sendable {
         api.post("payments") { request, context in
             try await self.change(request, context) { body throws(AcquirerError) in
                 let wire = try Self.decode(AuthorisationBody.self, body)
+                try AcquirerReferences.check(merchant: wire.merchantReference)
                 let command = await model.resolve(wire.request)
                 return (.command(.authorize(command), psp: nil), "authorise")
             }
@@ -60,7 +61,9 @@ struct AcquirerRoutes: Sendable {
         }
         api.post("cancels") { request, context in
             try await self.change(request, context) { body throws(AcquirerError) in
-                (.command(.reverse(try Self.decode(ReversalRequest.self, body)), psp: nil), "cancel")
+                let reversal = try Self.decode(ReversalRequest.self, body)
+                try AcquirerReferences.check(reversal)
+                return (.command(.reverse(reversal), psp: nil), "cancel")
             }
         }
         api.get("payments") { request, context in
@@ -75,8 +78,9 @@ struct AcquirerRoutes: Sendable {
         api.put("settlement/batches/:batch/pages/:page") { request, context in
             try self.authenticate(request)
             let batch = try context.parameters.require("batch")
-            guard let page = context.parameters.get("page", as: Int.self), page >= 0 else {
-                return Self.response(.refusal(AcquirerError(.invalidRequest, "a page number is 0 or more")))
+            do throws(AcquirerError) { try AcquirerReferences.check(batch: batch) } catch { return Self.response(.refusal(error)) }
+            guard let page = context.parameters.get("page", as: Int.self), (0...AcquirerWire.maximumPage).contains(page) else {
+                return Self.response(.refusal(AcquirerError(.invalidRequest, "a page number is 0…\(AcquirerWire.maximumPage)")))
             }
             guard let body = await Self.body(of: request, limit: 64 << 20) else { return Self.tooLarge(limit: 64 << 20) }
             let items: [SettlementItem]
@@ -86,6 +90,8 @@ struct AcquirerRoutes: Sendable {
             guard items.count <= AcquirerWire.maximumPageItems else {
                 return Self.response(.refusal(AcquirerError(.invalidRequest, "at most \(AcquirerWire.maximumPageItems) items per page")))
             }
+            // Refused here, where the item arrives, not when the batch it belongs to is settled.
+            do throws(AcquirerError) { for item in items { try AcquirerReferences.check(item) } } catch { return Self.response(.refusal(error)) }
             guard try await journal.storePage(batchReference: batch, page: page, items: items) else {
                 return Self.response(.refusal(AcquirerError(.duplicateReference, reference: batch, "page \(page) was uploaded with other items")))
             }
@@ -94,13 +100,17 @@ struct AcquirerRoutes: Sendable {
         api.post("settlement/batches") { request, context in
             try await self.change(request, context) { body throws(AcquirerError) in
                 let submission = try Self.decode(BatchSubmissionBody.self, body)
-                guard submission.pages >= 0 else { throw AcquirerError(.invalidRequest, "pages is 0 or more") }
+                try AcquirerReferences.check(batch: submission.header.batchReference)
+                guard (0...AcquirerWire.maximumPage + 1).contains(submission.pages) else {
+                    throw AcquirerError(.invalidRequest, "pages is 0…\(AcquirerWire.maximumPage + 1)")
+                }
                 let complete: Bool
                 do { complete = try await journal.hasPages(of: submission.header.batchReference, pages: submission.pages) } catch {
                     throw AcquirerError(.unavailable, "the batch pages could not be read")
                 }
+                // A well-formed submission the uploads do not match: the batch's pages are unknown (404), not a bad request.
                 guard complete else {
-                    throw AcquirerError(.invalidRequest, reference: submission.header.batchReference, "a page of the batch was not uploaded")
+                    throw AcquirerError(.unknownBatch, reference: submission.header.batchReference, "a page of the batch was not uploaded")
                 }
                 return (.command(.settle(submission.header, pages: submission.pages), psp: nil), "settle")
             }
@@ -110,8 +120,12 @@ struct AcquirerRoutes: Sendable {
             guard let number = context.parameters.get("number", as: Int.self) else {
                 return Self.response(.refusal(AcquirerError(.invalidRequest, "a batch number is an integer")))
             }
-            let from = request.uri.queryParameters.get("from", as: Int.self) ?? 0
-            let count = min(request.uri.queryParameters.get("count", as: Int.self) ?? 1_000, AcquirerWire.maximumReportLines)
+            let from: Int
+            let count: Int
+            do throws(AcquirerError) {
+                from = try Self.query("from", of: request, default: 0, in: 0...Int.max)
+                count = try Self.query("count", of: request, default: 1_000, in: 1...AcquirerWire.maximumReportLines)
+            } catch { return Self.response(.refusal(error)) }
             return Self.response(await model.perform(.reportLines(batchNumber: number, from: from, count: count), key: nil))
         }
         api.get("payouts/:number") { request, context in
@@ -123,16 +137,17 @@ struct AcquirerRoutes: Sendable {
         }
         api.get("disputes/notifications") { request, context in
             try self.authenticate(request)
-            let after: Int? = request.uri.queryParameters.get("after").map { Int(String($0)) } ?? 0
-            guard let after, after >= 0 else {
-                return Self.response(.refusal(AcquirerError(.invalidRequest, "after is a feed position, 0 or more")))
-            }
-            let limit = min(request.uri.queryParameters.get("limit", as: Int.self) ?? 100, AcquirerWire.maximumDisputeNotifications)
+            let after: Int
+            let limit: Int
+            do throws(AcquirerError) {
+                after = try Self.query("after", of: request, default: 0, in: 0...Int.max)
+                limit = try Self.query("limit", of: request, default: 100, in: 1...AcquirerWire.maximumDisputeNotifications)
+            } catch { return Self.response(.refusal(error)) }
             return Self.response(await model.perform(.disputeNotifications(after: after, limit: limit), key: nil))
         }
     }
 
-    private func modification<Body: Decodable & Sendable>(
+    private func modification<Body: Decodable & Sendable & NamesAModification>(
         _ request: Request,
         _ context: AcquirerRequestContext,
         _ type: Body.Type,
@@ -140,7 +155,9 @@ struct AcquirerRoutes: Sendable {
     ) async throws -> Response {
         let psp = context.parameters.get("psp")
         return try await change(request, context) { body throws(AcquirerError) in
-            (.command(make(try Self.decode(Body.self, body)), psp: psp), "modify")
+            let modification = try Self.decode(Body.self, body)
+            try AcquirerReferences.check(modification)
+            return (.command(make(modification), psp: psp), "modify")
         }
     }
 
@@ -203,6 +220,16 @@ struct AcquirerRoutes: Sendable {
         else {
             throw HTTPError(.unauthorized, message: "a valid X-API-Key is required")
         }
+    }
+
+    /// The integer query parameter `name`: `fallback` when absent; refused (`invalidRequest`) when it is not an integer
+    /// in `range` — never silently read as the default or clamped, as the document says.
+    static func query(_ name: String, of request: Request, default fallback: Int, in range: ClosedRange<Int>) throws(AcquirerError) -> Int {
+        guard let text = request.uri.queryParameters.get(name) else { return fallback }
+        guard let value = Int(String(text)), range.contains(value) else {
+            throw AcquirerError(.invalidRequest, "\(name) is an integer in \(range.lowerBound)…\(range.upperBound)")
+        }
+        return value
     }
 
     static func decode<Value: Decodable>(_ type: Value.Type, _ data: Data) throws(AcquirerError) -> Value {

@@ -3,6 +3,7 @@ import Hummingbird
 import LedgerAPI
 import LedgerCore
 import LedgerHTTP
+import LedgerHTTPServer
 import LedgerPostgres
 import LedgerServices
 import Logging
@@ -352,7 +353,14 @@ public func buildApplication(
     logger: Logger
 ) throws -> some ApplicationProtocol {
     var app = Application(
-        router: buildRouter(services: services, configuration: configuration),
+        router: MethodCheckedRouter(buildRouter(services: services, configuration: configuration)) { allowed, request, context in
+            try APIError(
+                status: .methodNotAllowed,
+                code: "method_not_allowed",
+                message: "\(request.method) is not one of this path's methods (\(allowed))"
+            )
+            .response(from: request, context: context)
+        },
         server: try httpServer(configuration: configuration, tls: tls, logger: logger),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ledgerd"),
         logger: logger

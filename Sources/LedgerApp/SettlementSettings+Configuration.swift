@@ -27,11 +27,16 @@ extension SettlementSettings {
         let lag = reader.int(forKey: "ledgerd.settlement.funding.lag.days", default: 1)
         guard (0...10).contains(lag) else { throw ConfigurationError("LEDGERD_SETTLEMENT_FUNDING_LAG_DAYS must be 0…10") }
         let auto = reader.bool(forKey: "ledgerd.settlement.auto", default: false)
-        let pageSize = reader.int(forKey: "ledgerd.settlement.page.size", default: 10_000)
-        guard (1...1_000_000).contains(pageSize) else { throw ConfigurationError("LEDGERD_SETTLEMENT_PAGE_SIZE must be 1…1000000") }
-        let partLines = reader.int(forKey: "ledgerd.settlement.report.part.lines", default: 10_000)
-        guard (1...1_000_000).contains(partLines) else {
-            throw ConfigurationError("LEDGERD_SETTLEMENT_REPORT_PART_LINES must be 1…1000000")
+        // Both bounded by what the acquirer's wire takes (a page of at most 10,000 items; a report read at most 10,000 lines
+        // at a time): a larger page is refused by the service, and a larger part would be answered short and leave the
+        // report incomplete.
+        let pageSize = reader.int(forKey: "ledgerd.settlement.page.size", default: AcquirerWire.maximumPageItems)
+        guard (1...AcquirerWire.maximumPageItems).contains(pageSize) else {
+            throw ConfigurationError("LEDGERD_SETTLEMENT_PAGE_SIZE must be 1…\(AcquirerWire.maximumPageItems)")
+        }
+        let partLines = reader.int(forKey: "ledgerd.settlement.report.part.lines", default: AcquirerWire.maximumReportLines)
+        guard (1...AcquirerWire.maximumReportLines).contains(partLines) else {
+            throw ConfigurationError("LEDGERD_SETTLEMENT_REPORT_PART_LINES must be 1…\(AcquirerWire.maximumReportLines)")
         }
         let account = reader.string(forKey: "ledgerd.settlement.merchant.account", default: SettlementSettings.defaultMerchantAccount)
             .trimmingCharacters(in: .whitespaces)

@@ -22,9 +22,17 @@ import Testing
         #expect(set.cutOff.timeZoneIdentifier == "Europe/Berlin" && set.cutOff.secondsAfterMidnight == 17 * 3600 + 1800)
         #expect(set.calendar.holidays == [BusinessDate("2026-12-25")!, BusinessDate("2026-12-26")!])
         #expect(set.fundingLagBusinessDays == 2 && set.runAtCutOff)
+        let widest = try LedgerConfiguration.load(environment: [
+            "LEDGERD_SETTLEMENT_PAGE_SIZE": "10000", "LEDGERD_SETTLEMENT_REPORT_PART_LINES": "10000",
+        ]).settlement
+        #expect(widest.submissionPageSize == AcquirerWire.maximumPageItems && widest.reportPartLines == AcquirerWire.maximumReportLines)
         for (key, value) in [
             ("LEDGERD_SETTLEMENT_TIME_ZONE", "Mars/Olympus"), ("LEDGERD_SETTLEMENT_CUT_OFF", "25:00"),
             ("LEDGERD_SETTLEMENT_HOLIDAYS", "christmas"), ("LEDGERD_SETTLEMENT_FUNDING_LAG_DAYS", "-1"),
+            // More than the acquirer's wire takes in a page or answers in a report read (it used to allow 1,000,000: the
+            // service refused such a page, and a report read in such parts came back short and incomplete).
+            ("LEDGERD_SETTLEMENT_PAGE_SIZE", "10001"), ("LEDGERD_SETTLEMENT_REPORT_PART_LINES", "10001"),
+            ("LEDGERD_SETTLEMENT_PAGE_SIZE", "0"), ("LEDGERD_SETTLEMENT_REPORT_PART_LINES", "0"),
         ] {
             #expect(throws: ConfigurationError.self, "\(key)=\(value)") { try LedgerConfiguration.load(environment: [key: value]) }
         }

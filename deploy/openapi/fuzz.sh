@@ -6,7 +6,11 @@
 #     follows the document's links: payment → capture → refund …), then invalid ones, every check on that applies
 #     (no server error, statuses, content types and bodies as documented, invalid input refused);
 #  3. the invalid phase appended nothing (the log's head before and after it), and the chain verifies
-#     (`ledgerd audit verify`).
+#     (`ledgerd audit verify`);
+#  4. the same two phases against the acquirer service that daemon supervises (its port in <data>/acquirer/endpoint,
+#     its X-API-Key in <data>/acquirer/secrets.json), with its own document; the valid phase also checks that every
+#     schema-valid request is taken (positive_data_acceptance: the document has every rule the service refuses a
+#     malformed request by), and the invalid phase journals nothing (acquirer.journal's length before and after).
 # Bounded: FUZZ_MAX_EXAMPLES per operation and FUZZ_MAX_SECONDS per phase (CI defaults: 25 and 120 s).
 #
 #   deploy/openapi/fuzz.sh                     # .build/debug/ledgerd, a venv in .build/openapi-venv
@@ -83,14 +87,14 @@ run() {
 
 echo "== schemathesis: valid requests (examples, coverage, fuzzing, stateful links)"
 run valid --mode positive --phases examples,coverage,fuzzing,stateful \
-  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance
+  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,unsupported_method
 
 before=$(head_position)
 echo "== schemathesis: invalid requests (head at position $before)"
 # Invalid path parameters are mostly unrepresentable (an empty segment is another route), so hypothesis filters most
 # of what it draws for them: that is not a defect of the API, and its health check would call it an error.
 run invalid --mode negative --phases coverage,fuzzing --suppress-health-check filter_too_much \
-  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,negative_data_rejection
+  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,unsupported_method,negative_data_rejection
 after=$(head_position)
 if [ "$before" != "$after" ]; then
   echo "the invalid requests appended events: the head moved from $before to $after" >&2
@@ -101,6 +105,40 @@ echo "invalid requests appended nothing (head still at $after)"
 
 echo "== the chain"
 "$ledgerd" audit verify --data-dir "$data"
+
+# The acquirer service the daemon started (a supervised child on the same embedded cluster): its address and key as
+# the daemon wrote them; the journal counted through its own database role. The key and the URL stay in variables.
+acquirer_base=$(cat "$data/acquirer/endpoint")
+secret() { "$venv/bin/python" -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$data/acquirer/secrets.json" "$1"; }
+acquirer_key=$(secret apiKey)
+acquirer_database=$(secret databaseURL)
+journal_length() { psql "$acquirer_database" -XAtqc 'SELECT count(*) FROM acquirer.journal'; }
+run_acquirer() {
+  local config=$1
+  shift
+  "$venv/bin/schemathesis" --config-file "deploy/openapi/schemathesis-acquirer-$config.toml" \
+    run Sources/LedgerAcquirerAPI/openapi.yaml --url "$acquirer_base" -H "X-API-Key: $acquirer_key" \
+    --max-examples "$max_examples" --max-time "$max_seconds" --seed "$seed" \
+    --request-timeout 30 --workers 2 --no-color \
+    --report junit --report-dir "$work/reports-acquirer" \
+    "$@"
+}
+
+echo "== schemathesis, acquirer service: valid requests (examples, coverage, fuzzing, stateful links)"
+run_acquirer valid --mode positive --phases examples,coverage,fuzzing,stateful \
+  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,unsupported_method,positive_data_acceptance
+
+journal_before=$(journal_length)
+echo "== schemathesis, acquirer service: invalid requests (journal at $journal_before entries)"
+run_acquirer invalid --mode negative --phases coverage,fuzzing --suppress-health-check filter_too_much \
+  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,unsupported_method,negative_data_rejection
+journal_after=$(journal_length)
+if [ "$journal_before" != "$journal_after" ]; then
+  echo "the invalid requests journaled entries: acquirer.journal went from $journal_before to $journal_after" >&2
+  exit 1
+fi
+echo "invalid requests journaled nothing (acquirer.journal still at $journal_after entries)"
+"$ledgerd" audit verify --data-dir "$data" >/dev/null
 echo "schemathesis and the chain: $(( $(date +%s) - started )) s"
 # Passed: the daemon's data (its embedded cluster) and the reports go; a failure keeps them for the log it names.
 trap - EXIT
