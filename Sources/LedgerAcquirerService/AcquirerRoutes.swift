@@ -68,9 +68,11 @@ struct AcquirerRoutes: Sendable {
         }
         api.get("payments") { request, context in
             try self.authenticate(request)
-            guard let reference = request.uri.queryParameters.get("merchantReference"), !reference.isEmpty else {
+            guard let reference = request.uri.queryParameters.get("merchantReference").map(String.init) else {
                 return Self.response(.refusal(AcquirerError(.invalidRequest, "merchantReference is required")))
             }
+            // An inquiry is journaled (it applies the expiries due): a reference PostgreSQL cannot store was a 503.
+            do throws(AcquirerError) { try AcquirerReferences.check(merchant: reference) } catch { return Self.response(.refusal(error)) }
             let plan = faults.plan()
             try await delay(plan)
             return Self.response(await model.perform(.query(merchantReference: reference), key: nil))

@@ -73,6 +73,13 @@ import Testing
         return ((response?["content"] as? [String: Any])?["application/json"] as? [String: Any])?["schema"]
     }
 
+    /// The document's JSON schema of the body of `method path`.
+    static func requestSchema(_ method: String, _ path: String) -> Any? {
+        let operation = ((document["paths"] as? [String: Any])?[path] as? [String: Any])?[method] as? [String: Any]
+        let content = (operation?["requestBody"] as? [String: Any])?["content"] as? [String: Any]
+        return (content?["application/json"] as? [String: Any])?["schema"]
+    }
+
     /// Runs `body` against a live acquirer service with a caller that sends the key and a fresh `Idempotency-Key`.
     static func withService(_ body: @escaping @Sendable (Call, @Sendable () async throws -> Int64) async throws -> Void) async throws {
         try await OpenAPIEdgeTests.withAcquirerService { client, journaled in
@@ -196,6 +203,23 @@ import Testing
                 #expect(answer.status == 400, "\(uri) \(body): \(answer.text)")
             }
             #expect(try await call(.get, "/v1/payouts/9223372036854775808", nil).status == 400)
+            // An inquiry by a reference with a NUL character (it is journaled: 503), or none.
+            for query in ["merchantReference=t%00", "merchantReference="] {
+                let answer = try await call(.get, "/v1/payments?\(query)", nil)
+                #expect(answer.status == 400 && answer.text.contains("invalidRequest"), "\(query): \(answer.text)")
+            }
+            // A business date that is not one (the document allowed any string once null was allowed beside it).
+            let header = Self.resolved(
+                (((Self.resolved(Self.requestSchema("post", "/v1/settlement/batches"))["properties"] as? [String: Any])?["header"]))
+            )
+            let date = ((header["properties"] as? [String: Any])?["businessDate"] as? [String: Any])?["anyOf"] as? [[String: Any]]
+            #expect(date?.contains { $0["format"] as? String == "date" && $0["pattern"] != nil } == true, "\(String(describing: date))")
+            let empty = try await call(
+                .post,
+                "/v1/settlement/batches",
+                #"{"header": {"batchReference": "B-d", "currency": "USD", "businessDate": ""}, "pages": 0}"#
+            )
+            #expect(empty.status == 400, "\(empty.text)")
             // Found by the fuzzer as server errors: a page number past the journal's `integer` column (500) and a page
             // count past it (503, "the batch pages could not be read"); and a payment method of no known type, which
             // was read as a gateway token and approved (journaled).
