@@ -68,7 +68,7 @@ struct AcquirerRoutes: Sendable {
         }
         api.get("payments") { request, context in
             try self.authenticate(request)
-            guard let reference = request.uri.queryParameters.get("merchantReference").map(String.init) else {
+            guard let reference = request.uri.queryParameters.get("merchantReference").map({ String($0) }) else {
                 return Self.response(.refusal(AcquirerError(.invalidRequest, "merchantReference is required")))
             }
             // An inquiry is journaled (it applies the expiries due): a reference PostgreSQL cannot store was a 503.
