@@ -247,6 +247,11 @@ struct AcquirerRoutes: Sendable {
         do { return try await request.body.collect(upTo: limit) } catch { return nil }
     }
 
+    /// 405 in the wire's error shape (``MethodCheckedRouter`` sets the status and `Allow`).
+    @Sendable static func methodNotAllowed(allowed: String, request: Request, context: AcquirerRequestContext) -> Response {
+        response(.refusal(AcquirerError(.invalidRequest, "\(request.method) is not one of this path's methods (\(allowed))")))
+    }
+
     /// 413 in the wire's error shape, journalling nothing.
     static func tooLarge(limit: Int) -> Response {
         var reply = AcquirerReply.refusal(AcquirerError(.invalidRequest, "the body is larger than \(limit) bytes"))

@@ -214,12 +214,10 @@ public enum AcquirerServer {
         logger: Logger
     ) -> some ApplicationProtocol {
         Application(
-            router: MethodCheckedRouter(router(model: model, client: client, apiKey: apiKey, faults: faults, injected: injected, logger: logger)) {
-                allowed,
-                request,
-                _ in
-                AcquirerRoutes.response(.refusal(AcquirerError(.invalidRequest, "\(request.method) is not one of this path's methods (\(allowed))")))
-            },
+            router: MethodCheckedRouter(
+                router(model: model, client: client, apiKey: apiKey, faults: faults, injected: injected, logger: logger),
+                refusal: AcquirerRoutes.methodNotAllowed
+            ),
             server: .http1(configuration: policy.http1Configuration(logger: logger)),
             configuration: .init(address: .hostname(host, port: port), serverName: "ledgerd-acquirer"),
             onServerRunning: { channel in
