@@ -72,29 +72,32 @@ operator=$("$venv/bin/python" -c 'import json, sys; print(json.load(open(sys.arg
 
 head_position() { curl -sf "$base/health" | "$venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["database"]["last_position"])'; }
 
-# The live feed (`text/event-stream`) never ends, so no request to it can complete: it is left to the suite's tests.
-run() {
-  local config=$1
-  shift
-  "$venv/bin/schemathesis" --config-file "deploy/openapi/schemathesis-$config.toml" run "$base/openapi.json" \
-    -H "Authorization: Bearer $operator" \
-    --exclude-operation-id streamEvents \
+# One schemathesis run, bounded alike for both services: fuzz CONFIG REPORTS ARGS… (CONFIG's .toml in this directory;
+# ARGS: the document and how to reach the service, then the phase's mode, phases and checks).
+fuzz() {
+  local config=$1 reports=$2
+  shift 2
+  "$venv/bin/schemathesis" --config-file "deploy/openapi/$config.toml" run \
     --max-examples "$max_examples" --max-time "$max_seconds" --seed "$seed" \
     --request-timeout 30 --workers 2 --no-color \
-    --report junit --report-dir "$work/reports" \
+    --report junit --report-dir "$work/$reports" \
     "$@"
 }
+# The two phases, the same on both services; each adds its own data check to these.
+checks=not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,unsupported_method
+valid=(--mode positive --phases examples,coverage,fuzzing,stateful)
+# Invalid path parameters are mostly unrepresentable (an empty segment is another route), so hypothesis filters most
+# of what it draws for them: that is not a defect of the API, and its health check would call it an error.
+invalid=(--mode negative --phases coverage,fuzzing --suppress-health-check filter_too_much)
 
+# The live feed (`text/event-stream`) never ends, so no request to it can complete: it is left to the suite's tests.
+ledger=("$base/openapi.json" -H "Authorization: Bearer $operator" --exclude-operation-id streamEvents)
 echo "== schemathesis: valid requests (examples, coverage, fuzzing, stateful links)"
-run valid --mode positive --phases examples,coverage,fuzzing,stateful \
-  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,unsupported_method
+fuzz schemathesis-valid reports "${ledger[@]}" "${valid[@]}" --checks "$checks"
 
 before=$(head_position)
 echo "== schemathesis: invalid requests (head at position $before)"
-# Invalid path parameters are mostly unrepresentable (an empty segment is another route), so hypothesis filters most
-# of what it draws for them: that is not a defect of the API, and its health check would call it an error.
-run invalid --mode negative --phases coverage,fuzzing --suppress-health-check filter_too_much \
-  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,unsupported_method,negative_data_rejection
+fuzz schemathesis-invalid reports "${ledger[@]}" "${invalid[@]}" --checks "$checks,negative_data_rejection"
 after=$(head_position)
 if [ "$before" != "$after" ]; then
   echo "the invalid requests appended events: the head moved from $before to $after" >&2
@@ -113,25 +116,14 @@ secret() { "$venv/bin/python" -c 'import json, sys; print(json.load(open(sys.arg
 acquirer_key=$(secret apiKey)
 acquirer_database=$(secret databaseURL)
 journal_length() { psql "$acquirer_database" -XAtqc 'SELECT count(*) FROM acquirer.journal'; }
-run_acquirer() {
-  local config=$1
-  shift
-  "$venv/bin/schemathesis" --config-file "deploy/openapi/schemathesis-acquirer-$config.toml" \
-    run Sources/LedgerAcquirerAPI/openapi.yaml --url "$acquirer_base" -H "X-API-Key: $acquirer_key" \
-    --max-examples "$max_examples" --max-time "$max_seconds" --seed "$seed" \
-    --request-timeout 30 --workers 2 --no-color \
-    --report junit --report-dir "$work/reports-acquirer" \
-    "$@"
-}
+acquirer=(Sources/LedgerAcquirerAPI/openapi.yaml --url "$acquirer_base" -H "X-API-Key: $acquirer_key")
 
 echo "== schemathesis, acquirer service: valid requests (examples, coverage, fuzzing, stateful links)"
-run_acquirer valid --mode positive --phases examples,coverage,fuzzing,stateful \
-  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,unsupported_method,positive_data_acceptance
+fuzz schemathesis-acquirer-valid reports-acquirer "${acquirer[@]}" "${valid[@]}" --checks "$checks,positive_data_acceptance"
 
 journal_before=$(journal_length)
 echo "== schemathesis, acquirer service: invalid requests (journal at $journal_before entries)"
-run_acquirer invalid --mode negative --phases coverage,fuzzing --suppress-health-check filter_too_much \
-  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,unsupported_method,negative_data_rejection
+fuzz schemathesis-acquirer-invalid reports-acquirer "${acquirer[@]}" "${invalid[@]}" --checks "$checks,negative_data_rejection"
 journal_after=$(journal_length)
 if [ "$journal_before" != "$journal_after" ]; then
   echo "the invalid requests journaled entries: acquirer.journal went from $journal_before to $journal_after" >&2
