@@ -66,38 +66,37 @@ struct AcquirerRoutes: Sendable {
                 return (.command(.reverse(reversal), psp: nil), "cancel")
             }
         }
-        api.get("payments") { request, context in
-            try self.authenticate(request)
-            guard let reference = request.uri.queryParameters.get("merchantReference").map({ String($0) }) else {
-                return Self.response(.refusal(AcquirerError(.invalidRequest, "merchantReference is required")))
+        api.get("payments") { request, _ in
+            try await self.answering(request) {
+                guard let reference = request.uri.queryParameters.get("merchantReference").map({ String($0) }) else {
+                    throw AcquirerError(.invalidRequest, "merchantReference is required")
+                }
+                // An inquiry is journaled (it applies the expiries due): a reference PostgreSQL cannot store was a 503.
+                try AcquirerReferences.check(merchant: reference)
+                let plan = faults.plan()
+                try await delay(plan)
+                return Self.response(await model.perform(.query(merchantReference: reference), key: nil))
             }
-            // An inquiry is journaled (it applies the expiries due): a reference PostgreSQL cannot store was a 503.
-            do throws(AcquirerError) { try AcquirerReferences.check(merchant: reference) } catch { return Self.response(.refusal(error)) }
-            let plan = faults.plan()
-            try await delay(plan)
-            return Self.response(await model.perform(.query(merchantReference: reference), key: nil))
         }
         api.put("settlement/batches/:batch/pages/:page") { request, context in
-            try self.authenticate(request)
-            let batch = try context.parameters.require("batch")
-            do throws(AcquirerError) { try AcquirerReferences.check(batch: batch) } catch { return Self.response(.refusal(error)) }
-            guard let page = context.parameters.get("page", as: Int.self), (0...AcquirerWire.maximumPage).contains(page) else {
-                return Self.response(.refusal(AcquirerError(.invalidRequest, "a page number is 0…\(AcquirerWire.maximumPage)")))
+            try await self.answering(request) {
+                // The path is taken as written (not percent-decoded): a batch reference from it is never empty nor has a NUL.
+                let batch = try context.parameters.require("batch")
+                guard let page = context.parameters.get("page", as: Int.self), (0...AcquirerWire.maximumPage).contains(page) else {
+                    throw AcquirerError(.invalidRequest, "a page number is 0…\(AcquirerWire.maximumPage)")
+                }
+                guard let body = await Self.body(of: request, limit: 64 << 20) else { return Self.tooLarge(limit: 64 << 20) }
+                let items = try Self.decode([SettlementItem].self, Data(buffer: body))
+                guard items.count <= AcquirerWire.maximumPageItems else {
+                    throw AcquirerError(.invalidRequest, "at most \(AcquirerWire.maximumPageItems) items per page")
+                }
+                // Refused here, where the item arrives, not when the batch it belongs to is settled.
+                for item in items { try AcquirerReferences.check(item) }
+                guard try await journal.storePage(batchReference: batch, page: page, items: items) else {
+                    throw AcquirerError(.duplicateReference, reference: batch, "page \(page) was uploaded with other items")
+                }
+                return Self.response(.noContent)
             }
-            guard let body = await Self.body(of: request, limit: 64 << 20) else { return Self.tooLarge(limit: 64 << 20) }
-            let items: [SettlementItem]
-            do throws(AcquirerError) { items = try Self.decode([SettlementItem].self, Data(buffer: body)) } catch {
-                return Self.response(.refusal(error))
-            }
-            guard items.count <= AcquirerWire.maximumPageItems else {
-                return Self.response(.refusal(AcquirerError(.invalidRequest, "at most \(AcquirerWire.maximumPageItems) items per page")))
-            }
-            // Refused here, where the item arrives, not when the batch it belongs to is settled.
-            do throws(AcquirerError) { for item in items { try AcquirerReferences.check(item) } } catch { return Self.response(.refusal(error)) }
-            guard try await journal.storePage(batchReference: batch, page: page, items: items) else {
-                return Self.response(.refusal(AcquirerError(.duplicateReference, reference: batch, "page \(page) was uploaded with other items")))
-            }
-            return Self.response(.noContent)
         }
         api.post("settlement/batches") { request, context in
             try await self.change(request, context) { body throws(AcquirerError) in
@@ -118,35 +117,37 @@ struct AcquirerRoutes: Sendable {
             }
         }
         api.get("settlement/reports/:number") { request, context in
-            try self.authenticate(request)
-            guard let number = context.parameters.get("number", as: Int.self) else {
-                return Self.response(.refusal(AcquirerError(.invalidRequest, "a batch number is an integer")))
+            try await self.answering(request) {
+                guard let number = context.parameters.get("number", as: Int.self) else {
+                    throw AcquirerError(.invalidRequest, "a batch number is an integer")
+                }
+                let from = try Self.query("from", of: request, default: 0, in: 0...Int.max)
+                let count = try Self.query("count", of: request, default: 1_000, in: 1...AcquirerWire.maximumReportLines)
+                return Self.response(await model.perform(.reportLines(batchNumber: number, from: from, count: count), key: nil))
             }
-            let from: Int
-            let count: Int
-            do throws(AcquirerError) {
-                from = try Self.query("from", of: request, default: 0, in: 0...Int.max)
-                count = try Self.query("count", of: request, default: 1_000, in: 1...AcquirerWire.maximumReportLines)
-            } catch { return Self.response(.refusal(error)) }
-            return Self.response(await model.perform(.reportLines(batchNumber: number, from: from, count: count), key: nil))
         }
         api.get("payouts/:number") { request, context in
-            try self.authenticate(request)
-            guard let number = context.parameters.get("number", as: Int.self) else {
-                return Self.response(.refusal(AcquirerError(.invalidRequest, "a batch number is an integer")))
+            try await self.answering(request) {
+                guard let number = context.parameters.get("number", as: Int.self) else {
+                    throw AcquirerError(.invalidRequest, "a batch number is an integer")
+                }
+                return Self.response(await model.perform(.payout(batchNumber: number), key: nil))
             }
-            return Self.response(await model.perform(.payout(batchNumber: number), key: nil))
         }
-        api.get("disputes/notifications") { request, context in
-            try self.authenticate(request)
-            let after: Int
-            let limit: Int
-            do throws(AcquirerError) {
-                after = try Self.query("after", of: request, default: 0, in: 0...Int.max)
-                limit = try Self.query("limit", of: request, default: 100, in: 1...AcquirerWire.maximumDisputeNotifications)
-            } catch { return Self.response(.refusal(error)) }
-            return Self.response(await model.perform(.disputeNotifications(after: after, limit: limit), key: nil))
+        api.get("disputes/notifications") { request, _ in
+            try await self.answering(request) {
+                let after = try Self.query("after", of: request, default: 0, in: 0...Int.max)
+                let limit = try Self.query("limit", of: request, default: 100, in: 1...AcquirerWire.maximumDisputeNotifications)
+                return Self.response(await model.perform(.disputeNotifications(after: after, limit: limit), key: nil))
+            }
         }
+    }
+
+    /// A request that does not go through ``change(_:_:_:)`` (an inquiry, a read, a page's upload): key required; an
+    /// ``AcquirerError`` that `answer` throws is answered as the wire's refusal, any other error goes on.
+    private func answering(_ request: Request, _ answer: () async throws -> Response) async throws -> Response {
+        try authenticate(request)
+        do { return try await answer() } catch let error as AcquirerError { return Self.response(.refusal(error)) }
     }
 
     private func modification<Body: Decodable & Sendable & NamesAModification>(
@@ -248,8 +249,8 @@ struct AcquirerRoutes: Sendable {
     }
 
     /// 405 in the wire's error shape (``MethodCheckedRouter`` sets the status and `Allow`).
-    @Sendable static func methodNotAllowed(allowed: String, request: Request, context: AcquirerRequestContext) -> Response {
-        response(.refusal(AcquirerError(.invalidRequest, "\(request.method) is not one of this path's methods (\(allowed))")))
+    @Sendable static func methodNotAllowed(message: String, request: Request, context: AcquirerRequestContext) -> Response {
+        response(.refusal(AcquirerError(.invalidRequest, message)))
     }
 
     /// 413 in the wire's error shape, journalling nothing.

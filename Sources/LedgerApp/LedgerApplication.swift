@@ -353,13 +353,8 @@ public func buildApplication(
     logger: Logger
 ) throws -> some ApplicationProtocol {
     var app = Application(
-        router: MethodCheckedRouter(buildRouter(services: services, configuration: configuration)) { allowed, request, context in
-            try APIError(
-                status: .methodNotAllowed,
-                code: "method_not_allowed",
-                message: "\(request.method) is not one of this path's methods (\(allowed))"
-            )
-            .response(from: request, context: context)
+        router: MethodCheckedRouter(buildRouter(services: services, configuration: configuration)) { message, request, context in
+            try APIError(status: .methodNotAllowed, code: "method_not_allowed", message: message).response(from: request, context: context)
         },
         server: try httpServer(configuration: configuration, tls: tls, logger: logger),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ledgerd"),

@@ -9,9 +9,9 @@ import Hummingbird
 /// router's paths, built once from `Router.routes`, each answering the methods it has). So the routes' own 404s (an
 /// unknown order) stay 404 — their path has the method asked — and a request that is served costs nothing more.
 public struct MethodCheckedRouter<Context: RequestContext>: HTTPResponderBuilder {
-    /// Builds the 405 answer: the methods the path has (`Allow`'s value), the request and its context. The `Allow`
-    /// header is set on what it returns.
-    public typealias Refusal = @Sendable (_ allowed: String, _ request: Request, _ context: Context) throws -> Response
+    /// Builds the 405 answer in the server's error shape from its message (the method asked and the path's methods),
+    /// the request and its context. The status and the `Allow` header are set on what it returns.
+    public typealias Refusal = @Sendable (_ message: String, _ request: Request, _ context: Context) throws -> Response
 
     let router: Router<Context>
     let refusal: Refusal
@@ -54,7 +54,7 @@ public struct MethodCheckedResponder<Context: RequestContext>: HTTPResponder {
         guard known.status == .methodNotAllowed, let allow = known.headers[.allow],
             !allow.split(separator: ",").contains(where: { $0.drop(while: { $0 == " " }) == request.method.rawValue })
         else { return response }
-        var refused = try refusal(allow, request, context)
+        var refused = try refusal("\(request.method) is not one of this path's methods (\(allow))", request, context)
         refused.status = .methodNotAllowed
         refused.headers[.allow] = allow
         return refused

@@ -62,10 +62,14 @@ import Testing
         return found
     }
 
+    /// The document's operation `method path` (`method` in lower case).
+    static func operation(_ method: String, _ path: String) -> [String: Any]? {
+        ((document["paths"] as? [String: Any])?[path] as? [String: Any])?[method] as? [String: Any]
+    }
+
     /// The document's schema of `status`'s answer to `method path`.
     static func answerSchema(_ method: String, _ path: String, _ status: Int) -> Any? {
-        let operation = ((document["paths"] as? [String: Any])?[path] as? [String: Any])?[method] as? [String: Any]
-        var response = (operation?["responses"] as? [String: Any])?[String(status)] as? [String: Any]
+        var response = (operation(method, path)?["responses"] as? [String: Any])?[String(status)] as? [String: Any]
         if let reference = response?["$ref"] as? String {
             let name = String(reference.split(separator: "/").last ?? "")
             response = ((document["components"] as? [String: Any])?["responses"] as? [String: Any])?[name] as? [String: Any]
@@ -75,8 +79,7 @@ import Testing
 
     /// The document's JSON schema of the body of `method path`.
     static func requestSchema(_ method: String, _ path: String) -> Any? {
-        let operation = ((document["paths"] as? [String: Any])?[path] as? [String: Any])?[method] as? [String: Any]
-        let content = (operation?["requestBody"] as? [String: Any])?["content"] as? [String: Any]
+        let content = (operation(method, path)?["requestBody"] as? [String: Any])?["content"] as? [String: Any]
         return (content?["application/json"] as? [String: Any])?["schema"]
     }
 
@@ -171,9 +174,8 @@ import Testing
             if let items = schema["items"] { walk(items, "\(path)[]") }
         }
         for (path, item) in Self.document["paths"] as? [String: Any] ?? [:] {
-            for (method, operation) in item as? [String: Any] ?? [:] {
-                let body = ((operation as? [String: Any])?["requestBody"] as? [String: Any])?["content"] as? [String: Any]
-                walk((body?["application/json"] as? [String: Any])?["schema"], "\(method.uppercased()) \(path)")
+            for method in (item as? [String: Any] ?? [:]).keys {
+                walk(Self.requestSchema(method, path), "\(method.uppercased()) \(path)")
             }
         }
         #expect(references.count >= 12, "\(references)")

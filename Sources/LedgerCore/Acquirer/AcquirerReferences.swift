@@ -6,7 +6,7 @@
 /// with one was a 503 where the service looked up its pages).
 public enum AcquirerReferences {
     /// Whether `reference` is one.
-    public static func isValid(_ reference: String) -> Bool { !reference.isEmpty && !reference.utf8.contains(0) }
+    static func isValid(_ reference: String) -> Bool { !reference.isEmpty && !reference.utf8.contains(0) }
 
     /// An authorisation's merchant reference (ours) is one.
     public static func check(merchant reference: String) throws(AcquirerError) {
