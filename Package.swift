@@ -90,6 +90,8 @@ let package = Package(
             dependencies: [
                 "LedgerCore", "LedgerAcquirer", "LedgerAcquirerAPI", "LedgerAcquirerClient", "LedgerPostgres", "LedgerMacros",
                 "LedgerHTTPServer",
+                // Only for SecretFile: the secrets file is written as every secret file is.
+                "LedgerServices",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -6,6 +6,7 @@ import LedgerAcquirerClient
 import LedgerCore
 import LedgerHTTPServer
 import LedgerPostgres
+import LedgerServices
 import Logging
 import PostgresNIO
 import ServiceLifecycle
@@ -34,15 +35,11 @@ public struct AcquirerSecrets: Hashable, Sendable, Codable {
         return try LedgerJSON.decode(AcquirerSecrets.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
     }
 
-    /// Writes the file with mode 0600 (created so, never readable by others even for an instant).
+    /// Writes the file as every secret file is written (``SecretFile/write(_:to:overwrite:)``): mode 0600 from its first
+    /// byte whatever the umask, then moved into place. (Foundation's `createFile` wrote a temporary file with the umask's
+    /// mode and changed the mode after the rename: security review 4.)
     public func write(to path: String) throws {
-        let data = try LedgerJSON.encode(self)
-        _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-        try handle.truncate(atOffset: 0)
-        try handle.write(contentsOf: data)
-        try handle.close()
+        try SecretFile.write(try LedgerJSON.encode(self), to: URL(fileURLWithPath: path), overwrite: true)
     }
 }
 

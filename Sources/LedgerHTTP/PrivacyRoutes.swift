@@ -42,7 +42,10 @@ public struct PrivacyRoutes: Sendable {
             case nil:
                 throw APIError.notFound("no order \(id)")
             case .present(let ref, let json):
-                return jsonResponse(.object(["order_id": .string(id), "contact_ref": .string(ref), "contact": RawJSON(stored: json)]))
+                // Personal data: no cache (a browser's, a proxy's) keeps a copy that an erasure could not reach.
+                var response = jsonResponse(.object(["order_id": .string(id), "contact_ref": .string(ref), "contact": RawJSON(stored: json)]))
+                response.headers[.cacheControl] = "no-store"
+                return response
             case .erased(let ref, let at, let position):
                 throw APIError(
                     status: .gone,

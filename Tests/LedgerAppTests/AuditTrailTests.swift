@@ -284,6 +284,11 @@ import Testing
             _ = try await backOffice.capture(client, id, #"{"amount": "59.00"}"#)
             let (shown, contact) = try await get(client, "/orders/\(id)/contact", headers: Self.operatorKey)
             #expect(shown == 200 && contact.contains("Appleseed") && contact.contains("jane@example.com"), "\(contact)")
+            // Review 4 (informational): personal data is never kept by a cache.
+            let cacheControl = try await client.execute(uri: "/orders/\(id)/contact", method: .get, headers: Self.operatorKey) {
+                $0.headers[.cacheControl]
+            }
+            #expect(cacheControl == "no-store")
             #expect(try await get(client, "/orders/\(id)/contact").0 == 403)  // auditors see no personal data
             let before = try await services.store.read(from: 1, limit: 10_000)
             let orderBefore = try await get(client, "/orders/\(id)").1
