@@ -19,11 +19,12 @@ public enum JournalExport {
     }
 
     /// The CSV header line.
-    public static var csvHeader: String { CSVWriter.record(columns) }
+    public static var csvHeader: String { CSVWriter.record(columns, .spreadsheetSafe) }
 
-    /// An entry's CSV lines.
+    /// An entry's CSV lines, for people (``CSVWriter/Cells/spreadsheetSafe``: a reference starting with `=`
+    /// is shown, not run; amounts are plain decimals and stay as they are).
     public static func csv(_ entry: JournalEntry) -> String {
-        entry.lines.map { CSVWriter.record(fields(entry, $0)) }.joined()
+        entry.lines.map { CSVWriter.record(fields(entry, $0), .spreadsheetSafe) }.joined()
     }
 
     /// An entry's JSON lines (position a number, everything else a string).
