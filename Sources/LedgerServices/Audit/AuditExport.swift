@@ -29,11 +29,14 @@ public enum AuditExport {
         case .jsonl:
             return EventJSON.render(event) + "\n"
         case .csv:
-            return CSVWriter.record([
-                String(event.position), event.streamID.rawValue, String(event.streamVersion), event.eventID.uuidString.lowercased(),
-                event.type, String(event.schemaVersion), event.data, event.metadata, RFC3339.format(event.effectiveAtMicros),
-                RFC3339.format(event.recordedAtMicros), Hex.encode(event.prevHash), Hex.encode(event.hash),
-            ], .spreadsheetSafe)
+            return CSVWriter.record(
+                [
+                    String(event.position), event.streamID.rawValue, String(event.streamVersion), event.eventID.uuidString.lowercased(),
+                    event.type, String(event.schemaVersion), event.data, event.metadata, RFC3339.format(event.effectiveAtMicros),
+                    RFC3339.format(event.recordedAtMicros), Hex.encode(event.prevHash), Hex.encode(event.hash),
+                ],
+                .spreadsheetSafe
+            )
         }
     }
 

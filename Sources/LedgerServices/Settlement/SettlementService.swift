@@ -532,7 +532,7 @@ public struct SettlementService: Sendable {
             let lines: [SettlementReportLine]
             do {
                 lines = try part == 0 ? SettlementReportCSV().parse(text) : SettlementReportCSV().parseRows(text, firstRow: row)
-            } catch {
+            } catch let error as SettlementReportCSVError {
                 throw StoredReportUnreadable(reportKey: batchID, reason: error)
             }
             row += lines.count
