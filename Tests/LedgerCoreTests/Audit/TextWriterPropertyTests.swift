@@ -128,13 +128,15 @@ import Testing
         }
     }
 
-    @Test("JSON writers (EventJSON.quote, CanonicalJSONEncoder): JSONSerialization reads every string back, byte for byte", .seeded())
+    @Test("JSON writers (EventJSON.quote, CanonicalJSONEncoder): JSONDecoder reads every string back, byte for byte", .seeded())
     func jsonWritersRoundTrip() throws {
         var random = PropertySeed.generator()
         for _ in 0..<Self.count {
             let text = TextSamples.string(&random)
+            // JSONDecoder, not JSONSerialization: this Foundation's JSONSerialization drops a U+FEFF that starts a
+            // string value (seed 16850210699597746958), a reader's quirk, not the writer's.
             let quoted = Data(("[" + EventJSON.quote(text) + "]").utf8)
-            let fromQuote = try #require(try JSONSerialization.jsonObject(with: quoted) as? [String])
+            let fromQuote = try JSONDecoder().decode([String].self, from: quoted)
             try #require(fromQuote.map { Array($0.utf8) } == [Array(text.utf8)], "\(text.debugDescription)")
             var canonical: [UInt8] = [UInt8(ascii: "[")]
             CanonicalJSONEncoder.writeString(text, into: &canonical)
