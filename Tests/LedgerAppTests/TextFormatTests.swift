@@ -279,3 +279,54 @@ extension SettlementReportLine {
         )
     }
 }
+
+/// `ledgerd audit history|export --format csv` (``AuditExport``): the payment key of review 4, M2 stays one cell of a
+/// 12-column row, and 100,000 seeded events with random text read back cell for cell (spreadsheet-safe).
+@Suite struct AuditCSVPropertyTests {
+    static func event(_ position: Int64, type: String, data: String, metadata: String) -> RecordedEvent {
+        RecordedEvent(
+            position: position,
+            streamID: StreamID("order-1")!,
+            streamVersion: 1,
+            eventID: UUID(uuidString: "00000000-0000-0000-0000-000000000001")!,
+            type: type,
+            schemaVersion: 1,
+            data: data,
+            metadata: metadata,
+            effectiveAtMicros: 0,
+            recordedAtMicros: 0,
+            prevHash: [UInt8](repeating: 0, count: 32),
+            hash: [UInt8](repeating: 1, count: 32)
+        )
+    }
+
+    @Test("M2: an Idempotency-Key with quotes, combining marks and a formula stays in its cell")
+    func thePaymentKeyStaysInItsCell() throws {
+        let key = "anon\"\u{301},=HYPERLINK(1),\"\u{301}x"
+        let metadata = #"{"idempotency_key":"# + key + #""}"#
+        let records = try CSVReader.records(
+            AuditExport.header(.csv)! + AuditExport.line(Self.event(1, type: "OrderOpened", data: "{}", metadata: metadata), .csv)
+        )
+        #expect(records.map(\.count) == [12, 12])
+        #expect(Array(records[1][7].utf8) == Array(metadata.utf8))
+        #expect(records.joined().allSatisfy { !$0.hasPrefix("=") })
+    }
+
+    @Test("random text in type, data and metadata reads back as CSVWriter.spreadsheetSafe writes it", .seeded())
+    func auditCSVRoundTrips() throws {
+        var random = PropertySeed.generator()
+        for position in 1...Int64(100_000) {
+            let event = Self.event(
+                position,
+                type: TextSamples.string(&random),
+                data: TextSamples.string(&random),
+                metadata: TextSamples.string(&random)
+            )
+            let read = try CSVReader.records(AuditExport.line(event, .csv))
+            try #require(read.count == 1 && read[0].count == 12, "\(event.metadata.debugDescription)")
+            for (cell, value) in zip([read[0][4], read[0][6], read[0][7]], [event.type, event.data, event.metadata]) {
+                try #require(Array(cell.utf8) == Array(CSVWriter.spreadsheetSafe(value).utf8), "\(value.debugDescription)")
+            }
+        }
+    }
+}
