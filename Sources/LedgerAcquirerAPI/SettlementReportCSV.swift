@@ -69,12 +69,14 @@ public struct SettlementReportCSV: Sendable {
         ]
     }
 
+    /// The field as written: quoted (``CSVWriter/quoted(_:)``, on bytes) only when it holds a comma, a quote, CR
+    /// or LF; never neutralised for spreadsheets (the importer reads the report back byte for byte).
     static func quote(_ field: String) -> String {
         // The special characters are ASCII: a byte scan finds them (and CR LF, one Character, by its bytes).
         guard field.utf8.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0D || $0 == 0x0A }) else {
             return field
         }
-        return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        return CSVWriter.quoted(field)
     }
 
     /// `numerator/denominator` as a decimal string when the denominator divides a power of ten ≤ 10^18.

@@ -121,12 +121,14 @@ extension EventStore {
         )
     }
 
-    /// A LIKE pattern matching ids that start with `prefix` (its `\`, `%` and `_` taken literally).
+    /// A LIKE pattern matching ids that start with `prefix` (its `\`, `%` and `_` taken literally). Per Unicode
+    /// scalar, as PostgreSQL reads the pattern: a `\` followed by a combining mark is one `Character` but two
+    /// code points, and must still be escaped.
     static func likePrefix(_ prefix: String) -> String {
         var pattern = ""
-        for character in prefix {
-            if character == "\\" || character == "%" || character == "_" { pattern.append("\\") }
-            pattern.append(character)
+        for scalar in prefix.unicodeScalars {
+            if scalar == "\\" || scalar == "%" || scalar == "_" { pattern.unicodeScalars.append("\\") }
+            pattern.unicodeScalars.append(scalar)
         }
         return pattern + "%"
     }

@@ -131,7 +131,7 @@ struct Journal: AsyncParsableCommand {
                 try await JournalService(store: EventStore(client: client, logger: logger)).entries(fromMicros: fromMicros, toMicros: toMicros)
             }
             var text = format == "csv" ? JournalExport.csvHeader : ""
-            for entry in entries { text += format == "csv" ? JournalExport.csv(entry) : JournalExport.jsonl(entry) }
+            for entry in entries { text += format == "csv" ? JournalExport.csv(entry, .exact) : JournalExport.jsonl(entry) }
             if let output {
                 try Data(text.utf8).write(to: URL(fileURLWithPath: output))
             } else {

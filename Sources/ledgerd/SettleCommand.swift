@@ -152,13 +152,15 @@ struct Reconcile: AsyncParsableCommand {
         guard case .ok(let result) = answer else { try await answer.fail() }
         if let jsonOut { try Data(WireJSON.encode(result).utf8).write(to: URL(fileURLWithPath: jsonOut)) }
         if let csvOut {
+            // For people (a spreadsheet): the references come from the report, the breaks' cells are neutralised.
+            let header = CSVWriter.record(["break_id", "class", "reference", "expected", "actual", "state", "detail"], .spreadsheetSafe)
             let rows = result.breaks.map { b in
-                [b.breakId, b._class.rawValue, b.reference, b.expected ?? "", b.actual ?? "", b.resolved ? "resolved" : "open", b.detail]
-                    .map { $0.contains(where: { ",\"\n".contains($0) }) ? "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : $0 }
-                    .joined(separator: ",")
+                CSVWriter.record(
+                    [b.breakId, b._class.rawValue, b.reference, b.expected ?? "", b.actual ?? "", b.resolved ? "resolved" : "open", b.detail],
+                    .spreadsheetSafe
+                )
             }
-            try (["break_id,class,reference,expected,actual,state,detail"] + rows).joined(separator: "\r\n").appending("\r\n")
-                .write(toFile: csvOut, atomically: true, encoding: .utf8)
+            try (header + rows.joined()).write(toFile: csvOut, atomically: true, encoding: .utf8)
         }
         print(
             "batch \(result.batchId): \(result.reportLines) report lines, \(result.ledgerItems) ledger items, "

@@ -19,11 +19,13 @@ public enum JournalExport {
     }
 
     /// The CSV header line.
-    public static var csvHeader: String { CSVWriter.record(columns) }
+    public static var csvHeader: String { CSVWriter.record(columns, .exact) }
 
-    /// An entry's CSV lines.
-    public static func csv(_ entry: JournalEntry) -> String {
-        entry.lines.map { CSVWriter.record(fields(entry, $0)) }.joined()
+    /// An entry's CSV lines: `.exact` for an ERP import (`ledgerd journal export`), `.spreadsheetSafe` for people
+    /// (the console's `journal.csv`: a cell starting with `=`, `+`, `-`, `@`, TAB or CR gets a leading `'`; amounts
+    /// are plain decimals and stay as they are).
+    public static func csv(_ entry: JournalEntry, _ cells: CSVWriter.Cells) -> String {
+        entry.lines.map { CSVWriter.record(fields(entry, $0), cells) }.joined()
     }
 
     /// An entry's JSON lines (position a number, everything else a string).

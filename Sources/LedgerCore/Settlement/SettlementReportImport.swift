@@ -60,6 +60,8 @@ public enum ReportImportError: Error, Hashable, Sendable, CustomStringConvertibl
     case invalidField(row: Int, column: String, String)
     case malformed(row: Int, String)
     case severalPayouts(String, String)
+    /// A reference holding a character no reference may hold (``ReportReference/refusal(_:)``).
+    case invalidReference(row: Int, column: String, String, reason: String)
 
     public var description: String {
         switch self {
@@ -70,6 +72,7 @@ public enum ReportImportError: Error, Hashable, Sendable, CustomStringConvertibl
         case .invalidField(let row, let column, let value): "row \(row): \(column) \(value.debugDescription) is not valid"
         case .malformed(let row, let reason): "row \(row): \(reason)"
         case .severalPayouts(let a, let b): "the report covers payouts \(a) and \(b): upload one payout at a time"
+        case .invalidReference(let row, let column, let value, let reason): "row \(row): \(column) \(value.debugDescription) \(reason)"
         }
     }
 }
@@ -112,10 +115,27 @@ public struct SettlementReportImporter: Sendable {
     public mutating func lines(_ fields: [String], row: Int) throws(ReportImportError) -> [SettlementReportLine] {
         if fields.allSatisfy(\.isEmpty) { return [] }
         guard fields.count == width else { throw .malformed(row: row, "\(fields.count) fields, the header has \(width)") }
+        let lines: [SettlementReportLine]
         switch format {
-        case .ledger, .adyenSettlementDetails: return [try settlementDetails(fields, row: row)]
-        case .adyenPaymentAccounting: return [try paymentAccounting(fields, row: row)]
-        case .stripeItemizedPayout: return try stripe(fields, row: row)
+        case .ledger, .adyenSettlementDetails: lines = [try settlementDetails(fields, row: row)]
+        case .adyenPaymentAccounting: lines = [try paymentAccounting(fields, row: row)]
+        case .stripeItemizedPayout: lines = try stripe(fields, row: row)
+        }
+        for line in lines { try Self.checkReferences(line, row: row) }
+        return lines
+    }
+
+    /// Refuses a line whose references (the ones a break is named by, and so its id, which the console puts in URLs)
+    /// hold a character ``ReportReference/refusal(_:)`` refuses; the error names the row and the column (as the
+    /// ledger's layout names it).
+    static func checkReferences(_ line: SettlementReportLine, row: Int) throws(ReportImportError) {
+        let references = [
+            ("Psp Reference", line.pspReference), ("Merchant Reference", line.merchantReference),
+            ("Modification Reference", line.modificationReference),
+            ("Modification Merchant Reference", line.modificationMerchantReference),
+        ]
+        for (column, value) in references {
+            if let reason = ReportReference.refusal(value) { throw .invalidReference(row: row, column: column, value, reason: reason) }
         }
     }
 
@@ -372,5 +392,24 @@ public enum SettlementReportImport {
         }
         guard let importer else { throw ReportImportError.missingHeader }
         return importer
+    }
+}
+
+/// What a settlement report's reference may hold. A reference names a reconciliation break, whose id the console puts
+/// in form actions and links: a `/`, `?` or `#` there re-aimed a form at another route before ids were percent-encoded
+/// (security review 4, M3), and a control character has no business in a reference. Refused at import, so an uploaded
+/// report cannot carry one into the ledger.
+public enum ReportReference {
+    /// Nil when `reference` is acceptable, else why not (a phrase after the value: "holds …").
+    public static func refusal(_ reference: String) -> String? {
+        for scalar in reference.unicodeScalars {
+            switch scalar.value {
+            case 0x2F, 0x3F, 0x23: return "holds \"\(scalar)\": a reference cannot hold /, ? or #"
+            case 0x00...0x1F, 0x7F...0x9F:
+                return "holds the control character U+\(String(scalar.value, radix: 16, uppercase: true)): a reference cannot hold one"
+            default: continue
+            }
+        }
+        return nil
     }
 }

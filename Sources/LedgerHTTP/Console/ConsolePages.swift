@@ -196,6 +196,8 @@ extension ConsolePages {
         let session: SessionView
         let csrfToken: String
         let id: String
+        /// The order's console URL (``ConsoleRoutes/path(_:)``): the forms post to it and a suffix.
+        let path: String
         let notice: String?
         let status: String
         let openedAt: String
@@ -255,6 +257,7 @@ extension ConsolePages {
             session: session,
             csrfToken: session.csrfToken,
             id: id,
+            path: ConsoleRoutes.path("orders", id),
             notice: notice,
             status: text(row, "status"),
             openedAt: text(row, "opened_at"),

@@ -278,7 +278,7 @@ extension ConsoleRoutes {
                     after: after,
                     limit: 5_000
                 )
-                let text = page.entries.map { jsonl ? JournalExport.jsonl($0) : JournalExport.csv($0) }.joined()
+                let text = page.entries.map { jsonl ? JournalExport.jsonl($0) : JournalExport.csv($0, .spreadsheetSafe) }.joined()
                 if !text.isEmpty { try await write(text) }
                 guard let next = page.nextAfter else { break }
                 after = next

@@ -11,7 +11,9 @@ import LedgerServices
 extension ConsoleRoutes {
     struct DisputeQueueRow {
         let id: String
+        let path: String
         let orderID: String
+        let orderPath: String
         let status: String
         let reason: String
         let dueAt: String
@@ -50,7 +52,9 @@ extension ConsoleRoutes {
         let session: ConsolePages.SessionView
         let csrfToken: String
         let id: String
+        let path: String
         let orderID: String
+        let orderPath: String
         let status: String
         let orderStatus: String
         let reason: String
@@ -94,7 +98,9 @@ extension ConsoleRoutes {
         let rows = shown.items.map { dispute in
             DisputeQueueRow(
                 id: dispute.disputeID,
+                path: Self.path("disputes", dispute.disputeID),
                 orderID: dispute.orderID.rawValue,
+                orderPath: Self.path("orders", dispute.orderID.rawValue),
                 status: dispute.status.rawValue,
                 reason: Self.reason(dispute.reason),
                 dueAt: dispute.dueAt.map(ConsolePages.time) ?? "—",
@@ -125,7 +131,9 @@ extension ConsoleRoutes {
             session: signedIn.view,
             csrfToken: signedIn.session.csrfToken,
             id: id,
+            path: Self.path("disputes", id),
             orderID: state.orderID.rawValue,
+            orderPath: Self.path("orders", state.orderID.rawValue),
             status: state.status.rawValue,
             orderStatus: view.orderStatus?.rawValue ?? "—",
             reason: Self.reason(state.reason),
@@ -170,7 +178,7 @@ extension ConsoleRoutes {
         } catch let error as APIError {
             return try await disputeRefused(answer, id: id, error, evidence: evidence, signedIn)
         }
-        return ConsolePages.seeOther("/console/disputes/\(Self.pathSegment(id))?done=\(answer)")
+        return ConsolePages.seeOther(Self.path("disputes", id) + "?done=\(answer)")
     }
 
     func disputeRefused(_ answer: String, id: String, _ error: APIError, evidence: String, _ signedIn: SignedIn) async throws -> Response {

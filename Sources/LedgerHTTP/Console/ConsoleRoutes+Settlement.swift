@@ -12,6 +12,7 @@ import LedgerServices
 extension ConsoleRoutes {
     struct BatchRow {
         let id: String
+        let path: String
         let businessDate: String
         let currency: String
         let stage: String
@@ -48,6 +49,8 @@ extension ConsoleRoutes {
 
     struct BreakView {
         let id: String
+        /// The break's console URL: its resolve form posts to it and `/resolve`.
+        let path: String
         let breakClass: String
         let reference: String
         let expected: String
@@ -199,6 +202,7 @@ extension ConsoleRoutes {
     static func batchRow(_ batch: SettlementBatchState) -> BatchRow {
         BatchRow(
             id: batch.opened.batchID,
+            path: Self.path("settlements", batch.opened.batchID),
             businessDate: batch.opened.businessDate.description,
             currency: batch.opened.currency.code,
             stage: batch.stage.rawValue,
@@ -266,6 +270,7 @@ extension ConsoleRoutes {
                 }
                 return BreakView(
                     id: entry.found.breakID,
+                    path: Self.path("breaks", entry.found.breakID),
                     breakClass: entry.found.breakClass.rawValue,
                     reference: entry.found.reference,
                     expected: entry.found.figure(entry.found.expected, in: currency) ?? "—",
@@ -290,8 +295,8 @@ extension ConsoleRoutes {
                 shownFrom: shown.items.isEmpty ? 0 : shown.items.startIndex + 1,
                 shownTo: shown.items.endIndex,
                 morePages: report.breaks.count > Self.breaksPageSize,
-                next: shown.next.map { "/console/settlements/\(Self.pathSegment(id))?breaks_page=\($0)" },
-                previous: shown.page > 1 ? "/console/settlements/\(Self.pathSegment(id))?breaks_page=\(shown.page - 1)" : nil
+                next: shown.next.map { Self.path("settlements", id) + "?breaks_page=\($0)" },
+                previous: shown.page > 1 ? Self.path("settlements", id) + "?breaks_page=\(shown.page - 1)" : nil
             )
         }
         let page = BatchPage(
@@ -318,7 +323,7 @@ extension ConsoleRoutes {
             let parsed = try StrictJSON.decode(ResolutionBody.self, from: ByteBuffer(bytes: body))
             let view = try await settlement.resolveBreak(id: breakID, reason: parsed.reason, actor: signedIn.principal.actor)
             let batch = view.reflected.result.batchID
-            return ConsolePages.seeOther("/console/settlements/\(Self.pathSegment(batch))?done=resolve")
+            return ConsolePages.seeOther(Self.path("settlements", batch) + "?done=resolve")
         } catch let error as ServiceError {
             return try await resolveRefused(breakID, batchID: batchID, APIError(error), reason: reason, signedIn)
         } catch let error as APIError {
@@ -428,10 +433,7 @@ extension ConsoleRoutes {
             )
             let view = try await settlement.reconcileReport(upload, format: format, batchID: batch)
             let result = view.reflected.result
-            var components = URLComponents()
-            components.path = "/console/settlements/\(result.batchID)"
-            components.queryItems = [URLQueryItem(name: "done", value: "reconcile")]
-            return ConsolePages.seeOther(components.string ?? "/console/settlements")
+            return ConsolePages.seeOther(Self.path("settlements", result.batchID) + "?done=reconcile")
         } catch {
             let api = StartedSettlementRun.apiError(error)
             guard api.status.code < 500 else { throw api }

@@ -17,6 +17,7 @@ extension ConsoleRoutes {
 
     struct ExpiringRow {
         let id: String
+        let path: String
         let expiresAt: String
         let open: String
         let currency: String
@@ -24,7 +25,9 @@ extension ConsoleRoutes {
 
     struct DisputeRow {
         let id: String
+        let path: String
         let orderID: String
+        let orderPath: String
         let status: String
         let dueAt: String
         let amount: String
@@ -33,6 +36,7 @@ extension ConsoleRoutes {
 
     struct BatchView {
         let id: String
+        let path: String
         let businessDate: String
         let currency: String
         let stage: String
@@ -42,6 +46,7 @@ extension ConsoleRoutes {
 
     struct BreakRow {
         let batchID: String
+        let batchPath: String
         let breakClass: String
         let reference: String
         let expected: String
@@ -139,8 +144,10 @@ extension ConsoleRoutes {
         let expiring = holdPage.ordersJSON.compactMap { row -> ExpiringRow? in
             guard let object = (try? JSONSerialization.jsonObject(with: Data(row.utf8))) as? [String: Any] else { return nil }
             let figures = object["figures"] as? [String: Any]
+            let id = object["order_id"] as? String ?? ""
             return ExpiringRow(
-                id: object["order_id"] as? String ?? "",
+                id: id,
+                path: Self.path("orders", id),
                 expiresAt: object["expires_at"] as? String ?? "",
                 open: figures?["open"] as? String ?? "",
                 currency: figures?["currency"] as? String ?? ""
@@ -152,7 +159,9 @@ extension ConsoleRoutes {
         let disputeRows = due.map {
             DisputeRow(
                 id: $0.disputeID,
+                path: Self.path("disputes", $0.disputeID),
                 orderID: $0.orderID.rawValue,
+                orderPath: Self.path("orders", $0.orderID.rawValue),
                 status: $0.status.rawValue,
                 dueAt: ConsolePages.time($0.dueAt!),
                 amount: $0.amount.description,
@@ -164,6 +173,7 @@ extension ConsoleRoutes {
         let last = batches.last.map { batch in
             BatchView(
                 id: batch.opened.batchID,
+                path: Self.path("settlements", batch.opened.batchID),
                 businessDate: batch.opened.businessDate.description,
                 currency: batch.opened.currency.code,
                 stage: batch.stage.rawValue,
@@ -183,6 +193,7 @@ extension ConsoleRoutes {
                 breaks.append(
                     BreakRow(
                         batchID: batch.opened.batchID,
+                        batchPath: Self.path("settlements", batch.opened.batchID),
                         breakClass: open.found.breakClass.rawValue,
                         reference: open.found.reference,
                         expected: open.found.figure(open.found.expected, in: view.currency) ?? "—",

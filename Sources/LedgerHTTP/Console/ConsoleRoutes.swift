@@ -133,14 +133,14 @@ public struct ConsoleRoutes: Sendable {
         }
         console.get("/orders/:id") { request, context in
             guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
-            let id = try context.parameters.require("id")
+            let id = try Self.id(context)
             let done = request.uri.queryParameters["done"].flatMap { HoldOperationRequest.Kind(rawValue: String($0)) }
             return try await orderPage(id: id, signedIn, notice: done.map { "The \($0.rawValue) was recorded." })
         }
         for kind in Self.actionKinds {
             console.post("/orders/:id/\(kind.rawValue)") { request, context in
                 let (signedIn, form) = try await operatorPost(request)
-                return try await perform(kind, id: try context.parameters.require("id"), form: form, signedIn)
+                return try await perform(kind, id: try Self.id(context), form: form, signedIn)
             }
         }
         console.get("/disputes") { request, _ in
@@ -156,12 +156,12 @@ public struct ConsoleRoutes: Sendable {
                 case "accept": "The acceptance was recorded."
                 default: nil
                 }
-            return try await disputePage(id: try context.parameters.require("id"), signedIn, notice: notice)
+            return try await disputePage(id: try Self.id(context), signedIn, notice: notice)
         }
         for answer in ["defend", "accept"] {
             console.post("/disputes/:id/\(answer)") { request, context in
                 let (signedIn, form) = try await operatorPost(request)
-                return try await answerDispute(answer, id: try context.parameters.require("id"), form: form, signedIn)
+                return try await answerDispute(answer, id: try Self.id(context), form: form, signedIn)
             }
         }
         console.get("/settlements") { request, _ in
@@ -177,7 +177,7 @@ public struct ConsoleRoutes: Sendable {
                 default: nil
                 }
             let breaksPage = request.uri.queryParameters["breaks_page"].map(String.init)
-            return try await batchPage(id: try context.parameters.require("id"), signedIn, notice: notice, breaksPage: breaksPage)
+            return try await batchPage(id: try Self.id(context), signedIn, notice: notice, breaksPage: breaksPage)
         }
         console.post("/settlements/run") { request, _ in
             let (signedIn, form) = try await operatorPost(request)
@@ -186,7 +186,7 @@ public struct ConsoleRoutes: Sendable {
         console.post("/reports") { request, _ in try await uploadReport(request) }
         console.post("/breaks/:id/resolve") { request, context in
             let (signedIn, form) = try await operatorPost(request)
-            return try await resolveBreak(id: try context.parameters.require("id"), form: form, signedIn)
+            return try await resolveBreak(id: try Self.id(context), form: form, signedIn)
         }
         console.get("/audit") { request, _ in
             guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
@@ -324,6 +324,7 @@ public struct ConsoleRoutes: Sendable {
 
     struct OrderRow {
         let id: String
+        let path: String
         let openedAt: String
         let status: String
         let total: String
@@ -381,7 +382,7 @@ public struct ConsoleRoutes: Sendable {
             } else {
                 found = try await orders.orderIDs(pspReference: searched, limit: Self.searchLimit)
             }
-            if found.count == 1 { return ConsolePages.seeOther("/console/orders/\(Self.pathSegment(found[0]))") }
+            if found.count == 1 { return ConsolePages.seeOther(Self.path("orders", found[0])) }
             guard !found.isEmpty else {
                 let what = signedIn.isOperator ? "id, merchant reference, PSP reference or e-mail" : "id, merchant reference or PSP reference"
                 page.error = .init(code: "not_found", message: "no order with the \(what) \(searched)")
@@ -437,8 +438,10 @@ public struct ConsoleRoutes: Sendable {
     /// A list's row from an order's read-model row (`GET /orders/{id}`'s `order`).
     static func orderRow(_ json: String) -> OrderRow? {
         guard let object = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any] else { return nil }
+        let id = object["id"] as? String ?? ""
         return OrderRow(
-            id: object["id"] as? String ?? "",
+            id: id,
+            path: Self.path("orders", id),
             openedAt: object["opened_at"] as? String ?? "",
             status: object["status"] as? String ?? "",
             total: object["total"] as? String ?? "",
@@ -464,9 +467,23 @@ public struct ConsoleRoutes: Sendable {
         .init(code: "invalid_parameter", message: "\(field) must be a day, e.g. 2026-11-21")
     }
 
-    /// `text` as one path segment (an order id with a slash or a space still names one order).
+    /// `text` as one path segment (an order id with a slash or a space still names one order): percent-encoded, so
+    /// that a `/`, `?`, `#`, `\` or `%` in an id (a break's carries a report's reference) cannot re-aim a link or a
+    /// form at another route (security review 4, M3). The console's routes decode it again (``id(_:)``).
     static func pathSegment(_ text: String) -> String {
         text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? text
+    }
+
+    /// The console URL `/console/<segment>/<segment>…`, each segment percent-encoded as one (``pathSegment(_:)``): the
+    /// one way a page's link or form names an id — the templates never splice an id into a path.
+    static func path(_ segments: String...) -> String {
+        "/console/" + segments.map(pathSegment).joined(separator: "/")
+    }
+
+    /// The route's `id`, percent-decoded (Hummingbird hands path parameters over as written): what ``path(_:)`` encoded.
+    static func id(_ context: LedgerRequestContext) throws -> String {
+        let raw = try context.parameters.require("id")
+        return raw.removingPercentEncoding ?? raw
     }
 
     func orderPage(
@@ -517,7 +534,7 @@ public struct ConsoleRoutes: Sendable {
         } catch let error as APIError where error.status.code < 500 && error.status != .notFound {
             return try await refused(kind, id: id, error, typed: typed, signedIn)
         }
-        return ConsolePages.seeOther("/console/orders/\(Self.pathSegment(id))?done=\(kind.rawValue)")
+        return ConsolePages.seeOther(Self.path("orders", id) + "?done=\(kind.rawValue)")
     }
 
     func refused(

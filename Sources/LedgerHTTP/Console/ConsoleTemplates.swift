@@ -1,18 +1,29 @@
 import Mustache
 
 /// The console's pages as Mustache templates (swift-mustache), compiled into the binary: the daemon serves them with
-/// no files beside it and no build step. `{{name}}` escapes HTML (quotes included, so values are safe in attributes);
-/// no template uses the unescaped forms. No page has a script or an inline style (the Content-Security-Policy
-/// forbids both): styles live in ``stylesheet``, served from `/console/console.css`.
+/// no files beside it and no build step. `{{name}}` escapes HTML per byte (``ConsoleHTML``, quotes included, so values
+/// are safe in attributes); no template uses the unescaped forms. An id in a URL is never spliced into a path here:
+/// the view carries the whole URL, its ids percent-encoded as one path segment (``ConsoleRoutes/path(_:)``). No page
+/// has a script or an inline style (the Content-Security-Policy forbids both): styles live in ``stylesheet``, served
+/// from `/console/console.css`.
 enum ConsoleTemplates {
-    /// The library of every page, parsed once.
+    /// The library of every page, parsed once. Each template starts with the ``ConsoleHTML`` content type (a partial
+    /// starts again with swift-mustache's own, so every template, the partials too, declares it).
     static let library: MustacheLibrary = {
+        MustacheContentTypes.register(ConsoleHTML(), named: ConsoleHTML.name)
         var library = MustacheLibrary()
         for (name, text) in templates {
-            do { try library.register(text, named: name) } catch { preconditionFailure("console template \(name) does not parse: \(error)") }
+            do {
+                try library.register(contentType + text, named: name)
+            } catch {
+                preconditionFailure("console template \(name) does not parse: \(error)")
+            }
         }
         return library
     }()
+
+    /// The first line of every template (a standalone tag: it writes nothing, not even its line end).
+    static let contentType = "{{% CONTENT_TYPE: \(ConsoleHTML.name)}}\n"
 
     static let templates: [(String, String)] = [
         ("head", head), ("foot", foot), ("sign-in", signIn), ("error", error), ("orders", orders), ("order", order),
@@ -122,7 +133,7 @@ enum ConsoleTemplates {
         <caption>Oldest first, {{pageSize}} a page</caption>
         <thead><tr><th scope="col">Order</th><th scope="col">Opened</th><th scope="col">Status</th><th scope="col">Total</th></tr></thead>
         <tbody>
-        {{#rows}}<tr><td><a href="/console/orders/{{id}}">{{id}}</a></td><td>{{openedAt}}</td><td>{{status}}</td><td class="num">{{total}} {{currency}}</td></tr>
+        {{#rows}}<tr><td><a href="{{path}}">{{id}}</a></td><td>{{openedAt}}</td><td>{{status}}</td><td class="num">{{total}} {{currency}}</td></tr>
         {{/rows}}
         {{^rows}}<tr><td colspan="4">No order.</td></tr>{{/rows}}
         </tbody>
@@ -173,7 +184,7 @@ enum ConsoleTemplates {
         {{#noAction}}<p id="no-action">No action is open for an order that is {{status}}.</p>{{/noAction}}
         <div class="actions">
         {{#capture}}
-        <form method="post" action="/console/orders/{{id}}/capture" class="stack" id="capture-form">
+        <form method="post" action="{{path}}/capture" class="stack" id="capture-form">
         <h3>Capture</h3>
         <input type="hidden" name="csrf_token" value="{{csrfToken}}">
         <input type="hidden" name="idempotency_key" value="{{idempotencyKey}}">
@@ -186,7 +197,7 @@ enum ConsoleTemplates {
         </form>
         {{/capture}}
         {{#void}}
-        <form method="post" action="/console/orders/{{id}}/void" class="stack" id="void-form">
+        <form method="post" action="{{path}}/void" class="stack" id="void-form">
         <h3>Void</h3>
         <input type="hidden" name="csrf_token" value="{{csrfToken}}">
         <input type="hidden" name="idempotency_key" value="{{idempotencyKey}}">
@@ -198,7 +209,7 @@ enum ConsoleTemplates {
         </form>
         {{/void}}
         {{#refund}}
-        <form method="post" action="/console/orders/{{id}}/refund" class="stack" id="refund-form">
+        <form method="post" action="{{path}}/refund" class="stack" id="refund-form">
         <h3>Refund</h3>
         <input type="hidden" name="csrf_token" value="{{csrfToken}}">
         <input type="hidden" name="idempotency_key" value="{{idempotencyKey}}">
@@ -213,7 +224,7 @@ enum ConsoleTemplates {
         </form>
         {{/refund}}
         {{#ship}}
-        <form method="post" action="/console/orders/{{id}}/ship" class="stack" id="ship-form">
+        <form method="post" action="{{path}}/ship" class="stack" id="ship-form">
         <h3>Ship</h3>
         <input type="hidden" name="csrf_token" value="{{csrfToken}}">
         <input type="hidden" name="idempotency_key" value="{{idempotencyKey}}">
@@ -277,7 +288,7 @@ enum ConsoleTemplates {
         <table>
         <thead><tr><th scope="col">Order</th><th scope="col">Expires</th><th scope="col">Open</th></tr></thead>
         <tbody>
-        {{#expiring}}<tr><td><a href="/console/orders/{{id}}">{{id}}</a></td><td>{{expiresAt}}</td><td class="num">{{open}} {{currency}}</td></tr>
+        {{#expiring}}<tr><td><a href="{{path}}">{{id}}</a></td><td>{{expiresAt}}</td><td class="num">{{open}} {{currency}}</td></tr>
         {{/expiring}}
         {{^expiring}}<tr><td colspan="3">None.</td></tr>{{/expiring}}
         </tbody>
@@ -288,7 +299,7 @@ enum ConsoleTemplates {
         <table>
         <thead><tr><th scope="col">Dispute</th><th scope="col">Order</th><th scope="col">Status</th><th scope="col">Due</th><th scope="col">Amount</th></tr></thead>
         <tbody>
-        {{#disputes}}<tr{{#overdue}} class="overdue"{{/overdue}}><td><a href="/console/disputes/{{id}}">{{id}}</a></td><td><a href="/console/orders/{{orderID}}">{{orderID}}</a></td><td>{{status}}{{#overdue}} (overdue){{/overdue}}</td><td>{{dueAt}}</td><td class="num">{{amount}}</td></tr>
+        {{#disputes}}<tr{{#overdue}} class="overdue"{{/overdue}}><td><a href="{{path}}">{{id}}</a></td><td><a href="{{orderPath}}">{{orderID}}</a></td><td>{{status}}{{#overdue}} (overdue){{/overdue}}</td><td>{{dueAt}}</td><td class="num">{{amount}}</td></tr>
         {{/disputes}}
         {{^disputes}}<tr><td colspan="5">No open dispute.</td></tr>{{/disputes}}
         </tbody>
@@ -297,7 +308,7 @@ enum ConsoleTemplates {
         <section aria-labelledby="settlement">
         <h2 id="settlement">Settlement</h2>
         {{#cutOff}}<p id="next-cut-off">The open business day <strong>{{businessDate}}</strong> closes at its cut-off {{at}} (in {{inText}}).</p>{{/cutOff}}
-        {{#lastBatch}}<p>Last batch <a href="/console/settlements/{{id}}"><code>{{id}}</code></a> for {{businessDate}} ({{currency}}): <strong>{{stage}}</strong>, gross {{gross}}{{#net}}, net {{.}}{{/net}}.</p>{{/lastBatch}}
+        {{#lastBatch}}<p>Last batch <a href="{{path}}"><code>{{id}}</code></a> for {{businessDate}} ({{currency}}): <strong>{{stage}}</strong>, gross {{gross}}{{#net}}, net {{.}}{{/net}}.</p>{{/lastBatch}}
         {{^lastBatch}}<p>No settlement batch in the last 30 days.</p>{{/lastBatch}}
         {{#chart}}
         <figure>
@@ -331,7 +342,7 @@ enum ConsoleTemplates {
         <table>
         <thead><tr><th scope="col">Batch</th><th scope="col">Class</th><th scope="col">Reference</th><th scope="col">Expected</th><th scope="col">Actual</th><th scope="col">Detail</th></tr></thead>
         <tbody>
-        {{#breaks}}<tr><td><a href="/console/settlements/{{batchID}}"><code>{{batchID}}</code></a></td><td class="break-class">{{breakClass}}</td><td><code>{{reference}}</code></td><td class="num">{{expected}}</td><td class="num">{{actual}}</td><td>{{detail}}</td></tr>
+        {{#breaks}}<tr><td><a href="{{batchPath}}"><code>{{batchID}}</code></a></td><td class="break-class">{{breakClass}}</td><td><code>{{reference}}</code></td><td class="num">{{expected}}</td><td class="num">{{actual}}</td><td>{{detail}}</td></tr>
         {{/breaks}}
         {{^breaks}}<tr><td colspan="6">None.</td></tr>{{/breaks}}
         </tbody>
@@ -359,7 +370,7 @@ enum ConsoleTemplates {
         <caption>The soonest deadline first; an open dispute past its deadline is marked overdue</caption>
         <thead><tr><th scope="col">Dispute</th><th scope="col">Order</th><th scope="col">Status</th><th scope="col">Reason</th><th scope="col">Due</th><th scope="col">Amount</th></tr></thead>
         <tbody>
-        {{#rows}}<tr{{#overdue}} class="overdue"{{/overdue}}><td><a href="/console/disputes/{{id}}">{{id}}</a></td><td><a href="/console/orders/{{orderID}}">{{orderID}}</a></td><td>{{status}}{{#overdue}} <strong>(overdue)</strong>{{/overdue}}</td><td>{{reason}}</td><td>{{dueAt}}</td><td class="num">{{amount}}</td></tr>
+        {{#rows}}<tr{{#overdue}} class="overdue"{{/overdue}}><td><a href="{{path}}">{{id}}</a></td><td><a href="{{orderPath}}">{{orderID}}</a></td><td>{{status}}{{#overdue}} <strong>(overdue)</strong>{{/overdue}}</td><td>{{reason}}</td><td>{{dueAt}}</td><td class="num">{{amount}}</td></tr>
         {{/rows}}
         {{^rows}}<tr><td colspan="6">No dispute.</td></tr>{{/rows}}
         </tbody>
@@ -376,7 +387,7 @@ enum ConsoleTemplates {
         <h2 id="summary">Summary</h2>
         <dl class="figures">
         <dt>Status</dt><dd id="dispute-status">{{status}}{{#overdue}} <strong class="bad">(overdue)</strong>{{/overdue}}</dd>
-        <dt>Order</dt><dd><a href="/console/orders/{{orderID}}">{{orderID}}</a> ({{orderStatus}})</dd>
+        <dt>Order</dt><dd><a href="{{orderPath}}">{{orderID}}</a> ({{orderStatus}})</dd>
         <dt>Reason</dt><dd>{{reason}}</dd>
         <dt>Amount</dt><dd>{{amount}}</dd>
         <dt>Charged back</dt><dd>{{chargedBack}}</dd>
@@ -389,7 +400,7 @@ enum ConsoleTemplates {
         <section aria-labelledby="answers">
         <h2 id="answers">Answers</h2>
         <div class="actions">
-        <form method="post" action="/console/disputes/{{id}}/defend" class="stack" id="defend-form">
+        <form method="post" action="{{path}}/defend" class="stack" id="defend-form">
         <h3>Defend</h3>
         <input type="hidden" name="csrf_token" value="{{csrfToken}}">
         <label for="evidence-refs">Evidence references, one per line</label>
@@ -397,7 +408,7 @@ enum ConsoleTemplates {
         {{#defendError}}<p class="error" id="defend-error"><code>{{code}}</code> {{message}}</p>{{/defendError}}
         <button type="submit">Defend</button>
         </form>
-        <form method="post" action="/console/disputes/{{id}}/accept" class="stack" id="accept-form">
+        <form method="post" action="{{path}}/accept" class="stack" id="accept-form">
         <h3>Accept</h3>
         <input type="hidden" name="csrf_token" value="{{csrfToken}}">
         <p>Accept the chargeback: the money stays with the cardholder.</p>
@@ -470,7 +481,7 @@ enum ConsoleTemplates {
         <caption>Batches by business day</caption>
         <thead><tr><th scope="col">Batch</th><th scope="col">Day</th><th scope="col">Currency</th><th scope="col">Stage</th><th scope="col">Captures / refunds</th><th scope="col">Gross</th><th scope="col">Net</th><th scope="col">Payout</th></tr></thead>
         <tbody>
-        {{#rows}}<tr><td><a href="/console/settlements/{{id}}">{{id}}</a></td><td>{{businessDate}}</td><td>{{currency}}</td><td>{{stage}}</td><td class="num">{{items}}</td><td class="num">{{gross}}</td><td class="num">{{net}}</td><td>{{payout}}</td></tr>
+        {{#rows}}<tr><td><a href="{{path}}">{{id}}</a></td><td>{{businessDate}}</td><td>{{currency}}</td><td>{{stage}}</td><td class="num">{{items}}</td><td class="num">{{gross}}</td><td class="num">{{net}}</td><td>{{payout}}</td></tr>
         {{/rows}}
         {{^rows}}<tr><td colspan="8">No batch.</td></tr>{{/rows}}
         </tbody>
@@ -504,7 +515,7 @@ enum ConsoleTemplates {
         <tbody>
         {{#breaks}}<tr><td><code>{{id}}</code></td><td class="break-class">{{breakClass}}</td><td><code>{{reference}}</code></td><td class="num">{{expected}}</td><td class="num">{{actual}}</td><td>{{detail}}</td><td>
         {{#resolved}}{{resolution}}{{/resolved}}
-        {{#form}}<form method="post" action="/console/breaks/{{id}}/resolve" class="stack resolve">
+        {{#form}}<form method="post" action="{{path}}/resolve" class="stack resolve">
         <input type="hidden" name="csrf_token" value="{{csrfToken}}">
         <input type="hidden" name="batch_id" value="{{batchID}}">
         <label for="reason-{{id}}">Resolve with a note</label>
@@ -548,7 +559,7 @@ enum ConsoleTemplates {
         <caption>The run's batches</caption>
         <thead><tr><th scope="col">Batch</th><th scope="col">Day</th><th scope="col">Currency</th><th scope="col">Stage</th><th scope="col">Captures / refunds</th><th scope="col">Gross</th><th scope="col">Net</th><th scope="col">Payout</th></tr></thead>
         <tbody>
-        {{#batches}}<tr><td><a href="/console/settlements/{{id}}">{{id}}</a></td><td>{{businessDate}}</td><td>{{currency}}</td><td>{{stage}}</td><td class="num">{{items}}</td><td class="num">{{gross}}</td><td class="num">{{net}}</td><td>{{payout}}</td></tr>
+        {{#batches}}<tr><td><a href="{{path}}">{{id}}</a></td><td>{{businessDate}}</td><td>{{currency}}</td><td>{{stage}}</td><td class="num">{{items}}</td><td class="num">{{gross}}</td><td class="num">{{net}}</td><td>{{payout}}</td></tr>
         {{/batches}}
         {{^batches}}<tr><td colspan="8">Nothing to settle: no capture or refund recorded for the day.</td></tr>{{/batches}}
         </tbody>

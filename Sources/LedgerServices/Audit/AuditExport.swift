@@ -6,7 +6,9 @@ import Logging
 
 /// `ledgerd audit history` and `ledgerd audit export`: events as JSON lines (one event per line,
 /// the same object the HTTP history endpoints serve, `data`/`metadata` verbatim as stored) or as
-/// RFC 4180 CSV (one column per field, `data` and `metadata` as their JSON text).
+/// RFC 4180 CSV (one column per field, `data` and `metadata` as their JSON text). The CSV is for people
+/// (``CSVWriter/Cells/spreadsheetSafe``): a cell a spreadsheet would run as a formula starts with `'`; the
+/// JSON lines are the exact form, for programs.
 public enum AuditExport {
     public enum Format: String, Sendable, CaseIterable {
         case jsonl, csv
@@ -19,7 +21,7 @@ public enum AuditExport {
 
     /// The header line (CSV only).
     public static func header(_ format: Format) -> String? {
-        format == .csv ? CSVWriter.record(csvColumns) : nil
+        format == .csv ? CSVWriter.record(csvColumns, .spreadsheetSafe) : nil
     }
 
     public static func line(_ event: RecordedEvent, _ format: Format) -> String {
@@ -27,11 +29,14 @@ public enum AuditExport {
         case .jsonl:
             return EventJSON.render(event) + "\n"
         case .csv:
-            return CSVWriter.record([
-                String(event.position), event.streamID.rawValue, String(event.streamVersion), event.eventID.uuidString.lowercased(),
-                event.type, String(event.schemaVersion), event.data, event.metadata, RFC3339.format(event.effectiveAtMicros),
-                RFC3339.format(event.recordedAtMicros), Hex.encode(event.prevHash), Hex.encode(event.hash),
-            ])
+            return CSVWriter.record(
+                [
+                    String(event.position), event.streamID.rawValue, String(event.streamVersion), event.eventID.uuidString.lowercased(),
+                    event.type, String(event.schemaVersion), event.data, event.metadata, RFC3339.format(event.effectiveAtMicros),
+                    RFC3339.format(event.recordedAtMicros), Hex.encode(event.prevHash), Hex.encode(event.hash),
+                ],
+                .spreadsheetSafe
+            )
         }
     }
 

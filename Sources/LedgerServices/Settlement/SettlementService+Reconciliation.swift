@@ -14,12 +14,60 @@ extension SettlementService {
     /// items looked up by reference, duplicates and absent items found through the report's line
     /// index (sql/0009). Memory holds a page and the breaks. Nil when there is no report yet or
     /// the result is the one recorded last. `batches`: a settlement run's (nil: read them).
+    ///
+    /// A stored report that does not read back is data, not a failure of the run: the acquirer's own report
+    /// (`reportKey` nil) is recorded as a reconciliation with one open break naming the reason
+    /// (``unreadableReport(batchID:ledgerItems:_:)``), so that the run goes on and later runs still settle; an
+    /// upload's is a 422 (``ServiceError/invalidInput``), nothing recorded.
     @discardableResult
     func reconcile(batchID: String, reportKey: String? = nil, batches: SettlementBatches? = nil) async throws -> ReconciliationRecorded? {
         let stream = SettlementBatch.streamID(batchID: batchID)
         guard let state = try await load(stream), let closed = state.closed else { return nil }
         let key = reportKey ?? batchID
         guard try await storedReport(key) != nil else { return nil }
+        let result: ReconciliationRecorded
+        do {
+            result = try await tally(batchID: batchID, state: state, closed: closed, reportKey: reportKey, batches: batches)
+        } catch let unreadable as StoredReportUnreadable {
+            guard reportKey == nil else { throw unreadable.refusal }
+            logger.error("a settlement report does not read back", metadata: ["batch": "\(batchID)", "reason": "\(unreadable.reason)"])
+            result = Self.unreadableReport(batchID: batchID, ledgerItems: closed.itemCount, unreadable)
+        }
+        return try await record(result, batchID: batchID, reportKey: reportKey)
+    }
+
+    /// The reconciliation of a batch whose report does not read back: no line read, nothing matched, and one open
+    /// break (an unmapped record: the report's own) whose detail is the reader's reason, for an operator to see.
+    static func unreadableReport(batchID: String, ledgerItems: Int, _ unreadable: StoredReportUnreadable) -> ReconciliationRecorded {
+        ReconciliationRecorded(
+            batchID: batchID,
+            windowClosed: false,
+            reportLines: 0,
+            ledgerItems: ledgerItems,
+            matched: 0,
+            breaks: [
+                ReconciliationBreak(
+                    batchID: batchID,
+                    breakClass: .unmappedRecord,
+                    reference: "report",
+                    expected: nil,
+                    actual: nil,
+                    detail: "the acquirer's report cannot be read: \(unreadable.reason)"
+                )
+            ],
+            report: nil
+        )
+    }
+
+    /// The batch's reconciliation with the report stored under `reportKey` (nil: its own), as the tally finds it.
+    private func tally(
+        batchID: String,
+        state: SettlementBatchState,
+        closed: SettlementBatchClosed,
+        reportKey: String?,
+        batches: SettlementBatches?
+    ) async throws -> ReconciliationRecorded {
+        let key = reportKey ?? batchID
         try await ensureLineIndex(key)
         var laterKey: String?
         if let next = try await nextBatch(after: state, in: batches), try await storedReport(next.opened.batchID) != nil {
@@ -72,7 +120,11 @@ extension SettlementService {
         try await forEachAbsentItem(batchID: batchID, reportKey: key, laterKey: laterKey) { item, inLater in
             tally.absent(item, inLaterReport: inLater)
         }
-        let result = tally.result(windowClosed: laterKey != nil, ledgerItems: closed.itemCount)
+        return tally.result(windowClosed: laterKey != nil, ledgerItems: closed.itemCount)
+    }
+
+    /// Appends `result` (and its new breaks) unless it is the one recorded last for the report; nil when it is.
+    private func record(_ result: ReconciliationRecorded, batchID: String, reportKey: String?) async throws -> ReconciliationRecorded? {
         let recordStream = Reconciliation.streamID(batchID: batchID)
         for _ in 0..<AggregateStore.maximumAttempts {
             let events = try await store.readStream(recordStream)
@@ -229,7 +281,12 @@ extension SettlementService {
         }
         // Every format, the model's own layout included, is read a chunk at a time and stored in parts (review 3, N4:
         // the model's layout was read whole into memory — a 250 MB upload took the daemon to 1.2 GB).
-        return try await reconcileImported(upload, format: chosen, batchID: named)
+        do {
+            return try await reconcileImported(upload, format: chosen, batchID: named)
+        } catch let unreadable as StoredReportUnreadable {
+            // The same upload stored earlier by a writer that did not read back: refused, never a 500.
+            throw unreadable.refusal
+        }
     }
 
     /// Imports an acquirer's report (Adyen SDR, Adyen PAR, Stripe itemized payout reconciliation):
@@ -471,4 +528,15 @@ extension SettlementService {
         }
         throw ServiceError.unavailable("the reconciliation of \(batchID) is too busy; retry")
     }
+}
+
+/// A stored report part that does not read back as the report layout (``SettlementReportCSV``): its key and why.
+struct StoredReportUnreadable: Error, CustomStringConvertible {
+    let reportKey: String
+    let reason: SettlementReportCSVError
+
+    var description: String { "the stored report \(reportKey) cannot be read: \(reason)" }
+
+    /// The refusal of an upload that does not read back (422, `invalid_report`; nothing appended).
+    var refusal: ServiceError { ServiceError(.invalidInput, code: "invalid_report", message: description) }
 }

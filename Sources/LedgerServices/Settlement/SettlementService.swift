@@ -524,11 +524,17 @@ public struct SettlementService: Sendable {
         return clearing.cleared(batchID: batchID, currency: currency)
     }
 
-    /// Calls `body` with the lines of each stored part of the batch's report, in order.
+    /// Calls `body` with the lines of each stored part of the batch's report, in order. A part that does not read back
+    /// (a report stored by a writer that quoted by `Character`, security review 4, M1) is ``StoredReportUnreadable``.
     func forEachStoredPage(_ batchID: String, _ body: ([SettlementReportLine]) async throws -> Void) async throws {
         var row = 2
         try await reports.forEachPart(batchID) { part, text in
-            let lines = try part == 0 ? SettlementReportCSV().parse(text) : SettlementReportCSV().parseRows(text, firstRow: row)
+            let lines: [SettlementReportLine]
+            do {
+                lines = try part == 0 ? SettlementReportCSV().parse(text) : SettlementReportCSV().parseRows(text, firstRow: row)
+            } catch let error as SettlementReportCSVError {
+                throw StoredReportUnreadable(reportKey: batchID, reason: error)
+            }
             row += lines.count
             try await body(lines)
         }

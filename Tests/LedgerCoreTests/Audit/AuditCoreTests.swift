@@ -49,10 +49,10 @@ import Testing
             ["plain", "with, comma", "with \"quotes\"", "line\nbreak", "crlf\r\nbreak", "", " padded "],
             [#"{"a": "b, \"c\""}"#, "ü ✓", "\r", ","],
         ]
-        let text = records.map(CSVWriter.record).joined()
+        let text = records.map { CSVWriter.record($0, .exact) }.joined()
         #expect(try CSVReader.records(text) == records)
-        #expect(CSVWriter.field("plain") == "plain")
-        #expect(CSVWriter.field("a\"b") == "\"a\"\"b\"")
+        #expect(CSVWriter.field("plain", .exact) == "plain")
+        #expect(CSVWriter.field("a\"b", .exact) == "\"a\"\"b\"")
     }
 }
 
