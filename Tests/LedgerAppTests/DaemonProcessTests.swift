@@ -248,12 +248,27 @@ import FoundationNetworking
         }
 
         // The same directory, another port: refused at once, naming the first; nothing written, the first unharmed.
+        // Launched and waited for with a bound: before the lock, the second daemon took the cluster over and kept running.
+        let secondLog = URL(fileURLWithPath: "/tmp/ledgerd-lock-\(tag)-second.log")
+        defer { try? FileManager.default.removeItem(at: secondLog) }
         let started = ContinuousClock.now
-        let second = try await DaemonProcess.run(["serve", "--port", "\(TestPorts.free())", "--host", "127.0.0.1", "--data-dir", dataDirectory.path])
+        let second = try ChildProcessHandle.launch(
+            DaemonProcess.binary.path,
+            ["serve", "--port", "\(TestPorts.free())", "--host", "127.0.0.1", "--data-dir", dataDirectory.path],
+            environment: DaemonProcess.environment(["LEDGERD_LOG_LEVEL": "warning"]),
+            standardOutput: .appending(secondLog.path),
+            standardError: .appending(secondLog.path)
+        )
+        let ended = await second.exited(within: .seconds(15))
         let took = ContinuousClock.now - started
-        #expect(second.status != 0, "\(second.output)")
+        if ended == nil {
+            second.terminate()
+            _ = await second.exited(within: .seconds(60))
+        }
+        let secondOutput = (try? String(contentsOf: secondLog, encoding: .utf8)) ?? ""
+        #expect(ended != nil && second.terminationStatus != 0, "the second serve did not exit with an error within 15 s:\n\(secondOutput)")
         #expect(took < .seconds(2), "the second serve took \(took)")
-        #expect(second.output.contains("pid \(pid)") && second.output.contains("port \(port)"), "\(second.output)")
+        #expect(secondOutput.contains("pid \(pid)") && secondOutput.contains("port \(port)"), "\(secondOutput)")
         #expect(try FileManager.default.attributesOfItem(atPath: config.path)[.modificationDate] as? Date == configWritten)
         #expect(lock != nil && (try? Data(contentsOf: dataDirectory.appendingPathComponent("ledgerd.lock"))) == lock)
         #expect(await DaemonProcess.get(URL(string: "http://127.0.0.1:\(port)/health")!)?.0 == 200)
