@@ -273,7 +273,8 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     ProductImageRoutes(directory: configuration.productImagesDirectoryURL).register(on: router)
     StorefrontRoutes(
         reader: ProjectionStorefrontReader(client: services.client, clock: services.clock, logger: services.logger),
-        history: (services.state, services.keyring)
+        history: (services.state, services.keyring),
+        failures: services.authenticationFailures
     ).register(on: router)
     PaymentRoutes(payments: services.payments).register(on: router)
     // Back office: reads need an operator or auditor key.

@@ -28,10 +28,15 @@ import Testing
         let logger = Logger(label: "ledger.tests.auth") { _ in CapturingLogHandler(sink: logs) }
         try await TestApp.withApp(logger: logger) { client, services in
             let started = ContinuousClock.now
-            for _ in 0..<30 {
+            for _ in 0..<30 {  // and one on the storefront below: 31
                 let status = try await client.execute(uri: "/orders", method: .get, headers: [.authorization: "Bearer \(Self.badKey)"]) { $0.status }
                 #expect(status == .unauthorized)
             }
+            // The storefront's as-of inventory takes a back-office key too.
+            let asOf = try await client.execute(uri: "/inventory?as_of=1", method: .get, headers: [.authorization: "Bearer \(Self.badKey)"]) {
+                $0.status
+            }
+            #expect(asOf == .unauthorized)
             let browser = ConsoleTests.Browser(client)
             for _ in 0..<AuthenticationFailures.signInFailuresAllowed {
                 #expect(try await browser.signIn(Self.badKey).status == .unauthorized)
@@ -42,12 +47,12 @@ import Testing
             let text = logs.text
             let lines = text.split(separator: "\n").filter { $0.contains("authentication failed") }
             let bound = 1 + Int((ContinuousClock.now - started) / .seconds(10))
-            #expect(!lines.isEmpty && lines.count <= bound, "\(lines.count) lines for 40 failures:\n\(lines.joined(separator: "\n"))")
+            #expect(!lines.isEmpty && lines.count <= bound, "\(lines.count) lines for 41 failures:\n\(lines.joined(separator: "\n"))")
             #expect(lines.first?.contains("source") == true, "\(lines)")
             #expect(!text.contains(Self.badKey) && !text.contains("bm90LWEta2V5"), "a presented key was logged")
 
             let metrics = services.metrics.exposition()
-            #expect(Self.sample("ledger_authentication_failures_total", [#"kind="api_key""#, "source="], in: metrics) == 30, "\(metrics)")
+            #expect(Self.sample("ledger_authentication_failures_total", [#"kind="api_key""#, "source="], in: metrics) == 31, "\(metrics)")
             #expect(
                 Self.sample("ledger_authentication_failures_total", [#"kind="console_sign_in""#, "source="], in: metrics)
                     == Double(AuthenticationFailures.signInFailuresAllowed),
