@@ -107,6 +107,8 @@ let package = Package(
             name: "LedgerPostgres",
             dependencies: [
                 "LedgerCore", "LedgerMacros", "LedgerProcess",
+                // Only for LogThrottle: the writer's `append failed` during an outage, as the 503 warning.
+                "LedgerHTTPServer",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 // Only to recognise the pool's ConnectionPoolError (its circuit breaker) as "database unavailable".
                 .product(name: "_ConnectionPoolModule", package: "postgres-nio"),

@@ -49,10 +49,14 @@ public enum Daemon {
     }
 
     public static func serve(configuration: LedgerConfiguration, logger: Logger) async throws {
+        // One daemon per data directory, decided before anything is read, started or written (``DataDirectoryLock``).
+        // Held until the process ends; the kernel releases it then, however the process ends.
+        let lock = try Self.lockDataDirectory(configuration)
+        defer { withExtendedLifetime(lock) {} }
         // A configured key that cannot be read stops the daemon before anything starts.
         let checkpointKey = try configuration.checkpointKeyPath.map(CheckpointKey.init(contentsOf:))
         let tls = try configuration.tlsCertificatePath.map { try TLSCertificateStore(certificatePath: $0, keyPath: configuration.tlsKeyPath ?? "") }
-        let database = try await LedgerDatabase.prepare(configuration, logger: logger, ownEmbedded: true)
+        let database = try await LedgerDatabase.prepare(configuration, logger: logger, daemonLock: lock)
         logger.info("ledger database ready", metadata: ["database": "\(database.location)"])
         do {
             // Watched: while the database is unreachable statements fail at once (503), and the pool is renewed
@@ -121,7 +125,9 @@ public enum Daemon {
                     webhookSecretsKey: try WebhookSecretsKeyFile.key(for: configuration, logger: logger),
                     logger: logger
                 )
-                let app = try buildApplication(configuration: configuration, services: services, tls: tls, logger: logger)
+                let app = try buildApplication(configuration: configuration, services: services, tls: tls, logger: logger) { port in
+                    lock.record(port: port)
+                }
                 logger.info(
                     "ledgerd serving",
                     metadata: ["address": "\(configuration.host):\(configuration.port)", "scheme": "\(tls == nil ? "http" : "https")"]
@@ -153,6 +159,18 @@ public enum Daemon {
         logger.info("ledgerd stopped")
     }
 
+    /// `serve`'s lock on its data directory; when another process holds it, an error naming that process (its PID,
+    /// and its port once bound), thrown before this process has changed anything.
+    static func lockDataDirectory(_ configuration: LedgerConfiguration) throws -> DataDirectoryLock {
+        switch try DataDirectoryLock.acquire(in: configuration.dataDirectoryURL, command: "serve") {
+        case .acquired(let lock): return lock
+        case .held(let holder):
+            throw DataDirectoryLockError(
+                "\(holder) already runs on the data directory \(configuration.dataDirectoryURL.path); stop it first, or choose another LEDGERD_DATA_DIR"
+            )
+        }
+    }
+
     /// Runs `body` against the configured ledger database for an offline command, starting the
     /// embedded cluster if needed (and stopping it afterwards only if this command started it).
     public static func withLedgerClient<T: Sendable>(
@@ -161,7 +179,7 @@ public enum Daemon {
         asOwner: Bool = false,
         _ body: @Sendable (DatabaseClient) async throws -> T
     ) async throws -> T {
-        let database = try await LedgerDatabase.prepare(configuration, logger: logger, ownEmbedded: false)
+        let database = try await LedgerDatabase.prepare(configuration, logger: logger)
         do {
             let result = try await withPostgresClient(
                 hosts: asOwner ? database.ownerConfiguration : database.appConfiguration,

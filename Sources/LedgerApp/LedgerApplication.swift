@@ -89,6 +89,8 @@ public struct ServiceContainer: Sendable {
     public let jobs: JobMetrics
     /// The console's signed-in sessions (in memory: a restart signs everyone out).
     public let consoleSessions: ConsoleSessions
+    /// Failed API-key authentications and console sign-ins: logged, counted per source, sign-in throttled.
+    public let authenticationFailures: AuthenticationFailures
     let clock: @Sendable () -> Date
     let logger: Logger
 
@@ -247,6 +249,7 @@ public struct ServiceContainer: Sendable {
         self.journal = JournalService(store: auditStore)
         self.snapshotter = InventorySnapshotter(snapshots: state.snapshots, interval: configuration.snapshotInterval, logger: logger, jobs: jobs)
         self.consoleSessions = ConsoleSessions(now: clock)
+        self.authenticationFailures = AuthenticationFailures(logger: logger, factory: metrics.factory)
         self.clock = clock
         self.logger = logger
     }
@@ -270,11 +273,14 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     ProductImageRoutes(directory: configuration.productImagesDirectoryURL).register(on: router)
     StorefrontRoutes(
         reader: ProjectionStorefrontReader(client: services.client, clock: services.clock, logger: services.logger),
-        history: (services.state, services.keyring)
+        history: (services.state, services.keyring),
+        failures: services.authenticationFailures
     ).register(on: router)
     PaymentRoutes(payments: services.payments).register(on: router)
     // Back office: reads need an operator or auditor key.
-    let reads = router.group().add(middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .read))
+    let reads = router.group().add(
+        middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .read, failures: services.authenticationFailures)
+    )
     let ledgerReader = EventStoreReader(store: services.store, verifier: services.verifier, watcher: services.watcher)
     // Auditors' reads — history, the feed and exports, verification, as-of — on the replica when there is one; each
     // reply says the position it reflects and `min_position` waits for one.
@@ -293,7 +299,9 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     let holdRoutes = HoldRoutes(operator: services.holds, reader: ProjectionHoldReader(client: services.client, logger: services.logger))
     holdRoutes.registerReads(on: reads)
     // Changes need an operator key.
-    let changes = router.group().add(middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .change))
+    let changes = router.group().add(
+        middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .change, failures: services.authenticationFailures)
+    )
     holdRoutes.registerChanges(on: changes)
     let settlementRoutes = SettlementRoutes(settlement: services.settlement, state: services.state, reportLimit: configuration.reportMaxBytes)
     settlementRoutes.registerReads(on: reads)
@@ -330,7 +338,8 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
         checkpoints: services.checkpoints,
         reportLimit: configuration.reportMaxBytes,
         secureCookies: configuration.tlsCertificatePath != nil,
-        clock: services.clock
+        clock: services.clock,
+        failures: services.authenticationFailures
     ).register(on: router)
     if let transparency = services.transparency {
         let routes = TransparencyRoutes(log: transparency, isPublic: configuration.logPublic)
@@ -345,12 +354,14 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
 /// A service group starts its services concurrently, so each one that uses the database (and the
 /// work before the server starts: seeding, then the server itself) first waits for the pool to run.
 ///
-/// `tls`: serve HTTPS with this certificate (reloaded on SIGHUP); nil: plain HTTP.
+/// `tls`: serve HTTPS with this certificate (reloaded on SIGHUP); nil: plain HTTP. `onServerRunning`: called with
+/// the bound port once the server listens.
 public func buildApplication(
     configuration: LedgerConfiguration,
     services: ServiceContainer,
     tls: TLSCertificateStore? = nil,
-    logger: Logger
+    logger: Logger,
+    onServerRunning: @escaping @Sendable (Int) -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
     var app = Application(
         router: MethodCheckedRouter(buildRouter(services: services, configuration: configuration)) { message, request, context in
@@ -358,6 +369,7 @@ public func buildApplication(
         },
         server: try httpServer(configuration: configuration, tls: tls, logger: logger),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ledgerd"),
+        onServerRunning: { channel in onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: logger
     )
     if let tls { app.addServices(CertificateReloader(store: tls, logger: logger)) }

@@ -27,15 +27,21 @@ public struct LedgerDatabase: Sendable {
     /// True when this process started the embedded cluster (or, for the daemon, took it over)
     /// and so must stop it.
     public let ownsEmbedded: Bool
+    /// The data directory's lock an offline command took here (released by ``stop()``); nil for the daemon, which
+    /// holds its own for its whole run, and for a command beside a running daemon.
+    let lock: DataDirectoryLock?
 
     /// Starts the embedded cluster when configured that way and runs pending migrations.
     ///
-    /// `ownEmbedded`: the daemon passes true and stops the cluster when it exits even if it found
-    /// it running (left over by a crash); offline commands pass false and stop only what they started.
+    /// `daemonLock`: `serve` takes the data directory's lock (``DataDirectoryLock``) before anything else and passes it;
+    /// holding it, the daemon alone manages the cluster, so it owns it and stops it when it exits even if it found it
+    /// running (left over by a crash). Offline commands pass nil: a command that can take the lock starts the cluster
+    /// if needed and stops only what it started; one that cannot (a daemon, or another command, holds it) uses the
+    /// cluster that runs, never starts, reconfigures or stops it, and fails when none runs.
     public static func prepare(
         _ configuration: LedgerConfiguration,
         logger: Logger,
-        ownEmbedded: Bool,
+        daemonLock: DataDirectoryLock? = nil,
         migrate: Bool = true
     ) async throws -> LedgerDatabase {
         let migrations = try Migrator.load(from: configuration.resolvedMigrationsDirectory())
@@ -48,7 +54,8 @@ public struct LedgerDatabase: Sendable {
                 ownerConfiguration: owner.hosts,
                 embedded: nil,
                 location: app.redacted,
-                ownsEmbedded: false
+                ownsEmbedded: false,
+                lock: nil
             )
         } else {
             let embedded = EmbeddedPostgres(
@@ -59,8 +66,7 @@ public struct LedgerDatabase: Sendable {
                 ),
                 logger: logger
             )
-            let (endpoint, alreadyRunning) = try embedded.start()
-            let owns = ownEmbedded || !alreadyRunning
+            let (endpoint, owns, lock) = try startOrAttach(embedded, configuration: configuration, daemonLock: daemonLock)
             do {
                 try await createDatabaseIfMissing(endpoint: endpoint, logger: logger)
             } catch {
@@ -80,7 +86,8 @@ public struct LedgerDatabase: Sendable {
                 ownerConfiguration: DatabaseHosts(socket(endpoint.superuser)),
                 embedded: embedded,
                 location: "embedded cluster in \(configuration.dataDirectoryURL.path)",
-                ownsEmbedded: owns
+                ownsEmbedded: owns,
+                lock: lock
             )
         }
         if migrate {
@@ -92,6 +99,29 @@ public struct LedgerDatabase: Sendable {
             }
         }
         return database
+    }
+
+    /// The embedded cluster's endpoint, whether this process must stop the cluster, and the lock an offline command
+    /// took (see ``prepare(_:logger:daemonLock:migrate:)``).
+    private static func startOrAttach(
+        _ embedded: EmbeddedPostgres,
+        configuration: LedgerConfiguration,
+        daemonLock: DataDirectoryLock?
+    ) throws -> (EmbeddedPostgres.Endpoint, owns: Bool, lock: DataDirectoryLock?) {
+        if daemonLock != nil { return (try embedded.start().endpoint, true, nil) }
+        switch try DataDirectoryLock.acquire(in: configuration.dataDirectoryURL, command: DataDirectoryLock.currentCommand) {
+        case .acquired(let lock):
+            let (endpoint, alreadyRunning) = try embedded.start()
+            return (endpoint, !alreadyRunning, lock)
+        case .held(let holder):
+            do {
+                return (try embedded.attach(), false, nil)
+            } catch {
+                throw DataDirectoryLockError(
+                    "\(holder) manages \(configuration.dataDirectoryURL.path) and its database is not running; try again once it is up or has stopped"
+                )
+            }
+        }
     }
 
     /// Applies pending migrations as the owner; in embedded mode also lets the roles log in.
@@ -122,8 +152,9 @@ public struct LedgerDatabase: Sendable {
         }
     }
 
-    /// Stops the embedded cluster, if there is one and this process owns it.
+    /// Stops the embedded cluster, if there is one and this process owns it, then lets go of the lock a command took.
     public func stop() {
+        defer { lock?.release() }
         guard let embedded, ownsEmbedded else { return }
         do {
             try embedded.stop()

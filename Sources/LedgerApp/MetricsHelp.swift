@@ -12,6 +12,8 @@ enum MetricsHelp {
         "ledger_batch_events": "Events committed per group-commit transaction",
         "ledger_commit_duration_seconds": "Time to commit one group-commit batch",
         "ledger_append_latency_seconds": "Time from an append's request to its commit",
+        "ledger_authentication_failures_total":
+            "Failed authentications by kind (api_key, console_sign_in) and source address (the first 1,000 addresses; later ones as other)",
         "applepay_tokens_accepted_total": "Apple Pay tokens verified and decrypted",
         "applepay_token_rejections_total": "Apple Pay tokens refused, by reason",
         "ledger_acquirer_request_seconds": "Time of one call to the acquirer service, retries included, answered or not, by operation",

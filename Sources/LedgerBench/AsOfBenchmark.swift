@@ -41,7 +41,7 @@ public struct AsOfBenchmark: Sendable {
     }
 
     public func run(output: @Sendable (String) -> Void) async throws {
-        let database = try await LedgerDatabase.prepare(configuration, logger: logger, ownEmbedded: false)
+        let database = try await LedgerDatabase.prepare(configuration, logger: logger)
         defer { database.stop() }
         let options = self.options
         let logger = self.logger

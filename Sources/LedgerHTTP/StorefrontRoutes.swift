@@ -18,17 +18,30 @@ public protocol StorefrontReader: Sendable {
 public struct StorefrontRoutes: Sendable {
     let reader: any StorefrontReader
     let history: (reader: any StateReader, keyring: APIKeyring)?
+    /// Where a key that is not valid is recorded, as on the back-office routes.
+    let failures: AuthenticationFailures?
 
-    public init(reader: any StorefrontReader, history: (reader: any StateReader, keyring: APIKeyring)? = nil) {
+    public init(
+        reader: any StorefrontReader,
+        history: (reader: any StateReader, keyring: APIKeyring)? = nil,
+        failures: AuthenticationFailures? = nil
+    ) {
         self.reader = reader
         self.history = history
+        self.failures = failures
     }
 
     public func register(on router: Router<LedgerRequestContext>) {
-        router.get("/inventory") { request, _ in
+        router.get("/inventory") { request, context in
             guard let asOf = try StateRoutes.asOf(request) else { return jsonResponse(RawJSON(stored: try await reader.inventoryJSON())) }
             guard let history else { throw APIError.badRequest("invalid_parameter", "as_of is not served here", field: "as_of") }
-            _ = try BackOfficeAuthMiddleware.principal(for: request, keyring: history.keyring, access: .read)
+            _ = try BackOfficeAuthMiddleware.principal(
+                for: request,
+                keyring: history.keyring,
+                access: .read,
+                failures: failures,
+                source: context.sourceAddress
+            )
             return try await StateRoutes.inventoryResponse(history.reader, asOf: asOf)
         }
         router.get("/shipping_methods") { _, _ in jsonResponse(RawJSON(stored: try await reader.shippingMethodsJSON())) }

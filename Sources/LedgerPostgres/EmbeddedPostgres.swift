@@ -139,6 +139,17 @@ public struct EmbeddedPostgres: Sendable {
         return (endpoint, false)
     }
 
+    /// The endpoint of this cluster when it is running, for a process that does not hold the data directory's lock
+    /// (``DataDirectoryLock``): it neither starts, configures nor stops a cluster another process manages, so it
+    /// writes nothing; throws when no server runs.
+    public func attach() throws -> Endpoint {
+        let bin = try resolveBinDirectory()
+        guard isRunning(pgctl: bin.appendingPathComponent("pg_ctl"), owner: try runAsUser()) else {
+            throw EmbeddedPostgresError("the embedded PostgreSQL in \(configuration.dataDirectory.path) is not running")
+        }
+        return endpoint
+    }
+
     /// Stops the cluster and waits for it to exit: `fast` (the default) rolls open sessions back and
     /// checkpoints; `immediate` aborts like a crash (tests of outages).
     public func stop(mode: String = "fast") throws {

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerHTTPServer
 import LedgerMacros
 import Logging
 import Metrics
@@ -86,6 +87,8 @@ public final class LedgerWriter: Service, Sendable {
     /// The durable head (nil: not kept — a tool, a benchmark): confirmed after each commit, and made to cover what a
     /// batch answers before its callers are answered (``makeDurable(_:)``).
     private let durability: HeadWatcher?
+    /// `append failed` at most once per interval, with how many were left out.
+    private let appendFailures = LogThrottle()
 
     public init(
         client: DatabaseClient,
@@ -252,7 +255,8 @@ public final class LedgerWriter: Service, Sendable {
                 logger.warning("batch too contended; its requests decide again", metadata: ["requests": "\(batch.count)"])
                 metrics.outcome("version_conflict").increment()
             } else {
-                logger.error("append failed", metadata: ["error": "\(String(reflecting: error))"])
+                // Throttled: through an outage every request fails, and a line each was 28,728 lines in 20 s (review 4, L5).
+                appendFailures.log(.error, "append failed", metadata: ["error": "\(String(reflecting: error))"], to: logger)
                 metrics.outcome("failed").increment()
             }
             for pending in batch { pending.continuation.resume(throwing: mapped) }

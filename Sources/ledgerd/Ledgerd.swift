@@ -79,7 +79,7 @@ struct Migrate: AsyncParsableCommand {
         let configuration = try common.configuration()
         let logger = makeLogger(configuration)
         // prepare() migrates; this command only reports.
-        let database = try await LedgerDatabase.prepare(configuration, logger: logger, ownEmbedded: false)
+        let database = try await LedgerDatabase.prepare(configuration, logger: logger)
         database.stop()
         print("migrations up to date (\(database.location))")
     }

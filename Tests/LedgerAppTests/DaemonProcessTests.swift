@@ -218,4 +218,80 @@ import FoundationNetworking
         let left4 = DaemonProcess.processes(mentioning: dataDirectory.path)
         #expect(left4.isEmpty, "a refused start left PostgreSQL running: \(DaemonProcess.describe(left4))")
     }
+
+    /// One daemon per data directory (security review 4): a second `serve` on the same directory used to take over the
+    /// first's PostgreSQL, fail to bind, and stop that cluster on its way out, so the first answered 503 until
+    /// restarted. Now it exits at once naming the first (its PID and port) and touches nothing; a second `serve` on the
+    /// same port with its own directory stops only its own cluster; and a daemon killed with SIGKILL leaves no lock
+    /// that blocks its restart.
+    @Test(.timeLimit(.minutes(5))) func aSecondServeOnTheSameDataDirectoryExitsAtOnceAndTheFirstKeepsServing() async throws {
+        let tag = UUID().uuidString.prefix(8)
+        let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-lock-\(tag)")
+        let otherDirectory = URL(fileURLWithPath: "/tmp/ledgerd-lock-other-\(tag)")
+        let log = URL(fileURLWithPath: "/tmp/ledgerd-lock-\(tag).log")
+        defer {
+            for pid in DaemonProcess.processes(mentioning: dataDirectory.path) + DaemonProcess.processes(mentioning: otherDirectory.path) {
+                _ = kill(pid, SIGKILL)
+            }
+            for url in [dataDirectory, otherDirectory, log] { try? FileManager.default.removeItem(at: url) }
+        }
+        let port = TestPorts.free()
+        let first = try await DaemonProcess.start(dataDirectory: dataDirectory, port: port, logFile: log)
+        defer { first.process.terminate() }
+        try #require(first.health?.status == 200, "\(first.output())")
+        let pid = first.process.processIdentifier
+        let config = dataDirectory.appendingPathComponent("pg/ledgerd.conf")
+        let configWritten = try FileManager.default.attributesOfItem(atPath: config.path)[.modificationDate] as? Date
+        let lock = try? Data(contentsOf: dataDirectory.appendingPathComponent("ledgerd.lock"))
+        func paid() async throws -> Int {
+            try await first.request("POST", "/payment", String(decoding: StorefrontDriver.paymentBody(), as: UTF8.self)).0
+        }
+
+        // The same directory, another port: refused at once, naming the first; nothing written, the first unharmed.
+        // Launched and waited for with a bound: before the lock, the second daemon took the cluster over and kept running.
+        let secondLog = URL(fileURLWithPath: "/tmp/ledgerd-lock-\(tag)-second.log")
+        defer { try? FileManager.default.removeItem(at: secondLog) }
+        let started = ContinuousClock.now
+        let second = try ChildProcessHandle.launch(
+            DaemonProcess.binary.path,
+            ["serve", "--port", "\(TestPorts.free())", "--host", "127.0.0.1", "--data-dir", dataDirectory.path],
+            environment: DaemonProcess.environment(["LEDGERD_LOG_LEVEL": "warning"]),
+            standardOutput: .appending(secondLog.path),
+            standardError: .appending(secondLog.path)
+        )
+        let ended = await second.exited(within: .seconds(15))
+        let took = ContinuousClock.now - started
+        if ended == nil {
+            second.terminate()
+            _ = await second.exited(within: .seconds(60))
+        }
+        let secondOutput = (try? String(contentsOf: secondLog, encoding: .utf8)) ?? ""
+        #expect(ended != nil && second.terminationStatus != 0, "the second serve did not exit with an error within 15 s:\n\(secondOutput)")
+        #expect(took < .seconds(2), "the second serve took \(took)")
+        #expect(secondOutput.contains("pid \(pid)") && secondOutput.contains("port \(port)"), "\(secondOutput)")
+        #expect(try FileManager.default.attributesOfItem(atPath: config.path)[.modificationDate] as? Date == configWritten)
+        #expect(lock != nil && (try? Data(contentsOf: dataDirectory.appendingPathComponent("ledgerd.lock"))) == lock)
+        #expect(await DaemonProcess.get(URL(string: "http://127.0.0.1:\(port)/health")!)?.0 == 200)
+        #expect(try await paid() == 200)
+        // The lock file is the daemon's alone.
+        let mode = (try? FileManager.default.attributesOfItem(atPath: dataDirectory.appendingPathComponent("ledgerd.lock").path))?[.posixPermissions]
+        #expect((mode as? NSNumber)?.intValue == 0o600)
+
+        // Another directory, the same port: it fails to bind and stops its own cluster, not the first's.
+        let samePort = try await DaemonProcess.run(["serve", "--port", "\(port)", "--host", "127.0.0.1", "--data-dir", otherDirectory.path])
+        #expect(samePort.status != 0, "\(samePort.output)")
+        #expect(DaemonProcess.processes(mentioning: otherDirectory.path).isEmpty, "the refused daemon left its PostgreSQL running")
+        #expect(await DaemonProcess.get(URL(string: "http://127.0.0.1:\(port)/health")!)?.0 == 200)
+        #expect(try await paid() == 200)
+
+        // SIGKILL: the kernel drops the lock with the process; a restart on the same directory comes up (taking over
+        // the cluster the killed daemon left running) and serves.
+        _ = kill(pid, SIGKILL)
+        #expect(try await first.exited())
+        let restarted = try await DaemonProcess.start(dataDirectory: dataDirectory, port: port, logFile: log)
+        #expect(restarted.health?.status == 200, "the restart after SIGKILL did not come up:\n\(restarted.output().suffix(4_000))")
+        let (status, _) = try await restarted.request("POST", "/payment", String(decoding: StorefrontDriver.paymentBody(), as: UTF8.self))
+        #expect(status == 200)
+        try await restarted.stop()
+    }
 }

@@ -60,6 +60,8 @@ public struct ConsoleRoutes: Sendable {
     /// Whether cookies are marked `Secure` (the daemon serves HTTPS).
     let secureCookies: Bool
     let clock: @Sendable () -> Date
+    /// Where failed sign-ins are logged and counted, and what throttles sign-in per address.
+    let failures: AuthenticationFailures?
 
     public init(
         keyring: APIKeyring,
@@ -78,7 +80,8 @@ public struct ConsoleRoutes: Sendable {
         checkpoints: (any CheckpointSigner)?,
         reportLimit: Int = 256 * 1024 * 1024,
         secureCookies: Bool,
-        clock: @escaping @Sendable () -> Date = { Date() }
+        clock: @escaping @Sendable () -> Date = { Date() },
+        failures: AuthenticationFailures? = nil
     ) {
         self.keyring = keyring
         self.sessions = sessions
@@ -97,6 +100,7 @@ public struct ConsoleRoutes: Sendable {
         self.reportLimit = reportLimit
         self.secureCookies = secureCookies
         self.clock = clock
+        self.failures = failures
     }
 
     /// A request's signed-in session, its key checked again now.
@@ -117,7 +121,7 @@ public struct ConsoleRoutes: Sendable {
         console.get("/console.css") { _, _ in Self.asset(ConsoleTemplates.stylesheet, type: "text/css; charset=utf-8") }
         console.get("/favicon.svg") { _, _ in Self.asset(ConsoleTemplates.favicon, type: "image/svg+xml") }
         console.get("/sign-in") { request, _ in signInPage(request, error: nil) }
-        console.post("/sign-in") { request, _ in try await signIn(request) }
+        console.post("/sign-in") { request, context in try await signIn(request, source: context.sourceAddress) }
         console.post("/sign-out") { request, _ in
             let (signedIn, _) = try await post(request)
             sessions.close(token: signedIn.token)
@@ -266,7 +270,14 @@ public struct ConsoleRoutes: Sendable {
         let error: ConsolePages.ErrorView?
     }
 
-    func signIn(_ request: Request) async throws -> Response {
+    func signIn(_ request: Request, source: String) async throws -> Response {
+        // Before anything is read: an address past its failed sign-ins waits, whatever it presents.
+        if let seconds = failures?.signInRetryAfter(source: source) {
+            let message = "too many failed sign-ins from this address: try again in \(seconds) s"
+            var response = signInPage(request, error: .init(code: "too_many_attempts", message: message), status: .tooManyRequests)
+            response.headers[.retryAfter] = "\(seconds)"
+            return response
+        }
         let form = try await ConsoleForm.read(request, limit: Self.maximumFormBytes)
         guard let expected = Self.cookie(Self.signInCookie, of: request), let presented = form["csrf_token"],
             ConsoleSessions.tokensEqual(expected, presented)
@@ -279,6 +290,7 @@ public struct ConsoleRoutes: Sendable {
         }
         let key = (form["key"] ?? "").trimmingCharacters(in: .whitespaces)
         guard !key.isEmpty, let found = keyring.principalAndFingerprint(forKey: key) else {
+            failures?.record(.consoleSignIn, source: source)
             return signInPage(request, error: .init(code: "unauthenticated", message: "the API key is not valid"), status: .unauthorized)
         }
         let (token, _) = sessions.open(principal: found.principal, keyFingerprint: found.fingerprint)

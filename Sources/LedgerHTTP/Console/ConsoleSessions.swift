@@ -27,14 +27,28 @@ public final class ConsoleSessions: Sendable {
 
     /// How long a session lasts from sign-in: a working day.
     public static let lifetime: TimeInterval = 8 * 3600
-    /// The most sessions kept at once; the oldest goes when one more signs in (each needs a valid key).
-    static let capacity = 10_000
+    /// The most sessions one key keeps at once: when it signs in once more, its own oldest session goes. Enough for a
+    /// person's browsers and devices; a script signing in with one key only ever replaces that key's sessions
+    /// (security review 4, L2: 10,050 sign-ins with one auditor key signed every operator out).
+    public static let defaultSessionsPerKey = 20
+    /// The most sessions kept at once, a backstop reached only with `capacity / sessionsPerKey` keys each at its cap:
+    /// then the oldest session of a key holding the most goes, never one of a key holding fewer.
+    public static let defaultCapacity = 10_000
+
+    let sessionsPerKey: Int
+    let capacity: Int
 
     private let sessions = Mutex<[String: Session]>([:])
     private let now: @Sendable () -> Date
 
-    public init(now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        now: @escaping @Sendable () -> Date = { Date() },
+        sessionsPerKey: Int = defaultSessionsPerKey,
+        capacity: Int = defaultCapacity
+    ) {
         self.now = now
+        self.sessionsPerKey = sessionsPerKey
+        self.capacity = capacity
     }
 
     /// Opens a session for `principal`; the token goes in the cookie and nowhere else (never logged).
@@ -49,12 +63,20 @@ public final class ConsoleSessions: Sendable {
         )
         sessions.withLock { sessions in
             sessions = sessions.filter { $0.value.expiresAt > now }
-            if sessions.count >= Self.capacity, let oldest = sessions.min(by: { $0.value.expiresAt < $1.value.expiresAt }) {
-                sessions[oldest.key] = nil
+            let own = sessions.filter { $0.value.principal == principal }
+            if own.count >= sessionsPerKey {
+                Self.dropOldest(of: own, from: &sessions)
+            } else if sessions.count >= capacity {
+                let byKey = Dictionary(grouping: sessions, by: \.value.principal)
+                if let largest = byKey.values.max(by: { $0.count < $1.count }) { Self.dropOldest(of: largest, from: &sessions) }
             }
             sessions[Self.digest(token)] = session
         }
         return (token, session)
+    }
+
+    private static func dropOldest(of candidates: some Collection<(key: String, value: Session)>, from sessions: inout [String: Session]) {
+        if let oldest = candidates.min(by: { $0.value.expiresAt < $1.value.expiresAt }) { sessions[oldest.key] = nil }
     }
 
     /// The session of `token` while it lasts.
