@@ -26,11 +26,10 @@ import Testing
             let port = try #require(client.port)
             let before = try await services.store.head().position
             var slow: [ByteClient] = []
-            for path in ["/payment?as_of=1", "/payment?as_of=1", "/audit/verify?as_of=1", "/journal?as_of=1"] {
+            for _ in 0..<4 {
                 let connection = try await ByteClient.connect(port: port)
-                let method = path.hasPrefix("/payment") ? "POST" : "GET"
                 try await connection.send(
-                    "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 65000\r\n\r\n{"
+                    "POST /payment?as_of=1 HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 65000\r\n\r\n{"
                 )
                 slow.append(connection)
             }

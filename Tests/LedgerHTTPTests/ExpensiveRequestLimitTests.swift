@@ -179,13 +179,15 @@ import Testing
             async let first = client.execute(uri: "/settlements/b1/report.csv", method: .get, headers: a) { $0.status }
             async let second = client.execute(uri: "/settlements/b1/report.csv", method: .get, headers: a) { $0.status }
             try await Task.sleep(for: .milliseconds(300))
-            try await client.execute(uri: "/settlements/b1/report.csv", method: .get, headers: a) { response in
-                #expect(response.status == .tooManyRequests)
-                #expect(String(buffer: response.body).contains("exports"), "\(String(buffer: response.body))")
+            // Bounded either way: refused at once, or (unfixed) admitted and answered when the gate opens.
+            async let third = client.execute(uri: "/settlements/b1/report.csv", method: .get, headers: a) { response in
+                (response.status, String(buffer: response.body))
             }
             async let other = client.execute(uri: "/settlements/b1/report.csv", method: .get, headers: [.authorization: "b"]) { $0.status }
             try await Task.sleep(for: .milliseconds(300))
             gate.open()
+            let (status, text) = try await third
+            #expect(status == .tooManyRequests && text.contains("exports"), "\(status): \(text)")
             #expect(try await [first, second, other] == [.ok, .ok, .ok])
             try await client.execute(uri: "/settlements/b1/report.csv", method: .get, headers: a) { #expect($0.status == .ok) }
         }
