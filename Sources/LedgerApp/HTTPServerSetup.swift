@@ -118,8 +118,12 @@ struct CertificateReloader: Service {
 ///   `LEDGERD_HTTP_BODY_TIMEOUT_SECONDS` of its head, and every `LEDGERD_HTTP_BODY_MIN_RATE` bytes received extend that
 ///   by a second, so a large upload at any honest speed finishes while a body trickled at a byte now and then does not
 ///   hold its connection past the base timeout.
+/// - Write: a reply that has not advanced (bytes waiting, none taken by the client) for
+///   `LEDGERD_HTTP_WRITE_TIMEOUT_SECONDS` closes its connection, so a client that stops reading an export gives its
+///   slot and buffers back.
 /// - Connections: beyond `LEDGERD_HTTP_MAX_CONNECTIONS` in all, or `LEDGERD_HTTP_MAX_CONNECTIONS_PER_CLIENT` from one
-///   address, a new connection is closed at once (refusals are logged at most once per 10 s, with their count).
+///   address (an IPv6 client: from its /64), a new connection is closed at once (refusals are logged at most once per
+///   10 s, with their count); beyond the first, four more are admitted for one `GET /health` each.
 ///
 /// TLS when a certificate is configured: the handlers work on the decrypted bytes, so they hold for HTTPS too. The
 /// acquirer service builds its server with the same handlers (``HTTPConnectionPolicy``).
@@ -129,6 +133,7 @@ func httpServer(configuration: LedgerConfiguration, tls: TLSCertificateStore?, l
         headerTimeout: configuration.httpHeaderTimeout,
         bodyTimeout: configuration.httpBodyTimeout,
         bodyMinimumBytesPerSecond: configuration.httpBodyMinimumRate,
+        writeTimeout: configuration.httpWriteTimeout,
         maximumConnections: configuration.httpMaxConnections,
         maximumConnectionsPerClient: configuration.httpMaxConnectionsPerClient
     )

@@ -262,7 +262,10 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     // Outside the error mapping: console replies (errors too, and unknown console paths) as HTML with its headers.
     router.add(middleware: ConsoleMiddleware())
     router.add(middleware: ErrorMiddleware())
-    router.add(middleware: ExpensiveRequestLimitMiddleware(limit: configuration.expensiveRequestLimit))
+    // Expensive routes are limited after their authentication (review 4, M4), in the groups below: an anonymous
+    // request never takes a slot.
+    let expensive = ExpensiveRequestLimit(limit: configuration.expensiveRequestLimit, exportsPerKey: configuration.exportsPerKey)
+    let authenticatedLimit = ExpensiveRequestLimitMiddleware<LedgerRequestContext>(expensive) { _, context in context.principal?.keyID }
     let metrics = services.metrics
     let database = services.client
     // The daemon's watched pool answers at once during an outage; the deadline covers the moment before it notices.
@@ -271,16 +274,24 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
         .register(on: router)
     OpenAPIRoutes().register(on: router)
     ProductImageRoutes(directory: configuration.productImagesDirectoryURL).register(on: router)
+    // The live inventory is open; its as-of read needs a key, which the route checks itself.
+    let keyring = services.keyring
+    let storefront = router.group().add(
+        middleware: ExpensiveRequestLimitMiddleware(expensive) { request, _ in
+            (try? BackOfficeAuthMiddleware.principal(for: request, keyring: keyring, access: .read))?.keyID
+        }
+    )
     StorefrontRoutes(
         reader: ProjectionStorefrontReader(client: services.client, clock: services.clock, logger: services.logger),
         history: (services.state, services.keyring),
         failures: services.authenticationFailures
-    ).register(on: router)
+    ).register(on: storefront)
     PaymentRoutes(payments: services.payments).register(on: router)
     // Back office: reads need an operator or auditor key.
     let reads = router.group().add(
         middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .read, failures: services.authenticationFailures)
     )
+    .add(middleware: authenticatedLimit)
     let ledgerReader = EventStoreReader(store: services.store, verifier: services.verifier, watcher: services.watcher)
     // Auditors' reads — history, the feed and exports, verification, as-of — on the replica when there is one; each
     // reply says the position it reflects and `min_position` waits for one.
@@ -302,6 +313,7 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     let changes = router.group().add(
         middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .change, failures: services.authenticationFailures)
     )
+    .add(middleware: authenticatedLimit)
     holdRoutes.registerChanges(on: changes)
     let settlementRoutes = SettlementRoutes(settlement: services.settlement, state: services.state, reportLimit: configuration.reportMaxBytes)
     settlementRoutes.registerReads(on: reads)
@@ -340,7 +352,7 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
         secureCookies: configuration.tlsCertificatePath != nil,
         clock: services.clock,
         failures: services.authenticationFailures
-    ).register(on: router)
+    ).register(on: router, expensive: expensive)
     if let transparency = services.transparency {
         let routes = TransparencyRoutes(log: transparency, isPublic: configuration.logPublic)
         if configuration.logPublic { routes.register(on: router) } else { routes.register(on: reads) }

@@ -22,8 +22,10 @@ import Logging
 /// | `LEDGERD_HTTP_BODY_TIMEOUT_SECONDS` | `20` | a request body must be complete this long after its head, plus a second per `LEDGERD_HTTP_BODY_MIN_RATE` bytes received |
 /// | `LEDGERD_HTTP_BODY_MIN_RATE` | `500` | bytes per second a body must keep up to earn more time than the body timeout |
 /// | `LEDGERD_HTTP_MAX_CONNECTIONS` | `1024` | HTTP connections open at once; more are closed at once |
-/// | `LEDGERD_HTTP_MAX_CONNECTIONS_PER_CLIENT` | `128` | HTTP connections open at once from one address; more are closed at once |
-/// | `LEDGERD_EXPENSIVE_REQUEST_LIMIT` | `4` | chain verifications, report uploads and as-of reads running at once; more are 429 |
+/// | `LEDGERD_HTTP_MAX_CONNECTIONS_PER_CLIENT` | `128` | HTTP connections open at once from one address (an IPv6 client: from its /64); more are closed at once |
+/// | `LEDGERD_HTTP_WRITE_TIMEOUT_SECONDS` | `30` | a connection whose reply has not advanced (no byte taken by the client) this long is closed |
+/// | `LEDGERD_EXPENSIVE_REQUEST_LIMIT` | `4` | authenticated chain verifications, report uploads, journal pages, exports and as-of reads running at once (an export until its last byte); more are 429 |
+/// | `LEDGERD_EXPORTS_PER_KEY` | `2` | streamed exports (`/settlements/{id}/report.csv`, the console's journal and events files) one key may have running at once; one more is 429 |
 /// | `LEDGERD_REPORT_MAX_BYTES` | `268435456` | the largest settlement report upload (streamed to a 0600 spool file as it arrives; larger is 413 at once) |
 /// | `LEDGERD_PORT` | `12345` | HTTP port (the storefront app's) |
 /// | `LEDGERD_DATA_DIR` | `./.ledgerd` | embedded cluster and daemon state |
@@ -121,8 +123,12 @@ public struct LedgerConfiguration: Sendable {
     public var httpMaxConnections: Int
     /// Most HTTP connections open at once from one client address; beyond it a new one from there is closed at once.
     public var httpMaxConnectionsPerClient: Int
-    /// Most expensive requests (verify, report upload, as-of) at once; more are refused with 429.
+    /// A reply that has not advanced (no byte taken by the client) this long closes its connection.
+    public var httpWriteTimeout: Duration
+    /// Most expensive requests (verify, report upload, journal, export, as-of) at once; more are refused with 429.
     public var expensiveRequestLimit: Int
+    /// `LEDGERD_EXPORTS_PER_KEY`: most streamed exports one key may have running at once.
+    public var exportsPerKey: Int
     /// `LEDGERD_REPORT_MAX_BYTES`: the largest settlement report upload.
     public var reportMaxBytes: Int
     public var port: Int
@@ -239,7 +245,12 @@ public struct LedgerConfiguration: Sendable {
         httpBodyTimeout = .seconds(bodySeconds)
         httpBodyMinimumRate = reader.int(forKey: "ledgerd.http.body.min.rate", default: 500)
         guard httpBodyMinimumRate >= 1 else { throw ConfigurationError("LEDGERD_HTTP_BODY_MIN_RATE must be at least 1") }
+        let writeSeconds = reader.int(forKey: "ledgerd.http.write.timeout.seconds", default: 30)
+        guard writeSeconds >= 1 else { throw ConfigurationError("LEDGERD_HTTP_WRITE_TIMEOUT_SECONDS must be at least 1") }
+        httpWriteTimeout = .seconds(writeSeconds)
         expensiveRequestLimit = reader.int(forKey: "ledgerd.expensive.request.limit", default: 4)
+        exportsPerKey = reader.int(forKey: "ledgerd.exports.per.key", default: 2)
+        guard exportsPerKey >= 1 else { throw ConfigurationError("LEDGERD_EXPORTS_PER_KEY must be at least 1") }
         reportMaxBytes = reader.int(forKey: "ledgerd.report.max.bytes", default: 256 * 1024 * 1024)
         guard reportMaxBytes >= 1024 else { throw ConfigurationError("LEDGERD_REPORT_MAX_BYTES must be at least 1024") }
         guard expensiveRequestLimit >= 1 else { throw ConfigurationError("LEDGERD_EXPENSIVE_REQUEST_LIMIT must be at least 1") }

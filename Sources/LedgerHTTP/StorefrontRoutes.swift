@@ -31,7 +31,7 @@ public struct StorefrontRoutes: Sendable {
         self.failures = failures
     }
 
-    public func register(on router: Router<LedgerRequestContext>) {
+    public func register(on router: some RouterMethods<LedgerRequestContext>) {
         router.get("/inventory") { request, context in
             guard let asOf = try StateRoutes.asOf(request) else { return jsonResponse(RawJSON(stored: try await reader.inventoryJSON())) }
             guard let history else { throw APIError.badRequest("invalid_parameter", "as_of is not served here", field: "as_of") }

@@ -1,7 +1,9 @@
+import HTTPTypes
 import HummingbirdCore
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOHTTPTypes
 import Synchronization
 
 /// The time and connection bounds of an HTTP/1.1 server, shared by the ledger (`ledgerd serve`) and the acquirer
@@ -12,79 +14,115 @@ import Synchronization
 /// - `bodyTimeout`, `bodyMinimumBytesPerSecond`: Apache `mod_reqtimeout`'s `body=20,MinRate=500`. A body must end
 ///   within `bodyTimeout` of its head, and each `bodyMinimumBytesPerSecond` bytes received extend that by one second:
 ///   an upload at any honest speed finishes, a body trickled a byte now and then is closed after `bodyTimeout`.
+/// - `writeTimeout`: a connection whose reply has not advanced this long — bytes waiting, none taken by the client —
+///   is closed (review 4, M5: Hummingbird's idle timer does nothing while a reply is in progress, so a client that
+///   stopped reading held its connection, its export's slot and its buffers for ever).
 /// - `maximumConnections`, `maximumConnectionsPerClient`: a connection beyond either (all addresses, or its own
-///   address) is closed at once, so that one address cannot take every slot.
+///   address; an IPv6 client's /64, review 4, L4) is closed at once, so that one address cannot take every slot.
+///   Beyond `maximumConnections`, `healthReserve` more are admitted for one `GET /health` each, so a monitor still
+///   sees the server when others hold every slot.
 public struct HTTPConnectionPolicy: Sendable {
     public var idleTimeout: Duration
     public var headerTimeout: Duration
     public var bodyTimeout: Duration
     public var bodyMinimumBytesPerSecond: Int
+    public var writeTimeout: Duration
     public var maximumConnections: Int
     public var maximumConnectionsPerClient: Int
+    public var healthReserve: Int
 
     public init(
         idleTimeout: Duration = .seconds(30),
         headerTimeout: Duration = .seconds(10),
         bodyTimeout: Duration = .seconds(20),
         bodyMinimumBytesPerSecond: Int = 500,
+        writeTimeout: Duration = .seconds(30),
         maximumConnections: Int = 1024,
-        maximumConnectionsPerClient: Int = 128
+        maximumConnectionsPerClient: Int = 128,
+        healthReserve: Int = 4
     ) {
-        precondition(bodyMinimumBytesPerSecond >= 1 && maximumConnections >= 1 && maximumConnectionsPerClient >= 1)
+        precondition(bodyMinimumBytesPerSecond >= 1 && maximumConnections >= 1 && maximumConnectionsPerClient >= 1 && healthReserve >= 0)
         self.idleTimeout = idleTimeout
         self.headerTimeout = headerTimeout
         self.bodyTimeout = bodyTimeout
         self.bodyMinimumBytesPerSecond = bodyMinimumBytesPerSecond
+        self.writeTimeout = writeTimeout
         self.maximumConnections = maximumConnections
         self.maximumConnectionsPerClient = maximumConnectionsPerClient
+        self.healthReserve = healthReserve
     }
 
     /// Hummingbird's HTTP/1 configuration with these bounds: one ``ConnectionLimit`` for the server, and per
-    /// connection its ``ConnectionLimitHandler`` and ``RequestDeadlineHandler``.
+    /// connection its ``ConnectionLimitHandler``, ``RequestDeadlineHandler`` and ``WriteProgressHandler``.
     public func http1Configuration(logger: Logger) -> HTTP1Channel.Configuration {
-        let limit = ConnectionLimit(maximum: maximumConnections, perClient: maximumConnectionsPerClient, logger: logger)
+        let limit = ConnectionLimit(maximum: maximumConnections, perClient: maximumConnectionsPerClient, healthReserve: healthReserve, logger: logger)
         let deadlines = RequestDeadlines(
             head: TimeAmount(headerTimeout),
             body: TimeAmount(bodyTimeout),
             bodyMinimumBytesPerSecond: bodyMinimumBytesPerSecond
         )
+        let write = TimeAmount(writeTimeout)
         var http = HTTP1Channel.Configuration(additionalChannelHandlers: [], idleTimeout: TimeAmount(idleTimeout))
-        http.additionalChannelHandlers = { [ConnectionLimitHandler(limit: limit), RequestDeadlineHandler(deadlines: deadlines, logger: logger)] }
+        http.additionalChannelHandlers = {
+            [
+                ConnectionLimitHandler(limit: limit), RequestDeadlineHandler(deadlines: deadlines, logger: logger),
+                WriteProgressHandler(timeout: write, logger: logger),
+            ]
+        }
         return http
     }
 }
 
-/// How many HTTP connections are open, in all and per client address, shared by every connection's
-/// ``ConnectionLimitHandler``.
+/// How many HTTP connections are open, in all and per client, shared by every connection's ``ConnectionLimitHandler``.
+/// A client is its address, or for IPv6 its /64 (``client(ofAddress:)``).
 public final class ConnectionLimit: Sendable {
-    /// Why a connection was refused.
-    public enum Refusal: String, Sendable { case server, client }
+    /// Why a connection was refused, or that it was admitted for `GET /health` only.
+    public enum Refusal: String, Sendable { case server, client, healthOnly }
 
     public let maximum: Int
     public let perClient: Int
+    /// Connections admitted beyond `maximum`, each for one `GET /health`.
+    public let healthReserve: Int
     let logger: Logger
     let refusals = LogThrottle()
     private let open = Mutex<(total: Int, byClient: [String: Int])>((0, [:]))
 
-    public init(maximum: Int, perClient: Int, logger: Logger) {
+    public init(maximum: Int, perClient: Int, healthReserve: Int = 0, logger: Logger) {
         self.maximum = maximum
         self.perClient = perClient
+        self.healthReserve = healthReserve
         self.logger = logger
     }
 
-    /// Counts a new connection from `client` (its address without the port); a refusal when it is one too many, in
-    /// all or from that address (it still counts until ``closed(client:)``).
-    public func opened(client: String) -> Refusal? {
-        open.withLock { open in
+    /// The client an address belongs to: an IPv4 address itself (an IPv4-mapped IPv6 one too), an IPv6 address its
+    /// /64 (review 4, L4: one subscriber's /64 is as many addresses as it likes, so a cap per exact address bounded
+    /// nothing), as `2001:db8:0:1::/64`. Text that is not an IPv6 address is its own client.
+    public static func client(ofAddress address: String) -> String {
+        guard address.contains(":"), case .v6(let v6)? = try? SocketAddress(ipAddress: address, port: 0) else { return address }
+        let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
+            return bytes[12..<16].map(String.init).joined(separator: ".")
+        }
+        let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+        return groups.joined(separator: ":") + "::/64"
+    }
+
+    /// Counts a new connection from `address` (without the port); a refusal when it is one too many, in all or from
+    /// that client, or `.healthOnly` when it is taken from the reserve (it still counts until ``closed(address:)``).
+    public func opened(address: String) -> Refusal? {
+        let client = Self.client(ofAddress: address)
+        return open.withLock { open in
             open.total += 1
             let fromClient = open.byClient[client, default: 0] + 1
             open.byClient[client] = fromClient
-            if open.total > maximum { return .server }
-            return fromClient > perClient ? .client : nil
+            if open.total > maximum + healthReserve { return .server }
+            if fromClient > perClient { return .client }
+            return open.total > maximum ? .healthOnly : nil
         }
     }
 
-    public func closed(client: String) {
+    public func closed(address: String) {
+        let client = Self.client(ofAddress: address)
         open.withLock { open in
             open.total -= 1
             let left = open.byClient[client, default: 1] - 1
@@ -93,24 +131,104 @@ public final class ConnectionLimit: Sendable {
     }
 }
 
-/// Counts its connection in a ``ConnectionLimit`` and closes it at once when a limit is exceeded.
-final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = NIOAny
+/// Counts its connection in a ``ConnectionLimit`` and closes it at once when a limit is exceeded. A connection from the
+/// reserve is served one `GET /health` (any other request closes it unanswered) and closed after its reply.
+final class ConnectionLimitHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
     let limit: ConnectionLimit
+    private var healthOnly = false
 
     init(limit: ConnectionLimit) { self.limit = limit }
 
     func handlerAdded(context: ChannelHandlerContext) {
         // The address without the port: one client's connections come from many ports.
-        let client = context.channel.remoteAddress?.ipAddress ?? "unknown"
-        let refusal = limit.opened(client: client)
+        let address = context.channel.remoteAddress?.ipAddress ?? "unknown"
+        let refusal = limit.opened(address: address)
         let limit = self.limit
-        context.channel.closeFuture.whenComplete { _ in limit.closed(client: client) }
+        context.channel.closeFuture.whenComplete { _ in limit.closed(address: address) }
         guard let refusal else { return }
+        if refusal == .healthOnly {
+            healthOnly = true
+            return
+        }
         let metadata: Logger.Metadata =
-            refusal == .server ? ["limit": "\(limit.maximum)"] : ["limit_per_client": "\(limit.perClient)", "client": "\(client)"]
+            refusal == .server
+            ? ["limit": "\(limit.maximum)"] : ["limit_per_client": "\(limit.perClient)", "client": "\(ConnectionLimit.client(ofAddress: address))"]
         limit.refusals.log(.warning, "connection refused: the HTTP connection limit is reached", metadata: metadata, to: limit.logger)
         context.channel.close(promise: nil)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if healthOnly, case .head(let head) = unwrapInboundIn(data),
+            head.method != .get || head.path?.split(separator: "?", maxSplits: 1).first != "/health"
+        {
+            context.close(promise: nil)
+            return
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard healthOnly, case .end = unwrapOutboundIn(data) else {
+            context.write(data, promise: promise)
+            return
+        }
+        // The reserve's one reply is written: the slot is given back.
+        let written = promise ?? context.eventLoop.makePromise()
+        written.futureResult.whenComplete { _ in context.close(promise: nil) }
+        context.write(data, promise: written)
+    }
+}
+
+/// Closes a connection whose reply has not advanced for `timeout`: bytes written and waiting, none of them taken by
+/// the client (its socket's buffer full) since. Hummingbird's idle timer does nothing while a reply is in progress,
+/// and its writer waits for as long as the socket is not writable. A reply that makes nothing to send for a while (an
+/// event stream between events) is not late: only bytes waiting count.
+final class WriteProgressHandler: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = NIOAny
+    let timeout: TimeAmount
+    let logger: Logger
+    /// Writes handed on whose promise has not completed (not yet taken by the socket).
+    private var waiting = 0
+    /// When a write last completed, or the first of those waiting was made.
+    private var progressed = NIODeadline.now()
+    private var timer: Scheduled<Void>?
+
+    init(timeout: TimeAmount, logger: Logger) {
+        self.timeout = timeout
+        self.logger = logger
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let written = promise ?? context.eventLoop.makePromise()
+        if waiting == 0 { progressed = .now() }
+        waiting += 1
+        if timer == nil { schedule(at: progressed + timeout, context: context) }
+        written.futureResult.assumeIsolated().whenComplete { [self] _ in
+            waiting -= 1
+            progressed = .now()
+        }
+        context.write(data, promise: written)
+    }
+
+    private func schedule(at deadline: NIODeadline, context: ChannelHandlerContext) {
+        timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
+            timer = nil
+            guard waiting > 0 else { return }
+            let due = progressed + timeout
+            if due > .now() {
+                schedule(at: due, context: context)
+                return
+            }
+            logger.notice("connection closed: its reply did not advance in time", metadata: ["timeout": "\(timeout)"])
+            context.close(promise: nil)
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
     }
 }
 

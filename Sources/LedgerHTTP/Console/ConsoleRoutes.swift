@@ -113,8 +113,13 @@ public struct ConsoleRoutes: Sendable {
         var isOperator: Bool { principal.role == .operator }
     }
 
-    public func register(on router: Router<LedgerRequestContext>) {
+    /// `expensive`: the server's limit of expensive requests, applied to the console's verification, upload, as-of and
+    /// journal pages and exports once the request is signed in (before: it passes on uncounted to its sign-in redirect).
+    public func register(on router: Router<LedgerRequestContext>, expensive: ExpensiveRequestLimit? = nil) {
         let console = router.group("/console")
+        if let expensive {
+            console.add(middleware: ExpensiveRequestLimitMiddleware(expensive) { request, _ in signedIn(request)?.principal.keyID })
+        }
         console.get("/") { request, _ in
             signedIn(request) == nil ? ConsolePages.seeOther("/console/sign-in") : ConsolePages.seeOther("/console/today")
         }
