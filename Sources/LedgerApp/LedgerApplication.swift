@@ -270,8 +270,8 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     let database = services.client
     // The daemon's watched pool answers at once during an outage; the deadline covers the moment before it notices.
     let probe = EventStoreHealthProbe(store: services.store, deadline: database.isWatched ? .milliseconds(1900) : nil)
-    SystemRoutes(probe: probe, metricsText: { metrics.exposition(databaseUp: database.isAvailable) })
-        .register(on: router)
+    let systemRoutes = SystemRoutes<LedgerRequestContext>(probe: probe, metricsText: { metrics.exposition(databaseUp: database.isAvailable) })
+    systemRoutes.register(on: router)
     OpenAPIRoutes().register(on: router)
     ProductImageRoutes(directory: configuration.productImagesDirectoryURL).register(on: router)
     // The live inventory is open; its as-of read needs a key, which the route checks itself.
@@ -292,6 +292,7 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
         middleware: BackOfficeAuthMiddleware(keyring: services.keyring, access: .read, failures: services.authenticationFailures)
     )
     .add(middleware: authenticatedLimit)
+    systemRoutes.registerMetrics(on: reads)
     let ledgerReader = EventStoreReader(store: services.store, verifier: services.verifier, watcher: services.watcher)
     // Auditors' reads — history, the feed and exports, verification, as-of — on the replica when there is one; each
     // reply says the position it reflects and `min_position` waits for one.

@@ -28,6 +28,8 @@ public protocol WebhookOperator: Sendable {
     func deliveries(_ id: UUID, after: Int64, limit: Int) async throws -> [StoredDelivery]
     func redeliver(_ id: UUID, from position: Int64) async throws -> WebhookView
     func rotateSecret(_ id: UUID, secret: String, grace: Duration) async throws -> WebhookView
+    /// Pauses, resumes or deletes an endpoint (security review 4, L6).
+    func apply(_ change: WebhookChange, to id: UUID) async throws -> WebhookView
 }
 
 /// The accounting journal of a period (see ``JournalService``).
@@ -192,9 +194,10 @@ public struct FeedRoutes: Sendable {
             try Self.onlyKnown(query, ["from", "to", "after", "limit"], what: "the journal")
             let from = try Self.instant(query["from"].map(String.init), name: "from")
             let to = try Self.instant(query["to"].map(String.init), name: "to")
-            guard from < to else { throw APIError.badRequest("invalid_parameter", "from must be before to", field: "from") }
             let after = try AuditRoutes.integer(query["after"].map(String.init), name: "after", default: 0, range: 0...Int64.max)
             let limit = try AuditRoutes.integer(query["limit"].map(String.init), name: "limit", default: 1_000, range: 1...10_000)
+            // A period that ends at or before it starts is empty: an empty page, as the document says.
+            guard from < to else { return try jsonResponse(JournalReply(fromMicros: from, toMicros: to, entries: [], nextAfter: nil)) }
             let page = try await journal.page(fromMicros: from, toMicros: to, after: after, limit: Int(limit))
             return try jsonResponse(JournalReply(fromMicros: from, toMicros: to, entries: page.entries, nextAfter: page.nextAfter))
         }
@@ -226,6 +229,18 @@ public struct FeedRoutes: Sendable {
             let id = try Self.webhookID(context)
             let from = try await StrictJSON.decode(RedeliveryBody.self, of: request).from
             return try jsonResponse(WebhookReply(try await webhooks.redeliver(id, from: from)))
+        }
+        // An operator's pause, resume and delete (security review 4, L6): bodiless (an empty JSON object is taken too).
+        for (path, change) in [("pause", WebhookChange.pause), ("resume", .resume)] {
+            group.post("/webhooks/:id/\(path)") { request, context -> Response in
+                let id = try Self.webhookID(context)
+                _ = try await StrictJSON.decode(EmptyBody.self, of: request)
+                return try jsonResponse(WebhookReply(try await webhooks.apply(change, to: id)))
+            }
+        }
+        group.delete("/webhooks/:id") { _, context -> Response in
+            _ = try await webhooks.apply(.delete, to: try Self.webhookID(context))
+            return Response(status: .noContent)
         }
         group.post("/webhooks/:id/rotate-secret") { request, context -> Response in
             let id = try Self.webhookID(context)

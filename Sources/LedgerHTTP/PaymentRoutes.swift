@@ -12,14 +12,25 @@ import LedgerServices
 public struct PaymentRoutes: Sendable {
     static let idempotencyKeyHeader = HTTPField.Name("Idempotency-Key")!
 
-    /// The request's `Idempotency-Key` (nil when absent): 1…200 bytes, else 400 `invalid_idempotency_key` — the one
-    /// rule for every route that takes one (the payment, the hold operations).
+    /// The request's `Idempotency-Key` (nil when absent): one field of 1…200 printable ASCII bytes (0x21…0x7E), else
+    /// 400 `invalid_idempotency_key` — the one rule for every route that takes one (the payment, the hold operations).
+    /// Judged on the field's bytes: the HTTP/1 decoder hands Hummingbird a lossily decoded text (`\xff`, `\xfe` and
+    /// U+FFFD arrive as one U+FFFD), so admitting only ASCII is what keeps two byte strings from being one key; it also
+    /// keeps tabs, bidirectional overrides and spaces out of the event metadata the key is stored in.
     static func idempotencyKey(of request: Request) throws(APIError) -> String? {
-        guard let key = request.headers[idempotencyKeyHeader] else { return nil }
-        guard (1...200).contains(key.utf8.count) else {
-            throw APIError.badRequest("invalid_idempotency_key", "Idempotency-Key must be 1…200 bytes", field: "Idempotency-Key")
+        let fields = request.headers[fields: idempotencyKeyHeader]
+        guard let field = fields.first else { return nil }
+        let printable = field.withUnsafeBytesOfValue { bytes in
+            (1...200).contains(bytes.count) && bytes.allSatisfy { (0x21...0x7E).contains($0) }
         }
-        return key
+        guard fields.count == 1, printable else {
+            throw APIError.badRequest(
+                "invalid_idempotency_key",
+                "Idempotency-Key must be one header of 1…200 printable ASCII characters (no spaces or control characters)",
+                field: "Idempotency-Key"
+            )
+        }
+        return field.value
     }
     /// The payment use case itself: no protocol between (nothing stands in for it; tests drive the real one).
     let payments: PaymentService

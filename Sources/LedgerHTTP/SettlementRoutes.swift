@@ -91,7 +91,8 @@ public struct SettlementRoutes: Sendable {
             }
             format = named
         }
-        if let batch, batch.isEmpty || batch.utf8.count > 100 {
+        // Counted in characters (Unicode scalars), as the document's maxLength is.
+        if let batch, batch.isEmpty || batch.unicodeScalars.count > 100 {
             throw APIError.badRequest("invalid_parameter", "batch must be a settlement batch id", field: "batch")
         }
         return (format, batch)

@@ -10,7 +10,10 @@ public protocol LedgerHealthProbe: Sendable {
     func lastPosition() async throws -> Int64
 }
 
-/// `GET /health` and `GET /metrics`: for scripts that wait for the daemon and for Prometheus.
+/// `GET /health` and `GET /metrics`: for scripts that wait for the daemon and for Prometheus. `/health` is open (it says
+/// only up or down and the head's position); `/metrics` tells request counts by route and status, sign-in attempts and
+/// event volumes, so it is a back-office read (security review 4, L8): ``registerMetrics(on:)`` puts it behind the
+/// group's key check (an operator or auditor key; Prometheus sends one as a bearer token, docs/operations.md).
 @MemberwiseInit
 public struct SystemRoutes<Context: RequestContext>: Sendable {
     let probe: any LedgerHealthProbe
@@ -42,7 +45,11 @@ public struct SystemRoutes<Context: RequestContext>: Sendable {
                 )
             }
         }
-        router.get("/metrics") { _, _ -> Response in
+    }
+
+    /// `GET /metrics` on `group`, whose middleware decides who may read it.
+    public func registerMetrics(on group: RouterGroup<Context>) {
+        group.get("/metrics") { _, _ -> Response in
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: metricsText())))

@@ -35,7 +35,10 @@ public struct TransparencyRoutes: Sendable {
             return Self.text(key + "\n", cache: "no-cache")
         }
         routes.get("/log/tile/**") { request, _ -> Response in
-            let path = request.uri.path.dropFirst("/log/tile/".count)
+            // Percent-decoded, so that a client that encodes the path as one segment (`0%2F000`, as OpenAPI tools do
+            // for a path parameter) names the same tile; what is left must still be the tile grammar below.
+            let raw = String(request.uri.path.dropFirst("/log/tile/".count))
+            let path = Substring(raw.removingPercentEncoding ?? raw)
             if path.hasPrefix("entries/") {
                 guard let bundle = LogTile.parseIndex(path.dropFirst("entries/".count)) else {
                     throw APIError.badRequest("invalid_tile_path", "an entry bundle is tile/entries/<N>[.p/<W>]", field: "path")

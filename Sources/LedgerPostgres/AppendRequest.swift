@@ -24,6 +24,16 @@ public struct IdempotencyKey: Sendable, Hashable {
     public init(key: String, for request: AppendRequest) {
         self.init(key: key, requestHash: request.contentHash)
     }
+
+    /// A client's `Idempotency-Key` as the ledger stores it: `<kind>:<scope>:<client key>`, where the scope is the
+    /// unpadded base64url SHA-256 (43 characters) of `scope`'s parts — who sent the key and what it may stand for (a
+    /// hold operation's principal, order and kind; an anonymous payment's request hash). Two clients' equal keys are
+    /// then two keys (security review 4, L9), and a 200-byte client key still fits ``maximumByteLength``.
+    public static func scoped(_ kind: String, scope: [String], clientKey: String, requestHash: [UInt8]) -> IdempotencyKey {
+        let digest = Data(SHA256.hash(data: Array(scope.joined(separator: "\u{1F}").utf8))).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        return IdempotencyKey(key: "\(kind):\(digest):\(clientKey)", requestHash: requestHash)
+    }
 }
 
 /// A read-model row written in the same statement as its events (`ledger.projection_rows`):

@@ -168,4 +168,42 @@ import Testing
             #expect(captured == .ok, "\(capturedText)")
         }
     }
+
+    /// L7: an `Idempotency-Key` is one header of printable ASCII (0x21…0x7E), judged on its bytes — `lossy\xff`,
+    /// `lossy\xfe` and `lossy\u{FFFD}` (one text once lossily decoded), a tab, a space, an RTL override, the
+    /// header twice — each a 400 `invalid_idempotency_key` on the payment and on a capture, appending nothing; every
+    /// printable ASCII character is taken.
+    @Test func anIdempotencyKeyIsPrintableASCIIOnItsBytes() async throws {
+        try await TestApp.withApp(seed: true) { client, services in
+            let storefront = StorefrontDriver()
+            let order = try await storefront.placeOrder(client)
+            let head = try await services.store.head().position
+            let name = HTTPField.Name("Idempotency-Key")!
+            let refused: [[HTTPField]] = [
+                [HTTPField(name: name, value: Array("lossy".utf8) + [0xFF])],
+                [HTTPField(name: name, value: Array("lossy".utf8) + [0xFE])],
+                [HTTPField(name: name, value: "lossy\u{FFFD}")],
+                [HTTPField(name: name, value: "tab\there")],
+                [HTTPField(name: name, value: "inner space")],
+                [HTTPField(name: name, value: "rtl\u{202E}override")],
+                [HTTPField(name: name, value: "one"), HTTPField(name: name, value: "two")],
+            ]
+            let payment = String(decoding: StorefrontDriver.paymentBody(), as: UTF8.self)
+            for fields in refused {
+                for (uri, body, key) in [("/payment", payment, nil), ("/orders/\(order)/capture", #"{"amount": "1.00"}"#, TestApp.operatorKey)] {
+                    var headers = HTTPFields(fields)
+                    headers[.contentType] = "application/json"
+                    if let key { headers[.authorization] = "Bearer \(key)" }
+                    let (status, text) = try await client.execute(uri: uri, method: .post, headers: headers, body: ByteBuffer(string: body)) {
+                        (Int($0.status.code), String(buffer: $0.body))
+                    }
+                    #expect(status == 400 && Self.errorCode(text) == "invalid_idempotency_key", "\(uri) \(fields): \(status) \(text)")
+                }
+            }
+            #expect(try await services.store.head().position == head)
+            let printable = String(decoding: Array(UInt8(0x21)...UInt8(0x7E)), as: UTF8.self)
+            let (paid, paidText) = try await storefront.pay(client, StorefrontDriver.paymentBody(), key: printable)
+            #expect(paid == .ok, "\(paidText)")
+        }
+    }
 }

@@ -401,7 +401,9 @@ import Testing
             let tampered = try Self.tampered(fixture) { $0.data = Self.flipped($0.data) }
             #expect(try await storefront.pay(client, tampered).0 == .unprocessableContent)
             #expect(try await storefront.pay(client, Self.body(fixture.token())).0 == .ok)
-            let metrics = try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
+            let metrics = try await client.execute(uri: "/metrics", method: .get, headers: [.authorization: "Bearer \(TestApp.auditorKey)"]) {
+                String(buffer: $0.body)
+            }
             #expect(metrics.contains(#"applepay_token_rejections_total{reason="amount_mismatch"} 3"#), "\(metrics)")
             #expect(metrics.contains(#"applepay_token_rejections_total{reason="message_digest_mismatch"} 1"#))
             #expect(metrics.contains("applepay_tokens_accepted_total 1"))

@@ -154,9 +154,52 @@ import Testing
             #expect(first.1 == second.1)
             #expect(try await services.eventCount(type: "OrderOpened") == 1)
             #expect(try await services.eventCount(type: "AuthorizationHoldPlaced") == 1)
-            let conflicting = try await storefront.pay(client, StorefrontDriver.paymentBody(amount: 3200, product: "Pen"), key: "checkout-42")
-            #expect(conflicting.0 == .conflict && conflicting.1.contains("idempotency_conflict"))
             #expect(try await storefront.clockRow(client).reserved == 1)
+        }
+    }
+
+    /// L9: an anonymous payment's key is bound to its body (the key and the body's hash are the stored key): only the
+    /// identical body — its card token included — gets the first reply; another body under the same key is a payment of
+    /// its own, not a 409, so a key someone else used first can neither be taken over nor blocked.
+    @Test func aPaymentKeyIsBoundToItsBodySoNobodyCanSquatIt() async throws {
+        try await TestApp.withApp(seed: true) { client, services in
+            let squatter = try await storefront.pay(client, StorefrontDriver.paymentBody(source: "tok_mastercard"), key: "checkout-44")
+            #expect(squatter.0 == .ok, "\(squatter.1)")
+            let shopper = try await storefront.pay(client, StorefrontDriver.paymentBody(), key: "checkout-44")
+            #expect(shopper.0 == .ok, "\(shopper.1)")
+            let squatted = try WireJSON.decode(PaymentReply.self, from: squatter.1)
+            let own = try WireJSON.decode(PaymentReply.self, from: shopper.1)
+            #expect(own.orderId != squatted.orderId)
+            let other = try await storefront.pay(client, StorefrontDriver.paymentBody(amount: 3200, product: "Pen"), key: "checkout-44")
+            #expect(other.0 == .ok, "\(other.1)")
+            #expect(try WireJSON.decode(PaymentReply.self, from: other.1).orderId != own.orderId)
+            #expect(try await services.eventCount(type: "OrderOpened") == 3)
+            let head = try await services.store.head().position
+            let replay = try await storefront.pay(client, StorefrontDriver.paymentBody(), key: "checkout-44")
+            #expect(replay.0 == .ok && replay.1 == shopper.1, "\(replay.1)")
+            #expect(try await services.store.head().position == head)
+        }
+    }
+
+    /// L9: a hold operation's key is scoped by the principal that sent it: a second operator's capture under the first
+    /// one's key and body is a capture of its own (not the first one's replay), and each operator's retry replays
+    /// only its own.
+    @Test func aHoldOperationKeyIsScopedByThePrincipal() async throws {
+        let second = "second-operator-key"
+        try await TestApp.withApp(seed: true, environment: ["LEDGERD_OPERATOR_KEYS": "\(TestApp.operatorKey), \(second)"]) { client, services in
+            let order = try await storefront.placeOrder(client)
+            let backOffice = BackOfficeDriver()
+            let body = #"{"amount": "1.00"}"#
+            let first = try await backOffice.operate(client, order, "capture", body, key: .given("capture-1"))
+            let other = try await backOffice.operate(client, order, "capture", body, key: .given("capture-1"), apiKey: second)
+            #expect(first.0 == .ok && other.0 == .ok, "\(first) \(other)")
+            #expect(try WireJSON.decode(HoldOperationReply.self, from: first.1).result == .applied)
+            #expect(try WireJSON.decode(HoldOperationReply.self, from: other.1).result == .applied, "\(other.1)")
+            for apiKey in [TestApp.operatorKey, second] {
+                let retry = try await backOffice.operate(client, order, "capture", body, key: .given("capture-1"), apiKey: apiKey)
+                #expect(retry.0 == .ok && (try? WireJSON.decode(HoldOperationReply.self, from: retry.1))?.result == .replayed, "\(retry)")
+            }
+            #expect(try await services.eventCount(type: "HoldCaptured") == 2)
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import LedgerAcquirer
@@ -54,6 +55,28 @@ import Testing
         }
     }
 
+    /// A scrape's key: `/metrics` needs an operator or auditor key, as every back-office read does (L8).
+    static let metricsKey: HTTPFields = [.authorization: "Bearer \(TestApp.auditorKey)"]
+
+    /// L8: `/metrics` (request counts by route and status, sign-in attempts, event volumes) is a back-office read — no
+    /// key or an unknown one is 401 with the error shape and nothing of the page; an auditor's or an operator's key reads it.
+    @Test func metricsNeedAnOperatorOrAuditorKey() async throws {
+        try await TestApp.withApp { client, _ in
+            for headers: HTTPFields in [[:], [.authorization: "Bearer not-a-key"]] {
+                try await client.execute(uri: "/metrics", method: .get, headers: headers) { response in
+                    let text = String(buffer: response.body)
+                    #expect(response.status == .unauthorized && text.contains(#""unauthenticated""#), "\(headers): \(text)")
+                    #expect(!text.contains("http_requests_total"))
+                }
+            }
+            for key in [TestApp.auditorKey, TestApp.operatorKey] {
+                try await client.execute(uri: "/metrics", method: .get, headers: [.authorization: "Bearer \(key)"]) { response in
+                    #expect(response.status == .ok && String(buffer: response.body).contains("http_requests_total{"))
+                }
+            }
+        }
+    }
+
     @Test func metricsAreInPrometheusTextFormat() async throws {
         try await TestApp.withApp { client, services in
             _ = try await services.writer.append(
@@ -68,7 +91,7 @@ import Testing
             )
             try await client.execute(uri: "/health", method: .get) { #expect($0.status == .ok) }
             try await client.execute(uri: "/nowhere", method: .get) { #expect($0.status == .notFound) }
-            try await client.execute(uri: "/metrics", method: .get) { response in
+            try await client.execute(uri: "/metrics", method: .get, headers: Self.metricsKey) { response in
                 #expect(response.status == .ok)
                 #expect(response.headers[.contentType]?.hasPrefix("text/plain") == true)
                 let text = String(buffer: response.body)
@@ -88,7 +111,7 @@ import Testing
     @Test func everyMetricHasHelpAndPromtoolAcceptsThePage() async throws {
         try await TestApp.withApp(seed: true) { client, _ in
             #expect(try await StorefrontDriver().pay(client, StorefrontDriver.paymentBody()).0 == .ok)
-            try await client.execute(uri: "/metrics", method: .get) { response in
+            try await client.execute(uri: "/metrics", method: .get, headers: Self.metricsKey) { response in
                 let text = String(buffer: response.body)
                 let lines = text.split(separator: "\n").map(String.init)
                 var types = 0
@@ -125,7 +148,7 @@ import Testing
                 && jobs.allSatisfy({ text.contains(#"ledger_job_runs_total{name="\#($0)",outcome="success"} "#) }))
             {
                 try await Task.sleep(for: .milliseconds(100))
-                text = try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
+                text = try await client.execute(uri: "/metrics", method: .get, headers: Self.metricsKey) { String(buffer: $0.body) }
             }
             for job in jobs {
                 #expect(text.contains(#"ledger_job_last_success_timestamp_seconds{name="\#(job)"} "#))

@@ -182,6 +182,10 @@ import Testing
                 ("/log/tile/0/000.p/256", 400), ("/log/tile/0/x000/001", 400), ("/log/tile/00/000", 400), ("/log/tile/0/005", 404),
                 ("/log/tile/0/001", 404), ("/log/tile/0/001.p/45", 404), ("/log/tile/entries/001.p/44", 200),
                 ("/log/tile/entries/001.p/45", 404), ("/log/tile/entries/abc", 400),
+                // The path encoded as one segment (as OpenAPI clients send a path parameter) names the same tile.
+                ("/log/tile/0%2F000", 200), ("/log/tile/entries%2F001.p%2F44", 200), ("/log/tile/0%2F0", 400),
+                // An index whose first leaf is beyond 2^64 is in no tree (it trapped: the daemon stopped).
+                ("/log/tile/4/x828/x029/x267/x845/x895/328", 404), ("/log/tile/entries/x001/x000/x000/x000/x000/x000/000", 404),
             ] {
                 let (status, _, body) = try await Self.get(client, uri)
                 #expect(status == expected, "\(uri): \(String(decoding: body, as: UTF8.self))")

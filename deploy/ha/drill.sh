@@ -114,7 +114,7 @@ step "chain on the new primary (ok, checked, reason): $chain"
 # Every daemon served: the payments each one answered (its own /metrics).
 served= idle=
 for port in $ports; do
-  count=$(curl -s -m 5 "http://127.0.0.1:$port/metrics" | awk '/^http_requests_total\{/ && /route="\/payment"/ && /method="POST"/ {s += $NF} END {print s + 0}')
+  count=$(curl -s -m 5 -H "Authorization: Bearer $op" "http://127.0.0.1:$port/metrics" | awk '/^http_requests_total\{/ && /route="\/payment"/ && /method="POST"/ {s += $NF} END {print s + 0}')
   served="$served${served:+, }:$port $count"
   [ "$count" -gt 0 ] || idle="$idle :$port"
 done

@@ -4,13 +4,14 @@
 #  2. schemathesis against a real `ledgerd serve` (the built binary, its embedded PostgreSQL, the operator key from the
 #     data directory's api-keys.json): first valid requests (examples, coverage, fuzzing and the stateful phase that
 #     follows the document's links: payment → capture → refund …), then invalid ones, every check on that applies
-#     (no server error, statuses, content types and bodies as documented, invalid input refused);
+#     (no server error, statuses, content types and bodies as documented, every schema-valid request taken —
+#     positive_data_acceptance: the document states every rule the ledger refuses a request by — and invalid input
+#     refused);
 #  3. the invalid phase appended nothing (the log's head before and after it), and the chain verifies
 #     (`ledgerd audit verify`);
 #  4. the same two phases against the acquirer service that daemon supervises (its port in <data>/acquirer/endpoint,
-#     its X-API-Key in <data>/acquirer/secrets.json), with its own document; the valid phase also checks that every
-#     schema-valid request is taken (positive_data_acceptance: the document has every rule the service refuses a
-#     malformed request by), and the invalid phase journals nothing (acquirer.journal's length before and after).
+#     its X-API-Key in <data>/acquirer/secrets.json), with its own document and the same checks (positive data
+#     acceptance included), and the invalid phase journals nothing (acquirer.journal's length before and after).
 # Bounded: FUZZ_MAX_EXAMPLES per operation and FUZZ_MAX_SECONDS per phase (CI defaults: 25 and 120 s).
 #
 #   deploy/openapi/fuzz.sh                     # .build/debug/ledgerd, a venv in .build/openapi-venv
@@ -93,7 +94,7 @@ invalid=(--mode negative --phases coverage,fuzzing --suppress-health-check filte
 # The live feed (`text/event-stream`) never ends, so no request to it can complete: it is left to the suite's tests.
 ledger=("$base/openapi.json" -H "Authorization: Bearer $operator" --exclude-operation-id streamEvents)
 echo "== schemathesis: valid requests (examples, coverage, fuzzing, stateful links)"
-fuzz schemathesis-valid reports "${ledger[@]}" "${valid[@]}" --checks "$checks"
+fuzz schemathesis-valid reports "${ledger[@]}" "${valid[@]}" --checks "$checks,positive_data_acceptance"
 
 before=$(head_position)
 echo "== schemathesis: invalid requests (head at position $before)"

@@ -26,8 +26,10 @@ import HTTPTypes
 /// - Every refusal is `{"error": {"code", "message", "field"?}}` (`Error`); a refused request appends nothing.
 /// - Back-office routes need `Authorization: Bearer <key>`: an operator key for changes, an operator or auditor key
 ///   for reads. A missing or unknown key is 401 `unauthenticated`, a key without the role 403 `forbidden`.
-/// - Changes that move money take an `Idempotency-Key` header (1…200 bytes): the same key and body replay the
-///   first outcome, another body is 409 `idempotency_conflict`.
+/// - Changes that move money take an `Idempotency-Key` header (1…200 printable ASCII characters). A hold operation's
+///   key is scoped by the key that sent it (its principal), the order and the operation: the same key and body replay
+///   the first outcome, another body is 409 `idempotency_conflict`. A payment's key is bound to its body (the ledger
+///   stores the key with the body's hash): the identical body replays, another body is a payment of its own.
 /// - Auditors' reads answer a `Ledger-Position` header (the position the reply reflects) and take `min_position`.
 ///
 /// This document is served by the daemon at `GET /openapi.yaml` and `GET /openapi.json`; its source is

@@ -39,11 +39,11 @@ extension Components {
         ///
         /// - Remark: Generated from `#/components/parameters/StreamPrefix`.
         public typealias StreamPrefix = Swift.String
-        /// One key per operation (1…200 bytes); a retry with the same key and body replays the first outcome.
+        /// One key per operation, 1…200 printable ASCII characters (`!`…`~`: no space, no control or non-ASCII character; 400 `invalid_idempotency_key` otherwise); a retry with the same key and body replays the first outcome.
         ///
         /// - Remark: Generated from `#/components/parameters/IdempotencyKeyRequired`.
         public typealias IdempotencyKeyRequired = Swift.String
-        /// One key per operation (1…200 bytes); a retry with the same key and body replays the first outcome.
+        /// One key per operation, 1…200 printable ASCII characters (`!`…`~`: no space, no control or non-ASCII character; 400 `invalid_idempotency_key` otherwise); a retry with the same key and body replays the first outcome.
         ///
         /// - Remark: Generated from `#/components/parameters/IdempotencyKeyOptional`.
         public typealias IdempotencyKeyOptional = Swift.String

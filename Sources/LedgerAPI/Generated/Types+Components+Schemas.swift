@@ -99,6 +99,12 @@ extension Components {
                 ])
             }
         }
+        /// An RFC 3339 time as the ledger reads it: a year 0001…9999 (RFC 3339 allows 0000), seconds 00…59 (no leap
+        /// second), any number of fraction digits (beyond the microsecond truncated), `Z` or an offset.
+        ///
+        ///
+        /// - Remark: Generated from `#/components/schemas/DateTime`.
+        public typealias DateTime = Foundation.Date
         /// A positive decimal amount in the order's currency, at most its minor-unit digits (`"20.00"`).
         ///
         /// - Remark: Generated from `#/components/schemas/DecimalAmount`.
@@ -1424,6 +1430,8 @@ extension Components {
             public var id: Swift.String
             /// - Remark: Generated from `#/components/schemas/Webhook/url`.
             public var url: Swift.String
+            /// `active`, `paused` (by an operator, or after the give-up time) or `deleted`.
+            ///
             /// - Remark: Generated from `#/components/schemas/Webhook/state`.
             public var state: Swift.String
             /// - Remark: Generated from `#/components/schemas/Webhook/types`.
@@ -1447,7 +1455,7 @@ extension Components {
             /// - Parameters:
             ///   - id:
             ///   - url:
-            ///   - state:
+            ///   - state: `active`, `paused` (by an operator, or after the give-up time) or `deleted`.
             ///   - types:
             ///   - cursor:
             ///   - head:

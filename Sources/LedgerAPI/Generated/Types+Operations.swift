@@ -47,7 +47,7 @@ public enum Operations {
             public var path: Operations.CaptureOrder.Input.Path
             /// - Remark: Generated from `#/paths/orders/{id}/capture/POST/header`.
             public struct Headers: Sendable, Hashable {
-                /// One key per operation (1…200 bytes); a retry with the same key and body replays the first outcome.
+                /// One key per operation, 1…200 printable ASCII characters (`!`…`~`: no space, no control or non-ASCII character; 400 `invalid_idempotency_key` otherwise); a retry with the same key and body replays the first outcome.
                 ///
                 /// - Remark: Generated from `#/paths/orders/{id}/capture/POST/header/Idempotency-Key`.
                 public var idempotencyKey: Components.Parameters.IdempotencyKeyRequired
@@ -55,7 +55,7 @@ public enum Operations {
                 /// Creates a new `Headers`.
                 ///
                 /// - Parameters:
-                ///   - idempotencyKey: One key per operation (1…200 bytes); a retry with the same key and body replays the first outcome.
+                ///   - idempotencyKey: One key per operation, 1…200 printable ASCII characters (`!`…`~`: no space, no control or non-ASCII character; 400 `invalid_idempotency_key` otherwise); a retry with the same key and body replays the first outcome.
                 ///   - accept:
                 public init(
                     idempotencyKey: Components.Parameters.IdempotencyKeyRequired,
@@ -412,7 +412,7 @@ public enum Operations {
             public var path: Operations.IncrementOrder.Input.Path
             /// - Remark: Generated from `#/paths/orders/{id}/increment/POST/header`.
             public struct Headers: Sendable, Hashable {
-                /// One key per operation (1…200 bytes); a retry with the same key and body replays the first outcome.
+                /// One key per operation, 1…200 printable ASCII characters (`!`…`~`: no space, no control or non-ASCII character; 400 `invalid_idempotency_key` otherwise); a retry with the same key and body replays the first outcome.
                 ///
                 /// - Remark: Generated from `#/paths/orders/{id}/increment/POST/header/Idempotency-Key`.
                 public var idempotencyKey: Components.Parameters.IdempotencyKeyRequired
@@ -420,7 +420,7 @@ public enum Operations {
                 /// Creates a new `Headers`.
                 ///
                 /// - Parameters:
-                ///   - idempotencyKey: One key per operation (1…200 bytes); a retry with the same key and body replays the first outcome.
+                ///   - idempotencyKey: One key per operation, 1…200 printable ASCII characters (`!`…`~`: no space, no control or non-ASCII character; 400 `invalid_idempotency_key` otherwise); a retry with the same key and body replays the first outcome.
                 ///   - accept:
                 public init(
                     idempotencyKey: Components.Parameters.IdempotencyKeyRequired,
@@ -815,7 +815,7 @@ public enum Operations {
             public var path: Operations.VoidOrder.Input.Path
             /// - Remark: Generated from `#/paths/orders/{id}/void/POST/header`.
             public struct Headers: Sendable, Hashable {
-                /// One key per operation (1…200 bytes); a retry with the same key and body replays the first outcome.
+                /// One key per operation, 1…200 printable ASCII characters (`!`…`~`: no space, no control or non-ASCII character; 400 `invalid_idempotency_key` otherwise); a retry with the same key and body replays the first outcome.
                 ///
                 /// - Remark: Generated from `#/paths/orders/{id}/void/POST/header/Idempotency-Key`.
                 public var idempotencyKey: Components.Parameters.IdempotencyKeyRequired
@@ -823,7 +823,7 @@ public enum Operations {
                 /// Creates a new `Headers`.
                 ///
                 /// - Parameters:
-                ///   - idempotencyKey: One key per operation (1…200 bytes); a retry with the same key and body replays the first outcome.
+                ///   - idempotencyKey: One key per operation, 1…200 printable ASCII characters (`!`…`~`: no space, no control or non-ASCII character; 400 `invalid_idempotency_key` otherwise); a retry with the same key and body replays the first outcome.
                 ///   - accept:
                 public init(
                     idempotencyKey: Components.Parameters.IdempotencyKeyRequired,
@@ -1167,7 +1167,7 @@ public enum Operations {
             public var path: Operations.RefundOrder.Input.Path
             /// - Remark: Generated from `#/paths/orders/{id}/refund/POST/header`.
             public struct Headers: Sendable, Hashable {
-                /// One key per operation (1…200 bytes); a retry with the same key and body replays the first outcome.
+                /// One key per operation, 1…200 printable ASCII characters (`!`…`~`: no space, no control or non-ASCII character; 400 `invalid_idempotency_key` otherwise); a retry with the same key and body replays the first outcome.
                 ///
                 /// - Remark: Generated from `#/paths/orders/{id}/refund/POST/header/Idempotency-Key`.
                 public var idempotencyKey: Components.Parameters.IdempotencyKeyRequired
@@ -1175,7 +1175,7 @@ public enum Operations {
                 /// Creates a new `Headers`.
                 ///
                 /// - Parameters:
-                ///   - idempotencyKey: One key per operation (1…200 bytes); a retry with the same key and body replays the first outcome.
+                ///   - idempotencyKey: One key per operation, 1…200 printable ASCII characters (`!`…`~`: no space, no control or non-ASCII character; 400 `invalid_idempotency_key` otherwise); a retry with the same key and body replays the first outcome.
                 ///   - accept:
                 public init(
                     idempotencyKey: Components.Parameters.IdempotencyKeyRequired,
@@ -1534,7 +1534,7 @@ public enum Operations {
             public var path: Operations.ShipOrder.Input.Path
             /// - Remark: Generated from `#/paths/orders/{id}/ship/POST/header`.
             public struct Headers: Sendable, Hashable {
-                /// One key per operation (1…200 bytes); a retry with the same key and body replays the first outcome.
+                /// One key per operation, 1…200 printable ASCII characters (`!`…`~`: no space, no control or non-ASCII character; 400 `invalid_idempotency_key` otherwise); a retry with the same key and body replays the first outcome.
                 ///
                 /// - Remark: Generated from `#/paths/orders/{id}/ship/POST/header/Idempotency-Key`.
                 public var idempotencyKey: Components.Parameters.IdempotencyKeyOptional?
@@ -1542,7 +1542,7 @@ public enum Operations {
                 /// Creates a new `Headers`.
                 ///
                 /// - Parameters:
-                ///   - idempotencyKey: One key per operation (1…200 bytes); a retry with the same key and body replays the first outcome.
+                ///   - idempotencyKey: One key per operation, 1…200 printable ASCII characters (`!`…`~`: no space, no control or non-ASCII character; 400 `invalid_idempotency_key` otherwise); a retry with the same key and body replays the first outcome.
                 ///   - accept:
                 public init(
                     idempotencyKey: Components.Parameters.IdempotencyKeyOptional? = nil,
@@ -1903,11 +1903,11 @@ public enum Operations {
                 /// Recorded at or after (RFC 3339).
                 ///
                 /// - Remark: Generated from `#/paths/events/GET/query/from`.
-                public var from: Foundation.Date?
+                public var from: Components.Schemas.DateTime?
                 /// Recorded before (RFC 3339).
                 ///
                 /// - Remark: Generated from `#/paths/events/GET/query/to`.
-                public var to: Foundation.Date?
+                public var to: Components.Schemas.DateTime?
                 /// - Remark: Generated from `#/paths/events/GET/query/correlation_id`.
                 public var correlationId: Swift.String?
                 /// Wait (on a replica) until the reply reflects at least this position (503 `replica_behind` after a while).
@@ -1930,8 +1930,8 @@ public enum Operations {
                     limit: Swift.Int? = nil,
                     _type: Components.Parameters.EventTypes? = nil,
                     streamPrefix: Components.Parameters.StreamPrefix? = nil,
-                    from: Foundation.Date? = nil,
-                    to: Foundation.Date? = nil,
+                    from: Components.Schemas.DateTime? = nil,
+                    to: Components.Schemas.DateTime? = nil,
                     correlationId: Swift.String? = nil,
                     minPosition: Components.Parameters.MinPosition? = nil
                 ) {
@@ -3151,7 +3151,7 @@ public enum Operations {
                 /// - Remark: Generated from `#/paths/disputes/GET/query/status`.
                 public var status: Components.Schemas.DisputeStatus?
                 /// - Remark: Generated from `#/paths/disputes/GET/query/due_before`.
-                public var dueBefore: Foundation.Date?
+                public var dueBefore: Components.Schemas.DateTime?
                 /// Creates a new `Query`.
                 ///
                 /// - Parameters:
@@ -3159,7 +3159,7 @@ public enum Operations {
                 ///   - dueBefore:
                 public init(
                     status: Components.Schemas.DisputeStatus? = nil,
-                    dueBefore: Foundation.Date? = nil
+                    dueBefore: Components.Schemas.DateTime? = nil
                 ) {
                     self.status = status
                     self.dueBefore = dueBefore

@@ -38,6 +38,16 @@ public struct StoredSubscription: Sendable, Hashable {
     }
 }
 
+/// What an operator makes of a webhook endpoint (security review 4, L6; `WebhookStore.apply`).
+public enum WebhookChange: String, Sendable, CaseIterable {
+    /// The dispatcher skips it; its cursor stays, so a resume delivers what was held, in order.
+    case pause
+    /// Active and due at once, its retry state reset (the give-up time counts from its next failure).
+    case resume
+    /// For good: never delivered to or changed again; its row and delivery history stay for audit (sql/0025).
+    case delete
+}
+
 /// One attempt to deliver an event to an endpoint (`ledger.webhook_deliveries`).
 public struct StoredDelivery: Sendable, Hashable {
     public var id: Int64

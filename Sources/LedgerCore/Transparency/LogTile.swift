@@ -87,8 +87,10 @@ public struct LogTile: Sendable, Hashable, CustomStringConvertible {
     /// level, and nothing empty.
     public static func width(level: Int, index: UInt64, treeSize: UInt64) -> Int {
         let atBase = treeSize >> (UInt64(height) * UInt64(level))
-        let start = index * UInt64(fullWidth)
-        guard atBase > start else { return 0 }
+        // An index a request names can be up to 10^21 (seven groups of three digits): one whose first leaf is beyond
+        // 2^64 is in no tree (it trapped here, stopping the daemon: found by the contract's fuzzing, issue 51).
+        let (start, overflow) = index.multipliedReportingOverflow(by: UInt64(fullWidth))
+        guard !overflow, atBase > start else { return 0 }
         return Int(min(UInt64(fullWidth), atBase - start))
     }
 

@@ -12,7 +12,7 @@ public struct StoredWebhook: Sendable, Hashable {
     public var sealedSecret: [UInt8]
     public var sealedPreviousSecret: [UInt8]?
     public var previousSecretUntilMicros: Int64?
-    /// `active` or `paused`.
+    /// `active`, `paused` (by an operator, or after the give-up time) or `deleted` (sql/0025).
     public var state: String
     /// Every event at or before it was delivered or does not match.
     public var cursor: Int64
@@ -138,30 +138,54 @@ public struct WebhookStore: PostgresStore {
     }
 
     /// Delivers again from `position` (the cursor goes to the one before it), at once, and resumes a
-    /// paused endpoint. Waits for a dispatcher that is delivering to the endpoint (its row lock).
+    /// paused endpoint. Waits for a dispatcher that is delivering to the endpoint (its row lock). Nil for a deleted one.
     public func redeliver(_ id: UUID, from position: Int64, nowMicros: Int64) async throws -> StoredWebhook? {
-        try await client.committed(
+        let changed = try await client.committed(
             """
             UPDATE ledger.webhook_endpoints SET cursor = \(max(0, position - 1)), attempts = 0, first_failed_at = NULL,
                    next_attempt_at = timestamptz 'epoch' + \(nowMicros) * interval '1 microsecond', state = 'active'
-            WHERE id = \(id)
+            WHERE id = \(id) AND state <> 'deleted' RETURNING id
             """,
             logger: logger
         )
-        return try await endpoint(id)
+        return changed.isEmpty ? nil : try await endpoint(id)
     }
 
-    /// Installs a new sealed secret; the current one stays valid until `previousUntilMicros`.
+    /// Installs a new sealed secret; the current one stays valid until `previousUntilMicros`. Nil for a deleted endpoint.
     public func rotate(_ id: UUID, sealedSecret: [UInt8], previousUntilMicros: Int64) async throws -> StoredWebhook? {
-        try await client.committed(
+        let changed = try await client.committed(
             """
             UPDATE ledger.webhook_endpoints SET sealed_previous_secret = sealed_secret, sealed_secret = \(ByteBuffer(bytes: sealedSecret)),
                    previous_secret_until = timestamptz 'epoch' + \(previousUntilMicros) * interval '1 microsecond'
-            WHERE id = \(id)
+            WHERE id = \(id) AND state <> 'deleted' RETURNING id
             """,
             logger: logger
         )
-        return try await endpoint(id)
+        return changed.isEmpty ? nil : try await endpoint(id)
+    }
+
+    /// Applies `change` to an endpoint that is not deleted, once committed; nil when there is no such endpoint or it was
+    /// deleted. Waits for a dispatcher that is delivering to the endpoint (its row lock), so a pause or a delete holds
+    /// from the next attempt on.
+    public func apply(_ change: WebhookChange, to id: UUID, nowMicros: Int64) async throws -> StoredWebhook? {
+        let query: PostgresQuery =
+            switch change {
+            case .pause:
+                "UPDATE ledger.webhook_endpoints SET state = 'paused' WHERE id = \(id) AND state <> 'deleted' RETURNING id"
+            case .resume:
+                """
+                UPDATE ledger.webhook_endpoints SET state = 'active', attempts = 0, first_failed_at = NULL,
+                       next_attempt_at = timestamptz 'epoch' + \(nowMicros) * interval '1 microsecond'
+                WHERE id = \(id) AND state <> 'deleted' RETURNING id
+                """
+            case .delete:
+                """
+                UPDATE ledger.webhook_endpoints SET state = 'deleted', deleted_at = timestamptz 'epoch' + \(nowMicros) * interval '1 microsecond'
+                WHERE id = \(id) AND state <> 'deleted' RETURNING id
+                """
+            }
+        let changed = try await client.committed(query, logger: logger)
+        return changed.isEmpty ? nil : try await endpoint(id)
     }
 
     /// In one transaction: claims an active endpoint that has events after its cursor and is due at

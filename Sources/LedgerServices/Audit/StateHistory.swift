@@ -60,8 +60,10 @@ public struct StateHistory: Sendable {
         case .position(let position):
             let head = try await store.head().position
             guard position <= head else {
-                throw ServiceError.malformed(
-                    "invalid_parameter",
+                // Well formed, but a point the ledger has not reached: 422, as the document cannot say where the head is
+                // (a 400 is for what it rules out).
+                throw ServiceError.invalid(
+                    "as_of_unavailable",
                     "as_of \(position) is after the ledger's head (position \(head))",
                     field: "as_of"
                 )
@@ -73,7 +75,7 @@ public struct StateHistory: Sendable {
             return StateAnswer.Point(position: position, micros: event.recordedAtMicros)
         case .time(let micros):
             guard micros <= clock().epochMicroseconds else {
-                throw ServiceError.malformed("invalid_parameter", "as_of \(asOf) is in the future", field: "as_of")
+                throw ServiceError.invalid("as_of_unavailable", "as_of \(asOf) is in the future", field: "as_of")
             }
             return StateAnswer.Point(position: try await store.position(atMicros: micros), micros: micros)
         }

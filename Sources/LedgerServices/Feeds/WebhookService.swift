@@ -38,7 +38,7 @@ public struct WebhookView: Sendable, Hashable {
     }
 }
 
-/// Webhook endpoints: registration, delivery history, redelivery and secret rotation. The
+/// Webhook endpoints: registration, delivery history, redelivery, secret rotation, pausing and deletion. The
 /// deliveries themselves are the ``WebhookDispatcher``'s.
 public struct WebhookService: Sendable {
     public static let defaultGrace: Duration = .seconds(86_400)
@@ -112,6 +112,15 @@ public struct WebhookService: Sendable {
         }
         guard let stored = try await store.redeliver(id, from: position, nowMicros: clock().epochMicroseconds) else {
             throw ServiceError.notFound("no webhook \(id.uuidString.lowercased())")
+        }
+        return WebhookView(stored)
+    }
+
+    /// Pauses, resumes or deletes an endpoint for an operator (``WebhookChange``); a deleted endpoint stays
+    /// readable with its history but takes no change: 404 like an unknown one.
+    public func apply(_ change: WebhookChange, to id: UUID) async throws -> WebhookView {
+        guard let stored = try await store.apply(change, to: id, nowMicros: clock().epochMicroseconds) else {
+            throw ServiceError.notFound("no webhook \(id.uuidString.lowercased()) (unknown, or deleted)")
         }
         return WebhookView(stored)
     }

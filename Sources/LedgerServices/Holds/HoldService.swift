@@ -81,8 +81,16 @@ public struct HoldService: Sendable {
             throw ServiceError.notFound("no order \(raw)")
         }
         let requestHash = Self.hash(request)
-        let key = idempotencyKey ?? UUID.newRandomString()
-        let ledgerKey = IdempotencyKey(key: "hold:\(orderID.rawValue):\(request.kind.rawValue):\(key)", requestHash: requestHash)
+        // Scoped by the principal that sent it (its actor), the order and the operation: another operator's equal key is
+        // another operation, never this one's replay (security review 4, L9) — in the ledger's key and in the acquirer's
+        // modification reference (a short tag of the actor before the client's key), which the acquirer replays by.
+        let key = idempotencyKey.map { "\(Self.principalTag(actor))-\($0)" } ?? UUID.newRandomString()
+        let ledgerKey = IdempotencyKey.scoped(
+            "hold",
+            scope: [actor, orderID.rawValue, request.kind.rawValue],
+            clientKey: idempotencyKey ?? key,
+            requestHash: requestHash
+        )
         let stored = idempotencyKey == nil ? nil : try await idempotency.requestHash(forKey: ledgerKey.key)
         let run = HoldOperationRun(
             service: self,
@@ -292,6 +300,9 @@ public struct HoldService: Sendable {
         case .stockOutOfDate: return ServiceError.unavailable(message)
         }
     }
+
+    /// 8 hex digits of the actor's SHA-256: who sent a client's key, in the acquirer's modification reference.
+    static func principalTag(_ actor: String) -> String { Hex.encode(Array(SHA256.hash(data: Array(actor.utf8)).prefix(4))) }
 
     static func hash(_ request: HoldOperationRequest) -> [UInt8] {
         let fields = [

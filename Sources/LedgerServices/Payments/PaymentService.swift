@@ -75,7 +75,13 @@ public struct PaymentService: Sendable {
         else {
             throw Self.unknownShippingMethod(request)
         }
-        let idempotency = idempotencyKey.map { IdempotencyKey(key: "payment:\($0)", requestHash: Self.hash(request)) }
+        // Anonymous: the key is bound to the body (its hash is in the stored key), so only the identical request — its
+        // card token included — replays the first reply, and another body under the same key is a payment of its own
+        // rather than a 409 that would let anyone who guessed a key block it (security review 4, L9).
+        let requestHash = Self.hash(request)
+        let idempotency = idempotencyKey.map {
+            IdempotencyKey.scoped("payment", scope: [Hex.encode(requestHash)], clientKey: $0, requestHash: requestHash)
+        }
         let correlation = UUID.newRandomString()
         let orderID = OrderID(UUID.newRandomString())!
         let contactRef = orderID.contactReference

@@ -611,7 +611,7 @@ public struct SettlementService: Sendable {
         }
         let from = try date(from, "from")
         let to = try date(to, "to")
-        if let from, let to, to < from { throw ServiceError.malformed("invalid_parameter", "to is before from", field: "to") }
+        // `to` before `from` is an empty range, answered as such (no batch is in it), not a malformed request.
         var batches: [SettlementBatchState] = []
         for state in try await allBatches() {
             let day = state.opened.businessDate

@@ -214,6 +214,63 @@ import Testing
         }
     }
 
+    /// L6: an operator pauses an endpoint (it receives nothing while paused), resumes it (it receives what was held, in
+    /// order) and deletes it (nothing more arrives; it stays readable, `deleted`, with its delivery history, and takes
+    /// no further change: 404). An unknown id is 404, an auditor's key 403, and none of it appends an event.
+    @Test(.timeLimit(.minutes(3))) func anOperatorPausesResumesAndDeletesAnEndpoint() async throws {
+        let receiver = WebhookReceiver(failures: 0, secrets: [Self.secret])
+        try await receiver.serve { url in
+            try await TestApp.withApp(seed: true, environment: Self.fastRetries) { client, services in
+                let hook = try await register(client, url: url, types: ["OrderOpened"])
+                let head = try await services.store.head().position
+                for (method, path) in [(HTTPRequest.Method.post, "/pause"), (.post, "/resume"), (.delete, "")] {
+                    let auditor = try await call(client, method, "/webhooks/\(hook.id)\(path)", key: TestApp.auditorKey)
+                    #expect(auditor.0 == 403, "\(method) \(path): \(auditor)")
+                    for id in [UUID().uuidString, "not-a-uuid"] {
+                        let unknown = try await call(client, method, "/webhooks/\(id)\(path)")
+                        #expect(unknown.0 == 404, "\(method) \(id)\(path): \(unknown)")
+                    }
+                }
+                #expect(try await services.store.head().position == head)
+                func state(_ text: String) throws -> String { try WireJSON.decode(WebhookReply.self, from: text).state }
+
+                let paused = try await call(client, .post, "/webhooks/\(hook.id)/pause")
+                #expect(paused.0 == 200 && (try? state(paused.1)) == "paused", "\(paused)")
+                _ = try await storefront.placeOrder(client)
+                let held = try await expected(services, after: Int64(hook.cursor), types: ["OrderOpened"])
+                try await services.dispatcher.deliverDue()
+                try await Task.sleep(for: .milliseconds(600))
+                #expect(receiver.hits.isEmpty, "a paused endpoint gets nothing: \(receiver.hits.map(\.position))")
+
+                let resumed = try await call(client, .post, "/webhooks/\(hook.id)/resume")
+                #expect(resumed.0 == 200 && (try? state(resumed.1)) == "active", "\(resumed)")
+                #expect(try await eventually { receiver.delivered == held }, "\(receiver.delivered) of \(held)")
+                #expect(try await committed(client, hook.id, through: held.last))
+
+                let deleted = try await call(client, .delete, "/webhooks/\(hook.id)")
+                #expect(deleted.0 == 204, "\(deleted)")
+                _ = try await storefront.placeOrder(client)
+                try await services.dispatcher.deliverDue()
+                try await Task.sleep(for: .milliseconds(600))
+                #expect(receiver.delivered == held, "a deleted endpoint gets nothing more")
+                let read = try await call(client, .get, "/webhooks/\(hook.id)")
+                #expect(read.0 == 200 && (try? state(read.1)) == "deleted", "\(read)")
+                let listed = try WireJSON.decode(WebhookListReply.self, from: try await call(client, .get, "/webhooks").1)
+                #expect(listed.webhooks.map(\.state) == ["deleted"])
+                #expect(try await deliveries(client, hook.id).filter(\.delivered).map { Int64($0.position) } == held)
+                for (method, path, body) in [
+                    (HTTPRequest.Method.post, "/resume", nil), (.post, "/pause", nil), (.post, "/redeliver", #"{"from": 1}"#),
+                    (.post, "/rotate-secret", #"{"secret": "whsec_rotated_fedcba9876543210"}"#), (.delete, "", nil),
+                ] {
+                    let refused = try await call(client, method, "/webhooks/\(hook.id)\(path)", body)
+                    #expect(refused.0 == 404, "\(method) \(path) on a deleted endpoint: \(refused)")
+                }
+                try await services.dispatcher.deliverDue()
+                #expect(receiver.delivered == held)
+            }
+        }
+    }
+
     /// Secrets never leave: not in the replies, not in the log, not in clear in the database, and the
     /// auditor role cannot read the endpoints at all. Bad registrations are refused, nothing appended.
     @Test func secretsStaySealedAndBadRegistrationsAreRefused() async throws {

@@ -283,6 +283,8 @@ struct MerkleTests {
         #expect(LogTile.width(level: 1, index: 1, treeSize: 70_000) == 17)
         #expect(LogTile.width(level: 2, index: 0, treeSize: 70_000) == 1)
         #expect(LogTile.width(level: 0, index: 274, treeSize: 70_000) == 0)
+        // An index whose first leaf is beyond 2^64 (a request can name one) is in no tree; it trapped.
+        #expect(LogTile.width(level: 4, index: 828_029_267_845_895_328, treeSize: .max) == 0)
     }
 
     @Test func tilePathsAreTheSpecsEncoding() {
