@@ -53,7 +53,7 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
         if let embedded = database.embedded {
             let endpoint = embedded.endpoint
             try await prepareEmbedded(endpoint: endpoint, migrations: migrations, logger: logger)
-            databaseURL = "postgres://acquirer_app@localhost:\(endpoint.port)/acquirer?host=\(endpoint.socketDirectory)"
+            databaseURL = Self.embeddedURL(endpoint)
         } else {
             // A configured ledger database: the child keeps its schema in it, as the migration (owner) role.
             guard let owner = configuration.migrationDatabaseURL ?? configuration.databaseURL else {
@@ -97,7 +97,7 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
             directory: directory,
             secrets: AcquirerSecrets(
                 apiKey: apiKey,
-                databaseURL: "postgres://acquirer_app@localhost:\(endpoint.port)/acquirer?host=\(endpoint.socketDirectory)"
+                databaseURL: Self.embeddedURL(endpoint)
             ),
             settings: settings,
             seed: seed,
@@ -224,6 +224,15 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
     /// acquirer's own `LEDGERD_ACQUIRER_*` settings — never the daemon's keys and URLs (`LEDGERD_OPERATOR_KEYS`,
     /// `LEDGERD_DATABASE_URL`, …), which it inherited whole before (review 3, N16). Everything else it is told comes
     /// by its arguments and its 0600 secrets file.
+    /// The acquirer child's URL of the embedded cluster, its socket directory percent-encoded as the `host` query
+    /// value: a data directory's path with a space, `&`, `#`, `+` or `%` spliced in raw made the URL unreadable or named
+    /// another directory. (A `,` still splits it: libpq's own host-list syntax, which has no escape for one.)
+    static func embeddedURL(_ endpoint: EmbeddedPostgres.Endpoint) -> String {
+        let allowed = CharacterSet.urlQueryAllowed.subtracting(CharacterSet(charactersIn: "&+=#%;"))
+        let host = endpoint.socketDirectory.addingPercentEncoding(withAllowedCharacters: allowed) ?? endpoint.socketDirectory
+        return "postgres://acquirer_app@localhost:\(endpoint.port)/acquirer?host=\(host)"
+    }
+
     static func childEnvironment(_ environment: [String: String]) -> [String: String] {
         let kept: Set<String> = ["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR"]
         return environment.filter { name, _ in

@@ -102,7 +102,7 @@ public struct EmbeddedPostgres: Sendable {
 
         var settings: [String: String] = [
             "listen_addresses": "''",
-            "unix_socket_directories": "'\(socketDirectory.path)'",
+            "unix_socket_directories": Self.settingString(Self.listElement(socketDirectory.path)),
             "port": "\(endpoint.port)",
             "max_connections": "200",
             "shared_buffers": "'256MB'",
@@ -224,6 +224,34 @@ public struct EmbeddedPostgres: Sendable {
     /// ``stop(mode:)``, waiting on a Dispatch thread (see ``startOffPool()``).
     public func stopOffPool(mode: String = "fast") async throws {
         try await Self.offCooperativePool { try self.stop(mode: mode) }
+    }
+
+    /// `text` as a quoted `postgresql.conf` string: `'` doubled, and the backslash, CR and LF escaped (the file's
+    /// reader un-escapes them). A data directory's path spliced in raw made a `'` in it a syntax error that stopped the
+    /// cluster from starting.
+    static func settingString(_ text: String) -> String {
+        var quoted = "'"
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "'": quoted += "''"
+            case "\\": quoted += "\\\\"
+            case "\n": quoted += "\\n"
+            case "\r": quoted += "\\r"
+            default: quoted.unicodeScalars.append(scalar)
+            }
+        }
+        return quoted + "'"
+    }
+
+    /// `path` as one element of a list setting (`unix_socket_directories`): double-quoted with `"` doubled, so a comma
+    /// or a leading space in the path does not split or trim it.
+    static func listElement(_ path: String) -> String {
+        var element = "\""
+        for scalar in path.unicodeScalars {
+            if scalar == "\"" { element += "\"" }
+            element.unicodeScalars.append(scalar)
+        }
+        return element + "\""
     }
 
     static func offCooperativePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {

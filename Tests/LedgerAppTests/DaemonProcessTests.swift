@@ -294,4 +294,23 @@ import FoundationNetworking
         #expect(status == 200)
         try await restarted.stop()
     }
+
+    /// A careless operator's data directory: a path holding `'`, `&` and spaces. It went into the embedded
+    /// cluster's `ledgerd.conf` unquoted (`unix_socket_directories = '/tmp/o'brien/run'`): PostgreSQL refused the file
+    /// ("syntax error … near token brien") and `serve` never came up; and raw into the acquirer's database URL
+    /// (`?host=/tmp/o'brien & co/run`), which did not read back.
+    @Test(.timeLimit(.minutes(3))) func aDataDirectoryWithAQuoteAndSpacesInItsPathServes() async throws {
+        let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-o'brien & co \(UUID().uuidString.prefix(8))")
+        let log = URL(fileURLWithPath: "/tmp/ledgerd-quoted-\(UUID().uuidString.prefix(8)).log")
+        defer {
+            for pid in DaemonProcess.processes(mentioning: dataDirectory.path) { _ = kill(pid, SIGKILL) }
+            for url in [dataDirectory, log] { try? FileManager.default.removeItem(at: url) }
+        }
+        let daemon = try await DaemonProcess.start(dataDirectory: dataDirectory, port: TestPorts.free(), logFile: log)
+        defer { daemon.process.terminate() }
+        #expect(daemon.health?.status == 200, "serve did not come up:\n\(daemon.output().suffix(4_000))")
+        let (status, _) = try await daemon.request("POST", "/payment", String(decoding: StorefrontDriver.paymentBody(), as: UTF8.self))
+        #expect(status == 200)
+        try await daemon.stop()
+    }
 }

@@ -191,6 +191,36 @@ import Testing
         }
     }
 
+    /// The console percent-decodes its `:id` routes (M3's fix), so `%00` became a NUL that PostgreSQL refuses
+    /// (`invalid byte sequence for encoding "UTF8": 0x00`): an order, batch or break URL, a resolve or capture form,
+    /// and the order search answered 500 for what is only an id nothing carries.
+    @Test("an id or search holding NUL is not found (no 500), nothing appended")
+    func anIDHoldingNULIsNotFound() async throws {
+        try await TestApp.withApp(seed: true) { client, services in
+            let browser = Browser(client)
+            try await browser.signIn(TestApp.operatorKey)
+            let form = try await browser.request("/console/today")
+            let before = try await services.store.head().position
+            for uri in [
+                "/console/orders/a%00b", "/console/settlements/%00", "/console/disputes/%00", "/console/orders?q=%00", "/console/orders?q=a%00b@x",
+            ] {
+                let page = try await browser.request(uri)
+                #expect(page.status == .notFound, "\(uri): \(page.status)")
+            }
+            let posts: [(String, [(String, String)])] = [
+                ("/console/breaks/a%00b/resolve", [("batch_id", "settlement-1"), ("reason", "checked")]),
+                ("/console/orders/%00/capture", [("amount", "1.00")]),
+                ("/console/orders/%00/void", []),
+                ("/console/disputes/%00/accept", []),
+            ]
+            for (uri, fields) in posts {
+                let answer = try await browser.request(uri, method: .post, form: [("csrf_token", ConsoleTests.csrf(form.html))] + fields)
+                #expect(answer.status == .notFound, "\(uri): \(answer.status)")
+            }
+            #expect(try await services.store.head().position == before)
+        }
+    }
+
     static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
         guard haystack.count >= needle.count else { return false }
         return (0...(haystack.count - needle.count)).contains { Array(haystack[$0..<$0 + needle.count]) == needle }

@@ -388,7 +388,9 @@ public struct ConsoleRoutes: Sendable {
         if !searched.isEmpty {
             page.query = searched
             let found: [String]
-            if try await orders.orderJSON(id: searched) != nil {
+            if Self.holdsNUL(searched) {
+                found = []
+            } else if try await orders.orderJSON(id: searched) != nil {
                 found = [searched]
             } else if searched.contains("@") {
                 guard signedIn.isOperator else {
@@ -498,10 +500,17 @@ public struct ConsoleRoutes: Sendable {
     }
 
     /// The route's `id`, percent-decoded (Hummingbird hands path parameters over as written): what ``path(_:)`` encoded.
+    /// A NUL (`%00` decoded) is refused as not found: no id holds one, and PostgreSQL refuses it in a text parameter
+    /// (a 500 before this check).
     static func id(_ context: LedgerRequestContext) throws -> String {
         let raw = try context.parameters.require("id")
-        return raw.removingPercentEncoding ?? raw
+        let id = raw.removingPercentEncoding ?? raw
+        guard !holdsNUL(id) else { throw APIError.notFound("no such id: it holds U+0000") }
+        return id
     }
+
+    /// Whether `text` holds U+0000, which no id, reference or e-mail address holds and PostgreSQL refuses in text.
+    static func holdsNUL(_ text: String) -> Bool { text.utf8.contains(0) }
 
     func orderPage(
         id: String,
