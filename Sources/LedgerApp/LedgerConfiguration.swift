@@ -436,6 +436,9 @@ public struct LedgerConfiguration: Sendable {
         applePay = try ApplePaySettings.read(from: reader)
         settlement = try SettlementSettings.read(from: reader)
         if databaseURL?.isEmpty == true { databaseURL = nil }
+        if usesEmbeddedDatabase, let problem = Self.unusableDataDirectory(dataDirectoryURL.path) {
+            throw ConfigurationError("LEDGERD_DATA_DIR \(problem)")
+        }
         if migrationDatabaseURL?.isEmpty == true { migrationDatabaseURL = nil }
     }
 
@@ -459,6 +462,23 @@ public struct LedgerConfiguration: Sendable {
 
     /// True when the daemon runs its own PostgreSQL cluster.
     public var usesEmbeddedDatabase: Bool { databaseURL == nil }
+
+    /// Why the embedded cluster could not live at `path`, or nil. `pg_ctl` runs its data directory through `/bin/sh` in
+    /// double quotes (a `"`, `` ` ``, `$` or `\\` there breaks out of them: a path with `$(…)` ran as the postgres
+    /// user), libpq's host list splits the socket directory at a `,`, a control character is no one's intent, and a
+    /// Unix socket's path (`<data>/run/.s.PGSQL.5432`) holds at most 107 bytes. Refused at start, naming the character,
+    /// rather than failing later inside PostgreSQL (security review 4, careless operator).
+    static func unusableDataDirectory(_ path: String) -> String? {
+        if let bad = path.unicodeScalars.first(where: { "\"`$\\,".unicodeScalars.contains($0) || $0.value < 0x20 || $0.value == 0x7F }) {
+            let shown = bad.value < 0x20 || bad.value == 0x7F ? String(format: "U+%04X", bad.value) : "'\(Character(bad))'"
+            return "\(path) holds \(shown), which the embedded PostgreSQL cannot take in its path: choose another directory"
+        }
+        let socket = path + "/run/.s.PGSQL.5432"
+        guard socket.utf8.count <= 107 else {
+            return "\(path) is too long: its cluster's socket \(socket) would be \(socket.utf8.count) bytes, and a Unix socket's path holds 107"
+        }
+        return nil
+    }
 
     public var dataDirectoryURL: URL {
         URL(fileURLWithPath: dataDirectory, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))

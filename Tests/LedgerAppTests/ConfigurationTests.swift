@@ -42,8 +42,14 @@ import Testing
         #expect(configuration.port == 9000)
     }
 
-    @Test func badValuesAreRefusedWithTheKeyNamed() {
+    @Test func badValuesAreRefusedWithTheKeyNamed() throws {
         #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_PORT": "70000"]) }
+        // A data directory the embedded cluster cannot live in is refused at start, naming why (security review 4's
+        // probe: `"` and `$(…)` reached pg_ctl's shell, `,` split libpq's host list, a long path overflowed the socket's).
+        for bad in ["/tmp/a\"b", "/tmp/$(touch x)", "/tmp/a`id`", "/tmp/a,b", "/tmp/a\\b", "/tmp/a\nb", "/tmp/" + String(repeating: "d", count: 90)] {
+            #expect(throws: ConfigurationError.self, "\(bad)") { try LedgerConfiguration.load(environment: ["LEDGERD_DATA_DIR": bad]) }
+        }
+        #expect(try LedgerConfiguration.load(environment: ["LEDGERD_DATA_DIR": "/tmp/o'brien & co"]).dataDirectory == "/tmp/o'brien & co")
         #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_LOG_LEVEL": "loud"]) }
         #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_TLS_CERTIFICATE": "/c.pem"]) }
         #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_HTTP_MAX_CONNECTIONS": "0"]) }
