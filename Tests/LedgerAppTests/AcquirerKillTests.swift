@@ -2,6 +2,7 @@ import Foundation
 import LedgerAPI
 import LedgerCore
 import LedgerHTTP
+import LedgerServices
 import LedgerTestSupport
 import Testing
 
@@ -526,7 +527,10 @@ struct HoldRequest: Hashable, CustomStringConvertible {
     }
 
     /// The reference the ledger gives the modification (its order's merchant reference is the order id).
-    var modificationReference: String { "\(order)-\(kind)-\(key)" }
+    /// The acquirer's reference for it, by the ledger's own rule (``HoldLifecycle/modificationReference(order:operation:key:)``
+    /// over the key scoped by its sender, ``HoldService/principalTag(_:)``; review 4, L9): the daemon's first generated
+    /// operator key is `op-1` (APIKeys), so its actor is `operator:op-1`.
+    var modificationReference: String { "\(order)-\(kind)-\(HoldService.principalTag("operator:op-1"))-\(key)" }
 
     var acquirerKind: ModificationKind { kind == "void" ? .reversal : kind == "capture" ? .capture : .refund }
 

@@ -31,10 +31,13 @@ public enum Transcript {
         return String(decoding: try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
     }
 
-    /// Numbers each distinct uuid, timestamp and hex hash by first appearance.
+    /// Numbers each distinct scoped idempotency key's scope, uuid, timestamp and hex hash by first appearance. The
+    /// scope (``IdempotencyKey/scoped(_:scope:clientKey:requestHash:)``: `<kind>:<43 base64url characters>:<key>`) is a
+    /// hash over an order id or a request, different every run.
     public static func mask(_ text: String) -> String {
         var result = text
         for (pattern, label) in [
+            (#"(?<=[a-z]:)[A-Za-z0-9_-]{43}(?=:)"#, "scope"),
             (#"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"#, "uuid"),
             (#"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})"#, "time"),
             (#"[0-9a-f]{64}"#, "sha256"),

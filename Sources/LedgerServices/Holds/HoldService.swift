@@ -302,7 +302,7 @@ public struct HoldService: Sendable {
     }
 
     /// 8 hex digits of the actor's SHA-256: who sent a client's key, in the acquirer's modification reference.
-    static func principalTag(_ actor: String) -> String { Hex.encode(Array(SHA256.hash(data: Array(actor.utf8)).prefix(4))) }
+    public static func principalTag(_ actor: String) -> String { Hex.encode(Array(SHA256.hash(data: Array(actor.utf8)).prefix(4))) }
 
     static func hash(_ request: HoldOperationRequest) -> [UInt8] {
         let fields = [
