@@ -53,7 +53,8 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/ledgerd-fuzz.XXXXXX")
 chmod 755 "$work"
 data="$work/data"
-port=$("$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# Below the ephemeral range, checked free (deploy/free_port.py says why).
+port=$("$venv/bin/python" deploy/free_port.py)
 base="http://127.0.0.1:$port"
 "$ledgerd" serve --data-dir "$data" --port "$port" >"$work/ledgerd.log" 2>&1 &
 daemon=$!
