@@ -98,10 +98,7 @@ public struct APIKeyToken: Sendable, Hashable {
     public static func generate(id: String) -> APIKeyToken {
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        let secret = Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-        return APIKeyToken(id: id, secret: secret)
+        return APIKeyToken(id: id, secret: Base64URL.encode(bytes))
     }
 }
 

@@ -30,8 +30,7 @@ public struct IdempotencyKey: Sendable, Hashable {
     /// hold operation's principal, order and kind; an anonymous payment's request hash). Two clients' equal keys are
     /// then two keys (security review 4, L9), and a 200-byte client key still fits ``maximumByteLength``.
     public static func scoped(_ kind: String, scope: [String], clientKey: String, requestHash: [UInt8]) -> IdempotencyKey {
-        let digest = Data(SHA256.hash(data: Array(scope.joined(separator: "\u{1F}").utf8))).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        let digest = Base64URL.encode(SHA256.hash(data: Array(scope.joined(separator: "\u{1F}").utf8)))
         return IdempotencyKey(key: "\(kind):\(digest):\(clientKey)", requestHash: requestHash)
     }
 }

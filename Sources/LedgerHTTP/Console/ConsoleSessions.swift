@@ -105,9 +105,7 @@ public final class ConsoleSessions: Sendable {
     static func randomToken() -> String {
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        return Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        return Base64URL.encode(bytes)
     }
 
     static func digest(_ token: String) -> String { Hex.encode(Array(SHA256.hash(data: Array(token.utf8)))) }
