@@ -100,13 +100,20 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The command pipeline, pure: commands and their decisions in a batch, the batch planner, append requests and
+        // errors, chain links and the read-model rows an append carries. No driver: the daemon runs it on PostgreSQL
+        // (LedgerPostgres), a simulator on memory. LedgerEngineTests' EngineBoundaryTests keeps PostgreSQL out.
+        .target(
+            name: "LedgerEngine",
+            dependencies: ["LedgerCore", "LedgerMacros", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         // Everything that speaks SQL: the event store (migrator, group-commit writer, chain verifier, embedded launcher),
         // the read models and their queries, the domain committer, idempotency probes, shipping contacts and settlement's
         // items, stored reports and reconciliation lookups.
         .target(
             name: "LedgerPostgres",
             dependencies: [
-                "LedgerCore", "LedgerMacros", "LedgerProcess",
+                "LedgerCore", "LedgerEngine", "LedgerMacros", "LedgerProcess",
                 // Only for LogThrottle: the writer's `append failed` during an outage, as the 503 warning.
                 "LedgerHTTPServer",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -163,7 +170,7 @@ let package = Package(
         .target(
             name: "LedgerServices",
             dependencies: [
-                "LedgerCore", "LedgerAcquirerAPI", "LedgerPostgres", "LedgerPayments", "LedgerMacros",
+                "LedgerCore", "LedgerAcquirerAPI", "LedgerEngine", "LedgerPostgres", "LedgerPayments", "LedgerMacros",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -220,8 +227,8 @@ let package = Package(
         .target(
             name: "LedgerBench",
             dependencies: [
-                "LedgerCore", "LedgerAcquirer", "LedgerAcquirerAPI", "LedgerPostgres", "LedgerServices", "LedgerApp", "LedgerPayments",
-                "LedgerAcquirerService",
+                "LedgerCore", "LedgerAcquirer", "LedgerAcquirerAPI", "LedgerEngine", "LedgerPostgres", "LedgerServices", "LedgerApp",
+                "LedgerPayments", "LedgerAcquirerService",
                 "LedgerMacros", "LedgerAcquirerClient",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -260,7 +267,7 @@ let package = Package(
         // Pure test helpers: the decider given/when/then spec and the seeded property-test generator.
         .target(
             name: "LedgerCoreTestSupport",
-            dependencies: ["LedgerCore", "LedgerAcquirer", "LedgerAcquirerAPI"],
+            dependencies: ["LedgerCore", "LedgerEngine", "LedgerAcquirer", "LedgerAcquirerAPI"],
             path: "Tests/LedgerCoreTestSupport"
         ),
         // Test harness: one embedded cluster per test run, a fresh database per test, the application
@@ -268,8 +275,8 @@ let package = Package(
         .target(
             name: "LedgerTestSupport",
             dependencies: [
-                "LedgerCore", "LedgerPostgres", "LedgerServices", "LedgerAPI", "LedgerHTTP", "LedgerApp", "LedgerAcquirer", "LedgerAcquirerService",
-                "LedgerProcess",
+                "LedgerCore", "LedgerEngine", "LedgerPostgres", "LedgerServices", "LedgerAPI", "LedgerHTTP", "LedgerApp", "LedgerAcquirer",
+                "LedgerAcquirerService", "LedgerProcess",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -313,9 +320,14 @@ let package = Package(
                 "LedgerServices", "LedgerCore", "LedgerPostgres", "LedgerCoreTestSupport", .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The command pipeline without a database, and the engine's boundary (no PostgreSQL in LedgerEngine).
+        .testTarget(name: "LedgerEngineTests", dependencies: ["LedgerEngine", "LedgerCore", "LedgerCoreTestSupport"]),
         .testTarget(
             name: "LedgerPostgresTests",
-            dependencies: ["LedgerPostgres", "LedgerTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
+            dependencies: [
+                "LedgerPostgres", "LedgerEngine", "LedgerTestSupport", "LedgerCoreTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
         ),
         // The HTTP edge without a database: request parsing, the error mapping and its JSON shape.
         .testTarget(
@@ -333,7 +345,7 @@ let package = Package(
             dependencies: [
                 "LedgerApp", "LedgerServices", "LedgerAPI", "LedgerHTTP", "LedgerTestSupport", "LedgerCoreTestSupport", "ledgerd", "LedgerPayments",
                 "LedgerPaymentsTesting", "LedgerAcquirer", "LedgerAcquirerAPI", "LedgerAcquirerClient", "LedgerAcquirerService", "LedgerPostgres",
-                "LedgerHTTPServer", "LedgerProcess",
+                "LedgerEngine", "LedgerHTTPServer", "LedgerProcess",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 // HTTPS tests and webhook receivers: a client that trusts the test CA, the CA and certificates, raw sockets.

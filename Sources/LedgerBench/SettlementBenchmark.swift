@@ -5,6 +5,7 @@ import LedgerAcquirerAPI
 import LedgerAcquirerClient
 import LedgerApp
 import LedgerCore
+import LedgerEngine
 import LedgerMacros
 import LedgerPostgres
 import LedgerServices

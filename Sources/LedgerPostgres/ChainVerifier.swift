@@ -1,5 +1,6 @@
 import Crypto
 import LedgerCore
+import LedgerEngine
 import Logging
 import PostgresNIO
 

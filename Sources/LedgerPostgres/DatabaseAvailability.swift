@@ -1,3 +1,4 @@
+import LedgerEngine
 import PostgresNIO
 import Synchronization
 import _ConnectionPoolModule

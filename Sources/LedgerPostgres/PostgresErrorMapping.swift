@@ -1,3 +1,4 @@
+import LedgerEngine
 import PostgresNIO
 
 /// The one place where database errors are interpreted. Never forward their text to a client.

@@ -6,6 +6,7 @@ import LedgerAPI
 import LedgerAcquirer
 import LedgerApp
 import LedgerCore
+import LedgerEngine
 import LedgerHTTP
 import LedgerPostgres
 import LedgerServices

@@ -3,6 +3,7 @@ import HummingbirdTesting
 import LedgerAPI
 import LedgerApp
 import LedgerCore
+import LedgerEngine
 import LedgerHTTP
 import LedgerPostgres
 import LedgerServices

@@ -8,6 +8,7 @@ import LedgerAcquirer
 import LedgerAcquirerAPI
 import LedgerApp
 import LedgerCore
+import LedgerEngine
 import LedgerHTTP
 import LedgerPostgres
 import LedgerTestSupport

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import LedgerAcquirer
 import LedgerApp
 import LedgerCore
+import LedgerEngine
 import LedgerPostgres
 import LedgerServices
 import LedgerTestSupport

@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerApp
 import LedgerCore
+import LedgerEngine
 import LedgerHTTP
 import LedgerPostgres
 import LedgerServices

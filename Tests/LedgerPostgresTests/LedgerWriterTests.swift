@@ -1,5 +1,7 @@
 import Foundation
 import LedgerCore
+import LedgerCoreTestSupport
+import LedgerEngine
 import LedgerPostgres
 import LedgerTestSupport
 import PostgresNIO
@@ -77,8 +79,8 @@ import Testing
     /// the true stock, and the next one is refused once that stock is gone.
     @Test func aCommandDecidedOnAStaleCacheIsDecidedAgainOnTheStockAnotherProcessLeft() async throws {
         try await Self.withTwoProcesses { first, here, second, there, client in
-            let pen = CommandDecisionsTests.pen
-            let list = LedgerCommand(reads: AggregateKeys(products: [pen]), now: CommandDecisionsTests.t0, metadata: EventMetadata()) { states in
+            let pen = PenCommands.pen
+            let list = LedgerCommand(reads: AggregateKeys(products: [pen]), now: PenCommands.t0, metadata: EventMetadata()) { states in
                 #expect(states.products[pen] == nil)
                 let listed = ProductListed(
                     productID: pen,
@@ -93,12 +95,12 @@ import Testing
             }
             _ = try await first.decide(list, states: here)
             // The other process sells one: this writer's cache still says two are left.
-            _ = try await second.decide(CommandDecisionsTests.reserve("order-there"), states: there)
-            let sold = try await first.decide(CommandDecisionsTests.reserve("order-here"), states: here)
+            _ = try await second.decide(PenCommands.reserve("order-there"), states: there)
+            let sold = try await first.decide(PenCommands.reserve("order-here"), states: here)
             #expect(sold.result != nil)
             #expect(sold.states?.products[pen]?.version == 4)
             #expect(sold.states?.products[pen]?.available == 0)
-            await #expect(throws: ProductRejection.self) { try await first.decide(CommandDecisionsTests.reserve("order-late"), states: here) }
+            await #expect(throws: ProductRejection.self) { try await first.decide(PenCommands.reserve("order-late"), states: here) }
             #expect(
                 try await column(client, "SELECT count(*) FROM ledger.events WHERE stream_id = \(pen.streamID.rawValue)", as: Int64.self) == [4]
             )
@@ -111,9 +113,9 @@ import Testing
     /// check the stale read would pass, since only appended streams are checked.
     @Test func aCheckedReadAnotherProcessMovedIsDecidedAgainOnItsNewState() async throws {
         try await Self.withTwoProcesses { first, here, second, there, client in
-            let (pen, cup) = (CommandDecisionsTests.pen, ProductID("cup")!)
+            let (pen, cup) = (PenCommands.pen, ProductID("cup")!)
             func listing(_ id: ProductID) -> LedgerCommand {
-                LedgerCommand(reads: AggregateKeys(products: [id]), now: CommandDecisionsTests.t0, metadata: EventMetadata()) { _ in
+                LedgerCommand(reads: AggregateKeys(products: [id]), now: PenCommands.t0, metadata: EventMetadata()) { _ in
                     let listed = ProductListed(
                         productID: id,
                         sku: id.rawValue,
@@ -131,7 +133,7 @@ import Testing
                 LedgerCommand(
                     reads: AggregateKeys(products: reads),
                     checked: AggregateKeys(products: checked),
-                    now: CommandDecisionsTests.t0,
+                    now: PenCommands.t0,
                     metadata: EventMetadata()
                 ) { states in
                     seen?.versions.withLock { $0.append(states.products[pen]?.version ?? 0) }
@@ -158,8 +160,8 @@ import Testing
     /// stream caught up with one left behind (the read-only one would pass the database's check stale).
     @Test func aStaleReadMakesEveryReadOfTheCommandFresh() async throws {
         try await Self.withTwoProcesses { first, here, second, there, client in
-            let (pen, cup) = (CommandDecisionsTests.pen, ProductID("cup")!)
-            let t0 = CommandDecisionsTests.t0
+            let (pen, cup) = (PenCommands.pen, ProductID("cup")!)
+            let t0 = PenCommands.t0
             func list(_ id: ProductID) -> LedgerCommand {
                 LedgerCommand(reads: AggregateKeys(products: [id]), now: t0, metadata: EventMetadata()) { _ in
                     let listed = ProductListed(
@@ -189,7 +191,7 @@ import Testing
             _ = try await second.decide(receive(cup), states: there)
             _ = try await second.decide(receive(pen), states: there)
             // Reads both, appends to the pen only.
-            var reserve = CommandDecisionsTests.reserve("order-here")
+            var reserve = PenCommands.reserve("order-here")
             reserve.reads = AggregateKeys(products: [pen, cup])
             let sold = try await first.decide(reserve, states: here)
             #expect(sold.decidedOn.products[pen]?.version == 3)

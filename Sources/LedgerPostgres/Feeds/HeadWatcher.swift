@@ -1,3 +1,4 @@
+import LedgerEngine
 import Logging
 import PostgresNIO
 import ServiceLifecycle

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import LedgerCore
+import LedgerEngine
 import LedgerMacros
 import LedgerPostgres
 import Logging

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import LedgerCore
+import LedgerEngine
 import LedgerPostgres
 import Logging
 

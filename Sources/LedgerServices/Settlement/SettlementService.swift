@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import LedgerAcquirerAPI
 import LedgerCore
+import LedgerEngine
 import LedgerPostgres
 import Logging
 import Synchronization

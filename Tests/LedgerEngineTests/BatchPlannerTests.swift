@@ -1,6 +1,6 @@
 import Foundation
 import LedgerCore
-import LedgerPostgres
+import LedgerEngine
 import Testing
 
 /// The group-commit writer's decisions, event by event, without PostgreSQL: the planner is fed

@@ -81,7 +81,7 @@ public struct AppendError: Error, Hashable, CustomStringConvertible, Sendable {
         AppendError(.invalidAppend, message)
     }
 
-    static func storageFailure(_ message: String) -> AppendError {
+    package static func storageFailure(_ message: String) -> AppendError {
         AppendError(.storageFailure, message)
     }
 

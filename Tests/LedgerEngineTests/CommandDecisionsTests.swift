@@ -1,49 +1,16 @@
 import Foundation
 import LedgerCore
-import LedgerPostgres
+import LedgerCoreTestSupport
+import LedgerEngine
 import Testing
 
 /// The writer's command decisions for one batch, without PostgreSQL: commands decided in queue order on the
 /// states the batch has built, refusals on remembered states sent back for a fresh read, and what is remembered.
 @Suite struct CommandDecisionsTests {
-    static let pen = ProductID("pen")!
-    static let t0 = Date(timeIntervalSince1970: 1_800_000_000)
-
-    /// The pen, listed with `stock` units: version 2 (listed, stock received), or 1 with none.
-    static func pen(stock: Int64) -> AggregateStates {
-        var states = AggregateStates()
-        let listed = ProductDecider.decide(
-            .list(sku: nil, name: "Pen", description: "", imageFile: "pen.png", price: Money(minorUnits: 2500, currency: .usd), initialStock: stock),
-            product: pen,
-            state: nil,
-            context: DecisionContext(now: t0)
-        )
-        for event in try! listed.get() { states.apply(.product(event)) }
-        return states
-    }
-
-    /// Reserves one pen for `order` (the storefront's first step, reduced to the product).
-    static func reserve(_ order: String) -> LedgerCommand {
-        LedgerCommand(reads: AggregateKeys(products: [pen]), now: t0, metadata: EventMetadata(actor: "test")) { states in
-            let orderID = OrderID(order)!
-            let product = states.products[pen]
-            let events = try ProductDecider.decide(
-                .reserve(order: orderID, quantity: 1),
-                product: pen,
-                state: product,
-                context: DecisionContext(now: t0)
-            ).get()
-            return CommandPlan(
-                plan: AppendPlan([
-                    PlannedAppend(
-                        streamID: pen.streamID,
-                        expectedVersion: PlannedAppend.expectation(forVersion: product?.version ?? 0),
-                        events: events.map(DomainEvent.product)
-                    )
-                ])
-            )
-        }
-    }
+    static let pen = PenCommands.pen
+    static let t0 = PenCommands.t0
+    static func pen(stock: Int64) -> AggregateStates { PenCommands.pen(stock: stock) }
+    static func reserve(_ order: String) -> LedgerCommand { PenCommands.reserve(order) }
 
     /// A source that must not be asked: the tests hand the decisions their states themselves.
     struct NoSource: CommandStateSource {

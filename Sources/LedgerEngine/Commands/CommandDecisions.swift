@@ -6,7 +6,7 @@ package enum WriterAnswer: Sendable {
     case decided(CommandOutcome)
 
     /// What the writer appended or replayed for it; nil when a decision appended nothing.
-    var result: AppendResult? {
+    package var result: AppendResult? {
         switch self {
         case .appended(let result): result
         case .decided(let outcome): outcome.result
