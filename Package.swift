@@ -321,7 +321,10 @@ let package = Package(
             ]
         ),
         // The command pipeline without a database, and the engine's boundary (no PostgreSQL in LedgerEngine).
-        .testTarget(name: "LedgerEngineTests", dependencies: ["LedgerEngine", "LedgerCore", "LedgerCoreTestSupport"]),
+        .testTarget(
+            name: "LedgerEngineTests",
+            dependencies: ["LedgerEngine", "LedgerCore", "LedgerCoreTestSupport", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .testTarget(
             name: "LedgerPostgresTests",
             dependencies: [

@@ -3,12 +3,14 @@ import LedgerCore
 
 extension AggregateStates {
     /// The append request for `plan` — its events, and the read-model rows of every aggregate it
-    /// touches — and the states after it (what the store may remember once the append commits).
+    /// touches — and the states after it (what the store may remember once the append commits). The events' ids
+    /// come from `ids`.
     package func appendRequest(
         for plan: [PlannedAppend],
         now: Date,
         metadata: EventMetadata,
-        idempotency: IdempotencyKey? = nil
+        idempotency: IdempotencyKey? = nil,
+        ids: any IDSource = RandomIDs()
     ) throws -> (request: AppendRequest, after: AggregateStates) {
         var after = self
         var touchedProducts: [ProductID] = []
@@ -21,7 +23,7 @@ extension AggregateStates {
                 StreamAppend(
                     streamID: planned.streamID,
                     expectedVersion: planned.expectedVersion,
-                    events: try planned.events.map { try $0.newEvent(eventID: UUID.newRandom(), effectiveAt: now) }
+                    events: try planned.events.map { try $0.newEvent(eventID: ids.next(), effectiveAt: now) }
                 )
             )
             for event in planned.events {

@@ -90,15 +90,22 @@ public final class LedgerWriter: Service, Sendable {
     private let durability: HeadWatcher?
     /// `append failed` at most once per interval, with how many were left out.
     private let appendFailures = LogThrottle()
+    /// The time of record a batch is stamped with (`recorded_at`), and where its commands' event ids come from.
+    private let clock: any LedgerClock
+    private let ids: any IDSource
 
     public init(
         client: DatabaseClient,
         configuration: Configuration = .init(),
         durability: HeadWatcher? = nil,
         logger: Logger,
-        metricsFactory: any MetricsFactory = MetricsSystem.factory
+        metricsFactory: any MetricsFactory = MetricsSystem.factory,
+        clock: any LedgerClock = SystemClock(),
+        ids: any IDSource = RandomIDs()
     ) {
         self.client = client
+        self.clock = clock
+        self.ids = ids
         self.durability = durability
         self.configuration = configuration
         self.logger = logger
@@ -358,7 +365,7 @@ public final class LedgerWriter: Service, Sendable {
     /// committed or learned: those are caught up with the log first. A refusal decided on a remembered state is
     /// decided again on a fresh one before it stands (stock may have come back through another process).
     private func decideCommands(_ batch: [Pending]) async throws -> CommandDecisions {
-        var decisions = CommandDecisions()
+        var decisions = CommandDecisions(ids: ids)
         for pending in batch {
             switch pending.work {
             case .append(let request): decisions.add(request)
@@ -413,7 +420,7 @@ public final class LedgerWriter: Service, Sendable {
             let answer: [BatchAnswerRow]
             let links: ChainLinks?
             if let head, events.count > 0 {
-                let linked = ChainLinks(events: events, onto: head, nowMicros: Self.wallClockMicros())
+                let linked = ChainLinks(events: events, onto: head, nowMicros: wallClockMicros())
                 let arguments = try Self.arguments(statement, linked)
                 let calledAt = ContinuousClock.now
                 let rows = try await client.query(
@@ -438,7 +445,7 @@ public final class LedgerWriter: Service, Sendable {
                         links = ChainLinks(
                             events: events,
                             onto: try await Self.lockedHead(connection, logger: logger),
-                            nowMicros: Self.wallClockMicros()
+                            nowMicros: self.wallClockMicros()
                         )
                     }
                     let arguments = try Self.arguments(statement, links)
@@ -573,9 +580,9 @@ public final class LedgerWriter: Service, Sendable {
         throw AppendError.storageFailure("the ledger head row is missing")
     }
 
-    /// Microseconds since 1970 on this machine's wall clock: a batch's `recorded_at` (the ledger's
-    /// own time of record; the domain's clocks set `effective_at`).
-    private static func wallClockMicros() -> Int64 { Date().epochMicroseconds }
+    /// Microseconds since 1970 on the writer's clock (this machine's wall clock in the daemon): a batch's `recorded_at`
+    /// (the ledger's own time of record; the domain's clocks set `effective_at`).
+    private func wallClockMicros() -> Int64 { clock.now().epochMicroseconds }
 
     /// Current versions of streams, read without the lock (append_batch re-checks them under it).
     private func loadVersions(_ streams: [String]) async throws -> [String: Int64] {

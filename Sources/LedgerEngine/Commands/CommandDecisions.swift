@@ -35,7 +35,10 @@ package struct CommandDecisions {
         case refused(any Error)
     }
 
-    package init() {}
+    /// Where the events' ids come from (the writer's ``IDSource``).
+    private let ids: any IDSource
+
+    package init(ids: any IDSource = RandomIDs()) { self.ids = ids }
 
     private var items: [Item] = []
     package private(set) var requests: [AppendRequest] = []
@@ -111,7 +114,8 @@ package struct CommandDecisions {
                 for: decided.plan.appends,
                 now: command.now,
                 metadata: command.metadata,
-                idempotency: command.idempotency
+                idempotency: command.idempotency,
+                ids: ids
             )
             request.streams += decided.alsoAppending
             request.contacts += decided.contacts

@@ -1,0 +1,147 @@
+import Foundation
+import LedgerCore
+
+/// The event log in memory, for simulations and tests: ``EventLog`` with `ledger.append_batch`'s rules (sql/0002,
+/// sql/0017, sql/0023) and the same hash chain (``ChainLinks``, genesis as sql/0001), so that the same batches
+/// committed at the same times end on the same head as on PostgreSQL (InMemoryChainTests compares them).
+package actor InMemoryEventLog: EventLog {
+    /// A projection row as `ledger.projection_rows` keeps it.
+    package struct Row: Sendable, Hashable {
+        package var version: Int64
+        package var json: String
+        package var createdPosition: Int64
+    }
+
+    private struct StoredKey: Sendable {
+        var hash: [UInt8]
+        var result: String
+    }
+
+    /// Every event, in position order (`events[i].position == i + 1`).
+    package private(set) var events: [RecordedEvent] = []
+    /// Positions of each stream's events, in version order.
+    private var positions: [String: [Int64]] = [:]
+    private var eventIDs: Set<UUID> = []
+    private var keys: [String: StoredKey] = [:]
+    /// Projection → key → row.
+    package private(set) var rows: [String: [String: Row]] = [:]
+    /// Shipping contacts by reference.
+    package private(set) var contacts: [String: String] = [:]
+    private var chain = ChainHead.genesis
+
+    package init() {}
+
+    package func commit(_ batch: BatchStatement, recordedAtMicros: Int64) throws -> [BatchAnswerRow] {
+        var answer: [BatchAnswerRow] = []
+        for (stream, believed) in zip(batch.checkStreams, batch.checkVersions) {
+            let actual = Int64(positions[stream]?.count ?? 0)
+            if actual != believed {
+                answer.append(BatchAnswerRow(kind: "stale", name: stream, version: actual, requestHash: nil, result: nil, firstPosition: nil))
+            }
+        }
+        for key in batch.probeKeys {
+            if let stored = keys[key] {
+                answer.append(
+                    BatchAnswerRow(kind: "key_exists", name: key, version: nil, requestHash: stored.hash, result: stored.result, firstPosition: nil)
+                )
+            }
+        }
+        let columns = batch.events
+        guard answer.isEmpty, columns.count > 0 else { return answer }
+        try Self.check(batch)
+        // What the table's constraints refuse (the SQL raises; nothing is appended): a stream version that is not the
+        // next, an event id seen before.
+        var next: [String: Int64] = [:]
+        var seen: Set<UUID> = []
+        for i in 0..<columns.count {
+            let stream = columns.streamIDs[i]
+            let expected = (next[stream] ?? Int64(positions[stream]?.count ?? 0)) + 1
+            guard columns.versions[i] == expected, StreamID(stream) != nil else {
+                throw AppendError.storageFailure("append_batch: \(stream) version \(columns.versions[i]) is not the next (\(expected))")
+            }
+            guard !eventIDs.contains(columns.eventIDs[i]), seen.insert(columns.eventIDs[i]).inserted else {
+                throw AppendError.storageFailure("append_batch: event id \(columns.eventIDs[i]) is taken")
+            }
+            next[stream] = expected
+        }
+
+        let links = ChainLinks(events: columns, onto: chain, nowMicros: recordedAtMicros)
+        let first = chain.position + 1
+        for i in 0..<columns.count {
+            let position = chain.position + Int64(i + 1)
+            events.append(
+                RecordedEvent(
+                    position: position,
+                    streamID: StreamID(columns.streamIDs[i])!,
+                    streamVersion: columns.versions[i],
+                    eventID: columns.eventIDs[i],
+                    type: columns.types[i],
+                    schemaVersion: columns.schemaVersions[i],
+                    data: columns.data[i],
+                    metadata: columns.metadata[i],
+                    effectiveAtMicros: columns.effectiveMicros[i],
+                    recordedAtMicros: links.recordedAtMicros,
+                    prevHash: links.prevHashes[i],
+                    hash: links.hashes[i]
+                )
+            )
+            positions[columns.streamIDs[i], default: []].append(position)
+            eventIDs.insert(columns.eventIDs[i])
+        }
+        chain = links.newHead
+
+        let stored = batch.keys
+        for i in stored.keys.indices {
+            let (firstPosition, lastPosition) = (first + Int64(stored.first[i]) - 1, first + Int64(stored.last[i]) - 1)
+            keys[stored.keys[i]] = StoredKey(
+                hash: stored.hashes[i],
+                result: #"{"first_position": \#(firstPosition), "last_position": \#(lastPosition), "streams": \#(stored.streams[i])}"#
+            )
+        }
+        let written = batch.rows
+        for i in written.keys.indices {
+            let row = Row(version: written.versions[i], json: written.json[i], createdPosition: first + Int64(written.ordinals[i]) - 1)
+            // ON CONFLICT … DO UPDATE … WHERE the stored version is older: a row never goes back; it keeps its creation.
+            if let existing = rows[written.projections[i]]?[written.keys[i]] {
+                guard existing.version < row.version else { continue }
+                rows[written.projections[i]]![written.keys[i]] = Row(version: row.version, json: row.json, createdPosition: existing.createdPosition)
+            } else {
+                rows[written.projections[i], default: [:]][written.keys[i]] = row
+            }
+        }
+        for (ref, json) in zip(batch.contacts.refs, batch.contacts.json) {
+            guard contacts[ref] == nil else { throw AppendError.storageFailure("append_batch: contact \(ref) exists") }
+            contacts[ref] = json
+        }
+        return [BatchAnswerRow(kind: "appended", name: nil, version: nil, requestHash: nil, result: nil, firstPosition: first)]
+    }
+
+    /// The arrays' lengths agree, as `unnest` of the SQL needs them to.
+    private static func check(_ batch: BatchStatement) throws {
+        let e = batch.events
+        let k = batch.keys
+        let r = batch.rows
+        let lengthsAgree =
+            [e.streamIDs.count, e.versions.count, e.types.count, e.schemaVersions.count, e.data.count, e.metadata.count, e.effectiveMicros.count]
+            .allSatisfy { $0 == e.count }
+            && [k.hashes.count, k.first.count, k.last.count, k.streams.count].allSatisfy { $0 == k.keys.count }
+            && [r.projections.count, r.versions.count, r.json.count, r.ordinals.count].allSatisfy { $0 == r.keys.count }
+            && batch.contacts.refs.count == batch.contacts.json.count
+        guard lengthsAgree else { throw AppendError.storageFailure("append_batch: arrays differ in length") }
+    }
+
+    package func versions(of streams: [String]) -> [String: Int64] {
+        Dictionary(streams.map { ($0, Int64(positions[$0]?.count ?? 0)) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    package func read(_ streams: [StreamID], after versions: [StreamID: Int64]) -> [RecordedEvent] {
+        var found: [Int64] = []
+        for stream in Set(streams) {
+            let all = positions[stream.rawValue] ?? []
+            found += all.dropFirst(Int(max(0, versions[stream] ?? 0)))
+        }
+        return found.sorted().map { events[Int($0 - 1)] }
+    }
+
+    package func head() -> ChainHead { chain }
+}
