@@ -359,6 +359,7 @@ extension SettlementService {
                     for record in records {
                         row += 1
                         guard var current = importer else {
+                            if SettlementReportImporter.isBlank(record) { continue }  // blank lines before the header
                             importer = try SettlementReportImporter(header: record, format: format, ledgerColumns: SettlementReportCSV.columns)
                             continue
                         }
