@@ -183,6 +183,11 @@ public struct SettlementReportImporter: Sendable {
         return signed.isNegative ? (magnitude, nil) : (nil, magnitude)
     }
 
+    /// A record type in its documented spelling (`settled` is `Settled`); a type no mapping knows as written.
+    static func recordType(_ text: String) -> SettlementLineType {
+        SettlementLineType(rawValue: SettlementRecordKind.canonicalAdyenType(text) ?? text)
+    }
+
     // MARK: Adyen Settlement Details Report
 
     private func settlementDetails(_ f: [String], row: Int) throws(ReportImportError) -> SettlementReportLine {
@@ -205,7 +210,7 @@ public struct SettlementReportImporter: Sendable {
             paymentMethod: text(f, "Payment Method"),
             creationDate: nil,
             timeZone: text(f, "TimeZone"),
-            type: SettlementLineType(rawValue: text(f, "Type")),
+            type: Self.recordType(text(f, "Type")),
             modificationReference: text(f, "Modification Reference"),
             grossCurrency: gross,
             grossDebit: grossDebit,
@@ -236,7 +241,7 @@ public struct SettlementReportImporter: Sendable {
     }
 
     private mutating func paymentAccounting(_ f: [String], row: Int) throws(ReportImportError) -> SettlementReportLine {
-        let type = SettlementLineType(rawValue: text(f, "Record Type"))
+        let type = Self.recordType(text(f, "Record Type"))
         let kind = SettlementRecordKind(adyenType: type)
         let settlement = try currency(f, "Settlement Currency", row: row)
         // PAR amounts are given as the booking shows them; the record type says which way the money went.
@@ -296,18 +301,8 @@ public struct SettlementReportImporter: Sendable {
     /// Stripe's `reporting_category` → the Adyen record type the tally reads (documented mapping:
     /// ``SettlementRecordKind/stripe``). A category no mapping knows keeps its own name.
     public static func adyenType(stripeCategory category: String) -> SettlementLineType {
-        switch SettlementRecordKind(stripeCategory: category) {
-        case .capture: .settled
-        case .refund: .refunded
-        case .refundReversed: SettlementLineType(rawValue: "RefundedReversed")
-        case .chargeback: .chargeback
-        case .secondChargeback: SettlementLineType(rawValue: "SecondChargeback")
-        case .chargebackReversed: SettlementLineType(rawValue: "ChargebackReversed")
-        case .adjustment: SettlementLineType(rawValue: "MiscCosts")
-        case .payout: .merchantPayout
-        case .lifecycle: SettlementLineType(rawValue: "Received")
-        case .unmapped: SettlementLineType(rawValue: category.isEmpty ? "(empty reporting_category)" : category)
-        }
+        if let type = SettlementRecordKind.stripeTypes[category.lowercased()] { return SettlementLineType(rawValue: type) }
+        return SettlementLineType(rawValue: category.isEmpty ? "(empty reporting_category)" : category)
     }
 
     private mutating func stripe(_ f: [String], row: Int) throws(ReportImportError) -> [SettlementReportLine] {
@@ -327,9 +322,15 @@ public struct SettlementReportImporter: Sendable {
             netUsed = gross
             fee = nil
         }
-        let (grossDebit, grossCredit) = Self.split(gross)
-        let (netDebit, netCredit) = Self.split(netUsed)
         let category = text(f, "reporting_category")
+        var grossUsed = gross
+        if SettlementRecordKind(stripeCategory: category) == .payout {
+            // The payout row leaves the balance: a debit whatever sign the export writes (Stripe writes it negative).
+            grossUsed = Money(minorUnits: -abs(gross.minorUnits), currency: gross.currency)
+            netUsed = Money(minorUnits: -abs(netUsed.minorUnits), currency: netUsed.currency)
+        }
+        let (grossDebit, grossCredit) = Self.split(grossUsed)
+        let (netDebit, netCredit) = Self.split(netUsed)
         // Ours, when the charge carried it in its metadata (the ledger sends its modification reference).
         let ours = text(f, "payment_metadata[modification_reference]")
         let line = SettlementReportLine(
