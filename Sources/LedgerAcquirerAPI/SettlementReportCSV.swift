@@ -127,9 +127,10 @@ public struct SettlementReportCSV: Sendable {
             guard let currency = Currency(code: f[index]) else { throw .invalidField(row: row, column: Self.columns[index], f[index]) }
             return currency
         }
+        // Fees (columns 16…19) may be negative: a credited commission (docs/report-formats.md, "Numbers").
         func money(_ index: Int, _ currency: Currency?) throws(SettlementReportCSVError) -> Money? {
             if f[index].isEmpty { return nil }
-            guard let currency, let value = try? Money(decimal: f[index], currency: currency), !value.isNegative else {
+            guard let currency, let value = try? Money(decimal: f[index], currency: currency), !value.isNegative || (16...19).contains(index) else {
                 throw .invalidField(row: row, column: Self.columns[index], f[index])
             }
             return value
@@ -142,7 +143,7 @@ public struct SettlementReportCSV: Sendable {
         }
         var rate: Rate? = nil
         if !f[12].isEmpty {
-            guard let parsed = try? Rate(decimal: f[12]) else { throw .invalidField(row: row, column: Self.columns[12], f[12]) }
+            guard let parsed = try? ReportNumber.exchangeRate(f[12]) else { throw .invalidField(row: row, column: Self.columns[12], f[12]) }
             rate = parsed
         }
         guard let batchNumber = Int(f[22]) else { throw .invalidField(row: row, column: Self.columns[22], f[22]) }

@@ -208,7 +208,7 @@ import Testing
             #expect(SettlementRecordKind(adyenType: type) == kind, "\(category) → \(type)")
         }
         #expect(SettlementRecordKind(adyenType: SettlementLineType(rawValue: "SuperNewRecordType")) == .unmapped)
-        #expect(SettlementRecordKind(stripeCategory: "climate_order_purchase") == .unmapped)
+        #expect(SettlementRecordKind(stripeCategory: "a_category_stripe_never_documented") == .unmapped)
     }
 
     /// The stream reader agrees with the whole-text reader however the bytes are cut.

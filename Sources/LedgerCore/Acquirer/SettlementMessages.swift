@@ -94,8 +94,8 @@ public struct SettlementLineType: Hashable, Sendable, Codable, CustomStringConve
 }
 
 /// One row of a settlement report, in the widely used column layout (see domain §2).
-/// Amount columns are `nil` when the report leaves them empty; money in a column is never negative
-/// (debit and credit columns carry the sign).
+/// Amount columns are `nil` when the report leaves them empty; gross and net are never negative (debit and
+/// credit columns carry the sign); a fee is negative when the acquirer credits it (a commission given back).
 @MemberwiseInit
 public struct SettlementReportLine: Hashable, Sendable, Codable {
     public var companyAccount: String

@@ -251,9 +251,10 @@ public struct ReconciliationTally: Sendable {
     private var breakIDs: Set<String> = []
     private var matched = 0
     private var reportLines = 0
-    private var payoutLines = 0
-    private var payoutUnits: Int64 = 0
-    private var netUnits: Int64 = 0
+    /// Per settlement currency (a line's net currency): Σ of the lines' nets, and the payout lines (a batch
+    /// settled in two currencies has a payout line for each).
+    private var nets: [Currency: Int64] = [:]
+    private var payouts: [Currency: (units: Int64, reference: String)] = [:]
 
     public init(batchID: String, currency: Currency, report: String? = nil) {
         self.batchID = batchID
@@ -289,16 +290,15 @@ public struct ReconciliationTally: Sendable {
         dispute: DisputeMoney? = nil
     ) {
         reportLines += 1
-        if line.type == .merchantPayout {
-            payoutLines += 1
-            if payoutLines == 1 {
-                payoutUnits = -line.signedNetMinorUnits  // the payout line is a net debit
-                payoutReference = line.modificationReference
-            }
+        let kind = SettlementRecordKind(adyenType: line.type)
+        let settlement = line.netCurrency ?? line.grossCurrency ?? currency
+        if kind == .payout {
+            // The payout line is a net debit; two payout lines of one currency are one payout paid in two parts.
+            let earlier = payouts[settlement]
+            payouts[settlement] = ((earlier?.units ?? 0) - line.signedNetMinorUnits, earlier?.reference ?? line.modificationReference)
             return
         }
-        netUnits += line.signedNetMinorUnits
-        let kind = SettlementRecordKind(adyenType: line.type)
+        nets[settlement, default: 0] += line.signedNetMinorUnits
         if kind == .lifecycle {
             matched += 1  // a status record: nothing settled, nothing to match
             return
@@ -317,11 +317,13 @@ public struct ReconciliationTally: Sendable {
             return
         }
         guard kind == .capture || kind == .refund else {
+            let booking = SettlementBooking(adyenType: line.type)
             add(
                 .unmatchedAdjustment,
                 line.modificationReference.isEmpty ? line.pspReference : line.modificationReference,
                 actual: String(line.signedNetMinorUnits),
-                "a \(line.type) line the ledger has no item for"
+                "a \(line.type) line the ledger has no item for (\(booking.rawValue): book against "
+                    + "\(booking.account.map { "\($0.code) \($0.name)" } ?? "nothing"))"
             )
             return
         }
@@ -344,7 +346,8 @@ public struct ReconciliationTally: Sendable {
             add(.duplicate, reference, expected: "1", actual: "2", "the report settles this \(item.kind.rawValue) more than once")
             return
         }
-        if line.grossCurrency != item.amount.currency || line.grossCurrency != currency {
+        // The gross is in the item's (presentment) currency; the net may be in another (its settlement currency).
+        if line.grossCurrency != item.amount.currency {
             add(.currencyMismatch, reference, expected: item.amount.currency.code, actual: line.grossCurrency?.code ?? "", "gross currency differs")
             return
         }
@@ -446,13 +449,25 @@ public struct ReconciliationTally: Sendable {
     /// The result, with the payout check (Σ line nets = payout) once every line is in.
     public func result(windowClosed: Bool, ledgerItems: Int) -> ReconciliationRecorded {
         var tally = self
-        if payoutLines == 0 {
+        if payouts.isEmpty {
             tally.add(.payoutMismatch, batchID, "the report has no payout line")
-        } else if netUnits != payoutUnits {
-            let nets = Money(minorUnits: netUnits, currency: currency).decimalString
-            let payout = Money(minorUnits: payoutUnits, currency: currency).decimalString
-            let payoutLine = "Σ line nets \(nets) \(currency.code) ≠ payout \(payout) \(currency.code)"
-            tally.add(.payoutMismatch, tally.payoutReference ?? batchID, actual: String(payoutUnits), payoutLine)
+        }
+        // Each settlement currency's lines against its own payout line.
+        for settlement in Set(nets.keys).union(payouts.keys).sorted(by: { $0.code < $1.code }) where !payouts.isEmpty {
+            let net = nets[settlement] ?? 0
+            let netText = Money(minorUnits: net, currency: settlement).decimalString
+            guard let payout = payouts[settlement] else {
+                if net != 0 {
+                    let detail = "Σ line nets \(netText) \(settlement.code) and no payout line in \(settlement.code)"
+                    tally.add(.payoutMismatch, "\(batchID).\(settlement.code)", actual: "0", detail)
+                }
+                continue
+            }
+            if net != payout.units {
+                let amount = Money(minorUnits: payout.units, currency: settlement).decimalString
+                let detail = "Σ line nets \(netText) \(settlement.code) ≠ payout \(amount) \(settlement.code)"
+                tally.add(.payoutMismatch, payout.reference.isEmpty ? batchID : payout.reference, actual: String(payout.units), detail)
+            }
         }
         return ReconciliationRecorded(
             batchID: batchID,
@@ -465,5 +480,10 @@ public struct ReconciliationTally: Sendable {
         )
     }
 
-    private var payoutReference: String?
+    /// Σ of the lines' nets and the payout, per settlement currency (the report as read so far).
+    public var settlementTotals: [Currency: (net: Int64, payout: Int64?)] {
+        var totals: [Currency: (net: Int64, payout: Int64?)] = [:]
+        for settlement in Set(nets.keys).union(payouts.keys) { totals[settlement] = (nets[settlement] ?? 0, payouts[settlement]?.units) }
+        return totals
+    }
 }

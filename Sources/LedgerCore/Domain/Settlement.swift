@@ -589,8 +589,23 @@ public enum SettlementConservation {
     }
 
     /// For one Settled/Refunded line: net = gross − (interchange + scheme + markup) − commission.
+    /// A line whose gross and net are in two currencies converts its gross at its exchange rate, as given
+    /// (``SettlementLineEntry/convert(_:from:to:at:)``, half up): its net + fees may differ from that by one minor
+    /// unit of rounding (booked to 6195 exchange rounding), no more.
     public static func lineViolation(_ line: SettlementReportLine) -> String? {
         guard line.type != .merchantPayout else { return nil }
+        if let gross = line.grossCurrency, let net = line.netCurrency, gross != net {
+            let explained = line.signedNetMinorUnits + line.totalFeesMinorUnits
+            guard let rate = line.exchangeRate,
+                let converted = try? SettlementLineEntry.convert(line.signedGrossMinorUnits, from: gross, to: net, at: rate)
+            else {
+                return "line \(line.modificationMerchantReference): gross in \(gross.code), net in \(net.code) and no exchange rate"
+            }
+            guard abs(explained - converted) > 1 else { return nil }
+            func amount(_ units: Int64) -> String { "\(Money(minorUnits: units, currency: net).decimalString) \(net.code)" }
+            return "line \(line.modificationMerchantReference): net \(amount(line.signedNetMinorUnits)) ≠ gross at the rate "
+                + "\(amount(converted)) − fees \(amount(line.totalFeesMinorUnits))"
+        }
         if line.signedNetMinorUnits != line.signedGrossMinorUnits - line.totalFeesMinorUnits {
             // Amounts as people read them: decimal strings in the line's currency (its net currency, else its gross).
             guard let currency = line.netCurrency ?? line.grossCurrency else {

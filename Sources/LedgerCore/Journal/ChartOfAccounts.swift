@@ -8,6 +8,12 @@ public enum JournalAccount: String, CaseIterable, Sendable, Hashable, Codable {
     case cardReceivable = "1100"
     /// Settled batches' gross less their fees, not yet announced as a payout.
     case acquirerClearing = "1200"
+    /// Balances a settlement report carried between batches (Adyen `Balancetransfer`): this batch's loss, another's gain.
+    case batchTransfers = "1210"
+    /// Money the acquirer withholds as a security deposit (Adyen `DepositCorrection`, `ReserveAdjustment`).
+    case acquirerReserve = "1250"
+    /// A report line's conversion between its gross currency and its net currency: each currency's side balances here.
+    case currencyConversion = "1290"
     /// Payouts the acquirer announced, not yet in the bank.
     case payoutsInTransit = "1300"
     /// Sales tax collected with captures, owed to the tax authority.
@@ -30,8 +36,14 @@ public enum JournalAccount: String, CaseIterable, Sendable, Hashable, Codable {
     case acquirerMarkup = "6120"
     /// The acquirer's commission.
     case acquirerCommission = "6130"
+    /// The acquirer's costs outside a line's fee columns (Adyen `Fee`, `MiscCosts`, `PaymentCost`, `AuthorisationSchemeFee`).
+    case acquirerCosts = "6140"
+    /// The acquirer's monthly invoices deducted from a batch (Adyen `InvoiceDeduction`).
+    case acquirerInvoices = "6150"
     /// The part of a batch's gross − net that its fee lines do not explain (zero when the report adds up).
     case settlementDifferences = "6190"
+    /// The rounding of a converted amount: a line's net + fees − its gross at the rate as given.
+    case exchangeRounding = "6195"
 
     /// The account's code, e.g. `1100`.
     public var code: String { rawValue }
@@ -54,6 +66,12 @@ public enum JournalAccount: String, CaseIterable, Sendable, Hashable, Codable {
         case .acquirerMarkup: "Acquirer markup"
         case .acquirerCommission: "Acquirer commission"
         case .settlementDifferences: "Settlement differences"
+        case .batchTransfers: "Batch transfers"
+        case .acquirerReserve: "Acquirer reserve"
+        case .currencyConversion: "Currency conversion"
+        case .acquirerCosts: "Acquirer costs"
+        case .acquirerInvoices: "Acquirer invoices"
+        case .exchangeRounding: "Exchange rounding"
         }
     }
 }

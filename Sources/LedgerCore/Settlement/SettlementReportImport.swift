@@ -62,6 +62,8 @@ public enum ReportImportError: Error, Hashable, Sendable, CustomStringConvertibl
     case severalPayouts(String, String)
     /// A reference holding a character no reference may hold (``ReportReference/refusal(_:)``).
     case invalidReference(row: Int, column: String, String, reason: String)
+    /// A number the report rules (``ReportNumber``) refuse: its row, column, value and why.
+    case invalidNumber(row: Int, column: String, String, ReportNumber.Refusal)
 
     public var description: String {
         switch self {
@@ -73,6 +75,7 @@ public enum ReportImportError: Error, Hashable, Sendable, CustomStringConvertibl
         case .malformed(let row, let reason): "row \(row): \(reason)"
         case .severalPayouts(let a, let b): "the report covers payouts \(a) and \(b): upload one payout at a time"
         case .invalidReference(let row, let column, let value, let reason): "row \(row): \(column) \(value.debugDescription) \(reason)"
+        case .invalidNumber(let row, let column, let value, let refusal): "row \(row): \(column) \(value.debugDescription) \(refusal)"
         }
     }
 }
@@ -102,6 +105,11 @@ public struct SettlementReportImporter: Sendable {
         self.width = names.count
     }
 
+    /// Whether a record is blank: a blank line (one empty field), empty fields only, or a byte order mark alone
+    /// (a file that starts with a BOM and then blank lines). Exports carry blank lines before the header and
+    /// between records; they are skipped (and still counted as rows, so a row number is the file's line).
+    public static func isBlank(_ record: [String]) -> Bool { record.allSatisfy { trim($0).isEmpty } }
+
     /// A header cell without a byte order mark or surrounding spaces.
     static func trim(_ name: String) -> String {
         var text = Substring(name)
@@ -113,7 +121,7 @@ public struct SettlementReportImporter: Sendable {
     /// a Stripe row whose fee was given back (the fee's return is a line of its own). `row` is
     /// 1-based (the header is 1).
     public mutating func lines(_ fields: [String], row: Int) throws(ReportImportError) -> [SettlementReportLine] {
-        if fields.allSatisfy(\.isEmpty) { return [] }
+        if Self.isBlank(fields) { return [] }
         guard fields.count == width else { throw .malformed(row: row, "\(fields.count) fields, the header has \(width)") }
         let lines: [SettlementReportLine]
         switch format {
@@ -150,14 +158,22 @@ public struct SettlementReportImporter: Sendable {
         return currency
     }
 
-    /// An amount column: empty is nil; `signed` allows a leading minus.
-    private func money(_ f: [String], _ column: String, _ currency: Currency?, row: Int, signed: Bool = false) throws(ReportImportError) -> Money? {
+    /// An amount column as the report writes it (``ReportNumber/money(_:currency:)``: `.11`, a sign on any
+    /// amount): empty is nil; a value without a currency column to read it in is invalid.
+    private func money(_ f: [String], _ column: String, _ currency: Currency?, row: Int) throws(ReportImportError) -> Money? {
         let value = text(f, column)
-        if value.isEmpty { return nil }
-        guard let currency, let money = try? Money(decimal: value, currency: currency), signed || !money.isNegative else {
-            throw .invalidField(row: row, column: column, value)
-        }
-        return money
+        if value.allSatisfy({ $0 == " " }) { return nil }
+        guard let currency else { throw .invalidField(row: row, column: column, value) }
+        do { return try ReportNumber.money(value, currency: currency) } catch { throw .invalidNumber(row: row, column: column, value, error) }
+    }
+
+    /// A debit and a credit column as one pair of non-negative amounts: a signed debit of −5 is a credit of 5
+    /// (what counts is credit − debit).
+    private func pair(_ f: [String], debit: String, credit: String, _ currency: Currency?, row: Int) throws(ReportImportError) -> (Money?, Money?) {
+        let d = try money(f, debit, currency, row: row)
+        let c = try money(f, credit, currency, row: row)
+        guard d?.isNegative == true || c?.isNegative == true, let currency else { return (d, c) }
+        return Self.split(Money(minorUnits: (c?.minorUnits ?? 0) - (d?.minorUnits ?? 0), currency: currency))
     }
 
     /// A signed amount as (debit, credit) columns: a negative amount is a debit.
@@ -165,6 +181,11 @@ public struct SettlementReportImporter: Sendable {
         guard let signed else { return (nil, nil) }
         let magnitude = Money(minorUnits: signed.minorUnits.magnitude > UInt64(Int64.max) ? .max : abs(signed.minorUnits), currency: signed.currency)
         return signed.isNegative ? (magnitude, nil) : (nil, magnitude)
+    }
+
+    /// A record type in its documented spelling (`settled` is `Settled`); a type no mapping knows as written.
+    static func recordType(_ text: String) -> SettlementLineType {
+        SettlementLineType(rawValue: SettlementRecordKind.canonicalAdyenType(text) ?? text)
     }
 
     // MARK: Adyen Settlement Details Report
@@ -175,9 +196,10 @@ public struct SettlementReportImporter: Sendable {
         var rate: Rate?
         let rateText = text(f, "Exchange Rate")
         if !rateText.isEmpty {
-            guard let parsed = try? Rate(decimal: rateText) else { throw .invalidField(row: row, column: "Exchange Rate", rateText) }
-            rate = parsed
+            do { rate = try ReportNumber.exchangeRate(rateText) } catch { throw .invalidNumber(row: row, column: "Exchange Rate", rateText, error) }
         }
+        let (grossDebit, grossCredit) = try pair(f, debit: "Gross Debit (GC)", credit: "Gross Credit (GC)", gross, row: row)
+        let (netDebit, netCredit) = try pair(f, debit: "Net Debit (NC)", credit: "Net Credit (NC)", net, row: row)
         let batchText = text(f, "Batch Number")
         guard let batch = Int(batchText) else { throw .invalidField(row: row, column: "Batch Number", batchText) }
         return SettlementReportLine(
@@ -188,15 +210,15 @@ public struct SettlementReportImporter: Sendable {
             paymentMethod: text(f, "Payment Method"),
             creationDate: nil,
             timeZone: text(f, "TimeZone"),
-            type: SettlementLineType(rawValue: text(f, "Type")),
+            type: Self.recordType(text(f, "Type")),
             modificationReference: text(f, "Modification Reference"),
             grossCurrency: gross,
-            grossDebit: try money(f, "Gross Debit (GC)", gross, row: row),
-            grossCredit: try money(f, "Gross Credit (GC)", gross, row: row),
+            grossDebit: grossDebit,
+            grossCredit: grossCredit,
             exchangeRate: rate,
             netCurrency: net,
-            netDebit: try money(f, "Net Debit (NC)", net, row: row),
-            netCredit: try money(f, "Net Credit (NC)", net, row: row),
+            netDebit: netDebit,
+            netCredit: netCredit,
             commission: try money(f, "Commission (NC)", net, row: row),
             markup: try money(f, "Markup (NC)", net, row: row),
             schemeFees: try money(f, "Scheme Fees (NC)", net, row: row),
@@ -219,14 +241,14 @@ public struct SettlementReportImporter: Sendable {
     }
 
     private mutating func paymentAccounting(_ f: [String], row: Int) throws(ReportImportError) -> SettlementReportLine {
-        let type = SettlementLineType(rawValue: text(f, "Record Type"))
+        let type = Self.recordType(text(f, "Record Type"))
         let kind = SettlementRecordKind(adyenType: type)
         let settlement = try currency(f, "Settlement Currency", row: row)
         // PAR amounts are given as the booking shows them; the record type says which way the money went.
-        let payable = try money(f, "Payable (SC)", settlement, row: row, signed: true)
+        let payable = try money(f, "Payable (SC)", settlement, row: row)
         var fees: [Money?] = []
         for column in ["Commission (SC)", "Markup (SC)", "Scheme Fees (SC)", "Interchange (SC)"] {
-            let fee = try money(f, column, settlement, row: row, signed: true)
+            let fee = try money(f, column, settlement, row: row)
             fees.append(fee.map { Money(minorUnits: abs($0.minorUnits), currency: $0.currency) })
         }
         let feeTotal = fees.reduce(Int64(0)) { $0 + ($1?.minorUnits ?? 0) }
@@ -279,18 +301,8 @@ public struct SettlementReportImporter: Sendable {
     /// Stripe's `reporting_category` → the Adyen record type the tally reads (documented mapping:
     /// ``SettlementRecordKind/stripe``). A category no mapping knows keeps its own name.
     public static func adyenType(stripeCategory category: String) -> SettlementLineType {
-        switch SettlementRecordKind(stripeCategory: category) {
-        case .capture: .settled
-        case .refund: .refunded
-        case .refundReversed: SettlementLineType(rawValue: "RefundedReversed")
-        case .chargeback: .chargeback
-        case .secondChargeback: SettlementLineType(rawValue: "SecondChargeback")
-        case .chargebackReversed: SettlementLineType(rawValue: "ChargebackReversed")
-        case .adjustment: SettlementLineType(rawValue: "MiscCosts")
-        case .payout: .merchantPayout
-        case .lifecycle: SettlementLineType(rawValue: "Received")
-        case .unmapped: SettlementLineType(rawValue: category.isEmpty ? "(empty reporting_category)" : category)
-        }
+        if let type = SettlementRecordKind.stripeTypes[category.lowercased()] { return SettlementLineType(rawValue: type) }
+        return SettlementLineType(rawValue: category.isEmpty ? "(empty reporting_category)" : category)
     }
 
     private mutating func stripe(_ f: [String], row: Int) throws(ReportImportError) -> [SettlementReportLine] {
@@ -298,10 +310,10 @@ public struct SettlementReportImporter: Sendable {
         if let payoutID, !payout.isEmpty, payout != payoutID { throw .severalPayouts(payoutID, payout) }
         if payoutID == nil, !payout.isEmpty { payoutID = payout }
         let currency = try currency(f, "currency", row: row)
-        guard let gross = try money(f, "gross", currency, row: row, signed: true),
-            let net = try money(f, "net", currency, row: row, signed: true)
+        guard let gross = try money(f, "gross", currency, row: row),
+            let net = try money(f, "net", currency, row: row)
         else { throw .invalidField(row: row, column: "gross", text(f, "gross")) }
-        var fee = try money(f, "fee", currency, row: row, signed: true)
+        var fee = try money(f, "fee", currency, row: row)
         var netUsed = net
         var feeReturned: Money?
         if let charged = fee, charged.isNegative {
@@ -310,9 +322,15 @@ public struct SettlementReportImporter: Sendable {
             netUsed = gross
             fee = nil
         }
-        let (grossDebit, grossCredit) = Self.split(gross)
-        let (netDebit, netCredit) = Self.split(netUsed)
         let category = text(f, "reporting_category")
+        var grossUsed = gross
+        if SettlementRecordKind(stripeCategory: category) == .payout {
+            // The payout row leaves the balance: a debit whatever sign the export writes (Stripe writes it negative).
+            grossUsed = Money(minorUnits: -abs(gross.minorUnits), currency: gross.currency)
+            netUsed = Money(minorUnits: -abs(netUsed.minorUnits), currency: netUsed.currency)
+        }
+        let (grossDebit, grossCredit) = Self.split(grossUsed)
+        let (netDebit, netCredit) = Self.split(netUsed)
         // Ours, when the charge carried it in its metadata (the ledger sends its modification reference).
         let ours = text(f, "payment_metadata[modification_reference]")
         let line = SettlementReportLine(
@@ -373,6 +391,7 @@ public enum SettlementReportImport {
         func take(_ record: [String]) throws {
             row += 1
             guard var current = importer else {
+                if SettlementReportImporter.isBlank(record) { return }  // blank lines before the header
                 importer = try SettlementReportImporter(header: record, format: format, ledgerColumns: ledgerColumns)
                 return
             }

@@ -78,12 +78,14 @@ public struct ReportUpload: Sendable {
         while let data = try handle.read(upToCount: Self.chunkSize), !data.isEmpty { try await body(Array(data)) }
     }
 
-    /// The bytes before the first line break (of the first chunk).
+    /// The first line that is not blank (of the first chunk), without a byte order mark: exports may start
+    /// with blank lines before the header.
     public func firstLine() throws -> [UInt8] {
         let handle = try FileHandle(forReadingFrom: file)
         defer { try? handle.close() }
-        let head = try handle.read(upToCount: Self.chunkSize) ?? Data()
-        return Array(head.prefix { $0 != 0x0A && $0 != 0x0D })
+        var head = (try handle.read(upToCount: Self.chunkSize) ?? Data())[...]
+        if head.starts(with: [0xEF, 0xBB, 0xBF]) { head = head.dropFirst(3) }
+        return Array(head.drop { $0 == 0x0A || $0 == 0x0D }.prefix { $0 != 0x0A && $0 != 0x0D })
     }
 
     /// Removes the spool file.

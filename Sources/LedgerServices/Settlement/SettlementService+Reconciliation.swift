@@ -346,6 +346,7 @@ extension SettlementService {
                 var stored = 0
                 var row = 0
                 var payoutBatch: SettlementBatchState?
+                var payoutLines = 0
                 func flush() async throws {
                     guard !page.isEmpty || part == 0 else { return }
                     let text = (part == 0 ? SettlementReportCSV.header : "") + (try writer.rows(page, firstRow: stored + 2))
@@ -360,12 +361,14 @@ extension SettlementService {
                     for record in records {
                         row += 1
                         guard var current = importer else {
+                            if SettlementReportImporter.isBlank(record) { continue }  // blank lines before the header
                             importer = try SettlementReportImporter(header: record, format: format, ledgerColumns: SettlementReportCSV.columns)
                             continue
                         }
                         let lines = try current.lines(record, row: row)
                         importer = current
                         for var line in lines {
+                            if line.type == .merchantPayout { payoutLines += 1 }
                             if line.type == .merchantPayout, payoutBatch == nil {
                                 payoutBatch = batch(id: line.modificationMerchantReference) ?? batch(number: line.batchNumber)
                                 // The stored line names the batch, as the model's own payout line does.
@@ -401,7 +404,8 @@ extension SettlementService {
                         message: "the report names no settlement batch of this ledger (payout line, payout id or batch number); name it with batch="
                     )
                 }
-                if !format.hasPayoutLine, let payout = resolved.payout {
+                // A report with payout rows of its own (a Stripe export may carry its `payout` row) is checked against them.
+                if !format.hasPayoutLine, payoutLines == 0, let payout = resolved.payout {
                     page.append(Self.payoutLine(payout, batchNumber: resolved.submitted?.batchNumber ?? 0))
                 }
                 try await flush()
