@@ -270,6 +270,14 @@ mutation_console_escape() {
     'case 0x3C: out.append(byte)'
 }
 
+# 20b. A console session outlives its 8 hours: a stolen cookie works for ever.
+mutation_console_session_expiry() {
+  describe console-session-expiry "keep a console session past its 8 hours" "ConsoleRouteWalkTests"
+  mutate Sources/LedgerHTTP/Console/ConsoleSessions.swift \
+    "            guard session.expiresAt > now else {" \
+    "            guard session.expiresAt > now || true else {"
+}
+
 # 21. Consumers are served the committed head, not the durable one: an event a failover takes back is seen.
 mutation_durable_head() {
   describe durable-head "serve consumers the committed head instead of the durable one" "DurableHeadTests"
@@ -307,7 +315,7 @@ all=(
   stock-version final-capture-remainder verifier-prev-hash sql-verifier-prev-hash applepay-replay settlement-takes-settled
   verifier-stops-at-head batch-decisions-successive refusal-on-remembered-state command-reads-mixed dispute-claims-twice
   payment-unknown-unresolved hold-note-dropped dispute-no-retry checkpoint-below-head no-statement-deadline
-  no-idempotency-requirement no-memory-return console-csrf console-escape durable-head webhook-claim witness-consistency
+  no-idempotency-requirement no-memory-return console-csrf console-escape console-session-expiry durable-head webhook-claim witness-consistency
   acquirer-deadline
 )
 
