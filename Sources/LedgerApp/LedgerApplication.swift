@@ -244,7 +244,8 @@ public struct ServiceContainer: Sendable {
             settings: configuration.webhooks,
             clock: clock,
             logger: logger,
-            jobs: jobs
+            jobs: jobs,
+            faultCrashAt: configuration.faultCrashAt
         )
         self.journal = JournalService(store: auditStore)
         self.snapshotter = InventorySnapshotter(snapshots: state.snapshots, interval: configuration.snapshotInterval, logger: logger, jobs: jobs)

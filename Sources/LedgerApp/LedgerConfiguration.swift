@@ -99,7 +99,7 @@ import Logging
 /// |---|---|---|
 /// | `LEDGERD_CLOCK_START` | — | RFC 3339 instant the daemon's clock starts at; it then runs at wall-clock speed (rehearse a business day) |
 /// | `LEDGERD_FAULT_STUCK_STOP` | `false` | a stop test's fault: a service that never ends, so that SIGTERM is ended by the stop watchdog (status 1, 40 s after the signal) |
-/// | `LEDGERD_FAULT_CRASH_AT` | — | a fault point where the daemon kills itself with SIGKILL: `settlement.opened`, `settlement.closed`, `settlement.accepted` (the acquirer answered, nothing recorded yet), `settlement.storing_report` (inside the report's transaction, part of it written), `settlement.submitted`, `settlement.cleared`, `settlement.payout_scheduled`, `settlement.reconciling`, `settlement.paid`; `hold.capture.applied`, `hold.increment.applied`, `hold.void.applied`, `hold.refund.applied` (the acquirer applied the hold operation and answered, nothing recorded yet) |
+/// | `LEDGERD_FAULT_CRASH_AT` | — | a fault point where the daemon kills itself with SIGKILL: `settlement.opened`, `settlement.closed`, `settlement.accepted` (the acquirer answered, nothing recorded yet), `settlement.storing_report` (inside the report's transaction, part of it written), `settlement.submitted`, `settlement.cleared`, `settlement.payout_scheduled`, `settlement.reconciling`, `settlement.paid`; `hold.capture.applied`, `hold.increment.applied`, `hold.void.applied`, `hold.refund.applied` (the acquirer applied the hold operation and answered, nothing recorded yet); `webhook.delivered` (a delivery answered 200, its cursor not committed) |
 public struct LedgerConfiguration: Sendable {
     public var databaseURL: String?
     public var migrationDatabaseURL: String?

@@ -497,6 +497,11 @@ import FoundationNetworking
 
     private func strike(point: Int, _ run: Run) {
         let acquirers = run.acquirerPIDs
+        // A kill point that found nothing to kill tests nothing: the supervised acquirer is one process, the ledger one.
+        if Self.target(point) != 0 {
+            #expect(acquirers.count == 1, "kill point \(point): acquirer processes \(acquirers) (its command line names the data directory)")
+        }
+        if Self.target(point) != 1 { #expect(run.daemon?.process.isRunning == true, "kill point \(point): no ledger process to kill") }
         switch Self.target(point) {
         case 0: if let pid = run.daemon?.process.processIdentifier { _ = kill(pid, SIGKILL) }
         case 1: for pid in acquirers { _ = kill(pid, SIGKILL) }

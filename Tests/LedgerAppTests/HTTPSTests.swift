@@ -15,17 +15,30 @@ import FoundationNetworking
 @Suite(.machine(.shared)) struct HTTPSTests {
     /// `GET /health` over HTTPS trusting only `ca`, on a new connection each time; nil when no answer came.
     static func health(port: Int, trusting ca: String) async -> (Int, String)? {
-        guard let root = try? NIOSSLCertificate(bytes: Array(ca.utf8), format: .pem) else { return nil }
+        if case .success(let answer) = await healthResult(port: port, trusting: ca) { return answer }
+        return nil
+    }
+
+    /// Why `GET /health` over HTTPS trusting `ca` failed (the error, as reflected), or nil when it was answered: a test
+    /// of a refused certificate checks it was the certificate (`CERTIFICATE_VERIFY_FAILED`), not any failure at all.
+    static func failure(port: Int, trusting ca: String) async -> String? {
+        if case .failure(let error) = await healthResult(port: port, trusting: ca) { return String(reflecting: error) }
+        return nil
+    }
+
+    static func healthResult(port: Int, trusting ca: String) async -> Result<(Int, String), any Error> {
+        let root: NIOSSLCertificate
+        do { root = try NIOSSLCertificate(bytes: Array(ca.utf8), format: .pem) } catch { return .failure(error) }
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.trustRoots = .certificates([root])
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
-        let answer: (Int, String)?
+        let answer: Result<(Int, String), any Error>
         do {
             let response = try await client.execute(HTTPClientRequest(url: "https://127.0.0.1:\(port)/health"), timeout: .seconds(5))
             let body = try await response.body.collect(upTo: 1 << 20)
-            answer = (Int(response.status.code), String(buffer: body))
+            answer = .success((Int(response.status.code), String(buffer: body)))
         } catch {
-            answer = nil
+            answer = .failure(error)
         }
         try? await client.shutdown()
         return answer
@@ -63,9 +76,11 @@ import FoundationNetworking
         }
         #expect(health.1.contains("last_position"))
         // The certificate is checked: a client trusting another CA gets nothing.
-        #expect(await Self.health(port: daemon.port, trusting: secondCA) == nil)
-        // Plain HTTP to the TLS port: no HTTP answer.
+        let refused = await Self.failure(port: daemon.port, trusting: secondCA)
+        #expect(refused?.contains("CERTIFICATE_VERIFY_FAILED") == true, "not refused for its certificate: \(String(describing: refused))")
+        // Plain HTTP to the TLS port: no HTTP answer — from a daemon that still serves HTTPS (not one that died).
         #expect(await DaemonProcess.get(URL(string: "http://127.0.0.1:\(daemon.port)/health")!) == nil)
+        #expect(await Self.health(port: daemon.port, trusting: firstCA)?.0 == 200, "HTTPS stopped answering after the plain request")
 
         // Renew the certificate (another CA) and send SIGHUP: new handshakes present the new one.
         let renewed = try second.issue(commonName: "ledgerd", hosts: ["localhost", "127.0.0.1"])
@@ -81,7 +96,8 @@ import FoundationNetworking
             }
         }
         #expect(reloaded, "SIGHUP did not bring the renewed certificate:\n\(daemon.output())")
-        #expect(await Self.health(port: daemon.port, trusting: firstCA) == nil)
+        let stale = await Self.failure(port: daemon.port, trusting: firstCA)
+        #expect(stale?.contains("CERTIFICATE_VERIFY_FAILED") == true, "the old CA: \(String(describing: stale))")
         #expect(daemon.process.isRunning)
         try await daemon.stop()
     }

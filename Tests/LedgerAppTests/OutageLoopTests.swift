@@ -50,7 +50,8 @@ import FoundationNetworking
         return (response as? HTTPURLResponse)?.statusCode ?? 0
     }
 
-    @Test(.enabled(if: geteuid() == 0), .timeLimit(.minutes(10)))
+    // No root needed: as root the embedded cluster runs as its `postgres` OS user, otherwise as this process's own.
+    @Test(.timeLimit(.minutes(10)))
     func everyPaymentInFlightIsAnsweredAcrossRepeatedOutagesAndSIGTERMStopsTheCluster() async throws {
         let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-loop-\(UUID().uuidString.prefix(8))")
         let log = URL(fileURLWithPath: "\(dataDirectory.path).log")
@@ -85,6 +86,8 @@ import FoundationNetworking
         // The writer's deadline (5 s + 2 s) and then some: a request not answered by then is the hang.
         let clientTimeout: TimeInterval = 7 + 23
         let tally = Tally()
+        // After each round: how long until a payment was approved again (nil: none within the minute).
+        var approvedAgain: [Duration?] = []
         for round in 0..<rounds {
             let stop = Flag()
             await withTaskGroup(of: Void.self) { group in
@@ -104,10 +107,13 @@ import FoundationNetworking
                         try? await Task.sleep(for: .milliseconds(1_500))
                         _ = try? await cluster.startOffPool()
                     } else {
-                        // Every backend of the daemon's pool dropped, mid-append for some.
+                        // Every backend of the daemon's pool and of its acquirer service's dropped, mid-append for some.
                         _ = try? await withPostgresClient(configuration: superuser, logger: TestCluster.logger) { client -> Bool in
                             try await client.query(
-                                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'ledger_app' AND pid <> pg_backend_pid()"
+                                """
+                                SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                                WHERE usename IN ('ledger_app', 'acquirer_app') AND pid <> pg_backend_pid()
+                                """
                             )
                             return true
                         }
@@ -122,6 +128,17 @@ import FoundationNetworking
                     stop.value.withLock { $0 = true }
                 }
             }
+            // Payments are approved again (200: a 502 or 503 is an answer, not a recovery) within a minute.
+            let back = ContinuousClock.now
+            var approved: Duration?
+            while approved == nil, ContinuousClock.now - back < .seconds(60) {
+                if let status = try? await Self.request(port: port, "POST", "/payment", payment, timeout: clientTimeout), status == 200 {
+                    approved = ContinuousClock.now - back
+                } else {
+                    try? await Task.sleep(for: .milliseconds(500))
+                }
+            }
+            approvedAgain.append(approved)
         }
         let counts = tally.counts.withLock { $0 }
         let total = counts.answered.values.reduce(0, +) + counts.unanswered
@@ -133,6 +150,8 @@ import FoundationNetworking
             "\(counts.unanswered) payments got no answer within \(Int(clientTimeout)) s:\n\(daemon.output().suffix(4_000))"
         )
         #expect(counts.answered[500, default: 0] == 0, "500s: \(counts.answered)")
+        print("outage loop: a payment approved again after each round in \(approvedAgain.map { $0.map(String.init(describing:)) ?? "never" })")
+        #expect(!approvedAgain.contains { $0 == nil }, "no payment approved within a minute after a round: \(approvedAgain)")
         // SIGTERM: finished within the graceful bound (30 s) and a margin, and the embedded cluster is stopped.
         daemon.process.terminate()
         let exited = try await daemon.exited(attempts: (30 + 30) * 4)

@@ -38,7 +38,10 @@ import Testing
         return nil
     }
 
-    @Test(.enabled(if: rootWithPostgresUser), .timeLimit(.minutes(3)))
+    @Test(
+        .enabled(if: rootWithPostgresUser, "needs root and a `postgres` OS user (CI runs as root): the test runs PostgreSQL as another user"),
+        .timeLimit(.minutes(3))
+    )
     func thePostgresUserCannotReadOrReplaceTheDaemonsSecrets() async throws {
         let dataDirectory = URL(fileURLWithPath: "/tmp/ledgerd-sec-\(UUID().uuidString.prefix(8))")
         let log = URL(fileURLWithPath: "\(dataDirectory.path).log")

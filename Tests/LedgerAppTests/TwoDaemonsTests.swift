@@ -138,20 +138,27 @@ import FoundationNetworking
         // SIGTERM while payments are in flight on A: every request answered is answered in full, every
         // order acknowledged is in the log, authorized, and A exits cleanly.
         let (replies, signalled) = AsyncStream<Void>.makeStream()
+        // Each request's reply (nil: none) and when it came: the drain is shown by replies that came after the signal,
+        // not by the one that triggered it.
         let inFlight = Task {
-            try await withThrowingTaskGroup(of: (Int, String)?.self) { group in
+            try await withThrowingTaskGroup(of: ((Int, String)?, ContinuousClock.Instant).self) { group in
                 for _ in 0..<16 {
                     group.addTask {
                         defer { signalled.yield() }
-                        return try? await Self.call(portA, "POST", "/payment", StorefrontDriver.paymentBody(amount: 3200, product: "Pen"))
+                        let reply = try? await Self.call(portA, "POST", "/payment", StorefrontDriver.paymentBody(amount: 3200, product: "Pen"))
+                        return (reply, ContinuousClock.now)
                     }
                 }
-                return try await group.reduce(into: [(Int, String)?]()) { $0.append($1) }
+                return try await group.reduce(into: [((Int, String)?, ContinuousClock.Instant)]()) { $0.append($1) }
             }
         }
         for await _ in replies { break }
+        let signalledAt = ContinuousClock.now
         a.process.terminate()
-        let answered = try await inFlight.value.compactMap { $0 }
+        let results = try await inFlight.value
+        let answered = results.compactMap(\.0)
+        let answeredAfterSignal = results.filter { $0.0 != nil && $0.1 > signalledAt }.count
+        #expect(answeredAfterSignal > 0, "no request in flight at SIGTERM was answered (\(results.count - answered.count) unanswered)")
         for _ in 0..<240 where a.process.isRunning { try await Task.sleep(for: .milliseconds(250)) }
         #expect(!a.process.isRunning && a.process.terminationStatus == 0, "A did not drain and exit on SIGTERM:\n\(a.output())")
         #expect(answered.allSatisfy { $0.0 == 200 || ($0.0 == 409 && isErrorBody($0.1)) }, "\(answered)")

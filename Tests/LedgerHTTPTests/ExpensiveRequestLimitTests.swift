@@ -40,7 +40,7 @@ import Testing
         ExpensiveRequestLimitMiddleware(limit) { request, _ in request.headers[.authorization] ?? "key" }
     }
 
-    @Test func oneMoreThanTheLimitIsA429AndCheapRequestsPass() async throws {
+    @Test(.timeLimit(.minutes(1))) func oneMoreThanTheLimitIsA429AndCheapRequestsPass() async throws {
         let gate = Gate()
         let router = Router()
         router.add(middleware: ErrorMiddleware())
@@ -90,7 +90,7 @@ import Testing
     /// N15: when the last expensive request ends, the memory it freed is given back (by default one `malloc_trim`
     /// soon after: `bench/memory.sh` measures what that returns); a cheap request, or one still running beside another,
     /// does not.
-    @Test func theLastExpensiveRequestOutGivesTheMemoryBack() async throws {
+    @Test(.timeLimit(.minutes(1))) func theLastExpensiveRequestOutGivesTheMemoryBack() async throws {
         let idle = Mutex(0)
         let gate = Gate()
         let router = Router()

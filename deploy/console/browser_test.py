@@ -50,7 +50,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from free_port import free_port  # noqa: E402 (deploy/free_port.py: below the ephemeral range, checked free)
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import TimeoutException, WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 import csv
@@ -395,6 +395,8 @@ def main():
         check(driver.get_cookie("ledgerd_console") is None, "signing out removes the session cookie")
 
         # Sign in as auditor: no write form anywhere on the order page; verify the chain; a forged POST is refused.
+        # The sign-in form is looked for once the sign-out's 303 has landed (the twin of the wait below, which CI needed).
+        WebDriverWait(driver, 15).until(lambda d: d.find_elements(By.ID, "key"))
         driver.find_element(By.ID, "key").send_keys(auditor)
         driver.find_element(By.CSS_SELECTOR, "form[action='/console/sign-in'] button").click()
         check(arrived("/console/today"), f"the auditor signed in: {driver.current_url}")
@@ -542,6 +544,16 @@ def main():
         check(any("404" in entry.get("message", "") for entry in browser_errors()), "the browser's console log is read")
     except Timeout as error:
         failures.append(str(error))
+    except WebDriverException as error:
+        # A missing element (NoSuchElementException) or a wait that ran out (TimeoutException): a failure of the
+        # journey, recorded with the page it happened on, not a traceback past the summary.
+        where = driver.current_url if driver is not None else "(no browser)"
+        failures.append(f"{type(error).__name__} at {where}: {error.msg}")
+        print(f"FAIL: {failures[-1]}", file=sys.stderr)
+        try:
+            shot("failure")
+        except WebDriverException:
+            pass
     finally:
         signal.alarm(0)
         if driver is not None:

@@ -194,6 +194,8 @@ public final class WebhookDispatcher: Service, Sendable {
     let clock: @Sendable () -> Date
     let logger: Logger
     let jobs: JobMetrics
+    /// A crash test's fault point (`LEDGERD_FAULT_CRASH_AT=webhook.delivered`).
+    let faultCrashAt: FaultPoint?
 
     public init(
         store: WebhookStore,
@@ -203,9 +205,11 @@ public final class WebhookDispatcher: Service, Sendable {
         settings: Settings,
         clock: @escaping @Sendable () -> Date,
         logger: Logger,
-        jobs: JobMetrics = JobMetrics()
+        jobs: JobMetrics = JobMetrics(),
+        faultCrashAt: FaultPoint? = nil
     ) {
         self.jobs = jobs
+        self.faultCrashAt = faultCrashAt
         self.store = store
         self.watcher = watcher
         self.transport = transport
@@ -340,6 +344,7 @@ public final class WebhookDispatcher: Service, Sendable {
                     nextAttemptAtMicros: attemptedAt,
                     paused: false
                 )
+                FaultPoint.webhookDelivered.crashIfConfigured(faultCrashAt, logger: logger)
                 continue
             }
             let firstFailure = progress.firstFailedAtMicros ?? attemptedAt

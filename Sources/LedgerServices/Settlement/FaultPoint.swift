@@ -20,6 +20,9 @@ public enum FaultPoint: String, Sendable, CaseIterable {
     case holdIncrementApplied = "hold.increment.applied"
     case holdVoidApplied = "hold.void.applied"
     case holdRefundApplied = "hold.refund.applied"
+    /// A webhook delivery was answered 200; the endpoint's cursor and history are not committed yet (so the event is
+    /// delivered again: at least once).
+    case webhookDelivered = "webhook.delivered"
 
     /// Kills the process now if `configured` is this point.
     func crashIfConfigured(_ configured: FaultPoint?, logger: Logger) {

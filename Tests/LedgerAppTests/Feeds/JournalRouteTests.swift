@@ -70,8 +70,13 @@ import Testing
                 "SettlementPayoutScheduled", "SettlementPayoutPaid",
             ]
             #expect(journal.entries.map(\.eventType) == types, "\(journal.entries.map(\.eventType))")
-            func balance(_ account: String) throws -> Int64 {
-                guard let total = journal.totals.first(where: { $0.account == account }) else { return 0 }
+            // An account the page does not show is a failure (a renamed or lost account would otherwise read as a cleared
+            // one), except where the test says it may be absent (a fee the report did not charge).
+            func balance(_ account: String, mayBeAbsent: Bool = false) throws -> Int64 {
+                guard let total = journal.totals.first(where: { $0.account == account }) else {
+                    if !mayBeAbsent { Issue.record("account \(account) is not in the journal's totals: \(journal.totals.map(\.account))") }
+                    return 0
+                }
                 return try units(total.debit) - units(total.credit)
             }
             let gross = try units(batch.gross)
@@ -84,11 +89,11 @@ import Testing
             #expect(try balance("1200") == 0)
             #expect(try balance("1300") == 0)
             // Fees = gross − net (the report's net), and the bank received the payout, which is the net.
-            let fees = try ["6100", "6110", "6120", "6130", "6190"].reduce(0) { $0 + (try balance($1)) }
+            let fees = try ["6100", "6110", "6120", "6130", "6190"].reduce(0) { $0 + (try balance($1, mayBeAbsent: true)) }
             #expect(fees == gross - net && fees > 0)
             #expect(try balance("1000") == payout && payout == net)
             // Income less refunds, tax and fees account for the bank deposit.
-            let income = try -(balance("4000") + balance("4100") + balance("4200") + balance("4900"))
+            let income = try -(balance("4000") + balance("4100") + balance("4200", mayBeAbsent: true) + balance("4900"))
             #expect(income + (try -balance("2100")) - fees == payout)
 
             // The CLI's export reads the same journal from the database.
