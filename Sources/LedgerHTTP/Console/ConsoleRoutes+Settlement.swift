@@ -97,7 +97,8 @@ extension ConsoleRoutes {
     /// A report's breaks on a page of the batch's page (`breaks_page` pages every report's list alike).
     static let breaksPageSize = 100
 
-    /// The batches of business days `from`…`to` (`YYYY-MM-DD`; by default the last 30 days), by day.
+    /// The batches of business days `from`…`to` (`YYYY-MM-DD`; by default from 30 days ago on, a batch of a business
+    /// day after today included), by day.
     func settlementList(
         _ request: Request,
         _ signedIn: SignedIn,
@@ -116,10 +117,11 @@ extension ConsoleRoutes {
             let page = BatchesPage(session: signedIn.view, from: from ?? "", to: to ?? "", fromError: fromError, toError: toError, rows: [])
             return ConsolePages.render("settlements", page, status: .badRequest)
         }
+        // Batches by business date, with no upper bound by default: a day closed early on a weekend is Monday's, a
+        // date after today, and it must be listed (issue 55).
         let first = from ?? Self.day(calendar.date(byAdding: .day, value: -29, to: calendar.startOfDay(for: now))!, calendar)
-        let last = to ?? Self.day(now, calendar)
-        let rows = try await settlement.batches(from: first, to: last).map(Self.batchRow)
-        var page = BatchesPage(session: signedIn.view, from: first, to: last, fromError: nil, toError: nil, rows: rows)
+        let rows = try await settlement.batches(from: first, to: to).map(Self.batchRow)
+        var page = BatchesPage(session: signedIn.view, from: first, to: to ?? "", fromError: nil, toError: nil, rows: rows)
         page.run = runForm
         if signedIn.isOperator && page.run == nil {
             page.run = RunForm(csrfToken: signedIn.session.csrfToken, lastClosed: settlement.lastClosedBusinessDay().description)

@@ -442,7 +442,7 @@ enum ConsoleTemplates {
         {{#fromError}}<p class="error" id="from-error"><code>{{code}}</code> {{message}}</p>{{/fromError}}
         </div>
         <div class="stack">
-        <label for="to">through</label>
+        <label for="to">through (empty: the latest)</label>
         <input id="to" name="to" type="date" value="{{to}}"{{#toError}} aria-invalid="true" aria-describedby="to-error"{{/toError}}>
         {{#toError}}<p class="error" id="to-error"><code>{{code}}</code> {{message}}</p>{{/toError}}
         </div>
