@@ -125,8 +125,12 @@ public enum Daemon {
                     webhookSecretsKey: try WebhookSecretsKeyFile.key(for: configuration, logger: logger),
                     logger: logger
                 )
+                let scheme = tls == nil ? "http" : "https"
+                let keysFile = APIKeys.clientFileURL(for: configuration)
                 let app = try buildApplication(configuration: configuration, services: services, tls: tls, logger: logger) { port in
                     lock.record(port: port)
+                    // Where a newcomer goes next: the console, signed in with a key from the keys file (issue 55).
+                    logger.notice("\(Self.consoleLine(scheme: scheme, host: configuration.host, port: port, keysFile: keysFile))")
                 }
                 logger.info(
                     "ledgerd serving",
@@ -157,6 +161,16 @@ public enum Daemon {
         }
         database.stop()
         logger.info("ledgerd stopped")
+    }
+
+    /// The startup line naming the console's URL (a wildcard address shown as the loopback one a browser on this
+    /// machine opens) and where its sign-in keys are: the keys file when there is one, else who issues them.
+    static func consoleLine(scheme: String, host: String, port: Int, keysFile: URL) -> String {
+        let shown = ["0.0.0.0", "::", ""].contains(host) ? "127.0.0.1" : host.contains(":") ? "[\(host)]" : host
+        let keys =
+            FileManager.default.fileExists(atPath: keysFile.path)
+            ? "sign in with a key from \(keysFile.path)" : "sign in with a key from `ledgerd keys add` (LEDGERD_API_KEYRING)"
+        return "console: \(scheme)://\(shown):\(port)/console/sign-in (\(keys))"
     }
 
     /// `serve`'s lock on its data directory; when another process holds it, an error naming that process (its PID,

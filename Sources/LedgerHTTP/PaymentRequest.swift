@@ -103,10 +103,21 @@ extension PaymentRequest {
                 quantity: Int(quantity),
                 applicationData: try body.optionalText(.applicationData, maximumLength: maximumApplicationDataLength)
             )
+            guard PaymentRequest.isEmailAddress(request.shippingEmail) else {
+                throw RequestFields.invalid("shipping_email", "shipping_email must be an e-mail address, as name@example.com")
+            }
             if let applicationData = request.applicationData, Data(base64Encoded: applicationData) == nil {
                 throw RequestFields.invalid("application_data", "application_data must be base64")
             }
         }
+    }
+
+    /// An address a receipt can go to, by the document's pattern for `shipping_email`: one `@`, no space, a local part
+    /// and a domain with a dot inside it (issue 55: "jane" was accepted, and a clerk's search by e-mail missed it).
+    static func isEmailAddress(_ text: String) -> Bool {
+        let parts = text.split(separator: "@", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, !text.contains(where: \.isWhitespace) else { return false }
+        return parts[1].dropFirst().dropLast().contains(".")
     }
 
     /// A `source` that cannot be an Apple Pay token: the same code the token checks use for malformed tokens.

@@ -23,6 +23,10 @@ public protocol SettlementOperator: Sendable {
     /// its stored parts to `write` in order (a report of a million lines is never one string); nil
     /// when there is none.
     func reportCSV(id: String) async throws -> (@Sendable (_ write: (String) async throws -> Void) async throws -> Void)?
+    /// At most `limit` of the batch's items (the captures and refunds it settled) after ledger position `after`.
+    func batchItems(id: String, after: Int64, limit: Int) async throws -> [SettlementBatchItem]
+    /// Calls `body` with each of the batch's items, in ledger order (streamed: a batch may hold a million).
+    func forEachBatchItem(id: String, _ body: (SettlementBatchItem) async throws -> Void) async throws
     /// The batch's latest reconciliation with its breaks and their resolutions, or nil.
     func reconciliation(id: String) async throws -> ReconciliationView?
     /// Records an operator's resolution of a break; returns the reconciliation.

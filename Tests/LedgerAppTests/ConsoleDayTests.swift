@@ -229,6 +229,30 @@ extension ConsoleTests {
         }
     }
 
+    /// Issue 55: on a weekend, `settle --today` closes the open business day, Monday, so the batch belongs to a date
+    /// after today. Settlement and Today find batches by business date whatever today is: neither says "No batch".
+    @Test func aBatchClosedOnAWeekendForMondayIsOnSettlementAndToday() async throws {
+        let clock = SimulatedClock(TestApp.instant("2026-06-20T10:00:00Z"))  // a Saturday
+        let acquirer = AcquirerModel(seed: 7, configuration: AcquirerModelConfiguration(), clock: clock.reading)
+        try await TestApp.withApp(seed: true, acquirer: acquirer, clock: { clock.now }) { client, services in
+            let id = try await storefront.placeOrder(client)
+            #expect(try await BackOfficeDriver().capture(client, id).0 == .ok)
+            clock.set(TestApp.instant("2026-06-20T10:05:00Z"))
+            let (status, text) = try await BackOfficeDriver().runSettlement(client, #"{"close_now": true}"#)
+            #expect(status == .ok, "\(text)")
+            let batch = try #require(try await services.settlement.batches(from: nil, to: nil).first, "\(text)")
+            #expect(batch.opened.businessDate.description == "2026-06-22", "Monday's batch")
+            let browser = Browser(client)
+            try await browser.signIn(TestApp.operatorKey)
+            let link = "<a href=\"/console/settlements/\(batch.opened.batchID)\">"
+            let settlements = try await browser.request("/console/settlements")
+            #expect(settlements.html.contains(link) && !settlements.html.contains("No batch."), "\(settlements.html)")
+            let today = try await browser.request("/console/today")
+            #expect(today.html.contains("Last batch <a href=\"/console/settlements/\(batch.opened.batchID)\">"), "\(today.html)")
+            #expect(!today.html.contains("No settlement batch"))
+        }
+    }
+
     /// A form with a file, as a browser sends `multipart/form-data`.
     static func multipart(_ fields: [(String, String)], file: (name: String, filename: String, bytes: String)?) -> (String, String) {
         let boundary = "----ConsoleTestBoundary7MA4YWxkTrZu0gW"

@@ -41,4 +41,22 @@ import Testing
             #expect(try await services.store.head().position == head)
         }
     }
+
+    /// Issue 55: a shipping e-mail that cannot be one (no `@`, no domain, a space) is refused with its field, before
+    /// anything is decided: the order's receipt and the clerk's search by e-mail depend on it.
+    @Test func aShippingEmailThatCannotBeOneIsRefusedAndAppendsNothing() async throws {
+        try await TestApp.withApp(seed: true) { client, services in
+            let head = try await services.store.head().position
+            for email in ["jane", "jane@", "@example.com", "jane@example", "jane doe@example.com", "jane@exa mple.com", "jane@@example.com"] {
+                let (status, text) = try await storefront.pay(client, StorefrontDriver.paymentBody(extra: ["shipping_email": email]))
+                #expect(status.code == 422 && text.contains("shipping_email") && text.contains("\"field\""), "\(email): \(status) \(text)")
+            }
+            #expect(try await services.store.head().position == head)
+            let (accepted, text) = try await storefront.pay(
+                client,
+                StorefrontDriver.paymentBody(extra: ["shipping_email": "jane.o+shop@mail.example.co.uk"])
+            )
+            #expect(accepted == .ok, "\(text)")
+        }
+    }
 }

@@ -53,6 +53,12 @@ import Testing
             let runnable = command.replacingOccurrences(of: "swift run ledgerd", with: "'\(DaemonProcess.binary.path)'")
             script += "{ \(runnable)\n} > '\(root.path)/out.\(index)' 2>&1; echo $? > '\(root.path)/rc.\(index)'\n"
         }
+        // The README's payment line with a declined card: it must fail visibly, `ORDER` empty (it once became "null").
+        let payment = try #require(commands.first { $0.hasPrefix("ORDER=$(") })
+        let declined = payment.replacingOccurrences(of: "tok_visa", with: "tok_chargeDeclined")
+            .replacingOccurrences(of: "cart-1", with: "cart-declined")
+        script +=
+            "{ \(declined)\n} > '\(root.path)/out.declined' 2>&1; echo $? > '\(root.path)/rc.declined'; echo \"[$ORDER]\" > '\(root.path)/order.declined'\n"
         _ = try await ChildProcess.run(
             URL(fileURLWithPath: "/bin/bash"),
             ["-c", script],
@@ -81,6 +87,21 @@ import Testing
         let verified = try #require(outputs.last)
         #expect(verified.contains(" t ") && verified.contains("(1 row)"), "\(verified)")
         #expect(!all.contains("internal_error"))
+        let declinedStatus = (try? String(contentsOfFile: "\(root.path)/rc.declined", encoding: .utf8)) ?? ""
+        let declinedOutput = (try? String(contentsOfFile: "\(root.path)/out.declined", encoding: .utf8)) ?? ""
+        let declinedOrder = (try? String(contentsOfFile: "\(root.path)/order.declined", encoding: .utf8)) ?? ""
+        #expect(declinedStatus.trimmingCharacters(in: .whitespacesAndNewlines) != "0", "a declined payment's line fails: \(declinedOutput)")
+        #expect(declinedOutput.contains("the payment failed"), "\(declinedOutput)")
+        #expect(declinedOrder == "[]\n", "ORDER is empty, not \(declinedOrder)")
+        // The newcomer's next step: the console's URL from the daemon's startup log answers with the sign-in page,
+        // and the log says where the keys to sign in with are.
+        let startup = daemon.output()
+        let line = try #require(startup.split(separator: "\n").first { $0.contains("console: http://") }, "\(startup)")
+        let url = try #require(line.split(separator: " ").first { $0.hasPrefix("http://") }.map { String($0) })
+        #expect(url == "http://127.0.0.1:\(daemon.port)/console/sign-in", "\(line)")
+        #expect(line.contains("\(root.path)/.ledgerd/api-keys.json"), "\(line)")
+        let signIn = await DaemonProcess.get(try #require(URL(string: url)))
+        #expect(signIn?.0 == 200 && signIn?.1.contains("<form") == true && signIn?.1.contains("sign-in") == true, "\(String(describing: signIn))")
         try await daemon.stop()
     }
 

@@ -365,9 +365,12 @@ import Testing
             let (againStatus, againText) = try await run(client, #"{"close_now": true}"#)
             let again = try JSONDecoder().decode(SettlementRunReply.self, from: Data(againText.utf8))
             #expect(againStatus == .ok && again.batches.map(\.appendedEvents) == [0] && again.batches.map(\.captures) == [1], "\(againText)")
+            // A re-run reports when the batch really closed, and who closed it, not the re-run's time (issue 55).
+            #expect(again.cutOffAt == early.cutOffAt && again.closedEarlyBy == early.closedEarlyBy, "\(againText)")
             clock.set(Self.instant("2026-06-17T22:05:00Z"))
             let wednesday = try await settle(client, "2026-06-17")
-            #expect(wednesday.batches.map(\.appendedEvents) == [0] && wednesday.closedEarlyBy == nil)
+            #expect(wednesday.batches.map(\.appendedEvents) == [0])
+            #expect(wednesday.cutOffAt == early.cutOffAt && wednesday.closedEarlyBy == early.closedEarlyBy, "\(wednesday)")
             #expect(try await services.store.head().position == head)
             clock.set(Self.instant("2026-06-18T22:05:00Z"))
             let thursday = try await settle(client, "2026-06-18")

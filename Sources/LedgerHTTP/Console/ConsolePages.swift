@@ -135,6 +135,16 @@ extension ConsolePages {
         let stream: String
         let actor: String
         let data: String
+        /// The event as a clerk reads it (``EventSentences``); `data` is its raw JSON, for auditors.
+        let sentence: String
+    }
+
+    /// A reference a clerk quotes to the acquirer or the shopper: the PSP reference, the authorization code, the
+    /// carrier's tracking number.
+    struct Reference {
+        let id: String
+        let label: String
+        let value: String
     }
 
     /// One action's form: its fresh idempotency key, what was typed (when it is shown again) and the errors by field.
@@ -214,6 +224,7 @@ extension ConsolePages {
         /// An operator's page for an order whose state allows no action.
         let noAction: Bool
         let events: [TimelineRow]
+        let references: [Reference]
     }
 
     /// The order page from the order's read-model row (`GET /orders/{id}`'s `order`) and its history
@@ -243,15 +254,28 @@ extension ConsolePages {
         }
         let events = history.map { event in
             // Who did it: the event metadata's actor, read with the log's own codec (as the dispute history reads it).
-            TimelineRow(
+            let actor = (try? LedgerJSON.decode(EventMetadata.self, from: event.metadata))?.actor ?? ""
+            return TimelineRow(
                 position: event.position,
                 recordedAt: time(event.recordedAt),
                 type: event.type,
                 stream: event.streamID.rawValue,
-                actor: (try? LedgerJSON.decode(EventMetadata.self, from: event.metadata))?.actor ?? "",
-                data: event.data
+                actor: actor,
+                data: event.data,
+                sentence: EventSentences.sentence(type: event.type, data: event.data, actor: actor)
             )
         }
+        // The tracking number is the last shipment's (the order's row does not keep it).
+        var shipment: OrderShipped?
+        for event in history where event.type == OrderShipped.eventType {
+            shipment = (try? LedgerJSON.decode(OrderShipped.self, from: event.data)) ?? shipment
+        }
+        let holdRow = row["hold"] as? [String: Any]
+        let references = [
+            Reference(id: "psp", label: "PSP reference", value: text(row, "psp_reference")),
+            Reference(id: "auth-code", label: "Authorization code", value: text(holdRow, "auth_code")),
+            Reference(id: "tracking", label: "Tracking", value: [shipment?.carrier, shipment?.tracking].compactMap { $0 }.joined(separator: " ")),
+        ].filter { !$0.value.isEmpty }
         return OrderPage(
             title: "Order \(id)",
             session: session,
@@ -272,7 +296,8 @@ extension ConsolePages {
             figures: figures,
             actions: actions,
             noAction: actions?.none ?? false,
-            events: events
+            events: events,
+            references: references
         )
     }
 }

@@ -78,7 +78,31 @@ extension ConsoleRoutes {
         let figures: [ConsolePages.Figure]
         let reconciled: Bool
         let reports: [ReportSection]
+        /// Who closed the day before its cut-off, and the cut-off it brought forward (nil: closed at its cut-off).
+        var closedEarly: String? = nil
+        /// The acquirer's stored report (nil until the batch was submitted) and the batch's items, as CSV files.
+        var reportCSV: String? = nil
+        var itemsCSV = ""
+        var items: [ItemView] = []
+        /// The next page of items, and the first (nil on the first page).
+        var itemsNext: String? = nil
+        var itemsFirst: String? = nil
     }
+
+    /// One capture or refund the batch settled.
+    struct ItemView {
+        let position: Int64
+        let kind: String
+        let orderID: String
+        let orderPath: String
+        let reference: String
+        let pspReference: String
+        let amount: String
+        let recordedAt: String
+    }
+
+    /// A batch's items on a page of its page (`items_after`: the last position of the page before).
+    static let itemsPageSize = 50
 
     /// One report's reconciliation of the batch: its counts and breaks.
     struct ReportSection {
@@ -97,7 +121,8 @@ extension ConsoleRoutes {
     /// A report's breaks on a page of the batch's page (`breaks_page` pages every report's list alike).
     static let breaksPageSize = 100
 
-    /// The batches of business days `from`…`to` (`YYYY-MM-DD`; by default the last 30 days), by day.
+    /// The batches of business days `from`…`to` (`YYYY-MM-DD`; by default from 30 days ago on, a batch of a business
+    /// day after today included), by day.
     func settlementList(
         _ request: Request,
         _ signedIn: SignedIn,
@@ -116,10 +141,11 @@ extension ConsoleRoutes {
             let page = BatchesPage(session: signedIn.view, from: from ?? "", to: to ?? "", fromError: fromError, toError: toError, rows: [])
             return ConsolePages.render("settlements", page, status: .badRequest)
         }
+        // Batches by business date, with no upper bound by default: a day closed early on a weekend is Monday's, a
+        // date after today, and it must be listed (issue 55).
         let first = from ?? Self.day(calendar.date(byAdding: .day, value: -29, to: calendar.startOfDay(for: now))!, calendar)
-        let last = to ?? Self.day(now, calendar)
-        let rows = try await settlement.batches(from: first, to: last).map(Self.batchRow)
-        var page = BatchesPage(session: signedIn.view, from: first, to: last, fromError: nil, toError: nil, rows: rows)
+        let rows = try await settlement.batches(from: first, to: to).map(Self.batchRow)
+        var page = BatchesPage(session: signedIn.view, from: first, to: to ?? "", fromError: nil, toError: nil, rows: rows)
         page.run = runForm
         if signedIn.isOperator && page.run == nil {
             page.run = RunForm(csrfToken: signedIn.session.csrfToken, lastClosed: settlement.lastClosedBusinessDay().description)
@@ -221,9 +247,28 @@ extension ConsoleRoutes {
         resolving: (breakID: String, form: ResolveForm)? = nil,
         notice: String? = nil,
         breaksPage: String? = nil,
+        itemsAfter: String? = nil,
         status: HTTPResponse.Status = .ok
     ) async throws -> Response {
         guard let batch = try await settlement.batch(id: id) else { throw APIError.notFound("no settlement batch \(id)") }
+        // A page of the items, one more read to know whether another page follows.
+        let after = itemsAfter.flatMap { Int64($0) }.map { max(0, $0) } ?? 0
+        let read = try await settlement.batchItems(id: id, after: after, limit: Self.itemsPageSize + 1)
+        let items = read.prefix(Self.itemsPageSize).map { item in
+            ItemView(
+                position: item.position,
+                kind: item.kind.rawValue,
+                orderID: item.orderID,
+                orderPath: Self.path("orders", item.orderID),
+                reference: item.modificationReference,
+                pspReference: item.pspModificationReference,
+                amount: "\(item.amount.decimalString) \(item.amount.currency.code)",
+                recordedAt: ConsolePages.time(item.recordedAt)
+            )
+        }
+        let closedEarly = batch.opened.earlyClose.map {
+            "closed early by \($0.requestedBy) at \(ConsolePages.time(batch.opened.cutOffAt)), before its cut-off \(ConsolePages.time($0.scheduledCutOffAt))"
+        }
         let code = batch.opened.currency.code
         var figures = [
             ConsolePages.Figure(label: "business date", value: batch.opened.businessDate.description),
@@ -308,7 +353,13 @@ extension ConsoleRoutes {
             notice: notice,
             figures: figures,
             reconciled: view != nil,
-            reports: reports
+            reports: reports,
+            closedEarly: closedEarly,
+            reportCSV: batch.stage >= .submitted ? Self.path("settlements", id) + "/report.csv" : nil,
+            itemsCSV: Self.path("settlements", id) + "/items.csv",
+            items: Array(items),
+            itemsNext: read.count > Self.itemsPageSize ? items.last.map { Self.path("settlements", id) + "?items_after=\($0.position)#items" } : nil,
+            itemsFirst: after > 0 ? Self.path("settlements", id) + "#items" : nil
         )
         return ConsolePages.render("settlement", page, status: status)
     }
@@ -335,6 +386,47 @@ extension ConsoleRoutes {
         if error.status == .notFound || error.status.code >= 500 || batchID.isEmpty { throw error }
         let form = ResolveForm(reason: reason, error: .init(code: error.code, message: error.message))
         return try await batchPage(id: batchID, signedIn, resolving: (breakID, form), status: error.status)
+    }
+}
+
+// MARK: Downloads
+
+extension ConsoleRoutes {
+    /// `GET /console/settlements/{id}/report.csv`: the acquirer's report of the batch as stored, byte for byte (the API's
+    /// `GET /settlements/{id}/report.csv`).
+    func batchReportDownload(id: String) async throws -> Response {
+        guard let writeReport = try await settlement.reportCSV(id: id) else { throw APIError.notFound("no settlement report for \(id)") }
+        return Self.download(name: "report-\(id).csv", type: "text/csv; charset=utf-8") { write in try await writeReport(write) }
+    }
+
+    /// The columns of a batch's items file.
+    static let itemColumns = [
+        "position", "kind", "order_id", "modification_reference", "psp_modification_reference", "amount", "currency", "recorded_at",
+    ]
+
+    /// `GET /console/settlements/{id}/items.csv`: every capture and refund the batch settled, streamed, with cells a
+    /// spreadsheet cannot run as formulas (``CSVWriter/Cells/spreadsheetSafe``).
+    func batchItemsDownload(id: String) async throws -> Response {
+        guard try await settlement.batch(id: id) != nil else { throw APIError.notFound("no settlement batch \(id)") }
+        let settlement = self.settlement
+        return Self.download(name: "items-\(id).csv", type: "text/csv; charset=utf-8") { write in
+            try await write(CSVWriter.record(Self.itemColumns, .spreadsheetSafe))
+            var chunk = ""
+            try await settlement.forEachBatchItem(id: id) { item in
+                chunk += CSVWriter.record(
+                    [
+                        "\(item.position)", item.kind.rawValue, item.orderID, item.modificationReference, item.pspModificationReference,
+                        item.amount.decimalString, item.amount.currency.code, ConsolePages.time(item.recordedAt),
+                    ],
+                    .spreadsheetSafe
+                )
+                if chunk.utf8.count > 64 * 1024 {
+                    try await write(chunk)
+                    chunk = ""
+                }
+            }
+            if !chunk.isEmpty { try await write(chunk) }
+        }
     }
 }
 

@@ -169,7 +169,8 @@ extension ConsoleRoutes {
             )
         }
         let from = calendar.date(byAdding: .day, value: -29, to: midnight)!
-        let batches = try await settlement.batches(from: Self.day(from, calendar), to: Self.day(now, calendar))
+        // No upper bound: the open day closed early is a business date after today on a weekend (issue 55).
+        let batches = try await settlement.batches(from: Self.day(from, calendar), to: nil)
         let last = batches.last.map { batch in
             BatchView(
                 id: batch.opened.batchID,

@@ -186,7 +186,16 @@ public struct ConsoleRoutes: Sendable {
                 default: nil
                 }
             let breaksPage = request.uri.queryParameters["breaks_page"].map(String.init)
-            return try await batchPage(id: try Self.id(context), signedIn, notice: notice, breaksPage: breaksPage)
+            let itemsAfter = request.uri.queryParameters["items_after"].map(String.init)
+            return try await batchPage(id: try Self.id(context), signedIn, notice: notice, breaksPage: breaksPage, itemsAfter: itemsAfter)
+        }
+        console.get("/settlements/:id/report.csv") { request, context in
+            guard signedIn(request) != nil else { return ConsolePages.seeOther("/console/sign-in") }
+            return try await batchReportDownload(id: try Self.id(context))
+        }
+        console.get("/settlements/:id/items.csv") { request, context in
+            guard signedIn(request) != nil else { return ConsolePages.seeOther("/console/sign-in") }
+            return try await batchItemsDownload(id: try Self.id(context))
         }
         console.post("/settlements/run") { request, _ in
             let (signedIn, form) = try await operatorPost(request)

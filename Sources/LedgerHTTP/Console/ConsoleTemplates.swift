@@ -157,6 +157,8 @@ enum ConsoleTemplates {
         <dt>Goods</dt><dd>{{subtotal}}</dd>
         <dt>Tax</dt><dd>{{tax}}</dd>
         <dt>Shipping</dt><dd>{{shipping}} {{shippingMethod}}</dd>
+        {{#references}}<dt>{{label}}</dt><dd id="ref-{{id}}"><code>{{value}}</code></dd>
+        {{/references}}
         </dl>
         <table>
         <caption>Lines</caption>
@@ -245,9 +247,9 @@ enum ConsoleTemplates {
         <h2 id="timeline">Timeline</h2>
         <table class="timeline">
         <caption>Every event of the order's history, in position order</caption>
-        <thead><tr><th scope="col">Position</th><th scope="col">Recorded</th><th scope="col">Event</th><th scope="col">Stream</th><th scope="col">By</th><th scope="col">Data</th></tr></thead>
+        <thead><tr><th scope="col">Position</th><th scope="col">Recorded</th><th scope="col">What happened</th><th scope="col">Event</th><th scope="col">Stream</th><th scope="col">By</th></tr></thead>
         <tbody>
-        {{#events}}<tr><td class="num">{{position}}</td><td>{{recordedAt}}</td><td class="event-type">{{type}}</td><td><code>{{stream}}</code></td><td>{{actor}}</td><td><code class="data">{{data}}</code></td></tr>
+        {{#events}}<tr><td class="num">{{position}}</td><td>{{recordedAt}}</td><td class="sentence">{{sentence}}<details class="raw"><summary>raw</summary><code class="data">{{data}}</code></details></td><td class="event-type">{{type}}</td><td><code>{{stream}}</code></td><td>{{actor}}</td></tr>
         {{/events}}
         </tbody>
         </table>
@@ -442,7 +444,7 @@ enum ConsoleTemplates {
         {{#fromError}}<p class="error" id="from-error"><code>{{code}}</code> {{message}}</p>{{/fromError}}
         </div>
         <div class="stack">
-        <label for="to">through</label>
+        <label for="to">through (empty: the latest)</label>
         <input id="to" name="to" type="date" value="{{to}}"{{#toError}} aria-invalid="true" aria-describedby="to-error"{{/toError}}>
         {{#toError}}<p class="error" id="to-error"><code>{{code}}</code> {{message}}</p>{{/toError}}
         </div>
@@ -499,6 +501,22 @@ enum ConsoleTemplates {
         {{#figures}}<dt>{{label}}</dt><dd>{{value}}</dd>
         {{/figures}}
         </dl>
+        {{#closedEarly}}<p id="closed-early">The day was {{.}}.</p>{{/closedEarly}}
+        <p id="downloads">Download: {{#reportCSV}}<a href="{{.}}">the acquirer's report (CSV)</a> · {{/reportCSV}}<a href="{{itemsCSV}}">the batch's items (CSV)</a></p>
+        </section>
+        <section aria-labelledby="items">
+        <h2 id="items">Items</h2>
+        <table id="batch-items">
+        <caption>The captures and refunds this batch settled, in ledger order</caption>
+        <thead><tr><th scope="col">Position</th><th scope="col">Kind</th><th scope="col">Order</th><th scope="col">Our reference</th><th scope="col">Acquirer's reference</th><th scope="col">Amount</th><th scope="col">Recorded</th></tr></thead>
+        <tbody>
+        {{#items}}<tr><td class="num">{{position}}</td><td>{{kind}}</td><td><a href="{{orderPath}}">{{orderID}}</a></td><td><code>{{reference}}</code></td><td><code>{{pspReference}}</code></td><td class="num">{{amount}}</td><td>{{recordedAt}}</td></tr>
+        {{/items}}
+        {{^items}}<tr><td colspan="7">No item.</td></tr>{{/items}}
+        </tbody>
+        </table>
+        {{#itemsNext}}<p><a href="{{.}}" id="items-next">next items</a></p>{{/itemsNext}}
+        {{#itemsFirst}}<p><a href="{{.}}" id="items-first">first items</a></p>{{/itemsFirst}}
         </section>
         <section aria-labelledby="reconciliation">
         <h2 id="reconciliation">Reconciliation</h2>

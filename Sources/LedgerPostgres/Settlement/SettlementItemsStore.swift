@@ -61,6 +61,18 @@ package struct SettlementItemsStore: PostgresStore {
         for try await row in rows.decode(ItemRow.self) { try await body(row) }
     }
 
+    /// A page of the batch's items: at most `limit` after ledger position `after`, in ledger order (the console's batch
+    /// page; the primary key of the assignments reads it without sorting the batch).
+    package func items(ofBatch batchID: String, after: Int64, limit: Int) async throws -> [ItemRow] {
+        let rows = try await client.query(
+            "\(unescaped: Self.batchItemsQuery) WHERE a.batch_id = \(batchID) AND a.position > \(after) ORDER BY a.position LIMIT \(limit)",
+            logger: logger
+        )
+        var items: [ItemRow] = []
+        for try await row in rows.decode(ItemRow.self) { items.append(row) }
+        return items
+    }
+
     /// The currencies whose batch pinned at `pinned` with this `cutOff` would take items
     /// (`ledger.settlement_batch_candidates`, asked for each currency with items no batch took yet).
     package func unsettledCurrencies(through pinned: Int64, before cutOff: Date) async throws -> [String] {

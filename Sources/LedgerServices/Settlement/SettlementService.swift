@@ -173,7 +173,15 @@ public struct SettlementService: Sendable {
                     .filter { day == date || $0.appendedEvents > 0 }
             }
             try await recordPaidPayouts(today: settings.cutOff.localDate(of: clock()), batches: batches)
-            return SettlementRunSummary(businessDate: date, cutOffAt: cutOff, earlyClose: earlyClose, batches: outcomes)
+            // A re-run reports when the day's batch really closed and who closed it early, as its opened event says,
+            // not this run's clock (issue 55).
+            let closed = outcomes.first { $0.batch.opened.businessDate == date }?.batch.opened
+            return SettlementRunSummary(
+                businessDate: date,
+                cutOffAt: closed?.cutOffAt ?? cutOff,
+                earlyClose: closed.map(\.earlyClose) ?? earlyClose,
+                batches: outcomes
+            )
         }
     }
 
