@@ -255,7 +255,7 @@ public struct SettlementService: Sendable {
                         AppendRequest(
                             stream: stream,
                             expectedVersion: expectedVersion,
-                            events: [try event.newEvent(eventID: UUID.newRandom(), effectiveAt: clock())],
+                            events: [try event.newEvent(eventID: UUID.newTimeOrdered(), effectiveAt: clock())],
                             metadata: metadata
                         )
                     )
@@ -356,7 +356,7 @@ public struct SettlementService: Sendable {
                         AppendRequest(
                             stream: SettlementBatch.streamID(batchID: state.opened.batchID),
                             expectedVersion: .exact(state.version),
-                            events: [try event.newEvent(eventID: UUID.newRandom(), effectiveAt: clock())],
+                            events: [try event.newEvent(eventID: UUID.newTimeOrdered(), effectiveAt: clock())],
                             metadata: EventMetadata(correlationID: state.opened.batchID, actor: Self.actor, command: "RecordPayout")
                         )
                     )
