@@ -8,6 +8,9 @@
 # share of the WAL records (pg_stat_wal), requested and timed checkpoints (pg_stat_bgwriter), and the ledger
 # database's growth per payment (pg_database_size). The end prints each relation's bytes per payment
 # (pg_total_relation_size for tables, pg_relation_size for indexes) and the settings in force.
+# CHECKPOINT_EVERY=S issues a CHECKPOINT every S seconds during the windows, for every binary alike: the cadence of
+# the checkpoints PostgreSQL's defaults requested at the full rate (one per ~15 s, issue 57), so that a slower machine
+# or build shows what each checkpoint costs in full-page images — the part of the WAL the keys' locality decides.
 # Usage: bench/write-volume.sh [seconds per window, 30] [windows, 4] [NAME=BINARY ...]
 #   (default: this checkout's release build; a binary with an sql/ directory beside it runs with those migrations)
 #   (needs wrk: apt-get install -y wrk)
@@ -50,7 +53,13 @@ for spec in "$@"; do
   }
   for window in $(seq 1 "$windows"); do
     before=$(counters)
+    forcer=
+    if [ -n "${CHECKPOINT_EVERY:-}" ]; then
+      (while sleep "$CHECKPOINT_EVERY"; do sql "CHECKPOINT" postgres >/dev/null; done) &
+      forcer=$!
+    fi
     line=$(PRODUCTS=240 wrk -t2 -c64 -d"${seconds}s" -s bench/products.lua "http://127.0.0.1:$port" | tail -1)
+    [ -z "$forcer" ] || { kill "$forcer"; wait "$forcer" 2>/dev/null || true; }
     after=$(counters)
     awk -v name="$name" -v w="$window" -v a="$before" -v b="$after" -v line="$line" -v load="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
       split(a, x, " "); split(b, y, " "); n = y[7] - x[7]; q = n > 0 ? n : 1
