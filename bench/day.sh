@@ -47,7 +47,8 @@ json.dump({"products": [{"name": f"Item {i}", "description": "", "price": "10.00
           open(sys.argv[1], "w"))
 PY
 export LEDGERD_DATA_DIR="$work/d" LEDGERD_LOG_LEVEL=warning LEDGERD_ACQUIRER_CREDIT_LIMIT=1000000000.00 \
-  LEDGERD_HOLD_LIFETIMES="visa=$hold_seconds" LEDGERD_EXPIRY_INTERVAL_SECONDS=10 LEDGERD_DISPUTE_POLL_INTERVAL_SECONDS=10
+  LEDGERD_HOLD_LIFETIMES="visa=$hold_seconds" LEDGERD_EXPIRY_INTERVAL_SECONDS=10 LEDGERD_DISPUTE_POLL_INTERVAL_SECONDS=10 \
+  LEDGERD_WEBHOOK_ALLOWED_ADDRESSES=127.0.0.1
 "$bin" serve --host 127.0.0.1 --port "$port" > "$work/serve.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 480); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.25; done
@@ -73,7 +74,7 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Hook).serve_for
 PY
 pids+=($!)
 curl -sf -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
-  -d "{\"url\":\"http://127.0.0.1:$hook_port/hook\",\"secret\":\"day-bench-secret-0123456789\",\"types\":[\"OrderCaptured\",\"OrderRefunded\",\"DisputeOpened\"]}" \
+  -d "{\"url\":\"http://127.0.0.1:$hook_port/hook\",\"secret\":\"day-bench-secret-0123456789\",\"types\":[\"HoldCaptured\",\"HoldRefunded\"]}" \
   "http://127.0.0.1:$port/webhooks" > /dev/null || echo "(webhook endpoint not registered)"
 # Two SSE readers of the live feed, each counting bytes.
 for reader in 1 2; do
@@ -100,6 +101,7 @@ echo "binary: $bin; PostgreSQL: $(sql 'SHOW server_version' postgres); max_wal_s
 
 # The machine's line every window, in the background, until the file stop exists.
 sampler() {
+  set +e +o pipefail  # a failed sample is a gap in one line, not the end of the sampling
   local n=0 c0 a0 p0 w0 k0 s0 y0 r0 acq c1 a1 p1 w1 k1 s1 y1 r1 ops caches
   acq=$(acquirer_pid)
   c0=$(ticks "$pid"); a0=$(ticks "$acq"); p0=$(postgres_ticks); w0=$(sql "SELECT pg_current_wal_lsn() - '0/0'" postgres)
@@ -110,7 +112,7 @@ sampler() {
     c1=$(ticks "$pid"); a1=$(ticks "$acq"); p1=$(postgres_ticks); w1=$(sql "SELECT pg_current_wal_lsn() - '0/0'" postgres)
     k1=$(checkpoints); s1=$(sql "SELECT pg_database_size('ledger')" postgres); y1=$(payments)
     r1=$(requests); ops=$((r1 - r0)); r0=$r1
-    caches=$(curl -sf "http://127.0.0.1:$port/metrics" | awk '/^ledger_cache_entries/ {sub(/.*cache="/, ""); sub(/"} /, " "); printf "%s ", $0}')
+    caches=$(curl -sf -H "Authorization: Bearer $key" "http://127.0.0.1:$port/metrics" | awk '/^ledger_cache_entries/ {sub(/.*cache="/, ""); sub(/"} /, " "); printf "%s ", $0}')
     awk -v n="$n" -v hz="$hz" -v c=$((c1 - c0)) -v a=$((a1 - a0)) -v p=$((p1 - p0)) -v w=$((w1 - w0)) -v ops="${ops:-0}" \
       -v y=$((y1 - y0)) -v s=$((s1 - s0)) -v db="$s1" -v k0="$k0" -v k1="$k1" -v rss="$(rss_mib "$pid")" -v arss="$(rss_mib "$acq")" \
       -v load="$(cut -d' ' -f1 /proc/loadavg)" -v caches="$caches" 'BEGIN {
@@ -122,7 +124,7 @@ sampler() {
   done
 }
 # Operations the daemon answered so far (its http_requests_total): the divisor of CPU per operation.
-requests() { curl -sf "http://127.0.0.1:$port/metrics" | awk '/^http_requests_total/ {s += $NF} END {printf "%d", s}'; }
+requests() { curl -sf -H "Authorization: Bearer $key" "http://127.0.0.1:$port/metrics" | awk '/^http_requests_total/ {s += $NF} END {printf "%d", s}'; }
 load() {
   "$bin" bench day-load --url "http://127.0.0.1:$port" --rate "$1" --seconds "$2" --report-seconds "$window" --phase "$3"
 }

@@ -166,7 +166,7 @@ public final class DayLoad: Sendable {
                 switch kind {
                 case .partialCapture: #"{"amount":"0.01"}"#
                 case .finalCapture: #"{"final":true}"#
-                case .refund: #"{"amount":"0.01"}"#
+                case .refund: #"{"amount":"0.01","reason":"customer request"}"#
                 default: "{}"
                 }
             request.body = .bytes(ByteBuffer(string: body))
