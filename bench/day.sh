@@ -15,7 +15,9 @@
 # pg_stat_bgwriter), bytes of WAL and of database growth per payment, the ledger database's size; and the daemon's
 # bounded in-memory structures from /metrics (ledger_cache_entries). The end prints the largest tables and indexes.
 # Usage: bench/day.sh [DAY seconds, 1800] [RATE ops/s, 400] [MORNING seconds, 300] [WINDOW seconds, 60]
-#   env LEDGERD_BIN: the binary to run (default: this checkout's release build); LEDGERD_BENCH_KEEP=1 keeps the data.
+#   env LEDGERD_BIN: the binary to run (default: this checkout's release build); LEDGERD_BENCH_KEEP=1 keeps the data;
+#   RESTART=1 restarts the daemon on the same data before the morning;
+#   HOLD_SECONDS (600) the holds' lifetime. bench/day-plot.py draws the per-window curves of one or more runs (SVG).
 #   Short form for development: bench/day.sh 120 200 60 20
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,9 +51,13 @@ PY
 export LEDGERD_DATA_DIR="$work/d" LEDGERD_LOG_LEVEL=warning LEDGERD_ACQUIRER_CREDIT_LIMIT=1000000000.00 \
   LEDGERD_HOLD_LIFETIMES="visa=$hold_seconds" LEDGERD_EXPIRY_INTERVAL_SECONDS=10 LEDGERD_DISPUTE_POLL_INTERVAL_SECONDS=10 \
   LEDGERD_WEBHOOK_ALLOWED_ADDRESSES=127.0.0.1
-"$bin" serve --host 127.0.0.1 --port "$port" > "$work/serve.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 480); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.25; done
+start() {
+  "$bin" serve --host 127.0.0.1 --port "$port" >> "$work/serve.log" 2>&1 &
+  pid=$!
+  echo "$pid" > "$work/pid"
+  for _ in $(seq 1 480); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.25; done
+}
+start
 "$bin" catalog import "$work/catalog.json" > /dev/null
 key=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["operator_keys"][0])' "$LEDGERD_DATA_DIR/api-keys.json")
 export LEDGERD_API_KEY=$key LEDGERD_URL="http://127.0.0.1:$port"
@@ -102,18 +108,23 @@ echo "binary: $bin; PostgreSQL: $(sql 'SHOW server_version' postgres); max_wal_s
 # The machine's line every window, in the background, until the file stop exists.
 sampler() {
   set +e +o pipefail  # a failed sample is a gap in one line, not the end of the sampling
-  local n=0 c0 a0 p0 w0 k0 s0 y0 r0 acq c1 a1 p1 w1 k1 s1 y1 r1 ops caches
+  local n=0 c0 a0 p0 w0 k0 s0 y0 r0 acq c1 a1 p1 w1 k1 s1 y1 r1 ops caches dc da
   acq=$(acquirer_pid)
   c0=$(ticks "$pid"); a0=$(ticks "$acq"); p0=$(postgres_ticks); w0=$(sql "SELECT pg_current_wal_lsn() - '0/0'" postgres)
   k0=$(checkpoints); s0=$(sql "SELECT pg_database_size('ledger')" postgres); y0=$(payments); r0=$(requests)
   while [ ! -e "$work/stop" ]; do
     sleep "$window"
+    pid=$(cat "$work/pid")  # the daemon may have been restarted (RESTART=1): its ticks start again from 0
     n=$((n + 1)); acq=$(acquirer_pid)
     c1=$(ticks "$pid"); a1=$(ticks "$acq"); p1=$(postgres_ticks); w1=$(sql "SELECT pg_current_wal_lsn() - '0/0'" postgres)
     k1=$(checkpoints); s1=$(sql "SELECT pg_database_size('ledger')" postgres); y1=$(payments)
     r1=$(requests); ops=$((r1 - r0)); r0=$r1
+    # Across a restart the new process's counters start from zero: its own count is the window's.
+    [ "$ops" -ge 0 ] || ops=$r1
+    dc=$((c1 - c0)); [ "$dc" -ge 0 ] || dc=$c1
+    da=$((a1 - a0)); [ "$da" -ge 0 ] || da=$a1
     caches=$(curl -sf -H "Authorization: Bearer $key" "http://127.0.0.1:$port/metrics" | awk '/^ledger_cache_entries/ {sub(/.*cache="/, ""); sub(/"} /, " "); printf "%s ", $0}')
-    awk -v n="$n" -v hz="$hz" -v c=$((c1 - c0)) -v a=$((a1 - a0)) -v p=$((p1 - p0)) -v w=$((w1 - w0)) -v ops="${ops:-0}" \
+    awk -v n="$n" -v hz="$hz" -v c="$dc" -v a="$da" -v p=$((p1 - p0)) -v w=$((w1 - w0)) -v ops="${ops:-0}" \
       -v y=$((y1 - y0)) -v s=$((s1 - s0)) -v db="$s1" -v k0="$k0" -v k1="$k1" -v rss="$(rss_mib "$pid")" -v arss="$(rss_mib "$acq")" \
       -v load="$(cut -d' ' -f1 /proc/loadavg)" -v caches="$caches" 'BEGIN {
         split(k0, x, " "); split(k1, z, " "); o = ops > 0 ? ops : 1; q = y > 0 ? y : 1
@@ -142,6 +153,13 @@ echo "night: settled and reconciled in $(awk -v a="$started" -v b="$(date +%s.%N
 kill "$night" 2>/dev/null || true
 wait "$night" 2>/dev/null || true
 cat "$work/night.log"
+if [ -n "${RESTART:-}" ]; then
+  # The same data on a fresh process: the morning's first windows against the day's last say what a restart gives
+  # back (the issue: a decay that a restart does not undo lives in the database).
+  echo "restart: the daemon stops and starts again on the same data"
+  kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
+  start
+fi
 load "$rate" "$morning" morning
 touch "$work/stop"
 echo "webhook deliveries received: $(cat "$work/hooks" 2>/dev/null || echo 0)+; disputes: $(sql "SELECT count(*) FROM ledger.events WHERE type LIKE 'Dispute%'")"
