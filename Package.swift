@@ -230,6 +230,8 @@ let package = Package(
                 "LedgerCore", "LedgerAcquirer", "LedgerAcquirerAPI", "LedgerEngine", "LedgerPostgres", "LedgerServices", "LedgerApp",
                 "LedgerPayments", "LedgerAcquirerService",
                 "LedgerMacros", "LedgerAcquirerClient",
+                // Only for DayLoad, bench/day.sh's open-loop load generator.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -11,6 +11,7 @@ import Metrics
 import PostgresNIO
 import Prometheus
 import ServiceLifecycle
+import Synchronization
 
 /// The metrics of one daemon: a Prometheus registry and the swift-metrics factory writing to it.
 /// Injected (not bootstrapped globally) so that every application and every test has its own.
@@ -33,8 +34,23 @@ public struct LedgerMetrics: Sendable {
         registry.emit(into: &buffer)
         var text = MetricsHelp.withHelp(String(decoding: buffer, as: UTF8.self))
         if !text.isEmpty && !text.hasSuffix("\n") { text += "\n" }
-        return text + MetricsHelp.processAndDatabase(databaseUp: databaseUp)
+        return text + MetricsHelp.caches(caches.entries.withLock { $0 }.map { ($0.name, $0.statistics()) })
+            + MetricsHelp.processAndDatabase(databaseUp: databaseUp)
     }
+
+    /// The bounded in-memory structures, read at each scrape: `ledger_cache_entries`, `…_limit`, `…_hits_total`,
+    /// `…_misses_total`, `…_evictions_total`, labelled `cache="<name>"`.
+    private let caches = CacheRegistry()
+
+    /// Shows a bounded structure's size and counts in `/metrics` under `name`.
+    package func register(cache name: String, statistics: @escaping @Sendable () -> CacheStatistics) {
+        caches.entries.withLock { $0.append((name, statistics)) }
+    }
+}
+
+/// The bounded caches `/metrics` reads (shared by the copies of ``LedgerMetrics``).
+private final class CacheRegistry: Sendable {
+    let entries = Mutex<[(name: String, statistics: @Sendable () -> CacheStatistics)]>([])
 }
 
 /// The ledger's parts that the HTTP routes and background services share.
@@ -128,7 +144,8 @@ public struct ServiceContainer: Sendable {
             configuration: .init(
                 maximumBatchEvents: configuration.writerMaximumBatchEvents,
                 transactionDeadline: configuration.databaseDeadline,
-                statementTimeout: configuration.databaseStatementTimeout
+                statementTimeout: configuration.databaseStatementTimeout,
+                versionCacheEntries: configuration.versionCacheEntries
             ),
             durability: watcher,
             logger: logger,
@@ -139,7 +156,9 @@ public struct ServiceContainer: Sendable {
         self.store = store
         self.verifier = ChainVerifier(client: client, logger: logger)
         self.catalog = CatalogService(writer: writer, store: store, logger: logger)
-        let aggregates = AggregateStore(writer: writer, store: store)
+        let aggregates = AggregateStore(writer: writer, store: store, cacheLimit: configuration.stateCacheEntries)
+        metrics.register(cache: "aggregate_states") { aggregates.cacheStatistics }
+        metrics.register(cache: "stream_versions") { writer.versionCacheStatistics }
         let holds = HoldService(
             aggregates: aggregates,
             client: client,

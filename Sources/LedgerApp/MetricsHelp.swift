@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 
 /// What each metric of `/metrics` means: the `# HELP` lines (swift-metrics' factory cannot carry help text, so the
 /// exposition adds them here), and the process metrics read at each scrape.
@@ -30,6 +31,11 @@ enum MetricsHelp {
         "ledger_witness_cosignatures_total": "Checkpoints this witness cosigned",
         "ledger_witness_refusals_total":
             "Checkpoints this witness refused, by reason (malformed, unknown_origin, bad_signature, stale_old_size, split_view, inconsistent)",
+        "ledger_cache_entries": "Entries held by a bounded in-memory structure, by cache (aggregate_states, stream_versions)",
+        "ledger_cache_limit": "Most entries a bounded in-memory structure holds (its LEDGERD_*_ENTRIES setting), by cache",
+        "ledger_cache_hits_total": "Look-ups a bounded in-memory structure answered, by cache",
+        "ledger_cache_misses_total": "Look-ups a bounded in-memory structure could not answer, by cache",
+        "ledger_cache_evictions_total": "Entries a bounded in-memory structure evicted to make room, one per new entry past its limit, by cache",
         "process_start_time_seconds": "Start time of the process since the Unix epoch, in seconds",
         "process_cpu_seconds_total": "User and system CPU time spent, in seconds",
         "process_resident_memory_bytes": "Resident memory size, in bytes",
@@ -48,6 +54,23 @@ enum MetricsHelp {
             lines.append(line)
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// The bounded caches' sizes and counts, in the text format (one family per figure, a line per cache).
+    static func caches(_ caches: [(name: String, statistics: CacheStatistics)]) -> String {
+        guard !caches.isEmpty else { return "" }
+        let families: [(String, String, (CacheStatistics) -> Int)] = [
+            ("ledger_cache_entries", "gauge", \.entries), ("ledger_cache_limit", "gauge", \.limit),
+            ("ledger_cache_hits_total", "counter", \.hits), ("ledger_cache_misses_total", "counter", \.misses),
+            ("ledger_cache_evictions_total", "counter", \.evictions),
+        ]
+        var out: [String] = []
+        for (name, type, figure) in families {
+            out.append("# HELP \(name) \(help[name] ?? name)")
+            out.append("# TYPE \(name) \(type)")
+            for cache in caches { out.append("\(name){cache=\"\(cache.name)\"} \(figure(cache.statistics))") }
+        }
+        return out.joined(separator: "\n") + "\n"
     }
 
     /// The process metrics (Linux `/proc/self`), and whether the database is up, in the text format.

@@ -106,7 +106,7 @@ public struct ExpiryBenchmark: Sendable {
                 for event in plan.events { states.apply(event) }
             }
             for _ in 0..<min(400, holds - made) {
-                let orderID = OrderID(UUID.newRandomString())!
+                let orderID = OrderID(UUID.newTimeOrderedString())!
                 add(
                     try PaymentFlow.placeOrder(
                         PlaceOrder(

@@ -295,7 +295,7 @@ public struct SettlementBenchmark: Sendable {
                             AppendRequest(
                                 stream: StreamID(category: "hold", id: orderID.rawValue),
                                 expectedVersion: .noStream,
-                                events: try events.map { try DomainEvent.hold($0).newEvent(eventID: UUID.newRandom(), effectiveAt: now) },
+                                events: try events.map { try DomainEvent.hold($0).newEvent(eventID: UUID.newTimeOrdered(), effectiveAt: now) },
                                 metadata: EventMetadata(actor: "bench")
                             )
                         )

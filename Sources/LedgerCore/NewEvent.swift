@@ -13,7 +13,7 @@ import struct Foundation.UUID
 /// are not the ledger's.
 @MemberwiseInit
 public struct NewEvent: Sendable, Hashable {
-    public var eventID: UUID = UUID.newRandom()
+    public var eventID: UUID = UUID.newTimeOrdered()
     public var type: String
     public var schemaVersion: Int32 = 1
     /// The payload as JSON text (an object). Stored as jsonb.
@@ -28,7 +28,7 @@ public struct NewEvent: Sendable, Hashable {
     /// write). A payload the catalogue does not register, or a different type or version, is a programming
     /// error reported as ``EventCodingError/Code/unknownType``: nothing unregistered reaches the log this way.
     public init<Payload: LedgerEventPayload>(
-        eventID: UUID = UUID.newRandom(),
+        eventID: UUID = UUID.newTimeOrdered(),
         type: String? = nil,
         schemaVersion: Int32? = nil,
         payload: Payload,

@@ -10,7 +10,8 @@ import Synchronization
 ///
 /// A load reads only the events after the cached version (one indexed query, usually empty or short), so
 /// the cost of a load does not grow with the stream, and a state written by another process is
-/// still seen. Bounded: past the limit the cache starts afresh. A value: copies share the caches and counts.
+/// still seen. Bounded: past the limit it forgets the least recently used state, one per new one (``BoundedCache``).
+/// A value: copies share the caches and counts.
 package struct AggregateStore: Sendable {
     package let writer: LedgerWriter
     package let store: EventStore
@@ -31,6 +32,9 @@ package struct AggregateStore: Sendable {
 
     /// How many loads this store (and its copies) served so far, by kind of aggregate.
     package var loads: LoadCounts { counter.snapshot }
+
+    /// The order and hold state cache's size and counts (`/metrics`: `ledger_cache_*{cache="aggregate_states"}`).
+    package var cacheStatistics: CacheStatistics { cache.statistics }
 
     /// The stream's folded state: caught up with the log when `fresh`, otherwise the cached state
     /// as is when there is one (for deciding optimistically: the append's version check catches a
@@ -257,22 +261,17 @@ private final class LoadCounter: Sendable {
 /// Folded states by stream, with the version each reflects. Type-erased values; each stream is only
 /// ever folded into one state type.
 private final class StateCache: Sendable {
-    private let entries: Mutex<[String: any Sendable]>
-    private let limit: Int
+    private let entries: Mutex<BoundedCache<String, any Sendable>>
 
-    init(limit: Int) {
-        self.entries = Mutex([:])
-        self.limit = limit
-    }
+    init(limit: Int) { self.entries = Mutex(BoundedCache(limit: limit)) }
 
     func get<Value: Sendable>(_ key: String) -> Value? {
-        entries.withLock { $0[key] as? Value }
+        entries.withLock { $0.get(key) as? Value }
     }
 
     func put(_ key: String, _ value: some Sendable) {
-        entries.withLock { entries in
-            if entries.count >= limit && entries[key] == nil { entries.removeAll(keepingCapacity: true) }
-            entries[key] = value
-        }
+        entries.withLock { $0.put(key, value) }
     }
+
+    var statistics: CacheStatistics { entries.withLock { $0.statistics } }
 }

@@ -110,6 +110,7 @@ public struct EmbeddedPostgres: Sendable {
             // No JIT, for every session of the cluster (benchmarks, the acquirer service): why in Daemon.sessionSettings.
             "jit": "off",
         ]
+        for (key, value) in Self.writeVolumeSettings(majorVersion: Self.majorVersion(of: clusterDirectory)) { settings[key] = value }
         if !configuration.durable {
             settings["fsync"] = "off"
             settings["synchronous_commit"] = "off"
@@ -137,6 +138,29 @@ public struct EmbeddedPostgres: Sendable {
         }
         logger.info("embedded PostgreSQL is up", metadata: ["socket": "\(socketPath)"])
         return (endpoint, false)
+    }
+
+    /// The settings that decide how much a day of payments writes (issue 57, docs/performance.md "A day on one
+    /// daemon"). PostgreSQL's defaults (`max_wal_size` 1 GB, `checkpoint_timeout` 5 min, no WAL compression) made a
+    /// busy ledger request a checkpoint every 15 s, and after each checkpoint the first change to every page is logged
+    /// as a full 8 KB page image: WAL per payment rose from 12 KB to 40 KB as the indexes grew. With room for a
+    /// quarter of an hour between checkpoints, the page images compressed (lz4 from PostgreSQL 15, pglz before) and
+    /// the ledger's keys time-ordered (``Foundation/UUID/newTimeOrdered(now:)``), a payment writes about its own size.
+    /// The price: up to `max_wal_size` of WAL on disk, and a crash recovery that replays up to that much.
+    static func writeVolumeSettings(majorVersion: Int) -> [String: String] {
+        [
+            "max_wal_size": "'8GB'",
+            "min_wal_size": "'1GB'",
+            "checkpoint_timeout": "'15min'",
+            "checkpoint_completion_target": "0.9",
+            "wal_compression": majorVersion >= 15 ? "lz4" : "on",
+        ]
+    }
+
+    /// The cluster's major version (its `PG_VERSION` file); 0 when unreadable.
+    static func majorVersion(of clusterDirectory: URL) -> Int {
+        let text = try? String(contentsOf: clusterDirectory.appendingPathComponent("PG_VERSION"), encoding: .utf8)
+        return Int(text?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
     }
 
     /// The endpoint of this cluster when it is running, for a process that does not hold the data directory's lock

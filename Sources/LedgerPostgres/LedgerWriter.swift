@@ -48,6 +48,8 @@ public final class LedgerWriter: Service, Sendable {
         /// PostgreSQL then answers as a success (a WARNING aside): the writer makes sure with a barrier before it
         /// answers (``HeadWatcher``).
         public var statementTimeout: Duration? = nil
+        /// Streams whose committed version the writer remembers (`LEDGERD_VERSION_CACHE_ENTRIES`).
+        public var versionCacheEntries: Int = 100_000
     }
 
     /// What a caller queued: a request decided already, or a command the batch decides.
@@ -82,7 +84,7 @@ public final class LedgerWriter: Service, Sendable {
     private let metrics: WriterMetrics
     private let state = Mutex(State())
     /// Touched only by the commit loop; a Mutex keeps the class Sendable at no contention cost.
-    private let versionCache = Mutex(VersionCache(limit: 100_000))
+    private let versionCache: Mutex<VersionCache>
     /// The head this writer's last commit left (nil: not known; read under the lock).
     private let chainHead = Mutex<ChainHead?>(nil)
     /// The durable head (nil: not kept — a tool, a benchmark): confirmed after each commit, and made to cover what a
@@ -110,7 +112,11 @@ public final class LedgerWriter: Service, Sendable {
         self.configuration = configuration
         self.logger = logger
         self.metrics = WriterMetrics(factory: metricsFactory)
+        self.versionCache = Mutex(VersionCache(limit: configuration.versionCacheEntries))
     }
+
+    /// The stream-version cache's size and counts (`/metrics`: `ledger_cache_*{cache="stream_versions"}`).
+    public var versionCacheStatistics: CacheStatistics { versionCache.withLock { $0.statistics } }
 
     /// Appends one request atomically and returns its positions and stream versions.
     ///
@@ -603,20 +609,18 @@ public final class LedgerWriter: Service, Sendable {
 }
 
 /// Stream versions the writer has seen committed, so that a batch can be decided without reading
-/// first. Bounded: past the limit it starts afresh (a miss costs one read, never a wrong answer,
-/// because the database verifies every belief).
+/// first. Bounded: past the limit it forgets the stream least recently used, one per new stream (a miss
+/// costs one read, never a wrong answer, because the database verifies every belief).
 struct VersionCache: Sendable {
-    private var versions: [String: Int64] = [:]
-    let limit: Int
+    private var versions: BoundedCache<String, Int64>
 
-    init(limit: Int) { self.limit = limit }
+    init(limit: Int) { versions = BoundedCache(limit: limit) }
 
-    subscript(stream: String) -> Int64? { versions[stream] }
+    subscript(stream: String) -> Int64? { mutating get { versions.get(stream) } }
 
-    mutating func store(_ stream: String, _ version: Int64) {
-        if versions.count >= limit && versions[stream] == nil { versions.removeAll(keepingCapacity: true) }
-        versions[stream] = version
-    }
+    mutating func store(_ stream: String, _ version: Int64) { versions.put(stream, version) }
+
+    var statistics: CacheStatistics { versions.statistics }
 }
 
 /// The writer's metrics: appended events, outcomes, batch sizes, commit and append latency.

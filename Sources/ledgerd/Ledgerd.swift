@@ -164,8 +164,41 @@ struct Audit: AsyncParsableCommand {
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmarks.",
-        subcommands: [Append.self, Expiry.self, AuditReads.self, AsOfBench.self, SettleBench.self, SDRBench.self]
+        subcommands: [Append.self, Expiry.self, AuditReads.self, AsOfBench.self, SettleBench.self, SDRBench.self, DayLoadCommand.self]
     )
+
+    struct DayLoadCommand: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "day-load",
+            abstract: "An open-loop mix of a business day at a fixed offered rate against a running daemon (bench/day.sh).",
+            discussion: "Latency counts from each request's due time, so a stall shows in p99. One line per window."
+        )
+        @Option(help: "The daemon's base URL.") var url = "http://127.0.0.1:8080"
+        @Option(help: "Operations offered per second.") var rate = 200.0
+        @Option(help: "Seconds to run.") var seconds = 60
+        @Option(help: "Seconds per reported window.") var reportSeconds = 60
+        @Option(help: "Products in the catalogue (\"Item 1\" …, 10.00 each).") var products = 240
+        @Option(help: "Hot products (\"Item 1\" … take half the payments).") var hot = 3
+        @Option(help: "Connections to the daemon.") var connections = 64
+        @Option(help: "Name of the phase, printed on each line.") var phase = "day"
+
+        func run() async throws {
+            guard let key = ProcessInfo.processInfo.environment["LEDGERD_API_KEY"] else {
+                throw ValidationError("LEDGERD_API_KEY must hold an operator key")
+            }
+            var options = DayLoad.Options()
+            options.url = url
+            options.apiKey = key
+            options.rate = rate
+            options.seconds = seconds
+            options.reportSeconds = reportSeconds
+            options.products = products
+            options.hotProducts = hot
+            options.connections = connections
+            options.phase = phase
+            try await DayLoad(options: options).run()
+        }
+    }
 
     struct AuditReads: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

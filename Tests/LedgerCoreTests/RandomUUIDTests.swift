@@ -69,3 +69,38 @@ struct RandomUUIDTests {
         #expect(offenders.isEmpty, "UUID() in \(offenders); use UUID.newRandom()")
     }
 }
+
+/// The time-ordered ids (`UUID.newTimeOrdered`) the ledger's indexes key: version 7, variant 10, their first 48 bits
+/// the Unix time in milliseconds, so an id minted later sorts after — as bytes and as the lowercase text PostgreSQL
+/// and the read models compare — and the rest random.
+struct TimeOrderedUUIDTests {
+    @Test func idsMintedLaterSortAfterAndCarryTheirMillisecond() {
+        let start = Date(timeIntervalSince1970: 1_800_000_000.123)
+        var previous: String?
+        // Two milliseconds apart: a Date is a binary fraction of a second, and a millisecond boundary can fall either side.
+        for step in 0..<2_000 {
+            let now = start.addingTimeInterval(Double(step) * 0.002)
+            let id = UUID.newTimeOrdered(now: now)
+            #expect(id.uuid.6 >> 4 == 7)
+            #expect(id.uuid.8 >> 6 == 0b10)
+            let text = id.lowercasedString
+            #expect(UUID(uuidString: text) == id)
+            // The first 12 hex digits are the millisecond.
+            #expect(UInt64(text.prefix(8) + text.dropFirst(9).prefix(4), radix: 16) == UInt64((now.timeIntervalSince1970 * 1000).rounded(.down)))
+            if let previous { #expect(previous < text, "\(previous) then \(text)") }
+            previous = text
+        }
+    }
+
+    @Test func idsOfOneMillisecondDoNotRepeat() {
+        let now = Date()
+        let ids = Set((0..<50_000).map { _ in UUID.newTimeOrdered(now: now) })
+        #expect(ids.count == 50_000)
+    }
+
+    /// The ids the payment path mints are time-ordered: its event ids (a new event's default) and the order id.
+    @Test func aNewEventsIdIsTimeOrdered() {
+        let event = NewEvent(type: "SampleRecorded", data: "{}", effectiveAt: Date())
+        #expect(event.eventID.uuid.6 >> 4 == 7)
+    }
+}

@@ -5,15 +5,17 @@ import Synchronization
 /// Where the ledger's new identifiers come from (event ids, order ids, correlation ids): a port, so that a simulator
 /// run mints the same ids from the same seed and ends on the same chain head. The daemon's source is ``RandomIDs``.
 public protocol IDSource: Sendable {
-    /// A new version-4 UUID.
+    /// A new UUID, never minted before.
     func next() -> UUID
 }
 
-/// The daemon's ids: `UUID.newRandom()` (the C library's CSPRNG, no system call; LedgerCore/RandomUUID.swift).
+/// The daemon's ids: time-ordered version-7 UUIDs (`UUID.newTimeOrdered()`, LedgerCore/RandomUUID.swift), so that
+/// the B-trees keyed by them grow at their right edge (issue 57's write volume); their random bits come from the C
+/// library's CSPRNG, no system call.
 public struct RandomIDs: IDSource {
     public init() {}
 
-    public func next() -> UUID { UUID.newRandom() }
+    public func next() -> UUID { UUID.newTimeOrdered() }
 }
 
 /// Ids drawn from a seed (SplitMix64, as the acquirer model's `SeededRandom`): the same seed mints the same ids in

@@ -171,7 +171,7 @@ public struct CheckpointService: Sendable {
                         effectiveAt: clock()
                     )
                 ],
-                metadata: EventMetadata(correlationID: UUID.newRandomString(), actor: actor, command: "SignCheckpoint")
+                metadata: EventMetadata(correlationID: UUID.newTimeOrderedString(), actor: actor, command: "SignCheckpoint")
             )
         )
         let file = try write(checkpoint)

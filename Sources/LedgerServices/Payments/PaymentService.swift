@@ -83,8 +83,8 @@ public struct PaymentService: Sendable {
         let idempotency = idempotencyKey.map {
             IdempotencyKey.scoped("payment", scope: [Hex.encode(requestHash)], clientKey: $0, requestHash: requestHash)
         }
-        let correlation = UUID.newRandomString()
-        let orderID = OrderID(UUID.newRandomString())!
+        let correlation = UUID.newTimeOrderedString()
+        let orderID = OrderID(UUID.newTimeOrderedString())!
         let contactRef = orderID.contactReference
         let paymentMethod: PaymentMethodData
         let applePayToken: AcceptedApplePayToken?
