@@ -181,7 +181,7 @@ fi
 #    throughput the batch decisions exist for), and the remembered states would skip sales.
 if want batch-decisions-successive; then
   d="decide a batch's commands on the states before the batch"
-  if mutate Sources/LedgerPostgres/Commands/CommandDecisions.swift \
+  if mutate Sources/LedgerEngine/Commands/CommandDecisions.swift \
     "            states.merge(after)" \
     "            _ = after"; then
     run batch-decisions-successive "$d" "CommandDecisionsTests|LedgerWriterTests"
@@ -193,7 +193,7 @@ fi
 #    here until something else refreshes it.
 if want refusal-on-remembered-state; then
   d="let a refusal on a remembered state stand without a fresh read"
-  if mutate Sources/LedgerPostgres/Commands/CommandDecisions.swift \
+  if mutate Sources/LedgerEngine/Commands/CommandDecisions.swift \
     "            guard !untrusted.isEmpty else {" \
     "            guard untrusted.isEmpty && false else {"; then
     run refusal-on-remembered-state "$d" "CommandDecisionsTests|LedgerWriterTests"
