@@ -193,19 +193,7 @@ public final class LedgerWriter: Service, Sendable {
                 case finished, wait
             }
             let take = state.withLock { state -> Take in
-                if !state.queue.isEmpty {
-                    var events = 0
-                    var count = 0
-                    for pending in state.queue {
-                        let n = pending.eventCount
-                        if count > 0 && events + n > configuration.maximumBatchEvents { break }
-                        events += n
-                        count += 1
-                    }
-                    let batch = Array(state.queue.prefix(count))
-                    state.queue.removeFirst(count)
-                    return .batch(batch)
-                }
+                if let batch = takeBatch(from: &state.queue) { return .batch(batch) }
                 return state.stopped ? .finished : .wait
             }
             switch take {
@@ -223,6 +211,33 @@ public final class LedgerWriter: Service, Sendable {
             }
         }
     }
+
+    /// The queue's head up to ``Configuration/maximumBatchEvents`` (at least one request), removed; nil when empty.
+    private func takeBatch(from queue: inout [Pending]) -> [Pending]? {
+        guard !queue.isEmpty else { return nil }
+        var events = 0
+        var count = 0
+        for pending in queue {
+            let n = pending.eventCount
+            if count > 0 && events + n > configuration.maximumBatchEvents { break }
+            events += n
+            count += 1
+        }
+        let batch = Array(queue.prefix(count))
+        queue.removeFirst(count)
+        return batch
+    }
+
+    /// Commits one batch of what is queued now, without waiting for more: the step a simulation drives instead of
+    /// ``run()``, so that its seed decides where a batch ends. False when nothing was queued.
+    package func commitQueued() async -> Bool {
+        guard let batch = state.withLock({ takeBatch(from: &$0.queue) }) else { return false }
+        await commit(batch)
+        return true
+    }
+
+    /// Requests queued and not yet taken into a batch (what ``commitQueued()`` would take, up to the cap).
+    package var queuedCount: Int { state.withLock { $0.queue.count } }
 
     private func commit(_ batch: [Pending]) async {
         let started = ContinuousClock.now
