@@ -161,7 +161,7 @@ mutation_verifier_stops_at_head() {
 #    throughput the batch decisions exist for), and the remembered states would skip sales.
 mutation_batch_decisions_successive() {
   describe batch-decisions-successive "decide a batch's commands on the states before the batch" "CommandDecisionsTests|LedgerWriterTests"
-  mutate Sources/LedgerPostgres/Commands/CommandDecisions.swift \
+  mutate Sources/LedgerEngine/Commands/CommandDecisions.swift \
     "            states.merge(after)" \
     "            _ = after"
 }
@@ -170,7 +170,7 @@ mutation_batch_decisions_successive() {
 #    here until something else refreshes it.
 mutation_refusal_on_remembered_state() {
   describe refusal-on-remembered-state "let a refusal on a remembered state stand without a fresh read" "CommandDecisionsTests|LedgerWriterTests"
-  mutate Sources/LedgerPostgres/Commands/CommandDecisions.swift \
+  mutate Sources/LedgerEngine/Commands/CommandDecisions.swift \
     "            guard !untrusted.isEmpty else {" \
     "            guard untrusted.isEmpty && false else {"
 }

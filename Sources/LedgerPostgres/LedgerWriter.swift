@@ -79,14 +79,14 @@ public final class LedgerWriter: Service, Sendable {
     }
 
     private let client: DatabaseClient
+    /// The event log the batches are committed to: today's SQL (``PostgresEventLog``).
+    private let log: PostgresEventLog
     private let configuration: Configuration
     private let logger: Logger
     private let metrics: WriterMetrics
     private let state = Mutex(State())
     /// Touched only by the commit loop; a Mutex keeps the class Sendable at no contention cost.
     private let versionCache: Mutex<VersionCache>
-    /// The head this writer's last commit left (nil: not known; read under the lock).
-    private let chainHead = Mutex<ChainHead?>(nil)
     /// The durable head (nil: not kept — a tool, a benchmark): confirmed after each commit, and made to cover what a
     /// batch answers before its callers are answered (``makeDurable(_:)``).
     private let durability: HeadWatcher?
@@ -111,8 +111,16 @@ public final class LedgerWriter: Service, Sendable {
         self.durability = durability
         self.configuration = configuration
         self.logger = logger
-        self.metrics = WriterMetrics(factory: metricsFactory)
         self.versionCache = Mutex(VersionCache(limit: configuration.versionCacheEntries))
+        let metrics = WriterMetrics(factory: metricsFactory)
+        self.metrics = metrics
+        self.log = PostgresEventLog(
+            client: client,
+            statementTimeout: configuration.statementTimeout,
+            durability: durability,
+            logger: logger,
+            metrics: metrics
+        )
     }
 
     /// The stream-version cache's size and counts (`/metrics`: `ledger_cache_*{cache="stream_versions"}`).
@@ -191,19 +199,7 @@ public final class LedgerWriter: Service, Sendable {
                 case finished, wait
             }
             let take = state.withLock { state -> Take in
-                if !state.queue.isEmpty {
-                    var events = 0
-                    var count = 0
-                    for pending in state.queue {
-                        let n = pending.eventCount
-                        if count > 0 && events + n > configuration.maximumBatchEvents { break }
-                        events += n
-                        count += 1
-                    }
-                    let batch = Array(state.queue.prefix(count))
-                    state.queue.removeFirst(count)
-                    return .batch(batch)
-                }
+                if let batch = takeBatch(from: &state.queue) { return .batch(batch) }
                 return state.stopped ? .finished : .wait
             }
             switch take {
@@ -221,6 +217,33 @@ public final class LedgerWriter: Service, Sendable {
             }
         }
     }
+
+    /// The queue's head up to ``Configuration/maximumBatchEvents`` (at least one request), removed; nil when empty.
+    private func takeBatch(from queue: inout [Pending]) -> [Pending]? {
+        guard !queue.isEmpty else { return nil }
+        var events = 0
+        var count = 0
+        for pending in queue {
+            let n = pending.eventCount
+            if count > 0 && events + n > configuration.maximumBatchEvents { break }
+            events += n
+            count += 1
+        }
+        let batch = Array(queue.prefix(count))
+        queue.removeFirst(count)
+        return batch
+    }
+
+    /// Commits one batch of what is queued now, without waiting for more: the step a simulation drives instead of
+    /// ``run()``, so that its seed decides where a batch ends. False when nothing was queued.
+    package func commitQueued() async -> Bool {
+        guard let batch = state.withLock({ takeBatch(from: &$0.queue) }) else { return false }
+        await commit(batch)
+        return true
+    }
+
+    /// Requests queued and not yet taken into a batch (what ``commitQueued()`` would take, up to the cap).
+    package var queuedCount: Int { state.withLock { $0.queue.count } }
 
     private func commit(_ batch: [Pending]) async {
         let started = ContinuousClock.now
@@ -320,9 +343,11 @@ public final class LedgerWriter: Service, Sendable {
         while true {
             switch action {
             case .loadVersions(let streams):
-                action = planner.versionsLoaded(try await loadVersions(streams))
+                let versions = try await log.versions(of: streams)
+                versionCache.withLock { cache in for (stream, version) in versions { cache.store(stream, version) } }
+                action = planner.versionsLoaded(versions)
             case .execute(let plan):
-                action = planner.batchAnswered(try await execute(plan.statement))
+                action = planner.batchAnswered(try await log.commit(plan.statement, recordedAtMicros: wallClockMicros()))
             case .redecide(let learned):
                 metrics.outcome("redecided").increment()
                 versionCache.withLock { cache in for (stream, version) in learned { cache.store(stream, version) } }
@@ -390,221 +415,14 @@ public final class LedgerWriter: Service, Sendable {
         return decisions
     }
 
-    private func cachedVersions(of streams: [String]) -> [String: Int64] {
-        versionCache.withLock { cache in
-            Dictionary(uniqueKeysWithValues: streams.compactMap { stream in cache[stream].map { (stream, $0) } })
-        }
-    }
-
-    /// Runs the planned `ledger.append_batch` call and returns its answer (a few rows at most).
-    ///
-    /// The writer links the batch itself (``ChainLinks``, sql/0017) onto the head it believes: the
-    /// head its own last commit left, so with one daemon a batch is one statement. When no head is
-    /// believed (the first batch, after a failure, after another process wrote) or the statement
-    /// answers that the head moved, the batch is linked onto the head read under its lock, in the
-    /// same transaction, which cannot be overtaken: at most one extra attempt.
-    private func execute(_ statement: BatchStatement) async throws -> [BatchAnswerRow] {
-        let believed = statement.events.count > 0 ? chainHead.withLock { $0 } : nil
-        if let believed {
-            let rows = try await executeLinked(statement, onto: believed)
-            guard rows.contains(where: { $0.kind == "head" }) else { return rows }
-            metrics.outcome("relinked").increment()
-        }
-        return try await executeLinked(statement, onto: nil)
-    }
-
-    /// Runs one batch, its events linked onto `head`: then in one round trip, `CALL ledger.append_batch_committed`
-    /// (sql/0018), which appends and commits before it answers. With no head (nil) it reads the head with
-    /// `FOR UPDATE` first, in an explicit transaction that calls `ledger.append_batch` and commits. Either way the
-    /// answer is returned only once the batch is committed: callers are acknowledged on the commit, never on a
-    /// statement's completion. The believed head moves only on a commit that appended; anything else (a
-    /// refusal, an error, an unknown outcome) forgets it.
-    private func executeLinked(_ statement: BatchStatement, onto head: ChainHead?) async throws -> [BatchAnswerRow] {
-        let events = statement.events
-        let logger = self.logger
-        do {
-            let answer: [BatchAnswerRow]
-            let links: ChainLinks?
-            if let head, events.count > 0 {
-                let linked = ChainLinks(events: events, onto: head, nowMicros: wallClockMicros())
-                let arguments = try Self.arguments(statement, linked)
-                let calledAt = ContinuousClock.now
-                let rows = try await client.query(
-                    PostgresQuery(unsafeSQL: "CALL ledger.append_batch_committed(\(arguments.placeholders), NULL, NULL)", binds: arguments.binds),
-                    logger: logger
-                )
-                var called: (Int64?, String?)?
-                for try await row in rows.decode((Int64?, String?).self) { called = row }
-                guard let (first, json) = called else { throw AppendError.storageFailure("ledger.append_batch_committed answered nothing") }
-                answer = try Self.answerRows(firstPosition: first, json: json)
-                links = linked
-                if let timeout = configuration.statementTimeout, ContinuousClock.now - calledAt >= timeout, let first {
-                    // The statement timeout may have cancelled the commit's wait for the standby (see Configuration).
-                    guard let durability else { throw DatabaseUnavailableError.timedOut }
-                    metrics.outcome("commit_wait_unsure").increment()
-                    try await durability.ensureDurable(through: first + Int64(events.count) - 1)
-                }
-            } else {
-                (answer, links) = try await client.withTransaction(logger: logger) { connection -> ([BatchAnswerRow], ChainLinks?) in
-                    var links: ChainLinks?
-                    if events.count > 0 {
-                        links = ChainLinks(
-                            events: events,
-                            onto: try await Self.lockedHead(connection, logger: logger),
-                            nowMicros: self.wallClockMicros()
-                        )
-                    }
-                    let arguments = try Self.arguments(statement, links)
-                    let rows = try await connection.query(
-                        PostgresQuery(
-                            unsafeSQL: """
-                                SELECT kind, name, version, request_hash, result, first_position
-                                FROM ledger.append_batch(\(arguments.placeholders))
-                                """,
-                            binds: arguments.binds
-                        ),
-                        logger: logger
-                    )
-                    var answer: [BatchAnswerRow] = []
-                    for try await (kind, name, version, hash, result, first) in rows.decode(
-                        (String, String?, Int64?, ByteBuffer?, String?, Int64?).self
-                    ) {
-                        answer.append(
-                            BatchAnswerRow(
-                                kind: kind,
-                                name: name,
-                                version: version,
-                                requestHash: hash.map { Array($0.readableBytesView) },
-                                result: result,
-                                firstPosition: first
-                            )
-                        )
-                    }
-                    return (answer, links)
-                }
-            }
-            let appended = answer.contains { $0.kind == "appended" }
-            if let links, appended {
-                chainHead.withLock { $0 = links.newHead }
-            } else if !answer.isEmpty && !appended {
-                chainHead.withLock { $0 = nil }
-            }
-            return answer
-        } catch {
-            chainHead.withLock { $0 = nil }
-            throw error
-        }
-    }
-
-    /// The 28 arguments of `ledger.append_batch` (and of `append_batch_committed` before its INOUT pair), in bind
-    /// order, with their casts (sql/0023).
-    private static func arguments(_ statement: BatchStatement, _ links: ChainLinks?) throws -> (placeholders: String, binds: PostgresBindings) {
-        let keys = statement.keys
-        let events = statement.events
-        let rows = statement.rows
-        var binds = PostgresBindings(capacity: 28)
-        var placeholders: [String] = []
-        func bind<Value: PostgresThrowingDynamicTypeEncodable>(_ value: Value?, _ type: String) throws {
-            try binds.append(value)
-            placeholders.append("$\(binds.count)::\(type)")
-        }
-        try bind(statement.checkStreams, "text[]")
-        try bind(statement.checkVersions, "bigint[]")
-        try bind(statement.probeKeys, "text[]")
-        try bind(keys.keys, "text[]")
-        try bind(keys.hashes.map { ByteBuffer(bytes: $0) }, "bytea[]")
-        try bind(keys.first, "integer[]")
-        try bind(keys.last, "integer[]")
-        try bind(keys.streams, "text[]")
-        try bind(events.streamIDs, "text[]")
-        try bind(events.versions, "bigint[]")
-        try bind(events.eventIDs, "uuid[]")
-        try bind(events.types, "text[]")
-        try bind(events.schemaVersions, "integer[]")
-        try bind(events.data, "text[]")
-        try bind(events.metadata, "text[]")
-        try bind(events.effectiveMicros, "bigint[]")
-        try bind(rows.projections, "text[]")
-        try bind(rows.keys, "text[]")
-        try bind(rows.versions, "bigint[]")
-        try bind(rows.json, "text[]")
-        try bind(rows.ordinals, "integer[]")
-        try bind(statement.contacts.refs, "text[]")
-        try bind(statement.contacts.json, "text[]")
-        try bind(links?.head.position, "bigint")
-        try bind(links.map { ByteBuffer(bytes: $0.head.hash) }, "bytea")
-        try bind(links?.recordedAtMicros, "bigint")
-        try bind((links?.prevHashes ?? []).map { ByteBuffer(bytes: $0) }, "bytea[]")
-        try bind((links?.hashes ?? []).map { ByteBuffer(bytes: $0) }, "bytea[]")
-        return (placeholders.joined(separator: ", "), binds)
-    }
-
-    /// `append_batch_committed`'s INOUT pair as `append_batch`'s rows: only the first position when the batch was
-    /// appended and nothing else was said, else every row as JSON (sql/0018).
-    static func answerRows(firstPosition: Int64?, json: String?) throws -> [BatchAnswerRow] {
-        guard let json else {
-            guard let firstPosition else { throw AppendError.storageFailure("ledger.append_batch_committed answered neither a position nor rows") }
-            return [BatchAnswerRow(kind: "appended", name: nil, version: nil, requestHash: nil, result: nil, firstPosition: firstPosition)]
-        }
-        struct Row: Decodable {
-            var kind: String
-            var name: String?
-            var version: Int64?
-            var request_hash: String?
-            var result: String?
-            var first_position: Int64?
-        }
-        guard let rows = try? JSONDecoder().decode([Row].self, from: Data(json.utf8)) else {
-            throw AppendError.storageFailure("ledger.append_batch_committed answered rows that do not decode")
-        }
-        return try rows.map { row in
-            var hash: [UInt8]?
-            if let hex = row.request_hash {
-                guard let bytes = Hex.decode(hex) else { throw AppendError.storageFailure("a request hash that is not hex") }
-                hash = bytes
-            }
-            return BatchAnswerRow(
-                kind: row.kind,
-                name: row.name,
-                version: row.version,
-                requestHash: hash,
-                result: row.result,
-                firstPosition: row.first_position
-            )
-        }
-    }
-
-    /// The head, locked until the transaction ends.
-    private static func lockedHead(_ connection: PostgresConnection, logger: Logger) async throws -> ChainHead {
-        let rows = try await connection.query(
-            "SELECT position, hash, ledger.epoch_us(recorded_at) FROM ledger.head WHERE singleton FOR UPDATE",
-            logger: logger
-        )
-        for try await (position, hash, recorded) in rows.decode((Int64, ByteBuffer, Int64).self) {
-            return ChainHead(position: position, hash: Array(hash.readableBytesView), recordedAtMicros: recorded)
-        }
-        throw AppendError.storageFailure("the ledger head row is missing")
-    }
-
     /// Microseconds since 1970 on the writer's clock (this machine's wall clock in the daemon): a batch's `recorded_at`
     /// (the ledger's own time of record; the domain's clocks set `effective_at`).
     private func wallClockMicros() -> Int64 { clock.now().epochMicroseconds }
 
-    /// Current versions of streams, read without the lock (append_batch re-checks them under it).
-    private func loadVersions(_ streams: [String]) async throws -> [String: Int64] {
-        let rows = try await client.query(
-            """
-            SELECT s.id, coalesce((SELECT max(e.stream_version) FROM ledger.events e WHERE e.stream_id = s.id), 0)
-            FROM unnest(\(streams)::text[]) AS s(id)
-            """,
-            logger: logger
-        )
-        var versions: [String: Int64] = [:]
-        for try await (stream, version) in rows.decode((String, Int64).self) {
-            versions[stream] = version
-            versionCache.withLock { $0.store(stream, version) }
+    private func cachedVersions(of streams: [String]) -> [String: Int64] {
+        versionCache.withLock { cache in
+            Dictionary(uniqueKeysWithValues: streams.compactMap { stream in cache[stream].map { (stream, $0) } })
         }
-        return versions
     }
 }
 
