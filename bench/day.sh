@@ -108,7 +108,7 @@ echo "binary: $bin; PostgreSQL: $(sql 'SHOW server_version' postgres); max_wal_s
 # The machine's line every window, in the background, until the file stop exists.
 sampler() {
   set +e +o pipefail  # a failed sample is a gap in one line, not the end of the sampling
-  local n=0 c0 a0 p0 w0 k0 s0 y0 r0 acq c1 a1 p1 w1 k1 s1 y1 r1 ops caches dc da
+  local n=0 c0 a0 p0 w0 k0 s0 y0 r0 acq c1 a1 p1 w1 k1 s1 y1 r1 ops caches dc da dp
   acq=$(acquirer_pid)
   c0=$(ticks "$pid"); a0=$(ticks "$acq"); p0=$(postgres_ticks); w0=$(sql "SELECT pg_current_wal_lsn() - '0/0'" postgres)
   k0=$(checkpoints); s0=$(sql "SELECT pg_database_size('ledger')" postgres); y0=$(payments); r0=$(requests)
@@ -123,8 +123,9 @@ sampler() {
     [ "$ops" -ge 0 ] || ops=$r1
     dc=$((c1 - c0)); [ "$dc" -ge 0 ] || dc=$c1
     da=$((a1 - a0)); [ "$da" -ge 0 ] || da=$a1
+    dp=$((p1 - p0)); [ "$dp" -ge 0 ] || dp=$p1  # the embedded cluster restarts with the daemon
     caches=$(curl -sf -H "Authorization: Bearer $key" "http://127.0.0.1:$port/metrics" | awk '/^ledger_cache_entries/ {sub(/.*cache="/, ""); sub(/"} /, " "); printf "%s ", $0}')
-    awk -v n="$n" -v hz="$hz" -v c="$dc" -v a="$da" -v p=$((p1 - p0)) -v w=$((w1 - w0)) -v ops="${ops:-0}" \
+    awk -v n="$n" -v hz="$hz" -v c="$dc" -v a="$da" -v p="$dp" -v w=$((w1 - w0)) -v ops="${ops:-0}" \
       -v y=$((y1 - y0)) -v s=$((s1 - s0)) -v db="$s1" -v k0="$k0" -v k1="$k1" -v rss="$(rss_mib "$pid")" -v arss="$(rss_mib "$acq")" \
       -v load="$(cut -d' ' -f1 /proc/loadavg)" -v caches="$caches" 'BEGIN {
         split(k0, x, " "); split(k1, z, " "); o = ops > 0 ? ops : 1; q = y > 0 ? y : 1

@@ -73,6 +73,8 @@ public final class DayLoad: Sendable {
         var errors = 0
         var offered = 0
         var statuses: [Int: Int] = [:]
+        /// The last request that got no answer (status 0): why, for the window's line.
+        var lastFailure: String?
     }
 
     let options: Options
@@ -191,6 +193,8 @@ public final class DayLoad: Sendable {
             if status == 200, kind == .finalCapture, let order { pools.withLock { $0.add(order, to: \.captured) } }
         } catch {
             status = 0
+            let failure = String(describing: error)
+            window.withLock { $0.lastFailure = failure }
         }
         let micros = UInt64(max(0, (ContinuousClock.now - dueAt) / .microseconds(1)))
         window.withLock { window in
@@ -220,7 +224,7 @@ public final class DayLoad: Sendable {
             ("load \(options.phase) window \(minute): ops \(done.all.totalCount) ops/s "
                 + String(format: "%.0f", Double(done.all.totalCount) / Double(options.reportSeconds))
                 + " p50 \(ms(done.all, 50)) ms p99 \(ms(done.all, 99)) ms errors \(done.errors) status \(statuses)"
-                + " | " + kinds.joined(separator: " "))
+                + " | " + kinds.joined(separator: " ") + (done.lastFailure.map { " | no answer: \($0)" } ?? ""))
         // Written at once, unbuffered: bench/day.sh reads the lines as they come.
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }

@@ -439,12 +439,37 @@ public struct HoldService: Sendable {
         for recorded in try await aggregates.store.readStreams(orders.flatMap { [$0.streamID, $0.holdStreamID] }) {
             states.apply(try DomainEvent.decode(recorded))
         }
-        var answers: [OrderID: PaymentQueryResult] = [:]
-        for id in orders {
-            guard states.orders[id] != nil, let hold = states.holds[id], !hold.isClosed else { continue }
-            answers[id] = try await acquirer.query(merchantReference: hold.merchantReference)
+        let open = orders.compactMap { id -> (OrderID, String)? in
+            guard states.orders[id] != nil, let hold = states.holds[id], !hold.isClosed else { return nil }
+            return (id, hold.merchantReference)
         }
+        let answers = try await Self.query(open, at: acquirer)
         return ExpiryPage(orders: orders, next: next, isLast: orders.count < limit, states: states, acquirerAnswers: answers)
+    }
+
+    /// Acquirer queries at once per expiry page: one after the other, a page of 500 holds waited 500 round trips
+    /// to the acquirer service (issue 57); reads, so their order does not matter.
+    static let expiryQueriesInFlight = 16
+
+    /// The acquirer's word on each hold (order id, merchant reference), at most ``expiryQueriesInFlight`` at a time.
+    static func query(_ holds: [(OrderID, String)], at acquirer: any Acquirer) async throws -> [OrderID: PaymentQueryResult] {
+        try await withThrowingTaskGroup(of: (OrderID, PaymentQueryResult).self) { group in
+            var answers: [OrderID: PaymentQueryResult] = [:]
+            var pending = holds[...]
+            func startNext() {
+                guard let (id, reference) = pending.popFirst() else { return }
+                group.addTask {
+                    let answer = try await acquirer.query(merchantReference: reference)
+                    return (id, answer)
+                }
+            }
+            for _ in 0..<expiryQueriesInFlight { startNext() }
+            while let (id, answer) = try await group.next() {
+                answers[id] = answer
+                startNext()
+            }
+            return answers
+        }
     }
 
     /// Holds on `page` with modifications the acquirer applied and the ledger has not recorded, oldest first.
