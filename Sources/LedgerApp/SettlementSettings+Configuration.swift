@@ -43,6 +43,16 @@ extension SettlementSettings {
         guard !account.isEmpty, account.count <= 80, account.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "," }) else {
             throw ConfigurationError("LEDGERD_SETTLEMENT_MERCHANT_ACCOUNT must be 1…80 printable ASCII characters without spaces or commas")
         }
+        var accounts: [String] = []
+        for text in reader.stringArray(forKey: "ledgerd.settlement.merchant.accounts", default: []) {
+            let other = text.trimmingCharacters(in: .whitespaces)
+            if other.isEmpty { continue }
+            guard other.count <= 80, other.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "," }) else {
+                throw ConfigurationError("LEDGERD_SETTLEMENT_MERCHANT_ACCOUNTS: \(other) must be 1…80 printable ASCII characters without spaces")
+            }
+            accounts.append(other)
+        }
+        let strict = reader.bool(forKey: "ledgerd.settlement.report.strict", default: false)
         var pricing: [PricingSchedule] = [.demo(currency: .usd)]
         if let path = reader.string(forKey: "ledgerd.settlement.pricing.file").flatMap({ $0.isEmpty ? nil : $0 }) {
             do {
@@ -62,7 +72,9 @@ extension SettlementSettings {
             submissionPageSize: pageSize,
             reportPartLines: partLines,
             merchantAccount: account,
-            pricing: pricing
+            pricing: pricing,
+            merchantAccounts: accounts,
+            strictRecordTypes: strict
         )
     }
 }

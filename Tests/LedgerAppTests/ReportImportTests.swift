@@ -145,10 +145,13 @@ extension SettlementRunTests {
             for line in settled {
                 func fee(_ m: Money?) -> String { m?.decimalString ?? "" }
                 for type in ["Authorised", "SentForSettle"] {
-                    par += Self.csvRow(["C", "M", line.pspReference, line.merchantReference, "visa", "", "UTC", type, "", "", "", "", "", "", "", ""])
+                    par += Self.csvRow([
+                        "C", line.merchantAccount, line.pspReference, line.merchantReference, "visa", "", "UTC", type, "", "", "", "", "", "", "", "",
+                    ])
                 }
                 par += Self.csvRow([
-                    "C", "M", line.pspReference, line.merchantReference, "visa", "", "UTC", "Settled", "USD", line.netCredit!.decimalString,
+                    "C", line.merchantAccount, line.pspReference, line.merchantReference, "visa", "", "UTC", "Settled", "USD",
+                    line.netCredit!.decimalString,
                     fee(line.commission), fee(line.markup), fee(line.schemeFees), fee(line.interchange), line.paymentMethodVariant,
                     line.modificationMerchantReference,
                 ])

@@ -36,6 +36,17 @@ public enum SettlementReportFormat: String, Hashable, Sendable, CaseIterable {
         }
     }
 
+    /// The format a header comes closest to when none fits (most of its required columns present, at least half), with
+    /// the required columns it lacks: a report with a column renamed or dropped is refused naming the column.
+    public static func closest(header: [String]) -> (SettlementReportFormat, missing: [String])? {
+        let names = Set(header.map(SettlementReportImporter.trim))
+        let scored = [SettlementReportFormat.adyenSettlementDetails, .adyenPaymentAccounting, .stripeItemizedPayout].map { format in
+            (format, format.requiredColumns.filter { !names.contains($0) })
+        }
+        guard let best = scored.min(by: { $0.1.count < $1.1.count }), best.1.count * 2 <= best.0.requiredColumns.count else { return nil }
+        return best
+    }
+
     /// Whether the format has a payout line of its own (Adyen SDR's MerchantPayout); the others'
     /// payout is the batch's (the ledger adds it when reconciling).
     public var hasPayoutLine: Bool { self == .ledger || self == .adyenSettlementDetails }
@@ -64,18 +75,32 @@ public enum ReportImportError: Error, Hashable, Sendable, CustomStringConvertibl
     case invalidReference(row: Int, column: String, String, reason: String)
     /// A number the report rules (``ReportNumber``) refuse: its row, column, value and why.
     case invalidNumber(row: Int, column: String, String, ReportNumber.Refusal)
+    /// A row with fewer fields than the header (a truncated file): the first column missing and the last value read.
+    case truncatedRow(row: Int, column: String, last: String, fields: Int, width: Int)
+    /// A record type no mapping knows, in strict mode.
+    case unknownRecordType(row: Int, column: String, String)
+    /// A line naming a merchant account the ledger does not settle under.
+    case unknownMerchantAccount(row: Int, String, known: [String])
 
     public var description: String {
         switch self {
         case .missingHeader: "the report is empty"
         case .unknownFormat(let header):
             "the header names no known format (Adyen SDR, Adyen PAR, Stripe itemized payout reconciliation): \(header.prefix(6).joined(separator: ","))…"
-        case .missingColumns(let format, let columns): "a \(format.rawValue) report needs the columns \(columns.joined(separator: ", "))"
+        case .missingColumns(let format, let columns):
+            "row 1 (the header): a \(format.rawValue) report needs the columns \(columns.map(\.debugDescription).joined(separator: ", ")), missing from its header"
         case .invalidField(let row, let column, let value): "row \(row): \(column) \(value.debugDescription) is not valid"
         case .malformed(let row, let reason): "row \(row): \(reason)"
         case .severalPayouts(let a, let b): "the report covers payouts \(a) and \(b): upload one payout at a time"
         case .invalidReference(let row, let column, let value, let reason): "row \(row): \(column) \(value.debugDescription) \(reason)"
         case .invalidNumber(let row, let column, let value, let refusal): "row \(row): \(column) \(value.debugDescription) \(refusal)"
+        case .truncatedRow(let row, let column, let last, let fields, let width):
+            "row \(row): \(column) is missing: the row ends after \(fields) of \(width) fields, at \(last.debugDescription) (a truncated row)"
+        case .unknownRecordType(let row, let column, let value):
+            "row \(row): \(column) \(value.debugDescription) is a record type no mapping knows (strict reading, LEDGERD_SETTLEMENT_REPORT_STRICT)"
+        case .unknownMerchantAccount(let row, let account, let known):
+            "row \(row): Merchant Account \(account.debugDescription) is not a merchant account of this ledger "
+                + "(LEDGERD_SETTLEMENT_MERCHANT_ACCOUNTS: \(known.joined(separator: ", ")))"
         }
     }
 }
@@ -84,7 +109,12 @@ public enum ReportImportError: Error, Hashable, Sendable, CustomStringConvertibl
 public struct SettlementReportImporter: Sendable {
     public let format: SettlementReportFormat
     private let index: [String: Int]
+    private let columns: [String]
     private let width: Int
+    /// Strict reading: a record type no mapping knows is refused rather than kept as an `unmapped_record` break.
+    public var strict = false
+    /// The merchant accounts a line may name (nil: any); an empty Merchant Account is the batch's.
+    public var merchantAccounts: Set<String>?
     /// Stripe: the payout every row belongs to (the first row's), to find the batch.
     public private(set) var payoutID: String?
     /// Adyen PAR: a batch number when the report carries the optional column.
@@ -94,6 +124,7 @@ public struct SettlementReportImporter: Sendable {
     public init(header: [String], format: SettlementReportFormat? = nil, ledgerColumns: [String]) throws(ReportImportError) {
         let names = header.map(Self.trim)
         guard let chosen = format ?? SettlementReportFormat.detect(header: names, ledgerColumns: ledgerColumns) else {
+            if let (closest, missing) = SettlementReportFormat.closest(header: names) { throw .missingColumns(closest, missing) }
             throw .unknownFormat(names)
         }
         let missing = chosen.requiredColumns.filter { !names.contains($0) }
@@ -102,6 +133,7 @@ public struct SettlementReportImporter: Sendable {
         for (i, name) in names.enumerated() where index[name] == nil { index[name] = i }
         self.format = chosen
         self.index = index
+        self.columns = names
         self.width = names.count
     }
 
@@ -122,14 +154,28 @@ public struct SettlementReportImporter: Sendable {
     /// 1-based (the header is 1).
     public mutating func lines(_ fields: [String], row: Int) throws(ReportImportError) -> [SettlementReportLine] {
         if Self.isBlank(fields) { return [] }
-        guard fields.count == width else { throw .malformed(row: row, "\(fields.count) fields, the header has \(width)") }
+        if fields.count < width {
+            throw .truncatedRow(row: row, column: columns[fields.count], last: fields.last ?? "", fields: fields.count, width: width)
+        }
+        guard fields.count == width else {
+            throw .malformed(row: row, "\(fields.count) fields, the header has \(width): \(fields[width].debugDescription) is past its last column")
+        }
         let lines: [SettlementReportLine]
         switch format {
         case .ledger, .adyenSettlementDetails: lines = [try settlementDetails(fields, row: row)]
         case .adyenPaymentAccounting: lines = [try paymentAccounting(fields, row: row)]
         case .stripeItemizedPayout: lines = try stripe(fields, row: row)
         }
-        for line in lines { try Self.checkReferences(line, row: row) }
+        for line in lines {
+            try Self.checkReferences(line, row: row)
+            if strict, SettlementRecordKind(adyenType: line.type) == .unmapped {
+                let column = format == .stripeItemizedPayout ? "reporting_category" : (format == .adyenPaymentAccounting ? "Record Type" : "Type")
+                throw .unknownRecordType(row: row, column: column, text(fields, column))
+            }
+            if let known = merchantAccounts, !line.merchantAccount.isEmpty, !known.contains(line.merchantAccount) {
+                throw .unknownMerchantAccount(row: row, line.merchantAccount, known: known.sorted())
+            }
+        }
         return lines
     }
 

@@ -278,7 +278,8 @@ extension SettlementService {
             throw ServiceError(.invalidInput, code: "invalid_report", message: "the report's header does not parse: \(error)")
         }
         guard let chosen = format ?? SettlementReportFormat.detect(header: header, ledgerColumns: SettlementReportCSV.columns) else {
-            throw ServiceError(.invalidInput, code: "invalid_report", message: ReportImportError.unknownFormat(header).description)
+            let refusal = SettlementReportFormat.closest(header: header).map { ReportImportError.missingColumns($0.0, $0.missing) }
+            throw ServiceError(.invalidInput, code: "invalid_report", message: (refusal ?? .unknownFormat(header)).description)
         }
         // Every format, the model's own layout included, is read a chunk at a time and stored in parts (review 3, N4:
         // the model's layout was read whole into memory — a 250 MB upload took the daemon to 1.2 GB).
@@ -362,7 +363,11 @@ extension SettlementService {
                         row += 1
                         guard var current = importer else {
                             if SettlementReportImporter.isBlank(record) { continue }  // blank lines before the header
-                            importer = try SettlementReportImporter(header: record, format: format, ledgerColumns: SettlementReportCSV.columns)
+                            var reading = try SettlementReportImporter(header: record, format: format, ledgerColumns: SettlementReportCSV.columns)
+                            reading.strict = settings.strictRecordTypes
+                            // Stripe's connected_account_id names a connected account, not a merchant account of ours.
+                            if reading.format != .stripeItemizedPayout { reading.merchantAccounts = Set(settings.merchantAccounts) }
+                            importer = reading
                             continue
                         }
                         let lines = try current.lines(record, row: row)

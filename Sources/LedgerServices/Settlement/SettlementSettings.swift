@@ -29,6 +29,12 @@ public struct SettlementSettings: Sendable {
     public var merchantAccount: String
     /// The contract's price lists per settlement currency, for the fees reconciliation expects.
     public var pricing: [PricingSchedule]
+    /// Every merchant account the ledger settles under (`LEDGERD_SETTLEMENT_MERCHANT_ACCOUNTS`; ``merchantAccount``
+    /// always one of them): an uploaded report line naming another is refused, naming it.
+    public var merchantAccounts: [String]
+    /// Strict reading of uploaded reports (`LEDGERD_SETTLEMENT_REPORT_STRICT`): a record type no mapping knows is
+    /// refused (422, naming row, column and value) instead of kept as an `unmapped_record` break.
+    public var strictRecordTypes: Bool
 
     /// The merchant account when none is configured.
     public static let defaultMerchantAccount = "OrderLedgerStore"
@@ -41,7 +47,9 @@ public struct SettlementSettings: Sendable {
         submissionPageSize: Int = 10_000,
         reportPartLines: Int = 10_000,
         merchantAccount: String = SettlementSettings.defaultMerchantAccount,
-        pricing: [PricingSchedule] = [.demo(currency: .usd)]
+        pricing: [PricingSchedule] = [.demo(currency: .usd)],
+        merchantAccounts: [String] = [],
+        strictRecordTypes: Bool = false
     ) {
         self.cutOff = cutOff
         self.calendar = calendar
@@ -51,6 +59,8 @@ public struct SettlementSettings: Sendable {
         self.reportPartLines = max(1, reportPartLines)
         self.merchantAccount = merchantAccount
         self.pricing = pricing
+        self.merchantAccounts = [merchantAccount] + merchantAccounts.filter { $0 != merchantAccount }
+        self.strictRecordTypes = strictRecordTypes
     }
 
     /// The most recent business day whose cut-off has passed at `now` (what a nightly run settles).
