@@ -32,7 +32,18 @@ cleanup() {
   rm -rf "$backup"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+# A signal (CI's time limit) ends the build or test in flight too, then restores the files: bash runs a trap only once
+# its foreground command ends, so each one runs in the background and is waited for (`wait` returns at a signal).
+child=
+trap '[[ -n "$child" ]] && kill "$child" 2>/dev/null; exit 130' INT TERM
+in_background() {
+  "$@" &
+  child=$!
+  wait "$child"
+  local status=$?
+  child=
+  return $status
+}
 
 # The one file under Sources/ or sql/ holding $OLD (empty when none or several).
 find_by_text() {
@@ -375,11 +386,11 @@ for wanted in "${selected[@]}"; do
     continue
   fi
   mutation_started=$(date +%s)
-  if ! swift build $flags --build-tests >"$backup/build.log" 2>&1; then
+  if ! in_background swift build $flags --build-tests >"$backup/build.log" 2>&1; then
     tail -20 "$backup/build.log" >&2
     echo "ERROR: mutation $name does not compile: update Tests/mutations.sh" >&2
     result="build failed" by=""
-  elif env "${environment[@]}" swift test $flags --skip-build --filter "$filter" >"$backup/test.log" 2>&1; then
+  elif in_background env "${environment[@]}" swift test $flags --skip-build --filter "$filter" >"$backup/test.log" 2>&1; then
     echo "ERROR: mutation $name was NOT caught by $filter" >&2
     result="NOT caught" by=""
   else

@@ -20,9 +20,14 @@ import Testing
     let storefront = StorefrontDriver()
     let backOffice = BackOfficeDriver()
 
-    /// Polls `condition` (yielding 50 ms between tries) until it holds.
-    static func eventually(_ condition: () async throws -> Bool) async throws {
-        while try await !condition() { try await Task.sleep(for: .milliseconds(50)) }
+    /// Polls `condition` (yielding 50 ms between tries) until it holds; after 60 s, a failure at the caller's line that
+    /// says so (not the suite's time limit, without a word of what was awaited).
+    static func eventually(sourceLocation: SourceLocation = #_sourceLocation, _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try await !condition() {
+            try #require(ContinuousClock.now < deadline, "the condition did not hold within 60 s", sourceLocation: sourceLocation)
+            try await Task.sleep(for: .milliseconds(50))
+        }
     }
 
     @Test(.timeLimit(.minutes(3))) func theAutomaticSettlementSettlesADayOnceItsCutOffPassed() async throws {

@@ -320,13 +320,15 @@ import Testing
         }
     }
 
-    /// Polls `body` until it answers (30 s at most).
-    static func eventually<T>(_ body: () async throws -> T?) async throws -> T {
+    /// Polls `body` until it answers (30 s at most); past that, a failure at the caller's line that says so (not a bare
+    /// `CancellationError`).
+    static func eventually<T>(sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> T?) async throws -> T {
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             if let value = try await body() { return value }
             try await Task.sleep(for: .milliseconds(50))
         }
+        try #require(Bool(false), "nothing answered within 30 s", sourceLocation: sourceLocation)
         throw CancellationError()
     }
 }
