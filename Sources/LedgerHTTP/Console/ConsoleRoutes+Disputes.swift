@@ -171,6 +171,8 @@ extension ConsoleRoutes {
                 let parsed = try StrictJSON.decode(DefenceBody.self, from: ByteBuffer(bytes: body))
                 _ = try await disputes.defend(id: id, evidenceRefs: parsed.evidenceRefs, actor: signedIn.principal.actor)
             } else {
+                // Accepting closes the dispute lost: confirmed on a page of its own first (issue 55).
+                guard Self.isConfirmed(form) else { return try await acceptConfirmation(id: id, signedIn) }
                 _ = try await disputes.accept(id: id, actor: signedIn.principal.actor)
             }
         } catch let error as ServiceError {

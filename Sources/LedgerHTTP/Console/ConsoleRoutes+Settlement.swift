@@ -185,6 +185,8 @@ extension ConsoleRoutes {
             if typed.closeNow { body["close_now"] = true }
             let json = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
             let parsed = try StrictJSON.decode(SettlementRunBody.self, from: ByteBuffer(bytes: json))
+            // Closing the day early cannot be undone: checked, then confirmed on a page of its own (issue 55).
+            if parsed.closeNow && !Self.isConfirmed(form) { return closeNowConfirmation(signedIn) }
             run = try await StartedSettlementRun.start(settlement, day: SettlementRoutes.day(of: parsed, actor: signedIn.principal.actor, settlement))
         } catch {
             let api = StartedSettlementRun.apiError(error)

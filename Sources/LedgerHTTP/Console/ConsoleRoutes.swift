@@ -563,6 +563,10 @@ public struct ConsoleRoutes: Sendable {
                 throw APIError.badRequest("invalid_idempotency_key", "Idempotency-Key must be 1…200 bytes", field: "Idempotency-Key")
             }
             let request = try HoldOperationRequest.parse(kind: kind, body: ByteBuffer(bytes: try Self.jsonBody(kind, form)))
+            // A refund cannot be taken back: checked, then confirmed on a page of its own with its amounts (issue 55).
+            if kind == .refund && !Self.isConfirmed(form) {
+                return try await refundConfirmation(id: id, request: request, form: form, signedIn)
+            }
             _ = try await holdOperator.perform(orderID: id, request, idempotencyKey: key, actor: signedIn.principal.actor)
         } catch let error as ServiceError {
             return try await refused(kind, id: id, APIError(error), typed: typed, signedIn)

@@ -30,6 +30,7 @@ enum ConsoleTemplates {
         ("today", today), ("audit", audit), ("disputes", disputes), ("dispute", dispute),
         ("settlements", settlements), ("settlement", settlement), ("run-start", runStart), ("run-step", runStep), ("run-end", runEnd),
         ("as-of", asOf), ("journal", journal), ("verify-start", verifyStart), ("verify-step", verifyStep), ("verify-end", verifyEnd),
+        ("confirm", confirm),
     ]
 
     static let head = """
