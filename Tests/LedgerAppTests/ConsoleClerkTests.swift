@@ -219,4 +219,55 @@ extension ConsoleTests {
             #expect(try await services.eventCount(type: "SettlementBatchOpened") == 1)
         }
     }
+
+    /// Every list as CSV (orders with the list's filters, disputes, a batch's breaks): the expected rows, the list page
+    /// links its file, and a bad filter is the API's 400.
+    @Test func everyListExportsAsCSVWithTheExpectedRows() async throws {
+        let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))
+        let acquirer = AcquirerModel(seed: 7, configuration: AcquirerModelConfiguration(), clock: clock.reading)
+        try await TestApp.withApp(seed: true, acquirer: acquirer, clock: { clock.now }) { client, services in
+            let first = try await storefront.placeOrder(client)
+            let second = try await storefront.placeOrder(client)
+            #expect(try await BackOfficeDriver().capture(client, first).0 == .ok)
+            _ = try await services.disputes.receive(
+                DisputeNotification(
+                    disputeID: "dp-7",
+                    stage: .chargeback,
+                    orderID: first,
+                    pspReference: "PSP-\(first)",
+                    reason: .visaFraudCardAbsent,
+                    amount: Money(minorUnits: 5900, currency: .usd)
+                )
+            )
+            let browser = Browser(client)
+            try await browser.signIn(TestApp.auditorKey)
+            let list = try await browser.request("/console/orders?status=authorized")
+            #expect(list.html.contains("id=\"export-csv\" href=\"/console/orders.csv?status=authorized\""), "\(list.html)")
+            let all = try await browser.request("/console/orders.csv")
+            #expect(all.status == .ok && all.headers[.contentType] == "text/csv; charset=utf-8")
+            var lines = all.html.split(separator: "\r\n")
+            #expect(lines.first == "order_id,opened_at,status,total,currency" && lines.count == 3, "\(all.html)")
+            #expect(Set(lines.dropFirst().map { String($0.prefix(36)) }) == [first, second])
+            let authorized = try await browser.request("/console/orders.csv?status=authorized")
+            lines = authorized.html.split(separator: "\r\n")
+            #expect(lines.count == 2 && lines[1].hasPrefix("\(second),") && lines[1].hasSuffix(",authorized,59.00,USD"), "\(authorized.html)")
+            #expect(try await browser.request("/console/orders.csv?status=nope").status == .badRequest)
+            let queue = try await browser.request("/console/disputes")
+            #expect(queue.html.contains("id=\"export-csv\" href=\"/console/disputes.csv\""))
+            let disputes = try await browser.request("/console/disputes.csv")
+            lines = disputes.html.split(separator: "\r\n")
+            #expect(lines.first == "dispute_id,order_id,status,reason,due_at,amount,currency" && lines.count == 2, "\(disputes.html)")
+            #expect(lines.last?.hasPrefix("dp-7,\(first),charged_back,") == true && lines.last?.hasSuffix(",59.00,USD") == true)
+            #expect(try await browser.request("/console/disputes.csv?status=nope").status == .badRequest)
+            clock.set(TestApp.instant("2026-06-17T10:05:00Z"))
+            #expect(try await BackOfficeDriver().runSettlement(client, #"{"close_now": true}"#).0 == .ok)
+            let batch = try #require(try await services.settlement.batches(from: nil, to: nil).first).opened.batchID
+            let breaks = try await browser.request("/console/settlements/\(batch)/breaks.csv")
+            #expect(
+                breaks.status == .ok && breaks.html == "report,break_id,class,reference,expected,actual,state,resolution,detail\r\n",
+                "\(breaks.html)"
+            )
+            #expect(try await browser.request("/console/settlements/\(batch)").html.contains("href=\"/console/settlements/\(batch)/breaks.csv\""))
+        }
+    }
 }

@@ -84,6 +84,8 @@ def main():
     parser.add_argument("--ledgerd", default=".build/debug/ledgerd")
     parser.add_argument("--timeout", type=int, default=300)
     parser.add_argument("--screenshots", default=".build/console-screenshots")
+    # The README's picture of the console (deploy/console/refresh-screenshot.sh): Today after the day was settled.
+    parser.add_argument("--docs-screenshot", default=None)
     args = parser.parse_args()
 
     def expired(signum, frame):
@@ -368,10 +370,24 @@ def main():
         status, text = api("GET", "/settlements")
         batches = json.loads(text)["settlements"]
         check(len(batches) == 1 and head_position() > before, f"the ledger has the day's batch: {text}")
-        batch = batches[0]["batch_id"]
-        driver.find_element(By.CSS_SELECTOR, f"#run-batches a[href='/console/settlements/{batch}']").click()
-        check(arrived(f"/console/settlements/{batch}"), f"the batch's page: {driver.current_url}")
+        # The batch's page (issue 55), from the run's link: its items, its downloads, who closed the day early.
+        batch_id = batches[0]["batch_id"]
+        driver.find_element(By.CSS_SELECTOR, f"#run-batches a[href='/console/settlements/{batch_id}']").click()
+        check(arrived(f"/console/settlements/{batch_id}"), f"the batch's page: {driver.current_url}")
+        items = driver.find_elements(By.CSS_SELECTOR, "#batch-items tbody tr")
+        check(len(items) >= 1 and "capture" in items[0].text, f"the batch lists its items: {[i.text for i in items]}")
+        check("closed early by operator:" in driver.find_element(By.ID, "closed-early").text, "the batch says who closed it early")
+        links = [a.get_attribute("href") for a in driver.find_elements(By.CSS_SELECTOR, "#downloads a")]
+        check(any(l.endswith("/items.csv") for l in links) and any(l.endswith("/report.csv") for l in links), f"downloads: {links}")
         shot("batch")
+        if args.docs_screenshot:
+            driver.set_window_size(1280, 1100)
+            driver.get(f"{base}/console/today")
+            driver.save_screenshot(args.docs_screenshot)
+            driver.set_window_size(1280, 2400)
+        batch = batches[0]["batch_id"]
+        driver.get(f"{base}/console/settlements/{batch}")
+        check(arrived(f"/console/settlements/{batch}"), f"the batch's page: {driver.current_url}")
 
         # The acquirer's report of the batch with the quick start order's line changed by a cent, uploaded.
         status, report = api("GET", f"/settlements/{batch}/report.csv")

@@ -83,6 +83,7 @@ extension ConsoleRoutes {
         /// The acquirer's stored report (nil until the batch was submitted) and the batch's items, as CSV files.
         var reportCSV: String? = nil
         var itemsCSV = ""
+        var breaksCSV = ""
         var items: [ItemView] = []
         /// The next page of items, and the first (nil on the first page).
         var itemsNext: String? = nil
@@ -359,6 +360,7 @@ extension ConsoleRoutes {
             closedEarly: closedEarly,
             reportCSV: batch.stage >= .submitted ? Self.path("settlements", id) + "/report.csv" : nil,
             itemsCSV: Self.path("settlements", id) + "/items.csv",
+            breaksCSV: Self.path("settlements", id) + "/breaks.csv",
             items: Array(items),
             itemsNext: read.count > Self.itemsPageSize ? items.last.map { Self.path("settlements", id) + "?items_after=\($0.position)#items" } : nil,
             itemsFirst: after > 0 ? Self.path("settlements", id) + "#items" : nil
