@@ -34,7 +34,7 @@ public enum MemoryReturn {
     }
 
     /// glibc's `malloc_trim`, looked up once (Swift's Glibc module does not declare it); nil on another C library.
-    nonisolated(unsafe) private static let mallocTrim: (@convention(c) (Int) -> Int32)? = {
+    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = {
         #if canImport(Glibc)
         guard let symbol = dlsym(nil, "malloc_trim") else { return nil }
         return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)

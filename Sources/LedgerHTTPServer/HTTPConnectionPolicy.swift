@@ -176,7 +176,9 @@ final class ConnectionLimitHandler: ChannelDuplexHandler, RemovableChannelHandle
         }
         // The reserve's one reply is written: the slot is given back.
         let written = promise ?? context.eventLoop.makePromise()
-        written.futureResult.whenComplete { _ in context.close(promise: nil) }
+        // The future completes on this channel's event loop: the context, bound to it, is used there only.
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        written.futureResult.whenComplete { _ in bound.value.close(promise: nil) }
         context.write(data, promise: written)
     }
 }

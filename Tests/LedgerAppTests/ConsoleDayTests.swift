@@ -215,7 +215,11 @@ extension ConsoleTests {
             #expect(try await head(services) == before)
             // The operator closes the open day now: each step listed as it ran, then the batch.
             clock.set(TestApp.instant("2026-06-17T10:05:00Z"))
-            let run = try await browser.request("/console/settlements/run", method: .post, form: [("csrf_token", csrf), ("close_now", "true")])
+            let run = try await browser.request(
+                "/console/settlements/run",
+                method: .post,
+                form: [("csrf_token", csrf), ("close_now", "true"), ("confirmed", "yes")]
+            )
             #expect(run.status == .ok && run.headers[.contentType] == "text/html; charset=utf-8")
             #expect(run.html.contains("<ol id=\"run-progress\" class=\"progress\">") && run.html.contains("</html>"))
             let steps = run.html.components(separatedBy: "<li>").count - 1

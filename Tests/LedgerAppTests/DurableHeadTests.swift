@@ -192,7 +192,7 @@ import Testing
         let clusters = try await ReplicatedClusters.start(synchronous: true)
         defer { clusters.stop() }
         let superuser = clusters.superuser(clusters.primaryEndpoint, ReplicatedClusters.database)
-        try await withPostgresClient(configuration: superuser, logger: Self.logger) { client in
+        _ = try await withPostgresClient(configuration: superuser, logger: Self.logger) { client in
             try await client.query(
                 "INSERT INTO ledger.shipping_contacts (contact_ref, data, created_at) VALUES ('c-cut-short', '{}', now())",
                 logger: Self.logger

@@ -50,7 +50,9 @@ import Testing
         }
         var script = "cd '\(root.path)'\n"
         for (index, command) in commands.enumerated() {
-            let runnable = command.replacingOccurrences(of: "swift run ledgerd", with: "'\(DaemonProcess.binary.path)'")
+            // `ledgerd` as `make install` puts it on the PATH: the built binary.
+            var runnable = command.replacingOccurrences(of: "swift run ledgerd", with: "'\(DaemonProcess.binary.path)'")
+            if runnable.hasPrefix("ledgerd ") { runnable = "'\(DaemonProcess.binary.path)'" + runnable.dropFirst("ledgerd".count) }
             script += "{ \(runnable)\n} > '\(root.path)/out.\(index)' 2>&1; echo $? > '\(root.path)/rc.\(index)'\n"
         }
         // The README's payment line with a declined card: it must fail visibly, `ORDER` empty (it once became "null").
@@ -103,6 +105,32 @@ import Testing
         let signIn = await DaemonProcess.get(try #require(URL(string: url)))
         #expect(signIn?.0 == 200 && signIn?.1.contains("<form") == true && signIn?.1.contains("sign-in") == true, "\(String(describing: signIn))")
         try await daemon.stop()
+    }
+
+    /// The README's first screen: its two commands are `make install` and `ledgerd serve` (the quick start's daemon,
+    /// which ``theReadmesQuickStartRunsCommandByCommand`` starts as `ledgerd serve` and follows to the console), and
+    /// `make install` builds the release binary and puts it and its migrations under PREFIX (a dry run: the release
+    /// build itself takes 15 minutes).
+    @Test func theReadmesFirstScreenInstallsLedgerdOnThePath() async throws {
+        let readme = try String(contentsOf: TestCluster.repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let firstScreen = try #require(readme.components(separatedBy: "## Run it").first)
+        let open = try #require(firstScreen.range(of: "```sh\n"))
+        let close = try #require(firstScreen.range(of: "\n```", range: open.upperBound..<firstScreen.endIndex))
+        let commands = firstScreen[open.upperBound..<close.lowerBound].split(separator: "\n").map {
+            $0.split(separator: "#", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        }
+        #expect(commands == ["make install", "ledgerd serve"], "\(commands)")
+        #expect(firstScreen.contains("![") && firstScreen.contains("docs/console-today.png"), "the screenshot is on the first screen")
+        #expect(FileManager.default.fileExists(atPath: TestCluster.repositoryRoot.appendingPathComponent("docs/console-today.png").path))
+        let make = try await ChildProcess.run(
+            URL(fileURLWithPath: "/usr/bin/make"),
+            ["-n", "-C", TestCluster.repositoryRoot.path, "install", "PREFIX=/tmp/ledgerd-prefix"],
+            environment: ProcessInfo.processInfo.environment
+        )
+        #expect(make.status == 0, "\(make.output)")
+        #expect(make.output.contains("swift build -c release --product ledgerd"), "\(make.output)")
+        #expect(make.output.contains("install -m 0755 .build/release/ledgerd \"/tmp/ledgerd-prefix/bin/ledgerd\""), "\(make.output)")
+        #expect(make.output.contains("/tmp/ledgerd-prefix/share/ledgerd/sql"), "the migrations beside it")
     }
 
     /// With no daemon at `LEDGERD_PORT`, a back-office command says so in one line (no raw error dump) and exits 1.

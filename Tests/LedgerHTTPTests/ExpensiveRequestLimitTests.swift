@@ -142,7 +142,7 @@ import Testing
         try await Application(router: router).test(.router) { client in
             let refused = Count()
             // The router framework's client serves concurrent requests (the tests above use it from `async let`s).
-            nonisolated(unsafe) let client = client
+            let client = client
             try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
                 for _ in 0..<12 {
                     group.addTask {

@@ -45,7 +45,7 @@ import Testing
         let attempts = 25
         var failed = 0
         let started = ContinuousClock.now
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await pool.run() }
             group.addTask { try await writer.run() }
             defer { group.cancelAll() }

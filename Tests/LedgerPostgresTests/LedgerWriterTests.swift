@@ -354,7 +354,7 @@ import Testing
             await #expect(throws: AppendError.invalidAppend) {  // a row for a stream expected at any version
                 var loose = other
                 loose.expectedVersion = .any
-                try await writer.append(AppendRequest(streams: [once, loose], projections: [row(s), row(other.streamID)]))
+                _ = try await writer.append(AppendRequest(streams: [once, loose], projections: [row(s), row(other.streamID)]))
             }
             #expect(try await eventCount(client) == 0)
             // Invalid JSON reaches the database; it fails alone, its batch neighbours succeed.

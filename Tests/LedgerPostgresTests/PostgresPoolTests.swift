@@ -164,7 +164,7 @@ import Glibc
         )
         silent.options.connectTimeout = .seconds(600)
         let pool = DatabaseClient(configuration: silent, backgroundLogger: TestCluster.logger, statementDeadline: .seconds(1))
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await pool.run() }
             defer { group.cancelAll() }
             await pool.running()

@@ -56,7 +56,7 @@ public actor TestCluster {
         }
         let endpoint = try await embedded.startOffPool().endpoint
         atexit { try? TestCluster.embedded.stop() }
-        try await withClient(endpoint: endpoint, database: "postgres", user: endpoint.superuser) { client in
+        _ = try await withClient(endpoint: endpoint, database: "postgres", user: endpoint.superuser) { client in
             try await client.query("CREATE DATABASE ledger_template")
         }
         try await withClient(endpoint: endpoint, database: "ledger_template", user: endpoint.superuser) { client in

@@ -84,6 +84,8 @@ def main():
     parser.add_argument("--ledgerd", default=".build/debug/ledgerd")
     parser.add_argument("--timeout", type=int, default=300)
     parser.add_argument("--screenshots", default=".build/console-screenshots")
+    # The README's picture of the console (deploy/console/refresh-screenshot.sh): Today after the day was settled.
+    parser.add_argument("--docs-screenshot", default=None)
     args = parser.parse_args()
 
     def expired(signum, frame):
@@ -309,7 +311,27 @@ def main():
         amount.clear()
         amount.send_keys("10.00")
         driver.find_element(By.CSS_SELECTOR, "#refund-form button").click()
+        # A refund cannot be taken back: a page says what will happen first; Cancel appends nothing (issue 55).
+        check(arrived("/refund"), f"the refund's confirmation: {driver.current_url}")
+        what = driver.find_element(By.ID, "confirm-what").text
+        check(what.startswith(f"Refund 10.00 USD of order {order}"), f"the confirmation says what will happen: {what}")
+        labelled("refund-confirmation")
+        shot("refund-confirm")
+        driver.find_element(By.ID, "confirm-cancel").click()
+        check(arrived(f"/console/orders/{order}"), f"cancelled, back to the order: {driver.current_url}")
+        check(head_position() == before, "a cancelled confirmation appended nothing")
+        amount = driver.find_element(By.ID, "refund-amount")
+        amount.clear()
+        amount.send_keys("10.00")
+        driver.find_element(By.ID, "refund-reason").send_keys("scratched")
+        driver.find_element(By.CSS_SELECTOR, "#refund-form button").click()
+        driver.find_element(By.ID, "confirm-button").click()
         check(arrived("?done=refund"), f"the refund was recorded: {driver.current_url}")
+        status, text = api("GET", f"/events?after={before}&limit=100")
+        refunds = [e for e in json.loads(text).get("events", []) if e.get("type") == "HoldRefunded"]
+        check(len(refunds) == 1, f"the confirmed refund appended exactly one refund: {refunds}")
+        timeline = driver.find_element(By.CLASS_NAME, "timeline").text
+        check("refunded 10.00 USD (reason scratched) by operator:" in timeline, f"the timeline in sentences: {timeline}")
         check(driver.find_element(By.ID, "order-status").text == "partially_refunded", "the page says partially refunded")
         check(driver.find_element(By.ID, "figure-refunded").text == "10.00", "the hold's refunded figure")
         shot("order-refunded")
@@ -334,6 +356,11 @@ def main():
         before = head_position()
         driver.find_element(By.ID, "run-close-now").click()
         driver.find_element(By.CSS_SELECTOR, "#run-form button").click()
+        check(arrived("/console/settlements/run"), f"the close's confirmation: {driver.current_url}")
+        check(driver.find_element(By.ID, "confirm-what").text.startswith("Close the open business day"), "it says which day closes")
+        check(head_position() == before, "nothing is appended before the confirmation")
+        shot("close-now-confirm")
+        driver.find_element(By.ID, "confirm-button").click()
         check(arrived("/console/settlements/run"), f"the run's page: {driver.current_url}")
         WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.ID, "run-done") or d.find_elements(By.ID, "run-error"))
         steps = driver.find_elements(By.CSS_SELECTOR, "#run-progress li")
@@ -343,10 +370,24 @@ def main():
         status, text = api("GET", "/settlements")
         batches = json.loads(text)["settlements"]
         check(len(batches) == 1 and head_position() > before, f"the ledger has the day's batch: {text}")
-        batch = batches[0]["batch_id"]
-        driver.find_element(By.CSS_SELECTOR, f"#run-batches a[href='/console/settlements/{batch}']").click()
-        check(arrived(f"/console/settlements/{batch}"), f"the batch's page: {driver.current_url}")
+        # The batch's page (issue 55), from the run's link: its items, its downloads, who closed the day early.
+        batch_id = batches[0]["batch_id"]
+        driver.find_element(By.CSS_SELECTOR, f"#run-batches a[href='/console/settlements/{batch_id}']").click()
+        check(arrived(f"/console/settlements/{batch_id}"), f"the batch's page: {driver.current_url}")
+        items = driver.find_elements(By.CSS_SELECTOR, "#batch-items tbody tr")
+        check(len(items) >= 1 and "capture" in items[0].text, f"the batch lists its items: {[i.text for i in items]}")
+        check("closed early by operator:" in driver.find_element(By.ID, "closed-early").text, "the batch says who closed it early")
+        links = [a.get_attribute("href") for a in driver.find_elements(By.CSS_SELECTOR, "#downloads a")]
+        check(any(l.endswith("/items.csv") for l in links) and any(l.endswith("/report.csv") for l in links), f"downloads: {links}")
         shot("batch")
+        if args.docs_screenshot:
+            driver.set_window_size(1280, 1100)
+            driver.get(f"{base}/console/today")
+            driver.save_screenshot(args.docs_screenshot)
+            driver.set_window_size(1280, 2400)
+        batch = batches[0]["batch_id"]
+        driver.get(f"{base}/console/settlements/{batch}")
+        check(arrived(f"/console/settlements/{batch}"), f"the batch's page: {driver.current_url}")
 
         # The acquirer's report of the batch with the quick start order's line changed by a cent, uploaded.
         status, report = api("GET", f"/settlements/{batch}/report.csv")

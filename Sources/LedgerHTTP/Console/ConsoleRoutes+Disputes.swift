@@ -28,6 +28,8 @@ extension ConsoleRoutes {
         let statusError: ConsolePages.ErrorView?
         let rows: [DisputeQueueRow]
         var next: String? = nil
+        /// The queue with its filter as a CSV download.
+        var exportPath: String? = nil
     }
 
     /// Disputes on a page of the queue.
@@ -75,7 +77,7 @@ extension ConsoleRoutes {
         let chosen = request.uri.queryParameters["status"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
         let status = chosen.flatMap(DisputeStatus.init(rawValue:))
         let statuses = DisputeStatus.allCases.map { StatusOption(name: $0.rawValue, selected: $0.rawValue == chosen) }
-        if let chosen, status == nil {
+        if chosen != nil, status == nil {
             let known = DisputeStatus.allCases.map(\.rawValue).joined(separator: ", ")
             let page = DisputeQueuePage(
                 session: signedIn.view,
@@ -110,6 +112,7 @@ extension ConsoleRoutes {
         }
         var page = DisputeQueuePage(session: signedIn.view, statuses: statuses, statusError: nil, rows: Array(rows))
         page.next = shown.next.map { "/console/disputes?page=\($0)" + (chosen.map { "&status=\($0)" } ?? "") }
+        page.exportPath = "/console/disputes.csv" + (chosen.map { "?status=\($0)" } ?? "")
         return ConsolePages.render("disputes", page)
     }
 
@@ -171,6 +174,8 @@ extension ConsoleRoutes {
                 let parsed = try StrictJSON.decode(DefenceBody.self, from: ByteBuffer(bytes: body))
                 _ = try await disputes.defend(id: id, evidenceRefs: parsed.evidenceRefs, actor: signedIn.principal.actor)
             } else {
+                // Accepting closes the dispute lost: confirmed on a page of its own first (issue 55).
+                guard Self.isConfirmed(form) else { return try await acceptConfirmation(id: id, signedIn) }
                 _ = try await disputes.accept(id: id, actor: signedIn.principal.actor)
             }
         } catch let error as ServiceError {

@@ -83,6 +83,7 @@ extension ConsoleRoutes {
         /// The acquirer's stored report (nil until the batch was submitted) and the batch's items, as CSV files.
         var reportCSV: String? = nil
         var itemsCSV = ""
+        var breaksCSV = ""
         var items: [ItemView] = []
         /// The next page of items, and the first (nil on the first page).
         var itemsNext: String? = nil
@@ -185,6 +186,8 @@ extension ConsoleRoutes {
             if typed.closeNow { body["close_now"] = true }
             let json = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
             let parsed = try StrictJSON.decode(SettlementRunBody.self, from: ByteBuffer(bytes: json))
+            // Closing the day early cannot be undone: checked, then confirmed on a page of its own (issue 55).
+            if parsed.closeNow && !Self.isConfirmed(form) { return closeNowConfirmation(signedIn) }
             run = try await StartedSettlementRun.start(settlement, day: SettlementRoutes.day(of: parsed, actor: signedIn.principal.actor, settlement))
         } catch {
             let api = StartedSettlementRun.apiError(error)
@@ -357,6 +360,7 @@ extension ConsoleRoutes {
             closedEarly: closedEarly,
             reportCSV: batch.stage >= .submitted ? Self.path("settlements", id) + "/report.csv" : nil,
             itemsCSV: Self.path("settlements", id) + "/items.csv",
+            breaksCSV: Self.path("settlements", id) + "/breaks.csv",
             items: Array(items),
             itemsNext: read.count > Self.itemsPageSize ? items.last.map { Self.path("settlements", id) + "?items_after=\($0.position)#items" } : nil,
             itemsFirst: after > 0 ? Self.path("settlements", id) + "#items" : nil

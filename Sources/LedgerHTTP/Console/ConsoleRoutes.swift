@@ -140,6 +140,18 @@ public struct ConsoleRoutes: Sendable {
             guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
             return try await findOrder(request, signedIn)
         }
+        console.get("/orders.csv") { request, _ in
+            guard signedIn(request) != nil else { return ConsolePages.seeOther("/console/sign-in") }
+            return try ordersExport(request)
+        }
+        console.get("/disputes.csv") { request, _ in
+            guard signedIn(request) != nil else { return ConsolePages.seeOther("/console/sign-in") }
+            return try await disputesExport(request)
+        }
+        console.get("/settlements/:id/breaks.csv") { request, context in
+            guard signedIn(request) != nil else { return ConsolePages.seeOther("/console/sign-in") }
+            return try await breaksExport(id: try Self.id(context))
+        }
         console.get("/orders/:id") { request, context in
             guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
             let id = try Self.id(context)
@@ -375,6 +387,8 @@ public struct ConsoleRoutes: Sendable {
         let pageSize = ConsoleRoutes.ordersPageSize
         var rows: [OrderRow] = []
         var next: String?
+        /// The list's filters as a CSV download (nil for a search's results).
+        var exportPath: String?
     }
 
     /// Orders on a page of the list.
@@ -450,6 +464,13 @@ public struct ConsoleRoutes: Sendable {
         }
         let found = try await orders.orders(query)
         page.rows = found.ordersJSON.compactMap(Self.orderRow)
+        var filters = URLComponents()
+        filters.path = "/console/orders.csv"
+        filters.queryItems = [("status", query.status ?? ""), ("from", page.from), ("to", page.to)].filter { !$0.1.isEmpty }.map {
+            URLQueryItem(name: $0.0, value: $0.1)
+        }
+        if filters.queryItems?.isEmpty == true { filters.queryItems = nil }
+        page.exportPath = filters.string
         page.next = found.nextCursor.map { cursor in
             var items = [URLQueryItem(name: "cursor", value: String(cursor))]
             if let status = query.status { items.append(URLQueryItem(name: "status", value: status)) }
@@ -563,6 +584,10 @@ public struct ConsoleRoutes: Sendable {
                 throw APIError.badRequest("invalid_idempotency_key", "Idempotency-Key must be 1…200 bytes", field: "Idempotency-Key")
             }
             let request = try HoldOperationRequest.parse(kind: kind, body: ByteBuffer(bytes: try Self.jsonBody(kind, form)))
+            // A refund cannot be taken back: checked, then confirmed on a page of its own with its amounts (issue 55).
+            if kind == .refund && !Self.isConfirmed(form) {
+                return try await refundConfirmation(id: id, request: request, form: form, signedIn)
+            }
             _ = try await holdOperator.perform(orderID: id, request, idempotencyKey: key, actor: signedIn.principal.actor)
         } catch let error as ServiceError {
             return try await refused(kind, id: id, APIError(error), typed: typed, signedIn)

@@ -30,6 +30,7 @@ enum ConsoleTemplates {
         ("today", today), ("audit", audit), ("disputes", disputes), ("dispute", dispute),
         ("settlements", settlements), ("settlement", settlement), ("run-start", runStart), ("run-step", runStep), ("run-end", runEnd),
         ("as-of", asOf), ("journal", journal), ("verify-start", verifyStart), ("verify-step", verifyStep), ("verify-end", verifyEnd),
+        ("confirm", confirm),
     ]
 
     static let head = """
@@ -139,6 +140,7 @@ enum ConsoleTemplates {
         </tbody>
         </table>
         {{#next}}<p><a id="next-page" href="{{.}}">Next page</a></p>{{/next}}
+        {{#exportPath}}<p><a id="export-csv" href="{{.}}">Download every order of this list (CSV)</a></p>{{/exportPath}}
         </section>
         {{> foot}}
         """
@@ -377,6 +379,7 @@ enum ConsoleTemplates {
         {{^rows}}<tr><td colspan="6">No dispute.</td></tr>{{/rows}}
         </tbody>
         </table>
+        {{#exportPath}}<p><a id="export-csv" href="{{.}}">Download every dispute of this list (CSV)</a></p>{{/exportPath}}
         {{#next}}<p><a id="next-page" href="{{.}}">Next page</a></p>{{/next}}
         {{> foot}}
         """
@@ -502,7 +505,7 @@ enum ConsoleTemplates {
         {{/figures}}
         </dl>
         {{#closedEarly}}<p id="closed-early">The day was {{.}}.</p>{{/closedEarly}}
-        <p id="downloads">Download: {{#reportCSV}}<a href="{{.}}">the acquirer's report (CSV)</a> · {{/reportCSV}}<a href="{{itemsCSV}}">the batch's items (CSV)</a></p>
+        <p id="downloads">Download: {{#reportCSV}}<a href="{{.}}">the acquirer's report (CSV)</a> · {{/reportCSV}}<a href="{{itemsCSV}}">the batch's items (CSV)</a> · <a href="{{breaksCSV}}">its breaks (CSV)</a></p>
         </section>
         <section aria-labelledby="items">
         <h2 id="items">Items</h2>

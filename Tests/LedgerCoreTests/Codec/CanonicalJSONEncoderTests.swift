@@ -152,7 +152,9 @@ import Testing
             var rates: [Double]
         }
         var random = PropertySeed.generator()
-        var values: [Double] = [0, -0.0, 1, -1, 0.1, 1.5, 1e-7, 1e16, 1e21, 123_456_789.125, 9_007_199_254_740_993, .ulpOfOne, 5e-324]
+        var values: [Double] = [
+            0, -0.0, 1, -1, 0.1, 1.5, 1e-7, 1e16, 1e21, 123_456_789.125, Double("9007199254740993")!, .ulpOfOne, Double("5e-324")!,
+        ]
         values += (0..<2_000).map { _ in Double.random(in: 0..<2e9, using: &random) }
         values += (0..<2_000).map { _ in
             Double(Int.random(in: 0..<2_000_000_000, using: &random)) + Double(Int.random(in: 0..<1_000, using: &random)) / 1_000
