@@ -57,6 +57,7 @@ import csv
 import datetime
 import io
 from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.expected_conditions import staleness_of
 
 
 class Timeout(Exception):
@@ -151,6 +152,18 @@ def main():
         nonlocal shots
         shots += 1
         driver.save_screenshot(os.path.join(args.screenshots, f"{shots:02d}-{name}.png"))
+
+    def submit(element):
+        """Clicks a link or a form's button and waits (15 s at most) until the page it leads to has replaced this one:
+        the click returns before a form's POST and its 303 are done, so a look-up right after it could search the old
+        page (CI once clicked the refund's confirm button on the order page it had just left), and `arrived` alone
+        cannot tell when the old URL already contains the fragment (the refund's 422 page, a confirmation's Cancel)."""
+        old = driver.find_element(By.TAG_NAME, "html")
+        element.click()
+        try:
+            WebDriverWait(driver, 15).until(staleness_of(old))
+        except TimeoutException:
+            check(False, f"the click on {element} led to no new page: {driver.current_url}")
 
     def arrived(fragment):
         """Whether the browser reaches a URL containing `fragment` within 15 s (a form's POST and its 303 take a moment
@@ -268,7 +281,7 @@ def main():
         labelled("orders")
         shot("orders")
         driver.find_element(By.ID, "order-id").send_keys(psp)
-        driver.find_element(By.CSS_SELECTOR, "form[role='search'] button").click()
+        submit(driver.find_element(By.CSS_SELECTOR, "form[role='search'] button"))
         check(arrived(f"/console/orders/{order}"), f"found the order by its PSP reference: {driver.current_url}")
         check(driver.find_element(By.ID, "order-status").text == "authorized", "the order is authorized")
         offered = [form.get_attribute("id") for form in driver.find_elements(By.CSS_SELECTOR, ".actions form")]
@@ -276,7 +289,7 @@ def main():
         labelled("order")
         shot("order-authorized")
         before = head_position()
-        driver.find_element(By.CSS_SELECTOR, "#capture-form button").click()
+        submit(driver.find_element(By.CSS_SELECTOR, "#capture-form button"))
         check(arrived("?done=capture"), f"the capture was recorded: {driver.current_url}")
         check(driver.find_element(By.ID, "order-status").text == "captured", "the page says captured")
         check(driver.find_element(By.ID, "figure-captured").text == "59.00", "the hold's captured figure")
@@ -289,13 +302,13 @@ def main():
         # Ship it, then refund part of it; a bad amount first: the API's error beside the field, nothing appended.
         driver.find_element(By.ID, "ship-carrier").send_keys("UPS")
         driver.find_element(By.ID, "ship-tracking").send_keys("1Z999AA10123456784")
-        driver.find_element(By.CSS_SELECTOR, "#ship-form button").click()
+        submit(driver.find_element(By.CSS_SELECTOR, "#ship-form button"))
         check(arrived("?done=ship"), f"the shipment was recorded: {driver.current_url}")
         check(driver.find_element(By.ID, "order-status").text == "shipped", "the page says shipped")
         before = head_position()
         driver.find_element(By.ID, "refund-amount").send_keys("abc")
         driver.find_element(By.ID, "refund-reason").send_keys("scratched")
-        driver.find_element(By.CSS_SELECTOR, "#refund-form button").click()
+        submit(driver.find_element(By.CSS_SELECTOR, "#refund-form button"))
         check(arrived("/refund"), f"the refund form answered: {driver.current_url}")
         error = driver.find_element(By.ID, "refund-amount-error").text
         check(error.startswith("invalid_amount amount must be a decimal string"), f"the API's error beside the amount: {error}")
@@ -310,22 +323,22 @@ def main():
         amount = driver.find_element(By.ID, "refund-amount")
         amount.clear()
         amount.send_keys("10.00")
-        driver.find_element(By.CSS_SELECTOR, "#refund-form button").click()
+        submit(driver.find_element(By.CSS_SELECTOR, "#refund-form button"))
         # A refund cannot be taken back: a page says what will happen first; Cancel appends nothing (issue 55).
         check(arrived("/refund"), f"the refund's confirmation: {driver.current_url}")
         what = driver.find_element(By.ID, "confirm-what").text
         check(what.startswith(f"Refund 10.00 USD of order {order}"), f"the confirmation says what will happen: {what}")
         labelled("refund-confirmation")
         shot("refund-confirm")
-        driver.find_element(By.ID, "confirm-cancel").click()
+        submit(driver.find_element(By.ID, "confirm-cancel"))
         check(arrived(f"/console/orders/{order}"), f"cancelled, back to the order: {driver.current_url}")
         check(head_position() == before, "a cancelled confirmation appended nothing")
         amount = driver.find_element(By.ID, "refund-amount")
         amount.clear()
         amount.send_keys("10.00")
         driver.find_element(By.ID, "refund-reason").send_keys("scratched")
-        driver.find_element(By.CSS_SELECTOR, "#refund-form button").click()
-        driver.find_element(By.ID, "confirm-button").click()
+        submit(driver.find_element(By.CSS_SELECTOR, "#refund-form button"))
+        submit(driver.find_element(By.ID, "confirm-button"))
         check(arrived("?done=refund"), f"the refund was recorded: {driver.current_url}")
         status, text = api("GET", f"/events?after={before}&limit=100")
         refunds = [e for e in json.loads(text).get("events", []) if e.get("type") == "HoldRefunded"]
@@ -355,12 +368,12 @@ def main():
         labelled("settlements")
         before = head_position()
         driver.find_element(By.ID, "run-close-now").click()
-        driver.find_element(By.CSS_SELECTOR, "#run-form button").click()
+        submit(driver.find_element(By.CSS_SELECTOR, "#run-form button"))
         check(arrived("/console/settlements/run"), f"the close's confirmation: {driver.current_url}")
         check(driver.find_element(By.ID, "confirm-what").text.startswith("Close the open business day"), "it says which day closes")
         check(head_position() == before, "nothing is appended before the confirmation")
         shot("close-now-confirm")
-        driver.find_element(By.ID, "confirm-button").click()
+        submit(driver.find_element(By.ID, "confirm-button"))
         check(arrived("/console/settlements/run"), f"the run's page: {driver.current_url}")
         WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.ID, "run-done") or d.find_elements(By.ID, "run-error"))
         steps = driver.find_elements(By.CSS_SELECTOR, "#run-progress li")
@@ -372,7 +385,7 @@ def main():
         check(len(batches) == 1 and head_position() > before, f"the ledger has the day's batch: {text}")
         # The batch's page (issue 55), from the run's link: its items, its downloads, who closed the day early.
         batch_id = batches[0]["batch_id"]
-        driver.find_element(By.CSS_SELECTOR, f"#run-batches a[href='/console/settlements/{batch_id}']").click()
+        submit(driver.find_element(By.CSS_SELECTOR, f"#run-batches a[href='/console/settlements/{batch_id}']"))
         check(arrived(f"/console/settlements/{batch_id}"), f"the batch's page: {driver.current_url}")
         items = driver.find_elements(By.CSS_SELECTOR, "#batch-items tbody tr")
         check(len(items) >= 1 and "capture" in items[0].text, f"the batch lists its items: {[i.text for i in items]}")
@@ -414,7 +427,7 @@ def main():
         driver.get(f"{base}/console/settlements")
         before = head_position()
         driver.find_element(By.ID, "report-file").send_keys(altered)
-        driver.find_element(By.CSS_SELECTOR, "#upload-form button").click()
+        submit(driver.find_element(By.CSS_SELECTOR, "#upload-form button"))
         check(arrived("done=reconcile"), f"the report was reconciled: {driver.current_url}")
         classes = [cell.text for cell in driver.find_elements(By.CLASS_NAME, "break-class")]
         check("amount_mismatch" in classes, f"the batch's page shows the mismatch: {classes}")
@@ -423,7 +436,7 @@ def main():
         reason = driver.find_element(By.CSS_SELECTOR, "form.resolve input[name='reason']")
         reason.send_keys("acquirer confirmed the line; ticket 7")
         before = head_position()
-        driver.find_element(By.CSS_SELECTOR, "form.resolve button").click()
+        submit(driver.find_element(By.CSS_SELECTOR, "form.resolve button"))
         check(arrived("done=resolve"), f"the break was resolved: {driver.current_url}")
         check("acquirer confirmed the line; ticket 7" in driver.find_element(By.TAG_NAME, "main").text, "the page shows the resolution")
         check(head_position() == before + 1, "the resolution is one event")
@@ -431,7 +444,7 @@ def main():
         status, text = api("GET", f"/settlements/{batch}/reconciliation")
         check(status == 200 and "ticket 7" in text, f"the API's reconciliation has the resolution: {text[:400]}")
 
-        driver.find_element(By.CSS_SELECTOR, "form.sign-out button").click()
+        submit(driver.find_element(By.CSS_SELECTOR, "form.sign-out button"))
         check(arrived("/console/sign-in"), f"signed out: {driver.current_url}")
         check(driver.get_cookie("ledgerd_console") is None, "signing out removes the session cookie")
 
@@ -439,7 +452,7 @@ def main():
         # The sign-in form is looked for once the sign-out's 303 has landed (the twin of the wait below, which CI needed).
         WebDriverWait(driver, 15).until(lambda d: d.find_elements(By.ID, "key"))
         driver.find_element(By.ID, "key").send_keys(auditor)
-        driver.find_element(By.CSS_SELECTOR, "form[action='/console/sign-in'] button").click()
+        submit(driver.find_element(By.CSS_SELECTOR, "form[action='/console/sign-in'] button"))
         check(arrived("/console/today"), f"the auditor signed in: {driver.current_url}")
         check("auditor:" in driver.find_element(By.CLASS_NAME, "who").text, "the header names the auditor")
         driver.get(f"{base}/console/orders/{order}")
@@ -460,7 +473,7 @@ def main():
                 shot(path.rsplit("/", 1)[1])
         driver.get(f"{base}/console/audit")
         labelled("audit")
-        driver.find_element(By.CSS_SELECTOR, "form[action='/console/audit'] button").click()
+        submit(driver.find_element(By.CSS_SELECTOR, "form[action='/console/audit'] button"))
         check(arrived("verify=1"), f"the verification ran: {driver.current_url}")
         check("The chain is intact" in driver.find_element(By.ID, "verify-result").text, "the auditor verifies the chain")
         steps = [step.text for step in driver.find_elements(By.CSS_SELECTOR, "#verify-progress li")]
@@ -483,7 +496,7 @@ def main():
         # Typing into a date-time picker depends on the browser's locale; WebDriver sets its value as a person's
         # picking would (the page itself has no script).
         driver.execute_script("arguments[0].value = arguments[1]", picker, moment)
-        driver.find_element(By.CSS_SELECTOR, "#as-of-form button").click()
+        submit(driver.find_element(By.CSS_SELECTOR, "#as-of-form button"))
         check(arrived("/console/audit/as-of"), f"the as-of page: {driver.current_url}")
         status_cell = driver.find_elements(By.ID, "order-status")
         check(status_cell and status_cell[0].text == "authorized",
@@ -539,31 +552,31 @@ def main():
         check(dispute is not None, "the acquirer's chargeback reached the ledger")
         driver.get(f"{base}/console/sign-in")
         driver.find_element(By.ID, "key").send_keys(operator)
-        driver.find_element(By.CSS_SELECTOR, "form[action='/console/sign-in'] button").click()
+        submit(driver.find_element(By.CSS_SELECTOR, "form[action='/console/sign-in'] button"))
         check(arrived("/console/today"), f"signed in again after the restart: {driver.current_url}")
         driver.get(f"{base}/console/disputes")
         labelled("disputes")
         shot("disputes")
-        driver.find_element(By.CSS_SELECTOR, f"a[href='/console/disputes/{dispute}']").click()
+        submit(driver.find_element(By.CSS_SELECTOR, f"a[href='/console/disputes/{dispute}']"))
         check(arrived(f"/console/disputes/{dispute}"), f"the dispute's page: {driver.current_url}")
         check("(overdue)" not in driver.find_element(By.ID, "dispute-status").text, "the deadline has not passed")
         labelled("dispute")
         before = head_position()
         driver.find_element(By.ID, "evidence-refs").send_keys("proof-of-delivery-UPS-1Z999AA10123456784")
-        driver.find_element(By.CSS_SELECTOR, "#defend-form button").click()
+        submit(driver.find_element(By.CSS_SELECTOR, "#defend-form button"))
         check(arrived("done=defend"), f"the defence was recorded: {driver.current_url}")
         check(head_position() > before, "the defence appended its event")
         status, text = api("GET", f"/disputes/{dispute}")
         check(status == 200 and "proof-of-delivery-UPS-1Z999AA10123456784" in text, f"GET /disputes/{{id}} has the evidence: {text[:400]}")
         shot("dispute-defended")
         # The auditor: no answer offered, and a forged one refused.
-        driver.find_element(By.CSS_SELECTOR, "form.sign-out button").click()
+        submit(driver.find_element(By.CSS_SELECTOR, "form.sign-out button"))
         # The sign-out's POST and its 303 take a moment after the click returns: the sign-in form is looked for on the
         # page it leads to (CI once found the dispute's page still there, and no key field).
         check(arrived("/console/sign-in"), f"signed out: {driver.current_url}")
         WebDriverWait(driver, 15).until(lambda d: d.find_elements(By.ID, "key"))
         driver.find_element(By.ID, "key").send_keys(auditor)
-        driver.find_element(By.CSS_SELECTOR, "form[action='/console/sign-in'] button").click()
+        submit(driver.find_element(By.CSS_SELECTOR, "form[action='/console/sign-in'] button"))
         check(arrived("/console/today"), f"the auditor signed in again: {driver.current_url}")
         driver.get(f"{base}/console/disputes/{dispute}")
         posts = [f.get_attribute("action") for f in driver.find_elements(By.CSS_SELECTOR, "form[method='post']")]
