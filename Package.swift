@@ -204,7 +204,7 @@ let package = Package(
         .target(
             name: "LedgerApp",
             dependencies: [
-                "LedgerCore", "LedgerAcquirerAPI", "LedgerPostgres", "LedgerServices", "LedgerHTTP", "LedgerPayments",
+                "LedgerCore", "LedgerAcquirerAPI", "LedgerEngine", "LedgerPostgres", "LedgerServices", "LedgerHTTP", "LedgerPayments",
                 "LedgerAcquirerClient", "LedgerAcquirerService", "LedgerHTTPServer", "LedgerProcess",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import LedgerAPI
 import LedgerCore
+import LedgerEngine
 import LedgerHTTP
 import LedgerHTTPServer
 import LedgerPostgres
@@ -116,6 +117,8 @@ public struct ServiceContainer: Sendable {
     ///   - acquirerSupervisor: the child acquirer service, run first and stopped last.
     ///   - checkpointKey: signs checkpoints (the daemon reads it from `LEDGERD_CHECKPOINT_KEY`); nil: none.
     ///   - readClient: a streaming replica for auditors' reads (run as a service by the application); nil: the primary.
+    ///   - ids: where every new id comes from (the writer's, read by the services); the daemon's are random and
+    ///     time-ordered, a test's may be seeded to make a run's ids repeatable.
     public init(
         client: DatabaseClient,
         readClient: DatabaseClient? = nil,
@@ -128,6 +131,7 @@ public struct ServiceContainer: Sendable {
         acquirerSupervisor: AcquirerSupervisor? = nil,
         webhookSecretsKey: [UInt8]? = nil,
         webhookTransport: (any WebhookTransport)? = nil,
+        ids: any IDSource = RandomIDs(),
         logger: Logger
     ) throws {
         self.client = client
@@ -149,7 +153,8 @@ public struct ServiceContainer: Sendable {
             ),
             durability: watcher,
             logger: logger,
-            metricsFactory: metrics.factory
+            metricsFactory: metrics.factory,
+            ids: ids
         )
         let store = EventStore(client: client, logger: logger)
         self.writer = writer

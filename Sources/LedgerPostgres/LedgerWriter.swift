@@ -92,9 +92,11 @@ public final class LedgerWriter: Service, Sendable {
     private let durability: HeadWatcher?
     /// `append failed` at most once per interval, with how many were left out.
     private let appendFailures = LogThrottle()
-    /// The time of record a batch is stamped with (`recorded_at`), and where its commands' event ids come from.
+    /// The time of record a batch is stamped with (`recorded_at`).
     private let clock: any LedgerClock
-    private let ids: any IDSource
+    /// Where every new id of the process comes from: its commands' event ids, and the services' correlation, order and
+    /// event ids (through `aggregates.writer.ids`), so that one seeded source makes a run's ids repeatable (issue 56).
+    public let ids: any IDSource
 
     public init(
         client: DatabaseClient,

@@ -6,6 +6,7 @@ import LedgerAcquirer
 import LedgerAcquirerService
 import LedgerApp
 import LedgerCore
+import LedgerEngine
 import LedgerHTTP
 import LedgerPostgres
 import LedgerServices
@@ -38,6 +39,7 @@ public enum TestApp {
     ///   - live: serve on a real port (`client.port`) instead of the in-memory router, for streamed replies.
     ///   - readDatabase: a streaming replica of `database` for auditors' reads (`LEDGERD_READ_DATABASE_URL`); nil: none.
     ///   - tls: serve HTTPS with this certificate (with `live`; the harness's own client then cannot talk to it).
+    ///   - ids: where the app's new ids come from; by default the daemon's (random, time-ordered).
     public static func withApp(
         seed: Bool = false,
         imagesDirectory: String? = nil,
@@ -52,6 +54,7 @@ public enum TestApp {
         webhookTransport: (any WebhookTransport)? = nil,
         live: Bool = false,
         tls: TLSCertificateStore? = nil,
+        ids: any IDSource = RandomIDs(),
         _ body: @escaping @Sendable (any TestClientProtocol, ServiceContainer) async throws -> Void
     ) async throws {
         let db: TestDatabase
@@ -99,6 +102,7 @@ public enum TestApp {
             clock: clock,
             checkpointKey: checkpointKey,
             webhookTransport: webhookTransport,
+            ids: ids,
             logger: logger
         )
         // The application runs the pool first and serves only once it runs (see `buildApplication`).

@@ -9,6 +9,11 @@ public protocol IDSource: Sendable {
     func next() -> UUID
 }
 
+extension IDSource {
+    /// A new id as the ledger writes ids in text (lowercase): correlation ids, order ids.
+    public func nextString() -> String { next().lowercasedString }
+}
+
 /// The daemon's ids: time-ordered version-7 UUIDs (`UUID.newTimeOrdered()`, LedgerCore/RandomUUID.swift), so that
 /// the B-trees keyed by them grow at their right edge (issue 57's write volume); their random bits come from the C
 /// library's CSPRNG, no system call.

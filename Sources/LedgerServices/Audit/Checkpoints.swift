@@ -171,7 +171,7 @@ public struct CheckpointService: Sendable {
                         effectiveAt: clock()
                     )
                 ],
-                metadata: EventMetadata(correlationID: UUID.newTimeOrderedString(), actor: actor, command: "SignCheckpoint")
+                metadata: EventMetadata(correlationID: writer.ids.nextString(), actor: actor, command: "SignCheckpoint")
             )
         )
         let file = try write(checkpoint)

@@ -300,14 +300,14 @@ struct DisputeRun: DisputeActions {
         let disputeAppend = StreamAppend(
             streamID: stream,
             expectedVersion: PlannedAppend.expectation(forVersion: Int64(recorded)),
-            events: try events.map { try $0.ledgerEvent.newEvent(eventID: UUID.newTimeOrdered(), effectiveAt: now) }
+            events: try events.map { try $0.ledgerEvent.newEvent(eventID: service.aggregates.writer.ids.next(), effectiveAt: now) }
         )
         guard
             let committed = try await service.aggregates.commit(
                 AppendPlan(appends),
                 on: AggregateStates(orders: [order.id: order], holds: [order.id: hold]),
                 now: now,
-                metadata: EventMetadata(correlationID: UUID.newTimeOrderedString(), actor: actor, command: commandName),
+                metadata: EventMetadata(correlationID: service.aggregates.writer.ids.nextString(), actor: actor, command: commandName),
                 alsoAppending: [disputeAppend]
             )
         else { return nil }

@@ -85,7 +85,7 @@ public struct HoldService: Sendable {
         // Scoped by the principal that sent it (its actor), the order and the operation: another operator's equal key is
         // another operation, never this one's replay (security review 4, L9) — in the ledger's key and in the acquirer's
         // modification reference (a short tag of the actor before the client's key), which the acquirer replays by.
-        let key = idempotencyKey.map { "\(Self.principalTag(actor))-\($0)" } ?? UUID.newTimeOrderedString()
+        let key = idempotencyKey.map { "\(Self.principalTag(actor))-\($0)" } ?? aggregates.writer.ids.nextString()
         let ledgerKey = IdempotencyKey.scoped(
             "hold",
             scope: [actor, orderID.rawValue, request.kind.rawValue],
@@ -101,7 +101,7 @@ public struct HoldService: Sendable {
             key: key,
             idempotency: ledgerKey,
             metadata: EventMetadata(
-                correlationID: correlationID ?? UUID.newTimeOrderedString(),
+                correlationID: correlationID ?? aggregates.writer.ids.nextString(),
                 actor: actor,
                 command: request.kind.rawValue.capitalized + "Hold",
                 idempotencyKey: idempotencyKey
@@ -378,7 +378,7 @@ public struct HoldService: Sendable {
             following = nil
             let unrecorded = Self.unrecorded(on: page)
             for (orderID, _) in unrecorded { try await catchUp(orderID) }
-            let metadata = EventMetadata(correlationID: UUID.newTimeOrderedString(), actor: "expiry-sweeper", command: "ExpireHolds")
+            let metadata = EventMetadata(correlationID: aggregates.writer.ids.nextString(), actor: "expiry-sweeper", command: "ExpireHolds")
             // The next page is read beside this commit when it is the one that comes next.
             let readsNext = !page.isLast && unrecorded.isEmpty
             async let next: ExpiryPage? = readsNext ? readExpiryPage(now: now, limit: batchSize, after: page.next) : nil
@@ -537,7 +537,7 @@ public struct HoldService: Sendable {
         guard let hold = try await aggregates.hold(orderID),
             case .found(let details) = try await acquirer.query(merchantReference: hold.merchantReference)
         else { return }
-        let metadata = EventMetadata(correlationID: UUID.newTimeOrderedString(), actor: "acquirer-sync", command: "RecordFromAcquirer")
+        let metadata = EventMetadata(correlationID: aggregates.writer.ids.nextString(), actor: "acquirer-sync", command: "RecordFromAcquirer")
         for modification in HoldWorkflow.unrecorded(details, hold: hold, before: reference) {
             logger.notice(
                 "recording a modification the acquirer applied before the ledger heard of it",
@@ -629,7 +629,7 @@ public struct HoldService: Sendable {
             orderID: orderID,
             idempotency: intent.ledgerKey.flatMap { key in intent.requestHash.map { IdempotencyKey(key: key, requestHash: $0) } },
             metadata: EventMetadata(
-                correlationID: UUID.newTimeOrderedString(),
+                correlationID: aggregates.writer.ids.nextString(),
                 actor: intent.actor,
                 command: intent.kind.capitalized + "Hold",
                 idempotencyKey: intent.idempotencyKey

@@ -83,8 +83,8 @@ public struct PaymentService: Sendable {
         let idempotency = idempotencyKey.map {
             IdempotencyKey.scoped("payment", scope: [Hex.encode(requestHash)], clientKey: $0, requestHash: requestHash)
         }
-        let correlation = UUID.newTimeOrderedString()
-        let orderID = OrderID(UUID.newTimeOrderedString())!
+        let correlation = aggregates.writer.ids.nextString()
+        let orderID = OrderID(aggregates.writer.ids.nextString())!
         let contactRef = orderID.contactReference
         let paymentMethod: PaymentMethodData
         let applePayToken: AcceptedApplePayToken?

@@ -75,7 +75,7 @@ public struct PrivacyService: Sendable {
                     stream: stream,
                     expectedVersion: .noStream,
                     events: [NewEvent(type: ContactErased.eventType, schemaVersion: ContactErased.schemaVersion, payload: event, effectiveAt: now)],
-                    metadata: EventMetadata(correlationID: UUID.newTimeOrderedString(), actor: actor, command: "EraseContact")
+                    metadata: EventMetadata(correlationID: writer.ids.nextString(), actor: actor, command: "EraseContact")
                 )
             ).firstPosition
         } catch let error as AppendError where error == .versionConflict {

@@ -149,7 +149,7 @@ extension SettlementService {
                         stream: recordStream,
                         expectedVersion: PlannedAppend.expectation(forVersion: Int64(events.count)),
                         events: try ([SettlementEvent.reconciled(result)] + newBreaks).map {
-                            try $0.newEvent(eventID: UUID.newTimeOrdered(), effectiveAt: now)
+                            try $0.newEvent(eventID: writer.ids.next(), effectiveAt: now)
                         },
                         metadata: EventMetadata(correlationID: batchID, actor: Self.actor, command: "ReconcileBatch")
                     )
@@ -527,7 +527,7 @@ extension SettlementService {
                     AppendRequest(
                         stream: stream,
                         expectedVersion: .exact(Int64(recorded.count)),
-                        events: [try event.newEvent(eventID: UUID.newTimeOrdered(), effectiveAt: clock())],
+                        events: [try event.newEvent(eventID: writer.ids.next(), effectiveAt: clock())],
                         metadata: EventMetadata(correlationID: batchID, actor: actor, command: "ResolveBreak")
                     )
                 )

@@ -264,7 +264,7 @@ public struct SettlementService: Sendable {
                         AppendRequest(
                             stream: stream,
                             expectedVersion: expectedVersion,
-                            events: [try event.newEvent(eventID: UUID.newTimeOrdered(), effectiveAt: clock())],
+                            events: [try event.newEvent(eventID: writer.ids.next(), effectiveAt: clock())],
                             metadata: metadata
                         )
                     )
@@ -365,7 +365,7 @@ public struct SettlementService: Sendable {
                         AppendRequest(
                             stream: SettlementBatch.streamID(batchID: state.opened.batchID),
                             expectedVersion: .exact(state.version),
-                            events: [try event.newEvent(eventID: UUID.newTimeOrdered(), effectiveAt: clock())],
+                            events: [try event.newEvent(eventID: writer.ids.next(), effectiveAt: clock())],
                             metadata: EventMetadata(correlationID: state.opened.batchID, actor: Self.actor, command: "RecordPayout")
                         )
                     )
