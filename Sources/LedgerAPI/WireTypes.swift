@@ -283,6 +283,7 @@ extension Components.Schemas.Reconciliation {
         self.init(
             batchId: view.result.batchID,
             currency: view.currency.code,
+            merchantAccount: view.merchantAccount,
             report: view.reflected.report ?? Self.acquirer,
             windowClosed: view.result.windowClosed,
             reportLines: view.result.reportLines,

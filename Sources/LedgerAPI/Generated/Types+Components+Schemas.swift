@@ -1081,6 +1081,10 @@ extension Components {
             public var batchId: Swift.String
             /// - Remark: Generated from `#/components/schemas/Reconciliation/currency`.
             public var currency: Components.Schemas.CurrencyCode
+            /// The merchant account the batch settles under (LEDGERD_SETTLEMENT_MERCHANT_ACCOUNTS).
+            ///
+            /// - Remark: Generated from `#/components/schemas/Reconciliation/merchant_account`.
+            public var merchantAccount: Swift.String
             /// - Remark: Generated from `#/components/schemas/Reconciliation/report`.
             public var report: Swift.String
             /// - Remark: Generated from `#/components/schemas/Reconciliation/window_closed`.
@@ -1104,6 +1108,7 @@ extension Components {
             /// - Parameters:
             ///   - batchId:
             ///   - currency:
+            ///   - merchantAccount: The merchant account the batch settles under (LEDGERD_SETTLEMENT_MERCHANT_ACCOUNTS).
             ///   - report:
             ///   - windowClosed:
             ///   - reportLines:
@@ -1116,6 +1121,7 @@ extension Components {
             public init(
                 batchId: Swift.String,
                 currency: Components.Schemas.CurrencyCode,
+                merchantAccount: Swift.String,
                 report: Swift.String,
                 windowClosed: Swift.Bool,
                 reportLines: Swift.Int,
@@ -1128,6 +1134,7 @@ extension Components {
             ) {
                 self.batchId = batchId
                 self.currency = currency
+                self.merchantAccount = merchantAccount
                 self.report = report
                 self.windowClosed = windowClosed
                 self.reportLines = reportLines
@@ -1141,6 +1148,7 @@ extension Components {
             public enum CodingKeys: String, CodingKey {
                 case batchId = "batch_id"
                 case currency
+                case merchantAccount = "merchant_account"
                 case report
                 case windowClosed = "window_closed"
                 case reportLines = "report_lines"
