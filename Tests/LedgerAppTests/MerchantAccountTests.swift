@@ -146,4 +146,45 @@ extension SettlementRunTests {
             #expect(today.html.contains("merchant account <code>OrderLedgerStore</code>"), "\(today.html)")
         }
     }
+
+    /// Issue 52, step 2: captures in USD and CAD under one merchant account, settled by the acquirer model in one run
+    /// into two payouts (one per settlement currency), each reconciled with 0 breaks, the journal balanced per currency.
+    @Test func capturesInTwoCurrenciesSettleIntoTwoPayoutsWithNoBreaks() async throws {
+        let clock = SimulatedClock(Self.instant("2026-06-17T10:00:00Z"))
+        let pricing = try Self.twoCurrencyPricingFile()
+        defer { try? FileManager.default.removeItem(atPath: pricing) }
+        let acquirer = Self.twoCurrencyAcquirer(clock: clock)
+        let environment = ["LEDGERD_SETTLEMENT_PRICING_FILE": pricing]
+        try await TestApp.withApp(seed: true, acquirer: acquirer, clock: { clock.now }, environment: environment) { client, services in
+            _ = try await CatalogImport.parse(Self.canadianCatalog, format: "json").run(
+                client: services.client,
+                now: clock.now,
+                logger: TestCluster.logger
+            )
+            for _ in 0..<2 {
+                try await capture(client, try await storefront.placeOrder(client))
+                _ = try await payAndCaptureInCAD(client)
+            }
+            clock.set(Self.instant("2026-06-17T22:00:01Z"))
+            let run = try await settle(client, "2026-06-17")
+            #expect(run.batches.map(\.batchId).sorted() == ["OrderLedgerStore-CAD-2026-06-17", "OrderLedgerStore-USD-2026-06-17"])
+            // Two payouts, each in its currency: the nets of its two captures (59.00 USD or 48.20 CAD each, less fees).
+            var payouts: [String: PayoutNotice] = [:]
+            for batch in run.batches {
+                let currency = try #require(Currency(code: batch.currency))
+                let viewed = try await view(client, batch.batchId)
+                let number = try #require(viewed.batchNumber)
+                payouts[batch.currency] = try await acquirer.payout(batchNumber: Int(number))
+                let payout = try #require(payouts[batch.currency])
+                #expect(payout.amount.currency == currency && payout.merchantAccount == "OrderLedgerStore")
+                #expect(try Money(decimal: try #require(viewed.payout), currency: currency) == payout.amount)
+                let gross: Int64 = batch.currency == "CAD" ? 9_640 : 11_800
+                #expect(payout.amount.minorUnits > 0 && payout.amount.minorUnits < gross, "\(batch.batchId): \(payout.amount)")
+                let reconciled = try await reconciliation(client, batch.batchId)
+                #expect(reconciled.breaks.isEmpty && reconciled.matched == 2, "\(batch.batchId): \(reconciled.breaks.map(\.detail))")
+            }
+            #expect(payouts.count == 2 && payouts["USD"]?.payoutReference != payouts["CAD"]?.payoutReference)
+            try await expectJournalBalancedPerCurrency(client, from: Self.instant("2026-06-17T00:00:00Z"), to: Date().addingTimeInterval(60))
+        }
+    }
 }
