@@ -1030,6 +1030,8 @@ extension Components {
             public var resolutionReason: Swift.String?
             /// - Remark: Generated from `#/components/schemas/ReconciliationBreak/resolved_by`.
             public var resolvedBy: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/ReconciliationBreak/currency`.
+            public var currency: Components.Schemas.CurrencyCode?
             /// Creates a new `ReconciliationBreak`.
             ///
             /// - Parameters:
@@ -1042,6 +1044,7 @@ extension Components {
             ///   - resolved:
             ///   - resolutionReason:
             ///   - resolvedBy:
+            ///   - currency:
             public init(
                 breakId: Swift.String,
                 _class: Components.Schemas.ReconciliationBreak.ClassPayload,
@@ -1051,7 +1054,8 @@ extension Components {
                 actual: Components.Schemas.Money? = nil,
                 resolved: Swift.Bool,
                 resolutionReason: Swift.String? = nil,
-                resolvedBy: Swift.String? = nil
+                resolvedBy: Swift.String? = nil,
+                currency: Components.Schemas.CurrencyCode? = nil
             ) {
                 self.breakId = breakId
                 self._class = _class
@@ -1062,6 +1066,7 @@ extension Components {
                 self.resolved = resolved
                 self.resolutionReason = resolutionReason
                 self.resolvedBy = resolvedBy
+                self.currency = currency
             }
             public enum CodingKeys: String, CodingKey {
                 case breakId = "break_id"
@@ -1073,6 +1078,7 @@ extension Components {
                 case resolved
                 case resolutionReason = "resolution_reason"
                 case resolvedBy = "resolved_by"
+                case currency
             }
         }
         /// - Remark: Generated from `#/components/schemas/Reconciliation`.
