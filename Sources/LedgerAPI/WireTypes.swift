@@ -239,7 +239,8 @@ extension Components.Schemas.SettlementRunLine {
 
 extension Components.Schemas.ReconciliationBreak {
     /// A break and, once an operator resolved it, why and by whom. Amounts (the classes that compare money) are
-    /// decimal strings in `currency`; counts, codes and line types as they are.
+    /// decimal strings in `currency` (the batch's), or in the break's own when it names one (a line or payout in another
+    /// settlement currency: then `currency` is shown); counts, codes and line types as they are.
     public init(_ b: ReconciliationView.Break, currency: Currency) {
         self.init(
             breakId: b.found.breakID,
@@ -250,7 +251,8 @@ extension Components.Schemas.ReconciliationBreak {
             actual: b.found.figure(b.found.actual, in: currency),
             resolved: b.resolution != nil,
             resolutionReason: b.resolution?.reason,
-            resolvedBy: b.resolution?.resolvedBy
+            resolvedBy: b.resolution?.resolvedBy,
+            currency: b.found.currency?.code
         )
     }
 }
@@ -283,6 +285,7 @@ extension Components.Schemas.Reconciliation {
         self.init(
             batchId: view.result.batchID,
             currency: view.currency.code,
+            merchantAccount: view.merchantAccount,
             report: view.reflected.report ?? Self.acquirer,
             windowClosed: view.result.windowClosed,
             reportLines: view.result.reportLines,

@@ -27,6 +27,21 @@ public struct BatchSettlement: Sendable {
     enum Stage { case checking, settling, finished }
 
     mutating func emitted(_ count: Int) { lineCount += count }
+
+    /// The merchant account the batch settles under: the one its header names, else the model's.
+    func merchantAccount(_ configuration: AcquirerModelConfiguration) -> String {
+        header.merchantAccount ?? configuration.merchantAccount
+    }
+
+    /// `lines` as this batch reports them: under its merchant account.
+    func stamped(_ lines: [SettlementReportLine]) -> [SettlementReportLine] {
+        guard let account = header.merchantAccount else { return lines }
+        return lines.map { line in
+            var line = line
+            line.merchantAccount = account
+            return line
+        }
+    }
 }
 
 /// What ``AcquirerModelState/startSettling(_:)`` found once every page was checked.
@@ -151,7 +166,7 @@ extension AcquirerModelState {
         lines += chargebackLines(batchNumber: settlement.batchNumber, currency: settlement.header.currency, now: settlement.now)
         settlement.payoutUnits += lines.reduce(Int64(0)) { $0 + $1.signedNetMinorUnits }
         settlement.emitted(lines.count)
-        return .settling(carriedOver: lines)
+        return .settling(carriedOver: settlement.stamped(lines))
     }
 
     /// The business day a batch settles: the one it names (or the next business day), else the one whose
@@ -205,7 +220,7 @@ extension AcquirerModelState {
         }
         settlement.payoutUnits += lines.reduce(Int64(0)) { $0 + $1.signedNetMinorUnits }
         settlement.emitted(lines.count)
-        return lines
+        return settlement.stamped(lines)
     }
 
     /// Closes the batch after its last page: the payout (through the short-pay knob) and the batch
@@ -230,22 +245,26 @@ extension AcquirerModelState {
         let payout = PayoutNotice(
             payoutReference: DerivedIdentifier.payoutReference.hex(seed: seed, counter: counters.payout),
             batchNumber: settlement.batchNumber,
-            merchantAccount: configuration.merchantAccount,
+            merchantAccount: settlement.merchantAccount(configuration),
             valueDate: configuration.calendar.adding(businessDays: configuration.fundingLagBusinessDays, to: businessDate),
             amount: Money(minorUnits: payoutUnits, currency: request.currency)
         )
-        let payoutLine = SettlementLines.payoutLine(
-            payout: payout,
-            batchReference: request.batchReference,
-            closedAt: now,
-            configuration: configuration
-        )
+        let payoutLine = settlement.stamped(
+            [
+                SettlementLines.payoutLine(
+                    payout: payout,
+                    batchReference: request.batchReference,
+                    closedAt: now,
+                    configuration: configuration
+                )
+            ]
+        )[0]
         let lineCount = settlement.lineCount + 1
         let report = SettlementReport(
             batchReference: request.batchReference,
             batchNumber: settlement.batchNumber,
             companyAccount: configuration.companyAccount,
-            merchantAccount: configuration.merchantAccount,
+            merchantAccount: settlement.merchantAccount(configuration),
             businessDate: businessDate,
             closedAt: now,
             currency: request.currency,

@@ -44,13 +44,30 @@ extension SettlementSettings {
             throw ConfigurationError("LEDGERD_SETTLEMENT_MERCHANT_ACCOUNT must be 1…80 printable ASCII characters without spaces or commas")
         }
         var accounts: [String] = []
+        var byCurrency: [Currency: String] = [:]
         for text in reader.stringArray(forKey: "ledgerd.settlement.merchant.accounts", default: []) {
-            let other = text.trimmingCharacters(in: .whitespaces)
-            if other.isEmpty { continue }
-            guard other.count <= 80, other.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "," }) else {
-                throw ConfigurationError("LEDGERD_SETTLEMENT_MERCHANT_ACCOUNTS: \(other) must be 1…80 printable ASCII characters without spaces")
+            let entry = text.trimmingCharacters(in: .whitespaces)
+            if entry.isEmpty { continue }
+            // `NAME` or `NAME:CUR+CUR`: the currencies whose captures settle under NAME.
+            let parts = entry.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            let other = parts[0]
+            guard !other.isEmpty, other.count <= 80, other.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "," }) else {
+                throw ConfigurationError(
+                    "LEDGERD_SETTLEMENT_MERCHANT_ACCOUNTS: \(entry) must be NAME or NAME:CUR[+CUR…], NAME 1…80 printable ASCII characters without spaces"
+                )
             }
-            accounts.append(other)
+            for code in parts.count == 2 ? parts[1].split(separator: "+", omittingEmptySubsequences: false).map(String.init) : [] {
+                guard let currency = Currency(code: code) else {
+                    throw ConfigurationError("LEDGERD_SETTLEMENT_MERCHANT_ACCOUNTS: \(entry): \"\(code)\" is not a currency code the ledger knows")
+                }
+                if let taken = byCurrency[currency], taken != other {
+                    throw ConfigurationError(
+                        "LEDGERD_SETTLEMENT_MERCHANT_ACCOUNTS: \(code) settles under \(taken) and \(other); name one account per currency"
+                    )
+                }
+                byCurrency[currency] = other
+            }
+            if !accounts.contains(other) { accounts.append(other) }
         }
         let strict = reader.bool(forKey: "ledgerd.settlement.report.strict", default: false)
         var pricing: [PricingSchedule] = [.demo(currency: .usd)]
@@ -74,7 +91,8 @@ extension SettlementSettings {
             merchantAccount: account,
             pricing: pricing,
             merchantAccounts: accounts,
-            strictRecordTypes: strict
+            strictRecordTypes: strict,
+            accountByCurrency: byCurrency
         )
     }
 }

@@ -211,6 +211,24 @@ import Testing
         #expect(SettlementRecordKind(stripeCategory: "a_category_stripe_never_documented") == .unmapped)
     }
 
+    /// Issue 52: a PAR's credited commission (`Commission (SC)` = `-0.11`) is a negative fee, as in the SDR, not a charged
+    /// one: gross = net + fees = 100.11 − 0.11 = 100.00.
+    @Test func aPARsCreditedCommissionIsANegativeFee() throws {
+        let header = [
+            "Company Account", "Merchant Account", "Psp Reference", "Merchant Reference", "Payment Method", "Record Type",
+            "Settlement Currency", "Payable (SC)", "Commission (SC)", "Markup (SC)", "Scheme Fees (SC)", "Interchange (SC)",
+            "Modification Merchant Reference", "Batch Number",
+        ]
+        let text = header.joined(separator: ",") + "\r\nLedgerCo,OrderLedgerStore,8816178952380001,o-1,visa,Settled,USD,100.11,-0.11,,,,mod-c1,7\r\n"
+        var lines: [SettlementReportLine] = []
+        _ = try SettlementReportImport.read(Array(text.utf8), ledgerColumns: SettlementReportCSV.columns, chunk: 64) { line, _ in
+            lines.append(line)
+        }
+        let line = try #require(lines.first)
+        #expect(line.commission?.minorUnits == -11 && line.totalFeesMinorUnits == -11, "\(line)")
+        #expect(line.signedNetMinorUnits == 10_011 && line.signedGrossMinorUnits == 10_000, "\(line)")
+    }
+
     /// The stream reader agrees with the whole-text reader however the bytes are cut.
     @Test(arguments: [1, 2, 3, 7, 64]) func theStreamingReaderAgreesWithTheWholeTextReader(chunk: Int) throws {
         let text = "a,\"b,\"\"c\"\"\r\nd\",e\r\n\"\",f\rg,h\n\"i\"\r\n"

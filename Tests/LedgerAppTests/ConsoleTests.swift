@@ -318,7 +318,10 @@ import Testing
             today = try await browser.request("/console/today")
             #expect(today.html.contains("id=\"orders-count\">0<") && today.html.contains("No payment yet today."))
             #expect(today.html.contains("<a href=\"/console/orders/\(open)\">") && !today.html.contains("/console/orders/\(captured)\""))
-            #expect(today.html.contains("for 2026-06-17 (USD)") && today.html.contains("gross 59.00"), "\(today.html)")
+            #expect(
+                today.html.contains("for 2026-06-17 (USD, merchant account <code>OrderLedgerStore</code>)") && today.html.contains("gross 59.00"),
+                "\(today.html)"
+            )
             #expect(today.html.contains("<svg class=\"chart\"") && today.html.contains("<title>2026-06-17 gross: 59.00 USD</title>"))
         }
     }

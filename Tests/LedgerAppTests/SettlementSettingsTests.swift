@@ -82,6 +82,25 @@ import Testing
         }
     }
 
+    /// Issue 52: `LEDGERD_SETTLEMENT_MERCHANT_ACCOUNTS` entries `NAME` or `NAME:CUR[+CUR…]` give a currency's account; a
+    /// currency listed nowhere settles under the ledger's own account. An unknown code or a currency under two accounts is
+    /// refused at start.
+    @Test func aCurrencysMerchantAccountIsReadFromTheAccountsList() throws {
+        let settings = try LedgerConfiguration.load(environment: [
+            "LEDGERD_SETTLEMENT_MERCHANT_ACCOUNTS": "LedgerCA:CAD, LedgerEU:EUR+GBP, LedgerOld"
+        ]).settlement
+        let cad = Currency(code: "CAD")!
+        let gbp = Currency(code: "GBP")!
+        #expect(settings.merchantAccounts == ["OrderLedgerStore", "LedgerCA", "LedgerEU", "LedgerOld"])
+        #expect(settings.merchantAccount(for: cad) == "LedgerCA" && settings.merchantAccount(for: .eur) == "LedgerEU")
+        #expect(settings.merchantAccount(for: gbp) == "LedgerEU" && settings.merchantAccount(for: .usd) == "OrderLedgerStore")
+        for value in ["LedgerCA:XYZ", "LedgerCA:CAD,LedgerCA2:CAD", ":CAD", "LedgerCA:"] {
+            #expect(throws: ConfigurationError.self, "\(value)") {
+                try LedgerConfiguration.load(environment: ["LEDGERD_SETTLEMENT_MERCHANT_ACCOUNTS": value])
+            }
+        }
+    }
+
     @Test func theNightlyRunSettlesTheLastBusinessDayWhoseCutOffPassed() throws {
         let settings = try LedgerConfiguration.load(environment: ["LEDGERD_SETTLEMENT_HOLIDAYS": "2026-06-22"]).settlement
         // Friday 2026-06-19: before 22:00 UTC it is Thursday's, after it Friday's.

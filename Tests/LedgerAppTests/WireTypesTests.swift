@@ -106,6 +106,7 @@ import Testing
         let events: [SettlementEvent] = [.reconciled(result)] + found.map { .breakFound(ReconciliationBreakFound(batchID: batchID, found: $0)) }
         return ReconciliationView(
             currency: .usd,
+            merchantAccount: "OrderLedgerStore",
             events: (events + [.breakResolved(resolved)]).map { ($0, cutOff) },
             reflecting: nil
         )!
@@ -253,7 +254,7 @@ import Testing
         #expect(
             try WireJSON.encode(reply)
                 == #"{"batch_id":"OrderLedgerStore-USD-2026-06-17","breaks":\#(breaks),"currency":"USD","ledger_items":3,"#
-                + #""matched":1,"open_breaks":1,"reconciliations":[\#(acquirers)],"report":"acquirer","report_lines":4,"#
+                + #""matched":1,"merchant_account":"OrderLedgerStore","open_breaks":1,"reconciliations":[\#(acquirers)],"report":"acquirer","report_lines":4,"#
                 + #""resolutions":[\#(resolvedBreak)],"window_closed":true}"#
         )
 

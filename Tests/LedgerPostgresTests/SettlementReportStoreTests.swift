@@ -132,6 +132,28 @@ import Testing
         }
     }
 
+    /// Issue 52: the payout lines of a report (MerchantPayout and AcquirerPayout, two of each when a batch settles in two
+    /// currencies) are never repeated references of its items: only a line that settles an item twice is.
+    @Test func repeatedReferencesLeaveOutEveryPayoutType() async throws {
+        let db = try await TestDatabase.fresh()
+        try await db.withApp { client in
+            let store = SettlementReportStore(client: client, logger: TestCluster.logger)
+            func payout(_ type: SettlementLineType) -> SettlementReportLine {
+                var line = Self.line(9, type: type)
+                (line.modificationMerchantReference, line.modificationReference) = ("batch-1", "payout-1")
+                return line
+            }
+            let acquirerPayout = SettlementLineType(rawValue: "AcquirerPayout")
+            let lines = [
+                Self.line(1), Self.line(1), Self.line(2), payout(.merchantPayout), payout(.merchantPayout), payout(acquirerPayout),
+                payout(acquirerPayout),
+            ]
+            try await store.storeUpload(key: "upload-1", csv: "header\n", lines: lines, digest: Self.digest)
+            let repeated = try await ReconciliationLookups(client: client, logger: TestCluster.logger).repeatedReferences(in: "upload-1")
+            #expect(repeated.ours == ["capture-1": 1] && repeated.theirs == ["mod-psp-1": 1], "\(repeated)")
+        }
+    }
+
     @Test func anUploadIsStoredOnceAsOnePartWithItsIndex() async throws {
         let db = try await TestDatabase.fresh()
         try await db.withApp { client in

@@ -1030,6 +1030,8 @@ extension Components {
             public var resolutionReason: Swift.String?
             /// - Remark: Generated from `#/components/schemas/ReconciliationBreak/resolved_by`.
             public var resolvedBy: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/ReconciliationBreak/currency`.
+            public var currency: Components.Schemas.CurrencyCode?
             /// Creates a new `ReconciliationBreak`.
             ///
             /// - Parameters:
@@ -1042,6 +1044,7 @@ extension Components {
             ///   - resolved:
             ///   - resolutionReason:
             ///   - resolvedBy:
+            ///   - currency:
             public init(
                 breakId: Swift.String,
                 _class: Components.Schemas.ReconciliationBreak.ClassPayload,
@@ -1051,7 +1054,8 @@ extension Components {
                 actual: Components.Schemas.Money? = nil,
                 resolved: Swift.Bool,
                 resolutionReason: Swift.String? = nil,
-                resolvedBy: Swift.String? = nil
+                resolvedBy: Swift.String? = nil,
+                currency: Components.Schemas.CurrencyCode? = nil
             ) {
                 self.breakId = breakId
                 self._class = _class
@@ -1062,6 +1066,7 @@ extension Components {
                 self.resolved = resolved
                 self.resolutionReason = resolutionReason
                 self.resolvedBy = resolvedBy
+                self.currency = currency
             }
             public enum CodingKeys: String, CodingKey {
                 case breakId = "break_id"
@@ -1073,6 +1078,7 @@ extension Components {
                 case resolved
                 case resolutionReason = "resolution_reason"
                 case resolvedBy = "resolved_by"
+                case currency
             }
         }
         /// - Remark: Generated from `#/components/schemas/Reconciliation`.
@@ -1081,6 +1087,10 @@ extension Components {
             public var batchId: Swift.String
             /// - Remark: Generated from `#/components/schemas/Reconciliation/currency`.
             public var currency: Components.Schemas.CurrencyCode
+            /// The merchant account the batch settles under (LEDGERD_SETTLEMENT_MERCHANT_ACCOUNTS).
+            ///
+            /// - Remark: Generated from `#/components/schemas/Reconciliation/merchant_account`.
+            public var merchantAccount: Swift.String
             /// - Remark: Generated from `#/components/schemas/Reconciliation/report`.
             public var report: Swift.String
             /// - Remark: Generated from `#/components/schemas/Reconciliation/window_closed`.
@@ -1104,6 +1114,7 @@ extension Components {
             /// - Parameters:
             ///   - batchId:
             ///   - currency:
+            ///   - merchantAccount: The merchant account the batch settles under (LEDGERD_SETTLEMENT_MERCHANT_ACCOUNTS).
             ///   - report:
             ///   - windowClosed:
             ///   - reportLines:
@@ -1116,6 +1127,7 @@ extension Components {
             public init(
                 batchId: Swift.String,
                 currency: Components.Schemas.CurrencyCode,
+                merchantAccount: Swift.String,
                 report: Swift.String,
                 windowClosed: Swift.Bool,
                 reportLines: Swift.Int,
@@ -1128,6 +1140,7 @@ extension Components {
             ) {
                 self.batchId = batchId
                 self.currency = currency
+                self.merchantAccount = merchantAccount
                 self.report = report
                 self.windowClosed = windowClosed
                 self.reportLines = reportLines
@@ -1141,6 +1154,7 @@ extension Components {
             public enum CodingKeys: String, CodingKey {
                 case batchId = "batch_id"
                 case currency
+                case merchantAccount = "merchant_account"
                 case report
                 case windowClosed = "window_closed"
                 case reportLines = "report_lines"

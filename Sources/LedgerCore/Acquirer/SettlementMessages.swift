@@ -19,12 +19,16 @@ public struct SettlementItem: Hashable, Sendable, Codable {
 }
 
 /// What a settlement batch is, without its items: our reference (the idempotency key), its currency
-/// and, optionally, the business date the merchant closed it for (see ``SettlementBatchRequest``).
+/// and, optionally, the business date the merchant closed it for (see ``SettlementBatchRequest``) and the
+/// merchant account it settles under.
 @MemberwiseInit
 public struct SettlementBatchHeader: Hashable, Sendable, Codable {
     public var batchReference: String
     public var currency: Currency
     public var businessDate: BusinessDate?
+    /// The merchant account the batch settles under (its report's lines and payout name it); nil: the acquirer's
+    /// configured one. A ledger with several accounts names each batch's (issue 52).
+    public var merchantAccount: String?
 }
 
 /// The acquirer's acknowledgement of a settled batch: its number, report length and payout.
@@ -60,13 +64,21 @@ public struct SettlementBatchRequest: Hashable, Sendable, Codable {
     /// next business day) — so a ledger that closes its day at the cut-off and submits right after
     /// names the date it closed.
     public var businessDate: BusinessDate?
+    /// The merchant account the batch settles under (nil: the acquirer's configured one).
+    public var merchantAccount: String?
 
     public init(_ header: SettlementBatchHeader, items: [SettlementItem]) {
-        self.init(batchReference: header.batchReference, currency: header.currency, items: items, businessDate: header.businessDate)
+        self.init(
+            batchReference: header.batchReference,
+            currency: header.currency,
+            items: items,
+            businessDate: header.businessDate,
+            merchantAccount: header.merchantAccount
+        )
     }
 
     public var header: SettlementBatchHeader {
-        SettlementBatchHeader(batchReference: batchReference, currency: currency, businessDate: businessDate)
+        SettlementBatchHeader(batchReference: batchReference, currency: currency, businessDate: businessDate, merchantAccount: merchantAccount)
     }
 }
 

@@ -40,6 +40,9 @@ public struct ReconciliationBreak: Hashable, Sendable, Codable {
     public var expected: String?
     public var actual: String?
     public var detail: String
+    /// The currency of `expected` and `actual` when it is not the batch's (a line or payout in another settlement
+    /// currency, issue 52); nil: the batch's. Absent from events recorded before it existed.
+    public var currency: Currency?
 
     public init(
         batchID: String,
@@ -48,7 +51,8 @@ public struct ReconciliationBreak: Hashable, Sendable, Codable {
         reference: String,
         expected: String?,
         actual: String?,
-        detail: String
+        detail: String,
+        currency: Currency? = nil
     ) {
         self.breakID = "\(batchID).\(report.map { $0 + "." } ?? "")\(breakClass.rawValue).\(reference)"
         self.breakClass = breakClass
@@ -56,12 +60,13 @@ public struct ReconciliationBreak: Hashable, Sendable, Codable {
         self.expected = expected
         self.actual = actual
         self.detail = detail
+        self.currency = currency
     }
 
     enum CodingKeys: String, CodingKey {
         case breakID = "break_id"
         case breakClass = "class"
-        case reference, expected, actual, detail
+        case reference, expected, actual, detail, currency
     }
 
     /// Whether `expected` and `actual` are amounts in minor units (else counts, codes or line types).
@@ -74,11 +79,11 @@ public struct ReconciliationBreak: Hashable, Sendable, Codable {
         }
     }
 
-    /// `expected` or `actual` as the API shows it: an amount as a decimal string in `currency`
-    /// (``Money/decimalString``), anything else as recorded.
+    /// `expected` or `actual` as the API shows it: an amount as a decimal string in the break's own currency, else
+    /// `currency` (the batch's) (``Money/decimalString``), anything else as recorded.
     public func figure(_ value: String?, in currency: Currency) -> String? {
         guard let value, carriesAmounts, let units = Int64(value) else { return value }
-        return Money(minorUnits: units, currency: currency).decimalString
+        return Money(minorUnits: units, currency: self.currency ?? currency).decimalString
     }
 }
 
@@ -262,7 +267,14 @@ public struct ReconciliationTally: Sendable {
         self.report = report
     }
 
-    private mutating func add(_ c: BreakClass, _ reference: String, expected: String? = nil, actual: String? = nil, _ detail: String) {
+    private mutating func add(
+        _ c: BreakClass,
+        _ reference: String,
+        expected: String? = nil,
+        actual: String? = nil,
+        in amountCurrency: Currency? = nil,
+        _ detail: String
+    ) {
         let b = ReconciliationBreak(
             batchID: batchID,
             report: report,
@@ -270,7 +282,9 @@ public struct ReconciliationTally: Sendable {
             reference: reference,
             expected: expected,
             actual: actual,
-            detail: detail
+            detail: detail,
+            // Named only when it is not the batch's, so the breaks of one-currency batches are recorded as before.
+            currency: amountCurrency == currency ? nil : amountCurrency
         )
         if breakIDs.insert(b.breakID).inserted { breaks.append(b) }
     }
@@ -312,6 +326,7 @@ public struct ReconciliationTally: Sendable {
                 .unmappedRecord,
                 line.modificationReference.isEmpty ? line.pspReference : line.modificationReference,
                 actual: String(line.signedNetMinorUnits),
+                in: settlement,
                 "a \(line.type) record no mapping knows"
             )
             return
@@ -322,6 +337,7 @@ public struct ReconciliationTally: Sendable {
                 .unmatchedAdjustment,
                 line.modificationReference.isEmpty ? line.pspReference : line.modificationReference,
                 actual: String(line.signedNetMinorUnits),
+                in: settlement,
                 "a \(line.type) line the ledger has no item for (\(booking.rawValue): book against "
                     + "\(booking.account.map { "\($0.code) \($0.name)" } ?? "nothing"))"
             )
@@ -337,6 +353,7 @@ public struct ReconciliationTally: Sendable {
                 .missingInLedger,
                 ours.isEmpty ? line.modificationReference : ours,
                 actual: String(line.signedGrossMinorUnits),
+                in: line.grossCurrency ?? settlement,
                 "the report settles a \(line.type) the ledger has not recorded"
             )
             return
@@ -379,7 +396,14 @@ public struct ReconciliationTally: Sendable {
                 ("markup", fees.markup, line.markup?.minorUnits), ("commission", fees.commission, line.commission?.minorUnits),
             ]
             if let wrong = pairs.first(where: { ($0.1 ?? 0) != ($0.2 ?? 0) }) {
-                add(.feeMismatch, reference, expected: String(wrong.1 ?? 0), actual: String(wrong.2 ?? 0), "\(wrong.0) differs from the contract")
+                add(
+                    .feeMismatch,
+                    reference,
+                    expected: String(wrong.1 ?? 0),
+                    actual: String(wrong.2 ?? 0),
+                    in: settlement,
+                    "\(wrong.0) differs from the contract"
+                )
                 return
             }
         }
@@ -459,14 +483,20 @@ public struct ReconciliationTally: Sendable {
             guard let payout = payouts[settlement] else {
                 if net != 0 {
                     let detail = "Σ line nets \(netText) \(settlement.code) and no payout line in \(settlement.code)"
-                    tally.add(.payoutMismatch, "\(batchID).\(settlement.code)", actual: "0", detail)
+                    tally.add(.payoutMismatch, "\(batchID).\(settlement.code)", actual: "0", in: settlement, detail)
                 }
                 continue
             }
             if net != payout.units {
                 let amount = Money(minorUnits: payout.units, currency: settlement).decimalString
                 let detail = "Σ line nets \(netText) \(settlement.code) ≠ payout \(amount) \(settlement.code)"
-                tally.add(.payoutMismatch, payout.reference.isEmpty ? batchID : payout.reference, actual: String(payout.units), detail)
+                tally.add(
+                    .payoutMismatch,
+                    payout.reference.isEmpty ? batchID : payout.reference,
+                    actual: String(payout.units),
+                    in: settlement,
+                    detail
+                )
             }
         }
         return ReconciliationRecorded(

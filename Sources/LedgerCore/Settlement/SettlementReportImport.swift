@@ -292,10 +292,10 @@ public struct SettlementReportImporter: Sendable {
         let settlement = try currency(f, "Settlement Currency", row: row)
         // PAR amounts are given as the booking shows them; the record type says which way the money went.
         let payable = try money(f, "Payable (SC)", settlement, row: row)
+        // Fees keep their sign, as in the SDR: a charged fee is positive, a credited one (a commission given back) negative.
         var fees: [Money?] = []
         for column in ["Commission (SC)", "Markup (SC)", "Scheme Fees (SC)", "Interchange (SC)"] {
-            let fee = try money(f, column, settlement, row: row)
-            fees.append(fee.map { Money(minorUnits: abs($0.minorUnits), currency: $0.currency) })
+            fees.append(try money(f, column, settlement, row: row))
         }
         let feeTotal = fees.reduce(Int64(0)) { $0 + ($1?.minorUnits ?? 0) }
         var net = payable

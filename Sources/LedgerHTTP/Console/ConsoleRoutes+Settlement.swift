@@ -275,6 +275,7 @@ extension ConsoleRoutes {
         let code = batch.opened.currency.code
         var figures = [
             ConsolePages.Figure(label: "business date", value: batch.opened.businessDate.description),
+            ConsolePages.Figure(label: "merchant account", value: batch.opened.merchantAccount),
             ConsolePages.Figure(label: "stage", value: batch.stage.rawValue),
             ConsolePages.Figure(label: "cut-off", value: ConsolePages.time(batch.opened.cutOffAt)),
         ]

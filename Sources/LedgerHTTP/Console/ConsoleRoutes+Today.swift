@@ -39,6 +39,8 @@ extension ConsoleRoutes {
         let path: String
         let businessDate: String
         let currency: String
+        /// The merchant account the batch settles under (issue 52: a ledger may settle under several).
+        let merchantAccount: String
         let stage: String
         let gross: String
         let net: String?
@@ -177,6 +179,7 @@ extension ConsoleRoutes {
                 path: Self.path("settlements", batch.opened.batchID),
                 businessDate: batch.opened.businessDate.description,
                 currency: batch.opened.currency.code,
+                merchantAccount: batch.opened.merchantAccount,
                 stage: batch.stage.rawValue,
                 gross: batch.closed.map { (try? $0.grossCredit.subtracting($0.grossDebit))?.decimalString ?? "" } ?? "—",
                 net: nil

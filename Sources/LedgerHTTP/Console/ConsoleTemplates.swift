@@ -312,7 +312,7 @@ enum ConsoleTemplates {
         <section aria-labelledby="settlement">
         <h2 id="settlement">Settlement</h2>
         {{#cutOff}}<p id="next-cut-off">The open business day <strong>{{businessDate}}</strong> closes at its cut-off {{at}} (in {{inText}}).</p>{{/cutOff}}
-        {{#lastBatch}}<p>Last batch <a href="{{path}}"><code>{{id}}</code></a> for {{businessDate}} ({{currency}}): <strong>{{stage}}</strong>, gross {{gross}}{{#net}}, net {{.}}{{/net}}.</p>{{/lastBatch}}
+        {{#lastBatch}}<p>Last batch <a href="{{path}}"><code>{{id}}</code></a> for {{businessDate}} ({{currency}}, merchant account <code>{{merchantAccount}}</code>): <strong>{{stage}}</strong>, gross {{gross}}{{#net}}, net {{.}}{{/net}}.</p>{{/lastBatch}}
         {{^lastBatch}}<p>No settlement batch in the last 30 days.</p>{{/lastBatch}}
         {{#chart}}
         <figure>

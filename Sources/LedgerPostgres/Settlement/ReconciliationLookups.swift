@@ -47,11 +47,13 @@ package struct ReconciliationLookups: PostgresStore {
     package func repeatedReferences(in reportKey: String) async throws -> (ours: [String: Int], theirs: [String: Int]) {
         let client = self.client
         let logger = self.logger
+        // Every payout record type (MerchantPayout, AcquirerPayout): a payout line names the batch, never an item.
+        let payoutTypes = SettlementRecordKind.adyen.filter { $0.value == .payout }.keys.sorted()
         func repeated(_ column: String) async throws -> [String: Int] {
             let rows = try await client.query(
                 """
                 SELECT \(unescaped: column), min(line_no) FROM ledger.settlement_report_lines
-                WHERE batch_id = \(reportKey) AND \(unescaped: column) <> '' AND type <> \(SettlementLineType.merchantPayout.rawValue)
+                WHERE batch_id = \(reportKey) AND \(unescaped: column) <> '' AND NOT (type = ANY(\(payoutTypes)))
                 GROUP BY \(unescaped: column) HAVING count(*) > 1
                 """,
                 logger: logger

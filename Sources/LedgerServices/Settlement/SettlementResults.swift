@@ -81,6 +81,8 @@ public struct ReconciliationView: Sendable, Hashable {
 
     /// The batch's currency (break amounts are shown in it).
     public let currency: Currency
+    /// The merchant account the batch settles under.
+    public let merchantAccount: String
     /// Every report's reconciliation: the acquirer's first, then uploads by first reconciliation.
     public let reports: [Report]
     /// The reconciliation this view reflects.
@@ -97,7 +99,12 @@ public struct ReconciliationView: Sendable, Hashable {
 
     /// Folds a reconciliation stream's events. `reflecting`: the report key to reflect (nil: the
     /// acquirer's, else the latest upload's). Nil when the stream holds no result.
-    public init?(currency: Currency, events: [(event: SettlementEvent, recordedAt: Date)], reflecting: String?) {
+    public init?(
+        currency: Currency,
+        merchantAccount: String,
+        events: [(event: SettlementEvent, recordedAt: Date)],
+        reflecting: String?
+    ) {
         var latest: [String?: (ReconciliationRecorded, Date)] = [:]
         var order: [String?] = []
         var found: [String: ReconciliationBreak] = [:]
@@ -124,6 +131,7 @@ public struct ReconciliationView: Sendable, Hashable {
         let reports = keys.compactMap(report)
         guard let reflected = (reflecting.flatMap(report) ?? report(nil) ?? report(lastUpload)) else { return nil }
         self.currency = currency
+        self.merchantAccount = merchantAccount
         self.reports = reports
         self.reflected = reflected
         self.resolutions = resolved.compactMap { r in found[r.breakID].map { Break(found: $0, resolution: r) } }

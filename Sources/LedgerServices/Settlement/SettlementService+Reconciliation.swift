@@ -80,9 +80,13 @@ extension SettlementService {
         let disputes = try await disputeMoney()
         var lineNumber = 0
         let repeated = try await repeatedReferences(in: key)
+        let account = state.opened.merchantAccount
+        let ours = merchantAccounts
         func classify(_ lines: [SettlementReportLine], _ found: [String: (item: SettlementBatchItem, batchID: String?)]) {
             for line in lines {
                 lineNumber += 1
+                // A line of another of our merchant accounts is routed to that account's batch (issue 52): not this one's.
+                if !line.merchantAccount.isEmpty, line.merchantAccount != account, ours.contains(line.merchantAccount) { continue }
                 let match = found[line.modificationMerchantReference] ?? found["psp:" + line.modificationReference]
                 let item = match.flatMap { $0.batchID == batchID ? $0.item : nil }
                 // A later line naming the same item, by either reference, is a duplicate.
@@ -215,7 +219,7 @@ extension SettlementService {
     /// Reconciles `batchID` and the previous batch of its merchant and currency (if any), both with
     /// the run's `batches`.
     func reconcileAfterSettling(_ state: SettlementBatchState, batches: SettlementBatches) async throws {
-        let same = batches.of(merchantAccount: merchantAccount, currency: state.opened.currency)
+        let same = batches.of(merchantAccount: state.opened.merchantAccount, currency: state.opened.currency)
         if let previous = same.last(where: { $0.opened.businessDate < state.opened.businessDate }) {
             try await reconcile(batchID: previous.opened.batchID, batches: batches)
         }
@@ -227,7 +231,9 @@ extension SettlementService {
     func nextBatch(after state: SettlementBatchState, in batches: SettlementBatches?) async throws -> SettlementBatchState? {
         let all: SettlementBatches
         if let batches { all = batches } else { all = SettlementBatches(try await allBatches()) }
-        return all.of(merchantAccount: merchantAccount, currency: state.opened.currency).first { $0.opened.businessDate > state.opened.businessDate }
+        return all.of(merchantAccount: state.opened.merchantAccount, currency: state.opened.currency).first {
+            $0.opened.businessDate > state.opened.businessDate
+        }
     }
 
     /// The contract's fees on a line, priced like the acquirer prices it (network and funding from
@@ -302,37 +308,57 @@ extension SettlementService {
     func reconcileImported(_ upload: ReportUpload, format: SettlementReportFormat, batchID named: String?) async throws -> ReconciliationView {
         let digest = upload.digest
         let key = "upload-" + Self.hex(digest)
-        var batchID: String
+        let batchID: String
+        let routed: [String]
         if try await storedReport(key) != nil {
-            var found: String?
-            try await forEachStoredPage(key) { lines in
-                if found == nil, let payout = lines.first(where: { $0.type == .merchantPayout }) { found = payout.modificationMerchantReference }
-            }
-            guard let id = named ?? found, !id.isEmpty else {
-                throw ServiceError(.invalidInput, code: "invalid_report", message: "the report names no batch; name it with batch=")
-            }
-            batchID = id
+            let named = try await storedBatches(key: key, named: named)
+            (batchID, routed) = (named.first, named.routed)
         } else {
-            batchID = try await storeImported(upload, format: format, key: key, digest: digest, named: named)
+            (batchID, routed) = try await storeImported(upload, format: format, key: key, digest: digest, named: named)
         }
         guard StreamID("settlement-" + batchID) != nil, let state = try await load(SettlementBatch.streamID(batchID: batchID)), state.closed != nil
         else {
             throw ServiceError.notFound("no closed settlement batch \(batchID)")
         }
-        _ = try await lock.withLock("settlement") { try await reconcile(batchID: batchID, reportKey: key) }
+        // The lines of another of our merchant accounts go to that account's batch, named by its payout line (issue 52).
+        var others: [String] = []
+        for other in routed where other != batchID {
+            guard StreamID("settlement-" + other) != nil, let routedTo = try await load(SettlementBatch.streamID(batchID: other)) else { continue }
+            if routedTo.closed != nil && routedTo.opened.merchantAccount != state.opened.merchantAccount { others.append(other) }
+        }
+        _ = try await lock.withLock("settlement") {
+            try await reconcile(batchID: batchID, reportKey: key)
+            for other in others { try await reconcile(batchID: other, reportKey: key) }
+        }
         return try await recordedReconciliation(batchID, reflecting: key)
+    }
+
+    /// The batches a stored imported report names: `named`, else its first payout line's, and every other payout
+    /// line's (the batches of our other merchant accounts its lines are routed to).
+    private func storedBatches(key: String, named: String?) async throws -> (first: String, routed: [String]) {
+        var found: [String] = []
+        try await forEachStoredPage(key) { lines in
+            for payout in lines where payout.type == .merchantPayout && !payout.modificationMerchantReference.isEmpty {
+                if !found.contains(payout.modificationMerchantReference) { found.append(payout.modificationMerchantReference) }
+            }
+        }
+        guard let id = named ?? found.first, !id.isEmpty else {
+            throw ServiceError(.invalidInput, code: "invalid_report", message: "the report names no batch; name it with batch=")
+        }
+        return (id, found)
     }
 
     static let importPageSize = 10_000
 
-    /// Stores an imported report under `key`; returns the batch it names.
+    /// Stores an imported report under `key`; returns the batch it names, and the batches of the other payout lines
+    /// (another merchant account's: their lines are routed there).
     private func storeImported(
         _ upload: ReportUpload,
         format: SettlementReportFormat,
         key: String,
         digest: [UInt8],
         named: String?
-    ) async throws -> String {
+    ) async throws -> (first: String, routed: [String]) {
         let batches = try await allBatches()
         func batch(number: Int) -> SettlementBatchState? { batches.first { $0.submitted?.batchNumber == number } }
         func batch(id: String) -> SettlementBatchState? { batches.first { $0.opened.batchID == id } }
@@ -348,6 +374,7 @@ extension SettlementService {
                 var row = 0
                 var payoutBatch: SettlementBatchState?
                 var payoutLines = 0
+                var routed: [String] = []
                 func flush() async throws {
                     guard !page.isEmpty || part == 0 else { return }
                     let text = (part == 0 ? SettlementReportCSV.header : "") + (try writer.rows(page, firstRow: stored + 2))
@@ -378,6 +405,17 @@ extension SettlementService {
                                 payoutBatch = batch(id: line.modificationMerchantReference) ?? batch(number: line.batchNumber)
                                 // The stored line names the batch, as the model's own payout line does.
                                 if let found = payoutBatch { line.modificationMerchantReference = named ?? found.opened.batchID }
+                            } else if line.type == .merchantPayout, let first = payoutBatch,
+                                let found = batch(id: line.modificationMerchantReference) ?? batch(number: line.batchNumber)
+                            {
+                                // Another payout line: a second currency's of the same batch, or another merchant account's
+                                // batch's, whose lines are routed there.
+                                if found.opened.batchID == first.opened.batchID {
+                                    line.modificationMerchantReference = named ?? found.opened.batchID
+                                } else if found.opened.merchantAccount != first.opened.merchantAccount {
+                                    line.modificationMerchantReference = found.opened.batchID
+                                    if !routed.contains(found.opened.batchID) { routed.append(found.opened.batchID) }
+                                }
                             }
                             page.append(line)
                             if page.count == Self.importPageSize { try await flush() }
@@ -415,10 +453,10 @@ extension SettlementService {
                 }
                 try await flush()
                 try await tx.insertSummary(reportKey: key, sha256: digest, lineCount: stored, parts: part)
-                return resolved.opened.batchID
+                return (resolved.opened.batchID, routed)
             }
         } catch is SettlementReportStore.StoredConcurrently {
-            return try await reconcileImportedBatch(key: key, named: named)
+            return try await storedBatches(key: key, named: named)
         } catch {
             switch DatabaseFailure.thrownInside(error) {
             case let refused as ServiceError: throw refused
@@ -431,16 +469,6 @@ extension SettlementService {
             default: throw error
             }
         }
-    }
-
-    /// The batch a stored imported report names (another request stored it first).
-    private func reconcileImportedBatch(key: String, named: String?) async throws -> String {
-        var found: String?
-        try await forEachStoredPage(key) { lines in
-            if found == nil, let payout = lines.first(where: { $0.type == .merchantPayout }) { found = payout.modificationMerchantReference }
-        }
-        guard let id = named ?? found else { throw ServiceError(.invalidInput, code: "invalid_report", message: "the report names no batch") }
-        return id
     }
 
     /// The MerchantPayout line of a format without one: the batch's scheduled payout.
@@ -490,6 +518,7 @@ extension SettlementService {
         guard !events.isEmpty, let batch = try await load(SettlementBatch.streamID(batchID: id)) else { return nil }
         return ReconciliationView(
             currency: batch.opened.currency,
+            merchantAccount: batch.opened.merchantAccount,
             events: try events.map { (try SettlementEvent.decode($0), $0.recordedAt) },
             reflecting: reflecting
         )

@@ -49,7 +49,8 @@ public struct SettlementService: Sendable {
     let client: DatabaseClient
     let acquirer: any Acquirer
     let settings: SettlementSettings
-    var merchantAccount: String { settings.merchantAccount }
+    /// The merchant accounts this ledger settles under (its batches are theirs).
+    var merchantAccounts: Set<String> { Set(settings.merchantAccounts) }
     /// The contract's price lists, for the fees reconciliation expects.
     var pricing: [PricingSchedule] { settings.pricing }
     let clock: @Sendable () -> Date
@@ -186,7 +187,9 @@ public struct SettlementService: Sendable {
     }
 
     /// One business day closing at `cutOff` (early, by `earlyClose`, or at its schedule): a batch per
-    /// currency with items, or with a batch already begun (which keeps the cut-off it opened with).
+    /// currency with items, or with a batch already begun (which keeps the cut-off it opened with). A currency's
+    /// batch is under the merchant account the settings give it (``SettlementSettings/merchantAccount(for:)``); a
+    /// batch begun under another of our accounts is finished under that one.
     func settleDay(
         _ date: BusinessDate,
         cutOff: Date,
@@ -194,15 +197,25 @@ public struct SettlementService: Sendable {
         batches: inout SettlementBatches
     ) async throws -> [SettlementBatchOutcome] {
         let pinned = try await store.head().position
-        var currencies = Set(try await unsettledCurrencies(through: pinned, before: cutOff))
-        for state in batches.states where state.opened.businessDate == date && state.opened.merchantAccount == merchantAccount {
-            currencies.insert(state.opened.currency.code)
+        var begun: [String: String] = [:]  // currency code → the account of a batch begun this day
+        for state in batches.states where state.opened.businessDate == date && merchantAccounts.contains(state.opened.merchantAccount) {
+            begun[state.opened.currency.code] = state.opened.merchantAccount
         }
+        let currencies = Set(try await unsettledCurrencies(through: pinned, before: cutOff)).union(begun.keys)
         var outcomes: [SettlementBatchOutcome] = []
         for code in currencies.sorted() {
             guard let currency = Currency(code: code) else { continue }
+            let account = begun[code] ?? settings.merchantAccount(for: currency)
             outcomes.append(
-                try await settle(date: date, currency: currency, cutOff: cutOff, earlyClose: earlyClose, pinned: pinned, batches: &batches)
+                try await settle(
+                    date: date,
+                    account: account,
+                    currency: currency,
+                    cutOff: cutOff,
+                    earlyClose: earlyClose,
+                    pinned: pinned,
+                    batches: &batches
+                )
             )
         }
         return outcomes
@@ -213,6 +226,7 @@ public struct SettlementService: Sendable {
     /// The batch's final state goes into `batches` before it is reconciled.
     func settle(
         date: BusinessDate,
+        account: String,
         currency: Currency,
         cutOff: Date,
         earlyClose: SettlementEarlyClose?,
@@ -220,7 +234,7 @@ public struct SettlementService: Sendable {
         batches: inout SettlementBatches
     ) async throws -> SettlementBatchOutcome {
         var steps = SettlementSteps(
-            merchantAccount: merchantAccount,
+            merchantAccount: account,
             currency: currency,
             businessDate: date,
             cutOffAt: cutOff,
@@ -242,7 +256,7 @@ public struct SettlementService: Sendable {
                 action = steps.closed(try await close(opened))
             case .submit(let closed):
                 progress(batchID, "submitting", items: closed.itemCount)
-                let submitted = try await submit(batchID: batchID, currency: currency, businessDate: date)
+                let submitted = try await submit(batchID: batchID, account: account, currency: currency, businessDate: date)
                 FaultPoint.settlementAccepted.crashIfConfigured(faultCrashAt, logger: logger)
                 action = steps.submitted(submitted.receipt, reportSHA256: submitted.digest, cleared: submitted.cleared)
             case .loadStoredClearing:
@@ -343,7 +357,7 @@ public struct SettlementService: Sendable {
     /// Records the deposit of every scheduled payout whose value date has come (the acquirer's
     /// payout notice for the batch number); one append per batch, never twice.
     func recordPaidPayouts(today: BusinessDate, batches: SettlementBatches) async throws {
-        let scheduled = batches.states.filter { $0.opened.merchantAccount == merchantAccount && $0.stage == .payoutScheduled }
+        let scheduled = batches.states.filter { merchantAccounts.contains($0.opened.merchantAccount) && $0.stage == .payoutScheduled }
         for currency in Set(scheduled.map(\.opened.currency)).sorted(by: { $0.code < $1.code }) {
             for state in scheduled where state.opened.currency == currency {
                 guard let scheduled = state.payout, let number = state.submitted?.batchNumber, scheduled.valueDate <= today else { continue }
@@ -417,25 +431,32 @@ public struct SettlementService: Sendable {
     /// holds one page. A report stored by an earlier run (that died before recording the
     /// submission) is not stored again but checked: another digest means the acquirer's answer
     /// changed, and the run is refused.
-    func submit(batchID: String, currency: Currency, businessDate: BusinessDate) async throws -> Submitted {
+    func submit(batchID: String, account: String, currency: Currency, businessDate: BusinessDate) async throws -> Submitted {
+        // The ledger's own account is the acquirer's configured one (``SupervisedAcquirerSettings``): named only when
+        // another, so a batch of the default account is submitted as it always was (the acquirer compares headers).
+        let header = SettlementBatchHeader(
+            batchReference: batchID,
+            currency: currency,
+            businessDate: businessDate,
+            merchantAccount: account == settings.merchantAccount ? nil : account
+        )
         do {
-            return try await submitOnce(batchID: batchID, currency: currency, businessDate: businessDate)
+            return try await submitOnce(header)
         } catch is SettlementReportStore.StoredConcurrently {
             // Another daemon settling the same batch stored the report meanwhile: this time it is
             // found stored, and checked against the acquirer's instead of stored again.
-            return try await submitOnce(batchID: batchID, currency: currency, businessDate: businessDate)
+            return try await submitOnce(header)
         }
     }
 
-    func submitOnce(batchID: String, currency: Currency, businessDate: BusinessDate) async throws -> Submitted {
+    func submitOnce(_ header: SettlementBatchHeader) async throws -> Submitted {
+        let batchID = header.batchReference
+        let currency = header.currency
         let receipt: SettlementReceipt
         let items = itemPages(ofBatch: batchID)
         defer { items.cancel() }
         do {
-            receipt = try await acquirer.submitBatch(
-                SettlementBatchHeader(batchReference: batchID, currency: currency, businessDate: businessDate),
-                pages: { _ in try await items.next() }
-            )
+            receipt = try await acquirer.submitBatch(header, pages: { _ in try await items.next() })
         } catch {
             logger.error("the acquirer refused a settlement batch", metadata: ["batch": "\(batchID)", "error": "\(error)"])
             throw ServiceError(.dependencyFailed, code: "acquirer_refused", message: "the acquirer refused the batch: \(error.description)")

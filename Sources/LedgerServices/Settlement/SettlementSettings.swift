@@ -12,6 +12,7 @@ import LedgerCore
 /// | `LEDGERD_SETTLEMENT_FUNDING_LAG_DAYS` | `1` | payout value date = business date + this many business days |
 /// | `LEDGERD_SETTLEMENT_AUTO` | `false` | `serve` settles each business day itself once its cut-off has passed |
 /// | `LEDGERD_SETTLEMENT_MERCHANT_ACCOUNT` | `OrderLedgerStore` | the merchant account at the acquirer: the batches' and payouts' account |
+/// | `LEDGERD_SETTLEMENT_MERCHANT_ACCOUNTS` | — | the other accounts, `NAME` or `NAME:CUR[+CUR…]`: a capture in a listed currency settles under that account |
 /// | `LEDGERD_SETTLEMENT_PRICING_FILE` | — | JSON list of fee schedules (`PricingSchedule`) the contract sets; default: the demo schedule in USD |
 ///
 /// The ledger's merchant account and fee schedules are the ledger's own settings (reconciliation expects fees from
@@ -35,6 +36,9 @@ public struct SettlementSettings: Sendable {
     /// Strict reading of uploaded reports (`LEDGERD_SETTLEMENT_REPORT_STRICT`): a record type no mapping knows is
     /// refused (422, naming row, column and value) instead of kept as an `unmapped_record` break.
     public var strictRecordTypes: Bool
+    /// The account each listed currency settles under (`NAME:CUR+CUR` in `LEDGERD_SETTLEMENT_MERCHANT_ACCOUNTS`): how a
+    /// capture gets its merchant account. A currency listed nowhere settles under ``merchantAccount``.
+    public var accountByCurrency: [Currency: String]
 
     /// The merchant account when none is configured.
     public static let defaultMerchantAccount = "OrderLedgerStore"
@@ -49,7 +53,8 @@ public struct SettlementSettings: Sendable {
         merchantAccount: String = SettlementSettings.defaultMerchantAccount,
         pricing: [PricingSchedule] = [.demo(currency: .usd)],
         merchantAccounts: [String] = [],
-        strictRecordTypes: Bool = false
+        strictRecordTypes: Bool = false,
+        accountByCurrency: [Currency: String] = [:]
     ) {
         self.cutOff = cutOff
         self.calendar = calendar
@@ -59,8 +64,17 @@ public struct SettlementSettings: Sendable {
         self.reportPartLines = max(1, reportPartLines)
         self.merchantAccount = merchantAccount
         self.pricing = pricing
-        self.merchantAccounts = [merchantAccount] + merchantAccounts.filter { $0 != merchantAccount }
+        let mapped = accountByCurrency.values.sorted().filter { !merchantAccounts.contains($0) }
+        var known = [merchantAccount]
+        for account in merchantAccounts + mapped where !known.contains(account) { known.append(account) }
+        self.merchantAccounts = known
         self.strictRecordTypes = strictRecordTypes
+        self.accountByCurrency = accountByCurrency
+    }
+
+    /// The merchant account a batch in `currency` settles under.
+    public func merchantAccount(for currency: Currency) -> String {
+        accountByCurrency[currency] ?? merchantAccount
     }
 
     /// The most recent business day whose cut-off has passed at `now` (what a nightly run settles).

@@ -107,6 +107,40 @@ import Testing
         #expect(result.breaks.isEmpty && result.matched == 2 && result.ledgerItems == 2 && result.reportLines == 3)
     }
 
+    /// Issue 52: a break of a line or payout in another settlement currency than the batch's carries that currency, so
+    /// its amounts are shown with that currency's decimals (JPY has none: 1500 is ¥1500, not 15.00).
+    @Test func aSecondCurrencysBreakIsShownInItsOwnCurrency() {
+        let jpy = Currency(code: "JPY")!
+        let usdLine = line(.settled, "a", 500)
+        var yenPayout = payout([])
+        (yenPayout.netCurrency, yenPayout.netDebit, yenPayout.netCredit) = (jpy, Money(minorUnits: 1500, currency: jpy), nil)
+        yenPayout.modificationReference = "payout-jpy"
+        let result = Reconciliation.reconcile(
+            batchID: batch,
+            currency: .usd,
+            items: [item(.capture, "a", 500)],
+            lines: [usdLine, payout([usdLine]), line(.fee, "f", 700, currency: jpy), yenPayout],
+            laterLines: nil,
+            settledElsewhere: [],
+            expectedFees: { _, _ in nil }
+        )
+        let fee = result.breaks.first { $0.breakClass == .unmatchedAdjustment }
+        let mismatch = result.breaks.first { $0.breakClass == .payoutMismatch }
+        #expect(fee?.currency == jpy && fee?.figure(fee?.actual, in: .usd) == "700", "\(String(describing: fee))")
+        #expect(mismatch?.currency == jpy && mismatch?.figure(mismatch?.actual, in: .usd) == "1500", "\(String(describing: mismatch))")
+        // A break in the batch's own currency names none (recorded as before) and is shown in the batch's.
+        let usd = Reconciliation.reconcile(
+            batchID: batch,
+            currency: .usd,
+            items: [item(.capture, "a", 500)],
+            lines: [usdLine, payout([usdLine], short: 1)],
+            laterLines: nil,
+            settledElsewhere: [],
+            expectedFees: { _, _ in nil }
+        ).breaks.first
+        #expect(usd?.currency == nil && usd?.figure(usd?.actual, in: .usd) == "4.99", "\(String(describing: usd))")
+    }
+
     @Test func eachMismatchHasItsClass() {
         #expect(classes([], [line(.settled, "x", 500)]) == [.missingInLedger])
         #expect(classes([], [line(.settled, "x", 500)], elsewhere: ["x"]) == [])  // carried over from an earlier batch
