@@ -44,10 +44,7 @@ public struct LedgerDatabase: Sendable {
         daemonLock: DataDirectoryLock? = nil,
         migrate: Bool = true
     ) async throws -> LedgerDatabase {
-        let migrationsDirectory = try configuration.resolvedMigrationsDirectory()
-        let migrations = try Migrator.load(from: migrationsDirectory)
-        // Which copy of the migrations this binary found (an installed one, a checkout's sql/, the source tree's).
-        logger.info("migrations", metadata: ["directory": "\(migrationsDirectory.path)", "files": "\(migrations.count)"])
+        let migrations = try Migrator.load(from: configuration.resolvedMigrationsDirectory())
         let database: LedgerDatabase
         if let url = configuration.databaseURL {
             let app = try DatabaseURL(url)

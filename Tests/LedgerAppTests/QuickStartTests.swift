@@ -81,8 +81,8 @@ import Testing
         // The copy of the migrations it applied: the installed one (it once looked under the working directory for
         // `ledgerd`'s bare name and fell back to the source tree this binary was built from).
         #expect(
-            daemon.output().contains("directory=\(prefix.path)/share/ledgerd/sql "),
-            "\(daemon.output().split(separator: "\n").filter { $0.contains("migrations") }.joined(separator: "\n"))"
+            daemon.output().contains("migrations=\(prefix.path)/share/ledgerd/sql "),
+            "\(daemon.output().split(separator: "\n").filter { $0.contains("ledger database ready") }.joined(separator: "\n"))"
         )
         var script = "cd '\(root.path)'\n"
         for (index, command) in commands.enumerated() {
