@@ -43,7 +43,7 @@ public struct AcquirerSecrets: Hashable, Sendable, Codable {
     }
 }
 
-/// Everything `ledgerd acquirer serve` is told (see the README's acquirer section).
+/// Everything `ledgerd acquirer serve` is told (see docs/acquirer-service.md).
 public struct AcquirerServiceConfiguration: Sendable {
     public var secrets: AcquirerSecrets
     public var host: String

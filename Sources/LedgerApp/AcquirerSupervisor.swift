@@ -247,7 +247,7 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
         let process: ChildProcessHandle
         do {
             process = try ChildProcessHandle.launch(
-                URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path,
+                RunningExecutable.url.path,
                 arguments + ["--port", String(port)],
                 environment: childEnvironment(ProcessInfo.processInfo.environment),
                 standardInput: .descriptor(input.readEnd),

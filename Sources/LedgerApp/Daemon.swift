@@ -57,7 +57,10 @@ public enum Daemon {
         let checkpointKey = try configuration.checkpointKeyPath.map(CheckpointKey.init(contentsOf:))
         let tls = try configuration.tlsCertificatePath.map { try TLSCertificateStore(certificatePath: $0, keyPath: configuration.tlsKeyPath ?? "") }
         let database = try await LedgerDatabase.prepare(configuration, logger: logger, daemonLock: lock)
-        logger.info("ledger database ready", metadata: ["database": "\(database.location)"])
+        // With the copy of the migrations it applied (an installed one, a checkout's sql/, the source tree's): the
+        // daemon's log only, since an offline command at the default level prints its report alone.
+        let migrations = (try? configuration.resolvedMigrationsDirectory().path) ?? "?"
+        logger.info("ledger database ready", metadata: ["database": "\(database.location)", "migrations": "\(migrations)"])
         do {
             // Watched: while the database is unreachable statements fail at once (503), and the pool is renewed
             // as soon as it is back.

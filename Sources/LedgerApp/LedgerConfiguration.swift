@@ -502,15 +502,14 @@ public struct LedgerConfiguration: Sendable {
         productImagesDirectory.map { URL(fileURLWithPath: $0) } ?? dataDirectoryURL.appendingPathComponent("product_images")
     }
 
-    /// The migrations: `LEDGERD_MIGRATIONS_DIR`, else `./sql`, else `<prefix>/share/ledgerd/sql`
-    /// next to the executable, else the source tree this binary was built from.
+    /// The migrations: `LEDGERD_MIGRATIONS_DIR`, else `./sql`, else `<prefix>/share/ledgerd/sql` beside the running
+    /// binary's `<prefix>/bin` (where `make install` puts them), else the source tree this binary was built from.
     public func resolvedMigrationsDirectory() throws -> URL {
         let fm = FileManager.default
         if let migrationsDirectory { return URL(fileURLWithPath: migrationsDirectory) }
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         let candidates = [
             URL(fileURLWithPath: fm.currentDirectoryPath).appendingPathComponent("sql"),
-            executable.deletingLastPathComponent().appendingPathComponent("../share/ledgerd/sql").standardizedFileURL,
+            RunningExecutable.url.deletingLastPathComponent().appendingPathComponent("../share/ledgerd/sql").standardizedFileURL,
             URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../sql").standardizedFileURL,
         ]
         for candidate in candidates where fm.fileExists(atPath: candidate.appendingPathComponent("0001_create_event_log.sql").path) {

@@ -10,7 +10,7 @@ extension EventStore {
     /// Every event that belongs to an order's history, in position order: the order's and its
     /// hold's streams, every other event whose payload names the order in `order_id` (stock
     /// reserved, sold or released on product streams, a contact erasure), and the settlement
-    /// batches that took its captures and refunds (`ledger.settlement_assignments`). The same condition the README gives auditors for psql.
+    /// batches that took its captures and refunds (`ledger.settlement_assignments`). The same condition docs/auditing.md gives auditors for psql.
     public func orderHistory(_ orderID: String) async throws -> [RecordedEvent] {
         let streams = ["order-\(orderID)", "hold-\(orderID)"]
         return try await Self.decode(

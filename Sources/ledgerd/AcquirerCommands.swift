@@ -15,7 +15,7 @@ struct AcquirerCommand: AsyncParsableCommand {
 
     struct Serve: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Serve the acquirer's wire API (see README: \"The acquirer service\").",
+            abstract: "Serve the acquirer's wire API (see docs/acquirer-service.md).",
             discussion: """
                 Secrets come from a file readable by this OS user only (--secrets-file, LEDGERD_ACQUIRER_SECRETS_FILE): \
                 {"apiKey": "...", "databaseURL": "postgres://acquirer_app:...@host/acquirer", "migrationDatabaseURL": "..."}.

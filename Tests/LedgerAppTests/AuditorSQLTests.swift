@@ -7,18 +7,18 @@ import LedgerServices
 import LedgerTestSupport
 import Testing
 
-/// The README's SQL for auditors, run exactly as documented: the block between its
+/// The auditors' SQL (docs/auditing.md, which the README links), run exactly as documented: the block between its
 /// `<!-- auditor-sql -->` markers, through psql, as `ledger_auditor`, on a ledger with real orders.
 @Suite(.machine(.shared)) struct AuditorSQLTests {
     let storefront = StorefrontDriver()
     let backOffice = BackOfficeDriver()
 
     static func documentedSQL() throws -> String {
-        let readme = try String(contentsOf: TestCluster.repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: TestCluster.repositoryRoot.appendingPathComponent("docs/auditing.md"), encoding: .utf8)
         guard let start = readme.range(of: "<!-- auditor-sql -->\n```sql\n"),
             let end = readme.range(of: "```\n<!-- /auditor-sql -->", range: start.upperBound..<readme.endIndex)
         else {
-            throw TestFailure("README.md has no <!-- auditor-sql --> block")
+            throw TestFailure("docs/auditing.md has no <!-- auditor-sql --> block")
         }
         return String(readme[start.upperBound..<end.lowerBound])
     }

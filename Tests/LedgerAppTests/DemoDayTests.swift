@@ -24,6 +24,14 @@ import Testing
         #expect(printed.contains("the acquirer raised a chargeback: dispute") && printed.contains("10.4 59.00 USD charged_back"), "\(printed)")
         #expect(printed.contains("is expired") && printed.contains(#""ok":true"#), "\(printed)")
         #expect(printed.contains("11 refused payments"), "\(printed)")
+        // Where to look: console pages a browser opens (the script opened each, signed in, and got 200), not the API's
+        // URLs, which answer 401 in a browser, nor a console "(when built)".
+        let base = "http://127.0.0.1:\(port)"
+        let looks = printed.components(separatedBy: "== where to look").last ?? ""
+        for page in ["/console/sign-in", "/console/settlements/", "/console/disputes/", "/console/orders/", "/console/audit"] {
+            #expect(looks.contains(base + page), "where to look names \(page): \(looks)")
+        }
+        #expect(!looks.contains("\(base)/settlements/") && !looks.contains("\(base)/audit/") && !looks.contains("(when built)"), "\(looks)")
         // The script stopped its daemon: nothing answers on its port any more.
         let probe = try await ChildProcess.run(
             URL(fileURLWithPath: "/usr/bin/curl"),

@@ -2,11 +2,24 @@ import Foundation
 import LedgerTestSupport
 import Testing
 
-/// The README's quick start, executed as written — command by command, in one shell (its variables carry from
-/// line to line), each command's status and output checked — against a real daemon whose data directory is
-/// `./.ledgerd` of the shell's working directory. Only `swift run ledgerd` becomes the built binary, and the
-/// daemon's port comes in as `LEDGERD_PORT` (which the walk and `ledgerd settle` honour).
+/// The newcomer's path (issue 55), as the README writes it: its first screen's `make install` and `ledgerd serve`,
+/// the daemon started from the PATH in a fresh directory whose `./.ledgerd` holds its data; then the quick start,
+/// command by command, in one shell (its variables carry from line to line), each command's status and output checked;
+/// then the console's URL from the startup log. Only the release build is skipped (`make install-files` with this
+/// run's binary: 15 minutes of compiling proves nothing here), and the daemon's port comes in as `LEDGERD_PORT`
+/// (which `serve`, the walk and `ledgerd settle` honour).
 @Suite(.machine(.shared)) struct QuickStartTests {
+    /// The commands of the README's first screen (its shell block before "## Run it"), comments dropped.
+    static func firstScreenCommands() throws -> [String] {
+        let readme = try String(contentsOf: TestCluster.repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let firstScreen = try #require(readme.components(separatedBy: "## Run it").first)
+        let open = try #require(firstScreen.range(of: "```sh\n"))
+        let close = try #require(firstScreen.range(of: "\n```", range: open.upperBound..<firstScreen.endIndex))
+        return firstScreen[open.upperBound..<close.lowerBound].split(separator: "\n").map {
+            $0.split(separator: "#", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        }
+    }
+
     /// The commands of the README's "Quick start" shell block (comments and blank lines dropped, `\` lines joined).
     static func commands() throws -> [String] {
         let readme = try String(contentsOf: TestCluster.repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
@@ -38,21 +51,43 @@ import Testing
             for url in [root, log] { try? FileManager.default.removeItem(at: url) }
         }
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        // The first screen: `make install` (its install step, with this run's binary for the release build's) into a
+        // prefix of its own, then `ledgerd serve` from the PATH in `root`, with no LEDGERD_MIGRATIONS_DIR: the
+        // daemon finds the migrations installed beside the binary, and the shell names it `ledgerd`, not a path.
+        #expect(try Self.firstScreenCommands() == ["make install", "ledgerd serve"])
+        let prefix = root.appendingPathComponent("prefix")
+        let install = try await ChildProcess.run(
+            URL(fileURLWithPath: "/usr/bin/make"),
+            ["-C", TestCluster.repositoryRoot.path, "install-files", "PREFIX=\(prefix.path)", "BINARY=\(DaemonProcess.binary.path)"],
+            environment: ProcessInfo.processInfo.environment
+        )
+        try #require(install.status == 0, "\(install.output)")
+        let path = "\(prefix.path)/bin:" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        let port = TestPorts.free()
+        let environment: [String: String?] = ["PATH": path, "LEDGERD_PORT": "\(port)", "LEDGERD_MIGRATIONS_DIR": nil]
         let daemon = try await DaemonProcess.start(
             dataDirectory: root.appendingPathComponent(".ledgerd"),
-            port: TestPorts.free(),
-            logFile: log
+            port: port,
+            logFile: log,
+            environment: environment,
+            command: (URL(fileURLWithPath: "/bin/sh"), ["-c", "exec ledgerd serve"]),
+            directory: root
         )
         guard daemon.health != nil else {
             daemon.process.terminate()
             Issue.record("no /health answer; daemon output:\n\(daemon.output())")
             return
         }
+        // The copy of the migrations it applied: the installed one (it once looked under the working directory for
+        // `ledgerd`'s bare name and fell back to the source tree this binary was built from).
+        #expect(
+            daemon.output().contains("migrations=\(prefix.path)/share/ledgerd/sql "),
+            "\(daemon.output().split(separator: "\n").filter { $0.contains("ledger database ready") }.joined(separator: "\n"))"
+        )
         var script = "cd '\(root.path)'\n"
         for (index, command) in commands.enumerated() {
-            // `ledgerd` as `make install` puts it on the PATH: the built binary.
-            var runnable = command.replacingOccurrences(of: "swift run ledgerd", with: "'\(DaemonProcess.binary.path)'")
-            if runnable.hasPrefix("ledgerd ") { runnable = "'\(DaemonProcess.binary.path)'" + runnable.dropFirst("ledgerd".count) }
+            // As written: `ledgerd` is the installed one on the PATH.
+            let runnable = command.replacingOccurrences(of: "swift run ledgerd", with: "ledgerd")
             script += "{ \(runnable)\n} > '\(root.path)/out.\(index)' 2>&1; echo $? > '\(root.path)/rc.\(index)'\n"
         }
         // The README's payment line with a declined card: it must fail visibly, `ORDER` empty (it once became "null").
@@ -64,7 +99,7 @@ import Testing
         _ = try await ChildProcess.run(
             URL(fileURLWithPath: "/bin/bash"),
             ["-c", script],
-            environment: DaemonProcess.environment(["LEDGERD_PORT": "\(daemon.port)", "LEDGERD_LOG_LEVEL": "warning"])
+            environment: DaemonProcess.environment(environment.merging(["LEDGERD_LOG_LEVEL": "warning"]) { $1 })
         )
 
         var outputs: [String] = []
@@ -114,11 +149,7 @@ import Testing
     @Test func theReadmesFirstScreenInstallsLedgerdOnThePath() async throws {
         let readme = try String(contentsOf: TestCluster.repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
         let firstScreen = try #require(readme.components(separatedBy: "## Run it").first)
-        let open = try #require(firstScreen.range(of: "```sh\n"))
-        let close = try #require(firstScreen.range(of: "\n```", range: open.upperBound..<firstScreen.endIndex))
-        let commands = firstScreen[open.upperBound..<close.lowerBound].split(separator: "\n").map {
-            $0.split(separator: "#", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-        }
+        let commands = try Self.firstScreenCommands()
         #expect(commands == ["make install", "ledgerd serve"], "\(commands)")
         #expect(firstScreen.contains("![") && firstScreen.contains("docs/console-today.png"), "the screenshot is on the first screen")
         #expect(FileManager.default.fileExists(atPath: TestCluster.repositoryRoot.appendingPathComponent("docs/console-today.png").path))
@@ -129,8 +160,51 @@ import Testing
         )
         #expect(make.status == 0, "\(make.output)")
         #expect(make.output.contains("swift build -c release --product ledgerd"), "\(make.output)")
-        #expect(make.output.contains("install -m 0755 .build/release/ledgerd \"/tmp/ledgerd-prefix/bin/ledgerd\""), "\(make.output)")
-        #expect(make.output.contains("/tmp/ledgerd-prefix/share/ledgerd/sql"), "the migrations beside it")
+        #expect(make.output.contains("install -m 0755 \".build/release/ledgerd\" \"/tmp/ledgerd-prefix/bin/ledgerd\""), "\(make.output)")
+        #expect(make.output.contains("/tmp/ledgerd-prefix/share/ledgerd/sql/acquirer/"), "the migrations beside it, the acquirer's too")
+    }
+
+    /// Every relative link of the README and of docs/*.md (outside code blocks) names a file or directory that exists,
+    /// and every `#anchor` of the README names one of its headings: the README's details live in docs/ (issue 55), and a
+    /// moved section must not leave a link behind that leads nowhere.
+    @Test func everyRelativeLinkOfTheReadmeAndTheDocsLeadsSomewhere() throws {
+        let root = TestCluster.repositoryRoot
+        let docs = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("docs").path)
+            .filter { $0.hasSuffix(".md") }.map { "docs/\($0)" }
+        #expect(docs.count >= 10, "\(docs)")
+        var broken: [String] = []
+        var links = 0
+        for file in ["README.md"] + docs.sorted() {
+            let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+            // Outside fenced code blocks (the even-numbered pieces).
+            let prose = text.components(separatedBy: "```").enumerated().filter { $0.offset % 2 == 0 }.map(\.element).joined()
+            let headings = Set(
+                prose.split(separator: "\n").filter { $0.hasPrefix("#") }.map { Self.anchor(of: String($0.drop { $0 == "#" })) }
+            )
+            for match in prose.matches(of: /\]\(([^)\s]+)\)/) {
+                let target = String(match.output.1)
+                if target.contains("://") || target.hasPrefix("mailto:") { continue }
+                links += 1
+                if target.hasPrefix("#") {
+                    if !headings.contains(String(target.dropFirst())) { broken.append("\(file): \(target) (no such heading)") }
+                    continue
+                }
+                let path = String(target.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0])
+                let resolved = root.appendingPathComponent(file).deletingLastPathComponent().appendingPathComponent(path).standardizedFileURL
+                if !FileManager.default.fileExists(atPath: resolved.path) { broken.append("\(file): \(target)") }
+            }
+        }
+        #expect(links >= 20, "the links were found (\(links))")
+        #expect(broken.isEmpty, "links that lead nowhere:\n\(broken.joined(separator: "\n"))")
+    }
+
+    /// A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces as hyphens.
+    static func anchor(of heading: String) -> String {
+        String(
+            heading.trimmingCharacters(in: .whitespaces).lowercased().compactMap { character -> Character? in
+                character == " " ? "-" : character.isLetter || character.isNumber || character == "-" || character == "_" ? character : nil
+            }
+        )
     }
 
     /// With no daemon at `LEDGERD_PORT`, a back-office command says so in one line (no raw error dump) and exits 1.

@@ -213,9 +213,9 @@ import Testing
         }
     }
 
-    /// The README's psql block for an inclusion proof, run as documented through psql as `ledger_auditor`.
+    /// The auditors' psql block for an inclusion proof (docs/auditing.md), run as documented through psql as `ledger_auditor`.
     @Test func theREADMEsInclusionCheckRunsInPsqlAsTheAuditor() async throws {
-        let readme = try String(contentsOf: TestCluster.repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: TestCluster.repositoryRoot.appendingPathComponent("docs/auditing.md"), encoding: .utf8)
         let start = try #require(readme.range(of: "<!-- auditor-merkle-sql -->\n```sql\n"))
         let end = try #require(readme.range(of: "```\n<!-- /auditor-merkle-sql -->", range: start.upperBound..<readme.endIndex))
         let sql = String(readme[start.upperBound..<end.lowerBound])

@@ -67,18 +67,24 @@ public struct DaemonProcess {
     /// Starts `ledgerd serve` on 127.0.0.1:`port` with its data in `dataDirectory` and its output appended to
     /// `logFile`, then polls `/health` (or `probe`, given the port) every 250 ms until it answers 200, the process exits, or `attempts` polls
     /// went by. Check ``health`` or `process.isRunning` for how it came up.
+    ///
+    /// `command`, run in `directory`, replaces `ledgerd serve --port … --data-dir …` (the newcomer's path starts the
+    /// README's `ledgerd serve` from the PATH in the directory whose `.ledgerd` is `dataDirectory`).
     public static func start(
         dataDirectory: URL,
         port: Int,
         logFile: URL,
         environment extra: [String: String?] = [:],
         attempts: Int = 240,
+        command: (executable: URL, arguments: [String])? = nil,
+        directory: URL? = nil,
         probe: (@Sendable (Int) async -> (Int, String)?)? = nil
     ) async throws -> DaemonProcess {
         let process = try ChildProcessHandle.launch(
-            binary.path,
-            ["serve", "--port", "\(port)", "--host", "127.0.0.1", "--data-dir", dataDirectory.path],
+            (command?.executable ?? binary).path,
+            command?.arguments ?? ["serve", "--port", "\(port)", "--host", "127.0.0.1", "--data-dir", dataDirectory.path],
             environment: environment(extra),
+            directory: directory?.path,
             standardOutput: .appending(logFile.path),
             standardError: .appending(logFile.path)
         )

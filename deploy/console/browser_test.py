@@ -191,6 +191,13 @@ def main():
         status, _, text = http(method, f"{base}{path}", body, headers)
         return status, text
 
+    def console_csv(path):
+        """A console export fetched as the browser downloads it, with its session's cookies: (status, content type,
+        rows as a spreadsheet reads them)."""
+        cookie = "; ".join(f"{c['name']}={c['value']}" for c in driver.get_cookies())
+        status, headers, text = http("GET", f"{base}{path}", headers={"Cookie": cookie})
+        return status, headers.get("Content-Type", ""), list(csv.reader(io.StringIO(text)))
+
     def unlabelled():
         """The visible fields of the page without a label (by `for`, or wrapping them)."""
         missing = []
@@ -305,6 +312,11 @@ def main():
         submit(driver.find_element(By.CSS_SELECTOR, "#ship-form button"))
         check(arrived("?done=ship"), f"the shipment was recorded: {driver.current_url}")
         check(driver.find_element(By.ID, "order-status").text == "shipped", "the page says shipped")
+        # The order's references (issue 55): the acquirer's PSP reference, the authorization code, the tracking number.
+        check(driver.find_element(By.ID, "ref-psp").text == psp, f"the PSP reference: {driver.find_element(By.ID, 'ref-psp').text}")
+        check(driver.find_element(By.ID, "ref-auth-code").text.strip() != "", "the authorization code is shown")
+        tracking = driver.find_element(By.ID, "ref-tracking").text
+        check(tracking == "UPS 1Z999AA10123456784", f"the carrier and tracking number: {tracking}")
         before = head_position()
         driver.find_element(By.ID, "refund-amount").send_keys("abc")
         driver.find_element(By.ID, "refund-reason").send_keys("scratched")
@@ -347,6 +359,13 @@ def main():
         check("refunded 10.00 USD (reason scratched) by operator:" in timeline, f"the timeline in sentences: {timeline}")
         check(driver.find_element(By.ID, "order-status").text == "partially_refunded", "the page says partially refunded")
         check(driver.find_element(By.ID, "figure-refunded").text == "10.00", "the hold's refunded figure")
+        # Each sentence keeps its event's raw data one click away (for the auditor), hidden until asked for.
+        raw = driver.find_elements(By.CSS_SELECTOR, ".timeline details.raw")
+        raw_data = raw[-1].find_element(By.CSS_SELECTOR, "code.data") if raw else None
+        check(raw_data is not None and not raw_data.is_displayed(), "the raw event data is folded away")
+        if raw_data is not None:
+            raw[-1].find_element(By.TAG_NAME, "summary").click()
+            check(raw_data.is_displayed() and raw_data.text.startswith("{"), f"the raw toggle shows the event's JSON: {raw_data.text[:200]}")
         shot("order-refunded")
         status, _, text = http("GET", f"{base}/orders/{order}", headers={"Authorization": f"Bearer {operator}"})
         check(status == 200 and json.loads(text)["order"]["status"] == "partially_refunded", f"GET /orders/{{id}}: {text}")
@@ -392,6 +411,19 @@ def main():
         check("closed early by operator:" in driver.find_element(By.ID, "closed-early").text, "the batch says who closed it early")
         links = [a.get_attribute("href") for a in driver.find_elements(By.CSS_SELECTOR, "#downloads a")]
         check(any(l.endswith("/items.csv") for l in links) and any(l.endswith("/report.csv") for l in links), f"downloads: {links}")
+        # The downloads and the order list's export open as CSV with the rows the pages show (issue 55).
+        status, kind, rows = console_csv(f"/console/settlements/{batch_id}/items.csv")
+        check(status == 200 and kind.startswith("text/csv"), f"items.csv: {status} {kind}")
+        check(rows and rows[0][:3] == ["position", "kind", "order_id"], f"items.csv's header: {rows[:1]}")
+        check(len(rows) - 1 == len(items) and any(r[1] == "capture" and r[2] == order for r in rows[1:]),
+              f"items.csv holds the batch's {len(items)} items, the quick start order's capture among them: {rows}")
+        status, kind, rows = console_csv(f"/console/settlements/{batch_id}/report.csv")
+        check(status == 200 and kind.startswith("text/csv") and any(order in row for row in rows[1:]),
+              f"report.csv, the acquirer's report, names the order: {status} {kind} {rows[:3]}")
+        status, kind, rows = console_csv("/console/orders.csv")
+        check(status == 200 and kind.startswith("text/csv") and rows[0] == ["order_id", "opened_at", "status", "total", "currency"],
+              f"orders.csv: {status} {kind} {rows[:1]}")
+        check(any(r[0] == order and r[2] == "partially_refunded" for r in rows[1:]), f"orders.csv lists the order as refunded in part: {rows}")
         shot("batch")
         if args.docs_screenshot:
             driver.set_window_size(1280, 1100)
@@ -443,6 +475,10 @@ def main():
         shot("batch-resolved")
         status, text = api("GET", f"/settlements/{batch}/reconciliation")
         check(status == 200 and "ticket 7" in text, f"the API's reconciliation has the resolution: {text[:400]}")
+        status, kind, rows = console_csv(f"/console/settlements/{batch}/breaks.csv")
+        check(status == 200 and kind.startswith("text/csv") and rows and rows[0][:3] == ["report", "break_id", "class"],
+              f"breaks.csv: {status} {kind} {rows[:1]}")
+        check(any(r[2] == "amount_mismatch" and "ticket 7" in ",".join(r) for r in rows[1:]), f"breaks.csv has the resolved break: {rows}")
 
         submit(driver.find_element(By.CSS_SELECTOR, "form.sign-out button"))
         check(arrived("/console/sign-in"), f"signed out: {driver.current_url}")
@@ -569,6 +605,9 @@ def main():
         status, text = api("GET", f"/disputes/{dispute}")
         check(status == 200 and "proof-of-delivery-UPS-1Z999AA10123456784" in text, f"GET /disputes/{{id}} has the evidence: {text[:400]}")
         shot("dispute-defended")
+        status, kind, rows = console_csv("/console/disputes.csv")
+        check(status == 200 and kind.startswith("text/csv") and any(r[0] == dispute for r in rows[1:]),
+              f"disputes.csv lists the dispute: {status} {kind} {rows}")
         # The auditor: no answer offered, and a forged one refused.
         submit(driver.find_element(By.CSS_SELECTOR, "form.sign-out button"))
         # The sign-out's POST and its 303 take a moment after the click returns: the sign-in form is looked for on the

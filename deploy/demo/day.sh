@@ -146,16 +146,31 @@ echo "   the discover hold expired: order ${order[tok_discover]} is $status"
 verified=$(get /audit/verify | jq -c .)
 echo "   the chain verifies: $verified"
 
+# Where to look, in a browser: the console's pages (the API's own URLs answer 401 there, with no bearer key). Each is
+# opened here first, signed in as a browser is (the sign-in form's cookie and token, then the key), and must answer
+# 200: a link printed below leads somewhere.
+jar="$DIR/console-cookies"
+form=$(curl -s -c "$jar" -b "$jar" "$BASE/console/sign-in")
+csrf=$(sed -n 's/.*name="csrf_token" value="\([^"]*\)".*/\1/p' <<<"$form" | head -1)
+KEY=$(jq -r '.operator_keys[0]' "$DIR/api-keys.json")
+curl -s -o /dev/null -c "$jar" -b "$jar" --data-urlencode "csrf_token=$csrf" --data-urlencode "key=$KEY" "$BASE/console/sign-in"
+for path in /console/today "/console/settlements/$BATCH" "/console/disputes/$DISPUTE" "/console/orders/${order[tok_visa]}" /console/audit; do
+    code=$(curl -s -o /dev/null -w '%{http_code}' -b "$jar" "$BASE$path")
+    [[ "$code" == 200 ]] || fail "the console's $path answered $code, signed in"
+done
+rm -f "$jar"
 cat <<WHERE
-== where to look (operator key: jq -r '.operator_keys[0]' $DIR/api-keys.json)
-   $BASE/console/                                  the back-office console (when built)
-   $BASE/settlements/$BATCH/reconciliation   the batch and its reconciliation
-   $BASE/disputes/$DISPUTE                  the dispute, with its deadline
-   $BASE/orders/${order[tok_visa]}/history      an order's whole timeline
-   $BASE/audit/verify                              the chain
-   $declines refused payments are in the log too: $BASE/events
+== where to look: the console, signed in with the operator key (jq -r '.operator_keys[0]' $DIR/api-keys.json)
+   $BASE/console/sign-in
+   $BASE/console/settlements/$BATCH   the batch: its items, downloads and reconciliation
+   $BASE/console/disputes/$DISPUTE                  the dispute, with its deadline
+   $BASE/console/orders/${order[tok_visa]}      an order: its references and timeline
+   $BASE/console/audit                              the chain verified, checkpoints, the journal
+   $declines refused payments are in the log too (Audit, the events export)
 WHERE
 if [[ $keep == 1 ]]; then
     trap - EXIT
     echo "the demo daemon keeps running (pid $pid, port $PORT, data $DIR); stop it with: kill $pid"
+else
+    echo "the demo daemon stops now: run deploy/demo/day.sh --keep-running to open these pages"
 fi
