@@ -238,7 +238,14 @@ public struct ServiceContainer: Sendable {
         }
         let transparency =
             configuration.logTree
-            ? try TransparencyLog(client: client, origin: configuration.logOrigin, key: checkpointKey, watcher: watcher, logger: logger) : nil
+            ? try TransparencyLog(
+                client: client,
+                origin: configuration.logOrigin,
+                key: checkpointKey,
+                watcher: watcher,
+                logger: logger,
+                faultCrashAt: configuration.faultCrashAt
+            ) : nil
         self.transparency = transparency
         let witnesses: [any WitnessSubmitter] = try configuration.logWitnesses.map { try HTTPWitness(url: $0.url, verifierKey: $0.key) }
         self.transparencyBuilder = transparency.map {

@@ -193,20 +193,49 @@ import Testing
         }
     }
 
-    /// Every record type the mappings document reaches an outcome: captures and refunds are matched
-    /// against items, chargebacks and reversals against disputes, status records are counted,
-    /// adjustments are `unmatched_adjustment`; nothing documented is `unmapped_record`.
-    @Test func everyDocumentedRecordTypeHasItsOutcome() {
-        for (type, kind) in SettlementRecordKind.adyen {
-            #expect(kind != .unmapped && SettlementRecordKind(adyenType: SettlementLineType(rawValue: type)) == kind, "\(type)")
+    /// Every record type docs/report-formats.md's mapping table documents reaches the kind its row names, and
+    /// every type the code maps is in that table: the documentation (taken from Adyen's and Stripe's) is the
+    /// oracle, not `SettlementRecordKind`'s own dictionaries. Types match whatever their case; anything else is
+    /// `unmapped_record`.
+    @Test func everyDocumentedRecordTypeHasItsOutcome() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: docs.appendingPathComponent("docs/report-formats.md"), encoding: .utf8)
+        let kinds: [String: SettlementRecordKind] = [
+            "capture": .capture, "refund": .refund, "chargeback": .chargeback, "second chargeback": .secondChargeback,
+            "chargeback reversed": .chargebackReversed, "refund reversed": .refundReversed, "payout": .payout,
+            "lifecycle (PAR status records)": .lifecycle,
+        ]
+        // "Fee (debit), MiscCosts" → Fee, MiscCosts; "financing_paydown(_reversal)" → both spellings; "—" → none.
+        func names(_ cell: Substring) -> [String] {
+            let plain = cell.replacing(/\s*\([a-z\/ ,;]*[^_)][^)]*\)/, with: "")
+            return plain.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { $0 != "—" && !$0.isEmpty }
+                .flatMap { name -> [String] in
+                    guard let open = name.firstIndex(of: "(") else { return [name] }
+                    let stem = String(name[..<open])
+                    return [stem, stem + name[name.index(after: open)...].dropLast()]
+                }
         }
-        for type in SettlementRecordKind.adyenLifecycle {
-            #expect(SettlementRecordKind(adyenType: SettlementLineType(rawValue: type)) == .lifecycle, "\(type)")
+        var adyen: [String: SettlementRecordKind] = [:]
+        var stripe: [String: SettlementRecordKind] = [:]
+        for line in text.split(separator: "\n") where line.hasPrefix("| ") {
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count == 7 else { continue }
+            let kind: SettlementRecordKind? = cells[1].hasPrefix("adjustment: ") ? .adjustment : kinds[cells[1]]
+            guard let kind else { continue }
+            for type in names(Substring(cells[2])) { adyen[type] = kind }
+            for category in names(Substring(cells[4])) { stripe[category] = kind }
         }
-        for (category, kind) in SettlementRecordKind.stripe {
-            let type = SettlementReportImporter.adyenType(stripeCategory: category)
-            #expect(SettlementRecordKind(adyenType: type) == kind, "\(category) → \(type)")
+        #expect(adyen.count >= 50 && stripe.count >= 40, "the table was read: \(adyen.count) Adyen types, \(stripe.count) Stripe categories")
+        for (type, kind) in adyen {
+            #expect(SettlementRecordKind(adyenType: SettlementLineType(rawValue: type)) == kind, "\(type)")
+            #expect(SettlementRecordKind(adyenType: SettlementLineType(rawValue: type.uppercased())) == kind, "\(type) upper-case")
         }
+        for (category, kind) in stripe {
+            #expect(SettlementRecordKind(stripeCategory: category) == kind, "\(category)")
+        }
+        // Nothing mapped that the documentation does not name.
+        #expect(Set(SettlementRecordKind.adyen.keys).union(SettlementRecordKind.adyenLifecycle).subtracting(adyen.keys).isEmpty)
+        #expect(Set(SettlementRecordKind.stripe.keys).subtracting(stripe.keys).isEmpty)
         #expect(SettlementRecordKind(adyenType: SettlementLineType(rawValue: "SuperNewRecordType")) == .unmapped)
         #expect(SettlementRecordKind(stripeCategory: "a_category_stripe_never_documented") == .unmapped)
     }

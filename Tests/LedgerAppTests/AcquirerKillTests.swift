@@ -370,7 +370,7 @@ import FoundationNetworking
         try await run.daemon?.stop()
     }
 
-    /// The ledger killed right after the acquirer applied a capture, a void and a refund and answered
+    /// The ledger killed right after the acquirer applied a capture, an increment, a void and a refund and answered
     /// (`LEDGERD_FAULT_CRASH_AT=hold.<kind>.applied`), before anything of them was recorded: on a
     /// restart, recovery finds each noted operation, asks the acquirer and records what it applied,
     /// with no operator action. Both sides then agree, and the client's retry with its key is a replay
@@ -383,18 +383,19 @@ import FoundationNetworking
         }
         try await run.start()
         var paid: [String] = []
-        for index in 0..<3 {
+        for index in 0..<4 {
             let body = String(decoding: StorefrontDriver.paymentBody(), as: UTF8.self)
             let (status, text) = try #require(await run.request("POST", "/payment", body, key: "pay-\(index)"))
             let reply = try WireJSON.decode(PaymentReply.self, from: text)
             try #require(status == 200 && reply.status == .succeeded, "\(text)")
             paid.append(reply.orderId)
         }
-        let (captureOrder, voidOrder, refundOrder) = (paid[0], paid[1], paid[2])
+        let (captureOrder, voidOrder, refundOrder, incrementOrder) = (paid[0], paid[1], paid[2], paid[3])
         let (captured, _) = try #require(await run.request("POST", "/orders/\(refundOrder)/capture", #"{"amount":"10.00"}"#, key: "cap-r"))
         try #require(captured == 200)
         let operations: [(point: String, path: String, body: String, key: String)] = [
             ("hold.capture.applied", "/orders/\(captureOrder)/capture", #"{"amount":"10.00"}"#, "cap-1"),
+            ("hold.increment.applied", "/orders/\(incrementOrder)/increment", #"{"amount":"15.00"}"#, "inc-1"),
             ("hold.void.applied", "/orders/\(voidOrder)/void", "{}", "void-1"),
             ("hold.refund.applied", "/orders/\(refundOrder)/refund", #"{"amount":"1.00","reason":"damaged"}"#, "refund-1"),
         ]
@@ -417,6 +418,7 @@ import FoundationNetworking
             captureOrder: { $0.captured == "10.00" },
             voidOrder: { $0.open == "0.00" && $0.reversed != "0.00" },
             refundOrder: { $0.refunded == "1.00" },
+            incrementOrder: { $0.incremented == "15.00" },
         ]
         var recovered: [String: HoldFigures] = [:]
         for _ in 0..<60 {

@@ -281,15 +281,16 @@ import Testing
             clock.set(TestApp.instant("2030-06-19T22:00:01Z"))
             _ = try await backOffice.settle(client, "2030-06-19")
             clock.set(TestApp.instant("2030-06-20T09:00:00Z"))
+            // A 1 s loop: waited for until it records (60 s at most, a bound for a broken run, not a timing claim).
             var recorded: [DisputeState] = []
-            for _ in 0..<200 where recorded.isEmpty {
-                try await Task.sleep(for: .milliseconds(100))
+            _ = try await eventually {
                 recorded = try await services.disputes.list()
+                return !recorded.isEmpty
             }
-            #expect(recorded.count == 1 && recorded.first?.orderID.rawValue == order)
+            #expect(recorded.count == 1 && recorded.first?.orderID.rawValue == order, "the loop recorded \(recorded) within 60 s")
             // The loop's runs are on the metrics page (counted once the run that recorded it returns).
             let run = #"ledger_job_runs_total{name="dispute_poll",outcome="success"} "#
-            while !services.metrics.exposition().contains(run) { try await Task.sleep(for: .milliseconds(50)) }
+            try #require(try await eventually { services.metrics.exposition().contains(run) }, "no successful dispute_poll run on /metrics")
             #expect(services.metrics.exposition().contains(#"ledger_job_last_success_timestamp_seconds{name="dispute_poll"} "#))
         }
     }

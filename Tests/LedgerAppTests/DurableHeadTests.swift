@@ -106,12 +106,11 @@ import Testing
             // the original outcome (a replay of position 3), not a duplicate.
             _ = try await clusters.standby.startOffPool()
             var page = FeedPage(events: [], through: 0)
-            for _ in 0..<100 {
+            _ = try await eventually {
                 page = try await read()
-                if page.through >= 3 { break }
-                try await Task.sleep(for: .milliseconds(100))
+                return page.through >= 3
             }
-            #expect(page.events.map(\.position) == [1, 2, 3])
+            #expect(page.events.map(\.position) == [1, 2, 3], "served within 60 s of the standby's return")
             let retried = try await writer.append(Self.request(3, key: "third"))
             #expect(retried.replayed && retried.firstPosition == 3 && retried.lastPosition == 3)
             #expect(try await clusters.head(on: clusters.primaryEndpoint) == 3)
@@ -131,12 +130,11 @@ import Testing
         try await Task.detached { try clusters.standby.promote() }.value
         try await Self.withLedger(on: clusters.standbyEndpoint) { writer, _, feed in
             var appended: AppendResult?
-            for _ in 0..<50 {
+            _ = try await eventually {
                 appended = try? await writer.append(Self.request(4, tag: "after the failover"))
-                if appended != nil { break }
-                try await Task.sleep(for: .milliseconds(200))
+                return appended != nil
             }
-            #expect(appended?.firstPosition == 4)
+            #expect(appended?.firstPosition == 4, "appended within 60 s of the promotion")
             let page = try await feed.page(after: 0, matching: EventFilter())
             #expect(page.events.map(\.position) == [1, 2, 3, 4])
         }
@@ -174,12 +172,8 @@ import Testing
                 try await client.query(write, logger: Self.logger)
             }
             _ = try await clusters.standby.startOffPool()
-            var written = false
-            for _ in 0..<50 where !written {
-                written = (try? await client.query(write, logger: Self.logger)) != nil
-                if !written { try await Task.sleep(for: .milliseconds(200)) }
-            }
-            #expect(written)
+            let written = try await eventually { (try? await client.query(write, logger: Self.logger)) != nil }
+            #expect(written, "no write answered within 60 s of the standby's return")
         }
     }
 

@@ -50,7 +50,8 @@ import FoundationNetworking
             Issue.record("no /health answer; daemon output:\n\(daemon.output())")
             return
         }
-        func call(_ method: String, _ path: String, _ body: String? = nil, timeout: TimeInterval = 5) async throws -> (Int, String) {
+        // 60 s per request: a bound for a broken run (a loaded machine answers a 503 in seconds, not at once).
+        func call(_ method: String, _ path: String, _ body: String? = nil, timeout: TimeInterval = 60) async throws -> (Int, String) {
             var request = URLRequest(url: URL(string: "http://127.0.0.1:\(daemon.port)\(path)")!)
             request.httpMethod = method
             request.timeoutInterval = timeout
@@ -76,16 +77,15 @@ import FoundationNetworking
         // Each acknowledged commit was confirmed by the standby: it is there before any failover.
         let onStandby = try await withPostgresClient(configuration: superuser(standbyEndpoint, "ledger"), logger: TestCluster.logger) {
             client in
+            // Confirmed (flushed) on the standby; replayed there soon after, which is awaited (60 s at most).
             var found = 0
-            for _ in 0..<40 {
-                found = 0
+            _ = try await eventually {
                 for try await n in try await client.query("SELECT count(*)::int FROM ledger.events WHERE type = 'OrderAuthorized'")
                     .decode(Int.self)
                 {
                     found = n
                 }
-                if found >= 3 { break }
-                try await Task.sleep(for: .milliseconds(100))
+                return found >= 3
             }
             return found
         }
@@ -99,15 +99,11 @@ import FoundationNetworking
             try await Task.sleep(for: .seconds(1))
         }
         try await Task.detached { try standby.promote() }.value
-        var resumed = false
-        for _ in 0..<100 {
-            if let (status, _) = try? await pay(), status == 200 {
-                resumed = true
-                break
-            }
-            try await Task.sleep(for: .milliseconds(100))
+        let resumed = try await eventually {
+            guard let (status, _) = try? await pay() else { return false }
+            return status == 200
         }
-        #expect(resumed, "no payment accepted within 10 s of the promotion:\n\(daemon.output())")
+        #expect(resumed, "no payment accepted within 60 s of the promotion:\n\(daemon.output())")
         #expect(acknowledged.count == 4)
         for id in acknowledged {
             let (status, body) = try await call("GET", "/orders/\(id)")

@@ -51,22 +51,24 @@ import FoundationNetworking
         }
     }
 
-    /// Starts the daemon, waits until it has stored at least one more tile than `after` (the build is under way),
-    /// and kills it with SIGKILL; the tiles stored then.
-    static func killWhileBuilding(_ start: () async throws -> DaemonProcess, db: TestDatabase, after: Int64, total: Int64) async throws -> Int64 {
-        let daemon = try await start()
+    /// Starts the daemon with the fault point `merkle.tiles_stored`: it kills itself (SIGKILL) once a batch of tiles
+    /// has committed while more remain, whatever the machine's speed; the tiles stored then.
+    static func killWhileBuilding(
+        _ start: (String?) async throws -> DaemonProcess,
+        db: TestDatabase,
+        after: Int64,
+        total: Int64
+    ) async throws -> Int64 {
+        let daemon = try await start("merkle.tiles_stored")
         defer { daemon.process.terminate() }
-        #expect(daemon.process.isRunning, "the daemon did not come up:\n\(daemon.output())")
-        var count = after
-        for _ in 0..<2_400 where count <= after {
-            count = try await tileCount(db)
-            try await Task.sleep(for: .milliseconds(25))
-        }
-        _ = kill(daemon.process.processIdentifier, SIGKILL)
-        #expect(try await daemon.exited())
+        let died = try await daemon.exited(attempts: 2_400)
+        try #require(
+            died && daemon.process.terminationReason == .uncaughtSignal && daemon.output().contains("fault point reached"),
+            "the daemon did not die at its fault point:\n\(daemon.output().suffix(4_000))"
+        )
         let stored = try await tileCount(db)
-        // Killed before the end (else the kill tested nothing): the build was cut mid-way.
-        #expect(stored < total, "the build finished before the kill (\(stored) of \(total) tiles)")
+        // Killed mid-way (else the kill tested nothing): the build had stored tiles and not all of them.
+        #expect(stored > after && stored < total, "killed with \(stored) of \(total) tiles stored (\(after) before)")
         return stored
     }
 
@@ -89,13 +91,20 @@ import FoundationNetworking
             "LEDGERD_SEED_DEMO_CATALOG": "false", "LEDGERD_CHECKPOINT_KEY": keyFile.path, "LEDGERD_LOG_ORIGIN": origin,
             "LEDGERD_LOG_INTERVAL_MS": "20",
         ]
-        let start = {
-            try await DaemonProcess.start(dataDirectory: root.appendingPathComponent("data"), port: port, logFile: log, environment: environment)
+        let start = { (crashAt: String?) in
+            var environment = environment
+            environment["LEDGERD_FAULT_CRASH_AT"] = crashAt
+            return try await DaemonProcess.start(
+                dataDirectory: root.appendingPathComponent("data"),
+                port: port,
+                logFile: log,
+                environment: environment
+            )
         }
 
         // The daemon migrates the empty database, then stops: an existing ledger of 300,000 events is there before the
         // tree is (as after upgrading a ledger to this version).
-        let first = try await start()
+        let first = try await start(nil)
         try #require(first.health?.status == 200, "the daemon did not come up:\n\(first.output())")
         try await first.stop()
         try await Self.existingEvents(db, count: 300_000)
@@ -104,7 +113,7 @@ import FoundationNetworking
         try await Self.existingEvents(db, count: 60_000)
         _ = try await Self.killWhileBuilding(start, db: db, after: stored, total: 1_406)
 
-        let daemon = try await start()
+        let daemon = try await start(nil)
         defer { daemon.process.terminate() }
         try #require(daemon.health?.status == 200, "the daemon did not come back:\n\(daemon.output())")
         let verifier = try NoteVerifier(vkey: try TransparencyLog.verifierKey(origin: origin, key: key))

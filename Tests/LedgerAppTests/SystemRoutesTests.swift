@@ -145,12 +145,12 @@ import Testing
             clock.advance(by: 8 * 86_400)
             let jobs = ["expiry", "inventory_snapshot", "webhook_dispatch"]
             var text = ""
-            while !(text.contains("ledger_holds_expired_total 1")
-                && jobs.allSatisfy({ text.contains(#"ledger_job_runs_total{name="\#($0)",outcome="success"} "#) }))
-            {
-                try await Task.sleep(for: .milliseconds(100))
+            let ran = try await eventually {
                 text = try await client.execute(uri: "/metrics", method: .get, headers: Self.metricsKey) { String(buffer: $0.body) }
+                return text.contains("ledger_holds_expired_total 1")
+                    && jobs.allSatisfy({ text.contains(#"ledger_job_runs_total{name="\#($0)",outcome="success"} "#) })
             }
+            try #require(ran, "within 60 s the metrics page did not show a run of each job and the expiry:\n\(text)")
             for job in jobs {
                 #expect(text.contains(#"ledger_job_last_success_timestamp_seconds{name="\#(job)"} "#))
                 #expect(text.contains(#"ledger_job_duration_seconds_count{name="\#(job)"} "#))

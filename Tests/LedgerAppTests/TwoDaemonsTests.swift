@@ -258,8 +258,19 @@ import FoundationNetworking
     /// Two `ledgerd serve` processes on one database both start the same business day's settlement at
     /// the same moment (issue 18): one batch, each capture and refund in it once, every batch event
     /// appended once, and the report reconciles. Both daemons rehearse a day (`LEDGERD_CLOCK_START`
-    /// just before the 22:00 cut-off): the captures are recorded before it, the runs start after it.
-    @Test(.timeLimit(.minutes(4))) func twoDaemonProcessesSettlingOneDayAtOnceSettleEachCaptureOnce() async throws {
+    /// just before the 22:00 cut-off): the captures are recorded before it, the runs start after it. The rehearsal
+    /// starts 40 s before the cut-off; when starting two debug daemons and the set-up take longer (a loaded machine), the
+    /// whole run is done again on a fresh database with twice the time, up to 160 s, rather than failing.
+    @Test(.timeLimit(.minutes(10))) func twoDaemonProcessesSettlingOneDayAtOnceSettleEachCaptureOnce() async throws {
+        for window in [40, 80, 160] {
+            if try await Self.settleOneDayOnTwoDaemons(window: window) { return }
+        }
+        Issue.record("the set-up never fitted before the cut-off, even in 160 s")
+    }
+
+    /// One run of `twoDaemonProcessesSettlingOneDayAtOnceSettleEachCaptureOnce` with the clocks starting `window`
+    /// seconds before the cut-off; false when the set-up did not fit in it (nothing checked then).
+    static func settleOneDayOnTwoDaemons(window: Int) async throws -> Bool {
         let tag = UUID().uuidString.prefix(8).lowercased()
         let shared = try await SharedDatabase.make(tag: tag)
         let db = shared.database
@@ -267,11 +278,11 @@ import FoundationNetworking
         defer { try? FileManager.default.removeItem(at: root) }
         let log = root.appendingPathComponent("daemons.log")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        let clockStart = Date(timeIntervalSince1970: 1_908_136_760)  // 2030-06-19T21:59:20Z, a Wednesday
-        let cutOff = Date(timeIntervalSince1970: 1_908_136_800)  // 2030-06-19T22:00:00Z
+        let cutOff = Date(timeIntervalSince1970: 1_908_136_800)  // 2030-06-19T22:00:00Z, a Wednesday
+        let clockStart = cutOff.addingTimeInterval(-Double(window))
         let common: [String: String?] = [
             "LEDGERD_DATABASE_URL": shared.url(shared.app), "LEDGERD_OPERATOR_KEYS": "op-\(tag)", "LEDGERD_AUDITOR_KEYS": "au-\(tag)",
-            "LEDGERD_LOG_LEVEL": "warning", "LEDGERD_CLOCK_START": "2030-06-19T21:59:20Z",
+            "LEDGERD_LOG_LEVEL": "warning", "LEDGERD_CLOCK_START": clockStart.formatted(.iso8601),
         ]
         let operatorKey = ["Authorization": "Bearer op-\(tag)"]
         let portA = TestPorts.free()
@@ -318,7 +329,12 @@ import FoundationNetworking
         #expect(refunded == 200, "\(refundText)")
         // Everything so far was recorded before the cut-off, on either daemon's clock.
         let elapsed = Date().timeIntervalSince(aLaunched)
-        try #require(clockStart.addingTimeInterval(elapsed) < cutOff, "the set-up took \(elapsed) s: longer than the rehearsal's 40 s")
+        guard clockStart.addingTimeInterval(elapsed) < cutOff else {
+            print("two daemons settling: the set-up took \(Int(elapsed)) s, longer than the rehearsal's \(window) s: again with more")
+            try await a.stop()
+            try await b.stop()
+            return false
+        }
 
         let wait = cutOff.timeIntervalSince(clockStart) + 1 - Date().timeIntervalSince(bUp)
         if wait > 0 { try await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
@@ -352,5 +368,6 @@ import FoundationNetworking
         #expect(status == 200 && JSONValue.parse(text)?["open_breaks"] == .int(0), "\(text)")
         try await a.stop()
         try await b.stop()
+        return true
     }
 }

@@ -91,7 +91,9 @@ pha_setup() {
     echo "drill: needs patroni, etcd (etcd-server), haproxy, jq: apt-get install -y patroni etcd-server haproxy jq" >&2
     exit 2
   }
-  base=$((10000 + RANDOM % 20000))  # the whole block below 32768, where Linux's ephemeral ports begin
+  # The whole block (base+1 … base+70, the webhook receiver's) below the Swift tests' ports (TestPorts: 20000-31999)
+  # and Linux's ephemeral range (from 32768), each port checked free.
+  base=$(python3 "$repo/deploy/free_port.py" --block 80 10000 19999) || { echo "drill: no free block of ports" >&2; exit 2; }
   local n
   for n in 1 2 3; do etcd_client[$n]=$((base + n)); etcd_peer[$n]=$((base + 10 + n)); done
   for n in $nodes; do pg_port[$n]=$((base + 20 + n)); rest_port[$n]=$((base + 30 + n)); done

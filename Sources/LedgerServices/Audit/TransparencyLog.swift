@@ -26,12 +26,21 @@ public struct TransparencyLog: Sendable {
     /// The durable head, which bounds every size served.
     let watcher: HeadWatcher
     let logger: Logger
+    /// A crash test's fault point (`merkle.tiles_stored`: after a batch of tiles commits, before the next).
+    let faultCrashAt: FaultPoint?
 
     /// - Parameters:
     ///   - origin: the checkpoint's origin line and the signature's key name (`LEDGERD_LOG_ORIGIN`).
     ///   - key: the checkpoint key (`LEDGERD_CHECKPOINT_KEY`); the same Ed25519 key signs the `(position, hash)`
     ///     checkpoints, whose message starts with `ledgerd-checkpoint-v1`, never a valid origin here.
-    public init(client: DatabaseClient, origin: String, key: CheckpointKey?, watcher: HeadWatcher, logger: Logger) throws {
+    public init(
+        client: DatabaseClient,
+        origin: String,
+        key: CheckpointKey?,
+        watcher: HeadWatcher,
+        logger: Logger,
+        faultCrashAt: FaultPoint? = nil
+    ) throws {
         guard origin != Checkpoint.format else {
             throw ConfigurationError("the log origin cannot be \(Checkpoint.format) (the (position, hash) checkpoints' header)")
         }
@@ -47,6 +56,7 @@ public struct TransparencyLog: Sendable {
         cache = TileCache()
         self.watcher = watcher
         self.logger = logger
+        self.faultCrashAt = faultCrashAt
     }
 
     /// The verifier key auditors check checkpoints with (`<origin>+<key ID>+<base64 key>`).
@@ -76,6 +86,7 @@ public struct TransparencyLog: Sendable {
         var covered = built
         while covered < needed {
             covered = try await tiles.extend(maximumTiles: batch, wait: true)
+            if covered < needed { FaultPoint.merkleTilesStored.crashIfConfigured(faultCrashAt, logger: logger) }
         }
         return try await size()
     }

@@ -23,6 +23,8 @@ public enum FaultPoint: String, Sendable, CaseIterable {
     /// A webhook delivery was answered 200; the endpoint's cursor and history are not committed yet (so the event is
     /// delivered again: at least once).
     case webhookDelivered = "webhook.delivered"
+    /// A batch of the transparency log's tiles was just committed and the build goes on (a kill mid-build).
+    case merkleTilesStored = "merkle.tiles_stored"
 
     /// Kills the process now if `configured` is this point.
     func crashIfConfigured(_ configured: FaultPoint?, logger: Logger) {

@@ -88,7 +88,7 @@ import Glibc
         let feed = Task { () -> [Int64] in
             var seen: [Int64] = []
             var port = portB
-            while true {
+            while !Task.isCancelled {
                 var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/events/stream?after=0")
                 request.headers.add(name: "Authorization", value: "Bearer \(Self.operatorKey)")
                 if let last = seen.last { request.headers.add(name: "Last-Event-ID", value: String(last)) }
@@ -108,6 +108,7 @@ import Glibc
                 if bKilled.value { port = portA }
                 try? await Task.sleep(for: .milliseconds(100))
             }
+            return seen
         }
         // The subscription's consumer: long polls on B, then (B killed) on A, acknowledging each page after
         // reading it. At least once, never out of order: every page continues right after the checkpoint —
@@ -154,13 +155,21 @@ import Glibc
             return (seen, pages, redelivered, wrong)
         }
 
-        // The load: payments on both daemons until the log holds `target` events; B dies half-way.
+        // Consumers still running when the test ends early (a failed requirement) are ended with it.
+        defer {
+            feed.cancel()
+            subscription.cancel()
+        }
+
+        // The load: payments on both daemons until the log holds `target` events; B dies half-way. A deadline (10 minutes
+        // and a second per 100 events) ends a load the daemons stopped accepting, instead of the suite's time limit.
         let accepted = Shared<Int64>(0)
         let body = StorefrontDriver.paymentBody()
+        let loadDeadline = ContinuousClock.now + .seconds(600 + Int(target) / 100)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for worker in 0..<16 {
                 group.addTask {
-                    while accepted.value * 4 < target {
+                    while accepted.value * 4 < target, ContinuousClock.now < loadDeadline {
                         let port = worker % 2 == 1 && !bKilled.value ? portB : portA
                         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/payment")
                         request.method = .POST
@@ -173,12 +182,13 @@ import Glibc
                 }
             }
             group.addTask {
-                while accepted.value * 4 < target / 2 { try await Task.sleep(for: .milliseconds(20)) }
+                while accepted.value * 4 < target / 2, ContinuousClock.now < loadDeadline { try await Task.sleep(for: .milliseconds(20)) }
                 kill(pidB, SIGKILL)
                 bKilled.withLock { $0 = true }
             }
             try await group.waitForAll()
         }
+        try #require(accepted.value * 4 >= target, "the daemons accepted \(accepted.value) payments of \(target / 4) before the load's deadline")
         try #require(try await b.exited(), "daemon B did not die of SIGKILL")
         #expect(b.process.terminationReason == .uncaughtSignal, "daemon B was killed")
 
@@ -188,6 +198,14 @@ import Glibc
         }
         #expect(head >= target)
         finalHead.withLock { $0 = head }
+        // Each consumer has two minutes to reach the head; then it is stopped and the checks below say how far it got.
+        let watchdog = Task {
+            try? await Task.sleep(for: .seconds(120))
+            guard !Task.isCancelled else { return }
+            feed.cancel()
+            subscription.cancel()
+        }
+        defer { watchdog.cancel() }
         let fed = await feed.value
         let (subscribed, pages, redelivered, wrongPages) = await subscription.value
         // The surviving daemon may append after `head` was read (recovery resolves the orders the killed one

@@ -64,16 +64,26 @@ import FoundationNetworking
         }
         #expect(now.status == 0 && printed.count == 1 && printed.allSatisfy { $0 > headBefore }, "after \(payments) payments: \(now.output)")
 
-        // A follower that stays connected, then SIGTERM: the daemon ends the stream and exits 0.
+        // A follower that stays connected, then SIGTERM: the daemon ends the stream and exits 0. The follower has
+        // printed an event first (payments go on until it does), so the stream is open when the signal comes.
+        let followed = dataDirectory.appendingPathComponent("follower.out")
         let follower = try ChildProcessHandle.launch(
             DaemonProcess.binary.path,
             ["tail"] + base,
             environment: DaemonProcess.environment(),
-            standardOutput: .null,
-            standardError: .null
+            standardOutput: .appending(followed.path),
+            standardError: .appending(dataDirectory.appendingPathComponent("follower.err").path)
         )
         defer { if follower.isRunning { follower.terminate() } }
-        try await Task.sleep(for: .seconds(1))
+        let started = ContinuousClock.now
+        var streamed = false
+        while !streamed, follower.isRunning, ContinuousClock.now - started < .seconds(60) {
+            _ = try await daemon.request("POST", "/payment", String(decoding: StorefrontDriver.paymentBody(), as: UTF8.self))
+            try await Task.sleep(for: .milliseconds(300))
+            streamed = ((try? String(contentsOf: followed, encoding: .utf8)) ?? "").contains("{")
+        }
+        let errors = (try? String(contentsOf: dataDirectory.appendingPathComponent("follower.err"), encoding: .utf8)) ?? ""
+        #expect(streamed, "the follower printed no event within 60 s (running: \(follower.isRunning)): \(errors)")
         try await daemon.stop()
     }
 }
