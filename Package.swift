@@ -62,6 +62,9 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // Bank statements in (issue 53): camt.053/054 (Foundation's XMLParser, hence a target of its own: LedgerCore links no
+        // libxml2), MT940 and BAI2 read streaming into the ledger's normalized statement. Pure: bytes in, items out.
+        .target(name: "LedgerBank", dependencies: ["LedgerCore"]),
         // The contract between the ledger and its acquirer, which both sides import: the wire API's paths and bodies,
         // the settlement report's CSV, the business calendar and cut-off, the fee schedules. Pure.
         .target(name: "LedgerAcquirerAPI", dependencies: ["LedgerCore", "LedgerMacros"], exclude: ["openapi.yaml"]),
@@ -303,6 +306,8 @@ let package = Package(
                 "LedgerCore", "LedgerAcquirer", "LedgerAcquirerAPI", "LedgerCoreTestSupport", .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // Fixtures/: statement files written from the formats' specifications, read by path (and by Tests/bank_reference.py).
+        .testTarget(name: "LedgerBankTests", dependencies: ["LedgerBank", "LedgerCore", "LedgerProcess"], exclude: ["Fixtures"]),
         // Golden/: report files the tests compare against, read by path.
         .testTarget(name: "LedgerAcquirerTests", dependencies: ["LedgerAcquirer", "LedgerAcquirerAPI", "LedgerCore"], exclude: ["Golden"]),
         .testTarget(

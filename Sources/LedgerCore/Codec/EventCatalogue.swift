@@ -195,6 +195,9 @@ public enum EventCatalogue {
         case .checkpointSigned: entry(kind, CheckpointSigned.self, .checkpoint) { .checkpointSigned($0) }
         // Privacy: `privacy-<contact ref>`.
         case .contactErased: entry(kind, ContactErased.self, .privacy) { .contactErased($0) }
+        // Bank statements: `bank_statement-<key>`, one stream per statement (account, id, sequence).
+        case .bankStatementReceived: entry(kind, BankStatementReceived.self, .bankStatement) { .bankStatementReceived($0) }
+        case .bankEntryBooked: entry(kind, BankEntryBooked.self, .bankStatement) { .bankEntryBooked($0) }
         }
     }
 }
@@ -214,6 +217,7 @@ public enum EventKind: CaseIterable, Hashable, Sendable {
     case applePayTokenAccepted, applePayTokenRejected
     case checkpointSigned
     case contactErased
+    case bankStatementReceived, bankEntryBooked
 
     /// The kind's catalogue entry.
     public var entry: EventCatalogue.Entry { EventCatalogue.entry(self) }
@@ -241,6 +245,8 @@ public enum EventCategory: String, CaseIterable, Hashable, Sendable {
     case checkpoint
     /// Erasures of personal data kept outside the log.
     case privacy
+    /// Bank statements and their entries (issue 53), one stream per statement.
+    case bankStatement = "bank_statement"
 
     /// The Swift enum that carries the category's events.
     public var family: EventFamily {
@@ -248,7 +254,7 @@ public enum EventCategory: String, CaseIterable, Hashable, Sendable {
         case .product, .shippingMethod, .order, .hold: .domain
         case .settlementBatch, .reconciliation: .settlement
         case .dispute: .dispute
-        case .applePayMarker, .checkpoint, .privacy: .standalone
+        case .applePayMarker, .checkpoint, .privacy, .bankStatement: .standalone
         }
     }
 
@@ -266,6 +272,7 @@ public enum EventCategory: String, CaseIterable, Hashable, Sendable {
         case .applePayMarker: "applepay"
         case .checkpoint: CheckpointSigned.stream.rawValue
         case .privacy: "privacy"
+        case .bankStatement: "bank_statement"
         }
     }
 }

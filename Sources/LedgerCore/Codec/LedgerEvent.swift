@@ -19,6 +19,10 @@ public enum LedgerEvent: Hashable, Sendable {
     case checkpointSigned(CheckpointSigned)
     /// A shipping contact was erased.
     case contactErased(ContactErased)
+    /// A bank statement was imported (its stream's first event).
+    case bankStatementReceived(BankStatementReceived)
+    /// One entry of an imported bank statement.
+    case bankEntryBooked(BankEntryBooked)
 
     /// The payload, type-erased, for encoding.
     public var payload: any LedgerEventPayload {
@@ -30,6 +34,8 @@ public enum LedgerEvent: Hashable, Sendable {
         case .applePayTokenRejected(let e): return e
         case .checkpointSigned(let e): return e
         case .contactErased(let e): return e
+        case .bankStatementReceived(let e): return e
+        case .bankEntryBooked(let e): return e
         }
     }
 

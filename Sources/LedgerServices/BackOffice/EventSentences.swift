@@ -51,6 +51,8 @@ public enum EventSentences {
         case .applePayTokenRejected: "Apple Pay token refused"
         case .checkpointSigned: "checkpoint signed"
         case .contactErased: "shipping contact erased"
+        case .bankStatementReceived: "bank statement imported"
+        case .bankEntryBooked: "bank entry"
         }
     }
 

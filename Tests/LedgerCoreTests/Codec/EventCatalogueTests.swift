@@ -102,6 +102,38 @@ enum CatalogueSamples {
         ),
         .checkpointSigned(CheckpointSigned(checkpoint)),
         .contactErased(ContactErased(contactRef: "contact-1", orderIDs: ["o-1", "o-2"], erasedAt: t0, reason: "data_subject_request")),
+        .bankStatementReceived(
+            BankStatementReceived(
+                format: "camt.053",
+                account: "DE89370400440532013000",
+                statementID: "STMT-1",
+                sequence: "338",
+                currency: .eur,
+                opening: BankStatementBalance(amount: Money(minorUnits: 1_000_000, currency: .eur), date: day),
+                closing: BankStatementBalance(amount: Money(minorUnits: 1_123_456, currency: .eur), date: nil),
+                entryCount: 1,
+                net: Money(minorUnits: 123_456, currency: .eur),
+                fileSHA256: digest,
+                contentSHA256: digest
+            )
+        ),
+        .bankEntryBooked(
+            BankEntryBooked(
+                account: "DE89370400440532013000",
+                statementID: "STMT-1",
+                entry: 1,
+                amount: Money(minorUnits: 123_456, currency: .eur),
+                bookingDate: day,
+                valueDate: day,
+                bankReference: "BNK-1",
+                ownerReference: nil,
+                endToEndIDs: ["ACQ-BATCH-1"],
+                remittanceInformation: "Settlement batch 1",
+                transactionCode: "PMNT/RCDT/ESCT",
+                reversal: false,
+                booked: true
+            )
+        ),
     ]
 
     static let disputeID = "d-PSP1-1"
@@ -163,6 +195,8 @@ enum CatalogueSamples {
         case .checkpointSigned: return CheckpointSigned.stream
         case .dispute(let e): return e.streamID
         case .contactErased(let e): return ContactErased.stream(for: e.contactRef)!
+        case .bankStatementReceived(let e): return BankStatementReceived.stream(account: e.account, statementID: e.statementID, sequence: e.sequence)
+        case .bankEntryBooked(let e): return BankStatementReceived.stream(account: e.account, statementID: e.statementID, sequence: "338")
         }
     }
 }
@@ -190,6 +224,7 @@ struct EventCatalogueTests {
         "SettlementPayoutScheduled", "SettlementPayoutPaid",
         "ReconciliationRecorded", "ReconciliationBreakFound", "ReconciliationBreakResolved",
         "ApplePayTokenAccepted", "ApplePayTokenRejected", "CheckpointSigned", "ContactErased",
+        "BankStatementReceived", "BankEntryBooked",
         "DisputeInquiryRaised", "ChargebackReceived", "DisputeDefenseSubmitted", "DisputeSecondPresentment", "ChargebackReversed",
         "DisputePreArbitrationOpened", "SecondChargebackReceived", "DisputeClosed",
     ]
@@ -306,7 +341,7 @@ struct EventCatalogueTests {
             #expect(try DisputeEvent.decode(recorded) == e)
             #expect(throws: EventCodingError(.unknownType, type: event.type, "unknown event type")) { try decodeDomain() }
             #expect(throws: EventCodingError(.unknownType, type: event.type, "not a settlement event")) { try decodeSettlement() }
-        case .applePayTokenAccepted, .applePayTokenRejected, .checkpointSigned, .contactErased:
+        case .applePayTokenAccepted, .applePayTokenRejected, .checkpointSigned, .contactErased, .bankStatementReceived, .bankEntryBooked:
             #expect(entry.category.family == .standalone)
             #expect(throws: EventCodingError(.unknownType, type: event.type, "unknown event type")) { try decodeDomain() }
             #expect(throws: EventCodingError(.unknownType, type: event.type, "not a settlement event")) { try decodeSettlement() }
