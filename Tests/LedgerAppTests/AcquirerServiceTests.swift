@@ -201,6 +201,44 @@ struct AcquirerServiceTests {
     /// Boot replays only the journal after the newest snapshot: the snapshot is taken in the background
     /// as the journal grows, and the state it and the tail give equals a full replay of the journal and
     /// the live model's, byte for byte.
+    /// Issue 52: a batch submitted over the wire naming its merchant account is settled under it — every line of its
+    /// report and its payout name it, after a restart too; a batch naming none is under the service's own account.
+    @Test func aBatchSettlesUnderTheMerchantAccountItsHeaderNames() async throws {
+        let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))
+        let database = try await TestDatabase.fresh()
+        let accounts: [String?] = ["OrderLedgerCA", nil]
+        @Sendable func usd(_ cents: Int64) -> Money { Money(minorUnits: cents, currency: .usd) }
+        @Sendable func item(_ index: Int) -> SettlementItem {
+            SettlementItem(kind: .capture, authorizationReference: "ma-\(index)", modificationReference: "ma-\(index)-c1", amount: usd(4_000))
+        }
+        @Sendable func header(_ index: Int) -> SettlementBatchHeader {
+            SettlementBatchHeader(batchReference: "B-ma-\(index)", currency: .usd, merchantAccount: accounts[index])
+        }
+        try await AcquirerHarness.withService(database: database, clock: clock.reading) { acquirer, _ in
+            for index in accounts.indices {
+                _ = try await acquirer.authorize(
+                    AuthorizationRequest(merchantReference: "ma-\(index)", amount: usd(4_000), paymentMethod: .token("tok_visa"))
+                )
+                _ = try await acquirer.capture(
+                    CaptureRequest(authorizationReference: "ma-\(index)", modificationReference: "ma-\(index)-c1", amount: usd(4_000), isFinal: true)
+                )
+                let receipt = try await acquirer.submitBatch(header(index)) { $0 == 0 ? [item(index)] : nil }
+                #expect(receipt.payout.merchantAccount == accounts[index] ?? "OrderLedgerStore")
+            }
+        }
+        // After a restart (the journal replayed): the same batch submitted again answers its receipt; its lines and payout
+        // still name the account.
+        try await AcquirerHarness.withService(database: database, clock: clock.reading) { acquirer, _ in
+            for index in accounts.indices {
+                let account = accounts[index] ?? "OrderLedgerStore"
+                let receipt = try await acquirer.submitBatch(header(index)) { $0 == 0 ? [item(index)] : nil }
+                let lines = try await acquirer.reportLines(batchNumber: receipt.batchNumber, from: 0, count: 100)
+                #expect(lines.count == 2 && lines.allSatisfy { $0.merchantAccount == account }, "\(account): \(lines.map(\.merchantAccount))")
+                #expect(try await acquirer.payout(batchNumber: receipt.batchNumber).merchantAccount == account)
+            }
+        }
+    }
+
     @Test func snapshotPlusTailEqualsFullReplay() async throws {
         let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))
         let database = try await TestDatabase.fresh()
