@@ -398,6 +398,11 @@ for wanted in "${selected[@]}"; do
     # The first failing test's name: Swift Testing's "✘ Test name() recorded an issue" (or XCTest's failure line).
     by="$(grep -m 1 -oE '✘ Test [A-Za-z0-9_]+\(' "$backup/test.log" | sed 's/^✘ Test //; s/($//')"
     [[ -n "$by" ]] || by="$(grep -m 1 -oE "error: [^ ]+ : Test Case '[^']+'" "$backup/test.log" | sed "s/.*Test Case '//; s/'$//")"
+    # No test failed by name: the test process died (a trap, a fatal error); say how, and the test that was running.
+    if [[ -z "$by" ]]; then
+      running="$(grep -oE '◇ Test [A-Za-z0-9_]+\(' "$backup/test.log" | tail -1 | sed 's/^◇ Test //; s/($//')"
+      by="the test process died ($(grep -m 1 -oE 'Fatal error: .{0,100}|[Ss]ignal code [0-9]+|Precondition failed.{0,80}' "$backup/test.log" || echo "no test named")${running:+; last started: $running})"
+    fi
     grep -m 3 -E "✘ Test .*(recorded an issue|failed)" "$backup/test.log" | cut -c1-300 | sed 's/^/    /' >&2
   fi
   restore

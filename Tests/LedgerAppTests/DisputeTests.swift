@@ -366,7 +366,7 @@ import Testing
             }
             // Did the seed test anything: steps applied and refused.
             print(
-                "dispute lifecycles: \(applied.values.reduce(0, +)) steps applied \(applied.sorted { "\($0.key)" < "\($1.key)" }), \(refusals) refused"
+                "dispute lifecycles: \(applied.values.reduce(0, +)) steps applied (\(applied.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", "))), \(refusals) refused"
             )
             #expect(refusals > 0 && applied.values.reduce(0, +) >= 12, "applied \(applied), refused \(refusals)")
             #expect(try await ChainVerifier(client: services.client, logger: TestCluster.logger).verify().ok)
