@@ -121,4 +121,27 @@ import Testing
             #expect(try await services.store.head().position == head)
         }
     }
+
+    /// A big statement: 20,000 entries (LEDGERD_BANK_ENTRIES for another count, e.g. the 100,000 of the figure)
+    /// in one MT940 file, imported through the route in pages; prints the time, checks every entry is stored once.
+    @Test func aLargeStatementIsImportedInPagesAndOnce() async throws {
+        let count = Int(ProcessInfo.processInfo.environment["LEDGERD_BANK_ENTRIES"] ?? "") ?? 20_000
+        var text = ":20:BIG\n:25:NL91ABNA0417164300\n:28C:1/1\n:60F:C261204EUR0,\n"
+        text.reserveCapacity(count * 60)
+        for i in 1...count { text += ":61:2612041204C1,00NTRFREF-\(i)//B-\(i)\n:86:/EREF/E-\(i)/REMI/payout \(i)\n" }
+        text += ":62F:C261204EUR\(count),00\n"
+        let bytes = Array(text.utf8)
+        try await TestApp.withApp { client, services in
+            let head = try await services.store.head().position
+            let started = ContinuousClock.now
+            let reply = try await Self.post(client, bytes)
+            let elapsed = ContinuousClock.now - started
+            #expect(reply.0 == .ok && Self.statuses(reply.1) == ["imported"], "\(reply.1.prefix(300))")
+            print("bank statement import: \(count) entries (\(bytes.count) bytes) in \(elapsed)")
+            #expect(try await services.store.head().position == head + Int64(count) + 1)
+            let again = try await Self.post(client, bytes)
+            #expect(again.0 == .ok && Self.statuses(again.1) == ["already_imported"])
+            #expect(try await services.store.head().position == head + Int64(count) + 1)
+        }
+    }
 }
