@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import LedgerCore
+import LedgerEngine
 import LedgerServices
 import LedgerTestSupport
 import NIOCore
@@ -142,6 +143,69 @@ import Testing
             let again = try await Self.post(client, bytes)
             #expect(again.0 == .ok && Self.statuses(again.1) == ["already_imported"])
             #expect(try await services.store.head().position == head + Int64(count) + 1)
+        }
+    }
+
+    /// An import that stopped between pages (here: the statement's first event and two of its five entries, written as
+    /// the service writes them) is finished by the next import, from the first entry not recorded, each entry once.
+    @Test func anImportStoppedBetweenPagesIsResumed() async throws {
+        let file = Self.fixtures.appendingPathComponent("mt940-statement.sta")
+        let spool = FileManager.default.temporaryDirectory.appendingPathComponent("bank-resume-\(UUID().uuidString).ndjson")
+        defer { try? FileManager.default.removeItem(at: spool) }
+        let read = try #require(try BankStatementService.normalize(file, format: .mt940, into: spool).first)
+        try await TestApp.withApp { client, services in
+            let header = read.header
+            let stream = BankStatementReceived.stream(account: header.account, statementID: header.statementID, sequence: header.sequence)
+            let now = Date()
+            let received = BankStatementReceived(
+                format: "mt940",
+                account: header.account,
+                statementID: header.statementID,
+                sequence: header.sequence,
+                currency: header.currency,
+                opening: nil,
+                closing: nil,
+                entryCount: read.end.entries,
+                net: read.end.net,
+                fileSHA256: "",
+                contentSHA256: read.contentSHA256
+            )
+            let first = [(123_456, "PAYOUT-7F3A"), (-1000, "")].enumerated().map { index, entry in
+                BankEntryBooked(
+                    account: header.account,
+                    statementID: header.statementID,
+                    entry: index + 1,
+                    amount: Money(minorUnits: Int64(entry.0), currency: .eur),
+                    bookingDate: nil,
+                    valueDate: nil,
+                    bankReference: nil,
+                    ownerReference: entry.1.isEmpty ? nil : entry.1,
+                    endToEndIDs: [],
+                    remittanceInformation: "",
+                    transactionCode: "NTRF",
+                    reversal: false,
+                    booked: true
+                )
+            }
+            _ = try await services.writer.append(
+                AppendRequest(
+                    stream: stream,
+                    expectedVersion: .noStream,
+                    events: [try NewEvent(eventID: UUID(), payload: received, effectiveAt: now)]
+                        + first.map { try NewEvent(eventID: UUID(), payload: $0, effectiveAt: now) }
+                )
+            )
+            let reply = try await Self.post(client, try Self.fixture("mt940-statement.sta"))
+            #expect(reply.0 == .ok && Self.statuses(reply.1) == ["resumed", "imported"], "\(reply.1)")
+            let statements = Self.json(reply.1)["statements"] as? [[String: Any]] ?? []
+            #expect(statements.first?["appended_events"] as? Int == 3)
+            let entries = try await services.store.readStream(stream).compactMap { recorded -> BankEntryBooked? in
+                if case .bankEntryBooked(let e) = try LedgerEvent.decode(recorded) { e } else { nil }
+            }
+            #expect(entries.map(\.entry) == [1, 2, 3, 4, 5])
+            #expect(entries.map(\.amount.minorUnits) == [123_456, -1000, 50_000, 2550, -9999])
+            let again = try await Self.post(client, try Self.fixture("mt940-statement.sta"))
+            #expect(Self.statuses(again.1) == ["already_imported", "already_imported"], "\(again.1)")
         }
     }
 }

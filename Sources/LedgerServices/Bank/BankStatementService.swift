@@ -20,7 +20,7 @@ public struct BankStatementService: Sendable {
     let logger: Logger
 
     /// Entries appended per append (one transaction each).
-    public static let pageSize = 500
+    public static let pageSize = 2000
     /// The most statements one file may hold (their summaries are kept while it is read).
     public static let maximumStatements = 100_000
 
@@ -68,10 +68,10 @@ public struct BankStatementService: Sendable {
     }
 
     /// One statement as read in the first pass.
-    struct ReadStatement: Sendable {
-        var header: BankStatementHeader
-        var end: BankStatementEnd
-        var contentSHA256: String
+    package struct ReadStatement: Sendable {
+        package var header: BankStatementHeader
+        package var end: BankStatementEnd
+        package var contentSHA256: String
     }
 
     /// One line of the normalized spool.
@@ -266,7 +266,7 @@ public struct BankStatementService: Sendable {
     /// Reads the whole file with its format's reader into `spool` (one JSON line per header, entry and end, 0600),
     /// checking every statement; returns each statement's header, end and content digest. Refused as 422
     /// `invalid_statement` naming the place and the reason.
-    static func normalize(_ file: URL, format: BankStatementFormat, into spool: URL) throws -> [ReadStatement] {
+    package static func normalize(_ file: URL, format: BankStatementFormat, into spool: URL) throws -> [ReadStatement] {
         guard FileManager.default.createFile(atPath: spool.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
             throw ServiceError(.internalFailure, code: "spool", message: "cannot create the statement spool")
         }
