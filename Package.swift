@@ -173,7 +173,7 @@ let package = Package(
         .target(
             name: "LedgerServices",
             dependencies: [
-                "LedgerCore", "LedgerAcquirerAPI", "LedgerEngine", "LedgerPostgres", "LedgerPayments", "LedgerMacros",
+                "LedgerCore", "LedgerAcquirerAPI", "LedgerEngine", "LedgerPostgres", "LedgerPayments", "LedgerMacros", "LedgerBank",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -84,6 +84,8 @@ public struct ServiceContainer: Sendable {
     /// Keeps the tree built and a checkpoint signed (and witnessed) for it.
     public let transparencyBuilder: TransparencyLogBuilder?
     public let privacy: PrivacyService
+    /// Bank statements in (issue 53).
+    public let bank: BankStatementService
     public let state: StateHistory
     /// Knows the head soon after each commit (LISTEN/NOTIFY, polling as the fallback).
     public let watcher: HeadWatcher
@@ -252,6 +254,7 @@ public struct ServiceContainer: Sendable {
             TransparencyLogBuilder(log: $0, witnesses: witnesses, interval: configuration.logInterval, logger: logger)
         }
         self.privacy = PrivacyService(client: client, writer: writer, clock: clock, logger: logger)
+        self.bank = BankStatementService(client: client, writer: writer, clock: clock, logger: logger)
         let state = StateHistory(client: client, clock: clock, snapshotEvery: configuration.snapshotEveryEvents, logger: logger)
         self.state = state
         self.readClient = readClient
@@ -356,6 +359,7 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     disputeRoutes.registerChanges(on: changes)
     checkpointRoutes.registerChanges(on: changes)
     PrivacyRoutes(privacy: services.privacy).register(on: changes)
+    BankStatementRoutes(importer: services.bank, limit: configuration.reportMaxBytes).registerChanges(on: changes)
     let feedRoutes = FeedRoutes(
         follower: services.feed,
         subscriptions: services.subscriptions,

@@ -232,13 +232,15 @@ public struct BalanceCheck: Sendable {
 /// Splits bytes fed in chunks of any size into lines (LF, CR LF or CR), each at most ``maximumLength`` bytes, so a
 /// file without line breaks cannot grow memory. Each line must be UTF-8.
 public struct BankLineStream: Sendable {
+    /// The longest line of a statement file (MT940 lines are at most 65 characters, BAI2 records at most a few hundred).
     public static let maximumLength = 64 * 1024
+    private let maximumLength: Int
     private var line: [UInt8] = []
     private var pendingCR = false
     /// Lines handed over so far; each is handed over with its 1-based number.
     public private(set) var lines = 0
 
-    public init() {}
+    public init(maximumLength: Int = BankLineStream.maximumLength) { self.maximumLength = maximumLength }
 
     public mutating func feed<Bytes: Sequence>(_ bytes: Bytes, _ onLine: (String, Int) throws -> Void) throws
     where Bytes.Element == UInt8 {
@@ -252,8 +254,8 @@ public struct BankLineStream: Sendable {
                 try emit(onLine)
                 continue
             }
-            guard line.count < Self.maximumLength else {
-                throw BankStatementError(place: "line \(lines + 1)", reason: "is longer than \(Self.maximumLength) bytes")
+            guard line.count < maximumLength else {
+                throw BankStatementError(place: "line \(lines + 1)", reason: "is longer than \(maximumLength) bytes")
             }
             line.append(byte)
         }

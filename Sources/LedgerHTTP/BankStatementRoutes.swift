@@ -1,0 +1,94 @@
+import Foundation
+import Hummingbird
+import LedgerCore
+import LedgerServices
+
+/// Imports bank statement files (issue 53).
+public protocol BankStatementImporter: Sendable {
+    /// Imports every statement of a spooled file; `format` nil: detected. Refusals throw ``ServiceError``.
+    func importStatements(_ upload: ReportUpload, format: String?, actor: String) async throws -> BankStatementService.ImportSummary
+}
+
+extension BankStatementService: BankStatementImporter {}
+
+/// - operator key: `POST /bank/statements[?format=camt.053|camt.054|mt940|bai2]`, the raw file as the body (any media
+///   type): streamed to a 0600 spool file, bounded by `LEDGERD_REPORT_MAX_BYTES` (413 once past it), read whole before
+///   anything is appended (``BankStatementService``).
+public struct BankStatementRoutes: Sendable {
+    let importer: any BankStatementImporter
+    /// The largest upload (`LEDGERD_REPORT_MAX_BYTES`, shared with settlement reports).
+    let limit: Int
+
+    public init(importer: any BankStatementImporter, limit: Int) {
+        self.importer = importer
+        self.limit = limit
+    }
+
+    public func registerChanges(on group: RouterGroup<LedgerRequestContext>) {
+        group.post("/bank/statements") { [importer, limit] request, context -> Response in
+            // The parameter first: a bad one is refused before the body is read.
+            let format = request.uri.queryParameters["format"].map(String.init)
+            _ = try BankStatementService.format(named: format)
+            let upload: ReportUpload
+            do { upload = try await ReportUpload.spool(request.body.map { $0.readableBytesView }, limit: limit) } catch is ReportUpload.TooLarge {
+                throw APIError(
+                    status: .contentTooLarge,
+                    code: "payload_too_large",
+                    message: "the statement file is larger than \(limit) bytes (LEDGERD_REPORT_MAX_BYTES)"
+                )
+            }
+            defer { upload.remove() }
+            return try jsonResponse(BankStatementImportReply(try await importer.importStatements(upload, format: format, actor: context.actor)))
+        }
+    }
+}
+
+/// `POST /bank/statements`'s answer (the document's `BankStatementImport`).
+struct BankStatementImportReply: Encodable {
+    struct Statement: Encodable {
+        let account: String
+        let statementID: String
+        let sequence: String
+        let stream: String
+        let currency: String
+        let entries: Int
+        let net: String
+        let status: String
+        let appendedEvents: Int
+
+        enum CodingKeys: String, CodingKey {
+            case account
+            case statementID = "statement_id"
+            case sequence, stream, currency, entries, net, status
+            case appendedEvents = "appended_events"
+        }
+    }
+
+    let format: String
+    let fileSHA256: String
+    let statements: [Statement]
+
+    enum CodingKeys: String, CodingKey {
+        case format
+        case fileSHA256 = "file_sha256"
+        case statements
+    }
+
+    init(_ summary: BankStatementService.ImportSummary) {
+        format = summary.format
+        fileSHA256 = summary.fileSHA256
+        statements = summary.statements.map {
+            Statement(
+                account: $0.account,
+                statementID: $0.statementID,
+                sequence: $0.sequence,
+                stream: $0.stream,
+                currency: $0.currency.code,
+                entries: $0.entries,
+                net: $0.net.decimalString,
+                status: $0.status.rawValue,
+                appendedEvents: $0.appended
+            )
+        }
+    }
+}
