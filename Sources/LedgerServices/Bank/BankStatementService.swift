@@ -110,7 +110,7 @@ public struct BankStatementService: Sendable {
             let header = open.read.header
             let events = try page.map { entry in
                 try NewEvent(
-                    eventID: UUID.newTimeOrdered(),
+                    eventID: writer.ids.next(),
                     payload: BankEntryBooked(
                         account: header.account,
                         statementID: header.statementID,
@@ -225,7 +225,7 @@ public struct BankStatementService: Sendable {
                 try await append(
                     stream,
                     expected: 0,
-                    [try NewEvent(eventID: UUID.newTimeOrdered(), payload: event, effectiveAt: clock())],
+                    [try NewEvent(eventID: writer.ids.next(), payload: event, effectiveAt: clock())],
                     actor: actor,
                     correlation: fileSHA256
                 )
