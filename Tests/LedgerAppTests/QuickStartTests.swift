@@ -142,7 +142,7 @@ import Testing
         try await daemon.stop()
     }
 
-    /// The README's first screen: its two commands are `make install` and `ledgerd serve` (the quick start's daemon,
+    /// The README's first screen: the daemon's two commands are `make install` and `ledgerd serve` (the quick start's daemon,
     /// which ``theReadmesQuickStartRunsCommandByCommand`` starts as `ledgerd serve` and follows to the console), and
     /// `make install` builds the release binary and puts it and its migrations under PREFIX (a dry run: the release
     /// build itself takes 15 minutes).
@@ -151,6 +151,8 @@ import Testing
         let firstScreen = try #require(readme.components(separatedBy: "## Run it").first)
         let commands = try Self.firstScreenCommands()
         #expect(commands == ["make install", "ledgerd serve"], "\(commands)")
+        // And the other command a newcomer runs first: the tests (the house's rule: the README starts with both).
+        #expect(firstScreen.contains("```sh\nswift test\n```"), "the first screen names the tests' command")
         #expect(firstScreen.contains("![") && firstScreen.contains("docs/console-today.png"), "the screenshot is on the first screen")
         #expect(FileManager.default.fileExists(atPath: TestCluster.repositoryRoot.appendingPathComponent("docs/console-today.png").path))
         let make = try await ChildProcess.run(
