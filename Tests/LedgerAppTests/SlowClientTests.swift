@@ -40,21 +40,24 @@ import Testing
     }
 
     @Test(.timeLimit(.minutes(30))) func aBodyAboveTheMinimumRateOutlivesTheBodyTimeoutAndIsAnswered() async throws {
-        // 2 s base, 100 B/s: each 400 bytes earn 4 s. The head goes with the first chunk, whose bytes count (they arrive
-        // in the same read as the head); then a pause longer than the base, which only that credit survives; then the
-        // rest at 400 bytes every 500 ms, each earning more than it spends, so a body sent for about 7 s is never late.
+        // 2 s base, 100 B/s: each 100 bytes earn 1 s. The head goes with the first 1,200 bytes, whose bytes count (they
+        // arrive in the same read as the head: 12 s of credit); then a pause longer than the base, which only that credit
+        // survives; then the rest, 400 bytes every 250 ms, each earning 4 s. A body sent for about 5 s is never late, with
+        // seconds to spare at every step: a loaded machine that delays the client's sends (CI beside two CPU burners
+        // once stretched the old margins, 3.5 s after the pause, past the credit) still sends above the rate.
         let environment = [
             "LEDGERD_HTTP_BODY_TIMEOUT_SECONDS": "2", "LEDGERD_HTTP_BODY_MIN_RATE": "100", "LEDGERD_HTTP_IDLE_TIMEOUT_SECONDS": "60",
         ]
         try await TestApp.withApp(environment: environment, live: true) { client, _ in
             let port = try #require(client.port)
-            let body = "{\"note\": \"" + String(repeating: "a", count: 4_000) + "\"}"
+            let body = Array("{\"note\": \"" + String(repeating: "a", count: 4_000) + "\"}")
             let connection = try await ByteClient.connect(port: port)
-            let head = "POST /payment HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
-            let chunks = Array(body).chunks(of: 400)
-            for (index, chunk) in chunks.enumerated() {
-                try await connection.send((index == 0 ? head : "") + String(chunk))
-                if chunk.count == 400 { try await Task.sleep(for: .milliseconds(index == 0 ? 2_500 : 500)) }
+            let head = "POST /payment HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
+            try await connection.send(head + String(body[..<1_200]))
+            try await Task.sleep(for: .milliseconds(2_500))
+            for chunk in Array(body[1_200...]).chunks(of: 400) {
+                try await connection.send(String(chunk))
+                try await Task.sleep(for: .milliseconds(250))
             }
             // Answered (a 4xx for this body: what matters is that the server read it to the end).
             let reply = try await connection.response(within: .seconds(20))
