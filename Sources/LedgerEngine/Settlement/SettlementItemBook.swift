@@ -56,21 +56,24 @@ public struct SettlementItemBook: Sendable {
         -> [SettlementBatchItem]
     {
         let taken = candidates(opened)
-        var refusal = SettlementMembershipRefusal(batchID: closed.batchID, captures: 0, refunds: 0, credit: 0, debit: 0)
-        for item in taken {
-            switch item.kind {
-            case .capture:
-                refusal.captures += 1
-                refusal.credit += item.amount.minorUnits
-            case .refund:
-                refusal.refunds += 1
-                refusal.debit += item.amount.minorUnits
-            }
+        // Counted as the daemon counts a batch (``SettlementBatchTally``): the candidates are in the batch's currency and
+        // in ledger order, so only an overflowing total is refused by it, and that is a refusal here too.
+        var tally = SettlementBatchTally(opened)
+        let counted: SettlementBatchClosed? = try? {
+            for item in taken { try tally.add(item) }
+            return try tally.closed(itemsSHA256: "")
+        }()
+        guard let counted, counted.captureCount == closed.captureCount, counted.refundCount == closed.refundCount,
+            counted.grossCredit == closed.grossCredit, counted.grossDebit == closed.grossDebit
+        else {
+            throw SettlementMembershipRefusal(
+                batchID: closed.batchID,
+                captures: tally.captureCount,
+                refunds: tally.refundCount,
+                credit: counted?.grossCredit.minorUnits ?? 0,
+                debit: counted?.grossDebit.minorUnits ?? 0
+            )
         }
-        guard
-            refusal.captures == closed.captureCount, refusal.refunds == closed.refundCount,
-            refusal.credit == closed.grossCredit.minorUnits, refusal.debit == closed.grossDebit.minorUnits
-        else { throw refusal }
         for item in taken {
             open[item.position] = nil
             assignments[item.position] = closed.batchID
