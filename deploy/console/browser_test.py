@@ -57,7 +57,6 @@ import csv
 import datetime
 import io
 from selenium.webdriver.support.ui import WebDriverWait
-from selenium.webdriver.support.expected_conditions import staleness_of
 
 
 class Timeout(Exception):
@@ -160,8 +159,22 @@ def main():
         cannot tell when the old URL already contains the fragment (the refund's 422 page, a confirmation's Cancel)."""
         old = driver.find_element(By.TAG_NAME, "html")
         element.click()
+
+        def replaced(d):
+            # Stale, or (CI once saw it mid-navigation) chromedriver's "Node with given id does not belong to the
+            # document": either way the old page is gone. Then the new one must have finished loading.
+            try:
+                old.is_enabled()
+                return False
+            except WebDriverException:
+                pass
+            try:
+                return d.execute_script("return document.readyState") == "complete"
+            except WebDriverException:
+                return False
+
         try:
-            WebDriverWait(driver, 15).until(staleness_of(old))
+            WebDriverWait(driver, 15).until(replaced)
         except TimeoutException:
             check(False, f"the click on {element} led to no new page: {driver.current_url}")
 
