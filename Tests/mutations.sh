@@ -182,8 +182,8 @@ mutation_batch_decisions_successive() {
 mutation_refusal_on_remembered_state() {
   describe refusal-on-remembered-state "let a refusal on a remembered state stand without a fresh read" "CommandDecisionsTests|LedgerWriterTests"
   mutate Sources/LedgerEngine/Commands/CommandDecisions.swift \
-    "            guard !untrusted.isEmpty else {" \
-    "            guard untrusted.isEmpty && false else {"
+    "        let refreshable = untrusted.isEmpty ? nil : command.reads.filtered(Set(untrusted))" \
+    "        let refreshable: AggregateKeys? = nil"
 }
 
 # 10. After a conflict the writer reads fresh only the streams the database named, and decides on the others as

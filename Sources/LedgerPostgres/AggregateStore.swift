@@ -4,7 +4,7 @@ import LedgerEngine
 import Synchronization
 
 /// The domain's aggregates as the services see them: loaded (folded from their streams, through a cache of folded
-/// states) and written (commands decided by the writer inside its batch, ``run(_:beforeRetry:)``, and plans decided
+/// states) and written (commands decided by the writer inside its batch, ``run(_:)``, and plans decided
 /// outside it, ``commit(_:on:now:metadata:idempotency:alsoAppending:)``), each append carrying the read-model rows
 /// it implies, its states remembered once it committed.
 ///
@@ -120,18 +120,41 @@ package struct AggregateStore: Sendable {
     }
 
     /// Runs `command` through the writer (``LedgerWriter/decide(_:states:)``, on this store's states), deciding it
-    /// again on a version conflict, at most ``maximumAttempts`` times (then ``Contended``); `beforeRetry` may end it
-    /// first by throwing (an Apple Pay token whose marker another payment took). Refusals are `decide`'s errors, as
-    /// thrown.
-    package func run(_ command: LedgerCommand, beforeRetry: (@Sendable () async throws -> Void)? = nil) async throws -> CommandOutcome {
+    /// again on a version conflict, at most ``maximumAttempts`` times (then ``Contended``). What `decide` threw is
+    /// thrown as it is; what it decided is the outcome (``CommandOutcome/signal``).
+    package func run(_ command: LedgerCommand) async throws -> CommandOutcome {
         for _ in 0..<Self.maximumAttempts {
-            do {
-                return try await writer.decide(command, states: self)
-            } catch let error as AppendError where error == .versionConflict {
-                try await beforeRetry?()
-            }
+            if let outcome = try await attempt(command) { return outcome }
         }
         throw Contended()
+    }
+
+    /// Runs `command` as ``run(_:)`` does, asking `stop` after each version conflict: nil when it answered true (an Apple Pay
+    /// token whose marker another payment took: deciding again would only conflict again).
+    package func run(_ command: LedgerCommand, until stop: @Sendable () async throws -> Bool) async throws -> CommandOutcome? {
+        for _ in 0..<Self.maximumAttempts {
+            if let outcome = try await attempt(command) { return outcome }
+            if try await stop() { return nil }
+        }
+        throw Contended()
+    }
+
+    /// Runs a command whose decision tells a `Signal` (``Decision``), as ``run(_:)`` does: the outcome and the signal,
+    /// typed, for the caller to switch on.
+    package func run<Signal: Sendable>(_ command: Signalled<Signal>) async throws -> (outcome: CommandOutcome, signal: Signal) {
+        let outcome = try await run(command.command)
+        // `Signalled` erased a `Signal`, so the cast cannot fail; a failure would be this file's bug, not the caller's.
+        guard let signal = outcome.signal as? Signal else { throw AppendError.storageFailure("a command's signal of another type") }
+        return (outcome, signal)
+    }
+
+    /// One decision of `command` in the writer's next batch; nil on a version conflict (decide again).
+    private func attempt(_ command: LedgerCommand) async throws -> CommandOutcome? {
+        do {
+            return try await writer.decide(command, states: self)
+        } catch let error as AppendError where error == .versionConflict {
+            return nil
+        }
     }
 
     /// Appends a plan decided outside the writer on `states`, with the read-model rows it implies, and remembers the

@@ -266,6 +266,8 @@ public final class LedgerWriter: Service, Sendable {
                     if let result = answer.result {
                         if !result.replayed { events += Int(result.lastPosition - result.firstPosition + 1) }
                         metrics.outcome(result.replayed ? "replayed" : "appended").increment()
+                    } else if case .decided(let outcome) = answer, outcome.refused {
+                        metrics.outcome("refused").increment()  // a refusal decided as a value, as one thrown
                     } else {
                         metrics.outcome("decided_nothing").increment()
                     }

@@ -461,8 +461,8 @@ import Testing
 
 extension HoldTests {
     /// A daemon whose writer remembers a product from before another daemon reserved more of it still expires
-    /// those holds: the lifecycle's refusal on the remembered stock (`stockOutOfDate`) is thrown, so the writer
-    /// decides again on states read fresh. When the expiry skipped that refusal, the page appended nothing, nothing
+    /// those holds: the lifecycle's refusal on the remembered stock (`stockOutOfDate`) refuses the command
+    /// (`.refuse`), so the writer decides again on states read fresh. When the expiry skipped that refusal, the page appended nothing, nothing
     /// caught the product up, and this daemon's every sweep passed over the other daemon's due holds (seen as two
     /// daemons' sweeps leaving holds open, and as a sweep expiring none of three due holds).
     @Test func aSweepOnAProductItsWriterRemembersFromBeforeAnotherDaemonsOrdersExpiresThem() async throws {

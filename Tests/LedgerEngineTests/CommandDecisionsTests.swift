@@ -133,4 +133,58 @@ import Testing
         #expect(remember.first?.1.products[Self.pen] == nil, "the pen as the refused sale left it must not be remembered")
         #expect(remember.first?.1.products[cup]?.version == 2)
     }
+
+    /// Sells one pen, or tells why not as a value (``Decision``): a refusal when none is left, nothing for a closed shop.
+    static func sell(_ order: String, shopClosed: Bool = false) -> Signalled<String> {
+        Signalled(reads: AggregateKeys(products: [pen]), now: t0, metadata: EventMetadata(actor: "test")) { states in
+            if shopClosed { return .nothing("closed") }
+            guard let product = states.products[pen], product.available > 0 else { return .refuse("sold out") }
+            guard case .append(let plan, _) = try reserve(order).decide(states) else { return .nothing("no plan") }
+            return .append(plan, "sold to \(order)")
+        }
+    }
+
+    @Test func aRefusalDecidedAsAValueOnARememberedStateIsDecidedAgainOnAFreshOneAndReachesTheCallerAsAValue() throws {
+        var decisions = CommandDecisions()
+        let keys = AggregateKeys(products: [Self.pen])
+        decisions.loaded(Self.pen(stock: 0), for: keys, fresh: [])
+        // Sold out as remembered: a `.refuse` is not trusted yet, exactly like a thrown refusal.
+        #expect(decisions.decide(Self.sell("order-1").command, source: NoSource()) == keys)
+        #expect(decisions.requests.isEmpty)
+        var restocked = Self.pen(stock: 0)
+        restocked.apply(.product(.stockReceived(StockReceived(productID: Self.pen, quantity: 1))))
+        decisions.loaded(restocked, for: keys, fresh: [Self.pen.streamID])
+        decisions.decideAgain(Self.sell("order-1").command, source: NoSource())
+        #expect(decisions.requests.map { $0.streams.map(\.expectedVersion) } == [[.exact(2)]])
+        // Now sold out on a state this batch moved: the refusal stands, and is answered as a value, not an error.
+        #expect(decisions.decide(Self.sell("order-2").command, source: NoSource()) == nil)
+        let (answers, _) = decisions.answers([Self.appended(decisions.requests[0], at: 9)])
+        #expect(answers.count == 2)
+        guard case .success(.decided(let sold)) = answers[0], case .success(.decided(let refused)) = answers[1] else {
+            Issue.record("a decision reached its caller as an error: \(answers)")
+            return
+        }
+        #expect(sold.signal as? String == "sold to order-1")
+        #expect(!sold.refused)
+        #expect(refused.signal as? String == "sold out")
+        #expect(refused.refused)
+        #expect(refused.result == nil)
+    }
+
+    @Test func nothingDecidedAsAValueIsFinalEvenOnARememberedState() throws {
+        var decisions = CommandDecisions()
+        let keys = AggregateKeys(products: [Self.pen])
+        decisions.loaded(Self.pen(stock: 1), for: keys, fresh: [])  // remembered, not read
+        #expect(decisions.decide(Self.sell("order-1", shopClosed: true).command, source: NoSource()) == nil)
+        #expect(decisions.requests.isEmpty)
+        let (answers, remember) = decisions.answers([])
+        guard case .success(.decided(let outcome)) = answers.first else {
+            Issue.record("\(answers)")
+            return
+        }
+        #expect(outcome.signal as? String == "closed")
+        #expect(!outcome.refused)
+        #expect(outcome.result == nil)
+        #expect(remember.isEmpty)
+    }
 }

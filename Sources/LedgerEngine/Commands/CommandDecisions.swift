@@ -27,11 +27,20 @@ package struct CommandDecisions {
     private enum Item {
         /// The plain request at this index of ``requests``.
         case request(Int)
-        /// A command's request at this index of ``requests``, the states after it, and the streams it appends to.
-        case command(Int, before: AggregateStates, after: AggregateStates, appended: Set<StreamID>, source: any CommandStateSource)
-        /// A command that decided to append nothing, answered with the states it decided on.
-        case nothing(AggregateStates)
-        /// A command that refused (or whose request cannot be appended).
+        /// A command's request at this index of ``requests``, the states after it, the streams it appends to, and its
+        /// decision's signal.
+        case command(
+            Int,
+            before: AggregateStates,
+            after: AggregateStates,
+            appended: Set<StreamID>,
+            source: any CommandStateSource,
+            signal: any Sendable
+        )
+        /// A command that decided to append nothing (``Decision/nothing(_:)``, an empty plan, or a
+        /// ``Decision/refuse(_:)`` that stands), answered with the states it decided on and its signal.
+        case nothing(AggregateStates, signal: any Sendable, refused: Bool)
+        /// A command that threw (or whose request cannot be appended).
         case refused(any Error)
     }
 
@@ -76,37 +85,56 @@ package struct CommandDecisions {
         fresh.formUnion(freshStreams)
     }
 
-    /// Decides `command` on the batch's states. Returns the keys to catch up with the log when it refused on
-    /// remembered states nothing in this batch moved (then call ``decideAgain(_:source:)``); nil when decided.
+    /// Decides `command` on the batch's states. Returns the keys to catch up with the log when it refused (threw, or
+    /// decided ``Decision/refuse(_:)``) on remembered states nothing in this batch moved (then call
+    /// ``decideAgain(_:source:)``); nil when decided.
     package mutating func decide(_ command: LedgerCommand, source: any CommandStateSource) -> AggregateKeys? {
         hasCommands = true
-        let view = states.restricted(to: command.reads)
-        do {
-            record(try command.decide(view), of: command, on: view, source: source)
-            return nil
-        } catch {
-            let untrusted = command.reads.streams.filter { !fresh.contains($0) && !moved.contains($0) }
-            guard !untrusted.isEmpty else {
-                items.append(.refused(error))
-                return nil
-            }
-            return command.reads.filtered(Set(untrusted))
-        }
+        let untrusted = command.reads.streams.filter { !fresh.contains($0) && !moved.contains($0) }
+        let refreshable = untrusted.isEmpty ? nil : command.reads.filtered(Set(untrusted))
+        return decide(command, on: states.restricted(to: command.reads), source: source, refreshable: refreshable)
     }
 
     /// Decides `command` again after its streams were caught up; a refusal now stands.
     package mutating func decideAgain(_ command: LedgerCommand, source: any CommandStateSource) {
-        let view = states.restricted(to: command.reads)
-        do {
-            record(try command.decide(view), of: command, on: view, source: source)
-        } catch {
-            items.append(.refused(error))
-        }
+        _ = decide(command, on: states.restricted(to: command.reads), source: source, refreshable: nil)
     }
 
-    private mutating func record(_ decided: CommandPlan, of command: LedgerCommand, on view: AggregateStates, source: any CommandStateSource) {
+    /// Records `command`'s decision on `view`, unless it refused and `refreshable` names streams to read fresh first
+    /// (returned, nothing recorded).
+    private mutating func decide(
+        _ command: LedgerCommand,
+        on view: AggregateStates,
+        source: any CommandStateSource,
+        refreshable: AggregateKeys?
+    ) -> AggregateKeys? {
+        let decision: Decision<any Sendable>
+        do {
+            decision = try command.decide(view)
+        } catch {
+            if let refreshable { return refreshable }
+            items.append(.refused(error))
+            return nil
+        }
+        switch decision {
+        case .append(let plan, let signal): record(plan, signal: signal, of: command, on: view, source: source)
+        case .nothing(let signal): items.append(.nothing(view, signal: signal, refused: false))
+        case .refuse(let signal):
+            if let refreshable { return refreshable }
+            items.append(.nothing(view, signal: signal, refused: true))
+        }
+        return nil
+    }
+
+    private mutating func record(
+        _ decided: CommandPlan,
+        signal: any Sendable,
+        of command: LedgerCommand,
+        on view: AggregateStates,
+        source: any CommandStateSource
+    ) {
         guard !decided.plan.isEmpty else {
-            items.append(.nothing(view))
+            items.append(.nothing(view, signal: signal, refused: false))
             return
         }
         do {
@@ -123,7 +151,7 @@ package struct CommandDecisions {
             let checked = command.checked.filtered(Set(command.checked.streams).subtracting(appended))
             request.unchanged = zip(checked.streams, view.versions(of: checked)).map { StreamVersion(streamID: $0, version: $1 ?? 0) }
             try request.validate()
-            items.append(.command(requests.count, before: view, after: after, appended: appended, source: source))
+            items.append(.command(requests.count, before: view, after: after, appended: appended, source: source, signal: signal))
             requests.append(request)
             states.merge(after)
             known.formUnion(appended)
@@ -143,19 +171,19 @@ package struct CommandDecisions {
             switch item {
             case .request(let index):
                 return results[index].map(WriterAnswer.appended).mapError { $0 }
-            case .command(let index, let before, let after, let appended, let source):
+            case .command(let index, let before, let after, let appended, let source, let signal):
                 switch results[index] {
                 case .failure(let error): return .failure(error)
                 case .success(let result) where result.replayed:
-                    return .success(.decided(CommandOutcome(result: result, states: nil, decidedOn: before)))
+                    return .success(.decided(CommandOutcome(result: result, states: nil, decidedOn: before, signal: signal)))
                 case .success(let result):
                     // Only the appended streams: a state read but not appended may carry the effects of a refused
                     // request earlier in the batch.
                     remember.append((source, after.only(appended)))
-                    return .success(.decided(CommandOutcome(result: result, states: after, decidedOn: before)))
+                    return .success(.decided(CommandOutcome(result: result, states: after, decidedOn: before, signal: signal)))
                 }
-            case .nothing(let states):
-                return .success(.decided(CommandOutcome(result: nil, states: states, decidedOn: states)))
+            case .nothing(let states, let signal, let refused):
+                return .success(.decided(CommandOutcome(result: nil, states: states, decidedOn: states, signal: signal, refused: refused)))
             case .refused(let error):
                 return .failure(error)
             }

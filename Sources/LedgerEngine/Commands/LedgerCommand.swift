@@ -36,12 +36,34 @@ package struct CommandPlan: Sendable {
     package var contacts: [ContactRow] = []
 }
 
+/// What a command decided, as a value its caller switches on (issue 56: decisions no longer leave commands as thrown
+/// errors). `Signal` is what the caller learns besides the append: which way the decision went.
+package enum Decision<Signal: Sendable>: Sendable {
+    /// Append the plan (an empty plan appends nothing), and tell the caller `signal`.
+    case append(CommandPlan, Signal)
+    /// Append nothing, whatever the states it was decided on: the decision is final.
+    case nothing(Signal)
+    /// Append nothing because of what the states say (too young to judge, behind the acquirer, a refused expiry).
+    /// Decided on a state the writer remembered and nothing in its batch moved, it is not trusted yet: the writer
+    /// reads the streams fresh and decides again first, exactly as for a refusal thrown by `decide`.
+    case refuse(Signal)
+
+    /// The same decision with its signal type-erased, as the writer carries it.
+    package var erased: Decision<any Sendable> {
+        switch self {
+        case .append(let plan, let signal): .append(plan, signal)
+        case .nothing(let signal): .nothing(signal)
+        case .refuse(let signal): .refuse(signal)
+        }
+    }
+}
+
 /// A domain decision the writer makes inside its batch, in queue order, against the states of ``reads`` as the
 /// batch has built them so far: ten payments for one product in one batch are ten decisions on ten successive
-/// states and one commit. `decide` is pure and quick (it runs on the writer's loop); it throws to refuse (the
-/// error reaches the caller as it is, and nothing is appended). Streams the plan appends to but the command
-/// does not read (a new order: `.noStream`) are checked by the database as any append is.
-@MemberwiseInit
+/// states and one commit. `decide` is pure and quick (it runs on the writer's loop); it returns a ``Decision`` (the
+/// caller's signal travels with it), or throws to reject the request itself (the error reaches the caller as it
+/// is, and nothing is appended). Streams the plan appends to but the command does not read (a new order:
+/// `.noStream`) are checked by the database as any append is.
 package struct LedgerCommand: Sendable {
     package var reads: AggregateKeys
     /// Those of ``reads`` the plan may not append to but depends on (the shipping method whose price an order
@@ -54,7 +76,74 @@ package struct LedgerCommand: Sendable {
     /// States of some of ``reads`` the caller holds already: used instead of loading them when the batch does not
     /// know them yet and their versions are the ones this writer last saw committed (or it saw none).
     package var given: AggregateStates = .init()
-    package var decide: @Sendable (AggregateStates) throws -> CommandPlan
+    /// The decision, its signal type-erased (``Signalled`` keeps the type for the caller).
+    package var decide: @Sendable (AggregateStates) throws -> Decision<any Sendable>
+
+    /// A command whose decision is a plan and nothing more to tell (an empty plan: nothing to append).
+    package init(
+        reads: AggregateKeys,
+        checked: AggregateKeys = .init(),
+        now: Date,
+        metadata: EventMetadata,
+        idempotency: IdempotencyKey? = nil,
+        given: AggregateStates = .init(),
+        decide: @escaping @Sendable (AggregateStates) throws -> CommandPlan
+    ) {
+        self.init(
+            reads: reads,
+            checked: checked,
+            now: now,
+            metadata: metadata,
+            idempotency: idempotency,
+            given: given,
+            deciding: { states in .append(try decide(states), ()) }
+        )
+    }
+
+    /// A command deciding a ``Decision`` with any signal (``Signalled`` builds these, typed).
+    fileprivate init(
+        reads: AggregateKeys,
+        checked: AggregateKeys,
+        now: Date,
+        metadata: EventMetadata,
+        idempotency: IdempotencyKey?,
+        given: AggregateStates,
+        deciding: @escaping @Sendable (AggregateStates) throws -> Decision<any Sendable>
+    ) {
+        self.reads = reads
+        self.checked = checked
+        self.now = now
+        self.metadata = metadata
+        self.idempotency = idempotency
+        self.given = given
+        self.decide = deciding
+    }
+}
+
+/// A command whose decision tells its caller a `Signal` (``Decision``): the runner answers with the signal typed, so
+/// the caller switches on it instead of following `catch` clauses.
+package struct Signalled<Signal: Sendable>: Sendable {
+    package var command: LedgerCommand
+
+    package init(
+        reads: AggregateKeys,
+        checked: AggregateKeys = .init(),
+        now: Date,
+        metadata: EventMetadata,
+        idempotency: IdempotencyKey? = nil,
+        given: AggregateStates = .init(),
+        decide: @escaping @Sendable (AggregateStates) throws -> Decision<Signal>
+    ) {
+        command = LedgerCommand(
+            reads: reads,
+            checked: checked,
+            now: now,
+            metadata: metadata,
+            idempotency: idempotency,
+            given: given,
+            deciding: { states in try decide(states).erased }
+        )
+    }
 }
 
 /// A command's answer once its batch committed.
@@ -67,6 +156,10 @@ package struct CommandOutcome: Sendable {
     package var states: AggregateStates?
     /// The states of what the command read, as the decision that was appended (or answered) saw them.
     package var decidedOn: AggregateStates
+    /// The decision's signal (type-erased; ``Signalled`` commands' runners hand it back typed).
+    package var signal: any Sendable = ()
+    /// The decision was ``Decision/refuse(_:)`` (on states read fresh, or moved by this batch).
+    package var refused: Bool = false
 }
 
 /// Where the writer takes the states commands decide on, and tells what its commits produced.

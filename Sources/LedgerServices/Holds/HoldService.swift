@@ -157,7 +157,7 @@ public struct HoldService: Sendable {
     }
 
     /// Records the acquirer's answer to `operation`: a command the writer decides inside its batch on the
-    /// order, hold and products as the batch has them (``AggregateStore/run(_:beforeRetry:)`` decides it again
+    /// order, hold and products as the batch has them (``AggregateStore/run(_:)`` decides it again
     /// after another process moved them; stock that is out of date is read fresh and decided again there).
     /// `decidedOn`: the order and hold the caller already holds. With `checkingBalance`, an answer that does not
     /// land the hold where the acquirer says it is (``HoldWorkflow/landsWhereTheAcquirerSays(_:hold:response:)``)
@@ -175,7 +175,7 @@ public struct HoldService: Sendable {
         if order == nil { order = try await aggregates.order(orderID, fresh: false) }
         guard let lines = order?.lines else { throw ServiceError.internalFailure }
         let now = clock()
-        let command = LedgerCommand(
+        let command = Signalled<Landing>(
             reads: AggregateKeys(products: lines.map(\.productID), orders: [orderID], holds: [orderID]),
             now: now,
             metadata: metadata,
@@ -192,18 +192,20 @@ public struct HoldService: Sendable {
                 context: DecisionContext(now: now)
             ).get()
             if checkingBalance, let response, !HoldWorkflow.landsWhereTheAcquirerSays(plan, hold: hold, response: response) {
-                throw BehindTheAcquirer()
+                return .refuse(.behindTheAcquirer)
             }
-            return CommandPlan(plan: plan)
+            return .append(CommandPlan(plan: plan), .lands)
         }
         let outcome: CommandOutcome
         do {
-            outcome = try await aggregates.run(command)
+            let ran = try await aggregates.run(command)
+            switch ran.signal {
+            case .lands: outcome = ran.outcome
+            case .behindTheAcquirer: return (.behindTheAcquirer, nil)
+            }
         } catch let rejection as HoldRejection {
             logger.error("acquirer answer could not be recorded", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
             return (.refused(rejection), nil)
-        } catch is BehindTheAcquirer {
-            return (.behindTheAcquirer, nil)
         } catch is AggregateStore.Contended {
             return (.contended, nil)
         } catch let error as AppendError where error == .idempotencyConflict {
@@ -218,8 +220,14 @@ public struct HoldService: Sendable {
         return (.recorded(appended: outcome.result != nil, replayed: false), (orderAfter, after.holds[orderID]))
     }
 
-    /// The acquirer's answer does not land the hold where the acquirer says it is: record its earlier answers first.
-    struct BehindTheAcquirer: Error {}
+    /// Where recording the acquirer's answer leaves the hold, as the recording command tells it (``Decision``).
+    enum Landing: Sendable {
+        /// Where the acquirer says it is (or not checked): appended.
+        case lands
+        /// Not where the acquirer says: record its earlier answers first (a refusal, decided again on the streams
+        /// read fresh before it stands).
+        case behindTheAcquirer
+    }
 
     /// Turns the API's decimal strings into the order's money.
     static func operation(_ request: HoldOperationRequest, currency: Currency) throws -> HoldOperation {
@@ -384,16 +392,19 @@ public struct HoldService: Sendable {
             async let next: ExpiryPage? = readsNext ? readExpiryPage(now: now, limit: batchSize, after: page.next) : nil
             let outcome: CommandOutcome
             do {
-                outcome = try await aggregates.run(expiry(page, now: now, metadata: metadata, skipping: refused))
+                let ran = try await aggregates.run(expiry(page, now: now, metadata: metadata, skipping: refused))
+                switch ran.signal {
+                case .expired: outcome = ran.outcome
+                case .refused(let order, let rejection):
+                    // Refused on states the writer read fresh (it decides a refusal on remembered ones again): the
+                    // ledger disagrees with itself about this order. Logged, skipped; the rest of the page is read again.
+                    logger.error("expiry refused", metadata: ["order": "\(order)", "why": "\(rejection)"])
+                    refused.insert(order)
+                    rounds = 0  // one order fewer to decide: progress
+                    continue
+                }
             } catch is AggregateStore.Contended {
                 continue  // other sweepers and operators kept moving this page: read it again
-            } catch let refusal as ExpiryRefused {
-                // Refused on states the writer read fresh (it decides a refusal on remembered ones again): the
-                // ledger disagrees with itself about this order. Logged, skipped; the rest of the page is read again.
-                logger.error("expiry refused", metadata: ["order": "\(refusal.order)", "why": "\(refusal.rejection)"])
-                refused.insert(refusal.order)
-                rounds = 0  // one order fewer to decide: progress
-                continue
             }
             let count = page.orders.filter { outcome.decidedOn.holds[$0]?.isClosed == false && outcome.states?.holds[$0]?.isClosed == true }.count
             if count == 0 {
@@ -414,10 +425,12 @@ public struct HoldService: Sendable {
         return expired
     }
 
-    /// An expiry the hold lifecycle refused, thrown out of the expiry command's decision.
-    struct ExpiryRefused: Error, Sendable {
-        var order: OrderID
-        var rejection: HoldRejection
+    /// What the expiry command decided (``Decision``).
+    enum Expiry: Sendable {
+        /// The page's expiries the acquirer confirms (none, perhaps).
+        case expired
+        /// The hold lifecycle refused this order's expiry (a refusal: decided again on states read fresh first).
+        case refused(order: OrderID, rejection: HoldRejection)
     }
 
     /// One page of the sweep as read: the due orders, their order and hold streams fresh from the
@@ -487,12 +500,12 @@ public struct HoldService: Sendable {
     /// the page's orders and holds (as read, unless it has seen them move since) and their products as its batch
     /// has them; each expiry sees the stock as the previous ones left it (one product stream gets all its releases).
     ///
-    /// An expiry the lifecycle refuses is thrown (``ExpiryRefused``), never skipped here: the usual cause is a product
-    /// state the writer remembered from before another daemon moved it (`stockOutOfDate`), and a thrown refusal on a
-    /// remembered state is decided again on states read fresh (``CommandDecisions``). Skipped, it appended nothing, so
+    /// An expiry the lifecycle refuses refuses the command (``Expiry/refused(order:rejection:)``), never skipped here:
+    /// the usual cause is a product state the writer remembered from before another daemon moved it (`stockOutOfDate`),
+    /// and a refusal on a remembered state is decided again on states read fresh (``CommandDecisions``). Skipped, it appended nothing, so
     /// nothing ever caught that product up, and this daemon's sweeps passed over its due holds. `skipping`: orders
     /// refused on fresh states, which ``expireDue(now:batchSize:)`` leaves for an operator.
-    func expiry(_ page: ExpiryPage, now: Date, metadata: EventMetadata, skipping: Set<OrderID>) -> LedgerCommand {
+    func expiry(_ page: ExpiryPage, now: Date, metadata: EventMetadata, skipping: Set<OrderID>) -> Signalled<Expiry> {
         var products: [ProductID] = []
         var seen = Set<ProductID>()
         for id in page.orders {
@@ -500,7 +513,7 @@ public struct HoldService: Sendable {
         }
         let unrecorded = Set(Self.unrecorded(on: page).map(\.0))
         let logger = self.logger
-        return LedgerCommand(
+        return Signalled(
             reads: AggregateKeys(products: products, orders: page.orders, holds: page.orders),
             now: now,
             metadata: metadata,
@@ -520,13 +533,13 @@ public struct HoldService: Sendable {
                 guard details.status == .expired else { continue }  // not lapsed at the acquirer (yet)
                 switch HoldLifecycle.expire(order: order, hold: hold, products: states.products, context: context) {
                 case .failure(let rejection):
-                    throw ExpiryRefused(order: id, rejection: rejection)
+                    return .refuse(.refused(order: id, rejection: rejection))
                 case .success(let plan):
                     builder.add(plan)
                     for case .product(let e) in plan.events { states.products[e.productID]!.apply(e) }
                 }
             }
-            return CommandPlan(plan: builder.plan)
+            return .append(CommandPlan(plan: builder.plan), .expired)
         }
     }
 

@@ -158,19 +158,19 @@ public struct PaymentService: Sendable {
 
     /// Step 1's append, decided by the writer: how it ended, unless the request was refused (thrown).
     func open(_ command: LedgerCommand, orderID: OrderID, applePayToken: AcceptedApplePayToken?) async throws -> PaymentOpening {
-        let outcome: CommandOutcome
+        let ran: CommandOutcome?
         do {
-            outcome = try await aggregates.run(command) {
+            ran = try await aggregates.run(command) {
                 // Another payment took this Apple Pay token's marker: a replay, not a busy product.
-                if let applePayToken, try await applePayTransactionUsed(applePayToken) { throw ApplePayTransactionUsed() }
+                guard let applePayToken else { return false }
+                return try await applePayTransactionUsed(applePayToken)
             }
         } catch let error as AppendError where error == .idempotencyConflict {
             return .idempotencyConflict
         } catch is AggregateStore.Contended {
             return .contended
-        } catch is ApplePayTransactionUsed {
-            return .applePayTransactionUsed
         }
+        guard let outcome = ran else { return .applePayTransactionUsed }
         guard let result = outcome.result, result.replayed else { return .opened(orderID) }
         // A retry of an earlier request: the first stream of its append is its order.
         guard let first = result.streams.first, first.streamID.rawValue.hasPrefix("order-"),
@@ -180,8 +180,6 @@ public struct PaymentService: Sendable {
         }
         return .replayed(earlier)
     }
-
-    struct ApplePayTransactionUsed: Error {}
 
     /// Recovery of one order still waiting for payment: asks the acquirer by the order's reference
     /// and records what it says — the hold if it approved, a release if it has nothing, a reversal
@@ -196,22 +194,23 @@ public struct PaymentService: Sendable {
         let metadata = metadata(correlation, "RecoverPayment", nil)
         // The acquirer's answer decides, on the order as the writer's batch has it (another process may have
         // recorded it since): an append, nothing, "too young", or a reversal before the release.
-        let recover = LedgerCommand(reads: reads, now: now, metadata: metadata, given: AggregateStates(orders: [orderID: order])) { states in
-            guard let order = states.orders[orderID] else { return CommandPlan(plan: AppendPlan([])) }
+        let recover = Signalled<Recovery>(reads: reads, now: now, metadata: metadata, given: AggregateStates(orders: [orderID: order])) { states in
+            guard let order = states.orders[orderID] else { return .nothing(.settled) }
             switch PaymentFlow.recover(order: order, query: query, products: states.products, policy: policy, context: DecisionContext(now: now)) {
             case .failure(let rejection): throw rejection
-            case .success(.nothingToDo): return CommandPlan(plan: AppendPlan([]))
-            case .success(.wait): throw RecoveryWaits()
-            case .success(.append(let plan)): return CommandPlan(plan: plan)
-            case .success(.reverseThenRelease(let reference)): throw ReverseFirst(reference: reference)
+            case .success(.nothingToDo): return .nothing(.settled)
+            case .success(.wait): return .refuse(.waits)
+            case .success(.append(let plan)): return .append(CommandPlan(plan: plan), .settled)
+            case .success(.reverseThenRelease(let reference)): return .refuse(.reverseFirst(reference: reference))
             }
         }
         do {
-            do {
-                _ = try await aggregates.run(recover)
-            } catch let reverse as ReverseFirst {
+            switch try await aggregates.run(recover).signal {
+            case .settled: break
+            case .waits: return false
+            case .reverseFirst(let reference):
                 _ = try await acquirer.reverse(
-                    ReversalRequest(authorizationReference: reverse.reference, modificationReference: "\(reverse.reference)-reversal")
+                    ReversalRequest(authorizationReference: reference, modificationReference: "\(reference)-reversal")
                 )
                 let release = LedgerCommand(reads: reads, now: now, metadata: metadata) { states in
                     guard let order = states.orders[orderID], order.status.awaitsPayment else { return CommandPlan(plan: AppendPlan([])) }
@@ -226,8 +225,6 @@ public struct PaymentService: Sendable {
                 }
                 _ = try await aggregates.run(release)
             }
-        } catch is RecoveryWaits {
-            return false
         } catch let rejection as PaymentFlowRejection {
             logger.error("recovery refused", metadata: ["order": "\(orderID)", "why": "\(rejection)"])
             return false
@@ -238,11 +235,14 @@ public struct PaymentService: Sendable {
         return true
     }
 
-    /// Recovery's decision: the order is too young to judge.
-    struct RecoveryWaits: Error {}
-    /// Recovery's decision: the acquirer does not know either; reverse by this reference, then release.
-    struct ReverseFirst: Error {
-        var reference: String
+    /// Recovery's decision, as the recovery command tells it (``Decision``).
+    enum Recovery: Sendable {
+        /// Recorded, released, or nothing left to do.
+        case settled
+        /// The order is too young to judge (a refusal: decided again on the order read fresh before it stands).
+        case waits
+        /// The acquirer does not know either; reverse by this reference, then release (a refusal, like ``waits``).
+        case reverseFirst(reference: String)
     }
 
     /// Orders still waiting for payment, oldest first.
