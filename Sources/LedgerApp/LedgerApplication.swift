@@ -386,6 +386,7 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
         state: services.auditState,
         checkpoints: services.checkpoints,
         reportLimit: configuration.reportMaxBytes,
+        bank: services.bank,
         secureCookies: configuration.tlsCertificatePath != nil,
         clock: services.clock,
         failures: services.authenticationFailures

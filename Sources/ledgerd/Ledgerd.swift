@@ -15,7 +15,7 @@ struct Ledgerd: AsyncParsableCommand {
         discussion: "Every option can also be set by its environment variable (see docs/configuration.md); flags win.",
         subcommands: [
             Serve.self, Migrate.self, Catalog.self, Order.self, Disputes.self, Settle.self, Reconcile.self, Audit.self, Privacy.self,
-            Rebuild.self, Bench.self, ApplePay.self, AcquirerCommand.self, WitnessCommand.self, Tail.self, Journal.self, Keys.self,
+            Rebuild.self, Bench.self, ApplePay.self, AcquirerCommand.self, WitnessCommand.self, Tail.self, Journal.self, Keys.self, Bank.self,
         ],
         defaultSubcommand: Serve.self
     )
