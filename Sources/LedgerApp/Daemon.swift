@@ -53,6 +53,8 @@ public enum Daemon {
         // Held until the process ends; the kernel releases it then, however the process ends.
         let lock = try Self.lockDataDirectory(configuration)
         defer { withExtendedLifetime(lock) {} }
+        // An inbox that cannot be used (world-writable, another user's) stops the daemon before anything starts.
+        if let inbox = configuration.inbox { try ReportInbox.prepare(inbox.directory, claim: inbox.claim) }
         // A configured key that cannot be read stops the daemon before anything starts.
         let checkpointKey = try configuration.checkpointKeyPath.map(CheckpointKey.init(contentsOf:))
         let tls = try configuration.tlsCertificatePath.map { try TLSCertificateStore(certificatePath: $0, keyPath: configuration.tlsKeyPath ?? "") }

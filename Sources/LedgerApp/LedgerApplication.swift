@@ -86,6 +86,8 @@ public struct ServiceContainer: Sendable {
     public let privacy: PrivacyService
     /// Bank statements in (issue 53).
     public let bank: BankStatementService
+    /// The watched inbox of reports and statements (`LEDGERD_INBOX_DIR`); nil: none configured.
+    public let inbox: ReportInbox?
     public let state: StateHistory
     /// Knows the head soon after each commit (LISTEN/NOTIFY, polling as the fallback).
     public let watcher: HeadWatcher
@@ -206,7 +208,7 @@ public struct ServiceContainer: Sendable {
             }
         )
         self.payments = payments
-        self.settlement = SettlementService(
+        let settlement = SettlementService(
             writer: writer,
             store: store,
             client: client,
@@ -216,6 +218,7 @@ public struct ServiceContainer: Sendable {
             logger: logger,
             faultCrashAt: configuration.faultCrashAt
         )
+        self.settlement = settlement
         self.recovery = RecoveryService(payments: payments, interval: configuration.recoveryInterval, policy: .standard, logger: logger)
         let checkpoints = checkpointKey.map {
             CheckpointService(
@@ -254,7 +257,12 @@ public struct ServiceContainer: Sendable {
             TransparencyLogBuilder(log: $0, witnesses: witnesses, interval: configuration.logInterval, logger: logger)
         }
         self.privacy = PrivacyService(client: client, writer: writer, clock: clock, logger: logger)
-        self.bank = BankStatementService(client: client, writer: writer, clock: clock, logger: logger)
+        let bank = BankStatementService(client: client, writer: writer, clock: clock, logger: logger)
+        self.bank = bank
+        // Prepared now: an inbox that cannot be used (world-writable, another user's) stops the daemon at start.
+        self.inbox = try configuration.inbox.map { settings in
+            try ReportInbox(settings: settings, settlement: settlement, bank: bank, clock: clock, logger: logger)
+        }
         let state = StateHistory(client: client, clock: clock, snapshotEvery: configuration.snapshotEveryEvents, logger: logger)
         self.state = state
         self.readClient = readClient
@@ -386,6 +394,7 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
         state: services.auditState,
         checkpoints: services.checkpoints,
         reportLimit: configuration.reportMaxBytes,
+        bank: services.bank,
         secureCookies: configuration.tlsCertificatePath != nil,
         clock: services.clock,
         failures: services.authenticationFailures
@@ -439,6 +448,7 @@ public func buildApplication(
     }
     if configuration.disputePollInterval != nil { app.addServices(afterPool(services.disputePoller)) }
     if let scheduler = services.checkpointScheduler { app.addServices(afterPool(scheduler)) }
+    if let inbox = services.inbox { app.addServices(afterPool(inbox)) }
     app.beforeServerStarts { await pool.running() }
     if configuration.seedDemoCatalog {
         // Runs once the pool and the writer are up, before the server accepts requests.

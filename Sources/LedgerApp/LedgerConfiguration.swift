@@ -133,6 +133,8 @@ public struct LedgerConfiguration: Sendable {
     public var exportsPerKey: Int
     /// `LEDGERD_REPORT_MAX_BYTES`: the largest settlement report upload.
     public var reportMaxBytes: Int
+    /// `LEDGERD_INBOX_DIR` and its poll and settle times: the watched inbox of reports and statements (nil: none).
+    public var inbox: ReportInbox.Settings?
     public var port: Int
     public var dataDirectory: String
     public var postgresBinDirectory: String?
@@ -258,6 +260,23 @@ public struct LedgerConfiguration: Sendable {
         guard exportsPerKey >= 1 else { throw ConfigurationError("LEDGERD_EXPORTS_PER_KEY must be at least 1") }
         reportMaxBytes = reader.int(forKey: "ledgerd.report.max.bytes", default: 256 * 1024 * 1024)
         guard reportMaxBytes >= 1024 else { throw ConfigurationError("LEDGERD_REPORT_MAX_BYTES must be at least 1024") }
+        let inboxPollMilliseconds = reader.int(forKey: "ledgerd.inbox.poll.ms", default: 5_000)
+        guard inboxPollMilliseconds >= 10 else { throw ConfigurationError("LEDGERD_INBOX_POLL_MS must be at least 10") }
+        let inboxSettleMilliseconds = reader.int(forKey: "ledgerd.inbox.settle.ms", default: 5_000)
+        guard inboxSettleMilliseconds >= 0 else { throw ConfigurationError("LEDGERD_INBOX_SETTLE_MS must be 0 or more") }
+        let dataDirectoryForClaim = reader.string(forKey: "ledgerd.data.dir", default: "./.ledgerd")
+        if let path = reader.string(forKey: "ledgerd.inbox.dir"), !path.isEmpty {
+            let cwd = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+            inbox = ReportInbox.Settings(
+                directory: URL(fileURLWithPath: path, relativeTo: cwd).standardizedFileURL,
+                pollInterval: .milliseconds(inboxPollMilliseconds),
+                settle: .milliseconds(inboxSettleMilliseconds),
+                maximumBytes: reportMaxBytes,
+                claim: ReportInbox.claim(dataDirectory: URL(fileURLWithPath: dataDirectoryForClaim, relativeTo: cwd))
+            )
+        } else {
+            inbox = nil
+        }
         guard expensiveRequestLimit >= 1 else { throw ConfigurationError("LEDGERD_EXPENSIVE_REQUEST_LIMIT must be at least 1") }
         port = reader.int(forKey: "ledgerd.port", default: 12345)
         dataDirectory = reader.string(forKey: "ledgerd.data.dir", default: "./.ledgerd")

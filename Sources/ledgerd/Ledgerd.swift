@@ -15,7 +15,7 @@ struct Ledgerd: AsyncParsableCommand {
         discussion: "Every option can also be set by its environment variable (see docs/configuration.md); flags win.",
         subcommands: [
             Serve.self, Migrate.self, Catalog.self, Order.self, Disputes.self, Settle.self, Reconcile.self, Audit.self, Privacy.self,
-            Rebuild.self, Bench.self, ApplePay.self, AcquirerCommand.self, WitnessCommand.self, Tail.self, Journal.self, Keys.self,
+            Rebuild.self, Bench.self, ApplePay.self, AcquirerCommand.self, WitnessCommand.self, Tail.self, Journal.self, Keys.self, Bank.self,
         ],
         defaultSubcommand: Serve.self
     )
@@ -164,7 +164,9 @@ struct Audit: AsyncParsableCommand {
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmarks.",
-        subcommands: [Append.self, Expiry.self, AuditReads.self, AsOfBench.self, SettleBench.self, SDRBench.self, DayLoadCommand.self]
+        subcommands: [
+            Append.self, Expiry.self, AuditReads.self, AsOfBench.self, SettleBench.self, SDRBench.self, DayLoadCommand.self, BankBench.self,
+        ]
     )
 
     struct DayLoadCommand: AsyncParsableCommand {
@@ -314,6 +316,25 @@ struct Bench: AsyncParsableCommand {
             print("bench sdr: \(captures) captures, \(ProcessInfo.processInfo.activeProcessorCount) cores")
             print(
                 try await ReportImportBenchmark(captures: captures, dataDirectory: directory, logger: makeLogger(configuration))
+                    .run(migrations: migrations)
+            )
+        }
+    }
+
+    struct BankBench: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "bank",
+            abstract: "Time importing a bank statement of N entries (MT940) through the bank statement service: wall and CPU time.",
+            discussion: "Runs on its own durable embedded cluster (default ./.ledgerd-bench); never on a real ledger."
+        )
+        @Option(help: "Entries in the statement.") var entries = 100_000
+        @OptionGroup var cluster: BenchCluster
+
+        func run() async throws {
+            let (configuration, directory, migrations) = try cluster.prepare()
+            print("bench bank: \(entries) entries, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+            print(
+                try await BankImportBenchmark(entries: entries, dataDirectory: directory, logger: makeLogger(configuration))
                     .run(migrations: migrations)
             )
         }

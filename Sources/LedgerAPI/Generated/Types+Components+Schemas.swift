@@ -1166,6 +1166,118 @@ extension Components {
                 case resolutions
             }
         }
+        /// An imported bank statement file and what became of each of its statements.
+        ///
+        /// - Remark: Generated from `#/components/schemas/BankStatementImport`.
+        public struct BankStatementImport: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/BankStatementImport/format`.
+            @frozen public enum FormatPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case camt_053 = "camt.053"
+                case camt_054 = "camt.054"
+                case mt940 = "mt940"
+                case bai2 = "bai2"
+            }
+            /// - Remark: Generated from `#/components/schemas/BankStatementImport/format`.
+            public var format: Components.Schemas.BankStatementImport.FormatPayload
+            /// - Remark: Generated from `#/components/schemas/BankStatementImport/file_sha256`.
+            public var fileSha256: Swift.String
+            /// - Remark: Generated from `#/components/schemas/BankStatementImport/StatementsPayload`.
+            public struct StatementsPayloadPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/BankStatementImport/StatementsPayload/account`.
+                public var account: Swift.String
+                /// - Remark: Generated from `#/components/schemas/BankStatementImport/StatementsPayload/statement_id`.
+                public var statementId: Swift.String
+                /// - Remark: Generated from `#/components/schemas/BankStatementImport/StatementsPayload/sequence`.
+                public var sequence: Swift.String
+                /// - Remark: Generated from `#/components/schemas/BankStatementImport/StatementsPayload/stream`.
+                public var stream: Swift.String
+                /// - Remark: Generated from `#/components/schemas/BankStatementImport/StatementsPayload/currency`.
+                public var currency: Components.Schemas.CurrencyCode
+                /// - Remark: Generated from `#/components/schemas/BankStatementImport/StatementsPayload/entries`.
+                public var entries: Swift.Int
+                /// - Remark: Generated from `#/components/schemas/BankStatementImport/StatementsPayload/net`.
+                public var net: Components.Schemas.Money
+                /// - Remark: Generated from `#/components/schemas/BankStatementImport/StatementsPayload/status`.
+                @frozen public enum StatusPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                    case imported = "imported"
+                    case alreadyImported = "already_imported"
+                    case resumed = "resumed"
+                    case conflicting = "conflicting"
+                }
+                /// - Remark: Generated from `#/components/schemas/BankStatementImport/StatementsPayload/status`.
+                public var status: Components.Schemas.BankStatementImport.StatementsPayloadPayload.StatusPayload
+                /// - Remark: Generated from `#/components/schemas/BankStatementImport/StatementsPayload/appended_events`.
+                public var appendedEvents: Swift.Int
+                /// Creates a new `StatementsPayloadPayload`.
+                ///
+                /// - Parameters:
+                ///   - account:
+                ///   - statementId:
+                ///   - sequence:
+                ///   - stream:
+                ///   - currency:
+                ///   - entries:
+                ///   - net:
+                ///   - status:
+                ///   - appendedEvents:
+                public init(
+                    account: Swift.String,
+                    statementId: Swift.String,
+                    sequence: Swift.String,
+                    stream: Swift.String,
+                    currency: Components.Schemas.CurrencyCode,
+                    entries: Swift.Int,
+                    net: Components.Schemas.Money,
+                    status: Components.Schemas.BankStatementImport.StatementsPayloadPayload.StatusPayload,
+                    appendedEvents: Swift.Int
+                ) {
+                    self.account = account
+                    self.statementId = statementId
+                    self.sequence = sequence
+                    self.stream = stream
+                    self.currency = currency
+                    self.entries = entries
+                    self.net = net
+                    self.status = status
+                    self.appendedEvents = appendedEvents
+                }
+                public enum CodingKeys: String, CodingKey {
+                    case account
+                    case statementId = "statement_id"
+                    case sequence
+                    case stream
+                    case currency
+                    case entries
+                    case net
+                    case status
+                    case appendedEvents = "appended_events"
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/BankStatementImport/statements`.
+            public typealias StatementsPayload = [Components.Schemas.BankStatementImport.StatementsPayloadPayload]
+            /// - Remark: Generated from `#/components/schemas/BankStatementImport/statements`.
+            public var statements: Components.Schemas.BankStatementImport.StatementsPayload
+            /// Creates a new `BankStatementImport`.
+            ///
+            /// - Parameters:
+            ///   - format:
+            ///   - fileSha256:
+            ///   - statements:
+            public init(
+                format: Components.Schemas.BankStatementImport.FormatPayload,
+                fileSha256: Swift.String,
+                statements: Components.Schemas.BankStatementImport.StatementsPayload
+            ) {
+                self.format = format
+                self.fileSha256 = fileSha256
+                self.statements = statements
+            }
+            public enum CodingKeys: String, CodingKey {
+                case format
+                case fileSha256 = "file_sha256"
+                case statements
+            }
+        }
         /// One report's reconciliation of a batch (its latest result); `report` is `acquirer` or the upload's key.
         ///
         /// - Remark: Generated from `#/components/schemas/ReconciliationReport`.

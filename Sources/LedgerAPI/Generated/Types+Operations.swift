@@ -3139,6 +3139,325 @@ public enum Operations {
             }
         }
     }
+    /// Import a bank statement file (camt.053, camt.054, MT940 or BAI2; detected from its content or named by `format`).
+    ///
+    /// The raw file is the body (any media type), streamed to a 0600 spool file and bounded by `LEDGERD_REPORT_MAX_BYTES`
+    /// (413 once past it). The whole file is read before anything is stored: every statement's opening balance plus its
+    /// entries must make its closing balance (422 `invalid_statement` naming the statement and the difference otherwise),
+    /// and a malformed file, an XML document type or entity declaration, or an unknown format is a 422 that appends
+    /// nothing. Each statement (account, statement id, sequence) becomes a stream of its own (`bank_statement-…`): a
+    /// `BankStatementReceived`, then one `BankEntryBooked` per entry. A statement already imported, from this file or
+    /// another, appends nothing (`already_imported`, or `conflicting` when its content differs). docs/bank-statements.md
+    /// has the formats and rules.
+    ///
+    ///
+    /// - Remark: HTTP `POST /bank/statements`.
+    /// - Remark: Generated from `#/paths//bank/statements/post(importBankStatement)`.
+    public enum ImportBankStatement {
+        public static let id: Swift.String = "importBankStatement"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/bank/statements/POST/query`.
+            public struct Query: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/bank/statements/POST/query/format`.
+                @frozen public enum FormatPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                    case camt_053 = "camt.053"
+                    case camt_054 = "camt.054"
+                    case mt940 = "mt940"
+                    case bai2 = "bai2"
+                }
+                /// - Remark: Generated from `#/paths/bank/statements/POST/query/format`.
+                public var format: Operations.ImportBankStatement.Input.Query.FormatPayload?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - format:
+                public init(format: Operations.ImportBankStatement.Input.Query.FormatPayload? = nil) {
+                    self.format = format
+                }
+            }
+            public var query: Operations.ImportBankStatement.Input.Query
+            /// - Remark: Generated from `#/paths/bank/statements/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ImportBankStatement.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ImportBankStatement.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.ImportBankStatement.Input.Headers
+            /// - Remark: Generated from `#/paths/bank/statements/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/bank/statements/POST/requestBody/content/application\/octet-stream`.
+                case binary(OpenAPIRuntime.HTTPBody)
+                /// - Remark: Generated from `#/paths/bank/statements/POST/requestBody/content/text\/plain`.
+                case plainText(OpenAPIRuntime.HTTPBody)
+                /// - Remark: Generated from `#/paths/bank/statements/POST/requestBody/content/application\/xml`.
+                case xml(OpenAPIRuntime.HTTPBody)
+            }
+            public var body: Operations.ImportBankStatement.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            ///   - body:
+            public init(
+                query: Operations.ImportBankStatement.Input.Query = .init(),
+                headers: Operations.ImportBankStatement.Input.Headers = .init(),
+                body: Operations.ImportBankStatement.Input.Body
+            ) {
+                self.query = query
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/bank/statements/POST/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/bank/statements/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.BankStatementImport)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.BankStatementImport {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ImportBankStatement.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ImportBankStatement.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// What became of each statement of the file.
+            ///
+            /// - Remark: Generated from `#/paths//bank/statements/post(importBankStatement)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.ImportBankStatement.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.ImportBankStatement.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Malformed: `bad_json`, `unknown_field`, `unknown_parameter`, `invalid_parameter`, `missing_parameter`, `missing_idempotency_key`, `invalid_idempotency_key`.
+            ///
+            /// - Remark: Generated from `#/paths//bank/statements/post(importBankStatement)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unauthenticated`: no key, or an unknown, revoked or expired one.
+            ///
+            /// - Remark: Generated from `#/paths//bank/statements/post(importBankStatement)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `forbidden`: the key's role may not do this.
+            ///
+            /// - Remark: Generated from `#/paths//bank/statements/post(importBankStatement)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.Forbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            public var forbidden: Components.Responses.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `payload_too_large`: the body is over the route's limit (16 KiB for back-office JSON bodies).
+            ///
+            /// - Remark: Generated from `#/paths//bank/statements/post(importBankStatement)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.PayloadTooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            public var contentTooLarge: Components.Responses.PayloadTooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The request is well formed but invalid: `missing_field`, `invalid_field`, `invalid_amount`, `currency_mismatch`, …
+            ///
+            /// - Remark: Generated from `#/paths//bank/statements/post(importBankStatement)/responses/422`.
+            ///
+            /// HTTP response code: `422 unprocessableContent`.
+            case unprocessableContent(Components.Responses.Unprocessable)
+            /// The associated value of the enum case if `self` is `.unprocessableContent`.
+            ///
+            /// - Throws: An error if `self` is not `.unprocessableContent`.
+            /// - SeeAlso: `.unprocessableContent`.
+            public var unprocessableContent: Components.Responses.Unprocessable {
+                get throws {
+                    switch self {
+                    case let .unprocessableContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unprocessableContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `busy`: too many expensive requests run; retry after `Retry-After` seconds.
+            ///
+            /// - Remark: Generated from `#/paths//bank/statements/post(importBankStatement)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.Busy)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Components.Responses.Busy {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// `unavailable` or `replica_behind`: retry shortly.
+            ///
+            /// - Remark: Generated from `#/paths//bank/statements/post(importBankStatement)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.Unavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Components.Responses.Unavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// Disputes by status and deadline.
     ///
     /// - Remark: HTTP `GET /disputes`.

@@ -85,6 +85,21 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /reconciliation/reports`.
     /// - Remark: Generated from `#/paths//reconciliation/reports/post(uploadReconciliationReport)`.
     func uploadReconciliationReport(_ input: Operations.UploadReconciliationReport.Input) async throws -> Operations.UploadReconciliationReport.Output
+    /// Import a bank statement file (camt.053, camt.054, MT940 or BAI2; detected from its content or named by `format`).
+    ///
+    /// The raw file is the body (any media type), streamed to a 0600 spool file and bounded by `LEDGERD_REPORT_MAX_BYTES`
+    /// (413 once past it). The whole file is read before anything is stored: every statement's opening balance plus its
+    /// entries must make its closing balance (422 `invalid_statement` naming the statement and the difference otherwise),
+    /// and a malformed file, an XML document type or entity declaration, or an unknown format is a 422 that appends
+    /// nothing. Each statement (account, statement id, sequence) becomes a stream of its own (`bank_statement-…`): a
+    /// `BankStatementReceived`, then one `BankEntryBooked` per entry. A statement already imported, from this file or
+    /// another, appends nothing (`already_imported`, or `conflicting` when its content differs). docs/bank-statements.md
+    /// has the formats and rules.
+    ///
+    ///
+    /// - Remark: HTTP `POST /bank/statements`.
+    /// - Remark: Generated from `#/paths//bank/statements/post(importBankStatement)`.
+    func importBankStatement(_ input: Operations.ImportBankStatement.Input) async throws -> Operations.ImportBankStatement.Output
     /// Disputes by status and deadline.
     ///
     /// - Remark: HTTP `GET /disputes`.
@@ -240,6 +255,31 @@ extension APIProtocol {
         body: Operations.UploadReconciliationReport.Input.Body
     ) async throws -> Operations.UploadReconciliationReport.Output {
         try await uploadReconciliationReport(Operations.UploadReconciliationReport.Input(
+            query: query,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Import a bank statement file (camt.053, camt.054, MT940 or BAI2; detected from its content or named by `format`).
+    ///
+    /// The raw file is the body (any media type), streamed to a 0600 spool file and bounded by `LEDGERD_REPORT_MAX_BYTES`
+    /// (413 once past it). The whole file is read before anything is stored: every statement's opening balance plus its
+    /// entries must make its closing balance (422 `invalid_statement` naming the statement and the difference otherwise),
+    /// and a malformed file, an XML document type or entity declaration, or an unknown format is a 422 that appends
+    /// nothing. Each statement (account, statement id, sequence) becomes a stream of its own (`bank_statement-…`): a
+    /// `BankStatementReceived`, then one `BankEntryBooked` per entry. A statement already imported, from this file or
+    /// another, appends nothing (`already_imported`, or `conflicting` when its content differs). docs/bank-statements.md
+    /// has the formats and rules.
+    ///
+    ///
+    /// - Remark: HTTP `POST /bank/statements`.
+    /// - Remark: Generated from `#/paths//bank/statements/post(importBankStatement)`.
+    public func importBankStatement(
+        query: Operations.ImportBankStatement.Input.Query = .init(),
+        headers: Operations.ImportBankStatement.Input.Headers = .init(),
+        body: Operations.ImportBankStatement.Input.Body
+    ) async throws -> Operations.ImportBankStatement.Output {
+        try await importBankStatement(Operations.ImportBankStatement.Input(
             query: query,
             headers: headers,
             body: body

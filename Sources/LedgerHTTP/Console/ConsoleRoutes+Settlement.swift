@@ -32,6 +32,41 @@ extension ConsoleRoutes {
         let rows: [BatchRow]
         /// The operator's run and upload forms (nil for an auditor).
         var run: RunForm?
+        /// What a bank statement upload stored (issue 53), shown above the batches.
+        var bankImport: BankImportView?
+    }
+
+    /// A bank statement file's import, as the console shows it: the API's reply, one row per statement.
+    struct BankImportView {
+        struct Row {
+            let statementID: String
+            let sequence: String
+            let account: String
+            let status: String
+            let entries: Int
+            let net: String
+            let appended: Int
+        }
+
+        let format: String
+        let fileSHA256: String
+        let rows: [Row]
+
+        init(_ summary: BankStatementService.ImportSummary) {
+            format = summary.format
+            fileSHA256 = summary.fileSHA256
+            rows = summary.statements.map {
+                Row(
+                    statementID: $0.statementID,
+                    sequence: $0.sequence,
+                    account: $0.account,
+                    status: $0.status.rawValue,
+                    entries: $0.entries,
+                    net: "\($0.net.decimalString) \($0.currency.code)",
+                    appended: $0.appended
+                )
+            }
+        }
     }
 
     /// An operator's forms on the settlement page: run a day's settlement, and upload an acquirer's report.
@@ -45,6 +80,14 @@ extension ConsoleRoutes {
         var formats: [StatusOption] = SettlementReportFormat.allCases.map { StatusOption(name: $0.rawValue, selected: false) }
         var batch = ""
         var uploadError: ConsolePages.ErrorView?
+        /// The bank statement upload (nil: no importer behind the console).
+        var bank: BankForm?
+    }
+
+    /// The bank statement upload form: its format choice and the last refusal.
+    struct BankForm {
+        var formats: [StatusOption] = BankStatementService.formatNames.map { StatusOption(name: $0, selected: false) }
+        var error: ConsolePages.ErrorView?
     }
 
     struct BreakView {
@@ -128,6 +171,7 @@ extension ConsoleRoutes {
         _ request: Request,
         _ signedIn: SignedIn,
         runForm: RunForm? = nil,
+        bankImport: BankImportView? = nil,
         status: HTTPResponse.Status = .ok
     ) async throws -> Response {
         let parameters = request.uri.queryParameters
@@ -150,7 +194,9 @@ extension ConsoleRoutes {
         page.run = runForm
         if signedIn.isOperator && page.run == nil {
             page.run = RunForm(csrfToken: signedIn.session.csrfToken, lastClosed: settlement.lastClosedBusinessDay().description)
+            if bank != nil { page.run?.bank = BankForm() }
         }
+        page.bankImport = bankImport
         return ConsolePages.render("settlements", page, status: status)
     }
 
@@ -517,6 +563,7 @@ extension ConsoleRoutes {
             throw APIError(status: .forbidden, code: "csrf_token_invalid", message: "the form's CSRF token is missing or not this session's")
         }
         var typed = RunForm(csrfToken: signedIn.session.csrfToken, lastClosed: settlement.lastClosedBusinessDay().description)
+        if bank != nil { typed.bank = BankForm() }
         let formatText = (box.fields["format"] ?? "").trimmingCharacters(in: .whitespaces)
         typed.formats = SettlementReportFormat.allCases.map { StatusOption(name: $0.rawValue, selected: $0.rawValue == formatText) }
         typed.batch = (box.fields["batch"] ?? "").trimmingCharacters(in: .whitespaces)
@@ -535,6 +582,64 @@ extension ConsoleRoutes {
             let api = StartedSettlementRun.apiError(error)
             guard api.status.code < 500 else { throw api }
             typed.uploadError = .init(code: api.code, message: api.message)
+            return try await settlementList(request, signedIn, runForm: typed, status: api.status)
+        }
+    }
+}
+
+// MARK: Bank statement upload
+
+extension ConsoleRoutes {
+    /// `POST /console/bank/statements` (`multipart/form-data`: `csrf_token`, `format`, the `statement` file): an operator
+    /// imports a bank statement file (camt.053, camt.054, MT940, BAI2; the API's `POST /bank/statements`, the same
+    /// service). Streamed to a 0600 spool file as it arrives (`LEDGERD_REPORT_MAX_BYTES`), the CSRF token checked before
+    /// the spool is read; the settlement page then shows each statement and what was stored. A refusal (no file, a
+    /// statement that does not add up, a malformed file): the page again with the API's error beside the file field,
+    /// nothing appended.
+    func uploadStatement(_ request: Request) async throws -> Response {
+        guard let signedIn = signedIn(request) else { throw APIError.unauthenticated("sign in to the console first: no session, or it ended") }
+        guard signedIn.isOperator else { throw APIError(status: .forbidden, code: "forbidden", message: "this action needs an operator key") }
+        guard let bank else { throw APIError.notFound("bank statements are not imported here") }
+        guard let contentType = request.headers[.contentType], let reader = MultipartFormReader(contentType: contentType) else {
+            throw APIError(
+                status: .unsupportedMediaType,
+                code: "unsupported_media_type",
+                message: "the statement is sent as the upload form sends it: multipart/form-data with a boundary"
+            )
+        }
+        let box = UploadFields()
+        let upload: ReportUpload
+        do {
+            upload = try await ReportUpload.spool(FilePart(base: request.body, reader: reader, box: box, fileField: "statement"), limit: reportLimit)
+        } catch is ReportUpload.TooLarge {
+            throw APIError(
+                status: .contentTooLarge,
+                code: "payload_too_large",
+                message: "the statement file is larger than \(reportLimit) bytes (LEDGERD_REPORT_MAX_BYTES)"
+            )
+        } catch let failure as MultipartFormReader.Failure {
+            throw APIError.badRequest("invalid_form", failure.message)
+        }
+        defer { upload.remove() }
+        guard let token = box.fields["csrf_token"], ConsoleSessions.tokensEqual(token, signedIn.session.csrfToken) else {
+            throw APIError(status: .forbidden, code: "csrf_token_invalid", message: "the form's CSRF token is missing or not this session's")
+        }
+        var typed = RunForm(csrfToken: signedIn.session.csrfToken, lastClosed: settlement.lastClosedBusinessDay().description)
+        let formatText = (box.fields["format"] ?? "").trimmingCharacters(in: .whitespaces)
+        var form = BankForm()
+        form.formats = BankStatementService.formatNames.map { StatusOption(name: $0, selected: $0 == formatText) }
+        do {
+            guard box.files.contains("statement"), upload.byteCount > 0 else {
+                throw APIError.badRequest("missing_statement", "choose the statement file to upload (it is empty or missing)", field: "statement")
+            }
+            let summary = try await bank.importStatements(upload, format: formatText.isEmpty ? nil : formatText, actor: signedIn.principal.actor)
+            typed.bank = form
+            return try await settlementList(request, signedIn, runForm: typed, bankImport: BankImportView(summary))
+        } catch {
+            let api = StartedSettlementRun.apiError(error)
+            guard api.status.code < 500 else { throw api }
+            form.error = .init(code: api.code, message: api.message)
+            typed.bank = form
             return try await settlementList(request, signedIn, runForm: typed, status: api.status)
         }
     }

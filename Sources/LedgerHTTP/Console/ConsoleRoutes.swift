@@ -47,6 +47,8 @@ public struct ConsoleRoutes: Sendable {
     let holds: any HoldReader
     let disputes: any DisputeOperator
     let settlement: any SettlementOperator
+    /// What imports a bank statement file (the API's `POST /bank/statements`); nil: the console offers no upload.
+    let bank: (any BankStatementImporter)?
     let privacy: any PrivacyOperator
     let journal: any JournalReader
     let subscriptions: any SubscriptionOperator
@@ -79,6 +81,7 @@ public struct ConsoleRoutes: Sendable {
         state: any StateReader,
         checkpoints: (any CheckpointSigner)?,
         reportLimit: Int = 256 * 1024 * 1024,
+        bank: (any BankStatementImporter)? = nil,
         secureCookies: Bool,
         clock: @escaping @Sendable () -> Date = { Date() },
         failures: AuthenticationFailures? = nil
@@ -98,6 +101,7 @@ public struct ConsoleRoutes: Sendable {
         self.state = state
         self.checkpoints = checkpoints
         self.reportLimit = reportLimit
+        self.bank = bank
         self.secureCookies = secureCookies
         self.clock = clock
         self.failures = failures
@@ -214,6 +218,7 @@ public struct ConsoleRoutes: Sendable {
             return try await runSettlement(form: form, request, signedIn)
         }
         console.post("/reports") { request, _ in try await uploadReport(request) }
+        console.post("/bank/statements") { request, _ in try await uploadStatement(request) }
         console.post("/breaks/:id/resolve") { request, context in
             let (signedIn, form) = try await operatorPost(request)
             return try await resolveBreak(id: try Self.id(context), form: form, signedIn)

@@ -480,8 +480,34 @@ enum ConsoleTemplates {
         {{#uploadError}}<p class="error" id="report-file-error"><code>{{code}}</code> {{message}}</p>{{/uploadError}}
         <button type="submit">Upload and reconcile</button>
         </form>
+        {{#bank}}
+        <form method="post" action="/console/bank/statements" class="stack" id="statement-form" enctype="multipart/form-data">
+        <h2>Import a bank statement</h2>
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <label for="statement-format">Format</label>
+        <select id="statement-format" name="format">
+        <option value="">as its content says</option>
+        {{#formats}}<option value="{{name}}"{{#selected}} selected{{/selected}}>{{name}}</option>
+        {{/formats}}
+        </select>
+        <label for="statement-file">Statement file (camt.053, camt.054, MT940, BAI2)</label>
+        <input id="statement-file" name="statement" type="file" required{{#error}} aria-invalid="true" aria-describedby="statement-file-error"{{/error}}>
+        {{#error}}<p class="error" id="statement-file-error"><code>{{code}}</code> {{message}}</p>{{/error}}
+        <button type="submit">Upload and import</button>
+        </form>
+        {{/bank}}
         </div>
         {{/run}}
+        {{#bankImport}}
+        <table id="statement-import">
+        <caption>Bank statement file imported ({{format}}, SHA-256 <code>{{fileSHA256}}</code>)</caption>
+        <thead><tr><th scope="col">Statement</th><th scope="col">Sequence</th><th scope="col">Account</th><th scope="col">Status</th><th scope="col">Entries</th><th scope="col">Net</th><th scope="col">Events appended</th></tr></thead>
+        <tbody>
+        {{#rows}}<tr><td>{{statementID}}</td><td>{{sequence}}</td><td>{{account}}</td><td>{{status}}</td><td class="num">{{entries}}</td><td class="num">{{net}}</td><td class="num">{{appended}}</td></tr>
+        {{/rows}}
+        </tbody>
+        </table>
+        {{/bankImport}}
         <table>
         <caption>Batches by business day</caption>
         <thead><tr><th scope="col">Batch</th><th scope="col">Day</th><th scope="col">Currency</th><th scope="col">Stage</th><th scope="col">Captures / refunds</th><th scope="col">Gross</th><th scope="col">Net</th><th scope="col">Payout</th></tr></thead>

@@ -81,6 +81,9 @@ public struct BankStatementService: Sendable {
         case end(BankStatementEnd)
     }
 
+    /// The formats' names as `format=` takes them (`camt.053`, …), for a front end's choice.
+    public static var formatNames: [String] { BankStatementFormat.allCases.map(\.rawValue) }
+
     /// The format a `format=` parameter names (nil: none named), or 400 `invalid_parameter`.
     public static func format(named text: String?) throws -> BankStatementFormat? {
         guard let text else { return nil }
