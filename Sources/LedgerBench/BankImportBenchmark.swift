@@ -26,7 +26,7 @@ public struct BankImportBenchmark: Sendable {
     public func run(migrations: [Migration]) async throws -> String {
         let (entries, logger, directory) = (self.entries, self.logger, self.dataDirectory)
         return try await BenchLedger.withWriter(dataDirectory: dataDirectory, migrations: migrations, logger: logger) { client, writer in
-            let run = UUID().uuidString.prefix(8)
+            let run = UUID.newRandomString().prefix(8)
             var text = ":20:BENCH-\(run)\n:25:NL91ABNA0417164300\n:28C:1/1\n:60F:C261204EUR0,\n"
             text.reserveCapacity(entries * 90)
             for i in 1...entries {
