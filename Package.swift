@@ -104,11 +104,18 @@ let package = Package(
             ]
         ),
         // The command pipeline, pure: commands and their decisions in a batch, the batch planner, append requests and
-        // errors, chain links and the read-model rows an append carries. No driver: the daemon runs it on PostgreSQL
+        // errors, chain links and the read-model rows an append carries, the command runner (AggregateStore) and the
+        // writer's batching loop over the EventLog port. No driver: the daemon runs it on PostgreSQL
         // (LedgerPostgres), a simulator on memory. LedgerEngineTests' EngineBoundaryTests keeps PostgreSQL out.
         .target(
             name: "LedgerEngine",
-            dependencies: ["LedgerCore", "LedgerMacros", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "LedgerCore", "LedgerMacros", .product(name: "Crypto", package: "swift-crypto"),
+                // The writer's loop: its logs, metrics and service lifecycle (no driver).
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         // Everything that speaks SQL: the event store (migrator, group-commit writer, chain verifier, embedded launcher),
         // the read models and their queries, the domain committer, idempotency probes, shipping contacts and settlement's
@@ -324,7 +331,8 @@ let package = Package(
         .testTarget(
             name: "LedgerServicesTests",
             dependencies: [
-                "LedgerServices", "LedgerCore", "LedgerPostgres", "LedgerCoreTestSupport", .product(name: "Logging", package: "swift-log"),
+                "LedgerServices", "LedgerCore", "LedgerEngine", "LedgerPostgres", "LedgerCoreTestSupport",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The command pipeline without a database, and the engine's boundary (no PostgreSQL in LedgerEngine).

@@ -191,7 +191,7 @@ mutation_refusal_on_remembered_state() {
 #     the command reads but does not append to).
 mutation_command_reads_mixed() {
   describe command-reads-mixed "read fresh only the stale streams of a command, not all its reads" "LedgerWriterTests"
-  mutate Sources/LedgerPostgres/LedgerWriter.swift \
+  mutate Sources/LedgerEngine/LedgerWriter.swift \
     "        let all = Set(streams)
         return (try await source.states(keys, fresh: all), keys, all)" \
     "        let stale = Set(zip(streams, zip(states.versions(of: keys), seen)).compactMap { (\$1.0 ?? 0) < (\$1.1 ?? 0) ? \$0 : nil })

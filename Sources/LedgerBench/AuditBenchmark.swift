@@ -2,6 +2,7 @@ import Foundation
 import Histogram
 import LedgerApp
 import LedgerCore
+import LedgerEngine
 import LedgerPostgres
 import LedgerServices
 import Logging

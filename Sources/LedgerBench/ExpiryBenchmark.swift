@@ -2,6 +2,7 @@ import Foundation
 import LedgerAcquirer
 import LedgerApp
 import LedgerCore
+import LedgerEngine
 import LedgerMacros
 import LedgerPostgres
 import LedgerServices

@@ -127,3 +127,6 @@ public struct EventStore: PostgresStore {
         return events
     }
 }
+
+/// The reads the engine's command runner and the services make, in SQL.
+extension EventStore: StreamReads {}

@@ -26,7 +26,7 @@ package final class PostgresEventLog: EventLog {
         self.init(client: client, statementTimeout: nil, durability: nil, logger: logger, metrics: WriterMetrics(factory: MetricsSystem.factory))
     }
 
-    init(client: DatabaseClient, statementTimeout: Duration?, durability: HeadWatcher?, logger: Logger, metrics: WriterMetrics) {
+    package init(client: DatabaseClient, statementTimeout: Duration?, durability: HeadWatcher?, logger: Logger, metrics: WriterMetrics) {
         self.client = client
         self.store = EventStore(client: client, logger: logger)
         self.statementTimeout = statementTimeout
@@ -34,6 +34,10 @@ package final class PostgresEventLog: EventLog {
         self.logger = logger
         self.metrics = metrics
     }
+
+    package func isStatementRejected(_ error: any Error) -> Bool { PostgresErrorMapping.isStatementRejected(error) }
+
+    package func appendError(from error: any Error) -> AppendError { PostgresErrorMapping.appendError(from: error) }
 
     /// Runs the planned `ledger.append_batch` call and returns its answer (a few rows at most).
     ///

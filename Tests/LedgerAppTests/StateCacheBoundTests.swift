@@ -1,6 +1,7 @@
 import Foundation
 import HummingbirdTesting
 import LedgerCore
+import LedgerEngine
 import LedgerPostgres
 import LedgerServices
 import LedgerTestSupport

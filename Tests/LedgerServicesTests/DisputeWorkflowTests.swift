@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCoreTestSupport
+import LedgerEngine
 import LedgerPostgres
 import Synchronization
 import Testing

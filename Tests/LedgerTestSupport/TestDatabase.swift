@@ -1,4 +1,5 @@
 import Foundation
+import LedgerEngine
 import LedgerPostgres
 import Logging
 import PostgresNIO

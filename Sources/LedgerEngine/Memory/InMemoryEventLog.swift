@@ -145,3 +145,16 @@ package actor InMemoryEventLog: EventLog {
 
     package func head() -> ChainHead { chain }
 }
+
+/// The runner's reads on the log in memory, as the event store answers them in SQL.
+extension InMemoryEventLog: StreamReads {
+    package func readStream(_ streamID: StreamID) -> [RecordedEvent] { read([streamID], after: [:]) }
+
+    package func readStream(_ streamID: StreamID, after version: Int64) -> [RecordedEvent] { read([streamID], after: [streamID: version]) }
+
+    package func readStreams(_ streams: [StreamID]) -> [RecordedEvent] { read(streams, after: [:]) }
+
+    package func readStreams(_ streams: [StreamID], through position: Int64) -> [RecordedEvent] {
+        read(streams, after: [:]).filter { $0.position <= position }
+    }
+}

@@ -20,6 +20,22 @@ package protocol EventLog: Sendable {
 
     /// The end of the chain: last position, its hash, its `recorded_at`.
     func head() async throws -> ChainHead
+
+    /// Whether `error`, thrown by ``commit(_:recordedAtMicros:)``, is the log refusing the batch's statement itself (a
+    /// payload it cannot store) rather than failing: the writer then commits the batch's requests one by one.
+    func isStatementRejected(_ error: any Error) -> Bool
+
+    /// `error`, thrown by ``commit(_:recordedAtMicros:)`` or ``versions(of:)``, as the writer's callers get it.
+    func appendError(from error: any Error) -> AppendError
+}
+
+extension EventLog {
+    /// A log that throws only ``AppendError``s rejects no statement of its own.
+    package func isStatementRejected(_ error: any Error) -> Bool { false }
+
+    package func appendError(from error: any Error) -> AppendError {
+        error as? AppendError ?? .storageFailure("the event log failed")
+    }
 }
 
 extension ChainHead {

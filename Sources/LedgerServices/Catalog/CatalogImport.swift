@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerEngine
 import LedgerPostgres
 import Logging
 
@@ -189,19 +190,31 @@ public struct CatalogImport: Sendable {
         return entries
     }
 
-    /// Decides the import against the ledger's current catalog and appends it atomically.
+    /// Decides the import against the ledger's current catalog and appends it atomically: a command on the runner,
+    /// decided in the writer's batch on the catalog's states (again on fresh ones when another process moved them).
     func run(aggregates: AggregateStore, now: Date, logger: Logger) async throws -> Report {
-        for _ in 0..<20 {
+        var reads = AggregateKeys()
+        for entry in entries {
+            switch entry.kind {
+            case .product:
+                guard let id = ProductID(entry.id) else { throw ConfigurationError("invalid product id \(entry.id)") }
+                reads.products.append(id)
+            case .shipping:
+                guard let id = ShippingMethodID(entry.id) else { throw ConfigurationError("invalid shipping method id \(entry.id)") }
+                reads.shippingMethods.append(id)
+            }
+        }
+        let metadata = EventMetadata(actor: "operator:cli", command: "ImportCatalog")
+        let entries = self.entries
+        let command = Signalled<Report>(reads: reads, now: now, metadata: metadata) { states in
             var report = Report()
             var plan: [PlannedAppend] = []
-            var states = AggregateStates()
             let context = DecisionContext(now: now)
             for entry in entries {
                 switch entry.kind {
                 case .product:
                     guard let id = ProductID(entry.id) else { throw ConfigurationError("invalid product id \(entry.id)") }
-                    let state = try await aggregates.product(id)
-                    if let state { states.products[id] = state }
+                    let state = states.products[id]
                     var commands: [ProductCommand] = []
                     if let state {
                         if state.price != entry.price {
@@ -256,8 +269,7 @@ public struct CatalogImport: Sendable {
                     }
                 case .shipping:
                     guard let id = ShippingMethodID(entry.id) else { throw ConfigurationError("invalid shipping method id \(entry.id)") }
-                    let state = try await aggregates.shippingMethod(id)
-                    if let state { states.shippingMethods[id] = state }
+                    let state = states.shippingMethods[id]
                     let command: ShippingMethodCommand?
                     if let state {
                         command = state.price != entry.price ? .changePrice(entry.price) : nil
@@ -281,12 +293,13 @@ public struct CatalogImport: Sendable {
                     }
                 }
             }
-            if plan.isEmpty { return report }
-            let metadata = EventMetadata(actor: "operator:cli", command: "ImportCatalog")
-            if try await aggregates.commit(AppendPlan(plan), on: states, now: now, metadata: metadata) != nil { return report }
-            // The catalog moved while we decided: decide again.
+            return plan.isEmpty ? .nothing(report) : .append(CommandPlan(plan: AppendPlan(plan)), report)
         }
-        throw ConfigurationError("the catalog kept changing during the import; try again")
+        do {
+            return try await aggregates.run(command).signal
+        } catch is AggregateStore.Contended {
+            throw ConfigurationError("the catalog kept changing during the import; try again")
+        }
     }
 }
 

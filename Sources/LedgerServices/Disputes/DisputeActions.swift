@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerEngine
 import LedgerMacros
 import LedgerPostgres
 

@@ -105,7 +105,7 @@ public struct DisputeService: Sendable {
     }
 
     let aggregates: AggregateStore
-    let store: EventStore
+    let store: any StreamReads
     let reader: DisputeReader
     let clock: @Sendable () -> Date
     let logger: Logger

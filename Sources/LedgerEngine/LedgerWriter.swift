@@ -1,11 +1,8 @@
 import Foundation
 import LedgerCore
-import LedgerEngine
-import LedgerHTTPServer
 import LedgerMacros
 import Logging
 import Metrics
-import PostgresNIO
 import ServiceLifecycle
 import Synchronization
 
@@ -33,6 +30,10 @@ import Synchronization
 /// the next one queues up: throughput comes from batching, not from concurrency on the head row.
 /// If the server rejects a batch (e.g. a payload that is not JSON), its requests are retried one
 /// by one so that one bad request cannot fail its neighbours.
+///
+/// The loop runs over the ``EventLog`` port (issue 56): LedgerPostgres gives it `PostgresEventLog` (and builds the
+/// daemon's writer, `LedgerWriter(client:…)`), a simulation an in-memory log; ``commitQueued()`` is the step a
+/// simulation drives instead of ``run()``.
 public final class LedgerWriter: Service, Sendable {
     @MemberwiseInit
     public struct Configuration: Sendable {
@@ -46,7 +47,7 @@ public final class LedgerWriter: Service, Sendable {
         /// The `statement_timeout` of the writer's connections (nil: none). A `CALL ledger.append_batch_committed`
         /// that ran this long may have had its wait for the synchronous standby cancelled by that timeout, which
         /// PostgreSQL then answers as a success (a WARNING aside): the writer makes sure with a barrier before it
-        /// answers (``HeadWatcher``).
+        /// answers (`HeadWatcher`).
         public var statementTimeout: Duration? = nil
         /// Streams whose committed version the writer remembers (`LEDGERD_VERSION_CACHE_ENTRIES`).
         public var versionCacheEntries: Int = 100_000
@@ -78,9 +79,8 @@ public final class LedgerWriter: Service, Sendable {
         var stopped = false
     }
 
-    private let client: DatabaseClient
-    /// The event log the batches are committed to: today's SQL (``PostgresEventLog``).
-    private let log: PostgresEventLog
+    /// The event log the batches are committed to: today's SQL in the daemon (LedgerPostgres' `PostgresEventLog`).
+    private let log: any EventLog
     private let configuration: Configuration
     private let logger: Logger
     private let metrics: WriterMetrics
@@ -89,40 +89,35 @@ public final class LedgerWriter: Service, Sendable {
     private let versionCache: Mutex<VersionCache>
     /// The durable head (nil: not kept — a tool, a benchmark): confirmed after each commit, and made to cover what a
     /// batch answers before its callers are answered (``makeDurable(_:)``).
-    private let durability: HeadWatcher?
-    /// `append failed` at most once per interval, with how many were left out.
-    private let appendFailures = LogThrottle()
+    private let durability: (any DurableHead)?
+    /// Logs `append failed` (the daemon's: at most once per interval, with how many were left out).
+    private let appendFailed: @Sendable (_ metadata: Logger.Metadata) -> Void
     /// The time of record a batch is stamped with (`recorded_at`).
     private let clock: any LedgerClock
     /// Where every new id of the process comes from: its commands' event ids, and the services' correlation, order and
     /// event ids (through `aggregates.writer.ids`), so that one seeded source makes a run's ids repeatable (issue 56).
     public let ids: any IDSource
 
-    public init(
-        client: DatabaseClient,
+    /// A writer committing to `log`. `appendFailed`: how a failed batch is logged (each one, unless told otherwise).
+    package init(
+        log: any EventLog,
         configuration: Configuration = .init(),
-        durability: HeadWatcher? = nil,
-        logger: Logger,
-        metricsFactory: any MetricsFactory = MetricsSystem.factory,
+        durability: (any DurableHead)? = nil,
+        logger: Logger = Logger(label: "ledger.writer"),
+        metrics: WriterMetrics = WriterMetrics(factory: MetricsSystem.factory),
         clock: any LedgerClock = SystemClock(),
-        ids: any IDSource = RandomIDs()
+        ids: any IDSource = RandomIDs(),
+        appendFailed: (@Sendable (_ metadata: Logger.Metadata) -> Void)? = nil
     ) {
-        self.client = client
+        self.log = log
         self.clock = clock
         self.ids = ids
         self.durability = durability
         self.configuration = configuration
         self.logger = logger
         self.versionCache = Mutex(VersionCache(limit: configuration.versionCacheEntries))
-        let metrics = WriterMetrics(factory: metricsFactory)
         self.metrics = metrics
-        self.log = PostgresEventLog(
-            client: client,
-            statementTimeout: configuration.statementTimeout,
-            durability: durability,
-            logger: logger,
-            metrics: metrics
-        )
+        self.appendFailed = appendFailed ?? { metadata in logger.error("append failed", metadata: metadata) }
     }
 
     /// The stream-version cache's size and counts (`/metrics`: `ledger_cache_*{cache="stream_versions"}`).
@@ -252,7 +247,9 @@ public final class LedgerWriter: Service, Sendable {
         do {
             let outcomes: [Result<WriterAnswer, any Error>]
             if let deadline = configuration.transactionDeadline {
-                outcomes = try await withDeadline(deadline) { try await self.makeDurable(self.commitTransaction(batch)) }
+                outcomes = try await withDeadline(deadline, timedOut: DeadlinePassed()) {
+                    try await self.makeDurable(self.commitTransaction(batch))
+                }
             } else {
                 outcomes = try await makeDurable(commitTransaction(batch))
             }
@@ -281,7 +278,7 @@ public final class LedgerWriter: Service, Sendable {
             metrics.appendedEvents.increment(by: events)
             metrics.batchSize.record(events)
         } catch {
-            if batch.count > 1 && PostgresErrorMapping.isStatementRejected(error) {
+            if batch.count > 1 && log.isStatementRejected(error) {
                 logger.warning(
                     "batch rejected by the database; retrying its requests one by one",
                     metadata: ["requests": "\(batch.count)", "error": "\(String(reflecting: error))"]
@@ -289,7 +286,8 @@ public final class LedgerWriter: Service, Sendable {
                 for pending in batch { await commit([pending]) }
                 return
             }
-            let mapped = PostgresErrorMapping.appendError(from: error)
+            // A transaction past its deadline: its outcome is unknown, as when the database is unreachable.
+            let mapped = error is DeadlinePassed ? AppendError.databaseUnavailable : log.appendError(from: error)
             if mapped == .versionConflict {
                 // Other writers kept winning (BatchPlanner's attempts ran out): busy, not broken; each request's caller
                 // decides again in a later batch.
@@ -297,14 +295,14 @@ public final class LedgerWriter: Service, Sendable {
                 metrics.outcome("version_conflict").increment()
             } else {
                 // Throttled: through an outage every request fails, and a line each was 28,728 lines in 20 s (review 4, L5).
-                appendFailures.log(.error, "append failed", metadata: ["error": "\(String(reflecting: error))"], to: logger)
+                appendFailed(["error": "\(String(reflecting: error))"])
                 metrics.outcome("failed").increment()
             }
             for pending in batch { pending.continuation.resume(throwing: mapped) }
         }
     }
 
-    /// Answers no caller before what it is told is durable (``HeadWatcher``; issue 30, item 4). A batch that appended
+    /// Answers no caller before what it is told is durable (``DurableHead``; issue 30, item 4). A batch that appended
     /// confirms its last position: its commit waited for synchronous replication (``executeLinked(_:onto:)`` makes
     /// sure when it cannot be sure), and every replay or decision it answers lies below what it appended. A batch that
     /// appended nothing answers from what the log already held — a replayed result, a decision read from the log — which
@@ -445,15 +443,16 @@ struct VersionCache: Sendable {
     var statistics: CacheStatistics { versions.statistics }
 }
 
-/// The writer's metrics: appended events, outcomes, batch sizes, commit and append latency.
-struct WriterMetrics: Sendable {
+/// The writer's metrics: appended events, outcomes, batch sizes, commit and append latency (shared with its log,
+/// which counts `relinked` batches).
+package struct WriterMetrics: Sendable {
     let appendedEvents: Counter
     let batchSize: Recorder
     let commitDuration: Metrics.Timer
     let appendLatency: Metrics.Timer
     private let factory: any MetricsFactory
 
-    init(factory: any MetricsFactory) {
+    package init(factory: any MetricsFactory) {
         self.factory = factory
         appendedEvents = Counter(label: "ledger_appended_events_total", factory: factory)
         batchSize = Recorder(label: "ledger_batch_events", aggregate: true, factory: factory)
@@ -461,7 +460,7 @@ struct WriterMetrics: Sendable {
         appendLatency = Metrics.Timer(label: "ledger_append_latency_seconds", factory: factory)
     }
 
-    func outcome(_ outcome: String) -> Counter {
+    package func outcome(_ outcome: String) -> Counter {
         Counter(label: "ledger_append_requests_total", dimensions: [("outcome", outcome)], factory: factory)
     }
 }

@@ -1,6 +1,5 @@
 import Foundation
 import LedgerCore
-import LedgerEngine
 import Synchronization
 
 /// The domain's aggregates as the services see them: loaded (folded from their streams, through a cache of folded
@@ -14,7 +13,8 @@ import Synchronization
 /// A value: copies share the caches and counts.
 package struct AggregateStore: Sendable {
     package let writer: LedgerWriter
-    package let store: EventStore
+    /// Where states are folded from: the event store on PostgreSQL (``StreamReads``), or a simulation's log.
+    package let store: any StreamReads
     /// Orders and holds: many, mostly cold once closed; bounded.
     private let cache: StateCache
     /// Products and shipping methods: few and hot, with long streams; never evicted (bounded by
@@ -22,7 +22,7 @@ package struct AggregateStore: Sendable {
     private let catalogCache = StateCache(limit: Int.max)
     private let counter = LoadCounter()
 
-    package init(writer: LedgerWriter, store: EventStore, cacheLimit: Int = 50_000) {
+    package init(writer: LedgerWriter, store: any StreamReads, cacheLimit: Int = 50_000) {
         self.writer = writer
         self.store = store
         self.cache = StateCache(limit: cacheLimit)
