@@ -1101,6 +1101,10 @@ extension Components {
             public var ledgerItems: Swift.Int
             /// - Remark: Generated from `#/components/schemas/Reconciliation/matched`.
             public var matched: Swift.Int
+            /// Report lines that settle an item of another batch (carried over from it): not matched here; that batch's timing break is resolved by this report. Absent when none.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Reconciliation/carried`.
+            public var carried: Swift.Int?
             /// - Remark: Generated from `#/components/schemas/Reconciliation/breaks`.
             public var breaks: [Components.Schemas.ReconciliationBreak]
             /// - Remark: Generated from `#/components/schemas/Reconciliation/open_breaks`.
@@ -1120,6 +1124,7 @@ extension Components {
             ///   - reportLines:
             ///   - ledgerItems:
             ///   - matched:
+            ///   - carried: Report lines that settle an item of another batch (carried over from it): not matched here; that batch's timing break is resolved by this report. Absent when none.
             ///   - breaks:
             ///   - openBreaks:
             ///   - reconciliations:
@@ -1133,6 +1138,7 @@ extension Components {
                 reportLines: Swift.Int,
                 ledgerItems: Swift.Int,
                 matched: Swift.Int,
+                carried: Swift.Int? = nil,
                 breaks: [Components.Schemas.ReconciliationBreak],
                 openBreaks: Swift.Int,
                 reconciliations: [Components.Schemas.ReconciliationReport],
@@ -1146,6 +1152,7 @@ extension Components {
                 self.reportLines = reportLines
                 self.ledgerItems = ledgerItems
                 self.matched = matched
+                self.carried = carried
                 self.breaks = breaks
                 self.openBreaks = openBreaks
                 self.reconciliations = reconciliations
@@ -1160,6 +1167,7 @@ extension Components {
                 case reportLines = "report_lines"
                 case ledgerItems = "ledger_items"
                 case matched
+                case carried
                 case breaks
                 case openBreaks = "open_breaks"
                 case reconciliations
@@ -1182,6 +1190,10 @@ extension Components {
             public var ledgerItems: Swift.Int
             /// - Remark: Generated from `#/components/schemas/ReconciliationReport/matched`.
             public var matched: Swift.Int
+            /// Report lines that settle an item of another batch (carried over from it). Absent when none.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ReconciliationReport/carried`.
+            public var carried: Swift.Int?
             /// - Remark: Generated from `#/components/schemas/ReconciliationReport/breaks`.
             public var breaks: [Components.Schemas.ReconciliationBreak]
             /// - Remark: Generated from `#/components/schemas/ReconciliationReport/open_breaks`.
@@ -1195,6 +1207,7 @@ extension Components {
             ///   - reportLines:
             ///   - ledgerItems:
             ///   - matched:
+            ///   - carried: Report lines that settle an item of another batch (carried over from it). Absent when none.
             ///   - breaks:
             ///   - openBreaks:
             public init(
@@ -1204,6 +1217,7 @@ extension Components {
                 reportLines: Swift.Int,
                 ledgerItems: Swift.Int,
                 matched: Swift.Int,
+                carried: Swift.Int? = nil,
                 breaks: [Components.Schemas.ReconciliationBreak],
                 openBreaks: Swift.Int
             ) {
@@ -1213,6 +1227,7 @@ extension Components {
                 self.reportLines = reportLines
                 self.ledgerItems = ledgerItems
                 self.matched = matched
+                self.carried = carried
                 self.breaks = breaks
                 self.openBreaks = openBreaks
             }
@@ -1223,6 +1238,7 @@ extension Components {
                 case reportLines = "report_lines"
                 case ledgerItems = "ledger_items"
                 case matched
+                case carried
                 case breaks
                 case openBreaks = "open_breaks"
             }
