@@ -154,7 +154,16 @@ public struct SettlementReportImporter: Sendable {
     /// Whether a record is blank: a blank line (one empty field), empty fields only, or a byte order mark alone
     /// (a file that starts with a BOM and then blank lines). Exports carry blank lines before the header and
     /// between records; they are skipped (and still counted as rows, so a row number is the file's line).
-    public static func isBlank(_ record: [String]) -> Bool { record.allSatisfy { trim($0).isEmpty } }
+    ///
+    /// Read on the fields' UTF-8 bytes (spaces, and a byte order mark EF BB BF before them): every record of a report is
+    /// asked, and trimming each field as text was 7% of an import's time (docs/report-formats.md, "Measure").
+    public static func isBlank(_ record: [String]) -> Bool {
+        record.allSatisfy { field in
+            var bytes = field.utf8[...]
+            if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
+            return bytes.allSatisfy { $0 == UInt8(ascii: " ") }
+        }
+    }
 
     /// A header cell without a byte order mark or surrounding spaces.
     static func trim(_ name: String) -> String {
@@ -230,7 +239,7 @@ public struct SettlementReportImporter: Sendable {
     /// amount): empty is nil; a value without a currency column to read it in is invalid.
     func money(_ f: [String], _ column: String, _ currency: Currency?, row: Int) throws(ReportImportError) -> Money? {
         let value = text(f, column)
-        if value.allSatisfy({ $0 == " " }) { return nil }
+        if value.utf8.allSatisfy({ $0 == UInt8(ascii: " ") }) { return nil }
         guard let currency else { throw .invalidField(row: row, column: column, value) }
         do { return try ReportNumber.money(value, currency: currency) } catch { throw .invalidNumber(row: row, column: column, value, error) }
     }
