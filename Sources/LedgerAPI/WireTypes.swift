@@ -267,6 +267,7 @@ extension Components.Schemas.ReconciliationReport {
             reportLines: r.result.reportLines,
             ledgerItems: r.result.ledgerItems,
             matched: r.result.matched,
+            carried: r.result.carried,
             breaks: r.breaks.map { Components.Schemas.ReconciliationBreak($0, currency: currency) },
             openBreaks: r.openBreaks
         )
@@ -291,6 +292,7 @@ extension Components.Schemas.Reconciliation {
             reportLines: view.result.reportLines,
             ledgerItems: view.result.ledgerItems,
             matched: view.result.matched,
+            carried: view.result.carried,
             breaks: view.breaks.map { Components.Schemas.ReconciliationBreak($0, currency: view.currency) },
             openBreaks: view.openBreaks,
             reconciliations: view.reports.map { Components.Schemas.ReconciliationReport($0, currency: view.currency) },

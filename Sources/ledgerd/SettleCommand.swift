@@ -108,7 +108,7 @@ struct Settle: AsyncParsableCommand {
 }
 
 /// `ledgerd reconcile --report FILE [--format F] [--batch ID]`: reconciles a settlement report CSV
-/// (the model's layout, an Adyen SDR or PAR, a Stripe itemized payout reconciliation) against the ledger through
+/// (the model's layout, an Adyen SDR or PAR, a Stripe itemized payout reconciliation, a Checkout.com financial actions report) against the ledger through
 /// a running daemon (`POST /reconciliation/reports`); the result and its breaks are recorded there.
 /// Prints a summary; `--json-out` writes the reconciliation as JSON, `--csv-out` its breaks as CSV.
 /// Exits 3 when open breaks remain.
@@ -116,7 +116,8 @@ struct Reconcile: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Reconcile a settlement report CSV with the ledger through a running daemon.")
 
     @Option(help: "The settlement report CSV.") var report: String
-    @Option(help: "The report's format: ledger, adyen_sdr, adyen_par, stripe_itemized (default: from its header).") var format: String?
+    @Option(help: "The report's format: ledger, adyen_sdr, adyen_par, stripe_itemized, checkout_financial_actions (default: from its header).")
+    var format: String?
     @Option(help: "The settlement batch the report is for (default: the one it names).") var batch: String?
     @Option(help: "Write the reconciliation as JSON to this file.") var jsonOut: String?
     @Option(help: "Write the breaks as CSV to this file.") var csvOut: String?

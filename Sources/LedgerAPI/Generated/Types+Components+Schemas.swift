@@ -1101,6 +1101,10 @@ extension Components {
             public var ledgerItems: Swift.Int
             /// - Remark: Generated from `#/components/schemas/Reconciliation/matched`.
             public var matched: Swift.Int
+            /// Report lines that settle an item of another batch (carried over from it): not matched here; that batch's timing break is resolved by this report. Absent when none.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Reconciliation/carried`.
+            public var carried: Swift.Int?
             /// - Remark: Generated from `#/components/schemas/Reconciliation/breaks`.
             public var breaks: [Components.Schemas.ReconciliationBreak]
             /// - Remark: Generated from `#/components/schemas/Reconciliation/open_breaks`.
@@ -1120,6 +1124,7 @@ extension Components {
             ///   - reportLines:
             ///   - ledgerItems:
             ///   - matched:
+            ///   - carried: Report lines that settle an item of another batch (carried over from it): not matched here; that batch's timing break is resolved by this report. Absent when none.
             ///   - breaks:
             ///   - openBreaks:
             ///   - reconciliations:
@@ -1133,6 +1138,7 @@ extension Components {
                 reportLines: Swift.Int,
                 ledgerItems: Swift.Int,
                 matched: Swift.Int,
+                carried: Swift.Int? = nil,
                 breaks: [Components.Schemas.ReconciliationBreak],
                 openBreaks: Swift.Int,
                 reconciliations: [Components.Schemas.ReconciliationReport],
@@ -1146,6 +1152,7 @@ extension Components {
                 self.reportLines = reportLines
                 self.ledgerItems = ledgerItems
                 self.matched = matched
+                self.carried = carried
                 self.breaks = breaks
                 self.openBreaks = openBreaks
                 self.reconciliations = reconciliations
@@ -1160,6 +1167,7 @@ extension Components {
                 case reportLines = "report_lines"
                 case ledgerItems = "ledger_items"
                 case matched
+                case carried
                 case breaks
                 case openBreaks = "open_breaks"
                 case reconciliations
@@ -1294,6 +1302,10 @@ extension Components {
             public var ledgerItems: Swift.Int
             /// - Remark: Generated from `#/components/schemas/ReconciliationReport/matched`.
             public var matched: Swift.Int
+            /// Report lines that settle an item of another batch (carried over from it). Absent when none.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ReconciliationReport/carried`.
+            public var carried: Swift.Int?
             /// - Remark: Generated from `#/components/schemas/ReconciliationReport/breaks`.
             public var breaks: [Components.Schemas.ReconciliationBreak]
             /// - Remark: Generated from `#/components/schemas/ReconciliationReport/open_breaks`.
@@ -1307,6 +1319,7 @@ extension Components {
             ///   - reportLines:
             ///   - ledgerItems:
             ///   - matched:
+            ///   - carried: Report lines that settle an item of another batch (carried over from it). Absent when none.
             ///   - breaks:
             ///   - openBreaks:
             public init(
@@ -1316,6 +1329,7 @@ extension Components {
                 reportLines: Swift.Int,
                 ledgerItems: Swift.Int,
                 matched: Swift.Int,
+                carried: Swift.Int? = nil,
                 breaks: [Components.Schemas.ReconciliationBreak],
                 openBreaks: Swift.Int
             ) {
@@ -1325,6 +1339,7 @@ extension Components {
                 self.reportLines = reportLines
                 self.ledgerItems = ledgerItems
                 self.matched = matched
+                self.carried = carried
                 self.breaks = breaks
                 self.openBreaks = openBreaks
             }
@@ -1335,6 +1350,7 @@ extension Components {
                 case reportLines = "report_lines"
                 case ledgerItems = "ledger_items"
                 case matched
+                case carried
                 case breaks
                 case openBreaks = "open_breaks"
             }

@@ -2819,6 +2819,7 @@ public enum Operations {
                     case adyenSdr = "adyen_sdr"
                     case adyenPar = "adyen_par"
                     case stripeItemized = "stripe_itemized"
+                    case checkoutFinancialActions = "checkout_financial_actions"
                 }
                 /// - Remark: Generated from `#/paths/reconciliation/reports/POST/query/format`.
                 public var format: Operations.UploadReconciliationReport.Input.Query.FormatPayload?

@@ -152,13 +152,17 @@ public struct ReconciliationRecorded: LedgerEventPayload {
     public var breaks: [ReconciliationBreak]
     /// The uploaded report's key; nil for the acquirer's own report.
     public var report: String?
+    /// The report's lines that settle an item of another batch (carried over from it): counted here, not as matched
+    /// (that batch's `timing` break is what the line explains, and this report resolves it). Nil when there are none,
+    /// as in the results recorded before it existed.
+    public var carried: Int?
 
     enum CodingKeys: String, CodingKey {
         case batchID = "batch_id"
         case windowClosed = "window_closed"
         case reportLines = "report_lines"
         case ledgerItems = "ledger_items"
-        case matched, breaks, report
+        case matched, breaks, report, carried
     }
 }
 
@@ -179,7 +183,8 @@ public struct ReconciliationBreakFound: LedgerEventPayload {
     }
 }
 
-/// An operator resolved a break, with a reason.
+/// A break resolved, with a reason: by an operator, or by the reconciliation when a later report explains it
+/// (`report` and `reportSHA256` name that file; absent for an operator's resolution and in earlier events).
 @MemberwiseInit
 public struct ReconciliationBreakResolved: LedgerEventPayload {
     public static let eventType = "ReconciliationBreakResolved"
@@ -190,12 +195,18 @@ public struct ReconciliationBreakResolved: LedgerEventPayload {
     public var breakID: String
     public var reason: String
     public var resolvedBy: String
+    /// The report that explained the break: a batch's own report (its batch id) or an upload (`upload-<SHA-256>`).
+    public var report: String?
+    /// That report's SHA-256 (lower-case hex).
+    public var reportSHA256: String?
 
     enum CodingKeys: String, CodingKey {
         case batchID = "batch_id"
         case breakID = "break_id"
         case reason
         case resolvedBy = "resolved_by"
+        case report
+        case reportSHA256 = "report_sha256"
     }
 }
 
@@ -255,6 +266,7 @@ public struct ReconciliationTally: Sendable {
     private var breaks: [ReconciliationBreak] = []
     private var breakIDs: Set<String> = []
     private var matched = 0
+    private var carried = 0
     private var reportLines = 0
     /// Per settlement currency (a line's net currency): Σ of the lines' nets, and the payout lines (a batch
     /// settled in two currencies has a payout line for each).
@@ -346,9 +358,11 @@ public struct ReconciliationTally: Sendable {
         guard let item else {
             let ours = line.modificationMerchantReference
             if settledElsewhere {
-                matched += 1
+                // Carried over from another batch: counted as such (that batch's timing break is what it explains),
+                // not as an item of this one.
+                carried += 1
                 return
-            }  // carried from another batch: its batch reports the timing
+            }
             add(
                 .missingInLedger,
                 ours.isEmpty ? line.modificationReference : ours,
@@ -506,7 +520,8 @@ public struct ReconciliationTally: Sendable {
             ledgerItems: ledgerItems,
             matched: matched,
             breaks: tally.breaks,
-            report: report
+            report: report,
+            carried: carried == 0 ? nil : carried
         )
     }
 

@@ -382,7 +382,9 @@ extension ConsoleRoutes {
                 counts: [
                     .init(label: "report lines", value: "\(report.result.reportLines)"),
                     .init(label: "ledger items", value: "\(report.result.ledgerItems)"),
-                    .init(label: "matched", value: "\(report.result.matched)"), .init(label: "open breaks", value: "\(report.openBreaks)"),
+                    .init(label: "matched", value: "\(report.result.matched)"),
+                    .init(label: "carried from other batches", value: "\(report.result.carried ?? 0)"),
+                    .init(label: "open breaks", value: "\(report.openBreaks)"),
                     .init(label: "window closed", value: report.result.windowClosed ? "yes" : "no"),
                 ],
                 breaks: Array(breaks),

@@ -25,17 +25,106 @@ extension SettlementService {
         let stream = SettlementBatch.streamID(batchID: batchID)
         guard let state = try await load(stream), let closed = state.closed else { return nil }
         let key = reportKey ?? batchID
-        guard try await storedReport(key) != nil else { return nil }
+        guard let stored = try await storedReport(key) else { return nil }
         let result: ReconciliationRecorded
+        var carried: [String: Set<String>] = [:]
         do {
-            result = try await tally(batchID: batchID, state: state, closed: closed, reportKey: reportKey, batches: batches)
+            (result, carried) = try await tally(batchID: batchID, state: state, closed: closed, reportKey: reportKey, batches: batches)
         } catch let unreadable as StoredReportUnreadable {
             guard reportKey == nil else { throw unreadable.refusal }
             logger.error("a settlement report does not read back", metadata: ["batch": "\(batchID)", "reason": "\(unreadable.reason)"])
             result = Self.unreadableReport(batchID: batchID, ledgerItems: closed.itemCount, unreadable)
         }
-        return try await record(result, batchID: batchID, reportKey: reportKey)
+        let recorded = try await record(result, batchID: batchID, reportKey: reportKey)
+        try await resolveExplained(carried, result: result, reconciling: batchID, reportKey: key, digest: stored.digest)
+        return recorded
     }
+
+    /// Resolves the breaks a report explains (issue 53, point 3: the acquirer's leg of the rolling re-match), as the
+    /// operator's resolution is (``ReconciliationBreakResolved``) but by the reconciliation, naming this report (its key
+    /// and SHA-256): an item of another batch that this report settles (a line carried over from that batch) is what
+    /// that batch's `timing` or `missing_at_acquirer` break for the item was waiting for; and a payout this report has
+    /// for its own batch, adding up (no `payout_mismatch` in `result`), is what another report's "no payout line" break
+    /// of the batch was missing. A break already resolved is left as it is: re-running a reconciliation appends nothing.
+    func resolveExplained(
+        _ carried: [String: Set<String>],
+        result: ReconciliationRecorded,
+        reconciling batchID: String,
+        reportKey: String,
+        digest: [UInt8]
+    ) async throws {
+        let sha = Self.hex(digest)
+        let source = reportKey == batchID ? "batch \(batchID)'s report" : "the report \(reportKey), reconciled against \(batchID)"
+        for (other, references) in carried.sorted(by: { $0.key < $1.key }) {
+            try await resolve(in: other, reportKey: reportKey, sha: sha, reason: "settled in \(source) (SHA-256 \(sha)): carried over from \(other)")
+            {
+                ($0.breakClass == .timing || $0.breakClass == .missingAtAcquirer) && references.contains($0.reference)
+            }
+        }
+        // A file uploaded later (not the acquirer's own report, re-reconciled by every run) with the batch's payout.
+        guard reportKey != batchID, result.reportLines > 0, !result.breaks.contains(where: { $0.breakClass == .payoutMismatch }) else { return }
+        let own = "\(batchID).\(reportKey)."  // this upload's own breaks
+        try await resolve(in: batchID, reportKey: reportKey, sha: sha, reason: "its payout is in \(source) (SHA-256 \(sha)), adding up") {
+            $0.breakClass == .payoutMismatch && $0.detail.contains("no payout line") && !$0.breakID.hasPrefix(own)
+        }
+    }
+
+    /// Appends a resolution naming `reportKey` for each open break of `batchID`'s reconciliation that `explained` picks.
+    private func resolve(
+        in batchID: String,
+        reportKey: String,
+        sha: String,
+        reason: String,
+        explained: (ReconciliationBreak) -> Bool
+    ) async throws {
+        guard let stream = StreamID("reconciliation-" + batchID) else { return }
+        for _ in 0..<AggregateStore.maximumAttempts {
+            let recorded = try await store.readStream(stream)
+            var waiting: [ReconciliationBreak] = []
+            var resolved: Set<String> = []
+            for event in recorded {
+                switch try SettlementEvent.decode(event) {
+                case .breakFound(let e) where explained(e.found): waiting.append(e.found)
+                case .breakResolved(let e): resolved.insert(e.breakID)
+                default: break
+                }
+            }
+            let due = waiting.filter { !resolved.contains($0.breakID) }
+            guard !due.isEmpty else { return }
+            let now = clock()
+            let events = try due.map { found in
+                try SettlementEvent.breakResolved(
+                    ReconciliationBreakResolved(
+                        batchID: batchID,
+                        breakID: found.breakID,
+                        reason: reason,
+                        resolvedBy: Self.reconciliationActor,
+                        report: reportKey,
+                        reportSHA256: sha
+                    )
+                )
+                .newEvent(eventID: writer.ids.next(), effectiveAt: now)
+            }
+            do {
+                _ = try await writer.append(
+                    AppendRequest(
+                        stream: stream,
+                        expectedVersion: .exact(Int64(recorded.count)),
+                        events: events,
+                        metadata: EventMetadata(correlationID: batchID, actor: Self.actor, command: "ResolveBreak")
+                    )
+                )
+                progress(batchID, "resolved", items: due.count, detail: "explained by \(reportKey)")
+                return
+            } catch let error as AppendError where error == .versionConflict {
+                continue
+            }
+        }
+        throw ServiceError.unavailable("the reconciliation of \(batchID) is too busy; run it again")
+    }
+
+    /// Who resolves a break a later report explains (``resolveExplained(_:result:reconciling:reportKey:digest:)``).
+    static let reconciliationActor = "reconciliation"
 
     /// The reconciliation of a batch whose report does not read back: no line read, nothing matched, and one open
     /// break (an unmapped record: the report's own) whose detail is the reader's reason, for an operator to see.
@@ -67,7 +156,7 @@ extension SettlementService {
         closed: SettlementBatchClosed,
         reportKey: String?,
         batches: SettlementBatches?
-    ) async throws -> ReconciliationRecorded {
+    ) async throws -> (ReconciliationRecorded, carried: [String: Set<String>]) {
         let key = reportKey ?? batchID
         try await ensureLineIndex(key)
         var laterKey: String?
@@ -82,6 +171,7 @@ extension SettlementService {
         let repeated = try await repeatedReferences(in: key)
         let account = state.opened.merchantAccount
         let ours = merchantAccounts
+        var carried: [String: Set<String>] = [:]
         func classify(_ lines: [SettlementReportLine], _ found: [String: (item: SettlementBatchItem, batchID: String?)]) {
             for line in lines {
                 lineNumber += 1
@@ -99,6 +189,10 @@ extension SettlementService {
                             )
                     } ?? false
                 let elsewhere = match.map { $0.batchID != nil && $0.batchID != batchID } ?? false
+                // A line carried over from another batch: that batch's break for the item is what it explains.
+                if elsewhere, let match, let other = match.batchID, [.capture, .refund].contains(SettlementRecordKind(adyenType: line.type)) {
+                    carried[other, default: []].insert(match.item.modificationReference)
+                }
                 tally.add(
                     line,
                     item: item,
@@ -125,7 +219,7 @@ extension SettlementService {
         try await forEachAbsentItem(batchID: batchID, reportKey: key, laterKey: laterKey) { item, inLater in
             tally.absent(item, inLaterReport: inLater)
         }
-        return tally.result(windowClosed: laterKey != nil, ledgerItems: closed.itemCount)
+        return (tally.result(windowClosed: laterKey != nil, ledgerItems: closed.itemCount), carried)
     }
 
     /// Appends `result` (and its new breaks) unless it is the one recorded last for the report; nil when it is.
@@ -297,7 +391,7 @@ extension SettlementService {
         }
     }
 
-    /// Imports an acquirer's report (Adyen SDR, Adyen PAR, Stripe itemized payout reconciliation):
+    /// Imports an acquirer's report (Adyen SDR, Adyen PAR, Stripe itemized payout reconciliation, Checkout.com financial actions):
     /// read from its spool file in 64 KiB chunks, each record normalized (``SettlementReportImporter``) and stored as the
     /// model's layout in parts of ``importPageSize`` lines with their line index, in one transaction;
     /// memory holds one chunk and one page. The batch is the one the report names — the SDR's
@@ -392,35 +486,38 @@ extension SettlementService {
                             if SettlementReportImporter.isBlank(record) { continue }  // blank lines before the header
                             var reading = try SettlementReportImporter(header: record, format: format, ledgerColumns: SettlementReportCSV.columns)
                             reading.strict = settings.strictRecordTypes
-                            // Stripe's connected_account_id names a connected account, not a merchant account of ours.
+                            // Stripe's connected_account_id names a connected account, not a merchant account of ours
+                            // (Checkout.com's lines name none).
                             if reading.format != .stripeItemizedPayout { reading.merchantAccounts = Set(settings.merchantAccounts) }
                             importer = reading
                             continue
                         }
                         let lines = try current.lines(record, row: row)
                         importer = current
-                        for var line in lines {
-                            if line.type == .merchantPayout { payoutLines += 1 }
-                            if line.type == .merchantPayout, payoutBatch == nil {
-                                payoutBatch = batch(id: line.modificationMerchantReference) ?? batch(number: line.batchNumber)
-                                // The stored line names the batch, as the model's own payout line does.
-                                if let found = payoutBatch { line.modificationMerchantReference = named ?? found.opened.batchID }
-                            } else if line.type == .merchantPayout, let first = payoutBatch,
-                                let found = batch(id: line.modificationMerchantReference) ?? batch(number: line.batchNumber)
-                            {
-                                // Another payout line: a second currency's of the same batch, or another merchant account's
-                                // batch's, whose lines are routed there.
-                                if found.opened.batchID == first.opened.batchID {
-                                    line.modificationMerchantReference = named ?? found.opened.batchID
-                                } else if found.opened.merchantAccount != first.opened.merchantAccount {
-                                    line.modificationMerchantReference = found.opened.batchID
-                                    if !routed.contains(found.opened.batchID) { routed.append(found.opened.batchID) }
-                                }
-                            }
-                            page.append(line)
-                            if page.count == Self.importPageSize { try await flush() }
+                        for line in lines { try await add(line) }
+                    }
+                }
+                func add(_ read: SettlementReportLine) async throws {
+                    var line = read
+                    if line.type == .merchantPayout { payoutLines += 1 }
+                    if line.type == .merchantPayout, payoutBatch == nil {
+                        payoutBatch = batch(id: line.modificationMerchantReference) ?? batch(number: line.batchNumber)
+                        // The stored line names the batch, as the model's own payout line does.
+                        if let found = payoutBatch { line.modificationMerchantReference = named ?? found.opened.batchID }
+                    } else if line.type == .merchantPayout, let first = payoutBatch,
+                        let found = batch(id: line.modificationMerchantReference) ?? batch(number: line.batchNumber)
+                    {
+                        // Another payout line: a second currency's of the same batch, or another merchant account's
+                        // batch's, whose lines are routed there.
+                        if found.opened.batchID == first.opened.batchID {
+                            line.modificationMerchantReference = named ?? found.opened.batchID
+                        } else if found.opened.merchantAccount != first.opened.merchantAccount {
+                            line.modificationMerchantReference = found.opened.batchID
+                            if !routed.contains(found.opened.batchID) { routed.append(found.opened.batchID) }
                         }
                     }
+                    page.append(line)
+                    if page.count == Self.importPageSize { try await flush() }
                 }
                 try await upload.forEachChunk { chunk in
                     try stream.feed(chunk) { records.append($0) }
@@ -429,7 +526,9 @@ extension SettlementService {
                 }
                 try stream.finish { records.append($0) }
                 try await take(records)
-                guard let importer else { throw ReportImportError.missingHeader }
+                // Lines a format holds until its last row is read (Checkout.com's last action).
+                guard var importer else { throw ReportImportError.missingHeader }
+                for line in importer.finish() { try await add(line) }
                 var resolved: SettlementBatchState?
                 if let named {
                     resolved = batch(id: named)

@@ -141,6 +141,33 @@ import Testing
         #expect(usd?.currency == nil && usd?.figure(usd?.actual, in: .usd) == "4.99", "\(String(describing: usd))")
     }
 
+    /// A line for an item of another batch (carried over from it) is neither a break here nor one of this batch's matched
+    /// items: it is counted as carried (issue 52: it was counted as matched, silently), and the result says how many.
+    @Test func aLineCarriedFromAnotherBatchIsCountedAsCarriedNotMatched() {
+        let lines = [line(.settled, "a", 500), line(.settled, "x", 700)]
+        let result = Reconciliation.reconcile(
+            batchID: batch,
+            currency: .usd,
+            items: [item(.capture, "a", 500)],
+            lines: lines + [payout(lines)],
+            laterLines: nil,
+            settledElsewhere: ["x"],
+            expectedFees: { _, _ in nil }
+        )
+        #expect(result.breaks.isEmpty && result.matched == 1 && result.carried == 1, "\(result)")
+        // None carried: absent from the result, as before the figure existed.
+        let own = Reconciliation.reconcile(
+            batchID: batch,
+            currency: .usd,
+            items: [item(.capture, "a", 500)],
+            lines: [lines[0], payout([lines[0]])],
+            laterLines: nil,
+            settledElsewhere: [],
+            expectedFees: { _, _ in nil }
+        )
+        #expect(own.matched == 1 && own.carried == nil)
+    }
+
     @Test func eachMismatchHasItsClass() {
         #expect(classes([], [line(.settled, "x", 500)]) == [.missingInLedger])
         #expect(classes([], [line(.settled, "x", 500)], elsewhere: ["x"]) == [])  // carried over from an earlier batch
