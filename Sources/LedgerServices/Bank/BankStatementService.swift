@@ -75,7 +75,7 @@ public struct BankStatementService: Sendable {
     }
 
     /// One line of the normalized spool.
-    package enum SpoolLine: Codable {
+    enum SpoolLine: Codable {
         case statement(BankStatementHeader)
         case entry(BankEntry)
         case end(BankStatementEnd)
@@ -275,19 +275,26 @@ public struct BankStatementService: Sendable {
         }
         let output = try FileHandle(forWritingTo: spool)
         defer { try? output.close() }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
         var buffer: [UInt8] = []
         var statements: [ReadStatement] = []
         var header: BankStatementHeader?
         var hasher = SHA256()
         func take(_ item: BankStatementItem) throws {
-            if case .statement(let h) = item {
+            let line: SpoolLine
+            switch item {
+            case .statement(let h):
                 guard statements.count < maximumStatements else {
                     throw BankStatementError(place: "", reason: "the file holds more than \(maximumStatements) statements")
                 }
                 header = h
                 hasher = SHA256()
+                line = .statement(h)
+            case .entry(let e): line = .entry(e)
+            case .end(let e): line = .end(e)
             }
-            let bytes = try spoolLine(item)
+            let bytes = Array(try encoder.encode(line)) + [0x0A]
             hasher.update(data: bytes)
             if case .end(let end) = item, let h = header {
                 statements.append(ReadStatement(header: h, end: end, contentSHA256: Hex.encode(Array(hasher.finalize()))))
@@ -326,41 +333,20 @@ public struct BankStatementService: Sendable {
         return statements
     }
 
-    /// A spool line (its line feed included): exactly the bytes of Foundation's `JSONEncoder` with sorted keys for the
-    /// ``SpoolLine`` — slashes escaped as `\/`, the synthesized enum's `{"entry":{"_0":…}}` — which each statement's
-    /// content digest has always hashed (a statement imported before is recognized as the same), written by the ledger's
-    /// direct encoder (``LedgerJSON``; Foundation's encoder was a third of the read pass, issue 53's figure) and the one
-    /// difference between the two, the escaped slash, added after.
-    package static func spoolLine(_ item: BankStatementItem) throws -> [UInt8] {
-        let (name, inner): (String, Data)
-        switch item {
-        case .statement(let h): (name, inner) = ("statement", try LedgerJSON.encode(h))
-        case .entry(let e): (name, inner) = ("entry", try LedgerJSON.encode(e))
-        case .end(let e): (name, inner) = ("end", try LedgerJSON.encode(e))
-        }
-        var out = Array("{\"\(name)\":{\"_0\":".utf8)
-        out.reserveCapacity(out.count + inner.count + 16)
-        for byte in inner {
-            if byte == UInt8(ascii: "/") { out.append(UInt8(ascii: "\\")) }
-            out.append(byte)
-        }
-        out += Array("}}\n".utf8)
-        return out
-    }
-
     /// Calls `body` with each line of the normalized spool, in order (read in chunks).
     static func forEachLine(of spool: URL, _ body: (SpoolLine) async throws -> Void) async throws {
         let input = try FileHandle(forReadingFrom: spool)
         defer { try? input.close() }
+        let decoder = JSONDecoder()
         // The spool's lines are the ledger's own JSON: a batch-booked entry with many transactions may be long.
         var lines = BankLineStream(maximumLength: 64 * 1024 * 1024)
         var pending: [SpoolLine] = []
         while let data = try input.read(upToCount: ReportUpload.chunkSize), !data.isEmpty {
-            try lines.feed(data) { text, _ in pending.append(try LedgerJSON.decode(SpoolLine.self, from: text)) }
+            try lines.feed(data) { text, _ in pending.append(try decoder.decode(SpoolLine.self, from: Data(text.utf8))) }
             for line in pending { try await body(line) }
             pending.removeAll(keepingCapacity: true)
         }
-        try lines.finish { text, _ in pending.append(try LedgerJSON.decode(SpoolLine.self, from: text)) }
+        try lines.finish { text, _ in pending.append(try decoder.decode(SpoolLine.self, from: Data(text.utf8))) }
         for line in pending { try await body(line) }
     }
 }
