@@ -121,10 +121,15 @@ import Testing
         )
         defer { daemon.process.terminate() }
         try #require(daemon.health != nil, "\(daemon.output())")
+        // Waiting: in the inbox, or claimed and not finished yet (in working/<claim>/).
         func waiting() throws -> [String] {
-            try FileManager.default.contentsOfDirectory(atPath: inbox.path).filter {
-                !$0.hasPrefix(".") && !["processed", "failed", "working"].contains($0)
+            let working = inbox.appendingPathComponent("working")
+            let claimed = try FileManager.default.contentsOfDirectory(atPath: working.path).flatMap {
+                try FileManager.default.contentsOfDirectory(atPath: working.appendingPathComponent($0).path)
             }
+            return try FileManager.default.contentsOfDirectory(atPath: inbox.path).filter {
+                !$0.hasPrefix(".") && !["processed", "failed", "working"].contains($0)
+            } + claimed
         }
         for _ in 0..<240 where try !waiting().isEmpty { try await Task.sleep(for: .milliseconds(250)) }
         let left = try waiting()
