@@ -20,20 +20,51 @@ public struct FinishedPayment: Hashable, Sendable, Codable {
 extension AcquirerModelState {
     /// The references of the finished payments (see ``FinishedPayment``), in order.
     public func finishedPaymentReferences() -> [String] {
-        var finished: [String] = []
-        for (reference, hold) in holds where hold.status != .open {
-            let done = hold.modificationReferences.allSatisfy { modificationReference in
-                guard let modification = modifications[modificationReference] else { return true }
-                let settles = modification.record.kind == .capture || modification.record.kind == .refund
-                return !settles || !modification.response.responseCode.isApproved
-                    || (modification.settledInBatch != nil && !modification.carriedOver)
-            }
-            if done { finished.append(reference) }
-        }
-        return finished.sorted()
+        holds.keys.filter { isFinished($0) }.sorted()
     }
 
-    /// Takes these finished payments (from ``finishedPaymentReferences()``) out of the state, in order.
+    /// True when the payment with our `reference` is in the state and finished (see ``FinishedPayment``): no later
+    /// item of a batch being settled can change it (each of its captures and refunds is settled or cannot be).
+    public func isFinished(_ reference: String) -> Bool {
+        guard let hold = holds[reference], hold.status != .open else { return false }
+        return hold.modificationReferences.allSatisfy { modificationReference in
+            guard let modification = modifications[modificationReference] else { return true }
+            let settles = modification.record.kind == .capture || modification.record.kind == .refund
+            return !settles || !modification.response.responseCode.isApproved
+                || (modification.settledInBatch != nil && !modification.carriedOver)
+        }
+    }
+
+    /// How many payments in the state are no longer open (closed or expired): what a host that keeps the model
+    /// durable may write out (``closedPaymentReferences(limit:)``) to bound its memory by the open holds.
+    public var closedResidentCount: Int { holds.count - openHolds.count }
+
+    /// Up to `limit` references of payments that are not open and hold no line back for the next batch (the
+    /// move-to-next-batch fault: the next settlement marks that modification in the state), in order. Such a payment
+    /// changes again only through a command or a batch item that names it, before which its host puts it back
+    /// (``restore(_:)``): it may leave memory before it is settled, and answers the same when put back.
+    public func closedPaymentReferences(limit: Int) -> [String] {
+        var closed: [String] = []
+        for (reference, hold) in holds where hold.status != .open {
+            let carried = hold.modificationReferences.contains { modifications[$0]?.carriedOver == true }
+            if !carried { closed.append(reference) }
+            if closed.count == limit { break }
+        }
+        return closed.sorted()
+    }
+
+    /// The payments with these references as they are now (those in the state), without taking them out: what a host
+    /// stores before it takes them (``takeFinishedPayments(_:)``) once they are stored.
+    public func payments(_ references: some Sequence<String>) -> [FinishedPayment] {
+        references.compactMap { reference in
+            holds[reference].map { hold in
+                FinishedPayment(reference: reference, hold: hold, modifications: hold.modificationReferences.compactMap { modifications[$0] })
+            }
+        }
+    }
+
+    /// Takes these payments (finished, from ``finishedPaymentReferences()``, or closed and stored, from
+    /// ``closedPaymentReferences(limit:)``) out of the state, in order.
     public mutating func takeFinishedPayments(_ references: some Sequence<String>) -> [FinishedPayment] {
         var taken: [FinishedPayment] = []
         for reference in references {

@@ -272,6 +272,25 @@ struct AcquirerJournal: Sendable {
         return lines
     }
 
+    /// ``reportLines(batchNumber:from:count:)`` as the canonical JSON array of the lines: the stored bodies (each
+    /// `LedgerJSON.string` of its line) joined, never decoded.
+    func reportLinesJSON(batchNumber: Int, from: Int, count: Int) async throws -> Data {
+        let rows = try await client.query(
+            """
+            SELECT body FROM acquirer.report_lines
+            WHERE batch_number = \(Int64(batchNumber)) AND line >= \(from) ORDER BY line LIMIT \(count)
+            """,
+            logger: logger
+        )
+        var json: [UInt8] = [UInt8(ascii: "[")]
+        for try await body in rows.decode(String.self) {
+            if json.count > 1 { json.append(UInt8(ascii: ",")) }
+            json.append(contentsOf: body.utf8)
+        }
+        json.append(UInt8(ascii: "]"))
+        return Data(json)
+    }
+
     // MARK: Finished payments (acquirer 0004)
 
     /// True when any finished payment is stored.
@@ -324,12 +343,17 @@ struct AcquirerJournal: Sendable {
         before seq: Int64,
         on connection: PostgresConnection?
     ) async throws -> [FinishedPayment] {
+        // One index probe per wanted payment (its newest version before `seq`): an OR of the two lookups in one WHERE
+        // let the planner scan the whole table, once per batch and per settlement page (issue 57).
         let query: PostgresQuery = """
-            SELECT DISTINCT ON (f.reference) f.body FROM acquirer.finished_payments f
-            WHERE f.seq < \(seq) AND (f.reference = ANY(\(references)::text[]) OR f.reference IN (
+            WITH wanted AS (
+                SELECT r FROM unnest(\(references)::text[]) AS t(r)
+                UNION
                 SELECT m.reference FROM acquirer.finished_modifications m
-                WHERE m.modification_reference = ANY(\(modifications)::text[]) AND m.seq < \(seq)))
-            ORDER BY f.reference, f.seq DESC
+                WHERE m.modification_reference = ANY(\(modifications)::text[]) AND m.seq < \(seq))
+            SELECT v.body FROM wanted CROSS JOIN LATERAL (
+                SELECT f.body FROM acquirer.finished_payments f
+                WHERE f.reference = wanted.r AND f.seq < \(seq) ORDER BY f.seq DESC LIMIT 1) v
             """
         let rows: PostgresRowSequence
         if let connection { rows = try await connection.query(query, logger: logger) } else { rows = try await client.query(query, logger: logger) }

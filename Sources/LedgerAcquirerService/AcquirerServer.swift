@@ -61,8 +61,11 @@ public struct AcquirerServiceConfiguration: Sendable {
     /// Exit when standard input reaches its end (the supervising ledger died: no orphan keeps serving).
     public var exitWithStandardInput: Bool
     /// Journal growth (commands) after which a snapshot of the model is stored (0: never); see
-    /// ``DurableAcquirerModel/open(client:seed:configuration:clock:logger:snapshotEvery:useSnapshots:)``.
+    /// ``DurableAcquirerModel/open(client:seed:configuration:clock:logger:snapshotEvery:useSnapshots:residentPayments:)``.
     public var snapshotEvery: Int64
+    /// Closed payments kept in memory before they are stored and taken out (issue 57); see
+    /// ``DurableAcquirerModel/defaultResidentPayments``.
+    public var residentPayments: Int
     /// Most time one statement of the journal's pool may take before it fails (the model then rebuilds from the
     /// journal); the supervising ledger passes its own (`statement_timeout` + 2 s). A statement sent as its connection
     /// died is otherwise never answered (PostgresNIO), and the model, which journals one batch at a time, would wait
@@ -81,6 +84,7 @@ public struct AcquirerServiceConfiguration: Sendable {
         announce: Bool = false,
         exitWithStandardInput: Bool = false,
         snapshotEvery: Int64 = 100_000,
+        residentPayments: Int = DurableAcquirerModel.defaultResidentPayments,
         databaseDeadline: Duration = .seconds(32)
     ) {
         self.secrets = secrets
@@ -94,6 +98,7 @@ public struct AcquirerServiceConfiguration: Sendable {
         self.announce = announce
         self.exitWithStandardInput = exitWithStandardInput
         self.snapshotEvery = snapshotEvery
+        self.residentPayments = residentPayments
         self.databaseDeadline = databaseDeadline
     }
 }
@@ -141,7 +146,8 @@ public enum AcquirerServer {
             configuration: configuration.model,
             clock: clock,
             logger: logger,
-            snapshotEvery: configuration.snapshotEvery
+            snapshotEvery: configuration.snapshotEvery,
+            residentPayments: configuration.residentPayments
         )
         if !configuration.faults.isOff {
             logger.warning("wire faults are armed on the acquirer service", metadata: ["faults": "\(configuration.faults)"])

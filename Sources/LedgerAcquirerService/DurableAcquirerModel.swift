@@ -57,6 +57,10 @@ public actor DurableAcquirerModel {
     /// True once any finished payment is stored (acquirer 0004): only then can a name the state does not
     /// know be one to put back.
     private var finishedStored = false
+    /// Closed payments (not open: captured, reversed or expired) kept in memory; past it they are stored (acquirer
+    /// 0004, as versions at the journal's position) and taken out of the state, down to half of it (issue 57: a day
+    /// of a million captures held 2.2 GB). The state then holds the open holds and at most this many others.
+    private let residentPayments: Int
 
     /// Opens the journal in `client`'s database and replays it. The journal's recorded seed and
     /// configuration win over the given ones (replaying with others would give another state); a
@@ -74,7 +78,8 @@ public actor DurableAcquirerModel {
         clock: @escaping @Sendable () -> Date,
         logger: Logger,
         snapshotEvery: Int64 = 100_000,
-        useSnapshots: Bool = true
+        useSnapshots: Bool = true,
+        residentPayments: Int = DurableAcquirerModel.defaultResidentPayments
     ) async throws -> DurableAcquirerModel {
         let journal = AcquirerJournal(client: client, logger: logger)
         let recorded = try await journal.model(seed: seed, configuration: configuration)
@@ -90,6 +95,7 @@ public actor DurableAcquirerModel {
             snapshotSeq: snapshotSeq,
             snapshotEvery: snapshotEvery,
             useSnapshots: useSnapshots,
+            residentPayments: max(2, residentPayments),
             journal: journal,
             clock: clock,
             logger: logger,
@@ -114,6 +120,13 @@ public actor DurableAcquirerModel {
     /// Commands read per replay query.
     static let replayChunk = 10_000
 
+    /// The default of `residentPayments`: closed payments kept in memory (a few hundred bytes to 2 KB each).
+    public static let defaultResidentPayments = 20_000
+
+    /// Closed payments stored and taken out per transaction, and at most per batch of requests served (the requests
+    /// queued meanwhile wait for it: a short pause often rather than a long one now and then).
+    static let evictionChunk = 1_000
+
     /// Applies the journal after `lastSeq` to the state, in order, at the recorded times; a settlement
     /// page by page as it was applied live (its report lines are stored already, unless the journal
     /// predates acquirer 0003).
@@ -136,6 +149,8 @@ public actor DurableAcquirerModel {
                     _ = state.apply(command, now: at)
                 }
                 lastSeq = seq
+                // Only where no payment put back for a later command is waiting for it.
+                if index + 1 >= restoredUpTo { try await storeClosedPayments(atMost: .max) }
             }
             if commands.count < Self.replayChunk { break }
         }
@@ -144,17 +159,48 @@ public actor DurableAcquirerModel {
 
     /// Puts back the finished payments `names` name that the state does not hold: their newest versions
     /// before journal row `seq` (on `connection` inside a transaction, which sees its own rows).
+    /// Returns the references put back.
+    @discardableResult
     private func restoreNamed(
         _ names: [(payments: [String], modifications: [String])],
         before seq: Int64,
         on connection: PostgresConnection?
-    ) async throws {
-        guard finishedStored else { return }
+    ) async throws -> [String] {
+        guard finishedStored else { return [] }
         let payments = names.flatMap(\.payments).filter { !state.knows(payment: $0) }
         let modifications = names.flatMap(\.modifications).filter { !state.knows(modification: $0) }
-        guard !payments.isEmpty || !modifications.isEmpty else { return }
-        for payment in try await journal.finishedPayments(references: payments, modifications: modifications, before: seq, on: connection) {
+        guard !payments.isEmpty || !modifications.isEmpty else { return [] }
+        var restored: [String] = []
+        for payment in try await journal.finishedPayments(references: payments, modifications: modifications, before: seq, on: connection)
+        where !state.knows(payment: payment.reference) {
             state.restore(payment)
+            restored.append(payment.reference)
+        }
+        return restored
+    }
+
+    /// Stores the closed payments past `residentPayments` (acquirer 0004, as versions at `lastSeq`: the state after
+    /// that journal row, which is committed) and only then takes them out of the state, down to half the bound, at
+    /// most `atMost` of them, in chunks of one transaction each. A version is the payment as it is after that row
+    /// whichever run stores it (the live model or a replay), so a later command that names the payment puts back
+    /// exactly what it was. A failed store leaves the payments in memory (logged; tried again after the next batch).
+    private func storeClosedPayments(atMost: Int) async throws {
+        guard lastSeq > 0, state.closedResidentCount > residentPayments else { return }
+        let references = state.closedPaymentReferences(limit: min(atMost, state.closedResidentCount - residentPayments / 2))
+        let seq = lastSeq
+        for start in stride(from: 0, to: references.count, by: Self.evictionChunk) {
+            let chunk = references[start..<min(references.count, start + Self.evictionChunk)]
+            let payments = state.payments(chunk)
+            try await journal.client.withTransaction(logger: logger) { connection in
+                try await self.journal.insertFinished(payments, seq: seq, on: connection)
+            }
+            _ = state.takeFinishedPayments(chunk)
+            finishedStored = true
+        }
+        // A chunk's freed records are reused by the next payments; many at once (a replay) are handed back.
+        if references.count > Self.evictionChunk {
+            state.compactStorage()
+            Self.returnFreedMemory()
         }
     }
 
@@ -173,9 +219,16 @@ public actor DurableAcquirerModel {
         do throws(AcquirerError) { settlement = try state.beginSettlement(header, now: now) } catch { return .refusal(error) }
         for index in 0..<pages {
             let items = try await journal.page(index, of: header.batchReference)
-            // An item of a finished payment is back in the state to be checked (and refused: it is settled).
-            try await restoreNamed([(items.map(\.authorizationReference), items.map(\.modificationReference))], before: seq, on: connection)
+            // An item of a payment out of memory (stored closed, or finished: then refused as settled) is back in the
+            // state to be checked, and out again after its page: checking changes nothing, its stored version stays
+            // exact, and a million items are never in memory at once.
+            let restored = try await restoreNamed(
+                [(items.map(\.authorizationReference), items.map(\.modificationReference))],
+                before: seq,
+                on: connection
+            )
             do throws(AcquirerError) { try state.check(items, in: &settlement) } catch { return .refusal(error) }
+            _ = state.takeFinishedPayments(restored)
         }
         let carried: [SettlementReportLine]
         do throws(AcquirerError) {
@@ -187,18 +240,30 @@ public actor DurableAcquirerModel {
         let number = settlement.batchNumber
         var store = connection != nil
         if !store { store = try await journal.reportLineCount(batchNumber: number) == 0 }
+        // Replaying, the payments this settlement finished are stored already unless it predates acquirer 0004 (the
+        // live settlement stored all of them in its transaction): asked once, before any is stored here.
+        var storeFinished = connection != nil
+        if !storeFinished { storeFinished = try await !journal.hasFinishedPayments(at: seq) }
         var stored = 0
         try await keep(carried, batchNumber: number, first: stored, storing: store, on: connection)
         stored += carried.count
         for index in 0..<pages {
             let items = try await journal.page(index, of: header.batchReference)
+            try await restoreNamed([(items.map(\.authorizationReference), items.map(\.modificationReference))], before: seq, on: connection)
             let lines = state.settlePage(items, in: &settlement)
             try await keep(lines, batchNumber: number, first: stored, storing: store, on: connection)
             stored += lines.count
+            // A payment this page finished cannot change again in this batch (each item is listed once): stored and
+            // taken out now, as at the end, so that the batch's payments are never all in memory.
+            var seen = Set<String>()
+            let finished = items.map(\.authorizationReference).filter { seen.insert($0).inserted && state.isFinished($0) }
+            try await takeFinishedPayments(finished.sorted(), seq: seq, storing: storeFinished, on: connection)
         }
         let (receipt, payoutLine) = state.finishSettling(settlement, keeping: nil)
         try await keep([payoutLine], batchNumber: number, first: stored, storing: store, on: connection)
-        try await takeFinishedPayments(seq: seq, storingOn: connection)
+        try await takeFinishedPayments(state.finishedPaymentReferences(), seq: seq, storing: storeFinished, on: connection)
+        state.compactStorage()
+        Self.returnFreedMemory()
         return .answer(receipt)
     }
 
@@ -219,20 +284,15 @@ public actor DurableAcquirerModel {
         }
     }
 
-    /// Takes the finished payments out of the state after the settlement journalled at `seq` and stores
-    /// them (acquirer 0004) on `connection`, or, when replaying (nil), unless they are stored.
-    private func takeFinishedPayments(seq: Int64, storingOn connection: PostgresConnection?) async throws {
-        let references = state.finishedPaymentReferences()
+    /// Takes these finished payments out of the state during the settlement journalled at `seq` and, when
+    /// `storing`, stores them (acquirer 0004) on `connection` (its transaction), or, replaying (nil), on their own.
+    private func takeFinishedPayments(_ references: [String], seq: Int64, storing: Bool, on connection: PostgresConnection?) async throws {
         guard !references.isEmpty else { return }
-        var store = connection != nil
-        if !store { store = try await !journal.hasFinishedPayments(at: seq) }
         for start in stride(from: 0, to: references.count, by: 10_000) {
             let taken = state.takeFinishedPayments(references[start..<min(references.count, start + 10_000)])
-            if store { try await journal.insertFinished(taken, seq: seq, on: connection) }
+            if storing { try await journal.insertFinished(taken, seq: seq, on: connection) }
         }
-        state.compactStorage()
         finishedStored = true
-        Self.returnFreedMemory()
     }
 
     private init(
@@ -241,6 +301,7 @@ public actor DurableAcquirerModel {
         snapshotSeq: Int64,
         snapshotEvery: Int64,
         useSnapshots: Bool,
+        residentPayments: Int,
         journal: AcquirerJournal,
         clock: @escaping @Sendable () -> Date,
         logger: Logger,
@@ -251,6 +312,7 @@ public actor DurableAcquirerModel {
         self.snapshotSeq = snapshotSeq
         self.snapshotEvery = snapshotEvery
         self.useSnapshots = useSnapshots
+        self.residentPayments = residentPayments
         self.journal = journal
         self.clock = clock
         self.logger = logger
@@ -349,6 +411,14 @@ public actor DurableAcquirerModel {
                 }
             }
             await run(batch)
+            if !needsReload {
+                do { try await storeClosedPayments(atMost: Self.evictionChunk) } catch {
+                    logger.error(
+                        "closed acquirer payments could not be stored; they stay in memory",
+                        metadata: ["error": "\(String(reflecting: error))"]
+                    )
+                }
+            }
             snapshotIfDue()
         }
         draining = false
@@ -487,7 +557,9 @@ public actor DurableAcquirerModel {
                 return .answer(try state.reportLines(batchNumber: batchNumber, from: from, count: count))
             }
         } catch { return .refusal(error) }
-        do { return .answer(try await journal.reportLines(batchNumber: batchNumber, from: from, count: count)) } catch {
+        // The stored bodies are each line's canonical JSON, and the canonical JSON of the page is them in an array: sent
+        // as stored, not decoded and encoded again (issue 57: a million lines twice over per settlement).
+        do { return AcquirerReply(status: 200, body: try await journal.reportLinesJSON(batchNumber: batchNumber, from: from, count: count)) } catch {
             logger.error("acquirer report lines unreadable", metadata: ["error": "\(String(reflecting: error))"])
             return Self.unavailable
         }

@@ -33,6 +33,7 @@ enum AcquirerHarness {
         seed: UInt64 = 7,
         clock: @escaping @Sendable () -> Date = { Date() },
         snapshotEvery: Int64 = 100_000,
+        residentPayments: Int = DurableAcquirerModel.defaultResidentPayments,
         _ body: @Sendable (DatabaseClient, DurableAcquirerModel) async throws -> T
     ) async throws -> T {
         let set = try Migrator.load(from: migrations)
@@ -46,7 +47,8 @@ enum AcquirerHarness {
                 configuration: AcquirerModelConfiguration(),
                 clock: clock,
                 logger: TestCluster.logger,
-                snapshotEvery: snapshotEvery
+                snapshotEvery: snapshotEvery,
+                residentPayments: residentPayments
             )
             return try await body(client, model)
         }
@@ -62,9 +64,16 @@ enum AcquirerHarness {
         readTimeout: Duration = .seconds(5),
         metrics: LedgerMetrics = LedgerMetrics(),
         snapshotEvery: Int64 = 100_000,
+        residentPayments: Int = DurableAcquirerModel.defaultResidentPayments,
         _ body: @escaping @Sendable (HTTPAcquirer, DurableAcquirerModel) async throws -> Void
     ) async throws {
-        try await withModel(database: database, seed: seed, clock: clock, snapshotEvery: snapshotEvery) { client, model in
+        try await withModel(
+            database: database,
+            seed: seed,
+            clock: clock,
+            snapshotEvery: snapshotEvery,
+            residentPayments: residentPayments
+        ) { client, model in
             let app = AcquirerServer.application(
                 model: model,
                 client: client,

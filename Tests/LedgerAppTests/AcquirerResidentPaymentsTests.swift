@@ -1,0 +1,136 @@
+import Foundation
+import LedgerAcquirer
+import LedgerAcquirerAPI
+import LedgerAcquirerService
+import LedgerCore
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+/// Issue 57: the acquirer service held every payment of the day in memory (2.2 GB before a 1,000,000-capture
+/// settlement). Past its bound of closed payments it stores them (acquirer 0004) and takes them out; every answer —
+/// a repeated authorization or capture, a status inquiry, a refund, a reused reference refused, the settlement of
+/// all of them in pages — is the in-process model's, byte for byte, and so is the state after a restart.
+@Suite("The acquirer service's memory is bounded by its open holds", .machine(.shared))
+struct AcquirerResidentPaymentsTests {
+    @Test func closedPaymentsPastTheBoundLeaveMemoryAndAnswerTheSame() async throws {
+        let start = TestApp.instant("2026-06-17T10:00:00Z")
+        let clock = SimulatedClock(start)
+        let serviceClock = SimulatedClock(start)
+        let reference = AcquirerModel(seed: 7, clock: clock.reading)
+        let database = try await TestDatabase.fresh()
+        let bound = 4
+        let payments = 30
+        @Sendable func usd(_ cents: Int64) -> Money { Money(minorUnits: cents, currency: .usd) }
+        /// Every third payment is captured in part and stays open; the others are captured in full (closed), every
+        /// fourth of them refunded in part.
+        @Sendable func isOpen(_ index: Int) -> Bool { index % 3 == 0 }
+        @Sendable func isRefunded(_ index: Int) -> Bool { !isOpen(index) && index % 4 == 1 }
+        /// The same step on both sides, each answer (or refusal's code) compared.
+        @Sendable func both<T: Equatable & Sendable>(_ acquirer: any Acquirer, _ step: @Sendable (any Acquirer) async throws -> T) async throws {
+            let expected: Result<T, AcquirerError>
+            do { expected = .success(try await step(reference)) } catch let error as AcquirerError { expected = .failure(error) }
+            let actual: Result<T, AcquirerError>
+            do { actual = .success(try await step(acquirer)) } catch let error as AcquirerError { actual = .failure(error) }
+            switch (expected, actual) {
+            case (.success(let a), .success(let b)): #expect(a == b)
+            case (.failure(let a), .failure(let b)): #expect(a.code == b.code)
+            default: Issue.record("the model answered \(expected), the service \(actual)")
+            }
+        }
+        @Sendable func authorization(_ index: Int) -> AuthorizationRequest {
+            AuthorizationRequest(merchantReference: "rp-\(index)", amount: usd(5_000 + Int64(index)), paymentMethod: .token("tok_visa"))
+        }
+        @Sendable func capture(_ index: Int) -> CaptureRequest {
+            CaptureRequest(
+                authorizationReference: "rp-\(index)",
+                modificationReference: "rp-\(index)-c",
+                amount: usd(isOpen(index) ? 2_000 : 5_000 + Int64(index)),
+                isFinal: !isOpen(index)
+            )
+        }
+        @Sendable func refund(_ index: Int) -> RefundRequest {
+            RefundRequest(authorizationReference: "rp-\(index)", modificationReference: "rp-\(index)-r", amount: usd(300))
+        }
+        let opens = (0..<payments).filter(isOpen).count
+        let items: [SettlementItem] = (0..<payments).flatMap { index in
+            let request = capture(index)
+            var items = [
+                SettlementItem(
+                    kind: .capture,
+                    authorizationReference: request.authorizationReference,
+                    modificationReference: request.modificationReference,
+                    amount: request.amount
+                )
+            ]
+            if isRefunded(index) {
+                items.append(
+                    SettlementItem(kind: .refund, authorizationReference: "rp-\(index)", modificationReference: "rp-\(index)-r", amount: usd(300))
+                )
+            }
+            return items
+        }
+        try await AcquirerHarness.withService(database: database, clock: serviceClock.reading, residentPayments: bound) { acquirer, model in
+            for index in 0..<payments {
+                try await both(acquirer) { try await $0.authorize(authorization(index)) }
+                try await both(acquirer) { try await $0.capture(capture(index)) }
+                if isRefunded(index) { try await both(acquirer) { try await $0.refund(refund(index)) } }
+                clock.advance(by: 2)
+                serviceClock.advance(by: 2)
+            }
+            // The payments leave memory after their batch is answered: one request at a time, at most one over the bound.
+            let filled = await model.resident
+            #expect(filled.holds <= opens + bound + 1, "\(filled.holds) payments in memory, \(opens) of them open, bound \(bound)")
+            // The first payments left memory long ago: their requests again get the first answers.
+            for index in [1, 2, 4, 5] {
+                try await both(acquirer) { try await $0.authorize(authorization(index)) }
+                try await both(acquirer) { try await $0.capture(capture(index)) }
+                try await both(acquirer) { try await $0.query(merchantReference: "rp-\(index)") }
+            }
+            // A reference reused for another request is still refused; a closed hold still takes no capture.
+            try await both(acquirer) {
+                try await $0.capture(CaptureRequest(authorizationReference: "rp-2", modificationReference: "rp-2-c", amount: usd(1), isFinal: true))
+            }
+            try await both(acquirer) {
+                try await $0.capture(CaptureRequest(authorizationReference: "rp-2", modificationReference: "rp-2-c2", amount: usd(1), isFinal: true))
+            }
+            // Every capture and refund settled in pages of 7 items, the payments put back a page at a time.
+            let pages: @Sendable (Int) async throws -> [SettlementItem]? = { page in
+                page * 7 < items.count ? Array(items[(page * 7)..<min(items.count, page * 7 + 7)]) : nil
+            }
+            try await both(acquirer) { try await $0.submitBatch(SettlementBatchHeader(batchReference: "B-resident", currency: .usd), pages: pages) }
+            // The report's lines, sent as stored: the bytes the model's lines encode to.
+            let receipt = try await acquirer.submitBatch(SettlementBatchHeader(batchReference: "B-resident", currency: .usd), pages: pages)
+            let lines = try await reference.reportLines(batchNumber: receipt.batchNumber, from: 0, count: 1_000)
+            #expect(lines.count == receipt.lineCount)
+            let page = await model.perform(.reportLines(batchNumber: receipt.batchNumber, from: 0, count: 1_000), key: nil)
+            let encoded = try LedgerJSON.encode(lines)
+            #expect(page.status == 200 && page.body == encoded)
+            // An item settled already is refused, from the stored payment; a refund after the settlement is taken.
+            try await both(acquirer) { acquirer in
+                try await acquirer.submitBatch(SettlementBatchHeader(batchReference: "B-again", currency: .usd)) { $0 == 0 ? [items[1]] : nil }
+            }
+            try await both(acquirer) {
+                try await $0.refund(RefundRequest(authorizationReference: "rp-2", modificationReference: "rp-2-r2", amount: usd(100)))
+            }
+            let settled = await model.resident
+            #expect(settled.holds <= opens + bound + 1, "\(settled.holds) payments in memory after the settlement")
+            #expect(try await model.snapshot() == (try await reference.snapshot()))
+        }
+        // A restart replays the journal within the same bound, to the same state.
+        try await database.withOwner { client in
+            let replayed = try await DurableAcquirerModel.open(
+                client: client,
+                seed: 7,
+                configuration: AcquirerModelConfiguration(),
+                clock: serviceClock.reading,
+                logger: TestCluster.logger,
+                snapshotEvery: 0,
+                useSnapshots: false,
+                residentPayments: bound
+            )
+            #expect(await replayed.resident.holds <= opens + bound)
+            #expect(try await replayed.snapshot() == (try await reference.snapshot()))
+        }
+    }
+}
