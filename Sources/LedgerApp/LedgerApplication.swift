@@ -254,7 +254,14 @@ public struct ServiceContainer: Sendable {
             TransparencyLogBuilder(log: $0, witnesses: witnesses, interval: configuration.logInterval, logger: logger)
         }
         self.privacy = PrivacyService(client: client, writer: writer, clock: clock, logger: logger)
-        self.bank = BankStatementService(client: client, writer: writer, clock: clock, logger: logger)
+        self.bank = BankStatementService(
+            client: client,
+            writer: writer,
+            clock: clock,
+            logger: logger,
+            calendar: configuration.settlement.calendar,
+            fundingWindowBusinessDays: configuration.bankFundingWindowDays
+        )
         let state = StateHistory(client: client, clock: clock, snapshotEvery: configuration.snapshotEveryEvents, logger: logger)
         self.state = state
         self.readClient = readClient
@@ -388,7 +395,8 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
         reportLimit: configuration.reportMaxBytes,
         secureCookies: configuration.tlsCertificatePath != nil,
         clock: services.clock,
-        failures: services.authenticationFailures
+        failures: services.authenticationFailures,
+        bank: services.bank
     ).register(on: router, expensive: expensive)
     if let transparency = services.transparency {
         let routes = TransparencyRoutes(log: transparency, isPublic: configuration.logPublic)

@@ -27,6 +27,7 @@ import Logging
 /// | `LEDGERD_EXPENSIVE_REQUEST_LIMIT` | `4` | authenticated chain verifications, report uploads, journal pages, exports and as-of reads running at once (an export until its last byte); more are 429 |
 /// | `LEDGERD_EXPORTS_PER_KEY` | `2` | streamed exports (`/settlements/{id}/report.csv`, the console's journal and events files) one key may have running at once; one more is 429 |
 /// | `LEDGERD_REPORT_MAX_BYTES` | `268435456` | the largest settlement report upload (streamed to a 0600 spool file as it arrives; larger is 413 at once) |
+/// | `LEDGERD_BANK_FUNDING_WINDOW_DAYS` | `2` | business days after a payout's value date its deposit may still arrive; after them nothing received is `payout_not_received` |
 /// | `LEDGERD_PORT` | `12345` | HTTP port (the storefront app's) |
 /// | `LEDGERD_DATA_DIR` | `./.ledgerd` | embedded cluster and daemon state |
 /// | `LEDGERD_PG_BINDIR` | found | PostgreSQL server binaries for the embedded cluster |
@@ -133,6 +134,8 @@ public struct LedgerConfiguration: Sendable {
     public var exportsPerKey: Int
     /// `LEDGERD_REPORT_MAX_BYTES`: the largest settlement report upload.
     public var reportMaxBytes: Int
+    /// `LEDGERD_BANK_FUNDING_WINDOW_DAYS`: business days a payout's deposit may arrive after its value date.
+    public var bankFundingWindowDays: Int
     public var port: Int
     public var dataDirectory: String
     public var postgresBinDirectory: String?
@@ -258,6 +261,8 @@ public struct LedgerConfiguration: Sendable {
         guard exportsPerKey >= 1 else { throw ConfigurationError("LEDGERD_EXPORTS_PER_KEY must be at least 1") }
         reportMaxBytes = reader.int(forKey: "ledgerd.report.max.bytes", default: 256 * 1024 * 1024)
         guard reportMaxBytes >= 1024 else { throw ConfigurationError("LEDGERD_REPORT_MAX_BYTES must be at least 1024") }
+        bankFundingWindowDays = reader.int(forKey: "ledgerd.bank.funding.window.days", default: 2)
+        guard (0...30).contains(bankFundingWindowDays) else { throw ConfigurationError("LEDGERD_BANK_FUNDING_WINDOW_DAYS must be 0…30") }
         guard expensiveRequestLimit >= 1 else { throw ConfigurationError("LEDGERD_EXPENSIVE_REQUEST_LIMIT must be at least 1") }
         port = reader.int(forKey: "ledgerd.port", default: 12345)
         dataDirectory = reader.string(forKey: "ledgerd.data.dir", default: "./.ledgerd")
