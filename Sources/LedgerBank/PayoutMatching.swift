@@ -152,6 +152,18 @@ public enum PayoutMatcher {
         today: BusinessDate,
         file: String
     ) -> [BankMatchEvent] {
+        pass(state: initial, payouts: payouts, credits: credits, today: today, file: file).events
+    }
+
+    /// ``match(state:payouts:credits:today:file:)``'s events and the state with them applied (the caller need not fold
+    /// them again).
+    public static func pass(
+        state initial: BankMatchState,
+        payouts: [ExpectedPayout],
+        credits: [BankDepositRef],
+        today: BusinessDate,
+        file: String
+    ) -> (events: [BankMatchEvent], state: BankMatchState) {
         var pass = Pass(state: initial, payouts: payouts, file: file)
         // Credits an earlier pass could not explain are tried again first (a payout announced since may explain them).
         let retried = initial.openBreaks.filter { $0.breakClass == .unexpectedCredit }.compactMap { found in
@@ -176,7 +188,7 @@ public enum PayoutMatcher {
             if !pass.byAmount(candidate.deposit, retrying: candidate.breakID) && candidate.breakID == nil { pass.unexpected(candidate.deposit) }
         }
         pass.notReceived(today: today)
-        return pass.events
+        return (pass.events, pass.state)
     }
 
     /// One pass's working state: the fold so far (with this pass's events applied) and its indexes.
@@ -211,7 +223,7 @@ public enum PayoutMatcher {
                 let id = expected.payout.batchID
                 for token in Set([expected.payout.payoutReference, id]) where !token.isEmpty { tokens[token, default: []].append(id) }
                 amounts[Self.amountKey(expected.payout.amount), default: []].append(id)
-                days["\(expected.payout.amount.currency.code) \(expected.expectedDate)", default: []].append(id)
+                days["\(expected.payout.amount.currency.code) \(expected.expectedDate.daysSinceEpoch)", default: []].append(id)
                 if daysByCurrency[expected.payout.amount.currency]?.last != expected.expectedDate {
                     daysByCurrency[expected.payout.amount.currency, default: []].append(expected.expectedDate)
                 }
@@ -282,7 +294,7 @@ public enum PayoutMatcher {
             }
             // Several payouts of one day in one deposit (the acquirer nets its batches into one transfer).
             for expectedDay in days[deposit.amount.currency] ?? [] {
-                let group = (byDay["\(deposit.amount.currency.code) \(expectedDay)"] ?? []).compactMap { open($0, on: day) }
+                let group = (byDay["\(deposit.amount.currency.code) \(expectedDay.daysSinceEpoch)"] ?? []).compactMap { open($0, on: day) }
                 guard group.count > 1, group.reduce(0, { $0 + $1.payout.amount.minorUnits }) == deposit.amount.minorUnits else { continue }
                 record(group.map(\.payout), [deposit], rule: "amount_group", outstanding: 0, retrying: breakID)
                 return true

@@ -36,11 +36,9 @@ extension BankStatementService {
             let payouts = try await expectedPayouts()
             let credits = try await credits(after: state.through)
             let today = BusinessDate(daysSinceEpoch: Int64((clock().timeIntervalSince1970 / 86_400).rounded(.down)))
-            let events = PayoutMatcher.match(state: state, payouts: payouts, credits: credits, today: today, file: file)
+            let (events, after) = PayoutMatcher.pass(state: state, payouts: payouts, credits: credits, today: today, file: file)
             var summary = MatchSummary()
-            var after = state
             for event in events {
-                after.apply(event)
                 switch event {
                 case .matched: summary.matched += 1
                 case .breakFound(let found): summary.breaks[found.breakClass.rawValue, default: 0] += 1
