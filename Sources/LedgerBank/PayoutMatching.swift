@@ -56,7 +56,7 @@ public struct BankMatchState: Sendable {
     /// Deposit keys (``BankDepositRef/key``) every event so far names.
     public private(set) var consumed: Set<String> = []
     /// A deposit's fingerprint → the statement stream it was first seen in (a deposit seen twice).
-    private(set) var fingerprints: [String: String] = [:]
+    private(set) var fingerprints: [DepositFingerprint: String] = [:]
     /// Every break found, by id.
     public private(set) var breaks: [String: BankBreakFound] = [:]
     /// The open breaks' ids in the order found.
@@ -79,9 +79,17 @@ public struct BankMatchState: Sendable {
     public func isOpen(_ breakID: String) -> Bool { open.contains(breakID) }
 
     /// The open breaks that name any of these batches' payouts, in the order found (a break's id ends with its number).
-    public func openBreaks(naming batches: Set<String>) -> [BankBreakFound] {
+    public func openBreaks(naming batches: Set<String>) -> [BankBreakFound] { openBreaks(namingAny: Array(batches)) }
+
+    /// ``openBreaks(naming:)`` for a few batches: nothing built when none of them has a break (the common case).
+    func openBreaks(namingAny batches: [String]) -> [BankBreakFound] {
+        var ids: [String] = []
+        for batch in batches {
+            for id in breaksByBatch[batch] ?? [] where open.contains(id) && !ids.contains(id) { ids.append(id) }
+        }
+        guard !ids.isEmpty else { return [] }
         func number(_ id: String) -> Int { Int(id.split(separator: ".").last ?? "") ?? 0 }
-        return Set(batches.flatMap { breaksByBatch[$0] ?? [] }).filter(open.contains).sorted { number($0) < number($1) }.compactMap { breaks[$0] }
+        return ids.sorted { number($0) < number($1) }.compactMap { breaks[$0] }
     }
 
     public mutating func apply(_ event: BankMatchEvent) {
@@ -122,12 +130,26 @@ public struct BankMatchState: Sendable {
     }
 
     /// What makes two credits the same deposit: the account, amount, value date and every reference the bank gave.
-    static func fingerprint(_ deposit: BankDepositRef) -> String {
-        [
-            deposit.account, deposit.amount.currency.code, String(deposit.amount.minorUnits), deposit.valueDate?.description ?? "",
-            deposit.bankReference ?? "", deposit.ownerReference ?? "", deposit.endToEndIDs.joined(separator: ","),
-            deposit.remittanceInformation,
-        ].joined(separator: "\u{1F}")
+    struct DepositFingerprint: Hashable {
+        var account: String
+        var amount: Money
+        var valueDate: BusinessDate?
+        var bankReference: String?
+        var ownerReference: String?
+        var endToEndIDs: [String]
+        var remittanceInformation: String
+    }
+
+    static func fingerprint(_ deposit: BankDepositRef) -> DepositFingerprint {
+        DepositFingerprint(
+            account: deposit.account,
+            amount: deposit.amount,
+            valueDate: deposit.valueDate,
+            bankReference: deposit.bankReference,
+            ownerReference: deposit.ownerReference,
+            endToEndIDs: deposit.endToEndIDs,
+            remittanceInformation: deposit.remittanceInformation
+        )
     }
 
     func wasNotReceivedRaised(_ batchID: String) -> Bool { notReceivedRaised.contains(batchID) }
@@ -170,7 +192,7 @@ public enum PayoutMatcher {
             found.deposits.first.map { (deposit: $0, breakID: Optional(found.breakID)) }
         }
         var fresh: [(deposit: BankDepositRef, breakID: String?)] = []
-        var seen: [String: String] = [:]
+        var seen: [BankMatchState.DepositFingerprint: String] = [:]
         for credit in credits where !initial.consumed.contains(credit.key) && credit.amount.minorUnits > 0 {
             let stamp = BankMatchState.fingerprint(credit)
             if let first = initial.fingerprints[stamp] ?? seen[stamp], first != credit.stream {
@@ -191,66 +213,96 @@ public enum PayoutMatcher {
         return (pass.events, pass.state)
     }
 
-    /// One pass's working state: the fold so far (with this pass's events applied) and its indexes.
+    /// One pass's working state: the fold so far (with this pass's events applied) and its indexes. Payouts are
+    /// integer ids (their place in `payouts`, sorted by expected date once); the indexes hold ids under value-type
+    /// keys, so the per-credit work hashes no string it builds.
     struct Pass {
         var state: BankMatchState
         var events: [BankMatchEvent] = []
         let payouts: [ExpectedPayout]
         let file: String
-        let byBatch: [String: ExpectedPayout]
-        /// A reference (payout reference or batch id) → the batches it names.
-        let byToken: [String: [String]]
-        /// Currency and minor units → the batches of that amount, in expected-date order.
-        let byAmount: [String: [String]]
-        /// Currency and expected date → the batches expected that day; and each currency's expected days, in order.
-        let byDay: [String: [String]]
+        /// A batch id → its payout's id (the events name batches; the matcher works on ids).
+        let byBatch: [String: Int]
+        /// A reference (payout reference or batch id) → the payouts it names.
+        let byToken: [String: [Int]]
+        /// Currency and minor units → the payouts of that amount, in expected-date order.
+        let byAmount: [Money: [Int]]
+        /// Currency and expected date → the payouts expected that day; and each currency's expected days, in order.
+        let byDay: [DayKey: [Int]]
         let days: [Currency: [BusinessDate]]
-        /// Per amount key, the first of its batches that may still be open.
-        var amountCursor: [String: Int] = [:]
+        /// Per payout id, whether it has received anything (``BankMatchState/received`` has it), kept by `emit`.
+        var paid: [Bool]
+        /// Per amount, the first of its payouts that may still be open.
+        var amountCursor: [Money: Int] = [:]
+
+        struct DayKey: Hashable {
+            var currency: Currency
+            var day: BusinessDate
+        }
 
         init(state: BankMatchState, payouts: [ExpectedPayout], file: String) {
             self.state = state
             self.file = file
+            var batches: [String: Int] = [:]
+            // A batch announced twice: the first (by expected date) counts.
             let ordered = payouts.filter { $0.payout.amount.minorUnits > 0 }
-                .sorted { ($0.expectedDate, $0.payout.batchID) < ($1.expectedDate, $1.payout.batchID) }
+                .sorted { $0.expectedDate != $1.expectedDate ? $0.expectedDate < $1.expectedDate : $0.payout.batchID < $1.payout.batchID }
+                .filter { batches.updateValue(0, forKey: $0.payout.batchID) == nil }
             self.payouts = ordered
-            byBatch = Dictionary(ordered.map { ($0.payout.batchID, $0) }, uniquingKeysWith: { first, _ in first })
-            var tokens: [String: [String]] = [:]
-            var amounts: [String: [String]] = [:]
-            var days: [String: [String]] = [:]
+            var tokens: [String: [Int]] = [:]
+            var amounts: [Money: [Int]] = [:]
+            var days: [DayKey: [Int]] = [:]
             var daysByCurrency: [Currency: [BusinessDate]] = [:]
-            for expected in ordered {
-                let id = expected.payout.batchID
-                for token in Set([expected.payout.payoutReference, id]) where !token.isEmpty { tokens[token, default: []].append(id) }
-                amounts[Self.amountKey(expected.payout.amount), default: []].append(id)
-                days["\(expected.payout.amount.currency.code) \(expected.expectedDate.daysSinceEpoch)", default: []].append(id)
-                if daysByCurrency[expected.payout.amount.currency]?.last != expected.expectedDate {
-                    daysByCurrency[expected.payout.amount.currency, default: []].append(expected.expectedDate)
-                }
+            var paid = [Bool](repeating: false, count: ordered.count)
+            for (id, expected) in ordered.enumerated() {
+                let batch = expected.payout.batchID
+                batches[batch] = id
+                paid[id] = state.received[batch] != nil
+                if !batch.isEmpty { tokens[batch, default: []].append(id) }
+                let reference = expected.payout.payoutReference
+                if !reference.isEmpty && reference != batch { tokens[reference, default: []].append(id) }
+                amounts[expected.payout.amount, default: []].append(id)
+                let currency = expected.payout.amount.currency
+                days[DayKey(currency: currency, day: expected.expectedDate), default: []].append(id)
+                if daysByCurrency[currency]?.last != expected.expectedDate { daysByCurrency[currency, default: []].append(expected.expectedDate) }
             }
+            byBatch = batches
             byToken = tokens
             byAmount = amounts
             byDay = days
             self.days = daysByCurrency
+            self.paid = paid
         }
-
-        static func amountKey(_ money: Money) -> String { "\(money.currency.code) \(money.minorUnits)" }
 
         mutating func emit(_ event: BankMatchEvent) {
             state.apply(event)
             events.append(event)
+            if case .matched(let matched) = event {
+                for payout in matched.payouts { if let id = byBatch[payout.batchID] { paid[id] = true } }
+            }
         }
 
         var nextBreakNumber: Int { state.breaks.count + 1 }
 
-        /// The references a credit carries, as whole tokens (a reference inside free text is one of its words).
-        static func tokens(_ deposit: BankDepositRef) -> Set<String> {
-            var tokens = Set(deposit.endToEndIDs)
-            if let owner = deposit.ownerReference { tokens.insert(owner) }
-            if let bank = deposit.bankReference { tokens.insert(bank) }
-            let separators: Set<Character> = [" ", "/", ",", ";", ":", "\n", "\r", "\t", "(", ")", "+", "'"]
-            for word in deposit.remittanceInformation.split(whereSeparator: { separators.contains($0) }) { tokens.insert(String(word)) }
-            return tokens
+        static let separators: Set<Character> = [" ", "/", ",", ";", ":", "\n", "\r", "\t", "(", ")", "+", "'"]
+
+        /// The payouts a credit names of its currency, by batch id: its references, each a whole token (a reference
+        /// inside free text is one of its words).
+        func named(_ deposit: BankDepositRef) -> [Int] {
+            var ids: [Int] = []
+            func add(_ token: String) {
+                for id in byToken[token] ?? [] where !ids.contains(id) && payouts[id].payout.amount.currency == deposit.amount.currency {
+                    ids.append(id)
+                }
+            }
+            for token in deposit.endToEndIDs { add(token) }
+            if let owner = deposit.ownerReference { add(owner) }
+            if let bank = deposit.bankReference { add(bank) }
+            if !deposit.remittanceInformation.isEmpty {
+                for word in deposit.remittanceInformation.split(whereSeparator: { Self.separators.contains($0) }) { add(String(word)) }
+            }
+            if ids.count > 1 { ids.sort { payouts[$0].payout.batchID < payouts[$1].payout.batchID } }
+            return ids
         }
 
         func describe(_ deposit: BankDepositRef) -> String {
@@ -262,10 +314,9 @@ public enum PayoutMatcher {
 
         /// A credit naming payouts pays them; false when it names none of its currency.
         mutating func byReference(_ deposit: BankDepositRef, retrying breakID: String?) -> Bool {
-            let batches = Set(Self.tokens(deposit).flatMap { byToken[$0] ?? [] }).sorted()
-                .compactMap { byBatch[$0] }.filter { $0.payout.amount.currency == deposit.amount.currency }
-            guard !batches.isEmpty else { return false }
-            let refs = batches.map(\.payout)
+            let ids = named(deposit)
+            guard !ids.isEmpty else { return false }
+            let refs = ids.map { payouts[$0].payout }
             let expected = refs.reduce(0) { $0 + $1.amount.minorUnits }
             let before = refs.reduce(0) { $0 + state.received[$1.batchID, default: 0] }
             if before >= expected {
@@ -282,19 +333,20 @@ public enum PayoutMatcher {
         mutating func byAmount(_ deposit: BankDepositRef, retrying breakID: String?) -> Bool {
             guard let day = deposit.valueDate else { return false }
             // The batches of that amount, past those already paid (received only grows: the cursor never goes back).
-            let key = Self.amountKey(deposit.amount)
-            let candidates = byAmount[key] ?? []
-            var start = amountCursor[key, default: 0]
-            while start < candidates.count, state.received[candidates[start]] != nil { start += 1 }
-            amountCursor[key] = start
-            for batchID in candidates[start...] {
-                guard let single = open(batchID, on: day) else { continue }
-                record([single.payout], [deposit], rule: "amount", outstanding: 0, retrying: breakID)
-                return true
+            let key = deposit.amount
+            if let candidates = byAmount[key] {
+                var start = amountCursor[key, default: 0]
+                while start < candidates.count, paid[candidates[start]] { start += 1 }
+                amountCursor[key] = start
+                for id in candidates[start...] {
+                    guard let single = open(id, on: day) else { continue }
+                    record([single.payout], [deposit], rule: "amount", outstanding: 0, retrying: breakID)
+                    return true
+                }
             }
             // Several payouts of one day in one deposit (the acquirer nets its batches into one transfer).
             for expectedDay in days[deposit.amount.currency] ?? [] {
-                let group = (byDay["\(deposit.amount.currency.code) \(expectedDay.daysSinceEpoch)"] ?? []).compactMap { open($0, on: day) }
+                let group = (byDay[DayKey(currency: deposit.amount.currency, day: expectedDay)] ?? []).compactMap { open($0, on: day) }
                 guard group.count > 1, group.reduce(0, { $0 + $1.payout.amount.minorUnits }) == deposit.amount.minorUnits else { continue }
                 record(group.map(\.payout), [deposit], rule: "amount_group", outstanding: 0, retrying: breakID)
                 return true
@@ -302,11 +354,10 @@ public enum PayoutMatcher {
             return false
         }
 
-        /// The payout of a batch that has received nothing and whose funding window holds `day`, or nil.
-        func open(_ batchID: String, on day: BusinessDate) -> ExpectedPayout? {
-            guard state.received[batchID] == nil, let expected = byBatch[batchID], expected.earliest <= day, day <= expected.latest else {
-                return nil
-            }
+        /// The payout that has received nothing and whose funding window holds `day`, or nil.
+        func open(_ id: Int, on day: BusinessDate) -> ExpectedPayout? {
+            let expected = payouts[id]
+            guard !paid[id], expected.earliest <= day, day <= expected.latest else { return nil }
             return expected
         }
 
@@ -328,10 +379,9 @@ public enum PayoutMatcher {
                     )
                 )
             )
-            let names = refs.map(\.payoutReference).joined(separator: ", ")
+            let names = refs.count == 1 ? refs[0].payoutReference : refs.map(\.payoutReference).joined(separator: ", ")
             if let breakID { resolve(breakID, "explained by \(fileName()): \(describe(deposits[0])) pays \(names)") }
-            let batches = Set(refs.map(\.batchID))
-            let touching = state.openBreaks(naming: batches).filter { found in
+            let touching = state.openBreaks(namingAny: refs.map(\.batchID)).filter { found in
                 found.breakClass != .unexpectedCredit && found.breakClass != .depositSeenTwice
             }
             if outstanding == 0 {
@@ -409,7 +459,7 @@ public enum PayoutMatcher {
 
         /// Payouts past their window with nothing received, each raised once.
         mutating func notReceived(today: BusinessDate) {
-            for expected in payouts where today > expected.latest && state.received[expected.payout.batchID] == nil {
+            for (id, expected) in payouts.enumerated() where today > expected.latest && !paid[id] {
                 let id = expected.payout.batchID
                 guard !state.wasNotReceivedRaised(id) else { continue }
                 let amount = expected.payout.amount
