@@ -69,6 +69,8 @@ public struct ServiceContainer: Sendable {
     public let recovery: RecoveryService
     public let holds: HoldService
     public let expiry: ExpirySweeper
+    /// The payout matching between imports (`payout_not_received` when no statement comes).
+    public let bankMatching: BankMatchingSweeper
     /// Supervises the acquirer service the daemon runs as its child (nil: an external or injected acquirer).
     public let acquirerSupervisor: AcquirerSupervisor?
     public let settlement: SettlementService
@@ -262,6 +264,7 @@ public struct ServiceContainer: Sendable {
             calendar: configuration.settlement.calendar,
             fundingWindowBusinessDays: configuration.bankFundingWindowDays
         )
+        self.bankMatching = BankMatchingSweeper(bank: self.bank, interval: configuration.bankMatchingInterval, logger: logger, jobs: jobs)
         let state = StateHistory(client: client, clock: clock, snapshotEvery: configuration.snapshotEveryEvents, logger: logger)
         self.state = state
         self.readClient = readClient
@@ -437,6 +440,7 @@ public func buildApplication(
     if let supervisor = services.acquirerSupervisor { app.addServices(supervisor) }
     app.addServices(pool, afterPool(services.writer), afterPool(services.recovery), afterPool(services.expiry), afterPool(services.snapshotter))
     app.addServices(afterPool(services.watcher), afterPool(services.dispatcher))
+    app.addServices(afterPool(services.bankMatching))
     if let builder = services.transparencyBuilder { app.addServices(afterPool(builder)) }
     if let replica = services.readClient {
         app.addServices(replica)

@@ -28,6 +28,7 @@ import Logging
 /// | `LEDGERD_EXPORTS_PER_KEY` | `2` | streamed exports (`/settlements/{id}/report.csv`, the console's journal and events files) one key may have running at once; one more is 429 |
 /// | `LEDGERD_REPORT_MAX_BYTES` | `268435456` | the largest settlement report upload (streamed to a 0600 spool file as it arrives; larger is 413 at once) |
 /// | `LEDGERD_BANK_FUNDING_WINDOW_DAYS` | `2` | business days after a payout's value date its deposit may still arrive; after them nothing received is `payout_not_received` |
+/// | `LEDGERD_BANK_MATCHING_INTERVAL_SECONDS` | `3600` | how often the payout matching runs without an import (a payout past its window with nothing received becomes `payout_not_received`) |
 /// | `LEDGERD_PORT` | `12345` | HTTP port (the storefront app's) |
 /// | `LEDGERD_DATA_DIR` | `./.ledgerd` | embedded cluster and daemon state |
 /// | `LEDGERD_PG_BINDIR` | found | PostgreSQL server binaries for the embedded cluster |
@@ -136,6 +137,8 @@ public struct LedgerConfiguration: Sendable {
     public var reportMaxBytes: Int
     /// `LEDGERD_BANK_FUNDING_WINDOW_DAYS`: business days a payout's deposit may arrive after its value date.
     public var bankFundingWindowDays: Int
+    /// `LEDGERD_BANK_MATCHING_INTERVAL_SECONDS`: how often the payout matching runs without an import.
+    public var bankMatchingInterval: Duration
     public var port: Int
     public var dataDirectory: String
     public var postgresBinDirectory: String?
@@ -263,6 +266,9 @@ public struct LedgerConfiguration: Sendable {
         guard reportMaxBytes >= 1024 else { throw ConfigurationError("LEDGERD_REPORT_MAX_BYTES must be at least 1024") }
         bankFundingWindowDays = reader.int(forKey: "ledgerd.bank.funding.window.days", default: 2)
         guard (0...30).contains(bankFundingWindowDays) else { throw ConfigurationError("LEDGERD_BANK_FUNDING_WINDOW_DAYS must be 0…30") }
+        let bankMatchingSeconds = reader.int(forKey: "ledgerd.bank.matching.interval.seconds", default: 3600)
+        guard bankMatchingSeconds >= 1 else { throw ConfigurationError("LEDGERD_BANK_MATCHING_INTERVAL_SECONDS must be at least 1") }
+        bankMatchingInterval = .seconds(bankMatchingSeconds)
         guard expensiveRequestLimit >= 1 else { throw ConfigurationError("LEDGERD_EXPENSIVE_REQUEST_LIMIT must be at least 1") }
         port = reader.int(forKey: "ledgerd.port", default: 12345)
         dataDirectory = reader.string(forKey: "ledgerd.data.dir", default: "./.ledgerd")
