@@ -201,7 +201,7 @@ let package = Package(
         .target(
             name: "LedgerHTTP",
             dependencies: [
-                "LedgerCore", "LedgerAPI", "LedgerServices", "LedgerMacros", "LedgerHTTPServer",
+                "LedgerCore", "LedgerAPI", "LedgerServices", "LedgerMacros", "LedgerHTTPServer", "LedgerBank",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 // The back-office console's pages (Console/): templates rendered on the server.
                 .product(name: "Mustache", package: "swift-mustache"),

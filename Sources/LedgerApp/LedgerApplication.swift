@@ -69,6 +69,8 @@ public struct ServiceContainer: Sendable {
     public let recovery: RecoveryService
     public let holds: HoldService
     public let expiry: ExpirySweeper
+    /// The payout matching between imports (`payout_not_received` when no statement comes).
+    public let bankMatching: BankMatchingSweeper
     /// Supervises the acquirer service the daemon runs as its child (nil: an external or injected acquirer).
     public let acquirerSupervisor: AcquirerSupervisor?
     public let settlement: SettlementService
@@ -257,8 +259,16 @@ public struct ServiceContainer: Sendable {
             TransparencyLogBuilder(log: $0, witnesses: witnesses, interval: configuration.logInterval, logger: logger)
         }
         self.privacy = PrivacyService(client: client, writer: writer, clock: clock, logger: logger)
-        let bank = BankStatementService(client: client, writer: writer, clock: clock, logger: logger)
+        let bank = BankStatementService(
+            client: client,
+            writer: writer,
+            clock: clock,
+            logger: logger,
+            calendar: configuration.settlement.calendar,
+            fundingWindowBusinessDays: configuration.bankFundingWindowDays
+        )
         self.bank = bank
+        self.bankMatching = BankMatchingSweeper(bank: bank, interval: configuration.bankMatchingInterval, logger: logger, jobs: jobs)
         // Prepared now: an inbox that cannot be used (world-writable, another user's) stops the daemon at start.
         self.inbox = try configuration.inbox.map { settings in
             try ReportInbox(settings: settings, settlement: settlement, bank: bank, clock: clock, logger: logger)
@@ -397,7 +407,8 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
         bank: services.bank,
         secureCookies: configuration.tlsCertificatePath != nil,
         clock: services.clock,
-        failures: services.authenticationFailures
+        failures: services.authenticationFailures,
+        matching: services.bank
     ).register(on: router, expensive: expensive)
     if let transparency = services.transparency {
         let routes = TransparencyRoutes(log: transparency, isPublic: configuration.logPublic)
@@ -438,6 +449,7 @@ public func buildApplication(
     if let supervisor = services.acquirerSupervisor { app.addServices(supervisor) }
     app.addServices(pool, afterPool(services.writer), afterPool(services.recovery), afterPool(services.expiry), afterPool(services.snapshotter))
     app.addServices(afterPool(services.watcher), afterPool(services.dispatcher))
+    app.addServices(afterPool(services.bankMatching))
     if let builder = services.transparencyBuilder { app.addServices(afterPool(builder)) }
     if let replica = services.readClient {
         app.addServices(replica)

@@ -27,6 +27,8 @@ import Logging
 /// | `LEDGERD_EXPENSIVE_REQUEST_LIMIT` | `4` | authenticated chain verifications, report uploads, journal pages, exports and as-of reads running at once (an export until its last byte); more are 429 |
 /// | `LEDGERD_EXPORTS_PER_KEY` | `2` | streamed exports (`/settlements/{id}/report.csv`, the console's journal and events files) one key may have running at once; one more is 429 |
 /// | `LEDGERD_REPORT_MAX_BYTES` | `268435456` | the largest settlement report upload (streamed to a 0600 spool file as it arrives; larger is 413 at once) |
+/// | `LEDGERD_BANK_FUNDING_WINDOW_DAYS` | `2` | business days after a payout's value date its deposit may still arrive; after them nothing received is `payout_not_received` |
+/// | `LEDGERD_BANK_MATCHING_INTERVAL_SECONDS` | `3600` | how often the payout matching runs without an import (a payout past its window with nothing received becomes `payout_not_received`) |
 /// | `LEDGERD_PORT` | `12345` | HTTP port (the storefront app's) |
 /// | `LEDGERD_DATA_DIR` | `./.ledgerd` | embedded cluster and daemon state |
 /// | `LEDGERD_PG_BINDIR` | found | PostgreSQL server binaries for the embedded cluster |
@@ -135,6 +137,10 @@ public struct LedgerConfiguration: Sendable {
     public var reportMaxBytes: Int
     /// `LEDGERD_INBOX_DIR` and its poll and settle times: the watched inbox of reports and statements (nil: none).
     public var inbox: ReportInbox.Settings?
+    /// `LEDGERD_BANK_FUNDING_WINDOW_DAYS`: business days a payout's deposit may arrive after its value date.
+    public var bankFundingWindowDays: Int
+    /// `LEDGERD_BANK_MATCHING_INTERVAL_SECONDS`: how often the payout matching runs without an import.
+    public var bankMatchingInterval: Duration
     public var port: Int
     public var dataDirectory: String
     public var postgresBinDirectory: String?
@@ -277,6 +283,11 @@ public struct LedgerConfiguration: Sendable {
         } else {
             inbox = nil
         }
+        bankFundingWindowDays = reader.int(forKey: "ledgerd.bank.funding.window.days", default: 2)
+        guard (0...30).contains(bankFundingWindowDays) else { throw ConfigurationError("LEDGERD_BANK_FUNDING_WINDOW_DAYS must be 0…30") }
+        let bankMatchingSeconds = reader.int(forKey: "ledgerd.bank.matching.interval.seconds", default: 3600)
+        guard bankMatchingSeconds >= 1 else { throw ConfigurationError("LEDGERD_BANK_MATCHING_INTERVAL_SECONDS must be at least 1") }
+        bankMatchingInterval = .seconds(bankMatchingSeconds)
         guard expensiveRequestLimit >= 1 else { throw ConfigurationError("LEDGERD_EXPENSIVE_REQUEST_LIMIT must be at least 1") }
         port = reader.int(forKey: "ledgerd.port", default: 12345)
         dataDirectory = reader.string(forKey: "ledgerd.data.dir", default: "./.ledgerd")

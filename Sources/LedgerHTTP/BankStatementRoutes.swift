@@ -64,14 +64,29 @@ struct BankStatementImportReply: Encodable {
         }
     }
 
+    /// What the matching of payouts to deposits did in the same call.
+    struct Matching: Encodable {
+        let matched: Int
+        let breaks: [String: Int]
+        let resolved: Int
+        let appended: Int
+        let openBreaks: Int
+
+        enum CodingKeys: String, CodingKey {
+            case matched, breaks, resolved, appended
+            case openBreaks = "open_breaks"
+        }
+    }
+
     let format: String
     let fileSHA256: String
     let statements: [Statement]
+    let matching: Matching
 
     enum CodingKeys: String, CodingKey {
         case format
         case fileSHA256 = "file_sha256"
-        case statements
+        case statements, matching
     }
 
     init(_ summary: BankStatementService.ImportSummary) {
@@ -90,5 +105,13 @@ struct BankStatementImportReply: Encodable {
                 appendedEvents: $0.appended
             )
         }
+        let pass = summary.matching
+        matching = Matching(
+            matched: pass.matched,
+            breaks: pass.breaks,
+            resolved: pass.resolved,
+            appended: pass.appended,
+            openBreaks: pass.openBreaks
+        )
     }
 }

@@ -198,6 +198,10 @@ public enum EventCatalogue {
         // Bank statements: `bank_statement-<key>`, one stream per statement (account, id, sequence).
         case .bankStatementReceived: entry(kind, BankStatementReceived.self, .bankStatement) { .bankStatementReceived($0) }
         case .bankEntryBooked: entry(kind, BankEntryBooked.self, .bankStatement) { .bankEntryBooked($0) }
+        // Payouts matched to the bank's deposits: the one stream `bank_matching-payouts`.
+        case .bankPayoutMatched: entry(kind, BankPayoutMatched.self, .bankMatching) { .bankPayoutMatched($0) }
+        case .bankBreakFound: entry(kind, BankBreakFound.self, .bankMatching) { .bankBreakFound($0) }
+        case .bankBreakResolved: entry(kind, BankBreakResolved.self, .bankMatching) { .bankBreakResolved($0) }
         }
     }
 }
@@ -218,6 +222,7 @@ public enum EventKind: CaseIterable, Hashable, Sendable {
     case checkpointSigned
     case contactErased
     case bankStatementReceived, bankEntryBooked
+    case bankPayoutMatched, bankBreakFound, bankBreakResolved
 
     /// The kind's catalogue entry.
     public var entry: EventCatalogue.Entry { EventCatalogue.entry(self) }
@@ -247,6 +252,8 @@ public enum EventCategory: String, CaseIterable, Hashable, Sendable {
     case privacy
     /// Bank statements and their entries (issue 53), one stream per statement.
     case bankStatement = "bank_statement"
+    /// Payouts matched to the bank's deposits, their breaks and resolutions (issue 53).
+    case bankMatching = "bank_matching"
 
     /// The Swift enum that carries the category's events.
     public var family: EventFamily {
@@ -254,7 +261,7 @@ public enum EventCategory: String, CaseIterable, Hashable, Sendable {
         case .product, .shippingMethod, .order, .hold: .domain
         case .settlementBatch, .reconciliation: .settlement
         case .dispute: .dispute
-        case .applePayMarker, .checkpoint, .privacy, .bankStatement: .standalone
+        case .applePayMarker, .checkpoint, .privacy, .bankStatement, .bankMatching: .standalone
         }
     }
 
@@ -273,6 +280,7 @@ public enum EventCategory: String, CaseIterable, Hashable, Sendable {
         case .checkpoint: CheckpointSigned.stream.rawValue
         case .privacy: "privacy"
         case .bankStatement: "bank_statement"
+        case .bankMatching: "bank_matching"
         }
     }
 }

@@ -23,6 +23,12 @@ public enum LedgerEvent: Hashable, Sendable {
     case bankStatementReceived(BankStatementReceived)
     /// One entry of an imported bank statement.
     case bankEntryBooked(BankEntryBooked)
+    /// Bank deposits matched to announced payouts.
+    case bankPayoutMatched(BankPayoutMatched)
+    /// A bank break (a payout not received, an amount that differs, an unexpected or twice-seen deposit).
+    case bankBreakFound(BankBreakFound)
+    /// A bank break resolved, by a later file or a clerk's note.
+    case bankBreakResolved(BankBreakResolved)
 
     /// The payload, type-erased, for encoding.
     public var payload: any LedgerEventPayload {
@@ -36,6 +42,9 @@ public enum LedgerEvent: Hashable, Sendable {
         case .contactErased(let e): return e
         case .bankStatementReceived(let e): return e
         case .bankEntryBooked(let e): return e
+        case .bankPayoutMatched(let e): return e
+        case .bankBreakFound(let e): return e
+        case .bankBreakResolved(let e): return e
         }
     }
 

@@ -11,13 +11,14 @@
 /// | `SettlementBatchClosed` | 1200 acquirer clearing (gross) | 1100 card receivable |
 /// | `SettlementBatchCleared` | 6100–6130 fees, 6190 differences | 1200 acquirer clearing |
 /// | `SettlementPayoutScheduled` | 1300 payouts in transit | 1200 acquirer clearing |
-/// | `SettlementPayoutPaid` | 1000 bank | 1300 payouts in transit |
+/// | `BankPayoutMatched` | 1000 bank (the deposits) | 1300 payouts in transit |
 /// | `ChargebackReceived`, `SecondChargebackReceived`, `DisputeClosed` (debited) | 4950 chargebacks | 1200 acquirer clearing |
 /// | `ChargebackReversed`, `DisputeClosed` (credited) | 1200 acquirer clearing | 4950 chargebacks |
 ///
 /// A chargeback is debited by the acquirer in a settlement report (its Chargeback line lowers the
 /// batch's payout), so it comes out of acquirer clearing; a reversal puts it back. A `DisputeClosed`
-/// that moves no money posts nothing.
+/// that moves no money posts nothing. `SettlementPayoutPaid` (the acquirer's word that it paid) posts nothing: the money
+/// is in the bank when the bank's statement shows it, matched to the payout (`BankPayoutMatched`, issue 53).
 ///
 /// A capture is split by the order's amounts cumulatively: after captures totalling C of an order with
 /// total T, tax ⌊min(C,T)·tax/T⌋ and shipping ⌊min(C,T)·shipping/T⌋ are recognised, goods the rest of
@@ -41,7 +42,7 @@ public struct AccountingJournal: Sendable {
     /// The event types that can post an entry.
     public static let postingTypes: [String] = [
         HoldCaptured.eventType, HoldRefunded.eventType, SettlementBatchClosed.eventType, SettlementBatchCleared.eventType,
-        SettlementPayoutScheduled.eventType, SettlementPayoutPaid.eventType, ChargebackReceived.eventType,
+        SettlementPayoutScheduled.eventType, BankPayoutMatched.eventType, ChargebackReceived.eventType,
         SecondChargebackReceived.eventType, ChargebackReversed.eventType, DisputeClosed.eventType,
     ]
     /// The event types the fold also needs to see before those (the orders' amounts).
@@ -106,11 +107,13 @@ public struct AccountingJournal: Sendable {
             currency = scheduled.amount.currency
             builder.debit(.payoutsInTransit, scheduled.amount.minorUnits)
             builder.credit(.acquirerClearing, scheduled.amount.minorUnits)
-        case .settlement(.paid(let paid)):
-            reference = paid.batchID
-            currency = paid.amount.currency
-            builder.debit(.bank, paid.amount.minorUnits)
-            builder.credit(.payoutsInTransit, paid.amount.minorUnits)
+        case .bankPayoutMatched(let matched):
+            // The deposit the bank's statement shows, matched to its payouts: out of transit into the bank.
+            guard !matched.amount.isZero else { return nil }
+            reference = matched.payouts.map(\.batchID).joined(separator: " ")
+            currency = matched.amount.currency
+            builder.debit(.bank, matched.amount.minorUnits)
+            builder.credit(.payoutsInTransit, matched.amount.minorUnits)
         case .dispute(let dispute):
             let debited: Money
             switch dispute {

@@ -131,6 +131,8 @@ extension ConsoleRoutes {
         /// The next page of items, and the first (nil on the first page).
         var itemsNext: String? = nil
         var itemsFirst: String? = nil
+        /// Ledger ↔ acquirer ↔ bank, and the bank breaks naming the batch's payout (issue 53).
+        var legs: LegsView? = nil
     }
 
     /// One capture or refund the batch settled.
@@ -294,6 +296,7 @@ extension ConsoleRoutes {
         id: String,
         _ signedIn: SignedIn,
         resolving: (breakID: String, form: ResolveForm)? = nil,
+        resolvingBank: (breakID: String, form: ResolveForm)? = nil,
         notice: String? = nil,
         breaksPage: String? = nil,
         itemsAfter: String? = nil,
@@ -396,7 +399,7 @@ extension ConsoleRoutes {
                 previous: shown.page > 1 ? Self.path("settlements", id) + "?breaks_page=\(shown.page - 1)" : nil
             )
         }
-        let page = BatchPage(
+        var page = BatchPage(
             title: "Batch \(id)",
             session: signedIn.view,
             csrfToken: signedIn.session.csrfToken,
@@ -414,6 +417,7 @@ extension ConsoleRoutes {
             itemsNext: read.count > Self.itemsPageSize ? items.last.map { Self.path("settlements", id) + "?items_after=\($0.position)#items" } : nil,
             itemsFirst: after > 0 ? Self.path("settlements", id) + "#items" : nil
         )
+        page.legs = try await legs(batch, reconciliation: view, signedIn, resolving: resolvingBank)
         return ConsolePages.render("settlement", page, status: status)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import LedgerAPI
 import LedgerCore
@@ -99,6 +100,10 @@ extension ConsoleRoutes {
         let breaks: [BreakRow]
         let moreBreaks: Bool
         let shownBreaks: Int
+        /// The payouts at the bank and the open bank breaks (nil: no bank matching).
+        var bank: BankPayoutsView? = nil
+        /// A notice after an action (a bank break resolved).
+        var notice: String? = nil
     }
 
     /// The most open breaks Today lists.
@@ -109,7 +114,12 @@ extension ConsoleRoutes {
     /// fees and net per day of the last 30 days; the open reconciliation breaks of those days' submitted batches, of
     /// every report reconciled (a reconciliation read per batch: at most one per currency and day); the money the day's
     /// journal moved; the next cut-off; each consumer's lag.
-    func today(_ signedIn: SignedIn) async throws -> Response {
+    func today(
+        _ signedIn: SignedIn,
+        notice: String? = nil,
+        resolving: (breakID: String, form: ResolveForm)? = nil,
+        status: HTTPResponse.Status = .ok
+    ) async throws -> Response {
         let now = clock()
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
@@ -214,8 +224,7 @@ extension ConsoleRoutes {
         let (movements, moreMovements) = try await movements(from: midnight, to: now)
         let open = settlement.openBusinessDay()
         let feeds = try await feedHealth(now: now)
-        return ConsolePages.render(
-            "today",
+        var page =
             TodayPage(
                 title: "Today",
                 session: signedIn.view,
@@ -240,7 +249,9 @@ extension ConsoleRoutes {
                 moreBreaks: openBreaks > breaks.count,
                 shownBreaks: breaks.count
             )
-        )
+        page.bank = try await bankPayouts(signedIn, now: now, resolving: resolving)
+        page.notice = notice
+        return ConsolePages.render("today", page, status: status)
     }
 
     /// The most events Today reads for the day's payments and folds for its movements: a thousand, so that Today renders
@@ -283,7 +294,7 @@ extension ConsoleRoutes {
         SecondChargebackReceived.eventType: "second chargebacks", ChargebackReversed.eventType: "chargebacks reversed",
         DisputeClosed.eventType: "disputes closed", SettlementBatchClosed.eventType: "batches closed",
         SettlementBatchCleared.eventType: "batches cleared (fees)", SettlementPayoutScheduled.eventType: "payouts scheduled",
-        SettlementPayoutPaid.eventType: "payouts paid",
+        SettlementPayoutPaid.eventType: "payouts paid", BankPayoutMatched.eventType: "payouts in the bank",
     ]
 
     /// The most consumers Today lists (the rest under `GET /subscriptions` and `GET /webhooks`).

@@ -64,6 +64,8 @@ public struct ConsoleRoutes: Sendable {
     let clock: @Sendable () -> Date
     /// Where failed sign-ins are logged and counted, and what throttles sign-in per address.
     let failures: AuthenticationFailures?
+    /// The matching of payouts to bank deposits (nil: the console shows no bank leg).
+    let matching: (any BankMatchingOperator)?
 
     public init(
         keyring: APIKeyring,
@@ -84,7 +86,8 @@ public struct ConsoleRoutes: Sendable {
         bank: (any BankStatementImporter)? = nil,
         secureCookies: Bool,
         clock: @escaping @Sendable () -> Date = { Date() },
-        failures: AuthenticationFailures? = nil
+        failures: AuthenticationFailures? = nil,
+        matching: (any BankMatchingOperator)? = nil
     ) {
         self.keyring = keyring
         self.sessions = sessions
@@ -105,6 +108,7 @@ public struct ConsoleRoutes: Sendable {
         self.secureCookies = secureCookies
         self.clock = clock
         self.failures = failures
+        self.matching = matching
     }
 
     /// A request's signed-in session, its key checked again now.
@@ -138,7 +142,7 @@ public struct ConsoleRoutes: Sendable {
         }
         console.get("/today") { request, _ in
             guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
-            return try await today(signedIn)
+            return try await today(signedIn, notice: request.uri.queryParameters["done"] == "resolve" ? "The resolution was recorded." : nil)
         }
         console.get("/orders") { request, _ in
             guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }
@@ -222,6 +226,10 @@ public struct ConsoleRoutes: Sendable {
         console.post("/breaks/:id/resolve") { request, context in
             let (signedIn, form) = try await operatorPost(request)
             return try await resolveBreak(id: try Self.id(context), form: form, signedIn)
+        }
+        console.post("/bank/breaks/:id/resolve") { request, context in
+            let (signedIn, form) = try await operatorPost(request)
+            return try await resolveBankBreak(id: try Self.id(context), form: form, signedIn)
         }
         console.get("/audit") { request, _ in
             guard let signedIn = signedIn(request) else { return ConsolePages.seeOther("/console/sign-in") }

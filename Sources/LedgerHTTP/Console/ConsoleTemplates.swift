@@ -30,7 +30,7 @@ enum ConsoleTemplates {
         ("today", today), ("audit", audit), ("disputes", disputes), ("dispute", dispute),
         ("settlements", settlements), ("settlement", settlement), ("run-start", runStart), ("run-step", runStep), ("run-end", runEnd),
         ("as-of", asOf), ("journal", journal), ("verify-start", verifyStart), ("verify-step", verifyStep), ("verify-end", verifyEnd),
-        ("confirm", confirm),
+        ("confirm", confirm), ("bank-break-rows", bankBreakRows),
     ]
 
     static let head = """
@@ -64,6 +64,29 @@ enum ConsoleTemplates {
         {{/session}}
         </header>
         <main>
+
+        """
+
+    /// A table's rows of bank breaks (issue 53), each with an operator's resolve form while it is open (the batch's
+    /// page and Today share it; the form returns to the page it was on).
+    static let bankBreakRows = """
+        <thead><tr><th scope="col">Break</th><th scope="col">Class</th><th scope="col">Expected</th><th scope="col">Actual</th><th scope="col">Difference</th><th scope="col">Detail</th><th scope="col">Resolution</th></tr></thead>
+        <tbody>
+        {{#bankBreaks}}<tr><td><code>{{id}}</code></td><td class="break-class">{{breakClass}}</td><td class="num">{{expected}}</td><td class="num">{{actual}}</td><td class="num">{{difference}}</td><td>{{detail}}</td><td>
+        {{#resolved}}{{resolution}}{{/resolved}}
+        {{#form}}<form method="post" action="{{path}}/resolve" class="stack resolve">
+        <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+        <input type="hidden" name="batch_id" value="{{batchID}}">
+        <label for="bank-reason-{{id}}">Resolve with a note</label>
+        <input id="bank-reason-{{id}}" name="reason" maxlength="500" value="{{reason}}"{{#error}} aria-invalid="true" aria-describedby="bank-reason-{{id}}-error"{{/error}}>
+        {{#error}}<p class="error" id="bank-reason-{{id}}-error"><code>{{code}}</code> {{message}}</p>{{/error}}
+        <button type="submit">Resolve</button>
+        </form>{{/form}}
+        {{^resolved}}{{^form}}open{{/form}}{{/resolved}}
+        </td></tr>
+        {{/bankBreaks}}
+        {{^bankBreaks}}<tr><td colspan="7">No bank break.</td></tr>{{/bankBreaks}}
+        </tbody>
 
         """
 
@@ -262,6 +285,7 @@ enum ConsoleTemplates {
     static let today = """
         {{> head}}
         <h1>Today <small>{{date}} (UTC)</small></h1>
+        {{#notice}}<p class="notice" role="status">{{.}}</p>{{/notice}}
         <section aria-labelledby="orders-today">
         <h2 id="orders-today">Payments today</h2>
         <p><strong id="orders-count">{{ordersCount}}</strong> payments answered by the issuer{{#moreOrders}} (the first 1,000 of the day: a busier day's whole count is in the <a href="/console/audit">journal</a> and the <a href="/console/orders">order list</a>){{/moreOrders}}.</p>
@@ -340,6 +364,25 @@ enum ConsoleTemplates {
         </tbody>
         </table>
         </section>
+        {{#bank}}
+        <section aria-labelledby="bank-payouts">
+        <h2 id="bank-payouts">Payouts at the bank</h2>
+        <p id="bank-payout-counts"><strong id="payouts-expected">{{expected}}</strong> expected, <strong id="payouts-arrived">{{arrived}}</strong> arrived, <strong id="payouts-late">{{late}}</strong> late, <strong id="payouts-differing">{{differs}}</strong> differing.</p>
+        <table id="bank-payouts-table">
+        <caption>Payouts late or differing, then those still expected</caption>
+        <thead><tr><th scope="col">Batch</th><th scope="col">Payout reference</th><th scope="col">Amount</th><th scope="col">Received</th><th scope="col">Expected on</th><th scope="col">Window to</th><th scope="col">State</th></tr></thead>
+        <tbody>
+        {{#lines}}<tr class="payout-{{state}}"><td><a href="{{batchPath}}"><code>{{batchID}}</code></a></td><td><code>{{reference}}</code></td><td class="num">{{amount}}</td><td class="num">{{received}}</td><td>{{expectedDate}}</td><td>{{latest}}</td><td>{{state}}</td></tr>
+        {{/lines}}
+        {{^lines}}<tr><td colspan="7">None.</td></tr>{{/lines}}
+        </tbody>
+        </table>
+        <table class="breaks" id="bank-breaks">
+        <caption><span id="bank-open-breaks">{{openBreaks}}</span> open bank breaks</caption>
+        {{> bank-break-rows}}
+        </table>
+        </section>
+        {{/bank}}
         <section aria-labelledby="breaks">
         <h2 id="breaks">Open reconciliation breaks</h2>
         <p><strong id="open-breaks">{{openBreaks}}</strong> open in the last 30 days' batches{{#moreBreaks}} (the first {{shownBreaks}} below){{/moreBreaks}}.</p>
@@ -533,6 +576,19 @@ enum ConsoleTemplates {
         {{#closedEarly}}<p id="closed-early">The day was {{.}}.</p>{{/closedEarly}}
         <p id="downloads">Download: {{#reportCSV}}<a href="{{.}}">the acquirer's report (CSV)</a> · {{/reportCSV}}<a href="{{itemsCSV}}">the batch's items (CSV)</a> · <a href="{{breaksCSV}}">its breaks (CSV)</a></p>
         </section>
+        {{#legs}}
+        <section aria-labelledby="legs">
+        <h2 id="legs">Ledger ↔ acquirer ↔ bank</h2>
+        <dl class="figures" id="three-legs">
+        {{#states}}<dt>{{label}}</dt><dd class="leg">{{value}}</dd>
+        {{/states}}
+        </dl>
+        <table class="breaks" id="bank-breaks">
+        <caption>Bank breaks naming this batch's payout</caption>
+        {{> bank-break-rows}}
+        </table>
+        </section>
+        {{/legs}}
         <section aria-labelledby="items">
         <h2 id="items">Items</h2>
         <table id="batch-items">

@@ -53,6 +53,9 @@ public enum EventSentences {
         case .contactErased: "shipping contact erased"
         case .bankStatementReceived: "bank statement imported"
         case .bankEntryBooked: "bank entry"
+        case .bankPayoutMatched: "payout matched to the bank's deposit"
+        case .bankBreakFound: "bank break found"
+        case .bankBreakResolved: "bank break resolved"
         }
     }
 

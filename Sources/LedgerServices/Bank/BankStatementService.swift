@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import LedgerAcquirerAPI
 import LedgerBank
 import LedgerCore
 import LedgerEngine
@@ -18,17 +19,30 @@ public struct BankStatementService: Sendable {
     let store: EventStore
     let clock: @Sendable () -> Date
     let logger: Logger
+    /// The business calendar (weekends, holidays) the payouts' funding windows are counted in.
+    let calendar: BusinessCalendar
+    /// Business days after a payout's value date its deposit may still arrive (`LEDGERD_BANK_FUNDING_WINDOW_DAYS`).
+    let fundingWindowBusinessDays: Int
 
     /// Entries appended per append (one transaction each).
     public static let pageSize = 2000
     /// The most statements one file may hold (their summaries are kept while it is read).
     public static let maximumStatements = 100_000
 
-    public init(client: DatabaseClient, writer: LedgerWriter, clock: @escaping @Sendable () -> Date, logger: Logger) {
+    public init(
+        client: DatabaseClient,
+        writer: LedgerWriter,
+        clock: @escaping @Sendable () -> Date,
+        logger: Logger,
+        calendar: BusinessCalendar = BusinessCalendar(),
+        fundingWindowBusinessDays: Int = 2
+    ) {
         self.writer = writer
         self.store = EventStore(client: client, logger: logger)
         self.clock = clock
         self.logger = logger
+        self.calendar = calendar
+        self.fundingWindowBusinessDays = max(0, fundingWindowBusinessDays)
     }
 
     /// What became of one statement of a file.
@@ -65,6 +79,8 @@ public struct BankStatementService: Sendable {
         public let format: String
         public let fileSHA256: String
         public let statements: [StatementOutcome]
+        /// What the matching of payouts to deposits did right after the import (in the same call).
+        public var matching: MatchSummary = MatchSummary()
     }
 
     /// One statement as read in the first pass.
@@ -184,7 +200,10 @@ public struct BankStatementService: Sendable {
                 "appended": "\(outcomes.map(\.appended).reduce(0, +))",
             ]
         )
-        return ImportSummary(format: format.rawValue, fileSHA256: fileSHA256, statements: outcomes)
+        // The payouts are matched to the deposits now in the log (these and any earlier), in the same call: the file's
+        // outcomes, and the breaks it resolves, are known when the import answers.
+        let matching = try await matchPayouts(file: fileSHA256)
+        return ImportSummary(format: format.rawValue, fileSHA256: fileSHA256, statements: outcomes, matching: matching)
     }
 
     /// Starts a statement's stream, or finds it: the stream's version to append after and what this import does.

@@ -48,6 +48,16 @@ import Testing
             // The next business day: the payout reaches the bank.
             clock.set(TestApp.instant("2030-06-20T22:00:01Z"))
             _ = try await backOffice.settle(client, "2030-06-20")
+            // The bank's statement shows the payout (its reference as the end-to-end id): matched, booked into the bank.
+            let (viewed, viewText) = try await call(client, .get, "/settlements/\(batch.batchId)", key: TestApp.auditorKey)
+            #expect(viewed == 200, "\(viewText)")
+            let view = try JSONDecoder().decode(SettlementBatchReply.self, from: Data(viewText.utf8))
+            let paid = try #require(view.payout).replacingOccurrences(of: ".", with: ",")
+            let statement =
+                ":20:S1\n:25:US-1\n:28C:1/1\n:60F:C300620USD0,\n:61:3006200620C\(paid)NTRFNONREF//B1\n"
+                + ":86:/EREF/\(try #require(view.payoutReference))/REMI/payout\n:62F:C300620USD\(paid)\n"
+            let (imported, importText) = try await call(client, .post, "/bank/statements", statement)
+            #expect(imported == 200 && importText.contains(#""matched":1"#), "\(importText)")
             let to = Date().addingTimeInterval(60)
 
             let from = RFC3339.format(started.epochMicroseconds)
@@ -67,7 +77,7 @@ import Testing
             }
             let types = [
                 "HoldCaptured", "HoldCaptured", "HoldRefunded", "HoldCaptured", "SettlementBatchClosed", "SettlementBatchCleared",
-                "SettlementPayoutScheduled", "SettlementPayoutPaid",
+                "SettlementPayoutScheduled", "BankPayoutMatched",
             ]
             #expect(journal.entries.map(\.eventType) == types, "\(journal.entries.map(\.eventType))")
             // An account the page does not show is a failure (a renamed or lost account would otherwise read as a cleared
@@ -88,7 +98,8 @@ import Testing
             #expect(try balance("1100") == 0)
             #expect(try balance("1200") == 0)
             #expect(try balance("1300") == 0)
-            // Fees = gross − net (the report's net), and the bank received the payout, which is the net.
+            // Fees = gross − net (the report's net), and the bank received the payout, which is the net (on the bank's
+            // statement: the acquirer's SettlementPayoutPaid posts nothing).
             let fees = try ["6100", "6110", "6120", "6130", "6190"].reduce(0) { $0 + (try balance($1, mayBeAbsent: true)) }
             #expect(fees == gross - net && fees > 0)
             #expect(try balance("1000") == payout && payout == net)

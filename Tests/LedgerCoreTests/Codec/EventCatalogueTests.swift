@@ -134,7 +134,51 @@ enum CatalogueSamples {
                 booked: true
             )
         ),
+        .bankPayoutMatched(
+            BankPayoutMatched(
+                matchID: "M-1",
+                rule: "reference",
+                payouts: [bankPayout],
+                deposits: [bankDeposit],
+                amount: Money(minorUnits: 123_456, currency: .eur),
+                outstanding: Money(minorUnits: 0, currency: .eur),
+                file: digest
+            )
+        ),
+        .bankBreakFound(
+            BankBreakFound(
+                breakID: "B-1",
+                breakClass: .amountDiffers,
+                payouts: [bankPayout],
+                deposits: [bankDeposit],
+                expected: Money(minorUnits: 123_500, currency: .eur),
+                actual: Money(minorUnits: 123_456, currency: .eur),
+                difference: Money(minorUnits: -44, currency: .eur),
+                detail: "short by 0.44 EUR",
+                file: digest
+            )
+        ),
+        .bankBreakResolved(BankBreakResolved(breakID: "B-1", reason: "the acquirer's fee", resolvedBy: "operator:k", file: "")),
     ]
+    static let bankPayout = BankPayoutRef(
+        batchID: batchID,
+        payoutReference: "PAYOUT-1",
+        merchantAccount: "OrderLedgerStore",
+        amount: Money(minorUnits: 123_500, currency: .eur)
+    )
+    static let bankDeposit = BankDepositRef(
+        stream: BankStatementReceived.stream(account: "DE89370400440532013000", statementID: "STMT-1", sequence: "338").rawValue,
+        account: "DE89370400440532013000",
+        statementID: "STMT-1",
+        entry: 1,
+        amount: Money(minorUnits: 123_456, currency: .eur),
+        valueDate: day,
+        bankReference: "BNK-1",
+        ownerReference: nil,
+        endToEndIDs: ["PAYOUT-1"],
+        remittanceInformation: "Settlement batch 1",
+        position: 7
+    )
 
     static let disputeID = "d-PSP1-1"
     static let disputeAmount = Money(minorUnits: 5900, currency: .usd)
@@ -197,6 +241,7 @@ enum CatalogueSamples {
         case .contactErased(let e): return ContactErased.stream(for: e.contactRef)!
         case .bankStatementReceived(let e): return BankStatementReceived.stream(account: e.account, statementID: e.statementID, sequence: e.sequence)
         case .bankEntryBooked(let e): return BankStatementReceived.stream(account: e.account, statementID: e.statementID, sequence: "338")
+        case .bankPayoutMatched, .bankBreakFound, .bankBreakResolved: return BankMatching.stream
         }
     }
 }
@@ -224,7 +269,7 @@ struct EventCatalogueTests {
         "SettlementPayoutScheduled", "SettlementPayoutPaid",
         "ReconciliationRecorded", "ReconciliationBreakFound", "ReconciliationBreakResolved",
         "ApplePayTokenAccepted", "ApplePayTokenRejected", "CheckpointSigned", "ContactErased",
-        "BankStatementReceived", "BankEntryBooked",
+        "BankStatementReceived", "BankEntryBooked", "BankPayoutMatched", "BankBreakFound", "BankBreakResolved",
         "DisputeInquiryRaised", "ChargebackReceived", "DisputeDefenseSubmitted", "DisputeSecondPresentment", "ChargebackReversed",
         "DisputePreArbitrationOpened", "SecondChargebackReceived", "DisputeClosed",
     ]
@@ -341,7 +386,8 @@ struct EventCatalogueTests {
             #expect(try DisputeEvent.decode(recorded) == e)
             #expect(throws: EventCodingError(.unknownType, type: event.type, "unknown event type")) { try decodeDomain() }
             #expect(throws: EventCodingError(.unknownType, type: event.type, "not a settlement event")) { try decodeSettlement() }
-        case .applePayTokenAccepted, .applePayTokenRejected, .checkpointSigned, .contactErased, .bankStatementReceived, .bankEntryBooked:
+        case .applePayTokenAccepted, .applePayTokenRejected, .checkpointSigned, .contactErased, .bankStatementReceived, .bankEntryBooked,
+            .bankPayoutMatched, .bankBreakFound, .bankBreakResolved:
             #expect(entry.category.family == .standalone)
             #expect(throws: EventCodingError(.unknownType, type: event.type, "unknown event type")) { try decodeDomain() }
             #expect(throws: EventCodingError(.unknownType, type: event.type, "not a settlement event")) { try decodeSettlement() }

@@ -164,7 +164,7 @@ import Testing
     }
 
     @Test func exportRowsCarryDecimalAmountsAndEveryColumn() throws {
-        let entry = try #require(post([CatalogueSamples.all.first { $0.type == "SettlementPayoutPaid" }!]).first)
+        let entry = try #require(post([CatalogueSamples.all.first { $0.type == "BankPayoutMatched" }!]).first)
         let csv = JournalExport.csv(entry, .exact)
         #expect(csv.split(separator: "\r\n").count == entry.lines.count)
         let json = JournalExport.jsonl(entry)

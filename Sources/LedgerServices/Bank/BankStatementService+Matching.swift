@@ -1,0 +1,185 @@
+import Foundation
+import LedgerBank
+import LedgerCore
+import LedgerEngine
+import LedgerPostgres
+
+/// Matching payouts to deposits (issue 53): one pass reads the matching's stream, every announced payout
+/// (`SettlementPayoutScheduled` with its batch's merchant account) and the credits booked since the last pass, each in
+/// one paged query, hands them to ``PayoutMatcher`` and appends its outcomes in one append after the stream's version
+/// (another pass at the same moment: read again). No query per entry.
+extension BankStatementService {
+    /// What a pass did.
+    public struct MatchSummary: Sendable, Hashable {
+        /// Matches recorded (each books its deposits).
+        public var matched: Int = 0
+        /// Breaks found, by class (`amount_differs`, …).
+        public var breaks: [String: Int] = [:]
+        /// Breaks resolved (by this file, or by the matching).
+        public var resolved: Int = 0
+        /// Events appended.
+        public var appended: Int = 0
+        /// Breaks open after the pass.
+        public var openBreaks: Int = 0
+
+        public init() {}
+    }
+
+    /// Rows read per query.
+    static let matchingPage = 10_000
+
+    /// Runs one matching pass; `file` is the statement file whose import runs it ("" for none).
+    @discardableResult
+    public func matchPayouts(file: String = "") async throws -> MatchSummary {
+        for _ in 0..<AggregateStore.maximumAttempts {
+            let (state, version) = try await matchState()
+            let payouts = try await expectedPayouts()
+            let credits = try await credits(after: state.through)
+            let today = BusinessDate(daysSinceEpoch: Int64((clock().timeIntervalSince1970 / 86_400).rounded(.down)))
+            let (events, after) = PayoutMatcher.pass(state: state, payouts: payouts, credits: credits, today: today, file: file)
+            var summary = MatchSummary()
+            for event in events {
+                switch event {
+                case .matched: summary.matched += 1
+                case .breakFound(let found): summary.breaks[found.breakClass.rawValue, default: 0] += 1
+                case .breakResolved: summary.resolved += 1
+                }
+            }
+            summary.appended = events.count
+            summary.openBreaks = after.openBreakIDs.count
+            guard !events.isEmpty else { return summary }
+            do {
+                let now = clock()
+                _ = try await writer.append(
+                    AppendRequest(
+                        stream: BankMatching.stream,
+                        expectedVersion: version == 0 ? .noStream : .exact(version),
+                        events: try events.map { try NewEvent(eventID: writer.ids.next(), payload: $0.payload, effectiveAt: now) },
+                        metadata: EventMetadata(
+                            correlationID: file.isEmpty ? "bank-matching" : file,
+                            actor: BankMatching.actor,
+                            command: "MatchPayouts"
+                        )
+                    )
+                )
+            } catch let error as AppendError where error == .versionConflict {
+                continue  // another pass appended meanwhile: match again on what it recorded
+            }
+            logger.info(
+                "bank payouts matched",
+                metadata: [
+                    "file_sha256": "\(file)", "matched": "\(summary.matched)", "breaks": "\(summary.breaks)", "resolved": "\(summary.resolved)",
+                ]
+            )
+            return summary
+        }
+        throw ServiceError.unavailable("the bank matching is busy with other imports; try again")
+    }
+
+    /// A clerk's note resolving an open bank break (404 for no such break, 409 `already_resolved`, 422 for an empty
+    /// note); returns the resolution recorded.
+    public func resolveBankBreak(id: String, reason: String, actor: String) async throws -> BankBreakResolved {
+        let note = reason.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !note.isEmpty else { throw ServiceError.invalid("invalid_field", "a resolution needs a note saying why", field: "reason") }
+        for _ in 0..<AggregateStore.maximumAttempts {
+            let (state, version) = try await matchState()
+            guard state.breaks[id] != nil else { throw ServiceError.notFound("no bank break \(id)") }
+            guard state.isOpen(id) else { throw ServiceError.conflict("already_resolved", "bank break \(id) is already resolved") }
+            let resolved = BankBreakResolved(breakID: id, reason: note, resolvedBy: actor, file: "")
+            do {
+                _ = try await writer.append(
+                    AppendRequest(
+                        stream: BankMatching.stream,
+                        expectedVersion: .exact(version),
+                        events: [try NewEvent(eventID: writer.ids.next(), payload: resolved, effectiveAt: clock())],
+                        metadata: EventMetadata(correlationID: id, actor: actor, command: "ResolveBankBreak")
+                    )
+                )
+                return resolved
+            } catch let error as AppendError where error == .versionConflict {
+                continue
+            }
+        }
+        throw ServiceError.unavailable("the bank matching is busy; try again")
+    }
+
+    /// The matching's stream folded, and its version.
+    public func matchState() async throws -> (BankMatchState, Int64) {
+        var state = BankMatchState()
+        var version: Int64 = 0
+        while true {
+            let page = try await store.readStream(BankMatching.stream, after: version, limit: Self.matchingPage)
+            for recorded in page {
+                if let event = BankMatchEvent(try LedgerEvent.decode(recorded)) { state.apply(event) }
+                version = recorded.streamVersion
+            }
+            if page.count < Self.matchingPage { return (state, version) }
+        }
+    }
+
+    /// Every payout the acquirer announced, with its funding window: from the batches' own events (their opened
+    /// event names the merchant account; `SettlementPayoutScheduled` the reference, amount and value dates).
+    public func expectedPayouts() async throws -> [ExpectedPayout] {
+        var accounts: [String: String] = [:]
+        var scheduled: [SettlementPayoutScheduled] = []
+        try await forEach(types: [SettlementBatchOpened.eventType, SettlementPayoutScheduled.eventType], after: 0) { recorded in
+            switch try SettlementEvent.decode(recorded) {
+            case .opened(let opened): accounts[opened.batchID] = opened.merchantAccount
+            case .payoutScheduled(let payout): scheduled.append(payout)
+            default: break
+            }
+        }
+        // A negative payout (the merchant owes the acquirer) is no credit to wait for.
+        return scheduled.filter { $0.amount.minorUnits > 0 }.map { payout in
+            let first = min(payout.valueDate, payout.expectedValueDate)
+            let last = max(payout.valueDate, payout.expectedValueDate)
+            return ExpectedPayout(
+                payout: BankPayoutRef(
+                    batchID: payout.batchID,
+                    payoutReference: payout.payoutReference,
+                    merchantAccount: accounts[payout.batchID] ?? "",
+                    amount: payout.amount
+                ),
+                expectedDate: last,
+                earliest: first,
+                latest: calendar.adding(businessDays: fundingWindowBusinessDays, to: last)
+            )
+        }
+    }
+
+    /// The booked credits (money in, not reversals) recorded after `position`, in log order.
+    func credits(after position: Int64) async throws -> [BankDepositRef] {
+        var credits: [BankDepositRef] = []
+        try await forEach(types: [BankEntryBooked.eventType], after: position) { recorded in
+            guard case .bankEntryBooked(let entry) = try LedgerEvent.decode(recorded), entry.booked, !entry.reversal, entry.amount.minorUnits > 0
+            else { return }
+            credits.append(
+                BankDepositRef(
+                    stream: recorded.streamID.rawValue,
+                    account: entry.account,
+                    statementID: entry.statementID,
+                    entry: entry.entry,
+                    amount: entry.amount,
+                    valueDate: entry.valueDate ?? entry.bookingDate,
+                    bankReference: entry.bankReference,
+                    ownerReference: entry.ownerReference,
+                    endToEndIDs: entry.endToEndIDs,
+                    remittanceInformation: entry.remittanceInformation,
+                    position: recorded.position
+                )
+            )
+        }
+        return credits
+    }
+
+    /// Every event of `types` after `position`, a page of ``matchingPage`` per query.
+    private func forEach(types: [String], after position: Int64, _ body: (RecordedEvent) throws -> Void) async throws {
+        var cursor = position
+        while true {
+            let page = try await store.events(after: cursor, matching: EventFilter(types: types), limit: Self.matchingPage)
+            for recorded in page { try body(recorded) }
+            guard let last = page.last, page.count == Self.matchingPage else { return }
+            cursor = last.position
+        }
+    }
+}
