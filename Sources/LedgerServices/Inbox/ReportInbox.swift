@@ -140,7 +140,9 @@ public struct ReportInbox: Service, Sendable {
     public static func claim(dataDirectory: URL) -> String {
         var host = [CChar](repeating: 0, count: 256)
         gethostname(&host, host.count - 1)
-        let name = String(cString: host).filter { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." }
+        let name = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).filter {
+            $0.isLetter || $0.isNumber || $0 == "-" || $0 == "."
+        }
         let digest = SHA256.hash(data: Data(dataDirectory.standardizedFileURL.path.utf8))
         return (name.isEmpty ? "host" : name) + "-" + Hex.encode(Array(digest).prefix(8))
     }
