@@ -31,11 +31,7 @@ public struct BankStatementRoutes: Sendable {
             _ = try BankStatementService.format(named: format)
             let upload: ReportUpload
             do { upload = try await ReportUpload.spool(request.body.map { $0.readableBytesView }, limit: limit) } catch is ReportUpload.TooLarge {
-                throw APIError(
-                    status: .contentTooLarge,
-                    code: "payload_too_large",
-                    message: "the statement file is larger than \(limit) bytes (LEDGERD_REPORT_MAX_BYTES)"
-                )
+                throw SettlementRoutes.uploadTooLarge(limit, what: "the statement file")
             }
             defer { upload.remove() }
             return try jsonResponse(BankStatementImportReply(try await importer.importStatements(upload, format: format, actor: context.actor)))

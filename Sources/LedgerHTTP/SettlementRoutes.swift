@@ -103,8 +103,9 @@ public struct SettlementRoutes: Sendable {
     }
 
     /// The refusal of a report past the limit.
-    static func reportTooLarge(_ limit: Int) -> APIError {
-        APIError(status: .contentTooLarge, code: "payload_too_large", message: "the report is larger than \(limit) bytes (LEDGERD_REPORT_MAX_BYTES)")
+    /// The one refusal of an uploaded file over `LEDGERD_REPORT_MAX_BYTES` (`what`: "the report", "the statement file").
+    static func uploadTooLarge(_ limit: Int, what: String = "the report") -> APIError {
+        APIError(status: .contentTooLarge, code: "payload_too_large", message: "\(what) is larger than \(limit) bytes (LEDGERD_REPORT_MAX_BYTES)")
     }
 
     public func registerChanges(on group: RouterGroup<LedgerRequestContext>) {
@@ -122,7 +123,7 @@ public struct SettlementRoutes: Sendable {
             let upload: ReportUpload
             do { upload = try await ReportUpload.spool(request.body.map { $0.readableBytesView }, limit: reportLimit) } catch is ReportUpload.TooLarge
             {
-                throw Self.reportTooLarge(reportLimit)
+                throw Self.uploadTooLarge(reportLimit)
             }
             defer { upload.remove() }
             return try jsonResponse(ReconciliationReply(try await settlement.reconcileReport(upload, format: format, batchID: batch)))

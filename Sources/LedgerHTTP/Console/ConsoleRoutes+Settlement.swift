@@ -539,6 +539,41 @@ extension ConsoleRoutes {
         }
     }
 
+    /// The signed-in operator of an upload form's request (the form itself is read by ``spoolUpload(_:_:fileField:what:)``).
+    func operatorSignedIn(_ request: Request) throws -> SignedIn {
+        guard let signedIn = signedIn(request) else { throw APIError.unauthenticated("sign in to the console first: no session, or it ended") }
+        guard signedIn.isOperator else { throw APIError(status: .forbidden, code: "forbidden", message: "this action needs an operator key") }
+        return signedIn
+    }
+
+    /// The steps every upload form shares (the report's and the statement's): the body must be `multipart/form-data`; the
+    /// file part `fileField` streams to a 0600 spool file as it arrives (at most `LEDGERD_REPORT_MAX_BYTES`), the other
+    /// fields gathered beside it; and the form's CSRF token is checked before anything is read from the spool (a wrong one
+    /// removes the spool). The caller removes the returned spool when done.
+    func spoolUpload(_ request: Request, _ signedIn: SignedIn, fileField: String, what: String) async throws -> (ReportUpload, UploadFields) {
+        guard let contentType = request.headers[.contentType], let reader = MultipartFormReader(contentType: contentType) else {
+            throw APIError(
+                status: .unsupportedMediaType,
+                code: "unsupported_media_type",
+                message: "\(what) is sent as the upload form sends it: multipart/form-data with a boundary"
+            )
+        }
+        let box = UploadFields()
+        let upload: ReportUpload
+        do {
+            upload = try await ReportUpload.spool(FilePart(base: request.body, reader: reader, box: box, fileField: fileField), limit: reportLimit)
+        } catch is ReportUpload.TooLarge {
+            throw SettlementRoutes.uploadTooLarge(reportLimit, what: what)
+        } catch let failure as MultipartFormReader.Failure {
+            throw APIError.badRequest("invalid_form", failure.message)
+        }
+        guard let token = box.fields["csrf_token"], ConsoleSessions.tokensEqual(token, signedIn.session.csrfToken) else {
+            upload.remove()
+            throw APIError(status: .forbidden, code: "csrf_token_invalid", message: "the form's CSRF token is missing or not this session's")
+        }
+        return (upload, box)
+    }
+
     /// `POST /console/reports` (`multipart/form-data`: `csrf_token`, `format`, `batch`, the `report` file): an operator
     /// uploads an acquirer's settlement report (Adyen SDR or PAR, Stripe; the API's `POST /reconciliation/reports`).
     /// The file streams to a 0600 spool file as it arrives (the API's limit, `LEDGERD_REPORT_MAX_BYTES`), the form's
@@ -546,28 +581,9 @@ extension ConsoleRoutes {
     /// batch's page. A refusal (no file, an unknown format or batch, a report that does not parse): the settlement page
     /// again with the API's error beside the file field, nothing appended.
     func uploadReport(_ request: Request) async throws -> Response {
-        guard let signedIn = signedIn(request) else { throw APIError.unauthenticated("sign in to the console first: no session, or it ended") }
-        guard signedIn.isOperator else { throw APIError(status: .forbidden, code: "forbidden", message: "this action needs an operator key") }
-        guard let contentType = request.headers[.contentType], let reader = MultipartFormReader(contentType: contentType) else {
-            throw APIError(
-                status: .unsupportedMediaType,
-                code: "unsupported_media_type",
-                message: "the report is sent as the upload form sends it: multipart/form-data with a boundary"
-            )
-        }
-        let box = UploadFields()
-        let upload: ReportUpload
-        do {
-            upload = try await ReportUpload.spool(FilePart(base: request.body, reader: reader, box: box, fileField: "report"), limit: reportLimit)
-        } catch is ReportUpload.TooLarge {
-            throw SettlementRoutes.reportTooLarge(reportLimit)
-        } catch let failure as MultipartFormReader.Failure {
-            throw APIError.badRequest("invalid_form", failure.message)
-        }
+        let signedIn = try operatorSignedIn(request)
+        let (upload, box) = try await spoolUpload(request, signedIn, fileField: "report", what: "the report")
         defer { upload.remove() }
-        guard let token = box.fields["csrf_token"], ConsoleSessions.tokensEqual(token, signedIn.session.csrfToken) else {
-            throw APIError(status: .forbidden, code: "csrf_token_invalid", message: "the form's CSRF token is missing or not this session's")
-        }
         var typed = RunForm(csrfToken: signedIn.session.csrfToken, lastClosed: settlement.lastClosedBusinessDay().description)
         if bank != nil { typed.bank = BankForm() }
         let formatText = (box.fields["format"] ?? "").trimmingCharacters(in: .whitespaces)
@@ -603,33 +619,10 @@ extension ConsoleRoutes {
     /// statement that does not add up, a malformed file): the page again with the API's error beside the file field,
     /// nothing appended.
     func uploadStatement(_ request: Request) async throws -> Response {
-        guard let signedIn = signedIn(request) else { throw APIError.unauthenticated("sign in to the console first: no session, or it ended") }
-        guard signedIn.isOperator else { throw APIError(status: .forbidden, code: "forbidden", message: "this action needs an operator key") }
+        let signedIn = try operatorSignedIn(request)
         guard let bank else { throw APIError.notFound("bank statements are not imported here") }
-        guard let contentType = request.headers[.contentType], let reader = MultipartFormReader(contentType: contentType) else {
-            throw APIError(
-                status: .unsupportedMediaType,
-                code: "unsupported_media_type",
-                message: "the statement is sent as the upload form sends it: multipart/form-data with a boundary"
-            )
-        }
-        let box = UploadFields()
-        let upload: ReportUpload
-        do {
-            upload = try await ReportUpload.spool(FilePart(base: request.body, reader: reader, box: box, fileField: "statement"), limit: reportLimit)
-        } catch is ReportUpload.TooLarge {
-            throw APIError(
-                status: .contentTooLarge,
-                code: "payload_too_large",
-                message: "the statement file is larger than \(reportLimit) bytes (LEDGERD_REPORT_MAX_BYTES)"
-            )
-        } catch let failure as MultipartFormReader.Failure {
-            throw APIError.badRequest("invalid_form", failure.message)
-        }
+        let (upload, box) = try await spoolUpload(request, signedIn, fileField: "statement", what: "the statement file")
         defer { upload.remove() }
-        guard let token = box.fields["csrf_token"], ConsoleSessions.tokensEqual(token, signedIn.session.csrfToken) else {
-            throw APIError(status: .forbidden, code: "csrf_token_invalid", message: "the form's CSRF token is missing or not this session's")
-        }
         var typed = RunForm(csrfToken: signedIn.session.csrfToken, lastClosed: settlement.lastClosedBusinessDay().description)
         let formatText = (box.fields["format"] ?? "").trimmingCharacters(in: .whitespaces)
         var form = BankForm()
