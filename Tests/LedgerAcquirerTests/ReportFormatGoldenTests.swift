@@ -274,4 +274,33 @@ import Testing
         try stream.finish { streamed.append($0) }
         #expect(streamed == whole)
     }
+
+    /// Fields are UTF-8 however the bytes are cut (a character split across two chunks is whole in its field), and
+    /// bytes that are not UTF-8 are refused — fed as an array's slices or as a sequence without contiguous storage.
+    @Test(arguments: [1, 2, 3, 64]) func theStreamingReaderKeepsUTF8AndRefusesWhatIsNot(chunk: Int) throws {
+        func read(_ bytes: [UInt8], contiguous: Bool) throws -> [[String]] {
+            var streamed: [[String]] = []
+            var stream = CSVRecordStream()
+            var start = 0
+            while start < bytes.count {
+                let end = min(start + chunk, bytes.count)
+                if contiguous {
+                    try stream.feed(bytes[start..<end]) { streamed.append($0) }
+                } else {
+                    try stream.feed(bytes[start..<end].lazy.map { $0 }) { streamed.append($0) }
+                }
+                start = end
+            }
+            try stream.finish { streamed.append($0) }
+            return streamed
+        }
+        let text = "Café,\u{FFFD}€,\"Zürich, 東京\"\r\n\u{200F}x,\u{1F600}\n"
+        for contiguous in [true, false] {
+            #expect(try read(Array(text.utf8), contiguous: contiguous) == CSVReader.records(text))
+            for bad: [UInt8] in [[0xC3], [0xFF, 0x61], [0xE2, 0x82], [0xED, 0xA0, 0x80], [0xF0, 0x9F, 0x98]] {
+                let bytes = Array("a,b".utf8) + bad + Array(",c\n".utf8)
+                #expect(throws: CSVReaderError.self, "\(bad) is not UTF-8") { try read(bytes, contiguous: contiguous) }
+            }
+        }
+    }
 }
