@@ -225,12 +225,12 @@ mutation_hold_note_dropped() {
     "        case .unreachable: return .abandon(.acquirerUnavailable)"
 }
 
-# 14. The dispute loop gives up after a moved stream instead of deciding again on fresh reads.
+# 14. The runner gives a dispute command up after a moved stream instead of preparing it again on fresh reads.
 mutation_dispute_no_retry() {
   describe dispute-no-retry "end a dispute command at its first version conflict" "DisputeRunTests|DisputeTests"
-  mutate Sources/LedgerServices/Disputes/DisputeActions.swift \
-    "            let facts = try await facts(of: orderID, fresh: attempt > 0)" \
-    "            if attempt > 0 { break }; let facts = try await facts(of: orderID, fresh: attempt > 0)"
+  mutate Sources/LedgerEngine/AggregateStore.swift \
+    "                guard let outcome = try await attempt(command.command) else { continue }" \
+    "                guard let outcome = try await attempt(command.command) else { throw Contended() }"
 }
 
 # 15. The transparency log stops building when another builder holds the tree: a checkpoint is signed below the head.

@@ -181,7 +181,7 @@ public struct ServiceContainer: Sendable {
         self.holds = holds
         let disputes = DisputeService(
             aggregates: aggregates,
-            client: client,
+            index: DisputeReader(client: client, logger: logger),
             clock: clock,
             logger: logger
         )
@@ -189,7 +189,7 @@ public struct ServiceContainer: Sendable {
         self.disputePoller = DisputePoller(
             disputes: disputes,
             acquirer: acquirer,
-            client: client,
+            cursors: AcquirerFeedCursorStore(client: client, logger: logger),
             clock: clock,
             logger: logger,
             interval: configuration.disputePollInterval ?? .seconds(60),
@@ -198,7 +198,8 @@ public struct ServiceContainer: Sendable {
         self.expiry = ExpirySweeper(holds: holds, interval: configuration.expiryInterval, logger: logger, jobs: jobs)
         let payments = PaymentService(
             aggregates: aggregates,
-            client: client,
+            orders: ProjectionOrderReader(client: client, clock: clock, logger: logger),
+            catalog: ProjectionStorefrontReader(client: client, clock: clock, logger: logger),
             acquirer: acquirer,
             clock: clock,
             taxPolicy: configuration.taxPolicy,
@@ -227,7 +228,7 @@ public struct ServiceContainer: Sendable {
                 key: $0,
                 writer: writer,
                 store: store,
-                watcher: watcher,
+                head: StoreServableHead(watcher: watcher, store: store),
                 directory: configuration.checkpointsDirectoryURL,
                 clock: clock,
                 logger: logger

@@ -148,6 +148,25 @@ package struct AggregateStore: Sendable {
         return (outcome, signal)
     }
 
+    /// Runs the command `prepare` makes from reads outside the four aggregates (a dispute's stream, the other disputes
+    /// of its order), as ``run(_:)`` does, preparing it again — those reads made again — whenever its append met a moved
+    /// stream: one it read, or one it appends to beside them (``CommandPlan/alsoAppending``). At most
+    /// ``maximumAttempts`` times (then ``Contended``). The outcome is nil when the reads alone answered.
+    package func run<Signal: Sendable>(
+        preparing prepare: () async throws -> Prepared<Signal>
+    ) async throws -> (outcome: CommandOutcome?, signal: Signal) {
+        for _ in 0..<Self.maximumAttempts {
+            switch try await prepare() {
+            case .answered(let signal): return (nil, signal)
+            case .command(let command):
+                guard let outcome = try await attempt(command.command) else { continue }
+                guard let signal = outcome.signal as? Signal else { throw AppendError.storageFailure("a command's signal of another type") }
+                return (outcome, signal)
+            }
+        }
+        throw Contended()
+    }
+
     /// One decision of `command` in the writer's next batch; nil on a version conflict (decide again).
     private func attempt(_ command: LedgerCommand) async throws -> CommandOutcome? {
         do {
@@ -217,6 +236,13 @@ extension AggregateStore: CommandStateSource {
         }
         return states
     }
+}
+
+/// What a caller prepared for ``AggregateStore/run(preparing:)`` from its reads outside the four aggregates: the command
+/// to decide in the writer's batch, or the answer when those reads alone decide (a notification recorded already).
+package enum Prepared<Signal: Sendable>: Sendable {
+    case command(Signalled<Signal>)
+    case answered(Signal)
 }
 
 /// Loads counted by kind of aggregate: each call of ``AggregateStore/product(_:fresh:)``,

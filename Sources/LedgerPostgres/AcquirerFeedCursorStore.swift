@@ -1,10 +1,11 @@
 import Foundation
+import LedgerEngine
 import Logging
 import PostgresNIO
 
 /// `ledger.acquirer_feed_cursors` (sql/0016): the position up to which the ledger recorded an acquirer
 /// feed (the dispute notifications). The position only grows, whichever daemon writes last.
-package struct AcquirerFeedCursorStore: PostgresStore {
+package struct AcquirerFeedCursorStore: PostgresStore, FeedCursors {
     package let connection: StoreConnection
 
     package init(connection: StoreConnection) { self.connection = connection }

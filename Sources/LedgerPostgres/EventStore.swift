@@ -129,4 +129,4 @@ public struct EventStore: PostgresStore {
 }
 
 /// The reads the engine's command runner and the services make, in SQL.
-extension EventStore: StreamReads {}
+extension EventStore: StreamReads, HeadReads, PositionReads, EventAtPosition, FeedReads {}

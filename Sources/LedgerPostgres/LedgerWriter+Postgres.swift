@@ -40,4 +40,4 @@ extension LedgerWriter {
 }
 
 /// The synchronous standby's confirmations are the writer's durable head.
-extension HeadWatcher: DurableHead {}
+extension HeadWatcher: DurableHead, HeadWatch {}

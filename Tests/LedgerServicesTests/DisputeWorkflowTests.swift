@@ -2,6 +2,7 @@ import Foundation
 import LedgerCoreTestSupport
 import LedgerEngine
 import LedgerPostgres
+import Logging
 import Synchronization
 import Testing
 
@@ -14,19 +15,21 @@ import Testing
 @Suite struct DisputeWorkflowTests {
     static let order = oid("o-1")
 
+    /// The capture of o-1 in full.
+    static let capture = HoldCaptured(
+        orderID: order,
+        amount: usd("59.00"),
+        isFinal: true,
+        released: usd("0.00"),
+        modificationReference: "o-1-capture-k1",
+        pspModificationReference: "PSPC1",
+        capturedAt: t0
+    )
+
     /// Order o-1 for the clock (59.00), authorized and captured in full; the order's status as its money gives it.
     static func captured() throws -> (OrderState, HoldState) {
         let ledger = try InMemoryLedger.withAuthorizedOrder(order)
         let authorized = try #require(ledger.holds[order])
-        let capture = HoldCaptured(
-            orderID: order,
-            amount: usd("59.00"),
-            isFinal: true,
-            released: usd("0.00"),
-            modificationReference: "o-1-capture-k1",
-            pspModificationReference: "PSPC1",
-            capturedAt: t0
-        )
         let hold = try #require(HoldState.evolve(authorized, .captured(capture)))
         var order = try #require(ledger.orders[order])
         order.status = HoldLifecycle.status(balance: hold.balance, shipped: false)
@@ -186,110 +189,135 @@ import Testing
     }
 }
 
-/// The loop the service runs over ``DisputeWorkflow`` (``DisputeActions/perform(_:repeats:)``), without a database:
-/// the dispute's stream and the order's facts are in memory, and a commit can be scripted to meet a moved stream.
+/// The dispute commands through the real ``DisputeService`` on in-memory ports (issue 56: the service's own retry loop
+/// and its test double are gone): the engine's runner and writer on the in-memory log, the log's dispute index; the
+/// dispute's stream can be made to move under a decision (another daemon's append).
 @Suite struct DisputeRunTests {
-    /// An in-memory dispute stream and order; `conflicts` commits meet a moved stream first (another daemon's append).
-    final class Steps: DisputeActions {
-        let state: Mutex<(events: [DisputeEvent], order: OrderState?, hold: HoldState?, conflicts: Int, taken: [String])>
+    static let logger = Logger(label: "dispute-run-test") { _ in SwiftLogNoOpLogHandler() }
 
-        init(events: [DisputeEvent] = [], order: OrderState?, hold: HoldState?, conflicts: Int = 0) {
-            state = Mutex((events, order, hold, conflicts, []))
+    /// The log's reads, with another daemon's chargeback of d-1 appended after the first `moves` reads of its stream.
+    final class MovingDispute: StreamReads {
+        let log: InMemoryEventLog
+        let writer: LedgerWriter
+        let moves: Int
+        let reads = Atomic(0)
+
+        init(log: InMemoryEventLog, writer: LedgerWriter, moves: Int) {
+            self.log = log
+            self.writer = writer
+            self.moves = moves
         }
 
-        var taken: [String] { state.withLock { $0.taken } }
-        var events: [DisputeEvent] { state.withLock { $0.events } }
-
-        func recorded() async throws -> [DisputeEvent] {
-            state.withLock {
-                $0.taken.append("read dispute")
-                return $0.events
-            }
+        func readStream(_ streamID: StreamID) async throws -> [RecordedEvent] {
+            let read = await log.readStream(streamID)
+            guard streamID.rawValue.hasPrefix("dispute-"), reads.add(1, ordering: .relaxed).newValue <= moves else { return read }
+            let theirs = try DisputeWorkflowTests.chargedBack().map { try $0.ledgerEvent.newEvent(eventID: UUID.newRandom(), effectiveAt: t0) }
+            _ = try await writer.append(AppendRequest(stream: streamID, expectedVersion: .noStream, events: theirs))
+            return read
         }
 
-        func facts(of order: OrderID, fresh: Bool) async throws -> DisputeFacts {
-            state.withLock {
-                $0.taken.append(fresh ? "read order fresh" : "read order")
-                return DisputeFacts(order: $0.order, hold: $0.hold, otherDisputes: [])
-            }
+        func readStream(_ streamID: StreamID, after version: Int64) async throws -> [RecordedEvent] {
+            await log.readStream(streamID, after: version)
         }
+        func readStreams(_ streams: [StreamID]) async throws -> [RecordedEvent] { await log.readStreams(streams) }
+        func readStreams(_ streams: [StreamID], through position: Int64) async throws -> [RecordedEvent] {
+            await log.readStreams(streams, through: position)
+        }
+    }
 
-        func now() -> Date { t0 }
+    /// The service on a log holding order o-1, authorized and captured in full, its writer's loop running for `body`;
+    /// `moves`: how many reads of a dispute's stream another daemon's chargeback follows.
+    static func withService(moves: Int = 0, _ body: (DisputeService, InMemoryEventLog, MovingDispute) async throws -> Void) async throws {
+        let log = InMemoryEventLog()
+        let writer = LedgerWriter(log: log, clock: ManualClock(t0), ids: SeededIDs(seed: 56))
+        let loop = Task { try await writer.run() }
+        defer {
+            writer.stop()
+            loop.cancel()
+        }
+        let ledger = try InMemoryLedger.withAuthorizedOrder(DisputeWorkflowTests.order)
+        var streams = ledger.streams
+        streams[DisputeWorkflowTests.order.holdStreamID]!.append(.hold(.captured(DisputeWorkflowTests.capture)))
+        let seed = streams.sorted { $0.key.rawValue < $1.key.rawValue }
+            .map { PlannedAppend(streamID: $0.key, expectedVersion: .noStream, events: $0.value) }
+        _ = try await writer.append(try AggregateStates().appendRequest(for: seed, now: t0, metadata: EventMetadata()).request)
+        let reads = MovingDispute(log: log, writer: writer, moves: moves)
+        let service = DisputeService(aggregates: AggregateStore(writer: writer, store: reads), index: log, clock: { t0 }, logger: logger)
+        try await body(service, log, reads)
+    }
 
-        func commit(
-            _ events: [DisputeEvent],
-            after recorded: Int,
-            orderUpdate: OrderPaymentUpdated?,
-            order: OrderState,
-            hold: HoldState,
-            now: Date
+    static func chargeback(amount: String = "59.00", stageNumber: Int? = nil, order: String = "o-1") -> DisputeNotification {
+        DisputeNotification(
+            disputeID: "d-1",
+            stage: .chargeback,
+            orderID: order,
+            pspReference: "PSP0001",
+            reason: .visaFraudCardAbsent,
+            amount: usd(amount),
+            stageNumber: stageNumber
         )
-            async throws -> OrderStatus?
-        {
-            state.withLock {
-                $0.taken.append("commit")
-                guard $0.conflicts == 0, recorded == $0.events.count else {
-                    $0.conflicts -= 1
-                    return nil
-                }
-                $0.events += events
-                return orderUpdate?.status ?? order.status
+    }
+
+    @Test func aChargebackIsDecidedOnTheOrderAndAppendedWithTheOrdersNewStatus() async throws {
+        try await Self.withService { service, log, _ in
+            let before = await log.head().position
+            let view = try await service.receive(Self.chargeback())
+            #expect(view.orderStatus == .chargedBack)
+            #expect(view.state.chargedBack == usd("59.00"))
+            // One append: the dispute's events and the order's update, nothing else.
+            let appended = await log.events.filter { $0.position > before }
+            #expect(appended.filter { $0.streamID == DisputeWorkflowTests.order.streamID }.map(\.type) == ["OrderPaymentUpdated"])
+            #expect(appended.filter { $0.streamID.rawValue == "dispute-d-1" }.count == (try DisputeWorkflowTests.chargedBack()).count)
+            #expect(appended.count == (try DisputeWorkflowTests.chargedBack()).count + 1)
+            #expect(try await service.aggregates.order(DisputeWorkflowTests.order)?.status == .chargedBack)
+        }
+    }
+
+    @Test func aMovedStreamIsPreparedAgainOnFreshReadsAndARepeatIsAnsweredAsRecorded() async throws {
+        // Two daemons record one numbered notification: the other's append lands between this one's read and its
+        // append; this one's is decided again on the stream read again, a repeat now, and appends nothing.
+        try await Self.withService(moves: 1) { service, log, reads in
+            let view = try await service.receive(Self.chargeback(stageNumber: 1))
+            #expect(reads.reads.load(ordering: .relaxed) >= 2)
+            #expect(view.state.chargedBack == usd("59.00"))
+            let disputeEvents = await log.readStream(StreamID("dispute-d-1")!)
+            #expect(disputeEvents.count == (try DisputeWorkflowTests.chargedBack()).count)
+        }
+    }
+
+    @Test func anUnnumberedChargebackMetByAnotherDaemonsIsDecidedAgainAndRefusedAsIllegal() async throws {
+        // The other daemon's chargeback lands between this one's read and its append: decided again on the stream read
+        // again, this unnumbered one is a chargeback of a charged-back dispute now (409), appending nothing more.
+        try await Self.withService(moves: 1) { service, log, _ in
+            do {
+                _ = try await service.receive(Self.chargeback())
+                Issue.record("a second chargeback opened d-1 again")
+            } catch let error as ServiceError {
+                #expect(error.code == "illegal_transition")
             }
+            let disputeEvents = await log.readStream(StreamID("dispute-d-1")!)
+            #expect(disputeEvents.count == (try DisputeWorkflowTests.chargedBack()).count)
         }
     }
 
-    @Test func aChargebackIsDecidedOnTheOrderAndCommittedWithTheOrdersNewStatus() async throws {
-        let (order, hold) = try DisputeWorkflowTests.captured()
-        let steps = Steps(order: order, hold: hold)
-        #expect(try await steps.perform(DisputeWorkflowTests.chargeback(), repeats: { _ in false }) == .recorded(orderStatus: .chargedBack))
-        #expect(steps.taken == ["read dispute", "read order", "commit"])
-        #expect(steps.events.count == 1)
-    }
-
-    @Test func aMovedStreamIsDecidedAgainOnFreshReads() async throws {
-        let (order, hold) = try DisputeWorkflowTests.captured()
-        let steps = Steps(order: order, hold: hold, conflicts: 1)
-        #expect(try await steps.perform(DisputeWorkflowTests.chargeback(), repeats: { _ in false }) == .recorded(orderStatus: .chargedBack))
-        #expect(steps.taken == ["read dispute", "read order", "commit", "read dispute", "read order fresh", "commit"])
-    }
-
-    @Test func aRepeatRecordedMeanwhileIsAnsweredAsRecordedAfterAConflict() async throws {
-        // Two daemons record one numbered notification: the other's append lands first, so this one's is a repeat.
-        let (order, hold) = try DisputeWorkflowTests.captured()
-        let steps = Steps(order: order, hold: hold, conflicts: 1)
-        let outcome = try await steps.perform(DisputeWorkflowTests.chargeback(), repeats: { !$0.isEmpty })
-        #expect(outcome == .recorded(orderStatus: .chargedBack))
-        let again = try await steps.perform(DisputeWorkflowTests.chargeback(), repeats: { !$0.isEmpty })
-        #expect(again == .asRecorded)
-        #expect(steps.events.count == 1)
-    }
-
-    @Test func aStreamOthersKeepMovingEndsBusyAfterTheAttemptBudget() async throws {
-        let (order, hold) = try DisputeWorkflowTests.captured()
-        let steps = Steps(order: order, hold: hold, conflicts: .max)
-        await #expect(throws: AggregateStore.Contended.self) { try await steps.perform(DisputeWorkflowTests.chargeback(), repeats: { _ in false }) }
-        #expect(steps.taken.filter { $0 == "commit" }.count == AggregateStore.maximumAttempts)
-        #expect(steps.events.isEmpty)
-    }
-
-    @Test func refusalsComeBackWithoutACommit() async throws {
-        let (order, hold) = try DisputeWorkflowTests.captured()
-        let noDispute = Steps(order: order, hold: hold)
-        await #expect(throws: DisputeRefusal.unknownDispute) { try await noDispute.perform(.accept(by: "operator:op"), repeats: { _ in false }) }
-        #expect(noDispute.taken == ["read dispute"])
-        let noOrder = Steps(order: nil, hold: nil)
-        await #expect(throws: DisputeRefusal.unknownOrder(DisputeWorkflowTests.order)) {
-            try await noOrder.perform(DisputeWorkflowTests.chargeback(), repeats: { _ in false })
+    @Test func refusalsAppendNothing() async throws {
+        try await Self.withService { service, log, _ in
+            let before = await log.head().position
+            await #expect(throws: ServiceError.notFound("no dispute d-1")) { try await service.accept(id: "d-1", actor: "operator:op") }
+            do {
+                _ = try await service.receive(Self.chargeback(order: "o-2"))
+                Issue.record("a chargeback of an unknown order was recorded")
+            } catch let error as ServiceError {
+                #expect(error.code == "unknown_order")
+            }
+            do {
+                _ = try await service.receive(Self.chargeback(amount: "60.00"))
+                Issue.record("a chargeback above the disputable amount was recorded")
+            } catch let error as ServiceError {
+                #expect(error.code == "exceeds_disputable")
+            }
+            #expect(await log.head().position == before)
         }
-        let noPayment = Steps(order: order, hold: nil)
-        await #expect(throws: DisputeRefusal.notCaptured(DisputeWorkflowTests.order)) {
-            try await noPayment.perform(DisputeWorkflowTests.chargeback(), repeats: { _ in false })
-        }
-        let tooMuch = Steps(order: order, hold: hold)
-        await #expect(throws: DisputeRefusal.rejected(.exceedsDisputable(requested: usd("60.00"), disputable: usd("59.00")))) {
-            try await tooMuch.perform(DisputeWorkflowTests.chargeback(amount: "60.00"), repeats: { _ in false })
-        }
-        #expect((noOrder.taken + noPayment.taken + tooMuch.taken).allSatisfy { $0 != "commit" })
     }
 
     @Test func theMerchantKeepsCapturedLessRefundedLessChargedBackPlusReversed() throws {

@@ -133,7 +133,8 @@ package struct CommandDecisions {
         on view: AggregateStates,
         source: any CommandStateSource
     ) {
-        guard !decided.plan.isEmpty else {
+        // Nothing to append: no aggregate's events, and no stream beside them (a dispute's events may go alone).
+        guard !decided.plan.isEmpty || !decided.alsoAppending.isEmpty else {
             items.append(.nothing(view, signal: signal, refused: false))
             return
         }

@@ -28,7 +28,8 @@ package struct AggregateKeys: Sendable, Hashable {
 
 /// What a command decided: the plan to append, streams outside the domain's aggregates committed with it
 /// (an Apple Pay token's marker), and the shipping contacts of the orders it opens (stored in the same
-/// transaction). An empty plan appends nothing and answers with the states it was decided on.
+/// transaction). A plan with no events, and no stream beside it, appends nothing and answers with the states it was
+/// decided on; a stream beside an empty plan is appended alone (a dispute's events that leave its order as it is).
 @MemberwiseInit
 package struct CommandPlan: Sendable {
     package var plan: AppendPlan

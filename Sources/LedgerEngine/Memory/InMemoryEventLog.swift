@@ -158,3 +158,8 @@ extension InMemoryEventLog: StreamReads {
         read(streams, after: [:]).filter { $0.position <= position }
     }
 }
+
+/// The dispute index on the log in memory: the dispute streams' events, as `DisputeReader` selects them in SQL.
+extension InMemoryEventLog: DisputeIndex {
+    package func allDisputeEvents() -> [RecordedEvent] { events.filter { $0.streamID.rawValue.hasPrefix("dispute-") } }
+}

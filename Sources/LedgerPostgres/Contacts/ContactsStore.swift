@@ -1,4 +1,5 @@
 import LedgerCore
+import LedgerEngine
 import LedgerMacros
 import Logging
 import PostgresNIO
@@ -10,7 +11,7 @@ import PostgresNIO
 /// A contact is written by the append that opens its order (``ContactRow``, sql/0023), in its
 /// transaction; every other statement on the table is a method here: the back office reads it, and an
 /// erasure finds a data subject's contacts and deletes them.
-package struct ContactsStore: PostgresStore {
+package struct ContactsStore: PostgresStore, ContactBook {
     package let connection: StoreConnection
 
     package init(connection: StoreConnection) { self.connection = connection }

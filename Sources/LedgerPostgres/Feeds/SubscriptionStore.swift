@@ -6,7 +6,7 @@ import PostgresNIO
 
 /// The subscriptions' SQL: create, read (with the head, for lag), acknowledge, delete. Each change is answered once
 /// committed (``DatabaseClient/committed(_:logger:)``): the client is told of it only once it outlives a failover.
-public struct SubscriptionStore: PostgresStore {
+public struct SubscriptionStore: PostgresStore, SubscriptionRecords {
     public let connection: StoreConnection
 
     public init(connection: StoreConnection) { self.connection = connection }

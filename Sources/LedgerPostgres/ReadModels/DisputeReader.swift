@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerEngine
 import Logging
 import PostgresNIO
 
@@ -22,14 +23,7 @@ public struct DisputeReader: PostgresStore {
             )
         )
     }
-
-    /// The disputes folded from their streams, by id.
-    public func disputes() async throws -> [String: DisputeState] {
-        var states: [String: DisputeState] = [:]
-        for recorded in try await allDisputeEvents() {
-            let event = try DisputeEvent.decode(recorded)
-            states[event.disputeID] = DisputeState.evolve(states[event.disputeID], event)
-        }
-        return states
-    }
 }
+
+/// The dispute index the services read (``DisputeIndex``): today's SQL; the folding is the port's.
+extension DisputeReader: DisputeIndex {}

@@ -8,7 +8,7 @@ import PostgresNIO
 /// The `orders` read model's queries: the order endpoints' reads and recovery's waiting orders. `opened_at` is stored as RFC 3339
 /// UTC with microseconds (fixed width), so time filters compare it as text. An order whose open
 /// hold passed its expiry reads as the sweeper will record it (expired, or captured when part was).
-public struct ProjectionOrderReader: Sendable {
+public struct ProjectionOrderReader: Sendable, WaitingOrders {
     let client: DatabaseClient
     let clock: @Sendable () -> Date
     let logger: Logger

@@ -9,7 +9,7 @@ import PostgresNIO
 /// the storefront's reads, and the look-up of a product or shipping method by its name. A hold past
 /// its expiry that the sweeper has not recorded yet no longer reserves stock: its reservation counts
 /// as available.
-public struct ProjectionStorefrontReader: Sendable {
+public struct ProjectionStorefrontReader: Sendable, CatalogNames {
     let client: DatabaseClient
     let clock: @Sendable () -> Date
     let logger: Logger

@@ -3,7 +3,6 @@ import Foundation
 import LedgerCore
 import LedgerEngine
 import LedgerMacros
-import LedgerPostgres
 import Logging
 import ServiceLifecycle
 
@@ -133,22 +132,41 @@ public enum CheckpointKeys {
     }
 }
 
-/// Signs checkpoints of the ledger's durable head (``HeadWatcher``: never a position a failover could take back): Ed25519 over (position, hash, recorded time, signing
+/// Signs checkpoints of the ledger's durable head (``ServableHead``: never a position a failover could take back): Ed25519 over (position, hash, recorded time, signing
 /// time, public key) — see ``Checkpoint`` — then appends the checkpoint to the log (stream
 /// `checkpoints`, event `CheckpointSigned`) and writes it to `<data dir>/checkpoints/`.
-@MemberwiseInit
 public struct CheckpointService: Sendable {
     let key: CheckpointKey
     let writer: LedgerWriter
-    let store: EventStore
-    let watcher: HeadWatcher
+    /// The event store (on PostgreSQL, LedgerPostgres' `EventStore`).
+    let store: any StreamReads & HeadReads & EventAtPosition
+    /// The durable head (on PostgreSQL, `StoreServableHead`: the head watcher's on the event store).
+    let head: any ServableHead
     let directory: URL
     let clock: @Sendable () -> Date
     let logger: Logger
 
+    package init(
+        key: CheckpointKey,
+        writer: LedgerWriter,
+        store: any StreamReads & HeadReads & EventAtPosition,
+        head: any ServableHead,
+        directory: URL,
+        clock: @escaping @Sendable () -> Date,
+        logger: Logger
+    ) {
+        self.key = key
+        self.writer = writer
+        self.store = store
+        self.head = head
+        self.directory = directory
+        self.clock = clock
+        self.logger = logger
+    }
+
     /// Signs the current head; returns the checkpoint and the file it was written to.
     public func sign(actor: String) async throws -> (checkpoint: Checkpoint, file: URL) {
-        let position = try await watcher.servable(of: store)
+        let position = try await head.servable()
         guard position > 0, let event = try await store.event(at: position) else {
             throw ServiceError.conflict("empty_ledger", "the ledger has no events to sign")
         }
@@ -159,21 +177,14 @@ public struct CheckpointService: Sendable {
             signedAt: clock(),
             key: key
         )
-        _ = try await writer.append(
-            AppendRequest(
-                stream: CheckpointSigned.stream,
-                expectedVersion: .any,
-                events: [
-                    NewEvent(
-                        type: CheckpointSigned.eventType,
-                        schemaVersion: CheckpointSigned.schemaVersion,
-                        payload: CheckpointSigned(checkpoint),
-                        effectiveAt: clock()
-                    )
-                ],
-                metadata: EventMetadata(correlationID: writer.ids.nextString(), actor: actor, command: "SignCheckpoint")
-            )
-        )
+        // The checkpoints only grow, and a signature needs none of the earlier ones: appended whatever came before.
+        let sign = StreamCommand<Void>(
+            stream: CheckpointSigned.stream,
+            now: clock(),
+            metadata: EventMetadata(correlationID: writer.ids.nextString(), actor: actor, command: "SignCheckpoint"),
+            readsStream: false
+        ) { _ in .append([CheckpointSigned(checkpoint)], ()) }
+        _ = try await AggregateStore(writer: writer, store: store, cacheLimit: 1).run(sign)
         let file = try write(checkpoint)
         logger.info("checkpoint signed", metadata: ["position": "\(checkpoint.position)", "file": "\(file.path)"])
         return (checkpoint, file)
@@ -202,31 +213,6 @@ public struct CheckpointService: Sendable {
         )
         checkpoint.signature = Hex.encode(try key.key.signature(for: checkpoint.signedMessage))
         return checkpoint
-    }
-
-    /// `ledgerd audit checkpoint`: signs on an offline client, with a writer of its own.
-    public static func signOffline(
-        key: CheckpointKey,
-        client: DatabaseClient,
-        directory: URL,
-        logger: Logger
-    ) async throws
-        -> (checkpoint: Checkpoint, file: URL)
-    {
-        let writer = LedgerWriter(client: client, logger: logger)
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await writer.run() }
-            defer { group.cancelAll() }
-            return try await CheckpointService(
-                key: key,
-                writer: writer,
-                store: EventStore(client: client, logger: logger),
-                watcher: HeadWatcher(client: client, pollInterval: .seconds(1), logger: logger),
-                directory: directory,
-                clock: { Date() },
-                logger: logger
-            ).sign(actor: "cli:audit-checkpoint")
-        }
     }
 
     /// The checkpoint file's text (``CheckpointFile``, keys sorted, pretty-printed, a final newline): what

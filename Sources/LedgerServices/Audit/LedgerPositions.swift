@@ -1,4 +1,4 @@
-import LedgerPostgres
+import LedgerEngine
 
 /// Which position of the ledger a read reflects, and waiting for a position (`Ledger-Position`, `min_position`).
 ///
@@ -10,14 +10,15 @@ import LedgerPostgres
 /// `replica_behind` (retry shortly). On the primary the head is authoritative — a position beyond it does not exist
 /// yet — so the read answers at once.
 public struct LedgerPositions: Sendable {
-    let store: EventStore
+    /// The event store on the primary or the replica (LedgerPostgres' `EventStore`).
+    let store: any HeadReads
     /// True when ``store`` reads a replica.
     public let isReplica: Bool
     /// The longest a read waits for the replica to replay a position.
     public let wait: Duration
     let poll: Duration
 
-    public init(store: EventStore, isReplica: Bool, wait: Duration, poll: Duration = .milliseconds(20)) {
+    package init(store: any HeadReads, isReplica: Bool, wait: Duration, poll: Duration = .milliseconds(20)) {
         self.store = store
         self.isReplica = isReplica
         self.wait = wait

@@ -1,7 +1,6 @@
 import Foundation
 import LedgerCore
 import LedgerEngine
-import LedgerPostgres
 import Logging
 
 /// `ledgerd catalog import FILE`: loads a catalog from JSON or CSV as events.
@@ -192,7 +191,7 @@ public struct CatalogImport: Sendable {
 
     /// Decides the import against the ledger's current catalog and appends it atomically: a command on the runner,
     /// decided in the writer's batch on the catalog's states (again on fresh ones when another process moved them).
-    func run(aggregates: AggregateStore, now: Date, logger: Logger) async throws -> Report {
+    package func run(aggregates: AggregateStore, now: Date, logger: Logger) async throws -> Report {
         var reads = AggregateKeys()
         for entry in entries {
             switch entry.kind {
@@ -299,19 +298,6 @@ public struct CatalogImport: Sendable {
             return try await aggregates.run(command).signal
         } catch is AggregateStore.Contended {
             throw ConfigurationError("the catalog kept changing during the import; try again")
-        }
-    }
-}
-
-extension CatalogImport {
-    /// Imports into a ledger through a writer of its own (for the `ledgerd catalog import` command).
-    public func run(client: DatabaseClient, now: Date, logger: Logger) async throws -> Report {
-        let writer = LedgerWriter(client: client, logger: logger)
-        let aggregates = AggregateStore(writer: writer, store: EventStore(client: client, logger: logger))
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await writer.run() }
-            defer { group.cancelAll() }
-            return try await run(aggregates: aggregates, now: now, logger: logger)
         }
     }
 }

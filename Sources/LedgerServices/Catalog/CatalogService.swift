@@ -1,16 +1,20 @@
 import Foundation
 import LedgerCore
 import LedgerEngine
-import LedgerMacros
-import LedgerPostgres
 import Logging
 
 /// Catalog commands: the demo catalog for a new ledger, and the pictures that go with it.
-@MemberwiseInit
 public struct CatalogService: Sendable {
     let writer: LedgerWriter
-    let store: EventStore
+    /// The event store (on PostgreSQL, LedgerPostgres' `EventStore`).
+    let store: any StreamReads & HeadReads
     let logger: Logger
+
+    package init(writer: LedgerWriter, store: any StreamReads & HeadReads, logger: Logger) {
+        self.writer = writer
+        self.store = store
+        self.logger = logger
+    }
 
     /// On the first start of an empty ledger, lists the demo catalog (12 products with their
     /// stock, 3 shipping methods) as one atomic append: a command on the runner, which reads the demo streams and

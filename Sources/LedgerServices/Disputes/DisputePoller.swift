@@ -1,6 +1,6 @@
 import Foundation
 import LedgerCore
-import LedgerPostgres
+import LedgerEngine
 import Logging
 import ServiceLifecycle
 
@@ -33,7 +33,7 @@ public struct DisputePoller: Service {
     package init(
         disputes: DisputeService,
         acquirer: any Acquirer,
-        client: DatabaseClient,
+        cursors: any FeedCursors,
         clock: @escaping @Sendable () -> Date,
         logger: Logger,
         interval: Duration,
@@ -42,7 +42,7 @@ public struct DisputePoller: Service {
         self.jobs = jobs
         self.disputes = disputes
         self.acquirer = acquirer
-        self.cursors = AcquirerFeedCursorStore(client: client, logger: logger)
+        self.cursors = cursors
         self.clock = clock
         self.logger = logger
         self.interval = interval
@@ -50,7 +50,8 @@ public struct DisputePoller: Service {
 
     let disputes: DisputeService
     let acquirer: any Acquirer
-    let cursors: AcquirerFeedCursorStore
+    /// The feed's durable cursor (on PostgreSQL, `AcquirerFeedCursorStore`).
+    let cursors: any FeedCursors
     let clock: @Sendable () -> Date
     let logger: Logger
     let interval: Duration

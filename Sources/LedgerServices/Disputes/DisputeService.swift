@@ -1,7 +1,6 @@
 import Foundation
 import LedgerCore
 import LedgerEngine
-import LedgerPostgres
 import Logging
 
 /// What the acquirer reports about a dispute (its notification): the stage the network reached.
@@ -96,17 +95,18 @@ public struct DisputeView: Sendable, Hashable {
 /// + reversed is what the merchant keeps of an order (``DisputeWorkflow/netKept(hold:disputes:)``).
 /// Stock is never moved by a dispute.
 public struct DisputeService: Sendable {
-    package init(aggregates: AggregateStore, client: DatabaseClient, clock: @escaping @Sendable () -> Date, logger: Logger) {
+    /// `index`: the dispute index (on PostgreSQL, `DisputeReader`; in memory, the log's).
+    package init(aggregates: AggregateStore, index: any DisputeIndex, clock: @escaping @Sendable () -> Date, logger: Logger) {
         self.aggregates = aggregates
         self.store = aggregates.store
-        self.reader = DisputeReader(client: client, logger: logger)
+        self.reader = index
         self.clock = clock
         self.logger = logger
     }
 
     let aggregates: AggregateStore
     let store: any StreamReads
-    let reader: DisputeReader
+    let reader: any DisputeIndex
     let clock: @Sendable () -> Date
     let logger: Logger
     /// Answers on one dispute take turns in this process.
@@ -171,24 +171,60 @@ public struct DisputeService: Sendable {
         guard DisputeDecider.isReference(disputeID), disputeID.utf8.count <= 100, let stream = StreamID("dispute-" + disputeID) else {
             throw ServiceError.notFound("no dispute \(disputeID)")
         }
-        let run = DisputeRun(service: self, disputeID: disputeID, stream: stream, actor: actor, commandName: commandName)
         return try await turns.withLock(disputeID) {
-            let outcome: DisputeOutcome
+            let decided: Result<DisputeOutcome, DisputeRefusal>
             do {
-                outcome = try await run.perform(command, repeats: alreadyRecorded ?? { _ in false })
-            } catch let refusal as DisputeRefusal {
-                throw Self.serviceError(refusal, disputeID: disputeID)
+                decided = try await aggregates.run(preparing: {
+                    try await prepare(command, disputeID: disputeID, stream: stream, actor: actor, commandName: commandName) {
+                        alreadyRecorded?($0) ?? false
+                    }
+                }).signal
             } catch is AggregateStore.Contended {
                 throw ServiceError.unavailable("the dispute \(disputeID) is too busy right now; retry")
             }
             let orderStatus: OrderStatus?
-            switch outcome {
-            case .asRecorded: orderStatus = nil
-            case .recorded(let status): orderStatus = status
+            switch decided {
+            case .failure(let refusal): throw Self.serviceError(refusal, disputeID: disputeID)
+            case .success(.asRecorded): orderStatus = nil
+            case .success(.recorded(let status)): orderStatus = status
             }
             guard let view = try await dispute(id: disputeID, orderStatus: orderStatus) else { throw ServiceError.internalFailure }
             return view
         }
+    }
+
+    /// The command on the dispute, from its stream and its order's other disputes as they are now (read again for
+    /// each decision: ``AggregateStore/run(preparing:)``); answered without one when the stream alone decides.
+    private func prepare(
+        _ command: DisputeCommand,
+        disputeID: String,
+        stream: StreamID,
+        actor: String,
+        commandName: String,
+        repeats: ([DisputeEvent]) -> Bool
+    ) async throws -> Prepared<Result<DisputeOutcome, DisputeRefusal>> {
+        let recorded = try await store.readStream(stream).map { try DisputeEvent.decode($0) }
+        let orderID: OrderID
+        switch DisputeWorkflow.start(command, recorded: recorded, repeats: repeats(recorded)) {
+        case .loadOrder(let id): orderID = id
+        case .alreadyRecorded: return .answered(.success(.asRecorded))
+        case .refused(let refusal): return .answered(.failure(refusal))
+        case .record: throw ServiceError.internalFailure  // DisputeWorkflow.start records nothing
+        }
+        let others = try await reader.disputes().values.filter { $0.orderID == orderID && $0.disputeID != disputeID }
+        let ids = aggregates.writer.ids
+        return .command(
+            DisputeCommands.decide(
+                command,
+                on: orderID,
+                recorded: recorded,
+                otherDisputes: Array(others),
+                stream: stream,
+                now: clock(),
+                metadata: EventMetadata(correlationID: ids.nextString(), actor: actor, command: commandName),
+                ids: ids
+            )
+        )
     }
 
     // MARK: Reads
@@ -256,61 +292,5 @@ public struct DisputeService: Sendable {
         case .exceedsDisputable: return ServiceError.invalid("exceeds_disputable", message, field: "amount")
         case .missingEvidence, .invalidEvidenceReference: return ServiceError.invalid("invalid_evidence", message, field: "evidence_refs")
         }
-    }
-}
-
-/// One command on one dispute as ``DisputeService`` performs it: the actions its ``DisputeWorkflow`` asks for.
-struct DisputeRun: DisputeActions {
-    let service: DisputeService
-    let disputeID: String
-    let stream: StreamID
-    let actor: String
-    let commandName: String
-
-    func recorded() async throws -> [DisputeEvent] {
-        try await service.store.readStream(stream).map { try DisputeEvent.decode($0) }
-    }
-
-    func facts(of orderID: OrderID, fresh: Bool) async throws -> DisputeFacts {
-        DisputeFacts(
-            order: try await service.aggregates.order(orderID, fresh: fresh),
-            hold: try await service.aggregates.hold(orderID, fresh: fresh),
-            otherDisputes: try await service.reader.disputes().values.filter { $0.orderID == orderID && $0.disputeID != disputeID }
-        )
-    }
-
-    func now() -> Date { service.clock() }
-
-    func commit(
-        _ events: [DisputeEvent],
-        after recorded: Int,
-        orderUpdate: OrderPaymentUpdated?,
-        order: OrderState,
-        hold: HoldState,
-        now: Date
-    )
-        async throws -> OrderStatus?
-    {
-        var appends: [PlannedAppend] = []
-        if let orderUpdate {
-            appends.append(
-                PlannedAppend(streamID: order.id.streamID, expectedVersion: .exact(order.version), events: [.order(.paymentUpdated(orderUpdate))])
-            )
-        }
-        let disputeAppend = StreamAppend(
-            streamID: stream,
-            expectedVersion: PlannedAppend.expectation(forVersion: Int64(recorded)),
-            events: try events.map { try $0.ledgerEvent.newEvent(eventID: service.aggregates.writer.ids.next(), effectiveAt: now) }
-        )
-        guard
-            let committed = try await service.aggregates.commit(
-                AppendPlan(appends),
-                on: AggregateStates(orders: [order.id: order], holds: [order.id: hold]),
-                now: now,
-                metadata: EventMetadata(correlationID: service.aggregates.writer.ids.nextString(), actor: actor, command: commandName),
-                alsoAppending: [disputeAppend]
-            )
-        else { return nil }
-        return committed.states?.orders[order.id]?.status ?? orderUpdate?.status ?? order.status
     }
 }

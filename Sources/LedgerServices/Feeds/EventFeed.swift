@@ -1,18 +1,20 @@
 import LedgerCore
-import LedgerPostgres
+import LedgerEngine
 import ServiceLifecycle
 
 /// The log as a feed that follows new commits: pages of events after a position, in position order,
-/// none skipped (``EventStore/feedPage(after:through:matching:limit:)`` says why) and none repeated — and only
-/// durable ones: no page reaches past the durable head (``HeadWatcher``), so no consumer is ever served an event a
+/// none skipped (``FeedReads/feedPage(after:through:matching:limit:)``: `EventStore` says why) and none repeated — and only
+/// durable ones: no page reaches past the durable head (``HeadWatch``), so no consumer is ever served an event a
 /// failover could take back (a commit whose wait for the synchronous standby was cancelled).
 public struct EventFeed: Sendable {
     public static let pageSize = 1_000
 
-    let store: EventStore
-    let watcher: HeadWatcher
+    /// The event store (on PostgreSQL, LedgerPostgres' `EventStore`; the replica's when auditors read one).
+    let store: any FeedReads
+    /// The durable head (on PostgreSQL, LedgerPostgres' `HeadWatcher`).
+    let watcher: any HeadWatch
 
-    public init(store: EventStore, watcher: HeadWatcher) {
+    package init(store: any FeedReads, watcher: any HeadWatch) {
         self.store = store
         self.watcher = watcher
     }
@@ -32,10 +34,10 @@ public struct EventFeed: Sendable {
         try await store.feedPage(after: position, through: durableHead(), matching: filter, limit: limit)
     }
 
-    /// The last position a consumer may be served now (``HeadWatcher/servable(committed:settle:)``, on this feed's
+    /// The last position a consumer may be served now (``HeadWatch/servable(committed:settle:)``, on this feed's
     /// store's head).
     public func durableHead() async throws -> Int64 {
-        try await watcher.servable(of: store, settle: Self.settle)
+        try await watcher.servable(committed: store.head().position, settle: Self.settle)
     }
 
     /// The page after `position`, waiting up to `wait` for one when there is nothing yet (a long poll).

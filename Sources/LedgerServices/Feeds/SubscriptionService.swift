@@ -1,6 +1,6 @@
 import Foundation
 import LedgerCore
-import LedgerPostgres
+import LedgerEngine
 import Logging
 
 /// Durable subscriptions: a named consumer's filter and checkpoint, stored in PostgreSQL.
@@ -12,10 +12,11 @@ public struct SubscriptionService: Sendable {
     public static let maximumWait: Duration = .seconds(60)
     public static let maximumLimit = 1_000
 
-    let store: SubscriptionStore
+    /// The subscriptions (on PostgreSQL, LedgerPostgres' `SubscriptionStore`).
+    let store: any SubscriptionRecords
     let feed: EventFeed
 
-    public init(store: SubscriptionStore, feed: EventFeed) {
+    package init(store: any SubscriptionRecords, feed: EventFeed) {
         self.store = store
         self.feed = feed
     }

@@ -1,6 +1,6 @@
 import Foundation
 import LedgerCore
-import LedgerPostgres
+import LedgerEngine
 
 /// The accounting journal of a period: the entries of the money events recorded in
 /// [from, to) (ledger time), folded by ``AccountingJournal`` with the orders' earlier events as context.
@@ -9,9 +9,10 @@ public struct JournalService: Sendable {
     public static let maximumEvents = 2_000_000
     static let pageSize = 5_000
 
-    let store: EventStore
+    /// The event store (on PostgreSQL, LedgerPostgres' `EventStore`; an auditor's replica when there is one).
+    let store: any PositionReads
 
-    public init(store: EventStore) { self.store = store }
+    package init(store: any PositionReads) { self.store = store }
 
     /// One page of a period's journal: its entries, and the position to ask `after` for the next page (nil: the last).
     public struct Page: Sendable {

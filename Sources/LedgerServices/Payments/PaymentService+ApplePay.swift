@@ -4,7 +4,6 @@ import LedgerCore
 import LedgerEngine
 import LedgerMacros
 import LedgerPayments
-import LedgerPostgres
 import Logging
 import Metrics
 
@@ -280,23 +279,13 @@ extension PaymentService {
                 signedAt: genuine.signedAt,
                 rejectedAt: now
             )
-            _ = try await aggregates.writer.append(
-                AppendRequest(
-                    stream: genuine.rejectionStream,
-                    expectedVersion: .noStream,
-                    events: [
-                        try NewEvent(
-                            type: ApplePayTokenRejected.eventType,
-                            schemaVersion: ApplePayTokenRejected.schemaVersion,
-                            payload: event,
-                            effectiveAt: now
-                        )
-                    ],
-                    metadata: metadata(correlation, "PayWithApplePay", nil)
-                )
-            )
-        } catch let error as AppendError where error == .versionConflict {
-            return  // this token's refusal is on record already
+            // This token's refusal is on record already (its stream exists): nothing appended.
+            let record = StreamCommand<Void>(stream: genuine.rejectionStream, now: now, metadata: metadata(correlation, "PayWithApplePay", nil)) {
+                recorded in
+                guard recorded.isEmpty else { return .nothing(()) }
+                return .append([event], ())
+            }
+            _ = try await aggregates.run(record)
         } catch {
             logger.error(
                 "the refusal of an Apple Pay token could not be recorded",

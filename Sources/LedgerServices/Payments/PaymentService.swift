@@ -2,7 +2,6 @@ import Crypto
 import Foundation
 import LedgerCore
 import LedgerEngine
-import LedgerPostgres
 import Logging
 import Synchronization
 
@@ -30,7 +29,8 @@ import Synchronization
 public struct PaymentService: Sendable {
     package init(
         aggregates: AggregateStore,
-        client: DatabaseClient,
+        orders: any WaitingOrders,
+        catalog: any CatalogNames,
         acquirer: any Acquirer,
         clock: @escaping @Sendable () -> Date,
         taxPolicy: TaxPolicy,
@@ -40,8 +40,8 @@ public struct PaymentService: Sendable {
         applePay: ApplePayProcessor? = nil
     ) {
         self.aggregates = aggregates
-        self.orderRows = ProjectionOrderReader(client: client, clock: clock, logger: logger)
-        self.catalogRows = ProjectionStorefrontReader(client: client, clock: clock, logger: logger)
+        self.orderRows = orders
+        self.catalogRows = catalog
         self.acquirer = acquirer
         self.clock = clock
         self.taxPolicy = taxPolicy
@@ -53,10 +53,10 @@ public struct PaymentService: Sendable {
 
     /// Runs the payment's commands through the writer.
     package let aggregates: AggregateStore
-    /// The `orders` read model: the orders recovery looks at.
-    let orderRows: ProjectionOrderReader
-    /// The catalog read models: products and shipping methods by name.
-    let catalogRows: ProjectionStorefrontReader
+    /// The `orders` read model: the orders recovery looks at (on PostgreSQL, `ProjectionOrderReader`).
+    let orderRows: any WaitingOrders
+    /// The catalog read models: products and shipping methods by name (on PostgreSQL, `ProjectionStorefrontReader`).
+    let catalogRows: any CatalogNames
     let acquirer: any Acquirer
     let clock: @Sendable () -> Date
     let taxPolicy: TaxPolicy
@@ -481,7 +481,7 @@ extension PaymentService: PaymentActions {
 final class NameIndex: Sendable {
     private let keys = Mutex<[String: String]>([:])
 
-    func key(_ projection: String, _ name: String, in catalog: ProjectionStorefrontReader) async throws -> String? {
+    func key(_ projection: String, _ name: String, in catalog: any CatalogNames) async throws -> String? {
         let cacheKey = projection + "\u{0}" + name
         if let key = keys.withLock({ $0[cacheKey] }) { return key }
         guard let key = try await catalog.key(in: projection, where: "name", equals: name) else { return nil }

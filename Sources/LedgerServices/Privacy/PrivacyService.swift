@@ -2,7 +2,6 @@ import Foundation
 import LedgerCore
 import LedgerEngine
 import LedgerMacros
-import LedgerPostgres
 import Logging
 
 /// Erasure of shipping contacts (personal data) on a data subject's request, without touching the
@@ -21,29 +20,26 @@ import Logging
 /// per-customer key destroyed on erasure) would bound that, and is the way to go if backups must
 /// forget too.
 public struct PrivacyService: Sendable {
+    /// On PostgreSQL: `ContactsStore` and the event store (LedgerApp builds it so, `PrivacyService(client:…)`).
     package init(
-        client: DatabaseClient,
+        contacts: any ContactBook,
         writer: LedgerWriter,
-        store: EventStore,
+        store: any StreamReads,
         clock: @escaping @Sendable () -> Date,
         logger: Logger
     ) {
-        self.contacts = ContactsStore(client: client, logger: logger)
+        self.contacts = contacts
         self.writer = writer
         self.store = store
         self.clock = clock
         self.logger = logger
     }
 
-    let contacts: ContactsStore
+    let contacts: any ContactBook
     let writer: LedgerWriter
-    let store: EventStore
+    let store: any StreamReads
     let clock: @Sendable () -> Date
     let logger: Logger
-
-    public init(client: DatabaseClient, writer: LedgerWriter, clock: @escaping @Sendable () -> Date, logger: Logger) {
-        self.init(client: client, writer: writer, store: EventStore(client: client, logger: logger), clock: clock, logger: logger)
-    }
 
     /// One erased contact.
     @MemberwiseInit
@@ -68,20 +64,17 @@ public struct PrivacyService: Sendable {
         let orders = try await contacts.orderIDs(usingContact: ref)
         let now = clock()
         let event = ContactErased(contactRef: ref, orderIDs: orders, erasedAt: now, reason: reason)
-        var position: Int64
-        do {
-            position = try await writer.append(
-                AppendRequest(
-                    stream: stream,
-                    expectedVersion: .noStream,
-                    events: [NewEvent(type: ContactErased.eventType, schemaVersion: ContactErased.schemaVersion, payload: event, effectiveAt: now)],
-                    metadata: EventMetadata(correlationID: writer.ids.nextString(), actor: actor, command: "EraseContact")
-                )
-            ).firstPosition
-        } catch let error as AppendError where error == .versionConflict {
-            // An earlier erasure recorded it and stopped before the delete: finish it.
-            position = try await store.readStream(stream).first?.position ?? 0
+        // An earlier erasure recorded it and stopped before the delete (its stream exists): nothing appended, finish it.
+        let record = StreamCommand<Int64?>(
+            stream: stream,
+            now: now,
+            metadata: EventMetadata(correlationID: writer.ids.nextString(), actor: actor, command: "EraseContact")
+        ) { recorded in
+            if let earlier = recorded.first { return .nothing(earlier.position) }
+            return .append([event], nil)
         }
+        let recorded = try await AggregateStore(writer: writer, store: store, cacheLimit: 1).run(record)
+        let position = recorded.signal ?? recorded.result?.firstPosition ?? 0
         try await contacts.erase(ref: ref)
         logger.info("shipping contact erased", metadata: ["contact_ref": "\(ref)", "position": "\(position)"])
         return Erasure(contactRef: ref, orderIDs: orders, position: position)
@@ -109,16 +102,5 @@ public struct PrivacyService: Sendable {
             return .erased(contactRef: ref, erasedAt: RFC3339.format(erasure.effectiveAtMicros), position: erasure.position)
         }
         return .missing(contactRef: ref)
-    }
-
-    /// `ledgerd privacy erase`: the erasure on an offline client, with a writer of its own.
-    public static func eraseOffline(customer: String, client: DatabaseClient, logger: Logger) async throws -> [Erasure] {
-        let writer = LedgerWriter(client: client, logger: logger)
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await writer.run() }
-            defer { group.cancelAll() }
-            return try await PrivacyService(client: client, writer: writer, clock: { Date() }, logger: logger)
-                .eraseContacts(customer: customer, actor: "cli:privacy-erase")
-        }
     }
 }

@@ -75,11 +75,15 @@ extension SettlementService {
         reportKey: String,
         sha: String,
         reason: String,
-        explained: (ReconciliationBreak) -> Bool
+        explained: @escaping @Sendable (ReconciliationBreak) -> Bool
     ) async throws {
         guard let stream = StreamID("reconciliation-" + batchID) else { return }
-        for _ in 0..<AggregateStore.maximumAttempts {
-            let recorded = try await store.readStream(stream)
+        let actor = Self.reconciliationActor
+        let command = StreamCommand<Int>(
+            stream: stream,
+            now: clock(),
+            metadata: EventMetadata(correlationID: batchID, actor: Self.actor, command: "ResolveBreak")
+        ) { recorded in
             var waiting: [ReconciliationBreak] = []
             var resolved: Set<String> = []
             for event in recorded {
@@ -90,37 +94,30 @@ extension SettlementService {
                 }
             }
             let due = waiting.filter { !resolved.contains($0.breakID) }
-            guard !due.isEmpty else { return }
-            let now = clock()
-            let events = try due.map { found in
-                try SettlementEvent.breakResolved(
-                    ReconciliationBreakResolved(
-                        batchID: batchID,
-                        breakID: found.breakID,
-                        reason: reason,
-                        resolvedBy: Self.reconciliationActor,
-                        report: reportKey,
-                        reportSHA256: sha
-                    )
+            let events: [any LedgerEventPayload] = due.map { found in
+                ReconciliationBreakResolved(
+                    batchID: batchID,
+                    breakID: found.breakID,
+                    reason: reason,
+                    resolvedBy: actor,
+                    report: reportKey,
+                    reportSHA256: sha
                 )
-                .newEvent(eventID: writer.ids.next(), effectiveAt: now)
             }
-            do {
-                _ = try await writer.append(
-                    AppendRequest(
-                        stream: stream,
-                        expectedVersion: .exact(Int64(recorded.count)),
-                        events: events,
-                        metadata: EventMetadata(correlationID: batchID, actor: Self.actor, command: "ResolveBreak")
-                    )
-                )
-                progress(batchID, "resolved", items: due.count, detail: "explained by \(reportKey)")
-                return
-            } catch let error as AppendError where error == .versionConflict {
-                continue
-            }
+            return .append(events, due.count)
         }
-        throw ServiceError.unavailable("the reconciliation of \(batchID) is too busy; run it again")
+        let resolved = try await runContended(command, batchID: batchID, hint: "run it again")
+        if resolved.result != nil { progress(batchID, "resolved", items: resolved.signal, detail: "explained by \(reportKey)") }
+    }
+
+    /// Runs a command on `batchID`'s reconciliation, as busy as it was when others kept moving it (503).
+    private func runContended<Signal: Sendable>(_ command: StreamCommand<Signal>, batchID: String, hint: String) async throws -> StreamOutcome<Signal>
+    {
+        do {
+            return try await runner.run(command)
+        } catch is AggregateStore.Contended {
+            throw ServiceError.unavailable("the reconciliation of \(batchID) is too busy; \(hint)")
+        }
     }
 
     /// Who resolves a break a later report explains (``resolveExplained(_:result:reconciling:reportKey:digest:)``).
@@ -224,41 +221,29 @@ extension SettlementService {
 
     /// Appends `result` (and its new breaks) unless it is the one recorded last for the report; nil when it is.
     private func record(_ result: ReconciliationRecorded, batchID: String, reportKey: String?) async throws -> ReconciliationRecorded? {
-        let recordStream = Reconciliation.streamID(batchID: batchID)
-        for _ in 0..<AggregateStore.maximumAttempts {
-            let events = try await store.readStream(recordStream)
+        let command = StreamCommand<ReconciliationRecorded?>(
+            stream: Reconciliation.streamID(batchID: batchID),
+            now: clock(),
+            metadata: EventMetadata(correlationID: batchID, actor: Self.actor, command: "ReconcileBatch")
+        ) { recorded in
             var last: ReconciliationRecorded?
             var found: Set<String> = []
-            for recorded in events {
-                switch try SettlementEvent.decode(recorded) {
+            for event in recorded {
+                switch try SettlementEvent.decode(event) {
                 case .reconciled(let e) where e.report == reportKey: last = e
                 case .breakFound(let e): found.insert(e.found.breakID)
                 default: break
                 }
             }
-            if last == result { return nil }
-            let now = clock()
-            let newBreaks = result.breaks.filter { !found.contains($0.breakID) }
-                .map { SettlementEvent.breakFound(ReconciliationBreakFound(batchID: batchID, found: $0)) }
-            FaultPoint.settlementReconciling.crashIfConfigured(faultCrashAt, logger: logger)
-            do {
-                _ = try await writer.append(
-                    AppendRequest(
-                        stream: recordStream,
-                        expectedVersion: PlannedAppend.expectation(forVersion: Int64(events.count)),
-                        events: try ([SettlementEvent.reconciled(result)] + newBreaks).map {
-                            try $0.newEvent(eventID: writer.ids.next(), effectiveAt: now)
-                        },
-                        metadata: EventMetadata(correlationID: batchID, actor: Self.actor, command: "ReconcileBatch")
-                    )
-                )
-                progress(batchID, "reconciled", items: result.matched, detail: "\(result.breaks.count) breaks")
-                return result
-            } catch let error as AppendError where error == .versionConflict {
-                continue
-            }
+            if last == result { return .nothing(nil) }
+            let newBreaks: [any LedgerEventPayload] = result.breaks.filter { !found.contains($0.breakID) }
+                .map { ReconciliationBreakFound(batchID: batchID, found: $0) }
+            FaultPoint.settlementReconciling.crashIfConfigured(faultCrashAt, logger: logger)  // a crash test's: before the append
+            return .append([result] + newBreaks, result)
         }
-        throw ServiceError.unavailable("the reconciliation of \(batchID) is too busy; run it again")
+        let recorded = try await runContended(command, batchID: batchID, hint: "run it again")
+        if recorded.result != nil { progress(batchID, "reconciled", items: result.matched, detail: "\(result.breaks.count) breaks") }
+        return recorded.signal
     }
 
     /// The ledger items the lines name, by our reference (key: the reference) and, for lines whose
@@ -636,35 +621,25 @@ extension SettlementService {
     public func resolveBreak(id: String, reason: String, actor: String) async throws -> ReconciliationView {
         let batchID = String(id.prefix { $0 != "." })
         guard !batchID.isEmpty, let stream = StreamID("reconciliation-" + batchID) else { throw ServiceError.notFound("no break \(id)") }
-        for _ in 0..<AggregateStore.maximumAttempts {
-            let recorded = try await store.readStream(stream)
-            let events = try recorded.map { try SettlementEvent.decode($0) }
+        let command = StreamCommand<String?>(
+            stream: stream,
+            now: clock(),
+            metadata: EventMetadata(correlationID: batchID, actor: actor, command: "ResolveBreak")
+        ) { recorded in
             var found: ReconciliationBreakFound?
             var resolved = false
             var report: String?
-            for event in events {
+            for event in try recorded.map({ try SettlementEvent.decode($0) }) {
                 if case .reconciled(let e) = event, e.breaks.contains(where: { $0.breakID == id }) { report = e.report }
                 if case .breakFound(let e) = event, e.found.breakID == id { found = e }
                 if case .breakResolved(let e) = event, e.breakID == id { resolved = true }
             }
             guard found != nil else { throw ServiceError.notFound("no break \(id)") }
             if resolved { throw ServiceError.conflict("already_resolved", "break \(id) is already resolved") }
-            let event = SettlementEvent.breakResolved(ReconciliationBreakResolved(batchID: batchID, breakID: id, reason: reason, resolvedBy: actor))
-            do {
-                _ = try await writer.append(
-                    AppendRequest(
-                        stream: stream,
-                        expectedVersion: .exact(Int64(recorded.count)),
-                        events: [try event.newEvent(eventID: writer.ids.next(), effectiveAt: clock())],
-                        metadata: EventMetadata(correlationID: batchID, actor: actor, command: "ResolveBreak")
-                    )
-                )
-                return try await recordedReconciliation(batchID, reflecting: report)
-            } catch let error as AppendError where error == .versionConflict {
-                continue
-            }
+            return .append([ReconciliationBreakResolved(batchID: batchID, breakID: id, reason: reason, resolvedBy: actor)], report)
         }
-        throw ServiceError.unavailable("the reconciliation of \(batchID) is too busy; retry")
+        let report = try await runContended(command, batchID: batchID, hint: "retry").signal
+        return try await recordedReconciliation(batchID, reflecting: report)
     }
 }
 

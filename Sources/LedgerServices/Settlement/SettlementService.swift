@@ -35,6 +35,7 @@ public struct SettlementService: Sendable {
     ) {
         self.writer = writer
         self.store = store
+        self.runner = AggregateStore(writer: writer, store: store, cacheLimit: 1)
         self.client = client
         self.acquirer = acquirer
         self.settings = settings
@@ -46,6 +47,8 @@ public struct SettlementService: Sendable {
 
     let writer: LedgerWriter
     let store: EventStore
+    /// The one command runner, for the batch and reconciliation streams (its aggregate caches stay unused: a cache of one).
+    let runner: AggregateStore
     let client: DatabaseClient
     let acquirer: any Acquirer
     let settings: SettlementSettings
@@ -272,22 +275,15 @@ public struct SettlementService: Sendable {
                 }
                 action = steps.payoutFetched(payout)
             case .append(let event, let expectedVersion):
-                let metadata = EventMetadata(correlationID: batchID, actor: Self.actor, command: "SettleBatch")
                 do {
-                    _ = try await writer.append(
-                        AppendRequest(
-                            stream: stream,
-                            expectedVersion: expectedVersion,
-                            events: [try event.newEvent(eventID: writer.ids.next(), effectiveAt: clock())],
-                            metadata: metadata
-                        )
-                    )
+                    guard try await runner.run(Self.step(event, of: batchID, expecting: expectedVersion, now: clock())).signal else {
+                        // Someone else recorded this step: read again and go on from there.
+                        action = steps.versionConflict()
+                        continue
+                    }
                     progress(batchID, "recorded", detail: event.type)
                     Self.faultPoint(after: event)?.crashIfConfigured(faultCrashAt, logger: logger)
                     action = steps.appended()
-                } catch let error as AppendError where error == .versionConflict {
-                    // Someone else recorded this step: read again and go on from there.
-                    action = steps.versionConflict()
                 } catch let error as AppendError where error == .settlementItemsMismatch {
                     // The database's membership rule (sql/0010) took other items than this close counted. Another daemon's
                     // batch may have taken some meanwhile: the re-read closes again over what is left. If this close is
@@ -318,6 +314,15 @@ public struct SettlementService: Sendable {
             case .fail(.tooBusy):
                 throw ServiceError.unavailable("the settlement batch \(batchID) is too busy; run it again")
             }
+        }
+    }
+
+    /// One step of a batch as a command on its stream: `event` appended when the stream is still at the version the
+    /// steps expect (true), nothing when another run recorded a step meanwhile (false: the steps read again).
+    static func step(_ event: SettlementEvent, of batchID: String, expecting expected: ExpectedVersion, now: Date) -> StreamCommand<Bool> {
+        let metadata = EventMetadata(correlationID: batchID, actor: actor, command: "SettleBatch")
+        return StreamCommand(stream: SettlementBatch.streamID(batchID: batchID), now: now, metadata: metadata) { recorded in
+            PlannedAppend.expectation(forVersion: recorded.last?.streamVersion ?? 0) == expected ? .append([event.payload], true) : .nothing(false)
         }
     }
 
@@ -374,19 +379,16 @@ public struct SettlementService: Sendable {
                         valueDate: notice.valueDate
                     )
                 )
-                do {
-                    _ = try await writer.append(
-                        AppendRequest(
-                            stream: SettlementBatch.streamID(batchID: state.opened.batchID),
-                            expectedVersion: .exact(state.version),
-                            events: [try event.newEvent(eventID: writer.ids.next(), effectiveAt: clock())],
-                            metadata: EventMetadata(correlationID: state.opened.batchID, actor: Self.actor, command: "RecordPayout")
-                        )
-                    )
-                    FaultPoint.settlementPaid.crashIfConfigured(faultCrashAt, logger: logger)
-                } catch let error as AppendError where error == .versionConflict {
-                    continue  // recorded by someone else meanwhile
+                // Recorded by someone else meanwhile (the stream moved past this state): nothing.
+                let record = StreamCommand(
+                    stream: SettlementBatch.streamID(batchID: state.opened.batchID),
+                    now: clock(),
+                    metadata: EventMetadata(correlationID: state.opened.batchID, actor: Self.actor, command: "RecordPayout")
+                ) { recorded in
+                    (recorded.last?.streamVersion ?? 0) == state.version ? .append([event.payload], true) : .nothing(false)
                 }
+                guard try await runner.run(record).signal else { continue }
+                FaultPoint.settlementPaid.crashIfConfigured(faultCrashAt, logger: logger)
             }
         }
     }
