@@ -5,11 +5,15 @@ import LedgerCore
 /// touch it again. A host that keeps the model durable may take these out of the state
 /// (``AcquirerModelState/takeFinishedPayments()``), store them, and put one back
 /// (``AcquirerModelState/restore(_:)``) before applying anything that names it — the answers are the
-/// same bytes as if it had never left.
+/// same bytes as if it had never left. A declined authorization is one too (no hold, no modification): only a
+/// repeated request, a reuse of its reference or a status inquiry can name it again.
 public struct FinishedPayment: Hashable, Sendable, Codable {
     /// Our authorization (merchant) reference.
     public let reference: String
-    var hold: Hold
+    /// The placed hold; nil for a declined authorization (absent from the stored JSON, so older rows read the same).
+    var hold: Hold?
+    /// The declined authorization; nil (absent) for a placed hold.
+    var declined: StoredAuthorization?
     /// The payment's modifications, in the order they were made.
     var modifications: [StoredModification]
 
@@ -36,8 +40,9 @@ extension AcquirerModelState {
     }
 
     /// How many payments in the state are no longer open (closed or expired): what a host that keeps the model
-    /// durable may write out (``closedPaymentReferences(limit:)``) to bound its memory by the open holds.
-    public var closedResidentCount: Int { holds.count - openHolds.count }
+    /// durable may write out (``closedPaymentReferences(limit:)``) to bound its memory by the open holds. Declined
+    /// authorizations count too (issue 57: they were kept for the whole day).
+    public var closedResidentCount: Int { holds.count - openHolds.count + declined.count }
 
     /// Up to `limit` references of payments that are not open and hold no line back for the next batch (the
     /// move-to-next-batch fault: the next settlement marks that modification in the state), in order. Such a payment
@@ -45,10 +50,14 @@ extension AcquirerModelState {
     /// (``restore(_:)``): it may leave memory before it is settled, and answers the same when put back.
     public func closedPaymentReferences(limit: Int) -> [String] {
         var closed: [String] = []
+        for reference in declined.keys {
+            guard closed.count < limit else { return closed.sorted() }
+            closed.append(reference)
+        }
         for (reference, hold) in holds where hold.status != .open {
+            guard closed.count < limit else { break }
             let carried = hold.modificationReferences.contains { modifications[$0]?.carriedOver == true }
             if !carried { closed.append(reference) }
-            if closed.count == limit { break }
         }
         return closed.sorted()
     }
@@ -56,8 +65,9 @@ extension AcquirerModelState {
     /// The payments with these references as they are now (those in the state), without taking them out: what a host
     /// stores before it takes them (``takeFinishedPayments(_:)``) once they are stored.
     public func payments(_ references: some Sequence<String>) -> [FinishedPayment] {
-        references.compactMap { reference in
-            holds[reference].map { hold in
+        references.compactMap { reference -> FinishedPayment? in
+            if let stored = declined[reference] { return FinishedPayment(reference: reference, declined: stored, modifications: []) }
+            return holds[reference].map { hold in
                 FinishedPayment(reference: reference, hold: hold, modifications: hold.modificationReferences.compactMap { modifications[$0] })
             }
         }
@@ -68,6 +78,10 @@ extension AcquirerModelState {
     public mutating func takeFinishedPayments(_ references: some Sequence<String>) -> [FinishedPayment] {
         var taken: [FinishedPayment] = []
         for reference in references {
+            if let stored = declined.removeValue(forKey: reference) {
+                taken.append(FinishedPayment(reference: reference, declined: stored, modifications: []))
+                continue
+            }
             guard let hold = holds.removeValue(forKey: reference) else { continue }
             let stored = hold.modificationReferences.compactMap { modifications.removeValue(forKey: $0) }
             taken.append(FinishedPayment(reference: reference, hold: hold, modifications: stored))
@@ -78,6 +92,7 @@ extension AcquirerModelState {
     /// Gives back the storage of payments taken out (a dictionary keeps its capacity when emptied).
     public mutating func compactStorage() {
         if holds.capacity > 2 * holds.count + 1_024 { holds = Dictionary(uniqueKeysWithValues: holds.map { ($0.key, $0.value) }) }
+        if declined.capacity > 2 * declined.count + 1_024 { declined = Dictionary(uniqueKeysWithValues: declined.map { ($0.key, $0.value) }) }
         if modifications.capacity > 2 * modifications.count + 1_024 {
             modifications = Dictionary(uniqueKeysWithValues: modifications.map { ($0.key, $0.value) })
         }
@@ -85,7 +100,8 @@ extension AcquirerModelState {
 
     /// Puts a payment taken out by ``takeFinishedPayments()`` back (nothing when it is in the state).
     public mutating func restore(_ payment: FinishedPayment) {
-        guard holds[payment.reference] == nil else { return }
+        guard !knows(payment: payment.reference) else { return }
+        if let stored = payment.declined { declined[payment.reference] = stored }
         holds[payment.reference] = payment.hold
         for modification in payment.modifications { modifications[modification.record.modificationReference] = modification }
     }
@@ -96,8 +112,8 @@ extension AcquirerModelState {
     /// True when the state knows `reference` as a modification.
     public func knows(modification reference: String) -> Bool { modifications[reference] != nil }
 
-    /// How many payments (placed holds) and modifications the state holds.
-    public var residentCounts: (holds: Int, modifications: Int) { (holds.count, modifications.count) }
+    /// How many payments (placed holds), modifications and declined authorizations the state holds.
+    public var residentCounts: (holds: Int, modifications: Int, declined: Int) { (holds.count, modifications.count, declined.count) }
 
     /// How many report lines the state holds (the service keeps them in its tables instead).
     public var reportLinesHeld: Int { batches.reduce(0) { $0 + $1.report.lines.count } }

@@ -32,6 +32,9 @@ public struct HTTPAcquirerConfiguration: Sendable {
     public var breakerOpenFor: Duration
     /// Connections kept to the service at most (calls beyond wait for one).
     public var maximumConnections: Int
+    /// Authorization references whose psp reference the adapter remembers at most; past it one is forgotten per new
+    /// one (a forgotten one costs a status inquiry when next modified).
+    public var rememberedReferences: Int
 
     public init(
         baseURL: String,
@@ -43,7 +46,8 @@ public struct HTTPAcquirerConfiguration: Sendable {
         backoff: Duration = .milliseconds(50),
         breakerThreshold: Int = 5,
         breakerOpenFor: Duration = .seconds(2),
-        maximumConnections: Int = 16
+        maximumConnections: Int = 16,
+        rememberedReferences: Int = 50_000
     ) {
         self.baseURL = baseURL
         self.apiKey = apiKey
@@ -55,6 +59,7 @@ public struct HTTPAcquirerConfiguration: Sendable {
         self.breakerThreshold = max(1, breakerThreshold)
         self.breakerOpenFor = breakerOpenFor
         self.maximumConnections = max(1, maximumConnections)
+        self.rememberedReferences = max(1, rememberedReferences)
     }
 }
 
@@ -78,9 +83,10 @@ public final class HTTPAcquirer: Acquirer {
     private let configuration: HTTPAcquirerConfiguration
     private let base: Mutex<String>
     private let breaker: Mutex<CircuitBreaker>
-    /// Our authorization reference → the acquirer's psp reference, learned from answers (bounded;
-    /// a miss costs one status inquiry).
-    private let pspReferences = Mutex<[String: String]>([:])
+    /// Our authorization reference → the acquirer's psp reference, learned from answers. Bounded, forgotten one at a
+    /// time (issue 57: emptied whole at its limit, every open payment's next modification paid an inquiry at once);
+    /// a miss costs one status inquiry.
+    private let pspReferences: Mutex<BoundedCache<String, String>>
     private let logger: Logger
     private let factory: any MetricsFactory
     private let breakerGauge: Gauge
@@ -104,6 +110,7 @@ public final class HTTPAcquirer: Acquirer {
         self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: http)
         self.configuration = configuration
         self.base = Mutex(configuration.baseURL)
+        self.pspReferences = Mutex(BoundedCache(limit: configuration.rememberedReferences))
         self.breaker = Mutex(CircuitBreaker(failureThreshold: configuration.breakerThreshold, openFor: configuration.breakerOpenFor))
         self.logger = logger
         self.factory = metricsFactory
@@ -116,6 +123,9 @@ public final class HTTPAcquirer: Acquirer {
     public func setBaseURL(_ url: String) { base.withLock { $0 = url } }
 
     public var baseURL: String { base.withLock { $0 } }
+
+    /// The remembered psp references' size and counts (`/metrics`: `ledger_cache_*{cache="acquirer_references"}`).
+    public var referenceCacheStatistics: CacheStatistics { pspReferences.withLock { $0.statistics } }
 
     /// Closes the connections; call once, when the ledger stops.
     public func shutdown() async throws { try await client.shutdown() }
@@ -232,18 +242,16 @@ public final class HTTPAcquirer: Acquirer {
     }
 
     private func pspReference(of merchantReference: String) async throws(AcquirerError) -> String? {
-        if let known = pspReferences.withLock({ $0[merchantReference] }) { return known }
-        if case .found(let details) = try await query(merchantReference: merchantReference) {
-            return details.authorization.pspReference
+        if let known = pspReferences.withLock({ $0.get(merchantReference) }) { return known }
+        if case .found(let details) = try await query(merchantReference: merchantReference), let psp = details.authorization.pspReference {
+            remember(merchantReference, psp)
+            return psp
         }
         return nil
     }
 
     private func remember(_ merchantReference: String, _ psp: String) {
-        pspReferences.withLock { cache in
-            if cache.count >= 50_000 { cache.removeAll(keepingCapacity: true) }
-            cache[merchantReference] = psp
-        }
+        pspReferences.withLock { $0.put(merchantReference, psp) }
     }
 
     // MARK: The call

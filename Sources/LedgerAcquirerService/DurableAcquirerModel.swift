@@ -57,7 +57,7 @@ public actor DurableAcquirerModel {
     /// True once any finished payment is stored (acquirer 0004): only then can a name the state does not
     /// know be one to put back.
     private var finishedStored = false
-    /// Closed payments (not open: captured, reversed or expired) kept in memory; past it they are stored (acquirer
+    /// Closed payments (not open: captured, reversed or expired; and declined authorizations) kept in memory; past it they are stored (acquirer
     /// 0004, as versions at the journal's position) and taken out of the state, down to half of it (issue 57: a day
     /// of a million captures held 2.2 GB). The state then holds the open holds and at most this many others.
     private let residentPayments: Int
@@ -335,10 +335,11 @@ public actor DurableAcquirerModel {
         return try whole.snapshot()
     }
 
-    /// How many payments (placed holds) and modifications the state holds in memory, and report lines.
-    public var resident: (holds: Int, modifications: Int, reportLines: Int) {
+    /// How many payments (placed holds), modifications and declined authorizations the state holds in memory, and
+    /// report lines.
+    public var resident: (holds: Int, modifications: Int, reportLines: Int, declined: Int) {
         let counts = state.residentCounts
-        return (counts.holds, counts.modifications, state.reportLinesHeld)
+        return (counts.holds, counts.modifications, state.reportLinesHeld, counts.declined)
     }
 
     /// Commands journalled so far.

@@ -348,16 +348,19 @@ public enum AcquirerConnection {
         logger: Logger
     ) async throws -> (HTTPAcquirer, AcquirerSupervisor?) {
         func adapter(_ url: String, _ key: String) -> HTTPAcquirer {
-            HTTPAcquirer(
+            let acquirer = HTTPAcquirer(
                 configuration: HTTPAcquirerConfiguration(
                     baseURL: url,
                     apiKey: key,
                     readTimeout: configuration.acquirerTimeout,
-                    attempts: configuration.acquirerAttempts
+                    attempts: configuration.acquirerAttempts,
+                    rememberedReferences: configuration.acquirerReferenceEntries
                 ),
                 logger: logger,
                 metricsFactory: metrics.factory
             )
+            metrics.register(cache: "acquirer_references") { acquirer.referenceCacheStatistics }
+            return acquirer
         }
         if let url = configuration.acquirerURL, let keyFile = configuration.acquirerAPIKeyFile {
             let key = String(decoding: try SecretFile.read(keyFile), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)

@@ -38,6 +38,7 @@ import Logging
 /// | `LEDGERD_WRITER_MAX_BATCH` | `2000` | most events committed in one transaction |
 /// | `LEDGERD_STATE_CACHE_ENTRIES` | `50000` | order and hold states kept folded in memory; past it the least recently used goes, one per new one |
 /// | `LEDGERD_VERSION_CACHE_ENTRIES` | `100000` | streams whose committed version the writer remembers; evicted likewise |
+/// | `LEDGERD_ACQUIRER_REFERENCE_ENTRIES` | `50000` | payments whose acquirer (psp) reference the daemon remembers; evicted likewise (a forgotten one costs a status inquiry) |
 /// | `LEDGERD_DB_CONNECT_TIMEOUT_SECONDS` | `2` | most seconds to open a connection to PostgreSQL |
 /// | `LEDGERD_DB_STATEMENT_TIMEOUT_SECONDS` | `30` | most seconds one statement of the daemon may run (`statement_timeout`) |
 /// | `LEDGERD_API_KEYRING` | `<data dir>/api-keyring.json` (embedded) | keyring file of API key verifiers (salted hashes with ids; `ledgerd keys`), reread when it changes |
@@ -151,6 +152,7 @@ public struct LedgerConfiguration: Sendable {
     /// Bounded in-memory structures (issue 57): each evicts piece by piece past its limit.
     public var stateCacheEntries: Int
     public var versionCacheEntries: Int
+    public var acquirerReferenceEntries: Int
     /// Most time to open a connection to PostgreSQL.
     public var databaseConnectTimeout: Duration
     /// Most time one statement of the daemon's pool may run (PostgreSQL's `statement_timeout`).
@@ -298,6 +300,7 @@ public struct LedgerConfiguration: Sendable {
         writerMaximumBatchEvents = reader.int(forKey: "ledgerd.writer.max.batch", default: 2_000)
         stateCacheEntries = reader.int(forKey: "ledgerd.state.cache.entries", default: 50_000)
         versionCacheEntries = reader.int(forKey: "ledgerd.version.cache.entries", default: 100_000)
+        acquirerReferenceEntries = reader.int(forKey: "ledgerd.acquirer.reference.entries", default: 50_000)
         let connectSeconds = reader.int(forKey: "ledgerd.db.connect.timeout.seconds", default: 2)
         guard connectSeconds >= 1 else { throw ConfigurationError("LEDGERD_DB_CONNECT_TIMEOUT_SECONDS must be at least 1") }
         databaseConnectTimeout = .seconds(connectSeconds)
@@ -472,6 +475,7 @@ public struct LedgerConfiguration: Sendable {
         guard writerMaximumBatchEvents >= 1 else { throw ConfigurationError("LEDGERD_WRITER_MAX_BATCH must be at least 1") }
         guard stateCacheEntries >= 1 else { throw ConfigurationError("LEDGERD_STATE_CACHE_ENTRIES must be at least 1") }
         guard versionCacheEntries >= 1 else { throw ConfigurationError("LEDGERD_VERSION_CACHE_ENTRIES must be at least 1") }
+        guard acquirerReferenceEntries >= 1 else { throw ConfigurationError("LEDGERD_ACQUIRER_REFERENCE_ENTRIES must be at least 1") }
         applePay = try ApplePaySettings.read(from: reader)
         settlement = try SettlementSettings.read(from: reader)
         if databaseURL?.isEmpty == true { databaseURL = nil }

@@ -31,7 +31,7 @@ enum MetricsHelp {
         "ledger_witness_cosignatures_total": "Checkpoints this witness cosigned",
         "ledger_witness_refusals_total":
             "Checkpoints this witness refused, by reason (malformed, unknown_origin, bad_signature, stale_old_size, split_view, inconsistent)",
-        "ledger_cache_entries": "Entries held by a bounded in-memory structure, by cache (aggregate_states, stream_versions)",
+        "ledger_cache_entries": "Entries held by a bounded in-memory structure, by cache (aggregate_states, stream_versions, acquirer_references)",
         "ledger_cache_limit": "Most entries a bounded in-memory structure holds (its LEDGERD_*_ENTRIES setting), by cache",
         "ledger_cache_hits_total": "Look-ups a bounded in-memory structure answered, by cache",
         "ledger_cache_misses_total": "Look-ups a bounded in-memory structure could not answer, by cache",

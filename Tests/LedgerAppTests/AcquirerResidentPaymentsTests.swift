@@ -13,6 +13,106 @@ import Testing
 /// all of them in pages — is the in-process model's, byte for byte, and so is the state after a restart.
 @Suite("The acquirer service's memory is bounded by its open holds", .machine(.shared))
 struct AcquirerResidentPaymentsTests {
+    /// The same step on the in-process model and on the service, each answer (or refusal's code) compared.
+    static func both<T: Equatable & Sendable>(
+        _ reference: AcquirerModel,
+        _ acquirer: any Acquirer,
+        _ step: @Sendable (any Acquirer) async throws -> T
+    ) async throws {
+        let expected: Result<T, AcquirerError>
+        do { expected = .success(try await step(reference)) } catch let error as AcquirerError { expected = .failure(error) }
+        let actual: Result<T, AcquirerError>
+        do { actual = .success(try await step(acquirer)) } catch let error as AcquirerError { actual = .failure(error) }
+        switch (expected, actual) {
+        case (.success(let a), .success(let b)): #expect(a == b)
+        case (.failure(let a), .failure(let b)): #expect(a.code == b.code)
+        default: Issue.record("the model answered \(expected), the service \(actual)")
+        }
+    }
+
+    /// Issue 57: declined authorizations stayed in the service's memory for its whole life (kept for a retry's answer
+    /// and a status inquiry). Past the bound they are stored and taken out like closed payments; a repeated request, a
+    /// reuse of the reference for another request, a modification and an inquiry answer as the model does, and so does
+    /// the state after a restart.
+    @Test func declinedAuthorizationsPastTheBoundLeaveMemoryAndAnswerTheSame() async throws {
+        let start = TestApp.instant("2026-06-17T10:00:00Z")
+        let clock = SimulatedClock(start)
+        let serviceClock = SimulatedClock(start)
+        let reference = AcquirerModel(seed: 7, clock: clock.reading)
+        let database = try await TestDatabase.fresh()
+        let bound = 4
+        let payments = 24
+        @Sendable func usd(_ cents: Int64) -> Money { Money(minorUnits: cents, currency: .usd) }
+        /// Two in three are declined; the others captured in full (closed).
+        @Sendable func isDeclined(_ index: Int) -> Bool { index % 3 != 0 }
+        @Sendable func authorization(_ index: Int, cents: Int64 = 5_000) -> AuthorizationRequest {
+            AuthorizationRequest(
+                merchantReference: "dp-\(index)",
+                amount: usd(cents + Int64(index)),
+                paymentMethod: .token(isDeclined(index) ? "tok_chargeDeclined" : "tok_visa")
+            )
+        }
+        let declined = (0..<payments).filter(isDeclined).count
+        try await AcquirerHarness.withService(database: database, clock: serviceClock.reading, residentPayments: bound) { acquirer, model in
+            @Sendable func both<T: Equatable & Sendable>(_ step: @Sendable (any Acquirer) async throws -> T) async throws {
+                try await Self.both(reference, acquirer, step)
+            }
+            for index in 0..<payments {
+                try await both { try await $0.authorize(authorization(index)) }
+                if !isDeclined(index) {
+                    try await both {
+                        try await $0.capture(
+                            CaptureRequest(
+                                authorizationReference: "dp-\(index)",
+                                modificationReference: "dp-\(index)-c",
+                                amount: usd(5_000 + Int64(index)),
+                                isFinal: true
+                            )
+                        )
+                    }
+                }
+                clock.advance(by: 2)
+                serviceClock.advance(by: 2)
+            }
+            let filled = await model.resident
+            #expect(
+                filled.declined + filled.holds <= bound + 1,
+                "\(filled.declined) declined and \(filled.holds) closed payments in memory of \(declined) declined, bound \(bound)"
+            )
+            // The first declines left memory long ago: asked again, they answer as the first time.
+            for index in [1, 2, 4] {
+                try await both { try await $0.authorize(authorization(index)) }
+                try await both { try await $0.query(merchantReference: "dp-\(index)") }
+                // The reference reused for another request is refused; a capture finds no hold.
+                try await both { try await $0.authorize(authorization(index, cents: 7_000)) }
+                try await both {
+                    try await $0.capture(
+                        CaptureRequest(authorizationReference: "dp-\(index)", modificationReference: "dp-\(index)-c", amount: usd(1), isFinal: true)
+                    )
+                }
+            }
+            let replayed = await model.resident
+            #expect(replayed.declined + replayed.holds <= bound + 1, "\(replayed) in memory after the replays")
+            #expect(try await model.snapshot() == (try await reference.snapshot()))
+        }
+        // A restart replays the journal within the same bound, to the same state.
+        try await database.withOwner { client in
+            let replayed = try await DurableAcquirerModel.open(
+                client: client,
+                seed: 7,
+                configuration: AcquirerModelConfiguration(),
+                clock: serviceClock.reading,
+                logger: TestCluster.logger,
+                snapshotEvery: 0,
+                useSnapshots: false,
+                residentPayments: bound
+            )
+            let resident = await replayed.resident
+            #expect(resident.declined + resident.holds <= bound, "\(resident) in memory after the restart")
+            #expect(try await replayed.snapshot() == (try await reference.snapshot()))
+        }
+    }
+
     @Test func closedPaymentsPastTheBoundLeaveMemoryAndAnswerTheSame() async throws {
         let start = TestApp.instant("2026-06-17T10:00:00Z")
         let clock = SimulatedClock(start)
@@ -26,17 +126,8 @@ struct AcquirerResidentPaymentsTests {
         /// fourth of them refunded in part.
         @Sendable func isOpen(_ index: Int) -> Bool { index % 3 == 0 }
         @Sendable func isRefunded(_ index: Int) -> Bool { !isOpen(index) && index % 4 == 1 }
-        /// The same step on both sides, each answer (or refusal's code) compared.
         @Sendable func both<T: Equatable & Sendable>(_ acquirer: any Acquirer, _ step: @Sendable (any Acquirer) async throws -> T) async throws {
-            let expected: Result<T, AcquirerError>
-            do { expected = .success(try await step(reference)) } catch let error as AcquirerError { expected = .failure(error) }
-            let actual: Result<T, AcquirerError>
-            do { actual = .success(try await step(acquirer)) } catch let error as AcquirerError { actual = .failure(error) }
-            switch (expected, actual) {
-            case (.success(let a), .success(let b)): #expect(a == b)
-            case (.failure(let a), .failure(let b)): #expect(a.code == b.code)
-            default: Issue.record("the model answered \(expected), the service \(actual)")
-            }
+            try await Self.both(reference, acquirer, step)
         }
         @Sendable func authorization(_ index: Int) -> AuthorizationRequest {
             AuthorizationRequest(merchantReference: "rp-\(index)", amount: usd(5_000 + Int64(index)), paymentMethod: .token("tok_visa"))

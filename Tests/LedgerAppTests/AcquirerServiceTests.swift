@@ -65,6 +65,7 @@ enum AcquirerHarness {
         metrics: LedgerMetrics = LedgerMetrics(),
         snapshotEvery: Int64 = 100_000,
         residentPayments: Int = DurableAcquirerModel.defaultResidentPayments,
+        rememberedReferences: Int = 50_000,
         _ body: @escaping @Sendable (HTTPAcquirer, DurableAcquirerModel) async throws -> Void
     ) async throws {
         try await withModel(
@@ -90,7 +91,8 @@ enum AcquirerHarness {
                         readTimeout: readTimeout,
                         attempts: 4,
                         backoff: .milliseconds(5),
-                        breakerThreshold: 1_000
+                        breakerThreshold: 1_000,
+                        rememberedReferences: rememberedReferences
                     ),
                     logger: TestCluster.logger,
                     metricsFactory: metrics.factory
