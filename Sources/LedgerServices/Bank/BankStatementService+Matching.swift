@@ -76,15 +76,20 @@ extension BankStatementService {
         throw ServiceError.unavailable("the bank matching is busy with other imports; try again")
     }
 
-    /// A clerk's note resolving an open bank break (404 for no such break, 409 `already_resolved`, 422 for an empty
-    /// note); returns the resolution recorded.
+    /// A clerk's note resolving an open bank break (404 for no such break, 422 for an empty note); returns the
+    /// resolution recorded. The same note from the same actor again answers the resolution it recorded and appends
+    /// nothing (a form sent twice, a client's retry); any other resolution of a resolved break is 409
+    /// `already_resolved`. The console's form and `POST /bank/breaks/{id}/resolve` both call this.
     public func resolveBankBreak(id: String, reason: String, actor: String) async throws -> BankBreakResolved {
         let note = reason.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !note.isEmpty else { throw ServiceError.invalid("invalid_field", "a resolution needs a note saying why", field: "reason") }
         for _ in 0..<AggregateStore.maximumAttempts {
             let (state, version) = try await matchState()
             guard state.breaks[id] != nil else { throw ServiceError.notFound("no bank break \(id)") }
-            guard state.isOpen(id) else { throw ServiceError.conflict("already_resolved", "bank break \(id) is already resolved") }
+            guard state.isOpen(id) else {
+                if let earlier = state.resolutions[id], earlier.reason == note, earlier.resolvedBy == actor { return earlier }
+                throw ServiceError.conflict("already_resolved", "bank break \(id) is already resolved")
+            }
             let resolved = BankBreakResolved(breakID: id, reason: note, resolvedBy: actor, file: "")
             do {
                 _ = try await writer.append(
