@@ -23,6 +23,8 @@ public struct BankStatementService: Sendable {
     let calendar: BusinessCalendar
     /// Business days after a payout's value date its deposit may still arrive (`LEDGERD_BANK_FUNDING_WINDOW_DAYS`).
     let fundingWindowBusinessDays: Int
+    /// What the matching read so far (its passes read only what is new), shared by this service's copies.
+    let memory = MatchingMemory()
 
     /// Entries appended per append (one transaction each).
     public static let pageSize = 2000
