@@ -43,4 +43,36 @@ import Testing
         }
         #expect(found == Self.digests, "\(found)")
     }
+
+    /// What the spool gives back is what the reader read: every header, entry (each of its fields) and end, in order.
+    @Test func theSpoolGivesBackWhatTheReaderRead() async throws {
+        for (name, format) in Self.cases {
+            let file = Self.fixtures.appendingPathComponent(name)
+            var read: [BankStatementItem] = []
+            switch format {
+            case .camt053, .camt054: try CamtReader.read(path: file.path) { read.append($0) }
+            case .mt940:
+                var reader = MT940Reader()
+                try reader.feed(Array(try Data(contentsOf: file))) { read.append($0) }
+                try reader.finish { read.append($0) }
+            case .bai2:
+                var reader = BAI2Reader()
+                try reader.feed(Array(try Data(contentsOf: file))) { read.append($0) }
+                try reader.finish { read.append($0) }
+            }
+            let spool = Self.spool()
+            defer { try? FileManager.default.removeItem(at: spool) }
+            _ = try BankStatementService.normalize(file, format: format, into: spool)
+            var back: [BankStatementItem] = []
+            try await BankStatementService.forEachLine(of: spool) { line in
+                switch line {
+                case .statement(let header): back.append(.statement(header))
+                case .entry(let entry): back.append(.entry(entry))
+                case .end(let end): back.append(.end(end))
+                }
+            }
+            #expect(back == read, "\(name)")
+            #expect(read.contains { if case .entry = $0 { true } else { false } }, "\(name)")
+        }
+    }
 }
