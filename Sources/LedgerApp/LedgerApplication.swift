@@ -378,7 +378,7 @@ public func buildRouter(services: ServiceContainer, configuration: LedgerConfigu
     disputeRoutes.registerChanges(on: changes)
     checkpointRoutes.registerChanges(on: changes)
     PrivacyRoutes(privacy: services.privacy).register(on: changes)
-    BankStatementRoutes(importer: services.bank, limit: configuration.reportMaxBytes).registerChanges(on: changes)
+    BankStatementRoutes(importer: services.bank, matching: services.bank, limit: configuration.reportMaxBytes).registerChanges(on: changes)
     let feedRoutes = FeedRoutes(
         follower: services.feed,
         subscriptions: services.subscriptions,

@@ -244,6 +244,8 @@ public struct BankLineStream: Sendable {
 
     public mutating func feed<Bytes: Sequence>(_ bytes: Bytes, _ onLine: (String, Int) throws -> Void) throws
     where Bytes.Element == UInt8 {
+        // A chunk in one piece (a file's `Data`): scanned as a buffer, each line copied once.
+        if try bytes.withContiguousStorageIfAvailable({ buffer in try feed(buffer: buffer, onLine) }) != nil { return }
         for byte in bytes {
             if pendingCR {
                 pendingCR = false
@@ -259,6 +261,40 @@ public struct BankLineStream: Sendable {
             }
             line.append(byte)
         }
+    }
+
+    /// ``feed(_:_:)`` on a buffer: the same lines, breaks and limit, found by index rather than byte by byte.
+    private mutating func feed(buffer: UnsafeBufferPointer<UInt8>, _ onLine: (String, Int) throws -> Void) throws {
+        var index = 0
+        if pendingCR, let first = buffer.first {
+            pendingCR = false
+            if first == 0x0A { index = 1 }
+        }
+        var start = index
+        while index < buffer.count {
+            let byte = buffer[index]
+            index += 1
+            guard byte == 0x0A || byte == 0x0D else { continue }
+            try take(UnsafeBufferPointer(rebasing: buffer[start..<index - 1]))
+            try emit(onLine)
+            if byte == 0x0D {
+                if index == buffer.count {
+                    pendingCR = true
+                } else if buffer[index] == 0x0A {
+                    index += 1
+                }
+            }
+            start = index
+        }
+        try take(UnsafeBufferPointer(rebasing: buffer[start..<buffer.count]))
+    }
+
+    /// Adds a piece of the current line, refused once the line is longer than the limit.
+    private mutating func take(_ bytes: UnsafeBufferPointer<UInt8>) throws {
+        guard line.count + bytes.count <= maximumLength else {
+            throw BankStatementError(place: "line \(lines + 1)", reason: "is longer than \(maximumLength) bytes")
+        }
+        line.append(contentsOf: bytes)
     }
 
     /// Ends the input: a last line without its break is handed over.
@@ -291,6 +327,35 @@ enum BankText {
         else { return nil }
         return integer(whole + fraction + String(repeating: "0", count: currency.minorUnitDigits - fraction.count))
             .map { Money(minorUnits: $0, currency: currency) }
+    }
+
+    /// ``amount(_:separator:currency:)`` on bytes (MT940's reader reads its lines as bytes).
+    static func amount(bytes: ArraySlice<UInt8>, separator: UInt8, currency: Currency) -> Money? {
+        let split = bytes.firstIndex(of: separator)
+        let whole = bytes[..<(split ?? bytes.endIndex)]
+        let fraction = split.map { bytes[($0 + 1)...] } ?? []
+        // At most 18 digits in all, as the text form's rule: never past Int64.
+        guard !whole.isEmpty, whole.count + currency.minorUnitDigits <= 18, whole.allSatisfy(isDigit), fraction.allSatisfy(isDigit),
+            fraction.count <= currency.minorUnitDigits
+        else { return nil }
+        var units: Int64 = 0
+        for byte in whole { units = units * 10 + Int64(byte - 0x30) }
+        for index in 0..<currency.minorUnitDigits {
+            units = units * 10 + (index < fraction.count ? Int64(fraction[fraction.startIndex + index] - 0x30) : 0)
+        }
+        return Money(minorUnits: units, currency: currency)
+    }
+
+    static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
+
+    static func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z") }
+
+    /// ``yymmdd(_:)`` on bytes.
+    static func yymmdd(bytes: ArraySlice<UInt8>) -> BusinessDate? {
+        guard bytes.count == 6, bytes.allSatisfy(isDigit) else { return nil }
+        let digits = bytes.map { Int($0 - 0x30) }
+        let yy = digits[0] * 10 + digits[1]
+        return BusinessDate(year: yy < 80 ? 2000 + yy : 1900 + yy, month: digits[2] * 10 + digits[3], day: digits[4] * 10 + digits[5])
     }
 
     /// Digits into an Int64, nil when not all digits or out of range.

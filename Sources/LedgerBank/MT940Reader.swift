@@ -51,13 +51,13 @@ public struct MT940Reader: Sendable {
     private mutating func line(_ text: String, number: Int, _ onItem: (BankStatementItem) throws -> Void) throws {
         var text = Substring(text)
         // The SWIFT envelope: basic, application and user header blocks, then the text block `{4:`.
-        if text.hasPrefix("{") {
+        if text.utf8.first == UInt8(ascii: "{") {
             try endField(onItem)
             guard let start = text.range(of: "{4:") else { return }
             text = text[start.upperBound...]
             if text.isEmpty { return }
         }
-        if text.hasPrefix("-") {  // the end of a message (`-}` in the envelope, `-` alone between messages)
+        if text.utf8.first == UInt8(ascii: "-") {  // the end of a message (`-}` in the envelope, `-` alone between messages)
             try endField(onItem)
             return
         }
@@ -71,14 +71,25 @@ public struct MT940Reader: Sendable {
         }
     }
 
-    /// A field's tag when a line starts one: `:` two digits, an optional letter, `:`.
+    /// A field's tag when a line starts one: `:` two digits, an optional letter, `:` (read as bytes: every line is
+    /// asked, and the tag is ASCII).
     private static func tag(_ line: Substring) -> String? {
-        let chars = Array(line.prefix(5))
-        guard chars.count >= 4, chars[0] == ":", chars[1].isASCII, chars[1].isNumber, chars[2].isASCII, chars[2].isNumber else {
-            return nil
+        var head: (UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0)
+        var count = 0
+        for byte in line.utf8.prefix(5) {
+            switch count {
+            case 0: head.0 = byte
+            case 1: head.1 = byte
+            case 2: head.2 = byte
+            case 3: head.3 = byte
+            default: head.4 = byte
+            }
+            count += 1
         }
-        if chars[3] == ":" { return String(chars[1...2]) }
-        if chars.count == 5, chars[3].isASCII, chars[3].isLetter, chars[4] == ":" { return String(chars[1...3]) }
+        let colon = UInt8(ascii: ":")
+        guard count >= 4, head.0 == colon, BankText.isDigit(head.1), BankText.isDigit(head.2) else { return nil }
+        if head.3 == colon { return String(decoding: [head.1, head.2], as: UTF8.self) }
+        if count == 5, BankText.isLetter(head.3), head.4 == colon { return String(decoding: [head.1, head.2, head.3], as: UTF8.self) }
         return nil
     }
 
@@ -86,7 +97,8 @@ public struct MT940Reader: Sendable {
         guard let (tag, content, line) = field else { return }
         field = nil
         let place = "line \(line) (:\(tag):)"
-        let first = content[0].trimmingSpaces
+        // The entries' fields (most of a file) read their lines themselves.
+        let first = tag == "61" || tag == "86" ? "" : content[0].trimmingSpaces
         if tag != "86" { try flushEntry(onItem) }
         switch tag {
         case "20":
@@ -183,58 +195,73 @@ public struct MT940Reader: Sendable {
         return BankBalance(amount: chars[0] == "D" ? amount.negated : amount, date: date)
     }
 
-    /// `:61:`: `6!n[4!n]2a[1!a]15d1!a3!c16x[//16x]` and an optional second line `[34x]` of supplementary details.
+    /// `:61:`: `6!n[4!n]2a[1!a]15d1!a3!c16x[//16x]` and an optional second line `[34x]` of supplementary details. Read
+    /// as bytes (the layout is ASCII up to the references, which are taken as they are).
     static func entry(_ lines: [String], sequence: Int, currency: Currency, place: String) throws(BankStatementError) -> BankEntry {
-        let chars = Array(lines[0])
-        var i = 0
+        let bytes = Array(lines[0].utf8)
         func refuse(_ reason: String) -> BankStatementError { BankStatementError(place: place, reason: reason) }
-        guard chars.count >= 6, let valueDate = BankText.yymmdd(String(chars[0..<6])) else {
-            throw refuse("\(String(chars.prefix(6)).debugDescription) is not a value date (YYMMDD)")
+        func text(_ range: Range<Int>) -> String { String(decoding: bytes[range.clamped(to: 0..<bytes.count)], as: UTF8.self) }
+        func at(_ index: Int) -> UInt8? { index < bytes.count ? bytes[index] : nil }
+        guard bytes.count >= 6, let valueDate = BankText.yymmdd(bytes: bytes[0..<6]) else {
+            throw refuse("\(text(0..<6).debugDescription) is not a value date (YYMMDD)")
         }
-        i = 6
+        var i = 6
         var bookingDate: BusinessDate?
-        if chars.count >= 10, chars[6..<10].allSatisfy({ $0.isASCII && $0.isNumber }) {
-            let month = chars[6].wholeNumberValue! * 10 + chars[7].wholeNumberValue!
-            let day = chars[8].wholeNumberValue! * 10 + chars[9].wholeNumberValue!
+        if bytes.count >= 10, bytes[6..<10].allSatisfy(BankText.isDigit) {
+            let month = Int(bytes[6] - 0x30) * 10 + Int(bytes[7] - 0x30)
+            let day = Int(bytes[8] - 0x30) * 10 + Int(bytes[9] - 0x30)
             // The entry date has no year: the one nearest the value date (an entry booked on 31 December with value
             // 2 January belongs to the year before).
             bookingDate = [valueDate.year - 1, valueDate.year, valueDate.year + 1]
                 .compactMap { BusinessDate(year: $0, month: month, day: day) }
                 .min { abs($0.daysSinceEpoch - valueDate.daysSinceEpoch) < abs($1.daysSinceEpoch - valueDate.daysSinceEpoch) }
-            guard bookingDate != nil else { throw refuse("\(String(chars[6..<10]).debugDescription) is not an entry date (MMDD)") }
+            guard bookingDate != nil else { throw refuse("\(text(6..<10).debugDescription) is not an entry date (MMDD)") }
             i = 10
         }
-        let rest = String(chars[i...])
-        let mark: String
-        if rest.hasPrefix("RC") || rest.hasPrefix("RD") {
-            mark = String(rest.prefix(2))
-        } else if rest.hasPrefix("C") || rest.hasPrefix("D") {
-            mark = String(rest.prefix(1))
-        } else if rest.hasPrefix("EC") || rest.hasPrefix("ED") {
-            throw refuse("\(rest.prefix(2)) is an expected entry (MT942), not a booked one")
+        let (c, d, r, e) = (UInt8(ascii: "C"), UInt8(ascii: "D"), UInt8(ascii: "R"), UInt8(ascii: "E"))
+        let (first, second) = (at(i), at(i + 1))
+        let markLength: Int
+        let credit: Bool
+        let reversal: Bool
+        if first == r, second == c || second == d {
+            (markLength, credit, reversal) = (2, second == d, true)  // RD, the reversal of a debit, is a credit
+        } else if first == c || first == d {
+            (markLength, credit, reversal) = (1, first == c, false)
+        } else if first == e, second == c || second == d {
+            throw refuse("\(text(i..<i + 2)) is an expected entry (MT942), not a booked one")
         } else {
-            throw refuse("\(String(rest.prefix(2)).debugDescription) is not a debit/credit mark (C, D, RC, RD)")
+            throw refuse("\(text(i..<i + 2).debugDescription) is not a debit/credit mark (C, D, RC, RD)")
         }
-        i += mark.count
+        i += markLength
         // The funds code: the third character of the currency code, when the bank writes it.
-        if i < chars.count, chars[i].isASCII, chars[i].isLetter { i += 1 }
+        if let byte = at(i), BankText.isLetter(byte) { i += 1 }
         let amountStart = i
-        while i < chars.count, chars[i].isASCII, chars[i].isNumber || chars[i] == "," { i += 1 }
-        let amountText = String(chars[amountStart..<i])
-        guard amountText.contains(","), let magnitude = BankText.amount(Substring(amountText), separator: ",", currency: currency) else {
-            throw refuse("\(amountText.debugDescription) is not an amount in \(currency.code) (digits, a decimal comma)")
+        let comma = UInt8(ascii: ",")
+        while let byte = at(i), BankText.isDigit(byte) || byte == comma { i += 1 }
+        guard bytes[amountStart..<i].contains(comma),
+            let magnitude = BankText.amount(bytes: bytes[amountStart..<i], separator: comma, currency: currency)
+        else {
+            throw refuse("\(text(amountStart..<i).debugDescription) is not an amount in \(currency.code) (digits, a decimal comma)")
         }
-        guard chars.count >= i + 4, "SNF".contains(chars[i]) else {
-            throw refuse("\(String(chars[i...].prefix(4)).debugDescription) is not a transaction type (S, N or F and 3 characters)")
+        guard bytes.count >= i + 4, [UInt8(ascii: "S"), UInt8(ascii: "N"), UInt8(ascii: "F")].contains(bytes[i]) else {
+            throw refuse("\(text(i..<i + 4).debugDescription) is not a transaction type (S, N or F and 3 characters)")
         }
-        let code = String(chars[i..<i + 4])
+        let code = text(i..<i + 4)
         i += 4
-        let references = String(chars[i...])
-        let split = references.range(of: "//")
-        let owner = split.map { String(references[..<$0.lowerBound]) } ?? references
-        let bank = split.map { String(references[$0.upperBound...]) }
+        // The references: the account owner's, then `//` and the bank's.
+        let slash = UInt8(ascii: "/")
+        var split: Int?
+        var k = i
+        while k + 1 < bytes.count {
+            if bytes[k] == slash && bytes[k + 1] == slash {
+                split = k
+                break
+            }
+            k += 1
+        }
+        let owner = text(i..<(split ?? bytes.count))
+        let bank = split.map { text($0 + 2..<bytes.count) }
         guard !owner.isEmpty else { throw refuse("the reference for the account owner is empty (NONREF when none)") }
-        let credit = mark == "C" || mark == "RD"
         return BankEntry(
             sequence: sequence,
             amount: credit ? magnitude : magnitude.negated,
@@ -245,28 +272,38 @@ public struct MT940Reader: Sendable {
             endToEndIDs: [],
             remittanceInformation: lines.dropFirst().joined(separator: " "),
             transactionCode: code,
-            reversal: mark.hasPrefix("R")
+            reversal: reversal
         )
     }
 
     /// The `/EREF/` (end-to-end reference) of a structured `:86:` (the SEPA layout Dutch and German banks write),
-    /// up to the next `/TAG/`.
+    /// up to the next `/TAG/` (four capital letters between slashes). Read as bytes: every `:86:` is asked.
     static func endToEndID(_ text: String) -> String? {
-        guard let start = text.range(of: "/EREF/") else { return nil }
-        let tail = text[start.upperBound...]
-        var end = tail.endIndex
-        var index = tail.startIndex
-        while index < tail.endIndex {
-            if tail[index] == "/" {
-                let next = tail[tail.index(after: index)...].prefix(5)
-                if next.count == 5, next.last == "/", next.dropLast().allSatisfy({ $0.isASCII && $0.isUppercase }) {
-                    end = index
-                    break
-                }
+        let bytes = Array(text.utf8)
+        let slash = UInt8(ascii: "/")
+        let marker = Array("/EREF/".utf8)
+        var start: Int?
+        var index = 0
+        while index + marker.count <= bytes.count {
+            if bytes[index] == slash, bytes[index..<index + marker.count].elementsEqual(marker) {
+                start = index + marker.count
+                break
             }
-            index = tail.index(after: index)
+            index += 1
         }
-        return String(tail[..<end]).trimmingSpaces.nonEmpty
+        guard let start else { return nil }
+        var end = bytes.count
+        index = start
+        while index < bytes.count {
+            if bytes[index] == slash, index + 5 < bytes.count, bytes[index + 5] == slash,
+                bytes[index + 1..<index + 5].allSatisfy({ $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") })
+            {
+                end = index
+                break
+            }
+            index += 1
+        }
+        return String(decoding: bytes[start..<end], as: UTF8.self).trimmingSpaces.nonEmpty
     }
 }
 

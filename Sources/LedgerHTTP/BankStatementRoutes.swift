@@ -13,14 +13,19 @@ extension BankStatementService: BankStatementImporter {}
 
 /// - operator key: `POST /bank/statements[?format=camt.053|camt.054|mt940|bai2]`, the raw file as the body (any media
 ///   type): streamed to a 0600 spool file, bounded by `LEDGERD_REPORT_MAX_BYTES` (413 once past it), read whole before
-///   anything is appended (``BankStatementService``).
+///   anything is appended (``BankStatementService``);
+/// - operator key: `POST /bank/breaks/{id}/resolve {"reason": …}`: a clerk's note resolving a bank break, the same
+///   service call as the console's form (``BankMatchingOperator/resolveBankBreak(id:reason:actor:)``).
 public struct BankStatementRoutes: Sendable {
     let importer: any BankStatementImporter
+    /// Resolves bank breaks (nil: the route is not served).
+    let matching: (any BankMatchingOperator)?
     /// The largest upload (`LEDGERD_REPORT_MAX_BYTES`, shared with settlement reports).
     let limit: Int
 
-    public init(importer: any BankStatementImporter, limit: Int) {
+    public init(importer: any BankStatementImporter, matching: (any BankMatchingOperator)? = nil, limit: Int) {
         self.importer = importer
+        self.matching = matching
         self.limit = limit
     }
 
@@ -36,6 +41,32 @@ public struct BankStatementRoutes: Sendable {
             defer { upload.remove() }
             return try jsonResponse(BankStatementImportReply(try await importer.importStatements(upload, format: format, actor: context.actor)))
         }
+        guard let matching else { return }
+        group.post("/bank/breaks/:id/resolve") { request, context -> Response in
+            let id = try context.parameters.require("id")
+            // The body's rules (present, not blank, at most 500 characters) are the reconciliation breaks' own.
+            let reason = try await StrictJSON.decode(ResolutionBody.self, of: request).reason
+            return try jsonResponse(BankBreakResolutionReply(try await matching.resolveBankBreak(id: id, reason: reason, actor: context.actor)))
+        }
+    }
+}
+
+/// `POST /bank/breaks/{id}/resolve`'s answer (the document's `BankBreakResolution`).
+struct BankBreakResolutionReply: Encodable {
+    let breakID: String
+    let reason: String
+    let resolvedBy: String
+
+    enum CodingKeys: String, CodingKey {
+        case breakID = "break_id"
+        case reason
+        case resolvedBy = "resolved_by"
+    }
+
+    init(_ resolved: BankBreakResolved) {
+        breakID = resolved.breakID
+        reason = resolved.reason
+        resolvedBy = resolved.resolvedBy
     }
 }
 

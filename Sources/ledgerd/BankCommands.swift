@@ -66,6 +66,12 @@ struct Bank: AsyncParsableCommand {
                         + "net \(s.net) \(s.currency), \(s.appendedEvents) events appended (\(s.stream))"
                 )
             }
+            let pass = reply.matching
+            let breaks = pass.breaks.additionalProperties.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
+            print(
+                "  matching: \(pass.matched) matched, breaks found: \(breaks.isEmpty ? "none" : breaks.joined(separator: ", ")), "
+                    + "\(pass.resolved) resolved, \(pass.openBreaks) open"
+            )
         }
 
     }

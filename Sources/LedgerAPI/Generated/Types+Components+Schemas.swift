@@ -1189,6 +1189,8 @@ extension Components {
             public var format: Components.Schemas.BankStatementImport.FormatPayload
             /// - Remark: Generated from `#/components/schemas/BankStatementImport/file_sha256`.
             public var fileSha256: Swift.String
+            /// - Remark: Generated from `#/components/schemas/BankStatementImport/matching`.
+            public var matching: Components.Schemas.BankMatchingPass
             /// - Remark: Generated from `#/components/schemas/BankStatementImport/StatementsPayload`.
             public struct StatementsPayloadPayload: Codable, Hashable, Sendable {
                 /// - Remark: Generated from `#/components/schemas/BankStatementImport/StatementsPayload/account`.
@@ -1270,20 +1272,97 @@ extension Components {
             /// - Parameters:
             ///   - format:
             ///   - fileSha256:
+            ///   - matching:
             ///   - statements:
             public init(
                 format: Components.Schemas.BankStatementImport.FormatPayload,
                 fileSha256: Swift.String,
+                matching: Components.Schemas.BankMatchingPass,
                 statements: Components.Schemas.BankStatementImport.StatementsPayload
             ) {
                 self.format = format
                 self.fileSha256 = fileSha256
+                self.matching = matching
                 self.statements = statements
             }
             public enum CodingKeys: String, CodingKey {
                 case format
                 case fileSha256 = "file_sha256"
+                case matching
                 case statements
+            }
+        }
+        /// What the matching of payouts to deposits did right after the import, in the same call (docs/bank-statements.md).
+        ///
+        /// - Remark: Generated from `#/components/schemas/BankMatchingPass`.
+        public struct BankMatchingPass: Codable, Hashable, Sendable {
+            /// Matches recorded (each books its deposits, clearing → bank).
+            ///
+            /// - Remark: Generated from `#/components/schemas/BankMatchingPass/matched`.
+            public var matched: Swift.Int
+            /// Breaks found by this pass, by class: `payout_not_received`, `amount_differs`, `unexpected_credit`, `deposit_seen_twice`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/BankMatchingPass/breaks`.
+            public struct BreaksPayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                public var additionalProperties: [String: Swift.Int]
+                /// Creates a new `BreaksPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                public init(additionalProperties: [String: Swift.Int] = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// Breaks found by this pass, by class: `payout_not_received`, `amount_differs`, `unexpected_credit`, `deposit_seen_twice`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/BankMatchingPass/breaks`.
+            public var breaks: Components.Schemas.BankMatchingPass.BreaksPayload
+            /// Breaks this pass resolved (the file explains them).
+            ///
+            /// - Remark: Generated from `#/components/schemas/BankMatchingPass/resolved`.
+            public var resolved: Swift.Int
+            /// Events the pass appended to the matching's stream.
+            ///
+            /// - Remark: Generated from `#/components/schemas/BankMatchingPass/appended`.
+            public var appended: Swift.Int
+            /// Bank breaks open after the pass.
+            ///
+            /// - Remark: Generated from `#/components/schemas/BankMatchingPass/open_breaks`.
+            public var openBreaks: Swift.Int
+            /// Creates a new `BankMatchingPass`.
+            ///
+            /// - Parameters:
+            ///   - matched: Matches recorded (each books its deposits, clearing → bank).
+            ///   - breaks: Breaks found by this pass, by class: `payout_not_received`, `amount_differs`, `unexpected_credit`, `deposit_seen_twice`.
+            ///   - resolved: Breaks this pass resolved (the file explains them).
+            ///   - appended: Events the pass appended to the matching's stream.
+            ///   - openBreaks: Bank breaks open after the pass.
+            public init(
+                matched: Swift.Int,
+                breaks: Components.Schemas.BankMatchingPass.BreaksPayload,
+                resolved: Swift.Int,
+                appended: Swift.Int,
+                openBreaks: Swift.Int
+            ) {
+                self.matched = matched
+                self.breaks = breaks
+                self.resolved = resolved
+                self.appended = appended
+                self.openBreaks = openBreaks
+            }
+            public enum CodingKeys: String, CodingKey {
+                case matched
+                case breaks
+                case resolved
+                case appended
+                case openBreaks = "open_breaks"
             }
         }
         /// One report's reconciliation of a batch (its latest result); `report` is `acquirer` or the upload's key.

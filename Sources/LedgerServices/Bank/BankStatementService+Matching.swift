@@ -3,11 +3,14 @@ import LedgerBank
 import LedgerCore
 import LedgerEngine
 import LedgerPostgres
+import Synchronization
 
-/// Matching payouts to deposits (issue 53): one pass reads the matching's stream, every announced payout
-/// (`SettlementPayoutScheduled` with its batch's merchant account) and the credits booked since the last pass, each in
-/// one paged query, hands them to ``PayoutMatcher`` and appends its outcomes in one append after the stream's version
-/// (another pass at the same moment: read again). No query per entry.
+/// Matching payouts to deposits (issue 53): one pass reads what is new since the last — the matching's stream after the
+/// version it remembers, the payouts announced (`SettlementPayoutScheduled` with its batch's merchant account) and the
+/// credits booked after the positions it remembers (``MatchingMemory``), each in one paged query — hands them with the
+/// remembered fold to ``PayoutMatcher`` and appends its outcomes in one append after the stream's version (another pass
+/// at the same moment: read again). No query per entry, and no read of the matched history: a pass costs what arrived
+/// since the last one (after a restart, the first pass folds the history once).
 extension BankStatementService {
     /// What a pass did.
     public struct MatchSummary: Sendable, Hashable {
@@ -21,8 +24,39 @@ extension BankStatementService {
         public var appended: Int = 0
         /// Breaks open after the pass.
         public var openBreaks: Int = 0
+        /// Events the pass read from the log (the matching's stream, payouts and credits new since the last pass).
+        public var eventsRead: Int = 0
 
         public init() {}
+    }
+
+    /// What the matching has read so far, kept between passes and shared by the service's copies: the matching's
+    /// stream folded (and its version), and the announced payouts (and the log position read through), so a pass reads
+    /// only the events after them. A value read here is a snapshot; a newer one replaces it only when it read further.
+    final class MatchingMemory: Sendable {
+        struct Announced: Sendable {
+            var payouts: [ExpectedPayout] = []
+            /// Batches opened whose payout is not announced yet: their merchant account (the payout's event names none).
+            var accounts: [String: String] = [:]
+            /// The log position the payouts were read through.
+            var through: Int64 = 0
+        }
+
+        private let folded = Mutex<(state: BankMatchState, version: Int64)>((BankMatchState(), 0))
+        private let announced = Mutex(Announced())
+
+        init() {}
+
+        var fold: (state: BankMatchState, version: Int64) { folded.withLock { $0 } }
+        var payouts: Announced { announced.withLock { $0 } }
+
+        func keep(_ state: BankMatchState, version: Int64) {
+            folded.withLock { if version > $0.version { $0 = (state, version) } }
+        }
+
+        func keep(_ payouts: Announced) {
+            announced.withLock { if payouts.through > $0.through { $0 = payouts } }
+        }
     }
 
     /// Rows read per query.
@@ -31,13 +65,16 @@ extension BankStatementService {
     /// Runs one matching pass; `file` is the statement file whose import runs it ("" for none).
     @discardableResult
     public func matchPayouts(file: String = "") async throws -> MatchSummary {
+        var read = 0
         for _ in 0..<AggregateStore.maximumAttempts {
-            let (state, version) = try await matchState()
-            let payouts = try await expectedPayouts()
-            let credits = try await credits(after: state.through)
+            let (state, version, streamRead) = try await foldedMatching()
+            let (payouts, payoutsRead) = try await announcedPayouts()
+            let (credits, creditsRead) = try await credits(after: state.through)
+            read += streamRead + payoutsRead + creditsRead
             let today = BusinessDate(daysSinceEpoch: Int64((clock().timeIntervalSince1970 / 86_400).rounded(.down)))
             let (events, after) = PayoutMatcher.pass(state: state, payouts: payouts, credits: credits, today: today, file: file)
             var summary = MatchSummary()
+            summary.eventsRead = read
             for event in events {
                 switch event {
                 case .matched: summary.matched += 1
@@ -65,6 +102,8 @@ extension BankStatementService {
             } catch let error as AppendError where error == .versionConflict {
                 continue  // another pass appended meanwhile: match again on what it recorded
             }
+            // The fold with this pass's events is the stream's state now: the next pass reads nothing of it again.
+            memory.keep(after, version: version + Int64(events.count))
             logger.info(
                 "bank payouts matched",
                 metadata: [
@@ -76,15 +115,20 @@ extension BankStatementService {
         throw ServiceError.unavailable("the bank matching is busy with other imports; try again")
     }
 
-    /// A clerk's note resolving an open bank break (404 for no such break, 409 `already_resolved`, 422 for an empty
-    /// note); returns the resolution recorded.
+    /// A clerk's note resolving an open bank break (404 for no such break, 422 for an empty note); returns the
+    /// resolution recorded. The same note from the same actor again answers the resolution it recorded and appends
+    /// nothing (a form sent twice, a client's retry); any other resolution of a resolved break is 409
+    /// `already_resolved`. The console's form and `POST /bank/breaks/{id}/resolve` both call this.
     public func resolveBankBreak(id: String, reason: String, actor: String) async throws -> BankBreakResolved {
         let note = reason.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !note.isEmpty else { throw ServiceError.invalid("invalid_field", "a resolution needs a note saying why", field: "reason") }
         for _ in 0..<AggregateStore.maximumAttempts {
             let (state, version) = try await matchState()
             guard state.breaks[id] != nil else { throw ServiceError.notFound("no bank break \(id)") }
-            guard state.isOpen(id) else { throw ServiceError.conflict("already_resolved", "bank break \(id) is already resolved") }
+            guard state.isOpen(id) else {
+                if let earlier = state.resolutions[id], earlier.reason == note, earlier.resolvedBy == actor { return earlier }
+                throw ServiceError.conflict("already_resolved", "bank break \(id) is already resolved")
+            }
             let resolved = BankBreakResolved(breakID: id, reason: note, resolvedBy: actor, file: "")
             do {
                 _ = try await writer.append(
@@ -105,52 +149,73 @@ extension BankStatementService {
 
     /// The matching's stream folded, and its version.
     public func matchState() async throws -> (BankMatchState, Int64) {
-        var state = BankMatchState()
-        var version: Int64 = 0
+        let (state, version, _) = try await foldedMatching()
+        return (state, version)
+    }
+
+    /// The matching's stream folded: the remembered fold caught up with the events after its version (usually none:
+    /// a pass remembers what it appended); with the number of events read.
+    func foldedMatching() async throws -> (state: BankMatchState, version: Int64, read: Int) {
+        var (state, version) = memory.fold
+        var read = 0
         while true {
             let page = try await store.readStream(BankMatching.stream, after: version, limit: Self.matchingPage)
+            read += page.count
             for recorded in page {
                 if let event = BankMatchEvent(try LedgerEvent.decode(recorded)) { state.apply(event) }
                 version = recorded.streamVersion
             }
-            if page.count < Self.matchingPage { return (state, version) }
+            if page.count < Self.matchingPage { break }
         }
+        if read > 0 { memory.keep(state, version: version) }
+        return (state, version, read)
     }
 
     /// Every payout the acquirer announced, with its funding window: from the batches' own events (their opened
     /// event names the merchant account; `SettlementPayoutScheduled` the reference, amount and value dates).
-    public func expectedPayouts() async throws -> [ExpectedPayout] {
-        var accounts: [String: String] = [:]
-        var scheduled: [SettlementPayoutScheduled] = []
-        try await forEach(types: [SettlementBatchOpened.eventType, SettlementPayoutScheduled.eventType], after: 0) { recorded in
+    public func expectedPayouts() async throws -> [ExpectedPayout] { try await announcedPayouts().payouts }
+
+    /// ``expectedPayouts()``: the remembered payouts and those announced after the position they were read through;
+    /// with the number of events read.
+    func announcedPayouts() async throws -> (payouts: [ExpectedPayout], read: Int) {
+        var known = memory.payouts
+        var read = 0
+        try await forEach(types: [SettlementBatchOpened.eventType, SettlementPayoutScheduled.eventType], after: known.through) { recorded in
+            read += 1
+            known.through = recorded.position
             switch try SettlementEvent.decode(recorded) {
-            case .opened(let opened): accounts[opened.batchID] = opened.merchantAccount
-            case .payoutScheduled(let payout): scheduled.append(payout)
+            case .opened(let opened): known.accounts[opened.batchID] = opened.merchantAccount
+            // A negative payout (the merchant owes the acquirer) is no credit to wait for.
+            case .payoutScheduled(let payout) where payout.amount.minorUnits > 0:
+                let first = min(payout.valueDate, payout.expectedValueDate)
+                let last = max(payout.valueDate, payout.expectedValueDate)
+                known.payouts.append(
+                    ExpectedPayout(
+                        payout: BankPayoutRef(
+                            batchID: payout.batchID,
+                            payoutReference: payout.payoutReference,
+                            merchantAccount: known.accounts[payout.batchID] ?? "",
+                            amount: payout.amount
+                        ),
+                        expectedDate: last,
+                        earliest: first,
+                        latest: calendar.adding(businessDays: fundingWindowBusinessDays, to: last)
+                    )
+                )
             default: break
             }
         }
-        // A negative payout (the merchant owes the acquirer) is no credit to wait for.
-        return scheduled.filter { $0.amount.minorUnits > 0 }.map { payout in
-            let first = min(payout.valueDate, payout.expectedValueDate)
-            let last = max(payout.valueDate, payout.expectedValueDate)
-            return ExpectedPayout(
-                payout: BankPayoutRef(
-                    batchID: payout.batchID,
-                    payoutReference: payout.payoutReference,
-                    merchantAccount: accounts[payout.batchID] ?? "",
-                    amount: payout.amount
-                ),
-                expectedDate: last,
-                earliest: first,
-                latest: calendar.adding(businessDays: fundingWindowBusinessDays, to: last)
-            )
-        }
+        if read > 0 { memory.keep(known) }
+        return (known.payouts, read)
     }
 
-    /// The booked credits (money in, not reversals) recorded after `position`, in log order.
-    func credits(after position: Int64) async throws -> [BankDepositRef] {
+    /// The booked credits (money in, not reversals) recorded after `position`, in log order; with the number of
+    /// events read.
+    func credits(after position: Int64) async throws -> (credits: [BankDepositRef], read: Int) {
         var credits: [BankDepositRef] = []
+        var read = 0
         try await forEach(types: [BankEntryBooked.eventType], after: position) { recorded in
+            read += 1
             guard case .bankEntryBooked(let entry) = try LedgerEvent.decode(recorded), entry.booked, !entry.reversal, entry.amount.minorUnits > 0
             else { return }
             credits.append(
@@ -169,7 +234,7 @@ extension BankStatementService {
                 )
             )
         }
-        return credits
+        return (credits, read)
     }
 
     /// Every event of `types` after `position`, a page of ``matchingPage`` per query.

@@ -23,6 +23,8 @@ public struct BankStatementService: Sendable {
     let calendar: BusinessCalendar
     /// Business days after a payout's value date its deposit may still arrive (`LEDGERD_BANK_FUNDING_WINDOW_DAYS`).
     let fundingWindowBusinessDays: Int
+    /// What the matching read so far (its passes read only what is new), shared by this service's copies.
+    let memory = MatchingMemory()
 
     /// Entries appended per append (one transaction each).
     public static let pageSize = 2000
@@ -91,7 +93,7 @@ public struct BankStatementService: Sendable {
     }
 
     /// One line of the normalized spool.
-    enum SpoolLine: Codable {
+    package enum SpoolLine: Codable, Hashable {
         case statement(BankStatementHeader)
         case entry(BankEntry)
         case end(BankStatementEnd)
@@ -285,7 +287,7 @@ public struct BankStatementService: Sendable {
         return format
     }
 
-    /// Reads the whole file with its format's reader into `spool` (one JSON line per header, entry and end, 0600),
+    /// Reads the whole file with its format's reader into `spool` (one ``SpoolRecord`` per header, entry and end, 0600),
     /// checking every statement; returns each statement's header, end and content digest. Refused as 422
     /// `invalid_statement` naming the place and the reason.
     package static func normalize(_ file: URL, format: BankStatementFormat, into spool: URL) throws -> [ReadStatement] {
@@ -313,13 +315,18 @@ public struct BankStatementService: Sendable {
             case .entry(let e): line = .entry(e)
             case .end(let e): line = .end(e)
             }
+            // The content digest is over the items' JSON lines (what earlier imports recorded); the spool holds them
+            // in ``SpoolRecord``'s form, read back without JSON.
             let bytes = Array(try encoder.encode(line)) + [0x0A]
             hasher.update(data: bytes)
             if case .end(let end) = item, let h = header {
                 statements.append(ReadStatement(header: h, end: end, contentSHA256: Hex.encode(Array(hasher.finalize()))))
                 header = nil
             }
-            buffer += bytes
+            switch item {
+            case .entry(let entry): SpoolRecord.append(entry, to: &buffer)
+            default: SpoolRecord.append(json: bytes.dropLast(), to: &buffer)
+            }
             if buffer.count >= 64 * 1024 {
                 try output.write(contentsOf: buffer)
                 buffer.removeAll(keepingCapacity: true)
@@ -352,20 +359,154 @@ public struct BankStatementService: Sendable {
         return statements
     }
 
-    /// Calls `body` with each line of the normalized spool, in order (read in chunks).
-    static func forEachLine(of spool: URL, _ body: (SpoolLine) async throws -> Void) async throws {
+    /// Calls `body` with each line of the normalized spool, in order (read in chunks; memory holds a chunk and the
+    /// record it ends in).
+    package static func forEachLine(of spool: URL, _ body: (SpoolLine) async throws -> Void) async throws {
         let input = try FileHandle(forReadingFrom: spool)
         defer { try? input.close() }
         let decoder = JSONDecoder()
-        // The spool's lines are the ledger's own JSON: a batch-booked entry with many transactions may be long.
-        var lines = BankLineStream(maximumLength: 64 * 1024 * 1024)
+        var buffer: [UInt8] = []
+        var offset = 0
         var pending: [SpoolLine] = []
         while let data = try input.read(upToCount: ReportUpload.chunkSize), !data.isEmpty {
-            try lines.feed(data) { text, _ in pending.append(try decoder.decode(SpoolLine.self, from: Data(text.utf8))) }
+            buffer.removeFirst(offset)
+            offset = 0
+            buffer.append(contentsOf: data)
+            while let (line, next) = try SpoolRecord.next(in: buffer, at: offset, decoder) {
+                pending.append(line)
+                offset = next
+            }
             for line in pending { try await body(line) }
             pending.removeAll(keepingCapacity: true)
         }
-        try lines.finish { text, _ in pending.append(try decoder.decode(SpoolLine.self, from: Data(text.utf8))) }
-        for line in pending { try await body(line) }
+        guard offset == buffer.count else {
+            throw ServiceError(.internalFailure, code: "spool", message: "the statement spool ends inside a record")
+        }
+    }
+}
+
+/// The normalized spool's records: a kind byte, the payload's length (4 bytes, little-endian), the payload. An entry (most
+/// of a file) is written field by field and read back without a parser; a statement's header and end, one each per
+/// statement, are their JSON lines.
+enum SpoolRecord {
+    static let entryKind: UInt8 = 0x4E  // N
+    static let jsonKind: UInt8 = 0x4A  // J
+
+    static func append(json: ArraySlice<UInt8>, to out: inout [UInt8]) {
+        out.append(jsonKind)
+        appendLength(json.count, to: &out)
+        out += json
+    }
+
+    static func append(_ entry: BankEntry, to out: inout [UInt8]) {
+        out.append(entryKind)
+        let lengthAt = out.count
+        appendLength(0, to: &out)
+        let start = out.count
+        appendInteger(Int64(entry.sequence), to: &out)
+        appendInteger(entry.amount.minorUnits, to: &out)
+        appendText(entry.amount.currency.code, to: &out)
+        for date in [entry.bookingDate, entry.valueDate] {
+            out.append(date == nil ? 0 : 1)
+            if let date { appendInteger(date.daysSinceEpoch, to: &out) }
+        }
+        for reference in [entry.bankReference, entry.ownerReference] {
+            out.append(reference == nil ? 0 : 1)
+            if let reference { appendText(reference, to: &out) }
+        }
+        appendInteger(Int64(entry.endToEndIDs.count), to: &out)
+        for id in entry.endToEndIDs { appendText(id, to: &out) }
+        appendText(entry.remittanceInformation, to: &out)
+        appendText(entry.transactionCode, to: &out)
+        out.append((entry.reversal ? 1 : 0) | (entry.booked ? 2 : 0))
+        let length = UInt32(out.count - start)
+        for shift in 0..<4 { out[lengthAt + shift] = UInt8(truncatingIfNeeded: length >> (8 * UInt32(shift))) }
+    }
+
+    /// The record at `offset` and the offset after it; nil when `bytes` ends before the record does.
+    static func next(in bytes: [UInt8], at offset: Int, _ decoder: JSONDecoder) throws -> (BankStatementService.SpoolLine, Int)? {
+        guard bytes.count - offset >= 5 else { return nil }
+        var length = 0
+        for shift in 0..<4 { length |= Int(bytes[offset + 1 + shift]) << (8 * shift) }
+        let end = offset + 5 + length
+        guard bytes.count >= end else { return nil }
+        let payload = bytes[(offset + 5)..<end]
+        switch bytes[offset] {
+        case jsonKind: return (try decoder.decode(BankStatementService.SpoolLine.self, from: Data(payload)), end)
+        case entryKind:
+            var reader = Reader(bytes: payload)
+            return (.entry(try reader.entry()), end)
+        default: throw ServiceError(.internalFailure, code: "spool", message: "the statement spool holds an unknown record")
+        }
+    }
+
+    static func appendLength(_ length: Int, to out: inout [UInt8]) {
+        for shift in 0..<4 { out.append(UInt8(truncatingIfNeeded: length >> (8 * shift))) }
+    }
+
+    static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
+        for shift in 0..<8 { out.append(UInt8(truncatingIfNeeded: value >> (8 * Int64(shift)))) }
+    }
+
+    static func appendText(_ text: String, to out: inout [UInt8]) {
+        appendLength(text.utf8.count, to: &out)
+        out += text.utf8
+    }
+
+    /// Reads an entry's payload in the order ``append(_:to:)`` wrote it.
+    struct Reader {
+        var bytes: ArraySlice<UInt8>
+
+        static let damaged = ServiceError(.internalFailure, code: "spool", message: "the statement spool holds a damaged entry")
+
+        mutating func take(_ count: Int) throws -> ArraySlice<UInt8> {
+            guard count >= 0, bytes.count >= count else { throw Self.damaged }
+            defer { bytes = bytes.dropFirst(count) }
+            return bytes.prefix(count)
+        }
+
+        mutating func byte() throws -> UInt8 { try take(1).first! }
+
+        mutating func integer() throws -> Int64 {
+            var value: Int64 = 0
+            for (shift, byte) in try take(8).enumerated() { value |= Int64(byte) << (8 * Int64(shift)) }
+            return value
+        }
+
+        mutating func text() throws -> String {
+            var length = 0
+            for (shift, byte) in try take(4).enumerated() { length |= Int(byte) << (8 * shift) }
+            return String(decoding: try take(length), as: UTF8.self)
+        }
+
+        mutating func entry() throws -> BankEntry {
+            let sequence = Int(try integer())
+            let units = try integer()
+            guard let currency = Currency(code: try text()) else { throw Self.damaged }
+            let booking = try byte() == 1 ? BusinessDate(daysSinceEpoch: try integer()) : nil
+            let value = try byte() == 1 ? BusinessDate(daysSinceEpoch: try integer()) : nil
+            let bank = try byte() == 1 ? try text() : nil
+            let owner = try byte() == 1 ? try text() : nil
+            let count = try integer()
+            guard count >= 0 else { throw Self.damaged }
+            var ids: [String] = []
+            for _ in 0..<count { ids.append(try text()) }
+            let remittance = try text()
+            let code = try text()
+            let flags = try byte()
+            return BankEntry(
+                sequence: sequence,
+                amount: Money(minorUnits: units, currency: currency),
+                bookingDate: booking,
+                valueDate: value,
+                bankReference: bank,
+                ownerReference: owner,
+                endToEndIDs: ids,
+                remittanceInformation: remittance,
+                transactionCode: code,
+                reversal: flags & 1 != 0,
+                booked: flags & 2 != 0
+            )
+        }
     }
 }
