@@ -138,11 +138,12 @@ import Testing
 
 /// The probe's slow-body flood: `connections` connections from 127.0.0.1, each sending a `POST /payment` head with a
 /// 60,000-byte length and then one byte every `byteEvery`, each opened once (as the probe's script). Counts the most
-/// connections open at once (seen from the client, half a second after opening) and those the server closed.
+/// connections open at once (each counted from its head sent until its channel closes, so a loaded machine's slow
+/// opening of the others does not hide it) and those the server had closed half a second after all were opened.
 final class SlowBodyFlood: Sendable {
     let port: Int
     let connections: Int
-    private let state = Mutex<(opened: Bool, held: Int, refused: Int)>((false, 0, 0))
+    private let state = Mutex<(opened: Bool, held: Int, refused: Int, open: Int)>((false, 0, 0, 0))
 
     init(port: Int, connections: Int) {
         self.port = port
@@ -167,6 +168,13 @@ final class SlowBodyFlood: Sendable {
                     group.addTask {
                         let connection = try? await ByteClient.connect(port: self.port, from: "127.0.0.1")
                         try? await connection?.send(SlowClientTests.paymentHead)
+                        if let channel = connection?.channel, channel.isActive {
+                            self.state.withLock { state in
+                                state.open += 1
+                                state.held = max(state.held, state.open)
+                            }
+                            channel.closeFuture.whenComplete { _ in self.state.withLock { $0.open -= 1 } }
+                        }
                         return (index, connection)
                     }
                 }
@@ -175,7 +183,6 @@ final class SlowBodyFlood: Sendable {
             try? await Task.sleep(for: .milliseconds(500))
             let alive = open.filter { $0?.channel.isActive ?? false }.count
             state.withLock { state in
-                state.held = max(state.held, alive)
                 if !opened { state.refused = open.count - alive }
                 state.opened = true
             }
