@@ -13,23 +13,6 @@ import Testing
 /// all of them in pages — is the in-process model's, byte for byte, and so is the state after a restart.
 @Suite("The acquirer service's memory is bounded by its open holds", .machine(.shared))
 struct AcquirerResidentPaymentsTests {
-    /// The same step on the in-process model and on the service, each answer (or refusal's code) compared.
-    static func both<T: Equatable & Sendable>(
-        _ reference: AcquirerModel,
-        _ acquirer: any Acquirer,
-        _ step: @Sendable (any Acquirer) async throws -> T
-    ) async throws {
-        let expected: Result<T, AcquirerError>
-        do { expected = .success(try await step(reference)) } catch let error as AcquirerError { expected = .failure(error) }
-        let actual: Result<T, AcquirerError>
-        do { actual = .success(try await step(acquirer)) } catch let error as AcquirerError { actual = .failure(error) }
-        switch (expected, actual) {
-        case (.success(let a), .success(let b)): #expect(a == b)
-        case (.failure(let a), .failure(let b)): #expect(a.code == b.code)
-        default: Issue.record("the model answered \(expected), the service \(actual)")
-        }
-    }
-
     /// Issue 57: declined authorizations stayed in the service's memory for its whole life (kept for a retry's answer
     /// and a status inquiry). Past the bound they are stored and taken out like closed payments; a repeated request, a
     /// reuse of the reference for another request, a modification and an inquiry answer as the model does, and so does
@@ -55,7 +38,7 @@ struct AcquirerResidentPaymentsTests {
         let declined = (0..<payments).filter(isDeclined).count
         try await AcquirerHarness.withService(database: database, clock: serviceClock.reading, residentPayments: bound) { acquirer, model in
             @Sendable func both<T: Equatable & Sendable>(_ step: @Sendable (any Acquirer) async throws -> T) async throws {
-                try await Self.both(reference, acquirer, step)
+                try await AcquirerHarness.both(reference, acquirer, step)
             }
             for index in 0..<payments {
                 try await both { try await $0.authorize(authorization(index)) }
@@ -97,16 +80,7 @@ struct AcquirerResidentPaymentsTests {
         }
         // A restart replays the journal within the same bound, to the same state.
         try await database.withOwner { client in
-            let replayed = try await DurableAcquirerModel.open(
-                client: client,
-                seed: 7,
-                configuration: AcquirerModelConfiguration(),
-                clock: serviceClock.reading,
-                logger: TestCluster.logger,
-                snapshotEvery: 0,
-                useSnapshots: false,
-                residentPayments: bound
-            )
+            let replayed = try await AcquirerHarness.reopen(client, clock: serviceClock.reading, residentPayments: bound)
             let resident = await replayed.resident
             #expect(resident.declined + resident.holds <= bound, "\(resident) in memory after the restart")
             #expect(try await replayed.snapshot() == (try await reference.snapshot()))
@@ -127,7 +101,7 @@ struct AcquirerResidentPaymentsTests {
         @Sendable func isOpen(_ index: Int) -> Bool { index % 3 == 0 }
         @Sendable func isRefunded(_ index: Int) -> Bool { !isOpen(index) && index % 4 == 1 }
         @Sendable func both<T: Equatable & Sendable>(_ acquirer: any Acquirer, _ step: @Sendable (any Acquirer) async throws -> T) async throws {
-            try await Self.both(reference, acquirer, step)
+            try await AcquirerHarness.both(reference, acquirer, step)
         }
         @Sendable func authorization(_ index: Int) -> AuthorizationRequest {
             AuthorizationRequest(merchantReference: "rp-\(index)", amount: usd(5_000 + Int64(index)), paymentMethod: .token("tok_visa"))
@@ -210,16 +184,7 @@ struct AcquirerResidentPaymentsTests {
         }
         // A restart replays the journal within the same bound, to the same state.
         try await database.withOwner { client in
-            let replayed = try await DurableAcquirerModel.open(
-                client: client,
-                seed: 7,
-                configuration: AcquirerModelConfiguration(),
-                clock: serviceClock.reading,
-                logger: TestCluster.logger,
-                snapshotEvery: 0,
-                useSnapshots: false,
-                residentPayments: bound
-            )
+            let replayed = try await AcquirerHarness.reopen(client, clock: serviceClock.reading, residentPayments: bound)
             #expect(await replayed.resident.holds <= opens + bound)
             #expect(try await replayed.snapshot() == (try await reference.snapshot()))
         }

@@ -22,6 +22,43 @@ import Testing
 enum AcquirerHarness {
     static let apiKey = "test-acquirer-key"
 
+    /// The same step on the in-process model (`reference`) and on the service (`acquirer`), each answer (or refusal's
+    /// code) compared.
+    static func both<T: Equatable & Sendable>(
+        _ reference: AcquirerModel,
+        _ acquirer: any Acquirer,
+        _ step: @Sendable (any Acquirer) async throws -> T
+    ) async throws {
+        let expected: Result<T, AcquirerError>
+        do { expected = .success(try await step(reference)) } catch let error as AcquirerError { expected = .failure(error) }
+        let actual: Result<T, AcquirerError>
+        do { actual = .success(try await step(acquirer)) } catch let error as AcquirerError { actual = .failure(error) }
+        switch (expected, actual) {
+        case (.success(let a), .success(let b)): #expect(a == b)
+        case (.failure(let a), .failure(let b)): #expect(a.code == b.code)
+        default: Issue.record("the model answered \(expected), the service \(actual)")
+        }
+    }
+
+    /// The durable model reopened on `client` from its journal alone (no snapshot), as a restart with `residentPayments`
+    /// would.
+    static func reopen(
+        _ client: DatabaseClient,
+        clock: @escaping @Sendable () -> Date,
+        residentPayments: Int
+    ) async throws -> DurableAcquirerModel {
+        try await DurableAcquirerModel.open(
+            client: client,
+            seed: 7,
+            configuration: AcquirerModelConfiguration(),
+            clock: clock,
+            logger: TestCluster.logger,
+            snapshotEvery: 0,
+            useSnapshots: false,
+            residentPayments: residentPayments
+        )
+    }
+
     static var migrations: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../sql/acquirer").standardizedFileURL
     }
@@ -324,15 +361,7 @@ struct AcquirerServiceTests {
             _ acquirer: any Acquirer,
             _ step: @Sendable (any Acquirer) async throws -> T
         ) async throws {
-            let expected: Result<T, AcquirerError>
-            do { expected = .success(try await step(reference)) } catch let error as AcquirerError { expected = .failure(error) }
-            let actual: Result<T, AcquirerError>
-            do { actual = .success(try await step(acquirer)) } catch let error as AcquirerError { actual = .failure(error) }
-            switch (expected, actual) {
-            case (.success(let a), .success(let b)): #expect(a == b)
-            case (.failure(let a), .failure(let b)): #expect(a.code == b.code)
-            default: Issue.record("the model answered \(expected), the service \(actual)")
-            }
+            try await AcquirerHarness.both(reference, acquirer, step)
         }
         let expectedReceipt = try await AcquirerHarness.exercise(reference, clock: clock)
         try await AcquirerHarness.withService(database: database, clock: serviceClock.reading) { acquirer, model in
