@@ -20,23 +20,10 @@ import Testing
         }
     }
 
-    /// The log's reads, with another writer's append slipped in after the first `moves` reads of the stream returned
-    /// (the runner then decides on a stream that has moved under it).
-    final class MovingReads: StreamReads {
-        let log: InMemoryEventLog
-        let writer: LedgerWriter
-        let moves: Int
-        let reads = Atomic(0)
-
-        init(log: InMemoryEventLog, writer: LedgerWriter, moves: Int) {
-            self.log = log
-            self.writer = writer
-            self.moves = moves
-        }
-
-        func readStream(_ streamID: StreamID) async throws -> [RecordedEvent] {
-            let read = await log.readStream(streamID)
-            guard reads.add(1, ordering: .relaxed).newValue <= moves else { return read }
+    /// The log's reads, with another writer's erasure of c-1 appended after each of the first `moves` reads of the
+    /// stream (the runner then decides on a stream that has moved under it).
+    static func movingReads(_ log: InMemoryEventLog, _ writer: LedgerWriter, moves: Int) -> MovingReads {
+        MovingReads(log: log, moves: moves) { streamID, read in
             let other = try NewEvent(
                 payload: ContactErased(contactRef: "c-1", orderIDs: [], erasedAt: StreamCommandTests.t0, reason: "other \(read.count)"),
                 effectiveAt: StreamCommandTests.t0
@@ -44,15 +31,6 @@ import Testing
             _ = try await writer.append(
                 AppendRequest(stream: streamID, expectedVersion: PlannedAppend.expectation(forVersion: Int64(read.count)), events: [other])
             )
-            return read
-        }
-
-        func readStream(_ streamID: StreamID, after version: Int64) async throws -> [RecordedEvent] {
-            await log.readStream(streamID, after: version)
-        }
-        func readStreams(_ streams: [StreamID]) async throws -> [RecordedEvent] { await log.readStreams(streams) }
-        func readStreams(_ streams: [StreamID], through position: Int64) async throws -> [RecordedEvent] {
-            await log.readStreams(streams, through: position)
         }
     }
 
@@ -70,7 +48,7 @@ import Testing
 
     @Test func aStreamMovedBetweenTheReadAndTheAppendIsDecidedAgainOnWhatMovedIt() async throws {
         try await Self.withWriter { log, writer in
-            let reads = MovingReads(log: log, writer: writer, moves: 1)
+            let reads = Self.movingReads(log, writer, moves: 1)
             let outcome = try await AggregateStore(writer: writer, store: reads).run(Self.erase("ours"))
             // Decided first on an empty stream (append), refused as a version conflict, read again, decided: recorded already.
             #expect(reads.reads.load(ordering: .relaxed) == 2)
@@ -101,7 +79,7 @@ import Testing
             await #expect(throws: Refused.self) { try await AggregateStore(writer: writer, store: log).run(refused) }
             #expect(await log.head().position == 0)
 
-            let always = MovingReads(log: log, writer: writer, moves: .max)
+            let always = Self.movingReads(log, writer, moves: .max)
             let append = StreamCommand<Void>(stream: Self.stream, now: Self.t0, metadata: EventMetadata()) { _ in
                 .append([ContactErased(contactRef: "c-1", orderIDs: [], erasedAt: Self.t0, reason: "ours")], ())
             }

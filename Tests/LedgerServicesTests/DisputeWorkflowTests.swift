@@ -195,39 +195,9 @@ import Testing
 @Suite struct DisputeRunTests {
     static let logger = Logger(label: "dispute-run-test") { _ in SwiftLogNoOpLogHandler() }
 
-    /// The log's reads, with another daemon's chargeback of d-1 appended after the first `moves` reads of its stream.
-    final class MovingDispute: StreamReads {
-        let log: InMemoryEventLog
-        let writer: LedgerWriter
-        let moves: Int
-        let reads = Atomic(0)
-
-        init(log: InMemoryEventLog, writer: LedgerWriter, moves: Int) {
-            self.log = log
-            self.writer = writer
-            self.moves = moves
-        }
-
-        func readStream(_ streamID: StreamID) async throws -> [RecordedEvent] {
-            let read = await log.readStream(streamID)
-            guard streamID.rawValue.hasPrefix("dispute-"), reads.add(1, ordering: .relaxed).newValue <= moves else { return read }
-            let theirs = try DisputeWorkflowTests.chargedBack().map { try $0.ledgerEvent.newEvent(eventID: UUID.newRandom(), effectiveAt: t0) }
-            _ = try await writer.append(AppendRequest(stream: streamID, expectedVersion: .noStream, events: theirs))
-            return read
-        }
-
-        func readStream(_ streamID: StreamID, after version: Int64) async throws -> [RecordedEvent] {
-            await log.readStream(streamID, after: version)
-        }
-        func readStreams(_ streams: [StreamID]) async throws -> [RecordedEvent] { await log.readStreams(streams) }
-        func readStreams(_ streams: [StreamID], through position: Int64) async throws -> [RecordedEvent] {
-            await log.readStreams(streams, through: position)
-        }
-    }
-
     /// The service on a log holding order o-1, authorized and captured in full, its writer's loop running for `body`;
     /// `moves`: how many reads of a dispute's stream another daemon's chargeback follows.
-    static func withService(moves: Int = 0, _ body: (DisputeService, InMemoryEventLog, MovingDispute) async throws -> Void) async throws {
+    static func withService(moves: Int = 0, _ body: (DisputeService, InMemoryEventLog, MovingReads) async throws -> Void) async throws {
         let log = InMemoryEventLog()
         let writer = LedgerWriter(log: log, clock: ManualClock(t0), ids: SeededIDs(seed: 56))
         let loop = Task { try await writer.run() }
@@ -241,7 +211,11 @@ import Testing
         let seed = streams.sorted { $0.key.rawValue < $1.key.rawValue }
             .map { PlannedAppend(streamID: $0.key, expectedVersion: .noStream, events: $0.value) }
         _ = try await writer.append(try AggregateStates().appendRequest(for: seed, now: t0, metadata: EventMetadata()).request)
-        let reads = MovingDispute(log: log, writer: writer, moves: moves)
+        // Another daemon's chargeback of d-1 appended after each of the first `moves` reads of a dispute's stream.
+        let reads = MovingReads(log: log, moves: moves, moving: { $0.rawValue.hasPrefix("dispute-") }) { streamID, _ in
+            let theirs = try DisputeWorkflowTests.chargedBack().map { try $0.ledgerEvent.newEvent(eventID: UUID.newRandom(), effectiveAt: t0) }
+            _ = try await writer.append(AppendRequest(stream: streamID, expectedVersion: .noStream, events: theirs))
+        }
         let service = DisputeService(aggregates: AggregateStore(writer: writer, store: reads), index: log, clock: { t0 }, logger: logger)
         try await body(service, log, reads)
     }
