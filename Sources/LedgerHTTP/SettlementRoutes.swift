@@ -102,7 +102,6 @@ public struct SettlementRoutes: Sendable {
         return (format, batch)
     }
 
-    /// The refusal of a report past the limit.
     /// The one refusal of an uploaded file over `LEDGERD_REPORT_MAX_BYTES` (`what`: "the report", "the statement file").
     static func uploadTooLarge(_ limit: Int, what: String = "the report") -> APIError {
         APIError(status: .contentTooLarge, code: "payload_too_large", message: "\(what) is larger than \(limit) bytes (LEDGERD_REPORT_MAX_BYTES)")

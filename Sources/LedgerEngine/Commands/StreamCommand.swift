@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerMacros
 
 /// What a ``StreamCommand`` decided, as a value its caller switches on (issue 56: decisions are values, never thrown).
 package enum StreamDecision<Signal: Sendable>: Sendable {
@@ -15,6 +16,7 @@ package enum StreamDecision<Signal: Sendable>: Sendable {
 /// it was decided on. When another writer moved the stream first, the runner reads it again and decides again, so the
 /// callers hold no load → decide → append → retry loop of their own. `decide` throws to reject the request itself (the
 /// error reaches the caller as it is; nothing is appended).
+@MemberwiseInit
 package struct StreamCommand<Signal: Sendable>: Sendable {
     package var stream: StreamID
     /// The events' effective time (the caller's injected clock).
@@ -24,20 +26,6 @@ package struct StreamCommand<Signal: Sendable>: Sendable {
     /// none, and the append expects any version, so that two such commands never conflict.
     package var readsStream: Bool = true
     package var decide: @Sendable ([RecordedEvent]) throws -> StreamDecision<Signal>
-
-    package init(
-        stream: StreamID,
-        now: Date,
-        metadata: EventMetadata,
-        readsStream: Bool = true,
-        decide: @escaping @Sendable ([RecordedEvent]) throws -> StreamDecision<Signal>
-    ) {
-        self.stream = stream
-        self.now = now
-        self.metadata = metadata
-        self.readsStream = readsStream
-        self.decide = decide
-    }
 }
 
 /// A ``StreamCommand``'s answer: what it decided to tell, and the append (nil when it appended nothing).
