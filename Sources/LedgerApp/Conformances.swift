@@ -2,21 +2,10 @@ import LedgerHTTP
 import LedgerPostgres
 import LedgerServices
 
-// The routes' seams (LedgerHTTP's protocols), filled by the use cases and the read-model stores.
-// Declared here, in the wiring: the routes depend on the protocols, never on a concrete service or
-// on LedgerPostgres.
-extension HoldService: HoldOperator {}
-extension SettlementService: SettlementOperator {}
-extension DisputeService: DisputeOperator {}
-extension StateHistory: StateReader {}
-extension PrivacyService: PrivacyOperator {}
-extension CheckpointService: CheckpointSigner {}
+// The routes' seams onto the read-model stores (LedgerHTTP's protocols), filled by LedgerPostgres' readers here, in
+// the wiring, so that the routes never depend on LedgerPostgres. Routes take the use cases (LedgerServices) directly.
 extension ProjectionStorefrontReader: StorefrontReader {}
 extension ProjectionOrderReader: OrderReader {}
 extension ProjectionHoldReader: HoldReader {}
 extension EventStoreReader: LedgerReader {}
 extension EventStoreHealthProbe: LedgerHealthProbe {}
-extension EventFeed: EventFollower {}
-extension SubscriptionService: SubscriptionOperator {}
-extension WebhookService: WebhookOperator {}
-extension JournalService: JournalReader {}

@@ -5,13 +5,6 @@ import LedgerCore
 import LedgerMacros
 import LedgerServices
 
-/// Signs checkpoints of the ledger's head (see ``Checkpoint``).
-public protocol CheckpointSigner: Sendable {
-    /// Signs the current head, records it in the log and in a checkpoint file; returns the checkpoint.
-    /// Throws ``ServiceError`` when it cannot (an empty ledger).
-    func signCheckpoint(actor: String) async throws -> Checkpoint
-}
-
 /// Signed checkpoints:
 /// - `POST /audit/checkpoints` (operator key) — sign the head now: 201 with the checkpoint file's
 ///   JSON (what `ledgerd audit verify --checkpoint FILE --public-key KEY` checks);
@@ -19,7 +12,7 @@ public protocol CheckpointSigner: Sendable {
 ///   the log (`CheckpointSigned` events), oldest first, cursor-paged like the feed.
 @MemberwiseInit
 public struct CheckpointRoutes: Sendable {
-    let signer: (any CheckpointSigner)?
+    let signer: (CheckpointService)?
     let reader: any LedgerReader
 
     public func registerReads(on group: RouterGroup<LedgerRequestContext>) {

@@ -5,22 +5,14 @@ import LedgerAPI
 import LedgerCore
 import LedgerServices
 
-/// The dispute use cases the routes need (filled by `DisputeService` in the wiring).
-public protocol DisputeOperator: Sendable {
-    func list(status: DisputeStatus?, dueBefore: Date?) async throws -> [DisputeState]
-    func dispute(id: String) async throws -> DisputeView?
-    func defend(id: String, evidenceRefs: [String], actor: String) async throws -> DisputeView
-    func accept(id: String, actor: String) async throws -> DisputeView
-}
-
 /// Back-office dispute routes:
 /// - operator or auditor key: `GET /disputes?status=&due_before=`, `GET /disputes/{id}` (with its history);
 /// - operator key: `POST /disputes/{id}/defend {"evidence_refs": [...]}`, `POST /disputes/{id}/accept`.
 /// A refused answer (illegal in the dispute's stage, past its deadline) is a 4xx and appends nothing.
 public struct DisputeRoutes: Sendable {
-    let disputes: any DisputeOperator
+    let disputes: DisputeService
 
-    public init(disputes: any DisputeOperator) { self.disputes = disputes }
+    public init(disputes: DisputeService) { self.disputes = disputes }
 
     public func registerReads(on group: RouterGroup<LedgerRequestContext>) {
         group.get("/disputes") { request, _ -> Response in

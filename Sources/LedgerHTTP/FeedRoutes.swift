@@ -6,37 +6,6 @@ import LedgerCore
 import LedgerServices
 import Synchronization
 
-/// The live feed's source: pages after a position as they commit (see ``EventFeed``).
-public protocol EventFollower: Sendable {
-    func follow(after position: Int64, matching filter: EventFilter, keepAlive: Duration) -> EventFeed.Follow
-}
-
-/// Durable subscriptions (see ``SubscriptionService``).
-public protocol SubscriptionOperator: Sendable {
-    func create(name: String, types: [String], streamPrefixes: [String], from start: SubscriptionService.Start) async throws -> StoredSubscription
-    func all() async throws -> [StoredSubscription]
-    func events(_ name: String, limit: Int, wait: Duration) async throws -> SubscriptionService.SubscriptionPage
-    func acknowledge(_ name: String, through position: Int64) async throws -> StoredSubscription
-    func delete(_ name: String) async throws
-}
-
-/// Webhook endpoints (see ``WebhookService``).
-public protocol WebhookOperator: Sendable {
-    func register(url: String, secret: String, types: [String]) async throws -> WebhookView
-    func all() async throws -> [WebhookView]
-    func endpoint(_ id: UUID) async throws -> WebhookView
-    func deliveries(_ id: UUID, after: Int64, limit: Int) async throws -> [StoredDelivery]
-    func redeliver(_ id: UUID, from position: Int64) async throws -> WebhookView
-    func rotateSecret(_ id: UUID, secret: String, grace: Duration) async throws -> WebhookView
-    /// Pauses, resumes or deletes an endpoint (security review 4, L6).
-    func apply(_ change: WebhookChange, to id: UUID) async throws -> WebhookView
-}
-
-/// The accounting journal of a period (see ``JournalService``).
-public protocol JournalReader: Sendable {
-    func page(fromMicros: Int64, toMicros: Int64, after: Int64, limit: Int) async throws -> JournalService.Page
-}
-
 /// Feeds for the systems downstream:
 /// - reads (operator or auditor key): `GET /events/stream?after=&type=&stream_prefix=` (Server-Sent
 ///   Events, `id:` = position, resumable with `Last-Event-ID`), `GET /subscriptions`,
@@ -49,18 +18,18 @@ public protocol JournalReader: Sendable {
 public struct FeedRoutes: Sendable {
     public typealias Context = LedgerRequestContext
 
-    let follower: any EventFollower
-    let subscriptions: any SubscriptionOperator
-    let webhooks: any WebhookOperator
-    let journal: any JournalReader
+    let follower: EventFeed
+    let subscriptions: SubscriptionService
+    let webhooks: WebhookService
+    let journal: JournalService
     let keepAlive: Duration
     let streams: StreamLimit
 
     public init(
-        follower: any EventFollower,
-        subscriptions: any SubscriptionOperator,
-        webhooks: any WebhookOperator,
-        journal: any JournalReader,
+        follower: EventFeed,
+        subscriptions: SubscriptionService,
+        webhooks: WebhookService,
+        journal: JournalService,
         keepAlive: Duration = .seconds(15),
         streamsPerKey: Int = 8
     ) {

@@ -85,12 +85,6 @@ extension HoldOperationRequest {
     }
 }
 
-/// Performs hold operations (capture, increment, void, refund, ship) for the back office.
-public protocol HoldOperator: Sendable {
-    /// What the operation came to; refusals throw ``ServiceError``.
-    func perform(orderID: String, _ request: HoldOperationRequest, idempotencyKey: String?, actor: String) async throws -> HoldOperationOutcome
-}
-
 /// Reads the `holds` read model.
 public protocol HoldReader: Sendable {
     func holds(_ query: HoldQuery) async throws -> OrderPage
@@ -103,10 +97,10 @@ public protocol HoldReader: Sendable {
 ///   require (400 `missing_idempotency_key`: ``HoldOperationRequest/Kind/requiresIdempotencyKey``);
 /// - operator or auditor key: `GET /authorizations?state=open|closed&expiring_before=&limit=&cursor=`.
 public struct HoldRoutes: Sendable {
-    let holdOperator: any HoldOperator
+    let holdOperator: HoldService
     let reader: any HoldReader
 
-    public init(operator holdOperator: any HoldOperator, reader: any HoldReader) {
+    public init(operator holdOperator: HoldService, reader: any HoldReader) {
         self.holdOperator = holdOperator
         self.reader = reader
     }

@@ -21,11 +21,11 @@ public struct OrderRoutes: Sendable {
     public static let maximumPageSize = 500
     let reader: any OrderReader
     let statuses: Set<String>
-    let state: (any StateReader)?
+    let state: (StateHistory)?
 
     /// `statuses`: the order status names a `status` filter may use; `state`: what answers
     /// `GET /orders/{id}?as_of=` (without it, `as_of` is refused).
-    public init(reader: any OrderReader, statuses: Set<String>, state: (any StateReader)? = nil) {
+    public init(reader: any OrderReader, statuses: Set<String>, state: (StateHistory)? = nil) {
         self.reader = reader
         self.statuses = statuses
         self.state = state

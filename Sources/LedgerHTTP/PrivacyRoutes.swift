@@ -5,17 +5,6 @@ import LedgerCore
 import LedgerMacros
 import LedgerServices
 
-/// Erases shipping contacts (personal data) and reads them.
-public protocol PrivacyOperator: Sendable {
-    /// Erases every contact the customer identifier matches (an e-mail address, case-insensitive,
-    /// or a contact reference); returns what was erased, nothing when nothing matches.
-    func erase(customer: String, actor: String) async throws -> [PrivacyService.Erasure]
-    /// The order's shipping contact, or nil for an unknown order.
-    func contact(orderID: String) async throws -> ContactAnswer?
-    /// The orders whose shipping contact has this e-mail address (case-insensitive), oldest first, at most `limit`.
-    func orderIDs(withEmail email: String, limit: Int) async throws -> [String]
-}
-
 /// Personal data, operator key only (auditors see the money history, not the shoppers):
 /// - `POST /privacy/erasures {"customer": "<e-mail or contact ref>"}` — erase the customer's
 ///   shipping contacts: each is deleted from `ledger.shipping_contacts` and a `ContactErased`
@@ -24,7 +13,7 @@ public protocol PrivacyOperator: Sendable {
 ///   `contact_erased` once erased.
 @MemberwiseInit
 public struct PrivacyRoutes: Sendable {
-    let privacy: any PrivacyOperator
+    let privacy: PrivacyService
 
     public func register(on group: RouterGroup<LedgerRequestContext>) {
         group.post("/privacy/erasures") { request, context -> Response in

@@ -5,53 +5,22 @@ import LedgerAPI
 import LedgerCore
 import LedgerServices
 
-/// Runs and reads end-of-day settlement batches.
-public protocol SettlementOperator: Sendable {
-    /// Settles a business day (or closes the open one now); returns the run's summary. Refusals throw
-    /// ``ServiceError``. `progress`, when given, receives each step of a long run as it happens.
-    func run(_ day: SettlementDay, progress: (@Sendable (SettlementProgress) -> Void)?) async throws -> SettlementRunSummary
-    /// The business date a run without one settles: the last whose cut-off has passed, by the daemon's own cut-off,
-    /// calendar and clock (the CLI asks for it this way rather than recomputing it from its own environment).
-    func lastClosedBusinessDay() -> BusinessDate
-    /// The business day open now (the one a capture recorded now settles in) and its scheduled cut-off.
-    func openBusinessDay() -> (businessDate: BusinessDate, cutOffAt: Date)
-    /// The batches with business dates within `from…to` (inclusive; either may be nil), by date, then id.
-    func batches(from: String?, to: String?) async throws -> [SettlementBatchState]
-    /// One batch, or nil when there is none with that id.
-    func batch(id: String) async throws -> SettlementBatchState?
-    /// The stored settlement report CSV of a submitted batch, byte for byte, as a writer that hands
-    /// its stored parts to `write` in order (a report of a million lines is never one string); nil
-    /// when there is none.
-    func reportCSV(id: String) async throws -> (@Sendable (_ write: (String) async throws -> Void) async throws -> Void)?
-    /// At most `limit` of the batch's items (the captures and refunds it settled) after ledger position `after`.
-    func batchItems(id: String, after: Int64, limit: Int) async throws -> [SettlementBatchItem]
-    /// Calls `body` with each of the batch's items, in ledger order (streamed: a batch may hold a million).
-    func forEachBatchItem(id: String, _ body: (SettlementBatchItem) async throws -> Void) async throws
-    /// The batch's latest reconciliation with its breaks and their resolutions, or nil.
-    func reconciliation(id: String) async throws -> ReconciliationView?
-    /// Records an operator's resolution of a break; returns the reconciliation.
-    func resolveBreak(id: String, reason: String, actor: String) async throws -> ReconciliationView
-    /// Reconciles a settlement report CSV (spooled to a file as it arrived) against the batch it names;
-    /// returns the reconciliation. `format` nil: the header's; `batchID` nil: the batch the report names.
-    func reconcileReport(_ upload: ReportUpload, format: SettlementReportFormat?, batchID: String?) async throws -> ReconciliationView
-}
-
 /// - operator key: `POST /settlements/run {"business_date": "YYYY-MM-DD"}` (no date: the last business day whose
 ///   cut-off has passed, by the daemon's settings; `{"close_now": true}`: the open business day, closed now by the
 ///   caller — see ``SettlementDay/openDayNow(requestedBy:)``),
 ///   `POST /reconciliation/breaks/{id}/resolve {"reason": …}`, `POST /reconciliation/reports` (a report CSV);
 /// - operator or auditor key: `GET /settlements?from=&to=`, `GET /settlements/{id}`,
 ///   `GET /settlements/{id}/report.csv`, `GET /settlements/{id}/reconciliation`;
-///   `GET /settlements/{id}?as_of=<position | RFC 3339 time>` — the batch as of then (see ``StateReader``).
+///   `GET /settlements/{id}?as_of=<position | RFC 3339 time>` — the batch as of then (see ``StateHistory``).
 public struct SettlementRoutes: Sendable {
-    let settlement: any SettlementOperator
+    let settlement: SettlementService
     /// Answers `GET /settlements/{id}?as_of=` (without it, `as_of` is refused).
-    let state: (any StateReader)?
+    let state: (StateHistory)?
     /// The largest report upload (`LEDGERD_REPORT_MAX_BYTES`); a larger one is refused (413) as soon as
     /// its bytes pass it.
     let reportLimit: Int
 
-    public init(settlement: any SettlementOperator, state: (any StateReader)? = nil, reportLimit: Int = 256 * 1024 * 1024) {
+    public init(settlement: SettlementService, state: (StateHistory)? = nil, reportLimit: Int = 256 * 1024 * 1024) {
         self.settlement = settlement
         self.state = state
         self.reportLimit = reportLimit
@@ -61,7 +30,7 @@ public struct SettlementRoutes: Sendable {
     /// per line: `{"progress": …}` lines as the job goes, then `{"summary": …}`, or
     /// `{"error": {"code", "message"}}` if it fails after it started. A refusal before any progress
     /// (a bad date, the cut-off not reached) is the usual 4xx reply.
-    static func streamingRun(_ settlement: any SettlementOperator, day: SettlementDay) async throws -> Response {
+    static func streamingRun(_ settlement: SettlementService, day: SettlementDay) async throws -> Response {
         let run = try await StartedSettlementRun.start(settlement, day: day)
         return streamedResponse(contentType: "application/x-ndjson") { write in
             try await run.stream { line in
@@ -80,7 +49,7 @@ public struct SettlementRoutes: Sendable {
 
     /// The day a run's body asks for: the open day closed now by `actor`, the date given, or the last business day whose
     /// cut-off has passed.
-    static func day(of body: SettlementRunBody, actor: String, _ settlement: any SettlementOperator) -> SettlementDay {
+    static func day(of body: SettlementRunBody, actor: String, _ settlement: SettlementService) -> SettlementDay {
         body.closeNow ? .openDayNow(requestedBy: actor) : .businessDate(body.businessDate ?? settlement.lastClosedBusinessDay())
     }
 
@@ -223,7 +192,7 @@ struct StartedSettlementRun: Sendable {
     let rest: UncheckedIterator
     let job: Task<Void, Never>
 
-    static func start(_ settlement: any SettlementOperator, day: SettlementDay) async throws -> StartedSettlementRun {
+    static func start(_ settlement: SettlementService, day: SettlementDay) async throws -> StartedSettlementRun {
         let (lines, continuation) = AsyncStream<Line>.makeStream()
         let job = Task {
             do {

@@ -19,20 +19,6 @@ extension StateAnswer.Point {
     public var asOfJSON: RawJSON { .object(["position": .integer(position), "time": .string(RFC3339.format(micros))]) }
 }
 
-/// Reads aggregates' rows live (from the read models) or as of a position or time (a fold of the
-/// log up to there through the same row functions), without depending on the database module.
-/// A nil answer is "no such aggregate (at that point)". A point after the ledger's head, or in
-/// the future, is refused with a 400: its answer could still change.
-public protocol StateReader: Sendable {
-    func order(_ id: String, asOf: AsOf) async throws -> StateAnswer?
-    func authorization(_ orderID: String, asOf: AsOf?) async throws -> StateAnswer?
-    func product(_ id: String, asOf: AsOf?) async throws -> StateAnswer?
-    /// The whole inventory as `GET /inventory` serves it (a JSON array).
-    func inventory(asOf: AsOf) async throws -> StateAnswer
-    /// A settlement batch (as `GET /settlements/{id}` serves it, ``SettlementBatchReply``) and the point.
-    func settlement(_ id: String, asOf: AsOf) async throws -> (batch: SettlementBatchState, point: StateAnswer.Point)?
-}
-
 /// Back-office state reads (operator or auditor key), live or `?as_of=<position | RFC 3339 time>`:
 /// - `GET /authorizations/{order id}` — one hold with its money figures;
 /// - `GET /products/{id}` — one product as `GET /inventory` shows it.
@@ -42,7 +28,7 @@ public protocol StateReader: Sendable {
 /// being the live shape).
 @MemberwiseInit
 public struct StateRoutes: Sendable {
-    let reader: any StateReader
+    let reader: StateHistory
 
     public func register(on group: RouterGroup<LedgerRequestContext>) {
         group.get("/authorizations/:id") { request, context -> Response in
@@ -64,7 +50,7 @@ public struct StateRoutes: Sendable {
     }
 
     /// `GET /orders/{id}?as_of=…`: the order row as of then, in the live answer's shape.
-    static func orderResponse(_ reader: any StateReader, id: String, asOf: AsOf, links: RawJSON) async throws -> Response {
+    static func orderResponse(_ reader: StateHistory, id: String, asOf: AsOf, links: RawJSON) async throws -> Response {
         guard let answer = try await reader.order(id, asOf: asOf) else {
             throw APIError.notFound("no order \(id)\(suffix(asOf))")
         }
@@ -72,7 +58,7 @@ public struct StateRoutes: Sendable {
     }
 
     /// `GET /settlements/{id}?as_of=…`: the batch as the live endpoint serves it; the point in headers.
-    static func settlementResponse(_ reader: any StateReader, id: String, asOf: AsOf) async throws -> Response {
+    static func settlementResponse(_ reader: StateHistory, id: String, asOf: AsOf) async throws -> Response {
         guard let found = try await reader.settlement(id, asOf: asOf) else {
             throw APIError.notFound("no settlement batch \(id)\(suffix(asOf))")
         }
@@ -80,7 +66,7 @@ public struct StateRoutes: Sendable {
     }
 
     /// `GET /inventory?as_of=…`: the array as the live endpoint serves it; the point in headers.
-    static func inventoryResponse(_ reader: any StateReader, asOf: AsOf) async throws -> Response {
+    static func inventoryResponse(_ reader: StateHistory, asOf: AsOf) async throws -> Response {
         let answer = try await reader.inventory(asOf: asOf)
         return withPointHeaders(answer.row, answer.asOf)
     }

@@ -13,17 +13,17 @@ public protocol StorefrontReader: Sendable {
 /// from the inline read models (exact as of the last commit).
 ///
 /// `GET /inventory?as_of=<position | RFC 3339 time>` is the inventory as of then (a fold of the log,
-/// see ``StateReader``); unlike the live list it needs a back-office key (a fold costs more than a
+/// see ``StateHistory``); unlike the live list it needs a back-office key (a fold costs more than a
 /// read-model scan, and the history of stock is the back office's business).
 public struct StorefrontRoutes: Sendable {
     let reader: any StorefrontReader
-    let history: (reader: any StateReader, keyring: APIKeyring)?
+    let history: (reader: StateHistory, keyring: APIKeyring)?
     /// Where a key that is not valid is recorded, as on the back-office routes.
     let failures: AuthenticationFailures?
 
     public init(
         reader: any StorefrontReader,
-        history: (reader: any StateReader, keyring: APIKeyring)? = nil,
+        history: (reader: StateHistory, keyring: APIKeyring)? = nil,
         failures: AuthenticationFailures? = nil
     ) {
         self.reader = reader

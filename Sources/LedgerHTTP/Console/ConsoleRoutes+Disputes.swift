@@ -6,7 +6,7 @@ import LedgerCore
 import LedgerServices
 
 // Disputes: the queue by status and deadline, a dispute's page with its stages, and an operator's answers (defend with
-// evidence references, accept) through the dispute use cases the API's routes call (``DisputeOperator``).
+// evidence references, accept) through the dispute use cases the API's routes call (``DisputeService``).
 
 extension ConsoleRoutes {
     struct DisputeQueueRow {

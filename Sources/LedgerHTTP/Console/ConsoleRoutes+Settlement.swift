@@ -6,7 +6,7 @@ import LedgerCore
 import LedgerServices
 
 // Settlement: the batches by business day, a batch's figures (its IC++ decomposition and payout) and reconciliation with
-// each break, and an operator's resolution of a break with a note (an event), through ``SettlementOperator`` as the
+// each break, and an operator's resolution of a break with a note (an event), through ``SettlementService`` as the
 // API's routes read and resolve.
 
 extension ConsoleRoutes {

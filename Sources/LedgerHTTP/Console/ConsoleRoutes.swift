@@ -7,8 +7,8 @@ import LedgerServices
 
 /// The back-office console at `/console/`: server-rendered pages (``ConsoleTemplates``) over the same services the
 /// back-office API reads and changes through — ``OrderReader``, ``LedgerReader`` (the order history of
-/// `GET /orders/{id}/history`, the chain verification of `GET /audit/verify`), ``HoldOperator``, ``HoldReader``,
-/// ``DisputeOperator`` and ``SettlementOperator``. The console has no SQL and no rule of its own: an action is the API's
+/// `GET /orders/{id}/history`, the chain verification of `GET /audit/verify`), ``HoldService``, ``HoldReader``,
+/// ``DisputeService`` and ``SettlementService``. The console has no SQL and no rule of its own: an action is the API's
 /// operation, parsed by the API's parser (``HoldOperationRequest/parse(kind:body:)``, the defence's body), so a refusal
 /// is the API's code and message.
 ///
@@ -43,20 +43,20 @@ public struct ConsoleRoutes: Sendable {
     let sessions: ConsoleSessions
     let orders: any OrderReader
     let ledger: any LedgerReader
-    let holdOperator: any HoldOperator
+    let holdOperator: HoldService
     let holds: any HoldReader
-    let disputes: any DisputeOperator
-    let settlement: any SettlementOperator
+    let disputes: DisputeService
+    let settlement: SettlementService
     /// What imports a bank statement file (the API's `POST /bank/statements`); nil: the console offers no upload.
     let bank: (any BankStatementImporter)?
-    let privacy: any PrivacyOperator
-    let journal: any JournalReader
-    let subscriptions: any SubscriptionOperator
-    let webhooks: any WebhookOperator
+    let privacy: PrivacyService
+    let journal: JournalService
+    let subscriptions: SubscriptionService
+    let webhooks: WebhookService
     /// What answers an order as of a past moment (`GET /orders/{id}?as_of=`).
-    let state: any StateReader
+    let state: StateHistory
     /// What signs a checkpoint of the head (nil: no signing key is configured).
-    let checkpoints: (any CheckpointSigner)?
+    let checkpoints: (CheckpointService)?
     /// The largest report upload (`LEDGERD_REPORT_MAX_BYTES`, as the API's).
     let reportLimit: Int
     /// Whether cookies are marked `Secure` (the daemon serves HTTPS).
@@ -72,16 +72,16 @@ public struct ConsoleRoutes: Sendable {
         sessions: ConsoleSessions,
         orders: any OrderReader,
         ledger: any LedgerReader,
-        holdOperator: any HoldOperator,
+        holdOperator: HoldService,
         holds: any HoldReader,
-        disputes: any DisputeOperator,
-        settlement: any SettlementOperator,
-        privacy: any PrivacyOperator,
-        journal: any JournalReader,
-        subscriptions: any SubscriptionOperator,
-        webhooks: any WebhookOperator,
-        state: any StateReader,
-        checkpoints: (any CheckpointSigner)?,
+        disputes: DisputeService,
+        settlement: SettlementService,
+        privacy: PrivacyService,
+        journal: JournalService,
+        subscriptions: SubscriptionService,
+        webhooks: WebhookService,
+        state: StateHistory,
+        checkpoints: (CheckpointService)?,
         reportLimit: Int = 256 * 1024 * 1024,
         bank: (any BankStatementImporter)? = nil,
         secureCookies: Bool,

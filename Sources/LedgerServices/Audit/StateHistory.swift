@@ -124,6 +124,7 @@ public struct StateHistory: Sendable {
         return StateAnswer(json: try CatalogReadModel.row(product).json, asOf: point)
     }
 
+    /// The whole inventory as `GET /inventory` serves it (a JSON array).
     public func inventory(asOf: AsOf) async throws -> StateAnswer {
         let point = try await point(asOf)
         let (states, listed) = try await products(through: point)

@@ -57,6 +57,7 @@ public struct HoldService: Sendable {
     /// answers are recorded in the order the acquirer gave them.
     let orderTurns = KeyedLock()
 
+    /// What a back-office hold operation (capture, increment, void, refund, ship) came to; refusals throw ``ServiceError``.
     public func perform(
         orderID raw: String,
         _ request: HoldOperationRequest,

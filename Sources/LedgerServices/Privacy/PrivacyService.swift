@@ -92,6 +92,7 @@ public struct PrivacyService: Sendable {
         try await contacts.refs(withEmail: email, limit: limit).compactMap { OrderID(contactReference: $0)?.rawValue }
     }
 
+    /// The order's shipping contact, or nil for an unknown order.
     public func contact(orderID raw: String) async throws -> ContactAnswer? {
         guard let id = OrderID(raw), let opened = try await store.readStream(id.streamID).first,
             case .order(.opened(let order)) = try DomainEvent.decode(opened)

@@ -655,6 +655,8 @@ public struct SettlementService: Sendable {
         return batches
     }
 
+    /// The stored settlement report CSV of a submitted batch, byte for byte, as a writer that hands its stored parts to
+    /// `write` in order (a report of a million lines is never one string); nil when there is none.
     public func reportCSV(id: String) async throws -> (@Sendable (_ write: (String) async throws -> Void) async throws -> Void)? {
         guard try await storedReport(id) != nil else { return nil }
         let reports = self.reports
