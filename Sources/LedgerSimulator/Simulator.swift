@@ -320,15 +320,28 @@ package final class Simulator {
     /// Moves the clock up to the options' jump, then runs the expiry sweep (the acquirer's word decides what expired).
     private func sweep() async throws {
         clock.advance(by: TimeInterval(random.int(in: 1...options.maximumJumpSeconds)))
-        let expired = try await holds.expireDue()
+        guard let expired = try await pass("sweep", { try await self.holds.expireDue() }) else { return }
         count("sweep", expired > 0 ? "expired" : "none")
     }
 
     /// One recovery pass: payments left waiting, and hold operations noted and never recorded.
     private func recover() async throws {
         clock.advance(by: TimeInterval(random.int(in: 0...600)))
-        let resolved = try await recovery.sweep()
+        guard let resolved = try await pass("recover", { try await self.recovery.sweep() }) else { return }
         count("recover", resolved > 0 ? "resolved" : "none")
+    }
+
+    /// Runs one pass of a background job: its result, or nil when the simulated network lost one of its acquirer calls
+    /// (the daemon's job tries again at its next pass; so does the simulation); any other error fails the run.
+    private func pass<Result>(_ kind: String, _ body: () async throws -> Result) async throws -> Result? {
+        do {
+            return try await body()
+        } catch let error as AcquirerError where error.code == .unavailable {
+            count(kind, "acquirer_unavailable")
+            return nil
+        } catch {
+            throw Failure(operation: operation, check: "no unexpected error", detail: "\(kind): \(error)")
+        }
     }
 
     /// Runs one request: its answer, or nil when it was refused with a ``ServiceError`` (counted by its code). A refusal

@@ -19,9 +19,14 @@ struct Simulate: AsyncParsableCommand {
     @Option(help: "Operations to run after the catalogue is listed (default 10000).") var operations: Int = 10_000
 
     func run() async throws {
-        let environment = ProcessInfo.processInfo.environment["LEDGER_SIM_SEED"]
-        guard let seed = seed ?? (environment.map { UInt64($0) } ?? 1) else {
-            throw ValidationError("LEDGER_SIM_SEED must be an unsigned integer")
+        let seed: UInt64
+        if let given = self.seed {
+            seed = given
+        } else if let text = ProcessInfo.processInfo.environment["LEDGER_SIM_SEED"] {
+            guard let parsed = UInt64(text) else { throw ValidationError("LEDGER_SIM_SEED must be an unsigned integer") }
+            seed = parsed
+        } else {
+            seed = 1
         }
         let simulator = Simulator(options: SimulatorOptions(seed: seed))
         print("seed \(seed): \(simulator.options)")
@@ -35,9 +40,8 @@ struct Simulate: AsyncParsableCommand {
             print("reproduce: LEDGER_SIM_SEED=\(seed) swift run ledgerd simulate --seed \(seed) --operations \(operations)")
             throw ExitCode(1)
         }
-        let seconds =
-            Double((ContinuousClock.now - started).components.attoseconds) / 1e18
-            + Double((ContinuousClock.now - started).components.seconds)
+        let elapsed = (ContinuousClock.now - started).components
+        let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
         let cpu = Self.cpuSeconds() - cpuBefore
         for (kind, count) in report.outcomes.sorted(by: { $0.key < $1.key }) { print("  \(kind): \(count)") }
         print("acquirer calls lost by the network: \(report.unreachableCalls)")
@@ -53,13 +57,15 @@ struct Simulate: AsyncParsableCommand {
                 cpu * 1e6 / Double(max(report.operations, 1))
             )
         )
+        let load = ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").prefix(3).joined(separator: " ")
+        print("load average \(load)")
         print("head \(Hex.encode(report.head))")
     }
 
     /// This process's user + system CPU time so far (getrusage).
     static func cpuSeconds() -> Double {
         var usage = rusage()
-        getrusage(RUSAGE_SELF, &usage)
+        getrusage(RUSAGE_SELF.rawValue, &usage)
         return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 }
