@@ -85,21 +85,24 @@ package final class Simulator {
         self.log = log
         let logger = Logger(label: "ledger.simulator") { _ in SwiftLogNoOpLogHandler() }
         self.logger = logger
-        writer = LedgerWriter(log: log, logger: logger, clock: clock, ids: SeededIDs(seed: SeededRandom.mix(options.seed ^ 0x4944_5300)))
-        aggregates = AggregateStore(writer: writer, store: log)
+        let writer = LedgerWriter(log: log, logger: logger, clock: clock, ids: SeededIDs(seed: SeededRandom.mix(options.seed ^ 0x4944_5300)))
+        self.writer = writer
+        let aggregates = AggregateStore(writer: writer, store: log)
+        self.aggregates = aggregates
         let model = AcquirerModel(
             seed: options.seed,
             configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: Int64.max / 4, currency: .usd)),
             clock: { clock.now() }
         )
-        acquirer = SimulatedAcquirer(
+        let acquirer = SimulatedAcquirer(
             model: model,
             clock: clock,
             seed: options.seed,
             unavailablePerMille: options.unavailablePerMille,
             latencyMaxMillis: options.latencyMaxMillis
         )
-        holds = HoldService(
+        self.acquirer = acquirer
+        let holds = HoldService(
             aggregates: aggregates,
             idempotency: log,
             intents: InMemoryHoldIntents(),
@@ -108,7 +111,8 @@ package final class Simulator {
             clock: { clock.now() },
             logger: logger
         )
-        payments = PaymentService(
+        self.holds = holds
+        let payments = PaymentService(
             aggregates: aggregates,
             orders: log,
             catalog: log,
@@ -119,6 +123,7 @@ package final class Simulator {
             holds: holds,
             logger: logger
         )
+        self.payments = payments
         recovery = RecoveryService(payments: payments, interval: .seconds(60), policy: .standard, logger: logger)
         productIDs = (1...options.products).map { ProductID("sim-product-\($0)")! }
         checks = SimulatorChecks(log: log, model: model)
