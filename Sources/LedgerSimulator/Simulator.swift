@@ -196,11 +196,11 @@ package final class Simulator {
     /// A new payment: a product (a hot one with the options' share), 1–3 units, a card that approves or (with the
     /// options' rate) one its issuer declines, the amount the storefront computes; under a key of its own.
     private func pay() async throws {
-        let hot = random.int(in: 0...99) < options.hotPercent
+        let hot = Int(random.int(in: 0...99)) < options.hotPercent
         let index = hot ? random.int(in: 0...Int64(options.hotProducts - 1)) : random.int(in: 0...Int64(productIDs.count - 1))
         let product = productIDs[Int(index)]
         let quantity = random.int(in: 1...3)
-        let declines = random.int(in: 0...999) < options.declinePerMille
+        let declines = Int(random.int(in: 0...999)) < options.declinePerMille
         let cards = declines ? Self.decliningCards : Self.approvingCards
         let card = cards[Int(random.int(in: 0...Int64(cards.count - 1)))]
         let method = Self.shippingMethods[Int(random.int(in: 0...Int64(Self.shippingMethods.count - 1)))]
