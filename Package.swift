@@ -188,6 +188,16 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The deterministic simulator (issue 56, `ledgerd simulate`): the real services on the engine's in-memory ports, the
+        // seeded acquirer model, a simulated clock and ids, and the invariants checked after every operation. No driver.
+        .target(
+            name: "LedgerSimulator",
+            dependencies: [
+                "LedgerCore", "LedgerEngine", "LedgerServices", "LedgerAcquirer",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The ledger's API contract: the Codable wire types of its replies, in the API's one JSON form, which the
         // routes encode and the CLI and the tests decode; and Generated/, the types and the client that
         // swift-openapi-generator made from openapi.yaml (committed; deploy/openapi/generate-swift.sh, checked in CI),
@@ -264,7 +274,7 @@ let package = Package(
             name: "ledgerd",
             dependencies: [
                 "LedgerApp", "LedgerServices", "LedgerAPI", "LedgerBench", "LedgerAcquirerService",
-                "LedgerCore",
+                "LedgerCore", "LedgerSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
@@ -334,6 +344,11 @@ let package = Package(
                 "LedgerServices", "LedgerCore", "LedgerEngine", "LedgerPostgres", "LedgerCoreTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // The simulator: one seed, one head; seeds' sweeps; what its checks catch.
+        .testTarget(
+            name: "LedgerSimulatorTests",
+            dependencies: ["LedgerSimulator", "LedgerCore", "LedgerEngine", "LedgerServices", "LedgerAcquirer"]
         ),
         // The command pipeline without a database, and the engine's boundary (no PostgreSQL in LedgerEngine).
         .testTarget(

@@ -322,12 +322,30 @@ mutation_acquirer_deadline() {
     "        if let databaseDeadline, false {"
 }
 
+# 26. A shipment sells nothing: the order ships and stops holding its stock, but the product keeps the reservation (issue
+#     56's negative control: the simulator's stock check, which sums the orders' lines against the product's figures).
+mutation_ship_keeps_reservation() {
+  describe ship-keeps-reservation "a shipment leaves the product's reservation instead of selling it" "SimulatorTests"
+  mutate Sources/LedgerCore/Domain/HoldLifecycle.swift \
+    "            stock = .sell(order: order.id, quantity: nil)" \
+    "            stock = nil"
+}
+
+# 27. A replayed hold operation is answered from the order and hold as they stand now, not as the first request left
+#     them: a capture replayed after a refund answers the refund's balance (the simulator's replay check).
+mutation_hold_replay_answers_now() {
+  describe hold-replay-answers-now "answer a replayed hold operation from the order as it stands now" "SimulatorTests"
+  mutate Sources/LedgerServices/Holds/HoldService.swift \
+    "readStreams([orderID.streamID, orderID.holdStreamID], through: appended.upperBound)" \
+    "readStreams([orderID.streamID, orderID.holdStreamID], through: Int64.max)"
+}
+
 all=(
   stock-version final-capture-remainder verifier-prev-hash sql-verifier-prev-hash applepay-replay settlement-takes-settled
   verifier-stops-at-head batch-decisions-successive refusal-on-remembered-state command-reads-mixed dispute-claims-twice
   payment-unknown-unresolved hold-note-dropped dispute-no-retry checkpoint-below-head no-statement-deadline
   no-idempotency-requirement no-memory-return console-csrf console-escape console-session-expiry durable-head webhook-claim witness-consistency
-  acquirer-deadline
+  acquirer-deadline ship-keeps-reservation hold-replay-answers-now
 )
 
 if [[ "${1-}" == "--list" ]]; then

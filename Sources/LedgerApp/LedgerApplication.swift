@@ -172,7 +172,9 @@ public struct ServiceContainer: Sendable {
         metrics.register(cache: "stream_versions") { writer.versionCacheStatistics }
         let holds = HoldService(
             aggregates: aggregates,
-            client: client,
+            idempotency: IdempotencyStore(client: client, logger: logger),
+            intents: HoldIntentLog(store: HoldIntentStore(client: client, logger: logger)),
+            dueHolds: ProjectionHoldReader(client: client, logger: logger),
             acquirer: acquirer,
             clock: clock,
             logger: logger,

@@ -40,7 +40,9 @@ public struct ExpiryBenchmark: Sendable {
             try await Self.setUp(holds: holds, at: t0, acquirer: acquirer, aggregates: aggregates)
             let service = HoldService(
                 aggregates: aggregates,
-                client: client,
+                idempotency: IdempotencyStore(client: client, logger: logger),
+                intents: HoldIntentLog(store: HoldIntentStore(client: client, logger: logger)),
+                dueHolds: ProjectionHoldReader(client: client, logger: logger),
                 acquirer: acquirer,
                 clock: { clock.now },
                 logger: logger

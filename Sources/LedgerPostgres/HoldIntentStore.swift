@@ -1,4 +1,5 @@
 import Foundation
+import LedgerEngine
 import Logging
 import PostgresNIO
 import Synchronization
@@ -11,38 +12,8 @@ package struct HoldIntentStore: PostgresStore {
 
     package init(connection: StoreConnection) { self.connection = connection }
 
-    /// One noted operation.
-    package struct Intent: Sendable, Hashable {
-        package var modificationReference: String
-        package var orderID: String
-        /// `capture`, `increment`, `void` or `refund`.
-        package var kind: String
-        package var ledgerKey: String?
-        package var requestHash: [UInt8]?
-        package var idempotencyKey: String?
-        package var actor: String
-        package var notedAt: Date
-
-        package init(
-            modificationReference: String,
-            orderID: String,
-            kind: String,
-            ledgerKey: String?,
-            requestHash: [UInt8]?,
-            idempotencyKey: String?,
-            actor: String,
-            notedAt: Date
-        ) {
-            self.modificationReference = modificationReference
-            self.orderID = orderID
-            self.kind = kind
-            self.ledgerKey = ledgerKey
-            self.requestHash = requestHash
-            self.idempotencyKey = idempotencyKey
-            self.actor = actor
-            self.notedAt = notedAt
-        }
-    }
+    /// One noted operation (the engine's ``HoldIntent``).
+    package typealias Intent = HoldIntent
 
     /// Notes `notes` and deletes the notes of `dropping`, in one statement (one commit): ``HoldIntentLog``'s flush, as
     /// if the deletions came first: a reference in both holds its new note afterwards. Otherwise the first note of a
@@ -129,7 +100,7 @@ package struct HoldIntentStore: PostgresStore {
 /// sees the modification recorded on the hold, and deletes it (``HoldIntentStore/due(before:limit:)``).
 ///
 /// One flush runs at a time; whoever finds none running starts one, which repeats while anything is pending.
-package final class HoldIntentLog: Sendable {
+package final class HoldIntentLog: HoldIntents {
     private let store: HoldIntentStore
     private let state = Mutex(Pending())
     private let flushCount = Atomic<Int>(0)
@@ -157,6 +128,12 @@ package final class HoldIntentLog: Sendable {
             if start { flush() }
         }
     }
+
+    /// Deletes the note of `modificationReference` now (recovery, once it resolved the note).
+    package func delete(_ modificationReference: String) async throws { try await store.delete(modificationReference) }
+
+    /// Notes made before `cutoff`, oldest first, at most `limit` (``HoldIntentStore/due(before:limit:)``).
+    package func due(before cutoff: Date, limit: Int) async throws -> [HoldIntent] { try await store.due(before: cutoff, limit: limit) }
 
     /// Deletes the note of `modificationReference` with the next flush.
     package func drop(_ modificationReference: String) {

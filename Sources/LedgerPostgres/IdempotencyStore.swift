@@ -1,3 +1,4 @@
+import LedgerEngine
 import Logging
 import PostgresNIO
 
@@ -8,7 +9,7 @@ import PostgresNIO
 /// ledger without a second external call, and a key reused for another request is refused. The probe
 /// is only a fast path: the append checks the key again under the head lock, so a race between two
 /// requests with one key still appends once.
-package struct IdempotencyStore: PostgresStore {
+package struct IdempotencyStore: PostgresStore, IdempotencyRecords {
     package let connection: StoreConnection
 
     package init(connection: StoreConnection) { self.connection = connection }

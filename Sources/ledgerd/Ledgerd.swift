@@ -16,6 +16,7 @@ struct Ledgerd: AsyncParsableCommand {
         subcommands: [
             Serve.self, Migrate.self, Catalog.self, Order.self, Disputes.self, Settle.self, Reconcile.self, Audit.self, Privacy.self,
             Rebuild.self, Bench.self, ApplePay.self, AcquirerCommand.self, WitnessCommand.self, Tail.self, Journal.self, Keys.self, Bank.self,
+            Simulate.self,
         ],
         defaultSubcommand: Serve.self
     )

@@ -15,6 +15,7 @@ package actor InMemoryEventLog: EventLog {
     private struct StoredKey: Sendable {
         var hash: [UInt8]
         var result: String
+        var positions: ClosedRange<Int64>?
     }
 
     /// Every event, in position order (`events[i].position == i + 1`).
@@ -28,6 +29,12 @@ package actor InMemoryEventLog: EventLog {
     /// Shipping contacts by reference.
     package private(set) var contacts: [String: String] = [:]
     private var chain = ChainHead.genesis
+    /// The open holds' expiries (`holds` rows whose `state` is `open`), by key: the due-holds read's index, kept as the
+    /// rows are written (the open-holds index of sql/0004).
+    private var openHoldExpiries: [String: String] = [:]
+    /// The orders waiting for their payment's answer (`orders` rows `pending_payment` or `payment_unknown`), by key:
+    /// the waiting orders' read, kept as the rows are written.
+    private var waitingOrderKeys: Set<String> = []
 
     package init() {}
 
@@ -95,7 +102,8 @@ package actor InMemoryEventLog: EventLog {
             let (firstPosition, lastPosition) = (first + Int64(stored.first[i]) - 1, first + Int64(stored.last[i]) - 1)
             keys[stored.keys[i]] = StoredKey(
                 hash: stored.hashes[i],
-                result: #"{"first_position": \#(firstPosition), "last_position": \#(lastPosition), "streams": \#(stored.streams[i])}"#
+                result: #"{"first_position": \#(firstPosition), "last_position": \#(lastPosition), "streams": \#(stored.streams[i])}"#,
+                positions: firstPosition <= lastPosition ? firstPosition...lastPosition : nil
             )
         }
         let written = batch.rows
@@ -108,6 +116,7 @@ package actor InMemoryEventLog: EventLog {
             } else {
                 rows[written.projections[i], default: [:]][written.keys[i]] = row
             }
+            try index(written.projections[i], key: written.keys[i], json: row.json)
         }
         for (ref, json) in zip(batch.contacts.refs, batch.contacts.json) {
             guard contacts[ref] == nil else { throw AppendError.storageFailure("append_batch: contact \(ref) exists") }
@@ -144,6 +153,80 @@ package actor InMemoryEventLog: EventLog {
     }
 
     package func head() -> ChainHead { chain }
+
+    /// The events after `position`, in position order (a simulation's checks read each new event once).
+    package func events(after position: Int64) -> [RecordedEvent] { Array(events[Int(max(0, min(position, Int64(events.count))))...]) }
+
+    /// The fields of a `holds` row the lapse rule reads (`ledger.hold_lapsed`, sql/0010).
+    private struct HoldRowLapse: Decodable {
+        var state: String
+        var expires_at: String
+    }
+
+    /// The field of an `orders` row the waiting orders' read compares.
+    private struct OrderRowStatus: Decodable { var status: String }
+
+    /// Keeps the indexes of the reads below as a row is stored (the row as it now stands).
+    private func index(_ projection: String, key: String, json: String) throws {
+        switch projection {
+        case HoldReadModel.projection:
+            let row = try JSONDecoder().decode(HoldRowLapse.self, from: Data(json.utf8))
+            openHoldExpiries[key] = row.state == "open" ? row.expires_at : nil
+        case OrderReadModel.projection:
+            let status = try JSONDecoder().decode(OrderRowStatus.self, from: Data(json.utf8)).status
+            if status == OrderStatus.pendingPayment.rawValue || status == OrderStatus.paymentUnknown.rawValue {
+                waitingOrderKeys.insert(key)
+            } else {
+                waitingOrderKeys.remove(key)
+            }
+        default: break
+        }
+    }
+}
+
+/// The idempotency records on the log in memory, as `ledger.idempotency_keys` keeps them.
+extension InMemoryEventLog: IdempotencyRecords {
+    package func requestHash(forKey key: String) -> [UInt8]? { keys[key]?.hash }
+
+    package func positions(forKey key: String) -> ClosedRange<Int64>? { keys[key]?.positions }
+}
+
+/// The due holds on the log in memory: the `holds` rows by the rule `ProjectionHoldReader` states in SQL
+/// (`ledger.hold_lapsed`: still `open`, `expires_at` at or before the instant, as read-model text), by (expiry, key).
+extension InMemoryEventLog: DueHolds {
+    package func dueHolds(now: Date, limit: Int, after cursor: DueHoldCursor?) -> (ids: [OrderID], next: DueHoldCursor?) {
+        let at = OrderReadModel.timestamp(now)
+        let after = cursor ?? DueHoldCursor(expiresAt: "", key: "")
+        let page = openHoldExpiries.filter { key, expiresAt in
+            expiresAt <= at && (expiresAt > after.expiresAt || (expiresAt == after.expiresAt && key > after.key))
+        }
+        .sorted { ($0.value, $0.key) < ($1.value, $1.key) }
+        .prefix(limit)
+        let next = page.last.map { DueHoldCursor(expiresAt: $0.value, key: $0.key) } ?? cursor
+        return (page.compactMap { OrderID($0.key) }, next)
+    }
+}
+
+/// The catalog's names on the log in memory: a read-model row's text field, as `ProjectionStorefrontReader` selects it
+/// (the first row created).
+extension InMemoryEventLog: CatalogNames {
+    package func key(in projection: String, where field: String, equals value: String) throws -> String? {
+        for (key, row) in (rows[projection] ?? [:]).sorted(by: { $0.value.createdPosition < $1.value.createdPosition }) {
+            let object = try JSONSerialization.jsonObject(with: Data(row.json.utf8)) as? [String: Any]
+            if object?[field] as? String == value { return key }
+        }
+        return nil
+    }
+}
+
+/// The orders recovery looks at on the log in memory: `orders` rows pending payment or unknown, oldest first, as
+/// `ProjectionOrderReader` selects them.
+extension InMemoryEventLog: WaitingOrders {
+    package func waitingOrders(limit: Int) -> [OrderID] {
+        let orders = rows[OrderReadModel.projection] ?? [:]
+        let waiting = waitingOrderKeys.map { (orders[$0]?.createdPosition ?? 0, $0) }
+        return waiting.sorted { $0 < $1 }.prefix(limit).compactMap { OrderID($0.1) }
+    }
 }
 
 /// The runner's reads on the log in memory, as the event store answers them in SQL.

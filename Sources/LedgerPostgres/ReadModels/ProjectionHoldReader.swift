@@ -6,7 +6,7 @@ import PostgresNIO
 
 /// The `holds` read model's queries: `GET /authorizations` (oldest first), one hold's row, and the
 /// holds the expiry sweeper has to look at.
-public struct ProjectionHoldReader: PostgresStore {
+public struct ProjectionHoldReader: PostgresStore, DueHolds {
     public let connection: StoreConnection
 
     public init(connection: StoreConnection) { self.connection = connection }
@@ -43,10 +43,7 @@ public struct ProjectionHoldReader: PostgresStore {
     }
 
     /// Where a page of due holds ends: its last hold's expiry (read-model text) and key.
-    package struct DueCursor: Sendable, Hashable {
-        package var expiresAt: String
-        package var key: String
-    }
+    package typealias DueCursor = DueHoldCursor
 
     /// Orders whose hold has lapsed at `now` (`ledger.hold_lapsed`, sql/0010), soonest first (the `holds` read model's index),
     /// after `cursor` when given: the expiry sweeper's work, a keyset page at a time. A sweep pages on from where the last

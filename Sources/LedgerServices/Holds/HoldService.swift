@@ -2,7 +2,6 @@ import Crypto
 import Foundation
 import LedgerCore
 import LedgerEngine
-import LedgerPostgres
 import Logging
 
 /// The back office's hold operations (capture, increment, void, refund, ship) and the expiry sweep,
@@ -20,20 +19,24 @@ import Logging
 /// answer), is ``HoldWorkflow``'s decision; ``HoldActions/perform(from:recording:)`` runs them and
 /// ``HoldOperationRun`` (below) performs them.
 public struct HoldService: Sendable {
+    /// The service on its ports: `idempotency` (the keys appends stored), `intents` (the notes of acquirer calls),
+    /// `dueHolds` (the holds due to expire); on PostgreSQL, LedgerPostgres' `IdempotencyStore`, `HoldIntentLog` and
+    /// `ProjectionHoldReader`, in memory the engine's ``InMemoryEventLog`` and ``InMemoryHoldIntents``.
     package init(
         aggregates: AggregateStore,
-        client: DatabaseClient,
+        idempotency: any IdempotencyRecords,
+        intents: any HoldIntents,
+        dueHolds: any DueHolds,
         acquirer: any Acquirer,
         clock: @escaping @Sendable () -> Date,
         logger: Logger,
         faultCrashAt: FaultPoint? = nil
     ) {
         self.faultCrashAt = faultCrashAt
-        self.intents = HoldIntentStore(client: client, logger: logger)
-        self.intentLog = HoldIntentLog(store: intents)
+        self.intents = intents
         self.aggregates = aggregates
-        self.idempotency = IdempotencyStore(client: client, logger: logger)
-        self.holdRows = ProjectionHoldReader(client: client, logger: logger)
+        self.idempotency = idempotency
+        self.holdRows = dueHolds
         self.acquirer = acquirer
         self.clock = clock
         self.logger = logger
@@ -41,16 +44,14 @@ public struct HoldService: Sendable {
 
     package let aggregates: AggregateStore
     /// Probes idempotency keys before the acquirer is called.
-    let idempotency: IdempotencyStore
+    let idempotency: any IdempotencyRecords
     /// The `holds` read model: the holds due to expire.
-    let holdRows: ProjectionHoldReader
+    let holdRows: any DueHolds
     let acquirer: any Acquirer
     let clock: @Sendable () -> Date
     let logger: Logger
     /// Operations noted before the acquirer is called, deleted once recorded (``recoverUnrecorded(minimumAge:limit:)``).
-    let intents: HoldIntentStore
-    /// The hot path's notes and their deletions, written together (``HoldIntentLog``).
-    let intentLog: HoldIntentLog
+    let intents: any HoldIntents
     /// A crash test's fault point (`LEDGERD_FAULT_CRASH_AT`), nil in normal operation.
     let faultCrashAt: FaultPoint?
     /// Operations on one order take turns in this process (prepare → acquirer → record), so their
@@ -372,7 +373,7 @@ public struct HoldService: Sendable {
     public func expireDue(now: Date? = nil, batchSize: Int = 500) async throws -> Int {
         var expired = 0
         var rounds = 0
-        var cursor: ProjectionHoldReader.DueCursor?
+        var cursor: DueHoldCursor?
         var following: ExpiryPage?  // read while the previous page committed
         var refused: Set<OrderID> = []  // refused on states read fresh: skipped, logged
         while rounds <= AggregateStore.maximumAttempts {
@@ -438,7 +439,7 @@ public struct HoldService: Sendable {
     /// log, and the acquirer's word on each open hold.
     struct ExpiryPage: Sendable {
         var orders: [OrderID]
-        var next: ProjectionHoldReader.DueCursor?
+        var next: DueHoldCursor?
         /// Fewer rows than asked for: nothing is due after this page.
         var isLast: Bool
         var states: AggregateStates
@@ -447,7 +448,7 @@ public struct HoldService: Sendable {
 
     /// Reads one page of due holds after `cursor` (one query for the rows, one for the streams, one
     /// acquirer query per open hold).
-    func readExpiryPage(now: Date, limit: Int, after cursor: ProjectionHoldReader.DueCursor?) async throws -> ExpiryPage {
+    func readExpiryPage(now: Date, limit: Int, after cursor: DueHoldCursor?) async throws -> ExpiryPage {
         let (orders, next) = try await holdRows.dueHolds(now: now, limit: limit, after: cursor)
         var states = AggregateStates()
         for recorded in try await aggregates.store.readStreams(orders.flatMap { [$0.streamID, $0.holdStreamID] }) {
@@ -574,7 +575,7 @@ public struct HoldService: Sendable {
         idempotencyKey: String?,
         actor: String,
         now: Date
-    ) -> HoldIntentStore.Intent? {
+    ) -> HoldIntent? {
         let (kind, reference): (String, String)
         switch call {
         case .capture(let r): (kind, reference) = ("capture", r.modificationReference)
@@ -583,7 +584,7 @@ public struct HoldService: Sendable {
         case .refund(let r): (kind, reference) = ("refund", r.modificationReference)
         case .none: return nil
         }
-        return HoldIntentStore.Intent(
+        return HoldIntent(
             modificationReference: reference,
             orderID: orderID.rawValue,
             kind: kind,
@@ -628,7 +629,7 @@ public struct HoldService: Sendable {
     }
 
     /// Records `intent`'s modification if the acquirer applied it and the ledger lacks it.
-    private func recover(_ intent: HoldIntentStore.Intent, orderID: OrderID) async throws -> Bool {
+    private func recover(_ intent: HoldIntent, orderID: OrderID) async throws -> Bool {
         guard let hold = try await aggregates.hold(orderID), !hold.modificationReferences.contains(intent.modificationReference),
             case .found(let details) = try await acquirer.query(merchantReference: hold.merchantReference),
             let modification = details.modifications.first(where: { $0.modificationReference == intent.modificationReference }),
@@ -692,16 +693,16 @@ struct HoldOperationRun: HoldActions {
 
     func note(_ call: HoldAcquirerCall) async throws {
         guard let intent = intent(call) else { return }
-        try await service.intentLog.note(intent)
+        try await service.intents.note(intent)
     }
 
     func dropNote(_ call: HoldAcquirerCall) async {
         guard let intent = intent(call) else { return }
-        service.intentLog.drop(intent.modificationReference)
+        service.intents.drop(intent.modificationReference)
     }
 
     /// The call's note. A shipment's capture carries no key: its retry is a new shipment request.
-    func intent(_ call: HoldAcquirerCall) -> HoldIntentStore.Intent? {
+    func intent(_ call: HoldAcquirerCall) -> HoldIntent? {
         HoldService.intent(
             for: call,
             orderID: orderID,
