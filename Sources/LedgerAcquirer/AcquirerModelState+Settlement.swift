@@ -26,6 +26,10 @@ public struct BatchSettlement: Sendable {
 
     enum Stage { case checking, settling, finished }
 
+    /// True when a batch under this reference was settled before: its pages are only compared with that batch's
+    /// (``AcquirerModelState/check(_:in:)``), nothing is looked up, and it is answered (or refused) as before.
+    public var repeatsABatch: Bool { existing != nil }
+
     mutating func emitted(_ count: Int) { lineCount += count }
 
     /// The merchant account the batch settles under: the one its header names, else the model's.
@@ -116,6 +120,29 @@ extension AcquirerModelState {
     /// amount on that payment, not settled yet, and priceable.
     public func check(_ items: [SettlementItem], in settlement: inout BatchSettlement) throws(AcquirerError) {
         guard settlement.stage == .checking else { throw AcquirerError(.invalidRequest, "the batch's pages were already checked") }
+        try checkItems(items, in: &settlement)
+    }
+
+    /// ``check(_:in:)`` and ``settlePage(_:in:)`` of one page in a single pass, for a new batch (not
+    /// ``BatchSettlement/repeatsABatch``) once ``startSettling(_:)`` began it before any page was checked: what the acquirer
+    /// service does, so that a page is read and its payments put back once, not twice (issue 57). A page is checked
+    /// exactly as in two passes — the pages settled before it change nothing its items are checked against (a
+    /// modification they settle is one listed before, refused as listed twice) — but a refusal on a later page comes
+    /// after the earlier pages changed the state: the caller must undo them (keep the state from before
+    /// ``startSettling(_:)`` and go back to it, with whatever it stored), as the service does.
+    public mutating func checkAndSettlePage(
+        _ items: [SettlementItem],
+        in settlement: inout BatchSettlement
+    ) throws(AcquirerError) -> [SettlementReportLine] {
+        guard settlement.stage == .settling, settlement.existing == nil else {
+            throw AcquirerError(.invalidRequest, "a page is checked while settling only in a new batch that is settling")
+        }
+        try checkItems(items, in: &settlement)
+        return settlePage(items, in: &settlement)
+    }
+
+    /// The checks of ``check(_:in:)``, in any stage.
+    private func checkItems(_ items: [SettlementItem], in settlement: inout BatchSettlement) throws(AcquirerError) {
         settlement.itemCount += items.count
         settlement.fingerprint = StoredBatch.fingerprint(items, from: settlement.fingerprint)
         guard settlement.existing == nil, let schedule = settlement.schedule else { return }
