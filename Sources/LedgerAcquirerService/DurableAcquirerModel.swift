@@ -256,39 +256,27 @@ public actor DurableAcquirerModel {
     ) async throws -> AcquirerReply {
         try await connection.query("SAVEPOINT acquirer_settlement", logger: logger)
         let before = (state: state, finishedStored: finishedStored)
-        func refused(_ error: AcquirerError) async throws -> AcquirerReply {
-            try await connection.query("ROLLBACK TO SAVEPOINT acquirer_settlement", logger: logger)
-            (state, finishedStored) = before
-            return .refusal(error)
-        }
         var settlement = settlement
         var carried: [SettlementReportLine] = []
+        var refusal: AcquirerError?
         do throws(AcquirerError) {
             // A new batch is never settled before: startSettling answers with its carried-over lines.
             if case .settling(let lines) = try state.startSettling(&settlement) { carried = lines }
-        } catch { return try await refused(error) }
+        } catch { refusal = error }
+        if let refusal { return try await undo(to: before, refusal, on: connection) }
         let number = settlement.batchNumber
         var storeLines = !replaying
         if !storeLines { storeLines = try await journal.reportLineCount(batchNumber: number) == 0 }
         var storeFinished = !replaying
         if !storeFinished { storeFinished = try await !journal.hasFinishedPayments(at: seq) }
-        var stored = 0
-        func keep(_ lines: [SettlementReportLine]) async throws {
-            guard storeLines, !lines.isEmpty else { return }
-            if replaying {
-                try await journal.insertReportLinesIfAbsent(lines, batchNumber: number, first: stored, on: connection)
-            } else {
-                try await journal.insertReportLines(lines, batchNumber: number, first: stored, on: connection)
-            }
-            stored += lines.count
-        }
-        try await keep(carried)
+        var stored = try await keep(carried, batchNumber: number, first: 0, storing: storeLines, replaying: replaying, on: connection)
         for index in 0..<pages {
             let items = try await journal.page(index, of: settlement.header.batchReference)
             try await restoreNamed([(items.map(\.authorizationReference), items.map(\.modificationReference))], before: seq, on: connection)
             var lines: [SettlementReportLine] = []
-            do throws(AcquirerError) { lines = try state.checkAndSettlePage(items, in: &settlement) } catch { return try await refused(error) }
-            try await keep(lines)
+            do throws(AcquirerError) { lines = try state.checkAndSettlePage(items, in: &settlement) } catch { refusal = error }
+            if let refusal { return try await undo(to: before, refusal, on: connection) }
+            stored = try await keep(lines, batchNumber: number, first: stored, storing: storeLines, replaying: replaying, on: connection)
             // A payment this page finished cannot change again in this batch (each item is listed once): stored and
             // taken out now, as at the end, so that the batch's payments are never all in memory.
             var seen = Set<String>()
@@ -296,12 +284,42 @@ public actor DurableAcquirerModel {
             try await takeFinishedPayments(finished.sorted(), seq: seq, storing: storeFinished, on: connection)
         }
         let (receipt, payoutLine) = state.finishSettling(settlement, keeping: nil)
-        try await keep([payoutLine])
+        _ = try await keep([payoutLine], batchNumber: number, first: stored, storing: storeLines, replaying: replaying, on: connection)
         try await takeFinishedPayments(state.finishedPaymentReferences(), seq: seq, storing: storeFinished, on: connection)
         try await connection.query("RELEASE SAVEPOINT acquirer_settlement", logger: logger)
         state.compactStorage()
         Self.returnFreedMemory()
         return .answer(receipt)
+    }
+
+    /// A refused settlement undone: its rows back to the savepoint taken when it began, the state back to `before`.
+    private func undo(
+        to before: (state: AcquirerModelState, finishedStored: Bool),
+        _ refusal: AcquirerError,
+        on connection: PostgresConnection
+    ) async throws -> AcquirerReply {
+        try await connection.query("ROLLBACK TO SAVEPOINT acquirer_settlement", logger: logger)
+        (state, finishedStored) = before
+        return .refusal(refusal)
+    }
+
+    /// Inserts `lines` as report lines `first ...` of batch `batchNumber` on `connection` when `storing` (replaying: where
+    /// absent); returns the number of the line after them.
+    private func keep(
+        _ lines: [SettlementReportLine],
+        batchNumber: Int,
+        first: Int,
+        storing: Bool,
+        replaying: Bool,
+        on connection: PostgresConnection
+    ) async throws -> Int {
+        guard storing, !lines.isEmpty else { return first + lines.count }
+        if replaying {
+            try await journal.insertReportLinesIfAbsent(lines, batchNumber: batchNumber, first: first, on: connection)
+        } else {
+            try await journal.insertReportLines(lines, batchNumber: batchNumber, first: first, on: connection)
+        }
+        return first + lines.count
     }
 
     /// Takes these finished payments out of the state during the settlement journalled at `seq` and, when
