@@ -26,6 +26,10 @@ public struct BatchSettlement: Sendable {
 
     enum Stage { case checking, settling, finished }
 
+    /// True when a batch under this reference was settled before: its pages are only compared with that batch's
+    /// (``AcquirerModelState/check(_:in:)``), nothing is looked up, and it is answered (or refused) as before.
+    public var repeatsABatch: Bool { existing != nil }
+
     mutating func emitted(_ count: Int) { lineCount += count }
 
     /// The merchant account the batch settles under: the one its header names, else the model's.
@@ -116,10 +120,37 @@ extension AcquirerModelState {
     /// amount on that payment, not settled yet, and priceable.
     public func check(_ items: [SettlementItem], in settlement: inout BatchSettlement) throws(AcquirerError) {
         guard settlement.stage == .checking else { throw AcquirerError(.invalidRequest, "the batch's pages were already checked") }
+        _ = try checkItems(items, in: &settlement)
+    }
+
+    /// ``check(_:in:)`` and ``settlePage(_:in:)`` of one page in a single pass, for a new batch (not
+    /// ``BatchSettlement/repeatsABatch``) once ``startSettling(_:)`` began it before any page was checked: what the acquirer
+    /// service does, so that a page is read and its payments put back once, not twice (issue 57). A page is checked
+    /// exactly as in two passes — the pages settled before it change nothing its items are checked against (a
+    /// modification they settle is one listed before, refused as listed twice) — but a refusal on a later page comes
+    /// after the earlier pages changed the state: the caller must undo them (keep the state from before
+    /// ``startSettling(_:)`` and go back to it, with whatever it stored), as the service does.
+    public mutating func checkAndSettlePage(
+        _ items: [SettlementItem],
+        in settlement: inout BatchSettlement
+    ) throws(AcquirerError) -> [SettlementReportLine] {
+        guard settlement.stage == .settling, settlement.existing == nil else {
+            throw AcquirerError(.invalidRequest, "a page is checked while settling only in a new batch that is settling")
+        }
+        // Each item priced once: settling a page changes no price (a hold's network and funding, a modification's
+        // answer), so the line checked is the line settled.
+        let lines = try checkItems(items, in: &settlement)
+        return settlePage(items, priced: lines, in: &settlement)
+    }
+
+    /// The checks of ``check(_:in:)``, in any stage; the priced line of each item (none for a repeated batch).
+    private func checkItems(_ items: [SettlementItem], in settlement: inout BatchSettlement) throws(AcquirerError) -> [SettlementReportLine] {
         settlement.itemCount += items.count
         settlement.fingerprint = StoredBatch.fingerprint(items, from: settlement.fingerprint)
-        guard settlement.existing == nil, let schedule = settlement.schedule else { return }
+        guard settlement.existing == nil, let schedule = settlement.schedule else { return [] }
         let currency = settlement.header.currency
+        var lines: [SettlementReportLine] = []
+        lines.reserveCapacity(items.count)
         for item in items {
             let reference = item.modificationReference
             guard settlement.seen.insert(reference).inserted else {
@@ -128,8 +159,9 @@ extension AcquirerModelState {
             guard item.amount.currency == currency else {
                 throw AcquirerError(.currencyMismatch, reference: reference, "\(item.amount.currency.code) item in a \(currency.code) batch")
             }
-            _ = try priced(item, schedule: schedule, batchNumber: settlement.batchNumber)
+            lines.append(try priced(item, schedule: schedule, batchNumber: settlement.batchNumber))
         }
+        return lines
     }
 
     /// Once every page is checked: the earlier answer for a batch settled before (refused when its
@@ -179,14 +211,25 @@ extension AcquirerModelState {
     /// Settles one checked page (the same pages in the same order as checked): each item's line
     /// through the fault knobs, in order. Returns the page's report lines.
     public mutating func settlePage(_ items: [SettlementItem], in settlement: inout BatchSettlement) -> [SettlementReportLine] {
+        settlePage(items, priced: nil, in: &settlement)
+    }
+
+    /// ``settlePage(_:in:)``, with each item's line as ``checkItems(_:in:)`` priced it when given (`priced[i]` is
+    /// `items[i]`'s).
+    private mutating func settlePage(
+        _ items: [SettlementItem],
+        priced checked: [SettlementReportLine]?,
+        in settlement: inout BatchSettlement
+    ) -> [SettlementReportLine] {
         guard settlement.stage == .settling, let schedule = settlement.schedule else { return [] }
         let batchNumber = settlement.batchNumber
         let faults = configuration.faults
         var lines: [SettlementReportLine] = []
         lines.reserveCapacity(items.count)
-        for item in items {
+        for (index, item) in items.enumerated() {
             // Checked before anything changed, and nothing a page changes affects another item's price.
-            guard let original = try? priced(item, schedule: schedule, batchNumber: batchNumber, checkSettled: false) else { continue }
+            guard let original = checked?[index] ?? (try? priced(item, schedule: schedule, batchNumber: batchNumber, checkSettled: false))
+            else { continue }
             let reference = item.modificationReference
             func record(_ kind: FaultKind) {
                 injectedFaults.append(InjectedFault(kind: kind, batchNumber: batchNumber, reference: reference))

@@ -233,12 +233,12 @@ struct AcquirerJournal: Sendable {
     }
 
     /// Inserts report lines as replay recomputes them, when the batch has none stored (a journal
-    /// written before acquirer 0003), each page in its own statement.
-    func insertReportLinesIfAbsent(_ lines: [SettlementReportLine], batchNumber: Int, first: Int) async throws {
+    /// written before acquirer 0003), on `connection` (the replayed settlement's transaction).
+    func insertReportLinesIfAbsent(_ lines: [SettlementReportLine], batchNumber: Int, first: Int, on connection: PostgresConnection) async throws {
         guard !lines.isEmpty else { return }
         let bodies = try lines.map { try LedgerJSON.string($0) }
         let numbers = (0..<lines.count).map { Int64(first + $0) }
-        try await client.query(
+        try await connection.query(
             """
             INSERT INTO acquirer.report_lines (batch_number, line, body)
             SELECT \(Int64(batchNumber)), n, b FROM unnest(\(numbers)::bigint[], \(bodies)::text[]) AS t(n, b)

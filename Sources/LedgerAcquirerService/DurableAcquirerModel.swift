@@ -204,10 +204,18 @@ public actor DurableAcquirerModel {
         }
     }
 
-    /// Settles the batch `header` names from its uploaded pages `0 ..< pages`, a page at a time: every
-    /// page checked first, then settled, its report lines inserted on `connection` (the transaction that
-    /// journals the settlement) or, when replaying (nil), only if the batch has none stored. A refusal
-    /// is an answer (journalled like any); a thrown error leaves the state part-way (the caller reloads).
+    /// Settles the batch `header` names from its uploaded pages `0 ..< pages`: live on `connection` (the transaction
+    /// that journals the settlement), or replaying (nil) in a transaction of its own. A thrown error leaves the state
+    /// part-way (the caller reloads).
+    ///
+    /// A batch settled before under its reference: its pages are compared with that batch's (nothing looked up) and it is
+    /// answered or refused as then. A new batch is settled in **one pass** (issue 57: checking every page first read
+    /// each page twice and put every payment out of memory back twice, and that was most of a night's settlement): a
+    /// page at a time, its payments put back, checked and settled (``AcquirerModelState/checkAndSettlePage(_:in:)``),
+    /// its report lines and the payments it finished stored and taken out. A refusal on a later page is undone whole:
+    /// the state goes back to what it was when the settlement began and the rows to a savepoint taken then, so a
+    /// refused batch changes nothing but the expiries due, as when every page was checked first; replay takes the same
+    /// path, so it ends in the same state.
     private func settle(
         _ header: SettlementBatchHeader,
         pages: Int,
@@ -217,42 +225,58 @@ public actor DurableAcquirerModel {
     ) async throws -> AcquirerReply {
         var settlement: BatchSettlement
         do throws(AcquirerError) { settlement = try state.beginSettlement(header, now: now) } catch { return .refusal(error) }
-        for index in 0..<pages {
-            let items = try await journal.page(index, of: header.batchReference)
-            // An item of a payment out of memory (stored closed, or finished: then refused as settled) is back in the
-            // state to be checked, and out again after its page: checking changes nothing, its stored version stays
-            // exact, and a million items are never in memory at once.
-            let restored = try await restoreNamed(
-                [(items.map(\.authorizationReference), items.map(\.modificationReference))],
-                before: seq,
-                on: connection
-            )
-            do throws(AcquirerError) { try state.check(items, in: &settlement) } catch { return .refusal(error) }
-            _ = state.takeFinishedPayments(restored)
-        }
-        let carried: [SettlementReportLine]
-        do throws(AcquirerError) {
-            switch try state.startSettling(&settlement) {
-            case .settledBefore(let receipt): return .answer(receipt)
-            case .settling(let lines): carried = lines
+        if settlement.repeatsABatch {
+            for index in 0..<pages {
+                let items = try await journal.page(index, of: header.batchReference)
+                do throws(AcquirerError) { try state.check(items, in: &settlement) } catch { return .refusal(error) }
             }
-        } catch { return .refusal(error) }
+            do throws(AcquirerError) {
+                guard case .settledBefore(let receipt) = try state.startSettling(&settlement) else {
+                    return .refusal(AcquirerError(.invalidRequest, reference: header.batchReference, "a repeated batch did not settle as before"))
+                }
+                return .answer(receipt)
+            } catch { return .refusal(error) }
+        }
+        if let connection { return try await settleNew(settlement, pages: pages, seq: seq, on: connection, replaying: false) }
+        return try await journal.client.withTransaction(logger: logger) { [settlement] connection in
+            try await self.settleNew(settlement, pages: pages, seq: seq, on: connection, replaying: true)
+        }
+    }
+
+    /// ``settle(_:pages:now:seq:storingOn:)`` of a new batch, in one pass on `connection` (inside a transaction), between
+    /// a savepoint and its release, or back to it on a refusal. Replaying, what the live settlement stored is inserted
+    /// only where absent: report lines when the batch has none stored (a journal written before acquirer 0003), finished
+    /// payments when none was stored at `seq` (before acquirer 0004).
+    private func settleNew(
+        _ settlement: BatchSettlement,
+        pages: Int,
+        seq: Int64,
+        on connection: PostgresConnection,
+        replaying: Bool
+    ) async throws -> AcquirerReply {
+        try await connection.query("SAVEPOINT acquirer_settlement", logger: logger)
+        let before = (state: state, finishedStored: finishedStored)
+        var settlement = settlement
+        var carried: [SettlementReportLine] = []
+        var refusal: AcquirerError?
+        do throws(AcquirerError) {
+            // A new batch is never settled before: startSettling answers with its carried-over lines.
+            if case .settling(let lines) = try state.startSettling(&settlement) { carried = lines }
+        } catch { refusal = error }
+        if let refusal { return try await undo(to: before, refusal, on: connection) }
         let number = settlement.batchNumber
-        var store = connection != nil
-        if !store { store = try await journal.reportLineCount(batchNumber: number) == 0 }
-        // Replaying, the payments this settlement finished are stored already unless it predates acquirer 0004 (the
-        // live settlement stored all of them in its transaction): asked once, before any is stored here.
-        var storeFinished = connection != nil
+        var storeLines = !replaying
+        if !storeLines { storeLines = try await journal.reportLineCount(batchNumber: number) == 0 }
+        var storeFinished = !replaying
         if !storeFinished { storeFinished = try await !journal.hasFinishedPayments(at: seq) }
-        var stored = 0
-        try await keep(carried, batchNumber: number, first: stored, storing: store, on: connection)
-        stored += carried.count
+        var stored = try await keep(carried, batchNumber: number, first: 0, storing: storeLines, replaying: replaying, on: connection)
         for index in 0..<pages {
-            let items = try await journal.page(index, of: header.batchReference)
+            let items = try await journal.page(index, of: settlement.header.batchReference)
             try await restoreNamed([(items.map(\.authorizationReference), items.map(\.modificationReference))], before: seq, on: connection)
-            let lines = state.settlePage(items, in: &settlement)
-            try await keep(lines, batchNumber: number, first: stored, storing: store, on: connection)
-            stored += lines.count
+            var lines: [SettlementReportLine] = []
+            do throws(AcquirerError) { lines = try state.checkAndSettlePage(items, in: &settlement) } catch { refusal = error }
+            if let refusal { return try await undo(to: before, refusal, on: connection) }
+            stored = try await keep(lines, batchNumber: number, first: stored, storing: storeLines, replaying: replaying, on: connection)
             // A payment this page finished cannot change again in this batch (each item is listed once): stored and
             // taken out now, as at the end, so that the batch's payments are never all in memory.
             var seen = Set<String>()
@@ -260,28 +284,42 @@ public actor DurableAcquirerModel {
             try await takeFinishedPayments(finished.sorted(), seq: seq, storing: storeFinished, on: connection)
         }
         let (receipt, payoutLine) = state.finishSettling(settlement, keeping: nil)
-        try await keep([payoutLine], batchNumber: number, first: stored, storing: store, on: connection)
+        _ = try await keep([payoutLine], batchNumber: number, first: stored, storing: storeLines, replaying: replaying, on: connection)
         try await takeFinishedPayments(state.finishedPaymentReferences(), seq: seq, storing: storeFinished, on: connection)
+        try await connection.query("RELEASE SAVEPOINT acquirer_settlement", logger: logger)
         state.compactStorage()
         Self.returnFreedMemory()
         return .answer(receipt)
     }
 
-    /// Inserts report lines `first ...` of batch `batchNumber` on `connection`, or, replaying (nil),
-    /// on their own when `storing` (the batch has none stored).
+    /// A refused settlement undone: its rows back to the savepoint taken when it began, the state back to `before`.
+    private func undo(
+        to before: (state: AcquirerModelState, finishedStored: Bool),
+        _ refusal: AcquirerError,
+        on connection: PostgresConnection
+    ) async throws -> AcquirerReply {
+        try await connection.query("ROLLBACK TO SAVEPOINT acquirer_settlement", logger: logger)
+        (state, finishedStored) = before
+        return .refusal(refusal)
+    }
+
+    /// Inserts `lines` as report lines `first ...` of batch `batchNumber` on `connection` when `storing` (replaying: where
+    /// absent); returns the number of the line after them.
     private func keep(
         _ lines: [SettlementReportLine],
         batchNumber: Int,
         first: Int,
         storing: Bool,
-        on connection: PostgresConnection?
-    ) async throws {
-        guard storing else { return }
-        if let connection {
-            try await journal.insertReportLines(lines, batchNumber: batchNumber, first: first, on: connection)
+        replaying: Bool,
+        on connection: PostgresConnection
+    ) async throws -> Int {
+        guard storing, !lines.isEmpty else { return first + lines.count }
+        if replaying {
+            try await journal.insertReportLinesIfAbsent(lines, batchNumber: batchNumber, first: first, on: connection)
         } else {
-            try await journal.insertReportLinesIfAbsent(lines, batchNumber: batchNumber, first: first)
+            try await journal.insertReportLines(lines, batchNumber: batchNumber, first: first, on: connection)
         }
+        return first + lines.count
     }
 
     /// Takes these finished payments out of the state during the settlement journalled at `seq` and, when

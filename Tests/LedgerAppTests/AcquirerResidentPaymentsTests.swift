@@ -163,6 +163,19 @@ struct AcquirerResidentPaymentsTests {
             let pages: @Sendable (Int) async throws -> [SettlementItem]? = { page in
                 page * 7 < items.count ? Array(items[(page * 7)..<min(items.count, page * 7 + 7)]) : nil
             }
+            // The same items and one unknown capture on the last page, under another batch reference: refused after the
+            // service settled the pages before it in its one pass, and undone whole — the state, the report lines and
+            // the stored payments as before — so the batch that follows settles every item under the same batch number.
+            let refusedItems =
+                items + [
+                    SettlementItem(kind: .capture, authorizationReference: "rp-1", modificationReference: "rp-unknown", amount: usd(100))
+                ]
+            try await both(acquirer) { acquirer in
+                try await acquirer.submitBatch(SettlementBatchHeader(batchReference: "B-refused", currency: .usd)) { page in
+                    page * 7 < refusedItems.count ? Array(refusedItems[(page * 7)..<min(refusedItems.count, page * 7 + 7)]) : nil
+                }
+            }
+            #expect(try await model.snapshot() == (try await reference.snapshot()))
             try await both(acquirer) { try await $0.submitBatch(SettlementBatchHeader(batchReference: "B-resident", currency: .usd), pages: pages) }
             // The report's lines, sent as stored: the bytes the model's lines encode to.
             let receipt = try await acquirer.submitBatch(SettlementBatchHeader(batchReference: "B-resident", currency: .usd), pages: pages)
