@@ -37,6 +37,8 @@ extension BankStatementService {
             public var read: Duration = .zero
             public var match: Duration = .zero
             public var append: Duration = .zero
+
+            public init() {}
         }
     }
 

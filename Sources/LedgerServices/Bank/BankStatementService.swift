@@ -90,6 +90,8 @@ public struct BankStatementService: Sendable {
         public struct Timings: Sendable, Hashable {
             public var read: Duration = .zero
             public var store: Duration = .zero
+
+            public init() {}
         }
     }
 
