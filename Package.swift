@@ -379,6 +379,8 @@ let package = Package(
                 "LedgerApp", "LedgerServices", "LedgerAPI", "LedgerHTTP", "LedgerTestSupport", "LedgerCoreTestSupport", "ledgerd", "LedgerPayments",
                 "LedgerPaymentsTesting", "LedgerAcquirer", "LedgerAcquirerAPI", "LedgerAcquirerClient", "LedgerAcquirerService", "LedgerPostgres",
                 "LedgerEngine", "LedgerHTTPServer", "LedgerProcess",
+                // BankMatchingFigureTests runs `ledgerd bench bank`'s scenario (BankMatchingScenario).
+                "LedgerBench",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 // HTTPS tests and webhook receivers: a client that trusts the test CA, the CA and certificates, raw sockets.

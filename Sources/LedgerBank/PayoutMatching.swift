@@ -227,8 +227,10 @@ public enum PayoutMatcher {
         let byToken: [String: [Int]]
         /// Currency and minor units → the payouts of that amount, in expected-date order.
         let byAmount: [Money: [Int]]
-        /// Currency and expected date → the payouts expected that day; and each currency's expected days, in order.
-        let byDay: [DayKey: [Int]]
+        /// Currency and expected date → the payouts expected that day that had received nothing when last looked at
+        /// (those paid since are dropped as the amount rule passes over them: paid never reverts in a pass, so a day's
+        /// list is walked whole once, not once per unexplained credit); and each currency's expected days, in order.
+        var byDay: [DayKey: [Int]]
         let days: [Currency: [BusinessDate]]
         /// Per payout id, whether it has received anything (``BankMatchState/received`` has it), kept by `emit`.
         var paid: [Bool]
@@ -346,7 +348,10 @@ public enum PayoutMatcher {
             }
             // Several payouts of one day in one deposit (the acquirer nets its batches into one transfer).
             for expectedDay in days[deposit.amount.currency] ?? [] {
-                let group = (byDay[DayKey(currency: deposit.amount.currency, day: expectedDay)] ?? []).compactMap { open($0, on: day) }
+                let dayKey = DayKey(currency: deposit.amount.currency, day: expectedDay)
+                let paid = self.paid
+                byDay[dayKey]?.removeAll { paid[$0] }  // in place
+                let group = (byDay[dayKey] ?? []).compactMap { open($0, on: day) }
                 guard group.count > 1, group.reduce(0, { $0 + $1.payout.amount.minorUnits }) == deposit.amount.minorUnits else { continue }
                 record(group.map(\.payout), [deposit], rule: "amount_group", outstanding: 0, retrying: breakID)
                 return true

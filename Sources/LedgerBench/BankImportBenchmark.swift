@@ -9,14 +9,17 @@ import Logging
 import Glibc
 #endif
 
-/// `ledgerd bench bank --entries N`: one MT940 statement of N credit entries (each with its bank and owner references,
-/// an end-to-end id and remittance information, as a payout's deposit carries) imported through
-/// ``BankStatementService/importStatements(_:format:actor:)`` — the service of `POST /bank/statements`, the console's
-/// upload and the inbox — on the benchmark's own cluster. Each run imports a statement of its own (its id names the run).
+/// `ledgerd bench bank --entries N`: the bank matching's figure (issue 53). Setup, not timed: the payouts of
+/// ``BankMatchingScenario`` announced as the settlement writes them, and its MT940 statement of N credits written to a
+/// file. Timed: one import of that file through ``BankStatementService/importStatements(_:format:actor:)`` — the
+/// service of `POST /bank/statements`, the console's upload and the inbox —, which reads it, stores its events and runs
+/// the matching pass that matches the credits to the payouts and appends the outcomes, on the benchmark's own cluster.
 ///
-/// Timed: the import, and within it the read pass (the reader, the balance rule, the normalized spool) alone. Reported:
-/// wall time, this process's CPU time (user + system: the reading, encoding and hashing; PostgreSQL's is its own) and
-/// the load average, since the machine is shared.
+/// Reported: the wall time of each part (read pass, store, the matching's reads, the matcher, its append), the wall
+/// time and this process's CPU (getrusage: user + system) of the whole import, PostgreSQL's CPU over it (the cluster's
+/// processes in /proc: the postmaster with its reaped children, and its live children), CPU per entry, the load
+/// average before, and the outcome counts (matched by rule, breaks by class). Checked: the outcome is the one the
+/// scenario planted; otherwise the bench fails (a figure of a wrong answer is worth nothing).
 @MemberwiseInit
 public struct BankImportBenchmark: Sendable {
     public var entries: Int
@@ -26,54 +29,74 @@ public struct BankImportBenchmark: Sendable {
     public func run(migrations: [Migration]) async throws -> String {
         let (entries, logger, directory) = (self.entries, self.logger, self.dataDirectory)
         return try await BenchLedger.withWriter(dataDirectory: dataDirectory, migrations: migrations, logger: logger) { client, writer in
-            let run = UUID.newRandomString().prefix(8)
-            var text = ":20:BENCH-\(run)\n:25:NL91ABNA0417164300\n:28C:1/1\n:60F:C261204EUR0,\n"
-            text.reserveCapacity(entries * 90)
-            for i in 1...entries {
-                text += ":61:2612041204C1,00NTRFREF-\(i)//B-\(i)\n:86:/EREF/ACQ-PAYOUT-\(i)/REMI/payout \(i) batch \(run)\n"
-            }
-            text += ":62F:C261204EUR\(entries),00\n"
-            let file = directory.appendingPathComponent("bank-bench-\(run).sta")
+            let scenario = BankMatchingScenario(count: entries, tag: String(UUID.newRandomString().prefix(8)))
+            // The service's clock: the statement's day, 18:00 UTC (inside every payout's funding window).
+            let now = Date(timeIntervalSince1970: Double(BankMatchingScenario.day.daysSinceEpoch) * 86_400 + 18 * 3_600)
+            let setupStarted = ContinuousClock.now
+            try await scenario.announce(on: writer, at: now)
+            let file = directory.appendingPathComponent("bank-bench-\(scenario.tag).sta")
+            let text = scenario.statement()
             try Data(text.utf8).write(to: file)
             defer { try? FileManager.default.removeItem(at: file) }
-            let bytes = text.utf8.count
-            text = ""
-            let service = BankStatementService(client: client, writer: writer, clock: { Date() }, logger: logger)
+            let setup = SettlementBenchmark.seconds(ContinuousClock.now - setupStarted)
+            // A running daemon's matching has read the payouts as they were announced (its periodic pass,
+            // BankMatchingSweeper): one pass before the import, with no credit, does that here (after a restart the first
+            // pass does it; its time is printed).
+            let service = BankStatementService(client: client, writer: writer, clock: { now }, logger: logger)
+            let warmStarted = ContinuousClock.now
+            let warm = try await service.matchPayouts()
+            let warmWall = SettlementBenchmark.seconds(ContinuousClock.now - warmStarted)
+            // Printed now: bench/bank-import.sh starts perf at this line.
+            print(
+                String(
+                    format: "setup: %d payouts announced, the statement written (%.1f MiB of MT940) in %.1f s; "
+                        + "a first matching pass read %d events in %.2f s",
+                    scenario.payouts,
+                    Double(text.utf8.count) / 1_048_576,
+                    setup,
+                    warm.eventsRead,
+                    warmWall
+                )
+            )
+            fflush(nil)
             let upload = try ReportUpload.existing(file)
 
-            let spool = directory.appendingPathComponent("bank-bench-\(run).ndjson")
-            defer { try? FileManager.default.removeItem(at: spool) }
-            let mt940 = try BankStatementService.format(named: "mt940")!
-            let (readCPU, readWall) = try Self.measure { _ = try BankStatementService.normalize(file, format: mt940, into: spool) }
-
             let load = Self.loadAverage()
+            let postgres = Self.postgresPID(directory)
+            let postgresBefore = postgres.map(Self.treeCPUSeconds) ?? 0
             let cpuBefore = Self.cpuSeconds()
             let started = ContinuousClock.now
             let summary = try await service.importStatements(upload, format: "mt940", actor: "bench")
             let wall = SettlementBenchmark.seconds(ContinuousClock.now - started)
             let cpu = Self.cpuSeconds() - cpuBefore
+            let postgresCPU = postgres.map { Self.treeCPUSeconds($0) - postgresBefore }
             let appended = summary.statements.map(\.appended).reduce(0, +)
-            return [
-                String(
-                    format: "bank import: %d entries (%.1f MiB of MT940) in %.2f s wall, %.2f s CPU of ledgerd",
-                    entries,
-                    Double(bytes) / 1_048_576,
-                    wall,
-                    cpu
-                ),
-                String(format: "  of which the read pass (reader, balance rule, spool): %.2f s wall, %.2f s CPU", readWall, readCPU),
-                "  \(appended) events appended; status \(summary.statements.map(\.status.rawValue).joined(separator: ","))",
+            let outcome = BankMatchingScenario.Outcome(matchedByRule: summary.matching.matchedByRule, breaks: summary.matching.breaks)
+            let expected = scenario.expected
+            func s(_ duration: Duration) -> String { String(format: "%.2f s", SettlementBenchmark.seconds(duration)) }
+            let report = [
+                String(format: "bank import and matching: %d entries in %.2f s wall, %.2f s CPU of ledgerd", entries, wall, cpu)
+                    + (postgresCPU.map { String(format: ", %.2f s CPU of PostgreSQL", $0) } ?? " (PostgreSQL's CPU not readable)"),
+                String(format: "  CPU per entry: %.0f µs of ledgerd", cpu / Double(entries) * 1e6)
+                    + (postgresCPU.map { String(format: ", %.0f µs of PostgreSQL", $0 / Double(entries) * 1e6) } ?? ""),
+                "  read pass (reader, balance rule, spool) \(s(summary.timings.read)); store (\(appended) events) \(s(summary.timings.store)); "
+                    + "matching: reads \(s(summary.matching.timings.read)) (\(summary.matching.eventsRead) events), "
+                    + "matcher \(s(summary.matching.timings.match)), append \(s(summary.matching.timings.append)) (\(summary.matching.appended) events)",
+                "  outcome: \(outcome)",
+                "  planted: \(expected)",
                 "  load average before: \(load) (\(ProcessInfo.processInfo.activeProcessorCount) cores)",
             ].joined(separator: "\n")
+            guard outcome == expected else {
+                throw BankBenchMismatch(report: report)
+            }
+            return report
         }
     }
 
-    /// `body`'s CPU and wall seconds.
-    static func measure(_ body: () throws -> Void) throws -> (Double, Double) {
-        let cpu = cpuSeconds()
-        let started = ContinuousClock.now
-        try body()
-        return (cpuSeconds() - cpu, SettlementBenchmark.seconds(ContinuousClock.now - started))
+    /// The matching recorded another outcome than the scenario planted: the figure measured a wrong answer.
+    struct BankBenchMismatch: Error, CustomStringConvertible {
+        let report: String
+        var description: String { "bench bank: the outcome differs from what was planted\n\(report)" }
     }
 
     /// This process's user + system CPU seconds so far.
@@ -82,6 +105,36 @@ public struct BankImportBenchmark: Sendable {
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec)
             / 1e6
+    }
+
+    /// The cluster's postmaster (the first line of `<data>/pg/postmaster.pid`), or nil.
+    static func postgresPID(_ dataDirectory: URL) -> Int? {
+        let file = dataDirectory.appendingPathComponent("pg/postmaster.pid").path
+        return (try? String(contentsOfFile: file, encoding: .utf8))?.split(separator: "\n").first.flatMap { Int($0) }
+    }
+
+    /// CPU seconds of a process and its children from /proc: its own user + system, its reaped children's, and each
+    /// live child's user + system (a backend that exits between two readings moves from the third to the second).
+    static func treeCPUSeconds(_ pid: Int) -> Double {
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        var total = 0.0
+        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        for name in processes {
+            guard let child = Int(name), let fields = statFields(child) else { continue }
+            // After the command's ")": ppid is the 2nd field, utime the 12th, stime 13th, cutime 14th, cstime 15th.
+            if child == pid {
+                total += fields[11...14].compactMap { Double($0) }.reduce(0, +)
+            } else if Int(fields[1]) == pid {
+                total += fields[11...12].compactMap { Double($0) }.reduce(0, +)
+            }
+        }
+        return total / ticks
+    }
+
+    static func statFields(_ pid: Int) -> [Substring]? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 14 ? fields : nil
     }
 
     /// `/proc/loadavg`'s three figures.

@@ -325,10 +325,10 @@ struct Bench: AsyncParsableCommand {
     struct BankBench: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "bank",
-            abstract: "Time importing a bank statement of N entries (MT940) through the bank statement service: wall and CPU time.",
+            abstract: "Time importing and matching a bank statement of N credits (MT940) paying announced payouts: wall and CPU time.",
             discussion: "Runs on its own durable embedded cluster (default ./.ledgerd-bench); never on a real ledger."
         )
-        @Option(help: "Entries in the statement.") var entries = 100_000
+        @Option(help: "Credits in the statement (payouts announced for all but every 1000th).") var entries = 100_000
         @OptionGroup var cluster: BenchCluster
 
         func run() async throws {

@@ -158,6 +158,28 @@ import Glibc
         #expect(state.openBreaks.first?.payouts.map(\.batchID) == ["B-2"])
     }
 
+    /// The sum rule looks at a day's payouts that have received nothing, however many unexplained credits passed over
+    /// that day before (a pass drops the paid ones from the day as it goes): a credit naming nothing comes first, then
+    /// the netted deposit of the two payouts still open — not of the paid one, nor of any payout of another day.
+    @Test func aNettedDepositAfterUnexplainedCreditsMatchesTheDaysOpenPayouts() {
+        let payouts = [
+            Self.payout("B-1", "PO-1", 10_000), Self.payout("B-2", "PO-2", 20_000), Self.payout("B-3", "PO-3", 30_000),
+            Self.payout("B-4", "PO-4", 20_000, on: Self.day.adding(days: 1)),
+        ]
+        let credits = [
+            Self.credit(1, 10_000, reference: "PO-1"),
+            Self.credit(2, 7),  // nothing explains it: it looks at every day's open payouts
+            Self.credit(3, 9),  // again, after the day's paid payout was dropped
+            Self.credit(4, 50_000),  // PO-2 + PO-3, the day's open payouts
+            Self.credit(5, 60_000),  // PO-1 + PO-2 + PO-3 — but PO-1, PO-2 and PO-3 are paid
+        ]
+        let events = PayoutMatcher.match(state: BankMatchState(), payouts: payouts, credits: credits, today: Self.day, file: "f")
+        #expect(Self.matched(events).map(\.rule) == ["reference", "amount_group"])
+        #expect(Self.matched(events).map { $0.payouts.map(\.batchID) } == [["B-1"], ["B-2", "B-3"]])
+        #expect(Self.found(events).map(\.breakClass) == [.unexpectedCredit, .unexpectedCredit, .unexpectedCredit])
+        #expect(Self.found(events).map { $0.deposits.map(\.entry) } == [[2], [3], [5]])
+    }
+
     @Test func anUnexpectedCreditIsMatchedByAPayoutAnnouncedLater() {
         let credit = Self.credit(1, 4_200, text: "PO-7")
         let first = PayoutMatcher.match(state: BankMatchState(), payouts: [], credits: [credit], today: Self.day, file: "f1")

@@ -14,8 +14,9 @@ import Synchronization
 extension BankStatementService {
     /// What a pass did.
     public struct MatchSummary: Sendable, Hashable {
-        /// Matches recorded (each books its deposits).
+        /// Matches recorded (each books its deposits), and by rule (`reference`, `amount`, `amount_group`).
         public var matched: Int = 0
+        public var matchedByRule: [String: Int] = [:]
         /// Breaks found, by class (`amount_differs`, …).
         public var breaks: [String: Int] = [:]
         /// Breaks resolved (by this file, or by the matching).
@@ -26,8 +27,19 @@ extension BankStatementService {
         public var openBreaks: Int = 0
         /// Events the pass read from the log (the matching's stream, payouts and credits new since the last pass).
         public var eventsRead: Int = 0
+        /// Wall time of the pass's parts (the last attempt's, after a version conflict): reading what is new, the
+        /// matcher, the append. For `ledgerd bench bank` and the log; nothing decides on them.
+        public var timings = Timings()
 
         public init() {}
+
+        public struct Timings: Sendable, Hashable {
+            public var read: Duration = .zero
+            public var match: Duration = .zero
+            public var append: Duration = .zero
+
+            public init() {}
+        }
     }
 
     /// What the matching has read so far, kept between passes and shared by the service's copies: the matching's
@@ -67,17 +79,27 @@ extension BankStatementService {
     public func matchPayouts(file: String = "") async throws -> MatchSummary {
         var read = 0
         for _ in 0..<AggregateStore.maximumAttempts {
+            var summary = MatchSummary()
+            var lap = ContinuousClock.now
+            func split() -> Duration {
+                let now = ContinuousClock.now
+                defer { lap = now }
+                return now - lap
+            }
             let (state, version, streamRead) = try await foldedMatching()
             let (payouts, payoutsRead) = try await announcedPayouts()
             let (credits, creditsRead) = try await credits(after: state.through)
             read += streamRead + payoutsRead + creditsRead
+            summary.timings.read = split()
             let today = BusinessDate(daysSinceEpoch: Int64((clock().timeIntervalSince1970 / 86_400).rounded(.down)))
             let (events, after) = PayoutMatcher.pass(state: state, payouts: payouts, credits: credits, today: today, file: file)
-            var summary = MatchSummary()
+            summary.timings.match = split()
             summary.eventsRead = read
             for event in events {
                 switch event {
-                case .matched: summary.matched += 1
+                case .matched(let matched):
+                    summary.matched += 1
+                    summary.matchedByRule[matched.rule, default: 0] += 1
                 case .breakFound(let found): summary.breaks[found.breakClass.rawValue, default: 0] += 1
                 case .breakResolved: summary.resolved += 1
                 }
@@ -102,6 +124,7 @@ extension BankStatementService {
             } catch let error as AppendError where error == .versionConflict {
                 continue  // another pass appended meanwhile: match again on what it recorded
             }
+            summary.timings.append = split()
             // The fold with this pass's events is the stream's state now: the next pass reads nothing of it again.
             memory.keep(after, version: version + Int64(events.count))
             logger.info(

@@ -83,6 +83,16 @@ public struct BankStatementService: Sendable {
         public let statements: [StatementOutcome]
         /// What the matching of payouts to deposits did right after the import (in the same call).
         public var matching: MatchSummary = MatchSummary()
+        /// Wall time of the read pass (the reader, the balance rule, the spool) and of storing the statements' events
+        /// (the matching's are in ``matching``). For `ledgerd bench bank`; nothing decides on them.
+        public var timings: Timings = Timings()
+
+        public struct Timings: Sendable, Hashable {
+            public var read: Duration = .zero
+            public var store: Duration = .zero
+
+            public init() {}
+        }
     }
 
     /// One statement as read in the first pass.
@@ -118,7 +128,11 @@ public struct BankStatementService: Sendable {
         let format = try Self.format(named: name) ?? Self.detect(upload)
         let spool = FileManager.default.temporaryDirectory.appendingPathComponent("ledgerd-bank-\(UUID.newRandom().uuidString).ndjson")
         defer { try? FileManager.default.removeItem(at: spool) }
+        var timings = ImportSummary.Timings()
+        let readStarted = ContinuousClock.now
         let statements = try Self.normalize(upload.file, format: format, into: spool)
+        let storeStarted = ContinuousClock.now
+        timings.read = storeStarted - readStarted
         let fileSHA256 = Hex.encode(upload.digest)
         var outcomes: [StatementOutcome] = []
         var index = -1
@@ -195,6 +209,7 @@ public struct BankStatementService: Sendable {
                 current = nil
             }
         }
+        timings.store = ContinuousClock.now - storeStarted
         logger.info(
             "bank statements imported",
             metadata: [
@@ -205,7 +220,7 @@ public struct BankStatementService: Sendable {
         // The payouts are matched to the deposits now in the log (these and any earlier), in the same call: the file's
         // outcomes, and the breaks it resolves, are known when the import answers.
         let matching = try await matchPayouts(file: fileSHA256)
-        return ImportSummary(format: format.rawValue, fileSHA256: fileSHA256, statements: outcomes, matching: matching)
+        return ImportSummary(format: format.rawValue, fileSHA256: fileSHA256, statements: outcomes, matching: matching, timings: timings)
     }
 
     /// Starts a statement's stream, or finds it: the stream's version to append after and what this import does.
