@@ -31,12 +31,9 @@ pid=
 trap '[ -z "$pid" ] || { kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }; rm -rf "$work"' EXIT
 python3 bench/demo-stock.py "$work/stock.json"
 hz=$(getconf CLK_TCK)
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+. bench/lib.sh
 # The cluster's processes: the postmaster (its data directory's pid file) and its children.
-postgres_ticks() {
-  local master t=0 p; master=$(head -1 "$1/pg/postmaster.pid")
-  for p in "$master" $(pgrep -P "$master"); do t=$((t + $(ticks "$p"))); done; echo "$t"
-}
+postgres_ticks() { cluster_ticks "$(head -1 "$1/pg/postmaster.pid")"; }
 # The supervised acquirer service: the daemon's child running `acquirer serve`.
 acquirer_ticks() {
   local t=0 p

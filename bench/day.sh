@@ -89,13 +89,10 @@ for reader in 1 2; do
 done
 
 hz=$(getconf CLK_TCK)
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+. bench/lib.sh
 rss_mib() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status" 2>/dev/null || echo 0; }
 acquirer_pid() { for p in $(pgrep -P "$pid"); do grep -q acquirer "/proc/$p/cmdline" 2>/dev/null && { echo "$p"; return; }; done; echo 0; }
-postgres_ticks() {
-  local master t=0 p; master=$(head -1 "$work/d/pg/postmaster.pid")
-  for p in "$master" $(pgrep -P "$master"); do t=$((t + $(ticks "$p"))); done; echo "$t"
-}
+postgres_ticks() { cluster_ticks "$(head -1 "$work/d/pg/postmaster.pid")"; }
 # Checkpoints requested and timed: pg_stat_checkpointer (PostgreSQL 17) or pg_stat_bgwriter (before).
 checkpoints() {
   sql "SELECT num_requested || ' ' || num_timed FROM pg_stat_checkpointer" postgres 2>/dev/null ||

@@ -2,14 +2,7 @@
 # bench/night-settle.sh BIN CAPTURES OUTDIR [perf]: runs `BIN bench settle --captures N` under /usr/bin/time -v; once setup is
 # done, optionally attaches perf (cpu-clock, call graphs) to the ledger process, the acquirer child and PostgreSQL.
 set -euo pipefail
-# CPU ticks: ticks of a pid (utime+stime), of a postgres cluster (postmaster incl. reaped children + live children)
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-pg_ticks() { # $1: postmaster pid
-  local m=$1 t p
-  t=$(awk '{print $14+$15+$16+$17}' /proc/$m/stat 2>/dev/null || echo 0)
-  for p in $(pgrep -P "$m"); do t=$((t + $(ticks "$p"))); done
-  echo "$t"
-}
+. "$(dirname "$0")/lib.sh"
 bin=$1; n=$2; out=$3; prof=${4:-}
 mkdir -p "$out"
 work=$(mktemp -d /tmp/day-settle.XXXXXX); chmod 755 "$work"
@@ -23,15 +16,15 @@ echo "settle start $(date -u +%FT%TZ) load $(cat /proc/loadavg)" >> "$out/meta"
 lpid=$(pgrep -P $tpid | head -1)
 apid=$(pgrep -P "$lpid" -f 'acquirer serve' | head -1 || true)
 echo "ledger $lpid acquirer $apid" >> "$out/meta"
-pm=$(head -1 "$(find "$work" -name postmaster.pid | head -1)")
-echo "settle-start ticks ledger $(ticks $lpid) acquirer $(ticks $apid) pg $(pg_ticks $pm)" >> "$out/meta"
+pm=$(postmaster_pid "$work")
+echo "settle-start ticks ledger $(ticks $lpid) acquirer $(ticks $apid) pg $(cluster_ticks $pm)" >> "$out/meta"
 if [ -n "$prof" ]; then
   pids="$lpid,$apid"
   perf record -e cpu-clock -g -F 499 -o "$out/perf.data" -p "$pids" 2> "$out/perf.err" &
   ppid=$!
 fi
 while kill -0 $tpid 2>/dev/null; do
-  a=$(ticks $apid); [ "$a" = 0 ] || last="last-sample $(date -u +%T) ticks ledger $(ticks $lpid) acquirer $a pg $(pg_ticks $pm)"
+  a=$(ticks $apid); [ "$a" = 0 ] || last="last-sample $(date -u +%T) ticks ledger $(ticks $lpid) acquirer $a pg $(cluster_ticks $pm)"
   sleep 1
 done
 wait $tpid || echo "bench exit $?" >> "$out/meta"

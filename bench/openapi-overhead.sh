@@ -110,7 +110,7 @@ done
 [ "$failed" = 0 ] || exit 1
 
 hz=$(getconf CLK_TCK)
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+. bench/lib.sh
 # drive OP MODE SECONDS: wrk against one mode; prints "requests duration_us non2xx socket_errors cpu_ticks".
 drive() {
   local op=$1 mode=$2 secs=$3 url before after line

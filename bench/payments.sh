@@ -31,8 +31,8 @@ psql "${pg[@]}" -qc "CREATE DATABASE floor" postgres
 psql "${pg[@]}" -qc "CREATE TABLE ev(id bigserial PRIMARY KEY, stream text, data jsonb, at timestamptz DEFAULT now())" floor
 # CPU time (user + system, in clock ticks) of a process, and of every PostgreSQL process (the cluster's backends):
 # sampled around each wrk run, divided by the payments it made — stable on a noisy machine where throughput is not.
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-postgres_ticks() { local t=0 p; for p in $(pgrep -x postgres); do t=$((t + $(ticks "$p" 2>/dev/null || echo 0))); done; echo "$t"; }
+. bench/lib.sh
+postgres_ticks() { local t=0 p; for p in $(pgrep -x postgres); do t=$((t + $(ticks "$p"))); done; echo "$t"; }
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; $(date -u +%FT%TZ)"
 for clients in 16 64; do
   for run in $(seq 1 "$runs"); do

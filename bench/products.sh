@@ -38,12 +38,9 @@ for spec in "$@"; do
   LEDGERD_DATA_DIR="$dir/d" "$bin" catalog import "$work/catalog.json" > /dev/null
   names+=("$name"); bins+=("$bin"); ports+=("$port"); dirs+=("$dir"); port=$((port + 1))
 done
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+. bench/lib.sh
 # The PostgreSQL processes of one binary's cluster: the postmaster (its data directory's pid file) and its children.
-postgres_ticks() {
-  local master t=0 p; master=$(head -1 "$1/d/pg/postmaster.pid")
-  for p in "$master" $(pgrep -P "$master"); do t=$((t + $(ticks "$p" 2>/dev/null || echo 0))); done; echo "$t"
-}
+postgres_ticks() { cluster_ticks "$(head -1 "$1/d/pg/postmaster.pid")"; }
 echo "machine: $(nproc) cores; $(date -u +%FT%TZ); ${seconds}s per run, 64 connections"
 for round in $(seq 1 "$rounds"); do
   for i in "${!names[@]}"; do

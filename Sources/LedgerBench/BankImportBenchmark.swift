@@ -61,15 +61,15 @@ public struct BankImportBenchmark: Sendable {
             fflush(nil)
             let upload = try ReportUpload.existing(file)
 
-            let load = Self.loadAverage()
+            let load = ProcessFigures.loadAverage()
             let postgres = Self.postgresPID(directory)
-            let postgresBefore = postgres.map(Self.treeCPUSeconds) ?? 0
-            let cpuBefore = Self.cpuSeconds()
+            let postgresBefore = postgres.map(ProcessFigures.treeCPUSeconds) ?? 0
+            let cpuBefore = ProcessFigures.cpuSeconds()
             let started = ContinuousClock.now
             let summary = try await service.importStatements(upload, format: "mt940", actor: "bench")
             let wall = SettlementBenchmark.seconds(ContinuousClock.now - started)
-            let cpu = Self.cpuSeconds() - cpuBefore
-            let postgresCPU = postgres.map { Self.treeCPUSeconds($0) - postgresBefore }
+            let cpu = ProcessFigures.cpuSeconds() - cpuBefore
+            let postgresCPU = postgres.map { ProcessFigures.treeCPUSeconds($0) - postgresBefore }
             let appended = summary.statements.map(\.appended).reduce(0, +)
             let outcome = BankMatchingScenario.Outcome(matchedByRule: summary.matching.matchedByRule, breaks: summary.matching.breaks)
             let expected = scenario.expected
@@ -99,46 +99,9 @@ public struct BankImportBenchmark: Sendable {
         var description: String { "bench bank: the outcome differs from what was planted\n\(report)" }
     }
 
-    /// This process's user + system CPU seconds so far.
-    static func cpuSeconds() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec)
-            / 1e6
-    }
-
     /// The cluster's postmaster (the first line of `<data>/pg/postmaster.pid`), or nil.
     static func postgresPID(_ dataDirectory: URL) -> Int? {
         let file = dataDirectory.appendingPathComponent("pg/postmaster.pid").path
         return (try? String(contentsOfFile: file, encoding: .utf8))?.split(separator: "\n").first.flatMap { Int($0) }
-    }
-
-    /// CPU seconds of a process and its children from /proc: its own user + system, its reaped children's, and each
-    /// live child's user + system (a backend that exits between two readings moves from the third to the second).
-    static func treeCPUSeconds(_ pid: Int) -> Double {
-        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
-        var total = 0.0
-        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        for name in processes {
-            guard let child = Int(name), let fields = statFields(child) else { continue }
-            // After the command's ")": ppid is the 2nd field, utime the 12th, stime 13th, cutime 14th, cstime 15th.
-            if child == pid {
-                total += fields[11...14].compactMap { Double($0) }.reduce(0, +)
-            } else if Int(fields[1]) == pid {
-                total += fields[11...12].compactMap { Double($0) }.reduce(0, +)
-            }
-        }
-        return total / ticks
-    }
-
-    static func statFields(_ pid: Int) -> [Substring]? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return nil }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        return fields.count > 14 ? fields : nil
-    }
-
-    /// `/proc/loadavg`'s three figures.
-    static func loadAverage() -> String {
-        ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").prefix(3).joined(separator: " ")
     }
 }

@@ -209,15 +209,6 @@ extension SettlementRunTests {
 /// the load average; checks the outcome is the one planted (matches by rule, breaks by class) and every credit and
 /// payout is accounted for.
 @Suite(.machine(.shared)) struct BankMatchingFigureTests {
-    /// The test process's CPU time (user + system) from /proc/self/stat, in seconds (clock ticks of 1/100 s).
-    static func cpuSeconds() -> Double {
-        guard let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return 0 }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        // After the command's ")": state is field 3, utime 14 and stime 15.
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-        return (user + system) / 100
-    }
-
     @Test func aStatementOfManyCreditsIsImportedAndMatchedInOneCall() async throws {
         let count = Int(ProcessInfo.processInfo.environment["LEDGERD_BANK_MATCH_ENTRIES"] ?? "") ?? 5_000
         let scenario = BankMatchingScenario(count: count, tag: "FIG")
@@ -225,7 +216,7 @@ extension SettlementRunTests {
         let bytes = Array(scenario.statement().utf8)
         try await TestApp.withApp(clock: { now }) { client, services in
             try await scenario.announce(on: services.writer, at: now)
-            let cpu = Self.cpuSeconds()
+            let cpu = ProcessFigures.cpuSeconds()
             let started = ContinuousClock.now
             let reply = try await client.execute(
                 uri: "/bank/statements",
@@ -234,9 +225,9 @@ extension SettlementRunTests {
                 body: ByteBuffer(bytes: bytes)
             ) { ($0.status, String(buffer: $0.body)) }
             let elapsed = ContinuousClock.now - started
-            let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?"
+            let load = ProcessFigures.loadAverage()
             print(
-                "bank import and matching: \(count) credits (\(bytes.count) bytes) in \(elapsed), CPU \(Self.cpuSeconds() - cpu) s, load \(load)"
+                "bank import and matching: \(count) credits (\(bytes.count) bytes) in \(elapsed), CPU \(ProcessFigures.cpuSeconds() - cpu) s, load \(load)"
             )
             #expect(reply.0 == .ok, "\(reply.1.prefix(300))")
             let expected = scenario.expected

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerMacros
 
 /// The idempotency records appends store with their events (issue 56, a read port): what a use case probes before it
 /// calls the acquirer, and where a replay finds the first request's events. On PostgreSQL, LedgerPostgres'
@@ -9,10 +10,14 @@ package protocol IdempotencyRecords: Sendable {
     func requestHash(forKey key: String) async throws -> [UInt8]?
     /// The positions of the events the append that stored `key` appended, or nil when no append used the key.
     func positions(forKey key: String) async throws -> ClosedRange<Int64>?
+    /// The result the append that stored `key` answered (its positions and streams), as a replay answers it; nil when
+    /// no append used the key.
+    func storedResult(forKey key: String) async throws -> AppendResult?
 }
 
 /// A hold operation noted before the acquirer is called and deleted once its answer is recorded (sql/0015's row), so
 /// that one the acquirer applied while the ledger died, or never heard the answer to, is found and recorded by recovery.
+@MemberwiseInit
 package struct HoldIntent: Sendable, Hashable {
     package var modificationReference: String
     package var orderID: String
@@ -23,26 +28,6 @@ package struct HoldIntent: Sendable, Hashable {
     package var idempotencyKey: String?
     package var actor: String
     package var notedAt: Date
-
-    package init(
-        modificationReference: String,
-        orderID: String,
-        kind: String,
-        ledgerKey: String?,
-        requestHash: [UInt8]?,
-        idempotencyKey: String?,
-        actor: String,
-        notedAt: Date
-    ) {
-        self.modificationReference = modificationReference
-        self.orderID = orderID
-        self.kind = kind
-        self.ledgerKey = ledgerKey
-        self.requestHash = requestHash
-        self.idempotencyKey = idempotencyKey
-        self.actor = actor
-        self.notedAt = notedAt
-    }
 }
 
 /// The hold operations' notes (issue 56, a port): written before the acquirer call, dropped after its answer is
@@ -61,14 +46,10 @@ package protocol HoldIntents: Sendable {
 }
 
 /// Where a page of due holds ends: its last hold's expiry (read-model text, ``OrderReadModel/timestamp(_:)``) and key.
+@MemberwiseInit
 package struct DueHoldCursor: Sendable, Hashable {
     package var expiresAt: String
     package var key: String
-
-    package init(expiresAt: String, key: String) {
-        self.expiresAt = expiresAt
-        self.key = key
-    }
 }
 
 /// The holds the expiry sweeper looks at (issue 56, a read port). On PostgreSQL, LedgerPostgres'
