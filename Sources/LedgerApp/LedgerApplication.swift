@@ -207,6 +207,7 @@ public struct ServiceContainer: Sendable {
             taxPolicy: configuration.taxPolicy,
             capturePolicy: configuration.capturePolicy,
             holds: holds,
+            idempotency: IdempotencyStore(client: client, logger: logger),
             logger: logger,
             applePay: configuration.applePay.map {
                 ApplePayProcessor(configuration: $0.merchantConfiguration, metricsFactory: metrics.factory)

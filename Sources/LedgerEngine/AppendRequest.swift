@@ -223,4 +223,12 @@ public struct AppendResult: Sendable, Hashable, Codable {
         try c.encode(lastPosition, forKey: .lastPosition)
         try c.encode(streams, forKey: .streams)
     }
+
+    /// The result an idempotency record stores (`ledger.idempotency_keys.result`, JSON) as a replay answers it
+    /// (``replayed``); nil when it is unreadable.
+    package static func replaying(stored json: String) -> AppendResult? {
+        guard var result = try? JSONDecoder().decode(AppendResult.self, from: Data(json.utf8)) else { return nil }
+        result.replayed = true
+        return result
+    }
 }

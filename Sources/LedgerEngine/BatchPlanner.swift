@@ -313,10 +313,9 @@ package struct BatchPlanner: Sendable {
 
     /// The stored result of an earlier request with the same key, as this request's answer.
     private static func replay(_ record: StoredKey, key: String) throws(AppendError) -> AppendResult {
-        guard var result = try? JSONDecoder().decode(AppendResult.self, from: Data(record.result.utf8)) else {
+        guard let result = AppendResult.replaying(stored: record.result) else {
             throw .storageFailure("the stored result of idempotency key \"\(key)\" is unreadable")
         }
-        result.replayed = true
         return result
     }
 

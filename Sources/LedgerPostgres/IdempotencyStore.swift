@@ -30,4 +30,16 @@ package struct IdempotencyStore: PostgresStore, IdempotencyRecords {
         for try await (first, last) in rows.decode((Int64, Int64).self) where first <= last { return first...last }
         return nil
     }
+
+    /// The result the append that stored `key` answered, as a replay answers it; nil when no append used the key.
+    package func storedResult(forKey key: String) async throws -> AppendResult? {
+        let rows = try await client.query("SELECT result::text FROM ledger.idempotency_keys WHERE key = \(key)", logger: logger)
+        for try await json in rows.decode(String.self) {
+            guard let result = AppendResult.replaying(stored: json) else {
+                throw AppendError.storageFailure("the stored result of idempotency key \"\(key)\" is unreadable")
+            }
+            return result
+        }
+        return nil
+    }
 }

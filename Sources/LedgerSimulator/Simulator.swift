@@ -40,6 +40,8 @@ package final class Simulator {
         package var checks: Int
         /// Acquirer calls the simulated network lost.
         package var unreachableCalls: Int
+        /// Answers the simulated network lost after the acquirer applied the call.
+        package var lostAnswers: Int
     }
 
     package let options: SimulatorOptions
@@ -57,6 +59,11 @@ package final class Simulator {
     private var writerLoop: Task<Void, any Error>?
 
     private var operation = 0
+    /// The hold operations noted and not yet recorded: an answer lost after the acquirer applied the call leaves one
+    /// until recovery records it (the books of its order are checked then).
+    private let intents: InMemoryHoldIntents
+    /// The refusal of the last ``attempt(_:_:)`` that was refused.
+    private var lastRefusal: ServiceError?
     private var outcomes: [String: Int] = [:]
     /// Orders whose hold is open or has money to refund, or that still hold stock: what hold operations pick from.
     private var active: [OrderID] = []
@@ -75,6 +82,8 @@ package final class Simulator {
         "tok_chargeDeclinedProcessingError",
     ]
     static let start = Date(timeIntervalSince1970: 1_790_000_000)
+    /// Recovery passes after the last operation, each after up to 10 minutes (a note is recovered once a minute old).
+    static let finalRecoveryPasses = 20
 
     package init(options: SimulatorOptions) {
         self.options = options
@@ -89,6 +98,8 @@ package final class Simulator {
         self.writer = writer
         let aggregates = AggregateStore(writer: writer, store: log)
         self.aggregates = aggregates
+        let intents = InMemoryHoldIntents()
+        self.intents = intents
         let model = AcquirerModel(
             seed: options.seed,
             configuration: AcquirerModelConfiguration(defaultCreditLimit: Money(minorUnits: Int64.max / 4, currency: .usd)),
@@ -99,13 +110,14 @@ package final class Simulator {
             clock: clock,
             seed: options.seed,
             unavailablePerMille: options.unavailablePerMille,
-            latencyMaxMillis: options.latencyMaxMillis
+            latencyMaxMillis: options.latencyMaxMillis,
+            answerLostPerMille: options.answerLostPerMille
         )
         self.acquirer = acquirer
         let holds = HoldService(
             aggregates: aggregates,
             idempotency: log,
-            intents: InMemoryHoldIntents(),
+            intents: intents,
             dueHolds: log,
             acquirer: acquirer,
             clock: { clock.now() },
@@ -121,6 +133,7 @@ package final class Simulator {
             taxPolicy: .storefront,
             capturePolicy: options.automaticCapture ? .automatic : .onShipment,
             holds: holds,
+            idempotency: log,
             logger: logger
         )
         self.payments = payments
@@ -143,18 +156,30 @@ package final class Simulator {
         while operation < operations {
             operation += 1
             let target = try await step()
-            try await checks.afterOperation(operation, touching: target.map { [$0] } ?? [])
+            try await checks.afterOperation(operation, touching: target.map { [$0] } ?? [], unrecorded: intents.orders)
             for order in checks.touchedOrders { updateActive(order) }
+        }
+        // The night after the last operation: recovery records every call the acquirer applied and the ledger has not
+        // (their notes old enough), then every book must balance. Its passes are numbered after the operations.
+        let performed = operation
+        for _ in 0..<Self.finalRecoveryPasses where intents.count > 0 {
+            operation += 1
+            try await recover()
+            try await checks.afterOperation(operation, touching: [], unrecorded: intents.orders)
+        }
+        if intents.count > 0 {
+            throw Failure(operation: operation, check: "recovery", detail: "\(intents.count) hold operations still unrecorded after the final passes")
         }
         try await checks.everything(operation)
         let head = await log.head()
         return Report(
-            operations: operation,
+            operations: performed,
             position: head.position,
             head: head.hash,
             outcomes: outcomes,
             checks: checks.count,
-            unreachableCalls: acquirer.unreachableCalls
+            unreachableCalls: acquirer.unreachableCalls,
+            lostAnswers: acquirer.lostAnswers
         )
     }
 
@@ -270,7 +295,22 @@ package final class Simulator {
     private func replay() async throws -> OrderID? {
         if random.int(in: 0...1) == 0, !paid.isEmpty {
             let first = paid[Int(random.int(in: 0...Int64(paid.count - 1)))]
+            // The case the simulator found (a repeat refused `out_of_stock`): counted, so a test can show it is reached.
+            if !first.answer.orderStatus.awaitsPayment, let product = first.request.productID.flatMap(ProductID.init),
+                checks.states.products[product].map({ $0.available < Int64(first.request.quantity) }) ?? false
+            {
+                count("replay-pay", "after_sell_out")
+            }
             guard let again = try await attempt("replay-pay", { try await self.payments.pay(first.request, idempotencyKey: first.key) }) else {
+                // Only "busy, retry" may refuse the repeat of a payment that was answered: anything else (a 409
+                // out_of_stock once the product sold out) tells the shopper something other than the first answer.
+                if !first.answer.orderStatus.awaitsPayment, let refusal = lastRefusal, refusal.kind != .unavailable {
+                    throw Failure(
+                        operation: operation,
+                        check: "replay",
+                        detail: "payment \(first.key) refused \(refusal.code), first answered \(first.answer)"
+                    )
+                }
                 return first.answer.orderID
             }
             count("replay-pay", again.result.name)
@@ -357,6 +397,7 @@ package final class Simulator {
             return try await body()
         } catch let error as ServiceError {
             count(kind, error.code)
+            lastRefusal = error
             if error.kind == .invalidInput || error.kind == .notFound || error.kind == .malformedRequest {
                 let after = await log.head().position
                 if after != before {

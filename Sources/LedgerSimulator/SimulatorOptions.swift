@@ -30,6 +30,9 @@ package struct SimulatorOptions: Sendable, Hashable, CustomStringConvertible {
     package var maximumJumpSeconds: Int64
     /// The capture policy: automatic (captured in full at authorization) in about one seed in four, else on shipment.
     package var automaticCapture: Bool
+    /// Acquirer calls whose answer the network loses **after** the acquirer applied them, per mille: the ledger sees no
+    /// answer to an authorization it holds, a capture taken (resolved on the spot, or by recovery from its note).
+    package var answerLostPerMille: Int
 
     package init(seed: UInt64) {
         self.seed = seed
@@ -47,12 +50,13 @@ package struct SimulatorOptions: Sendable, Hashable, CustomStringConvertible {
         sweepPerMille = Int(draw(5...40))
         maximumJumpSeconds = draw(3_600...(10 * 86_400))
         automaticCapture = draw(0...3) == 0
+        answerLostPerMille = Int(draw(0...30))
     }
 
     package var description: String {
         "products \(products) (stock \(initialStock), \(hotProducts) hot taking \(hotPercent) %), declines \(declinePerMille) ‰, "
             + "acquirer unreachable \(unavailablePerMille) ‰, latency ≤ \(latencyMaxMillis) ms, replays \(replayPercent) %, "
             + "restocks \(restockPerMille) ‰, clock jumps ≤ \(maximumJumpSeconds) s and expiry sweeps \(sweepPerMille) ‰, "
-            + "capture \(automaticCapture ? "automatic" : "on shipment")"
+            + "capture \(automaticCapture ? "automatic" : "on shipment"), answers lost after applying \(answerLostPerMille) ‰"
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LedgerBench
 import LedgerCore
 import LedgerSimulator
 
@@ -31,7 +32,7 @@ struct Simulate: AsyncParsableCommand {
         let simulator = Simulator(options: SimulatorOptions(seed: seed))
         print("seed \(seed): \(simulator.options)")
         let started = ContinuousClock.now
-        let cpuBefore = Self.cpuSeconds()
+        let cpuBefore = ProcessFigures.cpuSeconds()
         let report: Simulator.Report
         do {
             report = try await simulator.run(operations: operations)
@@ -42,9 +43,9 @@ struct Simulate: AsyncParsableCommand {
         }
         let elapsed = (ContinuousClock.now - started).components
         let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
-        let cpu = Self.cpuSeconds() - cpuBefore
+        let cpu = ProcessFigures.cpuSeconds() - cpuBefore
         for (kind, count) in report.outcomes.sorted(by: { $0.key < $1.key }) { print("  \(kind): \(count)") }
-        print("acquirer calls lost by the network: \(report.unreachableCalls)")
+        print("acquirer calls lost by the network: \(report.unreachableCalls); answers lost after the acquirer applied them: \(report.lostAnswers)")
         print(
             String(
                 format: "%d operations, %lld events, %d checks passed in %.1f s (%.0f operations/s, %.1f s CPU: %.0f µs CPU per operation)",
@@ -57,15 +58,7 @@ struct Simulate: AsyncParsableCommand {
                 cpu * 1e6 / Double(max(report.operations, 1))
             )
         )
-        let load = ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").prefix(3).joined(separator: " ")
-        print("load average \(load)")
+        print("load average \(ProcessFigures.loadAverage())")
         print("head \(Hex.encode(report.head))")
-    }
-
-    /// This process's user + system CPU time so far (getrusage).
-    static func cpuSeconds() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 }

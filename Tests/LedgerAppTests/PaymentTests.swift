@@ -220,6 +220,32 @@ import Testing
         }
     }
 
+    /// A replay after the product sold out answers what the first request answered — approved or declined — not
+    /// `409 out_of_stock`: the open command is decided on the product as it is now, and only a refusal's probe of the
+    /// key finds the first request (issue 56: the simulator found it, `replay-pay out_of_stock`). A new key for the
+    /// same body is a payment of its own, refused, and nothing is appended by any of them.
+    @Test func aReplayAfterTheProductSoldOutAnswersTheFirstReply() async throws {
+        try await TestApp.withApp(seed: true) { client, services in
+            let declinedBody = StorefrontDriver.paymentBody(source: "tok_chargeDeclined")
+            let declined = try await storefront.pay(client, declinedBody, key: "sold-out-declined")
+            #expect(declined.0.code == 402, "\(declined)")
+            var approved: [(HTTPResponse.Status, String)] = []
+            for n in 1...10 { approved.append(try await storefront.pay(client, StorefrontDriver.paymentBody(), key: "sold-out-\(n)")) }
+            #expect(approved.allSatisfy { $0.0 == .ok }, "\(approved.map(\.0))")
+            #expect(try await storefront.clockRow(client).available == 0)
+            let head = try await services.store.head().position
+            for (n, first) in approved.enumerated() where n == 0 || n == 9 {
+                let replay = try await storefront.pay(client, StorefrontDriver.paymentBody(), key: "sold-out-\(n + 1)")
+                #expect(replay.0 == .ok && replay.1 == first.1, "\(replay.1)\nfirst: \(first.1)")
+            }
+            let replayedDecline = try await storefront.pay(client, declinedBody, key: "sold-out-declined")
+            #expect(replayedDecline.0 == declined.0 && replayedDecline.1 == declined.1, "\(replayedDecline.1)\nfirst: \(declined.1)")
+            let another = try await storefront.pay(client, StorefrontDriver.paymentBody(), key: "sold-out-11")
+            #expect(another.0 == .conflict && another.1.contains(#""code":"out_of_stock""#), "\(another)")
+            #expect(try await services.store.head().position == head)
+        }
+    }
+
     /// An acquirer that forwards to the model but "crashes" around the call: either before the
     /// model sees it, or after it answered (the answer is lost, as when the daemon dies).
     final class CrashingAcquirer: AcquirerModelWrapper, @unchecked Sendable {

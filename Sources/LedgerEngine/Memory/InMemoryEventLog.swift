@@ -189,6 +189,8 @@ extension InMemoryEventLog: IdempotencyRecords {
     package func requestHash(forKey key: String) -> [UInt8]? { keys[key]?.hash }
 
     package func positions(forKey key: String) -> ClosedRange<Int64>? { keys[key]?.positions }
+
+    package func storedResult(forKey key: String) -> AppendResult? { keys[key].flatMap { AppendResult.replaying(stored: $0.result) } }
 }
 
 /// The due holds on the log in memory: the `holds` rows by the rule `ProjectionHoldReader` states in SQL

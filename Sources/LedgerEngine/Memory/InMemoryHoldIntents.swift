@@ -11,6 +11,9 @@ package final class InMemoryHoldIntents: HoldIntents {
     /// How many notes are kept (a simulation's check: a recorded answer leaves none behind).
     package var count: Int { notes.withLock { $0.count } }
 
+    /// The orders of the notes kept: their ledger may lack an operation the acquirer applied.
+    package var orders: Set<String> { notes.withLock { Set($0.values.map(\.orderID)) } }
+
     package func note(_ intent: HoldIntent) {
         notes.withLock { notes in
             if notes[intent.modificationReference] == nil { notes[intent.modificationReference] = intent }

@@ -36,10 +36,12 @@ public struct PaymentService: Sendable {
         taxPolicy: TaxPolicy,
         capturePolicy: CapturePolicy,
         holds: HoldService,
+        idempotency: any IdempotencyRecords,
         logger: Logger,
         applePay: ApplePayProcessor? = nil
     ) {
         self.aggregates = aggregates
+        self.idempotency = idempotency
         self.orderRows = orders
         self.catalogRows = catalog
         self.acquirer = acquirer
@@ -63,6 +65,8 @@ public struct PaymentService: Sendable {
     package let capturePolicy: CapturePolicy
     /// Captures at authorization under the automatic capture policy.
     let holds: HoldService
+    /// Where a refused request finds that it repeats an answered one (on PostgreSQL, `IdempotencyStore`).
+    let idempotency: any IdempotencyRecords
     let logger: Logger
     /// Verifies and decrypts Apple Pay tokens; nil when the ledger has no Apple Pay keys configured.
     var applePay: ApplePayProcessor? = nil
@@ -169,16 +173,27 @@ public struct PaymentService: Sendable {
             return .idempotencyConflict
         } catch is AggregateStore.Contended {
             return .contended
+        } catch let refusal as ServiceError {
+            // Decided on the product as it is now (sold out since, its price changed), a repeat of an answered request
+            // is refused before the writer looks at its key: the key stored (its scope holds this body's hash, so the
+            // same body) makes it a replay of that request after all. Probed only here, off the common path: a request
+            // refused in the batch that committed the first one's key is answered after that commit.
+            guard let key = command.idempotency, let stored = try await idempotency.storedResult(forKey: key.key) else { throw refusal }
+            return .replayed(try Self.orderOpened(by: stored))
         }
         guard let outcome = ran else { return .applePayTransactionUsed }
         guard let result = outcome.result, result.replayed else { return .opened(orderID) }
-        // A retry of an earlier request: the first stream of its append is its order.
+        return .replayed(try Self.orderOpened(by: result))
+    }
+
+    /// The order an earlier payment's append opened: the first stream of its append.
+    static func orderOpened(by result: AppendResult) throws -> OrderID {
         guard let first = result.streams.first, first.streamID.rawValue.hasPrefix("order-"),
             let earlier = OrderID(String(first.streamID.rawValue.dropFirst("order-".count)))
         else {
             throw ServiceError.internalFailure
         }
-        return .replayed(earlier)
+        return earlier
     }
 
     /// Recovery of one order still waiting for payment: asks the acquirer by the order's reference
