@@ -82,7 +82,8 @@ package final class Simulator {
         "tok_chargeDeclinedProcessingError",
     ]
     static let start = Date(timeIntervalSince1970: 1_790_000_000)
-    /// Recovery passes after the last operation, each after up to 10 minutes (a note is recovered once a minute old).
+    /// Recovery passes after the last operation, each after up to 10 minutes (a note is recovered once it is older than
+    /// the recovery policy's minimum age, 2 minutes).
     static let finalRecoveryPasses = 20
 
     package init(options: SimulatorOptions) {
