@@ -8,9 +8,9 @@ import Synchronization
 /// that is slow on the simulated clock and sometimes unreachable. Each money-moving call first takes 0…`latencyMaxMillis`
 /// of simulated time, then with `unavailablePerMille` ‰ fails as unreachable **before** the model sees it (the ledger
 /// gets no answer and nothing was applied); a call the model answered loses its answer on the way back with
-/// `answerLostPerMille` ‰ (the ledger gets no answer, and the acquirer applied it). Queries are neither delayed nor failed: the expiry sweep asks many at once,
-/// and a fault drawn in their racing order would make a run depend on the scheduler. Draws come from a generator of its
-/// own, keyed off the seed, so the operations' stream is not disturbed.
+/// `answerLostPerMille` ‰ (the ledger gets no answer, and the acquirer applied it). Queries are neither delayed nor
+/// failed: the expiry sweep asks many at once, and a fault drawn in their racing order would make a run depend on the
+/// scheduler. Draws come from a generator of its own, keyed off the seed, so the operations' stream is not disturbed.
 package final class SimulatedAcquirer: AcquirerModelWrapper {
     package let model: AcquirerModel
     private let clock: ManualClock
