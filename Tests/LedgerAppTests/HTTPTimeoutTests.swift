@@ -163,8 +163,10 @@ final class ByteClient: Sendable {
 
     /// Waits for one whole response (head and `Content-Length` body) and returns it, taking it from what came.
     func response(within duration: Duration) async throws -> String {
+        // Looked at once more after every pause, the last one included (a task starved past the deadline still sees
+        // what came while it waited).
         let deadline = ContinuousClock.now + duration
-        while ContinuousClock.now < deadline {
+        while true {
             let taken: String? = collected.bytes.withLock { bytes in
                 guard let whole = firstResponseLength(bytes) else { return nil }
                 let response = String(decoding: bytes[0..<whole], as: UTF8.self)
@@ -172,8 +174,8 @@ final class ByteClient: Sendable {
                 return response
             }
             if let taken { return taken }
+            if ContinuousClock.now >= deadline { return received }
             try await Task.sleep(for: .milliseconds(20))
         }
-        return received
     }
 }

@@ -324,8 +324,9 @@ import Testing
     /// `CancellationError`).
     static func eventually<T>(sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> T?) async throws -> T {
         let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
+        while true {
             if let value = try await body() { return value }
+            if ContinuousClock.now >= deadline { break }
             try await Task.sleep(for: .milliseconds(50))
         }
         try #require(Bool(false), "nothing answered within 30 s", sourceLocation: sourceLocation)
