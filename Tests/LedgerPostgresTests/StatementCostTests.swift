@@ -186,6 +186,39 @@ import Testing
         }
     }
 
+    /// The guard catches the order list's regression: without `projection_rows_orders_by_created_position`
+    /// (sql/0026) a page of `GET /orders` reads every order's row, applies the lapse to each and sorts them all (in a
+    /// day run at the machine's maximum, 5.2 s a page at 88,000 orders and growing).
+    @Test func withoutTheOrdersIndexAPageOfTheOrderListExceedsItsBound() async throws {
+        let db = try await TestDatabase.fresh()
+        try await Self.load(db)
+        try await db.withOwner { client in
+            try await client.query("DROP INDEX ledger.projection_rows_orders_by_created_position")
+            try await Self.analyze(client)
+        }
+        try await withKnownIssue("a page of the order list without its index reads every order") {
+            try await db.withApp { try await checkOrderList($0, phase: "without the orders' index") }
+        } matching: { issue in
+            issue.comments.contains { $0.rawValue.contains("buffers for") }
+        }
+    }
+
+    /// `GET /orders`' unfiltered pages (ProjectionOrderReader.orders), the back office's and the console's: the first
+    /// and one from a cursor deep in the list, each one ordered range of the orders' index, 50 rows long. (A page
+    /// filtered by status or by instant is not guarded: it reads from the cursor until it has its rows, and the
+    /// planner may sort every order for it — docs/performance.md.)
+    func checkOrderList(_ client: DatabaseClient, phase: String) async throws {
+        let orders = ProjectionOrderReader(client: client, clock: { Self.now }, logger: TestCluster.logger)
+        let first = try await expectBounded("\(phase): the first page of the order list", lookups: 1) {
+            try await orders.orders(OrderQuery(status: nil, from: nil, to: nil, limit: 50, cursor: 0))
+        }
+        #expect(first.ordersJSON.count == 50 && first.nextCursor == 6 * 49 + 1)
+        let deep = try await expectBounded("\(phase): a page of the order list from a cursor", lookups: 1) {
+            try await orders.orders(OrderQuery(status: nil, from: nil, to: nil, limit: 50, cursor: 6 * 15_000 + 1))
+        }
+        #expect(deep.ordersJSON.count == 50 && deep.nextCursor == 6 * 15_050 + 1)
+    }
+
     func checkEveryRead(_ db: TestDatabase, phase: String) async throws {
         try await db.withApp { client in
             let logger = TestCluster.logger
@@ -241,6 +274,7 @@ import Testing
             let orders = ProjectionOrderReader(client: client, clock: { Self.now }, logger: logger)
             let order = try await expectBounded("\(phase): one order's row", lookups: 1) { try await orders.orderJSON(id: "o4242") }
             #expect(order != nil)
+            try await checkOrderList(client, phase: phase)
             let storefront = ProjectionStorefrontReader(client: client, clock: { Self.now }, logger: logger)
             // The inventory's lapse sums the releases of every due hold: a look-up each.
             try await expectBounded("\(phase): the inventory", lookups: 12 + Self.due) { try await storefront.inventoryJSON() }
