@@ -70,7 +70,10 @@ let package = Package(
         .target(name: "LedgerAcquirerAPI", dependencies: ["LedgerCore", "LedgerMacros"], exclude: ["openapi.yaml"]),
         // The deterministic acquirer model (the simulator): authorization holds, settlement batches, reports. Pure.
         // Only the acquirer service, its tests and the benchmarks import it; the ledger speaks LedgerAcquirerAPI.
-        .target(name: "LedgerAcquirer", dependencies: ["LedgerCore", "LedgerAcquirerAPI", "LedgerMacros"]),
+        .target(
+            name: "LedgerAcquirer",
+            dependencies: ["LedgerCore", "LedgerAcquirerAPI", "LedgerMacros", .product(name: "HeapModule", package: "swift-collections")]
+        ),
         // Starting and reaping child processes (posix_spawn) for the daemon and the tests: not Foundation's Process,
         // whose run() can crash on Linux (ChildProcessHandle says why).
         .target(name: "LedgerProcess"),

@@ -117,8 +117,16 @@ public struct SnapshotDecoder {
     }
 
     public mutating func finish() throws -> AcquirerModelState {
-        if version1 || (lineNumber == 0 && !pending.isEmpty) { return try decoder.decode(AcquirerModelState.self, from: pending) }
-        guard pending.isEmpty, let state else { throw AcquirerSnapshotError("the snapshot ends inside a record") }
+        var state: AcquirerModelState
+        if version1 || (lineNumber == 0 && !pending.isEmpty) {
+            state = try decoder.decode(AcquirerModelState.self, from: pending)
+        } else {
+            guard pending.isEmpty, let read = self.state else { throw AcquirerSnapshotError("the snapshot ends inside a record") }
+            state = read
+        }
+        // A snapshot holds the open holds' order, not their expiries: the queue is built from the holds, once read.
+        let holds = state.holds
+        state.openHolds.rebuildQueue { holds[$0]?.expiresAt }
         return state
     }
 

@@ -25,8 +25,8 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
     var declined: [String: StoredAuthorization] = [:]
     /// Modifications by our modification reference.
     var modifications: [String: StoredModification] = [:]
-    /// References of holds whose status is open, in authorization order (the order expiries are applied in).
-    var openHolds: [String] = []
+    /// References of holds whose status is open, in authorization order, with their queue by expiry (``OpenHolds``).
+    var openHolds = OpenHolds()
     /// No open hold expires before this (nil: none open). Lets every operation skip the expiry pass
     /// in O(1) instead of scanning all open holds; derived from the holds, so it is deterministic.
     var nextExpiry: Date?
@@ -85,7 +85,7 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
             if account.used < 0 || account.used > account.limit.minorUnits { problems.append("\(key): used \(account.used) outside 0…limit") }
         }
         for key in usedByAccount.keys where accounts[key] == nil { problems.append("\(key): holds without an account") }
-        if Set(openHolds).count != openHolds.count { problems.append("open-hold index has duplicates") }
+        for reference in openHolds.references where holds[reference] == nil { problems.append("\(reference): open-hold index without its hold") }
         return problems.sorted()
     }
 
@@ -107,23 +107,15 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
     /// open index), so calling it again, or with an earlier time, changes nothing.
     public mutating func expireHolds(now: Date) {
         guard let next = nextExpiry, next <= now else { return }
-        var stillOpen: [String] = []
-        var earliest: Date?
-        for reference in openHolds {
+        for reference in openHolds.removeDue(at: now) {
             guard var hold = holds[reference] else { continue }
-            guard hold.expiresAt <= now else {
-                stillOpen.append(reference)
-                earliest = min(earliest ?? hold.expiresAt, hold.expiresAt)
-                continue
-            }
             accounts[hold.accountKey]?.used -= hold.open
             hold.expired += hold.open
             hold.open = 0
             hold.status = .expired
             holds[reference] = hold
         }
-        openHolds = stillOpen
-        nextExpiry = earliest
+        nextExpiry = openHolds.earliestExpiry()
     }
 
     // MARK: Authorization
@@ -253,7 +245,7 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
                 open: request.amount.minorUnits
             )
         )
-        openHolds.append(reference)
+        openHolds.insert(reference, expiresAt: expiresAt)
         nextExpiry = min(nextExpiry ?? expiresAt, expiresAt)
 
         if request.captureIntent == .immediate {
@@ -447,7 +439,7 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
         }
         if hold.open == 0 && hold.status == .open {
             hold.status = .closed
-            openHolds.removeAll { $0 == reference }
+            openHolds.remove(reference)
         }
         counters.modification += 1
         let response = ModificationResponse(
