@@ -51,11 +51,20 @@ PY
 export LEDGERD_DATA_DIR="$work/d" LEDGERD_LOG_LEVEL=warning LEDGERD_ACQUIRER_CREDIT_LIMIT=1000000000.00 \
   LEDGERD_HOLD_LIFETIMES="visa=$hold_seconds" LEDGERD_EXPIRY_INTERVAL_SECONDS=10 LEDGERD_DISPUTE_POLL_INTERVAL_SECONDS=10 \
   LEDGERD_WEBHOOK_ALLOWED_ADDRESSES=127.0.0.1
+# Starts the daemon and waits for its /health (up to 10 minutes: a restart after a long day may first recover its
+# cluster); says how long the start took, or stops the run with the end of the daemon's log.
 start() {
+  local began=$SECONDS
   "$bin" serve --host 127.0.0.1 --port "$port" >> "$work/serve.log" 2>&1 &
   pid=$!
   echo "$pid" > "$work/pid"
-  for _ in $(seq 1 480); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.25; done
+  for _ in $(seq 1 2400); do
+    curl -sf "http://127.0.0.1:$port/health" >/dev/null && { echo "daemon $pid up in $((SECONDS - began)) s"; return; }
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.25
+  done
+  echo "the daemon did not come up; its log ends:"; tail -20 "$work/serve.log"
+  exit 1
 }
 start
 "$bin" catalog import "$work/catalog.json" > /dev/null

@@ -225,9 +225,11 @@ public struct AppendResult: Sendable, Hashable, Codable {
     }
 
     /// The result an idempotency record stores (`ledger.idempotency_keys.result`, JSON) as a replay answers it
-    /// (``replayed``); nil when it is unreadable.
-    package static func replaying(stored json: String) -> AppendResult? {
-        guard var result = try? JSONDecoder().decode(AppendResult.self, from: Data(json.utf8)) else { return nil }
+    /// (``replayed``); a storage failure naming `key` when it is unreadable.
+    package static func replaying(stored json: String, key: String) throws(AppendError) -> AppendResult {
+        guard var result = try? JSONDecoder().decode(AppendResult.self, from: Data(json.utf8)) else {
+            throw .storageFailure("the stored result of idempotency key \"\(key)\" is unreadable")
+        }
         result.replayed = true
         return result
     }

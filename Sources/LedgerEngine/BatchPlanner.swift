@@ -313,10 +313,7 @@ package struct BatchPlanner: Sendable {
 
     /// The stored result of an earlier request with the same key, as this request's answer.
     private static func replay(_ record: StoredKey, key: String) throws(AppendError) -> AppendResult {
-        guard let result = AppendResult.replaying(stored: record.result) else {
-            throw .storageFailure("the stored result of idempotency key \"\(key)\" is unreadable")
-        }
-        return result
+        try AppendResult.replaying(stored: record.result, key: key)
     }
 
     private struct ProjectionRowID: Hashable {

@@ -34,12 +34,7 @@ package struct IdempotencyStore: PostgresStore, IdempotencyRecords {
     /// The result the append that stored `key` answered, as a replay answers it; nil when no append used the key.
     package func storedResult(forKey key: String) async throws -> AppendResult? {
         let rows = try await client.query("SELECT result::text FROM ledger.idempotency_keys WHERE key = \(key)", logger: logger)
-        for try await json in rows.decode(String.self) {
-            guard let result = AppendResult.replaying(stored: json) else {
-                throw AppendError.storageFailure("the stored result of idempotency key \"\(key)\" is unreadable")
-            }
-            return result
-        }
+        for try await json in rows.decode(String.self) { return try AppendResult.replaying(stored: json, key: key) }
         return nil
     }
 }

@@ -190,7 +190,9 @@ extension InMemoryEventLog: IdempotencyRecords {
 
     package func positions(forKey key: String) -> ClosedRange<Int64>? { keys[key]?.positions }
 
-    package func storedResult(forKey key: String) -> AppendResult? { keys[key].flatMap { AppendResult.replaying(stored: $0.result) } }
+    package func storedResult(forKey key: String) throws -> AppendResult? {
+        try keys[key].map { try AppendResult.replaying(stored: $0.result, key: key) }
+    }
 }
 
 /// The due holds on the log in memory: the `holds` rows by the rule `ProjectionHoldReader` states in SQL
