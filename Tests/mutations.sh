@@ -11,6 +11,10 @@
 #                                                # of the year, so every mutation runs within a couple of weeks)
 #   MUTATIONS_TIME_LIMIT=900 ...                 # start no mutation after that many seconds (the rest: "skipped")
 #   SWIFTPM_FLAGS=--ignore-lock bash Tests/mutations.sh   # extra flags for swift build / swift test
+#   MUTATIONS_SIMULATE=10 bash Tests/mutations.sh NAME ... # the simulator's score instead of the tests': builds
+#                                                # `ledgerd` with the mutation and runs `ledgerd simulate --seed S` for
+#                                                # S = 1 … 10 (MUTATIONS_SIMULATE_OPERATIONS each, 2,000 by default)
+#                                                # until one fails: "caught (seed S)" or "NOT caught" in that many seeds
 #
 # A mutation is "caught" when its tests fail; "NOT caught" when they pass; "not applied" when its text was not found
 # (the code changed: update this file; a file that moved is found again by the text); "build failed" when the mutant
@@ -404,6 +408,26 @@ for wanted in "${selected[@]}"; do
     continue
   fi
   mutation_started=$(date +%s)
+  if [[ -n "${MUTATIONS_SIMULATE:-}" ]]; then
+    # The simulator's score: the first of seeds 1 … MUTATIONS_SIMULATE whose run fails a check (or traps).
+    if ! in_background swift build $flags --product ledgerd >"$backup/build.log" 2>&1; then
+      tail -20 "$backup/build.log" >&2
+      result="build failed" by=""
+    else
+      result="NOT caught" by="${MUTATIONS_SIMULATE} seeds of ${MUTATIONS_SIMULATE_OPERATIONS:-2000} operations"
+      for ((seed = 1; seed <= MUTATIONS_SIMULATE; seed++)); do
+        if ! in_background .build/debug/ledgerd simulate --seed "$seed" --operations "${MUTATIONS_SIMULATE_OPERATIONS:-2000}" \
+          >"$backup/simulate.log" 2>&1; then
+          result="caught"
+          by="seed $seed: $(grep -m 1 -iE 'fail|fatal|error' "$backup/simulate.log" | cut -c1-160)"
+          break
+        fi
+      done
+    fi
+    restore
+    record "$result" "${by:+$by, }$(($(date +%s) - mutation_started)) s"
+    continue
+  fi
   if ! in_background swift build $flags --build-tests >"$backup/build.log" 2>&1; then
     tail -20 "$backup/build.log" >&2
     echo "ERROR: mutation $name does not compile: update Tests/mutations.sh" >&2
@@ -429,7 +453,9 @@ done
 
 # Rebuild the unmutated tree, so that the next `swift test --skip-build` runs what is checked in.
 restore
-if [[ -z "${MUTATIONS_CHECK:-}" ]]; then
+if [[ -n "${MUTATIONS_SIMULATE:-}" ]]; then
+  swift build $flags --product ledgerd >"$backup/build.log" 2>&1 || echo "warning: the restored tree did not build" >&2
+elif [[ -z "${MUTATIONS_CHECK:-}" ]]; then
   swift build $flags --build-tests >"$backup/build.log" 2>&1 || echo "warning: the restored tree did not build" >&2
 fi
 
