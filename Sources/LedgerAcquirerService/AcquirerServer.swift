@@ -56,7 +56,9 @@ public struct AcquirerServiceConfiguration: Sendable {
     public var clockOffsetMicroseconds: Int64?
     /// Directory of the acquirer's migrations (sql/acquirer).
     public var migrationsDirectory: URL
-    /// Print `acquirer listening on port N` on standard output once serving (the supervising ledger reads it).
+    /// Print `acquirer listening on port N` on standard output once serving (the supervising ledger reads it), and
+    /// before it, while the journal is replayed, `acquirer replaying its journal: after SEQ` after each chunk of commands
+    /// and each page of a settlement.
     public var announce: Bool
     /// Exit when standard input reaches its end (the supervising ledger died: no orphan keeps serving).
     public var exitWithStandardInput: Bool
@@ -147,7 +149,11 @@ public enum AcquirerServer {
             clock: clock,
             logger: logger,
             snapshotEvery: configuration.snapshotEvery,
-            residentPayments: configuration.residentPayments
+            residentPayments: configuration.residentPayments,
+            // Progress for the supervising ledger, whose wait for the announcement counts from the last line it read.
+            replayed: { [announce = configuration.announce] seq in
+                if announce { FileHandle.standardOutput.write(Data("acquirer replaying its journal: after \(seq)\n".utf8)) }
+            }
         )
         if !configuration.faults.isOff {
             logger.warning("wire faults are armed on the acquirer service", metadata: ["faults": "\(configuration.faults)"])

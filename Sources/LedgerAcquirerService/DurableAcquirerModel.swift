@@ -57,6 +57,9 @@ public actor DurableAcquirerModel {
     /// True once any finished payment is stored (acquirer 0004): only then can a name the state does not
     /// know be one to put back.
     private var finishedStored = false
+    /// While the journal is replayed: told the position reached after each chunk of commands, and after each page of a
+    /// settlement replayed (a night's batch is one command of minutes).
+    private var replayProgress: (@Sendable (Int64) -> Void)?
     /// Closed payments (not open: captured, reversed or expired; and declined authorizations) kept in memory; past it they are stored (acquirer
     /// 0004, as versions at the journal's position) and taken out of the state, down to half of it (issue 57: a day
     /// of a million captures held 2.2 GB). The state then holds the open holds and at most this many others.
@@ -71,6 +74,10 @@ public actor DurableAcquirerModel {
     /// taken in the background once the journal has grown by `snapshotEvery` commands and by at least
     /// as many as the last snapshot covered, so replay after a start covers at most about half the
     /// journal (or `snapshotEvery` commands) while snapshots cost O(journal) in total. 0: never.
+    ///
+    /// `replayed` is told the journal position reached after each chunk of the replay (``replayChunk`` commands) and
+    /// after each page of a settlement replayed: a replay after a long day takes minutes, and a supervisor that waits
+    /// for the service tells it from a hang by that.
     public static func open(
         client: DatabaseClient,
         seed: UInt64,
@@ -79,7 +86,8 @@ public actor DurableAcquirerModel {
         logger: Logger,
         snapshotEvery: Int64 = 100_000,
         useSnapshots: Bool = true,
-        residentPayments: Int = DurableAcquirerModel.defaultResidentPayments
+        residentPayments: Int = DurableAcquirerModel.defaultResidentPayments,
+        replayed: @escaping @Sendable (Int64) -> Void = { _ in }
     ) async throws -> DurableAcquirerModel {
         let journal = AcquirerJournal(client: client, logger: logger)
         let recorded = try await journal.model(seed: seed, configuration: configuration)
@@ -101,7 +109,7 @@ public actor DurableAcquirerModel {
             logger: logger,
             recorded: recorded
         )
-        try await model.replayJournal(finishedStored: try await journal.hasFinishedPayments())
+        try await model.replayJournal(finishedStored: try await journal.hasFinishedPayments(), replayed: replayed)
         return model
     }
 
@@ -130,8 +138,10 @@ public actor DurableAcquirerModel {
     /// Applies the journal after `lastSeq` to the state, in order, at the recorded times; a settlement
     /// page by page as it was applied live (its report lines are stored already, unless the journal
     /// predates acquirer 0003).
-    private func replayJournal(finishedStored: Bool) async throws {
+    private func replayJournal(finishedStored: Bool, replayed: @escaping @Sendable (Int64) -> Void = { _ in }) async throws {
         self.finishedStored = finishedStored
+        replayProgress = replayed
+        defer { replayProgress = nil }
         let from = lastSeq
         while true {
             let commands = try await journal.commands(after: lastSeq, limit: Self.replayChunk)
@@ -153,6 +163,7 @@ public actor DurableAcquirerModel {
                 if index + 1 >= restoredUpTo { try await storeClosedPayments(atMost: .max) }
             }
             if commands.count < Self.replayChunk { break }
+            replayed(lastSeq)
         }
         logger.info("acquirer journal replayed", metadata: ["snapshot": "\(from)", "commands": "\(lastSeq - from)", "last": "\(lastSeq)"])
     }
@@ -282,6 +293,7 @@ public actor DurableAcquirerModel {
             var seen = Set<String>()
             let finished = items.map(\.authorizationReference).filter { seen.insert($0).inserted && state.isFinished($0) }
             try await takeFinishedPayments(finished.sorted(), seq: seq, storing: storeFinished, on: connection)
+            if replaying { replayProgress?(lastSeq) }
         }
         let (receipt, payoutLine) = state.finishSettling(settlement, keeping: nil)
         _ = try await keep([payoutLine], batchNumber: number, first: stored, storing: storeLines, replaying: replaying, on: connection)

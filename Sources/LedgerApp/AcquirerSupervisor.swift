@@ -203,6 +203,8 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
 
     /// How long a stopping child may drain before it is killed.
     static let stopGrace: Duration = .seconds(15)
+    /// How long the service may say nothing while it starts (its replay's progress lines count) before it is given up.
+    static let startSilence: TimeInterval = 60
 
     /// Stops the child (SIGTERM: it drains and exits).
     public func stop() {
@@ -266,7 +268,9 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
         Keeper.shared.keep(input.writeEnd, for: process.processIdentifier)
         var buffer = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: 4096)
-        let deadline = Date().addingTimeInterval(60)
+        // 60 s without a line: a replay after a long day takes minutes, and the service says where it is after each
+        // chunk of the journal (issue 57: a restart after a day at the maximum gave up at a fixed 60 s, mid-replay).
+        var deadline = Date().addingTimeInterval(Self.startSilence)
         while Date() < deadline {
             var ready = pollfd(fd: output.readEnd, events: Int16(POLLIN), revents: 0)
             let polled = poll(&ready, 1, 1_000)
@@ -277,6 +281,7 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
                 break  // the child closed its output: it died
             }
             buffer += chunk[0..<count]
+            deadline = Date().addingTimeInterval(Self.startSilence)
             if let line = String(decoding: buffer, as: UTF8.self).split(separator: "\n")
                 .first(where: { $0.hasPrefix("acquirer listening on port ") }),
                 let announced = Int(line.dropFirst("acquirer listening on port ".count))

@@ -5,6 +5,7 @@ import LedgerAcquirerService
 import LedgerCore
 import LedgerPostgres
 import LedgerTestSupport
+import Synchronization
 import Testing
 
 /// Issue 57: the acquirer service held every payment of the day in memory (2.2 GB before a 1,000,000-capture
@@ -195,11 +196,19 @@ struct AcquirerResidentPaymentsTests {
             #expect(settled.holds <= opens + bound + 1, "\(settled.holds) payments in memory after the settlement")
             #expect(try await model.snapshot() == (try await reference.snapshot()))
         }
-        // A restart replays the journal within the same bound, to the same state.
+        // A restart replays the journal within the same bound, to the same state, and says how far it got after each
+        // settlement page it replays (a supervisor waiting for a night's batch to replay sees it progress).
         try await database.withOwner { client in
-            let replayed = try await AcquirerHarness.reopen(client, clock: serviceClock.reading, residentPayments: bound)
+            let progress = Mutex<[Int64]>([])
+            let replayed = try await AcquirerHarness.reopen(client, clock: serviceClock.reading, residentPayments: bound) { seq in
+                progress.withLock { $0.append(seq) }
+            }
             #expect(await replayed.resident.holds <= opens + bound)
             #expect(try await replayed.snapshot() == (try await reference.snapshot()))
+            let told = progress.withLock { $0 }
+            let residentPages = (items.count + 6) / 7
+            #expect(told.count >= residentPages, "progress told \(told.count) times for \(residentPages) pages of the batch: \(told)")
+            #expect(told == told.sorted() && told.allSatisfy { $0 > 0 })
         }
     }
 }

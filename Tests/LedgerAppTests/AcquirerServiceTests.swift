@@ -45,7 +45,8 @@ enum AcquirerHarness {
     static func reopen(
         _ client: DatabaseClient,
         clock: @escaping @Sendable () -> Date,
-        residentPayments: Int
+        residentPayments: Int,
+        replayed: @escaping @Sendable (Int64) -> Void = { _ in }
     ) async throws -> DurableAcquirerModel {
         try await DurableAcquirerModel.open(
             client: client,
@@ -55,7 +56,8 @@ enum AcquirerHarness {
             logger: TestCluster.logger,
             snapshotEvery: 0,
             useSnapshots: false,
-            residentPayments: residentPayments
+            residentPayments: residentPayments,
+            replayed: replayed
         )
     }
 
