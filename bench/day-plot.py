@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The day's curves from bench/day.sh's output, as one SVG (no plotting library needed): throughput, p99 and the
-daemon's RSS per window, one panel each, one polyline per run given. Usage:
+"""The day's curves from bench/day.sh's output, as one SVG (no plotting library needed): requests answered, p99, the
+daemon's and the acquirer's RSS per window, one panel each, one polyline per run given. Usage:
     bench/day-plot.py OUT.svg NAME=day.log [NAME=day.log ...]"""
 import re
 import sys
@@ -9,17 +9,25 @@ COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
 
 
 def read(path):
-    """Per window of the day and the morning (in order): ops/s, p99 ms; per machine line: daemon RSS MiB."""
-    ops, p99, rss = [], [], []
+    """Per window of the day and the morning (in order): requests answered per second (any status but 0, "no answer":
+    above the machine's maximum the offered rate is not what it serves), p99 ms; per machine line: the daemon's and
+    the acquirer service's RSS MiB."""
+    answered, p99, rss, acquirer = [], [], [], []
+    window = 60
     for line in open(path):
-        m = re.match(r"load (day|morning) window \d+: ops \d+ ops/s (\d+) p50 [\d.]+ ms p99 ([\d.]+) ms", line)
+        m = re.search(r"windows of (\d+)s", line)
         if m:
-            ops.append(float(m.group(2)))
-            p99.append(float(m.group(3)))
-        m = re.match(r"machine window \d+ .*rss daemon (\d+) MiB", line)
+            window = int(m.group(1))
+        m = re.match(r"load (day|morning) window \d+: ops \d+ ops/s \d+ p50 [\d.]+ ms p99 ([\d.]+) ms .*?status ([\dx,]+)", line)
+        if m:
+            counts = [part.split("x") for part in m.group(3).split(",") if "x" in part]
+            answered.append(sum(int(n) for code, n in counts if code != "0") / window)
+            p99.append(float(m.group(2)))
+        m = re.match(r"machine window \d+ .*rss daemon (\d+) MiB acquirer (\d+) MiB", line)
         if m:
             rss.append(float(m.group(1)))
-    return {"throughput (ops/s)": ops, "p99 (ms)": p99, "daemon RSS (MiB)": rss}
+            acquirer.append(float(m.group(2)))
+    return {"answered (requests/s)": answered, "p99 (ms)": p99, "daemon RSS (MiB)": rss, "acquirer RSS (MiB)": acquirer}
 
 
 def main():
