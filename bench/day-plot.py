@@ -34,8 +34,9 @@ def main():
     out, runs = sys.argv[1], [arg.split("=", 1) for arg in sys.argv[2:]]
     series = [(name, read(path)) for name, path in runs]
     panels = list(series[0][1].keys())
-    width, height, margin = 720, 200, 50
-    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{len(panels) * (height + margin) + margin}" '
+    # The plots are 620 wide; the legend takes the 200 to their right.
+    width, height, margin, legend = 720, 200, 50, 200
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width + legend}" height="{len(panels) * (height + margin) + margin}" '
            'font-family="sans-serif" font-size="12">']
     for p, panel in enumerate(panels):
         top = margin + p * (height + margin)
