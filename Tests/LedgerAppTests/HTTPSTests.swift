@@ -229,11 +229,12 @@ final class RawConnection {
             let n = Glibc.read(fd, &buffer, buffer.count)
             if n > 0 {
                 if take(Array(buffer[0..<n])) { return false }
-                continue
+            } else if n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                return true
             }
-            if n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) { return true }
+            // After what came, not before: a peer that never stops sending still ends the wait at the deadline.
             if ContinuousClock.now >= deadline { return false }
-            try? await Task.sleep(for: .milliseconds(20))
+            if n <= 0 { try? await Task.sleep(for: .milliseconds(20)) }
         }
     }
 }
