@@ -277,14 +277,28 @@ public struct ServiceContainer: Sendable {
         self.inbox = try configuration.inbox.map { settings in
             try ReportInbox(settings: settings, settlement: settlement, bank: bank, clock: clock, logger: logger)
         }
-        let state = StateHistory(client: client, clock: clock, snapshotEvery: configuration.snapshotEveryEvents, logger: logger)
+        let state = StateHistory(
+            client: client,
+            clock: clock,
+            snapshotEvery: configuration.snapshotEveryEvents,
+            snapshotBytesPerEvent: configuration.snapshotBytesPerEvent,
+            logger: logger
+        )
         self.state = state
         self.readClient = readClient
         let reads = readClient ?? client
         self.auditStore = EventStore(client: reads, logger: logger)
         self.auditVerifier = ChainVerifier(client: reads, logger: logger)
         self.auditState =
-            readClient.map { StateHistory(client: $0, clock: clock, snapshotEvery: configuration.snapshotEveryEvents, logger: logger) } ?? state
+            readClient.map {
+                StateHistory(
+                    client: $0,
+                    clock: clock,
+                    snapshotEvery: configuration.snapshotEveryEvents,
+                    snapshotBytesPerEvent: configuration.snapshotBytesPerEvent,
+                    logger: logger
+                )
+            } ?? state
         self.positions = LedgerPositions(store: auditStore, isReplica: readClient != nil, wait: configuration.readWait)
         let feed = EventFeed(store: auditStore, watcher: watcher)
         self.feed = feed

@@ -60,7 +60,8 @@ import Logging
 /// | `LEDGERD_EXPIRY_INTERVAL_SECONDS` | `30` | how often the sweeper expires holds past their expiry |
 /// | `LEDGERD_DISPUTE_POLL_INTERVAL_SECONDS` | `60` | how often the daemon reads the acquirer's dispute notifications and records them; 0 = never |
 /// | `LEDGERD_ACQUIRER_DISPUTE_RATE` | `0` | per mille of settled Visa/Mastercard captures on which the acquirer model raises a chargeback (seeded) |
-/// | `LEDGERD_SNAPSHOT_EVERY_EVENTS` | `10000` | events between inventory snapshots (an as-of inventory or product read folds at most this many events past the last one, plus the snapshotter's lag) |
+/// | `LEDGERD_SNAPSHOT_EVERY_EVENTS` | `10000` | the fewest events between inventory snapshots (while they are small, an as-of inventory or product read folds at most this many events past the last one, plus the snapshotter's lag) |
+/// | `LEDGERD_SNAPSHOT_BYTES_PER_EVENT` | `64` | the next inventory snapshot comes no sooner than the last one's bytes ÷ this many events later (0: every `LEDGERD_SNAPSHOT_EVERY_EVENTS`) |
 /// | `LEDGERD_SNAPSHOT_INTERVAL_SECONDS` | `5` | how often the daemon writes the inventory snapshots the log has grown past |
 /// | `LEDGERD_HOLD_LIFETIMES` | network rules | acquirer model hold lifetime per network in seconds, e.g. `visa=604800,mastercard=2592000` (others keep the standard rules) |
 /// | `LEDGERD_PRODUCT_IMAGES_DIR` | `<data dir>/product_images` | directory `GET /product_image/<file>` serves |
@@ -187,8 +188,10 @@ public struct LedgerConfiguration: Sendable {
     public var disputePollInterval: Duration?
     /// Chargebacks per mille of settled Visa/Mastercard captures in the acquirer model.
     public var acquirerDisputeRatePerMille: Int
-    /// Events between inventory snapshots (sql/0013).
+    /// The fewest events between inventory snapshots (sql/0013).
     public var snapshotEveryEvents: Int64
+    /// Inventory snapshot bytes written per event at most (``InventorySnapshots/spacing(afterSnapshotOf:)``); 0: every `snapshotEveryEvents`.
+    public var snapshotBytesPerEvent: Int64
     /// How often the snapshotter looks for snapshots to write.
     public var snapshotInterval: Duration
     /// Hold lifetime (seconds) per network, overriding the acquirer model's standard rules.
@@ -361,6 +364,12 @@ public struct LedgerConfiguration: Sendable {
         }
         snapshotEveryEvents = Int64(reader.int(forKey: "ledgerd.snapshot.every.events", default: 10_000))
         guard snapshotEveryEvents >= 1 else { throw ConfigurationError("LEDGERD_SNAPSHOT_EVERY_EVENTS must be at least 1") }
+        snapshotBytesPerEvent = Int64(
+            reader.int(forKey: "ledgerd.snapshot.bytes.per.event", default: Int(InventorySnapshots.defaultBytesPerEvent))
+        )
+        guard snapshotBytesPerEvent >= 0 else {
+            throw ConfigurationError("LEDGERD_SNAPSHOT_BYTES_PER_EVENT must be 0 (a fixed stride) or more")
+        }
         let snapshotSeconds = reader.int(forKey: "ledgerd.snapshot.interval.seconds", default: 5)
         guard snapshotSeconds >= 1 else { throw ConfigurationError("LEDGERD_SNAPSHOT_INTERVAL_SECONDS must be at least 1") }
         snapshotInterval = .seconds(snapshotSeconds)

@@ -59,7 +59,10 @@ import Testing
     @Test func snapshotAnswersEqualTheFoldFromPositionOneAtEveryPosition() async throws {
         let clock = SimulatedClock(TestApp.instant("2030-06-19T10:00:00Z"))
         let model = AcquirerModel(seed: 5, clock: { clock.now })
-        let environment = ["LEDGERD_SNAPSHOT_EVERY_EVENTS": "7", "LEDGERD_SNAPSHOT_INTERVAL_SECONDS": "3600"]
+        // A fixed stride (bytes per event 0), so the positions are known: 7, 14, …
+        let environment = [
+            "LEDGERD_SNAPSHOT_EVERY_EVENTS": "7", "LEDGERD_SNAPSHOT_BYTES_PER_EVENT": "0", "LEDGERD_SNAPSHOT_INTERVAL_SECONDS": "3600",
+        ]
         try await TestApp.withApp(seed: true, acquirer: model, clock: { clock.now }, environment: environment) { client, services in
             let state = services.state
             try await day(client, services, clock, snapshotMidway: true) { lapsed in
@@ -115,11 +118,66 @@ import Testing
         }
     }
 
+    /// Snapshots grow with the open reservations; the next one comes no sooner than the last one's
+    /// bytes ÷ `LEDGERD_SNAPSHOT_BYTES_PER_EVENT` events later (and never sooner than the fewest,
+    /// `LEDGERD_SNAPSHOT_EVERY_EVENTS`). Every gap is the rule's, some gap is wider than the fewest
+    /// (so a fixed stride fails this), two writers' catch-ups agree, and reads still equal the fold
+    /// from position 1 at every position.
+    @Test func snapshotsAreSpacedByTheirSize() async throws {
+        let clock = SimulatedClock(TestApp.instant("2030-06-19T10:00:00Z"))
+        let model = AcquirerModel(seed: 7, clock: { clock.now })
+        let database = try await TestDatabase.fresh()
+        let (every, bytesPerEvent): (Int64, Int64) = (2, 150)
+        let environment = [
+            "LEDGERD_SNAPSHOT_EVERY_EVENTS": "\(every)", "LEDGERD_SNAPSHOT_BYTES_PER_EVENT": "\(bytesPerEvent)",
+            "LEDGERD_SNAPSHOT_INTERVAL_SECONDS": "3600",
+        ]
+        try await TestApp.withApp(seed: true, database: database, acquirer: model, clock: { clock.now }, environment: environment) {
+            client,
+            services in
+            let state = services.state
+            try await day(client, services, clock, snapshotMidway: true)
+            try await state.snapshots.catchUp()
+            let head = try await services.store.head().position
+            let stored = try await database.withApp { app in
+                var stored: [(position: Int64, bytes: Int64)] = []
+                let rows = try await app.query(
+                    "SELECT position, octet_length(state)::bigint FROM ledger.inventory_snapshots ORDER BY position",
+                    logger: TestCluster.logger
+                )
+                for try await row in rows.decode((Int64, Int64).self) { stored.append(row) }
+                return stored
+            }
+            try #require(stored.count >= 4, "\(stored)")
+            #expect(stored[0].position == every)
+            var wider = 0
+            for (before, after) in zip(stored, stored.dropFirst()) {
+                let rule = max(every, (before.bytes + bytesPerEvent - 1) / bytesPerEvent)
+                #expect(after.position - before.position == rule, "after \(before): \(after.position), the rule says +\(rule)")
+                if rule > every { wider += 1 }
+            }
+            #expect(wider > 0, "some snapshot outgrew the fewest events: \(stored)")
+            let last = try #require(stored.last)
+            #expect(last.position + max(every, (last.bytes + bytesPerEvent - 1) / bytesPerEvent) > head, "none is missing")
+            // A second writer (another daemon on this log) computes the same positions: nothing to add.
+            let other = InventorySnapshots(client: services.client, every: every, bytesPerEvent: bytesPerEvent, logger: TestCluster.logger)
+            #expect(try await other.catchUp() == 0)
+            for position in 0...head {
+                let snapshot = try await state.inventory(asOf: .position(position))
+                let full = try await state.inventoryByFullFold(asOf: .position(position))
+                #expect(snapshot.json == full.json, "inventory as of \(position)")
+            }
+            #expect(try await state.snapshots.verify().ok)
+        }
+    }
+
     @Test func aChangedSnapshotIsSkippedAndAForgedOneIsFoundByTheAudit() async throws {
         let clock = SimulatedClock(TestApp.instant("2030-06-19T10:00:00Z"))
         let model = AcquirerModel(seed: 6, clock: { clock.now })
         let database = try await TestDatabase.fresh()
-        let environment = ["LEDGERD_SNAPSHOT_EVERY_EVENTS": "10", "LEDGERD_SNAPSHOT_INTERVAL_SECONDS": "3600"]
+        let environment = [
+            "LEDGERD_SNAPSHOT_EVERY_EVENTS": "10", "LEDGERD_SNAPSHOT_BYTES_PER_EVENT": "0", "LEDGERD_SNAPSHOT_INTERVAL_SECONDS": "3600",
+        ]
         try await TestApp.withApp(seed: true, database: database, acquirer: model, clock: { clock.now }, environment: environment) {
             client,
             services in

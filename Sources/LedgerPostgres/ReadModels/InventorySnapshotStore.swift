@@ -62,25 +62,27 @@ public struct InventorySnapshotStore: PostgresStore {
         return positions
     }
 
-    /// The last snapshot's position (0 when there is none).
-    public func lastPosition() async throws -> Int64 {
-        let rows = try await client.query("SELECT coalesce(max(position), 0) FROM ledger.inventory_snapshots", logger: logger)
-        for try await position in rows.decode(Int64.self) { return position }
-        return 0
+    /// The last snapshot's position and its state's length in bytes (nil when there is none).
+    public func last() async throws -> (position: Int64, bytes: Int)? {
+        let rows = try await client.query(
+            "SELECT position, octet_length(state) FROM ledger.inventory_snapshots ORDER BY position DESC LIMIT 1",
+            logger: logger
+        )
+        for try await (position, bytes) in rows.decode((Int64, Int32).self) { return (position, Int(bytes)) }
+        return nil
     }
 
-    /// Stores the snapshot of `history` (at its position), with the SHA-256 of its bytes and the log's
-    /// hash at that position. Another writer's snapshot at the same position (the same bytes) wins
-    /// quietly. Returns whether a row was inserted.
+    /// Stores a snapshot's bytes (``InventoryHistory/snapshotBytes()`` of the history at `position`),
+    /// with their SHA-256 and the log's hash at that position. Another writer's snapshot at the same
+    /// position (the same bytes) wins quietly. Returns whether a row was inserted.
     @discardableResult
-    public func insert(_ history: InventoryHistory) async throws -> Bool {
-        let bytes = try history.snapshotBytes()
+    public func insert(position: Int64, state bytes: [UInt8]) async throws -> Bool {
         let digest = Array(SHA256.hash(data: bytes))
         let rows = try await client.query(
             """
             INSERT INTO ledger.inventory_snapshots (position, state, state_sha256, event_hash)
             SELECT e.position, \(ByteBuffer(bytes: bytes)), \(ByteBuffer(bytes: digest)), e.hash
-            FROM ledger.events e WHERE e.position = \(history.position)
+            FROM ledger.events e WHERE e.position = \(position)
             ON CONFLICT (position) DO NOTHING
             RETURNING position
             """,

@@ -43,13 +43,21 @@ public struct StateHistory: Sendable {
     let clock: @Sendable () -> Date
     let logger: Logger
 
-    /// - Parameter snapshotEvery: events between inventory snapshots (``InventorySnapshots``).
-    public init(client: DatabaseClient, clock: @escaping @Sendable () -> Date = { Date() }, snapshotEvery: Int64 = 10_000, logger: Logger) {
+    /// - Parameters:
+    ///   - snapshotEvery: the fewest events between inventory snapshots (``InventorySnapshots``).
+    ///   - snapshotBytesPerEvent: snapshot bytes per event at most (``InventorySnapshots/spacing(afterSnapshotOf:)``).
+    public init(
+        client: DatabaseClient,
+        clock: @escaping @Sendable () -> Date = { Date() },
+        snapshotEvery: Int64 = 10_000,
+        snapshotBytesPerEvent: Int64 = InventorySnapshots.defaultBytesPerEvent,
+        logger: Logger
+    ) {
         self.init(
             store: EventStore(client: client, logger: logger),
             storefront: ProjectionStorefrontReader(client: client, clock: clock, logger: logger),
             client: client,
-            snapshots: InventorySnapshots(client: client, every: snapshotEvery, logger: logger),
+            snapshots: InventorySnapshots(client: client, every: snapshotEvery, bytesPerEvent: snapshotBytesPerEvent, logger: logger),
             clock: clock,
             logger: logger
         )
