@@ -13,7 +13,8 @@
 # and one of the machine: daemon and acquirer RSS, CPU ms per operation of the daemon, its acquirer and PostgreSQL
 # (/proc), WAL bytes and requested/timed checkpoints in the window (pg_current_wal_lsn, pg_stat_checkpointer or
 # pg_stat_bgwriter), bytes of WAL and of database growth per payment, the ledger database's size; and the daemon's
-# bounded in-memory structures from /metrics (ledger_cache_entries). The end prints the largest tables and indexes.
+# bounded in-memory structures from /metrics (ledger_cache_entries), holds expired and the expiry passes' seconds.
+# The end prints the largest tables and indexes.
 # Usage: bench/day.sh [DAY seconds, 1800] [RATE ops/s, 400] [MORNING seconds, 300] [WINDOW seconds, 60]
 #   env LEDGERD_BIN: the binary to run (default: this checkout's release build); LEDGERD_BENCH_KEEP=1 keeps the data;
 #   RESTART=1 restarts the daemon on the same data before the morning;
@@ -114,10 +115,10 @@ echo "binary: $bin; PostgreSQL: $(sql 'SHOW server_version' postgres); max_wal_s
 # The machine's line every window, in the background, until the file stop exists.
 sampler() {
   set +e +o pipefail  # a failed sample is a gap in one line, not the end of the sampling
-  local n=0 c0 a0 p0 w0 k0 s0 y0 r0 acq c1 a1 p1 w1 k1 s1 y1 r1 ops caches dc da dp
+  local n=0 c0 a0 p0 w0 k0 s0 y0 r0 e0 acq c1 a1 p1 w1 k1 s1 y1 r1 e1 ops caches dc da dp expired
   acq=$(acquirer_pid)
   c0=$(ticks "$pid"); a0=$(ticks "$acq"); p0=$(postgres_ticks); w0=$(sql "SELECT pg_current_wal_lsn() - '0/0'" postgres)
-  k0=$(checkpoints); s0=$(sql "SELECT pg_database_size('ledger')" postgres); y0=$(payments); r0=$(requests)
+  k0=$(checkpoints); s0=$(sql "SELECT pg_database_size('ledger')" postgres); y0=$(payments); r0=$(requests); e0=$(expiries)
   while [ ! -e "$work/stop" ]; do
     sleep "$window"
     pid=$(cat "$work/pid")  # the daemon may have been restarted (RESTART=1): its ticks start again from 0
@@ -125,6 +126,7 @@ sampler() {
     c1=$(ticks "$pid"); a1=$(ticks "$acq"); p1=$(postgres_ticks); w1=$(sql "SELECT pg_current_wal_lsn() - '0/0'" postgres)
     k1=$(checkpoints); s1=$(sql "SELECT pg_database_size('ledger')" postgres); y1=$(payments)
     r1=$(requests); ops=$((r1 - r0)); r0=$r1
+    e1=$(expiries); expired=$(awk -v a="$e0" -v b="$e1" 'BEGIN {split(a, x, " "); split(b, y, " "); d = y[1] - x[1]; t = y[2] - x[2]; if (d < 0 || t < 0) { d = y[1]; t = y[2] } printf "%d holds in %.1f s of passes", d, t}'); e0=$e1
     # Across a restart the new process's counters start from zero: its own count is the window's.
     [ "$ops" -ge 0 ] || ops=$r1
     dc=$((c1 - c0)); [ "$dc" -ge 0 ] || dc=$c1
@@ -133,16 +135,21 @@ sampler() {
     caches=$(curl -sf -H "Authorization: Bearer $key" "http://127.0.0.1:$port/metrics" | awk '/^ledger_cache_entries/ {sub(/.*cache="/, ""); sub(/"} /, " "); printf "%s ", $0}')
     awk -v n="$n" -v hz="$hz" -v c="$dc" -v a="$da" -v p="$dp" -v w=$((w1 - w0)) -v ops="${ops:-0}" \
       -v y=$((y1 - y0)) -v s=$((s1 - s0)) -v db="$s1" -v k0="$k0" -v k1="$k1" -v rss="$(rss_mib "$pid")" -v arss="$(rss_mib "$acq")" \
-      -v load="$(cut -d' ' -f1 /proc/loadavg)" -v caches="$caches" 'BEGIN {
+      -v load="$(cut -d' ' -f1 /proc/loadavg)" -v caches="$caches" -v expired="$expired" 'BEGIN {
         split(k0, x, " "); split(k1, z, " "); o = ops > 0 ? ops : 1; q = y > 0 ? y : 1
-        printf "machine window %d (load %s): rss daemon %d MiB acquirer %d MiB | cpu ms/op daemon %.3f acquirer %.3f postgres %.3f | payments %d wal %.1f KB/payment disk %.1f KB/payment | checkpoints req %d timed %d | db %.0f MB | %s\n",
+        printf "machine window %d (load %s): rss daemon %d MiB acquirer %d MiB | cpu ms/op daemon %.3f acquirer %.3f postgres %.3f | payments %d wal %.1f KB/payment disk %.1f KB/payment | checkpoints req %d timed %d | db %.0f MB | expired %s | %s\n",
           n, load, rss, arss, 1000 * c / hz / o, 1000 * a / hz / o, 1000 * p / hz / o, y, w / q / 1024, s / q / 1024,
-          z[1] - x[1], z[2] - x[2], db / 1048576, caches }'
+          z[1] - x[1], z[2] - x[2], db / 1048576, expired, caches }'
     c0=$c1; a0=$a1; p0=$p1; w0=$w1; k0=$k1; s0=$s1; y0=$y1
   done
 }
 # Operations the daemon answered so far (its http_requests_total): the divisor of CPU per operation.
 requests() { curl -sf -H "Authorization: Bearer $key" "http://127.0.0.1:$port/metrics" | awk '/^http_requests_total/ {s += $NF} END {printf "%d", s}'; }
+# Holds the expiry sweeper expired so far, and the seconds its passes took (their share of a window's work).
+expiries() {
+  curl -sf -H "Authorization: Bearer $key" "http://127.0.0.1:$port/metrics" |
+    awk '/^ledger_holds_expired_total/ {e += $NF} /^ledger_job_duration_seconds_sum\{name="expiry"\}/ {t += $NF} END {printf "%d %.3f", e, t}'
+}
 load() {
   "$bin" bench day-load --url "http://127.0.0.1:$port" --rate "$1" --seconds "$2" --report-seconds "$window" --phase "$3"
 }

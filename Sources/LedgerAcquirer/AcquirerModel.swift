@@ -70,6 +70,11 @@ public actor AcquirerModel: Acquirer {
         state.query(merchantReference: merchantReference, now: clock())
     }
 
+    public func query(merchantReferences: [String]) throws(AcquirerError) -> [PaymentQueryResult] {
+        let now = clock()
+        return merchantReferences.map { state.query(merchantReference: $0, now: now) }
+    }
+
     /// Collects the batch's pages (the acquirer's side of the upload keeps them), then settles it.
     /// Other commands may run while a page is awaited; settling itself is one step.
     public func submitBatch(
@@ -115,6 +120,7 @@ extension AcquirerModelWrapper {
     public func query(merchantReference: String) async throws(AcquirerError) -> PaymentQueryResult {
         try await model.query(merchantReference: merchantReference)
     }
+    // query(merchantReferences:) is Acquirer's one at a time: a wrapper that changes query(merchantReference:) sees each.
     public func submitBatch(
         _ header: SettlementBatchHeader,
         pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?

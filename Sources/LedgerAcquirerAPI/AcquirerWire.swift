@@ -16,6 +16,7 @@ import struct Foundation.Data
 /// | `POST /v1/cancels` (technical cancel, by our reference) | `ReversalRequest` | `ModificationResponse` |
 /// | `POST /v1/payments/{pspReference}/refunds` | `RefundRequest` | `ModificationResponse` |
 /// | `GET /v1/payments?merchantReference=R` | — | `PaymentQueryResult` |
+/// | `POST /v1/payments/queries` (a read, no key) | ``PaymentQueriesBody`` | `[PaymentQueryResult]`, in the references' order |
 /// | `PUT /v1/settlement/batches/{batchReference}/pages/{n}` | `[SettlementItem]` | 204 |
 /// | `POST /v1/settlement/batches` | ``BatchSubmissionBody`` | `SettlementReceipt` |
 /// | `GET /v1/settlement/reports/{batchNumber}?from=F&count=C` | — | `[SettlementReportLine]` |
@@ -37,6 +38,8 @@ public enum AcquirerWire {
     public static let maximumPageItems = 10_000
     /// Most report lines one page request returns.
     public static let maximumReportLines = 10_000
+    /// Most merchant references one `POST /payments/queries` asks about.
+    public static let maximumQueryReferences = 1_000
     /// Most dispute notifications one feed request returns.
     public static let maximumDisputeNotifications = 1_000
 }
@@ -110,6 +113,12 @@ public struct WirePaymentMethod: Hashable, Sendable, Codable, CustomStringConver
     public enum Kind: String, Hashable, Sendable, Codable {
         case scheme, networkToken
     }
+}
+
+/// The body of `POST /payments/queries`: at most ``AcquirerWire/maximumQueryReferences`` merchant references.
+@MemberwiseInit
+public struct PaymentQueriesBody: Hashable, Sendable, Codable {
+    public var merchantReferences: [String]
 }
 
 /// A settlement batch once its pages are uploaded: its header and how many pages to take, in order.

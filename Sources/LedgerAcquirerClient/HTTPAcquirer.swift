@@ -178,6 +178,34 @@ public final class HTTPAcquirer: Acquirer {
         return result
     }
 
+    /// `POST /payments/queries`, ``AcquirerWire/maximumQueryReferences`` references a request; each
+    /// answer must name its reference, in order.
+    public func query(merchantReferences: [String]) async throws(AcquirerError) -> [PaymentQueryResult] {
+        var answers: [PaymentQueryResult] = []
+        answers.reserveCapacity(merchantReferences.count)
+        var start = 0
+        while start < merchantReferences.count {
+            let chunk = Array(merchantReferences[start..<min(merchantReferences.count, start + AcquirerWire.maximumQueryReferences)])
+            start += chunk.count
+            let results: [PaymentQueryResult] = try await call(
+                "queries",
+                .POST,
+                "/payments/queries",
+                body: PaymentQueriesBody(merchantReferences: chunk),
+                key: nil
+            ) { results in
+                results.count == chunk.count && zip(results, chunk).allSatisfy { result, reference in result.merchantReference == reference }
+            }
+            for result in results {
+                if case .found(let details) = result, let psp = details.authorization.pspReference {
+                    remember(details.authorization.merchantReference, psp)
+                }
+            }
+            answers += results
+        }
+        return answers
+    }
+
     public func submitBatch(
         _ header: SettlementBatchHeader,
         pages: @escaping @Sendable (Int) async throws -> [SettlementItem]?

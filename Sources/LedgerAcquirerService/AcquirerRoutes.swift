@@ -78,6 +78,20 @@ struct AcquirerRoutes: Sendable {
                 return Self.response(await model.perform(.query(merchantReference: reference), key: nil))
             }
         }
+        api.post("payments/queries") { request, _ in
+            try await self.answering(request) {
+                // A read: no idempotency key (asked again, it answers what is true then).
+                guard let body = await Self.body(of: request, limit: 1 << 20) else { return Self.tooLarge(limit: 1 << 20) }
+                let references = try Self.decode(PaymentQueriesBody.self, Data(buffer: body)).merchantReferences
+                guard references.count <= AcquirerWire.maximumQueryReferences else {
+                    throw AcquirerError(.invalidRequest, "at most \(AcquirerWire.maximumQueryReferences) merchant references per request")
+                }
+                for reference in references { try AcquirerReferences.check(merchant: reference) }
+                let plan = faults.plan()
+                try await delay(plan)
+                return Self.response(await model.perform(.queries(merchantReferences: references), key: nil))
+            }
+        }
         api.put("settlement/batches/:batch/pages/:page") { request, context in
             try await self.answering(request) {
                 // The path is taken as written (not percent-decoded): a batch reference from it is never empty nor has a NUL.

@@ -27,6 +27,8 @@ public actor DurableAcquirerModel {
         /// the payment's. A settlement reads its items from the uploaded pages, a page at a time.
         case command(JournalCommand, psp: String?)
         case query(merchantReference: String)
+        /// The answers to several queries, in their order (one reply: a JSON array).
+        case queries(merchantReferences: [String])
         case reportLines(batchNumber: Int, from: Int, count: Int)
         case payout(batchNumber: Int)
         /// The dispute feed after a position (a read: the feed is decided by journalled settlements).
@@ -585,6 +587,9 @@ public actor DurableAcquirerModel {
             case .query(let reference):
                 if state.expiryDue(at: now) { journalled(.expire, key: nil, state.apply(.expire, now: now)) }
                 replies.append(.answer(state.query(merchantReference: reference, now: now)))
+            case .queries(let references):
+                if state.expiryDue(at: now) { journalled(.expire, key: nil, state.apply(.expire, now: now)) }
+                replies.append(.answer(references.map { state.query(merchantReference: $0, now: now) }))
             case .reportLines(let number, let from, let count):
                 replies.append(await reportLines(batchNumber: number, from: from, count: count))
             case .payout(let number):
@@ -676,6 +681,7 @@ extension DurableAcquirerModel.Operation {
         switch self {
         case .command(let command, _): return command.named
         case .query(let reference): return ([reference], [])
+        case .queries(let references): return (references, [])
         case .reportLines, .payout, .disputeNotifications: return ([], [])
         }
     }

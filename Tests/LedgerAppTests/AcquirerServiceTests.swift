@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import HummingbirdTesting
 import LedgerAPI
@@ -13,6 +14,7 @@ import LedgerPostgres
 import LedgerTestSupport
 import Logging
 import Metrics
+import NIOCore
 import PostgresNIO
 import Synchronization
 import Testing
@@ -419,6 +421,54 @@ struct AcquirerServiceTests {
     }
 
     /// The same idempotency key with the same body gets the first answer's bytes; with another body, 409.
+    /// `POST /payments/queries` answers what one query per reference answers, in order — found, stored
+    /// (a settled payment put back), expired at the inquiry and unknown alike — over as many requests as the
+    /// wire's bound takes; a request over the bound or naming a reference the wire refuses is a 400.
+    @Test func manyQueriesInOneRequestAnswerAsOneAtATime() async throws {
+        let start = TestApp.instant("2026-06-17T10:00:00Z")
+        let (clock, serviceClock) = (SimulatedClock(start), SimulatedClock(start))
+        let reference = AcquirerModel(seed: 7, clock: clock.reading)
+        let metrics = LedgerMetrics()
+        _ = try await AcquirerHarness.exercise(reference, clock: clock)
+        try await AcquirerHarness.withService(database: try await TestDatabase.fresh(), clock: serviceClock.reading, metrics: metrics) {
+            acquirer,
+            _ in
+            _ = try await AcquirerHarness.exercise(acquirer, clock: serviceClock)
+            // ord-0's hold lapses on the next inquiry; ord-1 is settled and stored; "ord-x" was never sent.
+            clock.advance(by: 40 * 86_400)
+            serviceClock.advance(by: 40 * 86_400)
+            let names = ["ord-0", "ord-1", "ord-2", "ord-3", "ord-4", "ord-x"]
+            let references = (0..<(2 * AcquirerWire.maximumQueryReferences + 7)).map { names[$0 % names.count] }
+            let many = try await acquirer.query(merchantReferences: references)
+            #expect(many.map(\.merchantReference) == references)
+            #expect(many == (try await reference.query(merchantReferences: references)))
+            var single: [PaymentQueryResult] = []
+            for name in names { single.append(try await acquirer.query(merchantReference: name)) }
+            #expect(Array(many.prefix(names.count)) == single)
+            #expect(single.contains { if case .found = $0 { true } else { false } })
+            #expect(single.last == .notFound(merchantReference: "ord-x"))
+            #expect(HTTPAcquirerBreakerTests.value(metrics, #"ledger_acquirer_request_seconds_count{operation="queries"}"#) == 3)
+            #expect(try await acquirer.query(merchantReferences: []) == [])
+
+            // Refused whole: one reference too many, or one the wire cannot carry.
+            let url = "\(acquirer.baseURL)/\(AcquirerWire.version)/payments/queries"
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = http.shutdown() }
+            for body in [
+                PaymentQueriesBody(merchantReferences: Array(repeating: "ord-0", count: AcquirerWire.maximumQueryReferences + 1)),
+                PaymentQueriesBody(merchantReferences: ["ord-0", ""]),
+            ] {
+                var request = HTTPClientRequest(url: url)
+                request.method = .POST
+                request.headers.add(name: AcquirerWire.apiKeyHeader, value: AcquirerHarness.apiKey)
+                request.body = .bytes(ByteBuffer(bytes: try LedgerJSON.encode(body)))
+                let response = try await http.execute(request, timeout: .seconds(10))
+                let text = String(buffer: try await response.body.collect(upTo: 1 << 20))
+                #expect(response.status == .badRequest && text.contains("invalidRequest"), "\(response.status): \(text)")
+            }
+        }
+    }
+
     @Test func idempotencyKeys() async throws {
         let clock = SimulatedClock(TestApp.instant("2026-06-17T10:00:00Z"))
         try await AcquirerHarness.withService(database: try await TestDatabase.fresh(), clock: clock.reading) { acquirer, model in

@@ -8,7 +8,7 @@ import Synchronization
 public struct InterposedAcquirer: Acquirer {
     /// The acquirer's operations, as `before` sees them.
     public enum Call: Hashable, Sendable {
-        case authorize, increment, capture, reverse, refund, query, submitBatch, reportLines, payout, disputeNotifications
+        case authorize, increment, capture, reverse, refund, query, queries, submitBatch, reportLines, payout, disputeNotifications
     }
 
     let base: any Acquirer
@@ -55,6 +55,10 @@ public struct InterposedAcquirer: Acquirer {
 
     public func query(merchantReference: String) async throws(AcquirerError) -> PaymentQueryResult {
         try await interposed(.query) { () async throws(AcquirerError) in try await base.query(merchantReference: merchantReference) }
+    }
+
+    public func query(merchantReferences: [String]) async throws(AcquirerError) -> [PaymentQueryResult] {
+        try await interposed(.queries) { () async throws(AcquirerError) in try await base.query(merchantReferences: merchantReferences) }
     }
 
     public func submitBatch(

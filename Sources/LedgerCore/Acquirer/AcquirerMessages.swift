@@ -240,4 +240,12 @@ public struct PaymentDetails: Hashable, Sendable, Codable {
 public enum PaymentQueryResult: Hashable, Sendable, Codable {
     case found(PaymentDetails)
     case notFound(merchantReference: String)
+
+    /// The reference the answer is about.
+    public var merchantReference: String {
+        switch self {
+        case .found(let details): details.authorization.merchantReference
+        case .notFound(let reference): reference
+        }
+    }
 }

@@ -31,6 +31,11 @@ public protocol Acquirer: Sendable {
     /// What the acquirer knows about an authorization we sent with `merchantReference`: used to resolve
     /// payments left pending by a crash or by an unknown outcome (91/96).
     func query(merchantReference: String) async throws(AcquirerError) -> PaymentQueryResult
+    /// ``query(merchantReference:)`` for each of `merchantReferences`, the answers in their order: the
+    /// expiry sweep asks about a page of due holds at once (issue 57: one request per hold was, during a
+    /// day at the machine's maximum, as much work as the payments themselves). An adapter answers in as
+    /// few requests as its acquirer allows; the default asks one at a time.
+    func query(merchantReferences: [String]) async throws(AcquirerError) -> [PaymentQueryResult]
     /// Submits a batch of the day's captures and refunds for settlement, its items in pages: the
     /// acquirer asks for page 0, 1, … (each once, in order) until `pages` returns nil — as a settlement file is uploaded in
     /// parts, so that neither side needs a whole batch in memory. Idempotent by the batch reference
@@ -49,6 +54,15 @@ public protocol Acquirer: Sendable {
     /// `limit`, in feed order. The feed only grows: a notification keeps its position for ever, so a
     /// reader that remembers the last position it recorded reads each notification at least once.
     func disputeNotifications(after: Int, limit: Int) async throws(AcquirerError) -> [AcquirerDisputeNotification]
+}
+
+extension Acquirer {
+    public func query(merchantReferences: [String]) async throws(AcquirerError) -> [PaymentQueryResult] {
+        var answers: [PaymentQueryResult] = []
+        answers.reserveCapacity(merchantReferences.count)
+        for reference in merchantReferences { answers.append(try await query(merchantReference: reference)) }
+        return answers
+    }
 }
 
 // MARK: - Errors

@@ -446,8 +446,8 @@ public struct HoldService: Sendable {
         var acquirerAnswers: [OrderID: PaymentQueryResult]
     }
 
-    /// Reads one page of due holds after `cursor` (one query for the rows, one for the streams, one
-    /// acquirer query per open hold).
+    /// Reads one page of due holds after `cursor` (one query for the rows, one for the streams, and
+    /// one acquirer request for its open holds).
     func readExpiryPage(now: Date, limit: Int, after cursor: DueHoldCursor?) async throws -> ExpiryPage {
         let (orders, next) = try await holdRows.dueHolds(now: now, limit: limit, after: cursor)
         var states = AggregateStates()
@@ -462,29 +462,16 @@ public struct HoldService: Sendable {
         return ExpiryPage(orders: orders, next: next, isLast: orders.count < limit, states: states, acquirerAnswers: answers)
     }
 
-    /// Acquirer queries at once per expiry page: one after the other, a page of 500 holds waited 500 round trips
-    /// to the acquirer service (issue 57); reads, so their order does not matter.
-    static let expiryQueriesInFlight = 16
-
-    /// The acquirer's word on each hold (order id, merchant reference), at most ``expiryQueriesInFlight`` at a time.
+    /// The acquirer's word on each hold (order id, merchant reference), asked in one call for the page
+    /// (``Acquirer/query(merchantReferences:)``). Issue 57: one request per hold, even 16 at a time, made the
+    /// sweep as much work as the payments during a day at the machine's maximum.
     static func query(_ holds: [(OrderID, String)], at acquirer: any Acquirer) async throws -> [OrderID: PaymentQueryResult] {
-        try await withThrowingTaskGroup(of: (OrderID, PaymentQueryResult).self) { group in
-            var answers: [OrderID: PaymentQueryResult] = [:]
-            var pending = holds[...]
-            func startNext() {
-                guard let (id, reference) = pending.popFirst() else { return }
-                group.addTask {
-                    let answer = try await acquirer.query(merchantReference: reference)
-                    return (id, answer)
-                }
-            }
-            for _ in 0..<expiryQueriesInFlight { startNext() }
-            while let (id, answer) = try await group.next() {
-                answers[id] = answer
-                startNext()
-            }
-            return answers
+        guard !holds.isEmpty else { return [:] }
+        let answers = try await acquirer.query(merchantReferences: holds.map(\.1))
+        guard answers.count == holds.count else {
+            throw AcquirerError(.unavailable, "the acquirer answered \(answers.count) queries for \(holds.count) references")
         }
+        return Dictionary(zip(holds.map(\.0), answers), uniquingKeysWith: { first, _ in first })
     }
 
     /// Holds on `page` with modifications the acquirer applied and the ledger has not recorded, oldest first.
