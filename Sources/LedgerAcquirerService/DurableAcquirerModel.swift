@@ -1,15 +1,12 @@
 import LedgerAcquirer
 import LedgerCore
 import LedgerPostgres
+import LedgerServices
 import Logging
 import PostgresNIO
 
 import struct Foundation.Data
 import struct Foundation.Date
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The acquirer model made durable: the pure ``AcquirerModelState`` in memory, its journal in
 /// PostgreSQL (``AcquirerJournal``), and the rule that no answer leaves before its command is committed.
@@ -635,18 +632,7 @@ public actor DurableAcquirerModel {
 
     /// Hands the allocator's free pages back to the system (glibc keeps freed small blocks — a million
     /// finished payments' records — in its arenas otherwise, and the resident set would not shrink).
-    static func returnFreedMemory() {
-        #if canImport(Glibc)
-        // malloc.h is not in Swift's Glibc module: looked up once (RTLD_DEFAULT), absent on other C libraries.
-        if let trim = Self.mallocTrim { _ = trim(0) }
-        #endif
-    }
-
-    #if canImport(Glibc)
-    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = dlsym(nil, "malloc_trim").map {
-        unsafeBitCast($0, to: (@convention(c) (Int) -> Int32).self)
-    }
-    #endif
+    static func returnFreedMemory() { MemoryReturn.trimNow() }
 
     static func truncated(_ date: Date) -> Date { Date(epochMicroseconds: date.epochMicroseconds) }
 

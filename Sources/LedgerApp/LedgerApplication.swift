@@ -477,6 +477,7 @@ public func buildApplication(
         app.addServices(afterPool(SettlementScheduler(settlement: services.settlement, logger: logger, jobs: services.jobs)))
     }
     if configuration.disputePollInterval != nil { app.addServices(afterPool(services.disputePoller)) }
+    if let interval = configuration.memoryTrimInterval { app.addServices(MemoryTrimmer(interval: interval, logger: logger, jobs: services.jobs)) }
     if let scheduler = services.checkpointScheduler { app.addServices(afterPool(scheduler)) }
     if let inbox = services.inbox { app.addServices(afterPool(inbox)) }
     app.beforeServerStarts { await pool.running() }

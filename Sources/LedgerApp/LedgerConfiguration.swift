@@ -63,6 +63,7 @@ import Logging
 /// | `LEDGERD_SNAPSHOT_EVERY_EVENTS` | `10000` | the fewest events between inventory snapshots (while they are small, an as-of inventory or product read folds at most this many events past the last one, plus the snapshotter's lag) |
 /// | `LEDGERD_SNAPSHOT_BYTES_PER_EVENT` | `64` | the next inventory snapshot comes no sooner than the last one's bytes ÷ this many events later (0: every `LEDGERD_SNAPSHOT_EVERY_EVENTS`) |
 /// | `LEDGERD_SNAPSHOT_INTERVAL_SECONDS` | `5` | how often the daemon writes the inventory snapshots the log has grown past |
+/// | `LEDGERD_MEMORY_TRIM_SECONDS` | `60` | how often the daemon returns its allocator's free pages to the system (0: never) |
 /// | `LEDGERD_HOLD_LIFETIMES` | network rules | acquirer model hold lifetime per network in seconds, e.g. `visa=604800,mastercard=2592000` (others keep the standard rules) |
 /// | `LEDGERD_PRODUCT_IMAGES_DIR` | `<data dir>/product_images` | directory `GET /product_image/<file>` serves |
 /// | `LEDGERD_LOG_LEVEL` | `info` | trace, debug, info, notice, warning, error, critical |
@@ -194,6 +195,8 @@ public struct LedgerConfiguration: Sendable {
     public var snapshotBytesPerEvent: Int64
     /// How often the snapshotter looks for snapshots to write.
     public var snapshotInterval: Duration
+    /// How often the daemon returns its allocator's free pages to the system (``MemoryTrimmer``); nil: never.
+    public var memoryTrimInterval: Duration?
     /// Hold lifetime (seconds) per network, overriding the acquirer model's standard rules.
     public var holdLifetimes: [CardNetwork: Int64]
     /// Apple Pay tokens processed by the ledger itself; nil when no processing key is configured.
@@ -373,6 +376,9 @@ public struct LedgerConfiguration: Sendable {
         let snapshotSeconds = reader.int(forKey: "ledgerd.snapshot.interval.seconds", default: 5)
         guard snapshotSeconds >= 1 else { throw ConfigurationError("LEDGERD_SNAPSHOT_INTERVAL_SECONDS must be at least 1") }
         snapshotInterval = .seconds(snapshotSeconds)
+        let trimSeconds = reader.int(forKey: "ledgerd.memory.trim.seconds", default: 60)
+        guard trimSeconds >= 0 else { throw ConfigurationError("LEDGERD_MEMORY_TRIM_SECONDS must be 0 (never) or more") }
+        memoryTrimInterval = trimSeconds == 0 ? nil : .seconds(trimSeconds)
         holdLifetimes = [:]
         for rule in reader.stringArray(forKey: "ledgerd.hold.lifetimes", default: []) {
             let parts = rule.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1).map(String.init)

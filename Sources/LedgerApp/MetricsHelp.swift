@@ -23,7 +23,7 @@ enum MetricsHelp {
         "ledger_acquirer_breaker_state": "State of the circuit breaker in front of the acquirer service: 0 closed, 1 half-open, 2 open",
         "ledger_database_up": "1 while the ledger database answers the daemon's probe, 0 during an outage",
         "ledger_job_runs_total":
-            "Runs of a background job, by name (settlement, expiry, checkpoint, inventory_snapshot, webhook_dispatch, dispute_poll) and outcome (success, failure)",
+            "Runs of a background job, by name (settlement, expiry, checkpoint, inventory_snapshot, webhook_dispatch, dispute_poll, memory_trim) and outcome (success, failure)",
         "ledger_job_duration_seconds": "Time one run of a background job took",
         "ledger_job_last_success_timestamp_seconds": "When a background job last ran successfully, in seconds since the Unix epoch",
         "ledger_holds_expired_total": "Holds the expiry sweeper expired",

@@ -1,5 +1,6 @@
 import HTTPTypes
 import Hummingbird
+import LedgerServices
 import Synchronization
 
 /// At most `limit` expensive requests at once — a chain verification, a report upload, an as-of read, a journal page or an

@@ -3,6 +3,7 @@ import HTTPTypes
 import HummingbirdTesting
 import LedgerAcquirer
 import LedgerAcquirerAPI
+import LedgerApp
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
@@ -27,6 +28,22 @@ import Testing
         while try await !condition() {
             try #require(ContinuousClock.now < deadline, "the condition did not hold within 60 s", sourceLocation: sourceLocation)
             try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// `LEDGERD_MEMORY_TRIM_SECONDS`: the daemon returns its allocator's free pages every interval (``MemoryTrimmer``),
+    /// each pass a `memory_trim` job on /metrics; 0 turns it off, a negative value is refused.
+    @Test(.timeLimit(.minutes(3))) func theMemoryTrimRunsEveryInterval() async throws {
+        #expect(try LedgerConfiguration.load(environment: [:]).memoryTrimInterval == .seconds(60))
+        #expect(try LedgerConfiguration.load(environment: ["LEDGERD_MEMORY_TRIM_SECONDS": "0"]).memoryTrimInterval == nil)
+        #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_MEMORY_TRIM_SECONDS": "-1"]) }
+        try await TestApp.withApp(environment: ["LEDGERD_MEMORY_TRIM_SECONDS": "1"]) { _, services in
+            let before = MemoryReturn.trimCount
+            let runs = #"ledger_job_runs_total{name="memory_trim",outcome="success"} "#
+            try await Self.eventually {
+                guard let line = services.metrics.exposition().split(separator: "\n").first(where: { $0.hasPrefix(runs) }) else { return false }
+                return (Int(line.dropFirst(runs.count)) ?? 0) >= 2 && MemoryReturn.trimCount >= before + 2
+            }
         }
     }
 

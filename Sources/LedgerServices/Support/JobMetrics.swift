@@ -16,6 +16,8 @@ public enum BackgroundJob: String, Sendable, CaseIterable {
     case webhookDispatch = "webhook_dispatch"
     /// ``DisputePoller``: one read of the acquirer's dispute notifications.
     case disputePoll = "dispute_poll"
+    /// ``MemoryTrimmer``: the allocator's free pages returned to the system.
+    case memoryTrim = "memory_trim"
 }
 
 /// The metrics of the background jobs — the one place they are recorded (the loops only say what ran):
