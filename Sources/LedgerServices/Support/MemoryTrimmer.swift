@@ -1,10 +1,11 @@
 import Logging
 import ServiceLifecycle
 
-/// Returns the allocator's free pages to the system every `interval` (``MemoryReturn/trimNow()``), so that a daemon
-/// under a steady load keeps the resident set of what it uses, not of what its arenas once held (issue 57: without
-/// it, 204 → 555 MiB over 20 minutes of a day at the machine's maximum, the memory in use growing 254 → 285 MB).
-/// Each pass is the `memory_trim` background job (its duration in `ledger_job_duration_seconds`).
+/// Returns the allocator's free pages to the system every `interval` (``MemoryReturn/trimNow()``). Issue 57: over 20
+/// minutes of a day at the machine's maximum the daemon's RSS went 204 → 555 MiB while the memory in use went only
+/// 254 → 285 MB. With the trims a pass returns about 100 MB, but the peaks stay: most of the free memory sits in
+/// partly used pages, which no trim returns (docs/performance.md, session 7). Each pass is the `memory_trim`
+/// background job (its duration in `ledger_job_duration_seconds`: 5–25 ms there).
 public struct MemoryTrimmer: Service {
     let interval: Duration
     let logger: Logger
