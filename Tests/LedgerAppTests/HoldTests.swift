@@ -362,12 +362,12 @@ import Testing
     @Test func lapsedHoldsStopReservingAtOnceAndTwoSweepersExpireEachExactlyOnce() async throws {
         let (clock, model) = Self.simulatedAcquirer(seed: 7, creditLimit: 20_000)
         let database = try await TestDatabase.fresh()
-        // Each sweeper's first acquirer query after arming waits for the other's: both have read the
-        // due holds' streams before either commits, so their appends race for the same versions.
+        // Each sweeper's first acquirer query after arming (a page's holds in one call) waits for the other's: both
+        // have read the due holds' streams before either commits, so their appends race for the same versions.
         let barrier = Barrier(parties: 2)
         let (armedA, armedB) = (OneShot(), OneShot())
-        let acquirerA = InterposedAcquirer(model) { call in if call == .query, armedA.fire() { await barrier.arrive() } }
-        let acquirerB = InterposedAcquirer(model) { call in if call == .query, armedB.fire() { await barrier.arrive() } }
+        let acquirerA = InterposedAcquirer(model) { call in if call == .queries, armedA.fire() { await barrier.arrive() } }
+        let acquirerB = InterposedAcquirer(model) { call in if call == .queries, armedB.fire() { await barrier.arrive() } }
         try await TestApp.withApp(seed: true, database: database, acquirer: acquirerA, clock: { clock.now }) { client, services in
             try await TestApp.withApp(database: database, acquirer: acquirerB, clock: { clock.now }) { _, other in
                 var ids: [String] = []
@@ -407,11 +407,11 @@ import Testing
     /// The sweep reads the next page while the previous one commits. Here that page is expired by
     /// another daemon after it was read and before it was decided: the stale decision conflicts, the
     /// page is read again and nothing is expired twice.
-    /// Bounded in time: a sweep that failed before its fourth query would leave the barrier waiting.
+    /// Bounded in time: a sweep that failed before its second page's query would leave the barrier waiting.
     @Test(.timeLimit(.minutes(3))) func aSweepInPagesExpiresEachHoldOnceWhenAnotherDaemonExpiresAPageItHadAlreadyRead() async throws {
         let (clock, model) = Self.simulatedAcquirer(seed: 11, creditLimit: 10_000_000)
         let database = try await TestDatabase.fresh()
-        // After the sweeper's fourth acquirer query (pages of two: the second page has been read), it
+        // After the sweeper's second acquirer query (one per page of two: the second page has been read), it
         // waits while the other daemon sweeps. Only this sweep's queries count, told apart by a task-local value
         // its calls carry: a background pass of the same daemon run late beside the sweep (the payment recovery
         // once did) would otherwise take the count to four first and leave this sweep free.
@@ -422,8 +422,8 @@ import Testing
         let (secondPageRead, otherSwept) = (Barrier(parties: 2), Barrier(parties: 2))
         let acquirer = InterposedAcquirer(model) { _ in
         } after: { call in
-            guard call == .query, SweepUnderTest.marked,
-                queries.add(1, ordering: .sequentiallyConsistent).newValue == 4
+            guard call == .queries, SweepUnderTest.marked,
+                queries.add(1, ordering: .sequentiallyConsistent).newValue == 2
             else { return }
             await secondPageRead.arrive()
             await otherSwept.arrive()
