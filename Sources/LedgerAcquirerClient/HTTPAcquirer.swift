@@ -168,13 +168,8 @@ public final class HTTPAcquirer: Acquirer {
             "/payments?merchantReference=\(Self.escape(merchantReference))",
             body: NoContent?.none,
             key: nil
-        ) { result in
-            switch result {
-            case .found(let details): return details.authorization.merchantReference == merchantReference
-            case .notFound(let reference): return reference == merchantReference
-            }
-        }
-        if case .found(let details) = result, let psp = details.authorization.pspReference { remember(merchantReference, psp) }
+        ) { $0.merchantReference == merchantReference }
+        remember(result)
         return result
     }
 
@@ -183,10 +178,8 @@ public final class HTTPAcquirer: Acquirer {
     public func query(merchantReferences: [String]) async throws(AcquirerError) -> [PaymentQueryResult] {
         var answers: [PaymentQueryResult] = []
         answers.reserveCapacity(merchantReferences.count)
-        var start = 0
-        while start < merchantReferences.count {
+        for start in stride(from: 0, to: merchantReferences.count, by: AcquirerWire.maximumQueryReferences) {
             let chunk = Array(merchantReferences[start..<min(merchantReferences.count, start + AcquirerWire.maximumQueryReferences)])
-            start += chunk.count
             let results: [PaymentQueryResult] = try await call(
                 "queries",
                 .POST,
@@ -196,11 +189,7 @@ public final class HTTPAcquirer: Acquirer {
             ) { results in
                 results.count == chunk.count && zip(results, chunk).allSatisfy { result, reference in result.merchantReference == reference }
             }
-            for result in results {
-                if case .found(let details) = result, let psp = details.authorization.pspReference {
-                    remember(details.authorization.merchantReference, psp)
-                }
-            }
+            results.forEach(remember)
             answers += results
         }
         return answers
@@ -280,6 +269,11 @@ public final class HTTPAcquirer: Acquirer {
 
     private func remember(_ merchantReference: String, _ psp: String) {
         pspReferences.withLock { $0.put(merchantReference, psp) }
+    }
+
+    /// The psp reference a status answer names, remembered for its payment's next modification.
+    private func remember(_ result: PaymentQueryResult) {
+        if case .found(let details) = result, let psp = details.authorization.pspReference { remember(result.merchantReference, psp) }
     }
 
     // MARK: The call
