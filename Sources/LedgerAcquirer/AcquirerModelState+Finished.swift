@@ -91,11 +91,9 @@ extension AcquirerModelState {
 
     /// Gives back the storage of payments taken out (a dictionary keeps its capacity when emptied).
     public mutating func compactStorage() {
-        if holds.capacity > 2 * holds.count + 1_024 { holds = Dictionary(uniqueKeysWithValues: holds.map { ($0.key, $0.value) }) }
-        if declined.capacity > 2 * declined.count + 1_024 { declined = Dictionary(uniqueKeysWithValues: declined.map { ($0.key, $0.value) }) }
-        if modifications.capacity > 2 * modifications.count + 1_024 {
-            modifications = Dictionary(uniqueKeysWithValues: modifications.map { ($0.key, $0.value) })
-        }
+        if holds.capacity > 2 * holds.count + 1_024 { holds = holds.compacted() }
+        if declined.capacity > 2 * declined.count + 1_024 { declined = declined.compacted() }
+        if modifications.capacity > 2 * modifications.count + 1_024 { modifications = modifications.compacted() }
     }
 
     /// Puts a payment taken out by ``takeFinishedPayments()`` back (nothing when it is in the state).

@@ -19,12 +19,12 @@ public struct AcquirerModelState: Hashable, Sendable, Codable {
     var counters = Counters()
     /// Issuer-side card accounts, by account key (see `ResolvedCard.accountKey`).
     var accounts: [String: CardAccount] = [:]
-    /// Placed holds, by our authorization (merchant) reference.
-    var holds: [String: Hold] = [:]
+    /// Placed holds, by our authorization (merchant) reference (a ``ReferenceTable``, as the two below).
+    var holds: ReferenceTable<Hold> = [:]
     /// Declined authorizations, by merchant reference, kept for idempotent retries and queries.
-    var declined: [String: StoredAuthorization] = [:]
+    var declined: ReferenceTable<StoredAuthorization> = [:]
     /// Modifications by our modification reference.
-    var modifications: [String: StoredModification] = [:]
+    var modifications: ReferenceTable<StoredModification> = [:]
     /// References of holds whose status is open, in authorization order, with their queue by expiry (``OpenHolds``).
     var openHolds = OpenHolds()
     /// No open hold expires before this (nil: none open). Lets every operation skip the expiry pass

@@ -24,7 +24,7 @@ struct OpenHolds: Sendable {
     }
 
     /// Each open reference's authorization sequence number (its place in authorization order).
-    private var sequence: [String: UInt64] = [:]
+    private var sequence: ReferenceTable<UInt64> = [:]
     private var nextSequence: UInt64 = 0
     /// An entry per open hold, and the entries of holds closed since that have not reached the top yet.
     private var queue = Heap<Entry>()
