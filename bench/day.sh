@@ -101,6 +101,9 @@ done
 hz=$(getconf CLK_TCK)
 . bench/lib.sh
 rss_mib() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status" 2>/dev/null || echo 0; }
+# The load generator's own process (the day's or the night's): its memory and CPU are printed beside the others, so
+# that the bench's own cost cannot hide in the figures (session 8: a task group kept every request, 8 GB by minute 23).
+loader_pid() { pgrep -n -f "bench day-load --url http://127.0.0.1:$port" || echo 0; }
 acquirer_pid() { for p in $(pgrep -P "$pid"); do grep -q acquirer "/proc/$p/cmdline" 2>/dev/null && { echo "$p"; return; }; done; echo 0; }
 postgres_ticks() { cluster_ticks "$(head -1 "$work/d/pg/postmaster.pid")"; }
 # Checkpoints requested and timed: pg_stat_checkpointer (PostgreSQL 17) or pg_stat_bgwriter (before).
@@ -115,15 +118,17 @@ echo "binary: $bin; PostgreSQL: $(sql 'SHOW server_version' postgres); max_wal_s
 # The machine's line every window, in the background, until the file stop exists.
 sampler() {
   set +e +o pipefail  # a failed sample is a gap in one line, not the end of the sampling
-  local n=0 c0 a0 p0 w0 k0 s0 y0 r0 e0 acq c1 a1 p1 w1 k1 s1 y1 r1 e1 ops caches dc da dp expired
-  acq=$(acquirer_pid)
-  c0=$(ticks "$pid"); a0=$(ticks "$acq"); p0=$(postgres_ticks); w0=$(sql "SELECT pg_current_wal_lsn() - '0/0'" postgres)
+  local n=0 c0 a0 p0 w0 k0 s0 y0 r0 e0 l0 acq ldr c1 a1 p1 w1 k1 s1 y1 r1 e1 l1 ops caches dc da dp dl expired
+  acq=$(acquirer_pid); ldr=$(loader_pid)
+  c0=$(ticks "$pid"); a0=$(ticks "$acq"); l0=$(ticks "$ldr"); p0=$(postgres_ticks); w0=$(sql "SELECT pg_current_wal_lsn() - '0/0'" postgres)
   k0=$(checkpoints); s0=$(sql "SELECT pg_database_size('ledger')" postgres); y0=$(payments); r0=$(requests); e0=$(expiries)
   while [ ! -e "$work/stop" ]; do
     sleep "$window"
     pid=$(cat "$work/pid")  # the daemon may have been restarted (RESTART=1): its ticks start again from 0
     n=$((n + 1)); acq=$(acquirer_pid)
-    c1=$(ticks "$pid"); a1=$(ticks "$acq"); p1=$(postgres_ticks); w1=$(sql "SELECT pg_current_wal_lsn() - '0/0'" postgres)
+    # A new load generator (the night's, the morning's) starts its ticks from 0.
+    if [ "$(loader_pid)" != "$ldr" ]; then ldr=$(loader_pid); l0=0; fi
+    c1=$(ticks "$pid"); a1=$(ticks "$acq"); l1=$(ticks "$ldr"); p1=$(postgres_ticks); w1=$(sql "SELECT pg_current_wal_lsn() - '0/0'" postgres)
     k1=$(checkpoints); s1=$(sql "SELECT pg_database_size('ledger')" postgres); y1=$(payments)
     r1=$(requests); ops=$((r1 - r0)); r0=$r1
     e1=$(expiries); expired=$(awk -v a="$e0" -v b="$e1" 'BEGIN {split(a, x, " "); split(b, y, " "); d = y[1] - x[1]; t = y[2] - x[2]; if (d < 0 || t < 0) { d = y[1]; t = y[2] } printf "%d holds in %.1f s of passes", d, t}'); e0=$e1
@@ -132,15 +137,17 @@ sampler() {
     dc=$((c1 - c0)); [ "$dc" -ge 0 ] || dc=$c1
     da=$((a1 - a0)); [ "$da" -ge 0 ] || da=$a1
     dp=$((p1 - p0)); [ "$dp" -ge 0 ] || dp=$p1  # the embedded cluster restarts with the daemon
+    dl=$((l1 - l0)); [ "$dl" -ge 0 ] || dl=$l1
     caches=$(curl -sf -H "Authorization: Bearer $key" "http://127.0.0.1:$port/metrics" | awk '/^ledger_cache_entries/ {sub(/.*cache="/, ""); sub(/"} /, " "); printf "%s ", $0}')
     awk -v n="$n" -v hz="$hz" -v c="$dc" -v a="$da" -v p="$dp" -v w=$((w1 - w0)) -v ops="${ops:-0}" \
       -v y=$((y1 - y0)) -v s=$((s1 - s0)) -v db="$s1" -v k0="$k0" -v k1="$k1" -v rss="$(rss_mib "$pid")" -v arss="$(rss_mib "$acq")" \
+      -v l="$dl" -v lrss="$(rss_mib "$ldr")" \
       -v load="$(cut -d' ' -f1 /proc/loadavg)" -v caches="$caches" -v expired="$expired" 'BEGIN {
         split(k0, x, " "); split(k1, z, " "); o = ops > 0 ? ops : 1; q = y > 0 ? y : 1
-        printf "machine window %d (load %s): rss daemon %d MiB acquirer %d MiB | cpu ms/op daemon %.3f acquirer %.3f postgres %.3f | payments %d wal %.1f KB/payment disk %.1f KB/payment | checkpoints req %d timed %d | db %.0f MB | expired %s | %s\n",
-          n, load, rss, arss, 1000 * c / hz / o, 1000 * a / hz / o, 1000 * p / hz / o, y, w / q / 1024, s / q / 1024,
+        printf "machine window %d (load %s): rss daemon %d MiB acquirer %d MiB | cpu ms/op daemon %.3f acquirer %.3f postgres %.3f | load generator %d MiB %.3f ms/op | payments %d wal %.1f KB/payment disk %.1f KB/payment | checkpoints req %d timed %d | db %.0f MB | expired %s | %s\n",
+          n, load, rss, arss, 1000 * c / hz / o, 1000 * a / hz / o, 1000 * p / hz / o, lrss, 1000 * l / hz / o, y, w / q / 1024, s / q / 1024,
           z[1] - x[1], z[2] - x[2], db / 1048576, expired, caches }'
-    c0=$c1; a0=$a1; p0=$p1; w0=$w1; k0=$k1; s0=$s1; y0=$y1
+    c0=$c1; a0=$a1; p0=$p1; l0=$l1; w0=$w1; k0=$k1; s0=$s1; y0=$y1
   done
 }
 # Operations the daemon answered so far (its http_requests_total): the divisor of CPU per operation.
