@@ -127,7 +127,8 @@ sampler() {
     pid=$(cat "$work/pid")  # the daemon may have been restarted (RESTART=1): its ticks start again from 0
     n=$((n + 1)); acq=$(acquirer_pid)
     # A new load generator (the night's, the morning's) starts its ticks from 0.
-    if [ "$(loader_pid)" != "$ldr" ]; then ldr=$(loader_pid); l0=0; fi
+    l1=$(loader_pid)
+    if [ "$l1" != "$ldr" ]; then ldr=$l1; l0=0; fi
     c1=$(ticks "$pid"); a1=$(ticks "$acq"); l1=$(ticks "$ldr"); p1=$(postgres_ticks); w1=$(sql "SELECT pg_current_wal_lsn() - '0/0'" postgres)
     k1=$(checkpoints); s1=$(sql "SELECT pg_database_size('ledger')" postgres); y1=$(payments)
     r1=$(requests); ops=$((r1 - r0)); r0=$r1
