@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 /// How a test shares this machine with the rest of the suite, as a trait: `@Suite(.machine(.shared))` or
@@ -25,7 +26,7 @@ public struct MachineShare: TestTrait, SuiteTrait, TestScoping {
         // The suite's own scope holds nothing: each test case takes its share, so a suite's tests don't hold the
         // machine while they wait for one another.
         guard testCase != nil else { return try await function() }
-        try await MachineGate.shared.with(kind, function)
+        try await MachineGate.shared.with(kind, name: "\(test.id)", function)
     }
 }
 
@@ -37,23 +38,117 @@ extension Trait where Self == MachineShare {
 /// `.alone` test starts only when no `.shared` test runs or waits — in a full run, typically once the shared tests are
 /// done. (Preferring the `.alone` tests made every shared test that arrived behind them wait out a long shared test,
 /// and time limits passed in a chain.)
-actor MachineGate {
+public actor MachineGate {
     static let shared = MachineGate()
+
+    /// The limits below, and how often the watch looks (a minute in a run; a test of the gate takes less).
+    let hangLimit: Duration
+    let stallLimit: Duration
+    let watchEvery: Duration
+
+    public init(
+        hangLimit: Duration = MachineGate.hangLimit,
+        stallLimit: Duration = .seconds(600),
+        watchEvery: Duration = .seconds(60)
+    ) {
+        self.hangLimit = hangLimit
+        self.stallLimit = stallLimit
+        self.watchEvery = watchEvery
+    }
 
     private var sharing = 0
     private var alone = false
     private var waitingShared: [CheckedContinuation<Void, Never>] = []
     private var waitingAlone: [CheckedContinuation<Void, Never>] = []
 
-    func with(_ kind: MachineShare.Kind, _ body: @Sendable () async throws -> Void) async throws {
+    /// A test case that has run this long (once admitted) is taken for hung: an issue naming it is recorded (and printed
+    /// at once), so a run that hangs says which test, instead of reaching CI's time limit with nothing (a CI run once
+    /// stopped answering at 280 s with every thread idle: every test suspended on something). The slowest test here
+    /// runs about two minutes alone, CI's machine is some three times slower. `LEDGER_TEST_HANG_SECONDS` overrides.
+    public static let hangLimit: Duration = .seconds(
+        ProcessInfo.processInfo.environment["LEDGER_TEST_HANG_SECONDS"].flatMap(Int.init) ?? 900
+    )
+
+    /// The admitted test cases, by a serial number: their names, kinds and since when they run.
+    private var running: [Int: (name: String, kind: MachineShare.Kind, since: ContinuousClock.Instant)] = [:]
+    private var admitted = 0
+    private var watching = false
+    /// When a test case last left: shared tests leave every few seconds in a run that moves.
+    private var lastLeave = ContinuousClock.now
+    /// Set once the shared tests have stood still while `.alone` ones waited (one shared test hung): from then on the
+    /// `.alone` tests no longer wait for the shared ones. Without this, the `.alone` tests waiting behind a hung one
+    /// filled every slot of Swift Testing's width limit and the whole run stood still, every thread idle, until CI's
+    /// time limit, with nothing said (twice in CI).
+    private var stalled = false
+
+    public func with(
+        _ kind: MachineShare.Kind,
+        name: String,
+        _ body: @Sendable () async throws -> Void
+    ) async throws {
         await enter(kind)
-        do {
-            try await body()
-        } catch {
+        admitted += 1
+        let number = admitted
+        running[number] = (name, kind, .now)
+        startWatching()
+        defer {
+            running[number] = nil
             leave(kind)
-            throw error
         }
-        leave(kind)
+        // An alarm beside the body, never awaited here: leaving this scope cancels it (and awaits the cancelled sleep),
+        // so it rings, recording the issue, only if the body outlives the limit.
+        async let _ = alarm(name: name)
+        try await body()
+    }
+
+    private nonisolated func alarm(name: String) async {
+        let limit = hangLimit
+        guard (try? await Task.sleep(for: limit)) != nil else { return }
+        let state = await describe()
+        Issue.record("hung: still running \(limit) after the machine admitted it (\(state))")
+        MachineGate.report("HUNG after \(limit): \(name); \(state)")
+    }
+
+    /// Every minute, the test cases running longer than two minutes are written to standard error, with the gate's
+    /// state: where a run stands when it seems to stand still, from the test process itself.
+    private func startWatching() {
+        guard !watching else { return }
+        watching = true
+        Task.detached(priority: .high) { [weak self] in
+            while let self, await self.watch() {
+                try? await Task.sleep(for: self.watchEvery)
+            }
+        }
+    }
+
+    private func watch() -> Bool {
+        let now = ContinuousClock.now
+        let long = running.values.filter { now - $0.since > .seconds(120) }.sorted { $0.since < $1.since }
+        for test in long {
+            Self.report("still running after \((now - test.since).components.seconds) s (\(test.kind)): \(test.name)")
+        }
+        if !long.isEmpty || (running.isEmpty && !(waitingShared.isEmpty && waitingAlone.isEmpty)) {
+            Self.report(describe())
+        }
+        if !stalled, sharing > 0, !alone, !waitingAlone.isEmpty, now - lastLeave > stallLimit {
+            stalled = true
+            Self.report(
+                "no test has finished for \(stallLimit) while \(waitingAlone.count) alone test(s) wait: a shared one hangs; the alone ones run now (\(describe()))"
+            )
+            alone = true
+            waitingAlone.removeFirst().resume()
+        }
+        // Nothing admitted or waiting: the watch ends (the next test case starts it again).
+        watching = !(running.isEmpty && waitingShared.isEmpty && waitingAlone.isEmpty)
+        return watching
+    }
+
+    public func describe() -> String {
+        "gate: \(running.count) admitted, sharing \(sharing), alone \(alone), waiting: \(waitingShared.count) shared, \(waitingAlone.count) alone"
+    }
+
+    static func report(_ line: String) {
+        FileHandle.standardError.write(Data("MachineGate: \(line)\n".utf8))
     }
 
     private func enter(_ kind: MachineShare.Kind) async {
@@ -65,7 +160,7 @@ actor MachineGate {
                 sharing += 1
             }
         case .alone:
-            if alone || sharing > 0 || !waitingAlone.isEmpty {
+            if alone || (sharing > 0 && !stalled) || !waitingAlone.isEmpty {
                 await withCheckedContinuation { waitingAlone.append($0) }
             } else {
                 alone = true
@@ -74,6 +169,7 @@ actor MachineGate {
     }
 
     private func leave(_ kind: MachineShare.Kind) {
+        lastLeave = .now
         switch kind {
         case .shared: sharing -= 1
         case .alone: alone = false
@@ -83,7 +179,7 @@ actor MachineGate {
             sharing += waitingShared.count
             for waiter in waitingShared { waiter.resume() }
             waitingShared = []
-        } else if sharing == 0, !waitingAlone.isEmpty {
+        } else if sharing == 0 || stalled, !waitingAlone.isEmpty {
             alone = true
             waitingAlone.removeFirst().resume()
         }
