@@ -363,11 +363,18 @@ import Testing
         let (clock, model) = Self.simulatedAcquirer(seed: 7, creditLimit: 20_000)
         let database = try await TestDatabase.fresh()
         // Each sweeper's first acquirer query after arming (a page's holds in one call) waits for the other's: both
-        // have read the due holds' streams before either commits, so their appends race for the same versions.
+        // have read the due holds' streams before either commits, so their appends race for the same versions. Only
+        // the two sweeps' queries count (marked by a task-local value): a daemon's background pass that queried the
+        // acquirer after the arming took the shot and waited at the barrier for a party that never came — the sweeps
+        // then ran unhindered, and the barrier held the pass, and the app's shutdown, forever.
         let barrier = Barrier(parties: 2)
         let (armedA, armedB) = (OneShot(), OneShot())
-        let acquirerA = InterposedAcquirer(model) { call in if call == .queries, armedA.fire() { await barrier.arrive() } }
-        let acquirerB = InterposedAcquirer(model) { call in if call == .queries, armedB.fire() { await barrier.arrive() } }
+        let acquirerA = InterposedAcquirer(model) { call in
+            if call == .queries, SweepUnderTest.marked, armedA.fire() { await barrier.arrive() }
+        }
+        let acquirerB = InterposedAcquirer(model) { call in
+            if call == .queries, SweepUnderTest.marked, armedB.fire() { await barrier.arrive() }
+        }
         try await TestApp.withApp(seed: true, database: database, acquirer: acquirerA, clock: { clock.now }) { client, services in
             try await TestApp.withApp(database: database, acquirer: acquirerB, clock: { clock.now }) { _, other in
                 var ids: [String] = []
@@ -386,8 +393,8 @@ import Testing
 
                 armedA.arm()
                 armedB.arm()
-                async let first = services.holds.expireDue()
-                async let second = other.holds.expireDue()
+                async let first = SweepUnderTest.$marked.withValue(true) { try await services.holds.expireDue() }
+                async let second = SweepUnderTest.$marked.withValue(true) { try await other.holds.expireDue() }
                 let (a, b) = try await (first, second)
                 #expect(barrier.arrivals == 2, "both sweepers decided before either committed")
                 // One append expires all three; the other sweeper's append conflicts, it reads again and finds nothing due.

@@ -8,7 +8,7 @@ import Testing
 /// width limit) for the rest of the run.
 @Suite struct MachineGateTests {
     @Test func aloneTestsRunOnceTheSharedOnesStandStillAndAHungTestIsNamed() async throws {
-        let gate = MachineGate(hangLimit: .seconds(1), stallLimit: .seconds(2), watchEvery: .milliseconds(100))
+        let gate = MachineGate(label: "MachineGateTests", hangLimit: .seconds(1), stallLimit: .seconds(2), watchEvery: .milliseconds(100))
         let release = Latch()
         let admitted = Latch()
         let aloneRan = Recorder()
@@ -37,7 +37,7 @@ import Testing
     }
 
     @Test func anAloneTestWaitsForSharedOnesThatFinish() async throws {
-        let gate = MachineGate(hangLimit: .seconds(60), stallLimit: .seconds(60), watchEvery: .milliseconds(100))
+        let gate = MachineGate(label: "MachineGateTests", hangLimit: .seconds(60), stallLimit: .seconds(60), watchEvery: .milliseconds(100))
         let release = Latch()
         let admitted = Latch()
         let order = Recorder()
@@ -86,5 +86,28 @@ private final class Latch: Sendable {
             }
             if passes { continuation.resume() }
         }
+    }
+}
+
+/// The tests' barrier: a party that never comes ends the wait at its limit, with an issue saying how many arrived.
+@Suite struct BarrierTests {
+    @Test func aWaitForAPartyThatNeverComesEndsAtItsLimitWithAnIssue() async {
+        let barrier = Barrier(parties: 2)
+        let clock = ContinuousClock()
+        let started = clock.now
+        await withKnownIssue("one of two arrived") {
+            await barrier.arrive(within: .milliseconds(300))
+        }
+        #expect(clock.now - started >= .milliseconds(300))
+        #expect(barrier.arrivals == 1)
+    }
+
+    @Test func partiesThatAllComePassTogetherWithoutAnIssue() async {
+        let barrier = Barrier(parties: 3)
+        await withTaskGroup { group in
+            for _ in 0..<3 { group.addTask { await barrier.arrive(within: .seconds(60)) } }
+        }
+        #expect(barrier.arrivals == 3)
+        await barrier.arrive(within: .seconds(60))  // after the meeting, at once
     }
 }

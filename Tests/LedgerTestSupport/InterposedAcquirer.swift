@@ -1,5 +1,6 @@
 import LedgerCore
 import Synchronization
+import Testing
 
 /// An acquirer that passes every call to `base` after awaiting `before(call)`, and hands back its answer after
 /// awaiting `after(call)`: the test's way to hold a daemon at a chosen point, before the acquirer applies a call
@@ -85,12 +86,16 @@ public struct InterposedAcquirer: Acquirer {
     }
 }
 
-/// A one-shot meeting point for `parties` tasks: each ``arrive()`` waits until all have arrived, then
+/// A one-shot meeting point for `parties` tasks: each ``arrive(within:)`` waits until all have arrived, then
 /// all go on together. Arrivals after that pass at once.
+///
+/// A party that never comes would leave the others waiting forever with nothing to wake them — no timer, no socket:
+/// a test hung that way held its slot of the run to the end. So a wait is bounded: past `limit` the waiter records
+/// an issue saying how many arrived, and goes on.
 public final class Barrier: Sendable {
     private struct State {
         var arrived = 0
-        var waiting: [CheckedContinuation<Void, Never>] = []
+        var waiting: [Int: CheckedContinuation<Void, Never>] = [:]
     }
 
     private let parties: Int
@@ -101,18 +106,31 @@ public final class Barrier: Sendable {
     /// How many tasks arrived so far.
     public var arrivals: Int { state.withLock { $0.arrived } }
 
-    public func arrive() async {
+    public func arrive(within limit: Duration = .seconds(120)) async {
+        let number = Int.random(in: 0..<Int.max)
+        let gaveUp = Atomic<Bool>(false)
+        let timer = Task { [self] in
+            guard (try? await Task.sleep(for: limit)) != nil else { return }
+            let waiter = state.withLock { $0.waiting.removeValue(forKey: number) }
+            guard let waiter else { return }
+            gaveUp.store(true, ordering: .sequentiallyConsistent)
+            waiter.resume()
+        }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let release = state.withLock { state -> [CheckedContinuation<Void, Never>] in
                 state.arrived += 1
                 if state.arrived < parties {
-                    state.waiting.append(continuation)
+                    state.waiting[number] = continuation
                     return []
                 }
-                defer { state.waiting = [] }
-                return state.waiting + [continuation]
+                defer { state.waiting = [:] }
+                return Array(state.waiting.values) + [continuation]
             }
             for waiter in release { waiter.resume() }
+        }
+        timer.cancel()
+        if gaveUp.load(ordering: .sequentiallyConsistent) {
+            Issue.record("a barrier of \(parties) waited \(limit) and \(arrivals) arrived: a party never came")
         }
     }
 }

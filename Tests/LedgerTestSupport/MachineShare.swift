@@ -45,8 +45,11 @@ public actor MachineGate {
     let hangLimit: Duration
     let stallLimit: Duration
     let watchEvery: Duration
+    /// What its lines on standard error start with: "MachineGate" for the run's own gate, another for a test's.
+    let label: String
 
     public init(
+        label: String = "MachineGate",
         hangLimit: Duration = MachineGate.hangLimit,
         stallLimit: Duration = .seconds(600),
         watchEvery: Duration = .seconds(60)
@@ -54,6 +57,7 @@ public actor MachineGate {
         self.hangLimit = hangLimit
         self.stallLimit = stallLimit
         self.watchEvery = watchEvery
+        self.label = label
     }
 
     private var sharing = 0
@@ -106,7 +110,7 @@ public actor MachineGate {
         guard (try? await Task.sleep(for: limit)) != nil else { return }
         let state = await describe()
         Issue.record("hung: still running \(limit) after the machine admitted it (\(state))")
-        MachineGate.report("HUNG after \(limit): \(name); \(state)")
+        report("HUNG after \(limit): \(name); \(state)")
     }
 
     /// Every minute, the test cases running longer than two minutes are written to standard error, with the gate's
@@ -125,14 +129,14 @@ public actor MachineGate {
         let now = ContinuousClock.now
         let long = running.values.filter { now - $0.since > .seconds(120) }.sorted { $0.since < $1.since }
         for test in long {
-            Self.report("still running after \((now - test.since).components.seconds) s (\(test.kind)): \(test.name)")
+            report("still running after \((now - test.since).components.seconds) s (\(test.kind)): \(test.name)")
         }
         if !long.isEmpty || (running.isEmpty && !(waitingShared.isEmpty && waitingAlone.isEmpty)) {
-            Self.report(describe())
+            report(describe())
         }
         if !stalled, sharing > 0, !alone, !waitingAlone.isEmpty, now - lastLeave > stallLimit {
             stalled = true
-            Self.report(
+            report(
                 "no test has finished for \(stallLimit) while \(waitingAlone.count) alone test(s) wait: a shared one hangs; the alone ones run now (\(describe()))"
             )
             alone = true
@@ -147,8 +151,9 @@ public actor MachineGate {
         "gate: \(running.count) admitted, sharing \(sharing), alone \(alone), waiting: \(waitingShared.count) shared, \(waitingAlone.count) alone"
     }
 
-    static func report(_ line: String) {
-        FileHandle.standardError.write(Data("MachineGate: \(line)\n".utf8))
+    /// A line on standard error, unbuffered, after the gate's label (`.ci/run` looks for "MachineGate: HUNG").
+    nonisolated func report(_ line: String) {
+        FileHandle.standardError.write(Data("\(label): \(line)\n".utf8))
     }
 
     private func enter(_ kind: MachineShare.Kind) async {
