@@ -222,7 +222,8 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
         await process.exited(within: limit, polling: .milliseconds(100)) != nil
     }
 
-    /// The child's environment: only what a process needs to run (`PATH`, the locale, the time zone, `TMPDIR`) and the
+    /// The child's environment: only what a process needs to run (`PATH`, the locale, the time zone, `TMPDIR`, where its
+    /// tasks run: `LEDGERD_EVENT_LOOP_EXECUTOR`) and the
     /// acquirer's own `LEDGERD_ACQUIRER_*` settings — never the daemon's keys and URLs (`LEDGERD_OPERATOR_KEYS`,
     /// `LEDGERD_DATABASE_URL`, …), which it inherited whole before (review 3, N16). Everything else it is told comes
     /// by its arguments and its 0600 secrets file.
@@ -236,7 +237,7 @@ public final class AcquirerSupervisor: Service, @unchecked Sendable {
     }
 
     static func childEnvironment(_ environment: [String: String]) -> [String: String] {
-        let kept: Set<String> = ["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR"]
+        let kept: Set<String> = ["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LEDGERD_EVENT_LOOP_EXECUTOR"]
         return environment.filter { name, _ in
             kept.contains(name) || (name.hasPrefix("LEDGERD_ACQUIRER_") && name != "LEDGERD_ACQUIRER_API_KEY_FILE")
         }
