@@ -18,7 +18,8 @@
 # Usage: bench/day.sh [DAY seconds, 1800] [RATE ops/s, 400] [MORNING seconds, 300] [WINDOW seconds, 60]
 #   env LEDGERD_BIN: the binary to run (default: this checkout's release build); LEDGERD_BENCH_KEEP=1 keeps the data;
 #   RESTART=1 restarts the daemon on the same data before the morning;
-#   HOLD_SECONDS (600) the holds' lifetime. bench/day-plot.py draws the per-window curves of one or more runs (SVG).
+#   HOLD_SECONDS (600) the holds' lifetime; STATEMENTS=1 loads pg_stat_statements and prints the day's statements per
+#   operation. bench/day-plot.py draws the per-window curves of one or more runs (SVG).
 #   Short form for development: bench/day.sh 120 200 60 20
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,10 +69,18 @@ start() {
   exit 1
 }
 start
+pg=(-h "$work/d/run" -p 5432 -U postgres)
+if [ -n "${STATEMENTS:-}" ]; then
+  # pg_stat_statements needs a restart of the cluster: the daemon stops, the cluster too, and both start again.
+  psql "${pg[@]}" -qc "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'" postgres
+  kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
+  su postgres -s /bin/sh -c "pg_ctl=\$(ls /usr/lib/postgresql/*/bin/pg_ctl | tail -1); \$pg_ctl -D '$work/d/pg' -m fast -w stop" >/dev/null 2>&1 || true
+  start
+  psql "${pg[@]}" -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" ledger
+fi
 "$bin" catalog import "$work/catalog.json" > /dev/null
 key=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["operator_keys"][0])' "$LEDGERD_DATA_DIR/api-keys.json")
 export LEDGERD_API_KEY=$key LEDGERD_URL="http://127.0.0.1:$port"
-pg=(-h "$work/d/run" -p 5432 -U postgres)
 sql() { psql "${pg[@]}" -XAtc "$1" "${2:-ledger}"; }
 
 # The webhook consumer: answers 200 to every delivery and counts them.
@@ -112,16 +121,19 @@ checkpoints() {
     sql "SELECT checkpoints_req || ' ' || checkpoints_timed FROM pg_stat_bgwriter" postgres
 }
 payments() { sql "SELECT count(*) FROM ledger.events WHERE type = 'AuthorizationHoldPlaced'"; }
+# Transactions committed in the ledger's and the acquirer's databases (every autocommit statement is one).
+commits() { sql "SELECT string_agg(xact_commit::text, ' ' ORDER BY datname) FROM pg_stat_database WHERE datname IN ('acquirer', 'ledger')" postgres; }
 echo "machine: $(nproc) cores; $(date -u +%FT%TZ); load $(cut -d' ' -f1-3 /proc/loadavg); day ${day}s at $rate ops/s, morning ${morning}s, windows of ${window}s"
 echo "binary: $bin; PostgreSQL: $(sql 'SHOW server_version' postgres); max_wal_size $(sql 'SHOW max_wal_size' postgres), checkpoint_timeout $(sql 'SHOW checkpoint_timeout' postgres), wal_compression $(sql 'SHOW wal_compression' postgres)"
 
 # The machine's line every window, in the background, until the file stop exists.
 sampler() {
   set +e +o pipefail  # a failed sample is a gap in one line, not the end of the sampling
-  local n=0 c0 a0 p0 w0 k0 s0 y0 r0 e0 l0 acq ldr c1 a1 p1 w1 k1 s1 y1 r1 e1 l1 ops caches dc da dp dl expired
+  local n=0 c0 a0 p0 w0 k0 s0 y0 r0 e0 l0 acq ldr c1 a1 p1 w1 k1 s1 y1 r1 e1 l1 ops caches dc da dp dl expired t0 t1
   acq=$(acquirer_pid); ldr=$(loader_pid)
   c0=$(ticks "$pid"); a0=$(ticks "$acq"); l0=$(ticks "$ldr"); p0=$(postgres_ticks); w0=$(sql "SELECT pg_current_wal_lsn() - '0/0'" postgres)
   k0=$(checkpoints); s0=$(sql "SELECT pg_database_size('ledger')" postgres); y0=$(payments); r0=$(requests); e0=$(expiries)
+  t0=$(commits)
   while [ ! -e "$work/stop" ]; do
     sleep "$window"
     pid=$(cat "$work/pid")  # the daemon may have been restarted (RESTART=1): its ticks start again from 0
@@ -130,7 +142,7 @@ sampler() {
     l1=$(loader_pid)
     if [ "$l1" != "$ldr" ]; then ldr=$l1; l0=0; fi
     c1=$(ticks "$pid"); a1=$(ticks "$acq"); l1=$(ticks "$ldr"); p1=$(postgres_ticks); w1=$(sql "SELECT pg_current_wal_lsn() - '0/0'" postgres)
-    k1=$(checkpoints); s1=$(sql "SELECT pg_database_size('ledger')" postgres); y1=$(payments)
+    k1=$(checkpoints); s1=$(sql "SELECT pg_database_size('ledger')" postgres); y1=$(payments); t1=$(commits)
     r1=$(requests); ops=$((r1 - r0)); r0=$r1
     e1=$(expiries); expired=$(awk -v a="$e0" -v b="$e1" 'BEGIN {split(a, x, " "); split(b, y, " "); d = y[1] - x[1]; t = y[2] - x[2]; if (d < 0 || t < 0) { d = y[1]; t = y[2] } printf "%d holds in %.1f s of passes", d, t}'); e0=$e1
     # Across a restart the new process's counters start from zero: its own count is the window's.
@@ -142,13 +154,14 @@ sampler() {
     caches=$(curl -sf -H "Authorization: Bearer $key" "http://127.0.0.1:$port/metrics" | awk '/^ledger_cache_entries/ {sub(/.*cache="/, ""); sub(/"} /, " "); printf "%s ", $0}')
     awk -v n="$n" -v hz="$hz" -v c="$dc" -v a="$da" -v p="$dp" -v w=$((w1 - w0)) -v ops="${ops:-0}" \
       -v y=$((y1 - y0)) -v s=$((s1 - s0)) -v db="$s1" -v k0="$k0" -v k1="$k1" -v rss="$(rss_mib "$pid")" -v arss="$(rss_mib "$acq")" \
-      -v l="$dl" -v lrss="$(rss_mib "$ldr")" \
+      -v l="$dl" -v lrss="$(rss_mib "$ldr")" -v t0="$t0" -v t1="$t1" \
       -v load="$(cut -d' ' -f1 /proc/loadavg)" -v caches="$caches" -v expired="$expired" 'BEGIN {
         split(k0, x, " "); split(k1, z, " "); o = ops > 0 ? ops : 1; q = y > 0 ? y : 1
-        printf "machine window %d (load %s): rss daemon %d MiB acquirer %d MiB | cpu ms/op daemon %.3f acquirer %.3f postgres %.3f | load generator %d MiB %.3f ms/op | payments %d wal %.1f KB/payment disk %.1f KB/payment | checkpoints req %d timed %d | db %.0f MB | expired %s | %s\n",
-          n, load, rss, arss, 1000 * c / hz / o, 1000 * a / hz / o, 1000 * p / hz / o, lrss, 1000 * l / hz / o, y, w / q / 1024, s / q / 1024,
-          z[1] - x[1], z[2] - x[2], db / 1048576, expired, caches }'
-    c0=$c1; a0=$a1; p0=$p1; l0=$l1; w0=$w1; k0=$k1; s0=$s1; y0=$y1
+        split(t0, ta, " "); split(t1, tb, " "); ta1 = tb[1] - ta[1]; tl = tb[2] - ta[2]
+        printf "machine window %d (load %s): rss daemon %d MiB acquirer %d MiB | cpu ms/op daemon %.3f acquirer %.3f postgres %.3f | load generator %d MiB %.3f ms/op | transactions/op ledger %.1f acquirer %.1f | payments %d wal %.1f KB/payment disk %.1f KB/payment | checkpoints req %d timed %d | db %.0f MB | expired %s | %s\n",
+          n, load, rss, arss, 1000 * c / hz / o, 1000 * a / hz / o, 1000 * p / hz / o, lrss, 1000 * l / hz / o, (tl < 0 ? tb[2] : tl) / o, (ta1 < 0 ? tb[1] : ta1) / o,
+          y, w / q / 1024, s / q / 1024, z[1] - x[1], z[2] - x[2], db / 1048576, expired, caches }'
+    c0=$c1; a0=$a1; p0=$p1; l0=$l1; w0=$w1; k0=$k1; s0=$s1; y0=$y1; t0=$t1
   done
 }
 # Operations the daemon answered so far (its http_requests_total): the divisor of CPU per operation.
@@ -163,7 +176,18 @@ load() {
 }
 sampler &
 pids+=($!)
+[ -z "${STATEMENTS:-}" ] || sql "SELECT pg_stat_statements_reset()" > /dev/null
+day_requests=$(requests)
 load "$rate" "$day" day
+if [ -n "${STATEMENTS:-}" ]; then
+  # Every statement of the ledger's database over the day, per operation answered (STATEMENTS=1).
+  ops=$(( $(requests) - day_requests ))
+  echo "the day's statements in the ledger's database, per operation ($ops operations):"
+  sql "SELECT round(calls::numeric / $ops, 3) || ' ' || round((total_exec_time / calls)::numeric, 3) || ' ' ||
+         left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+       FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'ledger')
+       ORDER BY calls DESC LIMIT 25" | awk '{printf "  %8s/op %8s ms  ", $1, $2; $1 = ""; $2 = ""; print substr($0, 3)}'
+fi
 echo "night: settling the day (ledgerd settle --today) while a quarter of the rate continues"
 "$bin" bench day-load --url "http://127.0.0.1:$port" --rate "$(awk -v r="$rate" 'BEGIN {print r / 4}')" --seconds 100000 \
   --report-seconds "$window" --phase night > "$work/night.log" &

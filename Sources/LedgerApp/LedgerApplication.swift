@@ -300,7 +300,7 @@ public struct ServiceContainer: Sendable {
                 )
             } ?? state
         self.positions = LedgerPositions(store: auditStore, isReplica: readClient != nil, wait: configuration.readWait)
-        let feed = EventFeed(store: auditStore, watcher: watcher)
+        let feed = EventFeed(store: auditStore, watcher: watcher, storeIsWatched: readClient == nil)
         self.feed = feed
         self.subscriptions = SubscriptionService(store: SubscriptionStore(client: client, logger: logger), feed: feed)
         let box = try (webhookSecretsKey ?? configuration.webhookSecretsKey).map { try WebhookSecretBox(keyBytes: $0) }

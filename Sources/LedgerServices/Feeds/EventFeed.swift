@@ -14,9 +14,16 @@ public struct EventFeed: Sendable {
     /// The durable head (on PostgreSQL, LedgerPostgres' `HeadWatcher`).
     let watcher: any HeadWatch
 
-    package init(store: any FeedReads, watcher: any HeadWatch) {
+    /// Whether the store reads the database the watcher watches (the primary, not a replica that may lag behind it):
+    /// then the live feed, once woken by the durable head's growth, reads the page through that head at once, without
+    /// reading the store's head first. From a replica the page needs the replica's own head, so as not to read past
+    /// what it has yet.
+    let storeIsWatched: Bool
+
+    package init(store: any FeedReads, watcher: any HeadWatch, storeIsWatched: Bool = false) {
         self.store = store
         self.watcher = watcher
+        self.storeIsWatched = storeIsWatched
     }
 
     /// How long a page waits for a barrier to make what the store holds durable before it settles for the durable
@@ -82,11 +89,33 @@ public struct EventFeed: Sendable {
             let filter: EventFilter
             let keepAlive: Duration
 
+            /// Whether a page was read: from then on, a feed whose store is the watched database
+            /// (``EventFeed/storeIsWatched``) reads each next page through the durable head the watcher knows, without
+            /// reading the store's head (the first page reads it, so a follow starts from what is committed now).
+            var started = false
+
             public mutating func next() async throws -> FeedPage? {
                 while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                    let page = try await feed.durablePage(after: cursor, matching: filter, limit: EventFeed.pageSize)
+                    let page: FeedPage
+                    if started && feed.storeIsWatched {
+                        let watcher = feed.watcher
+                        let (seen, keepAlive) = (cursor, keepAlive)
+                        // At once when the durable head is already past the cursor.
+                        let head = await cancelWhenGracefulShutdown { await watcher.wait(beyond: seen, timeout: keepAlive) }
+                        guard head > seen else {
+                            if Task.isCancelled || Task.isShuttingDownGracefully { return nil }
+                            return FeedPage(events: [], through: cursor)
+                        }
+                        page = try await feed.store.feedPage(after: cursor, through: head, matching: filter, limit: EventFeed.pageSize)
+                        cursor = page.through
+                        if !page.events.isEmpty { return page }
+                        continue
+                    }
+                    page = try await feed.durablePage(after: cursor, matching: filter, limit: EventFeed.pageSize)
+                    started = true
                     cursor = page.through
                     if !page.events.isEmpty { return page }
+                    if feed.storeIsWatched { continue }
                     let watcher = feed.watcher
                     let (seen, keepAlive) = (cursor, keepAlive)
                     let head = await cancelWhenGracefulShutdown { await watcher.wait(beyond: seen, timeout: keepAlive) }

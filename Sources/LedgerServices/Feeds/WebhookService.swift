@@ -246,7 +246,7 @@ public final class WebhookDispatcher: Service, Sendable {
                 // N5), and a worker stuck in one delivers nothing and holds the stop until the watchdog ends it.
                 let schedule = try await jobs.run(.webhookDispatch) { () async throws -> (active: Int, nextDueMicros: Int64?)? in
                     // Only durable events are delivered (HeadWatcher): an endpoint is due for them, not for the rest.
-                    let head = try await self.watcher.servable()
+                    let head = try await self.watcher.servableKnown()
                     let schedule = try await store.schedule(through: head)
                     guard let due = schedule.nextDueMicros, due <= clock().epochMicroseconds else { return schedule }
                     return try await deliverDue(through: head) ? nil : try await store.schedule(through: head)
