@@ -9,18 +9,18 @@ import Testing
 @Suite struct MachineGateTests {
     @Test func aloneTestsRunOnceTheSharedOnesStandStillAndAHungTestIsNamed() async throws {
         let gate = MachineGate(label: "MachineGateTests", hangLimit: .seconds(1), stallLimit: .seconds(2), watchEvery: .milliseconds(100))
-        let release = Latch()
-        let admitted = Latch()
+        let release = Barrier(parties: 2)
+        let admitted = Barrier(parties: 2)
         let aloneRan = Recorder()
         let stuck = Task {
             await withKnownIssue("the gate's alarm names the hung test") {
                 try await gate.with(.shared, name: "stuck") {
-                    admitted.open()
-                    await release.wait()
+                    await admitted.arrive()
+                    await release.arrive()
                 }
             }
         }
-        await admitted.wait()
+        await admitted.arrive()
         let alone = Task {
             try await gate.with(.alone, name: "alone") { aloneRan.note("alone") }
         }
@@ -30,7 +30,7 @@ import Testing
         let deadline = clock.now + .seconds(30)
         while aloneRan.notes.isEmpty, clock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
         #expect(aloneRan.notes == ["alone"], "the alone test ran once no test had finished for the stall limit")
-        release.open()
+        await release.arrive()
         await stuck.value
         try await alone.value
         #expect(await gate.describe() == "gate: 0 admitted, sharing 0, alone false, waiting: 0 shared, 0 alone")
@@ -38,20 +38,20 @@ import Testing
 
     @Test func anAloneTestWaitsForSharedOnesThatFinish() async throws {
         let gate = MachineGate(label: "MachineGateTests", hangLimit: .seconds(60), stallLimit: .seconds(60), watchEvery: .milliseconds(100))
-        let release = Latch()
-        let admitted = Latch()
+        let release = Barrier(parties: 2)
+        let admitted = Barrier(parties: 2)
         let order = Recorder()
         let shared = Task {
             try await gate.with(.shared, name: "shared") {
-                admitted.open()
-                await release.wait()
+                await admitted.arrive()
+                await release.arrive()
                 order.note("shared")
             }
         }
-        await admitted.wait()
+        await admitted.arrive()
         let alone = Task { try await gate.with(.alone, name: "alone") { order.note("alone") } }
         try await Task.sleep(for: .milliseconds(300))
-        release.open()
+        await release.arrive()
         try await shared.value
         try await alone.value
         #expect(order.notes == ["shared", "alone"])
@@ -63,30 +63,6 @@ private final class Recorder: Sendable {
     private let lines = Mutex<[String]>([])
     func note(_ line: String) { lines.withLock { $0.append(line) } }
     var notes: [String] { lines.withLock { $0 } }
-}
-
-/// Opened once; waiters before and after pass.
-private final class Latch: Sendable {
-    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-
-    func open() {
-        let waiters = state.withLock { state in
-            state.open = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-
-    func wait() async {
-        await withCheckedContinuation { continuation in
-            let passes = state.withLock { state in
-                if !state.open { state.waiters.append(continuation) }
-                return state.open
-            }
-            if passes { continuation.resume() }
-        }
-    }
 }
 
 /// The tests' barrier: a party that never comes ends the wait at its limit, with an issue saying how many arrived.
