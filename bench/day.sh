@@ -70,13 +70,9 @@ start() {
 }
 start
 pg=(-h "$work/d/run" -p 5432 -U postgres)
+. bench/lib.sh
 if [ -n "${STATEMENTS:-}" ]; then
-  # pg_stat_statements needs a restart of the cluster: the daemon stops, the cluster too, and both start again.
-  psql "${pg[@]}" -qc "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'" postgres
-  kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
-  su postgres -s /bin/sh -c "pg_ctl=\$(ls /usr/lib/postgresql/*/bin/pg_ctl | tail -1); \$pg_ctl -D '$work/d/pg' -m fast -w stop" >/dev/null 2>&1 || true
-  start
-  psql "${pg[@]}" -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" ledger
+  restart_with_pg_stat_statements "$work/d"
 fi
 "$bin" catalog import "$work/catalog.json" > /dev/null
 key=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["operator_keys"][0])' "$LEDGERD_DATA_DIR/api-keys.json")
@@ -108,7 +104,6 @@ for reader in 1 2; do
 done
 
 hz=$(getconf CLK_TCK)
-. bench/lib.sh
 rss_mib() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status" 2>/dev/null || echo 0; }
 # The load generator's own process (the day's or the night's): its memory and CPU are printed beside the others, so
 # that the bench's own cost cannot hide in the figures (session 8: a task group kept every request, 8 GB by minute 23).

@@ -18,3 +18,15 @@ cluster_ticks() {
 # postmaster_pid DIR: the postmaster of the cluster whose data directory is DIR or below it.
 # Empty when none is running (no pid file).
 postmaster_pid() { local f; f=$(find "$1" -name postmaster.pid 2>/dev/null | head -1); [ -n "$f" ] && head -1 "$f"; true; }
+
+# restart_with_pg_stat_statements DATA_DIR: loads pg_stat_statements into a running daemon's embedded cluster under
+# DATA_DIR, which needs the cluster restarted: the daemon stops (the caller's $pid), the cluster too, and the caller's
+# `start` starts both again; then the extension is created in the ledger's database. Uses the caller's `pg` (psql's
+# connection arguments).
+restart_with_pg_stat_statements() {
+  psql "${pg[@]}" -qc "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'" postgres
+  kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; pid=
+  su postgres -s /bin/sh -c "pg_ctl=\$(ls /usr/lib/postgresql/*/bin/pg_ctl | tail -1); \$pg_ctl -D '$1/pg' -m fast -w stop" >/dev/null 2>&1 || true
+  start
+  psql "${pg[@]}" -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" ledger
+}

@@ -17,6 +17,7 @@ work=$(mktemp -d /tmp/ledgerd-bench-statements.XXXXXX)
 chmod 755 "$work"
 pid=
 trap '[ -z "$pid" ] || { kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }; rm -rf "$work"' EXIT
+. bench/lib.sh
 python3 bench/demo-stock.py "$work/stock.json"
 port=23470
 for spec in "$@"; do
@@ -32,12 +33,8 @@ for spec in "$@"; do
   pg=(-h "$dir/d/run" -p 5432 -U postgres)
   start
   "$bin" catalog import "$work/stock.json" > /dev/null
-  psql "${pg[@]}" -qc "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'" postgres
-  kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; pid=
-  su postgres -s /bin/sh -c "pg_ctl=\$(ls /usr/lib/postgresql/*/bin/pg_ctl | tail -1); \$pg_ctl -D '$dir/d/pg' -m fast -w stop" >/dev/null 2>&1 || true
-  start
+  restart_with_pg_stat_statements "$dir/d"
   db=ledger  # the ledger's database (the supervised acquirer service has its own, "acquirer", on the same cluster)
-  psql "${pg[@]}" -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" "$db"
   # A warm-up, then the measured run.
   wrk -t2 -c64 -d3s -s bench/payments.lua "http://127.0.0.1:$port" > /dev/null
   psql "${pg[@]}" -qc "SELECT pg_stat_statements_reset()" "$db" > /dev/null
