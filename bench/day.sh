@@ -20,6 +20,9 @@
 #   RESTART=1 restarts the daemon on the same data before the morning;
 #   HOLD_SECONDS (600) the holds' lifetime; STATEMENTS=1 loads pg_stat_statements and prints the day's statements per
 #   operation. bench/day-plot.py draws the per-window curves of one or more runs (SVG).
+#   STEPS="120 160 200 …": a step run instead of the day — DAY seconds at each rate in turn, then the end (no night,
+#   no morning): the highest rate whose windows all answer what was offered with a bounded p99 is the machine's
+#   sustained maximum (run it with HOLD_SECONDS=60 so that the expiry sweep is at its day's pace from the second step).
 #   Short form for development: bench/day.sh 120 200 60 20
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -173,7 +176,11 @@ sampler &
 pids+=($!)
 [ -z "${STATEMENTS:-}" ] || sql "SELECT pg_stat_statements_reset()" > /dev/null
 day_requests=$(requests)
-load "$rate" "$day" day
+if [ -n "${STEPS:-}" ]; then
+  for step in $STEPS; do load "$step" "$day" "step-$step"; done
+else
+  load "$rate" "$day" day
+fi
 if [ -n "${STATEMENTS:-}" ]; then
   # Every statement of the ledger's database over the day, per operation answered (STATEMENTS=1).
   ops=$(( $(requests) - day_requests ))
@@ -182,6 +189,11 @@ if [ -n "${STATEMENTS:-}" ]; then
          left(regexp_replace(query, '\s+', ' ', 'g'), 110)
        FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'ledger')
        ORDER BY calls DESC LIMIT 25" | awk '{printf "  %8s/op %8s ms  ", $1, $2; $1 = ""; $2 = ""; print substr($0, 3)}'
+fi
+if [ -n "${STEPS:-}" ]; then
+  touch "$work/stop"
+  echo "end: $(date -u +%FT%TZ); load $(cut -d' ' -f1-3 /proc/loadavg)"
+  exit 0
 fi
 echo "night: settling the day (ledgerd settle --today) while a quarter of the rate continues"
 "$bin" bench day-load --url "http://127.0.0.1:$port" --rate "$(awk -v r="$rate" 'BEGIN {print r / 4}')" --seconds 100000 \

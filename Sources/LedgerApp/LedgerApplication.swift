@@ -147,7 +147,12 @@ public struct ServiceContainer: Sendable {
         let jobs = JobMetrics(factory: metrics.factory)
         self.jobs = jobs
         // The durable head: what the writer confirms and every consumer is served up to (HeadWatcher).
-        let watcher = HeadWatcher(client: client, pollInterval: configuration.feedPollInterval, logger: logger)
+        let watcher = HeadWatcher(
+            client: client,
+            pollInterval: configuration.feedPollInterval,
+            wakeInterval: configuration.feedWakeInterval,
+            logger: logger
+        )
         self.watcher = watcher
         let writer = LedgerWriter(
             client: client,

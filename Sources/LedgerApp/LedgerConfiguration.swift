@@ -80,6 +80,7 @@ import Logging
 /// | `LEDGERD_SETTLEMENT_REPORT_PART_LINES` | `10000` | report lines per page read back, and per stored report part |
 /// | `LEDGERD_SETTLEMENT_AUTO` | `false` | `serve` settles each business day itself once its cut-off has passed |
 /// | `LEDGERD_FEED_POLL_MS` | `1000` | how often the live feed, subscriptions' long polls and webhooks poll the head when no NOTIFY arrives |
+/// | `LEDGERD_FEED_WAKE_MS` | `50` | the live feed, subscriptions' long polls and webhooks are woken at most once per this many ms, with every commit since (0: at every commit) |
 /// | `LEDGERD_FEED_STREAMS_PER_KEY` | `8` | `/events/stream` replies one API key may have open at once (catch-ups included); one more is 429 |
 /// | `LEDGERD_WEBHOOK_ALLOWED_ADDRESSES` | — | internal addresses or CIDR blocks webhooks may be delivered to (`127.0.0.1`, `10.1.0.0/16`); every other loopback, private, link-local, unique-local or unspecified address is refused at registration and at connection time |
 /// | `LEDGERD_WEBHOOK_SECRETS_KEY` | generated (embedded) | base64 of 32 bytes: seals webhook secrets in the database (AES-GCM); unset with a database URL: webhooks cannot be registered. **Secret.** |
@@ -227,6 +228,8 @@ public struct LedgerConfiguration: Sendable {
     public var faultStuckStop: Bool
     /// How often the feeds poll the head without a notification.
     public var feedPollInterval: Duration
+    /// The feeds' followers are woken at most once per this interval (`HeadWatcher`'s notes).
+    public var feedWakeInterval: Duration
     /// Seals webhook secrets (32 bytes); nil: the embedded daemon's generated key, or none.
     public var webhookSecretsKey: [UInt8]?
     /// The webhook dispatcher's retries, concurrency and timeout.
@@ -241,7 +244,7 @@ public struct LedgerConfiguration: Sendable {
         databaseURL = reader.string(forKey: "ledgerd.database.url", isSecret: true)
         migrationDatabaseURL = reader.string(forKey: "ledgerd.migration.database.url", isSecret: true)
         readDatabaseURL = reader.string(forKey: "ledgerd.read.database.url", isSecret: true).flatMap { $0.isEmpty ? nil : $0 }
-        let readWaitMilliseconds = reader.int(forKey: "ledgerd.read.wait.ms", default: 2_000)
+        let readWaitMilliseconds = try reader.integer(forKey: "ledgerd.read.wait.ms", default: 2_000)
         guard (0...60_000).contains(readWaitMilliseconds) else { throw ConfigurationError("LEDGERD_READ_WAIT_MS must be 0…60000") }
         readWait = .milliseconds(readWaitMilliseconds)
         tlsCertificatePath = reader.string(forKey: "ledgerd.tls.certificate").flatMap { $0.isEmpty ? nil : $0 }
@@ -251,32 +254,32 @@ public struct LedgerConfiguration: Sendable {
         }
         // Plain HTTP carries bearer keys and shipping contacts in clear: only on the loopback unless asked.
         host = reader.string(forKey: "ledgerd.host", default: tlsCertificatePath == nil ? "127.0.0.1" : "0.0.0.0")
-        let idleSeconds = reader.int(forKey: "ledgerd.http.idle.timeout.seconds", default: 30)
+        let idleSeconds = try reader.integer(forKey: "ledgerd.http.idle.timeout.seconds", default: 30)
         guard idleSeconds >= 1 else { throw ConfigurationError("LEDGERD_HTTP_IDLE_TIMEOUT_SECONDS must be at least 1") }
         httpIdleTimeout = .seconds(idleSeconds)
-        let headerSeconds = reader.int(forKey: "ledgerd.http.header.timeout.seconds", default: 10)
+        let headerSeconds = try reader.integer(forKey: "ledgerd.http.header.timeout.seconds", default: 10)
         guard headerSeconds >= 1 else { throw ConfigurationError("LEDGERD_HTTP_HEADER_TIMEOUT_SECONDS must be at least 1") }
         httpHeaderTimeout = .seconds(headerSeconds)
-        httpMaxConnections = reader.int(forKey: "ledgerd.http.max.connections", default: 1024)
+        httpMaxConnections = try reader.integer(forKey: "ledgerd.http.max.connections", default: 1024)
         guard httpMaxConnections >= 1 else { throw ConfigurationError("LEDGERD_HTTP_MAX_CONNECTIONS must be at least 1") }
-        httpMaxConnectionsPerClient = reader.int(forKey: "ledgerd.http.max.connections.per.client", default: 128)
+        httpMaxConnectionsPerClient = try reader.integer(forKey: "ledgerd.http.max.connections.per.client", default: 128)
         guard httpMaxConnectionsPerClient >= 1 else { throw ConfigurationError("LEDGERD_HTTP_MAX_CONNECTIONS_PER_CLIENT must be at least 1") }
-        let bodySeconds = reader.int(forKey: "ledgerd.http.body.timeout.seconds", default: 20)
+        let bodySeconds = try reader.integer(forKey: "ledgerd.http.body.timeout.seconds", default: 20)
         guard bodySeconds >= 1 else { throw ConfigurationError("LEDGERD_HTTP_BODY_TIMEOUT_SECONDS must be at least 1") }
         httpBodyTimeout = .seconds(bodySeconds)
-        httpBodyMinimumRate = reader.int(forKey: "ledgerd.http.body.min.rate", default: 500)
+        httpBodyMinimumRate = try reader.integer(forKey: "ledgerd.http.body.min.rate", default: 500)
         guard httpBodyMinimumRate >= 1 else { throw ConfigurationError("LEDGERD_HTTP_BODY_MIN_RATE must be at least 1") }
-        let writeSeconds = reader.int(forKey: "ledgerd.http.write.timeout.seconds", default: 30)
+        let writeSeconds = try reader.integer(forKey: "ledgerd.http.write.timeout.seconds", default: 30)
         guard writeSeconds >= 1 else { throw ConfigurationError("LEDGERD_HTTP_WRITE_TIMEOUT_SECONDS must be at least 1") }
         httpWriteTimeout = .seconds(writeSeconds)
-        expensiveRequestLimit = reader.int(forKey: "ledgerd.expensive.request.limit", default: 4)
-        exportsPerKey = reader.int(forKey: "ledgerd.exports.per.key", default: 2)
+        expensiveRequestLimit = try reader.integer(forKey: "ledgerd.expensive.request.limit", default: 4)
+        exportsPerKey = try reader.integer(forKey: "ledgerd.exports.per.key", default: 2)
         guard exportsPerKey >= 1 else { throw ConfigurationError("LEDGERD_EXPORTS_PER_KEY must be at least 1") }
-        reportMaxBytes = reader.int(forKey: "ledgerd.report.max.bytes", default: 256 * 1024 * 1024)
+        reportMaxBytes = try reader.integer(forKey: "ledgerd.report.max.bytes", default: 256 * 1024 * 1024)
         guard reportMaxBytes >= 1024 else { throw ConfigurationError("LEDGERD_REPORT_MAX_BYTES must be at least 1024") }
-        let inboxPollMilliseconds = reader.int(forKey: "ledgerd.inbox.poll.ms", default: 5_000)
+        let inboxPollMilliseconds = try reader.integer(forKey: "ledgerd.inbox.poll.ms", default: 5_000)
         guard inboxPollMilliseconds >= 10 else { throw ConfigurationError("LEDGERD_INBOX_POLL_MS must be at least 10") }
-        let inboxSettleMilliseconds = reader.int(forKey: "ledgerd.inbox.settle.ms", default: 5_000)
+        let inboxSettleMilliseconds = try reader.integer(forKey: "ledgerd.inbox.settle.ms", default: 5_000)
         guard inboxSettleMilliseconds >= 0 else { throw ConfigurationError("LEDGERD_INBOX_SETTLE_MS must be 0 or more") }
         let dataDirectoryForClaim = reader.string(forKey: "ledgerd.data.dir", default: "./.ledgerd")
         if let path = reader.string(forKey: "ledgerd.inbox.dir"), !path.isEmpty {
@@ -291,30 +294,30 @@ public struct LedgerConfiguration: Sendable {
         } else {
             inbox = nil
         }
-        bankFundingWindowDays = reader.int(forKey: "ledgerd.bank.funding.window.days", default: 2)
+        bankFundingWindowDays = try reader.integer(forKey: "ledgerd.bank.funding.window.days", default: 2)
         guard (0...30).contains(bankFundingWindowDays) else { throw ConfigurationError("LEDGERD_BANK_FUNDING_WINDOW_DAYS must be 0…30") }
-        let bankMatchingSeconds = reader.int(forKey: "ledgerd.bank.matching.interval.seconds", default: 3600)
+        let bankMatchingSeconds = try reader.integer(forKey: "ledgerd.bank.matching.interval.seconds", default: 3600)
         guard bankMatchingSeconds >= 1 else { throw ConfigurationError("LEDGERD_BANK_MATCHING_INTERVAL_SECONDS must be at least 1") }
         bankMatchingInterval = .seconds(bankMatchingSeconds)
         guard expensiveRequestLimit >= 1 else { throw ConfigurationError("LEDGERD_EXPENSIVE_REQUEST_LIMIT must be at least 1") }
-        port = reader.int(forKey: "ledgerd.port", default: 12345)
+        port = try reader.integer(forKey: "ledgerd.port", default: 12345)
         dataDirectory = reader.string(forKey: "ledgerd.data.dir", default: "./.ledgerd")
         postgresBinDirectory = reader.string(forKey: "ledgerd.pg.bindir")
         postgresUser = reader.string(forKey: "ledgerd.pg.user", default: "postgres")
         migrationsDirectory = reader.string(forKey: "ledgerd.migrations.dir")
-        databasePoolSize = reader.int(forKey: "ledgerd.db.pool.size", default: 20)
-        writerMaximumBatchEvents = reader.int(forKey: "ledgerd.writer.max.batch", default: 2_000)
-        stateCacheEntries = reader.int(forKey: "ledgerd.state.cache.entries", default: 50_000)
-        versionCacheEntries = reader.int(forKey: "ledgerd.version.cache.entries", default: 100_000)
-        acquirerReferenceEntries = reader.int(forKey: "ledgerd.acquirer.reference.entries", default: 50_000)
-        let connectSeconds = reader.int(forKey: "ledgerd.db.connect.timeout.seconds", default: 2)
+        databasePoolSize = try reader.integer(forKey: "ledgerd.db.pool.size", default: 20)
+        writerMaximumBatchEvents = try reader.integer(forKey: "ledgerd.writer.max.batch", default: 2_000)
+        stateCacheEntries = try reader.integer(forKey: "ledgerd.state.cache.entries", default: 50_000)
+        versionCacheEntries = try reader.integer(forKey: "ledgerd.version.cache.entries", default: 100_000)
+        acquirerReferenceEntries = try reader.integer(forKey: "ledgerd.acquirer.reference.entries", default: 50_000)
+        let connectSeconds = try reader.integer(forKey: "ledgerd.db.connect.timeout.seconds", default: 2)
         guard connectSeconds >= 1 else { throw ConfigurationError("LEDGERD_DB_CONNECT_TIMEOUT_SECONDS must be at least 1") }
         databaseConnectTimeout = .seconds(connectSeconds)
-        let statementSeconds = reader.int(forKey: "ledgerd.db.statement.timeout.seconds", default: 30)
+        let statementSeconds = try reader.integer(forKey: "ledgerd.db.statement.timeout.seconds", default: 30)
         guard statementSeconds >= 1 else { throw ConfigurationError("LEDGERD_DB_STATEMENT_TIMEOUT_SECONDS must be at least 1") }
         databaseStatementTimeout = .seconds(statementSeconds)
         productImagesDirectory = reader.string(forKey: "ledgerd.product.images.dir")
-        seedDemoCatalog = reader.bool(forKey: "ledgerd.seed.demo.catalog", default: true)
+        seedDemoCatalog = try reader.boolean(forKey: "ledgerd.seed.demo.catalog", default: true)
         guard let seed = UInt64(reader.string(forKey: "ledgerd.acquirer.seed", default: "1")) else {
             throw ConfigurationError("LEDGERD_ACQUIRER_SEED must be an unsigned integer")
         }
@@ -333,7 +336,7 @@ public struct LedgerConfiguration: Sendable {
             throw ConfigurationError("LEDGERD_TAX_ROUNDING must be one of \(RoundingRule.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         taxPolicy = TaxPolicy(rate: rate, rounding: rounding)
-        let recoverySeconds = reader.int(forKey: "ledgerd.recovery.interval.seconds", default: 30)
+        let recoverySeconds = try reader.integer(forKey: "ledgerd.recovery.interval.seconds", default: 30)
         guard recoverySeconds >= 1 else { throw ConfigurationError("LEDGERD_RECOVERY_INTERVAL_SECONDS must be at least 1") }
         recoveryInterval = .seconds(recoverySeconds)
         let policyText = reader.string(forKey: "ledgerd.capture.policy", default: CapturePolicy.onShipment.rawValue)
@@ -349,34 +352,34 @@ public struct LedgerConfiguration: Sendable {
         if acquirerURL != nil && acquirerAPIKeyFile == nil {
             throw ConfigurationError("LEDGERD_ACQUIRER_URL needs LEDGERD_ACQUIRER_API_KEY_FILE (the service's API key)")
         }
-        let timeoutMilliseconds = reader.int(forKey: "ledgerd.acquirer.timeout.ms", default: 10_000)
+        let timeoutMilliseconds = try reader.integer(forKey: "ledgerd.acquirer.timeout.ms", default: 10_000)
         guard timeoutMilliseconds >= 10 else { throw ConfigurationError("LEDGERD_ACQUIRER_TIMEOUT_MS must be at least 10") }
         acquirerTimeout = .milliseconds(timeoutMilliseconds)
-        acquirerAttempts = reader.int(forKey: "ledgerd.acquirer.attempts", default: 3)
+        acquirerAttempts = try reader.integer(forKey: "ledgerd.acquirer.attempts", default: 3)
         guard (1...10).contains(acquirerAttempts) else { throw ConfigurationError("LEDGERD_ACQUIRER_ATTEMPTS must be 1…10") }
         acquirerWireFaults = reader.string(forKey: "ledgerd.acquirer.wire.faults").flatMap { $0.isEmpty ? nil : $0 }
-        let expirySeconds = reader.int(forKey: "ledgerd.expiry.interval.seconds", default: 30)
+        let expirySeconds = try reader.integer(forKey: "ledgerd.expiry.interval.seconds", default: 30)
         guard expirySeconds >= 1 else { throw ConfigurationError("LEDGERD_EXPIRY_INTERVAL_SECONDS must be at least 1") }
         expiryInterval = .seconds(expirySeconds)
-        let disputePollSeconds = reader.int(forKey: "ledgerd.dispute.poll.interval.seconds", default: 60)
+        let disputePollSeconds = try reader.integer(forKey: "ledgerd.dispute.poll.interval.seconds", default: 60)
         guard disputePollSeconds >= 0 else { throw ConfigurationError("LEDGERD_DISPUTE_POLL_INTERVAL_SECONDS must be 0 (off) or more") }
         disputePollInterval = disputePollSeconds == 0 ? nil : .seconds(disputePollSeconds)
-        acquirerDisputeRatePerMille = reader.int(forKey: "ledgerd.acquirer.dispute.rate", default: 0)
+        acquirerDisputeRatePerMille = try reader.integer(forKey: "ledgerd.acquirer.dispute.rate", default: 0)
         guard (0...1_000).contains(acquirerDisputeRatePerMille) else {
             throw ConfigurationError("LEDGERD_ACQUIRER_DISPUTE_RATE must be 0…1000 (per mille)")
         }
-        snapshotEveryEvents = Int64(reader.int(forKey: "ledgerd.snapshot.every.events", default: 10_000))
+        snapshotEveryEvents = Int64(try reader.integer(forKey: "ledgerd.snapshot.every.events", default: 10_000))
         guard snapshotEveryEvents >= 1 else { throw ConfigurationError("LEDGERD_SNAPSHOT_EVERY_EVENTS must be at least 1") }
         snapshotBytesPerEvent = Int64(
-            reader.int(forKey: "ledgerd.snapshot.bytes.per.event", default: Int(InventorySnapshots.defaultBytesPerEvent))
+            try reader.integer(forKey: "ledgerd.snapshot.bytes.per.event", default: Int(InventorySnapshots.defaultBytesPerEvent))
         )
         guard snapshotBytesPerEvent >= 0 else {
             throw ConfigurationError("LEDGERD_SNAPSHOT_BYTES_PER_EVENT must be 0 (a fixed stride) or more")
         }
-        let snapshotSeconds = reader.int(forKey: "ledgerd.snapshot.interval.seconds", default: 5)
+        let snapshotSeconds = try reader.integer(forKey: "ledgerd.snapshot.interval.seconds", default: 5)
         guard snapshotSeconds >= 1 else { throw ConfigurationError("LEDGERD_SNAPSHOT_INTERVAL_SECONDS must be at least 1") }
         snapshotInterval = .seconds(snapshotSeconds)
-        let trimSeconds = reader.int(forKey: "ledgerd.memory.trim.seconds", default: 60)
+        let trimSeconds = try reader.integer(forKey: "ledgerd.memory.trim.seconds", default: 60)
         guard trimSeconds >= 0 else { throw ConfigurationError("LEDGERD_MEMORY_TRIM_SECONDS must be 0 (never) or more") }
         memoryTrimInterval = trimSeconds == 0 ? nil : .seconds(trimSeconds)
         holdLifetimes = [:]
@@ -409,9 +412,9 @@ public struct LedgerConfiguration: Sendable {
         }
         checkpointTimeZone = zone
         logOrigin = reader.string(forKey: "ledgerd.log.origin", default: "ledgerd.local/log")
-        logPublic = reader.bool(forKey: "ledgerd.log.public", default: false)
-        logTree = reader.bool(forKey: "ledgerd.log.tree", default: true)
-        let logMillis = reader.int(forKey: "ledgerd.log.interval.ms", default: 250)
+        logPublic = try reader.boolean(forKey: "ledgerd.log.public", default: false)
+        logTree = try reader.boolean(forKey: "ledgerd.log.tree", default: true)
+        let logMillis = try reader.integer(forKey: "ledgerd.log.interval.ms", default: 250)
         guard logMillis >= 10 else { throw ConfigurationError("LEDGERD_LOG_INTERVAL_MS must be at least 10") }
         logInterval = .milliseconds(logMillis)
         logWitnesses = try reader.stringArray(forKey: "ledgerd.log.witnesses", default: []).compactMap { entry in
@@ -436,10 +439,13 @@ public struct LedgerConfiguration: Sendable {
         } else {
             faultCrashAt = nil
         }
-        faultStuckStop = reader.bool(forKey: "ledgerd.fault.stuck.stop", default: false)
-        let pollMilliseconds = reader.int(forKey: "ledgerd.feed.poll.ms", default: 1_000)
+        faultStuckStop = try reader.boolean(forKey: "ledgerd.fault.stuck.stop", default: false)
+        let pollMilliseconds = try reader.integer(forKey: "ledgerd.feed.poll.ms", default: 1_000)
         guard pollMilliseconds >= 10 else { throw ConfigurationError("LEDGERD_FEED_POLL_MS must be at least 10") }
         feedPollInterval = .milliseconds(pollMilliseconds)
+        let wakeMilliseconds = try reader.integer(forKey: "ledgerd.feed.wake.ms", default: 50)
+        guard (0...1_000).contains(wakeMilliseconds) else { throw ConfigurationError("LEDGERD_FEED_WAKE_MS must be from 0 to 1000") }
+        feedWakeInterval = .milliseconds(wakeMilliseconds)
         if let text = reader.string(forKey: "ledgerd.webhook.secrets.key", isSecret: true), !text.isEmpty {
             guard let bytes = Data(base64Encoded: text), bytes.count == 32 else {
                 throw ConfigurationError("LEDGERD_WEBHOOK_SECRETS_KEY must be the base64 of 32 bytes")
@@ -448,17 +454,17 @@ public struct LedgerConfiguration: Sendable {
         } else {
             webhookSecretsKey = nil
         }
-        let retryBase = reader.int(forKey: "ledgerd.webhook.retry.base.ms", default: 1_000)
-        let retryMaximum = reader.int(forKey: "ledgerd.webhook.retry.max.seconds", default: 3_600)
-        let giveUp = reader.int(forKey: "ledgerd.webhook.give.up.seconds", default: 86_400)
+        let retryBase = try reader.integer(forKey: "ledgerd.webhook.retry.base.ms", default: 1_000)
+        let retryMaximum = try reader.integer(forKey: "ledgerd.webhook.retry.max.seconds", default: 3_600)
+        let giveUp = try reader.integer(forKey: "ledgerd.webhook.give.up.seconds", default: 86_400)
         guard retryBase >= 1, retryMaximum >= 1, giveUp >= 1 else {
             throw ConfigurationError("LEDGERD_WEBHOOK_RETRY_BASE_MS, _RETRY_MAX_SECONDS and _GIVE_UP_SECONDS must be at least 1")
         }
         guard let retrySeed = UInt64(reader.string(forKey: "ledgerd.webhook.retry.seed", default: "1")) else {
             throw ConfigurationError("LEDGERD_WEBHOOK_RETRY_SEED must be an unsigned integer")
         }
-        let concurrency = reader.int(forKey: "ledgerd.webhook.concurrency", default: 4)
-        let timeout = reader.int(forKey: "ledgerd.webhook.timeout.seconds", default: 10)
+        let concurrency = try reader.integer(forKey: "ledgerd.webhook.concurrency", default: 4)
+        let timeout = try reader.integer(forKey: "ledgerd.webhook.timeout.seconds", default: 10)
         guard (1...64).contains(concurrency), (1...300).contains(timeout) else {
             throw ConfigurationError("LEDGERD_WEBHOOK_CONCURRENCY must be 1…64 and LEDGERD_WEBHOOK_TIMEOUT_SECONDS 1…300")
         }
@@ -473,7 +479,7 @@ public struct LedgerConfiguration: Sendable {
             requestTimeout: .seconds(timeout),
             pollInterval: .milliseconds(pollMilliseconds)
         )
-        feedStreamsPerKey = reader.int(forKey: "ledgerd.feed.streams.per.key", default: 8)
+        feedStreamsPerKey = try reader.integer(forKey: "ledgerd.feed.streams.per.key", default: 8)
         guard feedStreamsPerKey >= 1 else { throw ConfigurationError("LEDGERD_FEED_STREAMS_PER_KEY must be at least 1") }
         let allowList = reader.string(forKey: "ledgerd.webhook.allowed.addresses", default: "")
         guard let destinations = WebhookDestinations(allowList: allowList) else {

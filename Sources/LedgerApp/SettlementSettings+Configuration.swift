@@ -24,17 +24,17 @@ extension SettlementSettings {
             }
             holidays.append(date)
         }
-        let lag = reader.int(forKey: "ledgerd.settlement.funding.lag.days", default: 1)
+        let lag = try reader.integer(forKey: "ledgerd.settlement.funding.lag.days", default: 1)
         guard (0...10).contains(lag) else { throw ConfigurationError("LEDGERD_SETTLEMENT_FUNDING_LAG_DAYS must be 0…10") }
-        let auto = reader.bool(forKey: "ledgerd.settlement.auto", default: false)
+        let auto = try reader.boolean(forKey: "ledgerd.settlement.auto", default: false)
         // Both bounded by what the acquirer's wire takes (a page of at most 10,000 items; a report read at most 10,000 lines
         // at a time): a larger page is refused by the service, and a larger part would be answered short and leave the
         // report incomplete.
-        let pageSize = reader.int(forKey: "ledgerd.settlement.page.size", default: AcquirerWire.maximumPageItems)
+        let pageSize = try reader.integer(forKey: "ledgerd.settlement.page.size", default: AcquirerWire.maximumPageItems)
         guard (1...AcquirerWire.maximumPageItems).contains(pageSize) else {
             throw ConfigurationError("LEDGERD_SETTLEMENT_PAGE_SIZE must be 1…\(AcquirerWire.maximumPageItems)")
         }
-        let partLines = reader.int(forKey: "ledgerd.settlement.report.part.lines", default: AcquirerWire.maximumReportLines)
+        let partLines = try reader.integer(forKey: "ledgerd.settlement.report.part.lines", default: AcquirerWire.maximumReportLines)
         guard (1...AcquirerWire.maximumReportLines).contains(partLines) else {
             throw ConfigurationError("LEDGERD_SETTLEMENT_REPORT_PART_LINES must be 1…\(AcquirerWire.maximumReportLines)")
         }
@@ -69,7 +69,7 @@ extension SettlementSettings {
             }
             if !accounts.contains(other) { accounts.append(other) }
         }
-        let strict = reader.bool(forKey: "ledgerd.settlement.report.strict", default: false)
+        let strict = try reader.boolean(forKey: "ledgerd.settlement.report.strict", default: false)
         var pricing: [PricingSchedule] = [.demo(currency: .usd)]
         if let path = reader.string(forKey: "ledgerd.settlement.pricing.file").flatMap({ $0.isEmpty ? nil : $0 }) {
             do {

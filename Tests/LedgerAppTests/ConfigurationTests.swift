@@ -18,6 +18,12 @@ import Testing
         let tls = try LedgerConfiguration.load(environment: ["LEDGERD_TLS_CERTIFICATE": "/c.pem", "LEDGERD_TLS_KEY": "/k.pem"])
         #expect(tls.host == "0.0.0.0")
         #expect(try LedgerConfiguration.load(environment: ["LEDGERD_HOST": "0.0.0.0"]).host == "0.0.0.0")
+        // The feeds' followers are woken at most every 50 ms (HeadWatcher); 0 wakes them at every commit.
+        #expect(configuration.feedWakeInterval == .milliseconds(50))
+        #expect(try LedgerConfiguration.load(environment: ["LEDGERD_FEED_WAKE_MS": "0"]).feedWakeInterval == .zero)
+        for bad in ["-1", "1001"] {
+            #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_FEED_WAKE_MS": bad]) }
+        }
     }
 
     @Test func environmentVariablesAreRead() throws {
@@ -53,5 +59,22 @@ import Testing
         #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_LOG_LEVEL": "loud"]) }
         #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_TLS_CERTIFICATE": "/c.pem"]) }
         #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_HTTP_MAX_CONNECTIONS": "0"]) }
+        // A value that is set but not an integer or a boolean is refused, naming its variable, not read as the default
+        // (the configuration library's own reads answered the default: 8O80 served on 12345, ture settled nothing).
+        let garbled = [
+            "LEDGERD_PORT": "8O80", "LEDGERD_WRITER_MAX_BATCH": "500 events", "LEDGERD_FEED_WAKE_MS": "soon",
+            "LEDGERD_SETTLEMENT_PAGE_SIZE": "1e4", "LEDGERD_SETTLEMENT_AUTO": "ture", "LEDGERD_SEED_DEMO_CATALOG": "maybe",
+        ]
+        for (variable, value) in garbled {
+            do {
+                _ = try LedgerConfiguration.load(environment: [variable: value])
+                Issue.record("\(variable)=\(value) was taken")
+            } catch let error as ConfigurationError {
+                #expect(error.message.contains(variable) && error.message.contains(value), "\(error.message)")
+            }
+        }
+        for (variable, value) in ["LEDGERD_SETTLEMENT_AUTO": "yes", "LEDGERD_SEED_DEMO_CATALOG": "0", "LEDGERD_PORT": "8080"] {
+            #expect(throws: Never.self, "\(variable)=\(value)") { try LedgerConfiguration.load(environment: [variable: value]) }
+        }
     }
 }
