@@ -202,7 +202,13 @@ public struct ServiceContainer: Sendable {
             interval: configuration.disputePollInterval ?? .seconds(60),
             jobs: jobs
         )
-        self.expiry = ExpirySweeper(holds: holds, interval: configuration.expiryInterval, logger: logger, jobs: jobs)
+        self.expiry = ExpirySweeper(
+            holds: holds,
+            interval: configuration.expiryInterval,
+            pageHolds: configuration.expiryPageHolds,
+            logger: logger,
+            jobs: jobs
+        )
         let payments = PaymentService(
             aggregates: aggregates,
             orders: ProjectionOrderReader(client: client, clock: clock, logger: logger),

@@ -239,21 +239,29 @@ public final class WebhookDispatcher: Service, Sendable {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             var idle = settings.pollInterval
             var followHead = false
+            var through = watcher.head
             do {
                 // The schedule first (one statement, bounded by the pool's deadline); a transaction only when an endpoint
                 // is due. A daemon with no endpoint due (most polls, and every poll of most daemons) opens none: after an
                 // outage, a transaction's statement sent as its connection died can wait for ever (security review 3,
                 // N5), and a worker stuck in one delivers nothing and holds the stop until the watchdog ends it.
-                let schedule = try await jobs.run(.webhookDispatch) { () async throws -> (active: Int, nextDueMicros: Int64?)? in
+                typealias Pass = (schedule: (active: Int, nextDueMicros: Int64?), through: Int64, delivered: Bool)
+                let pass = try await jobs.run(.webhookDispatch) { () async throws -> Pass in
                     // Only durable events are delivered (HeadWatcher): an endpoint is due for them, not for the rest.
                     let head = try await self.watcher.servableKnown()
                     let schedule = try await store.schedule(through: head)
-                    guard let due = schedule.nextDueMicros, due <= clock().epochMicroseconds else { return schedule }
-                    return try await deliverDue(through: head) ? nil : try await store.schedule(through: head)
+                    guard let due = schedule.nextDueMicros, due <= clock().epochMicroseconds else { return (schedule, head, false) }
+                    let delivered = try await deliverDue(through: head)
+                    return (try await store.schedule(through: head), head, delivered)
                 }
-                guard let schedule else { continue }
-                followHead = schedule.active > index
-                if followHead, let due = schedule.nextDueMicros {
+                // Still due through the head just served (a full page, another endpoint): at once. Otherwise the next
+                // wait is for events beyond it, which the watcher wakes for at most once per its wake interval: a
+                // worker that looped straight back after each delivery served each commit on its own (issue 57: at 120
+                // requests a second, 60 deliveries a second of a few events each, five statements apiece).
+                if pass.delivered, let due = pass.schedule.nextDueMicros, due <= clock().epochMicroseconds { continue }
+                through = pass.through
+                followHead = pass.schedule.active > index
+                if followHead, let due = pass.schedule.nextDueMicros {
                     let wait = max(0, due - clock().epochMicroseconds)
                     idle = max(.milliseconds(20), min(idle, .microseconds(wait)))
                 }
@@ -263,7 +271,7 @@ public final class WebhookDispatcher: Service, Sendable {
                 let level: Logger.Level = DatabaseFailure.isUnavailable(error) ? .debug : .warning
                 logger.log(level: level, "webhook delivery failed", metadata: ["error": "\(String(reflecting: error))"])
             }
-            let (watcher, head, wait, follow) = (watcher, watcher.head, idle, followHead)
+            let (watcher, head, wait, follow) = (watcher, through, idle, followHead)
             _ = await cancelWhenGracefulShutdown {
                 if follow {
                     await watcher.wait(beyond: head, timeout: wait)

@@ -10,24 +10,29 @@ public struct ExpirySweeper: Service {
     package init(
         holds: HoldService,
         interval: Duration,
+        pageHolds: Int = 100,
         logger: Logger,
         jobs: JobMetrics = JobMetrics()
     ) {
         self.holds = holds
         self.interval = interval
+        self.pageHolds = pageHolds
         self.logger = logger
         self.jobs = jobs
     }
 
     let holds: HoldService
     let interval: Duration
+    /// Holds per append: a page's commit holds the writer, so every request waiting to append waits for it (issue 57:
+    /// pages of 500 put 150–260 ms into a day's p99 at 120 requests a second; the night's bench sweeps in larger ones).
+    let pageHolds: Int
     let logger: Logger
     let jobs: JobMetrics
 
     public func run() async throws {
-        let (holds, jobs, logger) = (holds, jobs, logger)
+        let (holds, jobs, logger, pageHolds) = (holds, jobs, logger, pageHolds)
         await PeriodicJob("expiry sweep", metric: .expiry, wait: .afterEachPass(interval), jobs: jobs, logger: logger).run {
-            let expired = try await holds.expireDue()
+            let expired = try await holds.expireDue(batchSize: pageHolds)
             jobs.holdsExpired(expired)
             if expired > 0 { logger.info("holds expired", metadata: ["count": "\(expired)"]) }
         }
