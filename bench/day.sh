@@ -131,7 +131,7 @@ sampler() {
   acq=$(acquirer_pid); ldr=$(loader_pid)
   c0=$(ticks "$pid"); a0=$(ticks "$acq"); l0=$(ticks "$ldr"); p0=$(postgres_ticks); w0=$(sql "SELECT pg_current_wal_lsn() - '0/0'" postgres)
   k0=$(checkpoints); s0=$(sql "SELECT pg_database_size('ledger')" postgres); y0=$(payments); r0=$(requests); e0=$(expiries)
-  t0=$(commits)
+  t0=$(commits); jobs_now > "$work/jobs0"
   while [ ! -e "$work/stop" ]; do
     sleep "$window"
     pid=$(cat "$work/pid")  # the daemon may have been restarted (RESTART=1): its ticks start again from 0
@@ -159,11 +159,23 @@ sampler() {
         printf "machine window %d (load %s): rss daemon %d MiB acquirer %d MiB | cpu ms/op daemon %.3f acquirer %.3f postgres %.3f | load generator %d MiB %.3f ms/op | transactions/op ledger %.1f acquirer %.1f | payments %d wal %.1f KB/payment disk %.1f KB/payment | checkpoints req %d timed %d | db %.0f MB | expired %s | %s\n",
           n, load, rss, arss, 1000 * c / hz / o, 1000 * a / hz / o, 1000 * p / hz / o, lrss, 1000 * l / hz / o, (tl < 0 ? tb[2] : tl) / o, (ta1 < 0 ? tb[1] : ta1) / o,
           y, w / q / 1024, s / q / 1024, z[1] - x[1], z[2] - x[2], db / 1048576, expired, caches }'
+    jobs_now > "$work/jobs1"
+    # Runs and seconds of each job in the window (a restarted daemon's counters start again: its own are the window's).
+    awk 'NR == FNR { c[$1] = $2; t[$1] = $3; next } { dc = $2 - c[$1]; dt = $3 - t[$1]; if (dc < 0) { dc = $2; dt = $3 }
+         if (dc > 0) printf "%s%s %d in %.2f s", (k++ ? ", " : "machine window jobs: "), $1, dc, dt } END { if (k) print "" }' "$work/jobs0" "$work/jobs1"
+    mv "$work/jobs1" "$work/jobs0"
     c0=$c1; a0=$a1; p0=$p1; l0=$l1; w0=$w1; k0=$k1; s0=$s1; y0=$y1; t0=$t1
   done
 }
 # Operations the daemon answered so far (its http_requests_total): the divisor of CPU per operation.
 requests() { curl -sf -H "Authorization: Bearer $key" "http://127.0.0.1:$port/metrics" | awk '/^http_requests_total/ {s += $NF} END {printf "%d", s}'; }
+# Each background job's runs and seconds so far ("name runs seconds" per line): a window's line says what ran in it
+# (a latency spike beside an inventory snapshot, an expiry page, a memory trim).
+jobs_now() {
+  curl -sf -H "Authorization: Bearer $key" "http://127.0.0.1:$port/metrics" |
+    awk '/^ledger_job_duration_seconds_(count|sum)\{/ { n = $0; sub(/.*name="/, "", n); sub(/".*/, "", n); if ($0 ~ /_count/) c[n] = $NF; else t[n] = $NF }
+         END { for (n in c) printf "%s %d %.3f\n", n, c[n], t[n] }' | sort
+}
 # Holds the expiry sweeper expired so far, and the seconds its passes took (their share of a window's work).
 expiries() {
   curl -sf -H "Authorization: Bearer $key" "http://127.0.0.1:$port/metrics" |
