@@ -58,7 +58,7 @@ import Logging
 /// | `LEDGERD_ACQUIRER_WIRE_FAULTS` | — | crash tests only: JSON `WireFaults` passed to the child acquirer service |
 /// | `LEDGERD_CAPTURE_POLICY` | `on_shipment` | `on_shipment`: capture what is open when the order ships; `automatic`: capture at authorization |
 /// | `LEDGERD_EXPIRY_INTERVAL_SECONDS` | `30` | how often the sweeper expires holds past their expiry |
-/// | `LEDGERD_EXPIRY_PAGE_HOLDS` | `100` | holds the sweeper expires per append (each page holds the writer for its commit) |
+/// | `LEDGERD_EXPIRY_PAGE_HOLDS` | `25` | holds the sweeper expires per append (each page holds the writer for its commit) |
 /// | `LEDGERD_DISPUTE_POLL_INTERVAL_SECONDS` | `60` | how often the daemon reads the acquirer's dispute notifications and records them; 0 = never |
 /// | `LEDGERD_ACQUIRER_DISPUTE_RATE` | `0` | per mille of settled Visa/Mastercard captures on which the acquirer model raises a chargeback (seeded) |
 /// | `LEDGERD_SNAPSHOT_EVERY_EVENTS` | `10000` | the fewest events between inventory snapshots (while they are small, an as-of inventory or product read folds at most this many events past the last one, plus the snapshotter's lag) |
@@ -364,7 +364,7 @@ public struct LedgerConfiguration: Sendable {
         let expirySeconds = try reader.integer(forKey: "ledgerd.expiry.interval.seconds", default: 30)
         guard expirySeconds >= 1 else { throw ConfigurationError("LEDGERD_EXPIRY_INTERVAL_SECONDS must be at least 1") }
         expiryInterval = .seconds(expirySeconds)
-        expiryPageHolds = try reader.integer(forKey: "ledgerd.expiry.page.holds", default: 100)
+        expiryPageHolds = try reader.integer(forKey: "ledgerd.expiry.page.holds", default: 25)
         guard (1...10_000).contains(expiryPageHolds) else { throw ConfigurationError("LEDGERD_EXPIRY_PAGE_HOLDS must be 1…10000") }
         let disputePollSeconds = try reader.integer(forKey: "ledgerd.dispute.poll.interval.seconds", default: 60)
         guard disputePollSeconds >= 0 else { throw ConfigurationError("LEDGERD_DISPUTE_POLL_INTERVAL_SECONDS must be 0 (off) or more") }

@@ -21,8 +21,8 @@ import Testing
         // The feeds' followers are woken at most every 50 ms (HeadWatcher); 0 wakes them at every commit.
         #expect(configuration.feedWakeInterval == .milliseconds(50))
         #expect(try LedgerConfiguration.load(environment: ["LEDGERD_FEED_WAKE_MS": "0"]).feedWakeInterval == .zero)
-        // The sweeper expires 100 holds per append (a page's commit holds the writer).
-        #expect(configuration.expiryPageHolds == 100)
+        // The sweeper expires 25 holds per append (a page's commit holds the writer).
+        #expect(configuration.expiryPageHolds == 25)
         #expect(try LedgerConfiguration.load(environment: ["LEDGERD_EXPIRY_PAGE_HOLDS": "500"]).expiryPageHolds == 500)
         for bad in ["0", "10001"] {
             #expect(throws: ConfigurationError.self) { try LedgerConfiguration.load(environment: ["LEDGERD_EXPIRY_PAGE_HOLDS": bad]) }
