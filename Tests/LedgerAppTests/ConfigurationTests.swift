@@ -79,6 +79,8 @@ import Testing
                 #expect(error.message.contains(variable) && error.message.contains(value), "\(error.message)")
             }
         }
+        // Set to nothing is unset, as before: the default.
+        #expect(try LedgerConfiguration.load(environment: ["LEDGERD_PORT": "", "LEDGERD_SETTLEMENT_AUTO": ""]).port == 12345)
         for (variable, value) in ["LEDGERD_SETTLEMENT_AUTO": "yes", "LEDGERD_SEED_DEMO_CATALOG": "0", "LEDGERD_PORT": "8080"] {
             #expect(throws: Never.self, "\(variable)=\(value)") { try LedgerConfiguration.load(environment: [variable: value]) }
         }
