@@ -16,6 +16,68 @@ import Testing
         #expect(throws: MoneyError.self) { try Money(decimal: text, currency: .usd) }
     }
 
+    /// The byte parser (`Money(decimal:currency:)`) answers every text as the `Character` parser it replaced: the same
+    /// amount, or the same refusal. 300,000 texts from one seed, of digits, points, signs, exponents, separators, spaces, a
+    /// non-ASCII digit and a combining mark, up to 24 characters, in currencies of 0, 2 and 3 fraction digits.
+    @Test func theByteParserAnswersAsTheCharacterParser() throws {
+        let alphabet: [String] = ["0", "1", "5", "9", "0", "7", ".", ".", "-", "-", "+", "e", ",", " ", "٣", "\u{0301}", "x"]
+        var generator = SplitMix64(seed: 57)
+        var outcomes: [String: Int] = [:]
+        for round in 0..<300_000 {
+            let currency = [Currency.usd, .jpy, Currency(code: "BHD")!][round % 3]
+            var text = ""
+            // Mostly amount-like texts (digits with one point), some of any shape, some near Int64's limit.
+            switch generator.next() % 4 {
+            case 0:
+                for _ in 0..<Int(generator.next() % 25) { text += alphabet[Int(generator.next() % UInt64(alphabet.count))] }
+            case 1:
+                text = (generator.next() % 2 == 0 ? "-" : "") + String(generator.next() % 10_000_000_000_000_000_000)
+                if generator.next() % 2 == 0 { text += "." + String(generator.next() % 10_000) }
+            default:
+                text = String(generator.next() % 100_000) + "." + String(generator.next() % 1_000)
+            }
+            let byBytes = Result { () throws(MoneyError) -> Money in try Money(decimal: text, currency: currency) }
+            let byCharacters = Result { () throws(MoneyError) -> Money in try Self.characterParse(text, currency: currency) }
+            #expect(byBytes == byCharacters, "\(text) in \(currency.code)")
+            switch byBytes {
+            case .success: outcomes["amount", default: 0] += 1
+            case .failure(.invalidAmount): outcomes["not an amount", default: 0] += 1
+            case .failure(.tooManyFractionDigits): outcomes["too many fraction digits", default: 0] += 1
+            case .failure(.overflow): outcomes["out of range", default: 0] += 1
+            case .failure(.currencyMismatch): outcomes["currency mismatch", default: 0] += 1
+            }
+        }
+        // Every answer was met often: a generator that made only refusals (or only amounts) would compare little.
+        for kind in ["amount", "not an amount", "too many fraction digits", "out of range"] {
+            #expect(outcomes[kind, default: 0] >= 1_000, "\(kind): \(outcomes)")
+        }
+    }
+
+    /// The parser before issue 57's session 10, over `Character`s: the reference for the test above.
+    static func characterParse(_ text: String, currency: Currency) throws(MoneyError) -> Money {
+        var digits = Substring(text)
+        let negative = digits.first == "-"
+        if negative { digits = digits.dropFirst() }
+        let parts = digits.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        let whole = parts[0]
+        let fraction = parts.count > 1 ? parts[1] : ""
+        guard !whole.isEmpty, whole.allSatisfy({ $0.isASCII && $0.isNumber }),
+            fraction.allSatisfy({ $0.isASCII && $0.isNumber }), parts.count == 1 || !fraction.isEmpty
+        else {
+            throw .invalidAmount(text)
+        }
+        guard fraction.count <= currency.minorUnitDigits else { throw .tooManyFractionDigits(text, currency) }
+        var units: Int64 = 0
+        for character in whole + fraction + String(repeating: "0", count: currency.minorUnitDigits - fraction.count) {
+            let digit = Int64(character.wholeNumberValue!)
+            let (times10, o1) = units.multipliedReportingOverflow(by: 10)
+            let (plus, o2) = times10.addingReportingOverflow(digit)
+            guard !o1 && !o2 else { throw .overflow }
+            units = plus
+        }
+        return Money(minorUnits: negative ? -units : units, currency: currency)
+    }
+
     @Test func respectsTheCurrencyMinorUnit() throws {
         #expect(try Money(decimal: "500", currency: .jpy).minorUnits == 500)
         #expect(throws: MoneyError.tooManyFractionDigits("5.0", .jpy)) { try Money(decimal: "5.0", currency: .jpy) }
@@ -73,5 +135,18 @@ import Testing
         #expect(Currency(numericCode: "840") == .usd)
         #expect(Currency(code: "XXX") == nil)
         #expect(Currency.jpy.minorUnitsPerMajor == 1)
+    }
+}
+
+/// A seeded generator for the tests above (SplitMix64).
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D4_9BB1_33EB_8DCB
+        return z ^ (z >> 31)
     }
 }
